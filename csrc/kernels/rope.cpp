@@ -1,0 +1,220 @@
+// Rotary position embedding, forward and backward, for x rows of any even head_dim D:
+//   forward   y  = x * cos + rot(x) * sin
+//   backward  dx = dy * cos + rot^T(dy * sin)
+// rot is rotate_half ([-x2, x1], HF / npu_rotary_mul 'half') or the pair rotation
+// ((-x[2i+1], x[2i]), the tutorial's rope_customer and 'interleave'). Both are a fixed
+// permutation of a row times a fixed sign pattern, so one Gather with a precomputed offset table
+// and one Mul with a sign table serve every mode, for D of any 32-byte alignment.
+// fp16 / bf16 are computed in fp32 and rounded once on the way out (CAST_RINT).
+#include "kernel_operator.h"
+#include "kernel_utils.h"
+#include "rope_tiling_data.h"
+
+using namespace AscendC;
+
+constexpr int32_t BUFFER_NUM = 2;  // double buffering: load tile i+1 while computing tile i
+
+template <typename T>
+class KernelRope {
+ public:
+  __aicore__ inline KernelRope() {}
+
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, const RopeTilingData& tiling, TPipe* pipe) {
+    t_ = tiling;
+    const uint32_t tileElems = t_.tileRows * t_.rowPitch;
+    xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.xRows * t_.headDim);
+    yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.xRows * t_.headDim);
+    cosGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(cos), t_.rRows * t_.headDim);
+    sinGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(sin), t_.rRows * t_.headDim);
+    pipe->InitBuffer(inX_, BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(inCos_, BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(inSin_, BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(rotatedBuf_, tileElems * sizeof(float));
+    pipe->InitBuffer(offsetBuf_, tileElems * sizeof(uint32_t));
+    pipe->InitBuffer(signBuf_, tileElems * sizeof(float));
+    if constexpr (!IsFloat()) {
+      pipe->InitBuffer(xFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(cosFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(sinFloatBuf_, tileElems * sizeof(float));
+    }
+    BuildTables();
+  }
+
+  __aicore__ inline void Process() {
+    int64_t begin = 0, count = 0;
+    BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
+    for (int64_t task = begin; task < begin + count; ++task) {
+      const uint32_t rows = Locate(task);
+      CopyIn(rows);
+      Compute(rows);
+      CopyOut(rows);
+    }
+  }
+
+ private:
+  static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
+
+  // Row r of a tile: offsets[r][j] = byte offset of j's partner in the rotation, signs[r][j] = its sign.
+  __aicore__ inline void BuildTables() {
+    LocalTensor<int32_t> offsets = offsetBuf_.Get<int32_t>();
+    LocalTensor<float> signs = signBuf_.Get<float>();
+    const uint32_t d = t_.headDim, pitch = t_.rowPitch, half = d / 2;
+    const float flip = t_.backward ? -1.0f : 1.0f;  // rot^T has the opposite signs
+    for (uint32_t j = 0; j < pitch; ++j) {
+      uint32_t partner = j;
+      float sign = 0.0f;
+      if (j < d && t_.rotaryMode == ROPE_MODE_HALF) {
+        partner = j < half ? j + half : j - half;
+        sign = j < half ? -flip : flip;
+      } else if (j < d) {
+        partner = j ^ 1u;
+        sign = (j % 2 == 0) ? -flip : flip;
+      }
+      offsets.SetValue(j, static_cast<int32_t>(partner * sizeof(float)));
+      signs.SetValue(j, sign);
+    }
+    SetFlag<HardEvent::S_V>(0);
+    WaitFlag<HardEvent::S_V>(0);
+    for (uint32_t r = 1; r < t_.tileRows; ++r) {
+      Adds(offsets[r * pitch], offsets, static_cast<int32_t>(r * pitch * sizeof(float)), static_cast<int32_t>(pitch));
+      DataCopy(signs[r * pitch], signs, pitch);
+    }
+    PipeBarrier<PIPE_V>();
+  }
+
+  // Decodes a task into the first x row and cos/sin row of its tile; returns the tile's row count.
+  __aicore__ inline uint32_t Locate(int64_t task) {
+    const int64_t line = task / t_.tilesPerLine;
+    const int64_t tile = task % t_.tilesPerLine;
+    const uint32_t outer = t_.lineAxes[0], inner = t_.lineAxes[1], axis = t_.tileAxis;
+    const int64_t iOuter = line / t_.xDims[inner], iInner = line % t_.xDims[inner];
+    const int64_t first = tile * t_.tileRows;
+    xRow_ = iOuter * t_.xStrides[outer] + iInner * t_.xStrides[inner] + first * t_.xStrides[axis];
+    rRow_ = iOuter * t_.rStrides[outer] + iInner * t_.rStrides[inner] + first * t_.rStrides[axis];
+    const int64_t left = t_.xDims[axis] - first;
+    return static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
+  }
+
+  __aicore__ inline void CopyIn(uint32_t rows) {
+    const uint32_t rowBytes = t_.headDim * sizeof(T);
+    const uint32_t xGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
+    LocalTensor<T> x = inX_.AllocTensor<T>();
+    DataCopyPad(x, xGm_[xRow_ * t_.headDim], DataCopyExtParams(rows, rowBytes, xGap, 0, 0), DataCopyPadExtParams<T>());
+    inX_.EnQue(x);
+    LoadTable(inCos_, cosGm_, rows);
+    LoadTable(inSin_, sinGm_, rows);
+  }
+
+  // cos/sin rows of a tile: one contiguous run, or one row repeated where they broadcast along the tile.
+  __aicore__ inline void LoadTable(TQue<QuePosition::VECIN, BUFFER_NUM>& que, GlobalTensor<T>& gm, uint32_t rows) {
+    const uint32_t rowBytes = t_.headDim * sizeof(T);
+    LocalTensor<T> table = que.AllocTensor<T>();
+    if (t_.rStrides[t_.tileAxis] != 0) {
+      DataCopyPad(table, gm[rRow_ * t_.headDim], DataCopyExtParams(rows, rowBytes, 0, 0, 0), DataCopyPadExtParams<T>());
+    } else {
+      for (uint32_t r = 0; r < rows; ++r) {
+        DataCopyPad(table[r * t_.rowPitch], gm[rRow_ * t_.headDim], DataCopyExtParams(1, rowBytes, 0, 0, 0),
+                    DataCopyPadExtParams<T>());
+      }
+    }
+    que.EnQue(table);
+  }
+
+  __aicore__ inline void Compute(uint32_t rows) {
+    const int32_t n = static_cast<int32_t>(rows * t_.rowPitch);
+    LocalTensor<T> x = inX_.DeQue<T>();
+    LocalTensor<T> cos = inCos_.DeQue<T>();
+    LocalTensor<T> sin = inSin_.DeQue<T>();
+    LocalTensor<float> xf = Widen(x, xFloatBuf_, n);
+    LocalTensor<float> cosf = Widen(cos, cosFloatBuf_, n);
+    LocalTensor<float> sinf = Widen(sin, sinFloatBuf_, n);
+    LocalTensor<float> rotated = rotatedBuf_.Get<float>();
+    LocalTensor<uint32_t> offsets = offsetBuf_.Get<uint32_t>();
+    LocalTensor<float> signs = signBuf_.Get<float>();
+    if (t_.backward) {
+      // 1. rotated = rot^T(dy * sin): multiply first, then permute and sign
+      Mul(sinf, xf, sinf, n);
+      PipeBarrier<PIPE_V>();
+      Gather(rotated, sinf, offsets, 0, static_cast<uint32_t>(n));
+    } else {
+      // 1. rotated = rot(x) * sin: permute and sign first, then multiply
+      Gather(rotated, xf, offsets, 0, static_cast<uint32_t>(n));
+      PipeBarrier<PIPE_V>();
+      Mul(rotated, rotated, sinf, n);
+    }
+    PipeBarrier<PIPE_V>();
+    Mul(rotated, rotated, signs, n);
+    // 2. x * cos + rotated
+    Mul(xf, xf, cosf, n);
+    PipeBarrier<PIPE_V>();
+    LocalTensor<T> y = outY_.AllocTensor<T>();
+    if constexpr (IsFloat()) {
+      Add(y, xf, rotated, n);
+    } else {
+      Add(xf, xf, rotated, n);
+      PipeBarrier<PIPE_V>();
+      Cast(y, xf, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // 3. one rounding to T
+    }
+    outY_.EnQue(y);
+    inX_.FreeTensor(x);
+    inCos_.FreeTensor(cos);
+    inSin_.FreeTensor(sin);
+  }
+
+  // fp32 view of an input tile: the tile itself for float, a widened copy otherwise.
+  __aicore__ inline LocalTensor<float> Widen(LocalTensor<T>& src, TBuf<TPosition::VECCALC>& buf, int32_t n) {
+    if constexpr (IsFloat()) {
+      return src.template ReinterpretCast<float>();
+    } else {
+      LocalTensor<float> wide = buf.Get<float>();
+      Cast(wide, src, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+      return wide;
+    }
+  }
+
+  __aicore__ inline void CopyOut(uint32_t rows) {
+    const uint32_t rowBytes = t_.headDim * sizeof(T);
+    const uint32_t yGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
+    LocalTensor<T> y = outY_.DeQue<T>();
+    DataCopyPad(yGm_[xRow_ * t_.headDim], y, DataCopyExtParams(rows, rowBytes, 0, yGap, 0));
+    outY_.FreeTensor(y);
+  }
+
+  RopeTilingData t_;
+  GlobalTensor<T> xGm_, cosGm_, sinGm_, yGm_;
+  TQue<QuePosition::VECIN, BUFFER_NUM> inX_, inCos_, inSin_;
+  TQue<QuePosition::VECOUT, BUFFER_NUM> outY_;
+  TBuf<TPosition::VECCALC> rotatedBuf_, offsetBuf_, signBuf_, xFloatBuf_, cosFloatBuf_, sinFloatBuf_;
+  int64_t xRow_ = 0;  // first x row of the current tile
+  int64_t rRow_ = 0;  // first cos/sin row of the current tile
+};
+
+template <typename T>
+__aicore__ inline void RunRope(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, GM_ADDR tiling) {
+  RopeTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  TPipe pipe;
+  KernelRope<T> op;
+  op.Init(x, cos, sin, y, tilingData, &pipe);
+  op.Process();
+}
+
+// One entry per dtype; x, cos, sin, y share it (the host casts cos/sin to x's dtype).
+extern "C" __global__ __aicore__ void rope_float(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, GM_ADDR workspace,
+                                                 GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunRope<float>(x, cos, sin, y, tiling);
+}
+
+extern "C" __global__ __aicore__ void rope_half(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, GM_ADDR workspace,
+                                                GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunRope<half>(x, cos, sin, y, tiling);
+}
+
+extern "C" __global__ __aicore__ void rope_bfloat16(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y,
+                                                    GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunRope<bfloat16_t>(x, cos, sin, y, tiling);
+}

@@ -1,0 +1,42 @@
+// Readable argument checks shared by every op binding.
+#include <sstream>
+
+#include "op_proto_table.h"
+
+namespace ascendc_ops {
+
+std::string ShapeString(const at::Tensor& t) {
+  std::ostringstream s;
+  s << t.sizes();
+  return s.str();
+}
+
+void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
+  std::vector<at::ScalarType> got;
+  for (const at::Tensor& t : inputs) got.push_back(t.scalar_type());
+  for (const auto& combo : op.inputDtypes)
+    if (combo == got) return;
+  std::ostringstream msg;
+  msg << op.name << ": unsupported dtypes (";
+  size_t i = 0;
+  for (const at::Tensor& t : inputs) msg << (i ? ", " : "") << op.inputs[i++] << "=" << t.scalar_type();
+  msg << "); supported:";
+  for (const auto& combo : op.inputDtypes) {
+    msg << " (";
+    for (size_t k = 0; k < combo.size(); ++k) msg << (k ? ", " : "") << combo[k];
+    msg << ")";
+  }
+  TORCH_CHECK_TYPE(false, msg.str());
+}
+
+void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
+  const at::Device device = inputs.begin()->device();
+  size_t i = 0;
+  for (const at::Tensor& t : inputs) {
+    TORCH_CHECK_VALUE(t.device() == device, op.name, ": ", op.inputs[i], " is on ", t.device(), " but ",
+                      op.inputs[0], " is on ", device, "; all inputs must be on one device");
+    ++i;
+  }
+}
+
+}  // namespace ascendc_ops

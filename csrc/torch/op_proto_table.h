@@ -1,0 +1,26 @@
+// The shape of one op prototype as the bindings see it; the instances are generated from
+// op_proto/*.json into op_proto_gen.h, so names, schemas and dtypes are never typed twice.
+#pragma once
+#include <ATen/ATen.h>
+
+#include <initializer_list>
+#include <vector>
+
+namespace ascendc_ops {
+
+struct OpProto {
+  const char* name;    // torch op name, e.g. "rotary_mul"
+  const char* schema;  // torch schema string
+  std::vector<const char*> inputs;
+  std::vector<std::vector<at::ScalarType>> inputDtypes;  // supported combinations
+};
+
+// Throws a TypeError naming every input's dtype and the supported combinations.
+void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs);
+
+// Throws a ValueError unless every tensor lives on the device of the first.
+void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs);
+
+std::string ShapeString(const at::Tensor& t);
+
+}  // namespace ascendc_ops

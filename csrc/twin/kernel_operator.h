@@ -1,0 +1,25 @@
+// CPU twin of the Ascend C kernel API (namespace AscendC): the subset our kernels use, with the
+// same names and signatures as CANN's kernel_operator.h, so one kernel source builds for both.
+// Kernels compiled with g++ against this header run on the CPU via twin::Launch (twin_launch.h).
+#pragma once
+#include <cstdint>
+
+#include "twin_copy.h"
+#include "twin_core.h"
+#include "twin_tensor.h"
+#include "twin_types.h"
+#include "twin_vector.h"
+
+// Address-space and kernel qualifiers have no meaning on the CPU, as in CANN's CPU debug mode.
+#define __global__
+#define __aicore__
+#define __gm__
+#define GM_ADDR uint8_t*
+
+enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2 };
+#define KERNEL_TASK_TYPE_DEFAULT(type) static_assert((type) >= 0, "kernel type")
+
+namespace AscendC {
+inline int64_t GetBlockIdx() { return twin::Core().blockIdx; }
+inline int64_t GetBlockNum() { return twin::Core().blockNum; }
+}  // namespace AscendC

@@ -1,0 +1,154 @@
+// CPU twin, Cast: the dtype pairs and rounding modes the A2 vector unit supports.
+// bfloat16 <-> half has no direct path; float -> bfloat16 must name a rounding mode.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "twin_tensor.h"
+
+namespace AscendC {
+namespace twin {
+
+inline const char* RoundName(RoundMode m) {
+  static const char* names[] = {"CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
+  return names[static_cast<int>(m)];
+}
+
+// 16-bit float formats as bit patterns, for the directed rounding modes.
+inline uint16_t Bits(half v) { uint16_t b; std::memcpy(&b, &v, 2); return b; }
+inline uint16_t Bits(bfloat16_t v) { return v.bits; }
+template <typename F>
+inline F FromBits(uint16_t b) {
+  F v;
+  if constexpr (std::is_same_v<F, bfloat16_t>) v.bits = b;
+  else std::memcpy(&v, &b, 2);
+  return v;
+}
+template <typename F>
+inline F StepUp(F v) {  // next representable value toward +inf
+  uint16_t b = Bits(v);
+  if ((b & 0x7fff) == 0) return FromBits<F>(1);
+  return FromBits<F>(b & 0x8000 ? b - 1 : b + 1);
+}
+template <typename F>
+inline F StepDown(F v) {
+  uint16_t b = Bits(v);
+  if ((b & 0x7fff) == 0) return FromBits<F>(0x8001);
+  return FromBits<F>(b & 0x8000 ? b + 1 : b - 1);
+}
+
+// Rounds float x to the 16-bit format F; `nearest` is the round-to-nearest-even result.
+template <typename F>
+inline F Directed(float x, F nearest, RoundMode mode) {
+  const float back = float(nearest);
+  if (mode == RoundMode::CAST_RINT || mode == RoundMode::CAST_NONE || back == x || std::isnan(x)) return nearest;
+  const F lo = back < x ? nearest : StepDown(nearest);
+  const F hi = back < x ? StepUp(nearest) : nearest;
+  switch (mode) {
+    case RoundMode::CAST_FLOOR: return lo;
+    case RoundMode::CAST_CEIL: return hi;
+    case RoundMode::CAST_TRUNC: return x > 0 ? lo : hi;
+    case RoundMode::CAST_ODD: return (Bits(lo) & 1) ? lo : hi;
+    case RoundMode::CAST_ROUND: {  // nearest, ties away from zero
+      const double dlo = double(x) - double(float(lo)), dhi = double(float(hi)) - double(x);
+      if (dlo == dhi) return x > 0 ? hi : lo;
+      return dlo < dhi ? lo : hi;
+    }
+    default: return nearest;
+  }
+}
+
+inline void FloatToHalf(half* d, const float* s, uint32_t n, RoundMode mode) {
+  uint32_t i = 0;
+#if defined(__F16C__)
+  if (mode == RoundMode::CAST_RINT || mode == RoundMode::CAST_NONE) {
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+#endif
+  for (; i < n; ++i) d[i] = Directed<half>(s[i], half(s[i]), mode);
+}
+
+inline void HalfToFloat(float* d, const half* s, uint32_t n) {
+  uint32_t i = 0;
+#if defined(__F16C__)
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(d + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+#endif
+  for (; i < n; ++i) d[i] = float(s[i]);
+}
+
+inline void FloatToBf16(bfloat16_t* d, const float* s, uint32_t n, RoundMode mode) {
+  if (mode == RoundMode::CAST_RINT) {  // integer-only loop, so the compiler vectorises it
+    const uint32_t* u = reinterpret_cast<const uint32_t*>(s);
+    uint16_t* out = reinterpret_cast<uint16_t*>(d);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint32_t v = u[i];
+      const bool nan = (v & 0x7fffffffu) > 0x7f800000u;
+      out[i] = nan ? uint16_t((v >> 16) | 0x40u) : uint16_t((v + 0x7fffu + ((v >> 16) & 1u)) >> 16);
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < n; ++i) d[i] = Directed<bfloat16_t>(s[i], bfloat16_t(s[i]), mode);
+}
+
+inline void Bf16ToFloat(float* d, const bfloat16_t* s, uint32_t n) {
+  const uint16_t* in = reinterpret_cast<const uint16_t*>(s);
+  uint32_t* out = reinterpret_cast<uint32_t*>(d);
+  for (uint32_t i = 0; i < n; ++i) out[i] = uint32_t(in[i]) << 16;
+}
+
+inline int32_t FloatToInt(float x, RoundMode mode) {
+  if (std::isnan(x)) return 0;
+  double r;
+  switch (mode) {
+    case RoundMode::CAST_FLOOR: r = std::floor(x); break;
+    case RoundMode::CAST_CEIL: r = std::ceil(x); break;
+    case RoundMode::CAST_ROUND: r = std::round(x); break;
+    case RoundMode::CAST_TRUNC: r = std::trunc(x); break;
+    default: r = std::nearbyint(x);
+  }
+  if (r >= 2147483647.0) return 2147483647;  // the device saturates
+  if (r <= -2147483648.0) return -2147483647 - 1;
+  return int32_t(r);
+}
+
+[[noreturn]] inline void UnsupportedCast(const char* from, const char* to, RoundMode mode, const char* why) {
+  Violation("dtype support", std::string("Cast ") + from + " -> " + to + " with " + RoundName(mode) + ": " + why);
+}
+
+}  // namespace twin
+
+template <typename T, typename U>
+inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint32_t count) {
+  const char* api = "Cast";
+  twin::RequireOperand(dst, count, api);
+  twin::RequireOperand(src, count, api);
+  const char* to = twin::DtypeName<T>();
+  const char* from = twin::DtypeName<U>();
+  T* d = dst.TwinData();
+  const U* s = src.TwinData();
+  const bool none = roundMode == RoundMode::CAST_NONE;
+  if constexpr (std::is_same_v<U, float> && std::is_same_v<T, half>) {
+    twin::FloatToHalf(d, s, count, roundMode);
+  } else if constexpr (std::is_same_v<U, half> && std::is_same_v<T, float>) {
+    if (!none) twin::UnsupportedCast(from, to, roundMode, "widening casts take CAST_NONE");
+    twin::HalfToFloat(d, s, count);
+  } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, bfloat16_t>) {
+    if (none) twin::UnsupportedCast(from, to, roundMode, "narrowing to bfloat16 needs a rounding mode such as CAST_RINT");
+    twin::FloatToBf16(d, s, count, roundMode);
+  } else if constexpr (std::is_same_v<U, bfloat16_t> && std::is_same_v<T, float>) {
+    if (!none) twin::UnsupportedCast(from, to, roundMode, "widening casts take CAST_NONE");
+    twin::Bf16ToFloat(d, s, count);
+  } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, int32_t>) {
+    if (none) twin::UnsupportedCast(from, to, roundMode, "float -> int32 needs a rounding mode");
+    for (uint32_t i = 0; i < count; ++i) d[i] = twin::FloatToInt(s[i], roundMode);
+  } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, float>) {
+    for (uint32_t i = 0; i < count; ++i) d[i] = float(s[i]);
+  } else {
+    twin::UnsupportedCast(from, to, roundMode, "this dtype pair has no Cast on Atlas A2 (go through float)");
+  }
+}
+
+}  // namespace AscendC

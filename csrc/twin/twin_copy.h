@@ -1,0 +1,167 @@
+// CPU twin, data movement between GM and UB: DataCopy (count and strided forms) and DataCopyPad.
+// Count-form lengths must be whole 32-byte blocks (the NPU silently drops the remainder);
+// DataCopyPad lands each block padded to 32 bytes, and the twin fills padding it was not asked
+// to fill with NaN bytes so a kernel that reads it shows wrong results at once.
+#pragma once
+#include <cstring>
+#include <string>
+
+#include "twin_tensor.h"
+
+namespace AscendC {
+
+struct DataCopyParams {
+  DataCopyParams() {}
+  DataCopyParams(const uint16_t count, const uint16_t len, const uint16_t srcStrideIn, const uint16_t dstStrideIn)
+      : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn) {}
+  uint16_t blockCount = 1;
+  uint16_t blockLen = 0;   // in 32-byte blocks
+  uint16_t srcStride = 0;  // gap between blocks, in 32-byte blocks
+  uint16_t dstStride = 0;
+};
+
+struct DataCopyExtParams {
+  DataCopyExtParams() {}
+  DataCopyExtParams(const uint16_t count, const uint32_t len, const uint32_t srcStrideIn, const uint32_t dstStrideIn,
+                    const uint32_t rsvIn)
+      : blockCount(count), blockLen(len), srcStride(srcStrideIn), dstStride(dstStrideIn), rsv(rsvIn) {}
+  uint16_t blockCount = 1;
+  uint32_t blockLen = 0;   // bytes
+  uint32_t srcStride = 0;  // gap: bytes on the GM side, 32-byte blocks on the UB side
+  uint32_t dstStride = 0;
+  uint32_t rsv = 0;
+};
+
+template <typename T>
+struct DataCopyPadExtParams {
+  DataCopyPadExtParams() {}
+  DataCopyPadExtParams(const bool isPadValue, const uint8_t leftPadValue, const uint8_t rightPadValue, T padValue)
+      : isPad(isPadValue), leftPadding(leftPadValue), rightPadding(rightPadValue), paddingValue(padValue) {}
+  bool isPad = false;
+  uint8_t leftPadding = 0;
+  uint8_t rightPadding = 0;
+  T paddingValue = T(0);
+};
+
+namespace twin {
+constexpr uint8_t kPoisonByte = 0xFF;  // all-ones: NaN in float, half and bfloat16
+
+template <typename T>
+inline void CheckCountBytes(uint32_t count, const char* api) {
+  if ((uint64_t(count) * sizeof(T)) % kBlockBytes != 0) {
+    Violation("32-byte alignment", std::string(api) + " of " + std::to_string(count) + " " + DtypeName<T>() + " = " +
+                                       std::to_string(uint64_t(count) * sizeof(T)) +
+                                       " bytes; count-form lengths must be multiples of 32 bytes (use DataCopyPad)");
+  }
+}
+inline void CheckBlockCount(uint32_t n, const char* api) {
+  if (n == 0 || n > kMaxBlockCount)
+    Violation("data copy params", std::string(api) + " blockCount " + std::to_string(n) + " outside 1..4095");
+}
+// Copies blocks between two strided byte layouts; the one loop behind every form.
+inline void CopyBlocks(uint8_t* dst, uint64_t dstPitch, const uint8_t* src, uint64_t srcPitch, uint32_t blocks,
+                       uint32_t blockBytes) {
+  for (uint32_t b = 0; b < blocks; ++b) std::memcpy(dst + b * dstPitch, src + b * srcPitch, blockBytes);
+}
+}  // namespace twin
+
+// ---- count form ----
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const uint32_t count) {
+  twin::CheckCountBytes<T>(count, "DataCopy GM->UB");
+  dst.TwinCheckAligned("DataCopy GM->UB");
+  dst.TwinCheckCount(count, "DataCopy GM->UB");
+  src.TwinCheckRange(count, "DataCopy GM->UB");
+  std::memcpy(dst.TwinData(), src.GetPhyAddr(), uint64_t(count) * sizeof(T));
+}
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+  twin::CheckCountBytes<T>(count, "DataCopy UB->GM");
+  src.TwinCheckAligned("DataCopy UB->GM");
+  src.TwinCheckCount(count, "DataCopy UB->GM");
+  dst.TwinCheckRange(count, "DataCopy UB->GM");
+  std::memcpy(dst.GetPhyAddr(), src.TwinData(), uint64_t(count) * sizeof(T));
+}
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
+  twin::CheckCountBytes<T>(count, "DataCopy UB->UB");
+  dst.TwinCheckAligned("DataCopy UB->UB");
+  src.TwinCheckAligned("DataCopy UB->UB");
+  dst.TwinCheckCount(count, "DataCopy UB->UB");
+  src.TwinCheckCount(count, "DataCopy UB->UB");
+  std::memmove(dst.TwinData(), src.TwinData(), uint64_t(count) * sizeof(T));
+}
+
+// ---- strided form: every length and gap in 32-byte blocks ----
+namespace twin {
+template <typename T>
+inline uint64_t StridedSpan(const DataCopyParams& p, uint16_t gap) {
+  return (uint64_t(p.blockCount - 1) * (p.blockLen + gap) + p.blockLen) * kBlockBytes / sizeof(T);
+}
+}  // namespace twin
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
+  twin::CheckBlockCount(p.blockCount, "DataCopy GM->UB");
+  dst.TwinCheckAligned("DataCopy GM->UB");
+  dst.TwinCheckCount(twin::StridedSpan<T>(p, p.dstStride), "DataCopy GM->UB");
+  src.TwinCheckRange(twin::StridedSpan<T>(p, p.srcStride), "DataCopy GM->UB");
+  twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.TwinData()), uint64_t(p.blockLen + p.dstStride) * 32,
+                   reinterpret_cast<const uint8_t*>(src.GetPhyAddr()), uint64_t(p.blockLen + p.srcStride) * 32,
+                   p.blockCount, p.blockLen * 32u);
+}
+template <typename T>
+inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+  twin::CheckBlockCount(p.blockCount, "DataCopy UB->GM");
+  src.TwinCheckAligned("DataCopy UB->GM");
+  src.TwinCheckCount(twin::StridedSpan<T>(p, p.srcStride), "DataCopy UB->GM");
+  dst.TwinCheckRange(twin::StridedSpan<T>(p, p.dstStride), "DataCopy UB->GM");
+  twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), uint64_t(p.blockLen + p.dstStride) * 32,
+                   reinterpret_cast<const uint8_t*>(src.TwinData()), uint64_t(p.blockLen + p.srcStride) * 32,
+                   p.blockCount, p.blockLen * 32u);
+}
+
+// ---- DataCopyPad: byte-exact rows, each landing 32-byte padded in UB ----
+template <typename T>
+inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
+                        const DataCopyPadExtParams<T>& pad) {
+  const char* api = "DataCopyPad GM->UB";
+  twin::CheckBlockCount(p.blockCount, api);
+  dst.TwinCheckAligned(api);
+  if (p.blockLen % sizeof(T) != 0)
+    twin::Violation("data copy params", std::string(api) + " blockLen " + std::to_string(p.blockLen) +
+                                            " bytes is not a whole number of " + twin::DtypeName<T>());
+  const uint32_t lead = pad.leftPadding * sizeof(T);
+  const uint32_t rowBytes = twin::AlignUp32(lead + p.blockLen + pad.rightPadding * sizeof(T));
+  const uint64_t ubPitch = rowBytes + uint64_t(p.dstStride) * 32;
+  const uint64_t gmPitch = uint64_t(p.blockLen) + p.srcStride;
+  dst.TwinCheckCount(((p.blockCount - 1) * ubPitch + rowBytes) / sizeof(T), api);
+  src.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
+  uint8_t* ub = reinterpret_cast<uint8_t*>(dst.TwinData());
+  const uint8_t* gm = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
+  for (uint32_t b = 0; b < p.blockCount; ++b) {
+    uint8_t* row = ub + b * ubPitch;
+    std::memset(row, twin::kPoisonByte, rowBytes);
+    T* elems = reinterpret_cast<T*>(row);
+    if (pad.isPad) {
+      for (uint32_t i = 0; i < pad.leftPadding; ++i) elems[i] = pad.paddingValue;
+      T* tail = reinterpret_cast<T*>(row + lead + p.blockLen);
+      for (uint32_t i = 0; i < pad.rightPadding; ++i) tail[i] = pad.paddingValue;
+    }
+    std::memcpy(row + lead, gm + b * gmPitch, p.blockLen);
+  }
+}
+template <typename T>
+inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
+  const char* api = "DataCopyPad UB->GM";
+  twin::CheckBlockCount(p.blockCount, api);
+  src.TwinCheckAligned(api);
+  const uint32_t rowBytes = twin::AlignUp32(p.blockLen);
+  const uint64_t ubPitch = rowBytes + uint64_t(p.srcStride) * 32;
+  const uint64_t gmPitch = uint64_t(p.blockLen) + p.dstStride;
+  src.TwinCheckCount(((p.blockCount - 1) * ubPitch + p.blockLen + sizeof(T) - 1) / sizeof(T), api);
+  dst.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
+  twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), gmPitch,
+                   reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen);
+}
+
+}  // namespace AscendC

@@ -1,0 +1,45 @@
+// CPU twin, core: hardware constants, the per-core context a block runs in, and rule errors.
+// Every rule the twin enforces ends in Violation(), which names the rule, the kernel and the
+// block, and throws; the launcher carries the exception back to the host thread.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace AscendC {
+namespace twin {
+
+// Atlas A2 (910B) vector core limits.
+constexpr uint32_t kUbBytes = 196352;  // 192 KiB - 256 B of Unified Buffer per core
+constexpr uint32_t kBlockBytes = 32;   // UB address / DataCopy granule
+constexpr uint32_t kMaxQueueBuffers = 64;
+constexpr uint32_t kMaxBlockCount = 4095;  // DataCopy(Pad) blockCount limit
+
+class RuleError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What one simulated AI core sees: its UB, its block index, the kernel it runs.
+struct CoreContext {
+  uint8_t* ub = nullptr;
+  const char* kernel = "?";
+  int64_t blockIdx = 0;
+  int64_t blockNum = 1;
+};
+
+CoreContext& Core();  // thread-local; defined in twin_launch.cpp
+
+[[noreturn]] inline void Violation(const char* rule, const std::string& what) {
+  const CoreContext& c = Core();
+  char where[160];
+  std::snprintf(where, sizeof(where), "Ascend C twin: kernel '%s' block %lld/%lld: [%s] ", c.kernel,
+                static_cast<long long>(c.blockIdx), static_cast<long long>(c.blockNum), rule);
+  throw RuleError(where + what);
+}
+
+inline uint32_t AlignUp32(uint32_t bytes) { return (bytes + kBlockBytes - 1) / kBlockBytes * kBlockBytes; }
+
+}  // namespace twin
+}  // namespace AscendC

@@ -1,0 +1,149 @@
+// CPU twin, launcher: a small persistent thread pool; blocks are handed out one at a time.
+#include "twin_launch.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "twin_core.h"
+
+namespace AscendC {
+namespace twin {
+
+namespace {
+// One UB per host thread: blocks never share a UB while they run.
+struct ThreadCore {
+  CoreContext ctx;
+  bool inBlock = false;
+  ThreadCore() { ctx.ub = static_cast<uint8_t*>(std::aligned_alloc(64, kUbBytes)); }
+  ~ThreadCore() { std::free(ctx.ub); }
+};
+thread_local ThreadCore tCore;
+
+struct Job {
+  const char* kernel = nullptr;
+  uint32_t blockDim = 0;
+  const std::function<void()>* block = nullptr;
+  std::atomic<uint32_t> next{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex errorMutex;
+};
+
+void RunBlocks(Job& job) {
+  ThreadCore& tc = tCore;
+  tc.inBlock = true;
+  tc.ctx.kernel = job.kernel;
+  tc.ctx.blockNum = job.blockDim;
+  for (uint32_t b; !job.failed.load(std::memory_order_relaxed) && (b = job.next.fetch_add(1)) < job.blockDim;) {
+    tc.ctx.blockIdx = b;
+    try {
+      (*job.block)();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(job.errorMutex);
+      if (!job.failed.exchange(true)) job.error = std::current_exception();
+    }
+  }
+  tc.inBlock = false;
+}
+
+class Pool {
+ public:
+  ~Pool() { Resize(0); }
+  void Resize(int workers) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      ++generation_;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+    stop_ = false;
+    const uint64_t start = generation_;  // workers wait for the first job after this one
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this, start] { Work(start); });
+  }
+  int Workers() const { return int(threads_.size()); }
+  void Run(Job& job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job_ = &job;
+      busy_ = int(threads_.size());
+      ++generation_;
+    }
+    cv_.notify_all();
+    RunBlocks(job);  // the calling thread works too
+    std::unique_lock<std::mutex> lock(mu_);
+    done_.wait(lock, [this] { return busy_ == 0; });
+    job_ = nullptr;
+  }
+
+ private:
+  void Work(uint64_t seen) {
+    for (;;) {
+      Job* job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        job = job_;
+      }
+      if (job) RunBlocks(*job);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--busy_ == 0) done_.notify_one();
+    }
+  }
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_;
+  Job* job_ = nullptr;
+  uint64_t generation_ = 0;
+  int busy_ = 0;
+  bool stop_ = false;
+};
+
+std::mutex gLaunchMutex;  // one launch at a time owns the pool
+int gThreads = std::max(1u, std::thread::hardware_concurrency());
+Pool& ThePool() {
+  static Pool pool;
+  return pool;
+}
+}  // namespace
+
+CoreContext& Core() { return tCore.ctx; }
+
+void SetThreads(int threads) {
+  std::lock_guard<std::mutex> lock(gLaunchMutex);
+  gThreads = std::max(1, threads);
+}
+int Threads() { return gThreads; }
+
+void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function<void()>& block) {
+  Job job;
+  job.kernel = kernelName;
+  job.blockDim = blockDim;
+  job.block = &block;
+  if (tCore.inBlock || blockDim <= 1) {  // nested launch or a single block: run right here
+    const CoreContext saved = tCore.ctx;
+    const bool wasIn = tCore.inBlock;
+    RunBlocks(job);
+    tCore.ctx = saved;
+    tCore.inBlock = wasIn;
+  } else {
+    std::lock_guard<std::mutex> lock(gLaunchMutex);
+    Pool& pool = ThePool();
+    const int workers = gThreads - 1;
+    if (pool.Workers() != workers) pool.Resize(workers);
+    pool.Run(job);
+  }
+  if (job.error) std::rethrow_exception(job.error);
+}
+
+}  // namespace twin
+}  // namespace AscendC

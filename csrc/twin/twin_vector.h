@@ -1,0 +1,225 @@
+// CPU twin, vector unit: count-form arithmetic, Cast with rounding modes, Gather, reductions, and
+// the pipe synchronisation calls. Each op checks what the A2 vector unit checks only at run time
+// on the device: operand dtype, 32-byte aligned operand addresses, and count within the operands.
+#pragma once
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <type_traits>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+#include "twin_tensor.h"
+
+enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_MTE4, PIPE_MTE5, PIPE_V2, PIPE_FIX };
+
+namespace AscendC {
+
+enum class RoundMode : uint8_t { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
+
+enum class HardEvent : uint8_t {
+  MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_V, V_MTE2, MTE3_V, V_MTE3, M_V, V_M, V_V, MTE3_MTE1, MTE1_MTE3,
+  MTE1_V, MTE2_M, M_MTE2, V_MTE1, M_FIX, FIX_M, MTE3_MTE2, MTE2_MTE3, S_V, V_S, S_MTE2, MTE2_S, S_MTE3, MTE3_S,
+  MTE2_FIX, FIX_MTE2, FIX_S, M_S
+};
+
+// The twin executes instructions in program order, so ordering primitives have nothing to do.
+template <pipe_t pipe>
+inline void PipeBarrier() {}
+template <HardEvent event>
+inline void SetFlag(int32_t) {}
+template <HardEvent event>
+inline void WaitFlag(int32_t) {}
+
+namespace twin {
+
+enum class DtypeSet { kArith, kFloat, kMove };  // Add/Mul..., Exp/Div/reductions..., Duplicate/Gather
+
+template <typename T>
+constexpr bool InSet(DtypeSet set) {
+  constexpr bool isFloat = std::is_same_v<T, float> || std::is_same_v<T, half>;
+  constexpr bool isArith = isFloat || std::is_same_v<T, int16_t> || std::is_same_v<T, int32_t>;
+  switch (set) {
+    case DtypeSet::kFloat: return isFloat;
+    case DtypeSet::kArith: return isArith;
+    case DtypeSet::kMove: return sizeof(T) == 2 || sizeof(T) == 4;
+  }
+  return false;
+}
+
+template <typename T>
+inline void RequireDtype(const char* api, DtypeSet set) {
+  if (InSet<T>(set)) return;
+  const char* allowed = set == DtypeSet::kFloat   ? "half and float only"
+                        : set == DtypeSet::kArith ? "int16, half, int32 and float"
+                                                  : "2- and 4-byte types";
+  Violation("dtype support", std::string(api) + " does not support " + DtypeName<T>() + " on the Atlas A2 vector unit (" +
+                                 allowed + "); Cast bfloat16 to float first");
+}
+
+template <typename T>
+inline void RequireOperand(const LocalTensor<T>& t, int64_t count, const char* api) {
+  t.TwinCheckAligned(api);
+  t.TwinCheckCount(uint64_t(count), api);
+}
+
+inline void RequireCount(int64_t count, const char* api) {
+  if (count < 0) Violation("UB bounds", std::string(api) + " with negative count " + std::to_string(count));
+}
+
+// The loops compile only for dtypes the instruction supports; the rest stop at RequireDtype.
+template <DtypeSet set, typename T, typename F>
+inline void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
+                   const LocalTensor<T>& b, int32_t count, F f) {
+  RequireDtype<T>(api, set);
+  RequireCount(count, api);
+  RequireOperand(dst, count, api);
+  RequireOperand(a, count, api);
+  RequireOperand(b, count, api);
+  if constexpr (InSet<T>(set)) {
+    T* d = dst.TwinData();
+    const T* x = a.TwinData();
+    const T* y = b.TwinData();
+    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(x[i], y[i]));
+  }
+}
+
+template <DtypeSet set, typename T, typename F>
+inline void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t count,
+                  F f) {
+  RequireDtype<T>(api, set);
+  RequireCount(count, api);
+  RequireOperand(dst, count, api);
+  RequireOperand(src, count, api);
+  if constexpr (InSet<T>(set)) {
+    T* d = dst.TwinData();
+    const T* x = src.TwinData();
+    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(x[i]));
+  }
+}
+
+}  // namespace twin
+
+// ---- binary, count form ----
+#define ASCENDC_TWIN_BINARY(NAME, SET, EXPR)                                                                    \
+  template <typename T, bool isSetMask = true>                                                                \
+  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
+                   const int32_t& count) {                                                                    \
+    twin::Binary<twin::DtypeSet::SET>(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; });     \
+  }
+ASCENDC_TWIN_BINARY(Add, kArith, a + b)
+ASCENDC_TWIN_BINARY(Sub, kArith, a - b)
+ASCENDC_TWIN_BINARY(Mul, kArith, a * b)
+ASCENDC_TWIN_BINARY(Max, kArith, a > b ? a : b)
+ASCENDC_TWIN_BINARY(Min, kArith, a < b ? a : b)
+ASCENDC_TWIN_BINARY(Div, kFloat, a / b)
+#undef ASCENDC_TWIN_BINARY
+
+// ---- with a scalar: the scalar has the tensor's type, as on the device ----
+#define ASCENDC_TWIN_SCALAR(NAME, SET, EXPR)                                                                      \
+  template <typename T, bool isSetMask = true>                                                                  \
+  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,                  \
+                   const int32_t& count) {                                                                      \
+    const T s = scalarValue;                                                                                    \
+    twin::Unary<twin::DtypeSet::SET>(#NAME, dst, src, count, [s](auto a) { return EXPR; });                   \
+  }
+ASCENDC_TWIN_SCALAR(Adds, kArith, a + s)
+ASCENDC_TWIN_SCALAR(Muls, kArith, a * s)
+ASCENDC_TWIN_SCALAR(Maxs, kArith, a > s ? a : s)
+ASCENDC_TWIN_SCALAR(Mins, kArith, a < s ? a : s)
+#undef ASCENDC_TWIN_SCALAR
+
+// ---- unary ----
+#define ASCENDC_TWIN_UNARY(NAME, SET, EXPR)                                                                         \
+  template <typename T, bool isReuseSource = false>                                                               \
+  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {                  \
+    twin::Unary<twin::DtypeSet::SET>(#NAME, dst, src, count, [](auto a) { return EXPR; });                      \
+  }
+ASCENDC_TWIN_UNARY(Exp, kFloat, std::exp(float(a)))
+ASCENDC_TWIN_UNARY(Ln, kFloat, std::log(float(a)))
+ASCENDC_TWIN_UNARY(Sqrt, kFloat, std::sqrt(float(a)))
+ASCENDC_TWIN_UNARY(Rsqrt, kFloat, 1.0f / std::sqrt(float(a)))
+ASCENDC_TWIN_UNARY(Reciprocal, kFloat, 1.0f / float(a))
+ASCENDC_TWIN_UNARY(Abs, kFloat, a < T(0) ? T(-a) : a)
+ASCENDC_TWIN_UNARY(Relu, kArith, a > T(0) ? a : T(0))
+#undef ASCENDC_TWIN_UNARY
+
+template <typename T>
+inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int32_t& count) {
+  twin::RequireDtype<T>("Duplicate", twin::DtypeSet::kMove);
+  twin::RequireCount(count, "Duplicate");
+  twin::RequireOperand(dst, count, "Duplicate");
+  T* d = dst.TwinData();
+  for (int32_t i = 0; i < count; ++i) d[i] = scalarValue;
+}
+
+// Gather: dst[i] = src[srcBaseOffset + srcOffset[i]], offsets in bytes.
+template <typename T>
+inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
+                   const uint32_t srcBaseOffset, const uint32_t count) {
+  const char* api = "Gather";
+  twin::RequireDtype<T>(api, twin::DtypeSet::kMove);
+  twin::RequireOperand(dst, count, api);
+  twin::RequireOperand(srcOffset, count, api);
+  src.TwinCheckAligned(api);
+  const uint32_t* off = srcOffset.TwinData();
+  uint32_t maxOff = 0, misaligned = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    maxOff = off[i] > maxOff ? off[i] : maxOff;
+    misaligned |= off[i] % sizeof(T);
+  }
+  if (misaligned) twin::Violation("32-byte alignment", "Gather offsets must be multiples of the element size");
+  if (count > 0) src.TwinCheckCount((uint64_t(srcBaseOffset) + maxOff) / sizeof(T) + 1, api);
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(src.TwinData()) + srcBaseOffset;
+  T* d = dst.TwinData();
+  for (uint32_t i = 0; i < count; ++i) d[i] = *reinterpret_cast<const T*>(base + off[i]);
+}
+
+// ---- reductions (count form): dst[0] = reduce(src[0:count]) ----
+template <typename T, bool isSetMask = true>
+inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
+                      const int32_t count) {
+  const char* api = "ReduceSum";
+  twin::RequireDtype<T>(api, twin::DtypeSet::kFloat);
+  twin::RequireCount(count, api);
+  twin::RequireOperand(src, count, api);
+  twin::RequireOperand(dst, 1, api);
+  twin::RequireOperand(sharedTmpBuffer, 1, api);
+  // Eight lanes like a vector register; the device also reduces in a tree, not left to right.
+  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const T* x = src.TwinData();
+  int32_t i = 0;
+  for (; i + 8 <= count; i += 8)
+    for (int k = 0; k < 8; ++k) lanes[k] += float(x[i + k]);
+  for (; i < count; ++i) lanes[i % 8] += float(x[i]);
+  dst.TwinData()[0] = T(((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])));
+}
+
+template <typename T>
+inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
+                      const int32_t count, bool calIndex = 0) {
+  const char* api = "ReduceMax";
+  twin::RequireDtype<T>(api, twin::DtypeSet::kFloat);
+  twin::RequireCount(count, api);
+  twin::RequireOperand(src, count, api);
+  twin::RequireOperand(dst, calIndex ? 2 : 1, api);
+  twin::RequireOperand(sharedTmpBuffer, 1, api);
+  if constexpr (!twin::InSet<T>(twin::DtypeSet::kFloat)) return;
+  const T* x = src.TwinData();
+  T best = count > 0 ? x[0] : T(0);
+  int32_t at = 0;
+  for (int32_t i = 1; i < count; ++i)
+    if (x[i] > best) best = x[i], at = i;
+  dst.TwinData()[0] = best;
+  if (calIndex) {  // the index follows the value, as raw bits
+    twin::RequireOperand(dst, 1 + 4 / sizeof(T), api);
+    const uint32_t index = uint32_t(at);
+    std::memcpy(dst.TwinData() + 1, &index, 4);
+  }
+}
+
+}  // namespace AscendC
+
+#include "twin_cast.h"

@@ -1,0 +1,14 @@
+"""ascendc-ops: fused LLM ops as Ascend C kernels, registered as torch.ops.custom.*.
+
+The kernels run on Ascend NPUs (when built with CANN) and, everywhere, on the CPU twin of the
+Ascend C API. `import ascendc_ops` loads the library and registers fake and autograd support.
+"""
+from ._library import backends, load
+
+library_path = load()
+
+from . import op_proto  # noqa: E402
+from .rope import rope_customer, rotary_mul  # noqa: E402
+
+__all__ = ["backends", "library_path", "op_proto", "rope_customer", "rotary_mul"]
+__version__ = "0.1.0"

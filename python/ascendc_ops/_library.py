@@ -1,0 +1,29 @@
+"""Loads the compiled op library, saying plainly what to do when it is missing or stale."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+BUILT_FOR_TORCH = "2.13.0"
+LIBRARY = Path(__file__).resolve().parent / "_C.so"
+
+
+def load() -> Path:
+    if not torch.__version__.startswith(BUILT_FOR_TORCH):
+        raise ImportError(
+            f"ascendc_ops is built for torch {BUILT_FOR_TORCH}, but torch {torch.__version__} is installed; "
+            f"run `pip install torch=={BUILT_FOR_TORCH}` or rebuild with ./build.sh"
+        )
+    if not LIBRARY.exists():
+        raise ImportError(
+            f"ascendc_ops: the compiled library {LIBRARY.name} is not built; run ./build.sh in the "
+            "repository root (it builds the CPU twin, the kernels and the torch bindings)"
+        )
+    torch.ops.load_library(str(LIBRARY))
+    return LIBRARY
+
+
+def backends() -> list[str]:
+    """What this build can run on: 'cpu-twin' always, 'npu' when built with CANN and torch_npu."""
+    return list(torch.ops.ascendc_ops.backends())

@@ -1,0 +1,30 @@
+"""Readable argument errors: every message names the op, the argument, what was expected and what came."""
+from __future__ import annotations
+
+from typing import NoReturn
+
+import torch
+
+from .op_proto import OpProto
+
+
+def fail(kind: type[Exception], op: str, message: str) -> NoReturn:
+    raise kind(f"{op}: {message}")
+
+
+def check_same_device(proto: OpProto, *tensors: torch.Tensor) -> None:
+    first = tensors[0].device
+    for desc, t in zip(proto.inputs, tensors):
+        if t.device != first:
+            fail(ValueError, proto.name, f"{desc.name} is on {t.device} but {proto.inputs[0].name} is on {first}; "
+                 "all inputs must be on one device")
+
+
+def check_dtypes(proto: OpProto, *tensors: torch.Tensor) -> None:
+    """The dtypes must form one of the combinations op_proto/<op>.json lists."""
+    got = tuple(str(t.dtype).removeprefix("torch.") for t in tensors)
+    combos = {c[: len(tensors)] for c in proto.dtype_combos()}
+    if got not in combos:
+        names = ", ".join(f"{d.name}={g}" for d, g in zip(proto.inputs, got))
+        supported = " ".join("(" + ", ".join(c) + ")" for c in sorted(combos))
+        fail(TypeError, proto.name, f"unsupported dtypes ({names}); supported: {supported}")

@@ -1,0 +1,150 @@
+"""The msopgen op prototypes in op_proto/*.json, read once for everything derived from them.
+
+Derived here: the torch schema of each op, its supported dtype combinations, and the C++ header
+(`--header OUT`) the bindings compile in, which registers those schemas and checks those dtypes.
+Only the standard library is imported, so the build can run this file as a script.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# msopgen dtype names -> (torch dtype attribute, c10 ScalarType)
+DTYPES = {
+    "float16": ("float16", "at::kHalf"),
+    "float": ("float32", "at::kFloat"),
+    "float32": ("float32", "at::kFloat"),
+    "bfloat16": ("bfloat16", "at::kBFloat16"),
+    "int32": ("int32", "at::kInt"),
+    "int64": ("int64", "at::kLong"),
+    "bool": ("bool", "at::kBool"),
+}
+ATTR_TYPES = {"string": "str", "float": "float", "int": "int", "bool": "bool", "list_int": "int[]"}
+
+
+@dataclass(frozen=True)
+class TensorDesc:
+    name: str
+    param_type: str  # required | optional | dynamic
+    types: tuple[str, ...]  # one msopgen dtype per supported combination
+
+
+@dataclass(frozen=True)
+class AttrDesc:
+    name: str
+    type: str
+    default: str | None
+
+    def schema_default(self) -> str:
+        if self.default is None:
+            return ""
+        if self.type == "string":
+            return f"='{self.default}'"
+        if self.type == "bool":
+            return "=" + ("True" if str(self.default).lower() == "true" else "False")
+        return f"={self.default}"
+
+
+@dataclass(frozen=True)
+class OpProto:
+    op: str  # msopgen CamelCase name
+    inputs: tuple[TensorDesc, ...]
+    outputs: tuple[TensorDesc, ...]
+    attrs: tuple[AttrDesc, ...]
+
+    @property
+    def name(self) -> str:
+        """The torch op name: RotaryMulGrad -> rotary_mul_grad."""
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", self.op).lower()
+
+    def schema(self) -> str:
+        args = [("Tensor? " if t.param_type == "optional" else "Tensor ") + t.name for t in self.inputs]
+        args += [f"{ATTR_TYPES[a.type]} {a.name}{a.schema_default()}" for a in self.attrs]
+        if len(self.outputs) == 1:
+            ret = "Tensor"
+        else:
+            ret = "(" + ", ".join(f"Tensor {t.name}" for t in self.outputs) + ")"
+        return f"{self.name}({', '.join(args)}) -> {ret}"
+
+    def dtype_combos(self) -> list[tuple[str, ...]]:
+        """Supported (input dtypes..., output dtypes...) as torch dtype names, one per combination."""
+        columns = [t.types for t in self.inputs + self.outputs]
+        return [tuple(DTYPES[col[i]][0] for col in columns) for i in range(len(columns[0]))]
+
+
+def parse(path: Path) -> OpProto:
+    entries = json.loads(Path(path).read_text())
+    if not isinstance(entries, list) or len(entries) != 1:
+        raise ValueError(f"{path}: expected a list holding one msopgen op description")
+    e = entries[0]
+
+    def tensors(key):
+        out = []
+        for d in e.get(key, []):
+            if len(d["type"]) != len(d["format"]):
+                raise ValueError(f"{path}: {d['name']}: 'type' and 'format' lists differ in length")
+            unknown = set(d["type"]) - DTYPES.keys()
+            if unknown:
+                raise ValueError(f"{path}: {d['name']}: unknown dtypes {sorted(unknown)}")
+            out.append(TensorDesc(d["name"], d.get("param_type", "required"), tuple(d["type"])))
+        return tuple(out)
+
+    attrs = tuple(AttrDesc(a["name"], a["type"], a.get("default_value")) for a in e.get("attr", []))
+    proto = OpProto(e["op"], tensors("input_desc"), tensors("output_desc"), attrs)
+    lengths = {len(t.types) for t in proto.inputs + proto.outputs}
+    if len(lengths) != 1:
+        raise ValueError(f"{path}: every input and output must list the same number of dtype combinations")
+    return proto
+
+
+def default_dir() -> Path:
+    """op_proto/ inside an installed package, else the source tree's."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "op_proto", here.parent.parent / "op_proto"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("op_proto/ not found next to the package or in the source tree")
+
+
+def load_all(directory: Path | None = None) -> dict[str, OpProto]:
+    protos = [parse(p) for p in sorted(Path(directory or default_dir()).glob("*.json"))]
+    return {p.name: p for p in protos}
+
+
+def cpp_header(protos: dict[str, OpProto]) -> str:
+    lines = [
+        "// Generated from op_proto/*.json by python/ascendc_ops/op_proto.py. Do not edit.",
+        "#pragma once",
+        '#include "op_proto_table.h"',
+        "",
+        "namespace ascendc_ops {",
+    ]
+    for p in protos.values():
+        ident = "k" + p.op
+        combos = ", ".join(
+            "{" + ", ".join(DTYPES[t.types[i]][1] for t in p.inputs) + "}" for i in range(len(p.inputs[0].types))
+        )
+        names = ", ".join(f'"{t.name}"' for t in p.inputs)
+        lines.append(f'inline const OpProto {ident}{{"{p.name}", "{p.schema()}", {{{names}}}, {{{combos}}}}};')
+    lines.append("inline const OpProto* const kAllOps[] = {" + ", ".join("&k" + p.op for p in protos.values()) + "};")
+    lines += ["}  // namespace ascendc_ops", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--header", required=True, help="C++ header to write")
+    parser.add_argument("--dir", type=Path, default=None, help="op_proto directory")
+    args = parser.parse_args()
+    text = cpp_header(load_all(args.dir))
+    out = Path(args.header)
+    if not out.exists() or out.read_text() != text:  # keep the timestamp when nothing changed
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

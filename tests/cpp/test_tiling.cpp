@@ -1,0 +1,91 @@
+// Tiling unit tests: block counts, tile sizes and the UB budget for the 910B (40 and 48 vector
+// cores) and the CPU twin. Prints "N passed, M failed"; exits non-zero on any failure.
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "rope_tiling.h"
+
+using namespace tiling;
+
+static int passed = 0, failed = 0;
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (cond) {                                                           \
+      ++passed;                                                           \
+    } else {                                                              \
+      ++failed;                                                           \
+      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
+    }                                                                     \
+  } while (0)
+
+static bool Throws(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const TilingError&) {
+    return true;
+  }
+  return false;
+}
+
+// Every task is covered exactly once and tiles stay within UB.
+static void CheckInvariants(const RopeTiling& t, const PlatformInfo& p, DType dtype) {
+  const RopeTilingData& d = t.data;
+  EXPECT(t.blockDim >= 1 && t.blockDim <= p.vectorCores);
+  EXPECT(d.tasksPerBlock * t.blockDim + d.tasksRemainder == d.taskCount);
+  EXPECT(d.tasksRemainder < t.blockDim);
+  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype) <= p.UbBudget());
+  EXPECT(int64_t(d.tilesPerLine) * d.tileRows >= d.xDims[d.tileAxis]);
+  EXPECT(int64_t(d.tilesPerLine - 1) * d.tileRows < d.xDims[d.tileAxis]);
+  EXPECT(d.rowPitch * ElementBytes(dtype) % 32 == 0 && d.rowPitch >= d.headDim);
+}
+
+int main() {
+  const PlatformInfo b3 = Ascend910B(40), b2 = Ascend910B(48), cpu = CpuTwin(2);
+  EXPECT(b3.UbBudget() == 184 * 1024);
+
+  // BNSD x with 11SD cos: tiles walk S, lines are B*N.
+  RopeProblem llama{{1, 32, 4096}, {1, 1, 4096}, 128, DType::kFloat32, ROPE_MODE_HALF, false};
+  for (const PlatformInfo& p : {b3, b2, cpu}) {
+    RopeTiling t = TileRope(llama, p);
+    CheckInvariants(t, p, DType::kFloat32);
+    EXPECT(t.data.tileAxis == 2);
+    EXPECT(t.blockDim == p.vectorCores);
+    EXPECT(t.data.rStrides[0] == 0 && t.data.rStrides[1] == 0 && t.data.rStrides[2] == 1);
+  }
+  EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32));
+
+  // Fewer lines than cores: tiles shrink so every core gets one.
+  RopeProblem small{{1, 1, 83}, {1, 1, 83}, 40, DType::kBFloat16, ROPE_MODE_INTERLEAVE, false};
+  RopeTiling s = TileRope(small, b2);
+  CheckInvariants(s, b2, DType::kBFloat16);
+  EXPECT(s.data.tileRows == 2 && s.blockDim == 42 && s.data.rowPitch == 48);
+
+  // BSND with 1S1D: cos varies along S (dim 1), broadcast along N.
+  RopeProblem bsnd{{2, 7, 8}, {1, 7, 1}, 80, DType::kFloat16, ROPE_MODE_HALF, true};
+  RopeTiling b = TileRope(bsnd, cpu);
+  CheckInvariants(b, cpu, DType::kFloat16);
+  EXPECT(b.data.tileAxis == 1 && b.data.lineAxes[0] == 0 && b.data.lineAxes[1] == 2);
+  EXPECT(b.data.xStrides[1] == 8 && b.data.rStrides[1] == 1 && b.data.rStrides[2] == 0);
+
+  // One cos row for every x row (KV-cache step): tiles walk the innermost non-trivial dim.
+  RopeProblem step{{4, 32, 1}, {1, 1, 1}, 128, DType::kFloat32, ROPE_MODE_INTERLEAVE, false};
+  RopeTiling k = TileRope(step, b3);
+  CheckInvariants(k, b3, DType::kFloat32);
+  EXPECT(k.data.tileAxis == 1 && k.data.rStrides[1] == 0);
+
+  // Large head_dim: fewer rows per tile, still inside the budget; too large is refused.
+  RopeProblem wide{{1, 8, 64}, {1, 1, 64}, 2048, DType::kFloat32, ROPE_MODE_HALF, false};
+  RopeTiling w = TileRope(wide, b3);
+  CheckInvariants(w, b3, DType::kFloat32);
+  EXPECT(w.data.tileRows == 2);
+  EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 8192, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
+  EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 7, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
+  EXPECT(Throws([&] { TileRope({{1, 2, 4}, {1, 3, 4}, 8, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
+
+  // Empty x: nothing to launch.
+  EXPECT(TileRope({{0, 32, 16}, {1, 1, 16}, 64, DType::kFloat32, ROPE_MODE_HALF, false}, b3).blockDim == 0);
+
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

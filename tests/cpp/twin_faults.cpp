@@ -1,0 +1,162 @@
+// Deliberately wrong Ascend C kernels, one per twin rule, exposed as torch.ops.twin_faults.run(rule)
+// so the Python tests can watch each rule fire and arrive as an exception. "correct" is the
+// control: the same moves done right.
+#include <torch/library.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernel_operator.h"
+#include "twin_core.h"
+#include "twin_launch.h"
+
+using namespace AscendC;
+
+namespace {
+constexpr uint32_t kElems = 256;
+
+struct Fixture {  // one small kernel: a pipe, queues and a GM tensor
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 1> inQ;
+  TQue<QuePosition::VECOUT, 1> outQ;
+  TBuf<TPosition::VECCALC> calc;
+  GlobalTensor<float> gm;
+  explicit Fixture(GM_ADDR x) {
+    gm.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(x), kElems);
+    pipe.InitBuffer(inQ, 1, kElems * sizeof(float));
+    pipe.InitBuffer(outQ, 1, kElems * sizeof(float));
+    pipe.InitBuffer(calc, kElems * sizeof(float));
+  }
+};
+
+extern "C" __global__ __aicore__ void correct(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.inQ.AllocTensor<float>();
+  DataCopy(a, f.gm, kElems);
+  f.inQ.EnQue(a);
+  LocalTensor<float> b = f.inQ.DeQue<float>();
+  LocalTensor<float> c = f.outQ.AllocTensor<float>();
+  LocalTensor<bfloat16_t> narrow = f.calc.Get<bfloat16_t>(kElems);
+  Exp(c, b, kElems);
+  Cast(narrow, c, RoundMode::CAST_RINT, kElems);
+  Cast(c, narrow, RoundMode::CAST_NONE, kElems);
+  f.outQ.EnQue(c);
+  f.inQ.FreeTensor(b);
+  LocalTensor<float> out = f.outQ.DeQue<float>();
+  f.outQ.FreeTensor(out);
+}
+
+extern "C" __global__ __aicore__ void ub_capacity(GM_ADDR x) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 2> big;
+  pipe.InitBuffer(big, 2, 100 * 1024);  // 200 KiB of double buffers: over the 196,352-byte UB
+}
+
+extern "C" __global__ __aicore__ void copy_length_alignment(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.inQ.AllocTensor<float>();
+  DataCopy(a, f.gm, 40);  // 160 bytes: not a whole number of 32-byte blocks
+}
+
+extern "C" __global__ __aicore__ void operand_alignment(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  Add(a[3], a[3], a[3], 64);  // starts 12 bytes into a block
+}
+
+extern "C" __global__ __aicore__ void bf16_arithmetic(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<bfloat16_t> a = f.calc.Get<bfloat16_t>();
+  Add(a, a, a, 128);  // the A2 vector unit has no bf16 arithmetic
+}
+
+extern "C" __global__ __aicore__ void exp_int32(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<int32_t> a = f.calc.Get<int32_t>();
+  Exp(a, a, 64);  // Exp is half/float only
+}
+
+extern "C" __global__ __aicore__ void bf16_cast_without_rounding(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> wide = f.calc.Get<float>(128);
+  LocalTensor<bfloat16_t> narrow = f.calc.GetWithOffset<bfloat16_t>(128, 512);
+  Cast(narrow, wide, RoundMode::CAST_NONE, 128);
+}
+
+extern "C" __global__ __aicore__ void half_to_bf16_cast(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<half> h = f.calc.Get<half>(128);
+  LocalTensor<bfloat16_t> b = f.calc.GetWithOffset<bfloat16_t>(128, 256);
+  Cast(b, h, RoundMode::CAST_RINT, 128);
+}
+
+extern "C" __global__ __aicore__ void dequeue_empty(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.inQ.DeQue<float>();
+}
+
+extern "C" __global__ __aicore__ void double_free(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.inQ.AllocTensor<float>();
+  f.inQ.EnQue(a);
+  LocalTensor<float> b = f.inQ.DeQue<float>();
+  f.inQ.FreeTensor(b);
+  f.inQ.FreeTensor(b);
+}
+
+extern "C" __global__ __aicore__ void queue_depth(GM_ADDR x) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 1> q;  // depth 1 ...
+  pipe.InitBuffer(q, 2, 1024);    // ... with two buffers
+  LocalTensor<float> a = q.AllocTensor<float>();
+  LocalTensor<float> b = q.AllocTensor<float>();
+  q.EnQue(a);
+  q.EnQue(b);
+}
+
+extern "C" __global__ __aicore__ void ub_overrun(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  Muls(a, a, 2.0f, static_cast<int32_t>(kElems * 2));  // twice the buffer
+}
+
+extern "C" __global__ __aicore__ void gm_overrun(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.inQ.AllocTensor<float>();
+  DataCopy(a, f.gm[128], kElems);  // reads 128 elements past the end of x
+}
+
+using Kernel = void (*)(GM_ADDR);
+const std::map<std::string, Kernel>& Kernels() {
+  static const std::map<std::string, Kernel> kernels{
+      {"correct", correct}, {"ub_capacity", ub_capacity}, {"copy_length_alignment", copy_length_alignment},
+      {"operand_alignment", operand_alignment}, {"bf16_arithmetic", bf16_arithmetic}, {"exp_int32", exp_int32},
+      {"bf16_cast_without_rounding", bf16_cast_without_rounding}, {"half_to_bf16_cast", half_to_bf16_cast},
+      {"dequeue_empty", dequeue_empty}, {"double_free", double_free}, {"queue_depth", queue_depth},
+      {"ub_overrun", ub_overrun}, {"gm_overrun", gm_overrun}};
+  return kernels;
+}
+
+void Run(c10::string_view rule, int64_t blockDim) {
+  auto it = Kernels().find(std::string(rule));
+  TORCH_CHECK_VALUE(it != Kernels().end(), "unknown fault kernel ", std::string(rule));
+  std::vector<float> gm(kElems, 1.0f);
+  try {
+    AscendC::twin::Launch(it->first.c_str(), uint32_t(blockDim), it->second, reinterpret_cast<GM_ADDR>(gm.data()));
+  } catch (const AscendC::twin::RuleError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
+std::vector<std::string> Names() {
+  std::vector<std::string> names;
+  for (const auto& kv : Kernels()) names.push_back(kv.first);
+  return names;
+}
+}  // namespace
+
+TORCH_LIBRARY(twin_faults, m) {
+  m.def("run(str rule, int block_dim=4) -> ()", &Run);
+  m.def("names() -> str[]", &Names);
+}

@@ -1,0 +1,38 @@
+// What the host tiling needs to know about the chip a kernel will run on.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace tiling {
+
+struct PlatformInfo {
+  const char* name;
+  uint32_t vectorCores;  // blockDim ceiling for vector-only kernels
+  uint32_t ubBytes;      // Unified Buffer per core
+  uint32_t ubReserve;    // bytes kept free for API scratch (about 8 KiB on A2)
+  uint32_t UbBudget() const { return ubBytes - ubReserve; }
+};
+
+constexpr uint32_t kA2UbBytes = 196352;
+constexpr uint32_t kA2UbReserve = kA2UbBytes - 184 * 1024;
+
+inline PlatformInfo Ascend910B(uint32_t vectorCores) { return {"Ascend910B", vectorCores, kA2UbBytes, kA2UbReserve}; }
+// The CPU twin: one block per host thread at a time, same UB as an A2 core.
+inline PlatformInfo CpuTwin(uint32_t threads) { return {"cpu-twin", threads, kA2UbBytes, kA2UbReserve}; }
+
+enum class DType : uint32_t { kFloat32, kFloat16, kBFloat16 };
+inline uint32_t ElementBytes(DType t) { return t == DType::kFloat32 ? 4 : 2; }
+
+// Rows of `elems` elements padded to whole 32-byte blocks, as DataCopyPad lands them in UB.
+inline uint32_t RowPitch(uint32_t elems, DType t) {
+  const uint32_t per = 32 / ElementBytes(t);
+  return (elems + per - 1) / per * per;
+}
+
+// A shape no tiling can serve; the bindings turn it into a Python ValueError.
+struct TilingError : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+}  // namespace tiling

@@ -1,0 +1,72 @@
+#include "rope_tiling.h"
+
+#include <algorithm>
+
+namespace tiling {
+
+uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype) {
+  const uint32_t pitch = RowPitch(headDim, dtype);
+  const uint32_t queued = 4 * 2 * pitch * ElementBytes(dtype);  // x, cos, sin, y; two buffers each
+  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 1 : 4) * pitch * 4;  // rotated x (+ fp32 x, cos, sin)
+  const uint32_t tables = 2 * pitch * 4;  // gather offsets, signs
+  return queued + fp32Work + tables;
+}
+
+RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
+  if (p.headDim == 0 || p.headDim % 2 != 0)
+    throw TilingError("head_dim must be even and positive, got " + std::to_string(p.headDim));
+  RopeTiling t{};
+  RopeTilingData& d = t.data;
+  d.headDim = p.headDim;
+  d.rowPitch = RowPitch(p.headDim, p.dtype);
+  d.rotaryMode = p.mode;
+  d.backward = p.backward ? 1 : 0;
+  t.tilingKey = p.mode;
+
+  int64_t xStride = 1, rStride = 1;
+  for (int k = 2; k >= 0; --k) {
+    if (p.rDims[k] != 1 && p.rDims[k] != p.xDims[k])
+      throw TilingError("cos/sin dim " + std::to_string(k) + " is " + std::to_string(p.rDims[k]) +
+                        "; it must be 1 or match x's " + std::to_string(p.xDims[k]));
+    d.xDims[k] = p.xDims[k];
+    d.xStrides[k] = xStride;
+    d.rStrides[k] = p.rDims[k] == 1 ? 0 : rStride;
+    xStride *= p.xDims[k];
+    rStride *= p.rDims[k];
+  }
+  d.xRows = xStride;
+  d.rRows = rStride;
+
+  // Tile along the innermost dim where cos/sin vary, so a tile's cos/sin rows are contiguous.
+  int axis = -1;
+  for (int k = 2; k >= 0 && axis < 0; --k)
+    if (d.rStrides[k] != 0 && d.xDims[k] > 1) axis = k;
+  for (int k = 2; k >= 0 && axis < 0; --k)
+    if (d.xDims[k] > 1) axis = k;
+  if (axis < 0) axis = 2;
+  d.tileAxis = uint32_t(axis);
+  d.lineAxes[0] = axis == 0 ? 1 : 0;
+  d.lineAxes[1] = axis == 2 ? 1 : 2;
+
+  const uint32_t rowBytes = RopeBytesPerRow(p.headDim, p.dtype);
+  const uint32_t maxRows = std::min<uint32_t>(platform.UbBudget() / rowBytes, 4095);
+  if (maxRows == 0)
+    throw TilingError("head_dim " + std::to_string(p.headDim) + " needs " + std::to_string(rowBytes) +
+                      " bytes of UB per row, more than the " + std::to_string(platform.UbBudget()) + "-byte budget");
+  if (d.xRows == 0) return t;  // empty: blockDim 0
+
+  // Enough tiles to give every core work, but never more rows than fit in UB.
+  const int64_t axisLen = d.xDims[axis];
+  const int64_t lines = d.xRows / axisLen;
+  const int64_t tilesWanted = (platform.vectorCores + lines - 1) / lines;
+  const int64_t rowsForBalance = (axisLen + tilesWanted - 1) / tilesWanted;
+  d.tileRows = uint32_t(std::max<int64_t>(1, std::min<int64_t>(maxRows, rowsForBalance)));
+  d.tilesPerLine = uint32_t((axisLen + d.tileRows - 1) / d.tileRows);
+  d.taskCount = lines * d.tilesPerLine;
+  t.blockDim = uint32_t(std::min<int64_t>(platform.vectorCores, d.taskCount));
+  d.tasksPerBlock = d.taskCount / t.blockDim;
+  d.tasksRemainder = d.taskCount % t.blockDim;
+  return t;
+}
+
+}  // namespace tiling

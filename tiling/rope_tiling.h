@@ -1,0 +1,32 @@
+// Host tiling for RoPE (rotary_mul, rope_customer and their backward): a pure function of shapes,
+// dtype, mode and platform.
+#pragma once
+#include <array>
+
+#include "platform.h"
+#include "rope_tiling_data.h"
+
+namespace tiling {
+
+struct RopeProblem {
+  std::array<int64_t, 3> xDims;  // rows of x as three dims (rank-3 x gets a leading 1)
+  std::array<int64_t, 3> rDims;  // rows of cos/sin, each 1 (broadcast) or equal to xDims
+  uint32_t headDim;              // D, even
+  DType dtype;
+  RopeMode mode;
+  bool backward;
+};
+
+struct RopeTiling {
+  RopeTilingData data;
+  uint32_t blockDim;  // 0 when x is empty: nothing to launch
+  RopeMode tilingKey;
+};
+
+// UB bytes one row of a tile costs: queues (x, cos, sin in and y out, double-buffered) plus the
+// fp32 work buffers and the gather-offset and sign tables.
+uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype);
+
+RopeTiling TileRope(const RopeProblem& problem, const PlatformInfo& platform);
+
+}  // namespace tiling

@@ -1,0 +1,28 @@
+// Tiling data shared by the host tiling (rope_tiling.cpp) and the RoPE kernel (csrc/kernels/rope.cpp).
+// x is seen as rows [xDims[0], xDims[1], xDims[2]] of headDim elements; cos/sin rows broadcast
+// along any of those dims. A task is one UB tile: up to tileRows consecutive indices along
+// tileAxis (the innermost dim along which cos/sin vary) with the other two dims fixed.
+#pragma once
+#include <cstdint>
+
+enum RopeMode : uint32_t { ROPE_MODE_HALF = 0, ROPE_MODE_INTERLEAVE = 1 };
+
+struct RopeTilingData {
+  uint32_t headDim;        // D: elements per row
+  uint32_t rowPitch;       // D rounded up to whole 32-byte blocks of the input dtype: the UB row length
+  uint32_t rotaryMode;     // RopeMode
+  uint32_t backward;       // 1: dx = dy*cos + rot^T(dy*sin); 0: y = x*cos + rot(x)*sin
+  uint32_t tileAxis;       // 0..2: the dim a tile walks along
+  uint32_t lineAxes[2];    // the other two dims, outer first
+  uint32_t tileRows;       // rows per UB tile
+  uint32_t tilesPerLine;   // ceil(xDims[tileAxis] / tileRows)
+  uint32_t reserved;       // keeps the int64 fields 8-byte aligned
+  int64_t xDims[3];        // row dims of x (and of y)
+  int64_t xStrides[3];     // row stride of x per dim
+  int64_t rStrides[3];     // row stride of cos/sin per dim; 0 where they broadcast
+  int64_t xRows;           // rows of x
+  int64_t rRows;           // rows of cos/sin
+  int64_t taskCount;       // lines * tilesPerLine
+  int64_t tasksPerBlock;   // every block takes this many tasks ...
+  int64_t tasksRemainder;  // ... and the first tasksRemainder blocks one more
+};
