@@ -7,7 +7,7 @@ namespace tiling {
 uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype) {
   const uint32_t pitch = RowPitch(headDim, dtype);
   const uint32_t queued = 4 * 2 * pitch * ElementBytes(dtype);  // x, cos, sin, y; two buffers each
-  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 1 : 4) * pitch * 4;  // rotated x (+ fp32 x, cos, sin)
+  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 2 : 5) * pitch * 4;  // rotated, scratch (+ fp32 x, cos, sin)
   const uint32_t tables = 2 * pitch * 4;  // gather offsets, signs
   return queued + fp32Work + tables;
 }
@@ -47,6 +47,11 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   d.tileAxis = uint32_t(axis);
   d.lineAxes[0] = axis == 0 ? 1 : 0;
   d.lineAxes[1] = axis == 2 ? 1 : 2;
+  d.sharedLines = 1;
+  for (int k = 0; k < 2; ++k) {
+    d.lineVaries[k] = d.rStrides[d.lineAxes[k]] != 0 ? 1 : 0;
+    if (!d.lineVaries[k]) d.sharedLines *= d.xDims[d.lineAxes[k]];
+  }
 
   const uint32_t rowBytes = RopeBytesPerRow(p.headDim, p.dtype);
   const uint32_t maxRows = std::min<uint32_t>(platform.UbBudget() / rowBytes, 4095);
@@ -57,7 +62,7 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
 
   // Enough tiles to give every core work, but never more rows than fit in UB.
   const int64_t axisLen = d.xDims[axis];
-  const int64_t lines = d.xRows / axisLen;
+  const int64_t lines = d.xRows / axisLen / d.sharedLines;  // lines with their own cos/sin
   const int64_t tilesWanted = (platform.vectorCores + lines - 1) / lines;
   const int64_t rowsForBalance = (axisLen + tilesWanted - 1) / tilesWanted;
   d.tileRows = uint32_t(std::max<int64_t>(1, std::min<int64_t>(maxRows, rowsForBalance)));

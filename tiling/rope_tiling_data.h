@@ -1,7 +1,9 @@
 // Tiling data shared by the host tiling (rope_tiling.cpp) and the RoPE kernel (csrc/kernels/rope.cpp).
 // x is seen as rows [xDims[0], xDims[1], xDims[2]] of headDim elements; cos/sin rows broadcast
-// along any of those dims. A task is one UB tile: up to tileRows consecutive indices along
-// tileAxis (the innermost dim along which cos/sin vary) with the other two dims fixed.
+// along any of those dims. A tile is up to tileRows consecutive indices along tileAxis (the
+// innermost dim along which cos/sin vary); the other two dims ("line" dims) pick the tile's line.
+// A task loads one cos/sin tile and applies it to every line that shares it, i.e. it fixes the
+// line dims along which cos/sin vary and loops over those along which they broadcast.
 #pragma once
 #include <cstdint>
 
@@ -14,6 +16,7 @@ struct RopeTilingData {
   uint32_t backward;       // 1: dx = dy*cos + rot^T(dy*sin); 0: y = x*cos + rot(x)*sin
   uint32_t tileAxis;       // 0..2: the dim a tile walks along
   uint32_t lineAxes[2];    // the other two dims, outer first
+  uint32_t lineVaries[2];  // 1 where cos/sin vary along that line dim (fixed per task), 0 where they broadcast
   uint32_t tileRows;       // rows per UB tile
   uint32_t tilesPerLine;   // ceil(xDims[tileAxis] / tileRows)
   uint32_t reserved;       // keeps the int64 fields 8-byte aligned
@@ -22,7 +25,8 @@ struct RopeTilingData {
   int64_t rStrides[3];     // row stride of cos/sin per dim; 0 where they broadcast
   int64_t xRows;           // rows of x
   int64_t rRows;           // rows of cos/sin
-  int64_t taskCount;       // lines * tilesPerLine
+  int64_t sharedLines;     // lines per task: the product of the broadcast line dims
+  int64_t taskCount;       // (lines / sharedLines) * tilesPerLine
   int64_t tasksPerBlock;   // every block takes this many tasks ...
   int64_t tasksRemainder;  // ... and the first tasksRemainder blocks one more
 };

@@ -2,9 +2,11 @@
 //   forward   y  = x * cos + rot(x) * sin
 //   backward  dx = dy * cos + rot^T(dy * sin)
 // rot is rotate_half ([-x2, x1], HF / npu_rotary_mul 'half') or the pair rotation
-// ((-x[2i+1], x[2i]), the tutorial's rope_customer and 'interleave'). Both are a fixed
-// permutation of a row times a fixed sign pattern, so one Gather with a precomputed offset table
-// and one Mul with a sign table serve every mode, for D of any 32-byte alignment.
+// ((-x[2i+1], x[2i]), the tutorial's rope_customer and 'interleave'). Both are a permutation P
+// of a row times a sign pattern s, rot(x) = s * P(x), and P is its own inverse, so with
+// sinSigned = sin * s:   rot(x) * sin = P(x) * sinSigned   and   rot^T(dy * sin) = P(dy * sinSigned).
+// One Gather with a precomputed offset table serves every mode and any D (no alignment needed).
+// A task loads one cos/sin tile and reuses it for every x line that shares it (e.g. all heads).
 // fp16 / bf16 are computed in fp32 and rounded once on the way out (CAST_RINT).
 #include "kernel_operator.h"
 #include "kernel_utils.h"
@@ -31,6 +33,7 @@ class KernelRope {
     pipe->InitBuffer(inSin_, BUFFER_NUM, tileElems * sizeof(T));
     pipe->InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
     pipe->InitBuffer(rotatedBuf_, tileElems * sizeof(float));
+    pipe->InitBuffer(scratchBuf_, tileElems * sizeof(float));
     pipe->InitBuffer(offsetBuf_, tileElems * sizeof(uint32_t));
     pipe->InitBuffer(signBuf_, tileElems * sizeof(float));
     if constexpr (!IsFloat()) {
@@ -45,31 +48,39 @@ class KernelRope {
     int64_t begin = 0, count = 0;
     BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
     for (int64_t task = begin; task < begin + count; ++task) {
-      const uint32_t rows = Locate(task);
-      CopyIn(rows);
-      Compute(rows);
-      CopyOut(rows);
+      const int64_t ownLine = task / t_.tilesPerLine;
+      const int64_t first = (task % t_.tilesPerLine) * t_.tileRows;
+      const int64_t left = t_.xDims[t_.tileAxis] - first;
+      const uint32_t rows = static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
+      LoadTables(ownLine, first, rows);
+      for (int64_t shared = 0; shared < t_.sharedLines; ++shared) {
+        const int64_t xRow = LineRow(ownLine, shared) + first * t_.xStrides[t_.tileAxis];
+        CopyIn(xRow, rows);
+        Compute(rows);
+        CopyOut(xRow, rows);
+      }
+      inCos_.FreeTensor(cos_);
+      inSin_.FreeTensor(sin_);
     }
   }
 
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
 
-  // Row r of a tile: offsets[r][j] = byte offset of j's partner in the rotation, signs[r][j] = its sign.
+  // Row r of a tile: offsets[r][j] = byte offset of P(j) in the tile, signs[r][j] = s[j].
   __aicore__ inline void BuildTables() {
     LocalTensor<int32_t> offsets = offsetBuf_.Get<int32_t>();
     LocalTensor<float> signs = signBuf_.Get<float>();
     const uint32_t d = t_.headDim, pitch = t_.rowPitch, half = d / 2;
-    const float flip = t_.backward ? -1.0f : 1.0f;  // rot^T has the opposite signs
     for (uint32_t j = 0; j < pitch; ++j) {
-      uint32_t partner = j;
+      uint32_t partner = j;  // padding columns map to themselves
       float sign = 0.0f;
       if (j < d && t_.rotaryMode == ROPE_MODE_HALF) {
         partner = j < half ? j + half : j - half;
-        sign = j < half ? -flip : flip;
+        sign = j < half ? -1.0f : 1.0f;
       } else if (j < d) {
         partner = j ^ 1u;
-        sign = (j % 2 == 0) ? -flip : flip;
+        sign = (j % 2 == 0) ? -1.0f : 1.0f;
       }
       offsets.SetValue(j, static_cast<int32_t>(partner * sizeof(float)));
       signs.SetValue(j, sign);
@@ -83,70 +94,89 @@ class KernelRope {
     PipeBarrier<PIPE_V>();
   }
 
-  // Decodes a task into the first x row and cos/sin row of its tile; returns the tile's row count.
-  __aicore__ inline uint32_t Locate(int64_t task) {
-    const int64_t line = task / t_.tilesPerLine;
-    const int64_t tile = task % t_.tilesPerLine;
-    const uint32_t outer = t_.lineAxes[0], inner = t_.lineAxes[1], axis = t_.tileAxis;
-    const int64_t iOuter = line / t_.xDims[inner], iInner = line % t_.xDims[inner];
-    const int64_t first = tile * t_.tileRows;
-    xRow_ = iOuter * t_.xStrides[outer] + iInner * t_.xStrides[inner] + first * t_.xStrides[axis];
-    rRow_ = iOuter * t_.rStrides[outer] + iInner * t_.rStrides[inner] + first * t_.rStrides[axis];
-    const int64_t left = t_.xDims[axis] - first;
-    return static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
+  // First x row of line (ownLine, shared): ownLine indexes the line dims along which cos/sin
+  // vary, shared the ones along which they broadcast; both in (outer, inner) order.
+  __aicore__ inline int64_t LineRow(int64_t ownLine, int64_t shared) const {
+    int64_t row = 0;
+    for (int32_t k = 1; k >= 0; --k) {
+      const int64_t dim = t_.xDims[t_.lineAxes[k]];
+      int64_t& rest = t_.lineVaries[k] ? ownLine : shared;
+      row += (rest % dim) * t_.xStrides[t_.lineAxes[k]];
+      rest /= dim;
+    }
+    return row;
   }
 
-  __aicore__ inline void CopyIn(uint32_t rows) {
-    const uint32_t rowBytes = t_.headDim * sizeof(T);
-    const uint32_t xGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
-    LocalTensor<T> x = inX_.AllocTensor<T>();
-    DataCopyPad(x, xGm_[xRow_ * t_.headDim], DataCopyExtParams(rows, rowBytes, xGap, 0, 0), DataCopyPadExtParams<T>());
-    inX_.EnQue(x);
-    LoadTable(inCos_, cosGm_, rows);
-    LoadTable(inSin_, sinGm_, rows);
+  __aicore__ inline int64_t TableRow(int64_t ownLine, int64_t first) const {
+    int64_t row = first * t_.rStrides[t_.tileAxis];
+    for (int32_t k = 1; k >= 0; --k) {
+      if (!t_.lineVaries[k]) continue;
+      const int64_t dim = t_.xDims[t_.lineAxes[k]];
+      row += (ownLine % dim) * t_.rStrides[t_.lineAxes[k]];
+      ownLine /= dim;
+    }
+    return row;
+  }
+
+  // 1. cos and sinSigned = sin * s for the task's rows, in fp32, kept for all its lines.
+  __aicore__ inline void LoadTables(int64_t ownLine, int64_t first, uint32_t rows) {
+    const int64_t rRow = TableRow(ownLine, first);
+    LoadTable(inCos_, cosGm_, rRow, rows);
+    LoadTable(inSin_, sinGm_, rRow, rows);
+    cos_ = inCos_.DeQue<T>();
+    sin_ = inSin_.DeQue<T>();
+    const int32_t n = static_cast<int32_t>(rows * t_.rowPitch);
+    cosf_ = Widen(cos_, cosFloatBuf_, n);
+    sinSigned_ = Widen(sin_, sinFloatBuf_, n);
+    PipeBarrier<PIPE_V>();
+    Mul(sinSigned_, sinSigned_, signBuf_.Get<float>(), n);
   }
 
   // cos/sin rows of a tile: one contiguous run, or one row repeated where they broadcast along the tile.
-  __aicore__ inline void LoadTable(TQue<QuePosition::VECIN, BUFFER_NUM>& que, GlobalTensor<T>& gm, uint32_t rows) {
+  __aicore__ inline void LoadTable(TQue<QuePosition::VECIN, BUFFER_NUM>& que, GlobalTensor<T>& gm, int64_t rRow,
+                                   uint32_t rows) {
     const uint32_t rowBytes = t_.headDim * sizeof(T);
     LocalTensor<T> table = que.AllocTensor<T>();
     if (t_.rStrides[t_.tileAxis] != 0) {
-      DataCopyPad(table, gm[rRow_ * t_.headDim], DataCopyExtParams(rows, rowBytes, 0, 0, 0), DataCopyPadExtParams<T>());
+      DataCopyPad(table, gm[rRow * t_.headDim], DataCopyExtParams(rows, rowBytes, 0, 0, 0), DataCopyPadExtParams<T>());
     } else {
       for (uint32_t r = 0; r < rows; ++r) {
-        DataCopyPad(table[r * t_.rowPitch], gm[rRow_ * t_.headDim], DataCopyExtParams(1, rowBytes, 0, 0, 0),
+        DataCopyPad(table[r * t_.rowPitch], gm[rRow * t_.headDim], DataCopyExtParams(1, rowBytes, 0, 0, 0),
                     DataCopyPadExtParams<T>());
       }
     }
     que.EnQue(table);
   }
 
+  __aicore__ inline void CopyIn(int64_t xRow, uint32_t rows) {
+    const uint32_t rowBytes = t_.headDim * sizeof(T);
+    const uint32_t xGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
+    LocalTensor<T> x = inX_.AllocTensor<T>();
+    DataCopyPad(x, xGm_[xRow * t_.headDim], DataCopyExtParams(rows, rowBytes, xGap, 0, 0), DataCopyPadExtParams<T>());
+    inX_.EnQue(x);
+  }
+
   __aicore__ inline void Compute(uint32_t rows) {
     const int32_t n = static_cast<int32_t>(rows * t_.rowPitch);
     LocalTensor<T> x = inX_.DeQue<T>();
-    LocalTensor<T> cos = inCos_.DeQue<T>();
-    LocalTensor<T> sin = inSin_.DeQue<T>();
     LocalTensor<float> xf = Widen(x, xFloatBuf_, n);
-    LocalTensor<float> cosf = Widen(cos, cosFloatBuf_, n);
-    LocalTensor<float> sinf = Widen(sin, sinFloatBuf_, n);
     LocalTensor<float> rotated = rotatedBuf_.Get<float>();
     LocalTensor<uint32_t> offsets = offsetBuf_.Get<uint32_t>();
-    LocalTensor<float> signs = signBuf_.Get<float>();
+    PipeBarrier<PIPE_V>();
     if (t_.backward) {
-      // 1. rotated = rot^T(dy * sin): multiply first, then permute and sign
-      Mul(sinf, xf, sinf, n);
+      // 2. rotated = P(dy * sinSigned) = rot^T(dy * sin)
+      LocalTensor<float> scratch = scratchBuf_.Get<float>();
+      Mul(scratch, xf, sinSigned_, n);
       PipeBarrier<PIPE_V>();
-      Gather(rotated, sinf, offsets, 0, static_cast<uint32_t>(n));
+      Gather(rotated, scratch, offsets, 0, static_cast<uint32_t>(n));
     } else {
-      // 1. rotated = rot(x) * sin: permute and sign first, then multiply
+      // 2. rotated = P(x) * sinSigned = rot(x) * sin
       Gather(rotated, xf, offsets, 0, static_cast<uint32_t>(n));
       PipeBarrier<PIPE_V>();
-      Mul(rotated, rotated, sinf, n);
+      Mul(rotated, rotated, sinSigned_, n);
     }
-    PipeBarrier<PIPE_V>();
-    Mul(rotated, rotated, signs, n);
-    // 2. x * cos + rotated
-    Mul(xf, xf, cosf, n);
+    // 3. x * cos + rotated
+    Mul(xf, xf, cosf_, n);
     PipeBarrier<PIPE_V>();
     LocalTensor<T> y = outY_.AllocTensor<T>();
     if constexpr (IsFloat()) {
@@ -154,15 +184,13 @@ class KernelRope {
     } else {
       Add(xf, xf, rotated, n);
       PipeBarrier<PIPE_V>();
-      Cast(y, xf, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // 3. one rounding to T
+      Cast(y, xf, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // 4. one rounding to T
     }
     outY_.EnQue(y);
     inX_.FreeTensor(x);
-    inCos_.FreeTensor(cos);
-    inSin_.FreeTensor(sin);
   }
 
-  // fp32 view of an input tile: the tile itself for float, a widened copy otherwise.
+  // fp32 view of a tile: the tile itself for float, a widened copy otherwise.
   __aicore__ inline LocalTensor<float> Widen(LocalTensor<T>& src, TBuf<TPosition::VECCALC>& buf, int32_t n) {
     if constexpr (IsFloat()) {
       return src.template ReinterpretCast<float>();
@@ -173,11 +201,11 @@ class KernelRope {
     }
   }
 
-  __aicore__ inline void CopyOut(uint32_t rows) {
+  __aicore__ inline void CopyOut(int64_t xRow, uint32_t rows) {
     const uint32_t rowBytes = t_.headDim * sizeof(T);
     const uint32_t yGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
     LocalTensor<T> y = outY_.DeQue<T>();
-    DataCopyPad(yGm_[xRow_ * t_.headDim], y, DataCopyExtParams(rows, rowBytes, 0, yGap, 0));
+    DataCopyPad(yGm_[xRow * t_.headDim], y, DataCopyExtParams(rows, rowBytes, 0, yGap, 0));
     outY_.FreeTensor(y);
   }
 
@@ -185,9 +213,9 @@ class KernelRope {
   GlobalTensor<T> xGm_, cosGm_, sinGm_, yGm_;
   TQue<QuePosition::VECIN, BUFFER_NUM> inX_, inCos_, inSin_;
   TQue<QuePosition::VECOUT, BUFFER_NUM> outY_;
-  TBuf<TPosition::VECCALC> rotatedBuf_, offsetBuf_, signBuf_, xFloatBuf_, cosFloatBuf_, sinFloatBuf_;
-  int64_t xRow_ = 0;  // first x row of the current tile
-  int64_t rRow_ = 0;  // first cos/sin row of the current tile
+  TBuf<TPosition::VECCALC> rotatedBuf_, scratchBuf_, offsetBuf_, signBuf_, xFloatBuf_, cosFloatBuf_, sinFloatBuf_;
+  LocalTensor<T> cos_, sin_;                // the current task's cos/sin tiles (held across its lines)
+  LocalTensor<float> cosf_, sinSigned_;     // their fp32 forms, sin already multiplied by the signs
 };
 
 template <typename T>

@@ -61,6 +61,10 @@ inline void CheckBlockCount(uint32_t n, const char* api) {
 // Copies blocks between two strided byte layouts; the one loop behind every form.
 inline void CopyBlocks(uint8_t* dst, uint64_t dstPitch, const uint8_t* src, uint64_t srcPitch, uint32_t blocks,
                        uint32_t blockBytes) {
+  if (dstPitch == blockBytes && srcPitch == blockBytes) {  // no gaps: one run
+    std::memcpy(dst, src, uint64_t(blocks) * blockBytes);
+    return;
+  }
   for (uint32_t b = 0; b < blocks; ++b) std::memcpy(dst + b * dstPitch, src + b * srcPitch, blockBytes);
 }
 }  // namespace twin
@@ -138,18 +142,22 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
   src.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
   uint8_t* ub = reinterpret_cast<uint8_t*>(dst.TwinData());
   const uint8_t* gm = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
+  twin::CopyBlocks(ub + lead, ubPitch, gm, gmPitch, p.blockCount, p.blockLen);
+  const uint32_t tail = lead + p.blockLen;
+  if (lead == 0 && tail == rowBytes) return;  // rows already whole blocks: nothing to pad
   for (uint32_t b = 0; b < p.blockCount; ++b) {
     uint8_t* row = ub + b * ubPitch;
-    std::memset(row, twin::kPoisonByte, rowBytes);
-    T* elems = reinterpret_cast<T*>(row);
+    std::memset(row, twin::kPoisonByte, lead);
+    std::memset(row + tail, twin::kPoisonByte, rowBytes - tail);
     if (pad.isPad) {
-      for (uint32_t i = 0; i < pad.leftPadding; ++i) elems[i] = pad.paddingValue;
-      T* tail = reinterpret_cast<T*>(row + lead + p.blockLen);
-      for (uint32_t i = 0; i < pad.rightPadding; ++i) tail[i] = pad.paddingValue;
+      T* left = reinterpret_cast<T*>(row);
+      T* right = reinterpret_cast<T*>(row + tail);
+      for (uint32_t i = 0; i < pad.leftPadding; ++i) left[i] = pad.paddingValue;
+      for (uint32_t i = 0; i < pad.rightPadding; ++i) right[i] = pad.paddingValue;
     }
-    std::memcpy(row + lead, gm + b * gmPitch, p.blockLen);
   }
 }
+
 template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
   const char* api = "DataCopyPad UB->GM";

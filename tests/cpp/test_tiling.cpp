@@ -52,6 +52,9 @@ int main() {
     EXPECT(t.data.tileAxis == 2);
     EXPECT(t.blockDim == p.vectorCores);
     EXPECT(t.data.rStrides[0] == 0 && t.data.rStrides[1] == 0 && t.data.rStrides[2] == 1);
+    // every head shares a cos/sin tile: one task per S tile, looping over the 32 heads
+    EXPECT(t.data.sharedLines == 32 && t.data.lineVaries[0] == 0 && t.data.lineVaries[1] == 0);
+    EXPECT(t.data.taskCount == t.data.tilesPerLine);
   }
   EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32));
 
@@ -67,6 +70,13 @@ int main() {
   CheckInvariants(b, cpu, DType::kFloat16);
   EXPECT(b.data.tileAxis == 1 && b.data.lineAxes[0] == 0 && b.data.lineAxes[1] == 2);
   EXPECT(b.data.xStrides[1] == 8 && b.data.rStrides[1] == 1 && b.data.rStrides[2] == 0);
+  EXPECT(b.data.sharedLines == 16);
+
+  // B1SD: cos varies along B (a line dim of its own) and is shared by the N heads.
+  RopeTiling b1 = TileRope({{3, 8, 16}, {3, 1, 16}, 64, DType::kFloat32, ROPE_MODE_HALF, false}, b3);
+  CheckInvariants(b1, b3, DType::kFloat32);
+  EXPECT(b1.data.lineVaries[0] == 1 && b1.data.lineVaries[1] == 0 && b1.data.sharedLines == 8);
+  EXPECT(b1.data.taskCount == 3 * int64_t(b1.data.tilesPerLine));
 
   // One cos row for every x row (KV-cache step): tiles walk the innermost non-trivial dim.
   RopeProblem step{{4, 32, 1}, {1, 1, 1}, 128, DType::kFloat32, ROPE_MODE_INTERLEAVE, false};
@@ -78,7 +88,8 @@ int main() {
   RopeProblem wide{{1, 8, 64}, {1, 1, 64}, 2048, DType::kFloat32, ROPE_MODE_HALF, false};
   RopeTiling w = TileRope(wide, b3);
   CheckInvariants(w, b3, DType::kFloat32);
-  EXPECT(w.data.tileRows == 2);
+  EXPECT(w.data.tileRows == 184 * 1024 / RopeBytesPerRow(2048, DType::kFloat32));
+  EXPECT(w.data.tileRows == 1);
   EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 8192, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
   EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 7, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
   EXPECT(Throws([&] { TileRope({{1, 2, 4}, {1, 3, 4}, 8, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
