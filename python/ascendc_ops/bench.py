@@ -94,27 +94,58 @@ def pct(sorted_vals, q):
     return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (k - lo)
 
 
-def time_calls(fn, cfg: Config):
-    """Per-call times (ms) and minor page faults per call. The last output stays alive until the
-    next call returns, so each call allocates while the previous result is still held."""
-    for _ in range(cfg.warmup):
-        out = fn()
-    times = []
+def time_providers(calls: dict, cfg: Config, rounds: int = 5) -> dict:
+    """Per-call times (ms) and minor page faults per call for each provider. Providers take turns
+    in `rounds` slices, so a burst of load from elsewhere hits all of them alike. Each provider's
+    last output stays alive until its next call returns."""
+    last = {k: None for k in calls}
+    for k, fn in calls.items():
+        for _ in range(cfg.warmup):
+            last[k] = fn()
+    times = {k: [] for k in calls}
+    faults = dict.fromkeys(calls, 0)
+    per_slice = -(-cfg.min_reps // rounds)
     gc.disable()
-    faults0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    end = time.perf_counter_ns() + int(cfg.target_s * 1e9)
     try:
-        while len(times) < cfg.min_reps or (time.perf_counter_ns() < end and len(times) < 10000):
-            t0 = time.perf_counter_ns()
-            out = fn()
-            times.append((time.perf_counter_ns() - t0) / 1e6)
+        for _ in range(rounds):
+            for k, fn in calls.items():
+                f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                end = time.perf_counter_ns() + int(cfg.target_s / rounds * 1e9)
+                n = 0
+                while n < per_slice or (time.perf_counter_ns() < end and n < 2000):
+                    t0 = time.perf_counter_ns()
+                    last[k] = fn()
+                    times[k].append((time.perf_counter_ns() - t0) / 1e6)
+                    n += 1
+                faults[k] += resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0
     finally:
         gc.enable()
-    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults0) / len(times)
-    del out
-    times.sort()
-    return {"median": pct(times, 0.5), "p20": pct(times, 0.2), "p80": pct(times, 0.8), "reps": len(times),
-            "faults": faults}
+    stats = {}
+    for k, ts in times.items():
+        ts.sort()
+        stats[k] = {"median": pct(ts, 0.5), "p20": pct(ts, 0.2), "p80": pct(ts, 0.8), "reps": len(ts),
+                    "faults": faults[k] / len(ts)}
+    return stats
+
+
+def cpu_busy():
+    """(busy jiffies of the whole machine, steal jiffies, this process's CPU seconds)."""
+    try:
+        f = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    own = sum(getattr(resource.getrusage(w), a) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+              for a in ("ru_utime", "ru_stime"))
+    return f[0] + f[1] + f[2] + f[5] + f[6], f[7] if len(f) > 7 else 0, own
+
+
+def contention(before, after, elapsed) -> str:
+    if not (before and after):
+        return "unknown (no /proc/stat)"
+    hz, cpus = os.sysconf("SC_CLK_TCK"), os.cpu_count()
+    other = ((after[0] - before[0]) / hz - (after[2] - before[2])) / (elapsed * cpus)
+    steal = (after[1] - before[1]) / hz / (elapsed * cpus)
+    return f"other processes used {max(other, 0) * 100:.0f}% and steal {steal * 100:.0f}% of the machine's CPU time"
 
 
 class _Quiet:
@@ -183,8 +214,8 @@ def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled):
 
     row = {"op": name, "shape": "x".join(map(str, shape)), "dtype": dtype_name, "pass": pass_,
            "bytes": moved + (moved % 2)}
-    for k in PROVIDERS:
-        for stat, v in time_calls(calls[k], cfg).items():
+    for k, stats in time_providers(calls, cfg).items():
+        for stat, v in stats.items():
             row[f"{k}_{stat}"] = v
     for k in fns:
         row[f"{k}_peak_mb"] = peak_alloc_mb(whole[k])
@@ -284,7 +315,7 @@ def write_csv(path: str, env: dict, rows) -> None:
 
 
 def run(cfg: Config, out=sys.stdout) -> list[dict]:
-    start = time.perf_counter()
+    start, busy0 = time.perf_counter(), cpu_busy()
     env = environment(cfg)
     for key in ("recompile_limit", "cache_size_limit"):  # 2 shapes x 2 dtypes x grad/no-grad per op
         if hasattr(torch._dynamo.config, key):
@@ -299,13 +330,14 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
                           file=sys.stderr, flush=True)
                     rows.append(run_case(name, shape, dtype_name, pass_, cfg, compiled))
     elapsed = time.perf_counter() - start
+    load = contention(busy0, cpu_busy(), elapsed)
 
     print(f"Environment: CPU {env['cpu']}, {env['cores']} cores, torch threads {env['threads']} "
           f"(the CPU twin uses the same count), torch {env['torch']}, allocator {env['allocator']}, "
           f"commit {env['commit']}", file=out)
     print(f"Method: per-call time.perf_counter_ns after {cfg.warmup} warmup calls, adaptive repeats "
-          f"(~{cfg.target_s:g} s per provider, >= {cfg.min_reps}), median (p20-p80); the previous output "
-          "stays alive across repeats; torch.compile(fullgraph=True, dynamic=False) compiled before timing; "
+          f"(~{cfg.target_s:g} s per provider, >= {cfg.min_reps}, providers interleaved in 5 slices), "
+          "median (p20-p80); each provider's previous output stays alive across repeats; torch.compile(fullgraph=True, dynamic=False) compiled before timing; "
           "backward = torch.autograd.grad(y, x, dy) with a fixed dy (dx only). GB/s = (inputs read once + "
           "outputs written once) / median; copy = dst.copy_(src) of half those bytes, same run. "
           f"Peak MB: {MEMORY_METHOD}; bwd rows: forward with grad + backward. Targets: {TARGETS}.",
@@ -318,7 +350,7 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
     wf = max(worst[f"{k}_faults"] for k in PROVIDERS)
     notes.append(f"- minor page faults per timed call: at most {wf:.0f} "
                  f"({worst['op']} {worst['shape']} {worst['dtype']} {worst['pass']})")
-    notes.append(f"- run took {elapsed:.0f} s")
+    notes.append(f"- run took {elapsed:.0f} s; during it {load} (high values make the numbers unreliable)")
     print("\n" + "\n".join(notes), file=out)
     if cfg.csv:
         write_csv(cfg.csv, env, rows)

@@ -56,7 +56,7 @@ extern "C" __global__ __aicore__ void ub_capacity(GM_ADDR x) {
 extern "C" __global__ __aicore__ void copy_length_alignment(GM_ADDR x) {
   Fixture f(x);
   LocalTensor<float> a = f.inQ.AllocTensor<float>();
-  DataCopy(a, f.gm, 40);  // 160 bytes: not a whole number of 32-byte blocks
+  DataCopy(a, f.gm, 20);  // 80 bytes: not a whole number of 32-byte blocks
 }
 
 extern "C" __global__ __aicore__ void operand_alignment(GM_ADDR x) {

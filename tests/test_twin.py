@@ -1,0 +1,64 @@
+"""The CPU twin's hardware rules: each deliberately wrong kernel in tests/cpp/twin_faults.cpp
+must stop with an error that names the rule, the kernel and the block, and that error must
+arrive in Python as an exception, not an abort."""
+from pathlib import Path
+
+import pytest
+import torch
+
+import ascendc_ops  # noqa: F401  (loads the twin the fault kernels link against)
+
+FAULTS = Path(__file__).resolve().parent.parent / "build" / "tests" / "libtwin_faults.so"
+torch.ops.load_library(str(FAULTS))
+run = torch.ops.twin_faults.run
+
+# kernel -> (rule named in the error, detail the message must carry)
+RULES = {
+    "ub_capacity": ("UB capacity", r"over the 196352 B Unified Buffer"),
+    "copy_length_alignment": ("32-byte alignment", r"DataCopy GM->UB of 20 float = 80 bytes"),
+    "operand_alignment": ("32-byte alignment", r"Add operand starts at UB byte 2060, not a multiple of 32"),
+    "bf16_arithmetic": ("dtype support", r"Add does not support bfloat16"),
+    "exp_int32": ("dtype support", r"Exp does not support int32 .*half and float only"),
+    "bf16_cast_without_rounding": ("dtype support", r"Cast float -> bfloat16 with CAST_NONE"),
+    "half_to_bf16_cast": ("dtype support", r"Cast half -> bfloat16 .* no Cast on Atlas A2"),
+    "dequeue_empty": ("queue discipline", r"DeQue of an empty TQue"),
+    "double_free": ("queue discipline", r"double FreeTensor"),
+    "queue_depth": ("queue discipline", r"EnQue exceeds the TQue depth of 1"),
+    "ub_overrun": ("UB bounds", r"Muls needs 512 float elements but the LocalTensor holds 256"),
+    "gm_overrun": ("GM bounds", r"touches 256 float elements but only 128 remain"),
+}
+
+
+def test_every_fault_kernel_is_covered():
+    assert set(run_names()) == set(RULES) | {"correct"}
+
+
+def run_names():
+    return list(torch.ops.twin_faults.names())
+
+
+@pytest.mark.parametrize("block_dim", [1, 4])
+def test_correct_kernel_runs_clean(block_dim):
+    run("correct", block_dim)
+
+
+@pytest.mark.parametrize("kernel", sorted(RULES))
+@pytest.mark.parametrize("block_dim", [1, 4])
+def test_rule_fires_and_reaches_python(kernel, block_dim):
+    rule, detail = RULES[kernel]
+    with pytest.raises(RuntimeError) as err:
+        run(kernel, block_dim)
+    message = str(err.value)
+    assert f"kernel '{kernel}' block " in message
+    assert f"/{block_dim}: [{rule}]" in message
+    assert __import__("re").search(detail, message), message
+
+
+def test_twin_recovers_after_a_fault():
+    """A rule violation in one launch leaves the launcher usable (no stuck pool, no leaked state)."""
+    with pytest.raises(RuntimeError):
+        run("double_free", 4)
+    run("correct", 4)
+    x = torch.randn(2, 3, 5, 8)
+    cos, sin = torch.randn(5, 8), torch.randn(5, 8)
+    torch.testing.assert_close(ascendc_ops.rope_customer(x, cos, sin), ascendc_ops.rope_customer(x, cos, sin))
