@@ -80,6 +80,11 @@ RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor&
   return l;
 }
 
+void CheckTutorialLayout(const OpProto& op, const at::Tensor& x, const at::Tensor& cos) {
+  TORCH_CHECK_VALUE(x.dim() == 4, op.name, ": ", op.inputs[0], " must be [B, H, L, D], got shape ", ShapeString(x));
+  TORCH_CHECK_VALUE(cos.dim() == 2, op.name, ": ", op.inputs[1], " must be [L, D], got shape ", ShapeString(cos));
+}
+
 namespace {
 
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
@@ -113,11 +118,6 @@ at::Tensor RotaryMulGrad(const at::Tensor& dy, const at::Tensor& r1, const at::T
   return RunOnTwin(kRotaryMulGrad, dy, r1, r2, mode, true);
 }
 
-// The tutorial's op: x [B, H, L, D] with cos/sin [L, D] in the interleaved pair layout.
-void CheckTutorialLayout(const OpProto& op, const at::Tensor& x, const at::Tensor& cos) {
-  TORCH_CHECK_VALUE(x.dim() == 4, op.name, ": ", op.inputs[0], " must be [B, H, L, D], got shape ", ShapeString(x));
-  TORCH_CHECK_VALUE(cos.dim() == 2, op.name, ": ", op.inputs[1], " must be [L, D], got shape ", ShapeString(cos));
-}
 at::Tensor RopeCustomer(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
   CheckTutorialLayout(kRopeCustomer, x, cos);
   return RunOnTwin(kRopeCustomer, x, cos, sin, "interleave", false);

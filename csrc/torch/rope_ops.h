@@ -18,4 +18,7 @@ struct RopeLaunch {
 RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                        c10::string_view mode, bool backward, const tiling::PlatformInfo& platform);
 
+// The tutorial op's layout: x [B, H, L, D] with cos/sin [L, D].
+void CheckTutorialLayout(const OpProto& op, const at::Tensor& x, const at::Tensor& cos);
+
 }  // namespace ascendc_ops
