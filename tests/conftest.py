@@ -22,7 +22,3 @@ def seed_rngs(request):
     np.random.seed(seed % 2**32)
     yield seed
 
-
-@pytest.fixture
-def rng(seed_rngs):
-    return np.random.default_rng(seed_rngs)

@@ -7,7 +7,7 @@ namespace tiling {
 uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype) {
   const uint32_t pitch = RowPitch(headDim, dtype);
   const uint32_t queued = 4 * 2 * pitch * ElementBytes(dtype);  // x, cos, sin, y; two buffers each
-  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 2 : 5) * pitch * 4;  // rotated, scratch (+ fp32 x, cos, sin)
+  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 1 : 5) * pitch * 4;  // scratch (+ acc, fp32 x, cos, sin)
   const uint32_t tables = 2 * pitch * 4;  // gather offsets, signs
   return queued + fp32Work + tables;
 }

@@ -32,11 +32,11 @@ class KernelRope {
     pipe->InitBuffer(inCos_, BUFFER_NUM, tileElems * sizeof(T));
     pipe->InitBuffer(inSin_, BUFFER_NUM, tileElems * sizeof(T));
     pipe->InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(rotatedBuf_, tileElems * sizeof(float));
     pipe->InitBuffer(scratchBuf_, tileElems * sizeof(float));
     pipe->InitBuffer(offsetBuf_, tileElems * sizeof(uint32_t));
     pipe->InitBuffer(signBuf_, tileElems * sizeof(float));
     if constexpr (!IsFloat()) {
+      pipe->InitBuffer(accBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(xFloatBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(cosFloatBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(sinFloatBuf_, tileElems * sizeof(float));
@@ -160,31 +160,34 @@ class KernelRope {
     const int32_t n = static_cast<int32_t>(rows * t_.rowPitch);
     LocalTensor<T> x = inX_.DeQue<T>();
     LocalTensor<float> xf = Widen(x, xFloatBuf_, n);
-    LocalTensor<float> rotated = rotatedBuf_.Get<float>();
+    LocalTensor<T> y = outY_.AllocTensor<T>();
+    // fp32 accumulates in the output tile itself; fp16/bf16 in an fp32 buffer cast at the end
+    LocalTensor<float> acc;
+    if constexpr (IsFloat()) {
+      acc = y.template ReinterpretCast<float>();
+    } else {
+      acc = accBuf_.Get<float>();
+    }
     LocalTensor<uint32_t> offsets = offsetBuf_.Get<uint32_t>();
     PipeBarrier<PIPE_V>();
     if (t_.backward) {
-      // 2. rotated = P(dy * sinSigned) = rot^T(dy * sin)
+      // 2. acc = P(dy * sinSigned) = rot^T(dy * sin)
       LocalTensor<float> scratch = scratchBuf_.Get<float>();
       Mul(scratch, xf, sinSigned_, n);
       PipeBarrier<PIPE_V>();
-      Gather(rotated, scratch, offsets, 0, static_cast<uint32_t>(n));
+      Gather(acc, scratch, offsets, 0, static_cast<uint32_t>(n));
     } else {
-      // 2. rotated = P(x) * sinSigned = rot(x) * sin
-      Gather(rotated, xf, offsets, 0, static_cast<uint32_t>(n));
+      // 2. acc = P(x) * sinSigned = rot(x) * sin
+      Gather(acc, xf, offsets, 0, static_cast<uint32_t>(n));
       PipeBarrier<PIPE_V>();
-      Mul(rotated, rotated, sinSigned_, n);
+      Mul(acc, acc, sinSigned_, n);
     }
-    // 3. x * cos + rotated
-    Mul(xf, xf, cosf_, n);
     PipeBarrier<PIPE_V>();
-    LocalTensor<T> y = outY_.AllocTensor<T>();
-    if constexpr (IsFloat()) {
-      Add(y, xf, rotated, n);
-    } else {
-      Add(xf, xf, rotated, n);
+    // 3. acc += x * cos
+    MulAddDst(acc, xf, cosf_, n);
+    if constexpr (!IsFloat()) {
       PipeBarrier<PIPE_V>();
-      Cast(y, xf, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // 4. one rounding to T
+      Cast(y, acc, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // 4. one rounding to T
     }
     outY_.EnQue(y);
     inX_.FreeTensor(x);
@@ -213,7 +216,7 @@ class KernelRope {
   GlobalTensor<T> xGm_, cosGm_, sinGm_, yGm_;
   TQue<QuePosition::VECIN, BUFFER_NUM> inX_, inCos_, inSin_;
   TQue<QuePosition::VECOUT, BUFFER_NUM> outY_;
-  TBuf<TPosition::VECCALC> rotatedBuf_, scratchBuf_, offsetBuf_, signBuf_, xFloatBuf_, cosFloatBuf_, sinFloatBuf_;
+  TBuf<TPosition::VECCALC> scratchBuf_, offsetBuf_, signBuf_, accBuf_, xFloatBuf_, cosFloatBuf_, sinFloatBuf_;
   LocalTensor<T> cos_, sin_;                // the current task's cos/sin tiles (held across its lines)
   LocalTensor<float> cosf_, sinSigned_;     // their fp32 forms, sin already multiplied by the signs
 };

@@ -29,6 +29,15 @@ void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
   TORCH_CHECK_TYPE(false, msg.str());
 }
 
+void CheckDtype(const OpProto& op, size_t index, const at::Tensor& t) {
+  std::ostringstream allowed;
+  for (const auto& combo : op.inputDtypes) {
+    if (combo[index] == t.scalar_type()) return;
+    allowed << (allowed.tellp() > 0 ? ", " : "") << combo[index];
+  }
+  TORCH_CHECK_TYPE(false, op.name, ": ", op.inputs[index], " must be one of ", allowed.str(), ", got ", t.scalar_type());
+}
+
 void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
   const at::Device device = inputs.begin()->device();
   size_t i = 0;

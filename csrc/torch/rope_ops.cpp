@@ -55,6 +55,7 @@ RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor&
                       " does not broadcast to ", xName, " of shape ", ShapeString(x), " (dim ", -1 - k, " is ", rk,
                       ", expected 1 or ", xk, ")");
   }
+  CheckDtype(op, 0, x);
   TORCH_CHECK_TYPE(at::isFloatingType(cos.scalar_type()) && at::isFloatingType(sin.scalar_type()), op.name, ": ",
                    rName, " must be floating point, got ", cos.scalar_type());
 

@@ -3,8 +3,12 @@
 // DataCopyPad lands each block padded to 32 bytes, and the twin fills padding it was not asked
 // to fill with NaN bytes so a kernel that reads it shows wrong results at once.
 #pragma once
+#include <algorithm>
 #include <cstring>
 #include <string>
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 #include "twin_tensor.h"
 
@@ -59,14 +63,34 @@ inline void CheckBlockCount(uint32_t n, const char* api) {
     Violation("data copy params", std::string(api) + " blockCount " + std::to_string(n) + " outside 1..4095");
 }
 // Copies blocks between two strided byte layouts; the one loop behind every form.
+// GM tensors this large are written with streaming stores: like the MTE3 engine writing HBM,
+// they bypass the cache instead of first reading every destination line (read-for-ownership).
+constexpr uint64_t kStreamingGmBytes = 8u << 20;
+
+inline void CopyRun(uint8_t* dst, const uint8_t* src, uint64_t bytes, bool streaming) {
+#if defined(__AVX__)
+  if (streaming && bytes >= 256) {
+    const uint64_t head = std::min<uint64_t>((32 - (reinterpret_cast<uintptr_t>(dst) & 31)) & 31, bytes);
+    std::memcpy(dst, src, head);
+    dst += head, src += head, bytes -= head;
+    for (; bytes >= 32; bytes -= 32, dst += 32, src += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src)));
+  }
+#endif
+  std::memcpy(dst, src, bytes);
+}
+
 inline void CopyBlocks(uint8_t* dst, uint64_t dstPitch, const uint8_t* src, uint64_t srcPitch, uint32_t blocks,
-                       uint32_t blockBytes) {
+                       uint32_t blockBytes, bool streaming = false) {
   if (dstPitch == blockBytes && srcPitch == blockBytes) {  // no gaps: one run
-    std::memcpy(dst, src, uint64_t(blocks) * blockBytes);
+    CopyRun(dst, src, uint64_t(blocks) * blockBytes, streaming);
     return;
   }
-  for (uint32_t b = 0; b < blocks; ++b) std::memcpy(dst + b * dstPitch, src + b * srcPitch, blockBytes);
+  for (uint32_t b = 0; b < blocks; ++b) CopyRun(dst + b * dstPitch, src + b * srcPitch, blockBytes, streaming);
 }
+
+template <typename T>
+inline bool Streaming(const GlobalTensor<T>& gm) { return gm.GetSize() * sizeof(T) >= kStreamingGmBytes; }
 }  // namespace twin
 
 // ---- count form ----
@@ -84,7 +108,8 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
   src.TwinCheckAligned("DataCopy UB->GM");
   src.TwinCheckCount(count, "DataCopy UB->GM");
   dst.TwinCheckRange(count, "DataCopy UB->GM");
-  std::memcpy(dst.GetPhyAddr(), src.TwinData(), uint64_t(count) * sizeof(T));
+  twin::CopyRun(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), reinterpret_cast<const uint8_t*>(src.TwinData()),
+                uint64_t(count) * sizeof(T), twin::Streaming(dst));
 }
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
@@ -121,7 +146,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
   dst.TwinCheckRange(twin::StridedSpan<T>(p, p.dstStride), "DataCopy UB->GM");
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), uint64_t(p.blockLen + p.dstStride) * 32,
                    reinterpret_cast<const uint8_t*>(src.TwinData()), uint64_t(p.blockLen + p.srcStride) * 32,
-                   p.blockCount, p.blockLen * 32u);
+                   p.blockCount, p.blockLen * 32u, twin::Streaming(dst));
 }
 
 // ---- DataCopyPad: byte-exact rows, each landing 32-byte padded in UB ----
@@ -169,7 +194,8 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
   src.TwinCheckCount(((p.blockCount - 1) * ubPitch + p.blockLen + sizeof(T) - 1) / sizeof(T), api);
   dst.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), gmPitch,
-                   reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen);
+                   reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen,
+                   twin::Streaming(dst));
 }
 
 }  // namespace AscendC

@@ -9,6 +9,9 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 #include "twin_core.h"
 
@@ -35,6 +38,13 @@ struct Job {
   std::mutex errorMutex;
 };
 
+// Streaming stores to GM are weakly ordered: make them visible before the block counts as done.
+inline void FenceStreamingStores() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
 void RunBlocks(Job& job) {
   ThreadCore& tc = tCore;
   tc.inBlock = true;
@@ -44,6 +54,7 @@ void RunBlocks(Job& job) {
     tc.ctx.blockIdx = b;
     try {
       (*job.block)();
+      FenceStreamingStores();
     } catch (...) {
       std::lock_guard<std::mutex> lock(job.errorMutex);
       if (!job.failed.exchange(true)) job.error = std::current_exception();

@@ -95,8 +95,8 @@ class LocalTensor {
                                        " elements but the LocalTensor holds " + std::to_string(size_));
     }
   }
-  void TwinCheckAligned(const char* api) const {
-    if (TwinUbOffset() % twin::kBlockBytes != 0) {
+  void TwinCheckAligned(const char* api) const {  // the UB base is 64-byte aligned, so the address tells
+    if (reinterpret_cast<uintptr_t>(data_) % twin::kBlockBytes != 0) {
       twin::Violation("32-byte alignment", std::string(api) + " operand starts at UB byte " +
                                                std::to_string(TwinUbOffset()) + ", not a multiple of 32");
     }

@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 #include <type_traits>
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -69,15 +69,21 @@ inline void RequireCount(int64_t count, const char* api) {
   if (count < 0) Violation("UB bounds", std::string(api) + " with negative count " + std::to_string(count));
 }
 
-// The loops compile only for dtypes the instruction supports; the rest stop at RequireDtype.
-template <DtypeSet set, typename T, typename F>
-inline void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a,
-                   const LocalTensor<T>& b, int32_t count, F f) {
+template <DtypeSet set, typename T>
+inline void CheckBinary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
+                        int32_t count) {
   RequireDtype<T>(api, set);
   RequireCount(count, api);
   RequireOperand(dst, count, api);
   RequireOperand(a, count, api);
   RequireOperand(b, count, api);
+}
+
+// The loops compile only for dtypes the instruction supports; the rest stop at RequireDtype.
+template <DtypeSet set, typename T, typename F>
+inline void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
+                   int32_t count, F f) {
+  CheckBinary<set>(api, dst, a, b, count);
   if constexpr (InSet<T>(set)) {
     T* d = dst.TwinData();
     const T* x = a.TwinData();
@@ -116,6 +122,33 @@ ASCENDC_TWIN_BINARY(Max, kArith, a > b ? a : b)
 ASCENDC_TWIN_BINARY(Min, kArith, a < b ? a : b)
 ASCENDC_TWIN_BINARY(Div, kFloat, a / b)
 #undef ASCENDC_TWIN_BINARY
+
+// dst = src0 * src1 + dst
+template <typename T, typename U>
+inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
+                      const int32_t& count) {
+  static_assert(std::is_same_v<T, U>, "the twin implements MulAddDst for one dtype");
+  twin::CheckBinary<twin::DtypeSet::kFloat>("MulAddDst", dst, src0, src1, count);
+  if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
+    T* d = dst.TwinData();
+    const U* a = src0.TwinData();
+    const U* b = src1.TwinData();
+    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] * b[i] + d[i]);
+  }
+}
+
+// dst = src0 * dst + src1
+template <typename T>
+inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
+                        const int32_t& count) {
+  twin::CheckBinary<twin::DtypeSet::kFloat>("FusedMulAdd", dst, src0, src1, count);
+  if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
+    T* d = dst.TwinData();
+    const T* a = src0.TwinData();
+    const T* b = src1.TwinData();
+    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] * d[i] + b[i]);
+  }
+}
 
 // ---- with a scalar: the scalar has the tensor's type, as on the device ----
 #define ASCENDC_TWIN_SCALAR(NAME, SET, EXPR)                                                                      \
@@ -165,16 +198,45 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
   twin::RequireOperand(srcOffset, count, api);
   src.TwinCheckAligned(api);
   const uint32_t* off = srcOffset.TwinData();
-  uint32_t maxOff = 0, misaligned = 0;
-  for (uint32_t i = 0; i < count; ++i) {
-    maxOff = off[i] > maxOff ? off[i] : maxOff;
-    misaligned |= off[i] % sizeof(T);
-  }
-  if (misaligned) twin::Violation("32-byte alignment", "Gather offsets must be multiples of the element size");
-  if (count > 0) src.TwinCheckCount((uint64_t(srcBaseOffset) + maxOff) / sizeof(T) + 1, api);
   const uint8_t* base = reinterpret_cast<const uint8_t*>(src.TwinData()) + srcBaseOffset;
+  const uint64_t srcBytes = uint64_t(src.GetSize()) * sizeof(T);
   T* d = dst.TwinData();
-  for (uint32_t i = 0; i < count; ++i) d[i] = *reinterpret_cast<const T*>(base + off[i]);
+  // Offsets are checked as they are used: inside src and whole elements, else the rule fires.
+  const auto badOffset = [&](uint32_t o) {
+    if (o % sizeof(T) != 0) twin::Violation("32-byte alignment", "Gather offset " + std::to_string(o) + " is not a whole element");
+    twin::Violation("UB bounds", "Gather offset " + std::to_string(o) + " reads past the " + std::to_string(srcBytes) + "-byte source");
+  };
+  uint32_t i = 0;
+#if defined(__AVX2__)
+  if constexpr (sizeof(T) == 4) {
+    // Each group of 8 outputs whose sources lie in one aligned 8-element window (pair swaps,
+    // half-row swaps with 8 | D/2, ...) is one in-register permute; others use a hardware gather.
+    const int* b = reinterpret_cast<const int*>(base);
+    const int64_t srcElems = int64_t(srcBytes - srcBaseOffset) / int64_t(sizeof(T));
+    const __m256i notLow3 = _mm256_set1_epi32(~7), low2 = _mm256_set1_epi32(3);
+    const __m256i last = _mm256_set1_epi32(int32_t(srcElems - 1));
+    for (; i + 8 <= count; i += 8) {
+      const __m256i o = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(off + i));
+      const __m256i idx = _mm256_srli_epi32(o, 2);
+      const int window = _mm_cvtsi128_si32(_mm256_castsi256_si128(idx)) & ~7;
+      const __m256i rel = _mm256_sub_epi32(idx, _mm256_set1_epi32(window));
+      __m256i v;
+      if (_mm256_testz_si256(rel, notLow3) && _mm256_testz_si256(o, low2) && window + 8 <= srcElems) {
+        v = _mm256_permutevar8x32_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + window)), rel);
+      } else {
+        // lanes beyond the source (or with offsets >= 2^31) compare greater than `last`
+        const __m256i beyond = _mm256_or_si256(_mm256_cmpgt_epi32(idx, last), _mm256_srai_epi32(o, 31));
+        if (!_mm256_testz_si256(beyond, beyond) || !_mm256_testz_si256(o, low2)) break;  // the scalar loop names it
+        v = _mm256_i32gather_epi32(b, o, 1);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + i), v);
+    }
+  }
+#endif
+  for (; i < count; ++i) {
+    if (off[i] % sizeof(T) != 0 || uint64_t(srcBaseOffset) + off[i] + sizeof(T) > srcBytes) badOffset(off[i]);
+    d[i] = *reinterpret_cast<const T*>(base + off[i]);
+  }
 }
 
 // ---- reductions (count form): dst[0] = reduce(src[0:count]) ----

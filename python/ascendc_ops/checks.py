@@ -20,6 +20,14 @@ def check_same_device(proto: OpProto, *tensors: torch.Tensor) -> None:
                  "all inputs must be on one device")
 
 
+def check_dtype(proto: OpProto, index: int, tensor: torch.Tensor) -> None:
+    """Input `index` must have a dtype that some combination in op_proto/<op>.json allows."""
+    allowed = list(dict.fromkeys(c[index] for c in proto.dtype_combos()))
+    got = str(tensor.dtype).removeprefix("torch.")
+    if got not in allowed:
+        fail(TypeError, proto.name, f"{proto.inputs[index].name} must be one of {', '.join(allowed)}, got {got}")
+
+
 def check_dtypes(proto: OpProto, *tensors: torch.Tensor) -> None:
     """The dtypes must form one of the combinations op_proto/<op>.json lists."""
     got = tuple(str(t.dtype).removeprefix("torch.") for t in tensors)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_dtypes, check_same_device, fail
+from .checks import check_dtype, check_dtypes, check_same_device, fail
 from .op_proto import load_all
 
 PROTOS = load_all()
@@ -40,6 +40,7 @@ def check_rope(op: str, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, m
         if cos.shape[-k] not in (1, x.shape[-k]):
             fail(ValueError, op, f"{rn} of shape {list(cos.shape)} does not broadcast to {xn} of shape "
                  f"{list(x.shape)} (dim {-k} is {cos.shape[-k]}, expected 1 or {x.shape[-k]})")
+    check_dtype(proto, 0, x)
     if not (cos.dtype.is_floating_point and sin.dtype.is_floating_point):
         fail(TypeError, op, f"{rn} must be floating point, got {cos.dtype}")
     check_dtypes(proto, x, cos.to(x.dtype), sin.to(x.dtype))
