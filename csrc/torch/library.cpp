@@ -1,8 +1,10 @@
 // The `custom` op library: every schema comes from op_proto/*.json (op_proto_gen.h).
 // Implementations register per backend: CPU twin here, NPU in npu/ when built with CANN.
+#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include "op_proto_gen.h"
+#include "twin_launch.h"
 
 namespace ascendc_ops {
 
@@ -13,6 +15,14 @@ std::vector<std::string> Backends() {
 #endif
   return backends;
 }
+
+// Twin blocks run on torch's intra-op thread pool: one pool for the whole process, threads warm.
+const bool kTwinOnTorchPool = [] {
+  AscendC::twin::SetParallelFor([](uint32_t blocks, const AscendC::twin::RangeRunner& runRange) {
+    at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) { runRange(uint32_t(begin), uint32_t(end)); });
+  });
+  return true;
+}();
 
 TORCH_LIBRARY(custom, m) {
   for (const OpProto* op : kAllOps) m.def(op->schema);

@@ -91,7 +91,6 @@ namespace {
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                      c10::string_view mode, bool backward) {
   const int threads = at::get_num_threads();
-  if (AscendC::twin::Threads() != threads) AscendC::twin::SetThreads(threads);
   RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, tiling::CpuTwin(uint32_t(threads)));
   if (l.tiling.blockDim == 0) return l.y;
   auto gm = [](const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); };

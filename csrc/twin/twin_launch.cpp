@@ -45,22 +45,26 @@ inline void FenceStreamingStores() {
 #endif
 }
 
-void RunBlocks(Job& job) {
+void RunBlock(Job& job, uint32_t b) {
+  if (job.failed.load(std::memory_order_relaxed)) return;
   ThreadCore& tc = tCore;
   tc.inBlock = true;
   tc.ctx.kernel = job.kernel;
   tc.ctx.blockNum = job.blockDim;
-  for (uint32_t b; !job.failed.load(std::memory_order_relaxed) && (b = job.next.fetch_add(1)) < job.blockDim;) {
-    tc.ctx.blockIdx = b;
-    try {
-      (*job.block)();
-      FenceStreamingStores();
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(job.errorMutex);
-      if (!job.failed.exchange(true)) job.error = std::current_exception();
-    }
+  tc.ctx.blockIdx = b;
+  try {
+    (*job.block)();
+    FenceStreamingStores();
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(job.errorMutex);
+    if (!job.failed.exchange(true)) job.error = std::current_exception();
   }
   tc.inBlock = false;
+}
+
+// Blocks handed out one at a time to whichever thread is free.
+void RunBlocks(Job& job) {
+  for (uint32_t b; (b = job.next.fetch_add(1)) < job.blockDim;) RunBlock(job, b);
 }
 
 class Pool {
@@ -120,6 +124,7 @@ class Pool {
 };
 
 std::mutex gLaunchMutex;  // one launch at a time owns the pool
+ParallelFor gParallelFor;  // empty: use the twin's pool
 int gThreads = std::max(1u, std::thread::hardware_concurrency());
 Pool& ThePool() {
   static Pool pool;
@@ -128,6 +133,11 @@ Pool& ThePool() {
 }  // namespace
 
 CoreContext& Core() { return tCore.ctx; }
+
+void SetParallelFor(ParallelFor parallelFor) {
+  std::lock_guard<std::mutex> lock(gLaunchMutex);
+  gParallelFor = std::move(parallelFor);
+}
 
 void SetThreads(int threads) {
   std::lock_guard<std::mutex> lock(gLaunchMutex);
@@ -146,6 +156,10 @@ void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function
     RunBlocks(job);
     tCore.ctx = saved;
     tCore.inBlock = wasIn;
+  } else if (gParallelFor) {
+    gParallelFor(blockDim, [&job](uint32_t begin, uint32_t end) {
+      for (uint32_t b = begin; b < end; ++b) RunBlock(job, b);
+    });
   } else {
     std::lock_guard<std::mutex> lock(gLaunchMutex);
     Pool& pool = ThePool();

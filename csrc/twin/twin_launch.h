@@ -11,6 +11,13 @@ namespace twin {
 void SetThreads(int threads);
 int Threads();
 
+// Runs blocks [0, blocks) on a host thread pool by calling runRange(begin, end) on its threads.
+// By default the twin's own pool; a host framework can lend its pool (the torch bindings lend
+// torch's intra-op pool, whose threads are already warm between ops).
+using RangeRunner = std::function<void(uint32_t begin, uint32_t end)>;
+using ParallelFor = std::function<void(uint32_t blocks, const RangeRunner& runRange)>;
+void SetParallelFor(ParallelFor parallelFor);
+
 void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function<void()>& block);
 
 // The twin's stand-in for `kernel<<<blockDim, nullptr, stream>>>(args...)`.
