@@ -92,23 +92,8 @@ def worst(actual: np.ndarray, golden: np.ndarray, index: int) -> str:
     return f" worst at {tuple(int(p) for p in pos)}: got {actual.flat[index]!r}, golden {golden.flat[index]!r}"
 
 
-# (mantissa bits, minimum normal exponent) of the low-precision output dtypes
-FORMATS = {torch.float16: (10, -14), torch.bfloat16: (7, -126)}
-
-
-def half_ulp(golden: np.ndarray, dtype) -> np.ndarray:
-    """Half a unit in the last place of `dtype` at each golden value: the error of correct rounding."""
-    bits, emin = FORMATS[dtype]
-    _, e = np.frexp(np.abs(golden))  # |g| = m * 2^e, m in [0.5, 1)
-    return np.ldexp(0.5, np.maximum(e - 1, emin) - bits)
-
-
-U32 = 2.0**-24  # unit roundoff of fp32
-
-
-def gamma(k: int) -> float:
-    """Higham's gamma_k = k*u / (1 - k*u): the error bound of k roundings in fp32."""
-    return k * U32 / (1 - k * U32)
+gamma = P.gamma
+half_ulp = P.half_ulp
 
 
 def fwd_bound(x, r1, r2, mode) -> np.ndarray:
@@ -130,37 +115,11 @@ def table_bound(dy, other, shape) -> np.ndarray:
     return gamma(n + 1) * R.sum_to_shape(prod, tuple(shape))
 
 
-def mare_waivable(a: np.ndarray, golden: np.ndarray, dtype, limit: float, bound) -> tuple[bool, str]:
-    """Whether MARE >= limit is a limit of the output dtype rather than of the kernel.
-
-    Every element with rel >= limit must carry no more error than the best that dtype allows:
-    fp16/bf16: the golden correctly rounded (fp16 subnormals, |g| < ~3e-6: the 1e-7 in rel cannot
-    absorb their 6e-8 spacing, so even a correctly rounded result fails MARE);
-    fp32: within `bound`, the classic error bound of evaluating the formula in fp32 (gamma_k times
-    the sum of |terms|): with cancellation (|y| << |x*cos|) no fp32-arithmetic implementation,
-    PyTorch's included, meets MARE < 2^-10 on random data (see test_literal_mare_is_out_of_reach).
-    """
-    d = np.abs(a - golden)
-    over = d / (np.abs(golden) + P.REL_EPS) >= limit
-    if dtype == torch.float32:
-        if bound is None:
-            return False, "fp32 MARE failed and no fp32 error bound was given"
-        allowed, what = np.broadcast_to(bound, d.shape), "within the fp32 evaluation error bound"
-    else:
-        allowed, what = half_ulp(golden, dtype), f"correctly rounded to {dname(dtype)}"
-    bad = over & (d > allowed)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        return False, (f"{int(bad.sum())} elements over the MARE limit are not {what}, e.g. flat {i}: "
-                       f"error {d.flat[i]:.3g} > allowed {allowed.flat[i]:.3g}")
-    return True, f"{int(over.sum())} elements over the MARE limit, all {what}"
-
-
 def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str,
                     bound=None) -> None:
     """MERE/MARE vs the golden and the double benchmark vs `second`; a failure prints all the numbers.
 
-    The one exception to the literal MERE/MARE standard is mare_waivable: elements whose error is
+    The one exception to the literal MERE/MARE standard is precision.mare_within_rounding: elements whose error is
     the output dtype's own rounding (fp16/bf16) or within fp32's evaluation bound `bound`. MERE, NaN/Inf
     positions and every double-benchmark ratio are always enforced.
     """
@@ -172,7 +131,7 @@ def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tens
     failures = list(mm.failures)
     note = ""
     if failures and failures[0].startswith("MARE"):
-        ok, note = mare_waivable(a, golden, dtype, mm.limits["mare"], bound)
+        ok, note = P.mare_within_rounding(a, golden, dtype, bound)
         if ok:
             failures.pop(0)
     msg = (f"{label}\n  {mm.describe()}{worst(a, golden, mm.numbers['worst_index'])}\n  {note}\n"
