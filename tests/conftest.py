@@ -1,6 +1,7 @@
 """Shared pytest setup: the package on sys.path, and seeded RNGs so every test sees fixed inputs."""
 from __future__ import annotations
 
+import os
 import sys
 import zlib
 from pathlib import Path
@@ -9,7 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-PYTHON_DIR = Path(__file__).resolve().parent.parent / "python"
+ROOT = Path(__file__).resolve().parent.parent
+PYTHON_DIR = ROOT / "python"
+# The CMake build tree holding the C++ test binaries (ASCENDC_OPS_BUILD_DIR for a second tree).
+BUILD = Path(os.environ.get("ASCENDC_OPS_BUILD_DIR") or ROOT / "build")
 if str(PYTHON_DIR) not in sys.path:
     sys.path.insert(0, str(PYTHON_DIR))
 

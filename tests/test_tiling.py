@@ -3,7 +3,9 @@ UB budget for the 910B with 40 and 48 vector cores and for the CPU twin."""
 import subprocess
 from pathlib import Path
 
-BINARY = Path(__file__).resolve().parent.parent / "build" / "tests" / "test_tiling"
+from conftest import BUILD
+
+BINARY = BUILD / "tests" / "test_tiling"
 
 
 def test_tiling_unit_tests_pass():

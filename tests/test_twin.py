@@ -3,12 +3,14 @@ must stop with an error that names the rule, the kernel and the block, and that 
 arrive in Python as an exception, not an abort."""
 from pathlib import Path
 
+from conftest import BUILD
+
 import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the twin the fault kernels link against)
 
-FAULTS = Path(__file__).resolve().parent.parent / "build" / "tests" / "libtwin_faults.so"
+FAULTS = BUILD / "tests" / "libtwin_faults.so"
 torch.ops.load_library(str(FAULTS))
 run = torch.ops.twin_faults.run
 

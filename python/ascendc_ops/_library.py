@@ -1,12 +1,14 @@
 """Loads the compiled op library, saying plainly what to do when it is missing or stale."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
 
 BUILT_FOR_TORCH = "2.13.0"
-LIBRARY = Path(__file__).resolve().parent / "_C.so"
+# ASCENDC_OPS_LIBRARY points at a _C.so from another build tree (e.g. a second CMake build dir).
+LIBRARY = Path(os.environ.get("ASCENDC_OPS_LIBRARY") or Path(__file__).resolve().parent / "_C.so")
 
 
 def load() -> Path:
