@@ -1,9 +1,20 @@
-"""Command line: `python -m ascendc_ops bench [...]` (more subcommands to come)."""
+"""Command line: `ascendc-ops COMMAND` or `python -m ascendc_ops COMMAND`.
+
+- verify: accuracy of every op against the float64 NumPy goldens (default suite or case files)
+- bench:  latency against PyTorch step-by-step, torch.compile and a same-size copy
+- info:   build backends, platform parameters of the tiling, library path, versions
+
+Exit codes: 0 success; 1 an accuracy case failed (verify); 2 bad arguments or a malformed case
+file (one line on stderr, no traceback); 3 an unexpected internal error (one line; set
+ASCENDC_OPS_TRACEBACK=1 to see the traceback); 130 interrupted.
+"""
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+
+PROG = "ascendc-ops"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -11,15 +22,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+class UsageError(Exception):
+    """A bad argument or input file found after parsing: one line, exit 2."""
+
+
 def _shape(text: str) -> tuple:
     try:
         dims = tuple(int(v) for v in text.split(","))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"shape must be B,H,L,D integers, got {text!r}") from None
-    if len(dims) != 4 or min(dims) < 1:
-        raise argparse.ArgumentTypeError(f"shape must be 4 positive integers B,H,L,D, got {text!r}")
-    if dims[-1] % 2:
-        raise argparse.ArgumentTypeError(f"the last dim (head_dim) must be even, got {text!r}")
+        raise argparse.ArgumentTypeError(f"shape must be comma-separated integers, got {text!r}") from None
+    if min(dims) < 1:
+        raise argparse.ArgumentTypeError(f"shape dims must be positive, got {text!r}")
     return dims
 
 
@@ -33,52 +46,134 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _out_path(text: str) -> str:
+    folder = os.path.dirname(os.path.abspath(text))
+    if not os.path.isdir(folder):
+        raise argparse.ArgumentTypeError(f"the folder of {text!r} does not exist")
+    return text
+
+
+def _in_file(text: str) -> str:
+    if not os.path.isfile(text):
+        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+    return text
+
+
+# ---------------------------------------------------------------- commands
+def _verify(args) -> int:
+    from . import verify
+    from .bench import progress
+    from .cases import CaseError
+
+    try:
+        cases = verify.load_cases(args.cases, ops=args.op, dtypes=args.dtype, quick=args.quick)
+    except CaseError as e:
+        raise UsageError(str(e)) from None
+    if not cases:
+        raise UsageError("no cases left after the --op/--dtype filters")
+    show = progress if sys.stderr.isatty() and not args.no_progress else None
+    return verify.run(cases, args.standard, args.json, progress=show)
+
+
 def _bench(args) -> int:
     from . import bench
 
-    cfg = bench.Config(ops=tuple(dict.fromkeys(args.op)), shapes=tuple(dict.fromkeys(args.shape)),
+    cfg = bench.Config(ops=tuple(dict.fromkeys(args.op)), shapes=tuple(dict.fromkeys(args.shape or ())),
+                       presets=tuple(dict.fromkeys(args.preset or ())), seq=args.seq or 0,
                        dtypes=tuple(dict.fromkeys(args.dtype)), passes=tuple(dict.fromkeys(args.mode)),
-                       threads=args.threads or 0, tune_malloc=not args.keep_malloc, csv=args.csv)
+                       threads=args.threads or 0, tune_malloc=not args.keep_malloc, compile=not args.no_compile,
+                       csv=args.csv, plot=args.plot, progress=not args.no_progress)
     if args.quick:
         cfg.target_s, cfg.min_reps, cfg.warmup = 0.1, 5, 1
+    try:
+        bench.cases(cfg)
+        if cfg.csv:
+            bench.check_csv(cfg.csv)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
     bench.run(cfg)
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from .bench import DTYPES, OPS, PASSES, SHAPES
+def _info(args) -> int:
+    from . import info
 
-    parser = _Parser(prog="python -m ascendc_ops", description="ascendc-ops command line")
+    return info.main(args.json)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import bench, verify
+
+    parser = _Parser(prog=PROG, description="ascendc-ops: accuracy and latency harness for the Ascend C kernels")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    v = sub.add_parser("verify", help="check accuracy against the float64 NumPy goldens",
+                       description="Run the default suite (every op, mode and dtype; head dims 40/80/128, rows "
+                                   "1/7/83 and the model shape 1x32x512x128) or the cases of msOpST-style case "
+                                   "files, and judge each output against the float64 NumPy golden. Exits 1 when "
+                                   "any output fails.")
+    v.add_argument("--op", nargs="+", choices=list(verify.OPS), help="only these ops (default: all)")
+    v.add_argument("--dtype", nargs="+", choices=list(verify.DTYPES), help="only cases of these dtypes")
+    v.add_argument("--cases", nargs="+", type=_in_file, metavar="FILE.json", help="msOpST-style case files")
+    v.add_argument("--standard", choices=verify.STANDARDS, default="auto",
+                   help="auto (default): the case's error_threshold if any, else mere_mare for fp16/bf16 and "
+                        "ratio (double benchmark vs PyTorch) for fp32")
+    v.add_argument("--json", type=_out_path, metavar="OUT", help="write every result to this JSON file")
+    v.add_argument("--quick", action="store_true", help="a smaller default suite (no model shape)")
+    v.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    v.set_defaults(func=_verify)
 
     b = sub.add_parser("bench", help="time our ops against PyTorch step-by-step, torch.compile and copy",
                        description="Time each op against the PyTorch step-by-step code it replaces, "
                                    "torch.compile of that code and a same-size copy; print a Markdown table.")
-    b.add_argument("--op", nargs="+", choices=list(OPS), default=list(OPS))
-    b.add_argument("--shape", nargs="+", type=_shape, default=list(SHAPES), metavar="B,H,L,D",
-                   help="default: 1,32,512,128 1,32,4096,128")
-    b.add_argument("--dtype", nargs="+", choices=list(DTYPES), default=list(DTYPES))
-    b.add_argument("--mode", nargs="+", choices=list(PASSES), default=list(PASSES))
-    b.add_argument("--csv", metavar="OUT", help="append the rows, with environment columns, to this CSV file")
+    b.add_argument("--op", nargs="+", choices=list(bench.OPS), default=list(bench.OPS))
+    b.add_argument("--preset", nargs="+", choices=list(bench.PRESETS),
+                   help="model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim])")
+    b.add_argument("--seq", type=_positive_int, help="sequence length for --preset (default: 4096)")
+    b.add_argument("--shape", nargs="+", type=_shape, metavar="DIMS",
+                   help="comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D); default without --preset: "
+                        "1,32,512,128 1,32,4096,128")
+    b.add_argument("--dtype", nargs="+", choices=list(bench.DTYPES), default=list(bench.DEFAULT_DTYPES))
+    b.add_argument("--mode", nargs="+", choices=list(bench.PASSES), default=list(bench.DEFAULT_PASSES),
+                   help="fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd")
+    b.add_argument("--csv", type=_out_path, metavar="OUT",
+                   help="append the rows, with environment columns, to this CSV file")
+    b.add_argument("--plot", type=_out_path, metavar="OUT.png", help="draw speedups and %% of copy bandwidth")
     b.add_argument("--quick", action="store_true", help="fewer repeats (~0.1 s per provider, >= 5)")
+    b.add_argument("--no-compile", action="store_true", help="skip the torch.compile provider (saves compile time)")
     b.add_argument("--threads", type=_positive_int, help="torch threads (default: all cores)")
     b.add_argument("--keep-malloc", action="store_true",
                    help="leave glibc malloc's defaults (shows the page-fault trap on large outputs)")
+    b.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     b.set_defaults(func=_bench)
+
+    i = sub.add_parser("info", help="backends, platform parameters, library path, versions",
+                       description="Print the build backends, the platform parameters the tiling uses "
+                                   "(vector cores, UB size and budget), the library path and versions.")
+    i.add_argument("--json", type=_out_path, metavar="OUT", help="also write it as JSON")
+    i.set_defaults(func=_info)
     return parser
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    csv_path = getattr(args, "csv", None)
-    if csv_path and not os.path.isdir(os.path.dirname(os.path.abspath(csv_path))):
-        parser.error(f"the folder of --csv {csv_path!r} does not exist")
+    prog = f"{PROG} {args.command}"
     try:
         return args.func(args)
+    except UsageError as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # never a traceback, unless asked for
+        if os.environ.get("ASCENDC_OPS_TRACEBACK"):
+            raise
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        print(f"{prog}: internal error: {type(e).__name__}: {msg} (ASCENDC_OPS_TRACEBACK=1 shows the traceback)",
+              file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

@@ -25,10 +25,35 @@ import torch
 import ascendc_ops
 
 SHAPES = ((1, 32, 512, 128), (1, 32, 4096, 128))
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-PASSES = ("fwd", "bwd")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DEFAULT_DTYPES = ("float32", "bfloat16")
+PASSES = ("fwd", "bwd", "full")
+DEFAULT_PASSES = ("fwd", "bwd")
 PROVIDERS = ("ours", "torch", "compile", "copy")
+STATS = ("median", "p20", "p80", "reps", "faults")
 TARGETS = "ours >= 3x step-by-step, >= 1.0x torch.compile, >= 50% of copy bandwidth"
+
+
+@dataclass(frozen=True)
+class Model:
+    """The shapes of a model that the ops see (one layer, batch 1)."""
+
+    heads: int
+    kv_heads: int
+    head_dim: int
+    hidden: int
+    intermediate: int
+    seq: int = 4096
+
+
+PRESETS = {
+    "llama-7b": Model(heads=32, kv_heads=32, head_dim=128, hidden=4096, intermediate=11008),
+    "llama2-13b": Model(heads=40, kv_heads=40, head_dim=128, hidden=5120, intermediate=13824),
+    "llama3-8b": Model(heads=32, kv_heads=8, head_dim=128, hidden=4096, intermediate=14336),
+    "mistral-7b": Model(heads=32, kv_heads=8, head_dim=128, hidden=4096, intermediate=14336),
+    "qwen2.5-7b": Model(heads=28, kv_heads=4, head_dim=128, hidden=3584, intermediate=18944),
+    "qwen2.5-0.5b": Model(heads=14, kv_heads=2, head_dim=64, hidden=896, intermediate=4864),
+}
 
 
 # ---- the PyTorch step-by-step code each op replaces ----
@@ -58,31 +83,92 @@ def rope_tables(seq: int, dim: int, dtype: torch.dtype, layout: str):
     return ang.cos().to(dtype), ang.sin().to(dtype)
 
 
+def rope_inputs(tables: str):
+    def make(shape, dtype, gen):
+        x = torch.randn(shape, generator=gen).to(dtype)
+        cos, sin = rope_tables(shape[-2], shape[-1], dtype, tables)
+        return x, cos, sin
+    return make
+
+
+def check_bnsd(shape) -> None:
+    if len(shape) != 4 or min(shape) < 1:
+        raise ValueError(f"needs 4 positive dims B,H,L,D, got {','.join(map(str, shape))}")
+    if shape[-1] % 2:
+        raise ValueError(f"the last dim (head_dim) must be even, got {','.join(map(str, shape))}")
+
+
+def rope_preset_shapes(m: Model, seq: int) -> list[tuple]:
+    """q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]."""
+    return list(dict.fromkeys([(1, m.heads, seq, m.head_dim), (1, m.kv_heads, seq, m.head_dim)]))
+
+
+def rope_bytes(inputs, out, pass_) -> int:
+    """x (or dy) and cos, sin read; y (or dx) written; full = both passes."""
+    x, cos, sin = inputs
+    one = 2 * x.nbytes + cos.nbytes + sin.nbytes
+    return 2 * one if pass_ == "full" else one
+
+
 @dataclass(frozen=True)
 class OpBench:
-    ours: Callable
-    step: Callable
-    tables: str
+    """One benchmarked op. Adding an op is one entry in OPS."""
+
+    ours: Callable  # (*inputs) -> output
+    step: Callable  # the PyTorch step-by-step code it replaces
+    make_inputs: Callable  # (shape, dtype, generator) -> inputs; inputs[0] gets the gradient in bwd/full
+    check_shape: Callable  # (shape) -> None, or ValueError saying what is wrong
+    preset_shapes: Callable  # (Model, seq) -> shapes
+    bytes_moved: Callable  # (inputs, output, pass) -> bytes that must move
+    shape_help: str = "B,H,L,D"
+    default_shapes: tuple = SHAPES
 
 
 OPS = {
-    "rope_customer": OpBench(lambda x, c, s: ascendc_ops.rope_customer(x, c, s), rope_customer_torch, "pairs"),
-    "rotary_mul": OpBench(lambda x, c, s: ascendc_ops.rotary_mul(x, c, s, "half"), rotary_mul_torch, "cat"),
+    "rope_customer": OpBench(lambda x, c, s: ascendc_ops.rope_customer(x, c, s), rope_customer_torch,
+                             rope_inputs("pairs"), check_bnsd, rope_preset_shapes, rope_bytes),
+    "rotary_mul": OpBench(lambda x, c, s: ascendc_ops.rotary_mul(x, c, s, "half"), rotary_mul_torch,
+                          rope_inputs("cat"), check_bnsd, rope_preset_shapes, rope_bytes),
 }
 
 
 @dataclass
 class Config:
     ops: tuple = tuple(OPS)
-    shapes: tuple = SHAPES
-    dtypes: tuple = tuple(DTYPES)
-    passes: tuple = PASSES
+    shapes: tuple = ()  # explicit shapes for every op; none (and no presets): each op's defaults
+    presets: tuple = ()
+    seq: int = 0  # 0: each preset's sequence length
+    dtypes: tuple = DEFAULT_DTYPES
+    passes: tuple = DEFAULT_PASSES
     target_s: float = 0.5  # time spent per provider and case
     min_reps: int = 10
     warmup: int = 3
     threads: int = 0  # 0: all cores this process may run on
     tune_malloc: bool = True
+    compile: bool = True
     csv: str | None = None
+    plot: str | None = None
+    progress: bool = True
+
+
+def cases(cfg: Config) -> list[tuple]:
+    """(op, shape, preset) in run order; raises ValueError for a shape an op cannot take."""
+    out = []
+    for name in cfg.ops:
+        op = OPS[name]
+        shapes = [(tuple(s), "") for s in cfg.shapes]
+        for p in cfg.presets:
+            m = PRESETS[p]
+            shapes += [(s, p) for s in op.preset_shapes(m, cfg.seq or m.seq)]
+        if not cfg.shapes and not cfg.presets:
+            shapes = [(s, "") for s in op.default_shapes]
+        for shape, preset in dict.fromkeys(shapes):
+            try:
+                op.check_shape(shape)
+            except ValueError as e:
+                raise ValueError(f"{name}: shape {','.join(map(str, shape))}: {e} ({op.shape_help})") from None
+            out.append((name, shape, preset))
+    return out
 
 
 # ---- measurement ----
@@ -193,46 +279,52 @@ def peak_alloc_mb(fn):
 
 
 # ---- one case: one op, shape, dtype and pass, all providers side by side ----
-def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled):
+def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str = ""):
     op, dtype = OPS[name], DTYPES[dtype_name]
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(shape, generator=gen).to(dtype)
-    cos, sin = rope_tables(shape[-2], shape[-1], dtype, op.tables)
-    fns = {"ours": op.ours, "torch": op.step, "compile": compiled}
-    moved = 2 * x.nbytes + cos.nbytes + sin.nbytes  # x (or dy) and cos, sin read; y (or dx) written
+    inputs = op.make_inputs(shape, dtype, gen)
+    x, rest = inputs[0], inputs[1:]
+    fns = {"ours": op.ours, "torch": op.step}
+    if compiled is not None:
+        fns["compile"] = compiled
     if pass_ == "fwd":
-        calls = {k: (lambda f=f: f(x, cos, sin)) for k, f in fns.items()}
+        calls = {k: (lambda f=f: f(*inputs)) for k, f in fns.items()}
         whole = calls
-    else:  # dx only; cos/sin do not require grad
+    else:  # dx only; the other inputs do not require grad
         xg = x.clone().requires_grad_()
         dy = torch.randn(shape, generator=gen).to(dtype)
-        ys = {k: f(xg, cos, sin) for k, f in fns.items()}  # compiles the backward graph too
-        calls = {k: (lambda y=y: torch.autograd.grad(y, xg, dy, retain_graph=True)[0]) for k, y in ys.items()}
-        whole = {k: (lambda f=f: torch.autograd.grad(f(xg, cos, sin), xg, dy)[0]) for k, f in fns.items()}
+        whole = {k: (lambda f=f: torch.autograd.grad(f(xg, *rest), xg, dy)[0]) for k, f in fns.items()}
+        if pass_ == "bwd":
+            ys = {k: f(xg, *rest) for k, f in fns.items()}  # compiles the backward graph too
+            calls = {k: (lambda y=y: torch.autograd.grad(y, xg, dy, retain_graph=True)[0]) for k, y in ys.items()}
+        else:  # full: forward with grad + backward, each call
+            calls = dict(whole)
+    moved = op.bytes_moved(inputs, None, pass_)
     src = torch.randn(moved // 2 // x.element_size(), generator=gen).to(dtype)
     dst = torch.empty_like(src)
     calls["copy"] = lambda: dst.copy_(src)
 
     outs = {k: calls[k]().float() for k in fns}  # also compiles, outside any timing
     tol = 1e-5 if dtype == torch.float32 else 2e-2
-    mismatch = [k for k in ("torch", "compile") if not torch.allclose(outs["ours"], outs[k], rtol=tol, atol=tol)]
+    mismatch = [k for k in fns if k != "ours" and not torch.allclose(outs["ours"], outs[k], rtol=tol, atol=tol)]
     del outs
 
-    row = {"op": name, "shape": "x".join(map(str, shape)), "dtype": dtype_name, "pass": pass_,
+    row = {"op": name, "shape": "x".join(map(str, shape)), "dtype": dtype_name, "pass": pass_, "preset": preset,
            "bytes": moved + (moved % 2)}
-    for k, stats in time_providers(calls, cfg).items():
-        for stat, v in stats.items():
-            row[f"{k}_{stat}"] = v
-    for k in fns:
-        row[f"{k}_peak_mb"] = peak_alloc_mb(whole[k])
+    stats = time_providers(calls, cfg)
+    for k in PROVIDERS:
+        for stat in STATS:
+            row[f"{k}_{stat}"] = stats[k][stat] if k in stats else None
+    for k in PROVIDERS[:3]:
+        row[f"{k}_peak_mb"] = peak_alloc_mb(whole[k]) if k in fns else None
     med = row["ours_median"]
     row["ours_gbs"] = moved / med / 1e6
     row["copy_gbs"] = moved / row["copy_median"] / 1e6
     row["pct_copy"] = 100 * row["copy_median"] / med
     row["vs_torch"] = row["torch_median"] / med
-    row["vs_compile"] = row["compile_median"] / med
+    row["vs_compile"] = row["compile_median"] / med if compiled is not None else None
     row["t_step"] = "PASS" if row["vs_torch"] >= 3.0 else "MISS"
-    row["t_compile"] = "PASS" if row["vs_compile"] >= 1.0 else "MISS"
+    row["t_compile"] = "n/a" if compiled is None else "PASS" if row["vs_compile"] >= 1.0 else "MISS"
     row["t_copy"] = "PASS" if row["pct_copy"] >= 50.0 else "MISS"
     row["mismatch"] = ",".join(mismatch)
     return row
@@ -271,27 +363,38 @@ def git_commit() -> str:
     return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
 
 
-def environment(cfg: Config) -> dict:
-    model = "unknown"
+def cpu_model() -> str:
     if Path("/proc/cpuinfo").exists():
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def environment(cfg: Config) -> dict:
+    model = cpu_model()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     torch.set_num_threads(cfg.threads or cores)
-    return {"cpu": f"{model} ({torch.backends.cpu.get_cpu_capability()})", "cores": cores,
+    return {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "cpu": f"{model} ({torch.backends.cpu.get_cpu_capability()})", "cores": cores,
             "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "python": platform.python_version(), "package": ascendc_ops.__version__,
             "allocator": allocator(cfg.tune_malloc), "commit": git_commit()}
 
 
 # ---- output ----
 def fmt_ms(row, k):
+    if row[k + "_median"] is None:
+        return "n/a"
     return f"{row[k + '_median']:.3f} ({row[k + '_p20']:.3f}-{row[k + '_p80']:.3f})"
 
 
 def fmt_mb(v):
     return "n/a" if v is None else f"{v:.0f}"
+
+
+def fmt_x(v):
+    return "n/a" if v is None else f"{v:.2f}x"
 
 
 def markdown(rows) -> str:
@@ -300,66 +403,110 @@ def markdown(rows) -> str:
             "| >=3x step | >=1x compile | >=50% copy |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
+        shape = r["shape"] + (f" ({r['preset']})" if r.get("preset") else "")
         lines.append(
-            f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['pass']} | {fmt_ms(r, 'ours')} | {fmt_ms(r, 'torch')} "
+            f"| {r['op']} | {shape} | {r['dtype']} | {r['pass']} | {fmt_ms(r, 'ours')} | {fmt_ms(r, 'torch')} "
             f"| {fmt_ms(r, 'compile')} | {fmt_ms(r, 'copy')} | {r['ours_gbs']:.1f} | {r['pct_copy']:.0f}% "
-            f"| {r['vs_torch']:.2f}x | {r['vs_compile']:.2f}x "
+            f"| {fmt_x(r['vs_torch'])} | {fmt_x(r['vs_compile'])} "
             f"| {fmt_mb(r['ours_peak_mb'])}/{fmt_mb(r['torch_peak_mb'])}/{fmt_mb(r['compile_peak_mb'])} "
             f"| {r['t_step']} | {r['t_compile']} | {r['t_copy']} |")
     return "\n".join(lines)
 
 
+ENV_FIELDS = ("time", "cpu", "cores", "threads", "allocator", "torch", "python", "package", "commit")
+ROW_FIELDS = (("op", "shape", "dtype", "pass", "preset", "bytes")
+              + tuple(f"{k}_{s}" for k in PROVIDERS for s in STATS)
+              + tuple(f"{k}_peak_mb" for k in PROVIDERS[:3])
+              + ("ours_gbs", "copy_gbs", "pct_copy", "vs_torch", "vs_compile", "t_step", "t_compile", "t_copy",
+                 "mismatch"))
+CSV_FIELDS = ENV_FIELDS + ROW_FIELDS
+
+
+def check_csv(path: str) -> None:
+    """An existing, non-empty CSV must have our columns (rows are appended under its header)."""
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    with open(path, newline="") as f:
+        header = next(csv.reader(f), [])
+    if tuple(header) != CSV_FIELDS:
+        raise ValueError(f"--csv {path}: the file has other columns than this version writes; use a new file")
+
+
 def write_csv(path: str, env: dict, rows) -> None:
-    fields = list(env) + list(rows[0])
     new = not os.path.exists(path) or os.path.getsize(path) == 0
     with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS)
         if new:
             w.writeheader()
         for r in rows:
-            w.writerow({**env, **r})
+            w.writerow({**{k: env[k] for k in ENV_FIELDS}, **{k: r[k] for k in ROW_FIELDS}})
+
+
+def progress(done: int, total: int, label: str, stream=None) -> None:
+    """A one-line progress bar on stderr (redrawn in place on a terminal, one line per step otherwise)."""
+    stream = stream or sys.stderr
+    width = 24
+    fill = width * done // max(total, 1)
+    bar = f"[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {label}"
+    if stream.isatty():
+        stream.write("\r\033[K" + bar + ("\n" if done >= total else ""))
+    else:
+        stream.write(bar + "\n")
+    stream.flush()
 
 
 def run(cfg: Config, out=sys.stdout) -> list[dict]:
+    todo = [(n, s, p, d, ps) for n, s, p in cases(cfg) for d in cfg.dtypes for ps in cfg.passes]
+    if cfg.csv:
+        check_csv(cfg.csv)
     start, busy0 = time.perf_counter(), cpu_busy()
     env = environment(cfg)
-    for key in ("recompile_limit", "cache_size_limit"):  # 2 shapes x 2 dtypes x grad/no-grad per op
+    for key in ("recompile_limit", "cache_size_limit"):  # shapes x dtypes x grad/no-grad per op
         if hasattr(torch._dynamo.config, key):
             setattr(torch._dynamo.config, key, max(64, getattr(torch._dynamo.config, key)))
     rows = []
-    for name in cfg.ops:
-        compiled = torch.compile(OPS[name].step, fullgraph=True, dynamic=False)
-        for shape in cfg.shapes:
-            for dtype_name in cfg.dtypes:
-                for pass_ in cfg.passes:
-                    print(f"bench: {name} {'x'.join(map(str, shape))} {dtype_name} {pass_} ...",
-                          file=sys.stderr, flush=True)
-                    rows.append(run_case(name, shape, dtype_name, pass_, cfg, compiled))
+    compiled = {}
+    for i, (name, shape, preset, dtype_name, pass_) in enumerate(todo):
+        if cfg.compile and name not in compiled:
+            compiled[name] = torch.compile(OPS[name].step, fullgraph=True, dynamic=False)
+        if cfg.progress:
+            progress(i, len(todo), f"{name} {'x'.join(map(str, shape))} {dtype_name} {pass_}")
+        rows.append(run_case(name, shape, dtype_name, pass_, cfg, compiled.get(name), preset))
+    if cfg.progress:
+        progress(len(todo), len(todo), "done")
     elapsed = time.perf_counter() - start
     load = contention(busy0, cpu_busy(), elapsed)
 
     print(f"Environment: CPU {env['cpu']}, {env['cores']} cores, torch threads {env['threads']} "
           f"(the CPU twin uses the same count), torch {env['torch']}, allocator {env['allocator']}, "
           f"commit {env['commit']}", file=out)
+    compile_txt = ("torch.compile(fullgraph=True, dynamic=False) compiled before timing; " if cfg.compile
+                   else "torch.compile skipped (--no-compile); ")
     print(f"Method: per-call time.perf_counter_ns after {cfg.warmup} warmup calls, adaptive repeats "
           f"(~{cfg.target_s:g} s per provider, >= {cfg.min_reps}, providers interleaved in 5 slices), "
-          "median (p20-p80); each provider's previous output stays alive across repeats; torch.compile(fullgraph=True, dynamic=False) compiled before timing; "
-          "backward = torch.autograd.grad(y, x, dy) with a fixed dy (dx only). GB/s = (inputs read once + "
-          "outputs written once) / median; copy = dst.copy_(src) of half those bytes, same run. "
-          f"Peak MB: {MEMORY_METHOD}; bwd rows: forward with grad + backward. Targets: {TARGETS}.",
+          "median (p20-p80); each provider's previous output stays alive across repeats; " + compile_txt +
+          "bwd = torch.autograd.grad(y, x, dy) with a fixed dy (dx only); full = forward with grad + that "
+          "backward in each call. GB/s = (inputs read once + outputs written once, both passes for full) / median; "
+          "copy = dst.copy_(src) of half those bytes, same run. "
+          f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
           file=out)
     print("", file=out)
     print(markdown(rows), file=out)
     notes = [f"- {r['op']} {r['shape']} {r['dtype']} {r['pass']}: ours differs from {r['mismatch']}"
              for r in rows if r["mismatch"]]
-    worst = max(rows, key=lambda r: max(r[f"{k}_faults"] for k in PROVIDERS))
-    wf = max(worst[f"{k}_faults"] for k in PROVIDERS)
-    wk = max(PROVIDERS, key=lambda k: worst[f"{k}_faults"])
+    provs = [k for k in PROVIDERS if rows[0][f"{k}_faults"] is not None]
+    worst = max(rows, key=lambda r: max(r[f"{k}_faults"] for k in provs))
+    wk = max(provs, key=lambda k: worst[f"{k}_faults"])
     notes.append(f"- minor page faults per timed call (after warming up until a pass has none): at most "
-                 f"{wf:.0f} ({wk}, {worst['op']} {worst['shape']} {worst['dtype']} {worst['pass']})")
+                 f"{worst[wk + '_faults']:.0f} ({wk}, {worst['op']} {worst['shape']} {worst['dtype']} {worst['pass']})")
     notes.append(f"- run took {elapsed:.0f} s; during it {load} (high values make the numbers unreliable)")
     print("\n" + "\n".join(notes), file=out)
     if cfg.csv:
         write_csv(cfg.csv, env, rows)
         print(f"- appended {len(rows)} rows to {cfg.csv}", file=out)
+    if cfg.plot:
+        from .plot import bench_chart
+        bench_chart(rows, cfg.plot, title=f"ascendc-ops bench, {env['cpu'].split(' (')[0]}, "
+                                          f"{env['threads']} threads, commit {env['commit']}")
+        print(f"- wrote the chart to {cfg.plot}", file=out)
     return rows

@@ -200,6 +200,21 @@ def _attr_candidates(a: dict, proto_attr, where: str) -> list:
     return vals
 
 
+def _typed_default(a):
+    """op_proto default_value (often a string) as the attribute's Python type."""
+    v = a.default
+    try:
+        if a.type == "float":
+            return float(v)
+        if a.type == "int":
+            return int(v)
+        if a.type == "bool":
+            return v if isinstance(v, bool) else str(v).lower() == "true"
+    except (TypeError, ValueError):
+        pass
+    return v
+
+
 def _load_golden(spec: str, base_dir: Path, where: str) -> Callable:
     if not isinstance(spec, str) or spec.count(":") < 1:
         raise CaseError(f"{where}: 'calc_expect_func_file' must be \"file.py:function\", got {json.dumps(spec)}")
@@ -300,7 +315,7 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
         if an not in attr_cands:
             if a.default is None:
                 raise CaseError(f"{where}: attr {an!r} has no default; give it in 'attr'")
-            attr_cands[an] = [a.default]
+            attr_cands[an] = [_typed_default(a)]
 
     threshold = raw.get("error_threshold")
     if threshold is not None:

@@ -1,0 +1,99 @@
+"""`ascendc-ops info`: what this build is and the platform parameters its tiling uses."""
+from __future__ import annotations
+
+import platform
+import re
+import sys
+from pathlib import Path
+
+# Mirrors tiling/platform.h (kA2UbBytes, the 184 KiB budget); read from the header when the source
+# tree is present, so a change there shows up here.
+UB_BYTES = 196352
+UB_BUDGET = 184 * 1024
+
+
+def _platform_header() -> tuple[int, int, str]:
+    header = Path(__file__).resolve().parents[2] / "tiling" / "platform.h"
+    try:
+        text = header.read_text()
+        ub = int(re.search(r"kA2UbBytes\s*=\s*(\d+)", text).group(1))
+        kib = int(re.search(r"kA2UbReserve\s*=\s*kA2UbBytes\s*-\s*(\d+)\s*\*\s*1024", text).group(1))
+        return ub, kib * 1024, str(header)
+    except (OSError, AttributeError, ValueError):
+        return UB_BYTES, UB_BUDGET, "built-in copy of tiling/platform.h (source tree not found)"
+
+
+def _registered(name: str) -> bool:
+    import torch
+
+    try:
+        getattr(torch.ops.custom, name)
+        return True
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def collect() -> dict:
+    import numpy
+    import torch
+
+    import ascendc_ops
+    from .bench import OPS as BENCH_OPS
+    from .bench import cpu_model, git_commit
+    from .op_proto import load_all
+    from .verify import OPS as VERIFY_OPS
+
+    ub, budget, source = _platform_header()
+    threads = torch.get_num_threads()
+    protos = load_all()
+    return {
+        "package": ascendc_ops.__version__,
+        "commit": git_commit(),
+        "library": str(ascendc_ops.library_path),
+        "backends": ascendc_ops.backends(),
+        "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__},
+        "cpu": {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(),
+                "torch_threads": threads},
+        "platform": {
+            "name": "cpu-twin",
+            "vector_cores": threads,
+            "vector_cores_note": "the twin runs one block per torch intra-op thread (torch.get_num_threads())",
+            "ub_bytes": ub,
+            "ub_reserve_bytes": ub - budget,
+            "ub_budget_bytes": budget,
+            "source": source,
+        },
+        "ops": {name: {"schema": p.schema(), "registered": _registered(name), "verify": name in VERIFY_OPS,
+                       "bench": name in BENCH_OPS}
+                for name, p in protos.items()},
+    }
+
+
+def render(d: dict) -> str:
+    p = d["platform"]
+    lines = [
+        f"ascendc-ops {d['package']} (commit {d['commit']})",
+        f"library:   {d['library']}",
+        f"backends:  {', '.join(d['backends'])}",
+        "versions:  " + ", ".join(f"{k} {v}" for k, v in d["versions"].items()),
+        f"cpu:       {d['cpu']['model']} ({d['cpu']['capability']}), torch threads {d['cpu']['torch_threads']}",
+        f"platform:  {p['name']}: vector cores {p['vector_cores']} ({p['vector_cores_note']})",
+        f"           UB {p['ub_bytes']} bytes per core, budget {p['ub_budget_bytes']} bytes "
+        f"({p['ub_budget_bytes'] // 1024} KiB), reserve {p['ub_reserve_bytes']} bytes  [{p['source']}]",
+        "ops:",
+    ]
+    for name, o in d["ops"].items():
+        tools = ", ".join(t for t in ("verify", "bench") if o[t]) or "no harness entry"
+        state = "" if o["registered"] else "not in this build; "
+        lines.append(f"  {o['schema']}    [{state}{tools}]")
+    return "\n".join(lines)
+
+
+def main(json_path: str | None = None, out=sys.stdout) -> int:
+    d = collect()
+    print(render(d), file=out)
+    if json_path:
+        import json
+        with open(json_path, "w") as f:
+            json.dump(d, f, indent=1)
+    return 0

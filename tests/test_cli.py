@@ -1,0 +1,315 @@
+"""The command line (`ascendc-ops verify | bench | info`), run as a user runs it: in a subprocess.
+
+Malformed inputs are also checked in-process through __main__.main (same code path, no interpreter
+start-up per case) to keep this file fast; two of them go through a subprocess as well to prove no
+traceback reaches the terminal.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import struct
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from ascendc_ops import __main__ as cli
+from ascendc_ops import cases as C
+from ascendc_ops import verify as V
+
+ROOT = Path(__file__).resolve().parent.parent
+CASES = ROOT / "cases"
+SCRIPT = Path(sys.executable).parent / "ascendc-ops"
+
+
+def run_cli(*args, cwd=None, module=False):
+    cmd = [sys.executable, "-m", "ascendc_ops"] if module or not SCRIPT.exists() else [str(SCRIPT)]
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env.pop("ASCENDC_OPS_TRACEBACK", None)
+    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, cwd=cwd or ROOT,
+                          env=env, timeout=300)
+
+
+def assert_clean_error(proc_or_rc, err: str | None = None, code: int = 2):
+    rc = proc_or_rc.returncode if hasattr(proc_or_rc, "returncode") else proc_or_rc
+    err = proc_or_rc.stderr if err is None else err
+    assert rc == code, f"exit {rc}, stderr {err!r}"
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "error" in lines[0], err
+    return lines[0]
+
+
+def x_case(name="c", **over):
+    """A small valid rotary_mul case; keyword arguments replace fields."""
+    case = {
+        "case_name": name, "op": "rotary_mul",
+        "input_desc": [
+            {"name": "x", "format": "ND", "type": "float16", "shape": [2, 3, 5, 16], "value_range": [[-2, 2]],
+             "data_distribute": "uniform"},
+            {"name": "r1", "format": "ND", "type": "float16", "shape": [1, 1, 5, 16], "value": "rope_cos"},
+            {"name": "r2", "format": "ND", "type": "float16", "shape": [1, 1, 5, 16], "value": "rope_sin"}],
+        "output_desc": [{"name": "y", "format": "ND", "type": "float16", "shape": [2, 3, 5, 16]}],
+        "attr": [{"name": "rotary_mode", "type": "string", "value": "half"}],
+    }
+    case.update(over)
+    return case
+
+
+def write(tmp_path, data, name="cases.json") -> Path:
+    p = tmp_path / name
+    p.write_text(data if isinstance(data, str) else json.dumps(data))
+    return p
+
+
+# ---------------------------------------------------------------- info
+def test_info(tmp_path):
+    out = tmp_path / "info.json"
+    p = run_cli("info", "--json", out)
+    assert p.returncode == 0, p.stderr
+    for text in ("cpu-twin", "UB 196352 bytes", "184 KiB", "library:", "torch 2.13", "rotary_mul("):
+        assert text in p.stdout, text
+    d = json.loads(out.read_text())
+    assert d["backends"][0] == "cpu-twin" and d["platform"]["ub_bytes"] == 196352
+    assert d["platform"]["ub_budget_bytes"] == 184 * 1024 and d["platform"]["vector_cores"] >= 1
+    assert Path(d["library"]).exists() and d["commit"]
+    assert set(d["ops"]) >= {"rotary_mul", "rotary_mul_grad", "rope_customer", "rope_customer_grad"}
+
+
+def test_python_dash_m_and_usage_errors():
+    p = run_cli("info", module=True)
+    assert p.returncode == 0 and "cpu-twin" in p.stdout, p.stderr
+    assert_clean_error(run_cli("verify", "--op", "no_such_op"))
+    assert_clean_error(run_cli("frobnicate"))
+
+
+# ---------------------------------------------------------------- verify
+def test_verify_default_suite_quick(tmp_path):
+    out = tmp_path / "v.json"
+    p = run_cli("verify", "--quick", "--op", "rotary_mul", "rope_customer_grad", "--dtype", "float16", "float32",
+                "--json", out)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "| case | op | attr | dtype |" in p.stdout and "MERE" in p.stdout and "ratio" in p.stdout
+    d = json.loads(out.read_text())
+    res = d["results"]
+    # quick suite: 2 head dims x 2 row counts, rotary_mul x 2 modes + rope_customer_grad, 2 dtypes
+    assert d["summary"] == {"cases": 24, "outputs": 24, "passed": 24, "failed": 0}
+    assert {r["op"] for r in res} == {"rotary_mul", "rope_customer_grad"}
+    assert {r["dtype"] for r in res} == {"float16", "float32"}
+    assert {r["judged_by"] for r in res} == {"MERE/MARE", "double benchmark"}  # auto: fp16 literal, fp32 ratio
+    for r in res:
+        assert r["passed"] and r["mere"] >= 0 and r["mare"] >= r["mere"] and 0 <= r["eb"] <= 1
+        assert set(r["ratio"]) == {"mere", "mare", "rmse", "small_err_count"}
+
+
+def test_verify_shipped_case_files(tmp_path):
+    out = tmp_path / "v.json"
+    p = run_cli("verify", "--cases", CASES / "rotary_mul.json", CASES / "rope_customer.json", "--json", out)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr
+    res = json.loads(out.read_text())["results"]
+    ops = {r["op"] for r in res}
+    assert ops == {"rotary_mul", "rotary_mul_grad", "rope_customer", "rope_customer_grad"}
+    assert any(r["judged_by"] == "double thousandth" for r in res)  # cases with error_threshold
+
+
+def test_verify_standards(tmp_path):
+    p = run_cli("verify", "--quick", "--op", "rope_customer", "--dtype", "float16", "--standard",
+                "double_thousandth", "--json", tmp_path / "v.json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert {r["judged_by"] for r in json.loads((tmp_path / "v.json").read_text())["results"]} == {"double thousandth"}
+
+
+GOLDENS = '''
+import numpy as np
+
+def right(x, r1, r2, rotary_mode):
+    x1, x2 = np.split(x, 2, axis=-1)
+    return x * r1 + np.concatenate((-x2, x1), axis=-1) * r2
+
+def wrong(x, r1, r2, rotary_mode):
+    return right(x, r1, r2, rotary_mode) * 1.01  # 1% off: fails every fp16 standard
+'''
+
+
+def test_verify_custom_golden_and_failure_exit(tmp_path):
+    (tmp_path / "goldens.py").write_text(GOLDENS)
+    path = write(tmp_path, [x_case("good", calc_expect_func_file="goldens.py:right"),
+                            x_case("bad", calc_expect_func_file="goldens.py:wrong")])
+    out = tmp_path / "v.json"
+    p = run_cli("verify", "--cases", path, "--json", out, cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "FAIL bad" in p.stdout and "Traceback" not in p.stdout + p.stderr
+    res = {r["case"]: r for r in json.loads(out.read_text())["results"]}
+    assert res["good"]["passed"] and not res["bad"]["passed"]
+    assert res["bad"]["mere"] == pytest.approx(0.01, rel=0.05)
+    assert json.loads(out.read_text())["summary"]["failed"] == 1
+
+
+def test_expansion_and_fuzz(tmp_path):
+    """type x 2 (lockstep over tensors) * shape x 2 (lockstep) * rotary_mode x 2 = 8 sub-cases; fuzz is seeded."""
+    case = x_case("grid")
+    for t in case["input_desc"] + case["output_desc"]:
+        t["type"] = ["float16", "bfloat16"]
+    case["input_desc"][0]["shape"] = case["output_desc"][0]["shape"] = [[2, 3, 5, 16], [1, 2, 7, 8]]
+    for t in case["input_desc"][1:]:
+        t["shape"] = [[1, 1, 5, 16], [1, 1, 7, 8]]
+    case["attr"][0]["value"] = ["half", "interleave"]
+    fuzz = x_case("fz", fuzz_case_num=3)
+    for t in fuzz["input_desc"] + fuzz["output_desc"]:
+        t.pop("shape")
+    path = write(tmp_path, [case, fuzz])
+    cs = C.load_file(path, V.OPS)
+    grid = [c for c in cs if c.name.startswith("grid")]
+    assert len(grid) == 8 and len({c.name for c in grid}) == 8
+    assert {(c.dtype, c.shape, c.attrs["rotary_mode"]) for c in grid} == {
+        (d, s, m) for d in ("float16", "bfloat16") for s in ((2, 3, 5, 16), (1, 2, 7, 8)) for m in ("half", "interleave")}
+    for c in grid:  # lockstep: every tensor of a sub-case has the same dtype, tables match x's rows
+        assert {t.dtype for t in c.inputs + c.outputs} == {c.dtype}
+        assert c.inputs[1].shape[-2:] == c.shape[-2:]
+    fz = [c for c in cs if c.name.startswith("fz")]
+    again = [c for c in C.load_file(path, V.OPS) if c.name.startswith("fz")]
+    assert len(fz) == 3 and [c.shape for c in fz] == [c.shape for c in again]
+    assert len({tuple(t.shape for t in c.inputs) for c in fz}) == 3
+
+
+# ---------------------------------------------------------------- malformed case files
+def _missing_shape():
+    c = x_case()
+    del c["input_desc"][1]["shape"]
+    return c
+
+
+def _set_input(i, **kv):
+    c = x_case()
+    c["input_desc"][i].update(kv)
+    return c
+
+
+MALFORMED = {
+    "bad_json": ('[{"case_name": "a", ', r"not valid JSON"),
+    "not_a_list": ('{"cases": 1}', r"missing field 'case_name'"),
+    "empty": ("[]", r"expected a JSON list of cases"),
+    "unknown_op": ([x_case(op="rms_norm_xyz")], r"unknown op 'rms_norm_xyz'"),
+    "missing_field": ([_missing_shape()], r"input 'r1': missing field 'shape'"),
+    "missing_output_desc": ([{k: v for k, v in x_case().items() if k != "output_desc"}], r"missing field 'output_desc'"),
+    "wrong_rank": ([_set_input(0, shape=[3, 5, 16, 2, 2])], r"op rejects this case: rotary_mul: x must have rank 3"),
+    "impossible_broadcast": ([x_case(input_desc=[x_case()["input_desc"][0]] + [dict(d, shape=[1, 1, 4, 16])
+                                                                            for d in x_case()["input_desc"][1:]])],
+                             r"r1 of shape \[1, 1, 4, 16\] does not broadcast"),
+    "tables_differ": ([_set_input(1, shape=[1, 1, 4, 16])], r"r1 and r2 must have one shape"),
+    "odd_head_dim": ([x_case(input_desc=[dict(d, shape=d["shape"][:-1] + [15]) for d in x_case()["input_desc"]])],
+                     r"must be even"),
+    "negative_dim": ([_set_input(0, shape=[2, -3, 5, 16])], r"negative dim"),
+    "too_big": ([_set_input(0, shape=[4096, 4096, 4096, 16])], r"more than the harness allows"),
+    "bad_type": ([_set_input(0, type="int8")], r"unsupported type 'int8'"),
+    "bad_distribution": ([_set_input(0, data_distribute="poisson")], r"data_distribute 'poisson'"),
+    "bad_range": ([_set_input(0, value_range=[[2, -2]])], r"min <= max"),
+    "unknown_attr": ([x_case(attr=[{"name": "mode", "type": "string", "value": "half"}])], r"unknown attr 'mode'"),
+    "bad_attr_value": ([x_case(attr=[{"name": "rotary_mode", "type": "string", "value": "diag"}])],
+                       r"rotary_mode must be 'half' or 'interleave'"),
+    "lockstep_mismatch": ([x_case(input_desc=[dict(d, shape=[d["shape"]] * (2 + i))
+                                                  for i, d in enumerate(x_case()["input_desc"])])],
+                          r"'shape' lists of the tensors differ in length"),
+    "output_shape": ([x_case(output_desc=[{"name": "y", "format": "ND", "type": "float16", "shape": [2, 3, 5, 8]}])],
+                     r"declared with shape \[2, 3, 5, 8\]"),
+    "output_dtype": ([x_case(output_desc=[{"name": "y", "format": "ND", "type": "float32", "shape": [2, 3, 5, 16]}])],
+                     r"declared float32"),
+    "unknown_generator": ([_set_input(1, value="rope_tan")], r"unknown value generator 'rope_tan'"),
+    "golden_missing": ([x_case(calc_expect_func_file="nope.py:f")], r"does not exist"),
+    "golden_syntax": ([x_case(calc_expect_func_file="broken.py:f")], r"cannot load .*SyntaxError"),
+    "fuzz_bad": ([x_case(fuzz_case_num=-1)], r"fuzz_case_num"),
+    "bad_threshold": ([x_case(error_threshold=[0.001])], r"error_threshold"),
+    "unknown_field": ([x_case(shapes=[1])], r"unknown field 'shapes'"),
+    "input_names": ([x_case(input_desc=x_case()["input_desc"][:2])], r"input_desc names \['x', 'r1'\] do not match"),
+}
+
+
+@pytest.mark.parametrize("name", MALFORMED)
+def test_malformed_case_files(tmp_path, capsys, name):
+    data, pattern = MALFORMED[name]
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    path = write(tmp_path, data)
+    rc = cli.main(["verify", "--cases", str(path)])
+    err = capsys.readouterr().err
+    line = assert_clean_error(rc, err)
+    assert str(path) in line
+    assert re.search(pattern, line), line
+
+
+def test_malformed_through_subprocess(tmp_path):
+    assert "not valid JSON" in assert_clean_error(run_cli("verify", "--cases", write(tmp_path, "[{,]")))
+    line = assert_clean_error(run_cli("verify", "--cases", write(tmp_path, [_set_input(0, shape=[3, 5, 16, 2, 2])])))
+    assert "rank" in line
+    assert "no such file" in assert_clean_error(run_cli("verify", "--cases", tmp_path / "absent.json"))
+
+
+# ---------------------------------------------------------------- bench
+def png_info(data: bytes) -> tuple[int, int, int, int]:
+    """(width, height, bit depth, colour type) after checking the signature, IHDR, every CRC and the pixels."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, []
+    while pos < len(data):
+        (n,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
+        (crc,) = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
+        assert crc == zlib.crc32(kind + body), kind
+        chunks.append((kind, body))
+        pos += 12 + n
+    assert chunks[0][0] == b"IHDR" and len(chunks[0][1]) == 13 and chunks[-1][0] == b"IEND"
+    w, h, depth, ctype = struct.unpack(">IIBB", chunks[0][1][:10])
+    raw = zlib.decompress(b"".join(b for k, b in chunks if k == b"IDAT"))
+    assert len(raw) == h * (1 + w * 3)
+    return w, h, depth, ctype
+
+
+def test_bench_csv_plot_presets(tmp_path):
+    out_csv, out_png = tmp_path / "b.csv", tmp_path / "b.png"
+    common = ["--op", "rotary_mul", "--dtype", "float32", "--quick", "--no-compile", "--csv", out_csv]
+    p = run_cli("bench", "--shape", "1,2,8,32", "--mode", "fwd", "full", "--plot", out_png, *common)
+    assert p.returncode == 0, p.stderr
+    assert "| rotary_mul | 1x2x8x32 | float32 | full |" in p.stdout
+    assert "2/2 done" in p.stderr  # progress bar
+    p = run_cli("bench", "--preset", "qwen2.5-7b", "--seq", "4", "--mode", "bwd", *common)
+    assert p.returncode == 0, p.stderr
+    with open(out_csv, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert out_csv.read_text().count("time,cpu,") == 1  # appended under one header
+    assert [(r["shape"], r["pass"], r["preset"]) for r in rows] == [
+        ("1x2x8x32", "fwd", ""), ("1x2x8x32", "full", ""),
+        ("1x28x4x128", "bwd", "qwen2.5-7b"), ("1x4x4x128", "bwd", "qwen2.5-7b")]  # q: 28 heads, k: 4 kv heads
+    for r in rows:
+        for col in ("cpu", "threads", "allocator", "torch", "commit", "ours_median", "copy_median", "vs_torch"):
+            assert r[col], col
+        assert float(r["ours_median"]) > 0 and r["compile_median"] == ""
+    assert int(rows[1]["bytes"]) == 2 * int(rows[0]["bytes"])  # full = both passes
+    w, h, depth, ctype = png_info(out_png.read_bytes())
+    assert w > 100 and h > 50 and depth == 8 and ctype == 2
+
+
+@pytest.mark.parametrize("args,pattern", [
+    (["--op", "nope"], r"invalid choice: 'nope'"),
+    (["--shape", "1,2,3"], r"needs 4 positive dims"),
+    (["--shape", "1,2,3,5"], r"head_dim\) must be even"),
+    (["--shape", "a,b"], r"comma-separated integers"),
+    (["--preset", "gpt-5"], r"invalid choice: 'gpt-5'"),
+    (["--csv", "/no/such/dir/x.csv"], r"does not exist"),
+])
+def test_bench_bad_arguments(capsys, args, pattern):
+    try:
+        rc = cli.main(["bench", *args])
+    except SystemExit as e:  # argparse errors exit from inside parse_args
+        rc = e.code
+    line = assert_clean_error(rc, capsys.readouterr().err)
+    assert re.search(pattern, line), line
+
+
+def test_bench_csv_with_other_columns_is_refused(tmp_path, capsys):
+    other = tmp_path / "old.csv"
+    other.write_text("a,b\n1,2\n")
+    rc = cli.main(["bench", "--shape", "1,1,2,8", "--csv", str(other)])
+    assert "other columns" in assert_clean_error(rc, capsys.readouterr().err)
