@@ -4,6 +4,7 @@
 #include <torch/library.h>
 
 #include "op_proto_gen.h"
+#include "platform.h"
 #include "twin_launch.h"
 
 namespace ascendc_ops {
@@ -28,8 +29,15 @@ TORCH_LIBRARY(custom, m) {
   for (const OpProto* op : kAllOps) m.def(op->schema);
 }
 
+// The platform the CPU-twin tiling targets now (it follows torch's thread count).
+std::tuple<std::string, int64_t, int64_t, int64_t> Platform() {
+  const tiling::PlatformInfo p = tiling::CpuTwin(uint32_t(at::get_num_threads()));
+  return {p.name, p.vectorCores, p.ubBytes, p.UbBudget()};
+}
+
 TORCH_LIBRARY(ascendc_ops, m) {
   m.def("backends() -> str[]", &Backends);
+  m.def("platform() -> (str name, int vector_cores, int ub_bytes, int ub_budget)", &Platform);
 }
 
 }  // namespace ascendc_ops

@@ -2,25 +2,17 @@
 from __future__ import annotations
 
 import platform
-import re
 import sys
-from pathlib import Path
 
-# Mirrors tiling/platform.h (kA2UbBytes, the 184 KiB budget); read from the header when the source
-# tree is present, so a change there shows up here.
-UB_BYTES = 196352
-UB_BUDGET = 184 * 1024
+def _platform() -> dict:
+    """The platform the library's own tiling targets (tiling::CpuTwin, asked from C++)."""
+    import torch
 
-
-def _platform_header() -> tuple[int, int, str]:
-    header = Path(__file__).resolve().parents[2] / "tiling" / "platform.h"
-    try:
-        text = header.read_text()
-        ub = int(re.search(r"kA2UbBytes\s*=\s*(\d+)", text).group(1))
-        kib = int(re.search(r"kA2UbReserve\s*=\s*kA2UbBytes\s*-\s*(\d+)\s*\*\s*1024", text).group(1))
-        return ub, kib * 1024, str(header)
-    except (OSError, AttributeError, ValueError):
-        return UB_BYTES, UB_BUDGET, "built-in copy of tiling/platform.h (source tree not found)"
+    name, cores, ub, budget = torch.ops.ascendc_ops.platform()
+    return {"name": name, "vector_cores": cores,
+            "vector_cores_note": "the twin runs one block per torch intra-op thread (torch.get_num_threads())",
+            "ub_bytes": ub, "ub_reserve_bytes": ub - budget, "ub_budget_bytes": budget,
+            "source": "torch.ops.ascendc_ops.platform()"}
 
 
 def _registered(name: str) -> bool:
@@ -43,7 +35,6 @@ def collect() -> dict:
     from .op_proto import load_all
     from .verify import OPS as VERIFY_OPS
 
-    ub, budget, source = _platform_header()
     threads = torch.get_num_threads()
     protos = load_all()
     return {
@@ -54,15 +45,7 @@ def collect() -> dict:
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__},
         "cpu": {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(),
                 "torch_threads": threads},
-        "platform": {
-            "name": "cpu-twin",
-            "vector_cores": threads,
-            "vector_cores_note": "the twin runs one block per torch intra-op thread (torch.get_num_threads())",
-            "ub_bytes": ub,
-            "ub_reserve_bytes": ub - budget,
-            "ub_budget_bytes": budget,
-            "source": source,
-        },
+        "platform": _platform(),
         "ops": {name: {"schema": p.schema(), "registered": _registered(name), "verify": name in VERIFY_OPS,
                        "bench": name in BENCH_OPS}
                 for name, p in protos.items()},
