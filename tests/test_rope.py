@@ -466,15 +466,6 @@ def test_fake_and_meta_shapes(layout):
         assert y.device.type == "meta" and tuple(y.shape) == (2, 3, 13, 24)
 
 
-def test_registered_schemas_match_op_proto():
-    protos = op_proto.load_all()
-    assert set(protos) == {"rotary_mul", "rotary_mul_grad", "rope_customer", "rope_customer_grad"}
-    for name, proto in protos.items():
-        registered = str(getattr(torch.ops.custom, name).default._schema)
-        normalized = registered.removeprefix("custom::").replace('"', "'")
-        assert normalized == proto.schema(), f"{name}: registered {registered!r} vs op_proto {proto.schema()!r}"
-
-
 # ---------------------------------------------------------------- argument errors
 CALLS = {
     "wrapper": lambda x, r1, r2, mode="half": ascendc_ops.rotary_mul(x, r1, r2, mode),

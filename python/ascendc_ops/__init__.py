@@ -9,6 +9,7 @@ library_path = load()
 
 from . import op_proto  # noqa: E402
 from .rope import rope_customer, rotary_mul  # noqa: E402
+from .glu import swiglu  # noqa: E402
 
-__all__ = ["backends", "library_path", "op_proto", "rope_customer", "rotary_mul"]
+__all__ = ["backends", "library_path", "op_proto", "rope_customer", "rotary_mul", "swiglu"]
 __version__ = "0.1.0"

@@ -1,0 +1,349 @@
+// SwiGLU, forward and backward, on x viewed as [outer, 2, inner] (any split dim; see swiglu_tiling_data.h):
+//   forward   y  = silu(A) * B,                  silu(a) = a * sigmoid(a) = a / (1 + exp(-a))
+//   backward  dA = dy * B * silu'(A),           silu'(a) = s * (1 + a * (1 - s)),  s = sigmoid(a)
+//             dB = dy * silu(A)
+// A and B of a row are `inner` contiguous elements each, `inner` apart; a tile is up to tileRows rows
+// by tileCols columns of them, landed row by row with DataCopyPad (any inner: 1, 769, 11008, ...).
+// Padding columns in UB are computed on like the rest and never copied out.
+// fp16 / bf16 are widened to fp32 (CAST_NONE), computed in fp32 and rounded once (CAST_RINT).
+#include "kernel_operator.h"
+#include "kernel_utils.h"
+#include "swiglu_tiling_data.h"
+
+using namespace AscendC;
+
+constexpr int32_t SWIGLU_BUFFER_NUM = 2;  // double buffering: load tile i+1 while computing tile i
+
+// Where task `task` sits in the [outer, inner] problem; pitch is its UB row length (cols padded to 32 bytes).
+struct SwigluTile {
+  int64_t row;
+  int64_t col;
+  uint32_t rows;
+  uint32_t cols;
+  uint32_t pitch;
+};
+
+template <typename T>
+__aicore__ inline SwigluTile SwigluTaskTile(const SwigluTilingData& t, int64_t task) {
+  SwigluTile tile;
+  tile.row = (task / t.colTiles) * t.tileRows;
+  tile.col = (task % t.colTiles) * t.tileCols;
+  const int64_t rowsLeft = t.outer - tile.row, colsLeft = t.inner - tile.col;
+  tile.rows = static_cast<uint32_t>(rowsLeft < t.tileRows ? rowsLeft : t.tileRows);
+  tile.cols = static_cast<uint32_t>(colsLeft < t.tileCols ? colsLeft : t.tileCols);
+  constexpr uint32_t perBlock = 32 / sizeof(T);
+  tile.pitch = (tile.cols + perBlock - 1) / perBlock * perBlock;
+  return tile;
+}
+
+// Loads `rows` runs of `cols` elements starting at gm[first], one every `stride` elements, into UB rows.
+template <typename T>
+__aicore__ inline void SwigluLoad(LocalTensor<T>& dst, GlobalTensor<T>& gm, int64_t first, const SwigluTile& tile,
+                                  int64_t stride) {
+  const uint32_t runBytes = tile.cols * sizeof(T);
+  const uint32_t gap = static_cast<uint32_t>((stride - tile.cols) * sizeof(T));
+  DataCopyPad(dst, gm[first], DataCopyExtParams(static_cast<uint16_t>(tile.rows), runBytes, gap, 0, 0),
+              DataCopyPadExtParams<T>());
+}
+
+// Stores the UB rows of a tile to gm[first], one run of `cols` elements every `stride` elements.
+template <typename T>
+__aicore__ inline void SwigluStore(GlobalTensor<T>& gm, int64_t first, LocalTensor<T>& src, const SwigluTile& tile,
+                                   int64_t stride) {
+  const uint32_t runBytes = tile.cols * sizeof(T);
+  const uint32_t gap = static_cast<uint32_t>((stride - tile.cols) * sizeof(T));
+  DataCopyPad(gm[first], src, DataCopyExtParams(static_cast<uint16_t>(tile.rows), runBytes, 0, gap, 0));
+}
+
+// fp32 view of a tile: the tile itself for float, a widened copy otherwise.
+template <typename T>
+__aicore__ inline LocalTensor<float> SwigluWiden(LocalTensor<T>& src, TBuf<TPosition::VECCALC>& buf, int32_t n) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    return src.template ReinterpretCast<float>();
+  } else {
+    LocalTensor<float> wide = buf.Get<float>();
+    Cast(wide, src, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+    return wide;
+  }
+}
+
+// fp32 result buffer of an output tile: the tile itself for float, a work buffer otherwise.
+template <typename T>
+__aicore__ inline LocalTensor<float> SwigluResult(LocalTensor<T>& out, TBuf<TPosition::VECCALC>& buf) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    return out.template ReinterpretCast<float>();
+  } else {
+    return buf.Get<float>();
+  }
+}
+
+// Rounds an fp32 result into its output tile once (nothing to do for float).
+template <typename T>
+__aicore__ inline void SwigluNarrow(LocalTensor<T>& out, LocalTensor<float>& result, int32_t n) {
+  if constexpr (sizeof(T) != sizeof(float)) {
+    PipeBarrier<PIPE_V>();
+    Cast(out, result, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+  }
+}
+
+template <typename T>
+class KernelSwiglu {
+ public:
+  __aicore__ inline KernelSwiglu() {}
+
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR y, const SwigluTilingData& tiling, TPipe* pipe) {
+    t_ = tiling;
+    const uint32_t tileElems = t_.tileRows * t_.tilePitch;
+    xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.outer * 2 * t_.inner);
+    yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.outer * t_.inner);
+    pipe->InitBuffer(inA_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(inB_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(outY_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    if constexpr (sizeof(T) != sizeof(float)) {
+      pipe->InitBuffer(aFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(bFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(yFloatBuf_, tileElems * sizeof(float));
+    }
+  }
+
+  __aicore__ inline void Process() {
+    int64_t begin = 0, count = 0;
+    BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
+    for (int64_t task = begin; task < begin + count; ++task) {
+      const SwigluTile tile = SwigluTaskTile<T>(t_, task);
+      CopyIn(tile);
+      Compute(tile);
+      CopyOut(tile);
+    }
+  }
+
+ private:
+  __aicore__ inline void CopyIn(const SwigluTile& tile) {
+    const int64_t first = tile.row * 2 * t_.inner + tile.col;
+    LocalTensor<T> a = inA_.AllocTensor<T>();
+    LocalTensor<T> b = inB_.AllocTensor<T>();
+    SwigluLoad(a, xGm_, first, tile, 2 * t_.inner);
+    SwigluLoad(b, xGm_, first + t_.inner, tile, 2 * t_.inner);
+    inA_.EnQue(a);
+    inB_.EnQue(b);
+  }
+
+  __aicore__ inline void Compute(const SwigluTile& tile) {
+    const int32_t n = static_cast<int32_t>(tile.rows * tile.pitch);
+    LocalTensor<T> a = inA_.DeQue<T>();
+    LocalTensor<T> b = inB_.DeQue<T>();
+    LocalTensor<T> y = outY_.AllocTensor<T>();
+    LocalTensor<float> af = SwigluWiden(a, aFloatBuf_, n);
+    LocalTensor<float> bf = SwigluWiden(b, bFloatBuf_, n);
+    LocalTensor<float> w = SwigluResult(y, yFloatBuf_);
+    PipeBarrier<PIPE_V>();
+    // 1. w = exp(-a)
+    Muls(w, af, -1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Exp(w, w, n);
+    PipeBarrier<PIPE_V>();
+    // 2. w = 1 + exp(-a)
+    Adds(w, w, 1.0f, n);
+    PipeBarrier<PIPE_V>();
+    // 3. w = silu(a) = a / (1 + exp(-a))
+    Div(w, af, w, n);
+    PipeBarrier<PIPE_V>();
+    // 4. w = silu(a) * b
+    Mul(w, w, bf, n);
+    // 5. y = w rounded once to T
+    SwigluNarrow(y, w, n);
+    outY_.EnQue(y);
+    inA_.FreeTensor(a);
+    inB_.FreeTensor(b);
+  }
+
+  __aicore__ inline void CopyOut(const SwigluTile& tile) {
+    LocalTensor<T> y = outY_.DeQue<T>();
+    SwigluStore(yGm_, tile.row * t_.inner + tile.col, y, tile, t_.inner);
+    outY_.FreeTensor(y);
+  }
+
+  SwigluTilingData t_;
+  GlobalTensor<T> xGm_, yGm_;
+  TQue<QuePosition::VECIN, SWIGLU_BUFFER_NUM> inA_, inB_;
+  TQue<QuePosition::VECOUT, SWIGLU_BUFFER_NUM> outY_;
+  TBuf<TPosition::VECCALC> aFloatBuf_, bFloatBuf_, yFloatBuf_;
+};
+
+template <typename T>
+class KernelSwigluGrad {
+ public:
+  __aicore__ inline KernelSwigluGrad() {}
+
+  __aicore__ inline void Init(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, const SwigluTilingData& tiling, TPipe* pipe) {
+    t_ = tiling;
+    const uint32_t tileElems = t_.tileRows * t_.tilePitch;
+    dyGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy), t_.outer * t_.inner);
+    xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.outer * 2 * t_.inner);
+    dxGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dx), t_.outer * 2 * t_.inner);
+    pipe->InitBuffer(inDy_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(inA_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(inB_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(outDa_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(outDb_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(sigmoidBuf_, tileElems * sizeof(float));
+    pipe->InitBuffer(onesBuf_, tileElems * sizeof(float));
+    if constexpr (sizeof(T) != sizeof(float)) {
+      pipe->InitBuffer(dyFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(aFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(bFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(daFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(dbFloatBuf_, tileElems * sizeof(float));
+    }
+    Duplicate(onesBuf_.Get<float>(), 1.0f, static_cast<int32_t>(tileElems));  // numerator of sigmoid = 1 / (1 + e)
+    PipeBarrier<PIPE_V>();
+  }
+
+  __aicore__ inline void Process() {
+    int64_t begin = 0, count = 0;
+    BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
+    for (int64_t task = begin; task < begin + count; ++task) {
+      const SwigluTile tile = SwigluTaskTile<T>(t_, task);
+      CopyIn(tile);
+      Compute(tile);
+      CopyOut(tile);
+    }
+  }
+
+ private:
+  __aicore__ inline void CopyIn(const SwigluTile& tile) {
+    const int64_t first = tile.row * 2 * t_.inner + tile.col;
+    LocalTensor<T> dy = inDy_.AllocTensor<T>();
+    LocalTensor<T> a = inA_.AllocTensor<T>();
+    LocalTensor<T> b = inB_.AllocTensor<T>();
+    SwigluLoad(dy, dyGm_, tile.row * t_.inner + tile.col, tile, t_.inner);
+    SwigluLoad(a, xGm_, first, tile, 2 * t_.inner);
+    SwigluLoad(b, xGm_, first + t_.inner, tile, 2 * t_.inner);
+    inDy_.EnQue(dy);
+    inA_.EnQue(a);
+    inB_.EnQue(b);
+  }
+
+  __aicore__ inline void Compute(const SwigluTile& tile) {
+    const int32_t n = static_cast<int32_t>(tile.rows * tile.pitch);
+    LocalTensor<T> dy = inDy_.DeQue<T>();
+    LocalTensor<T> a = inA_.DeQue<T>();
+    LocalTensor<T> b = inB_.DeQue<T>();
+    LocalTensor<T> da = outDa_.AllocTensor<T>();
+    LocalTensor<T> db = outDb_.AllocTensor<T>();
+    LocalTensor<float> dyf = SwigluWiden(dy, dyFloatBuf_, n);
+    LocalTensor<float> af = SwigluWiden(a, aFloatBuf_, n);
+    LocalTensor<float> bf = SwigluWiden(b, bFloatBuf_, n);
+    LocalTensor<float> daf = SwigluResult(da, daFloatBuf_);
+    LocalTensor<float> dbf = SwigluResult(db, dbFloatBuf_);
+    LocalTensor<float> s = sigmoidBuf_.Get<float>();
+    PipeBarrier<PIPE_V>();
+    // 1. daf = 1 + exp(-a)
+    Muls(daf, af, -1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Exp(daf, daf, n);
+    PipeBarrier<PIPE_V>();
+    Adds(daf, daf, 1.0f, n);
+    PipeBarrier<PIPE_V>();
+    // 2. s = sigmoid(a) = 1 / (1 + exp(-a))
+    Div(s, onesBuf_.Get<float>(), daf, n);
+    PipeBarrier<PIPE_V>();
+    // 3. dB = dy * silu(a) = dy * (a * s)
+    Mul(dbf, af, s, n);
+    PipeBarrier<PIPE_V>();
+    Mul(dbf, dbf, dyf, n);
+    // 4. daf = 1 + a * (1 - s), so that silu'(a) = s * daf
+    Muls(daf, s, -1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Adds(daf, daf, 1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Mul(daf, daf, af, n);
+    PipeBarrier<PIPE_V>();
+    Adds(daf, daf, 1.0f, n);
+    PipeBarrier<PIPE_V>();
+    // 5. dA = dy * b * silu'(a) = ((daf * s) * b) * dy
+    Mul(daf, daf, s, n);
+    PipeBarrier<PIPE_V>();
+    Mul(daf, daf, bf, n);
+    PipeBarrier<PIPE_V>();
+    Mul(daf, daf, dyf, n);
+    // 6. round dA and dB once to T
+    SwigluNarrow(da, daf, n);
+    SwigluNarrow(db, dbf, n);
+    outDa_.EnQue(da);
+    outDb_.EnQue(db);
+    inDy_.FreeTensor(dy);
+    inA_.FreeTensor(a);
+    inB_.FreeTensor(b);
+  }
+
+  __aicore__ inline void CopyOut(const SwigluTile& tile) {
+    const int64_t first = tile.row * 2 * t_.inner + tile.col;
+    LocalTensor<T> da = outDa_.DeQue<T>();
+    LocalTensor<T> db = outDb_.DeQue<T>();
+    SwigluStore(dxGm_, first, da, tile, 2 * t_.inner);
+    SwigluStore(dxGm_, first + t_.inner, db, tile, 2 * t_.inner);
+    outDa_.FreeTensor(da);
+    outDb_.FreeTensor(db);
+  }
+
+  SwigluTilingData t_;
+  GlobalTensor<T> dyGm_, xGm_, dxGm_;
+  TQue<QuePosition::VECIN, SWIGLU_BUFFER_NUM> inDy_, inA_, inB_;
+  TQue<QuePosition::VECOUT, SWIGLU_BUFFER_NUM> outDa_, outDb_;
+  TBuf<TPosition::VECCALC> sigmoidBuf_, onesBuf_, dyFloatBuf_, aFloatBuf_, bFloatBuf_, daFloatBuf_, dbFloatBuf_;
+};
+
+template <typename T>
+__aicore__ inline void RunSwiglu(GM_ADDR x, GM_ADDR y, GM_ADDR tiling) {
+  SwigluTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  TPipe pipe;
+  KernelSwiglu<T> op;
+  op.Init(x, y, tilingData, &pipe);
+  op.Process();
+}
+
+template <typename T>
+__aicore__ inline void RunSwigluGrad(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR tiling) {
+  SwigluTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  TPipe pipe;
+  KernelSwigluGrad<T> op;
+  op.Init(dy, x, dx, tilingData, &pipe);
+  op.Process();
+}
+
+// One entry per dtype and direction; every tensor of a call shares the dtype.
+extern "C" __global__ __aicore__ void swiglu_float(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunSwiglu<float>(x, y, tiling);
+}
+
+extern "C" __global__ __aicore__ void swiglu_half(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunSwiglu<half>(x, y, tiling);
+}
+
+extern "C" __global__ __aicore__ void swiglu_bfloat16(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunSwiglu<bfloat16_t>(x, y, tiling);
+}
+
+extern "C" __global__ __aicore__ void swiglu_grad_float(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,
+                                                        GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunSwigluGrad<float>(dy, x, dx, tiling);
+}
+
+extern "C" __global__ __aicore__ void swiglu_grad_half(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,
+                                                       GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunSwigluGrad<half>(dy, x, dx, tiling);
+}
+
+extern "C" __global__ __aicore__ void swiglu_grad_bfloat16(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,
+                                                           GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RunSwigluGrad<bfloat16_t>(dy, x, dx, tiling);
+}

@@ -1,0 +1,121 @@
+// SwiGLU on the CPU twin: swiglu and swiglu_grad run csrc/kernels/swiglu.cpp on x viewed as
+// [outer, 2, inner] around the split dim.
+#include "swiglu_ops.h"
+
+#include <ATen/Parallel.h>
+#include <torch/library.h>
+
+#include "op_proto_gen.h"
+#include "twin_core.h"
+#include "twin_launch.h"
+
+// The SwiGLU kernel entry points compiled for the CPU twin (csrc/kernels/swiglu.cpp).
+extern "C" {
+void swiglu_float(uint8_t* x, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
+void swiglu_half(uint8_t* x, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
+void swiglu_bfloat16(uint8_t* x, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
+void swiglu_grad_float(uint8_t* dy, uint8_t* x, uint8_t* dx, uint8_t* workspace, uint8_t* tiling);
+void swiglu_grad_half(uint8_t* dy, uint8_t* x, uint8_t* dx, uint8_t* workspace, uint8_t* tiling);
+void swiglu_grad_bfloat16(uint8_t* dy, uint8_t* x, uint8_t* dx, uint8_t* workspace, uint8_t* tiling);
+}
+
+namespace ascendc_ops {
+namespace {
+
+tiling::DType TilingDtype(at::ScalarType t) {
+  return t == at::kFloat ? tiling::DType::kFloat32 : t == at::kHalf ? tiling::DType::kFloat16 : tiling::DType::kBFloat16;
+}
+
+// x's shape with `dim` halved: the forward output, and what dy must be.
+std::vector<int64_t> HalvedShape(const at::Tensor& x, int64_t dim) {
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
+  shape[dim] /= 2;
+  return shape;
+}
+
+}  // namespace
+
+SwigluLaunch PrepareSwiglu(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim, bool backward,
+                           const tiling::PlatformInfo& platform) {
+  const size_t xIndex = backward ? 1 : 0;
+  const char* xName = op.inputs[xIndex];
+  if (backward) CheckSameDevice(op, {dy, x});
+  const int64_t rank = x.dim();
+  TORCH_CHECK_VALUE(rank >= 1, op.name, ": ", xName, " must have at least 1 dim to split, got a 0-dim tensor");
+  TORCH_CHECK_VALUE(dim >= -rank && dim < rank, op.name, ": dim must be in [", -rank, ", ", rank - 1, "] for ", xName,
+                    " of shape ", ShapeString(x), ", got ", dim);
+  const int64_t d = dim < 0 ? dim + rank : dim;
+  TORCH_CHECK_VALUE(x.size(d) % 2 == 0, op.name, ": ", xName, ".size(", dim, ") must be even to split into two halves, got ",
+                    x.size(d), " (", xName, " shape ", ShapeString(x), ")");
+  const std::vector<int64_t> half = HalvedShape(x, d);
+  if (backward) {
+    TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(half), op.name, ": ", op.inputs[0], " must have shape ",
+                      at::IntArrayRef(half), " (", xName, " shape ", ShapeString(x), " with dim ", dim,
+                      " halved), got ", ShapeString(dy));
+    CheckDtype(op, xIndex, x);
+    CheckDtypes(op, {dy, x});
+  } else {
+    CheckDtype(op, 0, x);
+  }
+
+  SwigluLaunch l;
+  l.x = x.contiguous();
+  if (backward) l.dy = dy.contiguous();
+  l.out = backward ? at::empty_like(l.x, at::MemoryFormat::Contiguous) : at::empty(half, x.options());
+  int64_t outer = 1, inner = x.size(d) / 2;
+  for (int64_t k = 0; k < d; ++k) outer *= x.size(k);
+  for (int64_t k = d + 1; k < rank; ++k) inner *= x.size(k);
+  try {
+    l.tiling = tiling::TileSwiglu({outer, inner, TilingDtype(x.scalar_type()), backward}, platform);
+  } catch (const tiling::TilingError& e) {
+    TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
+  }
+  return l;
+}
+
+namespace {
+
+at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim, bool backward) {
+  const int threads = at::get_num_threads();
+  SwigluLaunch l = PrepareSwiglu(op, dy, x, dim, backward, tiling::CpuTwin(uint32_t(threads)));
+  if (l.tiling.blockDim == 0) return l.out;
+  auto gm = [](const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); };
+  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
+  uint8_t* workspace = nullptr;
+  const uint32_t blocks = l.tiling.blockDim;
+  const at::ScalarType dtype = l.x.scalar_type();
+  try {
+    if (!backward) {
+      const auto launch = [&](const char* name, auto kernel) {
+        AscendC::twin::Launch(name, blocks, kernel, gm(l.x), gm(l.out), workspace, tilingGm);
+      };
+      if (dtype == at::kFloat) launch("swiglu_float", swiglu_float);
+      else if (dtype == at::kHalf) launch("swiglu_half", swiglu_half);
+      else launch("swiglu_bfloat16", swiglu_bfloat16);
+    } else {
+      const auto launch = [&](const char* name, auto kernel) {
+        AscendC::twin::Launch(name, blocks, kernel, gm(l.dy), gm(l.x), gm(l.out), workspace, tilingGm);
+      };
+      if (dtype == at::kFloat) launch("swiglu_grad_float", swiglu_grad_float);
+      else if (dtype == at::kHalf) launch("swiglu_grad_half", swiglu_grad_half);
+      else launch("swiglu_grad_bfloat16", swiglu_grad_bfloat16);
+    }
+  } catch (const AscendC::twin::RuleError& e) {
+    TORCH_CHECK(false, e.what());  // a kernel bug, not the caller's: RuntimeError
+  }
+  return l.out;
+}
+
+at::Tensor Swiglu(const at::Tensor& x, int64_t dim) { return RunOnTwin(kSwiglu, at::Tensor(), x, dim, false); }
+at::Tensor SwigluGrad(const at::Tensor& dy, const at::Tensor& x, int64_t dim) {
+  return RunOnTwin(kSwigluGrad, dy, x, dim, true);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(custom, CPU, m) {
+  m.impl("swiglu", &Swiglu);
+  m.impl("swiglu_grad", &SwigluGrad);
+}
+
+}  // namespace ascendc_ops

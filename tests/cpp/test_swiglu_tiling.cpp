@@ -1,0 +1,121 @@
+// SwiGLU tiling unit tests: tiling keys, block counts, tile sizes and the UB budget for the 910B
+// (40 and 48 vector cores) and the CPU twin. Prints "N passed, M failed"; exits non-zero on any failure.
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "swiglu_tiling.h"
+
+using namespace tiling;
+
+static int passed = 0, failed = 0;
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (cond) {                                                           \
+      ++passed;                                                           \
+    } else {                                                              \
+      ++failed;                                                           \
+      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
+    }                                                                     \
+  } while (0)
+
+static bool Throws(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const TilingError&) {
+    return true;
+  }
+  return false;
+}
+
+// Every element is covered exactly once, tiles stay within UB and DataCopyPad limits.
+static void CheckInvariants(const SwigluTiling& t, const SwigluProblem& p, const PlatformInfo& plat) {
+  const SwigluTilingData& d = t.data;
+  EXPECT(t.blockDim >= 1 && t.blockDim <= plat.vectorCores);
+  EXPECT(d.outer == p.outer && d.inner == p.inner && d.backward == (p.backward ? 1u : 0u));
+  EXPECT(d.tasksPerBlock * t.blockDim + d.tasksRemainder == d.taskCount);
+  EXPECT(d.tasksRemainder < t.blockDim);
+  EXPECT(d.taskCount == d.rowTiles * d.colTiles);
+  EXPECT(d.tileRows >= 1 && d.tileRows <= 4095 && d.tileCols >= 1);
+  EXPECT(int64_t(d.rowTiles) * d.tileRows >= d.outer && int64_t(d.rowTiles - 1) * d.tileRows < d.outer);
+  EXPECT(int64_t(d.colTiles) * d.tileCols >= d.inner && int64_t(d.colTiles - 1) * d.tileCols < d.inner);
+  EXPECT(d.tilePitch == RowPitch(d.tileCols, p.dtype));
+  EXPECT(uint64_t(d.tileRows) * d.tilePitch * SwigluBytesPerElem(p.dtype, p.backward) <= plat.UbBudget());
+  // a split row's tiles start on 32-byte boundaries of the row
+  if (d.colTiles > 1) EXPECT(d.tileCols * ElementBytes(p.dtype) % 32 == 0);
+  const bool split = d.colTiles > 1;
+  const SwigluTilingKey want = p.backward ? (split ? SWIGLU_KEY_BACKWARD_SPLIT_ROWS : SWIGLU_KEY_BACKWARD_WHOLE_ROWS)
+                                          : (split ? SWIGLU_KEY_FORWARD_SPLIT_ROWS : SWIGLU_KEY_FORWARD_WHOLE_ROWS);
+  EXPECT(t.tilingKey == want);
+}
+
+static SwigluTiling Tile(const SwigluProblem& p, const PlatformInfo& plat) {
+  SwigluTiling t = TileSwiglu(p, plat);
+  CheckInvariants(t, p, plat);
+  return t;
+}
+
+int main() {
+  const PlatformInfo b3 = Ascend910B(40), b2 = Ascend910B(48), cpu = CpuTwin(2);
+  const uint32_t budget = 184 * 1024;
+  EXPECT(b3.UbBudget() == budget);
+
+  // Bytes per tile element: queues (double-buffered) plus fp32 work buffers.
+  EXPECT(SwigluBytesPerElem(DType::kFloat32, false) == 24);
+  EXPECT(SwigluBytesPerElem(DType::kFloat16, false) == 24);
+  EXPECT(SwigluBytesPerElem(DType::kBFloat16, false) == 24);
+  EXPECT(SwigluBytesPerElem(DType::kFloat32, true) == 48);
+  EXPECT(SwigluBytesPerElem(DType::kBFloat16, true) == 48);
+
+  // Sweep: rows x inner x dtype x direction x platform all keep the invariants.
+  for (const PlatformInfo& plat : {b3, b2, cpu})
+    for (int64_t outer : {1, 7, 83, 4096, 100000})
+      for (int64_t inner : {1, 8, 769, 5125, 11008, 13824, 100000})
+        for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+          for (bool bwd : {false, true}) Tile({outer, inner, dt, bwd}, plat);
+
+  // LLaMA MLP forward, 4096 tokens x 11008 fp32: a row (11008 * 24 bytes) does not fit, so rows split
+  // into two even column tiles of whole 32-byte blocks; every core busy.
+  SwigluTiling mlp = Tile({4096, 11008, DType::kFloat32, false}, b3);
+  EXPECT(mlp.tilingKey == SWIGLU_KEY_FORWARD_SPLIT_ROWS);
+  EXPECT(mlp.data.colTiles == 2 && mlp.data.tileCols == 5504 && mlp.data.tileRows == 1);
+  EXPECT(mlp.blockDim == 40 && mlp.data.taskCount == 8192);
+  // its backward needs 48 bytes per element: three column tiles
+  SwigluTiling mlpGrad = Tile({4096, 11008, DType::kBFloat16, true}, b2);
+  EXPECT(mlpGrad.tilingKey == SWIGLU_KEY_BACKWARD_SPLIT_ROWS);
+  EXPECT(mlpGrad.data.colTiles == 3 && mlpGrad.data.tileCols == 3680 && mlpGrad.blockDim == 48);
+
+  // Rows that fit: whole rows, as many per tile as UB holds once every core has work.
+  SwigluTiling wide = Tile({4096, 769, DType::kFloat16, false}, b3);
+  EXPECT(wide.tilingKey == SWIGLU_KEY_FORWARD_WHOLE_ROWS && wide.data.colTiles == 1);
+  EXPECT(wide.data.tileCols == 769 && wide.data.tilePitch == 784);
+  EXPECT(wide.data.tileRows == budget / (784 * 24));  // 10 rows: UB-bound
+  EXPECT(wide.blockDim == 40);
+  SwigluTiling narrow = Tile({4096, 8, DType::kFloat32, false}, b2);
+  EXPECT(narrow.data.tileRows == 86 && narrow.data.rowTiles == 48 && narrow.blockDim == 48);  // balance-bound
+  SwigluTiling tiny = Tile({100000, 1, DType::kBFloat16, true}, b3);
+  EXPECT(tiny.data.tilePitch == 16 && tiny.data.tileRows == budget / (16 * 48));  // 245: UB-bound
+
+  // Few rows: long rows are split so idle cores get columns, never below kSwigluMinSplitCols.
+  SwigluTiling one = Tile({1, 11008, DType::kFloat16, false}, b3);
+  EXPECT(one.data.colTiles == 10 && one.data.tileCols == 1104 && one.blockDim == 10);
+  SwigluTiling oneShort = Tile({1, 769, DType::kFloat32, false}, b3);
+  EXPECT(oneShort.data.colTiles == 1 && oneShort.blockDim == 1);
+  SwigluTiling seven = Tile({7, 5125, DType::kFloat32, true}, b3);
+  EXPECT(seven.data.colTiles == 5 && seven.data.tileCols == 1032 && seven.blockDim == 35);
+  // the twin with 2 threads: rows are enough, no split
+  SwigluTiling twin = Tile({83, 5125, DType::kFloat32, false}, cpu);
+  EXPECT(twin.data.colTiles == 1 && twin.data.tileRows == 1 && twin.blockDim == 2);
+
+  // Empty: nothing to launch.
+  EXPECT(TileSwiglu({0, 11008, DType::kFloat32, false}, b3).blockDim == 0);
+  EXPECT(TileSwiglu({83, 0, DType::kFloat16, true}, b3).blockDim == 0);
+
+  // Refused: negative sizes, rows past DataCopyPad's 32-bit byte strides.
+  EXPECT(Throws([&] { TileSwiglu({-1, 8, DType::kFloat32, false}, b3); }));
+  EXPECT(Throws([&] { TileSwiglu({1, int64_t(1) << 31, DType::kFloat32, false}, b3); }));
+  EXPECT(!Throws([&] { TileSwiglu({1, int64_t(1) << 28, DType::kFloat32, false}, b3); }));
+
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

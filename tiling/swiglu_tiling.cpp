@@ -1,0 +1,85 @@
+#include "swiglu_tiling.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tiling {
+
+namespace {
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t AlignDown(int64_t a, int64_t b) { return a / b * b; }
+}  // namespace
+
+uint32_t SwigluBytesPerElem(DType dtype, bool backward) {
+  const uint32_t eb = ElementBytes(dtype);
+  if (!backward) {
+    const uint32_t queued = 3 * 2 * eb;                           // A, B, y; two buffers each
+    const uint32_t fp32Work = dtype == DType::kFloat32 ? 0 : 3 * 4;  // fp32 A, B and the result
+    return queued + fp32Work;
+  }
+  const uint32_t queued = 5 * 2 * eb;  // dy, A, B, dA, dB; two buffers each
+  // sigmoid and the ones it is divided out of, plus (fp16/bf16) fp32 dy, A, B, dA, dB
+  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 2 : 7) * 4;
+  return queued + fp32Work;
+}
+
+SwigluTiling TileSwiglu(const SwigluProblem& p, const PlatformInfo& platform) {
+  if (p.outer < 0 || p.inner < 0)
+    throw TilingError("outer and inner must be >= 0, got " + std::to_string(p.outer) + " and " +
+                      std::to_string(p.inner));
+  const uint32_t eb = ElementBytes(p.dtype);
+  // DataCopyPad strides between rows are uint32 bytes; a row of x spans 2 * inner elements.
+  if (p.inner > int64_t(std::numeric_limits<uint32_t>::max() / (2 * eb)))
+    throw TilingError("inner size " + std::to_string(p.inner) + " exceeds the 2^32-byte row limit of DataCopyPad");
+  SwigluTiling t{};
+  SwigluTilingData& d = t.data;
+  d.outer = p.outer;
+  d.inner = p.inner;
+  d.backward = p.backward ? 1 : 0;
+  if (p.outer == 0 || p.inner == 0) {  // empty: blockDim 0
+    t.tilingKey = p.backward ? SWIGLU_KEY_BACKWARD_WHOLE_ROWS : SWIGLU_KEY_FORWARD_WHOLE_ROWS;
+    return t;
+  }
+
+  const int64_t perBlock = 32 / eb;  // elements per 32-byte block
+  const uint32_t elemBytes = SwigluBytesPerElem(p.dtype, p.backward);
+  const int64_t maxCols = AlignDown(platform.UbBudget() / elemBytes, perBlock);  // one tile row at most
+  const int64_t cores = platform.vectorCores;
+  if (maxCols < perBlock || cores < 1)
+    throw TilingError(std::string(platform.name) + " has no room for one 32-byte block of SwiGLU columns");
+
+  // Columns: whole rows when a row fits in UB, else the fewest even column tiles that fit; with fewer
+  // rows than cores, rows of at least kSwigluMinSplitCols columns are split further to feed the cores.
+  int64_t colTiles = CeilDiv(p.inner, maxCols);  // maxCols is block-aligned, so inner <= maxCols fits padded
+  if (p.outer < cores) {
+    const int64_t forCores = CeilDiv(cores, p.outer);
+    colTiles = std::max(colTiles, std::min(forCores, p.inner / kSwigluMinSplitCols));
+  }
+  if (colTiles <= 1) {
+    colTiles = 1;
+    d.tileCols = uint32_t(p.inner);
+  } else {
+    d.tileCols = uint32_t(std::min(maxCols, CeilDiv(CeilDiv(p.inner, colTiles), perBlock) * perBlock));
+    colTiles = CeilDiv(p.inner, d.tileCols);
+  }
+  d.colTiles = colTiles;
+  d.tilePitch = RowPitch(d.tileCols, p.dtype);
+
+  // Rows: as many as fit in UB, but few enough that every core gets a task.
+  const int64_t maxRows = std::min<int64_t>(platform.UbBudget() / (int64_t(d.tilePitch) * elemBytes), 4095);
+  const int64_t rowTilesWanted = CeilDiv(cores, colTiles);
+  const int64_t rowsForBalance = CeilDiv(p.outer, rowTilesWanted);
+  d.tileRows = uint32_t(std::max<int64_t>(1, std::min(maxRows, rowsForBalance)));
+  d.rowTiles = CeilDiv(p.outer, d.tileRows);
+
+  d.taskCount = d.rowTiles * d.colTiles;
+  t.blockDim = uint32_t(std::min<int64_t>(cores, d.taskCount));
+  d.tasksPerBlock = d.taskCount / t.blockDim;
+  d.tasksRemainder = d.taskCount % t.blockDim;
+  const bool split = d.colTiles > 1;
+  t.tilingKey = p.backward ? (split ? SWIGLU_KEY_BACKWARD_SPLIT_ROWS : SWIGLU_KEY_BACKWARD_WHOLE_ROWS)
+                           : (split ? SWIGLU_KEY_FORWARD_SPLIT_ROWS : SWIGLU_KEY_FORWARD_WHOLE_ROWS);
+  return t;
+}
+
+}  // namespace tiling

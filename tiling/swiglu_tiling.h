@@ -1,0 +1,31 @@
+// Host tiling for SwiGLU (swiglu and swiglu_grad): a pure function of (outer, inner, dtype, direction)
+// and the platform.
+#pragma once
+#include "platform.h"
+#include "swiglu_tiling_data.h"
+
+namespace tiling {
+
+struct SwigluProblem {
+  int64_t outer;  // rows of x viewed as [outer, 2, inner]
+  int64_t inner;  // elements of each half per row
+  DType dtype;
+  bool backward;
+};
+
+struct SwigluTiling {
+  SwigluTilingData data;
+  uint32_t blockDim;  // 0 when there is nothing to compute
+  SwigluTilingKey tilingKey;
+};
+
+// UB bytes one tile element costs: the double-buffered queues (forward: A, B in, y out; backward:
+// dy, A, B in, dA, dB out) plus the fp32 work buffers.
+uint32_t SwigluBytesPerElem(DType dtype, bool backward);
+
+// Below this many columns a row is not split further just to give idle cores work.
+constexpr int64_t kSwigluMinSplitCols = 1024;
+
+SwigluTiling TileSwiglu(const SwigluProblem& problem, const PlatformInfo& platform);
+
+}  // namespace tiling
