@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include "twin_math.h"
 #include "twin_tensor.h"
 
 enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_MTE4, PIPE_MTE5, PIPE_V2, PIPE_FIX };
@@ -170,7 +171,7 @@ ASCENDC_TWIN_SCALAR(Mins, kArith, a < s ? a : s)
   inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {                  \
     twin::Unary<twin::DtypeSet::SET>(#NAME, dst, src, count, [](auto a) { return EXPR; });                      \
   }
-ASCENDC_TWIN_UNARY(Exp, kFloat, std::exp(float(a)))
+ASCENDC_TWIN_UNARY(Exp, kFloat, twin::ExpF(float(a)))
 ASCENDC_TWIN_UNARY(Ln, kFloat, std::log(float(a)))
 ASCENDC_TWIN_UNARY(Sqrt, kFloat, std::sqrt(float(a)))
 ASCENDC_TWIN_UNARY(Rsqrt, kFloat, 1.0f / std::sqrt(float(a)))
