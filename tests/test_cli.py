@@ -311,5 +311,5 @@ def test_bench_bad_arguments(capsys, args, pattern):
 def test_bench_csv_with_other_columns_is_refused(tmp_path, capsys):
     other = tmp_path / "old.csv"
     other.write_text("a,b\n1,2\n")
-    rc = cli.main(["bench", "--shape", "1,1,2,8", "--csv", str(other)])
+    rc = cli.main(["bench", "--op", "rotary_mul", "--shape", "1,1,2,8", "--csv", str(other)])
     assert "other columns" in assert_clean_error(rc, capsys.readouterr().err)

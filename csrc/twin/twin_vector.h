@@ -241,6 +241,24 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
 }
 
 // ---- reductions (count form): dst[0] = reduce(src[0:count]) ----
+namespace twin {
+// The device reduces in a tree (per 256-byte repeat, then across repeats), not left to right;
+// a pairwise sum over 64-element leaves keeps the fp32 rounding error at O(log n) like it.
+template <typename T>
+inline float TreeSum(const T* x, int32_t n) {
+  if (n <= 64) {
+    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) lanes[k] += float(x[i + k]);
+    for (; i < n; ++i) lanes[i % 8] += float(x[i]);
+    return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+  }
+  const int32_t half = (n / 2 + 63) / 64 * 64;
+  return TreeSum(x, half) + TreeSum(x + half, n - half);
+}
+}  // namespace twin
+
 template <typename T, bool isSetMask = true>
 inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
                       const int32_t count) {
@@ -250,14 +268,7 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
   twin::RequireOperand(src, count, api);
   twin::RequireOperand(dst, 1, api);
   twin::RequireOperand(sharedTmpBuffer, 1, api);
-  // Eight lanes like a vector register; the device also reduces in a tree, not left to right.
-  float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  const T* x = src.TwinData();
-  int32_t i = 0;
-  for (; i + 8 <= count; i += 8)
-    for (int k = 0; k < 8; ++k) lanes[k] += float(x[i + k]);
-  for (; i < count; ++i) lanes[i % 8] += float(x[i]);
-  dst.TwinData()[0] = T(((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7])));
+  dst.TwinData()[0] = T(twin::TreeSum(src.TwinData(), count));
 }
 
 template <typename T>

@@ -10,6 +10,7 @@ library_path = load()
 from . import op_proto  # noqa: E402
 from .rope import rope_customer, rotary_mul  # noqa: E402
 from .glu import swiglu  # noqa: E402
+from .norm import add_rms_norm, rms_norm  # noqa: E402
 
-__all__ = ["backends", "library_path", "op_proto", "rope_customer", "rotary_mul", "swiglu"]
+__all__ = ["add_rms_norm", "backends", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu"]
 __version__ = "0.1.0"

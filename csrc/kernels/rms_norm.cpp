@@ -1,0 +1,344 @@
+// RMSNorm forward (torch_npu npu_rms_norm) and AddRmsNorm forward (npu_add_rms_norm), for rows of
+// any length N (the normalized dims, flattened):
+//   add_rms_norm only:  x    = round_T(x1 + x2)             (the x output; the value normalized)
+//                       rstd = 1 / sqrt(sum(x^2) / N + eps)  (fp32, one per row)
+//                       y    = round_T((x * rstd) * gamma)    (fp32 throughout, one rounding)
+// NORM_SINGLE_PASS: tiles of whole rows; NORM_SPLIT_ROW: a row longer than UB is read twice in
+// column chunks (pass 1 sums the squares, pass 2 normalizes). Reductions cover only the N valid
+// columns (ReduceSum count form): DataCopyPad's padding past the row end is never summed.
+#include "kernel_operator.h"
+#include "kernel_utils.h"
+#include "norm_tiling_data.h"
+
+using namespace AscendC;
+
+constexpr int32_t NORM_BUFFER_NUM = 2;  // double buffering: load tile i+1 while computing tile i
+
+template <typename T, typename G, bool ADD>
+class KernelRmsNorm {
+ public:
+  __aicore__ inline KernelRmsNorm() {}
+
+  __aicore__ inline void Init(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
+                              const NormTilingData& tiling, TPipe* pipe) {
+    t_ = tiling;
+    BlockTaskRange(t_.rowsPerBlock, t_.rowsRemainder, rowBegin_, rowCount_);
+    const uint64_t total = static_cast<uint64_t>(t_.rows) * t_.hidden;
+    x1Gm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x1), total);
+    yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), total);
+    rstdGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rstd), t_.rows);
+    gammaGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(gamma), t_.hidden);
+    const uint32_t elems = t_.tileRows * t_.chunk;
+    pipe->InitBuffer(inX1_, NORM_BUFFER_NUM, elems * sizeof(T));
+    pipe->InitBuffer(outY_, NORM_BUFFER_NUM, elems * sizeof(T));
+    if constexpr (ADD) {
+      x2Gm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x2), total);
+      xOutGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(xOut), total);
+      pipe->InitBuffer(inX2_, NORM_BUFFER_NUM, elems * sizeof(T));
+      pipe->InitBuffer(outX_, NORM_BUFFER_NUM, elems * sizeof(T));
+    }
+    pipe->InitBuffer(xfBuf_, elems * sizeof(float));
+    pipe->InitBuffer(workBuf_, elems * sizeof(float));
+    pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
+    pipe->InitBuffer(outRstd_, NORM_BUFFER_NUM, t_.tileRows * sizeof(float));
+    pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
+    pipe->InitBuffer(gammaRawBuf_, t_.chunk * sizeof(G));
+    pipe->InitBuffer(gammaBuf_, t_.chunk * sizeof(float));
+  }
+
+  __aicore__ inline void Process() {
+    if (rowCount_ <= 0) return;
+    if (t_.tilingKey == NORM_SINGLE_PASS) {
+      LoadGamma(0, t_.hidden);  // one gamma row serves every tile of the block
+      for (int64_t done = 0; done < rowCount_; done += t_.tileRows) {
+        const int64_t left = rowCount_ - done;
+        const uint32_t rows = static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
+        ProcessTile(rowBegin_ + done, rows);
+      }
+    } else {
+      for (int64_t row = rowBegin_; row < rowBegin_ + rowCount_; ++row) ProcessLongRow(row);
+    }
+  }
+
+ private:
+  static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
+
+  // Elements one row of `len` columns occupies in UB once DataCopyPad has padded it to 32 bytes.
+  __aicore__ inline uint32_t Landed(uint32_t len) const {
+    constexpr uint32_t per = 32 / sizeof(T);
+    return (len + per - 1) / per * per;
+  }
+
+  // gamma[col, col + len) in fp32 into gammaBuf_.
+  __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
+    LocalTensor<float> gammaF = gammaBuf_.Get<float>();
+    SetFlag<HardEvent::V_MTE2>(0);  // the previous chunk's gamma has been used
+    WaitFlag<HardEvent::V_MTE2>(0);
+    if constexpr (sizeof(G) == sizeof(float)) {
+      DataCopyPad(gammaF.template ReinterpretCast<G>(), gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0),
+                  DataCopyPadExtParams<G>());
+      SetFlag<HardEvent::MTE2_V>(0);
+      WaitFlag<HardEvent::MTE2_V>(0);
+    } else {
+      LocalTensor<G> raw = gammaRawBuf_.Get<G>();
+      DataCopyPad(raw, gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0), DataCopyPadExtParams<G>());
+      SetFlag<HardEvent::MTE2_V>(0);
+      WaitFlag<HardEvent::MTE2_V>(0);
+      Cast(gammaF, raw, RoundMode::CAST_NONE, len);
+    }
+    PipeBarrier<PIPE_V>();
+  }
+
+  // `rows` rows of x1 (and x2), columns [col, col + len), into the input queues.
+  __aicore__ inline void CopyIn(int64_t row, uint32_t rows, uint32_t col, uint32_t len) {
+    const DataCopyExtParams params(static_cast<uint16_t>(rows), len * sizeof(T), (t_.hidden - len) * sizeof(T), 0, 0);
+    const uint64_t at = static_cast<uint64_t>(row) * t_.hidden + col;
+    LocalTensor<T> x1 = inX1_.AllocTensor<T>();
+    DataCopyPad(x1, x1Gm_[at], params, DataCopyPadExtParams<T>());
+    inX1_.EnQue(x1);
+    if constexpr (ADD) {
+      LocalTensor<T> x2 = inX2_.AllocTensor<T>();
+      DataCopyPad(x2, x2Gm_[at], params, DataCopyPadExtParams<T>());
+      inX2_.EnQue(x2);
+    }
+  }
+
+  // 1. xf = float(x1), or for add_rms_norm xf = float(round_T(x1 + x2)) with the rounded sum
+  //    enqueued as the x output when `emitX` (pass 2 of a long row recomputes it, bit-identical).
+  __aicore__ inline void LoadAsFloat(LocalTensor<float>& xf, int32_t n, bool emitX) {
+    LocalTensor<T> x1 = inX1_.DeQue<T>();
+    if constexpr (!ADD) {
+      ToFloat(xf, x1, n);
+    } else {
+      LocalTensor<T> x2 = inX2_.DeQue<T>();
+      LocalTensor<T> xo = outX_.AllocTensor<T>();
+      if constexpr (IsFloat()) {
+        Add(xo, x1, x2, n);  // fp32: the sum is already rounded once
+        PipeBarrier<PIPE_V>();
+        DataCopy(xf, xo, static_cast<uint32_t>(n));
+      } else {
+        LocalTensor<float> w = workBuf_.Get<float>();
+        Cast(xf, x1, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+        Cast(w, x2, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+        PipeBarrier<PIPE_V>();
+        Add(xf, xf, w, n);
+        PipeBarrier<PIPE_V>();
+        Cast(xo, xf, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // one rounding to T
+        PipeBarrier<PIPE_V>();
+        Cast(xf, xo, RoundMode::CAST_NONE, static_cast<uint32_t>(n));  // normalize the rounded x
+      }
+      inX2_.FreeTensor(x2);
+      if (emitX) {
+        outX_.EnQue(xo);
+      } else {
+        outX_.FreeTensor(xo);
+      }
+    }
+    inX1_.FreeTensor(x1);
+    PipeBarrier<PIPE_V>();
+  }
+
+  __aicore__ inline void ToFloat(LocalTensor<float>& dst, LocalTensor<T>& src, int32_t n) {
+    if constexpr (IsFloat()) {
+      DataCopy(dst, src.template ReinterpretCast<float>(), static_cast<uint32_t>(n));
+    } else {
+      Cast(dst, src, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+    }
+  }
+
+  // 3. rstd = 1 / sqrt(sums / N + eps) for `slots` sums 8 floats apart (lanes 1..7 are scratch).
+  __aicore__ inline void RstdFromSums(LocalTensor<float>& sums, uint32_t slots) {
+    const int32_t n = static_cast<int32_t>(slots * 8);
+    LocalTensor<float> ones = workBuf_.Get<float>();
+    Duplicate(ones, 1.0f, n);
+    Muls(sums, sums, t_.invHidden, n);
+    PipeBarrier<PIPE_V>();
+    Adds(sums, sums, t_.epsilon, n);
+    PipeBarrier<PIPE_V>();
+    Sqrt(sums, sums, n);
+    PipeBarrier<PIPE_V>();
+    Div(sums, ones, sums, n);
+    SetFlag<HardEvent::V_S>(0);  // the scalar unit reads the rstd values next
+    WaitFlag<HardEvent::V_S>(0);
+  }
+
+  // Single-pass: `rows` whole rows starting at `row`.
+  __aicore__ inline void ProcessTile(int64_t row, uint32_t rows) {
+    const uint32_t n = t_.hidden, pitch = t_.rowPitch;
+    const int32_t tileElems = static_cast<int32_t>(rows * pitch);
+    CopyIn(row, rows, 0, n);
+    LocalTensor<float> xf = xfBuf_.Get<float>();
+    LoadAsFloat(xf, tileElems, true);
+    if constexpr (ADD) CopyOutX(row, rows, 0, n);
+
+    // 2. sum of squares of each row's N valid columns
+    LocalTensor<float> work = workBuf_.Get<float>();
+    LocalTensor<float> sums = sumBuf_.Get<float>();
+    LocalTensor<float> tmp = tmpBuf_.Get<float>();
+    Mul(work, xf, xf, tileElems);
+    PipeBarrier<PIPE_V>();
+    for (uint32_t r = 0; r < rows; ++r) {
+      ReduceSum(sums[r * 8], work[r * pitch], tmp, static_cast<int32_t>(n));
+      PipeBarrier<PIPE_V>();
+    }
+    // 3. rstd per row
+    RstdFromSums(sums, rows);
+
+    // 4. y = (x * rstd) * gamma in fp32; 5. one rounding to T
+    LocalTensor<T> y = outY_.AllocTensor<T>();
+    LocalTensor<float> rstdOut = outRstd_.AllocTensor<float>();
+    LocalTensor<float> yf;
+    if constexpr (IsFloat()) {
+      yf = y.template ReinterpretCast<float>();
+    } else {
+      yf = work;
+    }
+    LocalTensor<float> gammaF = gammaBuf_.Get<float>();
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float rstd = sums.GetValue(r * 8);
+      rstdOut.SetValue(r, rstd);
+      Muls(yf[r * pitch], xf[r * pitch], rstd, static_cast<int32_t>(n));
+      PipeBarrier<PIPE_V>();
+      Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
+    }
+    if constexpr (!IsFloat()) {
+      PipeBarrier<PIPE_V>();
+      Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(tileElems));
+    }
+    outY_.EnQue(y);
+    SetFlag<HardEvent::S_MTE3>(0);  // rstdOut was written by the scalar unit
+    WaitFlag<HardEvent::S_MTE3>(0);
+    outRstd_.EnQue(rstdOut);
+    CopyOutY(row, rows, 0, n);
+    CopyOutRstd(row, rows);
+  }
+
+  // Split-row: one row in column chunks, read twice.
+  __aicore__ inline void ProcessLongRow(int64_t row) {
+    LocalTensor<float> xf = xfBuf_.Get<float>();
+    LocalTensor<float> work = workBuf_.Get<float>();
+    LocalTensor<float> sums = sumBuf_.Get<float>();
+    LocalTensor<float> tmp = tmpBuf_.Get<float>();
+    // Pass 1. sum of squares, chunk by chunk (each chunk reduced over its valid columns only)
+    float sumSq = 0.0f;
+    for (uint32_t c = 0; c < t_.chunkCount; ++c) {
+      const uint32_t col = c * t_.chunk;
+      const uint32_t len = ChunkLen(col);
+      const int32_t landed = static_cast<int32_t>(Landed(len));
+      CopyIn(row, 1, col, len);
+      LoadAsFloat(xf, landed, true);
+      if constexpr (ADD) CopyOutX(row, 1, col, len);
+      Mul(work, xf, xf, landed);
+      PipeBarrier<PIPE_V>();
+      ReduceSum(sums, work, tmp, static_cast<int32_t>(len));
+      SetFlag<HardEvent::V_S>(0);
+      WaitFlag<HardEvent::V_S>(0);
+      sumSq += sums.GetValue(0);
+    }
+    sums.SetValue(0, sumSq);
+    SetFlag<HardEvent::S_V>(0);  // the vector unit reads the scalar-written sum next
+    WaitFlag<HardEvent::S_V>(0);
+    RstdFromSums(sums, 1);
+    const float rstd = sums.GetValue(0);
+    LocalTensor<float> rstdOut = outRstd_.AllocTensor<float>();
+    rstdOut.SetValue(0, rstd);
+    SetFlag<HardEvent::S_MTE3>(0);
+    WaitFlag<HardEvent::S_MTE3>(0);
+    outRstd_.EnQue(rstdOut);
+    CopyOutRstd(row, 1);
+
+    // Pass 2. y = (x * rstd) * gamma, chunk by chunk
+    LocalTensor<float> gammaF = gammaBuf_.Get<float>();
+    for (uint32_t c = 0; c < t_.chunkCount; ++c) {
+      const uint32_t col = c * t_.chunk;
+      const uint32_t len = ChunkLen(col);
+      const int32_t landed = static_cast<int32_t>(Landed(len));
+      LoadGamma(col, len);
+      CopyIn(row, 1, col, len);
+      LoadAsFloat(xf, landed, false);
+      LocalTensor<T> y = outY_.AllocTensor<T>();
+      LocalTensor<float> yf;
+      if constexpr (IsFloat()) {
+        yf = y.template ReinterpretCast<float>();
+      } else {
+        yf = work;
+      }
+      Muls(yf, xf, rstd, static_cast<int32_t>(len));
+      PipeBarrier<PIPE_V>();
+      Mul(yf, yf, gammaF, static_cast<int32_t>(len));
+      if constexpr (!IsFloat()) {
+        PipeBarrier<PIPE_V>();
+        Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(landed));
+      }
+      outY_.EnQue(y);
+      CopyOutY(row, 1, col, len);
+    }
+  }
+
+  __aicore__ inline uint32_t ChunkLen(uint32_t col) const {
+    const uint32_t left = t_.hidden - col;
+    return left < t_.chunk ? left : t_.chunk;
+  }
+
+  __aicore__ inline void CopyOutY(int64_t row, uint32_t rows, uint32_t col, uint32_t len) {
+    LocalTensor<T> y = outY_.DeQue<T>();
+    DataCopyPad(yGm_[static_cast<uint64_t>(row) * t_.hidden + col], y,
+                DataCopyExtParams(static_cast<uint16_t>(rows), len * sizeof(T), 0, (t_.hidden - len) * sizeof(T), 0));
+    outY_.FreeTensor(y);
+  }
+
+  __aicore__ inline void CopyOutX(int64_t row, uint32_t rows, uint32_t col, uint32_t len) {
+    if constexpr (ADD) {
+      LocalTensor<T> xo = outX_.DeQue<T>();
+      DataCopyPad(xOutGm_[static_cast<uint64_t>(row) * t_.hidden + col], xo,
+                  DataCopyExtParams(static_cast<uint16_t>(rows), len * sizeof(T), 0, (t_.hidden - len) * sizeof(T), 0));
+      outX_.FreeTensor(xo);
+    }
+  }
+
+  __aicore__ inline void CopyOutRstd(int64_t row, uint32_t rows) {
+    LocalTensor<float> rstdOut = outRstd_.DeQue<float>();
+    DataCopyPad(rstdGm_[row], rstdOut, DataCopyExtParams(1, rows * sizeof(float), 0, 0, 0));
+    outRstd_.FreeTensor(rstdOut);
+  }
+
+  NormTilingData t_;
+  int64_t rowBegin_ = 0, rowCount_ = 0;
+  GlobalTensor<T> x1Gm_, x2Gm_, yGm_, xOutGm_;
+  GlobalTensor<float> rstdGm_;
+  GlobalTensor<G> gammaGm_;
+  TQue<QuePosition::VECIN, NORM_BUFFER_NUM> inX1_, inX2_;
+  TQue<QuePosition::VECOUT, NORM_BUFFER_NUM> outY_, outX_, outRstd_;
+  TBuf<TPosition::VECCALC> xfBuf_, workBuf_, sumBuf_, tmpBuf_, gammaRawBuf_, gammaBuf_;
+};
+
+template <typename T, typename G, bool ADD>
+__aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
+                                  GM_ADDR tiling) {
+  NormTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  TPipe pipe;
+  KernelRmsNorm<T, G, ADD> op;
+  op.Init(x1, x2, gamma, y, rstd, xOut, tilingData, &pipe);
+  op.Process();
+}
+
+// One entry per (x, gamma) dtype pair of op_proto/rms_norm.json and op_proto/add_rms_norm.json.
+#define RMS_NORM_ENTRIES(NAME, T, G)                                                                              \
+  extern "C" __global__ __aicore__ void rms_norm_##NAME(GM_ADDR x, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd,         \
+                                                        GM_ADDR workspace, GM_ADDR tiling) {                       \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
+    RunRmsNorm<T, G, false>(x, x, gamma, y, rstd, y, tiling);                                                      \
+  }                                                                                                                \
+  extern "C" __global__ __aicore__ void add_rms_norm_##NAME(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y,      \
+                                                            GM_ADDR rstd, GM_ADDR x, GM_ADDR workspace,            \
+                                                            GM_ADDR tiling) {                                      \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
+    RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                                                     \
+  }
+
+RMS_NORM_ENTRIES(float_float, float, float)
+RMS_NORM_ENTRIES(half_float, half, float)
+RMS_NORM_ENTRIES(bfloat16_float, bfloat16_t, float)
+RMS_NORM_ENTRIES(half_half, half, half)
+RMS_NORM_ENTRIES(bfloat16_bfloat16, bfloat16_t, bfloat16_t)

@@ -1,0 +1,405 @@
+// RMSNorm backward (rms_norm_grad, add_rms_norm_grad) for rows of any length N, with
+// dg = dy * gamma (all fp32):
+//   dx     = rstd * dg - x * (rstd^3 * sum(dg * x) / N)
+//            [+ dx_out for add_rms_norm_grad: the gradient flowing into its x output]
+//   dgamma = sum over rows of dy * xhat
+// dgamma is deterministic: each block accumulates its rows in fp32 into its own row of the
+// workspace (partials [blockDim, N]); the second kernel, rms_norm_dgamma_*, sums those rows in
+// block order and rounds once to gamma's dtype.
+// NORM_SINGLE_PASS: tiles of whole rows, the block's dgamma row accumulated in UB.
+// NORM_SPLIT_ROW: groups of up to NORM_SPLIT_GROUP_ROWS rows; pass 1 reduces each row chunk by
+// chunk; pass 2 walks the chunks, updating that chunk's dgamma partial for every row of the group.
+#include "kernel_operator.h"
+#include "kernel_utils.h"
+#include "norm_tiling_data.h"
+
+using namespace AscendC;
+
+constexpr int32_t NORM_GRAD_BUFFER_NUM = 2;
+
+template <typename T, typename G, bool ADD>
+class KernelRmsNormGrad {
+ public:
+  __aicore__ inline KernelRmsNormGrad() {}
+
+  __aicore__ inline void Init(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,
+                              GM_ADDR partials, const NormTilingData& tiling, TPipe* pipe) {
+    t_ = tiling;
+    BlockTaskRange(t_.rowsPerBlock, t_.rowsRemainder, rowBegin_, rowCount_);
+    const uint64_t total = static_cast<uint64_t>(t_.rows) * t_.hidden;
+    dyGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy), total);
+    xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), total);
+    dxGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dx), total);
+    rstdGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rstd), t_.rows);
+    gammaGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(gamma), t_.hidden);
+    partGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials) + GetBlockIdx() * t_.hidden, t_.hidden);
+    const uint32_t elems = t_.tileRows * t_.chunk;
+    pipe->InitBuffer(inDy_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
+    pipe->InitBuffer(inX_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
+    pipe->InitBuffer(outDx_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
+    if constexpr (ADD) {
+      dxOutGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dxOut), total);
+      pipe->InitBuffer(inDxOut_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
+    }
+    pipe->InitBuffer(dyfBuf_, elems * sizeof(float));
+    pipe->InitBuffer(xfBuf_, elems * sizeof(float));
+    pipe->InitBuffer(dgBuf_, elems * sizeof(float));
+    pipe->InitBuffer(workBuf_, elems * sizeof(float));
+    pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
+    pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
+    pipe->InitBuffer(gammaRawBuf_, t_.chunk * sizeof(G));
+    pipe->InitBuffer(gammaBuf_, t_.chunk * sizeof(float));
+    pipe->InitBuffer(accBuf_, t_.chunk * sizeof(float));
+  }
+
+  __aicore__ inline void Process() {
+    if (rowCount_ <= 0) return;
+    if (t_.tilingKey == NORM_SINGLE_PASS) {
+      LoadGamma(0, t_.hidden);
+      LocalTensor<float> acc = accBuf_.Get<float>();
+      Duplicate(acc, 0.0f, static_cast<int32_t>(t_.rowPitch));
+      PipeBarrier<PIPE_V>();
+      for (int64_t done = 0; done < rowCount_; done += t_.tileRows) {
+        const int64_t left = rowCount_ - done;
+        ProcessTile(rowBegin_ + done, static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows));
+      }
+      StorePartial(0, t_.hidden);
+    } else {
+      for (int64_t done = 0; done < rowCount_; done += NORM_SPLIT_GROUP_ROWS) {
+        const int64_t left = rowCount_ - done;
+        ProcessGroup(rowBegin_ + done, static_cast<uint32_t>(left < NORM_SPLIT_GROUP_ROWS ? left : NORM_SPLIT_GROUP_ROWS),
+                     done == 0);
+      }
+    }
+  }
+
+ private:
+  static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
+
+  __aicore__ inline uint32_t Landed(uint32_t len) const {
+    constexpr uint32_t per = 32 / sizeof(T);
+    return (len + per - 1) / per * per;
+  }
+
+  __aicore__ inline uint32_t ChunkLen(uint32_t col) const {
+    const uint32_t left = t_.hidden - col;
+    return left < t_.chunk ? left : t_.chunk;
+  }
+
+  __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
+    LocalTensor<float> gammaF = gammaBuf_.Get<float>();
+    SetFlag<HardEvent::V_MTE2>(0);
+    WaitFlag<HardEvent::V_MTE2>(0);
+    if constexpr (sizeof(G) == sizeof(float)) {
+      DataCopyPad(gammaF.template ReinterpretCast<G>(), gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0),
+                  DataCopyPadExtParams<G>());
+      SetFlag<HardEvent::MTE2_V>(0);
+      WaitFlag<HardEvent::MTE2_V>(0);
+    } else {
+      LocalTensor<G> raw = gammaRawBuf_.Get<G>();
+      DataCopyPad(raw, gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0), DataCopyPadExtParams<G>());
+      SetFlag<HardEvent::MTE2_V>(0);
+      WaitFlag<HardEvent::MTE2_V>(0);
+      Cast(gammaF, raw, RoundMode::CAST_NONE, len);
+    }
+    PipeBarrier<PIPE_V>();
+  }
+
+  __aicore__ inline void CopyIn(int64_t row, uint32_t rows, uint32_t col, uint32_t len, bool withDxOut) {
+    const DataCopyExtParams params(static_cast<uint16_t>(rows), len * sizeof(T), (t_.hidden - len) * sizeof(T), 0, 0);
+    const uint64_t at = static_cast<uint64_t>(row) * t_.hidden + col;
+    LocalTensor<T> dy = inDy_.AllocTensor<T>();
+    DataCopyPad(dy, dyGm_[at], params, DataCopyPadExtParams<T>());
+    inDy_.EnQue(dy);
+    LocalTensor<T> x = inX_.AllocTensor<T>();
+    DataCopyPad(x, xGm_[at], params, DataCopyPadExtParams<T>());
+    inX_.EnQue(x);
+    if constexpr (ADD) {
+      if (withDxOut) {
+        LocalTensor<T> d = inDxOut_.AllocTensor<T>();
+        DataCopyPad(d, dxOutGm_[at], params, DataCopyPadExtParams<T>());
+        inDxOut_.EnQue(d);
+      }
+    }
+  }
+
+  __aicore__ inline void ToFloat(const LocalTensor<float>& dst, LocalTensor<T>& src, int32_t n) {
+    if constexpr (IsFloat()) {
+      DataCopy(dst, src.template ReinterpretCast<float>(), static_cast<uint32_t>(n));
+    } else {
+      Cast(dst, src, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+    }
+  }
+
+  // 1. dyf, xf in fp32 from the input queues.
+  __aicore__ inline void LoadDyX(int32_t n) {
+    LocalTensor<T> dy = inDy_.DeQue<T>();
+    LocalTensor<T> x = inX_.DeQue<T>();
+    ToFloat(dyfBuf_.Get<float>(), dy, n);
+    ToFloat(xfBuf_.Get<float>(), x, n);
+    inDy_.FreeTensor(dy);
+    inX_.FreeTensor(x);
+    PipeBarrier<PIPE_V>();
+  }
+
+  // 2. dg = dy * gamma and (when `reduce`) S = sum(dg * x) into sums[slot], for one row of `len`
+  //    columns at offset `o`.
+  __aicore__ inline void RowTerms(uint32_t o, uint32_t len, bool reduce, uint32_t slot) {
+    LocalTensor<float> dyf = dyfBuf_.Get<float>();
+    LocalTensor<float> xf = xfBuf_.Get<float>();
+    LocalTensor<float> dg = dgBuf_.Get<float>();
+    LocalTensor<float> work = workBuf_.Get<float>();
+    const int32_t n = static_cast<int32_t>(len);
+    Mul(dg[o], dyf[o], gammaBuf_.Get<float>(), n);
+    PipeBarrier<PIPE_V>();
+    if (reduce) {
+      Mul(work[o], dg[o], xf[o], n);
+      PipeBarrier<PIPE_V>();
+      ReduceSum(sumBuf_.Get<float>()[slot * 8], work[o], tmpBuf_.Get<float>(), n);
+      PipeBarrier<PIPE_V>();
+    }
+  }
+
+  // 3. dgamma partial += (dy * rstd) * x;  4. dx = rstd * dg - x * c with c = rstd^3 * S / N, into
+  //    work (the formula's own order: two products and one subtraction, so a cancelling dx keeps
+  //    its accuracy).
+  __aicore__ inline void RowGrads(uint32_t o, uint32_t len, float rstd, float c, LocalTensor<float>& acc) {
+    LocalTensor<float> dyf = dyfBuf_.Get<float>();
+    LocalTensor<float> xf = xfBuf_.Get<float>();
+    LocalTensor<float> dg = dgBuf_.Get<float>();
+    LocalTensor<float> work = workBuf_.Get<float>();
+    const int32_t n = static_cast<int32_t>(len);
+    Muls(dyf[o], dyf[o], rstd, n);
+    Muls(work[o], xf[o], -c, n);
+    Muls(dg[o], dg[o], rstd, n);
+    PipeBarrier<PIPE_V>();
+    MulAddDst(acc, dyf[o], xf[o], n);
+    Add(work[o], dg[o], work[o], n);
+    PipeBarrier<PIPE_V>();
+  }
+
+  // 5. dx to T (one rounding) and out; for add_rms_norm_grad dx_out is added first in fp32.
+  __aicore__ inline void FinishDx(int64_t row, uint32_t rows, uint32_t col, uint32_t len, int32_t n) {
+    LocalTensor<float> work = workBuf_.Get<float>();
+    if constexpr (ADD) {
+      LocalTensor<T> d = inDxOut_.DeQue<T>();
+      LocalTensor<float> dyf = dyfBuf_.Get<float>();  // dy is no longer needed: reuse its buffer
+      ToFloat(dyf, d, n);
+      inDxOut_.FreeTensor(d);
+      PipeBarrier<PIPE_V>();
+      Add(work, work, dyf, n);
+      PipeBarrier<PIPE_V>();
+    }
+    LocalTensor<T> dx = outDx_.AllocTensor<T>();
+    if constexpr (IsFloat()) {
+      DataCopy(dx.template ReinterpretCast<float>(), work, static_cast<uint32_t>(n));
+    } else {
+      Cast(dx, work, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+    }
+    outDx_.EnQue(dx);
+    dx = outDx_.DeQue<T>();
+    DataCopyPad(dxGm_[static_cast<uint64_t>(row) * t_.hidden + col], dx,
+                DataCopyExtParams(static_cast<uint16_t>(rows), len * sizeof(T), 0, (t_.hidden - len) * sizeof(T), 0));
+    outDx_.FreeTensor(dx);
+  }
+
+  __aicore__ inline void ProcessTile(int64_t row, uint32_t rows) {
+    const uint32_t n = t_.hidden, pitch = t_.rowPitch;
+    const int32_t tileElems = static_cast<int32_t>(rows * pitch);
+    CopyIn(row, rows, 0, n, true);
+    LoadDyX(tileElems);
+    for (uint32_t r = 0; r < rows; ++r) RowTerms(r * pitch, n, true, r);
+    SetFlag<HardEvent::V_S>(0);  // the sums are read by the scalar unit
+    WaitFlag<HardEvent::V_S>(0);
+    LocalTensor<float> sums = sumBuf_.Get<float>();
+    LocalTensor<float> acc = accBuf_.Get<float>();
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float rstd = rstdGm_.GetValue(row + r);
+      const float c = rstd * rstd * rstd * (sums.GetValue(r * 8) * t_.invHidden);
+      RowGrads(r * pitch, n, rstd, c, acc);
+    }
+    FinishDx(row, rows, 0, n, tileElems);
+  }
+
+  // Split-row: `rows` rows from `row`; the first group of a block starts its partials at zero.
+  __aicore__ inline void ProcessGroup(int64_t row, uint32_t rows, bool first) {
+    float rstd[NORM_SPLIT_GROUP_ROWS];
+    float coef[NORM_SPLIT_GROUP_ROWS];  // c = rstd^3 * S / N
+    LocalTensor<float> sums = sumBuf_.Get<float>();
+    // Pass 1. S = sum(dg * x) per row, chunk by chunk
+    for (uint32_t r = 0; r < rows; ++r) {
+      rstd[r] = rstdGm_.GetValue(row + r);
+      float total = 0.0f;
+      for (uint32_t c = 0; c < t_.chunkCount; ++c) {
+        const uint32_t col = c * t_.chunk;
+        const uint32_t len = ChunkLen(col);
+        LoadGamma(col, len);
+        CopyIn(row + r, 1, col, len, false);
+        LoadDyX(static_cast<int32_t>(Landed(len)));
+        RowTerms(0, len, true, 0);
+        SetFlag<HardEvent::V_S>(0);
+        WaitFlag<HardEvent::V_S>(0);
+        total += sums.GetValue(0);
+      }
+      coef[r] = rstd[r] * rstd[r] * rstd[r] * (total * t_.invHidden);
+    }
+    // Pass 2. chunk by chunk: dx of every row of the group, and that chunk's dgamma partial
+    LocalTensor<float> acc = accBuf_.Get<float>();
+    for (uint32_t c = 0; c < t_.chunkCount; ++c) {
+      const uint32_t col = c * t_.chunk;
+      const uint32_t len = ChunkLen(col);
+      const int32_t landed = static_cast<int32_t>(Landed(len));
+      SetFlag<HardEvent::MTE3_V>(0);  // the previous chunk's partial has left acc
+      WaitFlag<HardEvent::MTE3_V>(0);
+      if (first) {
+        Duplicate(acc, 0.0f, static_cast<int32_t>(len));
+      } else {
+        SetFlag<HardEvent::MTE3_MTE2>(0);  // read back what this block wrote to GM
+        WaitFlag<HardEvent::MTE3_MTE2>(0);
+        DataCopyPad(acc, partGm_[col], DataCopyExtParams(1, len * sizeof(float), 0, 0, 0),
+                    DataCopyPadExtParams<float>());
+        SetFlag<HardEvent::MTE2_V>(0);
+        WaitFlag<HardEvent::MTE2_V>(0);
+      }
+      LoadGamma(col, len);
+      for (uint32_t r = 0; r < rows; ++r) {
+        CopyIn(row + r, 1, col, len, true);
+        LoadDyX(landed);
+        RowTerms(0, len, false, 0);
+        RowGrads(0, len, rstd[r], coef[r], acc);
+        FinishDx(row + r, 1, col, len, landed);
+      }
+      StorePartial(col, len);
+    }
+  }
+
+  __aicore__ inline void StorePartial(uint32_t col, uint32_t len) {
+    SetFlag<HardEvent::V_MTE3>(0);
+    WaitFlag<HardEvent::V_MTE3>(0);
+    DataCopyPad(partGm_[col], accBuf_.Get<float>(), DataCopyExtParams(1, len * sizeof(float), 0, 0, 0));
+  }
+
+  NormTilingData t_;
+  int64_t rowBegin_ = 0, rowCount_ = 0;
+  GlobalTensor<T> dyGm_, xGm_, dxGm_, dxOutGm_;
+  GlobalTensor<float> rstdGm_, partGm_;
+  GlobalTensor<G> gammaGm_;
+  TQue<QuePosition::VECIN, NORM_GRAD_BUFFER_NUM> inDy_, inX_, inDxOut_;
+  TQue<QuePosition::VECOUT, NORM_GRAD_BUFFER_NUM> outDx_;
+  TBuf<TPosition::VECCALC> dyfBuf_, xfBuf_, dgBuf_, workBuf_, sumBuf_, tmpBuf_, gammaRawBuf_, gammaBuf_, accBuf_;
+};
+
+// dgamma = sum over the blockDim partial rows, in block order (deterministic), rounded once to G.
+template <typename G>
+class KernelDgammaReduce {
+ public:
+  __aicore__ inline KernelDgammaReduce() {}
+
+  __aicore__ inline void Init(GM_ADDR partials, GM_ADDR dgamma, const NormTilingData& tiling, TPipe* pipe) {
+    t_ = tiling;
+    partGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials), static_cast<uint64_t>(t_.blockDim) * t_.hidden);
+    outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(dgamma), t_.hidden);
+    pipe->InitBuffer(inPart_, NORM_GRAD_BUFFER_NUM, t_.reduceChunk * sizeof(float));
+    pipe->InitBuffer(accBuf_, t_.reduceChunk * sizeof(float));
+    pipe->InitBuffer(outG_, NORM_GRAD_BUFFER_NUM, t_.reduceChunk * sizeof(G));
+  }
+
+  __aicore__ inline void Process() {
+    int64_t begin = 0, count = 0;
+    BlockTaskRange(t_.reduceTasksPerBlock, t_.reduceTasksRemainder, begin, count);
+    LocalTensor<float> acc = accBuf_.Get<float>();
+    for (int64_t task = begin; task < begin + count; ++task) {
+      const uint32_t col = static_cast<uint32_t>(task) * t_.reduceChunk;
+      const uint32_t left = t_.hidden - col;
+      const uint32_t len = left < t_.reduceChunk ? left : t_.reduceChunk;
+      const uint32_t landed = (len + 7) / 8 * 8;
+      for (uint32_t p = 0; p < t_.blockDim; ++p) {
+        LocalTensor<float> part = inPart_.AllocTensor<float>();
+        DataCopyPad(part, partGm_[static_cast<uint64_t>(p) * t_.hidden + col],
+                    DataCopyExtParams(1, len * sizeof(float), 0, 0, 0), DataCopyPadExtParams<float>());
+        inPart_.EnQue(part);
+        part = inPart_.DeQue<float>();
+        // 1. acc = partial 0 + partial 1 + ... in block order
+        if (p == 0) {
+          DataCopy(acc, part, landed);
+        } else {
+          Add(acc, acc, part, static_cast<int32_t>(len));
+        }
+        PipeBarrier<PIPE_V>();
+        inPart_.FreeTensor(part);
+      }
+      // 2. one rounding to gamma's dtype
+      LocalTensor<G> out = outG_.AllocTensor<G>();
+      if constexpr (sizeof(G) == sizeof(float)) {
+        DataCopy(out.template ReinterpretCast<float>(), acc, landed);
+      } else {
+        Cast(out, acc, RoundMode::CAST_RINT, len);
+      }
+      outG_.EnQue(out);
+      out = outG_.DeQue<G>();
+      DataCopyPad(outGm_[col], out, DataCopyExtParams(1, len * sizeof(G), 0, 0, 0));
+      outG_.FreeTensor(out);
+    }
+  }
+
+ private:
+  NormTilingData t_;
+  GlobalTensor<float> partGm_;
+  GlobalTensor<G> outGm_;
+  TQue<QuePosition::VECIN, NORM_GRAD_BUFFER_NUM> inPart_;
+  TQue<QuePosition::VECOUT, NORM_GRAD_BUFFER_NUM> outG_;
+  TBuf<TPosition::VECCALC> accBuf_;
+};
+
+template <typename T, typename G, bool ADD>
+__aicore__ inline void RunRmsNormGrad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,
+                                      GM_ADDR partials, GM_ADDR tiling) {
+  NormTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  TPipe pipe;
+  KernelRmsNormGrad<T, G, ADD> op;
+  op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, &pipe);
+  op.Process();
+}
+
+template <typename G>
+__aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR tiling) {
+  NormTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  TPipe pipe;
+  KernelDgammaReduce<G> op;
+  op.Init(partials, dgamma, tilingData, &pipe);
+  op.Process();
+}
+
+// Row kernels: one per (x, gamma) dtype pair; the workspace holds the [blockDim, N] fp32 partials.
+#define RMS_NORM_GRAD_ENTRIES(NAME, T, G)                                                                         \
+  extern "C" __global__ __aicore__ void rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma,   \
+                                                             GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling) {      \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
+    RunRmsNormGrad<T, G, false>(dy, x, rstd, gamma, dy, dx, workspace, tiling);                                    \
+  }                                                                                                                \
+  extern "C" __global__ __aicore__ void add_rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd,             \
+                                                                 GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,         \
+                                                                 GM_ADDR workspace, GM_ADDR tiling) {              \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
+    RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);                                  \
+  }
+
+RMS_NORM_GRAD_ENTRIES(float_float, float, float)
+RMS_NORM_GRAD_ENTRIES(half_float, half, float)
+RMS_NORM_GRAD_ENTRIES(bfloat16_float, bfloat16_t, float)
+RMS_NORM_GRAD_ENTRIES(half_half, half, half)
+RMS_NORM_GRAD_ENTRIES(bfloat16_bfloat16, bfloat16_t, bfloat16_t)
+
+// The dgamma reduction: partials [blockDim, N] fp32 -> dgamma [N] in gamma's dtype.
+#define RMS_NORM_DGAMMA_ENTRY(NAME, G)                                                                            \
+  extern "C" __global__ __aicore__ void rms_norm_dgamma_##NAME(GM_ADDR partials, GM_ADDR dgamma,                   \
+                                                               GM_ADDR workspace, GM_ADDR tiling) {                \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
+    RunDgammaReduce<G>(partials, dgamma, tiling);                                                                  \
+  }
+
+RMS_NORM_DGAMMA_ENTRY(float, float)
+RMS_NORM_DGAMMA_ENTRY(half, half)
+RMS_NORM_DGAMMA_ENTRY(bfloat16, bfloat16_t)

@@ -1,0 +1,78 @@
+// RMSNorm tiling unit tests: block counts, tile rows / chunks, the UB budget and the tiling key
+// for the 910B (40 and 48 vector cores) and the CPU twin. Prints "N passed, M failed".
+#include <cstdio>
+
+#include "norm_tiling.h"
+
+using namespace tiling;
+
+static int passed = 0, failed = 0;
+#define EXPECT(cond)                                              \
+  do {                                                            \
+    if (cond) {                                                   \
+      ++passed;                                                   \
+    } else {                                                      \
+      ++failed;                                                   \
+      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                             \
+  } while (0)
+
+static void CheckInvariants(const NormProblem& p, const NormTiling& t, const PlatformInfo& plat) {
+  const NormTilingData& d = t.data;
+  EXPECT(t.blockDim >= 1 && t.blockDim <= plat.vectorCores);
+  EXPECT(d.rowsPerBlock * t.blockDim + d.rowsRemainder == p.rows);
+  EXPECT(d.rowsRemainder < t.blockDim);
+  if (t.tilingKey == NORM_SINGLE_PASS) {
+    EXPECT(d.tileRows >= 1 && d.tileRows <= kNormMaxTileRows);
+    EXPECT(NormSinglePassBytes(p, d.tileRows) <= plat.UbBudget());
+    EXPECT(d.chunkCount == 1 && d.chunk == d.rowPitch);
+  } else {
+    EXPECT(d.tileRows == 1 && d.chunk % 16 == 0 && d.chunk > 0);
+    EXPECT(NormSplitRowBytes(p, d.chunk) <= plat.UbBudget());
+    EXPECT(uint64_t(d.chunk) * d.chunkCount >= d.hidden && uint64_t(d.chunk) * (d.chunkCount - 1) < d.hidden);
+  }
+  if (p.backward) {
+    EXPECT(t.reduceBlockDim >= 1 && t.reduceBlockDim <= plat.vectorCores);
+    EXPECT(d.reduceTasksPerBlock * t.reduceBlockDim + d.reduceTasksRemainder == d.reduceTasks);
+    EXPECT(NormReduceBytes(p.gammaDtype, d.reduceChunk) <= plat.UbBudget());
+  }
+}
+
+int main() {
+  const PlatformInfo b3 = Ascend910B(40), b2 = Ascend910B(48), cpu = CpuTwin(2);
+  const DType f32 = DType::kFloat32, f16 = DType::kFloat16, bf16 = DType::kBFloat16;
+  for (const PlatformInfo& plat : {b3, b2, cpu}) {
+    for (bool backward : {false, true}) {
+      for (bool add : {false, true}) {
+        for (uint32_t hidden : {1u, 8u, 769u, 4096u, 5125u, 16384u, 32768u}) {
+          for (int64_t rows : {int64_t(1), int64_t(7), int64_t(83), int64_t(4096)}) {
+            for (auto pair : {std::pair{f32, f32}, std::pair{f16, f32}, std::pair{bf16, bf16}}) {
+              NormProblem p{rows, hidden, pair.first, pair.second, add, backward, 1e-6f};
+              CheckInvariants(p, TileNorm(p, plat), plat);
+            }
+          }
+        }
+      }
+    }
+  }
+  // Llama hidden 4096 fp32 forward: whole rows fit, every core gets rows.
+  NormTiling l = TileNorm({8192, 4096, f32, f32, false, false, 1e-6f}, b3);
+  EXPECT(l.tilingKey == NORM_SINGLE_PASS && l.blockDim == 40 && l.data.tileRows == 1);
+  EXPECT(l.data.rowsPerBlock == 204 && l.data.rowsRemainder == 32);
+  // Rows longer than UB: split-row, two or more chunks.
+  for (uint32_t hidden : {16384u, 32768u}) {
+    NormTiling s = TileNorm({4, hidden, f32, f32, false, false, 1e-6f}, b2);
+    EXPECT(s.tilingKey == NORM_SPLIT_ROW && s.data.chunkCount >= 2 && s.blockDim == 4);
+    NormTiling sb = TileNorm({4, hidden, f32, f32, false, true, 1e-6f}, cpu);
+    EXPECT(sb.tilingKey == NORM_SPLIT_ROW && sb.blockDim == 2 && sb.reduceBlockDim >= 1);
+  }
+  // Small hidden: the tile is capped by the scratch rows and by the rows per block.
+  NormTiling tiny = TileNorm({83, 8, bf16, bf16, false, false, 1e-6f}, b2);
+  EXPECT(tiny.blockDim == 48 && tiny.data.tileRows == 2 && tiny.data.rowPitch == 16);
+  EXPECT(TileNorm({100000, 8, f32, f32, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows);
+  // Empty problems launch nothing.
+  EXPECT(TileNorm({0, 64, f32, f32, false, false, 1e-6f}, b3).blockDim == 0);
+  EXPECT(TileNorm({5, 0, f32, f32, false, true, 1e-6f}, b3).blockDim == 0);
+  std::printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

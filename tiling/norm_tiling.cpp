@@ -1,0 +1,111 @@
+#include "norm_tiling.h"
+
+#include <algorithm>
+#include <string>
+
+namespace tiling {
+namespace {
+
+constexpr uint32_t kBufferNum = 2;  // the kernels' queues are double-buffered
+
+// T-typed queues of a row kernel: forward x (+ x2), y (+ x out); backward dy, x (+ dx_out), dx.
+uint32_t QueuesOfT(const NormProblem& p) {
+  if (p.backward) return p.add ? 4 : 3;
+  return p.add ? 4 : 2;
+}
+// fp32 work buffers per element: forward xf, work; backward dyf, xf, dg, work.
+uint32_t Fp32Work(const NormProblem& p) { return p.backward ? 4 : 2; }
+
+}  // namespace
+
+uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows) {
+  const uint32_t pitch = RowPitch(p.hidden, p.xDtype);
+  const uint32_t elems = rows * pitch;
+  uint32_t bytes = kBufferNum * AlignUp(elems * ElementBytes(p.xDtype), 32) * QueuesOfT(p);
+  bytes += Fp32Work(p) * elems * 4;
+  bytes += AlignUp(rows * 8 * 4, 32);                                     // per-row sums, 32 B apart
+  if (!p.backward) bytes += kBufferNum * AlignUp(rows * 4, 32);           // rstd out
+  bytes += NormReduceTmpElems(pitch) * 4;                                 // ReduceSum scratch
+  bytes += AlignUp(pitch * ElementBytes(p.gammaDtype), 32) + pitch * 4;   // gamma as loaded, and in fp32
+  if (p.backward) bytes += pitch * 4;                                     // dgamma accumulator
+  return bytes;
+}
+
+uint32_t NormSplitRowBytes(const NormProblem& p, uint32_t chunk) {
+  uint32_t bytes = kBufferNum * AlignUp(chunk * ElementBytes(p.xDtype), 32) * QueuesOfT(p);
+  bytes += Fp32Work(p) * chunk * 4;
+  bytes += 8 * 4;                                                         // one row's sum
+  if (!p.backward) bytes += kBufferNum * 32;                              // rstd out
+  bytes += NormReduceTmpElems(chunk) * 4;
+  bytes += AlignUp(chunk * ElementBytes(p.gammaDtype), 32) + chunk * 4;
+  if (p.backward) bytes += chunk * 4;
+  return bytes;
+}
+
+uint32_t NormReduceBytes(DType gammaDtype, uint32_t chunk) {
+  return kBufferNum * chunk * 4 + chunk * 4 + kBufferNum * AlignUp(chunk * ElementBytes(gammaDtype), 32);
+}
+
+NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
+  if (p.rows < 0) throw TilingError("rows must be >= 0, got " + std::to_string(p.rows));
+  NormTiling t{};
+  NormTilingData& d = t.data;
+  d.hidden = p.hidden;
+  d.rowPitch = RowPitch(p.hidden, p.xDtype);
+  d.epsilon = p.epsilon;
+  d.invHidden = p.hidden ? 1.0f / float(p.hidden) : 0.0f;
+  d.rows = p.rows;
+  t.tilingKey = NORM_SINGLE_PASS;
+  if (p.rows == 0 || p.hidden == 0) return t;  // nothing to launch
+
+  const uint32_t budget = platform.UbBudget();
+  t.blockDim = uint32_t(std::min<int64_t>(platform.vectorCores, p.rows));
+  d.blockDim = t.blockDim;
+  d.rowsPerBlock = p.rows / t.blockDim;
+  d.rowsRemainder = p.rows % t.blockDim;
+  const int64_t mostRows = d.rowsPerBlock + (d.rowsRemainder ? 1 : 0);
+
+  uint32_t fit = 0;
+  if (NormSinglePassBytes(p, 1) <= budget) {
+    // the largest tile that fits, found by bisection (the byte count grows with the rows)
+    uint32_t lo = 1, hi = kNormMaxTileRows;
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi + 1) / 2;
+      if (NormSinglePassBytes(p, mid) <= budget) lo = mid; else hi = mid - 1;
+    }
+    fit = lo;
+  }
+  if (fit > 0) {
+    d.tilingKey = NORM_SINGLE_PASS;
+    d.tileRows = uint32_t(std::min<int64_t>(fit, mostRows));
+    d.chunk = d.rowPitch;
+    d.chunkCount = 1;
+    d.reduceTmpElems = NormReduceTmpElems(d.rowPitch);
+  } else {
+    d.tilingKey = NORM_SPLIT_ROW;
+    d.tileRows = 1;
+    // the largest multiple of 16 columns that fits
+    uint32_t lo = 0, hi = AlignUp(p.hidden, 16) / 16;
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi + 1) / 2;
+      if (NormSplitRowBytes(p, mid * 16) <= budget) lo = mid; else hi = mid - 1;
+    }
+    if (lo == 0) throw TilingError("no column chunk of a " + std::to_string(p.hidden) + "-element row fits in UB");
+    d.chunk = lo * 16;
+    d.chunkCount = (p.hidden + d.chunk - 1) / d.chunk;
+    d.reduceTmpElems = NormReduceTmpElems(d.chunk);
+  }
+  t.tilingKey = NormTilingKey(d.tilingKey);
+
+  if (p.backward) {
+    d.reduceChunk = std::min(kNormReduceChunk, AlignUp(p.hidden, 16));
+    d.reduceTasks = (p.hidden + d.reduceChunk - 1) / d.reduceChunk;
+    d.reduceBlockDim = std::min(platform.vectorCores, d.reduceTasks);
+    d.reduceTasksPerBlock = d.reduceTasks / d.reduceBlockDim;
+    d.reduceTasksRemainder = d.reduceTasks % d.reduceBlockDim;
+    t.reduceBlockDim = d.reduceBlockDim;
+  }
+  return t;
+}
+
+}  // namespace tiling

@@ -1,0 +1,34 @@
+// Tiling data shared by the host tiling (norm_tiling.cpp) and the RMSNorm kernels
+// (csrc/kernels/rms_norm.cpp, csrc/kernels/rms_norm_grad.cpp). x is seen as [rows, hidden]; the
+// row kernels deal whole rows to blocks. A row that fits in UB is processed in tiles of tileRows
+// rows (NORM_SINGLE_PASS); a longer row is processed in column chunks, two passes per row
+// (NORM_SPLIT_ROW: pass 1 sums squares chunk by chunk, pass 2 normalizes chunk by chunk).
+#pragma once
+#include <cstdint>
+
+enum NormTilingKey : uint32_t { NORM_SINGLE_PASS = 0, NORM_SPLIT_ROW = 1 };
+
+// Rows of one split-row backward group: their rstd and mean(dg * xhat) stay in scalar registers.
+constexpr uint32_t NORM_SPLIT_GROUP_ROWS = 32;
+
+struct NormTilingData {
+  uint32_t hidden;               // N: elements per row (the normalized dims, flattened)
+  uint32_t rowPitch;             // N rounded up to whole 32-byte blocks of x's dtype: one row's length in a UB tile
+  uint32_t tilingKey;            // NormTilingKey
+  uint32_t tileRows;             // rows per UB tile (1 in split-row mode)
+  uint32_t chunk;                // columns per UB chunk, a multiple of 16 (rowPitch in single-pass mode)
+  uint32_t chunkCount;           // ceil(N / chunk) (1 in single-pass mode)
+  uint32_t reduceTmpElems;       // floats in the ReduceSum scratch buffer
+  float epsilon;                 // added to mean(x^2) before the square root
+  float invHidden;               // 1 / N
+  uint32_t blockDim;             // blocks of the row kernel (backward: rows of the dgamma partials)
+  int64_t rows;                  // rows of x
+  int64_t rowsPerBlock;          // every block takes this many rows ...
+  int64_t rowsRemainder;         // ... and the first rowsRemainder blocks one more
+  uint32_t reduceChunk;          // dgamma reduction: columns per task, a multiple of 16
+  uint32_t reduceTasks;          // dgamma reduction: ceil(N / reduceChunk)
+  uint32_t reduceBlockDim;       // blocks of the dgamma reduction kernel (0 in forward)
+  uint32_t reduceTasksPerBlock;  // every reduction block takes this many tasks ...
+  uint32_t reduceTasksRemainder; // ... and the first reduceTasksRemainder blocks one more
+  uint32_t reserved;             // keeps sizeof a multiple of 8
+};
