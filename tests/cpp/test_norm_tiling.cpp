@@ -3,19 +3,11 @@
 #include <cstdio>
 
 #include "norm_tiling.h"
+#include "expect.h"
 
 using namespace tiling;
+using expect::Throws;
 
-static int passed = 0, failed = 0;
-#define EXPECT(cond)                                              \
-  do {                                                            \
-    if (cond) {                                                   \
-      ++passed;                                                   \
-    } else {                                                      \
-      ++failed;                                                   \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                             \
-  } while (0)
 
 static void CheckInvariants(const NormProblem& p, const NormTiling& t, const PlatformInfo& plat) {
   const NormTilingData& d = t.data;
@@ -73,6 +65,5 @@ int main() {
   // Empty problems launch nothing.
   EXPECT(TileNorm({0, 64, f32, f32, false, false, 1e-6f}, b3).blockDim == 0);
   EXPECT(TileNorm({5, 0, f32, f32, false, true, 1e-6f}, b3).blockDim == 0);
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return expect::Report();
 }

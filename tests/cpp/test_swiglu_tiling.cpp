@@ -5,28 +5,11 @@
 #include <string>
 
 #include "swiglu_tiling.h"
+#include "expect.h"
 
 using namespace tiling;
+using expect::Throws;
 
-static int passed = 0, failed = 0;
-#define EXPECT(cond)                                                      \
-  do {                                                                    \
-    if (cond) {                                                           \
-      ++passed;                                                           \
-    } else {                                                              \
-      ++failed;                                                           \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-    }                                                                     \
-  } while (0)
-
-static bool Throws(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const TilingError&) {
-    return true;
-  }
-  return false;
-}
 
 // Every element is covered exactly once, tiles stay within UB and DataCopyPad limits.
 static void CheckInvariants(const SwigluTiling& t, const SwigluProblem& p, const PlatformInfo& plat) {
@@ -116,6 +99,5 @@ int main() {
   EXPECT(Throws([&] { TileSwiglu({1, int64_t(1) << 31, DType::kFloat32, false}, b3); }));
   EXPECT(!Throws([&] { TileSwiglu({1, int64_t(1) << 28, DType::kFloat32, false}, b3); }));
 
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return expect::Report();
 }

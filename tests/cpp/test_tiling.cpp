@@ -5,28 +5,11 @@
 #include <string>
 
 #include "rope_tiling.h"
+#include "expect.h"
 
 using namespace tiling;
+using expect::Throws;
 
-static int passed = 0, failed = 0;
-#define EXPECT(cond)                                                      \
-  do {                                                                    \
-    if (cond) {                                                           \
-      ++passed;                                                           \
-    } else {                                                              \
-      ++failed;                                                           \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);         \
-    }                                                                     \
-  } while (0)
-
-static bool Throws(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const TilingError&) {
-    return true;
-  }
-  return false;
-}
 
 // Every task is covered exactly once and tiles stay within UB.
 static void CheckInvariants(const RopeTiling& t, const PlatformInfo& p, DType dtype) {
@@ -97,6 +80,5 @@ int main() {
   // Empty x: nothing to launch.
   EXPECT(TileRope({{0, 32, 16}, {1, 1, 16}, 64, DType::kFloat32, ROPE_MODE_HALF, false}, b3).blockDim == 0);
 
-  std::printf("%d passed, %d failed\n", passed, failed);
-  return failed ? 1 : 0;
+  return expect::Report();
 }
