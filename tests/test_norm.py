@@ -17,6 +17,7 @@ import ascendc_ops.norm as N
 from ascendc_ops import op_proto
 from ascendc_ops import precision as P
 from ascendc_ops import reference as R
+from accuracy import assert_accurate, np64
 
 EPS = 1e-6
 # (x dtype, gamma dtype) pairs of op_proto/rms_norm.json
@@ -35,8 +36,6 @@ def pair_id(pair) -> str:
     return f"{dname(pair[0])}-{dname(pair[1])}"
 
 
-def np64(t) -> np.ndarray:
-    return t.detach().to("cpu", torch.float64).numpy()
 
 
 # ---------------------------------------------------------------- PyTorch's own same-dtype computation
@@ -84,20 +83,6 @@ def dgamma_bound(dy, x, gamma, eps=EPS) -> np.ndarray:
     return gamma_k(rows + n + 10) * np.sum(np.abs(dy * x * rstd), axis=0)
 
 
-def assert_accurate(actual, golden, second, dtype, label, bound=None) -> None:
-    """MERE/MARE vs the golden (allowance: precision.mare_within_rounding) and the double benchmark vs `second`."""
-    assert tuple(actual.shape) == golden.shape, f"{label}: shape {tuple(actual.shape)} != {golden.shape}"
-    assert actual.dtype == dtype, f"{label}: dtype {actual.dtype} != {dtype}"
-    a = np64(actual)
-    mm = P.check_mere_mare(a, golden, dtype)
-    rt = P.check_ratio(a, np64(second), golden)
-    failures = list(mm.failures)
-    note = ""
-    if failures and failures[0].startswith("MARE"):
-        ok, note = P.mare_within_rounding(a, golden, dtype, bound)
-        if ok:
-            failures.pop(0)
-    assert not failures and rt.passed, f"{label}\n  {mm.describe()}\n  {note}\n  {rt.describe()}"
 
 
 def make(shape, dtype, scale=1.0):

@@ -16,6 +16,7 @@ import ascendc_ops
 from ascendc_ops import op_proto
 from ascendc_ops import precision as P
 from ascendc_ops import reference as R
+from accuracy import assert_accurate, np64, worst
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MODES = ("half", "interleave")
@@ -48,10 +49,6 @@ def dname(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def np64(t) -> np.ndarray:
-    if isinstance(t, np.ndarray):
-        return t.astype(np.float64, copy=False)
-    return t.detach().to("cpu", torch.float64).numpy()
 
 
 def make_x(shape, dtype, dist="normal") -> torch.Tensor:
@@ -85,11 +82,6 @@ def torch_rope(x, cos, sin, mode):
     return x * cos.to(x.dtype) + torch_rotate(x, mode) * sin.to(x.dtype)
 
 
-def worst(actual: np.ndarray, golden: np.ndarray, index: int) -> str:
-    if index < 0:
-        return ""
-    pos = np.unravel_index(index, golden.shape)
-    return f" worst at {tuple(int(p) for p in pos)}: got {actual.flat[index]!r}, golden {golden.flat[index]!r}"
 
 
 gamma = P.gamma
@@ -115,28 +107,6 @@ def table_bound(dy, other, shape) -> np.ndarray:
     return gamma(n + 1) * R.sum_to_shape(prod, tuple(shape))
 
 
-def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str,
-                    bound=None) -> None:
-    """MERE/MARE vs the golden and the double benchmark vs `second`; a failure prints all the numbers.
-
-    The one exception to the literal MERE/MARE standard is precision.mare_within_rounding: elements whose error is
-    the output dtype's own rounding (fp16/bf16) or within fp32's evaluation bound `bound`. MERE, NaN/Inf
-    positions and every double-benchmark ratio are always enforced.
-    """
-    assert tuple(actual.shape) == golden.shape, f"{label}: shape {tuple(actual.shape)} != {golden.shape}"
-    assert actual.dtype == dtype, f"{label}: dtype {actual.dtype} != {dtype}"
-    a = np64(actual)
-    mm = P.check_mere_mare(a, golden, dtype)
-    rt = P.check_ratio(a, np64(second), golden)
-    failures = list(mm.failures)
-    note = ""
-    if failures and failures[0].startswith("MARE"):
-        ok, note = P.mare_within_rounding(a, golden, dtype, bound)
-        if ok:
-            failures.pop(0)
-    msg = (f"{label}\n  {mm.describe()}{worst(a, golden, mm.numbers['worst_index'])}\n  {note}\n"
-           f"  {rt.describe()}")
-    assert not failures and rt.passed, msg
 
 
 # ---------------------------------------------------------------- forward accuracy

@@ -18,6 +18,7 @@ from ascendc_ops import op_proto
 from ascendc_ops import precision as P
 from ascendc_ops import reference as R
 from ascendc_ops import glu as S
+from accuracy import assert_accurate, np64
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ROWS = (1, 7, 83, 4096)
@@ -30,8 +31,6 @@ def dname(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def np64(t) -> np.ndarray:
-    return t.detach().to("cpu", torch.float64).numpy()
 
 
 def torch_swiglu(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -70,25 +69,6 @@ def bwd_bound(dy: torch.Tensor, x: torch.Tensor, dim: int) -> np.ndarray:
     return np.concatenate((bound_da, bound_db), axis=dim)
 
 
-def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str,
-                    bound=None) -> None:
-    """MERE/MARE vs the golden and the double benchmark vs `second`; a failure prints all the numbers.
-
-    The one exception to the literal MERE/MARE standard is precision.mare_within_rounding (fp16/bf16
-    correctly rounded, fp32 within `bound`). MERE, NaN/Inf positions and every ratio are always enforced.
-    """
-    assert tuple(actual.shape) == golden.shape, f"{label}: shape {tuple(actual.shape)} != {golden.shape}"
-    assert actual.dtype == dtype, f"{label}: dtype {actual.dtype} != {dtype}"
-    a = np64(actual)
-    mm = P.check_mere_mare(a, golden, dtype)
-    rt = P.check_ratio(a, np64(second), golden)
-    failures = list(mm.failures)
-    note = ""
-    if failures and failures[0].startswith("MARE"):
-        ok, note = P.mare_within_rounding(a, golden, dtype, bound)
-        if ok:
-            failures.pop(0)
-    assert not failures and rt.passed, f"{label}\n  {mm.describe()}\n  {note}\n  {rt.describe()}"
 
 
 # ---------------------------------------------------------------- accuracy

@@ -1,0 +1,45 @@
+"""The accuracy judgement every op test uses: the Ascend standards from ascendc_ops.precision, with
+messages that print all the numbers when a case fails."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ascendc_ops import precision as P
+
+
+def np64(t) -> np.ndarray:
+    if isinstance(t, np.ndarray):
+        return t.astype(np.float64, copy=False)
+    return t.detach().to("cpu", torch.float64).numpy()
+
+
+def worst(actual: np.ndarray, golden: np.ndarray, index: int) -> str:
+    if index < 0:
+        return ""
+    pos = np.unravel_index(index, golden.shape)
+    return f" worst at {tuple(int(p) for p in pos)}: got {actual.flat[index]!r}, golden {golden.flat[index]!r}"
+
+
+def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str,
+                    bound=None) -> None:
+    """MERE/MARE vs the float64 golden and the double benchmark vs `second` (PyTorch in the same dtype).
+
+    The one exception to the literal MERE/MARE standard is precision.mare_within_rounding, given the
+    fp32 evaluation bound `bound` of the op's formula. MERE, NaN/Inf positions and every
+    double-benchmark ratio are always enforced.
+    """
+    assert tuple(actual.shape) == golden.shape, f"{label}: shape {tuple(actual.shape)} != {golden.shape}"
+    assert actual.dtype == dtype, f"{label}: dtype {actual.dtype} != {dtype}"
+    a = np64(actual)
+    mm = P.check_mere_mare(a, golden, dtype)
+    rt = P.check_ratio(a, np64(second), golden)
+    failures = list(mm.failures)
+    note = ""
+    if failures and failures[0].startswith("MARE"):
+        ok, note = P.mare_within_rounding(a, golden, dtype, bound)
+        if ok:
+            failures.pop(0)
+    msg = (f"{label}\n  {mm.describe()}{worst(a, golden, mm.numbers['worst_index'])}\n  {note}\n"
+           f"  {rt.describe()}")
+    assert not failures and rt.passed, msg
