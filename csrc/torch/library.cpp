@@ -4,8 +4,7 @@
 #include <torch/library.h>
 
 #include "op_proto_gen.h"
-#include "platform.h"
-#include "twin_launch.h"
+#include "twin_backend.h"
 
 namespace ascendc_ops {
 
@@ -31,7 +30,7 @@ TORCH_LIBRARY(custom, m) {
 
 // The platform the CPU-twin tiling targets now (it follows torch's thread count).
 std::tuple<std::string, int64_t, int64_t, int64_t> Platform() {
-  const tiling::PlatformInfo p = tiling::CpuTwin(uint32_t(at::get_num_threads()));
+  const tiling::PlatformInfo p = TwinPlatform();
   return {p.name, p.vectorCores, p.ubBytes, p.UbBudget()};
 }
 

@@ -1,7 +1,6 @@
 // RMSNorm on the CPU twin: rms_norm, add_rms_norm and their *_grad ops, running the kernels in
 // csrc/kernels/rms_norm.cpp and csrc/kernels/rms_norm_grad.cpp. Backward is two launches: the
 // row kernel (dx, per-block fp32 dgamma partials in the workspace) and the dgamma reduction.
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -9,8 +8,7 @@
 
 #include "norm_tiling.h"
 #include "op_proto_gen.h"
-#include "twin_core.h"
-#include "twin_launch.h"
+#include "twin_backend.h"
 
 // The kernels' entry points (csrc/kernels/rms_norm.cpp, rms_norm_grad.cpp), compiled for the twin.
 #define NORM_DECLARE(NAME)                                                                                    \
@@ -67,7 +65,6 @@ tiling::DType TilingDtype(at::ScalarType t) {
   return t == at::kFloat ? tiling::DType::kFloat32 : t == at::kHalf ? tiling::DType::kFloat16 : tiling::DType::kBFloat16;
 }
 
-uint8_t* Gm(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
 
 // x [..., *gamma.shape]: gamma's dims are x's trailing dims. Returns (rows, hidden).
 std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
@@ -105,20 +102,12 @@ tiling::NormTiling Tile(const OpProto& op, int64_t rows, int64_t hidden, const a
   tiling::NormProblem problem{rows, uint32_t(hidden), TilingDtype(x.scalar_type()), TilingDtype(gamma.scalar_type()),
                               add, backward, float(epsilon)};
   try {
-    return tiling::TileNorm(problem, tiling::CpuTwin(uint32_t(at::get_num_threads())));
+    return tiling::TileNorm(problem, TwinPlatform());
   } catch (const tiling::TilingError& e) {
     TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
   }
 }
 
-template <typename F>
-void Guard(F&& f) {
-  try {
-    f();
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());  // a kernel bug, not the caller's: RuntimeError
-  }
-}
 
 // ---- forward ----
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1In,
@@ -148,14 +137,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   const Entries e = EntriesFor(x1.scalar_type(), gamma.scalar_type());
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
-  Guard([&] {
-    if (add) {
-      AscendC::twin::Launch("add_rms_norm", t.blockDim, e.addFwd, Gm(x1), Gm(x2), Gm(gamma), Gm(y), Gm(rstd), Gm(xOut),
-                            none, tilingGm);
-    } else {
-      AscendC::twin::Launch("rms_norm", t.blockDim, e.fwd, Gm(x1), Gm(gamma), Gm(y), Gm(rstd), none, tilingGm);
-    }
-  });
+  if (add) {
+    LaunchOnTwin("add_rms_norm", t.blockDim, e.addFwd, Gm(x1), Gm(x2), Gm(gamma), Gm(y), Gm(rstd), Gm(xOut), none,
+                 tilingGm);
+  } else {
+    LaunchOnTwin("rms_norm", t.blockDim, e.fwd, Gm(x1), Gm(gamma), Gm(y), Gm(rstd), none, tilingGm);
+  }
   return {y, rstd, xOut};
 }
 
@@ -203,16 +190,14 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   const auto [reduceName, reduce] = ReduceFor(gamma.scalar_type());
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
-  Guard([&] {
-    if (add) {
-      AscendC::twin::Launch("add_rms_norm_grad", t.blockDim, e.addBwd, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut),
-                            Gm(dx), Gm(partials), tilingGm);
-    } else {
-      AscendC::twin::Launch("rms_norm_grad", t.blockDim, e.bwd, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dx),
-                            Gm(partials), tilingGm);
-    }
-    AscendC::twin::Launch(reduceName, t.reduceBlockDim, reduce, Gm(partials), Gm(dgamma), none, tilingGm);
-  });
+  if (add) {
+    LaunchOnTwin("add_rms_norm_grad", t.blockDim, e.addBwd, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx),
+                 Gm(partials), tilingGm);
+  } else {
+    LaunchOnTwin("rms_norm_grad", t.blockDim, e.bwd, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dx), Gm(partials),
+                 tilingGm);
+  }
+  LaunchOnTwin(reduceName, t.reduceBlockDim, reduce, Gm(partials), Gm(dgamma), none, tilingGm);
   return {dx, dgamma};
 }
 

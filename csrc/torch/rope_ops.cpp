@@ -2,13 +2,11 @@
 // in csrc/kernels/rope.cpp; they differ in layout checks, mode and direction.
 #include "rope_ops.h"
 
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include "kernel_entries.h"
 #include "op_proto_gen.h"
-#include "twin_core.h"
-#include "twin_launch.h"
+#include "twin_backend.h"
 
 namespace ascendc_ops {
 namespace {
@@ -90,23 +88,17 @@ namespace {
 
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                      c10::string_view mode, bool backward) {
-  const int threads = at::get_num_threads();
-  RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, tiling::CpuTwin(uint32_t(threads)));
+  RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return l.y;
-  auto gm = [](const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); };
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
   const auto launch = [&](const char* name, auto kernel) {
-    AscendC::twin::Launch(name, l.tiling.blockDim, kernel, gm(l.x), gm(l.cos), gm(l.sin), gm(l.y),
-                          static_cast<uint8_t*>(nullptr), tilingGm);
+    LaunchOnTwin(name, l.tiling.blockDim, kernel, Gm(l.x), Gm(l.cos), Gm(l.sin), Gm(l.y),
+                 static_cast<uint8_t*>(nullptr), tilingGm);
   };
-  try {
-    switch (l.x.scalar_type()) {
-      case at::kFloat: launch("rope_float", rope_float); break;
-      case at::kHalf: launch("rope_half", rope_half); break;
-      default: launch("rope_bfloat16", rope_bfloat16); break;
-    }
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());  // a kernel bug, not the caller's: RuntimeError
+  switch (l.x.scalar_type()) {
+    case at::kFloat: launch("rope_float", rope_float); break;
+    case at::kHalf: launch("rope_half", rope_half); break;
+    default: launch("rope_bfloat16", rope_bfloat16); break;
   }
   return l.y;
 }

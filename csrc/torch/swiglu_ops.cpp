@@ -2,12 +2,10 @@
 // [outer, 2, inner] around the split dim.
 #include "swiglu_ops.h"
 
-#include <ATen/Parallel.h>
 #include <torch/library.h>
 
 #include "op_proto_gen.h"
-#include "twin_core.h"
-#include "twin_launch.h"
+#include "twin_backend.h"
 
 // The SwiGLU kernel entry points compiled for the CPU twin (csrc/kernels/swiglu.cpp).
 extern "C" {
@@ -76,32 +74,26 @@ SwigluLaunch PrepareSwiglu(const OpProto& op, const at::Tensor& dy, const at::Te
 namespace {
 
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim, bool backward) {
-  const int threads = at::get_num_threads();
-  SwigluLaunch l = PrepareSwiglu(op, dy, x, dim, backward, tiling::CpuTwin(uint32_t(threads)));
+  SwigluLaunch l = PrepareSwiglu(op, dy, x, dim, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return l.out;
-  auto gm = [](const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); };
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
   uint8_t* workspace = nullptr;
   const uint32_t blocks = l.tiling.blockDim;
   const at::ScalarType dtype = l.x.scalar_type();
-  try {
-    if (!backward) {
-      const auto launch = [&](const char* name, auto kernel) {
-        AscendC::twin::Launch(name, blocks, kernel, gm(l.x), gm(l.out), workspace, tilingGm);
-      };
-      if (dtype == at::kFloat) launch("swiglu_float", swiglu_float);
-      else if (dtype == at::kHalf) launch("swiglu_half", swiglu_half);
-      else launch("swiglu_bfloat16", swiglu_bfloat16);
-    } else {
-      const auto launch = [&](const char* name, auto kernel) {
-        AscendC::twin::Launch(name, blocks, kernel, gm(l.dy), gm(l.x), gm(l.out), workspace, tilingGm);
-      };
-      if (dtype == at::kFloat) launch("swiglu_grad_float", swiglu_grad_float);
-      else if (dtype == at::kHalf) launch("swiglu_grad_half", swiglu_grad_half);
-      else launch("swiglu_grad_bfloat16", swiglu_grad_bfloat16);
-    }
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());  // a kernel bug, not the caller's: RuntimeError
+  if (!backward) {
+    const auto launch = [&](const char* name, auto kernel) {
+      LaunchOnTwin(name, blocks, kernel, Gm(l.x), Gm(l.out), workspace, tilingGm);
+    };
+    if (dtype == at::kFloat) launch("swiglu_float", swiglu_float);
+    else if (dtype == at::kHalf) launch("swiglu_half", swiglu_half);
+    else launch("swiglu_bfloat16", swiglu_bfloat16);
+  } else {
+    const auto launch = [&](const char* name, auto kernel) {
+      LaunchOnTwin(name, blocks, kernel, Gm(l.dy), Gm(l.x), Gm(l.out), workspace, tilingGm);
+    };
+    if (dtype == at::kFloat) launch("swiglu_grad_float", swiglu_grad_float);
+    else if (dtype == at::kHalf) launch("swiglu_grad_half", swiglu_grad_half);
+    else launch("swiglu_grad_bfloat16", swiglu_grad_bfloat16);
   }
   return l.out;
 }

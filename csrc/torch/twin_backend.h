@@ -1,0 +1,29 @@
+// The CPU twin as a torch backend: the platform its tiling targets (one vector core per torch
+// intra-op thread, A2's UB) and kernel launches whose twin rule violations (kernel bugs, not the
+// caller's) surface in Python as RuntimeErrors naming the rule, the kernel and the block.
+#pragma once
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+
+#include <cstdint>
+
+#include "platform.h"
+#include "twin_core.h"
+#include "twin_launch.h"
+
+namespace ascendc_ops {
+
+inline tiling::PlatformInfo TwinPlatform() { return tiling::CpuTwin(uint32_t(at::get_num_threads())); }
+
+inline uint8_t* Gm(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+
+template <typename... Params, typename... Args>
+void LaunchOnTwin(const char* kernelName, uint32_t blockDim, void (*kernel)(Params...), Args... args) {
+  try {
+    AscendC::twin::Launch(kernelName, blockDim, kernel, args...);
+  } catch (const AscendC::twin::RuleError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
+}  // namespace ascendc_ops
