@@ -11,6 +11,11 @@ std::string ShapeString(const at::Tensor& t) {
   return s.str();
 }
 
+tiling::DType TilingDtype(at::ScalarType t) {
+  TORCH_CHECK(t == at::kFloat || t == at::kHalf || t == at::kBFloat16, "no tiling dtype for ", t);
+  return t == at::kFloat ? tiling::DType::kFloat32 : t == at::kHalf ? tiling::DType::kFloat16 : tiling::DType::kBFloat16;
+}
+
 void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
   std::vector<at::ScalarType> got;
   for (const at::Tensor& t : inputs) got.push_back(t.scalar_type());

@@ -61,10 +61,6 @@ std::pair<const char*, Reduce> ReduceFor(at::ScalarType g) {
   return {"rms_norm_dgamma_bfloat16", rms_norm_dgamma_bfloat16};
 }
 
-tiling::DType TilingDtype(at::ScalarType t) {
-  return t == at::kFloat ? tiling::DType::kFloat32 : t == at::kHalf ? tiling::DType::kFloat16 : tiling::DType::kBFloat16;
-}
-
 
 // x [..., *gamma.shape]: gamma's dims are x's trailing dims. Returns (rows, hidden).
 std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,

@@ -3,6 +3,8 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include "platform.h"
+
 #include <initializer_list>
 #include <vector>
 
@@ -25,5 +27,8 @@ void CheckDtype(const OpProto& op, size_t index, const at::Tensor& t);
 void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs);
 
 std::string ShapeString(const at::Tensor& t);
+
+// The tiling's name for a float dtype the op prototypes allow (float32, float16, bfloat16).
+tiling::DType TilingDtype(at::ScalarType t);
 
 }  // namespace ascendc_ops

@@ -17,10 +17,6 @@ RopeMode ParseMode(const OpProto& op, c10::string_view mode) {
   TORCH_CHECK_VALUE(false, op.name, ": rotary_mode must be 'half' or 'interleave', got '", std::string(mode), "'");
 }
 
-tiling::DType TilingDtype(at::ScalarType t) {
-  return t == at::kFloat ? tiling::DType::kFloat32 : t == at::kHalf ? tiling::DType::kFloat16 : tiling::DType::kBFloat16;
-}
-
 // Rows of a [..., D] tensor as three dims, padded with leading 1s to `rank` - 1 and then to 3.
 std::array<int64_t, 3> RowDims(const at::Tensor& t, int64_t rank) {
   std::array<int64_t, 3> dims{1, 1, 1};

@@ -20,10 +20,6 @@ void swiglu_grad_bfloat16(uint8_t* dy, uint8_t* x, uint8_t* dx, uint8_t* workspa
 namespace ascendc_ops {
 namespace {
 
-tiling::DType TilingDtype(at::ScalarType t) {
-  return t == at::kFloat ? tiling::DType::kFloat32 : t == at::kHalf ? tiling::DType::kFloat16 : tiling::DType::kBFloat16;
-}
-
 // x's shape with `dim` halved: the forward output, and what dy must be.
 std::vector<int64_t> HalvedShape(const at::Tensor& x, int64_t dim) {
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
