@@ -5,7 +5,15 @@ thousandth standard here).
 Op table: ``OPS`` maps a torch.ops.custom op name to an ``OpSpec``; adding an op is one entry
 (how to run it, PyTorch's own same-dtype computation of it, its golden, a shape fuzzer and its
 default cases, written as case-file entries). Input/output names, dtypes and attribute defaults
-come from op_proto/<op>.json.
+come from op_proto/<op>.json. Ops: RoPE (rotary_mul, rope_customer and their grads), SwiGLU (swiglu,
+swiglu_grad), RMSNorm (rms_norm, add_rms_norm and their grads; every output judged on its own: y, the fp32
+rstd, add_rms_norm's x, dx and dgamma in gamma's dtype).
+
+Named value generators (a case input's ``value``), called as fn(shape, attrs, ctx) with ctx a GenContext
+(the case's rng, the input's spec, the inputs made before it): RoPE "rope_cos"/"rope_sin"; SwiGLU/RMSNorm
+"signed_uniform" (random sign, magnitude uniform in value_range), "rstd_of_x" / "rstd_of_x_eps1" (the
+forward's rstd of the input x, eps 1e-6 / 1) and "signed_like_dx" (add_rms_norm_grad's dx_out with the sign of
+dx). The default suites use them for well-conditioned data (see swiglu_suite and norm_suite).
 
 Standards (``--standard``):
 - ``mere_mare``: precision.check_mere_mare (MERE < T, MARE < 10T for the output dtype).
@@ -20,6 +28,7 @@ No waiver is applied: the numbers and verdicts are the literal ones.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import sys
@@ -79,7 +88,7 @@ class OpSpec:
     golden: Callable[[dict, dict], tuple]  # float64 NumPy reference: (float64 inputs, attrs) -> outputs
     fuzz: Callable[[np.random.Generator, dict], dict]  # (rng, attrs) -> random input shapes by name
     default_cases: Callable[[bool], list[dict]]  # (quick) -> the default suite as case-file entries
-    values: dict = field(default_factory=dict)  # named value generators: name -> fn(shape, attrs)
+    values: dict = field(default_factory=dict)  # named value generators: name -> fn(shape, attrs, ctx: GenContext)
 
 
 # ---- RoPE
@@ -98,7 +107,7 @@ def torch_rope_dx(dy, r1, r2, mode):
 def rope_table(kind: str, layout: Callable[[dict], str]):
     """cos or sin tables of any shape [..., D]: row r (flat over the leading dims) holds position r,
     in the tutorial's pair layout ('interleave') or HF's cat layout ('half')."""
-    def make(shape, attrs):
+    def make(shape, attrs, ctx=None):
         rows, d = math.prod(shape[:-1]), shape[-1]
         cos, sin = R.tutorial_cos_sin(rows, d)
         t = cos if kind == "cos" else sin
@@ -189,6 +198,274 @@ def _rope_values(layout):
     return {"rope_cos": rope_table("cos", layout), "rope_sin": rope_table("sin", layout)}
 
 
+# ---- value generators that need the case's rng or the inputs made before them
+@dataclass
+class GenContext:
+    """What a value generator may use besides (shape, attrs): the case's random generator, the input's
+    own TensorSpec (its value_range) and the float64 values of the inputs made before it (dtype-rounded)."""
+
+    rng: np.random.Generator
+    tensor: object
+    made: dict
+
+
+def signed_uniform(shape, attrs, ctx: GenContext | None = None):
+    """Random sign times a magnitude uniform in the input's value_range [lo, hi] (0 <= lo): data bounded
+    away from zero, so no golden is (near) zero unless the formula itself cancels."""
+    lo, hi = ctx.tensor.value_range
+    if lo < 0:
+        raise ValueError(f"'signed_uniform' takes magnitudes: value_range must have min >= 0, got [{lo}, {hi}]")
+    mag = ctx.rng.uniform(lo, hi, shape)
+    return np.where(ctx.rng.integers(0, 2, shape) == 1, mag, -mag)
+
+
+def _trailing_unit_axes(shape) -> tuple[int, ...]:
+    k = len(shape)
+    while k > 0 and shape[k - 1] == 1:
+        k -= 1
+    return tuple(range(k, len(shape)))
+
+
+def rstd_of_x(epsilon: float) -> Callable:
+    """rstd = 1/sqrt(mean(x^2) + epsilon) of the input x made before it (float64, rounded to the declared
+    dtype by the harness), over the trailing dims where the rstd shape has 1 (keepdim): the forward's rstd."""
+    def make(shape, attrs, ctx: GenContext | None = None):
+        if ctx is None or "x" not in ctx.made:
+            raise ValueError("'rstd_of_x' needs the input x before it")
+        x = ctx.made["x"]
+        axes = _trailing_unit_axes(shape)
+        keep = tuple(1 if k in axes else n for k, n in enumerate(x.shape))
+        if len(shape) != x.ndim or keep != tuple(shape):
+            raise ValueError(f"rstd shape {list(shape)} is not x's shape {list(x.shape)} with trailing dims set to 1")
+        return 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + epsilon)
+    return make
+
+
+def signed_like_dx(shape, attrs, ctx: GenContext | None = None):
+    """add_rms_norm_grad's dx_out: magnitudes uniform in value_range [lo, hi] (0 <= lo) with the sign of the
+    rms_norm part of dx (from dy, x, rstd, gamma made before it; + where it is 0), so dx + dx_out adds
+    same-sign terms and never cancels (with independent signs it would, to ~1e-7 of terms ~1)."""
+    if ctx is None or not {"dy", "x", "rstd", "gamma"} <= set(ctx.made):
+        raise ValueError("'signed_like_dx' needs the inputs dy, x, rstd and gamma before it")
+    m = ctx.made
+    dx, _ = golden_rms_norm_grad(m["dy"], m["x"], m["rstd"], m["gamma"])
+    if tuple(dx.shape) != tuple(shape):
+        raise ValueError(f"'signed_like_dx': shape {list(shape)} is not dx's {list(dx.shape)}")
+    return np.where(dx < 0, -1.0, 1.0) * np.abs(signed_uniform(shape, attrs, ctx))
+
+
+NORM_VALUES = {"signed_uniform": signed_uniform, "signed_like_dx": signed_like_dx,
+               "rstd_of_x": rstd_of_x(1e-6), "rstd_of_x_eps1": rstd_of_x(1.0)}
+
+
+# ---- SwiGLU
+def torch_swiglu(x, dim):
+    """PyTorch's silu(A) * B in x's dtype."""
+    a, b = x.chunk(2, dim=dim)
+    return torch.nn.functional.silu(a) * b
+
+
+def torch_swiglu_dx(dy, x, dim):
+    """PyTorch autograd of silu(A) * B in x's dtype: dx."""
+    xg = x.detach().requires_grad_()
+    (dx,) = torch.autograd.grad(torch_swiglu(xg, dim), xg, dy)
+    return dx
+
+
+def _dim(attrs) -> int:
+    return int(attrs.get("dim", -1))
+
+
+def fuzz_swiglu(grad: bool) -> Callable:
+    """Rank 1..3 (at least enough for attr dim), the split dim even, at most ~200k elements."""
+    def fuzz(rng, attrs):
+        d = _dim(attrs)
+        rank = max(int(rng.integers(1, 4)), d + 1 if d >= 0 else -d)
+        shape = [int(rng.integers(1, 30)) for _ in range(rank)]
+        limit = max(2, 200_000 // (2 * math.prod(shape) // shape[d]))
+        shape[d] = 2 * int(rng.integers(1, min(limit, 6000)))
+        half = list(shape)
+        half[d] //= 2
+        return {"dy": tuple(half), "x": tuple(shape)} if grad else {"x": tuple(shape)}
+    return fuzz
+
+
+SWIGLU_ROWS, SWIGLU_INNER, SWIGLU_MODEL = (1, 7, 83), (1, 8, 769, 5125, 11008), (256, 2 * 11008)
+QUICK_SWIGLU_ROWS, QUICK_SWIGLU_INNER = (1, 7), (8, 769)
+# magnitudes of x: |A| in [0.25, 1.25] keeps silu(A) away from 0 and silu'(A) away from its zero at A = -1.278
+SWIGLU_X_RANGE, GRAD_RANGE = [0.25, 1.25], [0.25, 2.0]
+
+
+def swiglu_suite(grad: bool) -> Callable:
+    """The default suite of swiglu / swiglu_grad in fp16, bf16 and fp32: rows 1/7/83 x inner 1/8/769/5125/11008
+    (x [rows, 2*inner], split along dim -1), one 3-D case split along dim 1, and the model shape
+    [256, 2*11008] (LLaMA-7B's intermediate size). Data: random signs with magnitudes uniform in [0.25, 1.25]
+    for x (and [0.25, 2] for dy): every golden is then an fp16 normal away from zero, with no cancellation
+    (silu(A) = 0 only at A = 0, silu'(A) = 0 only at A = -1.278, both excluded), so the literal MERE/MARE
+    standard applies to fp16/bf16 without any allowance."""
+    op = "swiglu_grad" if grad else "swiglu"
+
+    def entry(name, shapes, dim=-1, types=list(DTYPES)):
+        def half(s):
+            h = list(s)
+            h[dim] //= 2
+            return h
+        xs = {"name": "x", "format": "ND", "type": types, "shape": [list(s) for s in shapes],
+              "value": "signed_uniform", "value_range": [SWIGLU_X_RANGE]}
+        if grad:
+            ins = [{"name": "dy", "format": "ND", "type": types, "shape": [half(s) for s in shapes],
+                    "value": "signed_uniform", "value_range": [GRAD_RANGE]}, xs]
+            outs = [{"name": "dx", "format": "ND", "type": types, "shape": [list(s) for s in shapes]}]
+        else:
+            ins, outs = [xs], [{"name": "y", "format": "ND", "type": types, "shape": [half(s) for s in shapes]}]
+        return {"case_name": name, "op": op, "input_desc": ins, "output_desc": outs,
+                "attr": [{"name": "dim", "type": "int", "value": dim}]}
+
+    def cases(quick: bool) -> list[dict]:
+        rows, inner = (QUICK_SWIGLU_ROWS, QUICK_SWIGLU_INNER) if quick else (SWIGLU_ROWS, SWIGLU_INNER)
+        out = [entry(f"{op}_default" + ("_quick" if quick else ""), [(r, 2 * i) for i in inner for r in rows])]
+        if not quick:
+            out.append(entry(f"{op}_3d_dim1", [(7, 2 * 83, 9)], dim=1))
+            out.append(entry(f"{op}_model", [SWIGLU_MODEL]))
+        return out
+    return cases
+
+
+# ---- RMSNorm
+def _gamma_axes(x, gamma) -> tuple[int, ...]:
+    return tuple(range(x.dim() - gamma.dim(), x.dim()))
+
+
+def torch_rms_norm(x, gamma, eps):
+    """PyTorch's formula step by step in x's dtype (gamma cast to it): (y, rstd in fp32)."""
+    axes = _gamma_axes(x, gamma)
+    y = x * torch.rsqrt(x.pow(2).mean(axes, keepdim=True) + eps) * gamma.to(x.dtype)
+    return y, torch.rsqrt(x.float().pow(2).mean(axes, keepdim=True) + eps)
+
+
+def torch_rms_norm_grad(dy, x, rstd, gamma, dx_out=None):
+    """The backward formula with the given rstd, in x's dtype (rstd and gamma cast to it):
+    dx = r*dg - x*r^3*sum(dg*x)/N (+ dx_out), dgamma = sum over the leading dims of dy*x*r in gamma's dtype."""
+    axes = _gamma_axes(x, gamma)
+    r, g = rstd.to(x.dtype), gamma.to(x.dtype)
+    dg = dy * g
+    dx = r * dg - x * r.pow(3) * (dg * x).sum(axes, keepdim=True) / gamma.numel()
+    if dx_out is not None:
+        dx = dx + dx_out
+    lead = tuple(range(x.dim() - gamma.dim()))
+    dgamma = (dy * x * r).sum(lead) if lead else dy * x * r
+    return dx, dgamma.to(gamma.dtype)
+
+
+def golden_rms_norm_grad(dy, x, rstd, gamma, dx_out=None):
+    """float64 (dx, dgamma) of the documented backward (op-semantics.md) for the given rstd:
+    dx = rstd*dy*g - x*rstd^3*sum(dy*g*x)/N (+ dx_out), dgamma = sum over rows of dy*x*rstd. With the exact
+    rstd this is reference.rms_norm_backward (tests/test_cli.py checks it); taking rstd as given keeps the
+    golden exact for the (fp32-rounded) rstd the op receives."""
+    k = gamma.ndim
+    axes = tuple(range(x.ndim - k, x.ndim))
+    dg = dy * gamma
+    dx = rstd * dg - x * rstd**3 * np.sum(dg * x, axis=axes, keepdims=True) / gamma.size
+    if dx_out is not None:
+        dx = dx + dx_out
+    dgamma = np.sum(dy * x * rstd, axis=tuple(range(x.ndim - k))).reshape(gamma.shape)
+    return dx, dgamma
+
+
+NORM_PAIRS = (("float16", "float32"), ("bfloat16", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"),
+              ("float32", "float32"))
+NORM_ROWS, NORM_HIDDEN, NORM_MODEL = (1, 7, 83), (1, 8, 769, 5125), (256, 4096)
+QUICK_NORM_ROWS, QUICK_NORM_HIDDEN = (1, 7), (8, 769)
+X_RANGE, GAMMA_RANGE = [0.25, 2.0], [0.5, 1.5]
+
+
+def norm_suite(op: str) -> Callable:
+    """The default suite of an RMSNorm op, per (x, gamma) dtype pair of op_proto: rows 1/7/83 x hidden
+    1/8/769/5125 ([rows, hidden], gamma [hidden]) and the model shape [1024, 4096] (LLaMA-7B's hidden size).
+    Data: random signs with magnitudes uniform in [0.25, 2] for x, x1, x2, dy and dx_out, [0.5, 1.5] for gamma:
+    no input is near zero, so y = x*rstd*g and the x output never are. Backward ops get rstd = 1/sqrt(mean(x^2)
+    + eps) of their x ("rstd_of_x", rounded to fp32), the forward's rstd. dx = rstd*(dg - xhat*mean(dg*xhat))
+    does cancel where dg ~ xhat*mean(dg*xhat); with independent signs that is rare, except at hidden 1 where
+    dx = dg*rstd*(1 - xhat^2) = dg*eps*rstd^3 has condition number x^2/eps: the hidden-1 backward cases use
+    eps 1 ("rstd_of_x_eps1"), as tests/test_norm.py does, where dx = dg/(x^2+1)^1.5 is well-conditioned.
+    add_rms_norm_grad's dx_out takes the sign of dx ("signed_like_dx"): with independent signs dx + dx_out
+    cancels to ~1e-7 of terms ~1 on a few elements per million, where even the correctly rounded fp16/bf16
+    result misses the literal MARE (a property of the data, not of the kernel: its error there is within
+    an fp32 ulp of the terms)."""
+    grad = op.endswith("_grad")
+    add = op.startswith("add_")
+
+    def tensor(name, t, shapes, value="signed_uniform", rng=X_RANGE):
+        d = {"name": name, "format": "ND", "type": t, "shape": shapes}
+        if value:
+            d["value"] = value
+        if value in ("signed_uniform", "signed_like_dx"):
+            d["value_range"] = [rng]
+        return d
+
+    def entry(name, pair, shapes, eps_one=False):
+        xt, gt = pair
+        xs = [list(s) for s in shapes]
+        gs = [list(s[-1:]) for s in shapes]
+        rs = [list(s[:-1]) + [1] for s in shapes]
+        g = tensor("gamma", gt, gs, rng=GAMMA_RANGE)
+        if grad:
+            ins = [tensor("dy", xt, xs, rng=GRAD_RANGE), tensor("x", xt, xs),
+                   tensor("rstd", "float32", rs, "rstd_of_x_eps1" if eps_one else "rstd_of_x"), g]
+            if add:
+                ins.append(tensor("dx_out", xt, xs, "signed_like_dx", rng=GRAD_RANGE))
+            outs = [tensor("dx", xt, xs, None), tensor("dgamma", gt, gs, None)]
+        else:
+            ins = ([tensor("x1", xt, xs), tensor("x2", xt, xs)] if add else [tensor("x", xt, xs)]) + [g]
+            outs = [tensor("y", xt, xs, None), tensor("rstd", "float32", rs, None)]
+            if add:
+                outs.append(tensor("x", xt, xs, None))
+        return {"case_name": name, "op": op, "input_desc": ins, "output_desc": outs}
+
+    def cases(quick: bool) -> list[dict]:
+        rows, hidden = (QUICK_NORM_ROWS, QUICK_NORM_HIDDEN) if quick else (NORM_ROWS, NORM_HIDDEN)
+        out = []
+        for pair in NORM_PAIRS:
+            tag = f"{op}_{pair[0]}_{pair[1]}"
+            shapes = [(r, h) for h in hidden for r in rows if not (grad and h == 1)]
+            out.append(entry(tag + ("_quick" if quick else ""), pair, shapes))
+            if not quick:
+                if grad:
+                    out.append(entry(tag + "_hidden1_eps1", pair, [(r, 1) for r in rows], eps_one=True))
+                out.append(entry(tag + "_model", pair, [NORM_MODEL]))
+        return out
+    return cases
+
+
+def fuzz_norm(op: str) -> Callable:
+    """x rank 2..4, gamma its last 1 or 2 dims, hidden up to ~6000 (grads: >= 8, see norm_suite on
+    hidden 1), at most ~150k elements."""
+    grad, add = op.endswith("_grad"), op.startswith("add_")
+
+    def fuzz(rng, attrs):
+        rank = int(rng.integers(2, 5))
+        lead = [int(rng.integers(1, 20)) for _ in range(rank - 1)]
+        hidden = int(rng.integers(8 if grad else 1, 6000))  # grads: no tiny-N cancellation
+        xs = lead + [hidden]
+        k = 2 if rank > 2 and rng.random() < 0.3 else 1
+        while math.prod(xs) > 150_000:
+            i = int(np.argmax(xs[:-1]))
+            xs[i] = max(1, xs[i] // 2)
+        x, g = tuple(xs), tuple(xs[-k:])
+        r = tuple(xs[:-k]) + (1,) * k
+        if grad:
+            out = {"dy": x, "x": x, "rstd": r, "gamma": g}
+            if add:
+                out["dx_out"] = x
+            return out
+        return {"x1": x, "x2": x, "gamma": g} if add else {"x": x, "gamma": g}
+    return fuzz
+
+
+def _eps(attrs) -> float:
+    return float(attrs.get("epsilon", 1e-6))
+
+
 OPS: dict[str, OpSpec] = {
     "rotary_mul": OpSpec(
         run=lambda t, a: (ascendc_ops.rotary_mul(t["x"], t["r1"], t["r2"], _mode(a)),),
@@ -219,6 +496,48 @@ OPS: dict[str, OpSpec] = {
         fuzz=fuzz_rope_customer("dy", "cos", "sin"),
         default_cases=rope_suite("rope_customer_grad", "dy", "dx", ("cos", "sin"), lambda r, d: [r, d]),
         values=_rope_values(_interleave)),
+    "swiglu": OpSpec(
+        run=lambda t, a: (ascendc_ops.swiglu(t["x"], _dim(a)),),
+        second=lambda t, a: (torch_swiglu(t["x"], _dim(a)),),
+        golden=lambda g, a: (R.swiglu(g["x"], _dim(a)),),
+        fuzz=fuzz_swiglu(False),
+        default_cases=swiglu_suite(False),
+        values=NORM_VALUES),
+    "swiglu_grad": OpSpec(
+        run=lambda t, a: (torch.ops.custom.swiglu_grad(t["dy"], t["x"], _dim(a)),),
+        second=lambda t, a: (torch_swiglu_dx(t["dy"], t["x"], _dim(a)),),
+        golden=lambda g, a: (R.swiglu_backward(g["dy"], g["x"], _dim(a)),),
+        fuzz=fuzz_swiglu(True),
+        default_cases=swiglu_suite(True),
+        values=NORM_VALUES),
+    "rms_norm": OpSpec(
+        run=lambda t, a: ascendc_ops.rms_norm(t["x"], t["gamma"], _eps(a)),
+        second=lambda t, a: torch_rms_norm(t["x"], t["gamma"], _eps(a)),
+        golden=lambda g, a: R.rms_norm(g["x"], g["gamma"], _eps(a)),
+        fuzz=fuzz_norm("rms_norm"),
+        default_cases=norm_suite("rms_norm"),
+        values=NORM_VALUES),
+    "rms_norm_grad": OpSpec(
+        run=lambda t, a: torch.ops.custom.rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
+        second=lambda t, a: torch_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
+        golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"]),
+        fuzz=fuzz_norm("rms_norm_grad"),
+        default_cases=norm_suite("rms_norm_grad"),
+        values=NORM_VALUES),
+    "add_rms_norm": OpSpec(
+        run=lambda t, a: ascendc_ops.add_rms_norm(t["x1"], t["x2"], t["gamma"], _eps(a)),
+        second=lambda t, a: (*torch_rms_norm(t["x1"] + t["x2"], t["gamma"], _eps(a)), t["x1"] + t["x2"]),
+        golden=lambda g, a: R.add_rms_norm(g["x1"], g["x2"], g["gamma"], _eps(a)),
+        fuzz=fuzz_norm("add_rms_norm"),
+        default_cases=norm_suite("add_rms_norm"),
+        values=NORM_VALUES),
+    "add_rms_norm_grad": OpSpec(
+        run=lambda t, a: torch.ops.custom.add_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["dx_out"]),
+        second=lambda t, a: torch_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["dx_out"]),
+        golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"], g["dx_out"]),
+        fuzz=fuzz_norm("add_rms_norm_grad"),
+        default_cases=norm_suite("add_rms_norm_grad"),
+        values=NORM_VALUES),
 }
 
 
@@ -263,18 +582,52 @@ def judge(standard: str, case: Case, dtype: str, a, second, golden) -> P.Check:
     return check_double_thousandth(a, golden, dtype, case.error_threshold)
 
 
+@dataclass(frozen=True)
+class _BoundValues:
+    """An OpSpec's value generators bound to one input's GenContext (what cases.make_values calls)."""
+
+    values: dict
+
+
+@contextlib.contextmanager
+def _memo_metrics():
+    """precision's checks each recompute P.metrics, and one output meets the same (actual, golden) pairs up to
+    three times (table numbers, double benchmark, the judging standard): memoize by the arrays' identity while
+    they are alive (they are held here), which halves the time of the model-shape cases."""
+    plain, memo = P.metrics, {}
+
+    def metrics(actual, golden):
+        key = (id(actual), id(golden))
+        if key not in memo:
+            memo[key] = (actual, golden, plain(actual, golden))
+        return memo[key][2]
+
+    P.metrics = metrics
+    try:
+        yield
+    finally:
+        P.metrics = plain
+
+
 def run_case(case: Case, standard: str) -> list[dict]:
     """Run one case; one record per output."""
+    with _memo_metrics():
+        return _run_case(case, standard)
+
+
+def _run_case(case: Case, standard: str) -> list[dict]:
     spec = OPS[case.op]
     rng = np.random.default_rng(case.seed)
     tensors, arrays = {}, {}
-    for t in case.inputs:
-        tensors[t.name] = torch.from_numpy(make_values(t, rng, spec, case.attrs)).to(getattr(torch, t.dtype))
-        arrays[t.name] = _f64(tensors[t.name])  # the golden sees the dtype-rounded inputs
     base = {"case": case.name, "op": case.op, "source": case.source,
             "attrs": dict(case.attrs), "dtype": case.dtype,
             "shapes": {t.name: list(t.shape) for t in case.inputs}}
     try:
+        for t in case.inputs:  # generators see the case's rng, the tensor's spec and the inputs made so far
+            ctx = GenContext(rng, t, arrays)
+            bound = _BoundValues({k: (lambda s, a, f=f: f(s, a, ctx)) for k, f in spec.values.items()})
+            tensors[t.name] = torch.from_numpy(make_values(t, rng, bound, case.attrs)).to(getattr(torch, t.dtype))
+            arrays[t.name] = _f64(tensors[t.name])  # the golden sees the dtype-rounded inputs
         ours = spec.run(tensors, case.attrs)
         second = spec.second(tensors, case.attrs)
         if case.golden is not None:
