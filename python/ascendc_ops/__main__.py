@@ -108,10 +108,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     v = sub.add_parser("verify", help="check accuracy against the float64 NumPy goldens",
-                       description="Run the default suite (every op, mode and dtype; head dims 40/80/128, rows "
-                                   "1/7/83 and the model shape 1x32x512x128) or the cases of msOpST-style case "
-                                   "files, and judge each output against the float64 NumPy golden. Exits 1 when "
-                                   "any output fails.")
+                       description="Run the default suite (every op, mode and dtype on odd shapes - head dims "
+                                   "40/80/128, rows 1/7/83, hidden 1/8/769/5125 - and one model shape per op) or "
+                                   "the cases of msOpST-style case files, and judge each output against the "
+                                   "float64 NumPy golden. Exits 1 when any output fails.")
     v.add_argument("--op", nargs="+", choices=list(verify.OPS), help="only these ops (default: all)")
     v.add_argument("--dtype", nargs="+", choices=list(verify.DTYPES), help="only cases of these dtypes")
     v.add_argument("--cases", nargs="+", type=_in_file, metavar="FILE.json", help="msOpST-style case files")
@@ -128,11 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
                                    "torch.compile of that code and a same-size copy; print a Markdown table.")
     b.add_argument("--op", nargs="+", choices=list(bench.OPS), default=list(bench.OPS))
     b.add_argument("--preset", nargs="+", choices=list(bench.PRESETS),
-                   help="model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim])")
+                   help="model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
+                        "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])")
     b.add_argument("--seq", type=_positive_int, help="sequence length for --preset (default: 4096)")
     b.add_argument("--shape", nargs="+", type=_shape, metavar="DIMS",
-                   help="comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D); default without --preset: "
-                        "1,32,512,128 1,32,4096,128")
+                   help="comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; "
+                        "SwiGLU: T,2I); default without --preset: each op's shapes from its issue")
     b.add_argument("--dtype", nargs="+", choices=list(bench.DTYPES), default=list(bench.DEFAULT_DTYPES))
     b.add_argument("--mode", nargs="+", choices=list(bench.PASSES), default=list(bench.DEFAULT_PASSES),
                    help="fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd")
