@@ -11,6 +11,7 @@ from . import op_proto  # noqa: E402
 from .rope import rope_customer, rotary_mul  # noqa: E402
 from .glu import swiglu  # noqa: E402
 from .norm import add_rms_norm, rms_norm  # noqa: E402
+from .kernels import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
 
-__all__ = ["add_rms_norm", "backends", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu"]
+__all__ = ["add_rms_norm", "apply_default_kernels", "apply_kernel", "backends", "revert_kernels", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu"]
 __version__ = "0.1.0"

@@ -1,0 +1,90 @@
+"""The pieces every kernel module shares: the Kernel record, per-instance patch bookkeeping, model lookups.
+
+Patching is per model instance. A kernel never edits a class or a module global: it sets an instance
+attribute (``module.forward``) on the submodules of one model, and records what was there before, so
+``revert_kernels`` can put back exactly the original objects (or remove the attribute when there was none).
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+# The attribute on the patched model that holds its patch records: {kernel_id: [PatchRecord, ...]}.
+STATE_ATTR = "_ascendc_kernels"
+_MISSING = object()
+
+
+class KernelSkip(Exception):
+    """Raised by a kernel's apply function when it cannot (or need not) patch this model; the message says why."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Kernel:
+    """One registry entry: an id, the HF model types and backends it supports, and its apply function.
+
+    ``apply(model) -> list[PatchRecord]`` patches the instance and returns what it changed, or raises
+    ``KernelSkip(reason)``. ``model_types`` are ``config.model_type`` values; backends are names from
+    ``ascendc_ops.backends()`` ("cpu-twin", "npu").
+    """
+
+    id: str
+    model_types: tuple[str, ...]
+    backends: tuple[str, ...]
+    apply: Callable[[nn.Module], list]
+    description: str = ""
+
+
+@dataclasses.dataclass
+class PatchRecord:
+    """One instance attribute we set: where, which name, and the value it had (``_MISSING`` = none)."""
+
+    owner: object
+    name: str
+    old: object
+
+    def revert(self) -> None:
+        if self.old is _MISSING:
+            # Only remove what we put there (leave a later, foreign patch alone? no: revert means "as before us").
+            self.owner.__dict__.pop(self.name, None)
+        else:
+            setattr(self.owner, self.name, self.old)
+
+
+def set_instance_attr(owner: object, name: str, value: object) -> PatchRecord:
+    """Set ``owner.name = value`` as an instance attribute, returning the record that undoes it."""
+    record = PatchRecord(owner, name, owner.__dict__.get(name, _MISSING))
+    # nn.Module.__setattr__ would route Parameters/Modules elsewhere; forwards are plain callables.
+    object.__setattr__(owner, name, value)
+    return record
+
+
+def model_type(model: nn.Module) -> str | None:
+    config = getattr(model, "config", None)
+    return getattr(config, "model_type", None)
+
+
+def model_config(model: nn.Module):
+    config = getattr(model, "config", None)
+    return getattr(config, "get_text_config", lambda: config)() if config is not None else None
+
+
+def model_backend(model: nn.Module) -> str:
+    """The backend this model's parameters live on: 'cpu-twin' for CPU, 'npu' for NPU, else the device type."""
+    try:
+        device = next(model.parameters()).device
+    except StopIteration:
+        device = torch.device("cpu")
+    return {"cpu": "cpu-twin", "npu": "npu"}.get(device.type, device.type)
+
+
+def modeling_module(obj: object):
+    """The Python module (e.g. transformers.models.llama.modeling_llama) that defines obj's class."""
+    return sys.modules.get(type(obj).__module__)
+
+
+def is_patched(module: nn.Module) -> bool:
+    return "forward" in module.__dict__

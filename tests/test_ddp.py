@@ -1,0 +1,76 @@
+"""Distributed: a 2-process DDP training step (gloo, 127.0.0.1) of a patched tiny model gives the same
+gradients as one process on the whole batch."""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+pytest.importorskip("transformers")
+import ascendc_ops.kernels as K  # noqa: E402
+
+TIMEOUT_S = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _model_and_batch():
+    from test_patching import ids, tiny
+
+    model = tiny("llama", seed=0)
+    K.apply_default_kernels(model)
+    return model, ids(batch=4, seq=16)
+
+
+def _worker(rank, world, port, out_dir):
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                           timeout=__import__("datetime").timedelta(seconds=60))
+    try:
+        model, x = _model_and_batch()
+        assert K.applied_kernels(model) == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        shard = x.chunk(world)[rank]
+        loss = ddp(shard, labels=shard).loss
+        loss.backward()
+        if rank == 0:
+            torch.save({n: p.grad.clone() for n, p in model.named_parameters()}, os.path.join(out_dir, "grads.pt"))
+    finally:
+        dist.destroy_process_group()
+
+
+def test_ddp_two_processes_match_single(tmp_path):
+    import sys
+
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    if tests_dir not in sys.path:
+        sys.path.insert(0, tests_dir)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    ctx = mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=False,
+                             start_method="spawn")
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while not ctx.join(timeout=1):
+            if time.monotonic() > deadline:
+                pytest.fail(f"DDP workers did not finish within {TIMEOUT_S} s")
+    finally:
+        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+    ddp_grads = torch.load(tmp_path / "grads.pt")
+    model, x = _model_and_batch()
+    # each rank's loss is the mean over its shard (equal token counts), DDP averages: = the full-batch mean
+    model(x, labels=x).loss.backward()
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(ddp_grads[n], p.grad, atol=1e-6, rtol=1e-4, msg=n)
