@@ -45,6 +45,7 @@ def _worker(rank, world, port, out_dir):
         loss.backward()
         if rank == 0:
             torch.save({n: p.grad.clone() for n, p in model.named_parameters()}, os.path.join(out_dir, "grads.pt"))
+        dist.barrier()  # neither rank tears its gloo pairs down while the other still uses them
     finally:
         dist.destroy_process_group()
 
