@@ -6,7 +6,6 @@
 namespace tiling {
 namespace {
 
-constexpr uint32_t kBufferNum = 2;  // the kernels' queues are double-buffered
 
 // T-typed queues of a row kernel: forward x (+ x2), y (+ x out); backward dy, x (+ dx_out), dx.
 uint32_t QueuesOfT(const NormProblem& p) {
@@ -18,7 +17,7 @@ uint32_t Fp32Work(const NormProblem& p) { return p.backward ? 4 : 2; }
 
 }  // namespace
 
-uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows) {
+uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBufferNum) {
   const uint32_t pitch = RowPitch(p.hidden, p.xDtype);
   const uint32_t elems = rows * pitch;
   uint32_t bytes = kBufferNum * AlignUp(elems * ElementBytes(p.xDtype), 32) * QueuesOfT(p);
@@ -32,6 +31,7 @@ uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows) {
 }
 
 uint32_t NormSplitRowBytes(const NormProblem& p, uint32_t chunk) {
+  constexpr uint32_t kBufferNum = 2;
   uint32_t bytes = kBufferNum * AlignUp(chunk * ElementBytes(p.xDtype), 32) * QueuesOfT(p);
   bytes += Fp32Work(p) * chunk * 4;
   bytes += 8 * 4;                                                         // one row's sum
@@ -43,6 +43,7 @@ uint32_t NormSplitRowBytes(const NormProblem& p, uint32_t chunk) {
 }
 
 uint32_t NormReduceBytes(DType gammaDtype, uint32_t chunk) {
+  constexpr uint32_t kBufferNum = 2;
   return kBufferNum * chunk * 4 + chunk * 4 + kBufferNum * AlignUp(chunk * ElementBytes(gammaDtype), 32);
 }
 
@@ -66,14 +67,18 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   const int64_t mostRows = d.rowsPerBlock + (d.rowsRemainder ? 1 : 0);
 
   uint32_t fit = 0;
-  if (NormSinglePassBytes(p, 1) <= budget) {
+  // Whole rows double-buffered; else whole rows single-buffered; else the split-row mode.
+  d.bufferNum = NormSinglePassBytes(p, 1, 2) <= budget ? 2 : 1;
+  if (NormSinglePassBytes(p, 1, d.bufferNum) <= budget) {
     // the largest tile that fits, found by bisection (the byte count grows with the rows)
     uint32_t lo = 1, hi = kNormMaxTileRows;
     while (lo < hi) {
       const uint32_t mid = (lo + hi + 1) / 2;
-      if (NormSinglePassBytes(p, mid) <= budget) lo = mid; else hi = mid - 1;
+      if (NormSinglePassBytes(p, mid, d.bufferNum) <= budget) lo = mid; else hi = mid - 1;
     }
     fit = lo;
+  } else {
+    d.bufferNum = 2;
   }
   if (fit > 0) {
     d.tilingKey = NORM_SINGLE_PASS;

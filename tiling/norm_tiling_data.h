@@ -30,5 +30,6 @@ struct NormTilingData {
   uint32_t reduceBlockDim;       // blocks of the dgamma reduction kernel (0 in forward)
   uint32_t reduceTasksPerBlock;  // every reduction block takes this many tasks ...
   uint32_t reduceTasksRemainder; // ... and the first reduceTasksRemainder blocks one more
-  uint32_t reserved;             // keeps sizeof a multiple of 8
+  uint32_t bufferNum;            // buffers per queue: 2 (double buffering), or 1 when only a single-buffered
+                                 // whole-row tile fits (one read of x beats the split-row mode's two)
 };

@@ -29,18 +29,18 @@ class KernelRmsNorm {
     rstdGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(rstd), t_.rows);
     gammaGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(gamma), t_.hidden);
     const uint32_t elems = t_.tileRows * t_.chunk;
-    pipe->InitBuffer(inX1_, NORM_BUFFER_NUM, elems * sizeof(T));
-    pipe->InitBuffer(outY_, NORM_BUFFER_NUM, elems * sizeof(T));
+    pipe->InitBuffer(inX1_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+    pipe->InitBuffer(outY_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     if constexpr (ADD) {
       x2Gm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x2), total);
       xOutGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(xOut), total);
-      pipe->InitBuffer(inX2_, NORM_BUFFER_NUM, elems * sizeof(T));
-      pipe->InitBuffer(outX_, NORM_BUFFER_NUM, elems * sizeof(T));
+      pipe->InitBuffer(inX2_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+      pipe->InitBuffer(outX_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     }
     pipe->InitBuffer(xfBuf_, elems * sizeof(float));
     pipe->InitBuffer(workBuf_, elems * sizeof(float));
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
-    pipe->InitBuffer(outRstd_, NORM_BUFFER_NUM, t_.tileRows * sizeof(float));
+    pipe->InitBuffer(outRstd_, static_cast<uint8_t>(t_.bufferNum), t_.tileRows * sizeof(float));
     pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
     pipe->InitBuffer(gammaRawBuf_, t_.chunk * sizeof(G));
     pipe->InitBuffer(gammaBuf_, t_.chunk * sizeof(float));

@@ -34,12 +34,12 @@ class KernelRmsNormGrad {
     gammaGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(gamma), t_.hidden);
     partGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials) + GetBlockIdx() * t_.hidden, t_.hidden);
     const uint32_t elems = t_.tileRows * t_.chunk;
-    pipe->InitBuffer(inDy_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
-    pipe->InitBuffer(inX_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
-    pipe->InitBuffer(outDx_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
+    pipe->InitBuffer(inDy_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+    pipe->InitBuffer(inX_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+    pipe->InitBuffer(outDx_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     if constexpr (ADD) {
       dxOutGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dxOut), total);
-      pipe->InitBuffer(inDxOut_, NORM_GRAD_BUFFER_NUM, elems * sizeof(T));
+      pipe->InitBuffer(inDxOut_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     }
     pipe->InitBuffer(dyfBuf_, elems * sizeof(float));
     pipe->InitBuffer(xfBuf_, elems * sizeof(float));
@@ -301,7 +301,7 @@ class KernelDgammaReduce {
     outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(dgamma), t_.hidden);
     pipe->InitBuffer(inPart_, NORM_GRAD_BUFFER_NUM, t_.reduceChunk * sizeof(float));
     pipe->InitBuffer(accBuf_, t_.reduceChunk * sizeof(float));
-    pipe->InitBuffer(outG_, NORM_GRAD_BUFFER_NUM, t_.reduceChunk * sizeof(G));
+    pipe->InitBuffer(outG_, static_cast<uint8_t>(t_.bufferNum), t_.reduceChunk * sizeof(G));
   }
 
   __aicore__ inline void Process() {

@@ -16,7 +16,8 @@ static void CheckInvariants(const NormProblem& p, const NormTiling& t, const Pla
   EXPECT(d.rowsRemainder < t.blockDim);
   if (t.tilingKey == NORM_SINGLE_PASS) {
     EXPECT(d.tileRows >= 1 && d.tileRows <= kNormMaxTileRows);
-    EXPECT(NormSinglePassBytes(p, d.tileRows) <= plat.UbBudget());
+    EXPECT(NormSinglePassBytes(p, d.tileRows, d.bufferNum) <= plat.UbBudget());
+    EXPECT(d.bufferNum == 2 || NormSinglePassBytes(p, 1, 2) > plat.UbBudget());  // single-buffered only when needed
     EXPECT(d.chunkCount == 1 && d.chunk == d.rowPitch);
   } else {
     EXPECT(d.tileRows == 1 && d.chunk % 16 == 0 && d.chunk > 0);
@@ -51,6 +52,10 @@ int main() {
   NormTiling l = TileNorm({8192, 4096, f32, f32, false, false, 1e-6f}, b3);
   EXPECT(l.tilingKey == NORM_SINGLE_PASS && l.blockDim == 40 && l.data.tileRows == 1);
   EXPECT(l.data.rowsPerBlock == 204 && l.data.rowsRemainder == 32);
+  // Backward at hidden 4096 fp32: only a single-buffered whole row fits, which beats splitting it.
+  NormTiling lb = TileNorm({8192, 4096, f32, f32, false, true, 1e-6f}, b3);
+  EXPECT(lb.tilingKey == NORM_SINGLE_PASS && lb.data.bufferNum == 1 && lb.data.tileRows == 1);
+  EXPECT(l.data.bufferNum == 2);
   // Rows longer than UB: split-row, two or more chunks.
   for (uint32_t hidden : {16384u, 32768u}) {
     NormTiling s = TileNorm({4, hidden, f32, f32, false, false, 1e-6f}, b2);
