@@ -137,20 +137,10 @@ class KernelSwiglu {
     LocalTensor<float> bf = SwigluWiden(b, bFloatBuf_, n);
     LocalTensor<float> w = SwigluResult(y, yFloatBuf_);
     PipeBarrier<PIPE_V>();
-    // 1. w = exp(-a)
-    Muls(w, af, -1.0f, n);
+    // 1. w = b * swish(a, 1) = silu(a) * b  (the SwiGLU activation API: Muls/Exp/Adds/Div/Mul on the device)
+    SwiGLU<float, false>(w, bf, af, 1.0f, static_cast<uint32_t>(n));
     PipeBarrier<PIPE_V>();
-    Exp(w, w, n);
-    PipeBarrier<PIPE_V>();
-    // 2. w = 1 + exp(-a)
-    Adds(w, w, 1.0f, n);
-    PipeBarrier<PIPE_V>();
-    // 3. w = silu(a) = a / (1 + exp(-a))
-    Div(w, af, w, n);
-    PipeBarrier<PIPE_V>();
-    // 4. w = silu(a) * b
-    Mul(w, w, bf, n);
-    // 5. y = w rounded once to T
+    // 2. y = w rounded once to T
     SwigluNarrow(y, w, n);
     outY_.EnQue(y);
     inA_.FreeTensor(a);

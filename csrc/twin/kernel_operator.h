@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "twin_activation.h"
 #include "twin_copy.h"
 #include "twin_core.h"
 #include "twin_tensor.h"
