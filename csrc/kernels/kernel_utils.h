@@ -19,3 +19,10 @@ __aicore__ inline void BlockTaskRange(int64_t perBlock, int64_t remainder, int64
   count = perBlock + (b < remainder ? 1 : 0);
   begin = b * perBlock + (b < remainder ? b : remainder);
 }
+
+// Elements a run of `len` elements occupies in UB once DataCopyPad has padded it to 32 bytes.
+template <typename T>
+__aicore__ inline uint32_t PaddedLen(uint32_t len) {
+  constexpr uint32_t perBlock = 32 / sizeof(T);
+  return (len + perBlock - 1) / perBlock * perBlock;
+}

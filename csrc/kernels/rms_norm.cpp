@@ -8,6 +8,7 @@
 // columns (ReduceSum count form): DataCopyPad's padding past the row end is never summed.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
+#include "norm_common.h"
 #include "norm_tiling_data.h"
 
 using namespace AscendC;
@@ -63,30 +64,9 @@ class KernelRmsNorm {
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
 
-  // Elements one row of `len` columns occupies in UB once DataCopyPad has padded it to 32 bytes.
-  __aicore__ inline uint32_t Landed(uint32_t len) const {
-    constexpr uint32_t per = 32 / sizeof(T);
-    return (len + per - 1) / per * per;
-  }
 
-  // gamma[col, col + len) in fp32 into gammaBuf_.
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
-    LocalTensor<float> gammaF = gammaBuf_.Get<float>();
-    SetFlag<HardEvent::V_MTE2>(0);  // the previous chunk's gamma has been used
-    WaitFlag<HardEvent::V_MTE2>(0);
-    if constexpr (sizeof(G) == sizeof(float)) {
-      DataCopyPad(gammaF.template ReinterpretCast<G>(), gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0),
-                  DataCopyPadExtParams<G>());
-      SetFlag<HardEvent::MTE2_V>(0);
-      WaitFlag<HardEvent::MTE2_V>(0);
-    } else {
-      LocalTensor<G> raw = gammaRawBuf_.Get<G>();
-      DataCopyPad(raw, gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0), DataCopyPadExtParams<G>());
-      SetFlag<HardEvent::MTE2_V>(0);
-      WaitFlag<HardEvent::MTE2_V>(0);
-      Cast(gammaF, raw, RoundMode::CAST_NONE, len);
-    }
-    PipeBarrier<PIPE_V>();
+    LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len);
   }
 
   // `rows` rows of x1 (and x2), columns [col, col + len), into the input queues.
@@ -224,7 +204,7 @@ class KernelRmsNorm {
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
-      const int32_t landed = static_cast<int32_t>(Landed(len));
+      const int32_t landed = static_cast<int32_t>(PaddedLen<T>(len));
       CopyIn(row, 1, col, len);
       LoadAsFloat(xf, landed, true);
       if constexpr (ADD) CopyOutX(row, 1, col, len);
@@ -252,7 +232,7 @@ class KernelRmsNorm {
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
-      const int32_t landed = static_cast<int32_t>(Landed(len));
+      const int32_t landed = static_cast<int32_t>(PaddedLen<T>(len));
       LoadGamma(col, len);
       CopyIn(row, 1, col, len);
       LoadAsFloat(xf, landed, false);
@@ -275,10 +255,7 @@ class KernelRmsNorm {
     }
   }
 
-  __aicore__ inline uint32_t ChunkLen(uint32_t col) const {
-    const uint32_t left = t_.hidden - col;
-    return left < t_.chunk ? left : t_.chunk;
-  }
+  __aicore__ inline uint32_t ChunkLen(uint32_t col) const { return NormChunkLen(t_, col); }
 
   __aicore__ inline void CopyOutY(int64_t row, uint32_t rows, uint32_t col, uint32_t len) {
     LocalTensor<T> y = outY_.DeQue<T>();

@@ -11,6 +11,7 @@
 // chunk; pass 2 walks the chunks, updating that chunk's dgamma partial for every row of the group.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
+#include "norm_common.h"
 #include "norm_tiling_data.h"
 
 using namespace AscendC;
@@ -76,33 +77,11 @@ class KernelRmsNormGrad {
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
 
-  __aicore__ inline uint32_t Landed(uint32_t len) const {
-    constexpr uint32_t per = 32 / sizeof(T);
-    return (len + per - 1) / per * per;
-  }
 
-  __aicore__ inline uint32_t ChunkLen(uint32_t col) const {
-    const uint32_t left = t_.hidden - col;
-    return left < t_.chunk ? left : t_.chunk;
-  }
+  __aicore__ inline uint32_t ChunkLen(uint32_t col) const { return NormChunkLen(t_, col); }
 
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
-    LocalTensor<float> gammaF = gammaBuf_.Get<float>();
-    SetFlag<HardEvent::V_MTE2>(0);
-    WaitFlag<HardEvent::V_MTE2>(0);
-    if constexpr (sizeof(G) == sizeof(float)) {
-      DataCopyPad(gammaF.template ReinterpretCast<G>(), gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0),
-                  DataCopyPadExtParams<G>());
-      SetFlag<HardEvent::MTE2_V>(0);
-      WaitFlag<HardEvent::MTE2_V>(0);
-    } else {
-      LocalTensor<G> raw = gammaRawBuf_.Get<G>();
-      DataCopyPad(raw, gammaGm_[col], DataCopyExtParams(1, len * sizeof(G), 0, 0, 0), DataCopyPadExtParams<G>());
-      SetFlag<HardEvent::MTE2_V>(0);
-      WaitFlag<HardEvent::MTE2_V>(0);
-      Cast(gammaF, raw, RoundMode::CAST_NONE, len);
-    }
-    PipeBarrier<PIPE_V>();
+    LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len);
   }
 
   __aicore__ inline void CopyIn(int64_t row, uint32_t rows, uint32_t col, uint32_t len, bool withDxOut) {
@@ -235,7 +214,7 @@ class KernelRmsNormGrad {
         const uint32_t len = ChunkLen(col);
         LoadGamma(col, len);
         CopyIn(row + r, 1, col, len, false);
-        LoadDyX(static_cast<int32_t>(Landed(len)));
+        LoadDyX(static_cast<int32_t>(PaddedLen<T>(len)));
         RowTerms(0, len, true, 0);
         SetFlag<HardEvent::V_S>(0);
         WaitFlag<HardEvent::V_S>(0);
@@ -248,7 +227,7 @@ class KernelRmsNormGrad {
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
-      const int32_t landed = static_cast<int32_t>(Landed(len));
+      const int32_t landed = static_cast<int32_t>(PaddedLen<T>(len));
       SetFlag<HardEvent::MTE3_V>(0);  // the previous chunk's partial has left acc
       WaitFlag<HardEvent::MTE3_V>(0);
       if (first) {

@@ -31,8 +31,7 @@ __aicore__ inline SwigluTile SwigluTaskTile(const SwigluTilingData& t, int64_t t
   const int64_t rowsLeft = t.outer - tile.row, colsLeft = t.inner - tile.col;
   tile.rows = static_cast<uint32_t>(rowsLeft < t.tileRows ? rowsLeft : t.tileRows);
   tile.cols = static_cast<uint32_t>(colsLeft < t.tileCols ? colsLeft : t.tileCols);
-  constexpr uint32_t perBlock = 32 / sizeof(T);
-  tile.pitch = (tile.cols + perBlock - 1) / perBlock * perBlock;
+  tile.pitch = PaddedLen<T>(tile.cols);
   return tile;
 }
 

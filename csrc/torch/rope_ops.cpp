@@ -4,9 +4,15 @@
 
 #include <torch/library.h>
 
-#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
+
+// The kernel entry points of csrc/kernels/rope.cpp, compiled for the twin into this library.
+extern "C" {
+void rope_float(uint8_t* x, uint8_t* cos, uint8_t* sin, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
+void rope_half(uint8_t* x, uint8_t* cos, uint8_t* sin, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
+void rope_bfloat16(uint8_t* x, uint8_t* cos, uint8_t* sin, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
+}
 
 namespace ascendc_ops {
 namespace {
