@@ -16,6 +16,9 @@ PYTHON_DIR = ROOT / "python"
 BUILD = Path(os.environ.get("ASCENDC_OPS_BUILD_DIR") or ROOT / "build")
 if str(PYTHON_DIR) not in sys.path:
     sys.path.insert(0, str(PYTHON_DIR))
+# Every kernel the tests launch runs under the twin's sanitizer (racecheck, synccheck, initcheck,
+# multi-core overlap); ASCENDC_TWIN_SANITIZE=0 in the environment turns it off.
+os.environ.setdefault("ASCENDC_TWIN_SANITIZE", "1")
 
 
 @pytest.fixture(autouse=True)

@@ -26,3 +26,13 @@ __aicore__ inline uint32_t PaddedLen(uint32_t len) {
   constexpr uint32_t perBlock = 32 / sizeof(T);
   return (len + perBlock - 1) / perBlock * perBlock;
 }
+
+// SetFlag then WaitFlag on `evt` with an id the TPipe's queues are not holding. A literal id can
+// collide with the id a TQue hand-off holds (FreeTensor's V_MTE2, say): a second SetFlag on a
+// set event is undefined and hangs the device, so TPipe kernels take ids from FetchEventID.
+template <AscendC::HardEvent evt>
+__aicore__ inline void SyncPipes() {
+  const AscendC::TEventID id = AscendC::GetTPipePtr()->FetchEventID(evt);
+  AscendC::SetFlag<evt>(id);
+  AscendC::WaitFlag<evt>(id);
+}

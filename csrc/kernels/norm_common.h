@@ -16,18 +16,15 @@ __aicore__ inline void LoadGammaFp32(const AscendC::LocalTensor<float>& gammaF,
                                      AscendC::TBuf<AscendC::TPosition::VECCALC>& rawBuf,
                                      const AscendC::GlobalTensor<G>& gammaGm, uint32_t col, uint32_t len) {
   using namespace AscendC;
-  SetFlag<HardEvent::V_MTE2>(0);  // the previous chunk's gamma has been used
-  WaitFlag<HardEvent::V_MTE2>(0);
+  SyncPipes<HardEvent::V_MTE2>();  // the previous chunk's gamma has been used
   const DataCopyExtParams params(1, len * sizeof(G), 0, 0, 0);
   if constexpr (sizeof(G) == sizeof(float)) {
     DataCopyPad(gammaF.template ReinterpretCast<G>(), gammaGm[col], params, DataCopyPadExtParams<G>());
-    SetFlag<HardEvent::MTE2_V>(0);
-    WaitFlag<HardEvent::MTE2_V>(0);
+    SyncPipes<HardEvent::MTE2_V>();
   } else {
     LocalTensor<G> raw = rawBuf.Get<G>();
     DataCopyPad(raw, gammaGm[col], params, DataCopyPadExtParams<G>());
-    SetFlag<HardEvent::MTE2_V>(0);
-    WaitFlag<HardEvent::MTE2_V>(0);
+    SyncPipes<HardEvent::MTE2_V>();
     Cast(gammaF, raw, RoundMode::CAST_NONE, len);
   }
   PipeBarrier<PIPE_V>();

@@ -138,8 +138,7 @@ class KernelRmsNorm {
     Sqrt(sums, sums, n);
     PipeBarrier<PIPE_V>();
     Div(sums, ones, sums, n);
-    SetFlag<HardEvent::V_S>(0);  // the scalar unit reads the rstd values next
-    WaitFlag<HardEvent::V_S>(0);
+    SyncPipes<HardEvent::V_S>();  // the scalar unit reads the rstd values next
   }
 
   // Single-pass: `rows` whole rows starting at `row`.
@@ -186,8 +185,7 @@ class KernelRmsNorm {
       Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(tileElems));
     }
     outY_.EnQue(y);
-    SetFlag<HardEvent::S_MTE3>(0);  // rstdOut was written by the scalar unit
-    WaitFlag<HardEvent::S_MTE3>(0);
+    SyncPipes<HardEvent::S_MTE3>();  // rstdOut was written by the scalar unit
     outRstd_.EnQue(rstdOut);
     CopyOutY(row, rows, 0, n);
     CopyOutRstd(row, rows);
@@ -211,19 +209,16 @@ class KernelRmsNorm {
       Mul(work, xf, xf, landed);
       PipeBarrier<PIPE_V>();
       ReduceSum(sums, work, tmp, static_cast<int32_t>(len));
-      SetFlag<HardEvent::V_S>(0);
-      WaitFlag<HardEvent::V_S>(0);
+      SyncPipes<HardEvent::V_S>();
       sumSq += sums.GetValue(0);
     }
     sums.SetValue(0, sumSq);
-    SetFlag<HardEvent::S_V>(0);  // the vector unit reads the scalar-written sum next
-    WaitFlag<HardEvent::S_V>(0);
+    SyncPipes<HardEvent::S_V>();  // the vector unit reads the scalar-written sum next
     RstdFromSums(sums, 1);
     const float rstd = sums.GetValue(0);
     LocalTensor<float> rstdOut = outRstd_.AllocTensor<float>();
     rstdOut.SetValue(0, rstd);
-    SetFlag<HardEvent::S_MTE3>(0);
-    WaitFlag<HardEvent::S_MTE3>(0);
+    SyncPipes<HardEvent::S_MTE3>();
     outRstd_.EnQue(rstdOut);
     CopyOutRstd(row, 1);
 

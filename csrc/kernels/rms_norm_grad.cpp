@@ -188,8 +188,7 @@ class KernelRmsNormGrad {
     CopyIn(row, rows, 0, n, true);
     LoadDyX(tileElems);
     for (uint32_t r = 0; r < rows; ++r) RowTerms(r * pitch, n, true, r);
-    SetFlag<HardEvent::V_S>(0);  // the sums are read by the scalar unit
-    WaitFlag<HardEvent::V_S>(0);
+    SyncPipes<HardEvent::V_S>();  // the sums are read by the scalar unit
     LocalTensor<float> sums = sumBuf_.Get<float>();
     LocalTensor<float> acc = accBuf_.Get<float>();
     for (uint32_t r = 0; r < rows; ++r) {
@@ -216,8 +215,7 @@ class KernelRmsNormGrad {
         CopyIn(row + r, 1, col, len, false);
         LoadDyX(static_cast<int32_t>(PaddedLen<T>(len)));
         RowTerms(0, len, true, 0);
-        SetFlag<HardEvent::V_S>(0);
-        WaitFlag<HardEvent::V_S>(0);
+        SyncPipes<HardEvent::V_S>();
         total += sums.GetValue(0);
       }
       coef[r] = rstd[r] * rstd[r] * rstd[r] * (total * t_.invHidden);
@@ -228,17 +226,14 @@ class KernelRmsNormGrad {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
       const int32_t landed = static_cast<int32_t>(PaddedLen<T>(len));
-      SetFlag<HardEvent::MTE3_V>(0);  // the previous chunk's partial has left acc
-      WaitFlag<HardEvent::MTE3_V>(0);
+      SyncPipes<HardEvent::MTE3_V>();  // the previous chunk's partial has left acc
       if (first) {
         Duplicate(acc, 0.0f, static_cast<int32_t>(len));
       } else {
-        SetFlag<HardEvent::MTE3_MTE2>(0);  // read back what this block wrote to GM
-        WaitFlag<HardEvent::MTE3_MTE2>(0);
+        SyncPipes<HardEvent::MTE3_MTE2>();  // read back what this block wrote to GM
         DataCopyPad(acc, partGm_[col], DataCopyExtParams(1, len * sizeof(float), 0, 0, 0),
                     DataCopyPadExtParams<float>());
-        SetFlag<HardEvent::MTE2_V>(0);
-        WaitFlag<HardEvent::MTE2_V>(0);
+        SyncPipes<HardEvent::MTE2_V>();
       }
       LoadGamma(col, len);
       for (uint32_t r = 0; r < rows; ++r) {
@@ -253,8 +248,7 @@ class KernelRmsNormGrad {
   }
 
   __aicore__ inline void StorePartial(uint32_t col, uint32_t len) {
-    SetFlag<HardEvent::V_MTE3>(0);
-    WaitFlag<HardEvent::V_MTE3>(0);
+    SyncPipes<HardEvent::V_MTE3>();
     DataCopyPad(partGm_[col], accBuf_.Get<float>(), DataCopyExtParams(1, len * sizeof(float), 0, 0, 0));
   }
 

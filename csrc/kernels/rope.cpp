@@ -85,8 +85,7 @@ class KernelRope {
       offsets.SetValue(j, static_cast<int32_t>(partner * sizeof(float)));
       signs.SetValue(j, sign);
     }
-    SetFlag<HardEvent::S_V>(0);
-    WaitFlag<HardEvent::S_V>(0);
+    SyncPipes<HardEvent::S_V>();
     for (uint32_t r = 1; r < t_.tileRows; ++r) {
       Adds(offsets[r * pitch], offsets, static_cast<int32_t>(r * pitch * sizeof(float)), static_cast<int32_t>(pitch));
       DataCopy(signs[r * pitch], signs, pitch);

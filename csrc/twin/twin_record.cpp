@@ -41,6 +41,14 @@ struct BlockRecorder {
 };
 thread_local BlockRecorder* tRecorder = nullptr;
 thread_local int tDefer = 0;
+thread_local uint8_t tHandedOut[kPipes * kPipes];  // per pipe pair: ids a TPipe handed to the kernel
+
+void NoteEventHandedOut(Pipe src, Pipe dst, int32_t id) {
+  if (tRecorder && id >= 0 && id < kEventIds) tHandedOut[int(src) * kPipes + int(dst)] |= uint8_t(1u << id);
+}
+bool EventHandedOut(Pipe src, Pipe dst, int32_t id) {
+  return id >= 0 && id < kEventIds && (tHandedOut[int(src) * kPipes + int(dst)] >> id & 1u);
+}
 
 DeferErrors::DeferErrors() { ++tDefer; }
 DeferErrors::~DeferErrors() { --tDefer; }
@@ -140,6 +148,7 @@ void BeginBlock(LaunchRecord* launch, uint32_t block) {
   r->keep = launch->keep;
   if (launch->sanitize) r->sanitizer = std::make_unique<BlockSanitizer>();
   (void)block;
+  std::memset(tHandedOut, 0, sizeof(tHandedOut));
   tRecorder = r;
 }
 

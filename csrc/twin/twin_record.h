@@ -129,6 +129,9 @@ inline Instr OpInstr(Pipe pipe, const char* op, const char* dtype, uint64_t coun
 void EmitSync(Kind kind, Pipe src, Pipe dst, int32_t id, const char* que = nullptr, int32_t slot = -1,
               const char* via = nullptr);
 void EmitBarrier(Pipe pipe);
+// Ids a TPipe handed out (FetchEventID/AllocEventID) may be 6 or 7; literal ones may not.
+void NoteEventHandedOut(Pipe src, Pipe dst, int32_t id);
+bool EventHandedOut(Pipe src, Pipe dst, int32_t id);
 
 // ---- launches: which consumers run (set up by the launcher) ----
 // The sanitizer runs when ASCENDC_TWIN_SANITIZE=1 (read at every launch; "0" or unset: off).

@@ -371,7 +371,7 @@ struct BlockSanitizer::State {
       SyncError(in, in.manual ? "event id outside 0..7 (the Atlas A2 range)"
                               : "the TPipe has no free event id left for this pipe pair (more than 8 pending hand-offs)");
     }
-    if (in.manual && in.event >= 6)
+    if (in.manual && in.event >= 6 && !EventHandedOut(in.src, in.dst, in.event))
       SyncError(in, "event ids 6 and 7 are reserved (6 for the system, 7 for the TPipe's own syncs); use 0-5 or "
                     "GetTPipePtr()->FetchEventID/AllocEventID");
     Flag& f = flags[(int(in.src) * kPipes + int(in.dst)) * kEventIds + in.event];

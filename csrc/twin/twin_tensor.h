@@ -361,12 +361,20 @@ class TPipe {
   }
   // Event ids for manual SetFlag/WaitFlag that cannot collide with the queues' hand-offs.
   template <HardEvent evt>
-  TEventID AllocEventID() { return TEventID(state_.events.Alloc(twin::Pipes(evt).src, twin::Pipes(evt).dst)); }
+  TEventID AllocEventID() {
+    const int32_t id = state_.events.Alloc(twin::Pipes(evt).src, twin::Pipes(evt).dst);
+    twin::NoteEventHandedOut(twin::Pipes(evt).src, twin::Pipes(evt).dst, id);
+    return TEventID(id);
+  }
   template <HardEvent evt>
   void ReleaseEventID(TEventID id) { state_.events.Release(twin::Pipes(evt).src, twin::Pipes(evt).dst, id); }
   template <HardEvent evt>
   TEventID FetchEventID() { return FetchEventID(evt); }
-  TEventID FetchEventID(HardEvent evt) { return TEventID(state_.events.Fetch(twin::Pipes(evt).src, twin::Pipes(evt).dst)); }
+  TEventID FetchEventID(HardEvent evt) {
+    const int32_t id = state_.events.Fetch(twin::Pipes(evt).src, twin::Pipes(evt).dst);
+    twin::NoteEventHandedOut(twin::Pipes(evt).src, twin::Pipes(evt).dst, id);
+    return TEventID(id);
+  }
 
  private:
   void WaitPendingFrees() {

@@ -61,6 +61,7 @@ def _in_file(text: str) -> str:
 
 # ---------------------------------------------------------------- commands
 def _verify(args) -> int:
+    os.environ.setdefault("ASCENDC_TWIN_SANITIZE", "1")  # verify runs the twin sanitizer on every launch
     from . import verify
     from .bench import progress
     from .cases import CaseError
