@@ -33,6 +33,8 @@ FINDINGS = {
     "reserved_event_id": ("synccheck", r"S SetFlag<S_V>\(7\) #1: event ids 6 and 7 are reserved"),
     "event_id_collision": ("synccheck", rf"V SetFlag<V_MTE2>\(0\) {N}: the event is still set by V SetFlag {N} "
                                         r"\(FreeTensor of a VECIN buffer\)"),
+    "stolen_queue_event": ("synccheck", rf"MTE2 WaitFlag<V_MTE2>\(0\) {N} \(TPipe::Destroy of a VECIN buffer\): waits "
+                                        r"for an event no SetFlag set: PIPE_MTE2 hangs"),
     "uninitialised_read": ("initcheck", rf"MTE3 DataCopy {N} copies out UB bytes \[5632, 6144\) that hold no defined "
                                         rf"value: they come from bytes no instruction wrote \(last written by V Add {N}\)"),
     "padding_copied_out": ("initcheck", rf"MTE3 DataCopy {N} copies out UB bytes \[2128, 2144\) .* the padding MTE2 "

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 #include "twin_core.h"
@@ -155,48 +156,58 @@ struct BlockSanitizer::State {
                                " what " + Name(before) + " " + verbBefore + how);
   }
 
-  // racecheck for one on-chip access of pipe p
+  // racecheck for one granule g of an access [b, e) by pipe p
+  void CheckGranule(SpaceShadow& sh, const Access& a, Pipe p, uint32_t serial, uint64_t g, uint64_t b, uint64_t e) {
+    const uint64_t lo = std::max(b, g * kGranule);
+    const uint32_t w = sh.write[g];
+    if (p == Pipe::S) {  // the compiler's auto-sync: the scalar unit waits for the pipes that touched these bytes
+      if (w && !Ordered(p, w)) Join(vc[int(Pipe::S)], Full(info[w].pipe));
+      if (a.write)
+        for (int q = 0; q < kPipes; ++q)
+          if (sh.read[g][q] && !Ordered(p, sh.read[g][q])) Join(vc[int(Pipe::S)], Full(Pipe(q)));
+      return;
+    }
+    // the report names the whole run of bytes the same earlier instruction touched
+    const auto runEnd = [&](auto same) {
+      uint64_t h = g + 1;
+      while (h * kGranule < e && same(h)) ++h;
+      return std::min(e, h * kGranule);
+    };
+    if (w && !Ordered(p, w)) {
+      // same pipe: only MTE2 writes over MTE2 writes need a barrier; V -> V is the compiler's
+      if (info[w].pipe != p || (a.write && p == Pipe::MTE2)) {
+        Race(a.write ? "WAW" : "RAW", a.space, lo, runEnd([&](uint64_t h) { return sh.write[h] == w; }), serial, w,
+             a.write ? "writes" : "reads", "writes");
+      }
+    }
+    if (!a.write) return;
+    for (int q = 0; q < kPipes; ++q) {
+      const uint32_t r = sh.read[g][q];
+      if (r && q != int(p) && !Ordered(p, r))
+        Race("WAR", a.space, lo, runEnd([&](uint64_t h) { return sh.read[h][q] == r; }), serial, r, "writes", "reads");
+    }
+  }
+
+  // racecheck for one on-chip access of pipe p; then the access becomes the granules' state
   void RaceCheck(const Access& a, Pipe p, uint32_t serial) {
     SpaceShadow& sh = Shadow(a.space);
     const uint64_t cap = kCapacity[int(a.space)];
-    const bool scalar = p == Pipe::S;
     ForEachRun(a.span, [&](uint64_t b, uint64_t e) {
       e = std::min(e, cap);
+      uint32_t lastW = 0;
+      std::array<uint32_t, kPipes> lastR{};
+      bool have = false;  // neighbouring granules mostly hold the same state: check each state once
       for (uint64_t g = b / kGranule; g * kGranule < e; ++g) {
-        const uint64_t lo = std::max(b, g * kGranule);
         const uint32_t w = sh.write[g];
-        if (scalar) {  // the compiler's auto-sync: the scalar unit waits for the pipes that touched these bytes
-          if (w && !Ordered(p, w)) Join(vc[int(Pipe::S)], Full(info[w].pipe));
-          if (a.write)
-            for (int q = 0; q < kPipes; ++q)
-              if (sh.read[g][q] && !Ordered(p, sh.read[g][q])) Join(vc[int(Pipe::S)], Full(Pipe(q)));
-        } else {
-          // the report names the whole run of bytes the same earlier instruction touched
-          const auto runEnd = [&](auto same) {
-            uint64_t h = g + 1;
-            while (h * kGranule < e && same(h)) ++h;
-            return std::min(e, h * kGranule);
-          };
-          if (w && !Ordered(p, w)) {
-            const bool samePipe = info[w].pipe == p;
-            // same pipe: only MTE2 writes over MTE2 writes need a barrier; V -> V is the compiler's
-            if (!samePipe || (a.write && p == Pipe::MTE2)) {
-              Race(a.write ? "WAW" : "RAW", a.space, lo, runEnd([&](uint64_t h) { return sh.write[h] == w; }), serial, w,
-                   a.write ? "writes" : "reads", "writes");
-            }
-          }
-          if (a.write) {
-            for (int q = 0; q < kPipes; ++q) {
-              const uint32_t r = sh.read[g][q];
-              if (r && q != int(p) && !Ordered(p, r))
-                Race("WAR", a.space, lo, runEnd([&](uint64_t h) { return sh.read[h][q] == r; }), serial, r, "writes", "reads");
-            }
-          }
+        if (!have || w != lastW || (a.write && sh.read[g] != lastR)) {
+          CheckGranule(sh, a, p, serial, g, b, e);
+          lastW = w, have = true;
+          if (a.write) lastR = sh.read[g];
         }
         if (a.write) {
           sh.write[g] = serial;
           sh.read[g].fill(0);
-        } else if (!scalar) {
+        } else if (p != Pipe::S) {
           sh.read[g][int(p)] = serial;
         }
       }
@@ -238,7 +249,13 @@ struct BlockSanitizer::State {
   // ---- initcheck ----
   static bool AnyUndef(const SpaceShadow& sh, uint64_t b, uint64_t e, uint64_t* at) {
     const uint8_t* u = sh.undef.data();
-    for (uint64_t i = b; i < e; ++i)
+    uint64_t i = b;
+    for (; i + 8 <= e; i += 8) {  // eight shadow bytes at a time
+      uint64_t word;
+      std::memcpy(&word, u + i, 8);
+      if (word) break;
+    }
+    for (; i < e; ++i)
       if (u[i]) {
         *at = i;
         return true;

@@ -335,6 +335,7 @@ class TPipe {
  public:
   TPipe() { twin::CurrentPipe() = this; }
   ~TPipe() {
+    twin::DeferErrors hold;  // a finding here surfaces at the end of the block: destructors must not throw
     if (!destroyed_) Destroy();
     if (twin::CurrentPipe() == this) twin::CurrentPipe() = nullptr;
   }

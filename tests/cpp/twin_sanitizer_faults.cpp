@@ -108,6 +108,17 @@ extern "C" __global__ __aicore__ void event_id_collision(GM_ADDR x) {
   WaitFlag<HardEvent::V_MTE2>(0);
 }
 
+// A manual WaitFlag consumes the event a FreeTensor set: the TPipe's own wait at the end hangs.
+extern "C" __global__ __aicore__ void stolen_queue_event(GM_ADDR x) {
+  Rig r(x);
+  LocalTensor<float> a = r.inQ.AllocTensor<float>();
+  DataCopy(a, r.row, kElems);
+  r.inQ.EnQue(a);
+  a = r.inQ.DeQue<float>();
+  r.inQ.FreeTensor(a);
+  WaitFlag<HardEvent::V_MTE2>(0);
+}
+
 // Reads a UB range nothing wrote and copies the result out.
 extern "C" __global__ __aicore__ void uninitialised_read(GM_ADDR x) {
   Rig r(x);
@@ -187,6 +198,7 @@ const std::map<std::string, Kernel>& Kernels() {
       {"wait_without_set", wait_without_set},
       {"reserved_event_id", reserved_event_id},
       {"event_id_collision", event_id_collision},
+      {"stolen_queue_event", stolen_queue_event},
       {"uninitialised_read", uninitialised_read},
       {"padding_copied_out", padding_copied_out},
       {"mte2_overlap_no_barrier", mte2_overlap_no_barrier},

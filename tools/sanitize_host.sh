@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Host-side sanitizers: builds the C++ (CPU twin, tiling, kernels, bindings, C++ tests) in a
+# separate tree, build-asan/, with AddressSanitizer and UndefinedBehaviorSanitizer, then runs the
+# C++ tests and a fast subset of the Python tests against that build. The package's own _C.so
+# is untouched: the Python run loads build-asan/lib/_C.so through ASCENDC_OPS_LIBRARY.
+#
+# Python itself is not instrumented, so libasan must be loaded first: LD_PRELOAD of the
+# compiler's libasan.so. Leak detection is off (CPython and torch keep allocations until exit);
+# every other ASan/UBSan finding aborts the run (halt_on_error, -fno-sanitize-recover).
+#
+# Needs ./build.sh to have made .venv first. Usage: tools/sanitize_host.sh [extra pytest args]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${ASAN_BUILD_DIR:-build-asan}
+flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$PWD/.venv/bin/python" \
+  -DASCENDC_OPS_LIBRARY_DIR="$PWD/$build/lib" -DCMAKE_CXX_FLAGS="$flags" \
+  -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
+cmake --build "$build" -j "${JOBS:-2}"
+
+export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+for t in "$build"/tests/test_*; do
+  [ -x "$t" ] && "$t" >/dev/null && echo "ok   $(basename "$t") (ASan+UBSan)"
+done
+
+LD_PRELOAD="$(g++ -print-file-name=libasan.so)" ASCENDC_OPS_LIBRARY="$PWD/$build/lib/_C.so" \
+  ASCENDC_OPS_BUILD_DIR="$PWD/$build" ASCENDC_TWIN_SANITIZE=1 \
+  .venv/bin/python -m pytest -q -p no:cacheprovider -x tests/test_twin.py tests/test_sanitizer.py tests/test_tiling.py \
+  tests/test_rope.py::test_rope_customer_accuracy tests/test_rope.py::test_rotary_mul_backward \
+  tests/test_swiglu.py::test_forward_sweep tests/test_swiglu.py::test_backward_sweep \
+  tests/test_norm.py::test_rms_norm_forward tests/test_norm.py::test_rms_norm_backward_split_row \
+  tests/test_norm.py::test_add_rms_norm_forward_backward "$@"
