@@ -5,7 +5,8 @@
 # is untouched: the Python run loads build-asan/lib/_C.so through ASCENDC_OPS_LIBRARY.
 #
 # Python itself is not instrumented, so libasan must be loaded first: LD_PRELOAD of the
-# compiler's libasan.so. Leak detection is off (CPython and torch keep allocations until exit);
+# compiler's libasan.so, followed by libstdc++ (else ASan's __cxa_throw interceptor finds no
+# real __cxa_throw in a C program and aborts on the first C++ exception). Leak detection is off (CPython and torch keep allocations until exit);
 # every other ASan/UBSan finding aborts the run (halt_on_error, -fno-sanitize-recover).
 #
 # Needs ./build.sh to have made .venv first. Usage: tools/sanitize_host.sh [extra pytest args]
@@ -24,7 +25,7 @@ for t in "$build"/tests/test_*; do
   [ -x "$t" ] && "$t" >/dev/null && echo "ok   $(basename "$t") (ASan+UBSan)"
 done
 
-LD_PRELOAD="$(g++ -print-file-name=libasan.so)" ASCENDC_OPS_LIBRARY="$PWD/$build/lib/_C.so" \
+LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)" ASCENDC_OPS_LIBRARY="$PWD/$build/lib/_C.so" \
   ASCENDC_OPS_BUILD_DIR="$PWD/$build" ASCENDC_TWIN_SANITIZE=1 \
   .venv/bin/python -m pytest -q -p no:cacheprovider -x tests/test_twin.py tests/test_sanitizer.py tests/test_tiling.py \
   tests/test_rope.py::test_rope_customer_accuracy tests/test_rope.py::test_rotary_mul_backward \
