@@ -13,14 +13,11 @@ inline void SwiGLU(LocalTensor<T>& dstTensor, const LocalTensor<T>& srcTensor0, 
                    const float& scalarValue, const uint32_t calCount) {
   twin::CheckBinary<twin::DtypeSet::kFloat>("SwiGLU", dstTensor, srcTensor0, srcTensor1, int32_t(calCount));
   if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
-    T* d = dstTensor.TwinData();
-    const T* up = srcTensor0.TwinData();
-    const T* gate = srcTensor1.TwinData();
     const float beta = scalarValue;
-    for (uint32_t i = 0; i < calCount; ++i) {
-      const float g = float(gate[i]);
-      d[i] = T(float(up[i]) * (g / (1.0f + twin::ExpF(-beta * g))));
-    }
+    twin::FuseBinary(dstTensor.TwinPtr(), srcTensor0.TwinPtr(), srcTensor1.TwinPtr(), calCount, [beta](T up, T gate) {
+      const float g = float(gate);
+      return T(float(up) * (g / (1.0f + twin::ExpF(-beta * g))));
+    });
   }
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "twin_fuse.h"
 #include "twin_tensor.h"
 
 namespace AscendC {
@@ -130,25 +131,27 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
                        {src.TwinRead(count)});
   const char* to = twin::DtypeName<T>();
   const char* from = twin::DtypeName<U>();
-  T* d = dst.TwinData();
-  const U* s = src.TwinData();
+  T* d = dst.TwinPtr();
+  const U* s = src.TwinPtr();
   const bool none = roundMode == RoundMode::CAST_NONE;
+  const RoundMode mode = roundMode;
+  // The dtype pair and mode are checked now; the conversion runs with the block's fused run.
   if constexpr (std::is_same_v<U, float> && std::is_same_v<T, half>) {
-    twin::FloatToHalf(d, s, count, roundMode);
+    twin::FuseRange(d, s, count, [mode](half* o, const float* i, uint32_t n) { twin::FloatToHalf(o, i, n, mode); });
   } else if constexpr (std::is_same_v<U, half> && std::is_same_v<T, float>) {
     if (!none) twin::UnsupportedCast(from, to, roundMode, "widening casts take CAST_NONE");
-    twin::HalfToFloat(d, s, count);
+    twin::FuseRange(d, s, count, [](float* o, const half* i, uint32_t n) { twin::HalfToFloat(o, i, n); });
   } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, bfloat16_t>) {
     if (none) twin::UnsupportedCast(from, to, roundMode, "narrowing to bfloat16 needs a rounding mode such as CAST_RINT");
-    twin::FloatToBf16(d, s, count, roundMode);
+    twin::FuseRange(d, s, count, [mode](bfloat16_t* o, const float* i, uint32_t n) { twin::FloatToBf16(o, i, n, mode); });
   } else if constexpr (std::is_same_v<U, bfloat16_t> && std::is_same_v<T, float>) {
     if (!none) twin::UnsupportedCast(from, to, roundMode, "widening casts take CAST_NONE");
-    twin::Bf16ToFloat(d, s, count);
+    twin::FuseRange(d, s, count, [](float* o, const bfloat16_t* i, uint32_t n) { twin::Bf16ToFloat(o, i, n); });
   } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, int32_t>) {
     if (none) twin::UnsupportedCast(from, to, roundMode, "float -> int32 needs a rounding mode");
-    for (uint32_t i = 0; i < count; ++i) d[i] = twin::FloatToInt(s[i], roundMode);
+    twin::FuseUnary(d, s, count, [mode](float v) { return twin::FloatToInt(v, mode); });
   } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, float>) {
-    for (uint32_t i = 0; i < count; ++i) d[i] = float(s[i]);
+    twin::FuseUnary(d, s, count, [](int32_t v) { return float(v); });
   } else {
     twin::UnsupportedCast(from, to, roundMode, "this dtype pair has no Cast on Atlas A2 (go through float)");
   }

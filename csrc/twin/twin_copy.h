@@ -10,6 +10,7 @@
 #include <immintrin.h>
 #endif
 
+#include "twin_fuse.h"
 #include "twin_tensor.h"
 
 namespace AscendC {
@@ -89,6 +90,20 @@ inline void CopyBlocks(uint8_t* dst, uint64_t dstPitch, const uint8_t* src, uint
   for (uint32_t b = 0; b < blocks; ++b) CopyRun(dst + b * dstPitch, src + b * srcPitch, blockBytes, streaming);
 }
 
+// A contiguous copy as a fused instruction: GM -> UB copies join the run that reads them, UB -> GM
+// copies the run that computed them (twin_fuse.h), so the tile crosses the cache once.
+template <typename T, bool kStream>
+void StripCopy(const FusedOp& op, uint32_t b, uint32_t e) {
+  CopyRun(op.dst + uint64_t(b) * sizeof(T), op.src[0] + uint64_t(b) * sizeof(T), uint64_t(e - b) * sizeof(T), kStream);
+}
+template <typename T>
+inline void FuseCopy(T* dst, const T* src, uint32_t count, bool streaming) {
+  struct None {};
+  FusedOp op = MakeFused(streaming ? &StripCopy<T, true> : &StripCopy<T, false>, dst, None{}, src);
+  op.count = count;
+  RunOrDefer(op);
+}
+
 template <typename T>
 inline bool Streaming(const GlobalTensor<T>& gm) { return gm.GetSize() * sizeof(T) >= kStreamingGmBytes; }
 
@@ -126,7 +141,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   const uint64_t bytes = uint64_t(count) * sizeof(T);
   if (twin::Recording())
     twin::RecordCopy<T>("DataCopy", true, count, twin::Span::Run(dst.TwinUbOffset(), bytes), twin::Span::Run(twin::GmAddr(src), bytes));
-  std::memcpy(dst.TwinData(), src.GetPhyAddr(), bytes);
+  twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), count, false);
 }
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
@@ -138,8 +153,7 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     const uint64_t bytes = uint64_t(count) * sizeof(T);
     twin::RecordCopy<T>("DataCopy", false, count, twin::Span::Run(src.TwinUbOffset(), bytes), twin::Span::Run(twin::GmAddr(dst), bytes));
   }
-  twin::CopyRun(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), reinterpret_cast<const uint8_t*>(src.TwinData()),
-                uint64_t(count) * sizeof(T), twin::Streaming(dst));
+  twin::FuseCopy(dst.GetPhyAddr(), src.TwinPtr(), count, twin::Streaming(dst));
 }
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
@@ -154,7 +168,13 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     in.Add(dst.TwinWrite(count, twin::Init::kElementwise));
     twin::Emit(in);
   }
-  std::memmove(dst.TwinData(), src.TwinData(), uint64_t(count) * sizeof(T));
+  const T* from = src.TwinPtr();
+  T* to = dst.TwinPtr();
+  if (to != from && to < from + count && from < to + count) {  // overlapping, shifted: memmove semantics
+    std::memmove(dst.TwinData(), src.TwinData(), uint64_t(count) * sizeof(T));
+    return;
+  }
+  twin::FuseCopy(to, from, count, false);
 }
 
 // ---- strided form: every length and gap in 32-byte blocks ----
@@ -211,7 +231,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
   const uint64_t gmPitch = uint64_t(p.blockLen) + p.srcStride;
   dst.TwinCheckCount(((p.blockCount - 1) * ubPitch + rowBytes) / sizeof(T), api);
   src.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
-  uint8_t* ub = reinterpret_cast<uint8_t*>(dst.TwinData());
+  uint8_t* ub = reinterpret_cast<uint8_t*>(dst.TwinPtr());
   const uint8_t* gm = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
   const uint32_t tail = lead + p.blockLen;
   if (twin::Recording()) {  // whole padded rows land; only the data (and pad values asked for) are defined
@@ -222,6 +242,11 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
                         twin::Strided(twin::GmAddr(src), gmPitch, p.blockLen, p.blockCount), twin::Init::kPadded,
                         definedLead, definedEnd - definedLead);
   }
+  if (lead == 0 && tail == rowBytes && ubPitch == rowBytes && gmPitch == rowBytes) {  // one contiguous run, no padding
+    twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), uint32_t(uint64_t(p.blockCount) * rowBytes / sizeof(T)), false);
+    return;
+  }
+  twin::Observe();
   twin::CopyBlocks(ub + lead, ubPitch, gm, gmPitch, p.blockCount, p.blockLen);
   if (lead == 0 && tail == rowBytes) return;  // rows already whole blocks: nothing to pad
   for (uint32_t b = 0; b < p.blockCount; ++b) {
@@ -251,6 +276,10 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
     twin::RecordCopy<T>("DataCopyPad", false, uint64_t(p.blockCount) * p.blockLen / sizeof(T),
                         twin::Strided(src.TwinUbOffset(), ubPitch, p.blockLen, p.blockCount),
                         twin::Strided(twin::GmAddr(dst), gmPitch, p.blockLen, p.blockCount));
+  }
+  if (ubPitch == p.blockLen && gmPitch == p.blockLen && p.blockLen % sizeof(T) == 0) {  // one contiguous run
+    twin::FuseCopy(dst.GetPhyAddr(), src.TwinPtr(), uint32_t(uint64_t(p.blockCount) * p.blockLen / sizeof(T)), twin::Streaming(dst));
+    return;
   }
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), gmPitch,
                    reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen,

@@ -14,6 +14,7 @@
 #endif
 
 #include "twin_core.h"
+#include "twin_fuse.h"
 #include "twin_record.h"
 
 namespace AscendC {
@@ -34,6 +35,7 @@ struct Job {
   uint32_t blockDim = 0;
   const std::function<void()>* block = nullptr;
   LaunchRecord* record = nullptr;  // non-null when a record consumer (sanitizer, export) is active
+  bool fuse = true;                // fused execution of element-wise runs (twin_fuse.h)
   std::atomic<uint32_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
@@ -56,10 +58,13 @@ void RunBlock(Job& job, uint32_t b) {
   tc.ctx.blockIdx = b;
   try {
     BeginBlock(job.record, b);
+    BeginFusedBlock(job.fuse);
     (*job.block)();
+    FlushFused();  // the block's last run of arithmetic
     FenceStreamingStores();
     EndBlock(job.record, true);
   } catch (...) {
+    DropFused();
     AbortBlock();
     std::lock_guard<std::mutex> lock(job.errorMutex);
     if (!job.failed.exchange(true)) job.error = std::current_exception();
@@ -156,11 +161,13 @@ void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function
   job.blockDim = blockDim;
   job.block = &block;
   job.record = BeginLaunch(kernelName, blockDim);
+  job.fuse = FuseEnabled();
   if (tCore.inBlock || blockDim <= 1) {  // nested launch or a single block: run right here
     const CoreContext saved = tCore.ctx;
     const bool wasIn = tCore.inBlock;
     BlockRecorder* const outer = tRecorder;
     tRecorder = nullptr;
+    FlushFused();  // a nested launch shares this thread's UB: the outer block's run executes first
     RunBlocks(job);
     tRecorder = outer;
     tCore.ctx = saved;

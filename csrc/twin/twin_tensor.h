@@ -4,6 +4,7 @@
 #include <string>
 
 #include "twin_core.h"
+#include "twin_fuse.h"
 #include "twin_record.h"
 #include "twin_sync.h"
 #include "twin_types.h"
@@ -22,11 +23,13 @@ class GlobalTensor {
   T GetValue(const uint64_t offset) const {
     TwinCheckRange(offset + 1, "GetValue");
     if (twin::Recording()) TwinRecordScalar("GetValue", offset, false);
+    twin::Observe();  // a pending fused copy may write it
     return data_[offset];
   }
   void SetValue(const uint64_t offset, T value) {
     TwinCheckRange(offset + 1, "SetValue");
     if (twin::Recording()) TwinRecordScalar("SetValue", offset, true);
+    twin::Observe();
     data_[offset] = value;
   }
   uint64_t GetSize() const { return size_; }
@@ -93,12 +96,14 @@ class LocalTensor {
   T GetValue(const uint32_t index) const {
     TwinCheckCount(index + 1, "GetValue");
     if (twin::Recording()) TwinRecordScalar("GetValue", index, false);
+    twin::Observe();
     return data_[index];
   }
   template <typename S>
   void SetValue(const uint32_t index, const S value) const {
     TwinCheckCount(index + 1, "SetValue");
     if (twin::Recording()) TwinRecordScalar("SetValue", index, true);
+    twin::Observe();
     data_[index] = static_cast<T>(value);
   }
   LocalTensor operator[](const uint32_t offset) const {
@@ -120,7 +125,12 @@ class LocalTensor {
   uint64_t GetPhyAddr() const { return TwinUbOffset(); }
 
   // ---- twin internals (not Ascend C API; kernels never call these) ----
-  T* TwinData() const { return data_; }
+  // The data for an API that reads or writes it now: a pending fused run executes first.
+  T* TwinData() const {
+    twin::Observe();
+    return data_;
+  }
+  T* TwinPtr() const { return data_; }  // the address only (fused instructions, queue ownership)
   twin::Slot* TwinSlot() const { return slot_; }
   uint64_t TwinUbOffset() const { return uint64_t(reinterpret_cast<uint8_t*>(data_) - twin::Core().ub); }
   void TwinCheckCount(uint64_t elems, const char* api) const {
@@ -228,7 +238,7 @@ class TQue : public twin::BufferPool {
   }
   template <typename T>
   bool EnQue(const LocalTensor<T>& tensor) {
-    twin::Slot* s = Own(tensor.TwinData(), "EnQue");
+    twin::Slot* s = Own(tensor.TwinPtr(), "EnQue");
     if (s->state != twin::SlotState::kAllocated)
       twin::Violation("queue discipline", "EnQue of a tensor that is not freshly allocated (enqueued twice?)");
     if (fifoLen_ >= depth) {
@@ -258,7 +268,7 @@ class TQue : public twin::BufferPool {
   }
   template <typename T>
   void FreeTensor(LocalTensor<T>& tensor) {
-    twin::Slot* s = Own(tensor.TwinData(), "FreeTensor");
+    twin::Slot* s = Own(tensor.TwinPtr(), "FreeTensor");
     if (s->state == twin::SlotState::kFree) twin::Violation("queue discipline", "double FreeTensor of one buffer");
     if (s->state == twin::SlotState::kEnqueued)
       twin::Violation("queue discipline", "FreeTensor of a tensor still in the queue (DeQue it first)");

@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #endif
 
+#include "twin_fuse.h"
 #include "twin_math.h"
 #include "twin_tensor.h"
 
@@ -87,12 +88,7 @@ template <DtypeSet set, typename T, typename F>
 inline void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
                    int32_t count, F f) {
   CheckBinary<set>(api, dst, a, b, count);
-  if constexpr (InSet<T>(set)) {
-    T* d = dst.TwinData();
-    const T* x = a.TwinData();
-    const T* y = b.TwinData();
-    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(x[i], y[i]));
-  }
+  if constexpr (InSet<T>(set)) FuseBinary(dst.TwinPtr(), a.TwinPtr(), b.TwinPtr(), uint32_t(count), f);
 }
 
 template <DtypeSet set, typename T, typename F>
@@ -103,11 +99,7 @@ inline void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<
   RequireOperand(dst, count, api);
   RequireOperand(src, count, api);
   if (Recording()) RecordVector(api, DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, Init::kElementwise), {src.TwinRead(count)});
-  if constexpr (InSet<T>(set)) {
-    T* d = dst.TwinData();
-    const T* x = src.TwinData();
-    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(f(x[i]));
-  }
+  if constexpr (InSet<T>(set)) FuseUnary(dst.TwinPtr(), src.TwinPtr(), uint32_t(count), f);
 }
 
 }  // namespace twin
@@ -133,12 +125,8 @@ inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, con
                       const int32_t& count) {
   static_assert(std::is_same_v<T, U>, "the twin implements MulAddDst for one dtype");
   twin::CheckBinary<twin::DtypeSet::kFloat>("MulAddDst", dst, src0, src1, count, &dst);
-  if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
-    T* d = dst.TwinData();
-    const U* a = src0.TwinData();
-    const U* b = src1.TwinData();
-    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] * b[i] + d[i]);
-  }
+  if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat))
+    twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count), [](auto a, auto b, auto d) { return a * b + d; });
 }
 
 // dst = src0 * dst + src1
@@ -146,12 +134,8 @@ template <typename T>
 inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
                         const int32_t& count) {
   twin::CheckBinary<twin::DtypeSet::kFloat>("FusedMulAdd", dst, src0, src1, count, &dst);
-  if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
-    T* d = dst.TwinData();
-    const T* a = src0.TwinData();
-    const T* b = src1.TwinData();
-    for (int32_t i = 0; i < count; ++i) d[i] = static_cast<T>(a[i] * d[i] + b[i]);
-  }
+  if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat))
+    twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count), [](auto a, auto b, auto d) { return a * d + b; });
 }
 
 // ---- with a scalar: the scalar has the tensor's type, as on the device ----
@@ -190,8 +174,8 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int
   twin::RequireOperand(dst, count, "Duplicate");
   if (twin::Recording())
     twin::RecordVector("Duplicate", twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, twin::Init::kDefined), {});
-  T* d = dst.TwinData();
-  for (int32_t i = 0; i < count; ++i) d[i] = scalarValue;
+  const T v = scalarValue;
+  twin::FuseNullary(dst.TwinPtr(), uint32_t(count), [v]() { return v; });
 }
 
 // Gather: dst[i] = src[srcBaseOffset + srcOffset[i]], offsets in bytes.
