@@ -181,13 +181,13 @@ def _count_failure(ours: int, theirs: int | None) -> str | None:
     return f"small-value ErrorCount {ours}{of} > {limit:g}"
 
 
-def check_mere_mare(actual, golden, dtype, second=None) -> Check:
+def check_mere_mare(actual, golden, dtype, second=None, compute_dtype=None) -> Check:
     """CANN standard: MERE < T and MARE < 10*T over the large values, ErrorCount within 2x the second
-    implementation's (or <= 2 without one), and NaN/Inf positions match."""
+    implementation's (or <= 2 without one), and NaN/Inf positions match. (compute_dtype: as in metrics.)"""
     name = dtype_name(dtype)
     t = THRESHOLDS[name]
-    m = metrics(actual, golden, name)
-    theirs = metrics(second, golden, name)["small_err_count"] if second is not None else None
+    m = metrics(actual, golden, name, compute_dtype)
+    theirs = metrics(second, golden, name, compute_dtype)["small_err_count"] if second is not None else None
     limits = {"mere": t, "mare": 10 * t, "small_err_count_ratio": SMALL_COUNT_RATIO}
     failures = [f"{k.upper()} {m[k]:.4g} >= {limits[k]:.4g}" for k in ("mere", "mare") if not m[k] < limits[k]]
     count = _count_failure(m["small_err_count"], theirs)

@@ -83,7 +83,7 @@ def judge(standard: str, case: Case, dtype: str, a, second, golden, compute_dtyp
         else:
             standard = "ratio" if dtype == "float32" else "mere_mare"
     if standard == "mere_mare":
-        return P.check_mere_mare(a, golden, dtype, second)
+        return P.check_mere_mare(a, golden, dtype, second, compute_dtype)
     if standard == "ratio":
         return P.check_ratio(a, second, golden, dtype, compute_dtype)
     return P.check_double_thousandth(a, golden, dtype, case.error_threshold)
