@@ -21,6 +21,17 @@ def worst(actual: np.ndarray, golden: np.ndarray, index: int) -> str:
     return f" worst at {tuple(int(p) for p in pos)}: got {actual.flat[index]!r}, golden {golden.flat[index]!r}"
 
 
+def narrow_dtype(second, dtype):
+    """The dtype `second` was computed in when it is narrower than `dtype`: a wider result whose every value
+    is exactly a bf16 (or fp16) value came from a bf16 (fp16) computation, e.g. an fp32 grad of bf16 data."""
+    if not isinstance(second, torch.Tensor) or second.dtype != torch.float32 or second.numel() == 0:
+        return None
+    for narrow in (torch.bfloat16, torch.float16):
+        if torch.equal(second.to(narrow).to(second.dtype), second):
+            return narrow
+    return None
+
+
 def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str,
                     bound=None, compute_dtype=None) -> None:
     """MERE/MARE vs the float64 golden and the double benchmark vs `second` (PyTorch in the same dtype), both
@@ -34,6 +45,8 @@ def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tens
     assert tuple(actual.shape) == golden.shape, f"{label}: shape {tuple(actual.shape)} != {golden.shape}"
     assert actual.dtype == dtype, f"{label}: dtype {actual.dtype} != {dtype}"
     a = np64(actual)
+    if compute_dtype is None:
+        compute_dtype = narrow_dtype(second, dtype)
     mm = P.check_mere_mare(a, golden, dtype, np64(second))
     rt = P.check_ratio(a, np64(second), golden, dtype, compute_dtype)
     failures = list(mm.failures)

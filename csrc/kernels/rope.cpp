@@ -141,7 +141,7 @@ class KernelRope {
     LocalTensor<int32_t> lanes = scratchBuf_.Get<int32_t>();
     Cast(lanes, signBuf_.Get<float>(), RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // -1 even, +1 odd, 0 pad
     PipeBarrier<PIPE_V>();
-    Mins(lanes, lanes, 0, n);
+    Mins(lanes, lanes, static_cast<int32_t>(0), n);
     PipeBarrier<PIPE_V>();
     Muls(lanes, lanes, static_cast<int32_t>(sizeof(float)), n);
     PipeBarrier<PIPE_V>();

@@ -8,11 +8,13 @@ threshold (fp16 2^-11, bf16 2^-8, fp32 2^-14) is a small value. It is judged by 
 error when d exceeds the small-value error bound (fp16 2^-16, bf16 2^-16, fp32 2^-30); ErrorCount is the
 number of such errors, and ours may have at most 2x the comparison implementation's (floored at 1). Small
 values leave the relative metrics (MERE, MARE, RMSE), where rel = d / (|g| + 1e-7) explodes near a zero
-golden for any implementation. Source: the CANN ops precision standard ("COMMERCIAL_OPS_PRECISION_DOCS",
-as quoted by cann/cannbot-skills ops-precision-standard small_value_check.py: ErrorCount = #(|g| < threshold
-and d > error)) and its reference implementation in openPangu-2.0-Op tests/utils.py (precision standard
-2.1: the small-value split, the count ratio npu / max(bench, 1) <= 2, and the MARE/MERE/RMSE ratios
-over the large values).
+golden for any implementation. Sources (read with the search tool): CANN's commercial ops precision standard
+as quoted by the cannbot-skills "ops-precision-standard" skill (gitcode.com/cann/cannbot-skills; a copy at
+gitcode.com/W4termy/cannbot, ops/ops-precision-standard/scripts/small_value_check.py: the per-dtype threshold
+and error table above, ErrorCount = #(|g| < threshold and d > error); reference/float_compute.md: levels
+L0/L1/L2 with MARE/MERE/RMSE ratios 10/2/2, 5/1.5/1.5, 2/1.2/1.2), and an implementation of precision
+standard 2.1 in gitcode.com/ascend-tribe/openPangu-2.0-Op (tests/utils.py: the same tables, the count
+ratio npu / max(bench, 1) <= 2, MARE/MERE/RMSE over the large values only).
 
 - ``metrics(actual, golden, dtype)``: over the large values MERE = mean(rel), MARE = max(rel),
   RMSE = sqrt(mean(d^2)); over all finite elements the error balance EB = |#(a > g) - #(a < g)| / N;
