@@ -8,13 +8,17 @@ entries) are compiled with g++ -fsyntax-only in asc-devkit's CPU-debug configura
 Ascend910B vector core (__NPU_ARCH__=2201, __DAV_C220_VEC__). op_host files are compiled against
 metadef (register/op_def.h, exe_graph/runtime/tiling_context.h, ...) and asc-devkit's
 tiling/platform/platform_ascendc.h, with their OpDef headers generated from op_proto/*.json.
-Without FILEs every such file is checked, then negative controls (mutated copies that must fail).
+With --torch-npu (a torch_npu package directory, e.g. unpacked from its wheel), the PrivateUse1
+launchers in csrc/torch/npu/ are compiled too, against torch's, torch_npu's (and its ACL) headers,
+with the aclrtlaunch_<kernel>.h headers CANN's ascendc_library() would generate, written here from
+the kernels' entry points. Without FILEs every such file is checked, then negative controls
+(mutated copies that must fail).
 Exit status 1 if any file fails or any negative control compiles.
 
 Header locations come from the arguments or ASCENDC_ASC_DEVKIT, ASCENDC_METADEF,
 ASCENDC_ASC_TOOLS (CPU-debug stub_def.h, kernel_fp16.h: default <asc-devkit>/../asc-tools) and
 ASCENDC_SECUREC (libboundscheck's securec.h, which metadef includes: default
-<asc-devkit>/../libboundscheck). Files CANN does not publish are stubbed in tools/cann_stubs/.
+<asc-devkit>/../libboundscheck) and ASCENDC_TORCH_NPU (optional). Files CANN does not publish are stubbed in tools/cann_stubs/.
 """
 from __future__ import annotations
 
@@ -33,14 +37,25 @@ ROOT = Path(__file__).resolve().parent.parent
 STUBS = ROOT / "tools" / "cann_stubs"
 KERNEL_DEFINES = ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__", "-D__DAV_C220_VEC__",
                   "-D__DAV_VEC__"]
+# What CANN's ascendc_library() generates per direct-launch kernel (asc-devkit
+# cmake/asc/legacy_modules/util/extract_host_stub.py, generate_header_code): GM_ADDR -> void*.
+ACLRTLAUNCH = """// STUB -- generated at CANN build time by ascendc_library(); written by tools/check_cann.py.
+#pragma once
+#include "acl/acl_base.h"
+#ifndef ACLRT_LAUNCH_KERNEL
+#define ACLRT_LAUNCH_KERNEL(kernel_func) aclrtlaunch_##kernel_func
+#endif
+extern "C" uint32_t aclrtlaunch_{name}(uint32_t blockDim, aclrtStream stream, {params});
+"""
 DTYPE_NAMES = {"float16": "half", "float": "float", "float32": "float", "bfloat16": "bfloat16_t",
                "int32": "int32_t", "int64": "int64_t", "int8": "int8_t", "bool": "bool"}
 
 
-def default_files() -> list[Path]:
+def default_files(with_npu: bool) -> list[Path]:
     return (sorted((ROOT / "csrc" / "kernels").glob("*.cpp")) +
             sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp")) +
-            sorted((ROOT / "csrc" / "op_host").glob("*.cpp")))
+            sorted((ROOT / "csrc" / "op_host").glob("*.cpp")) +
+            (sorted((ROOT / "csrc" / "torch" / "npu").glob("*.cpp")) if with_npu else []))
 
 
 def op_package_dtypes(op: str) -> list[str]:
@@ -53,7 +68,7 @@ def op_package_dtypes(op: str) -> list[str]:
 class Checker:
     def __init__(self, args, work: Path):
         adk, meta = args.asc_devkit, args.metadef
-        self.work = work
+        self.work, self.asc_devkit = work, adk
         gen = work / "gen"
         # kernel_tiling/kernel_tiling.h is generated at CANN build time by a public asc-devkit script
         (gen / "kernel_tiling").mkdir(parents=True)
@@ -75,7 +90,32 @@ class Checker:
                            f"-I{meta / 'inc'}", f"-I{adk / 'include/utils'}", f"-I{args.securec / 'include'}",
                            f"-I{STUBS}"]
 
+    def setup_npu(self, torch_npu: Path) -> None:
+        """Flags for csrc/torch/npu: torch + torch_npu headers, op_proto_gen.h, aclrtlaunch_*.h."""
+        import torch.utils.cpp_extension
+
+        gen = self.work / "npu_gen"
+        gen.mkdir()
+        (script,) = ROOT.glob("python/ascendc_ops/**/op_proto.py")
+        subprocess.run([sys.executable, str(script), "--dir", str(ROOT / "op_proto"), "--header",
+                        str(gen / "op_proto_gen.h")], check=True)
+        for kernel in sorted((ROOT / "csrc" / "kernels").glob("*.cpp")):
+            expanded = subprocess.run(["g++", "-E", "-P", "-std=c++17", *self.kernel_flags[2:], str(kernel)], capture_output=True,
+                                      text=True, check=True).stdout
+            for name, params in re.findall(r'extern "C"\s+void\s+(\w+)\(([^)]*)\)', expanded):
+                names = [p.split("*")[-1].strip() for p in params.split(",")]
+                if not all(re.fullmatch(r"\s*uint8_t\s*\*\s*\w+\s*", p) for p in params.split(",")):
+                    continue  # not a kernel entry (every GM_ADDR parameter expands to uint8_t*)
+                (gen / f"aclrtlaunch_{name}.h").write_text(ACLRTLAUNCH.format(
+                    name=name, params=", ".join(f"void* {n}" for n in names)))
+        self.npu_flags = ["-std=c++17", "-fsyntax-only", "-DASCENDC_OPS_WITH_NPU",
+                          *[f"-I{p}" for p in torch.utils.cpp_extension.include_paths()],
+                          f"-I{torch_npu / 'include'}", f"-I{ROOT / 'csrc/torch'}", f"-I{ROOT / 'csrc/torch/npu'}",
+                          f"-I{ROOT / 'tiling'}", f"-I{gen}", f"-I{self.asc_devkit / 'include/utils'}", f"-I{STUBS}"]
+
     def command(self, path: Path, op_defs: Path | None = None) -> list[str]:
+        if path.parent.name == "npu":
+            return ["g++", *self.npu_flags, str(path)]
         if path.parent.name == "op_host":
             return ["g++", *self.host_flags, f"-I{op_defs or self.op_defs}", str(path)]
         if path.parent.name == "op_package":
@@ -126,6 +166,12 @@ class Checker:
         shutil.copy(ROOT / "csrc" / "op_host" / "swiglu_host.h", bad.parent / "swiglu_host.h")
         controls.append(("op_host calling a TilingContext method that does not exist (SetNumBlock)",
                          self.command(bad.parent / "swiglu.cpp"), "SetNumBlock"))
+        if hasattr(self, "npu_flags"):
+            bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",
+                         "OpCommand::RunOpApis(", "npu")
+            shutil.copy(ROOT / "csrc" / "torch" / "npu" / "swiglu_npu.cpp", bad.parent / "swiglu_npu.cpp")
+            controls.append(("PrivateUse1 launcher calling an OpCommand method that does not exist (RunOpApis)",
+                             self.command(bad.parent / "swiglu_npu.cpp"), "RunOpApis"))
         return controls
 
 
@@ -136,6 +182,8 @@ def main() -> int:
     parser.add_argument("--metadef", type=Path, default=env("ASCENDC_METADEF"))
     parser.add_argument("--asc-tools", type=Path, default=env("ASCENDC_ASC_TOOLS"))
     parser.add_argument("--securec", type=Path, default=env("ASCENDC_SECUREC"))
+    parser.add_argument("--torch-npu", type=Path, default=env("ASCENDC_TORCH_NPU"),
+                        help="torch_npu package directory (has include/): also check csrc/torch/npu")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-negative", action="store_true", help="skip the negative controls")
     parser.add_argument("files", nargs="*", type=Path)
@@ -151,9 +199,15 @@ def main() -> int:
         if not (path / probe).is_file():
             parser.error(f"{name}: {path / probe} not found")
 
-    files = [f.resolve() for f in args.files] or default_files()
+    if args.torch_npu and not (args.torch_npu / "include/torch_npu/csrc/framework/OpCommand.h").is_file():
+        parser.error(f"torch-npu: {args.torch_npu}/include/torch_npu/csrc/framework/OpCommand.h not found")
+    files = [f.resolve() for f in args.files] or default_files(bool(args.torch_npu))
+    if any(f.parent.name == "npu" for f in files) and not args.torch_npu:
+        parser.error("csrc/torch/npu files need --torch-npu (or ASCENDC_TORCH_NPU)")
     with tempfile.TemporaryDirectory(prefix="check_cann_") as tmp:
         checker = Checker(args, Path(tmp))
+        if args.torch_npu:
+            checker.setup_npu(args.torch_npu)
         jobs = [(str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f), checker.command(f)) for f in files]
         negatives = [] if args.files or args.no_negative else checker.negative_controls()
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
