@@ -46,7 +46,7 @@ def parse_op_def(text):
                              "type": [d.strip().removeprefix("ge::") for d in dtypes.split(",")],
                              "format": [f.strip().removeprefix("ge::FORMAT_") for f in formats.split(",")]})
     attrs = [{"name": n, "param_type": t.lower(), "setter": s, "value": v}
-             for n, t, s, v in re.findall(r'this->Attr\("(\w+)"\)\.AttrType\((\w+)\)\.(\w+)\(([^)]*)\)', text)]
+             for n, t, s, v in re.findall(r'this->Attr\("(\w+)"\)\.AttrType\((\w+)\)\.(\w+)\(([^;]*)\);', text)]
     return {"class": cls, "inputs": params["Input"], "outputs": params["Output"], "attrs": attrs,
             "registered": f"OP_ADD({cls});" in text,
             "functions": re.findall(r"(ge::\w+InferShape|ge::\w+InferDataType|optiling::\w+Tiling)", text),
@@ -60,12 +60,16 @@ def expected_params(descs):
 
 def expected_attr_value(attr):
     kind, value = attr["type"], attr.get("default_value")
+    if value is None:  # a required attr: the setter without a default
+        return {"string": "String", "float": "Float", "int": "Int", "bool": "Bool", "list_int": "ListInt"}[kind], ""
     if kind == "string":
         return "String", f'"{value}"'
     if kind == "float":
         return "Float", float(value)
     if kind == "int":
         return "Int", int(value)
+    if kind == "list_int":
+        return "ListInt", "{" + ", ".join(str(int(v)) for v in value) + "}"
     return {"bool": "Bool"}[kind], str(value).lower()
 
 
@@ -89,8 +93,11 @@ def test_op_def_equals_json(op, generated):
     for got, want in zip(d["attrs"], p.get("attr", [])):
         setter, value = expected_attr_value(want)
         assert (got["name"], got["param_type"], got["setter"]) == (want["name"], want["param_type"], setter)
-        assert (float(got["value"].rstrip("f")) if setter == "Float" else
-                int(got["value"]) if setter == "Int" else got["value"]) == value
+        if value == "":
+            assert got["value"] == ""
+        else:
+            assert (float(got["value"].rstrip("f")) if setter == "Float" else
+                    int(got["value"]) if setter == "Int" else got["value"]) == value
     assert sorted(d["functions"]) == sorted(
         [f"ge::{p['op']}InferShape", f"ge::{p['op']}InferDataType", f"optiling::{p['op']}Tiling"])
     assert d["soc"] == ["ascend910b"]
