@@ -1,4 +1,4 @@
-// add_rms_norm: x = x1 + x2, then rms_norm(x) (npu_add_rms_norm). OpDef generated from op_proto/add_rms_norm.json (add_rms_norm_def.h).
+// add_rms_norm: x = x1 + x2, then rms_norm(x) (npu_add_rms_norm). OpDef generated from op_proto/add_rms_norm.json.
 #include "norm_host.h"
 
 namespace optiling {

@@ -1,4 +1,5 @@
-// add_rms_norm_grad: dx (plus the residual branch's dx_out) and dgamma of add_rms_norm. OpDef generated from op_proto/add_rms_norm_grad.json (add_rms_norm_grad_def.h).
+// add_rms_norm_grad: dx (plus the residual branch's dx_out) and dgamma of add_rms_norm. OpDef
+// generated from op_proto/add_rms_norm_grad.json.
 #include "norm_host.h"
 
 namespace optiling {

@@ -1,4 +1,5 @@
-// rms_norm: y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + epsilon) (npu_rms_norm). OpDef generated from op_proto/rms_norm.json (rms_norm_def.h).
+// rms_norm: y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + epsilon) (npu_rms_norm). OpDef generated
+// from op_proto/rms_norm.json.
 #include "norm_host.h"
 
 namespace optiling {

@@ -1,4 +1,5 @@
-// rms_norm_grad: dx and dgamma of rms_norm (dgamma accumulated in fp32, deterministic). OpDef generated from op_proto/rms_norm_grad.json (rms_norm_grad_def.h).
+// rms_norm_grad: dx and dgamma of rms_norm (dgamma accumulated in fp32, deterministic). OpDef
+// generated from op_proto/rms_norm_grad.json.
 #include "norm_host.h"
 
 namespace optiling {

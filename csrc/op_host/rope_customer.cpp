@@ -1,9 +1,10 @@
-// rope_customer: the tutorial RoPE: x [B, H, L, D], cos/sin [L, D], interleaved pairs. OpDef generated from op_proto/rope_customer.json (rope_customer_def.h).
+// rope_customer: the tutorial RoPE: x [B, H, L, D], cos/sin [L, D], interleaved pairs reading
+// cos/sin at their even lane (ROPE_MODE_TUTORIAL). OpDef generated from op_proto/rope_customer.json.
 #include "rope_host.h"
 
 namespace optiling {
 static ge::graphStatus RopeCustomerTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileRopeOp(context, ROPE_MODE_INTERLEAVE, false, true);
+  return ascendc_ops_host::TileRopeOp(context, ROPE_MODE_TUTORIAL, false, true);
 }
 }  // namespace optiling
 

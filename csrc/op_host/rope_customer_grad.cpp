@@ -1,9 +1,9 @@
-// rope_customer_grad: backward of rope_customer. OpDef generated from op_proto/rope_customer_grad.json (rope_customer_grad_def.h).
+// rope_customer_grad: backward of rope_customer. OpDef generated from op_proto/rope_customer_grad.json.
 #include "rope_host.h"
 
 namespace optiling {
 static ge::graphStatus RopeCustomerGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileRopeOp(context, ROPE_MODE_INTERLEAVE, true, true);
+  return ascendc_ops_host::TileRopeOp(context, ROPE_MODE_TUTORIAL, true, true);
 }
 }  // namespace optiling
 

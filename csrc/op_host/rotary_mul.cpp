@@ -1,4 +1,4 @@
-// rotary_mul: y = x * r1 + rotate(x) * r2 (npu_rotary_mul). OpDef generated from op_proto/rotary_mul.json (rotary_mul_def.h).
+// rotary_mul: y = x * r1 + rotate(x) * r2 (npu_rotary_mul). OpDef generated from op_proto/rotary_mul.json.
 #include "rope_host.h"
 
 namespace optiling {

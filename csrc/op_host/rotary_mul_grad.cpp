@@ -1,4 +1,4 @@
-// rotary_mul_grad: dx = dy * r1 + rotate^T(dy * r2). OpDef generated from op_proto/rotary_mul_grad.json (rotary_mul_grad_def.h).
+// rotary_mul_grad: dx = dy * r1 + rotate^T(dy * r2). OpDef generated from op_proto/rotary_mul_grad.json.
 #include "rope_host.h"
 
 namespace optiling {

@@ -1,4 +1,4 @@
-// swiglu: y = silu(A) * B over the two halves of `dim` (npu_swiglu). OpDef generated from op_proto/swiglu.json (swiglu_def.h).
+// swiglu: y = silu(A) * B over the two halves of `dim` (npu_swiglu). OpDef generated from op_proto/swiglu.json.
 #include "swiglu_host.h"
 
 namespace optiling {

@@ -1,4 +1,4 @@
-// swiglu_grad: dx = [dA, dB] of swiglu. OpDef generated from op_proto/swiglu_grad.json (swiglu_grad_def.h).
+// swiglu_grad: dx = [dA, dB] of swiglu. OpDef generated from op_proto/swiglu_grad.json.
 #include "swiglu_host.h"
 
 namespace optiling {
