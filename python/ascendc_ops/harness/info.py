@@ -58,6 +58,9 @@ def render(d: dict) -> str:
         f"ascendc-ops {d['package']} (commit {d['commit']})",
         f"library:   {d['library']}",
         f"backends:  {', '.join(d['backends'])}",
+        # PrivateUse1 is a direct kernel launch on torch_npu's stream, not the op package's aclnn API
+        "npu:       " + ("PrivateUse1, direct launch on torch_npu's current stream" if "npu-direct-launch" in d["backends"]
+                         else "not in this build (needs CANN and torch_npu; README: On the NPU)"),
         "versions:  " + ", ".join(f"{k} {v}" for k, v in d["versions"].items()),
         f"cpu:       {d['cpu']['model']} ({d['cpu']['capability']}), torch threads {d['cpu']['torch_threads']}",
         f"platform:  {p['name']}: vector cores {p['vector_cores']} ({p['vector_cores_note']})",
