@@ -71,3 +71,45 @@ def moe_experts(hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_we
     probs = top_k_weights if top_k_weights.dtype == torch.float32 else top_k_weights.to(down.dtype)
     out = moe_token_unpermute(down, sorted_indices, probs)
     return out if out.dtype == out_dtype else out.to(out_dtype)
+
+
+def moe_experts_expert_parallel(hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor,
+                                gate_up_local: torch.Tensor, down_local: torch.Tensor, num_experts: int,
+                                group=None, transposed: bool = False) -> torch.Tensor:
+    """``moe_experts`` with the experts split across the ranks of ``group`` (expert parallelism).
+
+    Rank r holds experts ``[r*E/W, (r+1)*E/W)`` (``gate_up_local`` / ``down_local`` are those slices) and
+    routes its own tokens (``top_k_index`` holds global ids). Dispatch: permute groups the token copies by
+    expert, hence by destination rank; ``all_to_all_single`` sends them (and the per-expert counts); a
+    second permute regroups what arrived by local expert; the grouped matmuls run; unpermute restores the
+    arrival order, ``all_to_all_single`` sends the rows back, and unpermute(probs) combines them. The
+    collectives are torch.distributed.nn's differentiable ones, so backward runs the mirror exchange.
+    """
+    import torch.distributed as dist
+    from torch.distributed.nn.functional import all_to_all_single
+
+    world = dist.get_world_size(group)
+    local = gate_up_local.shape[0]
+    if local * world != num_experts:
+        raise ValueError(f"{OP}: {world} ranks x {local} local experts != num_experts {num_experts}")
+    out_dtype = hidden_states.dtype
+    x = hidden_states.to(gate_up_local.dtype)
+    counts = expert_counts(top_k_index, num_experts)
+    permuted, sorted_indices = moe_token_permute(x, top_k_index)
+    recv_counts = torch.empty_like(counts)
+    dist.all_to_all_single(recv_counts, counts, group=group)  # [source rank, local expert]
+    send_splits = counts.view(world, local).sum(1).tolist()
+    recv_splits = recv_counts.view(world, local).sum(1).tolist()
+    received = all_to_all_single(permuted.new_empty(sum(recv_splits), x.shape[1]), permuted,
+                                 recv_splits, send_splits, group=group)
+    local_ids = torch.arange(local, device=x.device).repeat(world).repeat_interleave(recv_counts)
+    grouped, regroup_indices = moe_token_permute(received, local_ids[:, None])
+    local_counts = recv_counts.view(world, local).sum(0)
+    gate_up = grouped_matmul(grouped, gate_up_local, local_counts, 1, not transposed)
+    down = grouped_matmul(torch.ops.custom.swiglu(gate_up, -1), down_local, local_counts, 1, not transposed)
+    arrived_order = moe_token_unpermute(down, regroup_indices)
+    returned = all_to_all_single(permuted.new_empty(permuted.shape), arrived_order, send_splits, recv_splits,
+                                 group=group)
+    probs = top_k_weights if top_k_weights.dtype == torch.float32 else top_k_weights.to(returned.dtype)
+    out = moe_token_unpermute(returned, sorted_indices, probs)
+    return out if out.dtype == out_dtype else out.to(out_dtype)
