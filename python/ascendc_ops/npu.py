@@ -192,8 +192,7 @@ def _split_k(xs, ws, gl, group_list_type, split_item, bias):
     xt, dy = xs[0], ws[0]
     if xt.shape[1] != dy.shape[0]:
         _fail(ValueError, GMM, f"x[0] is [K, M] = {list(xt.shape)} but weight[0] (dy) has {dy.shape[0]} rows, not M")
-    from .ops.moe import grouped_matmul_weight_grad
-    return [grouped_matmul_weight_grad(xt.T.contiguous(), dy.contiguous(), gl, group_list_type)]
+    return [torch.ops.custom.grouped_matmul_weight_grad(xt.T.contiguous(), dy.contiguous(), gl, group_list_type)]
 
 
 def _independent(xs, ws, gl_list, split_item, bias):
