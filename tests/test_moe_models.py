@@ -158,6 +158,7 @@ def test_fp32_parity_with_eager_experts(model_type):
     report = K.apply_default_kernels(model)
     assert report.applied == APPLIED[model_type], report
     assert model.config._experts_implementation == EXPERTS_IMPL
+    assert report.patched_modules["fused_moe"] == (1 if model_type == "qwen3_moe" else 2)  # qwen3: layer 1 dense
     assert_parity(fwd_bwd(model, x), ref)
 
 

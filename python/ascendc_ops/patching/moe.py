@@ -68,12 +68,16 @@ def _experts_modules(model: nn.Module):
             yield name, m
 
 
+def routed_modules(model: nn.Module) -> int:
+    """How many experts modules of this model run on our kernels now."""
+    return sum(getattr(m.config, "_experts_implementation", None) == EXPERTS_IMPL for _, m in _experts_modules(model))
+
+
 def apply(model: nn.Module) -> list:
     if not REGISTERED:
         raise KernelSkip("transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)")
-    found, refused, configs = 0, {}, {}
-    for name, m in _experts_modules(model):
-        found += 1
+    refused, configs = {}, {}
+    for _, m in _experts_modules(model):
         why = _unsupported(m)
         if why is not None:
             refused[type(m).__name__] = why
