@@ -16,7 +16,7 @@ import torch
 from torch.library import opcheck
 
 import ascendc_ops
-from ascendc_ops import precision as P
+from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import moe_reference as R
 from accuracy import assert_accurate, np64
 from conftest import BUILD

@@ -21,10 +21,7 @@ from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from ..op_proto import load_all
 
-try:  # the ops/ layout
-    from .checks import check_dtype, fail
-except ImportError:  # the flat layout
-    from ..checks import check_dtype, fail
+from .checks import check_dtype, fail
 
 PROTOS = load_all()
 MAX_TOPK = 512
