@@ -17,13 +17,11 @@ Data-dependent checks (group_list values, index ranges) run in the C++ bindings.
 from __future__ import annotations
 
 import torch
+from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from ..op_proto import load_all
 
-try:  # the ops/ layout
-    from .checks import check_dtype, fail
-except ImportError:  # the flat layout
-    from ..checks import check_dtype, fail
+from .checks import check_dtype, fail
 
 PROTOS = load_all()
 MAX_TOPK = 512
@@ -44,7 +42,9 @@ def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: 
         fail(ValueError, op, f"group_list_type must be 0 (cumulative ends) or 1 (counts), got {group_list_type}")
     if a.dim() != 2:
         fail(ValueError, op, f"{an} must be 2-D [M, K], got shape {list(a.shape)}")
-    if group_list.dim() != 1 or group_list.shape[0] < 1:
+    # group_list's length may be data-dependent under torch.compile (bincount): undecidable checks pass here
+    # and the bindings enforce them at run time.
+    if group_list.dim() != 1 or guard_or_false(group_list.shape[0] < 1):
         fail(ValueError, op, f"group_list must be 1-D with one entry per group (at least 1), got shape "
              f"{list(group_list.shape)}")
     for i, t in enumerate((a, b, group_list)):
@@ -57,7 +57,7 @@ def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: 
             fail(ValueError, op, f"{bn} must be 2-D [M, N] with M = {m} ({an} rows), got shape {list(b.shape)}")
         return [e, k, b.shape[1]]
     layout = "N, K" if transpose_weight else "K, N"
-    if b.dim() != 3 or b.shape[0] != e:
+    if b.dim() != 3 or guard_or_false(b.shape[0] != e):
         fail(ValueError, op, f"{bn} must be 3-D [E, {layout}] with E = {e} (group_list entries), got shape "
              f"{list(b.shape)}")
     wk = b.shape[2] if transpose_weight else b.shape[1]
