@@ -156,7 +156,8 @@ def _add_bias(y, bias, counts, n):
     if len(bias) != len(counts) or any(b.shape != (n,) for b in bias):
         _fail(ValueError, GMM, f"bias must be {len(counts)} tensors of shape [{n}], got "
               f"{[list(b.shape) for b in bias]}")
-    rows = torch.repeat_interleave(torch.stack(bias).to(y.dtype), torch.tensor(counts), dim=0)
+    # the bias is an epilogue added after the kernel (torch_npu adds it inside); one row per grouped row
+    rows = torch.repeat_interleave(torch.stack(bias).to(y.dtype), torch.tensor(counts, device=y.device), dim=0)
     return torch.cat((y[: rows.shape[0]] + rows, y[rows.shape[0]:]))
 
 
