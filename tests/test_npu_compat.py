@@ -187,6 +187,10 @@ def test_gmm_split_m(torch_npu, dtype, group_list_type):
                                       group_list_type=group_list_type)
     assert [t.shape[0] for t in ys] == counts.tolist()
     close(torch.cat(ys), y.double(), dtype)
+    bias = [torch.randn(N).to(dtype) for _ in range(E)]
+    (yb,) = torch_npu.npu_grouped_matmul([x], [w], bias=bias, group_list=gl, split_item=2, group_type=0,
+                                         group_list_type=group_list_type)
+    close(yb, ref_gmm(x, w, counts.tolist()) + torch.stack(bias).double().repeat_interleave(counts, 0), dtype)
 
 
 def test_gmm_transposed_views_and_weight_lists(torch_npu):
