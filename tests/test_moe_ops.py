@@ -326,3 +326,22 @@ def test_cpp_moe_tiling_and_twin_unit_tests():
     result = subprocess.run([str(BUILD / "tests" / "test_moe_tiling")], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.strip().endswith(" 0 failed"), result.stdout
+
+
+def test_harness_verifies_the_moe_case_files(tmp_path, capsys):
+    """cases/moe_*.json (grouped matmul with its weight grad, unpermute with its grad; fuzz entries) pass
+    `ascendc-ops verify` against the float64 goldens (in-process through the CLI's main)."""
+    import json
+    from pathlib import Path
+
+    from ascendc_ops import __main__ as cli
+
+    out = tmp_path / "v.json"
+    files = sorted(str(p) for p in (Path(__file__).resolve().parent.parent / "cases").glob("moe_*.json"))
+    rc = cli.main(["verify", "--cases", *files, "--json", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert rc == 0, captured.out[-3000:] + captured.err
+    res = json.loads(out.read_text())["results"]
+    assert {r["op"] for r in res} == {"grouped_matmul", "grouped_matmul_weight_grad", "moe_token_unpermute",
+                                      "moe_token_unpermute_grad"}
+    assert all(r["passed"] for r in res) and any(r["case"].startswith("moe_gmm_fuzz#") for r in res)

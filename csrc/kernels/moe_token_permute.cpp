@@ -126,9 +126,10 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
   BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
   if (count <= 0) return;
   TPipe pipe;
-  TBuf<TPosition::VECCALC> pairBuf;
+  TBuf<TPosition::VECCALC> pairBuf, slotBuf;
   TQue<TPosition::VECIN, 2> rowQue;
   pipe.InitBuffer(pairBuf, MOE_PAIR_BATCH * 8);
+  pipe.InitBuffer(slotBuf, 32);
   pipe.InitBuffer(rowQue, 2, t.colChunk * sizeof(T));
   GlobalTensor<uint32_t> pairsGm;
   GlobalTensor<int32_t> sidxGm;
@@ -138,6 +139,7 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
   src.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(tokens), t.tokens * t.hidden);
   dst.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(permuted), t.numOut * t.hidden);
   LocalTensor<uint32_t> pairs = pairBuf.Get<uint32_t>();
+  LocalTensor<int32_t> slot = slotBuf.Get<int32_t>();
   for (int64_t j0 = begin; j0 < begin + count; j0 += MOE_PAIR_BATCH) {
     const int64_t n = MoeMin(MOE_PAIR_BATCH, begin + count - j0);
     DataCopyPad(pairs, pairsGm[j0 * 2], DataCopyExtParams(1, static_cast<uint32_t>(n * 8), 0, 0, 0),
@@ -147,7 +149,13 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
     for (int64_t q = 0; q < n; ++q) {
       const int64_t j = j0 + q;
       const int64_t i = static_cast<int64_t>(pairs.GetValue(static_cast<uint32_t>(2 * q + 1)));
-      sidxGm.SetValue(i, static_cast<int32_t>(j));
+      // sorted_indices[i] = j: a one-element scatter through UB (MTE3), not a cached scalar GM store
+      slot.SetValue(0, static_cast<int32_t>(j));
+      SetFlag<HardEvent::S_MTE3>(0);
+      WaitFlag<HardEvent::S_MTE3>(0);
+      DataCopyPad(sidxGm[i], slot, DataCopyExtParams(1, 4, 0, 0, 0));
+      SetFlag<HardEvent::MTE3_S>(0);
+      WaitFlag<HardEvent::MTE3_S>(0);
       if (j >= t.numOut) continue;  // dropped by the capacity
       const int64_t token = i / t.topK;
       for (int64_t c = 0; c < t.hidden; c += t.colChunk) {

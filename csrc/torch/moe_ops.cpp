@@ -53,11 +53,13 @@ const bool kTorchGemmProvided = [] {
 }();
 
 // group_list is read on the host: its rows must be counts >= 0 (type 1) or non-decreasing
-// cumulative ends (type 0), and they may not exceed x's rows. Returns the rows the groups cover.
-int64_t CheckGroupList(const OpProto& op, const at::Tensor& groupList, int64_t type, int64_t rows, const char* rowsOf) {
+// cumulative ends (type 0), and they may not exceed x's rows. Returns each group's rows.
+std::vector<int64_t> CheckGroupList(const OpProto& op, const at::Tensor& groupList, int64_t type, int64_t rows,
+                                    const char* rowsOf) {
   const at::Tensor gl = groupList.to(at::kCPU).contiguous();
   const int64_t* v = gl.data_ptr<int64_t>();
   int64_t prev = 0, total = 0;
+  std::vector<int64_t> perGroup(size_t(gl.numel()));
   for (int64_t e = 0; e < gl.numel(); ++e) {
     const int64_t r = type == 1 ? v[e] : v[e] - prev;
     TORCH_CHECK_VALUE(r >= 0, op.name, ": group_list[", e, "] = ", v[e],
@@ -65,10 +67,11 @@ int64_t CheckGroupList(const OpProto& op, const at::Tensor& groupList, int64_t t
                       " (group_list_type=", type, ")");
     prev = type == 1 ? prev : v[e];
     total += r;
+    perGroup[size_t(e)] = r;
   }
   TORCH_CHECK_VALUE(total <= rows, op.name, ": group_list covers ", total, " rows but ", rowsOf, " has ", rows,
                     " (group_list_type=", type, type == 1 ? ": counts" : ": cumulative ends", ")");
-  return total;
+  return perGroup;
 }
 
 }  // namespace
@@ -101,13 +104,17 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
                       "), got shape ", ShapeString(b));
     n = transposeWeight ? b.size(1) : b.size(2);
   }
-  const int64_t covered = CheckGroupList(op, groupList, groupListType, m, an);
+  const std::vector<int64_t> groupRows = CheckGroupList(op, groupList, groupListType, m, an);
+  int64_t covered = 0;
+  for (int64_t r : groupRows) covered += r;
   GroupedMatmulLaunch l;
   l.a = a.contiguous();
   l.b = b.contiguous();
   l.groupList = groupList.contiguous();
   if (weightGrad) {
-    l.out = at::zeros({groups, k, n}, a.options());
+    l.out = at::empty({groups, k, n}, a.options());
+    for (int64_t e = 0; e < groups; ++e)
+      if (groupRows[size_t(e)] == 0) l.out[e].zero_();  // the kernel writes only the groups that have rows
   } else {
     l.out = at::empty({m, n}, a.options());
     l.out.narrow(0, covered, m - covered).zero_();

@@ -75,7 +75,7 @@ def _glt(a) -> int:
 
 def fuzz_gmm(weight_grad: bool):
     def fuzz(rng, attrs):
-        m, k, n, e = (int(rng.integers(1, 300)), int(rng.integers(1, 800)), int(rng.integers(1, 800)),
+        m, k, n, e = (int(rng.integers(1, 200)), int(rng.integers(1, 300)), int(rng.integers(1, 300)),
                       int(rng.integers(1, 65)))
         if weight_grad:
             return {"x": (m, k), "dy": (m, n), "group_list": (e,)}
