@@ -37,8 +37,14 @@ class AttrDesc:
     name: str
     type: str
     default: str | None
+    nullable: bool = False  # an optional attr whose default_value is JSON null: `int? name=None`
+
+    def schema_type(self) -> str:
+        return ATTR_TYPES[self.type] + ("?" if self.nullable else "")
 
     def schema_default(self) -> str:
+        if self.nullable:
+            return "=None"
         if self.default is None:
             return ""
         if self.type == "string":
@@ -61,8 +67,8 @@ class OpProto:
         return re.sub(r"(?<!^)(?=[A-Z])", "_", self.op).lower()
 
     def schema(self) -> str:
-        args = [("Tensor? " if t.param_type == "optional" else "Tensor ") + t.name for t in self.inputs]
-        args += [f"{ATTR_TYPES[a.type]} {a.name}{a.schema_default()}" for a in self.attrs]
+        args = [f"Tensor? {t.name}=None" if t.param_type == "optional" else f"Tensor {t.name}" for t in self.inputs]
+        args += [f"{a.schema_type()} {a.name}{a.schema_default()}" for a in self.attrs]
         if len(self.outputs) == 1:
             ret = "Tensor"
         else:
@@ -92,7 +98,11 @@ def parse(path: Path) -> OpProto:
             out.append(TensorDesc(d["name"], d.get("param_type", "required"), tuple(d["type"])))
         return tuple(out)
 
-    attrs = tuple(AttrDesc(a["name"], a["type"], a.get("default_value")) for a in e.get("attr", []))
+    attrs = tuple(
+        AttrDesc(a["name"], a["type"], a.get("default_value"),
+                 a.get("param_type") == "optional" and "default_value" in a and a["default_value"] is None)
+        for a in e.get("attr", [])
+    )
     proto = OpProto(e["op"], tensors("input_desc"), tensors("output_desc"), attrs)
     lengths = {len(t.types) for t in proto.inputs + proto.outputs}
     if len(lengths) != 1:
