@@ -75,7 +75,7 @@ def load_platform(name: str = "910B") -> Platform:
         if cls_name == "default":
             table["__default__"] = entry
     composite = {k: tuple(v) for k, v in vec.get("composite", {}).items() if isinstance(v, list)}
-    costs = {k: _value(raw, k) for k in ("mte_setup_cycles", "scalar_issue_cycles", "scalar_ub_cycles", "sync_cycles",
+    costs = {k: _value(raw, k) for k in ("mte_setup_cycles", "scalar_issue_cycles", "scalar_ub_cycles", "scalar_gm_cycles", "sync_cycles",
                                           "pipe_barrier_v_cycles", "queue_depth", "launch_us", "launch_us_per_core",
                                           "repeat_bytes", "cube_macs_per_cycle")}
     return Platform(

@@ -79,7 +79,8 @@ def instruction_cost(plat: Platform, ins: dict, pipe: str, mte_scale: float, unc
         macs = int(ins.get("macs") or ins.get("count") or 0)
         rate = plat.costs["cube_macs_per_cycle"] / (4 if dtype_key(ins.get("dtype", "")) == "float32" else 1)
         return 6 + macs / rate, 0.0
-    return float(plat.costs["scalar_ub_cycles"]), 0.0  # S: a scalar access to UB
+    gm = ins.get("gm_read") or ins.get("gm_write")  # S: a scalar access to GM (data cache) or UB
+    return float(plat.costs["scalar_gm_cycles" if gm else "scalar_ub_cycles"]), 0.0
 
 
 # Compiled instruction kinds: (kind, pipe, fixed cycles, MTE bytes, latency, a, b, label, detail)
@@ -184,6 +185,7 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
             if events is not None:
                 events.append(("S", label, issue, issue + fixed, ""))
             issue += fixed
+    busy["S"] += issue_cost * len(code)  # the scalar unit is busy issuing, too
     out.cycles = max(issue, *free.values(), *done.values())
     return out
 
