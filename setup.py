@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 from setuptools.command.build_py import build_py
 
@@ -49,7 +49,7 @@ setup(
     version="0.1.0",
     description="Fused LLM ops (RoPE, RMSNorm, SwiGLU, MoE) as Ascend C kernels, with a CPU twin",
     package_dir={"": "python"},
-    packages=["ascendc_ops"],
+    packages=find_packages("python"),  # ascendc_ops and its subpackages (ops, harness, patching, ...)
     ext_modules=[Extension("ascendc_ops._C", sources=[])],
     cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithProtos},
     install_requires=["torch==2.13.0", "numpy"],

@@ -20,9 +20,11 @@ import numpy as np
 import pytest
 
 from ascendc_ops import __main__ as cli
-from ascendc_ops import reference as R
-from ascendc_ops import cases as C
-from ascendc_ops import verify as V
+from ascendc_ops.ops import reference as R
+from ascendc_ops.harness import cases as C
+from ascendc_ops.harness import verify as V
+from ascendc_ops.harness.families import norm as NF
+from ascendc_ops.harness.families import swiglu as SF
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "cases"
@@ -140,10 +142,10 @@ def test_default_suites_cover_odd_and_model_shapes():
     cases = V.default_cases(NEW_OPS)
     shapes = {op: {c.shape for c in cases if c.op == op} for op in NEW_OPS}
     for op in ("rms_norm", "add_rms_norm", "rms_norm_grad", "add_rms_norm_grad"):
-        assert {(r, h) for r in (1, 7, 83) for h in (1, 8, 769, 5125)} | {V.NORM_MODEL} <= shapes[op], op
+        assert {(r, h) for r in (1, 7, 83) for h in (1, 8, 769, 5125)} | {NF.NORM_MODEL} <= shapes[op], op
     for op in ("swiglu", "swiglu_grad"):
         x_shapes = {c.inputs[-1].shape for c in cases if c.op == op}
-        assert {(r, 2 * i) for r in (1, 7, 83) for i in (1, 8, 769, 5125, 11008)} | {V.SWIGLU_MODEL} <= x_shapes
+        assert {(r, 2 * i) for r in (1, 7, 83) for i in (1, 8, 769, 5125, 11008)} | {SF.SWIGLU_MODEL} <= x_shapes
     for c in cases:
         if c.op in NEW_OPS:
             assert all(t.value is not None for t in c.inputs), c.name  # named generators, not plain uniform
@@ -154,12 +156,12 @@ def test_norm_grad_golden_matches_reference():
     rng = np.random.default_rng(0)
     x, dy, g = rng.normal(size=(5, 3, 40)), rng.normal(size=(5, 3, 40)), rng.normal(size=(3, 40))
     rstd = 1 / np.sqrt(np.mean(x * x, axis=(1, 2), keepdims=True) + 1e-6)
-    dx, dg = V.golden_rms_norm_grad(dy, x, rstd, g)
+    dx, dg = NF.golden_rms_norm_grad(dy, x, rstd, g)
     rdx, rdg = R.rms_norm_backward(dy, x, g, 1e-6)
     np.testing.assert_allclose(dx, rdx, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(dg, rdg, rtol=1e-12, atol=1e-14)
     dxo = rng.normal(size=x.shape)
-    np.testing.assert_allclose(V.golden_rms_norm_grad(dy, x, rstd, g, dxo)[0],
+    np.testing.assert_allclose(NF.golden_rms_norm_grad(dy, x, rstd, g, dxo)[0],
                                R.add_rms_norm_backward(dy, dxo, x, np.zeros_like(x), g, 1e-6)[0], rtol=1e-12, atol=1e-14)
 
 
@@ -382,7 +384,7 @@ def test_bench_norm_bytes():
     gamma read, dx written."""
     import torch
 
-    from ascendc_ops import bench as B
+    from ascendc_ops.harness import bench as B
 
     x, g = torch.zeros(6, 10, dtype=torch.bfloat16), torch.zeros(10, dtype=torch.bfloat16)
     xb, gb, rb = 120, 20, 24

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 pytest.importorskip("transformers")
-import ascendc_ops.kernels as K  # noqa: E402
+import ascendc_ops.patching as K  # noqa: E402
 from test_patching import VOCAB, tiny  # noqa: E402
 
 STEPS = 20

@@ -11,7 +11,7 @@ import torch
 import torch.multiprocessing as mp
 
 pytest.importorskip("transformers")
-import ascendc_ops.kernels as K  # noqa: E402
+import ascendc_ops.patching as K  # noqa: E402
 
 TIMEOUT_S = 120
 

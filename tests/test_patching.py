@@ -12,7 +12,7 @@ import pytest
 import torch
 
 transformers = pytest.importorskip("transformers")
-import ascendc_ops.kernels as K  # noqa: E402
+import ascendc_ops.patching as K  # noqa: E402
 
 CONFIGS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM"),
@@ -130,7 +130,7 @@ def test_partial_rotary_function(dtype, unsqueeze_dim):
     """cos last dim (R) < head_dim: rotate the first R dims, pass the rest; vs transformers' own partial RoPE."""
     from transformers.models.qwen3_next.modeling_qwen3_next import apply_rotary_pos_emb as ref_rope
 
-    from ascendc_ops.kernels.rope import apply_rotary_pos_emb
+    from ascendc_ops.patching.rope import apply_rotary_pos_emb
 
     B, N, S, D, R = 2, 4, 8, 32, 16
     shape = (B, N, S, D) if unsqueeze_dim == 1 else (B, S, N, D)
@@ -174,13 +174,13 @@ def test_swiglu_skipped_when_hidden_act_not_silu(caplog):
     assert "silu" in report.skipped["fused_swiglu"] and "gelu" in report.skipped["fused_swiglu"]
     assert "forward" not in model.model.layers[0].mlp.__dict__
     torch.testing.assert_close(model(x).logits, ref, atol=1e-5, rtol=0)
-    with caplog.at_level(logging.WARNING, logger="ascendc_ops.kernels"):
+    with caplog.at_level(logging.WARNING, logger="ascendc_ops.patching"):
         r = K.apply_kernel("fused_swiglu", tiny("llama", hidden_act="gelu"))
     assert r.applied == [] and "silu" in caplog.text
 
 
 def test_swiglu_one_matmul_mode_grads_reach_original_params(monkeypatch):
-    from ascendc_ops.kernels import swiglu as ks
+    from ascendc_ops.patching import swiglu as ks
 
     model = tiny("mistral")
     x = ids()
@@ -250,11 +250,11 @@ def test_include_kernels_forms_and_errors(caplog):
     # an unsupported model type: warning, nothing patched
     other = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2,
                                                                  n_positions=32))
-    with caplog.at_level(logging.WARNING, logger="ascendc_ops.kernels"):
+    with caplog.at_level(logging.WARNING, logger="ascendc_ops.patching"):
         report = K.apply_default_kernels(other)
     assert report.applied == [] and "'gpt2' is not supported" in report.skipped["fused_rope"]
     assert "gpt2" in caplog.text
-    with caplog.at_level(logging.WARNING, logger="ascendc_ops.kernels"):
+    with caplog.at_level(logging.WARNING, logger="ascendc_ops.patching"):
         assert K.apply_kernel("fused_rmsnorm", other).applied == []
     assert not any("forward" in m.__dict__ for m in other.modules())
 

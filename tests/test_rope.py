@@ -1,6 +1,6 @@
 """RoPE ops (torch.ops.custom.rotary_mul / rope_customer and their grads) against float64 NumPy goldens.
 
-Accuracy is judged by the Ascend standards in ascendc_ops.precision: the CANN MERE/MARE standard
+Accuracy is judged by the Ascend standards in ascendc_ops.harness.precision: the CANN MERE/MARE standard
 against the golden, and the double benchmark against PyTorch's own computation of the same formula
 in the same low dtype. Goldens are computed from the dtype-rounded inputs.
 """
@@ -14,8 +14,8 @@ import torch
 
 import ascendc_ops
 from ascendc_ops import op_proto
-from ascendc_ops import precision as P
-from ascendc_ops import reference as R
+from ascendc_ops.harness import precision as P
+from ascendc_ops.ops import reference as R
 from accuracy import assert_accurate, np64, worst
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -61,9 +61,9 @@ def _in_file(text: str) -> str:
 
 # ---------------------------------------------------------------- commands
 def _verify(args) -> int:
-    from . import verify
-    from .bench import progress
-    from .cases import CaseError
+    from .harness import verify
+    from .harness.cases import CaseError
+    from .harness.environment import progress
 
     try:
         cases = verify.load_cases(args.cases, ops=args.op, dtypes=args.dtype, quick=args.quick)
@@ -76,7 +76,7 @@ def _verify(args) -> int:
 
 
 def _bench(args) -> int:
-    from . import bench
+    from .harness import bench
 
     cfg = bench.Config(ops=tuple(dict.fromkeys(args.op)), shapes=tuple(dict.fromkeys(args.shape or ())),
                        presets=tuple(dict.fromkeys(args.preset or ())), seq=args.seq or 0,
@@ -96,13 +96,13 @@ def _bench(args) -> int:
 
 
 def _info(args) -> int:
-    from . import info
+    from .harness import info
 
     return info.main(args.json)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from . import bench, verify
+    from .harness import bench, verify
 
     parser = _Parser(prog=PROG, description="ascendc-ops: accuracy and latency harness for the Ascend C kernels")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -30,10 +30,9 @@ def collect() -> dict:
     import torch
 
     import ascendc_ops
-    from .bench import OPS as BENCH_OPS
-    from .bench import cpu_model, git_commit
-    from .op_proto import load_all
-    from .verify import OPS as VERIFY_OPS
+    from ..op_proto import load_all
+    from .environment import cpu_model, git_commit
+    from .families import BENCH_OPS, VERIFY_OPS
 
     threads = torch.get_num_threads()
     protos = load_all()

@@ -24,7 +24,7 @@ import math
 import torch
 
 from .checks import check_dtypes, check_same_device, fail
-from .op_proto import load_all
+from ..op_proto import load_all
 
 PROTOS = load_all()
 

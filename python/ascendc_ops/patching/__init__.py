@@ -1,6 +1,6 @@
 """Kernel registry: drop the fused ops into Hugging Face transformers 5 models, one model instance at a time.
 
-    import ascendc_ops.kernels as K
+    import ascendc_ops.patching as K
     report = K.apply_default_kernels(model)          # every kernel for this model type and backend
     K.apply_kernel("fused_rmsnorm", model)           # one kernel
     K.apply_default_kernels(model, "fused_rope,fused_swiglu")

@@ -5,7 +5,7 @@ from typing import NoReturn
 
 import torch
 
-from .op_proto import OpProto
+from ..op_proto import OpProto
 
 
 def fail(kind: type[Exception], op: str, message: str) -> NoReturn:

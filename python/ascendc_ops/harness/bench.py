@@ -1,30 +1,26 @@
-"""Benchmarks: each fused op against the PyTorch step-by-step code it replaces, torch.compile of
+"""`ascendc-ops bench`: each fused op against the PyTorch step-by-step code it replaces, torch.compile of
 that same code, and a copy of the same number of bytes, all measured in the same run.
+What each op is timed against (its inputs, shapes, bytes and targets) lives in its family module (families/).
 
-Method (docs/precision-and-benchmarks.md): warmup, then adaptive repeats timed one call at a time
+Method: warmup, then adaptive repeats timed one call at a time
 with time.perf_counter_ns; median with p20/p80; effective bandwidth = bytes that must move
 (inputs read once + outputs written once) / median, also as a % of the same-size copy.
 """
 from __future__ import annotations
 
 import csv
-import ctypes
 import gc
 import os
-import platform
 import resource
-import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable
+from dataclasses import dataclass
 
 import torch
 
-import ascendc_ops
+from .environment import contention, cpu_busy, environment, progress
+from .families import BENCH_OPS as OPS
 
-SHAPES = ((1, 32, 512, 128), (1, 32, 4096, 128))
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DEFAULT_DTYPES = ("float32", "bfloat16")
 PASSES = ("fwd", "bwd", "full")
@@ -32,22 +28,6 @@ DEFAULT_PASSES = ("fwd", "bwd")
 PROVIDERS = ("ours", "torch", "compile", "copy")
 STATS = ("median", "p20", "p80", "reps", "faults")
 TARGETS = "per op and pass, in the target columns (speedup over step-by-step, over torch.compile, % of copy)"
-
-
-@dataclass(frozen=True)
-class Targets:
-    """What an op must reach (None: no target), from its issue."""
-
-    step: float | None  # x the PyTorch step-by-step code
-    compile: float | None  # x torch.compile of it
-    copy_pct: float | None  # % of same-size copy bandwidth
-
-
-ROPE_TARGETS = {p: Targets(3.0, 1.0, 50.0) for p in ("fwd", "bwd", "full")}
-SWIGLU_TARGETS = {"fwd": Targets(1.5, 1.0, None), "bwd": Targets(2.0, 1.0, None), "full": Targets(1.5, 1.0, None)}
-# RMSNorm issue: forward >= 5x HF eager, >= 1.0x torch.compile, >= 60% of copy; every backward >= 2x eager
-# autograd (no compile or bandwidth target given; full = forward + backward is held to the backward's 2x)
-NORM_TARGETS = {"fwd": Targets(5.0, 1.0, 60.0), "bwd": Targets(2.0, None, None), "full": Targets(2.0, None, None)}
 
 
 @dataclass(frozen=True)
@@ -72,162 +52,9 @@ PRESETS = {
 }
 
 
-# ---- the PyTorch step-by-step code each op replaces ----
-def rope_customer_torch(x, cos, sin):
-    """The seed tutorial's reference: x as (even, odd) pairs, rotate each pair, stack, flatten."""
-    pairs = x.reshape(*x.shape[:-1], -1, 2)
-    x0, x1 = pairs[..., 0], pairs[..., 1]
-    c, s = cos[..., ::2], sin[..., ::2]
-    return torch.stack([x0 * c - x1 * s, x0 * s + x1 * c], -1).flatten(-2)
-
-
-def rotate_half(q):
-    q1, q2 = q.chunk(2, dim=-1)
-    return torch.cat((-q2, q1), dim=-1)
-
-
-def rotary_mul_torch(q, cos, sin):
-    """HF apply_rotary_pos_emb for one tensor, cos/sin [1, 1, S, D]."""
-    return q * cos + rotate_half(q) * sin
-
-
-def rope_tables(seq: int, dim: int, dtype: torch.dtype, layout: str):
-    """cos/sin as the host builds them: [L, D] pair-repeated (tutorial) or [1, 1, S, D] cat (HF)."""
-    freqs = 1.0 / 10000 ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim)
-    ang = torch.outer(torch.arange(seq, dtype=torch.float64), freqs)
-    ang = ang.repeat_interleave(2, dim=1) if layout == "pairs" else torch.cat((ang, ang), -1)[None, None]
-    return ang.cos().to(dtype), ang.sin().to(dtype)
-
-
-def rope_inputs(tables: str):
-    def make(shape, dtype, gen):
-        x = torch.randn(shape, generator=gen).to(dtype)
-        cos, sin = rope_tables(shape[-2], shape[-1], dtype, tables)
-        return x, cos, sin
-    return make
-
-
-def check_bnsd(shape) -> None:
-    if len(shape) != 4 or min(shape) < 1:
-        raise ValueError(f"needs 4 positive dims B,H,L,D, got {','.join(map(str, shape))}")
-    if shape[-1] % 2:
-        raise ValueError(f"the last dim (head_dim) must be even, got {','.join(map(str, shape))}")
-
-
-def rope_preset_shapes(m: Model, seq: int) -> list[tuple]:
-    """q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]."""
-    return list(dict.fromkeys([(1, m.heads, seq, m.head_dim), (1, m.kv_heads, seq, m.head_dim)]))
-
-
-def rope_bytes(inputs, out, pass_) -> int:
-    """x (or dy) and cos, sin read; y (or dx) written; full = both passes."""
-    x, cos, sin = inputs
-    one = 2 * x.nbytes + cos.nbytes + sin.nbytes
-    return 2 * one if pass_ == "full" else one
-
-
-def swiglu_torch(x):
-    """HF LlamaMLP's act_fn(gate) * up on the fused gate/up projection output."""
-    gate, up = x.chunk(2, dim=-1)
-    return torch.nn.functional.silu(gate) * up
-
-
-def swiglu_inputs(shape, dtype, gen):
-    return (torch.randn(shape, generator=gen).to(dtype),)
-
-
-def check_gate_up(shape) -> None:
-    if len(shape) != 2 or min(shape) < 1 or shape[-1] % 2:
-        raise ValueError(f"needs 2 positive dims T,2I with an even last dim, got {','.join(map(str, shape))}")
-
-
-def swiglu_bytes(inputs, out, pass_) -> int:
-    """fwd: x read, y (half of x) written; bwd: dy and x read, dx written; full: both."""
-    x = inputs[0].nbytes
-    fwd, bwd = x + x // 2, x // 2 + 2 * x
-    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
-
-
-EPS = 1e-6
-
-
-def hf_rms_norm(x, weight, eps=EPS):
-    """transformers' LlamaRMSNorm.forward written out (Qwen2/3, Mistral the same): fp32 statistics, cast to
-    the input dtype before the weight multiply."""
-    input_dtype = x.dtype
-    h = x.float()
-    var = h.pow(2).mean(-1, keepdim=True)
-    h = h * torch.rsqrt(var + eps)
-    return weight * h.to(input_dtype)
-
-
-def hf_add_rms_norm(x1, x2, weight, eps=EPS):
-    """The decoder layer's residual add followed by its RMSNorm: (normed, residual); the residual is an
-    output (the next layer adds to it), so every provider writes it."""
-    h = x1 + x2
-    return hf_rms_norm(h, weight, eps), h
-
-
-def norm_inputs(n_x: int):
-    def make(shape, dtype, gen):
-        xs = tuple(torch.randn(shape, generator=gen).to(dtype) for _ in range(n_x))
-        gamma = (1 + 0.1 * torch.randn(shape[-1], generator=gen)).to(dtype)  # gamma in x's dtype
-        return (*xs, gamma)
-    return make
-
-
-def check_rows_hidden(shape) -> None:
-    if len(shape) < 2 or min(shape) < 1:
-        raise ValueError(f"needs at least 2 positive dims (rows..., hidden), got {','.join(map(str, shape))}")
-
-
-def norm_bytes(n_x: int) -> Callable:
-    """fwd: x (add: x1, x2) and gamma read, y and rstd (fp32, one per row) written (add: also x);
-    bwd (dx only): dy, x, rstd and gamma read, dx written; full: both."""
-    def count(inputs, out, pass_) -> int:
-        x, gamma = inputs[0], inputs[-1]
-        rstd = x.numel() // x.shape[-1] * 4
-        fwd = n_x * x.nbytes + gamma.nbytes + x.nbytes + rstd + (x.nbytes if n_x == 2 else 0)
-        bwd = 2 * x.nbytes + rstd + gamma.nbytes + x.nbytes
-        return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
-    return count
-
-
 def first(out):
     """The output that is compared and differentiated: an op returning several gives its first."""
     return out[0] if isinstance(out, (tuple, list)) else out
-
-
-@dataclass(frozen=True)
-class OpBench:
-    """One benchmarked op. Adding an op is one entry in OPS."""
-
-    ours: Callable  # (*inputs) -> output, or a tuple of outputs whose first is compared and differentiated
-    step: Callable  # the PyTorch step-by-step code it replaces (the same outputs)
-    make_inputs: Callable  # (shape, dtype, generator) -> inputs; inputs[0] gets the gradient in bwd/full
-    check_shape: Callable  # (shape) -> None, or ValueError saying what is wrong
-    preset_shapes: Callable  # (Model, seq) -> shapes
-    bytes_moved: Callable  # (inputs, output, pass) -> bytes that must move
-    shape_help: str = "B,H,L,D"
-    default_shapes: tuple = SHAPES
-    targets: dict = field(default_factory=lambda: ROPE_TARGETS)  # pass -> Targets
-
-
-OPS = {
-    "rope_customer": OpBench(lambda x, c, s: ascendc_ops.rope_customer(x, c, s), rope_customer_torch,
-                             rope_inputs("pairs"), check_bnsd, rope_preset_shapes, rope_bytes),
-    "rotary_mul": OpBench(lambda x, c, s: ascendc_ops.rotary_mul(x, c, s, "half"), rotary_mul_torch,
-                          rope_inputs("cat"), check_bnsd, rope_preset_shapes, rope_bytes),
-    "swiglu": OpBench(lambda x: ascendc_ops.swiglu(x, -1), swiglu_torch, swiglu_inputs, check_gate_up,
-                      lambda m, seq: [(seq, 2 * m.intermediate)], swiglu_bytes, "T,2I",
-                      ((4096, 2 * 11008),), SWIGLU_TARGETS),
-    "rms_norm": OpBench(lambda x, g: ascendc_ops.rms_norm(x, g, EPS)[0], hf_rms_norm, norm_inputs(1),
-                        check_rows_hidden, lambda m, seq: [(seq, m.hidden)], norm_bytes(1), "T,H",
-                        ((8192, 4096), (2048, 8192)), NORM_TARGETS),
-    "add_rms_norm": OpBench(lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)[::2], hf_add_rms_norm,
-                            norm_inputs(2), check_rows_hidden, lambda m, seq: [(seq, m.hidden)], norm_bytes(2),
-                            "T,H", ((8192, 4096), (2048, 8192)), NORM_TARGETS),
-}
 
 
 @dataclass
@@ -316,26 +143,6 @@ def time_providers(calls: dict, cfg: Config, rounds: int = 5) -> dict:
         stats[k] = {"median": pct(ts, 0.5), "p20": pct(ts, 0.2), "p80": pct(ts, 0.8), "reps": len(ts),
                     "faults": faults[k] / len(ts)}
     return stats
-
-
-def cpu_busy():
-    """(busy jiffies of the whole machine, steal jiffies, this process's CPU seconds)."""
-    try:
-        f = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    except (OSError, ValueError):
-        return None
-    own = sum(getattr(resource.getrusage(w), a) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-              for a in ("ru_utime", "ru_stime"))
-    return f[0] + f[1] + f[2] + f[5] + f[6], f[7] if len(f) > 7 else 0, own
-
-
-def contention(before, after, elapsed) -> str:
-    if not (before and after):
-        return "unknown (no /proc/stat)"
-    hz, cpus = os.sysconf("SC_CLK_TCK"), os.cpu_count()
-    other = ((after[0] - before[0]) / hz - (after[2] - before[2])) / (elapsed * cpus)
-    steal = (after[1] - before[1]) / hz / (elapsed * cpus)
-    return f"other processes used {max(other, 0) * 100:.0f}% and steal {steal * 100:.0f}% of the machine's CPU time"
 
 
 class _Quiet:
@@ -435,58 +242,6 @@ def verdict(value, target, unit) -> str:
     return f"{'PASS' if value >= target else 'MISS'} (>={target:g}{unit})"
 
 
-# ---- environment ----
-def tune_glibc_malloc() -> str:
-    """Avoid the page-fault trap: glibc mmaps every block over its threshold (<= 32 MB) and unmaps
-    it on free, so each fresh large output is faulted in again. Keep all blocks on the heap and
-    never trim it, so freed buffers are reused like a caching allocator would."""
-    libc = ctypes.CDLL(None)
-    m_trim_threshold, m_mmap_max = -1, -4
-    if libc.mallopt(m_mmap_max, 0) and libc.mallopt(m_trim_threshold, 2**31 - 1):
-        return "tuned: mallopt(M_MMAP_MAX=0, M_TRIM_THRESHOLD=2GiB), freed buffers reused without faults"
-    return "tuning failed (mallopt returned 0): fresh large outputs may be page-faulted"
-
-
-def allocator(tune: bool) -> str:
-    maps = Path("/proc/self/maps").read_text() if Path("/proc/self/maps").exists() else ""
-    for lib in ("jemalloc", "tcmalloc", "mimalloc"):
-        if lib in maps:
-            return f"{lib} (preloaded; left as is)"
-    name = "glibc malloc " + "-".join(platform.libc_ver())
-    return f"{name}, {tune_glibc_malloc() if tune else 'defaults (large outputs are mmapped and faulted in)'}"
-
-
-def git_commit() -> str:
-    root = Path(__file__).resolve().parents[2]
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
-
-
-def cpu_model() -> str:
-    if Path("/proc/cpuinfo").exists():
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or "unknown"
-
-
-def environment(cfg: Config) -> dict:
-    model = cpu_model()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    torch.set_num_threads(cfg.threads or cores)
-    return {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "cpu": f"{model} ({torch.backends.cpu.get_cpu_capability()})", "cores": cores,
-            "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "python": platform.python_version(), "package": ascendc_ops.__version__,
-            "allocator": allocator(cfg.tune_malloc), "commit": git_commit()}
-
-
 # ---- output ----
 def fmt_ms(row, k):
     if row[k + "_median"] is None:
@@ -545,19 +300,6 @@ def write_csv(path: str, env: dict, rows) -> None:
             w.writeheader()
         for r in rows:
             w.writerow({**{k: env[k] for k in ENV_FIELDS}, **{k: r[k] for k in ROW_FIELDS}})
-
-
-def progress(done: int, total: int, label: str, stream=None) -> None:
-    """A one-line progress bar on stderr (redrawn in place on a terminal, one line per step otherwise)."""
-    stream = stream or sys.stderr
-    width = 24
-    fill = width * done // max(total, 1)
-    bar = f"[{'#' * fill}{'.' * (width - fill)}] {done}/{total} {label}"
-    if stream.isatty():
-        stream.write("\r\033[K" + bar + ("\n" if done >= total else ""))
-    else:
-        stream.write(bar + "\n")
-    stream.flush()
 
 
 def run(cfg: Config, out=sys.stdout) -> list[dict]:

@@ -3,7 +3,7 @@
 Nothing here imports torch or the compiled library: every function takes NumPy arrays (or
 anything ``np.asarray`` accepts), computes in float64 and returns float64 arrays, so the tests and
 the CLI harness judge the kernels against arithmetic that shares no code with them.
-Formulas: /work/shared/docs/op-semantics.md, section "RoPE".
+Formulas: the op semantics of each op (README, "Ops"; RoPE as the Ascend C tutorial and npu_rotary_mul define it).
 
 - ``tutorial_cos_sin(L, D, theta)``: the seed tutorial's host-side tables,
   ``freqs = 1/theta^(arange(0, D, 2)/D)``, ``outer(t, freqs)``, ``cos/sin(.)`` with every value

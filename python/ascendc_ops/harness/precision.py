@@ -1,4 +1,4 @@
-"""The Ascend operator accuracy standards (docs/precision-and-benchmarks.md) as NumPy functions.
+"""The Ascend operator accuracy standards (README, "Accuracy") as NumPy functions.
 
 Notation: ``d = |actual - golden|``, ``g = golden`` (our goldens are float64 NumPy references).
 
@@ -12,6 +12,10 @@ Notation: ``d = |actual - golden|``, ``g = golden`` (our goldens are float64 Num
 - ``check_ratio(actual, second, golden)``: the double benchmark (level L1): our error over a second
   implementation's error on the same golden, each denominator floored at 2^-8: MARE ratio <= 5,
   MERE ratio <= 1.5, RMSE ratio <= 1.5, small-value error (count) ratio <= 2; NaN/Inf positions match.
+
+- ``check_double_thousandth(actual, golden, dtype, threshold)``: "double thousandth", rel = d / (|g| + 1e-7)
+  <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements; bf16: d <= 1e-3 + 1e-3*|g|; a case file's
+  error_threshold [bound, share] overrides the limits (msOpST's judgement).
 
 - ``mare_within_rounding(actual, golden, dtype, fp32_bound)``: the one documented allowance on
   MARE. Elements over the MARE limit pass only when their error is what the dtype itself forces:
@@ -139,6 +143,36 @@ def check_ratio(actual, second, golden) -> Check:
     if not ours["nan_inf_match"]:
         failures.append("NaN/Inf positions differ from the golden's")
     return Check("double benchmark", not failures, numbers, dict(RATIO_LIMITS), tuple(failures))
+
+
+# ---------------------------------------------------------------- double thousandth
+DT_SHARE = 1e-3  # at least 99.9% of elements within the bound
+DT_BOUNDS = {"float16": 1e-3, "float32": 1e-4, "bfloat16": 1e-3}  # bf16: rtol and atol
+
+
+def check_double_thousandth(actual, golden, dtype, threshold: tuple[float, float] | None = None) -> Check:
+    """"Double thousandth": rel = d / (|g| + 1e-7) <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements;
+    bf16: d <= 1e-3 + 1e-3*|g|. `threshold` = (bound, allowed failing share) overrides the defaults
+    (bf16 then uses the bound as both rtol and atol). NaN/Inf positions must match the golden's."""
+    name = dtype_name(dtype)
+    bound, share = threshold if threshold is not None else (DT_BOUNDS[name], DT_SHARE)
+    a, g = np.asarray(actual, dtype=np.float64), np.asarray(golden, dtype=np.float64)
+    m = metrics(a, g)  # also checks the shapes and NaN/Inf positions
+    finite = np.isfinite(a) & np.isfinite(g)
+    d, ag = np.abs(a[finite] - g[finite]), np.abs(g[finite])
+    bad = d > bound + bound * ag if name == "bfloat16" else d / (ag + REL_EPS) > bound
+    n_bad = int(np.count_nonzero(bad))
+    bad_share = n_bad / d.size if d.size else 0.0
+    failures = []
+    if bad_share > share:
+        failures.append(f"{n_bad} of {d.size} elements ({bad_share:.3%}) over the bound {bound:g}, "
+                        f"more than {share:.3%}")
+    if not m["nan_inf_match"]:
+        failures.append("NaN/Inf positions differ from the golden's")
+    crit = "atol+rtol" if name == "bfloat16" else "rel"
+    numbers = {"dtype": name, "n": d.size, "criterion": crit, "bad": n_bad, "bad_share": bad_share,
+               "mere": m["mere"], "mare": m["mare"]}
+    return Check("double thousandth", not failures, numbers, {"bound": bound, "share": share}, tuple(failures))
 
 
 # (mantissa bits, minimum normal exponent) of the low-precision output dtypes

@@ -1,7 +1,7 @@
 """Model-level benchmark: a small Llama-shaped HF model with and without the ascendc_ops kernels.
 
-    python -m ascendc_ops.model_bench            # ~3 min on 2 cores
-    python -m ascendc_ops.model_bench --quick    # < 1 min, smaller shapes
+    python -m ascendc_ops.harness.model_bench            # ~3 min on 2 cores
+    python -m ascendc_ops.harness.model_bench --quick    # < 1 min, smaller shapes
 
 For fp32 and bf16, with and without ``apply_default_kernels`` (fused_rope, fused_rmsnorm, fused_swiglu):
 training step (forward + backward) tokens/s, the step's peak memory, and greedy-generation tokens/s.
@@ -56,7 +56,7 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    import ascendc_ops.kernels as K
+    import ascendc_ops.patching as K
 
     dtype = getattr(torch, dtype_name)
     torch.manual_seed(0)
@@ -109,7 +109,7 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
 
 def _run_variant(dtype_name, kernels, plan, profile) -> dict:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
-    cmd = [sys.executable, "-m", "ascendc_ops.model_bench", "--worker", json.dumps(
+    cmd = [sys.executable, "-m", "ascendc_ops.harness.model_bench", "--worker", json.dumps(
         dict(dtype=dtype_name, kernels=kernels, plan=plan, profile=profile))]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode:

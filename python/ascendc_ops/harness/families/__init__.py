@@ -1,0 +1,11 @@
+"""The op families the harness knows. Each module declares VERIFY (op name -> base.OpSpec: how `verify` runs
+the op, PyTorch's own computation of it, its golden, fuzzer, default cases and value generators) and BENCH
+(op name -> base.OpBench: how `bench` times it). A new family is one module here and one name in FAMILIES."""
+from __future__ import annotations
+
+from . import norm, rope, swiglu
+
+FAMILIES = (rope, swiglu, norm)
+
+VERIFY_OPS = {name: spec for family in FAMILIES for name, spec in family.VERIFY.items()}
+BENCH_OPS = {name: spec for family in FAMILIES for name, spec in family.BENCH.items()}

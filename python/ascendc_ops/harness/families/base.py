@@ -1,0 +1,43 @@
+"""What a family module declares: one OpSpec per op for `verify` and one OpBench per op for `bench`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+DTYPES = ("float16", "bfloat16", "float32")
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """How `verify` drives one op. Tensors are passed by their op_proto input names."""
+
+    run: Callable[[dict, dict], tuple]  # ours: (inputs, attrs) -> outputs (also run on meta tensors)
+    second: Callable[[dict, dict], tuple]  # PyTorch's own computation in the same dtype
+    golden: Callable[[dict, dict], tuple]  # float64 NumPy reference: (float64 inputs, attrs) -> outputs
+    fuzz: Callable  # (rng, attrs) -> random input shapes by name
+    default_cases: Callable[[bool], list[dict]]  # (quick) -> the default suite as case-file entries
+    values: dict = field(default_factory=dict)  # named value generators: name -> fn(shape, attrs, ctx: GenContext)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What an op must reach (None: no target), from its issue."""
+
+    step: float | None  # x the PyTorch step-by-step code
+    compile: float | None  # x torch.compile of it
+    copy_pct: float | None  # % of same-size copy bandwidth
+
+
+@dataclass(frozen=True)
+class OpBench:
+    """How `bench` times one op."""
+
+    ours: Callable  # (*inputs) -> output, or a tuple of outputs whose first is compared and differentiated
+    step: Callable  # the PyTorch step-by-step code it replaces (the same outputs)
+    make_inputs: Callable  # (shape, dtype, generator) -> inputs; inputs[0] gets the gradient in bwd/full
+    check_shape: Callable  # (shape) -> None, or ValueError saying what is wrong
+    preset_shapes: Callable  # (bench.Model, seq) -> shapes
+    bytes_moved: Callable  # (inputs, output, pass) -> bytes that must move
+    shape_help: str  # what --shape means for this op, e.g. "B,H,L,D"
+    default_shapes: tuple  # shapes timed without --shape/--preset
+    targets: dict  # pass -> Targets
