@@ -125,6 +125,9 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
   const char* api = "Cast";
   twin::RequireOperand(dst, count, api);
   twin::RequireOperand(src, count, api);
+  if (twin::Recording())
+    twin::RecordVector(api, twin::DtypeName<T>(), count, std::max(sizeof(T), sizeof(U)), dst.TwinWrite(count, twin::Init::kElementwise),
+                       {src.TwinRead(count)});
   const char* to = twin::DtypeName<T>();
   const char* from = twin::DtypeName<U>();
   T* d = dst.TwinData();

@@ -91,6 +91,29 @@ inline void CopyBlocks(uint8_t* dst, uint64_t dstPitch, const uint8_t* src, uint
 
 template <typename T>
 inline bool Streaming(const GlobalTensor<T>& gm) { return gm.GetSize() * sizeof(T) >= kStreamingGmBytes; }
+
+// One copy for the record: `ub` and `gm` spans, GM->UB on MTE2 or UB->GM on MTE3.
+template <typename T>
+inline void RecordCopy(const char* api, bool toUb, uint64_t elems, Span ub, Span gm, Init init = Init::kDefined,
+                       uint32_t definedLead = 0, uint32_t definedBytes = 0) {
+  Instr in = OpInstr(toUb ? Pipe::MTE2 : Pipe::MTE3, api, DtypeName<T>(), elems);
+  Access u, g;
+  u.span = ub, u.space = Space::UB, u.elemBytes = sizeof(T);
+  g.span = gm, g.space = Space::GM, g.elemBytes = sizeof(T);
+  if (toUb) {
+    u.write = true, u.init = init, u.definedLead = definedLead, u.definedBytes = definedBytes;
+  } else {
+    g.write = true, u.leaves = true;
+  }
+  in.Add(toUb ? g : u);
+  in.Add(toUb ? u : g);
+  Emit(in);
+}
+inline Span Strided(uint64_t begin, uint64_t pitch, uint64_t blockBytes, uint32_t blocks) {
+  return Span{begin, pitch, uint32_t(blockBytes), blocks};
+}
+template <typename T>
+inline uint64_t GmAddr(const GlobalTensor<T>& g) { return reinterpret_cast<uint64_t>(g.GetPhyAddr()); }
 }  // namespace twin
 
 // ---- count form ----
@@ -100,7 +123,10 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   dst.TwinCheckAligned("DataCopy GM->UB");
   dst.TwinCheckCount(count, "DataCopy GM->UB");
   src.TwinCheckRange(count, "DataCopy GM->UB");
-  std::memcpy(dst.TwinData(), src.GetPhyAddr(), uint64_t(count) * sizeof(T));
+  const uint64_t bytes = uint64_t(count) * sizeof(T);
+  if (twin::Recording())
+    twin::RecordCopy<T>("DataCopy", true, count, twin::Span::Run(dst.TwinUbOffset(), bytes), twin::Span::Run(twin::GmAddr(src), bytes));
+  std::memcpy(dst.TwinData(), src.GetPhyAddr(), bytes);
 }
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
@@ -108,6 +134,10 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
   src.TwinCheckAligned("DataCopy UB->GM");
   src.TwinCheckCount(count, "DataCopy UB->GM");
   dst.TwinCheckRange(count, "DataCopy UB->GM");
+  if (twin::Recording()) {
+    const uint64_t bytes = uint64_t(count) * sizeof(T);
+    twin::RecordCopy<T>("DataCopy", false, count, twin::Span::Run(src.TwinUbOffset(), bytes), twin::Span::Run(twin::GmAddr(dst), bytes));
+  }
   twin::CopyRun(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), reinterpret_cast<const uint8_t*>(src.TwinData()),
                 uint64_t(count) * sizeof(T), twin::Streaming(dst));
 }
@@ -118,6 +148,12 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
   src.TwinCheckAligned("DataCopy UB->UB");
   dst.TwinCheckCount(count, "DataCopy UB->UB");
   src.TwinCheckCount(count, "DataCopy UB->UB");
+  if (twin::Recording()) {  // a UB -> UB copy runs on the vector pipe
+    twin::Instr in = twin::OpInstr(twin::Pipe::V, "DataCopy", twin::DtypeName<T>(), count, sizeof(T));
+    in.Add(src.TwinRead(count));
+    in.Add(dst.TwinWrite(count, twin::Init::kElementwise));
+    twin::Emit(in);
+  }
   std::memmove(dst.TwinData(), src.TwinData(), uint64_t(count) * sizeof(T));
 }
 
@@ -134,6 +170,11 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   dst.TwinCheckAligned("DataCopy GM->UB");
   dst.TwinCheckCount(twin::StridedSpan<T>(p, p.dstStride), "DataCopy GM->UB");
   src.TwinCheckRange(twin::StridedSpan<T>(p, p.srcStride), "DataCopy GM->UB");
+  if (twin::Recording()) {
+    twin::RecordCopy<T>("DataCopy", true, uint64_t(p.blockCount) * p.blockLen * 32 / sizeof(T),
+                        twin::Strided(dst.TwinUbOffset(), uint64_t(p.blockLen + p.dstStride) * 32, p.blockLen * 32u, p.blockCount),
+                        twin::Strided(twin::GmAddr(src), uint64_t(p.blockLen + p.srcStride) * 32, p.blockLen * 32u, p.blockCount));
+  }
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.TwinData()), uint64_t(p.blockLen + p.dstStride) * 32,
                    reinterpret_cast<const uint8_t*>(src.GetPhyAddr()), uint64_t(p.blockLen + p.srcStride) * 32,
                    p.blockCount, p.blockLen * 32u);
@@ -144,6 +185,11 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
   src.TwinCheckAligned("DataCopy UB->GM");
   src.TwinCheckCount(twin::StridedSpan<T>(p, p.srcStride), "DataCopy UB->GM");
   dst.TwinCheckRange(twin::StridedSpan<T>(p, p.dstStride), "DataCopy UB->GM");
+  if (twin::Recording()) {
+    twin::RecordCopy<T>("DataCopy", false, uint64_t(p.blockCount) * p.blockLen * 32 / sizeof(T),
+                        twin::Strided(src.TwinUbOffset(), uint64_t(p.blockLen + p.srcStride) * 32, p.blockLen * 32u, p.blockCount),
+                        twin::Strided(twin::GmAddr(dst), uint64_t(p.blockLen + p.dstStride) * 32, p.blockLen * 32u, p.blockCount));
+  }
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), uint64_t(p.blockLen + p.dstStride) * 32,
                    reinterpret_cast<const uint8_t*>(src.TwinData()), uint64_t(p.blockLen + p.srcStride) * 32,
                    p.blockCount, p.blockLen * 32u, twin::Streaming(dst));
@@ -167,8 +213,16 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
   src.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
   uint8_t* ub = reinterpret_cast<uint8_t*>(dst.TwinData());
   const uint8_t* gm = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
-  twin::CopyBlocks(ub + lead, ubPitch, gm, gmPitch, p.blockCount, p.blockLen);
   const uint32_t tail = lead + p.blockLen;
+  if (twin::Recording()) {  // whole padded rows land; only the data (and pad values asked for) are defined
+    const uint32_t definedLead = pad.isPad ? 0 : lead;
+    const uint32_t definedEnd = pad.isPad ? tail + pad.rightPadding * uint32_t(sizeof(T)) : tail;
+    twin::RecordCopy<T>("DataCopyPad", true, uint64_t(p.blockCount) * p.blockLen / sizeof(T),
+                        twin::Strided(dst.TwinUbOffset(), ubPitch, rowBytes, p.blockCount),
+                        twin::Strided(twin::GmAddr(src), gmPitch, p.blockLen, p.blockCount), twin::Init::kPadded,
+                        definedLead, definedEnd - definedLead);
+  }
+  twin::CopyBlocks(ub + lead, ubPitch, gm, gmPitch, p.blockCount, p.blockLen);
   if (lead == 0 && tail == rowBytes) return;  // rows already whole blocks: nothing to pad
   for (uint32_t b = 0; b < p.blockCount; ++b) {
     uint8_t* row = ub + b * ubPitch;
@@ -193,6 +247,11 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
   const uint64_t gmPitch = uint64_t(p.blockLen) + p.dstStride;
   src.TwinCheckCount(((p.blockCount - 1) * ubPitch + p.blockLen + sizeof(T) - 1) / sizeof(T), api);
   dst.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
+  if (twin::Recording()) {
+    twin::RecordCopy<T>("DataCopyPad", false, uint64_t(p.blockCount) * p.blockLen / sizeof(T),
+                        twin::Strided(src.TwinUbOffset(), ubPitch, p.blockLen, p.blockCount),
+                        twin::Strided(twin::GmAddr(dst), gmPitch, p.blockLen, p.blockCount));
+  }
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), gmPitch,
                    reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen,
                    twin::Streaming(dst));

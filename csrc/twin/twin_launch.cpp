@@ -14,6 +14,7 @@
 #endif
 
 #include "twin_core.h"
+#include "twin_record.h"
 
 namespace AscendC {
 namespace twin {
@@ -32,6 +33,7 @@ struct Job {
   const char* kernel = nullptr;
   uint32_t blockDim = 0;
   const std::function<void()>* block = nullptr;
+  LaunchRecord* record = nullptr;  // non-null when a record consumer (sanitizer, export) is active
   std::atomic<uint32_t> next{0};
   std::atomic<bool> failed{false};
   std::exception_ptr error;
@@ -53,9 +55,12 @@ void RunBlock(Job& job, uint32_t b) {
   tc.ctx.blockNum = job.blockDim;
   tc.ctx.blockIdx = b;
   try {
+    BeginBlock(job.record, b);
     (*job.block)();
     FenceStreamingStores();
+    EndBlock(job.record, true);
   } catch (...) {
+    AbortBlock();
     std::lock_guard<std::mutex> lock(job.errorMutex);
     if (!job.failed.exchange(true)) job.error = std::current_exception();
   }
@@ -150,10 +155,14 @@ void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function
   job.kernel = kernelName;
   job.blockDim = blockDim;
   job.block = &block;
+  job.record = BeginLaunch(kernelName, blockDim);
   if (tCore.inBlock || blockDim <= 1) {  // nested launch or a single block: run right here
     const CoreContext saved = tCore.ctx;
     const bool wasIn = tCore.inBlock;
+    BlockRecorder* const outer = tRecorder;
+    tRecorder = nullptr;
     RunBlocks(job);
+    tRecorder = outer;
     tCore.ctx = saved;
     tCore.inBlock = wasIn;
   } else if (gParallelFor) {
@@ -167,6 +176,7 @@ void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function
     if (pool.Workers() != workers) pool.Resize(workers);
     pool.Run(job);
   }
+  EndLaunch(job.record, !job.error);  // multi-core checks; may throw
   if (job.error) std::rethrow_exception(job.error);
 }
 

@@ -4,6 +4,8 @@
 #include <string>
 
 #include "twin_core.h"
+#include "twin_record.h"
+#include "twin_sync.h"
 #include "twin_types.h"
 
 namespace AscendC {
@@ -17,8 +19,16 @@ class GlobalTensor {
   using PrimType = T;
   void SetGlobalBuffer(T* buffer, uint64_t bufferSize) { data_ = buffer; size_ = bufferSize; bounded_ = true; }
   void SetGlobalBuffer(T* buffer) { data_ = buffer; size_ = 0; bounded_ = false; }
-  T GetValue(const uint64_t offset) const { TwinCheckRange(offset + 1, "GetValue"); return data_[offset]; }
-  void SetValue(const uint64_t offset, T value) { TwinCheckRange(offset + 1, "SetValue"); data_[offset] = value; }
+  T GetValue(const uint64_t offset) const {
+    TwinCheckRange(offset + 1, "GetValue");
+    if (twin::Recording()) TwinRecordScalar("GetValue", offset, false);
+    return data_[offset];
+  }
+  void SetValue(const uint64_t offset, T value) {
+    TwinCheckRange(offset + 1, "SetValue");
+    if (twin::Recording()) TwinRecordScalar("SetValue", offset, true);
+    data_[offset] = value;
+  }
   uint64_t GetSize() const { return size_; }
   T* GetPhyAddr() const { return data_; }
   GlobalTensor operator[](const uint64_t offset) const {
@@ -36,6 +46,13 @@ class GlobalTensor {
                                         " remain in the GlobalTensor");
     }
   }
+  void TwinRecordScalar(const char* api, uint64_t offset, bool write) const {  // PIPE_S reads/writes GM
+    twin::Instr in = twin::OpInstr(twin::Pipe::S, api, twin::DtypeName<T>(), 1);
+    const uint64_t at = reinterpret_cast<uint64_t>(data_ + offset);
+    in.Add(write ? twin::Access::Write(twin::Space::GM, at, sizeof(T), twin::Init::kDefined, sizeof(T))
+                 : twin::Access::Read(twin::Space::GM, at, sizeof(T), sizeof(T)));
+    twin::Emit(in);
+  }
 
  private:
   T* data_ = nullptr;
@@ -49,6 +66,22 @@ struct Slot {
   uint8_t* addr = nullptr;
   uint32_t bytes = 0;
   SlotState state = SlotState::kFree;
+  int16_t id = -1;        // buffer number within its TPipe (the record's "slot")
+  int8_t enQueEvt = -1;   // event id of the pending EnQue hand-off
+};
+
+// What the real TPipe keeps for its queues: event ids in use, and per buffer the FreeTensor
+// event the next AllocTensor (or the pipe's destruction) waits for.
+constexpr int kMaxPipeSlots = 128;
+struct PipeState {
+  EventPool events;
+  int8_t freeEvt[kMaxPipeSlots];
+  Pipe freeSrc[kMaxPipeSlots], freeDst[kMaxPipeSlots];
+  const char* freeQue[kMaxPipeSlots];
+  int16_t slots = 0;
+  PipeState() {
+    for (int i = 0; i < kMaxPipeSlots; ++i) freeEvt[i] = -1;
+  }
 };
 }  // namespace twin
 
@@ -59,11 +92,13 @@ class LocalTensor {
   LocalTensor() = default;
   T GetValue(const uint32_t index) const {
     TwinCheckCount(index + 1, "GetValue");
+    if (twin::Recording()) TwinRecordScalar("GetValue", index, false);
     return data_[index];
   }
   template <typename S>
   void SetValue(const uint32_t index, const S value) const {
     TwinCheckCount(index + 1, "SetValue");
+    if (twin::Recording()) TwinRecordScalar("SetValue", index, true);
     data_[index] = static_cast<T>(value);
   }
   LocalTensor operator[](const uint32_t offset) const {
@@ -101,6 +136,22 @@ class LocalTensor {
                                                std::to_string(TwinUbOffset()) + ", not a multiple of 32");
     }
   }
+  // This tensor's first `elems` elements as a record operand (UB bytes from the UB base).
+  twin::Access TwinRead(uint64_t elems) const {
+    return twin::Access::Read(twin::Space::UB, TwinUbOffset(), elems * sizeof(T), sizeof(T));
+  }
+  twin::Access TwinWrite(uint64_t elems, twin::Init init) const {
+    return twin::Access::Write(twin::Space::UB, TwinUbOffset(), elems * sizeof(T), init, sizeof(T));
+  }
+  void TwinRecordScalar(const char* api, uint32_t index, bool write) const {  // PIPE_S reads/writes UB
+    twin::Instr in = twin::OpInstr(twin::Pipe::S, api, twin::DtypeName<T>(), 1);
+    const uint64_t at = TwinUbOffset() + uint64_t(index) * sizeof(T);
+    twin::Access a = write ? twin::Access::Write(twin::Space::UB, at, sizeof(T), twin::Init::kDefined, sizeof(T))
+                           : twin::Access::Read(twin::Space::UB, at, sizeof(T), sizeof(T));
+    a.leaves = !write;  // a scalar read is a use: the value steers the program
+    in.Add(a);
+    twin::Emit(in);
+  }
   static LocalTensor TwinMake(twin::Slot* slot, uint32_t byteOffset, uint32_t elems) {
     LocalTensor t;
     t.data_ = reinterpret_cast<T*>(slot->addr + byteOffset);
@@ -123,6 +174,7 @@ class BufferPool {
  public:
   Slot slots[kMaxQueueBuffers];
   uint32_t count = 0;
+  PipeState* pipeState = nullptr;  // the TPipe that carved the buffers
   Slot* Find(const void* addr) {
     for (uint32_t i = 0; i < count; ++i)
       if (slots[i].addr == addr) return &slots[i];
@@ -131,16 +183,43 @@ class BufferPool {
 };
 }  // namespace twin
 
+namespace twin {
+// The hand-off a queue position stands for: EnQue = SetFlag<src_dst>, DeQue = WaitFlag<src_dst>,
+// FreeTensor = SetFlag<dst_src>, AllocTensor = WaitFlag<dst_src> if one is pending
+// (kernel_tquebind_impl.h). Positions without a pair (VECCALC, GM, ...) emit no events.
+struct QueEvents {
+  bool any;
+  Pipe src, dst;
+  const char* name;
+};
+constexpr QueEvents EventsOf(TPosition pos) {
+  switch (pos) {
+    case TPosition::VECIN: return {true, Pipe::MTE2, Pipe::V, "VECIN"};
+    case TPosition::VECOUT: return {true, Pipe::V, Pipe::MTE3, "VECOUT"};
+    case TPosition::A1: return {true, Pipe::MTE2, Pipe::MTE1, "A1"};
+    case TPosition::B1: return {true, Pipe::MTE2, Pipe::MTE1, "B1"};
+    case TPosition::C1: return {true, Pipe::MTE2, Pipe::MTE1, "C1"};
+    case TPosition::A2: return {true, Pipe::MTE1, Pipe::M, "A2"};
+    case TPosition::B2: return {true, Pipe::MTE1, Pipe::M, "B2"};
+    case TPosition::CO1: return {true, Pipe::M, Pipe::FIX, "CO1"};
+    default: return {false, Pipe::S, Pipe::S, "?"};
+  }
+}
+}  // namespace twin
+
 template <TPosition pos, int32_t depth, auto mask = 0>
 class TQue : public twin::BufferPool {
  public:
   TQue() = default;
   template <typename T>
   LocalTensor<T> AllocTensor() {
-    for (uint32_t i = 0; i < count; ++i) {
-      if (slots[i].state == twin::SlotState::kFree) {
-        slots[i].state = twin::SlotState::kAllocated;
-        return LocalTensor<T>::TwinMake(&slots[i], 0, slots[i].bytes / sizeof(T));
+    for (uint32_t k = 0; k < count; ++k) {  // round robin from a cursor, like the real TQue
+      twin::Slot& s = slots[cursor_];
+      cursor_ = cursor_ + 1 == count ? 0 : cursor_ + 1;
+      if (s.state == twin::SlotState::kFree) {
+        s.state = twin::SlotState::kAllocated;
+        if constexpr (kEvents.any) WaitFree(s);
+        return LocalTensor<T>::TwinMake(&s, 0, s.bytes / sizeof(T));
       }
     }
     if (count == 0) twin::Violation("queue discipline", "AllocTensor on a TQue that InitBuffer never set up");
@@ -157,6 +236,10 @@ class TQue : public twin::BufferPool {
     }
     s->state = twin::SlotState::kEnqueued;
     fifo_[(fifoHead_ + fifoLen_++) % kFifo] = s;
+    if constexpr (kEvents.any) {
+      s->enQueEvt = int8_t(pipeState->events.Alloc(kEvents.src, kEvents.dst));
+      twin::EmitSync(twin::Kind::kSetFlag, kEvents.src, kEvents.dst, s->enQueEvt, kEvents.name, s->id, "EnQue");
+    }
     return true;
   }
   template <typename T>
@@ -166,6 +249,11 @@ class TQue : public twin::BufferPool {
     fifoHead_ = (fifoHead_ + 1) % kFifo;
     --fifoLen_;
     s->state = twin::SlotState::kDequeued;
+    if constexpr (kEvents.any) {
+      twin::EmitSync(twin::Kind::kWaitFlag, kEvents.src, kEvents.dst, s->enQueEvt, kEvents.name, s->id, "DeQue");
+      pipeState->events.Release(kEvents.src, kEvents.dst, s->enQueEvt);
+      s->enQueEvt = -1;
+    }
     return LocalTensor<T>::TwinMake(s, 0, s->bytes / sizeof(T));
   }
   template <typename T>
@@ -175,19 +263,35 @@ class TQue : public twin::BufferPool {
     if (s->state == twin::SlotState::kEnqueued)
       twin::Violation("queue discipline", "FreeTensor of a tensor still in the queue (DeQue it first)");
     s->state = twin::SlotState::kFree;
+    if constexpr (kEvents.any) {
+      twin::PipeState& p = *pipeState;
+      if (s->id >= 0 && s->id < twin::kMaxPipeSlots) {
+        p.freeEvt[s->id] = int8_t(p.events.Alloc(kEvents.dst, kEvents.src));
+        p.freeSrc[s->id] = kEvents.dst, p.freeDst[s->id] = kEvents.src, p.freeQue[s->id] = kEvents.name;
+        twin::EmitSync(twin::Kind::kSetFlag, kEvents.dst, kEvents.src, p.freeEvt[s->id], kEvents.name, s->id, "FreeTensor");
+      }
+    }
   }
   bool HasTensorInQue() { return fifoLen_ > 0; }
   int32_t GetTensorCountInQue() { return int32_t(fifoLen_); }
 
  private:
   static constexpr uint32_t kFifo = twin::kMaxQueueBuffers;
+  static constexpr twin::QueEvents kEvents = twin::EventsOf(pos);
   twin::Slot* Own(const void* addr, const char* api) {
     twin::Slot* s = Find(addr);
     if (!s) twin::Violation("queue discipline", std::string(api) + " of a tensor that does not belong to this TQue");
     return s;
   }
+  void WaitFree(twin::Slot& s) {  // the previous user of this buffer has released it
+    twin::PipeState& p = *pipeState;
+    if (s.id < 0 || s.id >= twin::kMaxPipeSlots || p.freeEvt[s.id] < 0) return;
+    twin::EmitSync(twin::Kind::kWaitFlag, kEvents.dst, kEvents.src, p.freeEvt[s.id], kEvents.name, s.id, "AllocTensor");
+    p.events.Release(kEvents.dst, kEvents.src, p.freeEvt[s.id]);
+    p.freeEvt[s.id] = -1;
+  }
   twin::Slot* fifo_[kFifo] = {};
-  uint32_t fifoHead_ = 0, fifoLen_ = 0;
+  uint32_t fifoHead_ = 0, fifoLen_ = 0, cursor_ = 0;
 };
 
 template <TPosition pos = TPosition::LCM>
@@ -219,9 +323,23 @@ class TBuf : public twin::BufferPool {
 };
 
 // One pipe owns the UB of its core; buffers are carved from it in order, 32-byte aligned.
+class TPipe;
+namespace twin {
+inline TPipe*& CurrentPipe() {  // what GetTPipePtr() returns: the block's latest TPipe
+  thread_local TPipe* pipe = nullptr;
+  return pipe;
+}
+}  // namespace twin
+
 class TPipe {
  public:
-  TPipe() = default;
+  TPipe() { twin::CurrentPipe() = this; }
+  ~TPipe() {
+    if (!destroyed_) Destroy();
+    if (twin::CurrentPipe() == this) twin::CurrentPipe() = nullptr;
+  }
+  TPipe(const TPipe&) = delete;
+  TPipe& operator=(const TPipe&) = delete;
   template <class T>
   bool InitBuffer(T& que, uint8_t num, uint32_t len) {
     if (num == 0 || num > twin::kMaxQueueBuffers)
@@ -230,10 +348,36 @@ class TPipe {
   }
   template <TPosition bufPos>
   bool InitBuffer(TBuf<bufPos>& buf, uint32_t len) { return Carve(buf, 1, len, "TBuf"); }
-  void Reset() { usedBytes_ = 0; }
-  void Destroy() { usedBytes_ = 0; }
+  void Reset() {
+    WaitPendingFrees();
+    usedBytes_ = 0;
+  }
+  // As on the device: buffers released by FreeTensor are waited for, then every pipe drains.
+  void Destroy() {
+    WaitPendingFrees();
+    PipeBarrier<PIPE_ALL>();
+    usedBytes_ = 0;
+    destroyed_ = true;
+  }
+  // Event ids for manual SetFlag/WaitFlag that cannot collide with the queues' hand-offs.
+  template <HardEvent evt>
+  TEventID AllocEventID() { return TEventID(state_.events.Alloc(twin::Pipes(evt).src, twin::Pipes(evt).dst)); }
+  template <HardEvent evt>
+  void ReleaseEventID(TEventID id) { state_.events.Release(twin::Pipes(evt).src, twin::Pipes(evt).dst, id); }
+  template <HardEvent evt>
+  TEventID FetchEventID() { return FetchEventID(evt); }
+  TEventID FetchEventID(HardEvent evt) { return TEventID(state_.events.Fetch(twin::Pipes(evt).src, twin::Pipes(evt).dst)); }
 
  private:
+  void WaitPendingFrees() {
+    for (int i = 0; i < state_.slots && i < twin::kMaxPipeSlots; ++i) {
+      if (state_.freeEvt[i] < 0) continue;
+      twin::EmitSync(twin::Kind::kWaitFlag, state_.freeSrc[i], state_.freeDst[i], state_.freeEvt[i], state_.freeQue[i], i,
+                     "TPipe::Destroy");
+      state_.events.Release(state_.freeSrc[i], state_.freeDst[i], state_.freeEvt[i]);
+      state_.freeEvt[i] = -1;
+    }
+  }
   bool Carve(twin::BufferPool& pool, uint32_t num, uint32_t len, const char* what) {
     const uint32_t slotBytes = twin::AlignUp32(len);
     const uint64_t need = uint64_t(usedBytes_) + uint64_t(num) * slotBytes;
@@ -244,13 +388,18 @@ class TPipe {
     }
     if (pool.count != 0) twin::Violation("queue discipline", std::string("InitBuffer called twice on one ") + what);
     for (uint32_t i = 0; i < num; ++i) {
-      pool.slots[i] = twin::Slot{twin::Core().ub + usedBytes_, slotBytes, twin::SlotState::kFree};
+      pool.slots[i] = twin::Slot{twin::Core().ub + usedBytes_, slotBytes, twin::SlotState::kFree, state_.slots++, -1};
       usedBytes_ += slotBytes;
     }
     pool.count = num;
+    pool.pipeState = &state_;
     return true;
   }
   uint32_t usedBytes_ = 0;
+  bool destroyed_ = false;
+  twin::PipeState state_;
 };
+
+inline TPipe* GetTPipePtr() { return twin::CurrentPipe(); }
 
 }  // namespace AscendC

@@ -2,7 +2,9 @@
 // the pipe synchronisation calls. Each op checks what the A2 vector unit checks only at run time
 // on the device: operand dtype, 32-byte aligned operand addresses, and count within the operands.
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -14,25 +16,9 @@
 #include "twin_math.h"
 #include "twin_tensor.h"
 
-enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_MTE4, PIPE_MTE5, PIPE_V2, PIPE_FIX };
-
 namespace AscendC {
 
 enum class RoundMode : uint8_t { CAST_NONE, CAST_RINT, CAST_FLOOR, CAST_CEIL, CAST_ROUND, CAST_TRUNC, CAST_ODD };
-
-enum class HardEvent : uint8_t {
-  MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_V, V_MTE2, MTE3_V, V_MTE3, M_V, V_M, V_V, MTE3_MTE1, MTE1_MTE3,
-  MTE1_V, MTE2_M, M_MTE2, V_MTE1, M_FIX, FIX_M, MTE3_MTE2, MTE2_MTE3, S_V, V_S, S_MTE2, MTE2_S, S_MTE3, MTE3_S,
-  MTE2_FIX, FIX_MTE2, FIX_S, M_S
-};
-
-// The twin executes instructions in program order, so ordering primitives have nothing to do.
-template <pipe_t pipe>
-inline void PipeBarrier() {}
-template <HardEvent event>
-inline void SetFlag(int32_t) {}
-template <HardEvent event>
-inline void WaitFlag(int32_t) {}
 
 namespace twin {
 
@@ -66,18 +52,34 @@ inline void RequireOperand(const LocalTensor<T>& t, int64_t count, const char* a
   t.TwinCheckCount(uint64_t(count), api);
 }
 
+// A vector instruction for the record: the reads, then the write (element-wise unless told).
+inline void RecordVector(const char* api, const char* dtype, uint64_t count, uint32_t elemBytes, const Access& write,
+                         std::initializer_list<Access> reads, Init init = Init::kElementwise) {
+  Instr in = OpInstr(Pipe::V, api, dtype, count, elemBytes);
+  for (const Access& r : reads) in.Add(r);
+  in.Add(write);
+  in.access[in.nAccess - 1].init = init;
+  Emit(in);
+}
+
 inline void RequireCount(int64_t count, const char* api) {
   if (count < 0) Violation("UB bounds", std::string(api) + " with negative count " + std::to_string(count));
 }
 
-template <DtypeSet set, typename T>
-inline void CheckBinary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& a, const LocalTensor<T>& b,
-                        int32_t count) {
+// `acc`: an accumulator the instruction also reads (MulAddDst, FusedMulAdd read their dst).
+template <DtypeSet set, typename T, typename U = T>
+inline void CheckBinary(const char* api, const LocalTensor<T>& dst, const LocalTensor<U>& a, const LocalTensor<U>& b,
+                        int32_t count, const LocalTensor<T>* acc = nullptr) {
   RequireDtype<T>(api, set);
   RequireCount(count, api);
   RequireOperand(dst, count, api);
   RequireOperand(a, count, api);
   RequireOperand(b, count, api);
+  if (Recording()) {
+    const Access w = dst.TwinWrite(count, Init::kElementwise);
+    if (acc) RecordVector(api, DtypeName<T>(), count, sizeof(T), w, {a.TwinRead(count), b.TwinRead(count), acc->TwinRead(count)});
+    else RecordVector(api, DtypeName<T>(), count, sizeof(T), w, {a.TwinRead(count), b.TwinRead(count)});
+  }
 }
 
 // The loops compile only for dtypes the instruction supports; the rest stop at RequireDtype.
@@ -100,6 +102,7 @@ inline void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<
   RequireCount(count, api);
   RequireOperand(dst, count, api);
   RequireOperand(src, count, api);
+  if (Recording()) RecordVector(api, DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, Init::kElementwise), {src.TwinRead(count)});
   if constexpr (InSet<T>(set)) {
     T* d = dst.TwinData();
     const T* x = src.TwinData();
@@ -129,7 +132,7 @@ template <typename T, typename U>
 inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
                       const int32_t& count) {
   static_assert(std::is_same_v<T, U>, "the twin implements MulAddDst for one dtype");
-  twin::CheckBinary<twin::DtypeSet::kFloat>("MulAddDst", dst, src0, src1, count);
+  twin::CheckBinary<twin::DtypeSet::kFloat>("MulAddDst", dst, src0, src1, count, &dst);
   if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
     T* d = dst.TwinData();
     const U* a = src0.TwinData();
@@ -142,7 +145,7 @@ inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, con
 template <typename T>
 inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
                         const int32_t& count) {
-  twin::CheckBinary<twin::DtypeSet::kFloat>("FusedMulAdd", dst, src0, src1, count);
+  twin::CheckBinary<twin::DtypeSet::kFloat>("FusedMulAdd", dst, src0, src1, count, &dst);
   if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
     T* d = dst.TwinData();
     const T* a = src0.TwinData();
@@ -185,6 +188,8 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int
   twin::RequireDtype<T>("Duplicate", twin::DtypeSet::kMove);
   twin::RequireCount(count, "Duplicate");
   twin::RequireOperand(dst, count, "Duplicate");
+  if (twin::Recording())
+    twin::RecordVector("Duplicate", twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, twin::Init::kDefined), {});
   T* d = dst.TwinData();
   for (int32_t i = 0; i < count; ++i) d[i] = scalarValue;
 }
@@ -202,6 +207,18 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
   const uint8_t* base = reinterpret_cast<const uint8_t*>(src.TwinData()) + srcBaseOffset;
   const uint64_t srcBytes = uint64_t(src.GetSize()) * sizeof(T);
   T* d = dst.TwinData();
+  if (twin::Recording()) {  // reads the span of the source the offsets reach, and the offsets
+    uint32_t lo = ~0u, hi = 0;
+    for (uint32_t i = 0; i < count; ++i) lo = std::min(lo, off[i]), hi = std::max(hi, off[i]);
+    const uint64_t from = count ? uint64_t(srcBaseOffset) + lo : 0;
+    const uint64_t to = count ? std::min<uint64_t>(uint64_t(srcBaseOffset) + hi + sizeof(T), srcBytes) : 0;
+    twin::Instr in = twin::OpInstr(twin::Pipe::V, api, twin::DtypeName<T>(), count, sizeof(T));
+    in.Add(twin::Access::Read(twin::Space::UB, src.TwinUbOffset() + from, to > from ? to - from : 0, sizeof(T)));
+    in.Add(srcOffset.TwinRead(count));
+    in.Add(dst.TwinWrite(count, twin::Init::kGather));
+    in.gatherOffsets = off, in.gatherBase = uint32_t(src.TwinUbOffset() + srcBaseOffset);
+    twin::Emit(in);
+  }
   // Offsets are checked as they are used: inside src and whole elements, else the rule fires.
   const auto badOffset = [&](uint32_t o) {
     if (o % sizeof(T) != 0) twin::Violation("32-byte alignment", "Gather offset " + std::to_string(o) + " is not a whole element");
@@ -268,6 +285,9 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
   twin::RequireOperand(src, count, api);
   twin::RequireOperand(dst, 1, api);
   twin::RequireOperand(sharedTmpBuffer, 1, api);
+  if (twin::Recording())
+    twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(1, twin::Init::kReduce), {src.TwinRead(count)},
+                       twin::Init::kReduce);
   dst.TwinData()[0] = T(twin::TreeSum(src.TwinData(), count));
 }
 
@@ -280,6 +300,9 @@ inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
   twin::RequireOperand(src, count, api);
   twin::RequireOperand(dst, calIndex ? 2 : 1, api);
   twin::RequireOperand(sharedTmpBuffer, 1, api);
+  if (twin::Recording())
+    twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(calIndex ? 1 + 4 / sizeof(T) : 1, twin::Init::kReduce),
+                       {src.TwinRead(count)}, twin::Init::kReduce);
   if constexpr (!twin::InSet<T>(twin::DtypeSet::kFloat)) return;
   const T* x = src.TwinData();
   T best = count > 0 ? x[0] : T(0);

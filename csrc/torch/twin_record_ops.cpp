@@ -1,0 +1,25 @@
+// The CPU twin's instruction record, exported for tools (the pipeline model): start/stop
+// recording whole launches, then take them as one JSON string per launch:
+//   {"kernel", "block_dim", "blocks": [[instr, ...], ...]}, instr = {"serial", "pipe", "op",
+//   "dtype", "count", "repeats", "gm_read", "gm_write", "ub_read", "ub_write",
+//   "gm_read_ranges", "gm_write_ranges", "event", ["barrier"], ["que", "slot"]}
+// (fields described in csrc/twin/twin_record.h).
+#include <torch/library.h>
+
+#include <string>
+#include <vector>
+
+#include "twin_record.h"
+
+namespace ascendc_ops {
+namespace {
+void TwinRecord(bool on) { AscendC::twin::SetRecordExport(on); }
+std::vector<std::string> TwinRecordTake() { return AscendC::twin::TakeRecordedLaunches(); }
+}  // namespace
+
+TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
+  m.def("twin_record(bool on) -> ()", &TwinRecord);
+  m.def("twin_record_take() -> str[]", &TwinRecordTake);
+}
+
+}  // namespace ascendc_ops

@@ -1,0 +1,505 @@
+// CPU twin, the sanitizer (see twin_sanitizer.h for the rules): vector clocks per pipe,
+// per-32-byte race shadow and per-byte init shadow of each on-chip space, the flag table, and
+// the block's GM accesses for the launch-level multi-core check.
+#include "twin_sanitizer.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include "twin_core.h"
+
+namespace AscendC {
+namespace twin {
+
+namespace {
+constexpr uint32_t kGranule = 32;
+constexpr uint64_t kCapacity[kSpaces] = {0, kUbBytes, 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024};
+constexpr int kFlagSlots = kPipes * kPipes * kEventIds;
+constexpr size_t kMaxGmRecent = 4096;  // unordered GM accesses kept for the in-core GM race check
+
+using Clock = std::array<uint32_t, kPipes>;
+
+std::string Hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+std::string Bytes(Space s, uint64_t b, uint64_t e) {
+  if (s == Space::GM) return "GM bytes [" + Hex(b) + ", " + Hex(e) + ")";
+  return std::string(SpaceName(s)) + " bytes [" + std::to_string(b) + ", " + std::to_string(e) + ")";
+}
+
+// First overlap of run [x, x+len) with span b: true and [*lo, *hi) when they share bytes.
+bool RunMeetsSpan(uint64_t x, uint64_t len, const Span& b, uint64_t* lo, uint64_t* hi) {
+  if (b.blocks == 0 || len == 0 || b.blockBytes == 0) return false;
+  const uint64_t end = x + len;
+  if (end <= b.begin || x >= b.End()) return false;
+  uint64_t k = 0;
+  if (b.blocks > 1 && b.pitch > 0 && x >= b.begin + b.blockBytes)
+    k = (x - b.begin - b.blockBytes) / b.pitch + 1;  // first block ending after x
+  if (k >= b.blocks) return false;
+  const uint64_t kb = b.begin + k * (b.blocks > 1 ? b.pitch : 0);
+  if (kb >= end) return false;
+  *lo = std::max(x, kb), *hi = std::min(end, kb + b.blockBytes);
+  return *lo < *hi;
+}
+bool SpansMeet(const Span& a, const Span& b, uint64_t* lo, uint64_t* hi) {
+  const Span& few = a.blocks <= b.blocks ? a : b;
+  const Span& many = a.blocks <= b.blocks ? b : a;
+  for (uint32_t k = 0; k < few.blocks; ++k)
+    if (RunMeetsSpan(few.begin + uint64_t(k) * few.pitch, few.blockBytes, many, lo, hi)) return true;
+  return false;
+}
+
+template <typename F>
+void ForEachRun(const Span& s, F f) {  // f(begin, end) per block of the span
+  for (uint32_t k = 0; k < s.blocks; ++k) {
+    const uint64_t b = s.begin + uint64_t(k) * s.pitch;
+    f(b, b + s.blockBytes);
+  }
+}
+}  // namespace
+
+struct BlockSanitizer::State {
+  struct Info {
+    const char* op;
+    Pipe pipe;
+    uint32_t epoch;
+    const char* via = nullptr;  // TQue call behind a framework flag
+    const char* que = nullptr;
+  };
+  struct Flag {
+    bool set = false;
+    Clock token{};
+    uint32_t serial = 0;
+  };
+  struct SpaceShadow {
+    std::vector<uint32_t> write;                   // per granule: serial of the last write (0: none)
+    std::vector<std::array<uint32_t, kPipes>> read;  // per granule and pipe: last read since then
+    std::vector<uint8_t> undef;                    // per byte: 1 = holds no defined value
+    std::vector<uint32_t> origin;                  // per granule: what left undefined bytes (0: never written)
+  };
+  struct GmRecent {
+    Span span;
+    bool write;
+    Pipe pipe;
+    uint32_t epoch, serial;
+  };
+
+  std::vector<Info> info{Info{"?", Pipe::S, 0}};  // by serial; [0] unused
+  Clock vc[kPipes]{};                              // vc[P][Q]: Q's instructions known complete before P's next
+  uint32_t issued[kPipes]{};
+  Flag flags[kFlagSlots];
+  SpaceShadow space[kSpaces];
+  std::vector<GmRecent> gmRecent;
+  std::vector<GmAccess> gm;
+
+  SpaceShadow& Shadow(Space s) {
+    SpaceShadow& sh = space[int(s)];
+    if (sh.write.empty()) {
+      const uint64_t granules = kCapacity[int(s)] / kGranule;
+      sh.write.assign(granules, 0);
+      sh.read.assign(granules, std::array<uint32_t, kPipes>{});
+      sh.undef.assign(kCapacity[int(s)], 1);
+      sh.origin.assign(granules, 0);
+    }
+    return sh;
+  }
+  std::string Name(uint32_t serial) const {
+    const Info& i = info[serial];
+    std::string name = std::string(PipeName(i.pipe)) + " " + i.op + " #" + std::to_string(serial);
+    if (i.via) name += std::string(" (") + i.via + " of a " + (i.que ? i.que : "?") + " buffer)";
+    return name;
+  }
+  static void Join(Clock& a, const Clock& b) {
+    for (int q = 0; q < kPipes; ++q) a[q] = std::max(a[q], b[q]);
+  }
+  Clock Full(Pipe q) const {  // what waiting for pipe q now guarantees
+    Clock c = vc[int(q)];
+    c[int(q)] = issued[int(q)];
+    return c;
+  }
+  // Is the earlier instruction `serial` ordered before pipe p's current instruction?
+  bool Ordered(Pipe p, uint32_t serial) const {
+    const Info& e = info[serial];
+    if (e.pipe == Pipe::S) return true;  // scalar accesses complete in order (syncs are the compiler's)
+    return e.epoch <= vc[int(p)][int(e.pipe)];
+  }
+
+  uint32_t Issue(const Instr& in, Pipe p) {
+    const int pi = int(p);
+    info.push_back(Info{in.op, p, ++issued[pi], in.via, in.que});
+    if (p == Pipe::S) {
+      vc[pi][pi] = issued[pi];
+    } else {
+      Join(vc[pi], vc[int(Pipe::S)]);  // the scalar unit dispatches every instruction in program order
+    }
+    return in.serial;
+  }
+
+  [[noreturn]] void Race(const char* kind, Space sp, uint64_t lo, uint64_t hi, uint32_t now, uint32_t before,
+                         const char* verb, const char* verbBefore) {
+    const Info& b = info[before];
+    const Info& n = info[now];
+    std::string how;
+    if (b.pipe == n.pipe) {
+      how = " without PipeBarrier<PIPE_" + std::string(PipeName(n.pipe)) + "> between them (same-pipe copies with "
+            "overlapping destinations are not ordered by the hardware)";
+    } else {
+      how = " with nothing ordering them: SetFlag/WaitFlag<" + std::string(PipeName(b.pipe)) + "_" + PipeName(n.pipe) +
+            ">, a TQue EnQue/DeQue or AllocTensor/FreeTensor hand-off, or PipeBarrier<PIPE_ALL>";
+    }
+    Violation("racecheck", std::string(kind) + " hazard on " + Bytes(sp, lo, hi) + ": " + Name(now) + " " + verb +
+                               " what " + Name(before) + " " + verbBefore + how);
+  }
+
+  // racecheck for one on-chip access of pipe p
+  void RaceCheck(const Access& a, Pipe p, uint32_t serial) {
+    SpaceShadow& sh = Shadow(a.space);
+    const uint64_t cap = kCapacity[int(a.space)];
+    const bool scalar = p == Pipe::S;
+    ForEachRun(a.span, [&](uint64_t b, uint64_t e) {
+      e = std::min(e, cap);
+      for (uint64_t g = b / kGranule; g * kGranule < e; ++g) {
+        const uint64_t lo = std::max(b, g * kGranule);
+        const uint32_t w = sh.write[g];
+        if (scalar) {  // the compiler's auto-sync: the scalar unit waits for the pipes that touched these bytes
+          if (w && !Ordered(p, w)) Join(vc[int(Pipe::S)], Full(info[w].pipe));
+          if (a.write)
+            for (int q = 0; q < kPipes; ++q)
+              if (sh.read[g][q] && !Ordered(p, sh.read[g][q])) Join(vc[int(Pipe::S)], Full(Pipe(q)));
+        } else {
+          // the report names the whole run of bytes the same earlier instruction touched
+          const auto runEnd = [&](auto same) {
+            uint64_t h = g + 1;
+            while (h * kGranule < e && same(h)) ++h;
+            return std::min(e, h * kGranule);
+          };
+          if (w && !Ordered(p, w)) {
+            const bool samePipe = info[w].pipe == p;
+            // same pipe: only MTE2 writes over MTE2 writes need a barrier; V -> V is the compiler's
+            if (!samePipe || (a.write && p == Pipe::MTE2)) {
+              Race(a.write ? "WAW" : "RAW", a.space, lo, runEnd([&](uint64_t h) { return sh.write[h] == w; }), serial, w,
+                   a.write ? "writes" : "reads", "writes");
+            }
+          }
+          if (a.write) {
+            for (int q = 0; q < kPipes; ++q) {
+              const uint32_t r = sh.read[g][q];
+              if (r && q != int(p) && !Ordered(p, r))
+                Race("WAR", a.space, lo, runEnd([&](uint64_t h) { return sh.read[h][q] == r; }), serial, r, "writes", "reads");
+            }
+          }
+        }
+        if (a.write) {
+          sh.write[g] = serial;
+          sh.read[g].fill(0);
+        } else if (!scalar) {
+          sh.read[g][int(p)] = serial;
+        }
+      }
+    });
+  }
+
+  // GM inside the core: MTE3 -> MTE2 (and back) through the same bytes; MTE3 -> MTE3 overlaps
+  void GmCheck(const Access& a, Pipe p, uint32_t serial) {
+    gm.push_back(GmAccess{a.span, a.write, false, serial, info[serial].op});
+    if (p == Pipe::S) {  // auto-synced like UB scalar accesses
+      for (const GmRecent& r : gmRecent)
+        if ((r.write || a.write) && r.epoch > vc[int(p)][int(r.pipe)]) {
+          uint64_t lo, hi;
+          if (SpansMeet(a.span, r.span, &lo, &hi)) Join(vc[int(Pipe::S)], Full(r.pipe));
+        }
+      return;
+    }
+    for (const GmRecent& r : gmRecent) {
+      if (!(r.write || a.write) || r.epoch <= vc[int(p)][int(r.pipe)]) continue;
+      if (r.pipe == p && !(p == Pipe::MTE3 && r.write && a.write)) continue;
+      uint64_t lo, hi;
+      if (!SpansMeet(a.span, r.span, &lo, &hi)) continue;
+      Race(a.write ? (r.write ? "WAW" : "WAR") : "RAW", Space::GM, lo, hi, serial, r.serial, a.write ? "writes" : "reads",
+           r.write ? "writes" : "reads");
+    }
+    if (gmRecent.size() >= 64) {  // forget what every pipe has seen complete
+      gmRecent.erase(std::remove_if(gmRecent.begin(), gmRecent.end(),
+                                    [&](const GmRecent& r) {
+                                      for (int q = 0; q < kPipes; ++q)
+                                        if (q != int(Pipe::S) && r.epoch > vc[q][int(r.pipe)]) return false;
+                                      return true;
+                                    }),
+                     gmRecent.end());
+      if (gmRecent.size() >= kMaxGmRecent) gmRecent.erase(gmRecent.begin());
+    }
+    gmRecent.push_back(GmRecent{a.span, a.write, p, info[serial].epoch, serial});
+  }
+
+  // ---- initcheck ----
+  static bool AnyUndef(const SpaceShadow& sh, uint64_t b, uint64_t e, uint64_t* at) {
+    const uint8_t* u = sh.undef.data();
+    for (uint64_t i = b; i < e; ++i)
+      if (u[i]) {
+        *at = i;
+        return true;
+      }
+    return false;
+  }
+  void SetUndef(SpaceShadow& sh, uint64_t b, uint64_t e, bool undef, uint32_t origin) {
+    if (b >= e) return;
+    std::fill(sh.undef.begin() + b, sh.undef.begin() + e, uint8_t(undef));
+    if (undef)
+      for (uint64_t g = b / kGranule; g * kGranule < e; ++g) sh.origin[g] = origin;
+  }
+  [[noreturn]] void Uninit(const Instr& in, const Access& a, uint64_t at) {
+    SpaceShadow& sh = Shadow(a.space);
+    uint64_t end = at;
+    while (end < kCapacity[int(a.space)] && sh.undef[end] && end - at < 4096) ++end;
+    ForEachRun(a.span, [&](uint64_t b, uint64_t e) {
+      if (at >= b && at < e) end = std::min(end, e);
+    });
+    const uint32_t origin = sh.origin[at / kGranule];
+    const uint32_t last = sh.write[at / kGranule];
+    std::string from = origin ? "the padding " + Name(origin) + " left unfilled" : "bytes no instruction wrote";
+    std::string via = last && last != origin ? " (last written by " + Name(last) + ")" : "";
+    Violation("initcheck", Name(in.serial) + (in.pipe == Pipe::S ? " reads " : " copies out ") +
+                               Bytes(a.space, at, end) + " that hold no defined value: they come from " + from + via);
+  }
+  void InitCheck(const Instr& in) {
+    const Access* w = nullptr;
+    for (int i = 0; i < in.nAccess; ++i) {
+      const Access& a = in.access[i];
+      if (a.space == Space::GM) continue;
+      if (a.write) {
+        w = &a;
+        continue;
+      }
+      if (!a.leaves) continue;
+      const SpaceShadow& sh = Shadow(a.space);
+      uint64_t at = 0;
+      bool bad = false;
+      ForEachRun(a.span, [&](uint64_t b, uint64_t e) { bad = bad || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at); });
+      if (bad) Uninit(in, a, at);
+    }
+    if (!w) return;
+    SpaceShadow& out = Shadow(w->space);
+    const uint64_t cap = kCapacity[int(w->space)];
+    switch (w->init) {
+      case Init::kDefined:
+        ForEachRun(w->span, [&](uint64_t b, uint64_t e) { SetUndef(out, b, std::min(e, cap), false, 0); });
+        return;
+      case Init::kPadded:
+        ForEachRun(w->span, [&](uint64_t b, uint64_t e) {
+          SetUndef(out, b, std::min(e, cap), true, in.serial);
+          SetUndef(out, std::min(b + w->definedLead, cap), std::min(b + w->definedLead + w->definedBytes, cap), false, 0);
+        });
+        return;
+      case Init::kReduce: {
+        uint64_t at = 0;
+        uint32_t origin = 0;
+        bool undef = false;
+        for (int i = 0; i < in.nAccess && !undef; ++i) {
+          const Access& a = in.access[i];
+          if (a.write || a.space == Space::GM) continue;
+          const SpaceShadow& sh = Shadow(a.space);
+          ForEachRun(a.span, [&](uint64_t b, uint64_t e) { undef = undef || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at); });
+          if (undef) origin = sh.origin[at / kGranule];
+        }
+        ForEachRun(w->span, [&](uint64_t b, uint64_t e) { SetUndef(out, b, std::min(e, cap), undef, origin); });
+        return;
+      }
+      case Init::kElementwise:
+      case Init::kGather:
+        Elementwise(in, *w, out);
+        return;
+    }
+  }
+  // Element i of the write is defined iff element i of every read is (kGather: the offset and
+  // the source element it names).
+  void Elementwise(const Instr& in, const Access& w, SpaceShadow& out) {
+    const uint64_t cap = kCapacity[int(w.space)];
+    bool anyUndef = false;
+    for (int i = 0; i < in.nAccess && !anyUndef; ++i) {
+      const Access& a = in.access[i];
+      if (a.write || a.space == Space::GM) continue;
+      const SpaceShadow& sh = Shadow(a.space);
+      uint64_t at;
+      ForEachRun(a.span, [&](uint64_t b, uint64_t e) { anyUndef = anyUndef || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at); });
+    }
+    if (!anyUndef) {  // the common case: everything read is defined
+      ForEachRun(w.span, [&](uint64_t b, uint64_t e) { SetUndef(out, b, std::min(e, cap), false, 0); });
+      return;
+    }
+    const uint32_t we = w.elemBytes ? w.elemBytes : 1;
+    std::vector<uint8_t> result(in.count, 0);
+    std::vector<uint32_t> origins(in.count, 0);
+    for (int i = 0; i < in.nAccess; ++i) {
+      const Access& a = in.access[i];
+      if (a.write || a.space == Space::GM) continue;
+      const SpaceShadow& sh = Shadow(a.space);
+      const uint32_t re = a.elemBytes ? a.elemBytes : 1;
+      const bool gatherSource = w.init == Init::kGather && i == 0;
+      for (uint64_t k = 0; k < in.count; ++k) {
+        if (result[k]) continue;
+        uint64_t b;
+        if (gatherSource) {
+          b = uint64_t(in.gatherBase) + (in.gatherOffsets ? in.gatherOffsets[k] : 0);
+        } else {
+          b = a.span.begin + k * re;
+        }
+        for (uint64_t j = b; j < b + re && j < kCapacity[int(a.space)]; ++j)
+          if (sh.undef[j]) {
+            result[k] = 1, origins[k] = sh.origin[j / kGranule];
+            break;
+          }
+      }
+    }
+    for (uint64_t k = 0; k < in.count; ++k) {
+      const uint64_t b = w.span.begin + k * we;
+      SetUndef(out, std::min(b, cap), std::min(b + we, cap), result[k], origins[k]);
+    }
+  }
+
+  // ---- synccheck ----
+  [[noreturn]] void SyncError(const Instr& in, const std::string& what) {
+    Violation("synccheck", std::string(PipeName(in.pipe)) + " " + in.op + "<" + PipeName(in.src) + "_" + PipeName(in.dst) +
+                               ">(" + std::to_string(in.event) + ") #" + std::to_string(in.serial) +
+                               (in.via ? std::string(" (") + in.via + " of a " + in.que + " buffer)" : "") + ": " + what);
+  }
+  void Sync(const Instr& in) {
+    if (in.event < 0 || in.event >= kEventIds) {
+      SyncError(in, in.manual ? "event id outside 0..7 (the Atlas A2 range)"
+                              : "the TPipe has no free event id left for this pipe pair (more than 8 pending hand-offs)");
+    }
+    if (in.manual && in.event >= 6)
+      SyncError(in, "event ids 6 and 7 are reserved (6 for the system, 7 for the TPipe's own syncs); use 0-5 or "
+                    "GetTPipePtr()->FetchEventID/AllocEventID");
+    Flag& f = flags[(int(in.src) * kPipes + int(in.dst)) * kEventIds + in.event];
+    if (in.kind == Kind::kSetFlag) {
+      const uint32_t serial = Issue(in, in.src);
+      if (f.set)
+        SyncError(in, "the event is still set by " + Name(f.serial) +
+                          " and not yet waited: a second SetFlag on it is undefined on the device (and hangs at "
+                          "PipeBarrier<PIPE_ALL>); in a TPipe kernel take ids from GetTPipePtr()->FetchEventID/AllocEventID");
+      f.set = true, f.serial = serial, f.token = Full(in.src);
+    } else {
+      Issue(in, in.dst);
+      if (!f.set)
+        SyncError(in, "waits for an event no SetFlag set: PIPE_" + std::string(PipeName(in.dst)) + " hangs here on the device");
+      Join(vc[int(in.dst)], f.token);
+      f.set = false;
+    }
+  }
+  void Barrier(const Instr& in) {
+    if (in.pipe == Pipe::ALL) {
+      info.push_back(Info{in.op, Pipe::S, 0});
+      Clock all;
+      for (int q = 0; q < kPipes; ++q) all[q] = issued[q];
+      for (int p = 0; p < kPipes; ++p) vc[p] = all;
+      return;
+    }
+    Issue(in, in.pipe);
+    vc[int(in.pipe)][int(in.pipe)] = issued[int(in.pipe)];
+  }
+};
+
+BlockSanitizer::BlockSanitizer() : s_(std::make_unique<State>()) { s_->Shadow(Space::UB); }
+BlockSanitizer::~BlockSanitizer() = default;
+
+void BlockSanitizer::OnInstr(const Instr& in) {
+  State& s = *s_;
+  if (s.info.size() != in.serial) s.info.resize(in.serial, State::Info{"?", Pipe::S, 0});
+  switch (in.kind) {
+    case Kind::kSetFlag:
+    case Kind::kWaitFlag: s.Sync(in); return;
+    case Kind::kBarrier: s.Barrier(in); return;
+    case Kind::kOp: break;
+  }
+  s.Issue(in, in.pipe);
+  for (int i = 0; i < in.nAccess; ++i) {  // reads first, then writes (the record lists them so)
+    const Access& a = in.access[i];
+    if (a.space == Space::GM) s.GmCheck(a, in.pipe, in.serial);
+    else s.RaceCheck(a, in.pipe, in.serial);
+  }
+  s.InitCheck(in);
+}
+
+void BlockSanitizer::OnBlockEnd() {
+  State& s = *s_;
+  for (int k = 0; k < kFlagSlots; ++k) {
+    if (!s.flags[k].set) continue;
+    const int id = k % kEventIds, pair = k / kEventIds;
+    Violation("synccheck", s.Name(s.flags[k].serial) + "<" + PipeName(Pipe(pair / kPipes)) + "_" +
+                               PipeName(Pipe(pair % kPipes)) + ">(" + std::to_string(id) +
+                               ") is never waited by the end of the block: an unpaired SetFlag (a stray set persists "
+                               "into the next kernel on the device)");
+  }
+}
+
+std::vector<GmAccess> BlockSanitizer::TakeGm() { return std::move(s_->gm); }
+
+// ---- multi-core GM overlap ----
+namespace {
+struct Interval {
+  uint64_t begin, end;
+  uint32_t block;
+  const GmAccess* access;
+};
+struct Top2 {  // the two largest ends seen, from different blocks
+  const Interval* first = nullptr;
+  const Interval* second = nullptr;
+  void Add(const Interval& v) {
+    if (!first || v.end > first->end) {
+      if (first && first->block != v.block) second = first;
+      first = &v;
+    } else if (v.block != first->block && (!second || v.end > second->end)) {
+      second = &v;
+    }
+  }
+  const Interval* Meets(const Interval& v) const {  // an interval of another block reaching past v.begin
+    const Interval* c = first && first->block != v.block ? first : second;
+    return c && c->end > v.begin ? c : nullptr;
+  }
+};
+}  // namespace
+
+void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vector<GmAccess>>& perBlock) {
+  std::vector<Interval> all;
+  for (uint32_t b = 0; b < perBlock.size(); ++b) {
+    for (const GmAccess& a : perBlock[b]) {
+      if (a.write && a.atomic) continue;  // atomic-add writes may overlap each other
+      ForEachRun(a.span, [&](uint64_t lo, uint64_t hi) {
+        if (!all.empty() && all.back().access == &a && all.back().end == lo) all.back().end = hi;
+        else if (hi > lo) all.push_back(Interval{lo, hi, b, &a});
+      });
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const Interval& x, const Interval& y) { return x.begin < y.begin; });
+  Top2 writes, reads;
+  for (const Interval& v : all) {
+    const Interval* other = writes.Meets(v);
+    if (!other && v.access->write) other = reads.Meets(v);
+    if (other) {
+      const Interval& w = other->access->write ? *other : v;
+      const Interval& r = other->access->write ? v : *other;
+      const bool both = v.access->write && other->access->write;
+      char head[200];
+      std::snprintf(head, sizeof(head), "Ascend C twin: kernel '%s' blocks %u and %u of %u: [multi-core overlap] ", kernel,
+                    other->block, v.block, blockDim);
+      const std::string range = Bytes(Space::GM, v.begin, std::min(v.end, other->end));
+      std::string what = both ? "block " + std::to_string(other->block) + " " + other->access->op + " #" +
+                                    std::to_string(other->access->serial) + " and block " + std::to_string(v.block) + " " +
+                                    v.access->op + " #" + std::to_string(v.access->serial) + " both write " + range +
+                                    " (blocks run in any order and concurrently; only atomic-add writes may overlap)"
+                              : "block " + std::to_string(r.block) + " " + r.access->op + " #" +
+                                    std::to_string(r.access->serial) + " reads " + range + " that block " +
+                                    std::to_string(w.block) + " " + w.access->op + " #" + std::to_string(w.access->serial) +
+                                    " writes in the same launch (no order between blocks without a cross-core sync)";
+      throw RuleError(head + what);
+    }
+    (v.access->write ? writes : reads).Add(v);
+  }
+}
+
+}  // namespace twin
+}  // namespace AscendC
