@@ -54,15 +54,16 @@ def test_single_buffer_is_measurably_slower(copy2):
     one, two = (model_launch(copy_launch(b, blocks), P910) for b in (1, 2))
     assert one.est_us > 1.3 * two.est_us, (one.est_us, two.est_us)
     assert sum(one.stalls.values()) > 2 * sum(two.stalls.values())  # MTE2 waits for the free buffer
-    # at 48 cores the chip's HBM is the limit either way; one buffer still costs its exposed latency
-    assert model_launch(copy_launch(1), P910).est_us >= model_launch(copy2, P910).est_us
+    # at 48 cores the chip's HBM is the limit either way: the other cores fill one core's gaps
+    one48, two48 = model_launch(copy_launch(1), P910), model_launch(copy2, P910)
+    assert one48.bound == two48.bound == "HBM" and one48.est_us == pytest.approx(two48.est_us, rel=0.02)
 
 
 def test_too_few_blocks_leave_cores_idle(copy2):
     few = model_launch(copy_launch(2, 4), P910)
     assert few.cores_used == 4 and any("44 of 48 cores idle" in n for n in few.notes)
     assert few.pipes["MTE2"] < 0.1
-    assert few.est_us > 5 * model_launch(copy2, P910).est_us
+    assert few.est_us > 1.8 * model_launch(copy2, P910).est_us  # 4 cores of MTE2 reach ~1/4 of HBM
     assert few.bound == "MTE2"
 
 

@@ -12,13 +12,10 @@ import torch
 
 import ascendc_ops
 
+from . import bench
+from .families.norm import EPS
 from .pipeline import OpModel, Platform, load_platform, model_launches
 from .pipeline.trace import write_png, write_trace
-
-try:
-    from . import bench  # harness layout
-except ImportError:
-    from .. import bench
 
 PASSES = ("fwd", "bwd")
 TWIN_UB_BYTES = 196352  # every twin block gets an A2-sized UB: a larger modelled UB tiles as A2's
@@ -58,9 +55,9 @@ def record(fn, plat: Platform) -> list:
 def _full_forward(name: str):
     """The op with every output (the bench's callables return only the compared one)."""
     if name == "rms_norm":
-        return lambda x, g: ascendc_ops.rms_norm(x, g, bench.EPS)
+        return lambda x, g: ascendc_ops.rms_norm(x, g, EPS)
     if name == "add_rms_norm":
-        return lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, bench.EPS)
+        return lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)
     return bench.OPS[name].ours
 
 
@@ -155,3 +152,10 @@ def text(info: dict) -> str:
                  f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s)")
     lines.append(f"  trace: {info['trace']} (Perfetto / chrome://tracing); timeline: {info['timeline_png']}")
     return "\n".join(lines)
+
+
+def model_columns(name: str, inputs: tuple, pass_: str, platform: str = "910B") -> dict:
+    """The bench's model columns for one row: estimated us and % of the HBM roofline on `platform`."""
+    plat = load_platform(platform)
+    model, must, _ = estimate(name, inputs, pass_, plat)
+    return {"est_us_910b": model.est_us, "roofline_pct_910b": roofline_pct(model, must, plat)}

@@ -46,10 +46,8 @@ def write_trace(model: OpModel, hz: float, summary: dict, path: str) -> None:
 
 
 def _canvas():
-    try:
-        from ..plot import BLACK, GREY, LIGHT, Canvas  # harness/plot.py
-    except ImportError:  # before the harness layout
-        from ...plot import BLACK, GREY, LIGHT, Canvas
+    from ..plot import BLACK, GREY, LIGHT, Canvas  # harness/plot.py: the dependency-free PNG canvas
+
     return Canvas, BLACK, GREY, LIGHT
 
 
