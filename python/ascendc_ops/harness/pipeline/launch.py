@@ -29,6 +29,8 @@ class LaunchModel:
     pipes: dict  # utilisation per pipe: busy cycles over cores x cycles
     stalls: dict  # cycles pipes spent held by WaitFlag, summed over blocks
     placement: list  # (core, start cycle) per block
+    top_ops: list  # [(pipe, op, share of that pipe's busy cycles)], busiest first
+    top_waits: list  # [(wait label, cycles per block on average)], longest first
     timelines: list = field(repr=False)  # BlockTimeline per block (with events when asked)
     notes: list = field(default_factory=list)
 
@@ -97,7 +99,8 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     m = LaunchModel(kernel=record.get("kernel", "?"), block_dim=int(record.get("block_dim", len(blocks))), cores=cores,
                     cores_used=used, waves=-(-len(blocks) // cores) if blocks else 0, cycles=cycles, gm_bytes=gm,
                     hbm_us=hbm_cycles / plat.hz * 1e6, launch_us=launch_us, est_us=est_us, bound="", mte_share=share,
-                    pipes=pipes, stalls=stalls, placement=placement, timelines=tls)
+                    pipes=pipes, stalls=stalls, placement=placement, timelines=tls,
+                    top_ops=_top_ops(tls, busy), top_waits=_top_waits(tls))
     m.bound = _bound(m, plat, end, hbm_cycles)
     if used < cores:
         m.notes.append(f"{cores - used} of {cores} cores idle (block_dim {len(blocks)})")
@@ -110,6 +113,23 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     if waits:
         m.notes.append(f"{waits} WaitFlag without an earlier SetFlag (ignored)")
     return m
+
+
+def _top_ops(tls, busy) -> list:
+    ops = {}
+    for tl in tls:
+        for key, cycles in tl.by_op.items():
+            ops[key] = ops.get(key, 0.0) + cycles
+    ranked = sorted(ops.items(), key=lambda kv: -kv[1])[:8]
+    return [(pipe, op, cycles / busy[pipe]) for (pipe, op), cycles in ranked if busy[pipe]]
+
+
+def _top_waits(tls) -> list:
+    waits = {}
+    for tl in tls:
+        for label, cycles in tl.by_wait.items():
+            waits[label] = waits.get(label, 0.0) + cycles / len(tls)
+    return sorted(waits.items(), key=lambda kv: -kv[1])[:5]
 
 
 def _bound(m: LaunchModel, plat: Platform, end: float, hbm_cycles: float) -> str:

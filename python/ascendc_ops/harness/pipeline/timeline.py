@@ -27,6 +27,8 @@ class BlockTimeline:
     stall: dict = field(default_factory=lambda: dict.fromkeys(PIPES, 0.0))  # held by a WaitFlag per pipe
     gm_read: int = 0
     gm_write: int = 0
+    by_op: dict = field(default_factory=dict)  # (pipe, op) -> occupancy
+    by_wait: dict = field(default_factory=dict)  # "wait src->dst (que)" -> cycles its pipe was held
     events: list = field(default_factory=list)  # (pipe, name, start, end, detail) when asked for
     unpaired_waits: int = 0
     uncosted: set = field(default_factory=set)  # V ops costed by the default row
@@ -135,7 +137,7 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
     issue_cost, sync_cost = plat.costs["scalar_issue_cycles"], plat.costs["sync_cycles"]
     barrier_v = plat.costs["pipe_barrier_v_cycles"]
     rate = {p: plat.rates.get(p, 1.0) * (mte_scale if p in ("MTE2", "MTE3") else 1.0) for p in PIPES}
-    busy, stall = out.busy, out.stall
+    busy, stall, by_op, by_wait = out.busy, out.stall, out.by_op, out.by_wait
     events = out.events if keep_events else None
     for kind, pipe, fixed, nbytes, lat, src, dst, label, detail in code:
         issue += issue_cost
@@ -150,6 +152,7 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
             if start + occ + lat > done[pipe]:
                 done[pipe] = start + occ + lat
             busy[pipe] += occ
+            by_op[(pipe, label)] = by_op.get((pipe, label), 0.0) + occ
             if events is not None:
                 events.append((pipe, label, start, start + occ, detail))
         elif kind == SET:
@@ -164,11 +167,13 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
             if dst == "S" or dst not in free:
                 if fire > issue:
                     stall["S"] += fire - issue
+                    by_wait[label] = by_wait.get(label, 0.0) + fire - issue
                     issue = fire
                 continue
             ready = max(free[dst], issue)
             if fire > ready:
                 stall[dst] += fire - ready
+                by_wait[label] = by_wait.get(label, 0.0) + fire - ready
                 if events is not None:
                     events.append((dst, label, ready, fire, ""))
                 free[dst] = fire
@@ -182,6 +187,7 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
                 issue = max(issue, *free.values())
         else:  # SCALAR: runs on the scalar unit itself, in program order
             busy["S"] += fixed
+            by_op[("S", label)] = by_op.get(("S", label), 0.0) + fixed
             if events is not None:
                 events.append(("S", label, issue, issue + fixed, ""))
             issue += fixed
