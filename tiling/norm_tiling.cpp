@@ -44,7 +44,7 @@ uint32_t NormSplitRowBytes(const NormProblem& p, uint32_t chunk) {
 
 uint32_t NormReduceBytes(DType gammaDtype, uint32_t chunk) {
   constexpr uint32_t kBufferNum = 2;
-  return kBufferNum * chunk * 4 + chunk * 4 + kBufferNum * AlignUp(chunk * ElementBytes(gammaDtype), 32);
+  return NORM_REDUCE_BUFFER_NUM * chunk * 4 + chunk * 4 + kBufferNum * AlignUp(chunk * ElementBytes(gammaDtype), 32);
 }
 
 NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
@@ -103,7 +103,9 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   t.tilingKey = NormTilingKey(d.tilingKey);
 
   if (p.backward) {
-    d.reduceChunk = std::min(kNormReduceChunk, AlignUp(p.hidden, 16));
+    // columns spread over the cores (one 4096-column task would leave all cores but one idle)
+    const uint32_t perCore = AlignUp((p.hidden + platform.vectorCores - 1) / platform.vectorCores, 16);
+    d.reduceChunk = std::min({kNormReduceChunk, AlignUp(p.hidden, 16), std::max(perCore, 256u)});
     d.reduceTasks = (p.hidden + d.reduceChunk - 1) / d.reduceChunk;
     d.reduceBlockDim = std::min(platform.vectorCores, d.reduceTasks);
     d.reduceTasksPerBlock = d.reduceTasks / d.reduceBlockDim;

@@ -286,7 +286,7 @@ class KernelDgammaReduce {
     t_ = tiling;
     partGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials), static_cast<uint64_t>(t_.blockDim) * t_.hidden);
     outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(dgamma), t_.hidden);
-    pipe->InitBuffer(inPart_, NORM_GRAD_BUFFER_NUM, t_.reduceChunk * sizeof(float));
+    pipe->InitBuffer(inPart_, NORM_REDUCE_BUFFER_NUM, t_.reduceChunk * sizeof(float));  // loads in flight
     pipe->InitBuffer(accBuf_, t_.reduceChunk * sizeof(float));
     pipe->InitBuffer(outG_, static_cast<uint8_t>(t_.bufferNum), t_.reduceChunk * sizeof(G));
   }
