@@ -48,7 +48,7 @@ class KernelRmsNormGrad {
     pipe->InitBuffer(workBuf_, elems * sizeof(float));
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
     pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
-    pipe->InitBuffer(gammaRawBuf_, t_.chunk * sizeof(G));
+    pipe->InitBuffer(gammaRawBuf_, sizeof(G) == sizeof(float) ? 32 : t_.chunk * sizeof(G));  // fp32: unused
     pipe->InitBuffer(gammaBuf_, t_.chunk * sizeof(float));
     pipe->InitBuffer(accBuf_, t_.chunk * sizeof(float));
   }
