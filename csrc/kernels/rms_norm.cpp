@@ -165,10 +165,7 @@ class KernelRmsNorm {
     LocalTensor<float> tmp = tmpBuf_.Get<float>();
     Mul(work, xf, xf, tileElems);
     PipeBarrier<PIPE_V>();
-    for (uint32_t r = 0; r < rows; ++r) {
-      FoldSum(sums[r * 8], work[r * pitch], tmp, n);
-      PipeBarrier<PIPE_V>();
-    }
+    FoldSumRows(sums, work, tmp, n, rows, pitch);
     // 3. rstd per row
     RstdFromSums(sums, rows);
 
@@ -182,13 +179,13 @@ class KernelRmsNorm {
       yf = work;
     }
     LocalTensor<float> gammaF = gammaBuf_.Get<float>();
-    for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t r = 0; r < rows; ++r) {  // all rows' scaling, then one barrier, then all rows' gamma
       const float rstd = sums.GetValue(r * 8);
       rstdOut.SetValue(r, rstd);
       Muls(yf[r * pitch], xf[r * pitch], rstd, static_cast<int32_t>(n));
-      PipeBarrier<PIPE_V>();
-      Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
     }
+    PipeBarrier<PIPE_V>();
+    for (uint32_t r = 0; r < rows; ++r) Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
     if constexpr (!IsFloat()) {
       PipeBarrier<PIPE_V>();
       Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(tileElems));
