@@ -124,7 +124,10 @@ def profile(name: str, shape=None, dtype: str = "bfloat16", platform: str = "910
     op = bench.OPS[name]
     plat = load_platform(platform)
     shape = tuple(shape or op.default_shapes[0])
-    op.check_shape(shape)
+    try:
+        op.check_shape(shape)
+    except ValueError as e:
+        raise ValueError(f"{name}: shape {','.join(map(str, shape))}: {e} ({op.shape_help})") from None
     inputs = op.make_inputs(shape, bench.DTYPES[dtype], torch.Generator().manual_seed(0))
     model, must, outs = estimate(name, inputs, pass_, plat, keep_events=True)
     os.makedirs(out_dir, exist_ok=True)
