@@ -54,6 +54,13 @@ def _out_path(text: str) -> str:
     return text
 
 
+def _op_name(text: str) -> str:
+    """--op takes the torch op name or the prototype's op type (RopeCustomer), in any case."""
+    from .op_proto import resolve
+
+    return resolve(text) or text  # an unknown name is left for argparse's choices to reject
+
+
 def _in_file(text: str) -> str:
     if not os.path.isfile(text):
         raise argparse.ArgumentTypeError(f"no such file: {text!r}")
@@ -126,7 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "40/80/128, rows 1/7/83, hidden 1/8/769/5125 - and one model shape per op) or "
                                    "the cases of msOpST-style case files, and judge each output against the "
                                    "float64 NumPy golden. Exits 1 when any output fails.")
-    v.add_argument("--op", nargs="+", choices=list(verify.OPS), help="only these ops (default: all)")
+    v.add_argument("--op", nargs="+", type=_op_name, choices=list(verify.OPS),
+                   help="only these ops, by torch name or op type (RopeCustomer), any case (default: all)")
     v.add_argument("--dtype", nargs="+", choices=list(verify.DTYPES), help="only cases of these dtypes")
     v.add_argument("--cases", nargs="+", type=_in_file, metavar="FILE.json", help="msOpST-style case files")
     v.add_argument("--standard", choices=verify.STANDARDS, default="auto",
@@ -140,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time our ops against PyTorch step-by-step, torch.compile and copy",
                        description="Time each op against the PyTorch step-by-step code it replaces, "
                                    "torch.compile of that code and a same-size copy; print a Markdown table.")
-    b.add_argument("--op", nargs="+", choices=list(bench.OPS), default=list(bench.OPS))
+    b.add_argument("--op", nargs="+", type=_op_name, choices=list(bench.OPS), default=list(bench.OPS),
+                   help="these ops, by torch name or op type (RmsNorm), any case (default: all)")
     b.add_argument("--preset", nargs="+", choices=list(bench.PRESETS),
                    help="model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
                         "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])")

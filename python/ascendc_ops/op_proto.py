@@ -114,6 +114,18 @@ def load_all(directory: Path | None = None) -> dict[str, OpProto]:
     return {p.name: p for p in protos}
 
 
+def resolve(name, protos: dict[str, OpProto] | None = None) -> str | None:
+    """The torch op name `name` stands for: the torch op name (rope_customer) or the prototype's op type
+    (RopeCustomer, as msOpST case files write it), in any case; None when no prototype has it."""
+    if not isinstance(name, str):
+        return None
+    key = name.lower()
+    for p in (protos if protos is not None else load_all()).values():
+        if key in (p.name.lower(), p.op.lower()):
+            return p.name
+    return None
+
+
 def cpp_header(protos: dict[str, OpProto]) -> str:
     lines = [
         "// Generated from op_proto/*.json by python/ascendc_ops/op_proto.py. Do not edit.",
