@@ -21,9 +21,22 @@ def worst(actual: np.ndarray, golden: np.ndarray, index: int) -> str:
     return f" worst at {tuple(int(p) for p in pos)}: got {actual.flat[index]!r}, golden {golden.flat[index]!r}"
 
 
+def narrow_dtype(second, dtype):
+    """The dtype `second` was computed in when it is narrower than `dtype`: a wider result whose every value
+    is exactly a bf16 (or fp16) value came from a bf16 (fp16) computation, e.g. an fp32 grad of bf16 data."""
+    if not isinstance(second, torch.Tensor) or second.dtype != torch.float32 or second.numel() == 0:
+        return None
+    for narrow in (torch.bfloat16, torch.float16):
+        if torch.equal(second.to(narrow).to(second.dtype), second):
+            return narrow
+    return None
+
+
 def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str,
-                    bound=None) -> None:
-    """MERE/MARE vs the float64 golden and the double benchmark vs `second` (PyTorch in the same dtype).
+                    bound=None, compute_dtype=None) -> None:
+    """MERE/MARE vs the float64 golden and the double benchmark vs `second` (PyTorch in the same dtype), both
+    with the small-value domain (ErrorCount vs `second`'s) and the double benchmark with its sanity bound
+    (`compute_dtype`: the least precise dtype the op computes in, when coarser than the output's).
 
     The one exception to the literal MERE/MARE standard is precision.mare_within_rounding, given the
     fp32 evaluation bound `bound` of the op's formula. MERE, NaN/Inf positions and every
@@ -32,8 +45,10 @@ def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tens
     assert tuple(actual.shape) == golden.shape, f"{label}: shape {tuple(actual.shape)} != {golden.shape}"
     assert actual.dtype == dtype, f"{label}: dtype {actual.dtype} != {dtype}"
     a = np64(actual)
-    mm = P.check_mere_mare(a, golden, dtype)
-    rt = P.check_ratio(a, np64(second), golden)
+    if compute_dtype is None:
+        compute_dtype = narrow_dtype(second, dtype)
+    mm = P.check_mere_mare(a, golden, dtype, np64(second))
+    rt = P.check_ratio(a, np64(second), golden, dtype, compute_dtype)
     failures = list(mm.failures)
     note = ""
     if failures and failures[0].startswith("MARE"):

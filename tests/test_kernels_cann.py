@@ -1,22 +1,32 @@
-"""Every kernel source must compile against the real Ascend C headers (CPU-debug configuration,
-Atlas A2). Needs a checker: ASCENDC_KERNEL_CHECK names a command that takes a kernel file plus
--I flags and compiles it against CANN's headers (for example g++ -fsyntax-only with CANN's
-CPU-debug defines and include paths). Skipped where no such checker is configured."""
+"""Every kernel (both entry styles) and every op_host file compiles against CANN's public headers,
+and the checker's negative controls fail: tools/check_cann.py, run when the headers are given
+(ASCENDC_ASC_DEVKIT and ASCENDC_METADEF, plus ASCENDC_ASC_TOOLS / ASCENDC_SECUREC unless they sit
+beside asc-devkit as asc-tools/ and libboundscheck/; with ASCENDC_TORCH_NPU also csrc/torch/npu;
+the README's "On the NPU" says how to get them).
+Skipped otherwise: CI machines have no copy of the headers and must not fetch them."""
 import os
-import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KERNELS = sorted((ROOT / "csrc" / "kernels").glob("*.cpp"))
-CHECK = os.environ.get("ASCENDC_KERNEL_CHECK")
+HEADERS = os.environ.get("ASCENDC_ASC_DEVKIT") and os.environ.get("ASCENDC_METADEF")
+
+pytestmark = pytest.mark.skipif(not HEADERS, reason="ASCENDC_ASC_DEVKIT / ASCENDC_METADEF not set (no CANN headers here)")
 
 
-@pytest.mark.skipif(not CHECK, reason="ASCENDC_KERNEL_CHECK is not set (no CANN headers here)")
-@pytest.mark.parametrize("kernel", KERNELS, ids=lambda p: p.name)
-def test_kernel_compiles_against_cann_headers(kernel):
-    command = shlex.split(CHECK) + [str(kernel), f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}"]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stdout + result.stderr
+def test_every_kernel_and_op_host_file_compiles_and_negative_controls_fail():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "check_cann.py")], capture_output=True, text=True,
+                            timeout=1800)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    files = (list((ROOT / "csrc" / "kernels").glob("*.cpp")) + list((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp")) +
+             list((ROOT / "csrc" / "op_host").glob("*.cpp")))
+    if os.environ.get("ASCENDC_TORCH_NPU"):
+        files += list((ROOT / "csrc" / "torch" / "npu").glob("*.cpp"))
+    for f in files:
+        assert f"PASS  {f.relative_to(ROOT)}" in out, out
+    assert out.count("PASS  negative control") >= (6 if os.environ.get("ASCENDC_TORCH_NPU") else 5), out
+    assert "FAIL" not in out, out

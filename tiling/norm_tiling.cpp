@@ -12,6 +12,10 @@ uint32_t QueuesOfT(const NormProblem& p) {
   if (p.backward) return p.add ? 4 : 3;
   return p.add ? 4 : 2;
 }
+// gamma as loaded: an fp32 gamma lands in its fp32 buffer directly (LoadGammaFp32), one block reserved.
+uint32_t GammaRawBytes(const NormProblem& p, uint32_t cols) {
+  return p.gammaDtype == DType::kFloat32 ? 32 : AlignUp(cols * ElementBytes(p.gammaDtype), 32);
+}
 // fp32 work buffers per element: forward xf, work; backward dyf, xf, dg, work.
 uint32_t Fp32Work(const NormProblem& p) { return p.backward ? 4 : 2; }
 
@@ -25,7 +29,7 @@ uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBuff
   bytes += AlignUp(rows * 8 * 4, 32);                                     // per-row sums, 32 B apart
   if (!p.backward) bytes += kBufferNum * AlignUp(rows * 4, 32);           // rstd out
   bytes += NormReduceTmpElems(pitch) * 4;                                 // ReduceSum scratch
-  bytes += AlignUp(pitch * ElementBytes(p.gammaDtype), 32) + pitch * 4;   // gamma as loaded, and in fp32
+  bytes += GammaRawBytes(p, pitch) + pitch * 4;                           // gamma as loaded, and in fp32
   if (p.backward) bytes += pitch * 4;                                     // dgamma accumulator
   return bytes;
 }
@@ -37,14 +41,14 @@ uint32_t NormSplitRowBytes(const NormProblem& p, uint32_t chunk) {
   bytes += 8 * 4;                                                         // one row's sum
   if (!p.backward) bytes += kBufferNum * 32;                              // rstd out
   bytes += NormReduceTmpElems(chunk) * 4;
-  bytes += AlignUp(chunk * ElementBytes(p.gammaDtype), 32) + chunk * 4;
+  bytes += GammaRawBytes(p, chunk) + chunk * 4;
   if (p.backward) bytes += chunk * 4;
   return bytes;
 }
 
 uint32_t NormReduceBytes(DType gammaDtype, uint32_t chunk) {
   constexpr uint32_t kBufferNum = 2;
-  return kBufferNum * chunk * 4 + chunk * 4 + kBufferNum * AlignUp(chunk * ElementBytes(gammaDtype), 32);
+  return NORM_REDUCE_BUFFER_NUM * chunk * 4 + chunk * 4 + kBufferNum * AlignUp(chunk * ElementBytes(gammaDtype), 32);
 }
 
 NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
@@ -103,7 +107,9 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   t.tilingKey = NormTilingKey(d.tilingKey);
 
   if (p.backward) {
-    d.reduceChunk = std::min(kNormReduceChunk, AlignUp(p.hidden, 16));
+    // columns spread over the cores (one 4096-column task would leave all cores but one idle)
+    const uint32_t perCore = AlignUp((p.hidden + platform.vectorCores - 1) / platform.vectorCores, 16);
+    d.reduceChunk = std::min({kNormReduceChunk, AlignUp(p.hidden, 16), std::max(perCore, 256u)});
     d.reduceTasks = (p.hidden + d.reduceChunk - 1) / d.reduceChunk;
     d.reduceBlockDim = std::min(platform.vectorCores, d.reduceTasks);
     d.reduceTasksPerBlock = d.reduceTasks / d.reduceBlockDim;

@@ -10,6 +10,8 @@ enum NormTilingKey : uint32_t { NORM_SINGLE_PASS = 0, NORM_SPLIT_ROW = 1 };
 
 // Rows of one split-row backward group: their rstd and mean(dg * xhat) stay in scalar registers.
 constexpr uint32_t NORM_SPLIT_GROUP_ROWS = 32;
+// dgamma reduction: partial rows in flight (each load is short: several hide the GM latency).
+constexpr uint32_t NORM_REDUCE_BUFFER_NUM = 8;
 
 struct NormTilingData {
   uint32_t hidden;               // N: elements per row (the normalized dims, flattened)

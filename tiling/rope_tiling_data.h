@@ -7,7 +7,9 @@
 #pragma once
 #include <cstdint>
 
-enum RopeMode : uint32_t { ROPE_MODE_HALF = 0, ROPE_MODE_INTERLEAVE = 1 };
+// TUTORIAL: the pair rotation of INTERLEAVE, with both lanes of pair i reading cos/sin at lane 2i
+// (rope_customer, as the Ascend C tutorial's kernel reads its pair-repeated tables).
+enum RopeMode : uint32_t { ROPE_MODE_HALF = 0, ROPE_MODE_INTERLEAVE = 1, ROPE_MODE_TUTORIAL = 2 };
 
 struct RopeTilingData {
   uint32_t headDim;        // D: elements per row

@@ -29,3 +29,29 @@ __aicore__ inline void LoadGammaFp32(const AscendC::LocalTensor<float>& gammaF,
   }
   PipeBarrier<PIPE_V>();
 }
+
+// sums[8 r] = sum of row r's first n floats, for `rows` rows `pitch` floats apart (src is scratch and is
+// overwritten). Halves are folded with Add down to one 256-byte repeat, then one short ReduceSum per
+// row: Add streams at ~2 cycles per repeat where ReduceSum's vcadd takes ~7 (pipeline model,
+// python/ascendc_ops/harness/platforms), and folding all rows level by level needs one PIPE_V barrier
+// per level, not per row. Split points are multiples of 64 floats: operands stay 32-byte aligned.
+__aicore__ inline void FoldSumRows(const AscendC::LocalTensor<float>& sums, const AscendC::LocalTensor<float>& src,
+                                   const AscendC::LocalTensor<float>& tmp, uint32_t n, uint32_t rows, uint32_t pitch) {
+  using namespace AscendC;
+  while (n > 64) {
+    const uint32_t half = ((n + 1) / 2 + 63) / 64 * 64;  // >= n - half: every element is folded in
+    for (uint32_t r = 0; r < rows; ++r) Add(src[r * pitch], src[r * pitch], src[r * pitch + half], static_cast<int32_t>(n - half));
+    PipeBarrier<PIPE_V>();
+    n = half;
+  }
+  for (uint32_t r = 0; r < rows; ++r) {
+    ReduceSum(sums[r * 8], src[r * pitch], tmp, static_cast<int32_t>(n));
+    PipeBarrier<PIPE_V>();  // the rows share tmp
+  }
+}
+
+// dst[0] = sum of src[0, n); src is overwritten.
+__aicore__ inline void FoldSum(const AscendC::LocalTensor<float>& dst, const AscendC::LocalTensor<float>& src,
+                               const AscendC::LocalTensor<float>& tmp, uint32_t n) {
+  FoldSumRows(dst, src, tmp, n, 1, 0);
+}

@@ -43,7 +43,7 @@ class KernelRmsNorm {
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
     pipe->InitBuffer(outRstd_, static_cast<uint8_t>(t_.bufferNum), t_.tileRows * sizeof(float));
     pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
-    pipe->InitBuffer(gammaRawBuf_, t_.chunk * sizeof(G));
+    pipe->InitBuffer(gammaRawBuf_, sizeof(G) == sizeof(float) ? 32 : t_.chunk * sizeof(G));  // fp32: unused
     pipe->InitBuffer(gammaBuf_, t_.chunk * sizeof(float));
   }
 
@@ -51,10 +51,14 @@ class KernelRmsNorm {
     if (rowCount_ <= 0) return;
     if (t_.tilingKey == NORM_SINGLE_PASS) {
       LoadGamma(0, t_.hidden);  // one gamma row serves every tile of the block
+      // With two buffers tile i+1 is loaded before tile i is computed: its load is issued before
+      // the scalar unit waits for tile i's row sums (V_S), so MTE2 streams while V works.
+      const bool prefetch = t_.bufferNum >= 2;
       for (int64_t done = 0; done < rowCount_; done += t_.tileRows) {
-        const int64_t left = rowCount_ - done;
-        const uint32_t rows = static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
-        ProcessTile(rowBegin_ + done, rows);
+        if (done == 0 || !prefetch) CopyIn(rowBegin_ + done, TileRows(done), 0, t_.hidden);
+        const int64_t next = done + t_.tileRows;
+        if (prefetch && next < rowCount_) CopyIn(rowBegin_ + next, TileRows(next), 0, t_.hidden);
+        ProcessTile(rowBegin_ + done, TileRows(done));
       }
     } else {
       for (int64_t row = rowBegin_; row < rowBegin_ + rowCount_; ++row) ProcessLongRow(row);
@@ -63,6 +67,11 @@ class KernelRmsNorm {
 
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
+
+  __aicore__ inline uint32_t TileRows(int64_t done) const {
+    const int64_t left = rowCount_ - done;
+    return static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
+  }
 
 
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
@@ -141,11 +150,10 @@ class KernelRmsNorm {
     SyncPipes<HardEvent::V_S>();  // the scalar unit reads the rstd values next
   }
 
-  // Single-pass: `rows` whole rows starting at `row`.
+  // Single-pass: `rows` whole rows starting at `row`, already in the input queues (Process).
   __aicore__ inline void ProcessTile(int64_t row, uint32_t rows) {
     const uint32_t n = t_.hidden, pitch = t_.rowPitch;
     const int32_t tileElems = static_cast<int32_t>(rows * pitch);
-    CopyIn(row, rows, 0, n);
     LocalTensor<float> xf = xfBuf_.Get<float>();
     LoadAsFloat(xf, tileElems, true);
     if constexpr (ADD) CopyOutX(row, rows, 0, n);
@@ -156,10 +164,7 @@ class KernelRmsNorm {
     LocalTensor<float> tmp = tmpBuf_.Get<float>();
     Mul(work, xf, xf, tileElems);
     PipeBarrier<PIPE_V>();
-    for (uint32_t r = 0; r < rows; ++r) {
-      ReduceSum(sums[r * 8], work[r * pitch], tmp, static_cast<int32_t>(n));
-      PipeBarrier<PIPE_V>();
-    }
+    FoldSumRows(sums, work, tmp, n, rows, pitch);
     // 3. rstd per row
     RstdFromSums(sums, rows);
 
@@ -173,13 +178,13 @@ class KernelRmsNorm {
       yf = work;
     }
     LocalTensor<float> gammaF = gammaBuf_.Get<float>();
-    for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t r = 0; r < rows; ++r) {  // all rows' scaling, then one barrier, then all rows' gamma
       const float rstd = sums.GetValue(r * 8);
       rstdOut.SetValue(r, rstd);
       Muls(yf[r * pitch], xf[r * pitch], rstd, static_cast<int32_t>(n));
-      PipeBarrier<PIPE_V>();
-      Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
     }
+    PipeBarrier<PIPE_V>();
+    for (uint32_t r = 0; r < rows; ++r) Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
     if constexpr (!IsFloat()) {
       PipeBarrier<PIPE_V>();
       Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(tileElems));
@@ -208,7 +213,7 @@ class KernelRmsNorm {
       if constexpr (ADD) CopyOutX(row, 1, col, len);
       Mul(work, xf, xf, landed);
       PipeBarrier<PIPE_V>();
-      ReduceSum(sums, work, tmp, static_cast<int32_t>(len));
+      FoldSum(sums, work, tmp, len);
       SyncPipes<HardEvent::V_S>();
       sumSq += sums.GetValue(0);
     }

@@ -48,7 +48,7 @@ class KernelRmsNormGrad {
     pipe->InitBuffer(workBuf_, elems * sizeof(float));
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
     pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
-    pipe->InitBuffer(gammaRawBuf_, t_.chunk * sizeof(G));
+    pipe->InitBuffer(gammaRawBuf_, sizeof(G) == sizeof(float) ? 32 : t_.chunk * sizeof(G));  // fp32: unused
     pipe->InitBuffer(gammaBuf_, t_.chunk * sizeof(float));
     pipe->InitBuffer(accBuf_, t_.chunk * sizeof(float));
   }
@@ -60,9 +60,13 @@ class KernelRmsNormGrad {
       LocalTensor<float> acc = accBuf_.Get<float>();
       Duplicate(acc, 0.0f, static_cast<int32_t>(t_.rowPitch));
       PipeBarrier<PIPE_V>();
+      // With two buffers tile i+1 is loaded before tile i is computed (as in the forward kernel).
+      const bool prefetch = t_.bufferNum >= 2;
       for (int64_t done = 0; done < rowCount_; done += t_.tileRows) {
-        const int64_t left = rowCount_ - done;
-        ProcessTile(rowBegin_ + done, static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows));
+        if (done == 0 || !prefetch) CopyIn(rowBegin_ + done, TileRows(done), 0, t_.hidden, true);
+        const int64_t next = done + t_.tileRows;
+        if (prefetch && next < rowCount_) CopyIn(rowBegin_ + next, TileRows(next), 0, t_.hidden, true);
+        ProcessTile(rowBegin_ + done, TileRows(done));
       }
       StorePartial(0, t_.hidden);
     } else {
@@ -76,6 +80,11 @@ class KernelRmsNormGrad {
 
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
+
+  __aicore__ inline uint32_t TileRows(int64_t done) const {
+    const int64_t left = rowCount_ - done;
+    return static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
+  }
 
 
   __aicore__ inline uint32_t ChunkLen(uint32_t col) const { return NormChunkLen(t_, col); }
@@ -134,7 +143,7 @@ class KernelRmsNormGrad {
     if (reduce) {
       Mul(work[o], dg[o], xf[o], n);
       PipeBarrier<PIPE_V>();
-      ReduceSum(sumBuf_.Get<float>()[slot * 8], work[o], tmpBuf_.Get<float>(), n);
+      FoldSum(sumBuf_.Get<float>()[slot * 8], work[o], tmpBuf_.Get<float>(), len);
       PipeBarrier<PIPE_V>();
     }
   }
@@ -184,8 +193,7 @@ class KernelRmsNormGrad {
 
   __aicore__ inline void ProcessTile(int64_t row, uint32_t rows) {
     const uint32_t n = t_.hidden, pitch = t_.rowPitch;
-    const int32_t tileElems = static_cast<int32_t>(rows * pitch);
-    CopyIn(row, rows, 0, n, true);
+    const int32_t tileElems = static_cast<int32_t>(rows * pitch);  // the tile is in the queues (Process)
     LoadDyX(tileElems);
     for (uint32_t r = 0; r < rows; ++r) RowTerms(r * pitch, n, true, r);
     SyncPipes<HardEvent::V_S>();  // the sums are read by the scalar unit
@@ -272,7 +280,7 @@ class KernelDgammaReduce {
     t_ = tiling;
     partGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(partials), static_cast<uint64_t>(t_.blockDim) * t_.hidden);
     outGm_.SetGlobalBuffer(reinterpret_cast<__gm__ G*>(dgamma), t_.hidden);
-    pipe->InitBuffer(inPart_, NORM_GRAD_BUFFER_NUM, t_.reduceChunk * sizeof(float));
+    pipe->InitBuffer(inPart_, NORM_REDUCE_BUFFER_NUM, t_.reduceChunk * sizeof(float));  // loads in flight
     pipe->InitBuffer(accBuf_, t_.reduceChunk * sizeof(float));
     pipe->InitBuffer(outG_, static_cast<uint8_t>(t_.bufferNum), t_.reduceChunk * sizeof(G));
   }

@@ -2,7 +2,8 @@
 //   forward   y  = x * cos + rot(x) * sin
 //   backward  dx = dy * cos + rot^T(dy * sin)
 // rot is rotate_half ([-x2, x1], HF / npu_rotary_mul 'half') or the pair rotation
-// ((-x[2i+1], x[2i]), the tutorial's rope_customer and 'interleave'). Both are a permutation P
+// ((-x[2i+1], x[2i]), the tutorial's rope_customer and 'interleave'; rope_customer reads cos/sin
+// at the even lane of each pair for both lanes, see EvenLanes). Both are a permutation P
 // of a row times a sign pattern s, rot(x) = s * P(x), and P is its own inverse, so with
 // sinSigned = sin * s:   rot(x) * sin = P(x) * sinSigned   and   rot^T(dy * sin) = P(dy * sinSigned).
 // One Gather with a precomputed offset table serves every mode and any D (no alignment needed).
@@ -128,7 +129,41 @@ class KernelRope {
     cosf_ = Widen(cos_, cosFloatBuf_, n);
     sinSigned_ = Widen(sin_, sinFloatBuf_, n);
     PipeBarrier<PIPE_V>();
+    if (t_.rotaryMode == ROPE_MODE_TUTORIAL) EvenLanes(n);
     Mul(sinSigned_, sinSigned_, signBuf_.Get<float>(), n);
+  }
+
+  // rope_customer: lane j reads cos/sin at lane j & ~1 (the tutorial ignores the odd lanes of its
+  // tables). Offsets: the pair partner's, minus one element on even lanes (sign -1), so every lane
+  // points at its pair's even lane; built in scratch, which is free until Compute.
+  __aicore__ inline void EvenLanes(int32_t n) {
+    LocalTensor<int32_t> lanes = scratchBuf_.Get<int32_t>();
+    Cast(lanes, signBuf_.Get<float>(), RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // -1 even, +1 odd, 0 pad
+    PipeBarrier<PIPE_V>();
+    Mins(lanes, lanes, static_cast<int32_t>(0), n);
+    PipeBarrier<PIPE_V>();
+    Muls(lanes, lanes, static_cast<int32_t>(sizeof(float)), n);
+    PipeBarrier<PIPE_V>();
+    Add(lanes, lanes, offsetBuf_.Get<int32_t>(), n);
+    PipeBarrier<PIPE_V>();
+    // a gather target: fp16/bf16 have the fp32 accumulator free here; fp32 borrows an output buffer
+    LocalTensor<T> borrowed;
+    LocalTensor<float> tmp;
+    if constexpr (IsFloat()) {
+      borrowed = outY_.AllocTensor<T>();
+      tmp = borrowed.template ReinterpretCast<float>();
+    } else {
+      tmp = accBuf_.Get<float>();
+    }
+    LocalTensor<uint32_t> offsets = lanes.template ReinterpretCast<uint32_t>();
+    LocalTensor<float> tables[2] = {cosf_, sinSigned_};
+    for (LocalTensor<float>& table : tables) {
+      Gather(tmp, table, offsets, 0, static_cast<uint32_t>(n));
+      PipeBarrier<PIPE_V>();
+      DataCopy(table, tmp, n);
+      PipeBarrier<PIPE_V>();
+    }
+    if constexpr (IsFloat()) outY_.FreeTensor(borrowed);
   }
 
   // cos/sin rows of a tile: one contiguous run, or one row repeated where they broadcast along the tile.

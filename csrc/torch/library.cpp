@@ -11,7 +11,8 @@ namespace ascendc_ops {
 std::vector<std::string> Backends() {
   std::vector<std::string> backends{"cpu-twin"};
 #ifdef ASCENDC_OPS_WITH_NPU
-  backends.push_back("npu");
+  // PrivateUse1: the kernels direct-launched on torch_npu's stream (csrc/torch/npu/), not via aclnn
+  backends.push_back("npu-direct-launch");
 #endif
   return backends;
 }

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "norm_tiling.h"
+#include "norm_ops.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 
@@ -94,21 +94,22 @@ std::vector<int64_t> RstdShape(const at::Tensor& x, const at::Tensor& gamma) {
 }
 
 tiling::NormTiling Tile(const OpProto& op, int64_t rows, int64_t hidden, const at::Tensor& x, const at::Tensor& gamma,
-                        bool add, bool backward, double epsilon) {
+                        bool add, bool backward, double epsilon, const tiling::PlatformInfo& platform) {
   tiling::NormProblem problem{rows, uint32_t(hidden), TilingDtype(x.scalar_type()), TilingDtype(gamma.scalar_type()),
                               add, backward, float(epsilon)};
   try {
-    return tiling::TileNorm(problem, TwinPlatform());
+    return tiling::TileNorm(problem, platform);
   } catch (const tiling::TilingError& e) {
     TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
   }
 }
 
 
+}  // namespace
+
 // ---- forward ----
-std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1In,
-                                                       const at::Tensor* x2In, const at::Tensor& gammaIn,
-                                                       double epsilon) {
+NormForwardLaunch PrepareNormForward(const OpProto& op, const at::Tensor& x1In, const at::Tensor* x2In,
+                                     const at::Tensor& gammaIn, double epsilon, const tiling::PlatformInfo& platform) {
   const bool add = x2In != nullptr;
   const size_t gIndex = add ? 2 : 1;
   if (add) {
@@ -128,7 +129,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   at::Tensor rstd = at::empty(RstdShape(x1, gamma), x1.options().dtype(at::kFloat));
   at::Tensor xOut = add ? at::empty(x1.sizes(), x1.options()) : at::Tensor();
   if (rows > 0 && hidden == 0) rstd.fill_(std::numeric_limits<float>::quiet_NaN());  // mean of no elements
-  const tiling::NormTiling t = Tile(op, rows, hidden, x1, gamma, add, false, epsilon);
+  return {x1, x2, gamma, y, rstd, xOut, Tile(op, rows, hidden, x1, gamma, add, false, epsilon, platform)};
+}
+
+namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1In,
+                                                       const at::Tensor* x2In, const at::Tensor& gammaIn,
+                                                       double epsilon) {
+  const bool add = x2In != nullptr;
+  NormForwardLaunch l = PrepareNormForward(op, x1In, x2In, gammaIn, epsilon, TwinPlatform());
+  const at::Tensor &x1 = l.x1, &x2 = l.x2, &gamma = l.gamma, &y = l.y, &rstd = l.rstd, &xOut = l.xOut;
+  const tiling::NormTiling& t = l.tiling;
   if (t.blockDim == 0) return {y, rstd, xOut};
   const Entries e = EntriesFor(x1.scalar_type(), gamma.scalar_type());
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
@@ -152,10 +164,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> AddRmsNorm(const at::Tensor& x1, 
   return Forward(kAddRmsNorm, x1, &x2, gamma, epsilon);
 }
 
+}  // namespace
+
 // ---- backward ----
-std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dyIn, const at::Tensor& xIn,
-                                            const at::Tensor& rstdIn, const at::Tensor& gammaIn,
-                                            const at::Tensor* dxOutIn) {
+NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dyIn, const at::Tensor& xIn,
+                                       const at::Tensor& rstdIn, const at::Tensor& gammaIn, const at::Tensor* dxOutIn,
+                                       const tiling::PlatformInfo& platform) {
   const bool add = dxOutIn != nullptr;
   if (add) {
     CheckSameDevice(op, {dyIn, xIn, rstdIn, gammaIn, *dxOutIn});
@@ -179,7 +193,20 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   const at::Tensor dxOut = add ? dxOutIn->contiguous() : at::Tensor();
   at::Tensor dx = at::empty(x.sizes(), x.options());
   at::Tensor dgamma = at::zeros(gamma.sizes(), gamma.options());  // no rows: dgamma is an empty sum
-  const tiling::NormTiling t = Tile(op, rows, hidden, x, gamma, add, true, 0.0);
+  return {dy, x, rstd, gamma, dxOut, dx, dgamma, Tile(op, rows, hidden, x, gamma, add, true, 0.0, platform)};
+}
+
+namespace {
+
+std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dyIn, const at::Tensor& xIn,
+                                            const at::Tensor& rstdIn, const at::Tensor& gammaIn,
+                                            const at::Tensor* dxOutIn) {
+  const bool add = dxOutIn != nullptr;
+  NormBackwardLaunch l = PrepareNormBackward(op, dyIn, xIn, rstdIn, gammaIn, dxOutIn, TwinPlatform());
+  const at::Tensor &dy = l.dy, &x = l.x, &rstd = l.rstd, &gamma = l.gamma, &dxOut = l.dxOut, &dx = l.dx,
+                   &dgamma = l.dgamma;
+  const int64_t hidden = gamma.numel();
+  const tiling::NormTiling& t = l.tiling;
   if (t.blockDim == 0) return {dx, dgamma};
   at::Tensor partials = at::empty({int64_t(t.blockDim), hidden}, x.options().dtype(at::kFloat));
   const Entries e = EntriesFor(x.scalar_type(), gamma.scalar_type());

@@ -37,7 +37,9 @@ RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor&
                        c10::string_view mode, bool backward, const tiling::PlatformInfo& platform) {
   const char* xName = op.inputs[0];
   const char* rName = op.inputs[1];
-  const RopeMode ropeMode = ParseMode(op, mode);
+  // rope_customer: the pair rotation, each pair reading its even lane's cos/sin (the tutorial's kernel)
+  const bool tutorial = &op == &kRopeCustomer || &op == &kRopeCustomerGrad;
+  const RopeMode ropeMode = tutorial ? ROPE_MODE_TUTORIAL : ParseMode(op, mode);
   CheckSameDevice(op, {x, cos, sin});
   TORCH_CHECK_VALUE(x.dim() == 3 || x.dim() == 4, op.name, ": ", xName,
                     " must have rank 3 ([T, N, D]) or 4 ([B, N, S, D], [B, S, N, D], [S, B, N, D]), got shape ",

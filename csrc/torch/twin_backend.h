@@ -13,7 +13,11 @@
 
 namespace ascendc_ops {
 
-inline tiling::PlatformInfo TwinPlatform() { return tiling::CpuTwin(uint32_t(at::get_num_threads())); }
+bool TilingPlatformOverride(tiling::PlatformInfo* out);  // set_tiling_platform (platform_ops.cpp)
+inline tiling::PlatformInfo TwinPlatform() {
+  tiling::PlatformInfo p;
+  return TilingPlatformOverride(&p) ? p : tiling::CpuTwin(uint32_t(at::get_num_threads()));
+}
 
 inline uint8_t* Gm(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
 

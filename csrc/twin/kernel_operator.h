@@ -10,6 +10,7 @@
 #include "twin_tensor.h"
 #include "twin_types.h"
 #include "twin_vector.h"
+#include "twin_sort.h"
 
 // Address-space and kernel qualifiers have no meaning on the CPU, as in CANN's CPU debug mode.
 #define __global__

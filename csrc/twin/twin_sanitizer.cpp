@@ -10,6 +10,7 @@
 #include <string>
 
 #include "twin_core.h"
+#include "twin_span.h"
 
 namespace AscendC {
 namespace twin {
@@ -22,45 +23,6 @@ constexpr size_t kMaxGmRecent = 4096;  // unordered GM accesses kept for the in-
 
 using Clock = std::array<uint32_t, kPipes>;
 
-std::string Hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-std::string Bytes(Space s, uint64_t b, uint64_t e) {
-  if (s == Space::GM) return "GM bytes [" + Hex(b) + ", " + Hex(e) + ")";
-  return std::string(SpaceName(s)) + " bytes [" + std::to_string(b) + ", " + std::to_string(e) + ")";
-}
-
-// First overlap of run [x, x+len) with span b: true and [*lo, *hi) when they share bytes.
-bool RunMeetsSpan(uint64_t x, uint64_t len, const Span& b, uint64_t* lo, uint64_t* hi) {
-  if (b.blocks == 0 || len == 0 || b.blockBytes == 0) return false;
-  const uint64_t end = x + len;
-  if (end <= b.begin || x >= b.End()) return false;
-  uint64_t k = 0;
-  if (b.blocks > 1 && b.pitch > 0 && x >= b.begin + b.blockBytes)
-    k = (x - b.begin - b.blockBytes) / b.pitch + 1;  // first block ending after x
-  if (k >= b.blocks) return false;
-  const uint64_t kb = b.begin + k * (b.blocks > 1 ? b.pitch : 0);
-  if (kb >= end) return false;
-  *lo = std::max(x, kb), *hi = std::min(end, kb + b.blockBytes);
-  return *lo < *hi;
-}
-bool SpansMeet(const Span& a, const Span& b, uint64_t* lo, uint64_t* hi) {
-  const Span& few = a.blocks <= b.blocks ? a : b;
-  const Span& many = a.blocks <= b.blocks ? b : a;
-  for (uint32_t k = 0; k < few.blocks; ++k)
-    if (RunMeetsSpan(few.begin + uint64_t(k) * few.pitch, few.blockBytes, many, lo, hi)) return true;
-  return false;
-}
-
-template <typename F>
-void ForEachRun(const Span& s, F f) {  // f(begin, end) per block of the span
-  for (uint32_t k = 0; k < s.blocks; ++k) {
-    const uint64_t b = s.begin + uint64_t(k) * s.pitch;
-    f(b, b + s.blockBytes);
-  }
-}
 }  // namespace
 
 struct BlockSanitizer::State {
@@ -454,69 +416,6 @@ void BlockSanitizer::OnBlockEnd() {
 }
 
 std::vector<GmAccess> BlockSanitizer::TakeGm() { return std::move(s_->gm); }
-
-// ---- multi-core GM overlap ----
-namespace {
-struct Interval {
-  uint64_t begin, end;
-  uint32_t block;
-  const GmAccess* access;
-};
-struct Top2 {  // the two largest ends seen, from different blocks
-  const Interval* first = nullptr;
-  const Interval* second = nullptr;
-  void Add(const Interval& v) {
-    if (!first || v.end > first->end) {
-      if (first && first->block != v.block) second = first;
-      first = &v;
-    } else if (v.block != first->block && (!second || v.end > second->end)) {
-      second = &v;
-    }
-  }
-  const Interval* Meets(const Interval& v) const {  // an interval of another block reaching past v.begin
-    const Interval* c = first && first->block != v.block ? first : second;
-    return c && c->end > v.begin ? c : nullptr;
-  }
-};
-}  // namespace
-
-void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vector<GmAccess>>& perBlock) {
-  std::vector<Interval> all;
-  for (uint32_t b = 0; b < perBlock.size(); ++b) {
-    for (const GmAccess& a : perBlock[b]) {
-      if (a.write && a.atomic) continue;  // atomic-add writes may overlap each other
-      ForEachRun(a.span, [&](uint64_t lo, uint64_t hi) {
-        if (!all.empty() && all.back().access == &a && all.back().end == lo) all.back().end = hi;
-        else if (hi > lo) all.push_back(Interval{lo, hi, b, &a});
-      });
-    }
-  }
-  std::sort(all.begin(), all.end(), [](const Interval& x, const Interval& y) { return x.begin < y.begin; });
-  Top2 writes, reads;
-  for (const Interval& v : all) {
-    const Interval* other = writes.Meets(v);
-    if (!other && v.access->write) other = reads.Meets(v);
-    if (other) {
-      const Interval& w = other->access->write ? *other : v;
-      const Interval& r = other->access->write ? v : *other;
-      const bool both = v.access->write && other->access->write;
-      char head[200];
-      std::snprintf(head, sizeof(head), "Ascend C twin: kernel '%s' blocks %u and %u of %u: [multi-core overlap] ", kernel,
-                    other->block, v.block, blockDim);
-      const std::string range = Bytes(Space::GM, v.begin, std::min(v.end, other->end));
-      std::string what = both ? "block " + std::to_string(other->block) + " " + other->access->op + " #" +
-                                    std::to_string(other->access->serial) + " and block " + std::to_string(v.block) + " " +
-                                    v.access->op + " #" + std::to_string(v.access->serial) + " both write " + range +
-                                    " (blocks run in any order and concurrently; only atomic-add writes may overlap)"
-                              : "block " + std::to_string(r.block) + " " + r.access->op + " #" +
-                                    std::to_string(r.access->serial) + " reads " + range + " that block " +
-                                    std::to_string(w.block) + " " + w.access->op + " #" + std::to_string(w.access->serial) +
-                                    " writes in the same launch (no order between blocks without a cross-core sync)";
-      throw RuleError(head + what);
-    }
-    (v.access->write ? writes : reads).Add(v);
-  }
-}
 
 }  // namespace twin
 }  // namespace AscendC

@@ -16,4 +16,5 @@ from .ops import add_rms_norm, rms_norm, rope_customer, rotary_mul, swiglu  # no
 from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
 
 __all__ = ["add_rms_norm", "apply_default_kernels", "apply_kernel", "backends", "revert_kernels", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu"]
+from .ops.moe import grouped_matmul, moe_token_permute, moe_token_unpermute; __all__ += ["grouped_matmul", "moe_token_permute", "moe_token_unpermute"]  # noqa: E402,E702
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@
 - verify: accuracy of every op against the float64 NumPy goldens (default suite or case files)
 - bench:  latency against PyTorch step-by-step, torch.compile and a same-size copy
 - info:   build backends, platform parameters of the tiling, library path, versions
+- profile: modelled time of one op call on an Ascend chip (pipeline model): bound, pipes, trace
 
 Exit codes: 0 success; 1 an accuracy case failed (verify); 2 bad arguments or a malformed case
 file (one line on stderr, no traceback); 3 an unexpected internal error (one line; set
@@ -53,6 +54,13 @@ def _out_path(text: str) -> str:
     return text
 
 
+def _op_name(text: str) -> str:
+    """--op takes the torch op name or the prototype's op type (RopeCustomer), in any case."""
+    from .op_proto import resolve
+
+    return resolve(text) or text  # an unknown name is left for argparse's choices to reject
+
+
 def _in_file(text: str) -> str:
     if not os.path.isfile(text):
         raise argparse.ArgumentTypeError(f"no such file: {text!r}")
@@ -96,6 +104,19 @@ def _bench(args) -> int:
     return 0
 
 
+def _profile(args) -> int:
+    import json
+
+    from .harness import profile
+
+    try:
+        info = profile.profile(args.op, args.shape, args.dtype, args.platform, args.mode, args.out)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    print(json.dumps(info, indent=1) if args.json else profile.text(info))
+    return 0
+
+
 def _info(args) -> int:
     from .harness import info
 
@@ -113,7 +134,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "40/80/128, rows 1/7/83, hidden 1/8/769/5125 - and one model shape per op) or "
                                    "the cases of msOpST-style case files, and judge each output against the "
                                    "float64 NumPy golden. Exits 1 when any output fails.")
-    v.add_argument("--op", nargs="+", choices=list(verify.OPS), help="only these ops (default: all)")
+    v.add_argument("--op", nargs="+", type=_op_name, choices=list(verify.OPS),
+                   help="only these ops, by torch name or op type (RopeCustomer), any case (default: all)")
     v.add_argument("--dtype", nargs="+", choices=list(verify.DTYPES), help="only cases of these dtypes")
     v.add_argument("--cases", nargs="+", type=_in_file, metavar="FILE.json", help="msOpST-style case files")
     v.add_argument("--standard", choices=verify.STANDARDS, default="auto",
@@ -127,7 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time our ops against PyTorch step-by-step, torch.compile and copy",
                        description="Time each op against the PyTorch step-by-step code it replaces, "
                                    "torch.compile of that code and a same-size copy; print a Markdown table.")
-    b.add_argument("--op", nargs="+", choices=list(bench.OPS), default=list(bench.OPS))
+    b.add_argument("--op", nargs="+", type=_op_name, choices=list(bench.OPS), default=list(bench.OPS),
+                   help="these ops, by torch name or op type (RmsNorm), any case (default: all)")
     b.add_argument("--preset", nargs="+", choices=list(bench.PRESETS),
                    help="model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
                         "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])")
@@ -148,6 +171,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave glibc malloc's defaults (shows the page-fault trap on large outputs)")
     b.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     b.set_defaults(func=_bench)
+
+    p = sub.add_parser("profile", help="modelled time on an Ascend chip (910B): bound, pipes, trace, timeline",
+                       description="Run the op once on the CPU twin with the tiling of the modelled chip, record "
+                                   "every instruction, and estimate its time there with the pipeline model "
+                                   "(harness/platforms/*.json): the bound, per-pipe utilisation, % of the HBM "
+                                   "roofline; writes a Chrome trace (Perfetto) and a PNG timeline. Model "
+                                   "estimates, not measurements.")
+    p.add_argument("op", choices=list(bench.OPS))
+    p.add_argument("--shape", type=_shape, metavar="DIMS", help="comma-separated dims (default: the bench's first "
+                                                                 "default shape for the op)")
+    p.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
+    p.add_argument("--platform", default="910B", help="a platform file's name or alias: 910B (default), 310P")
+    p.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
+    p.add_argument("--out", default="profile", metavar="DIR", help="folder for the trace and PNG (default: ./profile)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    p.set_defaults(func=_profile)
 
     i = sub.add_parser("info", help="backends, platform parameters, library path, versions",
                        description="Print the build backends, the platform parameters the tiling uses "

@@ -37,8 +37,14 @@ class AttrDesc:
     name: str
     type: str
     default: str | None
+    nullable: bool = False  # an optional attr whose default_value is JSON null: `int? name=None`
+
+    def schema_type(self) -> str:
+        return ATTR_TYPES[self.type] + ("?" if self.nullable else "")
 
     def schema_default(self) -> str:
+        if self.nullable:
+            return "=None"
         if self.default is None:
             return ""
         if self.type == "string":
@@ -61,8 +67,8 @@ class OpProto:
         return re.sub(r"(?<!^)(?=[A-Z])", "_", self.op).lower()
 
     def schema(self) -> str:
-        args = [("Tensor? " if t.param_type == "optional" else "Tensor ") + t.name for t in self.inputs]
-        args += [f"{ATTR_TYPES[a.type]} {a.name}{a.schema_default()}" for a in self.attrs]
+        args = [f"Tensor? {t.name}=None" if t.param_type == "optional" else f"Tensor {t.name}" for t in self.inputs]
+        args += [f"{a.schema_type()} {a.name}{a.schema_default()}" for a in self.attrs]
         if len(self.outputs) == 1:
             ret = "Tensor"
         else:
@@ -92,7 +98,11 @@ def parse(path: Path) -> OpProto:
             out.append(TensorDesc(d["name"], d.get("param_type", "required"), tuple(d["type"])))
         return tuple(out)
 
-    attrs = tuple(AttrDesc(a["name"], a["type"], a.get("default_value")) for a in e.get("attr", []))
+    attrs = tuple(
+        AttrDesc(a["name"], a["type"], a.get("default_value"),
+                 a.get("param_type") == "optional" and "default_value" in a and a["default_value"] is None)
+        for a in e.get("attr", [])
+    )
     proto = OpProto(e["op"], tensors("input_desc"), tensors("output_desc"), attrs)
     lengths = {len(t.types) for t in proto.inputs + proto.outputs}
     if len(lengths) != 1:
@@ -112,6 +122,18 @@ def default_dir() -> Path:
 def load_all(directory: Path | None = None) -> dict[str, OpProto]:
     protos = [parse(p) for p in sorted(Path(directory or default_dir()).glob("*.json"))]
     return {p.name: p for p in protos}
+
+
+def resolve(name, protos: dict[str, OpProto] | None = None) -> str | None:
+    """The torch op name `name` stands for: the torch op name (rope_customer) or the prototype's op type
+    (RopeCustomer, as msOpST case files write it), in any case; None when no prototype has it."""
+    if not isinstance(name, str):
+        return None
+    key = name.lower()
+    for p in (protos if protos is not None else load_all()).values():
+        if key in (p.name.lower(), p.op.lower()):
+            return p.name
+    return None
 
 
 def cpp_header(protos: dict[str, OpProto]) -> str:

@@ -233,6 +233,9 @@ def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str 
     row["t_compile"] = "n/a" if compiled is None else verdict(row["vs_compile"], t.compile, "x")
     row["t_copy"] = verdict(row["pct_copy"], t.copy_pct, "%")
     row["mismatch"] = ",".join(mismatch)
+    from .profile import model_columns  # the pipeline model's 910B estimate of the same call
+
+    row.update(model_columns(name, inputs, pass_))
     return row
 
 
@@ -259,7 +262,7 @@ def fmt_x(v):
 
 def markdown(rows) -> str:
     head = ("| op | shape | dtype | pass | ours ms (p20-p80) | step-by-step ms | torch.compile ms | copy ms "
-            "| ours GB/s | % of copy | vs step | vs compile | peak MB ours/step/compile "
+            "| ours GB/s | % of copy | 910B est. us | % HBM roofline | vs step | vs compile | peak MB ours/step/compile "
             "| target step | target compile | target copy |")
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
@@ -267,6 +270,7 @@ def markdown(rows) -> str:
         lines.append(
             f"| {r['op']} | {shape} | {r['dtype']} | {r['pass']} | {fmt_ms(r, 'ours')} | {fmt_ms(r, 'torch')} "
             f"| {fmt_ms(r, 'compile')} | {fmt_ms(r, 'copy')} | {r['ours_gbs']:.1f} | {r['pct_copy']:.0f}% "
+            f"| {r['est_us_910b']:.1f} | {r['roofline_pct_910b']:.0f}% "
             f"| {fmt_x(r['vs_torch'])} | {fmt_x(r['vs_compile'])} "
             f"| {fmt_mb(r['ours_peak_mb'])}/{fmt_mb(r['torch_peak_mb'])}/{fmt_mb(r['compile_peak_mb'])} "
             f"| {r['t_step']} | {r['t_compile']} | {r['t_copy']} |")
@@ -278,7 +282,7 @@ ROW_FIELDS = (("op", "shape", "dtype", "pass", "preset", "bytes")
               + tuple(f"{k}_{s}" for k in PROVIDERS for s in STATS)
               + tuple(f"{k}_peak_mb" for k in PROVIDERS[:3])
               + ("ours_gbs", "copy_gbs", "pct_copy", "vs_torch", "vs_compile", "t_step", "t_compile", "t_copy",
-                 "mismatch"))
+                 "mismatch", "est_us_910b", "roofline_pct_910b"))
 CSV_FIELDS = ENV_FIELDS + ROW_FIELDS
 
 
@@ -334,7 +338,8 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
           "median (p20-p80); each provider's previous output stays alive across repeats; " + compile_txt +
           "bwd = torch.autograd.grad(y, x, dy) with a fixed dy (dx only); full = forward with grad + that "
           "backward in each call. GB/s = (inputs read once + outputs written once, both passes for full) / median; "
-          "copy = dst.copy_(src) of half those bytes, same run. "
+          "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % HBM roofline: the pipeline "
+          "model's estimate for the same call with the 910B tiling (a model, not a measurement; README). "
           f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
           file=out)
     print("", file=out)

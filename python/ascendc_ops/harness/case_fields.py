@@ -76,6 +76,8 @@ def candidates(key: str, v, where: str) -> list:
 
 
 def parse_dtype(v: str, where: str) -> str:
+    if v in ("int32", "int64"):  # index tensors (MoE group_list, indices, sorted_indices)
+        return v
     try:
         return P.dtype_name(v)
     except ValueError:

@@ -16,7 +16,8 @@ A case file is a JSON list of cases (README, "Case files (msOpST style)"):
      "fuzz_case_num": 4}
 
 Fields
-- ``case_name``, ``op`` (a torch.ops.custom op with an entry in verify.OPS), ``input_desc`` and
+- ``case_name``, ``op`` (a torch.ops.custom op with an entry in verify.OPS, by its torch name
+  ``rope_customer`` or its prototype's op type ``RopeCustomer``, in any case), ``input_desc`` and
   ``output_desc`` (one entry per op input / output, names as in op_proto/<op>.json) are required.
 - Inputs need ``name``, ``format`` (only ND), ``type`` (float16 | bfloat16 | float32, alias float),
   ``shape`` (``typical_shape`` replaces a shape holding -1), and either ``value_range`` [[min, max]]
@@ -115,7 +116,7 @@ def load_file(path: str | Path, ops: dict) -> list[Case]:
 
 def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> list[Case]:
     """One case-file entry -> validated concrete Cases (expanded, fuzzed)."""
-    from ..op_proto import load_all
+    from ..op_proto import load_all, resolve
 
     if not isinstance(raw, dict):
         raise CaseError(f"{where}: a case must be a JSON object, got {type(raw).__name__}")
@@ -125,10 +126,13 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
     unknown = sorted(set(raw) - KNOWN_KEYS)
     if unknown:
         raise CaseError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(KNOWN_KEYS - {'_comment', 'comment'}))})")
-    op = req(raw, "op", where)
+    given = req(raw, "op", where)
+    protos = load_all()
+    op = resolve(given, protos)
     if op not in ops:
-        raise CaseError(f"{where}: unknown op {op!r} (known: {', '.join(ops)})")
-    proto = load_all()[op]
+        raise CaseError(f"{where}: unknown op {given!r} (known: {', '.join(ops)}, or their op types: "
+                        f"{', '.join(protos[o].op for o in ops)}; any case)")
+    proto = protos[op]
     spec = ops[op]
 
     fuzz_n = raw.get("fuzz_case_num", 0)

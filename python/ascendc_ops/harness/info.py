@@ -45,7 +45,8 @@ def collect() -> dict:
         "cpu": {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(),
                 "torch_threads": threads},
         "platform": _platform(),
-        "ops": {name: {"schema": p.schema(), "registered": _registered(name), "verify": name in VERIFY_OPS,
+        "ops": {name: {"op_type": p.op, "schema": p.schema(), "registered": _registered(name),
+                       "verify": name in VERIFY_OPS,
                        "bench": name in BENCH_OPS}
                 for name, p in protos.items()},
     }
@@ -57,17 +58,20 @@ def render(d: dict) -> str:
         f"ascendc-ops {d['package']} (commit {d['commit']})",
         f"library:   {d['library']}",
         f"backends:  {', '.join(d['backends'])}",
+        # PrivateUse1 is a direct kernel launch on torch_npu's stream, not the op package's aclnn API
+        "npu:       " + ("PrivateUse1, direct launch on torch_npu's current stream" if "npu-direct-launch" in d["backends"]
+                         else "not in this build (needs CANN and torch_npu; README: On the NPU)"),
         "versions:  " + ", ".join(f"{k} {v}" for k, v in d["versions"].items()),
         f"cpu:       {d['cpu']['model']} ({d['cpu']['capability']}), torch threads {d['cpu']['torch_threads']}",
         f"platform:  {p['name']}: vector cores {p['vector_cores']} ({p['vector_cores_note']})",
         f"           UB {p['ub_bytes']} bytes per core, budget {p['ub_budget_bytes']} bytes "
         f"({p['ub_budget_bytes'] // 1024} KiB), reserve {p['ub_reserve_bytes']} bytes  [{p['source']}]",
-        "ops:",
+        "ops (op type, then the torch schema; --op and case files take either name):",
     ]
     for name, o in d["ops"].items():
         tools = ", ".join(t for t in ("verify", "bench") if o[t]) or "no harness entry"
         state = "" if o["registered"] else "not in this build; "
-        lines.append(f"  {o['schema']}    [{state}{tools}]")
+        lines.append(f"  {o['op_type']:<16} {o['schema']}    [{state}{tools}]")
     return "\n".join(lines)
 
 

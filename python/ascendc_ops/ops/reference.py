@@ -1,9 +1,10 @@
-"""Independent float64 NumPy references (goldens) for the RoPE ops.
+"""Independent float64 NumPy references (goldens) of the ops: RoPE, SwiGLU, RMSNorm.
 
 Nothing here imports torch or the compiled library: every function takes NumPy arrays (or
 anything ``np.asarray`` accepts), computes in float64 and returns float64 arrays, so the tests and
 the CLI harness judge the kernels against arithmetic that shares no code with them.
-Formulas: the op semantics of each op (README, "Ops"; RoPE as the Ascend C tutorial and npu_rotary_mul define it).
+Formulas: RoPE as the Ascend C tutorial and torch_npu npu_rotary_mul define it, SwiGLU and RMSNorm as torch_npu
+and Hugging Face transformers compute them (see each function).
 
 - ``tutorial_cos_sin(L, D, theta)``: the seed tutorial's host-side tables,
   ``freqs = 1/theta^(arange(0, D, 2)/D)``, ``outer(t, freqs)``, ``cos/sin(.)`` with every value
@@ -12,6 +13,8 @@ Formulas: the op semantics of each op (README, "Ops"; RoPE as the Ascend C tutor
   written its way (split into even/odd lanes, rotate each pair, stack and flatten):
   ``y[2i] = x[2i]*cos[2i] - x[2i+1]*sin[2i]``, ``y[2i+1] = x[2i]*sin[2i] + x[2i+1]*cos[2i]``,
   x ``[B, H, L, D]``, cos/sin ``[L, D]`` (only the even lanes of cos/sin are read).
+- ``rope_tutorial_backward(dy, x, cos, sin)``: its gradients (dx, dcos, dsin), derived by hand; the odd
+  lanes of dcos/dsin are 0.
 - ``rotary_mul(x, r1, r2, mode)``: torch_npu ``npu_rotary_mul``, ``x*r1 + rotate(x)*r2`` elementwise
   with NumPy broadcasting; ``'half'``: rotate = ``cat(-x2, x1)`` over the two halves of the last dim
   (HF ``rotate_half``); ``'interleave'``: rotate = ``(-x[2i+1], x[2i])`` interleaved.
@@ -56,6 +59,22 @@ def rope_tutorial(x, cos, sin) -> np.ndarray:
     y_even = x_even * c - x_odd * s
     y_odd = x_even * s + x_odd * c
     return np.stack((y_even, y_odd), axis=-1).reshape(x.shape)
+
+
+def rope_tutorial_backward(dy, x, cos, sin) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of rope_tutorial, derived by hand: with c, s the even lanes of cos/sin,
+    ``dx[2i] = dy[2i]*c + dy[2i+1]*s``, ``dx[2i+1] = -dy[2i]*s + dy[2i+1]*c``;
+    ``dcos[2i] = sum(dy[2i]*x[2i] + dy[2i+1]*x[2i+1])``, ``dsin[2i] = sum(dy[2i+1]*x[2i] - dy[2i]*x[2i+1])``
+    over B and H, and 0 in the odd lanes, which the forward never reads."""
+    dy, x, cos, sin = _f64(dy), _f64(x), _f64(cos), _f64(sin)
+    c, s = cos[..., 0::2], sin[..., 0::2]
+    dy_e, dy_o, x_e, x_o = dy[..., 0::2], dy[..., 1::2], x[..., 0::2], x[..., 1::2]
+    dx = np.stack((dy_e * c + dy_o * s, dy_o * c - dy_e * s), axis=-1).reshape(dy.shape)
+    dcos, dsin = np.zeros_like(cos), np.zeros_like(sin)
+    lead = tuple(range(dy.ndim - cos.ndim))
+    dcos[..., 0::2] = np.sum(dy_e * x_e + dy_o * x_o, axis=lead)
+    dsin[..., 0::2] = np.sum(dy_o * x_e - dy_e * x_o, axis=lead)
+    return dx, dcos, dsin
 
 
 def rotate(x, mode: str) -> np.ndarray:

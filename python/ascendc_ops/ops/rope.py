@@ -1,12 +1,14 @@
 """RoPE ops: thin wrappers, fake kernels and autograd for
 
 - ``torch.ops.custom.rope_customer(x, cos, sin)``: the seed tutorial's op, x ``[B, H, L, D]``,
-  cos/sin ``[L, D]`` in the interleaved pair layout;
+  cos/sin ``[L, D]``; pair (2i, 2i+1) rotates by cos[2i], sin[2i] (the tutorial's tables repeat each
+  value for its pair; the odd lanes are not read);
 - ``torch.ops.custom.rotary_mul(x, r1, r2, rotary_mode='half')``: torch_npu's ``npu_rotary_mul``,
   ``y = x * r1 + rotate(x) * r2`` with cos/sin broadcast over x's layout (BNSD, BSND, SBND, TND).
 
 Backward: dx comes from the ``*_grad`` kernels; dr1/dr2, when asked for, are the broadcast-summed
-products ``dy * x`` and ``dy * rotate(x)``, accumulated in fp32.
+products ``dy * x`` and ``dy * rotate(x)``, accumulated in fp32 (rope_customer: summed per pair into
+its even lane, the lane the forward reads).
 """
 from __future__ import annotations
 
@@ -61,7 +63,8 @@ def rotary_mul(x: torch.Tensor, r1: torch.Tensor, r2: torch.Tensor, rotary_mode:
 
 
 def rope_customer(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """The tutorial's RoPE: x [B, H, L, D], cos/sin [L, D] with each value repeated for its pair."""
+    """The tutorial's RoPE: x [B, H, L, D], cos/sin [L, D]; pair (2i, 2i+1) reads cos[2i] and sin[2i] for
+    both lanes, as the tutorial's kernel does (its tables repeat each value for its pair)."""
     check_tutorial_layout("rope_customer", x, cos)
     check_rope("rope_customer", x, cos, sin, "interleave")
     return torch.ops.custom.rope_customer(x, cos, sin)
@@ -98,13 +101,22 @@ def _setup_context(ctx, inputs, output):
     ctx.save_for_backward(x if (ctx.needs_input_grad[1] or ctx.needs_input_grad[2]) else None, r1, r2)
 
 
-def _table_grads(ctx, dy, x, r1, r2):
-    """dr1 = sum(dy * x), dr2 = sum(dy * rotate(x)) over the dims r1/r2 broadcast along, in fp32."""
+def _table_grads(ctx, dy, x, r1, r2, even_lanes: bool = False):
+    """dr1 = sum(dy * x), dr2 = sum(dy * rotate(x)) over the dims r1/r2 broadcast along, in fp32;
+    even_lanes (rope_customer): both lanes of pair i read the tables at lane 2i, so the pair's grads
+    gather there and the odd lanes get 0."""
+    def finish(g, like):
+        g = g.sum_to_size(like.shape)
+        if even_lanes:
+            pairs = g.unflatten(-1, (-1, 2))
+            g = torch.stack((pairs.sum(-1), torch.zeros_like(pairs[..., 0])), -1).flatten(-2)
+        return g.to(like.dtype)
+
     dr1 = dr2 = None
     if ctx.needs_input_grad[1]:
-        dr1 = (dy.float() * x.float()).sum_to_size(r1.shape).to(r1.dtype)
+        dr1 = finish(dy.float() * x.float(), r1)
     if ctx.needs_input_grad[2]:
-        dr2 = (dy.float() * rotate(x.float(), ctx.mode)).sum_to_size(r2.shape).to(r2.dtype)
+        dr2 = finish(dy.float() * rotate(x.float(), ctx.mode), r2)
     return dr1, dr2
 
 
@@ -117,7 +129,7 @@ def _rotary_mul_backward(ctx, dy):
 def _rope_customer_backward(ctx, dy):
     x, cos, sin = ctx.saved_tensors
     dx = torch.ops.custom.rope_customer_grad(dy, cos, sin) if ctx.needs_input_grad[0] else None
-    return (dx, *_table_grads(ctx, dy, x, cos, sin))
+    return (dx, *_table_grads(ctx, dy, x, cos, sin, even_lanes=True))
 
 
 torch.library.register_autograd("custom::rotary_mul", _rotary_mul_backward, setup_context=_setup_context)

@@ -9,6 +9,8 @@
 Kernels (``KERNELS``): ``fused_rope`` (apply_rotary_pos_emb -> rotary_mul), ``fused_rmsnorm`` (RMSNorm
 modules incl. Qwen3 q_norm/k_norm -> rms_norm), ``fused_swiglu`` (silu-gated MLPs -> swiglu). Supported model
 types: llama, qwen2, qwen3, mistral (transformers 5.x, tested with 5.23.0); backends: cpu-twin, npu.
+``fused_moe`` (experts -> permute/grouped_matmul/swiglu/unpermute through transformers' experts interface) on
+the MoE families qwen3_moe, mixtral, qwen2_moe, olmoe, which take the three kernels above as well.
 
 Patching only sets instance attributes on the given model's submodules (never a class or module global), so
 another model in the process is untouched, and works under ``torch.compile(model, fullgraph=True)``: the ops
@@ -22,7 +24,7 @@ import logging
 from torch import nn
 
 from .. import backends as _available_backends
-from . import rms_norm as _rms_norm, rope as _rope, swiglu as _swiglu
+from . import moe as _moe, rms_norm as _rms_norm, rope as _rope, swiglu as _swiglu
 from .base import STATE_ATTR, Kernel, KernelSkip, model_backend, model_type
 
 logger = logging.getLogger(__name__)
@@ -37,8 +39,9 @@ def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
     return kernel
 
 
-for _k in (_rope.KERNEL, _rms_norm.KERNEL, _swiglu.KERNEL):
-    register_kernel(_k)
+for _k in (_rope.KERNEL, _rms_norm.KERNEL, _swiglu.KERNEL):  # MoE families share these attention/norm/MLP paths
+    register_kernel(dataclasses.replace(_k, model_types=_k.model_types + _moe.MODEL_TYPES))
+register_kernel(_moe.KERNEL)
 
 
 @dataclasses.dataclass
@@ -105,7 +108,7 @@ def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport) -> None:
         return
     state[kernel.id] = records
     report.applied.append(kernel.id)
-    report.patched_modules[kernel.id] = sum(r.name == "forward" for r in records)
+    report.patched_modules[kernel.id] = sum(r.name == "forward" for r in records) or _moe.routed_modules(model)
 
 
 def _log(report: KernelReport, warn_skips: bool) -> KernelReport:
@@ -145,9 +148,12 @@ def apply_default_kernels(model: nn.Module, include_kernels="auto") -> KernelRep
     With "auto", an unsupported model type is a warning and nothing is patched."""
     ids, explicit = _parse_include(include_kernels)
     report = KernelReport(model_type(model), model_backend(model))
-    for k in (KERNELS if ids is None else ids):
+    auto = ids is None  # the kernels made for this model type (fused_moe only on MoE families); else all, for the why
+    if auto:
+        ids = [k for k in KERNELS if report.model_type in KERNELS[k].model_types] or list(KERNELS)
+    for k in ids:
         _apply_one(KERNELS[k], model, report)
-    if ids is None and not report.applied:
+    if auto and not report.applied:
         logger.warning("ascendc_ops: no kernel applies to this %s model on %s: %s", report.model_type,
                        report.backend, "; ".join(f"{k}: {w}" for k, w in report.skipped.items()))
         return _log(report, warn_skips=False)

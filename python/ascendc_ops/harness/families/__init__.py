@@ -3,9 +3,9 @@ the op, PyTorch's own computation of it, its golden, fuzzer, default cases and v
 (op name -> base.OpBench: how `bench` times it). A new family is one module here and one name in FAMILIES."""
 from __future__ import annotations
 
-from . import norm, rope, swiglu
+from . import moe, norm, rope, swiglu
 
-FAMILIES = (rope, swiglu, norm)
+FAMILIES = (rope, swiglu, norm, moe)
 
 VERIFY_OPS = {name: spec for family in FAMILIES for name, spec in family.VERIFY.items()}
 BENCH_OPS = {name: spec for family in FAMILIES for name, spec in family.BENCH.items()}

@@ -1,0 +1,95 @@
+// Grouped matmul (MoE experts, split along M), a cube kernel:
+//   y[rows of group e] = x[rows of group e] @ w[e],   w[e] = weight[e] ([K, N]) or weight[e]^T ([N, K] stored)
+// x [M, K] holds the groups' rows contiguously in group order; group_list (int64 [E]) gives their
+// counts or cumulative ends. Each group's output is cut into singleCoreM x singleCoreN blocks dealt
+// round-robin over the cube cores; the Matmul API accumulates in fp32 (L0C) and rounds once on the
+// way out. Empty groups have no blocks; rows past the last group are not touched (the host zeroes them).
+#include "kernel_operator.h"
+#define ASCENDC_CUBE_ONLY
+#include "lib/matmul_intf.h"
+#include "grouped_matmul_common.h"
+#include "grouped_matmul_tiling_data.h"
+#include "kernel_utils.h"
+
+using namespace AscendC;
+
+template <typename T>
+class GroupedMatmulKernel {
+  using AType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+  using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;  // weight may be read transposed
+  using CType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+
+ public:
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y, const GroupedMatmulTilingData& t,
+                              TPipe* pipe) {
+    t_ = t;
+    x_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t.m * t.k);
+    w_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(weight), t.groups * t.k * t.n);
+    y_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t.m * t.n);
+    groupList_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(groupList), t.groups);
+    REGIST_MATMUL_OBJ(pipe, GetSysWorkSpacePtr(), mm_, &t_.mm);
+  }
+
+  __aicore__ inline void Process() {
+    const int64_t sm = t_.mm.singleCoreM, sn = t_.mm.singleCoreN;
+    const int64_t nBlocks = CeilDivI64(t_.n, sn);
+    const int64_t blockIdx = GetBlockIdx(), blockNum = GetBlockNum();
+    const bool trans = t_.transposeWeight != 0;
+    int64_t rowStart = 0, prevEnd = 0, dealt = 0;
+    mm_.SetOrgShape(static_cast<int>(t_.m), static_cast<int>(t_.n), static_cast<int>(t_.k));
+    for (int64_t e = 0; e < t_.groups; ++e) {
+      const int64_t rows = GroupRows(groupList_, e, t_.groupListType, prevEnd);
+      if (rows <= 0) continue;
+      const int64_t blocks = CeilDivI64(rows, sm) * nBlocks;
+      for (int64_t b = FirstOwnedBlock(dealt, blockIdx, blockNum); b < blocks; b += blockNum) {
+        const int64_t row = rowStart + (b / nBlocks) * sm, col = (b % nBlocks) * sn;
+        const int64_t curM = MinI64(sm, rowStart + rows - row), curN = MinI64(sn, t_.n - col);
+        // w[e] is [K, N] (element (k, col) at k * N + col) or, transposed, [N, K] (col * K + k).
+        const int64_t wOffset = e * t_.k * t_.n + (trans ? col * t_.k : col);
+        mm_.SetSingleShape(static_cast<int>(curM), static_cast<int>(curN), static_cast<int>(t_.k));
+        mm_.SetTensorA(x_[row * t_.k], false);
+        mm_.SetTensorB(w_[wOffset], trans);
+        mm_.IterateAll(y_[row * t_.n + col]);
+      }
+      dealt += blocks;
+      rowStart += rows;
+    }
+    mm_.End();
+  }
+
+ private:
+  GroupedMatmulTilingData t_;
+  GlobalTensor<T> x_, w_, y_;
+  GlobalTensor<int64_t> groupList_;
+  Matmul<AType, BType, CType> mm_;
+};
+
+template <typename T>
+__aicore__ inline void RunGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y, GM_ADDR workspace,
+                                        GM_ADDR tiling) {
+  GroupedMatmulTilingData t;
+  CopyTiling(&t, tiling);
+  SetSysWorkspace(workspace);
+  TPipe pipe;
+  GroupedMatmulKernel<T> op;
+  op.Init(x, weight, groupList, y, t, &pipe);
+  op.Process();
+}
+
+extern "C" __global__ __aicore__ void grouped_matmul_float(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
+                                                           GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+  RunGroupedMatmul<float>(x, weight, groupList, y, workspace, tiling);
+}
+
+extern "C" __global__ __aicore__ void grouped_matmul_half(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
+                                                          GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+  RunGroupedMatmul<half>(x, weight, groupList, y, workspace, tiling);
+}
+
+extern "C" __global__ __aicore__ void grouped_matmul_bfloat16(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
+                                                              GM_ADDR workspace, GM_ADDR tiling) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
+  RunGroupedMatmul<bfloat16_t>(x, weight, groupList, y, workspace, tiling);
+}

@@ -1,0 +1,229 @@
+// MoE token unpermute (npu_moe_token_unpermute) and its gradient, vector kernels over tokens:
+//   forward  out[t] = sum_k p[t,k] * permuted[s[t*K+k]]          (p = 1 without probs)
+//   grad     dpermuted[s[t*K+k]] = p[t,k] * dout[t]
+//            dprobs[t,k] = sum_h permuted[s[t*K+k], h] * dout[t, h]
+// s = sorted_indices; entries at or past the permuted rows (capacity drops) contribute nothing.
+// Rows are processed colChunk elements at a time (any hidden size); everything accumulates in
+// fp32 and is rounded once (CAST_RINT).
+#include "kernel_operator.h"
+#include "kernel_utils.h"
+#include "moe_routing_tiling_data.h"
+
+using namespace AscendC;
+
+constexpr uint32_t MOE_MAX_TOPK = 512;
+
+template <typename T>
+__aicore__ inline void WidenRow(LocalTensor<float>& dst, LocalTensor<T>& src, uint32_t n) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    DataCopy(dst, src.template ReinterpretCast<float>(), PaddedLen<float>(n));
+  } else {
+    Cast(dst, src, RoundMode::CAST_NONE, n);
+  }
+}
+
+template <typename T>
+__aicore__ inline void NarrowRow(LocalTensor<T>& dst, LocalTensor<float>& src, uint32_t n) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    DataCopy(dst.template ReinterpretCast<float>(), src, PaddedLen<float>(n));
+  } else {
+    Cast(dst, src, RoundMode::CAST_RINT, n);
+  }
+}
+
+// Per-token routing: sorted_indices[t*K .. t*K+K) and probs as fp32, in UB.
+template <typename P>
+class TokenRoutes {
+ public:
+  __aicore__ inline void Init(TPipe& pipe, GM_ADDR sortedIndices, GM_ADDR probs, const MoeRoutingTilingData& t) {
+    k_ = static_cast<uint32_t>(t.topK);
+    hasProbs_ = t.hasProbs != 0;
+    sidxGm_.SetGlobalBuffer(reinterpret_cast<__gm__ int32_t*>(sortedIndices), t.sortLen);
+    pipe.InitBuffer(sidxBuf_, MOE_MAX_TOPK * sizeof(int32_t));
+    pipe.InitBuffer(probRaw_, MOE_MAX_TOPK * sizeof(float));
+    pipe.InitBuffer(probF_, MOE_MAX_TOPK * sizeof(float));
+    if (hasProbs_) probsGm_.SetGlobalBuffer(reinterpret_cast<__gm__ P*>(probs), t.sortLen);
+  }
+  __aicore__ inline void Load(int64_t token) {
+    sidx_ = sidxBuf_.Get<int32_t>();
+    DataCopyPad(sidx_, sidxGm_[token * k_], DataCopyExtParams(1, k_ * 4, 0, 0, 0), DataCopyPadExtParams<int32_t>());
+    prob_ = probF_.Get<float>();
+    if (hasProbs_) {
+      LocalTensor<P> raw = probRaw_.Get<P>();
+      DataCopyPad(raw, probsGm_[token * k_], DataCopyExtParams(1, k_ * static_cast<uint32_t>(sizeof(P)), 0, 0, 0),
+                  DataCopyPadExtParams<P>());
+      SetFlag<HardEvent::MTE2_V>(0);
+      WaitFlag<HardEvent::MTE2_V>(0);
+      WidenRow(prob_, raw, k_);
+      SetFlag<HardEvent::V_S>(0);
+      WaitFlag<HardEvent::V_S>(0);
+    }
+    SetFlag<HardEvent::MTE2_S>(0);
+    WaitFlag<HardEvent::MTE2_S>(0);
+  }
+  __aicore__ inline int64_t Row(uint32_t k) const { return sidx_.GetValue(k); }
+  __aicore__ inline float Prob(uint32_t k) const { return hasProbs_ ? prob_.GetValue(k) : 1.0f; }
+  __aicore__ inline bool HasProbs() const { return hasProbs_; }
+
+ private:
+  uint32_t k_ = 0;
+  bool hasProbs_ = false;
+  GlobalTensor<int32_t> sidxGm_;
+  GlobalTensor<P> probsGm_;
+  TBuf<TPosition::VECCALC> sidxBuf_, probRaw_, probF_;
+  LocalTensor<int32_t> sidx_;
+  LocalTensor<float> prob_;
+};
+
+template <typename T, typename P>
+__aicore__ inline void Unpermute(GM_ADDR permuted, GM_ADDR sortedIndices, GM_ADDR probs, GM_ADDR out,
+                                 const MoeRoutingTilingData& t) {
+  int64_t begin, count;
+  BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
+  if (count <= 0) return;
+  TPipe pipe;
+  TokenRoutes<P> routes;
+  routes.Init(pipe, sortedIndices, probs, t);
+  TQue<TPosition::VECIN, 2> inQue;
+  TQue<TPosition::VECOUT, 2> outQue;
+  TBuf<TPosition::VECCALC> rowF, accF;
+  pipe.InitBuffer(inQue, 2, t.colChunk * sizeof(T));
+  pipe.InitBuffer(outQue, 2, t.colChunk * sizeof(T));
+  pipe.InitBuffer(rowF, t.colChunk * sizeof(float));
+  pipe.InitBuffer(accF, t.colChunk * sizeof(float));
+  GlobalTensor<T> src, dst;
+  src.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(permuted), t.numOut * t.hidden);
+  dst.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out), t.tokens * t.hidden);
+  LocalTensor<float> row = rowF.Get<float>(), acc = accF.Get<float>();
+  for (int64_t token = begin; token < begin + count; ++token) {
+    routes.Load(token);
+    for (int64_t c = 0; c < t.hidden; c += t.colChunk) {
+      const uint32_t n = static_cast<uint32_t>(t.hidden - c < t.colChunk ? t.hidden - c : t.colChunk);
+      Duplicate(acc, 0.0f, static_cast<int32_t>(n));
+      for (uint32_t k = 0; k < t.topK; ++k) {
+        const int64_t j = routes.Row(k);
+        if (j < 0 || j >= t.numOut) continue;
+        LocalTensor<T> in = inQue.AllocTensor<T>();
+        DataCopyPad(in, src[j * t.hidden + c], DataCopyExtParams(1, n * static_cast<uint32_t>(sizeof(T)), 0, 0, 0),
+                    DataCopyPadExtParams<T>());
+        inQue.EnQue(in);
+        in = inQue.DeQue<T>();
+        WidenRow(row, in, n);
+        inQue.FreeTensor(in);
+        if (routes.HasProbs()) Muls(row, row, routes.Prob(k), static_cast<int32_t>(n));
+        Add(acc, acc, row, static_cast<int32_t>(n));
+      }
+      LocalTensor<T> o = outQue.AllocTensor<T>();
+      NarrowRow(o, acc, n);
+      outQue.EnQue(o);
+      o = outQue.DeQue<T>();
+      DataCopyPad(dst[token * t.hidden + c], o, DataCopyExtParams(1, n * static_cast<uint32_t>(sizeof(T)), 0, 0, 0));
+      outQue.FreeTensor(o);
+    }
+  }
+}
+
+template <typename T, typename P>
+__aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sortedIndices, GM_ADDR probs,
+                                     GM_ADDR dpermuted, GM_ADDR dprobs, const MoeRoutingTilingData& t) {
+  int64_t begin, count;
+  BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
+  if (count <= 0) return;
+  TPipe pipe;
+  TokenRoutes<P> routes;
+  routes.Init(pipe, sortedIndices, probs, t);
+  TQue<TPosition::VECIN, 2> inQue;
+  TQue<TPosition::VECOUT, 2> outQue;
+  TBuf<TPosition::VECCALC> gradF, rowF, reduceTmp, sumBuf, dprobF, dprobOut;
+  pipe.InitBuffer(inQue, 2, t.colChunk * sizeof(T));
+  pipe.InitBuffer(outQue, 2, t.colChunk * sizeof(T));
+  pipe.InitBuffer(gradF, t.colChunk * sizeof(float));
+  pipe.InitBuffer(rowF, t.colChunk * sizeof(float));
+  pipe.InitBuffer(reduceTmp, t.colChunk * sizeof(float));
+  pipe.InitBuffer(sumBuf, 32);
+  pipe.InitBuffer(dprobF, MOE_MAX_TOPK * sizeof(float));
+  pipe.InitBuffer(dprobOut, MOE_MAX_TOPK * sizeof(float));
+  GlobalTensor<T> permGm, doutGm, dpermGm;
+  GlobalTensor<P> dprobGm;
+  permGm.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(permuted), t.numOut * t.hidden);
+  doutGm.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dout), t.tokens * t.hidden);
+  dpermGm.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dpermuted), t.numOut * t.hidden);
+  if (t.hasProbs) dprobGm.SetGlobalBuffer(reinterpret_cast<__gm__ P*>(dprobs), t.sortLen);
+  LocalTensor<float> g = gradF.Get<float>(), row = rowF.Get<float>(), red = reduceTmp.Get<float>();
+  LocalTensor<float> dp = dprobF.Get<float>(), sum = sumBuf.Get<float>();
+  const uint32_t k = static_cast<uint32_t>(t.topK);
+  for (int64_t token = begin; token < begin + count; ++token) {
+    routes.Load(token);
+    for (uint32_t q = 0; q < k; ++q) dp.SetValue(q, 0.0f);
+    for (int64_t c = 0; c < t.hidden; c += t.colChunk) {
+      const uint32_t n = static_cast<uint32_t>(t.hidden - c < t.colChunk ? t.hidden - c : t.colChunk);
+      const uint32_t bytes = n * static_cast<uint32_t>(sizeof(T));
+      LocalTensor<T> in = inQue.AllocTensor<T>();
+      DataCopyPad(in, doutGm[token * t.hidden + c], DataCopyExtParams(1, bytes, 0, 0, 0), DataCopyPadExtParams<T>());
+      inQue.EnQue(in);
+      in = inQue.DeQue<T>();
+      WidenRow(g, in, n);
+      inQue.FreeTensor(in);
+      for (uint32_t q = 0; q < k; ++q) {
+        const int64_t j = routes.Row(q);
+        if (j < 0 || j >= t.numOut) continue;
+        LocalTensor<T> o = outQue.AllocTensor<T>();
+        if (routes.HasProbs()) {
+          Muls(row, g, routes.Prob(q), static_cast<int32_t>(n));
+          NarrowRow(o, row, n);
+        } else {
+          NarrowRow(o, g, n);
+        }
+        outQue.EnQue(o);
+        o = outQue.DeQue<T>();
+        DataCopyPad(dpermGm[j * t.hidden + c], o, DataCopyExtParams(1, bytes, 0, 0, 0));
+        outQue.FreeTensor(o);
+        if (!routes.HasProbs()) continue;
+        LocalTensor<T> p = inQue.AllocTensor<T>();
+        DataCopyPad(p, permGm[j * t.hidden + c], DataCopyExtParams(1, bytes, 0, 0, 0), DataCopyPadExtParams<T>());
+        inQue.EnQue(p);
+        p = inQue.DeQue<T>();
+        WidenRow(row, p, n);
+        inQue.FreeTensor(p);
+        Mul(row, row, g, static_cast<int32_t>(n));
+        ReduceSum(sum, row, red, static_cast<int32_t>(n));
+        SetFlag<HardEvent::V_S>(0);
+        WaitFlag<HardEvent::V_S>(0);
+        dp.SetValue(q, dp.GetValue(q) + sum.GetValue(0));
+      }
+    }
+    if (t.hasProbs) {
+      SetFlag<HardEvent::S_V>(0);
+      WaitFlag<HardEvent::S_V>(0);
+      LocalTensor<P> o = dprobOut.Get<P>();
+      NarrowRow(o, dp, k);
+      SetFlag<HardEvent::V_MTE3>(0);
+      WaitFlag<HardEvent::V_MTE3>(0);
+      DataCopyPad(dprobGm[token * k], o, DataCopyExtParams(1, k * static_cast<uint32_t>(sizeof(P)), 0, 0, 0));
+    }
+  }
+}
+
+#define MOE_UNPERMUTE_ENTRIES(NAME, T, P)                                                                        \
+  extern "C" __global__ __aicore__ void moe_token_unpermute_##NAME(GM_ADDR permuted, GM_ADDR sortedIndices,      \
+                                                                   GM_ADDR probs, GM_ADDR out, GM_ADDR workspace, \
+                                                                   GM_ADDR tiling) {                              \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                              \
+    MoeRoutingTilingData t;                                                                                      \
+    CopyTiling(&t, tiling);                                                                                      \
+    Unpermute<T, P>(permuted, sortedIndices, probs, out, t);                                                     \
+  }                                                                                                              \
+  extern "C" __global__ __aicore__ void moe_token_unpermute_grad_##NAME(                                         \
+      GM_ADDR permuted, GM_ADDR dout, GM_ADDR sortedIndices, GM_ADDR probs, GM_ADDR dpermuted, GM_ADDR dprobs,   \
+      GM_ADDR workspace, GM_ADDR tiling) {                                                                       \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                              \
+    MoeRoutingTilingData t;                                                                                      \
+    CopyTiling(&t, tiling);                                                                                      \
+    UnpermuteGrad<T, P>(permuted, dout, sortedIndices, probs, dpermuted, dprobs, t);                             \
+  }
+MOE_UNPERMUTE_ENTRIES(float_float, float, float)
+MOE_UNPERMUTE_ENTRIES(half_half, half, half)
+MOE_UNPERMUTE_ENTRIES(bfloat16_bfloat16, bfloat16_t, bfloat16_t)
+MOE_UNPERMUTE_ENTRIES(half_float, half, float)
+MOE_UNPERMUTE_ENTRIES(bfloat16_float, bfloat16_t, float)
+#undef MOE_UNPERMUTE_ENTRIES

@@ -1,0 +1,11 @@
+// add_rms_norm_grad for the op package: dx (+ dx_out) and dgamma in one launch (norm_grad_one_launch.h).
+#include "norm_grad_one_launch.h"
+
+extern "C" __global__ __aicore__ void add_rms_norm_grad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma,
+                                                        GM_ADDR dx_out, GM_ADDR dx, GM_ADDR dgamma, GM_ADDR workspace,
+                                                        GM_ADDR tiling) {
+  REGISTER_TILING_DEFAULT(NormTilingData);
+  GET_TILING_DATA_WITH_STRUCT(NormTilingData, tilingData, tiling);
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  RmsNormGradOneLaunch<DTYPE_X, DTYPE_GAMMA, true>(dy, x, rstd, gamma, dx_out, dx, dgamma, workspace, tilingData);
+}

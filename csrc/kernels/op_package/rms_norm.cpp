@@ -1,0 +1,13 @@
+// rms_norm for the op package: y = x * rstd * gamma, the kernel body of kernels/rms_norm.cpp.
+#include "kernels/rms_norm.cpp"
+
+extern "C" __global__ __aicore__ void rms_norm(GM_ADDR x, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR workspace,
+                                               GM_ADDR tiling) {
+  REGISTER_TILING_DEFAULT(NormTilingData);
+  GET_TILING_DATA_WITH_STRUCT(NormTilingData, tilingData, tiling);
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  TPipe pipe;
+  KernelRmsNorm<DTYPE_X, DTYPE_GAMMA, false> op;
+  op.Init(x, x, gamma, y, rstd, y, tilingData, &pipe);
+  op.Process();
+}

@@ -1,0 +1,19 @@
+// add_rms_norm: x = x1 + x2, then rms_norm(x) (npu_add_rms_norm). OpDef generated from op_proto/add_rms_norm.json.
+#include "norm_host.h"
+
+namespace optiling {
+static ge::graphStatus AddRmsNormTiling(gert::TilingContext* context) {
+  return ascendc_ops_host::TileNormOp(context, 0, 2, true, false);
+}
+}  // namespace optiling
+
+namespace ge {
+static graphStatus AddRmsNormInferShape(gert::InferShapeContext* context) {
+  return ascendc_ops_host::InferNormForwardShape(context, 2, true);
+}
+static graphStatus AddRmsNormInferDataType(gert::InferDataTypeContext* context) {
+  return ascendc_ops_host::InferNormForwardDtype(context, true);
+}
+}  // namespace ge
+
+#include "add_rms_norm_def.h"

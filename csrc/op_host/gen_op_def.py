@@ -1,0 +1,87 @@
+"""op_proto/<op>.json -> <op>_def.h: the CANN OpDef of each op, generated so the JSON stays the one
+source of truth for names, dtypes, formats and attrs (msopgen writes the same class into its own
+op_host/<op>.cpp; build.sh overlays ours, which includes this header).
+
+    python csrc/op_host/gen_op_def.py --proto-dir op_proto --out DIR [OP ...]
+
+Each op_host/<op>.cpp defines optiling::<Op>Tiling, ge::<Op>InferShape and ge::<Op>InferDataType
+before including its header. Standard library only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+GE_DTYPES = {"float16": "ge::DT_FLOAT16", "float": "ge::DT_FLOAT", "float32": "ge::DT_FLOAT",
+             "bfloat16": "ge::DT_BF16", "int8": "ge::DT_INT8", "int32": "ge::DT_INT32",
+             "int64": "ge::DT_INT64", "bool": "ge::DT_BOOL"}
+GE_FORMATS = {"ND": "ge::FORMAT_ND"}
+PARAM_TYPES = {"required": "REQUIRED", "optional": "OPTIONAL", "dynamic": "DYNAMIC"}
+SOC = "ascend910b"  # msopgen's name for -c ai_core-Ascend910B
+
+
+def snake(op: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", op).lower()
+
+
+def attr_value(attr: dict) -> str:
+    kind, default = attr["type"], attr.get("default_value")
+    setter = {"float": "Float", "int": "Int", "bool": "Bool", "string": "String", "list_int": "ListInt"}[kind]
+    if default is None:
+        return f"{setter}()"
+    if kind == "string":
+        return f'{setter}("{default}")'
+    if kind == "bool":
+        return f"{setter}({'true' if str(default).lower() == 'true' else 'false'})"
+    if kind == "float":
+        return f"{setter}({float(default)!r}f)"
+    if kind == "list_int":
+        return f"{setter}({{{', '.join(str(int(v)) for v in default)}}})"
+    return f"{setter}({int(default)})"
+
+
+def param_lines(kind: str, descs: list[dict]) -> list[str]:
+    lines = []
+    for d in descs:
+        dtypes = ", ".join(GE_DTYPES[t] for t in d["type"])
+        formats = ", ".join(GE_FORMATS[f] for f in d["format"])
+        lines.append(f'    this->{kind}("{d["name"]}")\n        .ParamType({PARAM_TYPES[d["param_type"]]})\n'
+                     f"        .DataType({{{dtypes}}})\n        .Format({{{formats}}});")
+    return lines
+
+
+def op_def_header(proto: dict, source: str) -> str:
+    op = proto["op"]
+    body = param_lines("Input", proto["input_desc"]) + param_lines("Output", proto["output_desc"])
+    for a in proto.get("attr", []):
+        option = "OPTIONAL" if a.get("param_type", "optional") == "optional" else "REQUIRED"
+        body.append(f'    this->Attr("{a["name"]}").AttrType({option}).{attr_value(a)};')
+    body.append(f"    this->SetInferShape(ge::{op}InferShape).SetInferDataType(ge::{op}InferDataType);")
+    body.append(f'    this->AICore().SetTiling(optiling::{op}Tiling).AddConfig("{SOC}");')
+    return (f"// Generated from {source} by csrc/op_host/gen_op_def.py -- do not edit.\n#pragma once\n"
+            f'#include "register/op_def_registry.h"\n\nnamespace ops {{\nclass {op} : public OpDef {{\n public:\n'
+            f"  explicit {op}(const char* name) : OpDef(name) {{\n" + "\n".join(body) +
+            f"\n  }}\n}};\nOP_ADD({op});\n}}  // namespace ops\n")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--proto-dir", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("ops", nargs="*", help="snake_case op names (default: every JSON)")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for path in sorted(args.proto_dir.glob("*.json")):
+        (proto,) = json.loads(path.read_text())
+        if args.ops and snake(proto["op"]) not in args.ops:
+            continue
+        out = args.out / f"{snake(proto['op'])}_def.h"
+        text = op_def_header(proto, f"op_proto/{path.name}")
+        if not out.exists() or out.read_text() != text:  # unchanged files keep their mtime
+            out.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

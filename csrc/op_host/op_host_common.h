@@ -1,0 +1,98 @@
+// What every csrc/op_host/<op>.cpp shares: the platform from platform_ascendc, ge <-> tiling dtypes,
+// shapes as plain vectors, handing the plain tiling struct (CANN 8 standard-C++ tiling) to the
+// kernel, and the infer-shape/dtype steps most ops are made of. The tiling itself is the pure
+// tiling/ function the CPU twin and the torch bindings call.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "exe_graph/runtime/infer_datatype_context.h"
+#include "exe_graph/runtime/infer_shape_context.h"
+#include "exe_graph/runtime/tiling_context.h"
+#include "platform.h"
+#include "register/op_def_registry.h"
+#include "register/tilingdata_base.h"
+#include "tiling/platform/platform_ascendc.h"
+
+namespace ascendc_ops_host {
+
+// The chip the kernel will run on: its vector cores and UB size, with the same API scratch
+// reserve tiling::Ascend910B keeps free.
+inline tiling::PlatformInfo NpuPlatform(const gert::TilingContext* context) {
+  platform_ascendc::PlatformAscendC soc(context->GetPlatformInfo());
+  uint64_t ub = 0;
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
+  const uint32_t ubBytes = static_cast<uint32_t>(ub);
+  const uint32_t reserve = ubBytes > tiling::kA2UbReserve ? tiling::kA2UbReserve : 0;
+  return {"Ascend910B", soc.GetCoreNumAiv(), ubBytes, reserve};
+}
+
+// ge dtype -> tiling dtype; false for a dtype no kernel takes (the OpDef admits none of those).
+inline bool TilingDtype(ge::DataType t, tiling::DType& out) {
+  switch (t) {
+    case ge::DT_FLOAT: out = tiling::DType::kFloat32; return true;
+    case ge::DT_FLOAT16: out = tiling::DType::kFloat16; return true;
+    case ge::DT_BF16: out = tiling::DType::kBFloat16; return true;
+    default: return false;
+  }
+}
+
+inline bool InputDtype(const gert::TilingContext* context, size_t index, tiling::DType& out) {
+  const auto* desc = context->GetInputDesc(index);
+  return desc != nullptr && TilingDtype(desc->GetDataType(), out);
+}
+
+inline std::vector<int64_t> Dims(const gert::Shape& shape) {
+  std::vector<int64_t> dims(shape.GetDimNum());
+  for (size_t k = 0; k < dims.size(); ++k) dims[k] = shape.GetDim(k);
+  return dims;
+}
+
+// Input `index`'s shape as the kernel sees it (storage shape; ND only, so the same as origin).
+inline bool InputDims(const gert::TilingContext* context, size_t index, std::vector<int64_t>& dims) {
+  const gert::StorageShape* shape = context->GetInputShape(index);
+  if (shape == nullptr) return false;
+  dims = Dims(shape->GetStorageShape());
+  return true;
+}
+
+// Hands the kernel its tiling: the plain struct (read there with GET_TILING_DATA_WITH_STRUCT),
+// blocks, key, and the workspace: the library's system workspace plus `userBytes`.
+template <typename Data>
+ge::graphStatus Publish(gert::TilingContext* context, const Data& data, uint32_t blockDim, uint64_t tilingKey,
+                        size_t userBytes = 0) {
+  Data* out = context->GetTilingData<Data>();
+  if (out == nullptr) return ge::GRAPH_FAILED;  // the buffer is smaller than the struct
+  *out = data;
+  context->SetBlockDim(blockDim);
+  context->SetTilingKey(tilingKey);
+  size_t* workspace = context->GetWorkspaceSizes(1);
+  if (workspace == nullptr) return ge::GRAPH_FAILED;
+  platform_ascendc::PlatformAscendC soc(context->GetPlatformInfo());
+  workspace[0] = soc.GetLibApiWorkSpaceSize() + userBytes;
+  return ge::GRAPH_SUCCESS;
+}
+
+// Output `out` has input `in`'s shape / dtype.
+inline ge::graphStatus SameShape(gert::InferShapeContext* context, size_t in, size_t out) {
+  const gert::Shape* from = context->GetInputShape(in);
+  gert::Shape* to = context->GetOutputShape(out);
+  if (from == nullptr || to == nullptr) return ge::GRAPH_FAILED;
+  *to = *from;
+  return ge::GRAPH_SUCCESS;
+}
+
+inline ge::graphStatus SameDtype(gert::InferDataTypeContext* context, size_t in, size_t out) {
+  return context->SetOutputDataType(out, context->GetInputDataType(in));
+}
+
+// Output `out` is input `in`'s shape with its trailing `normDims` dims set to 1 (RMSNorm's rstd).
+inline ge::graphStatus KeepDimShape(gert::InferShapeContext* context, size_t in, size_t normDims, size_t out) {
+  if (SameShape(context, in, out) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+  gert::Shape* to = context->GetOutputShape(out);
+  if (normDims > to->GetDimNum()) return ge::GRAPH_FAILED;
+  for (size_t k = to->GetDimNum() - normDims; k < to->GetDimNum(); ++k) to->SetDim(k, 1);
+  return ge::GRAPH_SUCCESS;
+}
+
+}  // namespace ascendc_ops_host

@@ -1,0 +1,174 @@
+// Grouped matmul on the CPU twin: grouped_matmul and grouped_matmul_weight_grad run the cube
+// kernels csrc/kernels/grouped_matmul*.cpp. The twin's cube arithmetic is handed a tuned GEMM
+// here (at::mm on views of the operands, fp32 accumulation, one rounding).
+#include <torch/library.h>
+
+#include "moe_ops.h"
+#include "op_proto_gen.h"
+#include "twin_backend.h"
+#include "twin_cube_gemm.h"
+
+#define GMM_DECLARE(NAME)                                                                        \
+  void grouped_matmul_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);        \
+  void grouped_matmul_weight_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
+extern "C" {
+GMM_DECLARE(float)
+GMM_DECLARE(half)
+GMM_DECLARE(bfloat16)
+}
+#undef GMM_DECLARE
+
+namespace ascendc_ops {
+namespace {
+
+namespace twin = AscendC::twin;
+
+at::ScalarType TorchDtype(twin::CubeDtype t) {
+  return t == twin::CubeDtype::kFloat32 ? at::kFloat : t == twin::CubeDtype::kFloat16 ? at::kHalf : at::kBFloat16;
+}
+
+// A [rows, cols] operand (pitch ld), or its transpose when stored as [cols, rows].
+at::Tensor View(const void* p, int64_t rows, int64_t cols, int64_t ld, bool trans, at::ScalarType dtype) {
+  void* data = const_cast<void*>(p);
+  const auto opts = at::TensorOptions().dtype(dtype);
+  return trans ? at::from_blob(data, {cols, rows}, {ld, 1}, opts).t() : at::from_blob(data, {rows, cols}, {ld, 1}, opts);
+}
+
+// fp32: at::mm straight into C. fp16 / bf16: operands widened, multiplied in fp32, rounded once into C.
+void TorchGemm(const twin::GemmCall& g) {
+  const at::ScalarType in = TorchDtype(g.inDtype), out = TorchDtype(g.outDtype);
+  at::Tensor a = View(g.a, g.m, g.k, g.lda, g.transA, in);
+  at::Tensor b = View(g.b, g.k, g.n, g.ldb, g.transB, in);
+  at::Tensor c = at::from_blob(g.c, {g.m, g.n}, {g.ldc, 1}, at::TensorOptions().dtype(out));
+  if (in == at::kFloat && out == at::kFloat) {
+    at::mm_out(c, a, b);
+  } else {
+    c.copy_(at::mm(a.to(at::kFloat), b.to(at::kFloat)));
+  }
+}
+
+const bool kTorchGemmProvided = [] {
+  twin::SetGemmProvider(&TorchGemm);
+  return true;
+}();
+
+// group_list is read on the host: its rows must be counts >= 0 (type 1) or non-decreasing
+// cumulative ends (type 0), and they may not exceed x's rows. Returns each group's rows.
+std::vector<int64_t> CheckGroupList(const OpProto& op, const at::Tensor& groupList, int64_t type, int64_t rows,
+                                    const char* rowsOf) {
+  const at::Tensor gl = groupList.to(at::kCPU).contiguous();
+  const int64_t* v = gl.data_ptr<int64_t>();
+  int64_t prev = 0, total = 0;
+  std::vector<int64_t> perGroup(size_t(gl.numel()));
+  for (int64_t e = 0; e < gl.numel(); ++e) {
+    const int64_t r = type == 1 ? v[e] : v[e] - prev;
+    TORCH_CHECK_VALUE(r >= 0, op.name, ": group_list[", e, "] = ", v[e],
+                      type == 1 ? " is a negative row count" : " is below the previous cumulative end ", prev,
+                      " (group_list_type=", type, ")");
+    prev = type == 1 ? prev : v[e];
+    total += r;
+    perGroup[size_t(e)] = r;
+  }
+  TORCH_CHECK_VALUE(total <= rows, op.name, ": group_list covers ", total, " rows but ", rowsOf, " has ", rows,
+                    " (group_list_type=", type, type == 1 ? ": counts" : ": cumulative ends", ")");
+  return perGroup;
+}
+
+}  // namespace
+
+GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
+                                         const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
+                                         bool weightGrad, const tiling::CubePlatform& platform) {
+  CheckSameDevice(op, {a, b, groupList});
+  const char* an = op.inputs[0];
+  const char* bn = op.inputs[1];
+  TORCH_CHECK_VALUE(groupListType == 0 || groupListType == 1, op.name,
+                    ": group_list_type must be 0 (cumulative ends) or 1 (counts), got ", groupListType);
+  TORCH_CHECK_VALUE(a.dim() == 2, op.name, ": ", an, " must be 2-D [M, K], got shape ", ShapeString(a));
+  TORCH_CHECK_VALUE(groupList.dim() == 1 && groupList.size(0) >= 1, op.name,
+                    ": group_list must be 1-D with one entry per group (at least 1), got shape ", ShapeString(groupList));
+  CheckDtypes(op, {a, b, groupList});
+  const int64_t m = a.size(0), k = a.size(1), groups = groupList.size(0);
+  int64_t n;
+  if (weightGrad) {
+    TORCH_CHECK_VALUE(b.dim() == 2 && b.size(0) == m, op.name, ": ", bn, " must be 2-D [M, N] with M = ", m,
+                      " (", an, " rows), got shape ", ShapeString(b));
+    n = b.size(1);
+  } else {
+    TORCH_CHECK_VALUE(b.dim() == 3 && b.size(0) == groups, op.name, ": ", bn, " must be 3-D [E, ",
+                      transposeWeight ? "N, K" : "K, N", "] with E = ", groups, " (group_list entries), got shape ",
+                      ShapeString(b));
+    const int64_t wk = transposeWeight ? b.size(2) : b.size(1);
+    TORCH_CHECK_VALUE(wk == k, op.name, ": ", bn, " must have K = ", k, " (", an, ".size(1)) in dim ",
+                      transposeWeight ? 2 : 1, " (transpose_weight=", transposeWeight ? "True" : "False",
+                      "), got shape ", ShapeString(b));
+    n = transposeWeight ? b.size(1) : b.size(2);
+  }
+  const std::vector<int64_t> groupRows = CheckGroupList(op, groupList, groupListType, m, an);
+  int64_t covered = 0;
+  for (int64_t r : groupRows) covered += r;
+  GroupedMatmulLaunch l;
+  l.a = a.contiguous();
+  l.b = b.contiguous();
+  l.groupList = groupList.contiguous();
+  if (weightGrad) {
+    l.out = at::empty({groups, k, n}, a.options());
+    for (int64_t e = 0; e < groups; ++e)
+      if (groupRows[size_t(e)] == 0) l.out[e].zero_();  // the kernel writes only the groups that have rows
+  } else {
+    l.out = at::empty({m, n}, a.options());
+    l.out.narrow(0, covered, m - covered).zero_();
+  }
+  try {
+    l.tiling = tiling::TileGroupedMatmul({m, k, n, groups, TilingDtype(a.scalar_type()), int32_t(groupListType),
+                                         transposeWeight, weightGrad},
+                                        platform);
+  } catch (const tiling::TilingError& e) {
+    TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
+  }
+  return l;
+}
+
+namespace {
+
+using GmmKernel = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
+
+at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
+                     int64_t groupListType, bool transposeWeight, bool weightGrad) {
+  GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad,
+                                               tiling::CpuTwinCube(uint32_t(at::get_num_threads())));
+  if (l.tiling.blockDim == 0) return l.out;
+  const at::ScalarType dtype = l.a.scalar_type();
+  GmmKernel kernel;
+  const char* name;
+  if (weightGrad) {
+    kernel = dtype == at::kFloat ? grouped_matmul_weight_grad_float
+             : dtype == at::kHalf ? grouped_matmul_weight_grad_half : grouped_matmul_weight_grad_bfloat16;
+    name = "grouped_matmul_weight_grad";
+  } else {
+    kernel = dtype == at::kFloat ? grouped_matmul_float : dtype == at::kHalf ? grouped_matmul_half : grouped_matmul_bfloat16;
+    name = "grouped_matmul";
+  }
+  LaunchOnTwin(name, l.tiling.blockDim, kernel, Gm(l.a), Gm(l.b), Gm(l.groupList), Gm(l.out),
+               static_cast<uint8_t*>(nullptr), reinterpret_cast<uint8_t*>(&l.tiling.data));
+  return l.out;
+}
+
+at::Tensor GroupedMatmul(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& groupList,
+                         int64_t groupListType, bool transposeWeight) {
+  return RunOnTwin(kGroupedMatmul, x, weight, groupList, groupListType, transposeWeight, false);
+}
+
+at::Tensor GroupedMatmulWeightGrad(const at::Tensor& x, const at::Tensor& dy, const at::Tensor& groupList,
+                                   int64_t groupListType) {
+  return RunOnTwin(kGroupedMatmulWeightGrad, x, dy, groupList, groupListType, false, true);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(custom, CPU, m) {
+  m.impl("grouped_matmul", &GroupedMatmul);
+  m.impl("grouped_matmul_weight_grad", &GroupedMatmulWeightGrad);
+}
+
+}  // namespace ascendc_ops

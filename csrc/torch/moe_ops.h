@@ -1,0 +1,42 @@
+// MoE bindings shared by the CPU-twin and NPU launchers: argument checks, output allocation, tiling.
+#pragma once
+#include <ATen/ATen.h>
+
+#include "grouped_matmul_tiling.h"
+#include "moe_routing_tiling.h"
+#include "op_proto_table.h"
+
+namespace ascendc_ops {
+
+// grouped_matmul (weightGrad false: a = x, b = weight) and grouped_matmul_weight_grad (a = x, b = dy).
+struct GroupedMatmulLaunch {
+  at::Tensor a, b, groupList, out;
+  tiling::GroupedMatmulTiling tiling;
+};
+// Checks the arguments (group_list values included: they are read here, on the host) and allocates
+// the output with the rows past the last group (forward) or the empty groups' dweight (weight grad)
+// already zero: the kernels write only the groups' blocks.
+GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
+                                         const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
+                                         bool weightGrad, const tiling::CubePlatform& platform);
+
+// moe_token_permute: tokens [T, H], indices [T, K] or [T*K]; permuted [n_out, H], sorted_indices int32 [T*K].
+struct PermuteLaunch {
+  at::Tensor tokens, indices, permuted, sortedIndices;
+  tiling::MoeRoutingTiling tiling;
+};
+PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
+                             c10::optional<int64_t> numOutTokens, bool paddedMode, const tiling::PlatformInfo& platform);
+
+// moe_token_unpermute (grad false) and moe_token_unpermute_grad (grad true).
+struct UnpermuteLaunch {
+  at::Tensor permuted, dout, sortedIndices, probs;  // dout: the grad op's unpermuted_tokens_grad
+  at::Tensor out, probsGrad;                        // forward: out = unpermuted; grad: out = dpermuted
+  tiling::MoeRoutingTiling tiling;
+};
+UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,
+                                 const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
+                                 bool paddedMode, at::OptionalIntArrayRef restoreShape, bool grad,
+                                 const tiling::PlatformInfo& platform);
+
+}  // namespace ascendc_ops

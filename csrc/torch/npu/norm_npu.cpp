@@ -1,0 +1,117 @@
+// RMSNorm on the NPU (PrivateUse1): PrepareNormForward / PrepareNormBackward (the CPU twin's
+// checks, allocation and tiling), then direct launches of csrc/kernels/rms_norm.cpp and
+// rms_norm_grad.cpp on torch_npu's current stream. Backward is two launches in stream order, as
+// on the twin: the row kernel (dx, fp32 dgamma partials in a caching-allocator workspace), then the
+// dgamma reduction. Compiled only when CANN and torch_npu are present (cmake/npu.cmake).
+#include <torch/library.h>
+
+#include "npu_launch.h"
+#include "norm_ops.h"
+#include "op_proto_gen.h"
+
+#include "aclrtlaunch_rms_norm_float_float.h"
+#include "aclrtlaunch_rms_norm_half_float.h"
+#include "aclrtlaunch_rms_norm_bfloat16_float.h"
+#include "aclrtlaunch_rms_norm_half_half.h"
+#include "aclrtlaunch_rms_norm_bfloat16_bfloat16.h"
+#include "aclrtlaunch_add_rms_norm_float_float.h"
+#include "aclrtlaunch_add_rms_norm_half_float.h"
+#include "aclrtlaunch_add_rms_norm_bfloat16_float.h"
+#include "aclrtlaunch_add_rms_norm_half_half.h"
+#include "aclrtlaunch_add_rms_norm_bfloat16_bfloat16.h"
+#include "aclrtlaunch_rms_norm_grad_float_float.h"
+#include "aclrtlaunch_rms_norm_grad_half_float.h"
+#include "aclrtlaunch_rms_norm_grad_bfloat16_float.h"
+#include "aclrtlaunch_rms_norm_grad_half_half.h"
+#include "aclrtlaunch_rms_norm_grad_bfloat16_bfloat16.h"
+#include "aclrtlaunch_add_rms_norm_grad_float_float.h"
+#include "aclrtlaunch_add_rms_norm_grad_half_float.h"
+#include "aclrtlaunch_add_rms_norm_grad_bfloat16_float.h"
+#include "aclrtlaunch_add_rms_norm_grad_half_half.h"
+#include "aclrtlaunch_add_rms_norm_grad_bfloat16_bfloat16.h"
+#include "aclrtlaunch_rms_norm_dgamma_float.h"
+#include "aclrtlaunch_rms_norm_dgamma_half.h"
+#include "aclrtlaunch_rms_norm_dgamma_bfloat16.h"
+
+namespace ascendc_ops {
+namespace {
+
+// Calls KERNEL_<pair> for the (x, gamma) dtype pair of op_proto/rms_norm.json (CheckDtypes admitted it).
+#define NORM_DISPATCH(KERNEL, x, g, ...)                                                             \
+  do {                                                                                               \
+    if ((x) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float_float)(__VA_ARGS__);                   \
+    else if ((x) == at::kHalf && (g) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_half_float)(__VA_ARGS__); \
+    else if ((x) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half_half)(__VA_ARGS__);                 \
+    else if ((g) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_float)(__VA_ARGS__);           \
+    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_bfloat16)(__VA_ARGS__);                               \
+  } while (0)
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1,
+                                                       const at::Tensor* x2, const at::Tensor& gamma, double epsilon) {
+  NormForwardLaunch l = PrepareNormForward(op, x1, x2, gamma, epsilon, npu::NpuPlatform());
+  if (l.tiling.blockDim == 0) return {l.y, l.rstd, l.xOut};
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x1.device());
+  const uint32_t blocks = l.tiling.blockDim;
+  const bool add = x2 != nullptr;
+  const at::ScalarType xt = l.x1.scalar_type(), gt = l.gamma.scalar_type();
+  void *x1p = l.x1.data_ptr(), *x2p = npu::Ptr(l.x2), *gp = l.gamma.data_ptr(), *yp = l.y.data_ptr(),
+       *rp = l.rstd.data_ptr(), *xop = npu::Ptr(l.xOut), *tp = tiling.data_ptr();
+  aclrtStream stream = npu::CurrentStream();
+  npu::Enqueue(op.name, [=] {
+    if (add) NORM_DISPATCH(add_rms_norm, xt, gt, blocks, stream, x1p, x2p, gp, yp, rp, xop, nullptr, tp);
+    else NORM_DISPATCH(rms_norm, xt, gt, blocks, stream, x1p, gp, yp, rp, nullptr, tp);
+  });
+  return {l.y, l.rstd, l.xOut};
+}
+
+std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
+                                            const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor* dxOut) {
+  NormBackwardLaunch l = PrepareNormBackward(op, dy, x, rstd, gamma, dxOut, npu::NpuPlatform());
+  if (l.tiling.blockDim == 0) return {l.dx, l.dgamma};
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
+  // the fp32 dgamma partials, one row per block: from torch_npu's caching allocator
+  const at::Tensor partials = at::empty({int64_t(l.tiling.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
+  const uint32_t blocks = l.tiling.blockDim, reduceBlocks = l.tiling.reduceBlockDim;
+  const bool add = dxOut != nullptr;
+  const at::ScalarType xt = l.x.scalar_type(), gt = l.gamma.scalar_type();
+  void *dyp = l.dy.data_ptr(), *xp = l.x.data_ptr(), *rp = l.rstd.data_ptr(), *gp = l.gamma.data_ptr(),
+       *dxop = npu::Ptr(l.dxOut), *dxp = l.dx.data_ptr(), *dgp = l.dgamma.data_ptr(), *pp = partials.data_ptr(),
+       *tp = tiling.data_ptr();
+  aclrtStream stream = npu::CurrentStream();
+  npu::Enqueue(op.name, [=] {
+    if (add) NORM_DISPATCH(add_rms_norm_grad, xt, gt, blocks, stream, dyp, xp, rp, gp, dxop, dxp, pp, tp);
+    else NORM_DISPATCH(rms_norm_grad, xt, gt, blocks, stream, dyp, xp, rp, gp, dxp, pp, tp);
+    if (gt == at::kFloat) ACLRT_LAUNCH_KERNEL(rms_norm_dgamma_float)(reduceBlocks, stream, pp, dgp, nullptr, tp);
+    else if (gt == at::kHalf) ACLRT_LAUNCH_KERNEL(rms_norm_dgamma_half)(reduceBlocks, stream, pp, dgp, nullptr, tp);
+    else ACLRT_LAUNCH_KERNEL(rms_norm_dgamma_bfloat16)(reduceBlocks, stream, pp, dgp, nullptr, tp);
+  });
+  return {l.dx, l.dgamma};
+}
+
+std::tuple<at::Tensor, at::Tensor> RmsNorm(const at::Tensor& x, const at::Tensor& gamma, double epsilon) {
+  auto [y, rstd, unused] = Forward(kRmsNorm, x, nullptr, gamma, epsilon);
+  return {y, rstd};
+}
+std::tuple<at::Tensor, at::Tensor, at::Tensor> AddRmsNorm(const at::Tensor& x1, const at::Tensor& x2,
+                                                          const at::Tensor& gamma, double epsilon) {
+  return Forward(kAddRmsNorm, x1, &x2, gamma, epsilon);
+}
+std::tuple<at::Tensor, at::Tensor> RmsNormGrad(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                               const at::Tensor& gamma) {
+  return Backward(kRmsNormGrad, dy, x, rstd, gamma, nullptr);
+}
+std::tuple<at::Tensor, at::Tensor> AddRmsNormGrad(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                                  const at::Tensor& gamma, const at::Tensor& dxOut) {
+  return Backward(kAddRmsNormGrad, dy, x, rstd, gamma, &dxOut);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) {
+  m.impl("rms_norm", &RmsNorm);
+  m.impl("rms_norm_grad", &RmsNormGrad);
+  m.impl("add_rms_norm", &AddRmsNorm);
+  m.impl("add_rms_norm_grad", &AddRmsNormGrad);
+}
+
+}  // namespace ascendc_ops

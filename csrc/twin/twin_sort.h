@@ -1,0 +1,177 @@
+// CPU twin, sorting (A2 / 910B, "layout one"): Concat, Sort<T, isFullSort> (Sort32 per 32-element
+// repeat, then a full merge when isFullSort), MrgSort of up to four sorted lists, Extract,
+// GetSortLen / GetSortOffset. A sorted element is an 8-byte (score, index) pair: float score in
+// bytes 0..3, or half score in bytes 0..1 with 2 reserved bytes; uint32 index in bytes 4..7.
+// Order is descending by score; equal scores keep input order (the lower index, or the lower
+// list of MrgSort, first), as the API documents.
+#pragma once
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "twin_core.h"
+#include "twin_tensor.h"
+#include "twin_types.h"
+
+namespace AscendC {
+
+template <typename T>
+inline uint32_t GetSortLen(const uint32_t elemCount) {
+  static_assert(std::is_same_v<T, half> || std::is_same_v<T, float>, "GetSortLen: half or float");
+  return elemCount * (8 / sizeof(T));
+}
+template <typename T>
+inline uint32_t GetSortOffset(const uint32_t elemOffset) { return GetSortLen<T>(elemOffset); }
+
+template <typename T>
+struct MrgSortSrcList {
+  MrgSortSrcList() = default;
+  MrgSortSrcList(const LocalTensor<T>& src1In, const LocalTensor<T>& src2In, const LocalTensor<T>& src3In,
+                 const LocalTensor<T>& src4In)
+      : src1(src1In), src2(src2In), src3(src3In), src4(src4In) {}
+  LocalTensor<T> src1, src2, src3, src4;
+};
+
+struct MrgSort4Info {
+  MrgSort4Info() = default;
+  MrgSort4Info(const uint16_t elementLengthsIn[4], const bool ifExhaustedSuspensionIn, const uint16_t validBitIn,
+               const uint16_t repeatTimesIn)
+      : ifExhaustedSuspension(ifExhaustedSuspensionIn), validBit(validBitIn), repeatTimes(repeatTimesIn) {
+    for (int i = 0; i < 4; ++i) elementLengths[i] = elementLengthsIn[i];
+  }
+  uint16_t elementLengths[4] = {0, 0, 0, 0};
+  bool ifExhaustedSuspension = false;
+  uint16_t validBit = 0;
+  uint16_t repeatTimes = 1;
+};
+
+namespace twin {
+struct SortPair {
+  float score;
+  uint32_t index;
+};
+template <typename T>
+inline SortPair ReadPair(const T* base, uint32_t i) {
+  const uint8_t* p = reinterpret_cast<const uint8_t*>(base) + 8ull * i;
+  T s;
+  uint32_t idx;
+  std::memcpy(&s, p, sizeof(T));
+  std::memcpy(&idx, p + 4, 4);
+  return {static_cast<float>(s), idx};
+}
+template <typename T>
+inline void WritePair(T* base, uint32_t i, SortPair v) {
+  uint8_t* p = reinterpret_cast<uint8_t*>(base) + 8ull * i;
+  const T s = static_cast<T>(v.score);
+  std::memset(p, 0, 8);
+  std::memcpy(p, &s, sizeof(T));
+  std::memcpy(p + 4, &v.index, 4);
+}
+template <typename T>
+inline void CheckSortType(const char* api) {
+  if constexpr (!(std::is_same_v<T, half> || std::is_same_v<T, float>))
+    Violation("dtype", std::string(api) + " supports half and float scores only, got " + DtypeName<T>());
+}
+inline void CheckRepeat(int32_t repeatTime, const char* api) {
+  if (repeatTime < 0 || repeatTime > 255)
+    Violation("repeat range", std::string(api) + " repeatTime " + std::to_string(repeatTime) + " outside [0, 255]");
+}
+}  // namespace twin
+
+// On A2 the scores are used in place: concat becomes src.
+template <typename T>
+inline void Concat(LocalTensor<T>& concat, const LocalTensor<T>& src, const LocalTensor<T>& tmp, const int32_t repeatTime) {
+  twin::CheckSortType<T>("Concat");
+  twin::CheckRepeat(repeatTime, "Concat");
+  concat = src;
+}
+
+template <typename T, bool isFullSort>
+inline void Sort(const LocalTensor<T>& dst, const LocalTensor<T>& concat, const LocalTensor<uint32_t>& index,
+                 LocalTensor<T>& tmp, const int32_t repeatTime) {
+  twin::CheckSortType<T>("Sort");
+  twin::CheckRepeat(repeatTime, "Sort");
+  const uint32_t n = uint32_t(repeatTime) * 32;
+  concat.TwinCheckCount(n, "Sort concat");
+  index.TwinCheckCount(n, "Sort index");
+  dst.TwinCheckCount(GetSortLen<T>(n), "Sort dst");
+  dst.TwinCheckAligned("Sort dst");
+  concat.TwinCheckAligned("Sort concat");
+  index.TwinCheckAligned("Sort index");
+  if (isFullSort) tmp.TwinCheckCount(GetSortLen<T>(n), "Sort tmp");
+  std::vector<twin::SortPair> pairs(n);
+  for (uint32_t i = 0; i < n; ++i) pairs[i] = {static_cast<float>(concat.GetValue(i)), index.GetValue(i)};
+  const auto descending = [](const twin::SortPair& a, const twin::SortPair& b) { return a.score > b.score; };
+  const uint32_t run = isFullSort ? n : 32;  // Sort32 sorts each repeat; the full sort merges them all
+  for (uint32_t s = 0; s < n; s += run) std::stable_sort(pairs.begin() + s, pairs.begin() + s + run, descending);
+  for (uint32_t i = 0; i < n; ++i) twin::WritePair(dst.TwinData(), i, pairs[i]);
+}
+
+template <typename T>
+inline void Extract(const LocalTensor<T>& dstValue, const LocalTensor<uint32_t>& dstIndex, const LocalTensor<T>& sorted,
+                    const int32_t repeatTime) {
+  twin::CheckSortType<T>("Extract");
+  twin::CheckRepeat(repeatTime, "Extract");
+  const uint32_t n = uint32_t(repeatTime) * 32;
+  sorted.TwinCheckCount(GetSortLen<T>(n), "Extract sorted");
+  dstValue.TwinCheckCount(n, "Extract dstValue");
+  dstIndex.TwinCheckCount(n, "Extract dstIndex");
+  for (uint32_t i = 0; i < n; ++i) {
+    const twin::SortPair p = twin::ReadPair(sorted.TwinData(), i);
+    dstValue.SetValue(i, static_cast<T>(p.score));
+    dstIndex.SetValue(i, p.index);
+  }
+}
+
+// Merges the lists flagged in validBit (0b0011, 0b0111 or 0b1111), each sorted descending, into dst.
+// With isExhaustedSuspension the merge stops as soon as one list runs out; sortedNum then says how
+// many elements of each list went to dst.
+template <typename T, bool isExhaustedSuspension = false>
+inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& sortList, const uint16_t elementCountList[4],
+                    uint32_t sortedNum[4], uint16_t validBit, const int32_t repeatTime) {
+  twin::CheckSortType<T>("MrgSort");
+  if (validBit != 0b0011 && validBit != 0b0111 && validBit != 0b1111)
+    twin::Violation("MrgSort", "validBit must be 0b0011, 0b0111 or 0b1111, got " + std::to_string(validBit));
+  if (repeatTime != 1) twin::Violation("MrgSort", "the twin models repeatTime 1, got " + std::to_string(repeatTime));
+  const LocalTensor<T>* lists[4] = {&sortList.src1, &sortList.src2, &sortList.src3, &sortList.src4};
+  uint32_t pos[4] = {0, 0, 0, 0}, total = 0;
+  int nLists = validBit == 0b0011 ? 2 : validBit == 0b0111 ? 3 : 4;
+  for (int l = 0; l < nLists; ++l) {
+    lists[l]->TwinCheckCount(GetSortLen<T>(elementCountList[l]), "MrgSort source list");
+    lists[l]->TwinCheckAligned("MrgSort source list");
+    total += elementCountList[l];
+  }
+  dst.TwinCheckCount(GetSortLen<T>(total), "MrgSort dst");
+  std::vector<twin::SortPair> out;
+  out.reserve(total);
+  while (out.size() < total) {
+    int best = -1;
+    twin::SortPair bestPair{};
+    bool exhausted = false;
+    for (int l = 0; l < nLists; ++l) {
+      if (pos[l] >= elementCountList[l]) {
+        exhausted = true;
+        continue;
+      }
+      const twin::SortPair p = twin::ReadPair(lists[l]->TwinData(), pos[l]);
+      if (best < 0 || p.score > bestPair.score) best = l, bestPair = p;  // ties: the lower list first
+    }
+    if (isExhaustedSuspension && exhausted) break;
+    out.push_back(bestPair);
+    ++pos[best];
+  }
+  for (uint32_t i = 0; i < out.size(); ++i) twin::WritePair(dst.TwinData(), i, out[i]);
+  for (int l = 0; l < 4; ++l) sortedNum[l] = l < nLists ? pos[l] : 0;
+}
+
+template <typename T>
+inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& sortList, const MrgSort4Info& params) {
+  uint32_t sortedNum[4];
+  if (params.ifExhaustedSuspension)
+    MrgSort<T, true>(dst, sortList, params.elementLengths, sortedNum, params.validBit, params.repeatTimes);
+  else
+    MrgSort<T, false>(dst, sortList, params.elementLengths, sortedNum, params.validBit, params.repeatTimes);
+}
+
+}  // namespace AscendC

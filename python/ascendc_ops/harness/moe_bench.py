@@ -1,0 +1,230 @@
+"""MoE benchmark: the experts block (ours vs HF transformers' eager loop and its grouped_mm) and a tiny
+Qwen3-MoE training step with and without the kernels.
+
+    python -m ascendc_ops.harness.moe_bench              # all cases (~15 min on 2 cores, most of it HF eager)
+    python -m ascendc_ops.harness.moe_bench --quick      # smaller token count, no HF eager at E=64 bf16
+
+The experts block is a real HF ``Qwen3MoeExperts`` module with the case's sizes; the three implementations
+are HF's own dispatch (``config._experts_implementation`` = eager / grouped_mm / ascendc_fused_moe), so all
+three see the same inputs and weights. Times: median of the timed repetitions after a warm-up; fwd = no
+grad, fwd+bwd = forward with grad and backward of ``sum(out * dy)`` into hidden, routing weights and both
+weights. Peak memory: in a subprocess per case and dtype with large blocks mmapped (MALLOC_MMAP_THRESHOLD_),
+peak RSS above the RSS before one fwd+bwd (incl. the weight gradients, the same size for all three). When a target is missed, a per-op profile of ours follows.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+IMPLS = ("eager", "grouped_mm", "ascendc_fused_moe")
+CASES = {"E64": dict(E=64, K=8, H=1024, I=512, T=1024), "E8": dict(E=8, K=2, H=1024, I=2816, T=1024)}
+MODEL = dict(vocab_size=4096, hidden_size=512, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
+             head_dim=64, intermediate_size=1024, moe_intermediate_size=256, num_experts=16, num_experts_per_tok=4,
+             norm_topk_prob=True, max_position_embeddings=1024, hidden_act="silu")
+TARGETS = {"grouped_mm": 1.2, "eager": 10.0}  # experts block fwd+bwd at E=64; model step: 1.5x eager
+
+
+def experts_module(case: dict, dtype: torch.dtype, seed: int = 0):
+    """HF's Qwen3MoeExperts with the case's sizes and random weights, and routed inputs (fixed seed)."""
+    from transformers import Qwen3MoeConfig
+    from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeExperts
+
+    import ascendc_ops.patching  # noqa: F401  (registers ascendc_fused_moe)
+
+    cfg = Qwen3MoeConfig(hidden_size=case["H"], moe_intermediate_size=case["I"], num_experts=case["E"],
+                         num_experts_per_tok=case["K"], hidden_act="silu")
+    g = torch.Generator().manual_seed(seed)
+    m = Qwen3MoeExperts(cfg)
+    with torch.no_grad():
+        m.gate_up_proj.copy_(torch.randn(m.gate_up_proj.shape, generator=g) * case["H"] ** -0.5)
+        m.down_proj.copy_(torch.randn(m.down_proj.shape, generator=g) * case["I"] ** -0.5)
+    m = m.to(dtype)
+    hidden = torch.randn(case["T"], case["H"], generator=g).to(dtype)
+    logits = torch.randn(case["T"], case["E"], generator=g)
+    w, idx = torch.topk(logits.softmax(-1), case["K"], dim=-1)
+    return m, hidden, idx, (w / w.sum(-1, keepdim=True)).to(dtype)
+
+
+def run_block(m, hidden, idx, w, impl: str, backward: bool):
+    m.config._experts_implementation_internal = impl
+    if not backward:
+        with torch.no_grad():
+            return m(hidden, idx, w)
+    h, p = hidden.detach().requires_grad_(), w.detach().requires_grad_()
+    m.zero_grad(set_to_none=True)
+    out = m(h, idx, p)
+    out.backward(torch.ones_like(out))
+    return out
+
+
+def timed(fn, budget_s: float, max_reps: int = 7, warm_up: bool = True) -> list:
+    if warm_up:
+        fn()
+    times = []
+    while len(times) < max_reps and (not times or sum(times) < budget_s):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def _status(key: str) -> int:
+    return int(re.search(rf"{key}:\s+(\d+)", Path("/proc/self/status").read_text()).group(1)) * 1024
+
+
+def memory_worker(case_name: str, dtype_name: str, impls: list) -> dict:
+    import gc
+
+    m, hidden, idx, w = experts_module(CASES[case_name], getattr(torch, dtype_name))
+    peaks = {}
+    for impl in impls:  # no warm-up (HF eager takes minutes in bf16): the first call's one-off costs count
+        m.zero_grad(set_to_none=True)  # every measurement allocates the weight gradients afresh
+        gc.collect()
+        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
+        rss0 = _status("VmRSS")
+        run_block(m, hidden, idx, w, impl, True)
+        peaks[impl] = (_status("VmHWM") - rss0) / 2**20
+    return peaks
+
+
+def peak_memory(case_name: str, dtype_name: str, impls: list) -> dict:
+    env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
+    cmd = [sys.executable, "-m", "ascendc_ops.harness.moe_bench", "--memory-worker",
+           json.dumps([case_name, dtype_name, impls])]
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if res.returncode:
+        return {i: None for i in impls} | {"error": res.stderr[-400:]}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def model_step(dtype: torch.dtype, kernels: str | None, impl: str, batch: int, seq: int, budget_s: float):
+    from transformers import Qwen3MoeConfig, Qwen3MoeForCausalLM
+
+    import ascendc_ops.patching as P
+
+    torch.manual_seed(0)
+    model = Qwen3MoeForCausalLM(Qwen3MoeConfig(**MODEL)).to(dtype)
+    with torch.no_grad():  # HF zero-initialises the router: random routing, as in a trained model
+        for layer in model.model.layers:
+            layer.mlp.gate.weight.normal_(0, 0.1)
+    model.set_experts_implementation(impl)
+    applied = P.apply_default_kernels(model, kernels).applied if kernels else []
+    ids = torch.randint(0, MODEL["vocab_size"], (batch, seq))
+
+    def step():
+        model.zero_grad(set_to_none=False)
+        model(ids, labels=ids).loss.backward()
+
+    return timed(step, budget_s, 5), applied
+
+
+def profile_ours(case: dict, dtype: torch.dtype, rows: int = 12) -> list:
+    from torch.profiler import ProfilerActivity, profile
+
+    m, hidden, idx, w = experts_module(case, dtype)
+    run_block(m, hidden, idx, w, "ascendc_fused_moe", True)
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        run_block(m, hidden, idx, w, "ascendc_fused_moe", True)
+    events = sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:rows]
+    return [(e.key, e.self_cpu_time_total / 1e3, e.count) for e in events]
+
+
+def _med(ts):
+    return sorted(ts)[len(ts) // 2] if ts else None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="256 tokens per block case, short model sequence")
+    ap.add_argument("--case", choices=list(CASES), action="append", help="experts block case(s) (default: all)")
+    ap.add_argument("--dtype", choices=["float32", "bfloat16"], action="append")
+    ap.add_argument("--no-eager", action="store_true", help="skip HF eager (the slowest: ~9 s per E=64 step)")
+    ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--no-model", action="store_true")
+    ap.add_argument("--memory-worker", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.memory_worker:
+        print(json.dumps(memory_worker(*json.loads(args.memory_worker))))
+        return 0
+
+    from .environment import contention, cpu_busy, cpu_model, tune_glibc_malloc
+
+    malloc = tune_glibc_malloc()
+    busy0, t_start = cpu_busy(), time.perf_counter()
+    cases = args.case or list(CASES)
+    dtypes = args.dtype or ["float32", "bfloat16"]
+    impls = [i for i in IMPLS if not (args.no_eager and i == "eager")]
+    budget = 2.0 if args.quick else 4.0
+    print(f"Machine: {cpu_model()} ({torch.backends.cpu.get_cpu_capability()}), {os.cpu_count()} cores, "
+          f"torch {torch.__version__} ({torch.get_num_threads()} threads); malloc {malloc}\n")
+    print("| case | dtype | pass | HF eager ms | HF grouped_mm ms | ours ms | vs grouped_mm | vs eager "
+          "| peak MiB eager / grouped_mm / ours |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    misses = []
+    for cname in cases:
+        case = dict(CASES[cname], T=256 if args.quick else CASES[cname]["T"])
+        label = f"E={case['E']} top{case['K']} H={case['H']} I={case['I']} T={case['T']}"
+        for dname in dtypes:
+            dtype = getattr(torch, dname)
+            m, hidden, idx, w = experts_module(case, dtype)
+            peaks = {} if args.no_memory else peak_memory(cname, dname, impls)
+            for backward in (False, True):
+                ms = {}
+                for impl in impls:
+                    eager = impl == "eager"  # one untimed-warm-up-free run: ~9 s (fp32) to minutes (bf16) each
+                    ts = timed(lambda: run_block(m, hidden, idx, w, impl, backward), budget, 1 if eager else 7,
+                               warm_up=not eager)
+                    ms[impl] = _med(ts) * 1e3
+                ours = ms["ascendc_fused_moe"]
+                vs = {i: ms[i] / ours for i in ms if i != "ascendc_fused_moe"}
+                pk = " / ".join("n/a" if peaks.get(i) is None else f"{peaks[i]:.0f}" for i in IMPLS) if backward else ""
+                eager_ms, vs_eager = (f"{ms['eager']:.1f}", f"{vs['eager']:.2f}x") if "eager" in ms else ("-", "-")
+                print(f"| {label} | {dname} | {'fwd+bwd' if backward else 'fwd'} | {eager_ms} "
+                      f"| {ms['grouped_mm']:.1f} | {ours:.1f} | {vs['grouped_mm']:.2f}x | {vs_eager} | {pk} |", flush=True)
+                if backward and case["E"] == 64:
+                    misses += [(label, dname, i, vs[i]) for i in vs if vs[i] < TARGETS[i]]
+
+    if not args.no_model:
+        batch, seq = (1, 128) if args.quick else (2, 256)
+        m = MODEL
+        print(f"\nTiny Qwen3-MoE training step (hidden {m['hidden_size']}, {m['num_hidden_layers']} layers, "
+              f"{m['num_experts']} experts top-{m['num_experts_per_tok']}, moe_intermediate "
+              f"{m['moe_intermediate_size']}, batch {batch} x seq {seq}), forward + backward:\n")
+        print("| dtype | variant | step ms | vs HF eager |\n|---|---|---:|---:|")
+        for dname in dtypes:
+            dtype = getattr(torch, dname)
+            runs = [("HF eager experts, no kernels", None, "eager"),
+                    ("HF grouped_mm experts, no kernels", None, "grouped_mm"),
+                    ("apply_default_kernels", "auto", "eager")]
+            base = None
+            for name, kernels, impl in runs:
+                ts, applied = model_step(dtype, kernels, impl, batch, seq, budget)
+                t = _med(ts) * 1e3
+                base = base or t
+                extra = f" ({', '.join(applied)})" if applied else ""
+                print(f"| {dname} | {name}{extra} | {t:.1f} | {base / t:.2f}x |", flush=True)
+                if kernels and base / t < 1.5:
+                    misses.append(("model step", dname, "eager", base / t))
+
+    print(f"\nTotal {time.perf_counter() - t_start:.0f} s; during the run "
+          f"{contention(busy0, cpu_busy(), time.perf_counter() - t_start)}.")
+    if misses:
+        print("\nMissed targets: " + "; ".join(f"{c} {d} vs {i} {v:.2f}x (target {1.5 if c == 'model step' else TARGETS[i]}x)"
+                                             for c, d, i, v in misses))
+        case = dict(CASES["E64"], T=256 if args.quick else 1024)
+        print("\nWhere ours spends one E=64 fp32 fwd+bwd (self CPU ms, top ops):\n\n| op | ms | calls |\n|---|---:|---:|")
+        for key, ms, n in profile_ours(case, torch.float32):
+            print(f"| {key} | {ms:.1f} | {n} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

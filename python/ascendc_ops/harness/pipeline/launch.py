@@ -1,0 +1,177 @@
+"""One launch on the chip: blocks placed on the cores (in waves past the core count), the chip's HBM
+shared by every core's MTE2/MTE3 traffic, the launch overhead, and what bounds the result."""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from .platform import PIPES, Platform
+from .timeline import BlockTimeline, compile_block, simulate_block
+
+CUBE_PIPES = ("M", "MTE1", "FIX")
+BOUND_NAMES = {"MTE2": "MTE2", "MTE3": "MTE3", "V": "V", "S": "scalar", "M": "cube", "MTE1": "MTE1", "FIX": "FIX"}
+
+
+@dataclass
+class LaunchModel:
+    kernel: str
+    block_dim: int
+    cores: int  # cores of the kind this kernel runs on (AIV, or AIC for cube work)
+    cores_used: int
+    waves: int
+    cycles: float  # blocks start to last block done, HBM floor included
+    gm_bytes: int
+    hbm_us: float  # gm_bytes at the chip's HBM bandwidth
+    launch_us: float
+    est_us: float
+    bound: str
+    mte_share: float  # share of each core's MTE bandwidth HBM contention leaves (1: none)
+    pipes: dict  # utilisation per pipe: busy cycles over cores x cycles
+    stalls: dict  # cycles pipes spent held by WaitFlag, summed over blocks
+    placement: list  # (core, start cycle) per block
+    top_ops: list  # [(pipe, op, share of that pipe's busy cycles)], busiest first
+    top_waits: list  # [(wait label, cycles per block on average)], longest first
+    timelines: list = field(repr=False)  # BlockTimeline per block (with events when asked)
+    notes: list = field(default_factory=list)
+
+
+def _schedule(timelines: list[BlockTimeline], cores: int) -> tuple[float, list]:
+    """Blocks in order to whichever core is free first (all cores start together)."""
+    heap = [(0.0, c) for c in range(cores)]
+    placement, end = [], 0.0
+    for tl in timelines:
+        t, c = heapq.heappop(heap)
+        placement.append((c, t))
+        heapq.heappush(heap, (t + tl.cycles, c))
+        end = max(end, t + tl.cycles)
+    return end, placement
+
+
+def _run(blocks, plat, cores, share, keep=False):
+    """blocks: (compiled code, totals) per block; identical blocks are simulated once."""
+    memo, tls = {}, []
+    for code, totals in blocks:
+        tl = memo.get(code)
+        if tl is None:
+            tl = memo[code] = simulate_block(code, plat, share, keep)
+            tl.gm_read, tl.gm_write, tl.uncosted = totals["gm_read"], totals["gm_write"], totals["uncosted"]
+        tls.append(tl)
+    end, placement = _schedule(tls, cores)
+    return end, placement, tls
+
+
+def _contention_share(blocks, plat, cores, hbm_cycles, t_full) -> float:
+    """The MTE bandwidth share s at which the launch moves its bytes exactly at HBM speed, from the
+    affine fit T(s) = a + b / s (the MTE part stretches, the rest does not); one refinement."""
+    pts = [(1.0, t_full)]
+    s = min(1.0, t_full / hbm_cycles)
+    for _ in range(3):
+        t = _run(blocks, plat, cores, s)[0]
+        pts.append((s, t))
+        (s0, t0), (s1, t1) = pts[-2], pts[-1]
+        if abs(t1 - hbm_cycles) <= 0.005 * hbm_cycles or s0 == s1:
+            return s1
+        b = (t1 - t0) / (1 / s1 - 1 / s0)
+        a = t1 - b / s1
+        s = min(1.0, max(1e-4, b / (hbm_cycles - a))) if b > 0 and hbm_cycles > a else s1 * t1 / hbm_cycles
+    return s
+
+
+def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> LaunchModel:
+    """The modelled time of one recorded launch ({"kernel", "block_dim", "blocks"}) on `plat`."""
+    cube = any(i.get("pipe") in CUBE_PIPES for b in record["blocks"] for i in b)
+    cores = plat.cube_cores if cube else plat.vector_cores
+    blocks = [compile_block(b, plat) for b in record["blocks"]]
+    gm = sum(t["gm_read"] + t["gm_write"] for _, t in blocks)
+    hbm_cycles = gm / plat.hbm_bytes_per_s * plat.hz
+    t_full = _run(blocks, plat, cores, 1.0)[0] if blocks else 0.0
+    share = 1.0
+    if blocks and hbm_cycles > t_full:  # the cores together ask for more than HBM gives
+        share = _contention_share(blocks, plat, cores, hbm_cycles, t_full)
+    end, placement, tls = _run(blocks, plat, cores, share, keep_events) if blocks else (0.0, [], [])
+    cycles = max(end, hbm_cycles)
+    used = len({c for c, _ in placement})
+    launch_us = plat.launch_us(used) if blocks else 0.0
+    est_us = cycles / plat.hz * 1e6 + launch_us
+    busy = {p: sum(tl.busy[p] for tl in tls) for p in PIPES}
+    stalls = {p: sum(tl.stall[p] for tl in tls) for p in PIPES}
+    pipes = {p: (busy[p] / (cores * cycles) if cycles else 0.0) for p in PIPES if busy[p] or p in ("MTE2", "V", "MTE3", "S")}
+    m = LaunchModel(kernel=record.get("kernel", "?"), block_dim=int(record.get("block_dim", len(blocks))), cores=cores,
+                    cores_used=used, waves=-(-len(blocks) // cores) if blocks else 0, cycles=cycles, gm_bytes=gm,
+                    hbm_us=hbm_cycles / plat.hz * 1e6, launch_us=launch_us, est_us=est_us, bound="", mte_share=share,
+                    pipes=pipes, stalls=stalls, placement=placement, timelines=tls,
+                    top_ops=_top_ops(tls, busy), top_waits=_top_waits(tls))
+    m.bound = _bound(m, plat, end, hbm_cycles)
+    if used < cores:
+        m.notes.append(f"{cores - used} of {cores} cores idle (block_dim {len(blocks)})")
+    elif len(blocks) % cores and len(blocks) > cores:
+        m.notes.append(f"{len(blocks)} blocks on {cores} cores: the last of {m.waves} waves uses {len(blocks) % cores}")
+    uncosted = set().union(*(tl.uncosted for tl in tls)) if tls else set()
+    if uncosted:
+        m.notes.append(f"vector ops costed by the default row: {', '.join(sorted(uncosted))}")
+    waits = sum(tl.unpaired_waits for tl in tls)
+    if waits:
+        m.notes.append(f"{waits} WaitFlag without an earlier SetFlag (ignored)")
+    return m
+
+
+def _top_ops(tls, busy) -> list:
+    ops = {}
+    for tl in tls:
+        for key, cycles in tl.by_op.items():
+            ops[key] = ops.get(key, 0.0) + cycles
+    ranked = sorted(ops.items(), key=lambda kv: -kv[1])[:8]
+    return [(pipe, op, cycles / busy[pipe]) for (pipe, op), cycles in ranked if busy[pipe]]
+
+
+def _top_waits(tls) -> list:
+    waits = {}
+    for tl in tls:
+        for label, cycles in tl.by_wait.items():
+            waits[label] = waits.get(label, 0.0) + cycles / len(tls)
+    return sorted(waits.items(), key=lambda kv: -kv[1])[:5]
+
+
+def _bound(m: LaunchModel, plat: Platform, end: float, hbm_cycles: float) -> str:
+    """What limits the launch: launch overhead, HBM, or the busiest pipe of the last core to finish."""
+    if not m.timelines:
+        return "launch overhead"
+    if m.launch_us >= m.est_us - m.launch_us:
+        return "launch overhead"
+    if m.mte_share < 0.999 or hbm_cycles >= 0.98 * end:
+        return "HBM"
+    last = max(range(len(m.timelines)), key=lambda i: m.placement[i][1] + m.timelines[i].cycles)
+    core = m.placement[last][0]
+    mine = [tl for tl, (c, _) in zip(m.timelines, m.placement) if c == core]
+    busy = {p: sum(tl.busy[p] for tl in mine) for p in PIPES}
+    span = sum(tl.cycles for tl in mine) or 1.0
+    pipe = max(busy, key=busy.get)
+    if busy[pipe] / span >= 0.6:
+        return BOUND_NAMES[pipe]
+    return f"latency/sync (busiest pipe {BOUND_NAMES[pipe]} {100 * busy[pipe] / span:.0f}% busy)"
+
+
+@dataclass
+class OpModel:
+    """Every launch of one op call, back to back."""
+
+    platform: str
+    launches: list
+    est_us: float
+    gm_bytes: int
+    bound: str
+    pipes: dict
+    notes: list
+
+
+def model_launches(records: list, plat: Platform, keep_events: bool = False) -> OpModel:
+    launches = [model_launch(r, plat, keep_events) for r in records]
+    est = sum(m.est_us for m in launches)
+    pipes = {}
+    for m in launches:
+        for p, u in m.pipes.items():
+            pipes[p] = pipes.get(p, 0.0) + u * m.est_us / (est or 1.0)
+    main = max(launches, key=lambda m: m.est_us) if launches else None
+    notes = [f"{m.kernel}: {n}" for m in launches for n in m.notes]
+    return OpModel(platform=plat.name, launches=launches, est_us=est, gm_bytes=sum(m.gm_bytes for m in launches),
+                   bound=main.bound if main else "none", pipes=pipes, notes=notes)

@@ -1,0 +1,113 @@
+"""A modelled chip: the values of one platform file (harness/platforms/*.json), each with its source."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+PLATFORM_DIR = Path(__file__).resolve().parent.parent / "platforms"
+PIPES = ("S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX")
+
+
+def platform_files() -> dict[str, Path]:
+    """Every name and alias a platform file answers to -> the file."""
+    names = {}
+    for path in sorted(PLATFORM_DIR.glob("*.json")):
+        raw = json.loads(path.read_text())
+        for n in [raw["name"], path.stem, *raw.get("aliases", [])]:
+            names[n.lower()] = path
+    return names
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    clock_mhz: float
+    vector_cores: int
+    cube_cores: int
+    ub_bytes: int
+    hbm_bytes_per_s: float
+    rates: dict  # bytes per cycle of each data-moving pipe
+    latency: dict  # completion latency of each data-moving pipe, cycles
+    costs: dict  # the remaining scalar parameters (setup, issue, sync, launch, ...)
+    vector: dict = field(repr=False)  # op name -> class -> dtype -> (start, per repeat)
+    composite: dict = field(repr=False)  # activation API -> the vector ops it expands to
+    sources: dict = field(repr=False)  # parameter -> its source text
+
+    @property
+    def hz(self) -> float:
+        return self.clock_mhz * 1e6
+
+    def launch_us(self, cores_used: int) -> float:
+        return self.costs["launch_us"] + self.costs["launch_us_per_core"] * cores_used
+
+    def with_hbm(self, bytes_per_s: float) -> "Platform":
+        """The same chip with another HBM bandwidth (what-if and model sanity checks)."""
+        return replace(self, hbm_bytes_per_s=bytes_per_s)
+
+    def vector_cycles(self, op: str, dtype_key: str, repeats: int) -> tuple[float, float]:
+        """(cycles the V queue is held, completion latency after that) of one vector instruction."""
+        cls = self.vector.get(op, self.vector["__default__"])
+        start, per = cls.get(dtype_key) or cls.get("float32")
+        return per * repeats, start
+
+
+def _value(raw: dict, key: str):
+    entry = raw[key]
+    return entry["value"] if isinstance(entry, dict) else entry
+
+
+def load_platform(name: str = "910B") -> Platform:
+    """The platform file named `name` (a file stem, chip name or alias such as 910B / 310P)."""
+    files = platform_files()
+    path = files.get(name.lower())
+    if path is None:
+        raise ValueError(f"unknown platform {name!r}; known: {', '.join(sorted({p.stem for p in files.values()}))}")
+    raw = json.loads(path.read_text())
+    sources = {k: v["source"] for k, v in raw.items() if isinstance(v, dict) and "source" in v}
+    vec = raw["vector"]
+    table = {}
+    for cls_name, cls in vec["classes"].items():
+        entry = {k: tuple(v) for k, v in cls.items() if k in ("float16", "float32", "int")}
+        for op in cls["ops"]:
+            table[op] = entry
+        if cls_name == "default":
+            table["__default__"] = entry
+    composite = {k: tuple(v) for k, v in vec.get("composite", {}).items() if isinstance(v, list)}
+    costs = {k: _value(raw, k) for k in ("mte_setup_cycles", "scalar_issue_cycles", "scalar_ub_cycles", "scalar_gm_cycles", "sync_cycles",
+                                          "pipe_barrier_v_cycles", "queue_depth", "launch_us", "launch_us_per_core",
+                                          "repeat_bytes", "cube_macs_per_cycle")}
+    return Platform(
+        name=raw["name"], clock_mhz=float(_value(raw, "clock_mhz")), vector_cores=int(_value(raw, "vector_cores")),
+        cube_cores=int(_value(raw, "cube_cores")), ub_bytes=int(_value(raw, "ub_bytes")),
+        hbm_bytes_per_s=float(_value(raw, "hbm_bytes_per_s")),
+        rates={"MTE2": float(_value(raw, "mte2_bytes_per_cycle")), "MTE3": float(_value(raw, "mte3_bytes_per_cycle")),
+               "MTE1": float(_value(raw, "mte1_bytes_per_cycle")), "FIX": float(_value(raw, "fix_bytes_per_cycle"))},
+        latency={"MTE2": float(_value(raw, "mte2_latency_cycles")), "MTE3": float(_value(raw, "mte3_latency_cycles")),
+                 "MTE1": 0.0, "FIX": 0.0},
+        costs=costs, vector=table, composite=composite, sources=sources)
+
+
+DTYPE_BYTES = {"float": 4, "float32": 4, "int32": 4, "uint32": 4, "half": 2, "float16": 2, "bfloat16": 2,
+               "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "int64": 8}
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Element size of a recorded dtype; a conversion 'a->b' (or 'a,b') counts its wider side."""
+    parts = [p.strip() for p in dtype.replace("->", ",").split(",") if p.strip()] or ["float"]
+    return max(DTYPE_BYTES.get(p, 4) for p in parts)
+
+
+def dtype_key(dtype: str) -> str:
+    """The cost-table column of a recorded dtype: float16 (2-byte floats), float32, or int."""
+    parts = [p.strip() for p in dtype.replace("->", ",").split(",") if p.strip()]
+    if any(p in ("float", "float32") for p in parts):
+        return "float32"
+    if any(p in ("half", "float16", "bfloat16") for p in parts):
+        return "float16"
+    return "int" if parts else "float32"
+
+
+def repeats_of(count: int, dtype: str, repeat_bytes: int = 256) -> int:
+    return max(1, math.ceil(count * dtype_bytes(dtype) / repeat_bytes)) if count else 0

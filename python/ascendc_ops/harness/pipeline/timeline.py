@@ -1,0 +1,200 @@
+"""The timeline of one block: each recorded instruction costed on its pipe and placed in time.
+
+The scalar unit walks the program in order and hands each instruction to its pipe's queue (a few
+cycles each); a pipe runs its queue in order. An instruction starts when it has been issued, its
+pipe is free and its synchronisation allows: WaitFlag holds the destination pipe until the matching
+SetFlag fired, and a SetFlag fires once everything issued earlier to its source pipe has completed
+(queue hand-offs EnQue/DeQue/AllocTensor/FreeTensor are such flag pairs); PipeBarrier<p> holds pipe
+p until p's earlier work completed. Each instruction holds its pipe for its occupancy (bytes over
+bandwidth, repeats x cycles per repeat) and completes a latency later (DMA round trip, vector
+pipeline fill), so back-to-back independent work overlaps and dependent work pays the latency.
+"""
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+from .platform import PIPES, Platform, dtype_key, repeats_of
+
+SCALAR_OPS = ("GetValue", "SetValue")
+SYNC_OPS = ("SetFlag", "WaitFlag", "PipeBarrier")
+
+
+@dataclass
+class BlockTimeline:
+    cycles: float = 0.0  # when the block's last instruction completed
+    busy: dict = field(default_factory=lambda: dict.fromkeys(PIPES, 0.0))  # occupancy per pipe
+    stall: dict = field(default_factory=lambda: dict.fromkeys(PIPES, 0.0))  # held by a WaitFlag per pipe
+    gm_read: int = 0
+    gm_write: int = 0
+    by_op: dict = field(default_factory=dict)  # (pipe, op) -> occupancy
+    by_wait: dict = field(default_factory=dict)  # "wait src->dst (que)" -> cycles its pipe was held
+    events: list = field(default_factory=list)  # (pipe, name, start, end, detail) when asked for
+    unpaired_waits: int = 0
+    uncosted: set = field(default_factory=set)  # V ops costed by the default row
+
+
+def _reduce_cost(plat: Platform, op: str, key: str, count: int, dtype: str) -> tuple[float, float]:
+    """A count-form reduction: whole-reduce passes (one partial per repeat) until one value is left."""
+    occ = lat = 0.0
+    n = count
+    while True:
+        reps = repeats_of(n, dtype, plat.costs["repeat_bytes"])
+        o, s = plat.vector_cycles(op, key, reps)
+        occ += o + lat  # each further pass waits for the previous one to complete
+        lat = s
+        if reps <= 1:
+            return occ, lat
+        n = reps
+
+
+def vector_cost(plat: Platform, ins: dict, uncosted: set) -> tuple[float, float]:
+    """(occupancy, latency) of one V instruction from its op class and dtype."""
+    op, dtype, count = ins.get("op", ""), ins.get("dtype", "float"), int(ins.get("count") or 0)
+    key = dtype_key(dtype)
+    if op in plat.composite:  # an activation API: its steps in a row, each waiting for the last
+        occ = lat = 0.0
+        for step in plat.composite[op]:
+            o, s = plat.vector_cycles(step, key, repeats_of(count, dtype, plat.costs["repeat_bytes"]))
+            occ += o + lat
+            lat = s
+        return occ, lat
+    if op not in plat.vector:
+        uncosted.add(op)
+    if "Reduce" in op and not op.startswith(("Whole", "Block")):
+        return _reduce_cost(plat, op, key, count, dtype)
+    reps = int(ins.get("repeats") or 0) or repeats_of(count, dtype, plat.costs["repeat_bytes"])
+    return plat.vector_cycles(op, key, reps)
+
+
+def instruction_cost(plat: Platform, ins: dict, pipe: str, mte_scale: float, uncosted: set) -> tuple[float, float]:
+    """(cycles the pipe is held, latency until the result is visible) of one instruction."""
+    if pipe in ("MTE2", "MTE3", "MTE1", "FIX"):
+        nbytes = int(ins.get("gm_read") or 0) + int(ins.get("gm_write") or 0)
+        if not nbytes:  # on-chip moves: the UB bytes touched
+            nbytes = sum(e - b for b, e in ins.get("ub_write") or ins.get("ub_read") or [])
+        scale = mte_scale if pipe in ("MTE2", "MTE3") else 1.0
+        return plat.costs["mte_setup_cycles"] + nbytes / (plat.rates[pipe] * scale), plat.latency[pipe]
+    if pipe == "V":
+        return vector_cost(plat, ins, uncosted)
+    if pipe == "M":  # cube: MACs over the fractal rate (fp32 a quarter of it)
+        macs = int(ins.get("macs") or ins.get("count") or 0)
+        rate = plat.costs["cube_macs_per_cycle"] / (4 if dtype_key(ins.get("dtype", "")) == "float32" else 1)
+        return 6 + macs / rate, 0.0
+    gm = ins.get("gm_read") or ins.get("gm_write")  # S: a scalar access to GM (data cache) or UB
+    return float(plat.costs["scalar_gm_cycles" if gm else "scalar_ub_cycles"]), 0.0
+
+
+# Compiled instruction kinds: (kind, pipe, fixed cycles, MTE bytes, latency, a, b, label, detail)
+RUN, SET, WAIT, BARRIER, SCALAR = range(5)
+
+
+def compile_block(instrs: list, plat: Platform) -> tuple[tuple, dict]:
+    """The block as a hashable tuple of costed steps (identical blocks simulate once), and its totals."""
+    code, uncosted = [], set()
+    gm_read = gm_write = 0
+    for ins in instrs:
+        op, pipe = ins.get("op", ""), ins.get("pipe", "S")
+        if op in ("SetFlag", "WaitFlag"):
+            src, dst, ident = (list(ins.get("event") or []) + [None, None, 0])[:3]
+            src, dst = src or pipe, dst or pipe
+            label = f"wait {src}->{dst}" + (f" ({ins['que']})" if ins.get("que") else "")
+            key = (ident, ins.get("slot", -1))  # a queue hand-off pairs per buffer
+            code.append((SET if op == "SetFlag" else WAIT, pipe, 0.0, 0, 0.0, src, dst, label, key))
+        elif op == "PipeBarrier" or pipe == "ALL":
+            code.append((BARRIER, pipe, 0.0, 0, 0.0, None, None, op, None))
+        elif pipe == "S" or op in SCALAR_OPS:
+            occ, _ = instruction_cost(plat, ins, "S", 1.0, uncosted)
+            code.append((SCALAR, "S", occ, 0, 0.0, None, None, op, None))
+        else:
+            r, w = int(ins.get("gm_read") or 0), int(ins.get("gm_write") or 0)
+            gm_read, gm_write = gm_read + r, gm_write + w
+            if pipe in ("MTE2", "MTE3"):
+                nbytes = r + w or sum(e - b for b, e in ins.get("ub_write") or ins.get("ub_read") or [])
+                fixed, lat, detail = plat.costs["mte_setup_cycles"], plat.latency[pipe], f"{nbytes} B"
+            else:
+                nbytes = 0
+                fixed, lat = instruction_cost(plat, ins, pipe, 1.0, uncosted)
+                detail = f"{ins.get('count', 0)} x {ins.get('dtype', '')}"
+            code.append((RUN, pipe, fixed, nbytes, lat, None, None, op, detail))
+    return tuple(code), {"gm_read": gm_read, "gm_write": gm_write, "uncosted": uncosted}
+
+
+def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: bool = False) -> BlockTimeline:
+    """Places every instruction of one block (recorded, or compiled by compile_block) in time, in
+    cycles from the block's start; MTE2/MTE3 run at mte_scale of their per-core bandwidth."""
+    if instrs and isinstance(instrs[0], dict):
+        code, totals = compile_block(instrs, plat)
+    else:
+        code, totals = instrs, {"gm_read": 0, "gm_write": 0, "uncosted": set()}
+    out = BlockTimeline(gm_read=totals["gm_read"], gm_write=totals["gm_write"], uncosted=set(totals["uncosted"]))
+    issue = 0.0  # the scalar unit's clock
+    free = dict.fromkeys(PIPES, 0.0)  # when each pipe's queue can start its next instruction
+    done = dict.fromkeys(PIPES, 0.0)  # when each pipe's issued work has all completed
+    depth = int(plat.costs["queue_depth"])
+    started = defaultdict(lambda: deque(maxlen=depth))  # start times of the last `depth` per pipe
+    flags = defaultdict(deque)  # (src, dst, id) -> fire times of SetFlags not yet waited for
+    issue_cost, sync_cost = plat.costs["scalar_issue_cycles"], plat.costs["sync_cycles"]
+    barrier_v = plat.costs["pipe_barrier_v_cycles"]
+    rate = {p: plat.rates.get(p, 1.0) * (mte_scale if p in ("MTE2", "MTE3") else 1.0) for p in PIPES}
+    busy, stall, by_op, by_wait = out.busy, out.stall, out.by_op, out.by_wait
+    events = out.events if keep_events else None
+    for kind, pipe, fixed, nbytes, lat, src, dst, label, detail in code:
+        issue += issue_cost
+        if kind == RUN:
+            occ = fixed + (nbytes / rate[pipe] if nbytes else 0.0)
+            hist = started[pipe]
+            if len(hist) == depth:  # the pipe's queue is full: the scalar waits for a slot
+                issue = max(issue, hist[0])
+            start = issue if issue > free[pipe] else free[pipe]
+            hist.append(start)
+            free[pipe] = start + occ
+            if start + occ + lat > done[pipe]:
+                done[pipe] = start + occ + lat
+            busy[pipe] += occ
+            by_op[(pipe, label)] = by_op.get((pipe, label), 0.0) + occ
+            if events is not None:
+                events.append((pipe, label, start, start + occ, detail))
+        elif kind == SET:
+            fire = issue if src == "S" else max(issue, done.get(src, 0.0), free.get(src, 0.0))
+            flags[(src, dst, detail)].append(fire + sync_cost)
+        elif kind == WAIT:
+            queue = flags.get((src, dst, detail))
+            if not queue:
+                out.unpaired_waits += 1
+                continue
+            fire = queue.popleft()
+            if dst == "S" or dst not in free:
+                if fire > issue:
+                    stall["S"] += fire - issue
+                    by_wait[label] = by_wait.get(label, 0.0) + fire - issue
+                    issue = fire
+                continue
+            ready = max(free[dst], issue)
+            if fire > ready:
+                stall[dst] += fire - ready
+                by_wait[label] = by_wait.get(label, 0.0) + fire - ready
+                if events is not None:
+                    events.append((dst, label, ready, fire, ""))
+                free[dst] = fire
+            else:
+                free[dst] = ready
+        elif kind == BARRIER:
+            for p in (PIPES if pipe == "ALL" else (pipe,)):
+                pending = done[p] > max(free[p], issue)
+                free[p] = max(free[p], done[p], issue) + (barrier_v if pending and p == "V" else 0)
+            if pipe == "ALL":
+                issue = max(issue, *free.values())
+        else:  # SCALAR: runs on the scalar unit itself, in program order
+            busy["S"] += fixed
+            by_op[("S", label)] = by_op.get(("S", label), 0.0) + fixed
+            if events is not None:
+                events.append(("S", label, issue, issue + fixed, ""))
+            issue += fixed
+    busy["S"] += issue_cost * len(code)  # the scalar unit is busy issuing, too
+    out.cycles = max(issue, *free.values(), *done.values())
+    return out
+
+
+def block_bytes(instrs: list) -> int:
+    return sum(int(i.get("gm_read") or 0) + int(i.get("gm_write") or 0) for i in instrs)

@@ -1,0 +1,94 @@
+"""fused_moe: HF transformers 5 experts on our permute -> grouped_matmul -> swiglu -> grouped_matmul -> unpermute.
+
+transformers 5 routes every ``@use_experts_implementation`` experts module through
+``ALL_EXPERTS_FUNCTIONS[config._experts_implementation]``. We register ``EXPERTS_IMPL`` there (once, at
+import: a new name, nothing else changes) and apply = set that name on the experts modules' configs, so the
+model keeps its own modules, parameters, router and shared experts; revert puts the previous name back.
+``from_pretrained(..., experts_implementation="ascendc_fused_moe")`` works too once ascendc_ops is imported.
+
+The implementation is a config setting, like HF's own ``set_experts_implementation``: models built on one
+shared config object share it. Supported experts: gated (``gate_up_proj`` concatenated gate first, plain or
+``is_transposed``), no bias, no post-expert norm, the default gate with ``hidden_act == "silu"``.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ..ops.moe_experts import moe_experts
+from .base import Kernel, KernelSkip, model_type, set_instance_attr
+
+EXPERTS_IMPL = "ascendc_fused_moe"
+CONFIG_ATTR = "_experts_implementation_internal"
+MODEL_TYPES = ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe")
+
+
+def fused_experts_forward(self, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
+                          top_k_weights: torch.Tensor) -> torch.Tensor:
+    """The ``ALL_EXPERTS_FUNCTIONS`` entry: HF's experts signature on ascendc_ops.ops.moe_experts."""
+    return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
+                       self.is_transposed)
+
+
+def _register() -> bool:
+    try:
+        from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
+    except ImportError:  # transformers < 5 or absent: nothing to plug into
+        return False
+    if ALL_EXPERTS_FUNCTIONS.get(EXPERTS_IMPL) is not fused_experts_forward:
+        ALL_EXPERTS_FUNCTIONS.register(EXPERTS_IMPL, fused_experts_forward)
+    return True
+
+
+REGISTERED = _register()
+
+
+def _unsupported(m: nn.Module) -> str | None:
+    """Why this experts module cannot take the fused path (None: it can)."""
+    from transformers.integrations.moe import _default_apply_gate
+
+    checks = (
+        (getattr(m, "has_gate", False), "has no gate (up_proj only)"),
+        (getattr(m, "is_concatenated", False), "stores gate/up interleaved, not concatenated"),
+        (not getattr(m, "has_bias", True), "has expert biases"),
+        (not getattr(m, "has_post_expert_norm", True), "has a post-expert norm"),
+        (getattr(type(m), "_apply_gate", None) is _default_apply_gate, "has a custom gate function"),
+        (getattr(getattr(m, "config", None), "hidden_act", None) == "silu",
+         f"hidden_act={getattr(getattr(m, 'config', None), 'hidden_act', None)!r} is not 'silu'"),
+        (isinstance(getattr(m, "gate_up_proj", None), torch.Tensor) and m.gate_up_proj.dim() == 3,
+         "has no 3-D gate_up_proj"),
+    )
+    return next((why for ok, why in checks if not ok), None)
+
+
+def _experts_modules(model: nn.Module):
+    """Modules whose class went through HF's @use_experts_implementation (they carry its flags)."""
+    for name, m in model.named_modules():
+        if hasattr(m, "_is_expert_parallel") and hasattr(m, "has_gate") and hasattr(m, "config"):
+            yield name, m
+
+
+def routed_modules(model: nn.Module) -> int:
+    """How many experts modules of this model run on our kernels now."""
+    return sum(getattr(m.config, "_experts_implementation", None) == EXPERTS_IMPL for _, m in _experts_modules(model))
+
+
+def apply(model: nn.Module) -> list:
+    if not REGISTERED:
+        raise KernelSkip("transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)")
+    refused, configs = {}, {}
+    for _, m in _experts_modules(model):
+        why = _unsupported(m)
+        if why is not None:
+            refused[type(m).__name__] = why
+            continue
+        configs.setdefault(id(m.config), m.config)
+    if refused:  # all experts of a model share one config setting: all or none
+        raise KernelSkip("; ".join(f"{cls} {why}" for cls, why in refused.items()))
+    if not configs:
+        raise KernelSkip(f"no experts module using transformers' experts interface in this {model_type(model)} model")
+    return [set_instance_attr(cfg, CONFIG_ATTR, EXPERTS_IMPL) for cfg in configs.values()]
+
+
+KERNEL = Kernel("fused_moe", MODEL_TYPES, ("cpu-twin", "npu"), apply,
+                f"experts -> ALL_EXPERTS_FUNCTIONS[{EXPERTS_IMPL!r}]: permute, grouped_matmul, swiglu, unpermute")

@@ -1,0 +1,230 @@
+// MoE tiling and twin unit tests: grouped matmul tilings obey the cube's L0/L1 limits and, dealt
+// round-robin as the kernels deal them, cover every output element exactly once; the twin's cube
+// (Matmul API, rules, built-in GEMM) and sort (Sort, MrgSort) behave as the API documents; the
+// routing tiling's merge rounds end in one list. Prints "N passed, M failed".
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "expect.h"
+#include "grouped_matmul_tiling.h"
+#include "kernel_operator.h"
+#include "lib/matmul_intf.h"
+#include "moe_routing_tiling.h"
+#include "twin_launch.h"
+
+using namespace tiling;
+using expect::Throws;
+
+// ---- grouped matmul tiling ----
+static void CheckCubeLimits(const TCubeTiling& mm, DType dtype, const CubePlatform& p) {
+  const int64_t b = ElementBytes(dtype);
+  EXPECT(mm.baseM % 16 == 0 && mm.baseN % 16 == 0 && mm.baseK * b % 32 == 0);
+  EXPECT(int64_t(mm.baseM) * mm.baseK * b * (mm.dbL0A == 2 ? 2 : 1) <= p.l0aBytes);
+  EXPECT(int64_t(mm.baseK) * mm.baseN * b * (mm.dbL0B == 2 ? 2 : 1) <= p.l0bBytes);
+  EXPECT(int64_t(mm.baseM) * mm.baseN * 4 * (mm.dbL0C == 2 ? 2 : 1) <= p.l0cBytes);
+  EXPECT(int64_t(mm.depthA1) * mm.baseM * mm.baseK * b + int64_t(mm.depthB1) * mm.baseN * mm.baseK * b <= p.l1Bytes);
+}
+
+// The kernels' deal, replayed: every output element of every group written exactly once.
+static void CheckCoverage(const GroupedMatmulTiling& t, const std::vector<int64_t>& rows) {
+  const GroupedMatmulTilingData& d = t.data;
+  const int64_t sm = d.mm.singleCoreM, sn = d.mm.singleCoreN, nb = (d.n + sn - 1) / sn;
+  int64_t outRows = 0;
+  for (int64_t r : rows) outRows += d.weightGrad ? d.k : r;
+  std::vector<int> hits(size_t(outRows * d.n), 0);
+  for (uint32_t core = 0; core < t.blockDim; ++core) {
+    int64_t dealt = 0, base = 0;
+    for (size_t e = 0; e < rows.size(); ++e) {
+      const int64_t r = d.weightGrad ? (rows[e] ? d.k : 0) : rows[e];
+      const int64_t blocks = ((r + sm - 1) / sm) * nb;
+      for (int64_t b = ((int64_t(core) - dealt) % t.blockDim + t.blockDim) % t.blockDim; b < blocks; b += t.blockDim) {
+        const int64_t r0 = (b / nb) * sm, c0 = (b % nb) * sn;
+        for (int64_t i = r0; i < std::min(r, r0 + sm); ++i)
+          for (int64_t j = c0; j < std::min(d.n, c0 + sn); ++j) ++hits[size_t((base + i) * d.n + j)];
+      }
+      dealt += blocks;
+      base += d.weightGrad ? d.k : r;
+    }
+  }
+  int64_t base = 0;
+  bool ok = true;
+  for (int64_t r : rows) {
+    const int64_t span = d.weightGrad ? d.k : r;
+    for (int64_t i = 0; i < span * d.n; ++i) ok &= hits[size_t(base * d.n + i)] == (d.weightGrad && r == 0 ? 0 : 1);
+    base += span;
+  }
+  EXPECT(ok);
+  int64_t blocks = 0;
+  for (int v : hits) blocks += v;
+  EXPECT(GroupedMatmulBlocks(d, rows.data()) >= 1 || blocks == 0);
+}
+
+static void TestGroupedMatmulTiling() {
+  std::mt19937 rng(7);
+  for (const CubePlatform& p : {Ascend910BCube(), Ascend910BCube(20), CpuTwinCube(1), CpuTwinCube(2)}) {
+    for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      for (bool wg : {false, true}) {
+        for (auto [m, k, n, e] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {83, 769, 129, 3},
+                                  {2048, 256, 300, 64}, {300, 64, 5000, 7}, {5, 16, 16, 512}}) {
+          std::vector<int64_t> rows(size_t(e), 0);
+          for (int64_t i = 0; i < m; ++i) rows[rng() % (e > 2 ? e - 1 : e)]++;  // the last group often empty
+          GroupedMatmulTiling t = TileGroupedMatmul({m, k, n, e, dt, 1, false, wg}, p);
+          CheckCubeLimits(t.data.mm, dt, p);
+          EXPECT(t.blockDim >= 1 && t.blockDim <= p.cubeCores && t.data.mm.usedCoreNum == int32_t(t.blockDim));
+          CheckCoverage(t, rows);
+        }
+      }
+    }
+  }
+  EXPECT(TileGroupedMatmul({0, 8, 8, 2, DType::kFloat32, 1, false, false}, CpuTwinCube(2)).blockDim == 0);
+  EXPECT(Throws([] { TileGroupedMatmul({4, 8, 8, 0, DType::kFloat32, 1, false, false}, CpuTwinCube(2)); }));
+  EXPECT(Throws([] { TileGroupedMatmul({4, 8, 8, 2, DType::kFloat32, 2, false, false}, CpuTwinCube(2)); }));
+  EXPECT(Throws([] { TileGroupedMatmul({int64_t(1) << 32, 8, 8, 2, DType::kFloat32, 1, false, false}, CpuTwinCube(2)); }));
+}
+
+static void TestRoutingTiling() {
+  for (int64_t tokens : {0, 1, 7, 4096, 20000}) {
+    MoeRoutingTiling t = TileMoeRouting({tokens, 8, 33, tokens * 8, DType::kBFloat16, false, false}, Ascend910B(48));
+    MoeRoutingTilingData d = t.data;
+    EXPECT(t.sortBlocks == uint32_t(d.chunks) && d.chunks * d.chunkLen >= d.sortLen);
+    EXPECT(d.chunkLen % 32 == 0 && d.chunkLen / 32 <= 255 && d.colChunk % 16 == 0);
+    int64_t listLen = d.chunkLen, lists = d.chunks;
+    uint32_t blocks = 0;
+    for (int round = 0; MoeMergeRound(d, round, blocks); ++round) {
+      EXPECT(d.listLen == listLen && d.lists == lists && blocks == uint32_t((lists + 3) / 4));
+      listLen *= 4, lists = (lists + 3) / 4;
+    }
+    EXPECT(listLen >= d.sortLen || d.sortLen == 0);
+    if (t.rowBlocks) EXPECT(d.tasksPerBlock * t.rowBlocks + d.tasksRemainder == d.sortLen);
+  }
+  EXPECT(Throws([] { TileMoeRouting({4, 2, 8, 9, DType::kFloat32, false, false}, Ascend910B(48)); }));
+}
+
+// ---- the twin's cube ----
+static const TCubeTiling* gTiling;
+static bool gTransA, gTransB;
+static uint64_t gShortA = 0;  // elements A's GlobalTensor is made short by
+static void MatmulKernel(float* a, float* b, float* c) {
+  using namespace AscendC;
+  GlobalTensor<float> ga, gb, gc;
+  ga.SetGlobalBuffer(a, uint64_t(gTiling->M) * gTiling->Ka - gShortA);
+  gb.SetGlobalBuffer(b, uint64_t(gTiling->Kb) * gTiling->N);
+  gc.SetGlobalBuffer(c, uint64_t(gTiling->M) * gTiling->N);
+  TPipe pipe;
+  Matmul<MatmulType<TPosition::GM, CubeFormat::ND, float, true>, MatmulType<TPosition::GM, CubeFormat::ND, float, true>,
+         MatmulType<TPosition::GM, CubeFormat::ND, float>> mm;
+  REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, gTiling);
+  mm.SetTensorA(ga, gTransA);
+  mm.SetTensorB(gb, gTransB);
+  mm.IterateAll(gc);
+  mm.End();
+}
+static void NoTransKernel(float* a, float* b, float* c) {
+  using namespace AscendC;
+  GlobalTensor<float> ga, gb, gc;
+  ga.SetGlobalBuffer(a), gb.SetGlobalBuffer(b), gc.SetGlobalBuffer(c);
+  TPipe pipe;
+  Matmul<MatmulType<TPosition::GM, CubeFormat::ND, float>, MatmulType<TPosition::GM, CubeFormat::ND, float>,
+         MatmulType<TPosition::GM, CubeFormat::ND, float>> mm;
+  REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, gTiling);
+  mm.SetTensorB(gb, true);  // transposition that the MatmulType did not enable
+}
+
+static bool RuleFires(void (*k)(float*, float*, float*), float* a, float* b, float* c, const char* rule) {
+  try {
+    AscendC::twin::Launch("cube_test", 1, k, a, b, c);
+  } catch (const AscendC::twin::RuleError& e) {
+    return std::string(e.what()).find(rule) != std::string::npos;
+  }
+  return false;
+}
+
+static void TestTwinCube() {
+  const int m = 37, k = 300, n = 45;
+  TCubeTiling t = TileGroupedMatmul({m, k, n, 1, DType::kFloat32, 1, false, false}, CpuTwinCube(1)).data.mm;
+  t.singleCoreM = m, t.singleCoreN = n, t.singleCoreK = k;
+  gTiling = &t;
+  std::vector<float> a(m * k), b(k * n), c(m * n), ref(m * n);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& v : a) v = u(rng);
+  for (float& v : b) v = u(rng);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      gTransA = ta, gTransB = tb;
+      for (int i = 0; i < m; ++i)
+        for (int j = 0; j < n; ++j) {
+          double s = 0;
+          for (int p = 0; p < k; ++p) s += double(a[ta ? p * m + i : i * k + p]) * b[tb ? j * k + p : p * n + j];
+          ref[i * n + j] = float(s);
+        }
+      AscendC::twin::Launch("cube_test", 1, MatmulKernel, a.data(), b.data(), c.data());
+      double worst = 0;
+      for (int i = 0; i < m * n; ++i) worst = std::max(worst, double(std::fabs(c[i] - ref[i])));
+      EXPECT(worst < 1e-4);
+    }
+  }
+  TCubeTiling bad = t;
+  bad.baseM = 256, bad.baseN = 256;  // 256 KiB of fp32 accumulators: over L0C
+  gTiling = &bad;
+  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "L0C"));
+  bad = t, bad.depthA1 = 64, bad.baseK = 64;  // 64 x 128 x 64 x 4 B of A in L1: over 512 KiB
+  gTiling = &bad;
+  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "L1"));
+  gTiling = &t;
+  EXPECT(RuleFires(NoTransKernel, a.data(), b.data(), c.data(), "isTrans"));
+  gShortA = 1;  // A's GlobalTensor one element short of what IterateAll reads
+  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "GM bounds"));
+  gShortA = 0;
+  t.singleCoreM = m + 1;  // a single shape past the original matrix
+  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "cube shape"));
+}
+
+// ---- the twin's sort ----
+static std::vector<uint32_t> gOut;
+static std::vector<float> gScores;
+static uint32_t gTaken[4];
+static void SortKernel(int* unused) {
+  using namespace AscendC;
+  TPipe pipe;
+  TBuf<TPosition::VECCALC> sb, ib, db, tb, mb;
+  const uint32_t n = 64;
+  pipe.InitBuffer(sb, n * 4), pipe.InitBuffer(ib, n * 4), pipe.InitBuffer(db, n * 8), pipe.InitBuffer(tb, n * 8);
+  pipe.InitBuffer(mb, n * 8);
+  LocalTensor<float> s = sb.Get<float>(), d = db.Get<float>(), tmp = tb.Get<float>(), merged = mb.Get<float>();
+  LocalTensor<uint32_t> idx = ib.Get<uint32_t>();
+  for (uint32_t i = 0; i < n; ++i) s.SetValue(i, gScores[i]), idx.SetValue(i, i);
+  LocalTensor<float> concat;
+  Concat(concat, s, tmp, 2);
+  Sort<float, false>(d, concat, idx, tmp, 2);  // two independently sorted runs of 32
+  const uint16_t counts[4] = {32, 32, 0, 0};
+  MrgSortSrcList<float> lists(d, d[64], d, d);
+  MrgSort<float, true>(merged, lists, counts, gTaken, 0b0011, 1);
+  gOut.assign(n, 0xffffffffu);
+  for (uint32_t i = 0; i < gTaken[0] + gTaken[1]; ++i) gOut[i] = merged.ReinterpretCast<uint32_t>().GetValue(2 * i + 1);
+}
+
+static void TestTwinSort() {
+  gScores.resize(64);
+  for (int i = 0; i < 64; ++i) gScores[i] = -float(i % 3);  // many ties: stability decides the order
+  int unused = 0;
+  AscendC::twin::Launch("sort_test", 1, SortKernel, &unused);
+  // Merging two sorted runs with suspension stops when the first of them runs dry.
+  EXPECT(gTaken[0] + gTaken[1] < 64 && (gTaken[0] == 32 || gTaken[1] == 32));
+  bool ordered = true;
+  for (uint32_t i = 1; i < gTaken[0] + gTaken[1]; ++i) {
+    const float prev = gScores[gOut[i - 1]], cur = gScores[gOut[i]];
+    ordered &= prev > cur || (prev == cur && gOut[i - 1] < gOut[i]);
+  }
+  EXPECT(ordered);
+}
+
+int main() {
+  TestGroupedMatmulTiling();
+  TestRoutingTiling();
+  TestTwinCube();
+  TestTwinSort();
+  return expect::Report();
+}

@@ -1,0 +1,103 @@
+"""Expert parallelism across 2 processes (gloo, 127.0.0.1): a tiny Qwen3-MoE whose experts are split between
+the ranks, tokens dispatched with all_to_all_single around our permute/unpermute
+(ascendc_ops.ops.moe_experts.moe_experts_expert_parallel), gives the single-process logits and gradients
+of the unpatched model (HF eager experts) on the whole batch."""
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import sys
+import time
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+
+pytest.importorskip("transformers")
+
+TIMEOUT_S = 180
+EP_IMPL = "ascendc_ep_test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _model_and_batch():
+    from test_moe_models import ids, tiny_moe
+
+    return tiny_moe("qwen3_moe", seed=0), ids(batch=4, seq=12)
+
+
+def _ep_experts_forward(self, hidden_states, top_k_index, top_k_weights):
+    """This rank's slice of the experts, the other slice on the other rank."""
+    import torch.distributed as dist
+
+    from ascendc_ops.ops.moe_experts import moe_experts_expert_parallel
+
+    rank, local = dist.get_rank(), self.num_experts // dist.get_world_size()
+    lo, hi = rank * local, (rank + 1) * local
+    return moe_experts_expert_parallel(hidden_states, top_k_index, top_k_weights, self.gate_up_proj[lo:hi],
+                                       self.down_proj[lo:hi], self.num_experts)
+
+
+def _worker(rank, world, port, out_dir):
+    import torch.distributed as dist
+    from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
+
+    import ascendc_ops.patching as K
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=60))
+    try:
+        ALL_EXPERTS_FUNCTIONS.register(EP_IMPL, _ep_experts_forward)
+        model, x = _model_and_batch()
+        assert "fused_moe" in K.apply_default_kernels(model).applied
+        model.config._experts_implementation_internal = EP_IMPL  # fused_moe, then split across ranks
+        shard = x.chunk(world)[rank]
+        out = model(shard, labels=shard)
+        out.loss.backward()
+        for p in model.parameters():  # DDP's average; an expert's gradient is non-zero on its owner only
+            dist.all_reduce(p.grad)
+            p.grad /= world
+        result = {"logits": out.logits.detach()}
+        if rank == 0:
+            result["grads"] = {n: p.grad.clone() for n, p in model.named_parameters()}
+        torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
+        dist.barrier()  # neither rank tears its gloo pairs down while the other still uses them
+    finally:
+        dist.destroy_process_group()
+
+
+def test_expert_parallel_two_processes_match_single(tmp_path):
+    tests_dir = os.path.dirname(os.path.abspath(__file__))
+    if tests_dir not in sys.path:
+        sys.path.insert(0, tests_dir)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    ctx = mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=False,
+                             start_method="spawn")
+    deadline = time.monotonic() + TIMEOUT_S
+    try:
+        while not ctx.join(timeout=1):
+            if time.monotonic() > deadline:
+                pytest.fail(f"expert-parallel workers did not finish within {TIMEOUT_S} s")
+    finally:
+        for p in ctx.processes:
+            if p.is_alive():
+                p.terminate()
+                p.join(5)
+    ranks = [torch.load(tmp_path / f"rank{r}.pt") for r in range(2)]
+    model, x = _model_and_batch()  # HF's own eager experts, one process, whole batch
+    out = model(x, labels=x)
+    out.loss.backward()
+    torch.testing.assert_close(torch.cat([r["logits"] for r in ranks]), out.logits.detach(), atol=1e-5, rtol=0)
+    grads = ranks[0]["grads"]
+    experts_seen = 0
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(grads[n], p.grad, atol=1e-5, rtol=1e-4, msg=n)
+        experts_seen += "experts" in n
+    assert experts_seen == 2  # layer 0 (layer 1 is dense): gate_up_proj, down_proj

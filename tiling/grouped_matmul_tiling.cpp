@@ -1,0 +1,86 @@
+// Grouped matmul tiling: base blocks sized to A2's L0A / L0B / L0C, double-buffered L0A/L0B and
+// four K-steps of both operands in L1; output blocks (singleCoreM x singleCoreN) as large as the
+// cores allow, halved while there are fewer than two blocks per core.
+#include "grouped_matmul_tiling.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace tiling {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+void FillBase(TCubeTiling& mm, DType dtype, const CubePlatform& p) {
+  const int32_t bytes = int32_t(ElementBytes(dtype));
+  mm.baseM = 128;
+  mm.baseN = bytes == 4 ? 128 : 256;
+  mm.baseK = bytes == 4 ? 32 : 64;  // 128 x 64 x 2 B = 16 KiB of L0A per buffer
+  mm.dbL0A = 2, mm.dbL0B = 2;
+  mm.dbL0C = int64_t(mm.baseM) * mm.baseN * 4 * 2 <= p.l0cBytes ? 2 : 1;
+  mm.stepM = 1, mm.stepN = 1, mm.stepKa = 4, mm.stepKb = 4;
+  mm.depthA1 = mm.stepM * mm.stepKa * 2, mm.depthB1 = mm.stepN * mm.stepKb * 2;  // double-buffered in L1
+  const int64_t l1 = int64_t(mm.depthA1) * mm.baseM * mm.baseK * bytes + int64_t(mm.depthB1) * mm.baseN * mm.baseK * bytes;
+  if (l1 > p.l1Bytes || int64_t(mm.baseM) * mm.baseK * bytes * 2 > p.l0aBytes ||
+      int64_t(mm.baseK) * mm.baseN * bytes * 2 > p.l0bBytes)
+    throw TilingError("grouped matmul: the base blocks do not fit this chip's L1/L0 buffers");
+  mm.iterateOrder = 0;
+  mm.isBias = 0;
+}
+
+}  // namespace
+
+GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const CubePlatform& platform) {
+  if (pr.m < 0 || pr.k < 0 || pr.n < 0 || pr.groups < 1)
+    throw TilingError("grouped matmul: shapes must be non-negative and there must be at least one group");
+  constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+  if (pr.m > kInt32Max || pr.k > kInt32Max || pr.n > kInt32Max)
+    throw TilingError("grouped matmul: M, K and N must each fit in int32 (TCubeTiling)");
+  if (pr.groupListType != 0 && pr.groupListType != 1)
+    throw TilingError("grouped matmul: group_list_type must be 0 (cumulative) or 1 (counts)");
+  GroupedMatmulTiling t{};
+  GroupedMatmulTilingData& d = t.data;
+  d.m = pr.m, d.k = pr.k, d.n = pr.n, d.groups = pr.groups;
+  d.groupListType = pr.groupListType;
+  d.transposeWeight = pr.transposeWeight ? 1 : 0;
+  d.weightGrad = pr.weightGrad ? 1 : 0;
+  TCubeTiling& mm = d.mm;
+  FillBase(mm, pr.dtype, platform);
+  // Output of one group: forward [rows_e, n], reduction k; weight grad [k, n], reduction rows_e.
+  const int64_t outRows = pr.weightGrad ? pr.k : pr.m;
+  const int64_t reduce = pr.weightGrad ? pr.m : pr.k;
+  mm.M = int32_t(outRows), mm.N = int32_t(pr.n), mm.Ka = mm.Kb = int32_t(reduce);
+  const bool empty = pr.weightGrad ? (pr.k == 0 || pr.n == 0) : (pr.m == 0 || pr.n == 0);
+  if (empty) return t;
+  int64_t singleN = std::min<int64_t>(AlignUp(pr.n, 16), 1024);
+  int64_t singleM = 256;
+  const auto blocks = [&](int64_t sm, int64_t sn) {
+    const int64_t mBlocks = pr.weightGrad ? pr.groups * CeilDiv(pr.k, sm) : CeilDiv(pr.m, sm);
+    return mBlocks * CeilDiv(pr.n, sn);
+  };
+  const int64_t want = 2 * int64_t(platform.cubeCores);
+  while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
+  while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);
+  mm.singleCoreM = int32_t(singleM), mm.singleCoreN = int32_t(singleN), mm.singleCoreK = int32_t(reduce);
+  // Every group can add one partial row block, so this bounds the blocks the device will find.
+  const int64_t bound = pr.weightGrad ? blocks(singleM, singleN)
+                                      : (CeilDiv(pr.m, singleM) + pr.groups) * CeilDiv(pr.n, singleN);
+  t.blockDim = uint32_t(std::min<int64_t>(bound, platform.cubeCores));
+  mm.usedCoreNum = int32_t(t.blockDim);
+  return t;
+}
+
+int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows) {
+  const int64_t sm = t.mm.singleCoreM, sn = t.mm.singleCoreN;
+  if (sm <= 0 || sn <= 0) return 0;
+  int64_t total = 0;
+  for (int64_t e = 0; e < t.groups; ++e) {
+    if (t.weightGrad && groupRows[e] == 0) continue;  // an empty group's dweight stays the zeros it starts as
+    const int64_t rows = t.weightGrad ? t.k : groupRows[e];
+    total += CeilDiv(rows, sm) * CeilDiv(t.n, sn);
+  }
+  return total;
+}
+
+}  // namespace tiling

@@ -1,0 +1,42 @@
+// Host tiling for the grouped matmul cube kernels: a pure function of the problem and the chip's
+// cube resources. The L0/L1 rules TCubeTiling must obey are the twin's (twin_cube.h) and the chip's.
+#pragma once
+#include "grouped_matmul_tiling_data.h"
+#include "platform.h"
+
+namespace tiling {
+
+struct CubePlatform {
+  const char* name;
+  uint32_t cubeCores;  // AIC blockDim ceiling for cube-only kernels
+  uint32_t l1Bytes, l0aBytes, l0bBytes, l0cBytes;
+};
+// 910B1/B2: 24 cube cores (paired with 48 vector cores).
+inline CubePlatform Ascend910BCube(uint32_t cubeCores = 24) {
+  return {"Ascend910B", cubeCores, 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024};
+}
+// The twin: one cube block per host thread at a time, A2's buffers.
+inline CubePlatform CpuTwinCube(uint32_t threads) {
+  return {"cpu-twin", threads, 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024};
+}
+
+struct GroupedMatmulProblem {
+  int64_t m, k, n, groups;
+  DType dtype;
+  int32_t groupListType;
+  bool transposeWeight;
+  bool weightGrad;  // dweight[e] = x_e^T @ dy_e: output blocks tile [k, n] of every group
+};
+
+struct GroupedMatmulTiling {
+  GroupedMatmulTilingData data;
+  uint32_t blockDim;  // 0: nothing to compute
+};
+
+GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& problem, const CubePlatform& platform);
+
+// Output blocks over all groups with `groupRows[e]` rows each, as the kernels enumerate them
+// (the weight grad skips empty groups).
+int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows);
+
+}  // namespace tiling

@@ -1,0 +1,233 @@
+#!/usr/bin/env python3
+"""Compile every kernel and op_host source against CANN's public headers, syntax only, no NPU needed.
+
+    tools/check_cann.py --asc-devkit DIR --metadef DIR [--asc-tools DIR] [--securec DIR] [FILE ...]
+
+Kernels (csrc/kernels/*.cpp: direct-launch entries; csrc/kernels/op_package/*.cpp: op-package
+entries) are compiled with g++ -fsyntax-only in asc-devkit's CPU-debug configuration for an
+Ascend910B vector core (__NPU_ARCH__=2201, __DAV_C220_VEC__). op_host files are compiled against
+metadef (register/op_def.h, exe_graph/runtime/tiling_context.h, ...) and asc-devkit's
+tiling/platform/platform_ascendc.h, with their OpDef headers generated from op_proto/*.json.
+With --torch-npu (a torch_npu package directory, e.g. unpacked from its wheel), the PrivateUse1
+launchers in csrc/torch/npu/ are compiled too, against torch's, torch_npu's (and its ACL) headers,
+with the aclrtlaunch_<kernel>.h headers CANN's ascendc_library() would generate, written here from
+the kernels' entry points. Without FILEs every such file is checked, then negative controls
+(mutated copies that must fail).
+Exit status 1 if any file fails or any negative control compiles.
+
+Header locations come from the arguments or ASCENDC_ASC_DEVKIT, ASCENDC_METADEF,
+ASCENDC_ASC_TOOLS (CPU-debug stub_def.h, kernel_fp16.h: default <asc-devkit>/../asc-tools) and
+ASCENDC_SECUREC (libboundscheck's securec.h, which metadef includes: default
+<asc-devkit>/../libboundscheck) and ASCENDC_TORCH_NPU (optional). Files CANN does not publish are stubbed in tools/cann_stubs/.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STUBS = ROOT / "tools" / "cann_stubs"
+KERNEL_DEFINES = ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__", "-D__DAV_C220_VEC__",
+                  "-D__DAV_VEC__"]
+# What CANN's ascendc_library() generates per direct-launch kernel (asc-devkit
+# cmake/asc/legacy_modules/util/extract_host_stub.py, generate_header_code): GM_ADDR -> void*.
+ACLRTLAUNCH = """// STUB -- generated at CANN build time by ascendc_library(); written by tools/check_cann.py.
+#pragma once
+#include "acl/acl_base.h"
+#ifndef ACLRT_LAUNCH_KERNEL
+#define ACLRT_LAUNCH_KERNEL(kernel_func) aclrtlaunch_##kernel_func
+#endif
+extern "C" uint32_t aclrtlaunch_{name}(uint32_t blockDim, aclrtStream stream, {params});
+"""
+DTYPE_NAMES = {"float16": "half", "float": "float", "float32": "float", "bfloat16": "bfloat16_t",
+               "int32": "int32_t", "int64": "int64_t", "int8": "int8_t", "bool": "bool"}
+
+
+def default_files(with_npu: bool) -> list[Path]:
+    return (sorted((ROOT / "csrc" / "kernels").glob("*.cpp")) +
+            sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp")) +
+            sorted((ROOT / "csrc" / "op_host").glob("*.cpp")) +
+            (sorted((ROOT / "csrc" / "torch" / "npu").glob("*.cpp")) if with_npu else []))
+
+
+def op_package_dtypes(op: str) -> list[str]:
+    """-DDTYPE_<NAME>=<type> for the first dtype combination of op_proto/<op>.json, as the op build defines them."""
+    (proto,) = json.loads((ROOT / "op_proto" / f"{op}.json").read_text())
+    return [f"-DDTYPE_{d['name'].upper()}={DTYPE_NAMES[d['type'][0]]}"
+            for d in proto["input_desc"] + proto["output_desc"]]
+
+
+class Checker:
+    def __init__(self, args, work: Path):
+        adk, meta = args.asc_devkit, args.metadef
+        self.work, self.asc_devkit = work, adk
+        gen = work / "gen"
+        # kernel_tiling/kernel_tiling.h is generated at CANN build time by a public asc-devkit script
+        (gen / "kernel_tiling").mkdir(parents=True)
+        subprocess.run([sys.executable, str(adk / "impl/adv_api/cmake/scripts/gen_kernel_tiling_data_def.py"),
+                        str(adk / "include/adv_api"), str(gen / "kernel_tiling/kernel_tiling.h")],
+                       check=True, capture_output=True)
+        self.op_defs = work / "op_def"
+        subprocess.run([sys.executable, str(ROOT / "csrc/op_host/gen_op_def.py"), "--proto-dir",
+                        str(ROOT / "op_proto"), "--out", str(self.op_defs)], check=True)
+        self.kernel_flags = ["-std=c++17", "-fsyntax-only", *KERNEL_DEFINES, f"-I{STUBS}", f"-I{gen}",
+                             f"-I{args.asc_tools / 'cpudebug/include'}"] + [
+            f"-I{adk / p}" for p in ("include", "include/adv_api", "include/basic_api", "include/utils", "impl",
+                                     "impl/basic_api", ".")] + [
+            f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}", f"-I{ROOT / 'csrc'}"]
+        # NO_OPERATOR_IMPL: op_def.h then forward-declares ge::Operator instead of including the
+        # graph engine's operator_reg.h (metadef builds its own OpDef library this way).
+        self.host_flags = ["-std=c++17", "-fsyntax-only", "-DNO_OPERATOR_IMPL", f"-I{ROOT / 'csrc/op_host'}",
+                           f"-I{ROOT / 'tiling'}", f"-I{meta / 'inc/external'}", f"-I{meta / 'inc/external/asc'}",
+                           f"-I{meta / 'inc'}", f"-I{adk / 'include/utils'}", f"-I{args.securec / 'include'}",
+                           f"-I{STUBS}"]
+
+    def setup_npu(self, torch_npu: Path) -> None:
+        """Flags for csrc/torch/npu: torch + torch_npu headers, op_proto_gen.h, aclrtlaunch_*.h."""
+        import torch.utils.cpp_extension
+
+        gen = self.work / "npu_gen"
+        gen.mkdir()
+        (script,) = ROOT.glob("python/ascendc_ops/**/op_proto.py")
+        subprocess.run([sys.executable, str(script), "--dir", str(ROOT / "op_proto"), "--header",
+                        str(gen / "op_proto_gen.h")], check=True)
+        for kernel in sorted((ROOT / "csrc" / "kernels").glob("*.cpp")):
+            expanded = subprocess.run(["g++", "-E", "-P", "-std=c++17", *self.kernel_flags[2:], str(kernel)], capture_output=True,
+                                      text=True, check=True).stdout
+            for name, params in re.findall(r'extern "C"\s+void\s+(\w+)\(([^)]*)\)', expanded):
+                names = [p.split("*")[-1].strip() for p in params.split(",")]
+                if not all(re.fullmatch(r"\s*uint8_t\s*\*\s*\w+\s*", p) for p in params.split(",")):
+                    continue  # not a kernel entry (every GM_ADDR parameter expands to uint8_t*)
+                (gen / f"aclrtlaunch_{name}.h").write_text(ACLRTLAUNCH.format(
+                    name=name, params=", ".join(f"void* {n}" for n in names)))
+        self.npu_flags = ["-std=c++17", "-fsyntax-only", "-DASCENDC_OPS_WITH_NPU",
+                          *[f"-I{p}" for p in torch.utils.cpp_extension.include_paths()],
+                          f"-I{torch_npu / 'include'}", f"-I{ROOT / 'csrc/torch'}", f"-I{ROOT / 'csrc/torch/npu'}",
+                          f"-I{ROOT / 'tiling'}", f"-I{gen}", f"-I{self.asc_devkit / 'include/utils'}", f"-I{STUBS}"]
+
+    def command(self, path: Path, op_defs: Path | None = None) -> list[str]:
+        if path.parent.name == "npu":
+            return ["g++", *self.npu_flags, str(path)]
+        if path.parent.name == "op_host":
+            return ["g++", *self.host_flags, f"-I{op_defs or self.op_defs}", str(path)]
+        if path.parent.name == "op_package":
+            return ["g++", *self.kernel_flags, "-include", "kernel_operator.h", "-include",
+                    str(STUBS / "op_kernel_tiling.h"), *op_package_dtypes(path.stem), str(path)]
+        return ["g++", *self.kernel_flags, str(path)]
+
+    @staticmethod
+    def run(command: list[str]) -> tuple[bool, str]:
+        result = subprocess.run(command, capture_output=True, text=True)
+        errors = [line for line in result.stderr.splitlines() if "error" in line]
+        return result.returncode == 0, "\n".join(errors[:8])
+
+    def negative_controls(self) -> list[tuple[str, list[str], str]]:
+        """Mutated copies of real sources, each with one error CANN's headers must reject, and a word
+        the error must name (so a control cannot pass by failing for another reason)."""
+        controls = []
+
+        def mutate(name: str, source: Path, old: str, new: str, where: str) -> Path:
+            text = source.read_text()
+            if old not in text:
+                raise SystemExit(f"check_cann: negative control '{name}' cannot find {old!r} in {source}")
+            target = self.work / "neg" / name / where / source.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(text.replace(old, new, 1))
+            return target
+
+        kernels = ROOT / "csrc" / "kernels"
+        bad = mutate("kernel_unknown_api", kernels / "swiglu.cpp", "SwiGLU<float, false>(", "SwiGLUx<float, false>(",
+                     "kernels")
+        controls.append(("kernel calling a non-existent Ascend C API (SwiGLUx)", self.command(bad), "SwiGLUx"))
+        bad = mutate("kernel_wrong_args", kernels / "rope.cpp", "Gather(acc, xf, offsets, 0, static_cast<uint32_t>(n));",
+                     "Gather(acc, xf, offsets, static_cast<uint32_t>(n));", "kernels")
+        controls.append(("kernel calling Gather with a missing argument", self.command(bad), "Gather"))
+        bad = mutate("op_package_tiling", kernels / "op_package" / "swiglu.cpp", "op.Init(x, y, tilingData, &pipe);",
+                     "op.Init(x, y, tiling, &pipe);", "op_package")
+        controls.append(("op-package entry passing the raw GM tiling pointer as the struct", self.command(bad),
+                         "SwigluTilingData"))
+        defs = self.work / "neg" / "op_def"
+        shutil.copytree(self.op_defs, defs)
+        text = (defs / "rms_norm_def.h").read_text()
+        (defs / "rms_norm_def.h").write_text(text.replace(".DataType(", ".DataTypes(", 1))
+        controls.append(("OpDef with a wrong call (DataTypes)",
+                         self.command(ROOT / "csrc" / "op_host" / "rms_norm.cpp", defs), "DataTypes"))
+        bad = mutate("op_host_context", ROOT / "csrc" / "op_host" / "op_host_common.h", "context->SetBlockDim(",
+                     "context->SetNumBlock(", "op_host")
+        shutil.copy(ROOT / "csrc" / "op_host" / "swiglu.cpp", bad.parent / "swiglu.cpp")
+        shutil.copy(ROOT / "csrc" / "op_host" / "swiglu_host.h", bad.parent / "swiglu_host.h")
+        controls.append(("op_host calling a TilingContext method that does not exist (SetNumBlock)",
+                         self.command(bad.parent / "swiglu.cpp"), "SetNumBlock"))
+        if hasattr(self, "npu_flags"):
+            bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",
+                         "OpCommand::RunOpApis(", "npu")
+            shutil.copy(ROOT / "csrc" / "torch" / "npu" / "swiglu_npu.cpp", bad.parent / "swiglu_npu.cpp")
+            controls.append(("PrivateUse1 launcher calling an OpCommand method that does not exist (RunOpApis)",
+                             self.command(bad.parent / "swiglu_npu.cpp"), "RunOpApis"))
+        return controls
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    env = os.environ.get
+    parser.add_argument("--asc-devkit", type=Path, default=env("ASCENDC_ASC_DEVKIT"))
+    parser.add_argument("--metadef", type=Path, default=env("ASCENDC_METADEF"))
+    parser.add_argument("--asc-tools", type=Path, default=env("ASCENDC_ASC_TOOLS"))
+    parser.add_argument("--securec", type=Path, default=env("ASCENDC_SECUREC"))
+    parser.add_argument("--torch-npu", type=Path, default=env("ASCENDC_TORCH_NPU"),
+                        help="torch_npu package directory (has include/): also check csrc/torch/npu")
+    parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--no-negative", action="store_true", help="skip the negative controls")
+    parser.add_argument("files", nargs="*", type=Path)
+    args = parser.parse_args()
+    if args.asc_devkit is None or args.metadef is None:
+        parser.error("needs --asc-devkit and --metadef (or ASCENDC_ASC_DEVKIT / ASCENDC_METADEF)")
+    args.asc_tools = args.asc_tools or args.asc_devkit.parent / "asc-tools"
+    args.securec = args.securec or args.asc_devkit.parent / "libboundscheck"
+    for name, path, probe in [("asc-devkit", args.asc_devkit, "include/kernel_operator.h"),
+                              ("metadef", args.metadef, "inc/external/exe_graph/runtime/tiling_context.h"),
+                              ("asc-tools", args.asc_tools, "cpudebug/include/stub_def.h"),
+                              ("securec", args.securec, "include/securec.h")]:
+        if not (path / probe).is_file():
+            parser.error(f"{name}: {path / probe} not found")
+
+    if args.torch_npu and not (args.torch_npu / "include/torch_npu/csrc/framework/OpCommand.h").is_file():
+        parser.error(f"torch-npu: {args.torch_npu}/include/torch_npu/csrc/framework/OpCommand.h not found")
+    files = [f.resolve() for f in args.files] or default_files(bool(args.torch_npu))
+    if any(f.parent.name == "npu" for f in files) and not args.torch_npu:
+        parser.error("csrc/torch/npu files need --torch-npu (or ASCENDC_TORCH_NPU)")
+    with tempfile.TemporaryDirectory(prefix="check_cann_") as tmp:
+        checker = Checker(args, Path(tmp))
+        if args.torch_npu:
+            checker.setup_npu(args.torch_npu)
+        jobs = [(str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f), checker.command(f)) for f in files]
+        negatives = [] if args.files or args.no_negative else checker.negative_controls()
+        with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            results = list(pool.map(lambda job: checker.run(job[1]), jobs + [n[:2] for n in negatives]))
+    failed = 0
+    for (name, _), (ok, errors) in zip(jobs, results):
+        print(f"{'PASS' if ok else 'FAIL'}  {name}")
+        if not ok:
+            failed += 1
+            print(re.sub(r"^", "      ", errors, flags=re.M))
+    for (name, _, expect), (ok, errors) in zip(negatives, results[len(jobs):]):
+        rejected = not ok and expect in errors
+        print(f"{'PASS' if rejected else 'FAIL'}  negative control: {name} " +
+              ("is rejected" if rejected else "compiled, but must not" if ok else f"failed without naming {expect}"))
+        if not rejected:
+            failed += 1
+            print(re.sub(r"^", "      ", errors, flags=re.M))
+    print(f"check_cann: {len(jobs)} files, {len(negatives)} negative controls, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
