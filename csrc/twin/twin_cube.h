@@ -148,6 +148,7 @@ class Matmul {
       gm.TwinCheckRange(uint64_t((g.m - 1) * g.ldc + g.n), "Matmul IterateAll");
     }
     g.a = a_.GetPhyAddr(), g.b = b_.GetPhyAddr(), g.c = gm.GetPhyAddr();
+    twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
     twin::RunGemm(g);
   }
   void End() { hasA_ = hasB_ = false; }

@@ -27,7 +27,7 @@ inline Bytes Of(const uint8_t* p, uint8_t elem, uint32_t count) { return {p, p +
 // Two operands that share bytes must be the same view (same start, same element size).
 inline bool Compatible(const Bytes& a, const Bytes& b) {
   if (a.end <= b.begin || b.end <= a.begin || a.begin == a.end || b.begin == b.end) return true;
-  return true; // MUTANT
+  return a.begin == b.begin && a.elem == b.elem;
 }
 // May `x` be reordered strip-wise against `y`? Only pairs with a write matter.
 bool Independent(const FusedOp& x, const FusedOp& y) {
