@@ -96,6 +96,17 @@ def _expected(name, x):
         c[:-SHIFT] = two[SHIFT:] + np.float32(1)
     elif name == "scalar_read":
         c = two[100] + two
+    elif name == "scalar_write":
+        a = x.copy()
+        a[3] = 100
+        c[5] = 9
+        c = c + two + a
+    elif name == "pad_rows":  # y itself: rows of [7, 7, x row + 1 ..., 7 x 4] + 1, 128 apart
+        rows = np.full((32, 106), np.float32(8))
+        rows[:, 2:102] = x.reshape(32, 128)[:, :100] + np.float32(1)
+        c.reshape(32, 128)[:, :106] = rows
+    elif name == "pad_roundtrip":
+        c[: 31 * 96] = (two.reshape(32, 128)[1:, 4:100] + np.float32(1)).ravel()
     return c
 
 

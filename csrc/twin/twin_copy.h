@@ -104,6 +104,51 @@ inline void FuseCopy(T* dst, const T* src, uint32_t count, bool streaming) {
   RunOrDefer(op);
 }
 
+// DataCopyPad's rows as a fused instruction, strip by strip over the UB side's element range:
+// row r is UB bytes [r ubPitch, r ubPitch + rowBytes): `lead` bytes of left padding, blockLen
+// bytes of data (GM r gmPitch on), padding up to rowBytes; the bytes between rows are untouched.
+// The GM side is a strided operand (twin_fuse.h): it shares no byte with a write of the run.
+template <typename T>
+struct PadRows {
+  uint64_t gmPitch;
+  uint32_t ubPitch, lead, blockLen, rowBytes;
+  uint8_t leftPad, rightPad, isPad;
+  T padValue;
+};
+// Calls f(row, lo, hi) for each row's UB byte range [lo, hi) (row-relative) inside [b, e) bytes.
+template <typename F>
+inline void ForRowPieces(uint64_t b, uint64_t e, uint32_t ubPitch, uint32_t rowEnd, F f) {
+  for (uint64_t r = b / ubPitch; r * ubPitch < e; ++r) {
+    const uint64_t at = r * ubPitch;
+    const uint64_t lo = b > at ? b - at : 0, hi = std::min<uint64_t>(e - at, rowEnd);
+    if (lo < hi) f(r, uint32_t(lo), uint32_t(hi));
+  }
+}
+template <typename T>
+void StripPadIn(const FusedOp& op, uint32_t b, uint32_t e) {
+  const PadRows<T>& g = op.Fn<PadRows<T>>();
+  const uint32_t tail = g.lead + g.blockLen;
+  ForRowPieces(uint64_t(b) * sizeof(T), uint64_t(e) * sizeof(T), g.ubPitch, g.rowBytes, [&](uint64_t r, uint32_t lo, uint32_t hi) {
+    uint8_t* row = op.dst + r * g.ubPitch;
+    const uint32_t dlo = std::max(lo, g.lead), dhi = std::min(hi, tail);
+    if (dlo < dhi) std::memcpy(row + dlo, op.src[0] + r * g.gmPitch + (dlo - g.lead), dhi - dlo);
+    if (lo < g.lead) std::memset(row + lo, kPoisonByte, std::min(hi, g.lead) - lo);
+    if (hi > tail) std::memset(row + std::max(lo, tail), kPoisonByte, hi - std::max(lo, tail));
+    if (!g.isPad) return;
+    T* elems = reinterpret_cast<T*>(row);
+    for (uint32_t i = lo / sizeof(T); i < std::min<uint32_t>(g.leftPad, hi / sizeof(T)); ++i) elems[i] = g.padValue;
+    const uint32_t r0 = tail / sizeof(T), r1 = r0 + g.rightPad;
+    for (uint32_t i = std::max<uint32_t>(r0, lo / sizeof(T)); i < std::min<uint32_t>(r1, hi / sizeof(T)); ++i) elems[i] = g.padValue;
+  });
+}
+template <typename T, bool kStream>
+void StripPadOut(const FusedOp& op, uint32_t b, uint32_t e) {
+  const PadRows<T>& g = op.Fn<PadRows<T>>();
+  ForRowPieces(uint64_t(b) * sizeof(T), uint64_t(e) * sizeof(T), g.ubPitch, g.blockLen, [&](uint64_t r, uint32_t lo, uint32_t hi) {
+    CopyRun(op.dst + r * g.gmPitch + lo, op.src[0] + r * g.ubPitch + lo, hi - lo, kStream);
+  });
+}
+
 template <typename T>
 inline bool Streaming(const GlobalTensor<T>& gm) { return gm.GetSize() * sizeof(T) >= kStreamingGmBytes; }
 
@@ -231,8 +276,6 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
   const uint64_t gmPitch = uint64_t(p.blockLen) + p.srcStride;
   dst.TwinCheckCount(((p.blockCount - 1) * ubPitch + rowBytes) / sizeof(T), api);
   src.TwinCheckRange(((p.blockCount - 1) * gmPitch + p.blockLen) / sizeof(T), api);
-  uint8_t* ub = reinterpret_cast<uint8_t*>(dst.TwinPtr());
-  const uint8_t* gm = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
   const uint32_t tail = lead + p.blockLen;
   if (twin::Recording()) {  // whole padded rows land; only the data (and pad values asked for) are defined
     const uint32_t definedLead = pad.isPad ? 0 : lead;
@@ -242,24 +285,18 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
                         twin::Strided(twin::GmAddr(src), gmPitch, p.blockLen, p.blockCount), twin::Init::kPadded,
                         definedLead, definedEnd - definedLead);
   }
-  if (lead == 0 && tail == rowBytes && ubPitch == rowBytes && gmPitch == rowBytes) {  // one contiguous run, no padding
+  if (lead == 0 && tail == rowBytes && (p.blockCount == 1 || (ubPitch == rowBytes && gmPitch == rowBytes))) {
+    // one contiguous run, no padding
     twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), uint32_t(uint64_t(p.blockCount) * rowBytes / sizeof(T)), false);
     return;
   }
-  twin::Observe();
-  twin::CopyBlocks(ub + lead, ubPitch, gm, gmPitch, p.blockCount, p.blockLen);
-  if (lead == 0 && tail == rowBytes) return;  // rows already whole blocks: nothing to pad
-  for (uint32_t b = 0; b < p.blockCount; ++b) {
-    uint8_t* row = ub + b * ubPitch;
-    std::memset(row, twin::kPoisonByte, lead);
-    std::memset(row + tail, twin::kPoisonByte, rowBytes - tail);
-    if (pad.isPad) {
-      T* left = reinterpret_cast<T*>(row);
-      T* right = reinterpret_cast<T*>(row + tail);
-      for (uint32_t i = 0; i < pad.leftPadding; ++i) left[i] = pad.paddingValue;
-      for (uint32_t i = 0; i < pad.rightPadding; ++i) right[i] = pad.paddingValue;
-    }
-  }
+  twin::FusedOp op = twin::MakeFused(&twin::StripPadIn<T>, dst.TwinPtr(),
+                                     twin::PadRows<T>{gmPitch, uint32_t(ubPitch), lead, p.blockLen, rowBytes,
+                                                      pad.leftPadding, pad.rightPadding, uint8_t(pad.isPad), pad.paddingValue},
+                                     src.GetPhyAddr());
+  op.count = uint32_t(((p.blockCount - 1) * ubPitch + rowBytes) / sizeof(T));
+  op.strided = 1, op.stridedBytes[0] = (p.blockCount - 1) * gmPitch + p.blockLen;
+  twin::RunOrDefer(op);
 }
 
 template <typename T>
@@ -277,13 +314,23 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
                         twin::Strided(src.TwinUbOffset(), ubPitch, p.blockLen, p.blockCount),
                         twin::Strided(twin::GmAddr(dst), gmPitch, p.blockLen, p.blockCount));
   }
-  if (ubPitch == p.blockLen && gmPitch == p.blockLen && p.blockLen % sizeof(T) == 0) {  // one contiguous run
-    twin::FuseCopy(dst.GetPhyAddr(), src.TwinPtr(), uint32_t(uint64_t(p.blockCount) * p.blockLen / sizeof(T)), twin::Streaming(dst));
+  const bool stream = twin::Streaming(dst);
+  if (p.blockLen % sizeof(T) == 0 && (p.blockCount == 1 || (ubPitch == p.blockLen && gmPitch == p.blockLen))) {
+    // one contiguous run
+    twin::FuseCopy(dst.GetPhyAddr(), src.TwinPtr(), uint32_t(uint64_t(p.blockCount) * p.blockLen / sizeof(T)), stream);
     return;
   }
-  twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), gmPitch,
-                   reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen,
-                   twin::Streaming(dst));
+  if (p.blockLen % sizeof(T) != 0) {  // rows not whole elements: not element-indexed, copied now
+    twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), gmPitch,
+                     reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen, stream);
+    return;
+  }
+  twin::FusedOp op = twin::MakeFused(stream ? &twin::StripPadOut<T, true> : &twin::StripPadOut<T, false>, dst.GetPhyAddr(),
+                                     twin::PadRows<T>{gmPitch, uint32_t(ubPitch), 0, p.blockLen, 0, 0, 0, 0, T(0)},
+                                     src.TwinPtr());
+  op.count = uint32_t(((p.blockCount - 1) * ubPitch + p.blockLen) / sizeof(T));
+  op.strided = 8, op.stridedBytes[3] = (p.blockCount - 1) * gmPitch + p.blockLen;
+  twin::RunOrDefer(op);
 }
 
 }  // namespace AscendC

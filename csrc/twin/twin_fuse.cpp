@@ -21,28 +21,35 @@ thread_local Run tRun;
 struct Bytes {
   const uint8_t* begin;
   const uint8_t* end;
-  uint8_t elem;
+  uint8_t elem;  // 0: strided, not indexed like the run's elements
 };
-inline Bytes Of(const uint8_t* p, uint8_t elem, uint32_t count) { return {p, p + uint64_t(elem) * count, elem}; }
+inline Bytes Dst(const FusedOp& x) {
+  if (x.strided & 8) return {x.dst, x.dst + x.stridedBytes[3], 0};
+  return {x.dst, x.dst + uint64_t(x.dstElem) * x.count, x.dstElem};
+}
+inline Bytes Src(const FusedOp& x, int i) {
+  if (x.strided & (1 << i)) return {x.src[i], x.src[i] + x.stridedBytes[i], 0};
+  return {x.src[i], x.src[i] + uint64_t(x.srcElem[i]) * x.count, x.srcElem[i]};
+}
 // Two operands that share bytes must be the same view (same start, same element size).
 inline bool Compatible(const Bytes& a, const Bytes& b) {
   if (a.end <= b.begin || b.end <= a.begin || a.begin == a.end || b.begin == b.end) return true;
-  return a.begin == b.begin && a.elem == b.elem;
+  return a.begin == b.begin && a.elem == b.elem && a.elem != 0;
 }
 // May `x` be reordered strip-wise against `y`? Only pairs with a write matter.
 bool Independent(const FusedOp& x, const FusedOp& y) {
-  const Bytes xd = Of(x.dst, x.dstElem, x.count), yd = Of(y.dst, y.dstElem, y.count);
+  const Bytes xd = Dst(x), yd = Dst(y);
   if (!Compatible(xd, yd)) return false;
   for (int i = 0; i < y.nSrc; ++i)
-    if (!Compatible(xd, Of(y.src[i], y.srcElem[i], y.count))) return false;
+    if (!Compatible(xd, Src(y, i))) return false;
   for (int i = 0; i < x.nSrc; ++i)
-    if (!Compatible(yd, Of(x.src[i], x.srcElem[i], x.count))) return false;
+    if (!Compatible(yd, Src(x, i))) return false;
   return true;
 }
 bool SelfCompatible(const FusedOp& x) {
-  const Bytes xd = Of(x.dst, x.dstElem, x.count);
+  const Bytes xd = Dst(x);
   for (int i = 0; i < x.nSrc; ++i)
-    if (!Compatible(xd, Of(x.src[i], x.srcElem[i], x.count))) return false;
+    if (!Compatible(xd, Src(x, i))) return false;
   return true;
 }
 }  // namespace
@@ -76,6 +83,17 @@ void FlushFused() {
     const uint32_t e = std::min(longest, b + kStripElems);
     for (uint32_t i = 0; i < n; ++i)
       if (b < ops[i].count) ops[i].run(ops[i], b, std::min(e, ops[i].count));
+  }
+}
+
+void ObserveRangeSlow(const void* p, uint64_t bytes, bool write) {
+  const Bytes at{static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + bytes, 0};
+  auto meets = [&](const Bytes& o) { return o.begin < at.end && at.begin < o.end; };
+  for (uint32_t i = 0; i < tFusedPending; ++i) {
+    const FusedOp& op = tRun.ops[i];
+    bool hit = meets(Dst(op));
+    for (int k = 0; write && !hit && k < op.nSrc; ++k) hit = meets(Src(op, k));
+    if (hit) return FlushFused();
   }
 }
 

@@ -1,18 +1,24 @@
-// CPU twin, fused execution: a block's element-wise vector instructions (arithmetic, scalar forms,
-// Cast, Duplicate, UB->UB DataCopy, SwiGLU) are checked and recorded when issued, as always, but
-// their arithmetic is deferred into a run. The run executes at the first point that observes UB
-// data any other way (a GM<->UB copy, a reduction, Gather, GetValue/SetValue: everything that
-// reaches UB through LocalTensor::TwinData()) or at block end, strip by strip over L1-sized pieces
-// of element indices: each strip goes through every instruction of the run before the next strip.
+// CPU twin, fused execution: a block's element-wise instructions (arithmetic, scalar forms, Cast,
+// Duplicate, SwiGLU, DataCopy / DataCopyPad GM<->UB and UB->UB) are checked and recorded when
+// issued, as always, but their data movement is deferred into a run. The run executes when
+// something observes data another way (a reduction, Gather, Sort, Matmul, a strided DataCopy:
+// everything that reaches UB through LocalTensor::TwinData(); a GetValue/SetValue that touches
+// bytes the run writes, or reads for SetValue), at a nested launch, or at block end, strip by
+// strip over L1-sized pieces of element indices: each strip goes through every instruction of the
+// run before the next strip, so a tile crosses the cache hierarchy once instead of once per
+// instruction, and the GM load and store of a tile join the arithmetic on it.
 //
 // Why the result is bit-identical: element j of an element-wise instruction depends only on
 // element j of its operands, so reordering (instruction, strip) pairs is safe as long as any two
-// operands of the run that share UB bytes (one of them written) start at the same byte and have
-// the same element size: then only element j meets element j, in the same strip, in program
-// order. An instruction that breaks this (a shifted or re-typed view of a buffer in the run, or
+// operands of the run that share bytes (one of them written) start at the same byte and have the
+// same element size: then only element j meets element j, in the same strip, in program order.
+// The GM side of a row copy is strided (not indexed like the run): it may share no byte with a
+// write. An instruction that breaks this (a shifted or re-typed view of a buffer in the run, or
 // of its own operands) first runs the pending run, and runs alone. The strip functions are the
 // ones unfused execution uses over the whole range.
 //
+// The one instruction record (twin_record.h) is emitted at issue, unchanged: the sanitizer and the
+// pipeline model see the program order; only the host's execution of the data is reordered.
 // ASCENDC_TWIN_FUSE=0 turns it off (read at every launch): each instruction then runs when issued.
 #pragma once
 #include <cstdint>
@@ -33,7 +39,11 @@ struct FusedOp {
   uint8_t dstElem = 0, nSrc = 0;
   uint8_t srcElem[3] = {0, 0, 0};
   uint32_t count = 0;
-  alignas(8) unsigned char fn[24];  // the element function (a lambda and its scalar, trivially copyable)
+  // A strided operand (a GM side of a row copy) is not indexed like dst: its byte extent is given
+  // here, and it may share no byte with any written operand of the run (bit i: src i, bit 3: dst).
+  uint8_t strided = 0;
+  uint64_t stridedBytes[4] = {0, 0, 0, 0};
+  alignas(8) unsigned char fn[40];  // the element function (a lambda and its scalar, trivially copyable)
 
   template <typename F>
   const F& Fn() const { return *reinterpret_cast<const F*>(fn); }
@@ -44,6 +54,12 @@ void FlushFused();                   // runs the pending run; a no-op when nothi
 extern thread_local uint32_t tFusedPending;
 inline void Observe() {  // UB data is about to be read or written outside the run
   if (tFusedPending) FlushFused();
+}
+// A scalar access to `bytes` bytes at p (GetValue/SetValue): the run executes first only if it
+// writes those bytes (or, for a write, reads them); otherwise the access commutes with it.
+void ObserveRangeSlow(const void* p, uint64_t bytes, bool write);
+inline void ObserveRange(const void* p, uint64_t bytes, bool write) {
+  if (tFusedPending) ObserveRangeSlow(p, bytes, write);
 }
 void BeginFusedBlock(bool on);  // per block: fusion on/off, nothing pending
 void DropFused();               // the block failed: pending arithmetic is abandoned

@@ -23,13 +23,13 @@ class GlobalTensor {
   T GetValue(const uint64_t offset) const {
     TwinCheckRange(offset + 1, "GetValue");
     if (twin::Recording()) TwinRecordScalar("GetValue", offset, false);
-    twin::Observe();  // a pending fused copy may write it
+    twin::ObserveRange(data_ + offset, sizeof(T), false);  // a pending fused copy may write it
     return data_[offset];
   }
   void SetValue(const uint64_t offset, T value) {
     TwinCheckRange(offset + 1, "SetValue");
     if (twin::Recording()) TwinRecordScalar("SetValue", offset, true);
-    twin::Observe();
+    twin::ObserveRange(data_ + offset, sizeof(T), true);
     data_[offset] = value;
   }
   uint64_t GetSize() const { return size_; }
@@ -96,14 +96,14 @@ class LocalTensor {
   T GetValue(const uint32_t index) const {
     TwinCheckCount(index + 1, "GetValue");
     if (twin::Recording()) TwinRecordScalar("GetValue", index, false);
-    twin::Observe();
+    twin::ObserveRange(data_ + index, sizeof(T), false);  // flushes the run only if it writes the element
     return data_[index];
   }
   template <typename S>
   void SetValue(const uint32_t index, const S value) const {
     TwinCheckCount(index + 1, "SetValue");
     if (twin::Recording()) TwinRecordScalar("SetValue", index, true);
-    twin::Observe();
+    twin::ObserveRange(data_ + index, sizeof(T), true);
     data_[index] = static_cast<T>(value);
   }
   LocalTensor operator[](const uint32_t offset) const {

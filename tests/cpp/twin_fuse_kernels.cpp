@@ -104,12 +104,42 @@ extern "C" __global__ __aicore__ void scalar_read(GM_ADDR x, GM_ADDR y) {
   k.Store();
 }
 
+// Scalar writes in the middle of a run: one to an operand the run reads, one to a buffer it does not touch.
+extern "C" __global__ __aicore__ void scalar_write(GM_ADDR x, GM_ADDR y) {
+  Bufs k(x, y);
+  Muls(k.b, k.a, 2.0f, kN);
+  k.a.SetValue(3, 100.0f);
+  k.c.SetValue(5, 9.0f);
+  Add(k.c, k.c, k.b, kN);
+  Add(k.c, k.c, k.a, kN);
+  k.Store();
+}
+
+// 32 rows of 100 floats, 128 apart in GM, land padded (2 left, 4 right, value 7) 112 apart in UB;
+// +1 on everything; rows of 106 go back 128 apart. Strided row copies inside a run.
+extern "C" __global__ __aicore__ void pad_rows(GM_ADDR x, GM_ADDR y) {
+  Bufs k(x, y);
+  DataCopyPad(k.b, k.x, DataCopyExtParams(32, 100 * 4, 28 * 4, 0, 0), DataCopyPadExtParams<float>(true, 2, 4, 7.0f));
+  Adds(k.c, k.b, 1.0f, 32 * 112);
+  DataCopyPad(k.y, k.c, DataCopyExtParams(32, 106 * 4, 0, 22 * 4, 0));
+}
+
+// Rows stored to GM, then rows loaded back one row and 4 columns on: aliasing through strided GM.
+extern "C" __global__ __aicore__ void pad_roundtrip(GM_ADDR x, GM_ADDR y) {
+  Bufs k(x, y);
+  Muls(k.b, k.a, 2.0f, kN);
+  DataCopyPad(k.y, k.b, DataCopyExtParams(32, 100 * 4, 3, 28 * 4, 0));
+  DataCopyPad(k.c, k.y[128 + 4], DataCopyExtParams(31, 96 * 4, 32 * 4, 0, 0), DataCopyPadExtParams<float>());
+  Adds(k.c, k.c, 1.0f, 31 * 96);
+  k.Store();
+}
+
 using Kernel = void (*)(GM_ADDR, GM_ADDR);
 const std::map<std::string, Kernel>& Kernels() {
   static const std::map<std::string, Kernel> k = {
       {"shifted_read", shifted_read}, {"shifted_write", shifted_write}, {"war_shift", war_shift},
       {"self_overlap", self_overlap}, {"retyped", retyped},             {"gm_roundtrip", gm_roundtrip},
-      {"scalar_read", scalar_read},
+      {"scalar_read", scalar_read},   {"pad_rows", pad_rows},             {"scalar_write", scalar_write},             {"pad_roundtrip", pad_roundtrip},
   };
   return k;
 }
