@@ -19,7 +19,8 @@
 //
 // The one instruction record (twin_record.h) is emitted at issue, unchanged: the sanitizer and the
 // pipeline model see the program order; only the host's execution of the data is reordered.
-// ASCENDC_TWIN_FUSE=0 turns it off (read at every launch): each instruction then runs when issued.
+// ASCENDC_TWIN_FUSE=1 turns it on (read at every launch; default off, see FuseEnabled for why):
+// otherwise each instruction runs when issued.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -63,7 +64,7 @@ inline void ObserveRange(const void* p, uint64_t bytes, bool write) {
 }
 void BeginFusedBlock(bool on);  // per block: fusion on/off, nothing pending
 void DropFused();               // the block failed: pending arithmetic is abandoned
-bool FuseEnabled();             // ASCENDC_TWIN_FUSE (default on)
+bool FuseEnabled();             // ASCENDC_TWIN_FUSE=1 (default off)
 
 template <typename F, typename D, typename... S>
 inline FusedOp MakeFused(StripFn run, D* dst, F f, const S*... srcs) {
