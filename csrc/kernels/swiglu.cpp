@@ -1,7 +1,7 @@
 // SwiGLU, forward and backward, on x viewed as [outer, 2, inner] (any split dim; see swiglu_tiling_data.h):
 //   forward   y  = silu(A) * B,                  silu(a) = a * sigmoid(a) = a / (1 + exp(-a))
 //   backward  dA = dy * B * silu'(A),           silu'(a) = s * (1 + a * (1 - s)),  s = sigmoid(a)
-//             dB = dy * silu(A)                 (silu' evaluated as s * (s + (1 + a) * (1 - s)))
+//             dB = dy * silu(A)                 (fp32: silu' evaluated as s * (s + (1 + a) * (1 - s)))
 // A and B of a row are `inner` contiguous elements each, `inner` apart; a tile is up to tileRows rows
 // by tileCols columns of them, landed row by row with DataCopyPad (any inner: 1, 769, 11008, ...).
 // Padding columns in UB are computed on like the rest and never copied out.
@@ -238,15 +238,24 @@ class KernelSwigluGrad {
     // 2. s = sigmoid(a) = 1 / (1 + exp(-a))
     Div(s, ones, daf, n);
     PipeBarrier<PIPE_V>();
-    // 3. silu'(a) = s * (1 + a * (1 - s)) evaluated as s * (s + (1 + a) * (1 - s)): near its zero (a = -1.278)
-    //    1 + a is exact and the terms that cancel are ~s (0.22) in size, not 1, and the rounding of 1 - s is
-    //    scaled by 1 + a (0.28), not a (1.28): ~2x fewer fp32 small-value errors than PyTorch (README, Accuracy)
+    // 3. dbf = t = 1 + a * (1 - s), so that silu'(a) = s * t
     Sub(dbf, ones, s, n);
-    Adds(daf, af, 1.0f, n);
-    PipeBarrier<PIPE_V>();
-    Mul(dbf, dbf, daf, n);
-    PipeBarrier<PIPE_V>();
-    Add(dbf, dbf, s, n);
+    if constexpr (sizeof(T) == sizeof(float)) {
+      // fp32: t as s + (1 + a) * (1 - s). Near the zero of silu' (a = -1.278) 1 + a is exact, the terms that
+      // cancel are ~s (0.22) in size, not 1, and the rounding of 1 - s is scaled by 1 + a (0.28), not a (1.28):
+      // ~0.55x PyTorch's small-value errors (README, Accuracy), for one more Add
+      Adds(daf, af, 1.0f, n);
+      PipeBarrier<PIPE_V>();
+      Mul(dbf, dbf, daf, n);
+      PipeBarrier<PIPE_V>();
+      Add(dbf, dbf, s, n);
+    } else {
+      // fp16 / bf16: that fp32 cancellation error is far below the output's rounding
+      PipeBarrier<PIPE_V>();
+      Mul(dbf, dbf, af, n);
+      PipeBarrier<PIPE_V>();
+      Adds(dbf, dbf, 1.0f, n);
+    }
     PipeBarrier<PIPE_V>();
     Mul(dbf, dbf, s, n);
     PipeBarrier<PIPE_V>();
