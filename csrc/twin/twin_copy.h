@@ -97,10 +97,11 @@ void StripCopy(const FusedOp& op, uint32_t b, uint32_t e) {
   CopyRun(op.dst + uint64_t(b) * sizeof(T), op.src[0] + uint64_t(b) * sizeof(T), uint64_t(e - b) * sizeof(T), kStream);
 }
 template <typename T>
-inline void FuseCopy(T* dst, const T* src, uint32_t count, bool streaming) {
+inline void FuseCopy(T* dst, const T* src, uint32_t count, bool streaming, bool load = false) {
   struct None {};
   FusedOp op = MakeFused(streaming ? &StripCopy<T, true> : &StripCopy<T, false>, dst, None{}, src);
   op.count = count;
+  op.eagerOk = load;
   RunOrDefer(op);
 }
 
@@ -186,7 +187,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   const uint64_t bytes = uint64_t(count) * sizeof(T);
   if (twin::Recording())
     twin::RecordCopy<T>("DataCopy", true, count, twin::Span::Run(dst.TwinUbOffset(), bytes), twin::Span::Run(twin::GmAddr(src), bytes));
-  twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), count, false);
+  twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), count, false, true);
 }
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const uint32_t count) {
@@ -287,7 +288,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
   }
   if (lead == 0 && tail == rowBytes && (p.blockCount == 1 || (ubPitch == rowBytes && gmPitch == rowBytes))) {
     // one contiguous run, no padding
-    twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), uint32_t(uint64_t(p.blockCount) * rowBytes / sizeof(T)), false);
+    twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), uint32_t(uint64_t(p.blockCount) * rowBytes / sizeof(T)), false, true);
     return;
   }
   twin::FusedOp op = twin::MakeFused(&twin::StripPadIn<T>, dst.TwinPtr(),
@@ -296,6 +297,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
                                      src.GetPhyAddr());
   op.count = uint32_t(((p.blockCount - 1) * ubPitch + rowBytes) / sizeof(T));
   op.strided = 1, op.stridedBytes[0] = (p.blockCount - 1) * gmPitch + p.blockLen;
+  op.eagerOk = true;
   twin::RunOrDefer(op);
 }
 

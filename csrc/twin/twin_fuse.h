@@ -43,6 +43,7 @@ struct FusedOp {
   // A strided operand (a GM side of a row copy) is not indexed like dst: its byte extent is given
   // here, and it may share no byte with any written operand of the run (bit i: src i, bit 3: dst).
   uint8_t strided = 0;
+  bool eagerOk = false;  // runs at issue, after the run only if they share bytes (GM -> UB loads)
   uint64_t stridedBytes[4] = {0, 0, 0, 0};
   alignas(8) unsigned char fn[40];  // the element function (a lambda and its scalar, trivially copyable)
 
