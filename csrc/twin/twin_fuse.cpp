@@ -56,9 +56,9 @@ bool SelfCompatible(const FusedOp& x) {
 
 thread_local uint32_t tFusedPending = 0;
 
-// Off unless ASCENDC_TWIN_FUSE=1: measured on AMD EPYC Zen 3 (AVX2), fused runs cost 5-15% more CPU
-// time than issue-order execution (README "Benchmarks"): UB tiles already sit in L2, so strips in
-// L1 gain little, while deferring costs ~30-40 ns per instruction and the kernels issue many short ones.
+// Off unless ASCENDC_TWIN_FUSE=1: measured on AMD EPYC Zen 3 (AVX2), fused runs take 0.93-1.01x the
+// CPU time of issue-order execution (README "Benchmarks"): UB tiles already sit in L2, so strips in
+// L1 gain little, while deferring costs tens of ns per instruction and the kernels issue many short ones.
 bool FuseEnabled() {
   const char* v = std::getenv("ASCENDC_TWIN_FUSE");
   return v && v[0] == '1';

@@ -1,12 +1,13 @@
 // CPU twin, fused execution: a block's element-wise instructions (arithmetic, scalar forms, Cast,
-// Duplicate, SwiGLU, DataCopy / DataCopyPad GM<->UB and UB->UB) are checked and recorded when
-// issued, as always, but their data movement is deferred into a run. The run executes when
+// Duplicate, SwiGLU, DataCopy / DataCopyPad UB->GM and UB->UB) are checked and recorded when
+// issued, as always, but their data movement is deferred into a run (GM->UB loads run at issue,
+// after the run only if it touches their bytes: one bulk copy streams faster than strips). The run executes when
 // something observes data another way (a reduction, Gather, Sort, Matmul, a strided DataCopy:
 // everything that reaches UB through LocalTensor::TwinData(); a GetValue/SetValue that touches
 // bytes the run writes, or reads for SetValue), at a nested launch, or at block end, strip by
 // strip over L1-sized pieces of element indices: each strip goes through every instruction of the
 // run before the next strip, so a tile crosses the cache hierarchy once instead of once per
-// instruction, and the GM load and store of a tile join the arithmetic on it.
+// instruction, and the GM store of a tile joins the arithmetic on it.
 //
 // Why the result is bit-identical: element j of an element-wise instruction depends only on
 // element j of its operands, so reordering (instruction, strip) pairs is safe as long as any two
