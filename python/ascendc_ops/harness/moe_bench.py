@@ -1,7 +1,7 @@
 """MoE benchmark: the experts block (ours vs HF transformers' eager loop and its grouped_mm) and a tiny
 Qwen3-MoE training step with and without the kernels.
 
-    python -m ascendc_ops.harness.moe_bench              # all of it (~20 min on 2 cores, most of it HF eager
+    python -m ascendc_ops.harness.moe_bench              # all of it (~25 min on 2 cores, most of it HF eager
                                                          # and HF grouped_mm in bf16)
     python -m ascendc_ops.harness.moe_bench --quick      # 256 tokens per block case, shorter model sequence
     python -m ascendc_ops.harness.moe_bench --no-eager --no-memory --no-model   # the fast part
