@@ -127,7 +127,9 @@ class Checker:
                              f"-I{args.asc_tools / 'cpudebug/include'}"] + [
             f"-I{adk / p}" for p in ("include", "include/adv_api", "include/basic_api", "include/utils", "impl",
                                      "impl/basic_api", ".")] + [
-            f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}", f"-I{ROOT / 'csrc'}"]
+            f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}", f"-I{ROOT / 'csrc'}",
+            # a mutated copy elsewhere must still find our kernel_utils.h before asc-devkit's include/utils one
+            f"-iquote{ROOT / 'csrc' / 'kernels'}"]
         # NO_OPERATOR_IMPL: op_def.h then forward-declares ge::Operator instead of including the
         # graph engine's operator_reg.h (metadef builds its own OpDef library this way).
         self.host_flags = ["-std=c++17", "-fsyntax-only", "-DNO_OPERATOR_IMPL", f"-I{ROOT / 'csrc/op_host'}",
@@ -176,16 +178,18 @@ class Checker:
             return [(name, self.command(path))]
         return [(f"{name} [{core}]", self.command(path, core=core)) for core in core_types(path)]
 
-    def cube_tiling_matches(self) -> tuple[bool, str]:
+    def cube_tiling_matches(self, path: Path = ROOT / "tiling/cube_tiling.h") -> tuple[bool, str]:
         """tiling/cube_tiling.h (host) against the TCubeTiling CANN generates (kernel): same fields, order, types."""
-        ours = struct_fields((ROOT / "tiling/cube_tiling.h").read_text(), "TCubeTiling")
+        ours = struct_fields(path.read_text(), "TCubeTiling")
         cann = struct_fields((self.work / "gen/kernel_tiling/kernel_tiling.h").read_text(), "TCubeTiling")
         if ours == cann and ours[0]:
             return True, ""
         return False, f"error: TCubeTiling differs: ours {ours}, CANN's {cann}"
 
     @staticmethod
-    def run(command: list[str]) -> tuple[bool, str]:
+    def run(command) -> tuple[bool, str]:
+        if callable(command):  # a check that is not a compile
+            return command()
         result = subprocess.run(command, capture_output=True, text=True)
         errors = [line for line in result.stderr.splitlines() if "error" in line]
         return result.returncode == 0, "\n".join(errors[:8])
@@ -227,7 +231,23 @@ class Checker:
         shutil.copy(ROOT / "csrc" / "op_host" / "swiglu_host.h", bad.parent / "swiglu_host.h")
         controls.append(("op_host calling a TilingContext method that does not exist (SetNumBlock)",
                          self.command(bad.parent / "swiglu.cpp"), "SetNumBlock"))
+        bad = mutate("cube_matmul_obj", kernels / "grouped_matmul.cpp", "mm_, &t_.mm);", "mm_, t_.mm);", "kernels")
+        controls.append(("cube kernel registering its Matmul object with the TCubeTiling itself, not its address",
+                         self.command(bad), "GetCurTiling(AscendC::tiling::TCubeTiling&)"))
+        bad = mutate("op_host_cube", ROOT / "csrc" / "op_host" / "moe_host.h", "soc.GetCoreNumAic()",
+                     "soc.GetCoreNumCube()", "op_host")
+        shutil.copy(ROOT / "csrc" / "op_host" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp")
+        controls.append(("op_host reading a platform_ascendc method that does not exist (GetCoreNumCube)",
+                         self.command(bad.parent / "grouped_matmul.cpp"), "GetCoreNumCube"))
+        bad = mutate("cube_tiling_order", ROOT / "tiling" / "cube_tiling.h", "int32_t baseM = 0, baseN = 0,",
+                     "int32_t baseN = 0, baseM = 0,", "tiling")
+        controls.append(("host TCubeTiling with two fields swapped", lambda: self.cube_tiling_matches(bad),
+                         "TCubeTiling differs"))
         if hasattr(self, "npu_flags"):
+            bad = mutate("npu_moe_kernel", ROOT / "csrc" / "torch" / "npu" / "moe_npu.cpp",
+                         "BY_DTYPE(grouped_matmul_weight_grad,", "BY_DTYPE(grouped_matmul_wgrad,", "npu")
+            controls.append(("PrivateUse1 launcher launching a kernel no kernel file defines (grouped_matmul_wgrad)",
+                             self.command(bad), "grouped_matmul_wgrad"))
             bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",
                          "OpCommand::RunOpApis(", "npu")
             shutil.copy(ROOT / "csrc" / "torch" / "npu" / "swiglu_npu.cpp", bad.parent / "swiglu_npu.cpp")
@@ -270,12 +290,11 @@ def main() -> int:
         if args.torch_npu:
             checker.setup_npu(args.torch_npu)
         jobs = [job for f in files for job in checker.jobs(f)]
+        if not args.files:  # the host writes TCubeTiling with our struct, the kernel reads CANN's
+            jobs.append(("tiling/cube_tiling.h (TCubeTiling = CANN's kernel_tiling.h)", checker.cube_tiling_matches))
         negatives = [] if args.files or args.no_negative else checker.negative_controls()
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(lambda job: checker.run(job[1]), jobs + [n[:2] for n in negatives]))
-        if not args.files:  # the host writes TCubeTiling with our struct, the kernel reads CANN's
-            jobs.append(("tiling/cube_tiling.h (TCubeTiling = CANN's kernel_tiling.h)", []))
-            results.insert(len(jobs) - 1, checker.cube_tiling_matches())
     failed = 0
     for (name, _), (ok, errors) in zip(jobs, results):
         print(f"{'PASS' if ok else 'FAIL'}  {name}")
