@@ -37,23 +37,20 @@ __aicore__ inline void SortChunk(GM_ADDR indices, GM_ADDR sorted, const MoeRouti
   LocalTensor<I> ids = idsBuf.Get<I>();
   DataCopyPad(ids, idsGm, DataCopyExtParams(1, static_cast<uint32_t>(len * sizeof(I)), 0, 0, 0),
               DataCopyPadExtParams<I>());
-  SetFlag<HardEvent::MTE2_S>(0);
-  WaitFlag<HardEvent::MTE2_S>(0);
+  SyncPipes<HardEvent::MTE2_S>();
   LocalTensor<float> score = scoreBuf.Get<float>();
   LocalTensor<uint32_t> index = indexBuf.Get<uint32_t>();
   for (uint32_t i = 0; i < padded; ++i) {
     score.SetValue(i, i < len ? -static_cast<float>(ids.GetValue(i)) : MOE_PAD_SCORE);
     index.SetValue(i, static_cast<uint32_t>(first + i));
   }
-  SetFlag<HardEvent::S_V>(0);
-  WaitFlag<HardEvent::S_V>(0);
+  SyncPipes<HardEvent::S_V>();
   LocalTensor<float> tmp = tmpBuf.Get<float>();
   LocalTensor<float> concat;
   Concat(concat, score, tmp, repeat);
   LocalTensor<float> pairs = sortedBuf.Get<float>();
   Sort<float, true>(pairs, concat, index, tmp, repeat);
-  SetFlag<HardEvent::V_MTE3>(0);
-  WaitFlag<HardEvent::V_MTE3>(0);
+  SyncPipes<HardEvent::V_MTE3>();
   GlobalTensor<float> out;
   out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sorted) + first * 2, len * 2);
   DataCopyPad(out, pairs, DataCopyExtParams(1, static_cast<uint32_t>(len * 8), 0, 0, 0));
@@ -93,8 +90,7 @@ __aicore__ inline void MergeLists(GM_ADDR src, GM_ADDR dst, const MoeRoutingTili
       DataCopyPad(win[s], in[cursor[l] * 2], DataCopyExtParams(1, counts[s] * 8u, 0, 0, 0),
                   DataCopyPadExtParams<float>());
     }
-    SetFlag<HardEvent::MTE2_V>(0);
-    WaitFlag<HardEvent::MTE2_V>(0);
+    SyncPipes<HardEvent::MTE2_V>();
     uint32_t taken[4] = {0, 0, 0, 0};
     int64_t total = 0;
     if (nActive == 1) {  // one list left: it passes through
@@ -110,12 +106,10 @@ __aicore__ inline void MergeLists(GM_ADDR src, GM_ADDR dst, const MoeRoutingTili
       cursor[active[s]] += taken[s];
       total += taken[s];
     }
-    SetFlag<HardEvent::V_MTE3>(0);
-    WaitFlag<HardEvent::V_MTE3>(0);
+    SyncPipes<HardEvent::V_MTE3>();
     DataCopyPad(out[outPos * 2], merged, DataCopyExtParams(1, static_cast<uint32_t>(total * 8), 0, 0, 0));
     outPos += total;
-    SetFlag<HardEvent::MTE3_MTE2>(0);  // the windows are reloaded only after the merged run left UB
-    WaitFlag<HardEvent::MTE3_MTE2>(0);
+    SyncPipes<HardEvent::MTE3_MTE2>();  // the windows are reloaded only after the merged run left UB
   }
 }
 
@@ -126,11 +120,10 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
   BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
   if (count <= 0) return;
   TPipe pipe;
-  TBuf<TPosition::VECCALC> pairBuf, slotBuf;
-  TQue<TPosition::VECIN, 2> rowQue;
+  TBuf<TPosition::VECCALC> pairBuf, slotBuf, rowBuf;
   pipe.InitBuffer(pairBuf, MOE_PAIR_BATCH * 8);
   pipe.InitBuffer(slotBuf, 32);
-  pipe.InitBuffer(rowQue, 2, t.colChunk * sizeof(T));
+  pipe.InitBuffer(rowBuf, t.colChunk * sizeof(T));
   GlobalTensor<uint32_t> pairsGm;
   GlobalTensor<int32_t> sidxGm;
   GlobalTensor<T> src, dst;
@@ -140,32 +133,30 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
   dst.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(permuted), t.numOut * t.hidden);
   LocalTensor<uint32_t> pairs = pairBuf.Get<uint32_t>();
   LocalTensor<int32_t> slot = slotBuf.Get<int32_t>();
+  LocalTensor<T> row = rowBuf.Get<T>();
   for (int64_t j0 = begin; j0 < begin + count; j0 += MOE_PAIR_BATCH) {
     const int64_t n = MoeMin(MOE_PAIR_BATCH, begin + count - j0);
     DataCopyPad(pairs, pairsGm[j0 * 2], DataCopyExtParams(1, static_cast<uint32_t>(n * 8), 0, 0, 0),
                 DataCopyPadExtParams<uint32_t>());
-    SetFlag<HardEvent::MTE2_S>(0);
-    WaitFlag<HardEvent::MTE2_S>(0);
+    SyncPipes<HardEvent::MTE2_S>();
     for (int64_t q = 0; q < n; ++q) {
       const int64_t j = j0 + q;
       const int64_t i = static_cast<int64_t>(pairs.GetValue(static_cast<uint32_t>(2 * q + 1)));
       // sorted_indices[i] = j: a one-element scatter through UB (MTE3), not a cached scalar GM store
       slot.SetValue(0, static_cast<int32_t>(j));
-      SetFlag<HardEvent::S_MTE3>(0);
-      WaitFlag<HardEvent::S_MTE3>(0);
+      SyncPipes<HardEvent::S_MTE3>();
       DataCopyPad(sidxGm[i], slot, DataCopyExtParams(1, 4, 0, 0, 0));
-      SetFlag<HardEvent::MTE3_S>(0);
-      WaitFlag<HardEvent::MTE3_S>(0);
+      SyncPipes<HardEvent::MTE3_S>();
       if (j >= t.numOut) continue;  // dropped by the capacity
       const int64_t token = i / t.topK;
       for (int64_t c = 0; c < t.hidden; c += t.colChunk) {
         const uint32_t bytes = static_cast<uint32_t>(MoeMin(t.colChunk, t.hidden - c) * sizeof(T));
-        LocalTensor<T> row = rowQue.AllocTensor<T>();
+        // GM -> UB -> GM with no vector stage: the hand-offs are MTE2 -> MTE3 and back (a VECIN
+        // queue's EnQue/DeQue would order MTE2 against V only)
         DataCopyPad(row, src[token * t.hidden + c], DataCopyExtParams(1, bytes, 0, 0, 0), DataCopyPadExtParams<T>());
-        rowQue.EnQue(row);
-        row = rowQue.DeQue<T>();
+        SyncPipes<HardEvent::MTE2_MTE3>();
         DataCopyPad(dst[j * t.hidden + c], row, DataCopyExtParams(1, bytes, 0, 0, 0));
-        rowQue.FreeTensor(row);
+        SyncPipes<HardEvent::MTE3_MTE2>();
       }
     }
   }

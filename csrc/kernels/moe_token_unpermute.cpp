@@ -52,14 +52,11 @@ class TokenRoutes {
       LocalTensor<P> raw = probRaw_.Get<P>();
       DataCopyPad(raw, probsGm_[token * k_], DataCopyExtParams(1, k_ * static_cast<uint32_t>(sizeof(P)), 0, 0, 0),
                   DataCopyPadExtParams<P>());
-      SetFlag<HardEvent::MTE2_V>(0);
-      WaitFlag<HardEvent::MTE2_V>(0);
+      SyncPipes<HardEvent::MTE2_V>();
       WidenRow(prob_, raw, k_);
-      SetFlag<HardEvent::V_S>(0);
-      WaitFlag<HardEvent::V_S>(0);
+      SyncPipes<HardEvent::V_S>();
     }
-    SetFlag<HardEvent::MTE2_S>(0);
-    WaitFlag<HardEvent::MTE2_S>(0);
+    SyncPipes<HardEvent::MTE2_S>();
   }
   __aicore__ inline int64_t Row(uint32_t k) const { return sidx_.GetValue(k); }
   __aicore__ inline float Prob(uint32_t k) const { return hasProbs_ ? prob_.GetValue(k) : 1.0f; }
@@ -187,19 +184,17 @@ __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sor
         inQue.FreeTensor(p);
         Mul(row, row, g, static_cast<int32_t>(n));
         ReduceSum(sum, row, red, static_cast<int32_t>(n));
-        SetFlag<HardEvent::V_S>(0);
-        WaitFlag<HardEvent::V_S>(0);
+        SyncPipes<HardEvent::V_S>();
         dp.SetValue(q, dp.GetValue(q) + sum.GetValue(0));
       }
     }
     if (t.hasProbs) {
-      SetFlag<HardEvent::S_V>(0);
-      WaitFlag<HardEvent::S_V>(0);
+      SyncPipes<HardEvent::S_V>();
       LocalTensor<P> o = dprobOut.Get<P>();
       NarrowRow(o, dp, k);
-      SetFlag<HardEvent::V_MTE3>(0);
-      WaitFlag<HardEvent::V_MTE3>(0);
+      SyncPipes<HardEvent::V_MTE3>();
       DataCopyPad(dprobGm[token * k], o, DataCopyExtParams(1, k * static_cast<uint32_t>(sizeof(P)), 0, 0, 0));
+      SyncPipes<HardEvent::MTE3_V>();  // the next token's dprobs reuse the buffer
     }
   }
 }

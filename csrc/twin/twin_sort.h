@@ -7,10 +7,12 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "twin_core.h"
+#include "twin_record.h"
 #include "twin_tensor.h"
 #include "twin_types.h"
 
@@ -73,6 +75,19 @@ inline void CheckSortType(const char* api) {
   if constexpr (!(std::is_same_v<T, half> || std::is_same_v<T, float>))
     Violation("dtype", std::string(api) + " supports half and float scores only, got " + DtypeName<T>());
 }
+// A sort instruction for the record: a vector-pipe op reading `reads` and writing `writes` (each
+// output defined iff everything read is: the sanitizer's reduction rule).
+template <typename T>
+inline void RecordSort(const char* api, uint64_t count, std::initializer_list<Access> reads,
+                       std::initializer_list<Access> writes) {
+  Instr in = OpInstr(Pipe::V, api, DtypeName<T>(), count, 8);
+  for (const Access& r : reads) in.Add(r);
+  for (Access w : writes) {
+    w.init = Init::kReduce;
+    in.Add(w);
+  }
+  Emit(in);
+}
 inline void CheckRepeat(int32_t repeatTime, const char* api) {
   if (repeatTime < 0 || repeatTime > 255)
     Violation("repeat range", std::string(api) + " repeatTime " + std::to_string(repeatTime) + " outside [0, 255]");
@@ -100,8 +115,10 @@ inline void Sort(const LocalTensor<T>& dst, const LocalTensor<T>& concat, const 
   concat.TwinCheckAligned("Sort concat");
   index.TwinCheckAligned("Sort index");
   if (isFullSort) tmp.TwinCheckCount(GetSortLen<T>(n), "Sort tmp");
+  if (twin::Recording())
+    twin::RecordSort<T>("Sort", n, {concat.TwinRead(n), index.TwinRead(n)}, {dst.TwinWrite(GetSortLen<T>(n), twin::Init::kReduce)});
   std::vector<twin::SortPair> pairs(n);
-  for (uint32_t i = 0; i < n; ++i) pairs[i] = {static_cast<float>(concat.GetValue(i)), index.GetValue(i)};
+  for (uint32_t i = 0; i < n; ++i) pairs[i] = {static_cast<float>(concat.TwinData()[i]), index.TwinData()[i]};
   const auto descending = [](const twin::SortPair& a, const twin::SortPair& b) { return a.score > b.score; };
   const uint32_t run = isFullSort ? n : 32;  // Sort32 sorts each repeat; the full sort merges them all
   for (uint32_t s = 0; s < n; s += run) std::stable_sort(pairs.begin() + s, pairs.begin() + s + run, descending);
@@ -117,10 +134,13 @@ inline void Extract(const LocalTensor<T>& dstValue, const LocalTensor<uint32_t>&
   sorted.TwinCheckCount(GetSortLen<T>(n), "Extract sorted");
   dstValue.TwinCheckCount(n, "Extract dstValue");
   dstIndex.TwinCheckCount(n, "Extract dstIndex");
+  if (twin::Recording())
+    twin::RecordSort<T>("Extract", n, {sorted.TwinRead(GetSortLen<T>(n))},
+                        {dstValue.TwinWrite(n, twin::Init::kReduce), dstIndex.TwinWrite(n, twin::Init::kReduce)});
   for (uint32_t i = 0; i < n; ++i) {
     const twin::SortPair p = twin::ReadPair(sorted.TwinData(), i);
-    dstValue.SetValue(i, static_cast<T>(p.score));
-    dstIndex.SetValue(i, p.index);
+    dstValue.TwinData()[i] = static_cast<T>(p.score);
+    dstIndex.TwinData()[i] = p.index;
   }
 }
 
@@ -160,6 +180,12 @@ inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& sortList
     if (isExhaustedSuspension && exhausted) break;
     out.push_back(bestPair);
     ++pos[best];
+  }
+  if (twin::Recording()) {
+    twin::Instr in = twin::OpInstr(twin::Pipe::V, "MrgSort", twin::DtypeName<T>(), out.size(), 8);
+    for (int l = 0; l < nLists; ++l) in.Add(lists[l]->TwinRead(GetSortLen<T>(elementCountList[l])));
+    in.Add(dst.TwinWrite(GetSortLen<T>(uint32_t(out.size())), twin::Init::kReduce));
+    twin::Emit(in);
   }
   for (uint32_t i = 0; i < out.size(); ++i) twin::WritePair(dst.TwinData(), i, out[i]);
   for (int l = 0; l < 4; ++l) sortedNum[l] = l < nLists ? pos[l] : 0;
