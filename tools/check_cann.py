@@ -128,7 +128,7 @@ class Checker:
             f"-I{adk / p}" for p in ("include", "include/adv_api", "include/basic_api", "include/utils", "impl",
                                      "impl/basic_api", ".")] + [
             f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}", f"-I{ROOT / 'csrc'}",
-            # a mutated copy elsewhere must still find our kernel_utils.h before asc-devkit's include/utils one
+            # a mutated copy elsewhere must find our kernel_utils.h, not asc-devkit's impl/basic_api one
             f"-iquote{ROOT / 'csrc' / 'kernels'}"]
         # NO_OPERATOR_IMPL: op_def.h then forward-declares ge::Operator instead of including the
         # graph engine's operator_reg.h (metadef builds its own OpDef library this way).
@@ -147,8 +147,8 @@ class Checker:
         subprocess.run([sys.executable, str(script), "--dir", str(ROOT / "op_proto"), "--header",
                         str(gen / "op_proto_gen.h")], check=True)
         for kernel in sorted((ROOT / "csrc" / "kernels").glob("*.cpp")):
-            expanded = subprocess.run(["g++", "-E", "-P", *[a for a in self.command(kernel)[1:] if a != "-fsyntax-only"]], capture_output=True, text=True,
-                                      check=True).stdout
+            preprocess = ["g++", "-E", "-P", *[a for a in self.command(kernel)[1:] if a != "-fsyntax-only"]]
+            expanded = subprocess.run(preprocess, capture_output=True, text=True, check=True).stdout
             for name, params in re.findall(r'extern "C"\s+void\s+(\w+)\(([^)]*)\)', expanded):
                 names = [p.split("*")[-1].strip() for p in params.split(",")]
                 if not all(re.fullmatch(r"\s*uint8_t\s*\*\s*\w+\s*", p) for p in params.split(",")):
