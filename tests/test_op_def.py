@@ -103,6 +103,18 @@ def test_op_def_equals_json(op, generated):
     assert d["soc"] == ["ascend910b"]
 
 
+def test_partly_written_outputs_are_zero_filled(generated):
+    """The outputs a kernel writes only in part (gen_op_def.ZEROED_OUTPUTS) are real outputs of their
+    op and get InitValue(0); no other output does."""
+    zeroed = load_generator().ZEROED_OUTPUTS
+    for op in OPS:
+        p, text = proto(op), (generated / f"{op}_def.h").read_text()
+        names = {d["name"] for d in p["output_desc"]}
+        assert zeroed.get(p["op"], set()) <= names
+        got = set(re.findall(r'this->Output\("(\w+)"\)[^;]*\.InitValue\(0\);', text))
+        assert got == zeroed.get(p["op"], set()), op
+
+
 def test_parser_sees_a_changed_json(generated):
     """The comparison can fail: a JSON with one dtype changed does not match the real OpDef."""
     entry = proto("rms_norm")

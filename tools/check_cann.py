@@ -4,8 +4,12 @@
     tools/check_cann.py --asc-devkit DIR --metadef DIR [--asc-tools DIR] [--securec DIR] [FILE ...]
 
 Kernels (csrc/kernels/*.cpp: direct-launch entries; csrc/kernels/op_package/*.cpp: op-package
-entries) are compiled with g++ -fsyntax-only in asc-devkit's CPU-debug configuration for an
-Ascend910B vector core (__NPU_ARCH__=2201, __DAV_C220_VEC__). op_host files are compiled against
+entries) are compiled with g++ -fsyntax-only in asc-devkit's CPU-debug configuration for the
+Ascend910B core type(s) their KERNEL_TASK_TYPE_DEFAULT names (__NPU_ARCH__=2201; AIV_ONLY: the
+vector core, __DAV_C220_VEC__; AIC_ONLY: the cube core, __DAV_C220_CUBE__; MIX or undeclared: both),
+seeing asc-devkit's headers in CANN's installed layout (tikcfw/lib/matmul_intf.h, ...).
+tiling/cube_tiling.h (the host's TCubeTiling) is held field for field to the kernel_tiling.h
+CANN generates. op_host files are compiled against
 metadef (register/op_def.h, exe_graph/runtime/tiling_context.h, ...) and asc-devkit's
 tiling/platform/platform_ascendc.h, with their OpDef headers generated from op_proto/*.json.
 With --torch-npu (a torch_npu package directory, e.g. unpacked from its wheel), the PrivateUse1
@@ -35,8 +39,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STUBS = ROOT / "tools" / "cann_stubs"
-KERNEL_DEFINES = ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__", "-D__DAV_C220_VEC__",
-                  "-D__DAV_VEC__"]
+KERNEL_DEFINES = ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__"]
+# Per core type, as asc-tools' own tests configure ascend910B1_AIV / ascend910B1_AIC.
+CORE_DEFINES = {"AIV": ["-D__DAV_C220_VEC__", "-D__DAV_VEC__"], "AIC": ["-D__DAV_C220_CUBE__", "-D__DAV_CUBE__"]}
 # What CANN's ascendc_library() generates per direct-launch kernel (asc-devkit
 # cmake/asc/legacy_modules/util/extract_host_stub.py, generate_header_code): GM_ADDR -> void*.
 ACLRTLAUNCH = """// STUB -- generated at CANN build time by ascendc_library(); written by tools/check_cann.py.
@@ -56,6 +61,45 @@ def default_files(with_npu: bool) -> list[Path]:
             sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp")) +
             sorted((ROOT / "csrc" / "op_host").glob("*.cpp")) +
             (sorted((ROOT / "csrc" / "torch" / "npu").glob("*.cpp")) if with_npu else []))
+
+
+def core_types(path: Path) -> list[str]:
+    """The core configurations CANN compiles a kernel file for, from its KERNEL_TASK_TYPE_DEFAULTs."""
+    kinds = set(re.findall(r"KERNEL_TYPE_(AIV_ONLY|AIC_ONLY|MIX_\w+)", path.read_text()))
+    if not kinds or any(k.startswith("MIX") for k in kinds):
+        return ["AIC", "AIV"]
+    return sorted({"AIV_ONLY": "AIV", "AIC_ONLY": "AIC"}[k] for k in kinds)
+
+
+def install_layout(adk: Path, root: Path) -> Path:
+    """asc-devkit's headers as CANN installs them (impl/adv_api/cmake/kernel_directory.cmake and
+    kernel_headers.cmake): tikcfw/lib -> asc/include/adv_api plus its CREATE_LINK aliases
+    (matmul_intf.h -> matmul/matmul_intf.h, ...). Returns the tikcfw directory to put on -I."""
+    adv, links = root / "asc/include/adv_api", {}
+    rules = (adk / "impl/adv_api/cmake/kernel_headers.cmake").read_text()
+    for target, link in re.findall(r"CREATE_LINK\s+(\S+)\s+\$\{ASCENDC_INSTALL_BASE_PATH\}/asc/include/adv_api/(\S+)",
+                                   rules):
+        links[link] = target
+    real = {str(Path(link).parent) for link in links} | {"."}
+    for d in sorted(real):  # directories that get aliases are real; the rest link to the source tree
+        (adv / d).mkdir(parents=True, exist_ok=True)
+        if (adk / "include/adv_api" / d).is_dir():
+            for child in (adk / "include/adv_api" / d).iterdir():
+                if not (adv / d / child.name).exists() and str(Path(d) / child.name) not in real:
+                    (adv / d / child.name).symlink_to(child)
+    for link, target in links.items():
+        (adv / link).symlink_to(target)  # relative, as installed
+    (root / "asc/impl").symlink_to(adk / "impl")  # the headers' "../../impl/..." includes
+    (root / "tikcfw").mkdir()
+    (root / "tikcfw/lib").symlink_to("../asc/include/adv_api")
+    return root / "tikcfw"
+
+
+def struct_fields(text: str, name: str) -> tuple[list[str], set[str]]:
+    """Field names in order and the set of field types of `struct name` (fields all `= 0`-initialised)."""
+    body = re.search(r"struct\s+" + name + r"\s*\{(.*?)\};", text, re.S)
+    body = re.sub(r"//[^\n]*", "", body.group(1)) if body else ""
+    return re.findall(r"(\w+)\s*=\s*0\b", body), set(re.findall(r"\b(u?int\d+_t|float|double|bool)\b", body))
 
 
 def op_package_dtypes(op: str) -> list[str]:
@@ -78,11 +122,14 @@ class Checker:
         self.op_defs = work / "op_def"
         subprocess.run([sys.executable, str(ROOT / "csrc/op_host/gen_op_def.py"), "--proto-dir",
                         str(ROOT / "op_proto"), "--out", str(self.op_defs)], check=True)
-        self.kernel_flags = ["-std=c++17", "-fsyntax-only", *KERNEL_DEFINES, f"-I{STUBS}", f"-I{gen}",
+        tikcfw = install_layout(adk, work / "install")
+        self.kernel_flags = ["-std=c++17", "-fsyntax-only", *KERNEL_DEFINES, f"-I{STUBS}", f"-I{gen}", f"-I{tikcfw}",
                              f"-I{args.asc_tools / 'cpudebug/include'}"] + [
             f"-I{adk / p}" for p in ("include", "include/adv_api", "include/basic_api", "include/utils", "impl",
                                      "impl/basic_api", ".")] + [
-            f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}", f"-I{ROOT / 'csrc'}"]
+            f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}", f"-I{ROOT / 'csrc'}",
+            # a mutated copy elsewhere must find our kernel_utils.h, not asc-devkit's impl/basic_api one
+            f"-iquote{ROOT / 'csrc' / 'kernels'}"]
         # NO_OPERATOR_IMPL: op_def.h then forward-declares ge::Operator instead of including the
         # graph engine's operator_reg.h (metadef builds its own OpDef library this way).
         self.host_flags = ["-std=c++17", "-fsyntax-only", "-DNO_OPERATOR_IMPL", f"-I{ROOT / 'csrc/op_host'}",
@@ -100,8 +147,8 @@ class Checker:
         subprocess.run([sys.executable, str(script), "--dir", str(ROOT / "op_proto"), "--header",
                         str(gen / "op_proto_gen.h")], check=True)
         for kernel in sorted((ROOT / "csrc" / "kernels").glob("*.cpp")):
-            expanded = subprocess.run(["g++", "-E", "-P", "-std=c++17", *self.kernel_flags[2:], str(kernel)], capture_output=True,
-                                      text=True, check=True).stdout
+            preprocess = ["g++", "-E", "-P", *[a for a in self.command(kernel)[1:] if a != "-fsyntax-only"]]
+            expanded = subprocess.run(preprocess, capture_output=True, text=True, check=True).stdout
             for name, params in re.findall(r'extern "C"\s+void\s+(\w+)\(([^)]*)\)', expanded):
                 names = [p.split("*")[-1].strip() for p in params.split(",")]
                 if not all(re.fullmatch(r"\s*uint8_t\s*\*\s*\w+\s*", p) for p in params.split(",")):
@@ -113,18 +160,36 @@ class Checker:
                           f"-I{torch_npu / 'include'}", f"-I{ROOT / 'csrc/torch'}", f"-I{ROOT / 'csrc/torch/npu'}",
                           f"-I{ROOT / 'tiling'}", f"-I{gen}", f"-I{self.asc_devkit / 'include/utils'}", f"-I{STUBS}"]
 
-    def command(self, path: Path, op_defs: Path | None = None) -> list[str]:
+    def command(self, path: Path, op_defs: Path | None = None, core: str | None = None) -> list[str]:
         if path.parent.name == "npu":
             return ["g++", *self.npu_flags, str(path)]
         if path.parent.name == "op_host":
             return ["g++", *self.host_flags, f"-I{op_defs or self.op_defs}", str(path)]
+        flags = [*self.kernel_flags, *CORE_DEFINES[core or core_types(path)[0]]]
         if path.parent.name == "op_package":
-            return ["g++", *self.kernel_flags, "-include", "kernel_operator.h", "-include",
+            return ["g++", *flags, "-include", "kernel_operator.h", "-include",
                     str(STUBS / "op_kernel_tiling.h"), *op_package_dtypes(path.stem), str(path)]
-        return ["g++", *self.kernel_flags, str(path)]
+        return ["g++", *flags, str(path)]
+
+    def jobs(self, path: Path) -> list[tuple[str, list[str]]]:
+        """(name, command) per compile: a kernel once per core type it runs on."""
+        name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+        if path.parent.name in ("npu", "op_host"):
+            return [(name, self.command(path))]
+        return [(f"{name} [{core}]", self.command(path, core=core)) for core in core_types(path)]
+
+    def cube_tiling_matches(self, path: Path = ROOT / "tiling/cube_tiling.h") -> tuple[bool, str]:
+        """tiling/cube_tiling.h (host) against the TCubeTiling CANN generates (kernel): same fields, order, types."""
+        ours = struct_fields(path.read_text(), "TCubeTiling")
+        cann = struct_fields((self.work / "gen/kernel_tiling/kernel_tiling.h").read_text(), "TCubeTiling")
+        if ours == cann and ours[0]:
+            return True, ""
+        return False, f"error: TCubeTiling differs: ours {ours}, CANN's {cann}"
 
     @staticmethod
-    def run(command: list[str]) -> tuple[bool, str]:
+    def run(command) -> tuple[bool, str]:
+        if callable(command):  # a check that is not a compile
+            return command()
         result = subprocess.run(command, capture_output=True, text=True)
         errors = [line for line in result.stderr.splitlines() if "error" in line]
         return result.returncode == 0, "\n".join(errors[:8])
@@ -166,7 +231,23 @@ class Checker:
         shutil.copy(ROOT / "csrc" / "op_host" / "swiglu_host.h", bad.parent / "swiglu_host.h")
         controls.append(("op_host calling a TilingContext method that does not exist (SetNumBlock)",
                          self.command(bad.parent / "swiglu.cpp"), "SetNumBlock"))
+        bad = mutate("cube_matmul_obj", kernels / "grouped_matmul.cpp", "mm_, &t_.mm);", "mm_, t_.mm);", "kernels")
+        controls.append(("cube kernel registering its Matmul object with the TCubeTiling itself, not its address",
+                         self.command(bad), "GetCurTiling(AscendC::tiling::TCubeTiling&)"))
+        bad = mutate("op_host_cube", ROOT / "csrc" / "op_host" / "moe_host.h", "soc.GetCoreNumAic()",
+                     "soc.GetCoreNumCube()", "op_host")
+        shutil.copy(ROOT / "csrc" / "op_host" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp")
+        controls.append(("op_host reading a platform_ascendc method that does not exist (GetCoreNumCube)",
+                         self.command(bad.parent / "grouped_matmul.cpp"), "GetCoreNumCube"))
+        bad = mutate("cube_tiling_order", ROOT / "tiling" / "cube_tiling.h", "int32_t baseM = 0, baseN = 0,",
+                     "int32_t baseN = 0, baseM = 0,", "tiling")
+        controls.append(("host TCubeTiling with two fields swapped", lambda: self.cube_tiling_matches(bad),
+                         "TCubeTiling differs"))
         if hasattr(self, "npu_flags"):
+            bad = mutate("npu_moe_kernel", ROOT / "csrc" / "torch" / "npu" / "moe_npu.cpp",
+                         "BY_DTYPE(grouped_matmul_weight_grad,", "BY_DTYPE(grouped_matmul_wgrad,", "npu")
+            controls.append(("PrivateUse1 launcher launching a kernel no kernel file defines (grouped_matmul_wgrad)",
+                             self.command(bad), "grouped_matmul_wgrad"))
             bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",
                          "OpCommand::RunOpApis(", "npu")
             shutil.copy(ROOT / "csrc" / "torch" / "npu" / "swiglu_npu.cpp", bad.parent / "swiglu_npu.cpp")
@@ -208,7 +289,9 @@ def main() -> int:
         checker = Checker(args, Path(tmp))
         if args.torch_npu:
             checker.setup_npu(args.torch_npu)
-        jobs = [(str(f.relative_to(ROOT)) if f.is_relative_to(ROOT) else str(f), checker.command(f)) for f in files]
+        jobs = [job for f in files for job in checker.jobs(f)]
+        if not args.files:  # the host writes TCubeTiling with our struct, the kernel reads CANN's
+            jobs.append(("tiling/cube_tiling.h (TCubeTiling = CANN's kernel_tiling.h)", checker.cube_tiling_matches))
         negatives = [] if args.files or args.no_negative else checker.negative_controls()
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(lambda job: checker.run(job[1]), jobs + [n[:2] for n in negatives]))
@@ -225,7 +308,7 @@ def main() -> int:
         if not rejected:
             failed += 1
             print(re.sub(r"^", "      ", errors, flags=re.M))
-    print(f"check_cann: {len(jobs)} files, {len(negatives)} negative controls, {failed} failed")
+    print(f"check_cann: {len(files)} files, {len(jobs)} checks, {len(negatives)} negative controls, {failed} failed")
     return 1 if failed else 0
 
 

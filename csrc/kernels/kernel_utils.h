@@ -32,7 +32,8 @@ __aicore__ inline uint32_t PaddedLen(uint32_t len) {
 // set event is undefined and hangs the device, so TPipe kernels take ids from FetchEventID.
 template <AscendC::HardEvent evt>
 __aicore__ inline void SyncPipes() {
-  const AscendC::TEventID id = AscendC::GetTPipePtr()->FetchEventID(evt);
+  using namespace AscendC;  // CANN declares GetTPipePtr() globally, the twin in AscendC: both found
+  const TEventID id = GetTPipePtr()->FetchEventID(evt);
   AscendC::SetFlag<evt>(id);
   AscendC::WaitFlag<evt>(id);
 }

@@ -20,6 +20,11 @@ GE_DTYPES = {"float16": "ge::DT_FLOAT16", "float": "ge::DT_FLOAT", "float32": "g
 GE_FORMATS = {"ND": "ge::FORMAT_ND"}
 PARAM_TYPES = {"required": "REQUIRED", "optional": "OPTIONAL", "dynamic": "DYNAMIC"}
 SOC = "ascend910b"  # msopgen's name for -c ai_core-Ascend910B
+# Outputs the kernel writes only in part, so the framework zero-fills them first (InitValue(0)), as
+# the torch path allocates them zeroed: rows past the last group, the dweight of an empty group,
+# the permuted rows no sorted index reaches. A kernel contract, not a signature, hence not in the JSON.
+ZEROED_OUTPUTS = {"GroupedMatmul": {"y"}, "GroupedMatmulWeightGrad": {"dweight"},
+                  "MoeTokenUnpermuteGrad": {"permuted_tokens_grad"}}
 
 
 def snake(op: str) -> str:
@@ -42,19 +47,21 @@ def attr_value(attr: dict) -> str:
     return f"{setter}({int(default)})"
 
 
-def param_lines(kind: str, descs: list[dict]) -> list[str]:
+def param_lines(kind: str, descs: list[dict], zeroed: frozenset = frozenset()) -> list[str]:
     lines = []
     for d in descs:
         dtypes = ", ".join(GE_DTYPES[t] for t in d["type"])
         formats = ", ".join(GE_FORMATS[f] for f in d["format"])
+        init = "\n        .InitValue(0)" if d["name"] in zeroed else ""
         lines.append(f'    this->{kind}("{d["name"]}")\n        .ParamType({PARAM_TYPES[d["param_type"]]})\n'
-                     f"        .DataType({{{dtypes}}})\n        .Format({{{formats}}});")
+                     f"        .DataType({{{dtypes}}})\n        .Format({{{formats}}}){init};")
     return lines
 
 
 def op_def_header(proto: dict, source: str) -> str:
     op = proto["op"]
-    body = param_lines("Input", proto["input_desc"]) + param_lines("Output", proto["output_desc"])
+    body = (param_lines("Input", proto["input_desc"]) +
+            param_lines("Output", proto["output_desc"], frozenset(ZEROED_OUTPUTS.get(op, ()))))
     for a in proto.get("attr", []):
         option = "OPTIONAL" if a.get("param_type", "optional") == "optional" else "REQUIRED"
         body.append(f'    this->Attr("{a["name"]}").AttrType({option}).{attr_value(a)};')

@@ -34,17 +34,34 @@ at::Tensor View(const void* p, int64_t rows, int64_t cols, int64_t ld, bool tran
   return trans ? at::from_blob(data, {cols, rows}, {ld, 1}, opts).t() : at::from_blob(data, {rows, cols}, {ld, 1}, opts);
 }
 
+// fp32 scratch for the widened operands, one per operand and thread, reused from block to block:
+// a fresh buffer per block would be faulted in again each time (1/3 of a bf16 experts block).
+at::Tensor Scratch(int slot, int64_t elems) {
+  thread_local at::Tensor buf[3];
+  if (!buf[slot].defined()) buf[slot] = at::empty({0}, at::kFloat);
+  return buf[slot].resize_({elems});
+}
+
+// The operand widened to fp32 in its stored layout, copied row by stored row (a copy between two
+// transposed views runs 7x slower), then viewed transposed again if it is read so.
+at::Tensor Widened(int slot, const void* p, int64_t rows, int64_t cols, int64_t ld, bool trans, at::ScalarType in) {
+  const int64_t outer = trans ? cols : rows, inner = trans ? rows : cols;
+  at::Tensor dst = Scratch(slot, rows * cols).view({outer, inner});
+  dst.copy_(at::from_blob(const_cast<void*>(p), {outer, inner}, {ld, 1}, at::TensorOptions().dtype(in)));
+  return trans ? dst.t() : dst;
+}
+
 // fp32: at::mm straight into C. fp16 / bf16: operands widened, multiplied in fp32, rounded once into C.
 void TorchGemm(const twin::GemmCall& g) {
   const at::ScalarType in = TorchDtype(g.inDtype), out = TorchDtype(g.outDtype);
-  at::Tensor a = View(g.a, g.m, g.k, g.lda, g.transA, in);
-  at::Tensor b = View(g.b, g.k, g.n, g.ldb, g.transB, in);
   at::Tensor c = at::from_blob(g.c, {g.m, g.n}, {g.ldc, 1}, at::TensorOptions().dtype(out));
   if (in == at::kFloat && out == at::kFloat) {
-    at::mm_out(c, a, b);
-  } else {
-    c.copy_(at::mm(a.to(at::kFloat), b.to(at::kFloat)));
+    at::mm_out(c, View(g.a, g.m, g.k, g.lda, g.transA, in), View(g.b, g.k, g.n, g.ldb, g.transB, in));
+    return;
   }
+  at::Tensor acc = Scratch(2, g.m * g.n).view({g.m, g.n});
+  at::mm_out(acc, Widened(0, g.a, g.m, g.k, g.lda, g.transA, in), Widened(1, g.b, g.k, g.n, g.ldb, g.transB, in));
+  c.copy_(acc);
 }
 
 const bool kTorchGemmProvided = [] {

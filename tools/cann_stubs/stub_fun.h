@@ -41,6 +41,11 @@ struct CceStubValue {
 #define CCE_STUB_SCALAR(name)  \
   template <typename... Args>  \
   inline int64_t name(Args&&...) { return 0; }
+// Intrinsics the headers `return` from void functions: void, as in CCE.
+#define CCE_STUB_VOID(name)    \
+  template <typename... Args>  \
+  inline void name(Args&&...) {}
 #include "stub_fun_intrinsics.inc"
 #undef CCE_STUB_INTRINSIC
 #undef CCE_STUB_SCALAR
+#undef CCE_STUB_VOID

@@ -7,6 +7,7 @@
 
 #include <cstring>
 
+#include "grouped_matmul_tiling.h"
 #include "platform.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "torch_npu/csrc/core/npu/NPUStream.h"
@@ -23,6 +24,33 @@ inline const tiling::PlatformInfo& NpuPlatform() {
     return tiling::Ascend910B(soc->GetCoreNumAiv());
   }();
   return platform;
+}
+
+// The chip's cube cores and L1 / L0 buffers (grouped matmul), read once from CANN's platform.
+inline const tiling::CubePlatform& NpuCubePlatform() {
+  static const tiling::CubePlatform platform = [] {
+    auto* soc = platform_ascendc::PlatformAscendCManager::GetInstance();
+    TORCH_CHECK(soc != nullptr, "ascendc_ops: CANN's platform_ascendc cannot read this device");
+    uint64_t l1 = 0, l0a = 0, l0b = 0, l0c = 0;
+    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1);
+    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
+    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
+    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
+    return tiling::CubePlatform{"Ascend910B", soc->GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b),
+                                uint32_t(l0c)};
+  }();
+  return platform;
+}
+
+// The system workspace the Matmul API needs (kernels call SetSysWorkspace on it), from torch_npu's
+// caching allocator.
+inline at::Tensor SysWorkspace(const at::Device& device) {
+  static const int64_t bytes = [] {
+    auto* soc = platform_ascendc::PlatformAscendCManager::GetInstance();
+    TORCH_CHECK(soc != nullptr, "ascendc_ops: CANN's platform_ascendc cannot read this device");
+    return int64_t(soc->GetLibApiWorkSpaceSize());
+  }();
+  return at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
 }
 
 // The tiling struct as device bytes: written to pinned host memory and copied on the current
