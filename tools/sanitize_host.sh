@@ -22,7 +22,9 @@ cmake --build "$build" -j "${JOBS:-2}"
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 for t in "$build"/tests/test_*; do
-  [ -x "$t" ] && "$t" >/dev/null && echo "ok   $(basename "$t") (ASan+UBSan)"
+  [ -x "$t" ] || continue
+  "$t" >/dev/null  # a finding aborts the test, and set -e the script
+  echo "ok   $(basename "$t") (ASan+UBSan)"
 done
 
 LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)" ASCENDC_OPS_LIBRARY="$PWD/$build/lib/_C.so" \

@@ -54,7 +54,6 @@ bool SelfCompatible(const FusedOp& x) {
 }
 }  // namespace
 
-thread_local uint32_t tFusedPending = 0;
 
 // Off unless ASCENDC_TWIN_FUSE=1: measured on AMD EPYC Zen 3 (AVX2), fused runs take 0.93-1.01x the
 // CPU time of issue-order execution (README "Benchmarks"): UB tiles already sit in L2, so strips in

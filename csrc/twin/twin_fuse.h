@@ -54,7 +54,7 @@ struct FusedOp {
 
 void RunOrDefer(const FusedOp& op);  // queues op (fusion on) or runs it now
 void FlushFused();                   // runs the pending run; a no-op when nothing is pending
-extern thread_local uint32_t tFusedPending;
+inline thread_local uint32_t tFusedPending = 0;  // defined here for the same reason as tRecorder
 inline void Observe() {  // UB data is about to be read or written outside the run
   if (tFusedPending) FlushFused();
 }

@@ -39,7 +39,6 @@ struct BlockRecorder {
   bool keep = false;
   std::vector<Instr> stream;  // kept for the export
 };
-thread_local BlockRecorder* tRecorder = nullptr;
 thread_local int tDefer = 0;
 thread_local uint8_t tHandedOut[kPipes * kPipes];  // per pipe pair: ids a TPipe handed to the kernel
 

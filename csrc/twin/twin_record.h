@@ -109,7 +109,9 @@ struct Instr {
 
 // The record of one running block; null when no consumer is active.
 struct BlockRecorder;
-extern thread_local BlockRecorder* tRecorder;
+// Defined here (constant-initialised, no TLS wrapper): UBSan reports the extern form's TLS wrapper
+// as a null load when an executable links the static twin.
+inline thread_local BlockRecorder* tRecorder = nullptr;
 inline bool Recording() { return tRecorder != nullptr; }
 
 void Emit(Instr& in);  // hands the instruction to every active consumer; may throw a Violation
