@@ -256,6 +256,14 @@ def fmt_mb(v):
     return "n/a" if v is None else f"{v:.0f}"
 
 
+def fmt_est(v):
+    return "n/a" if v is None else f"{v:.1f}"
+
+
+def fmt_pct(v):
+    return "n/a" if v is None else f"{v:.0f}%"
+
+
 def fmt_x(v):
     return "n/a" if v is None else f"{v:.2f}x"
 
@@ -270,7 +278,7 @@ def markdown(rows) -> str:
         lines.append(
             f"| {r['op']} | {shape} | {r['dtype']} | {r['pass']} | {fmt_ms(r, 'ours')} | {fmt_ms(r, 'torch')} "
             f"| {fmt_ms(r, 'compile')} | {fmt_ms(r, 'copy')} | {r['ours_gbs']:.1f} | {r['pct_copy']:.0f}% "
-            f"| {r['est_us_910b']:.1f} | {r['roofline_pct_910b']:.0f}% "
+            f"| {fmt_est(r['est_us_910b'])} | {fmt_pct(r['roofline_pct_910b'])} "
             f"| {fmt_x(r['vs_torch'])} | {fmt_x(r['vs_compile'])} "
             f"| {fmt_mb(r['ours_peak_mb'])}/{fmt_mb(r['torch_peak_mb'])}/{fmt_mb(r['compile_peak_mb'])} "
             f"| {r['t_step']} | {r['t_compile']} | {r['t_copy']} |")
