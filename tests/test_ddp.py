@@ -3,23 +3,16 @@ gradients as one process on the whole batch."""
 from __future__ import annotations
 
 import os
-import socket
-import time
 
 import pytest
 import torch
-import torch.multiprocessing as mp
+
+from two_process import run_two  # noqa: E402
 
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 
 TIMEOUT_S = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _model_and_batch():
@@ -51,24 +44,7 @@ def _worker(rank, world, port, out_dir):
 
 
 def test_ddp_two_processes_match_single(tmp_path):
-    import sys
-
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    if tests_dir not in sys.path:
-        sys.path.insert(0, tests_dir)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
-    ctx = mp.start_processes(_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=False,
-                             start_method="spawn")
-    deadline = time.monotonic() + TIMEOUT_S
-    try:
-        while not ctx.join(timeout=1):
-            if time.monotonic() > deadline:
-                pytest.fail(f"DDP workers did not finish within {TIMEOUT_S} s")
-    finally:
-        for p in ctx.processes:
-            if p.is_alive():
-                p.terminate()
-                p.join(5)
+    run_two(_worker, str(tmp_path), TIMEOUT_S, "DDP")
     ddp_grads = torch.load(tmp_path / "grads.pt")
     model, x = _model_and_batch()
     # each rank's loss is the mean over its shard (equal token counts), DDP averages: = the full-batch mean
