@@ -40,8 +40,8 @@ void CheckNotPadded(const OpProto& op, bool paddedMode) {
 
 void CheckRange(const OpProto& op, const char* name, const at::Tensor& t, int64_t lo, int64_t hi) {
   if (t.numel() == 0) return;
-  const at::Tensor c = t.to(at::kCPU);
-  const int64_t mn = c.min().item<int64_t>(), mx = c.max().item<int64_t>();
+  const auto [minT, maxT] = at::aminmax(t.to(at::kCPU));  // one pass, one host sync
+  const int64_t mn = minT.item<int64_t>(), mx = maxT.item<int64_t>();
   TORCH_CHECK_VALUE(mn >= lo && mx <= hi, op.name, ": ", name, " values must be in [", lo, ", ", hi, "], got min ", mn,
                     " and max ", mx);
 }
