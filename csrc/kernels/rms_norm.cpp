@@ -38,7 +38,8 @@ class KernelRmsNorm {
       pipe->InitBuffer(inX2_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
       pipe->InitBuffer(outX_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     }
-    pipe->InitBuffer(xfBuf_, elems * sizeof(float));
+    const bool xfUsed = !XInPlace() || t_.tilingKey != NORM_SINGLE_PASS;  // the tiling counts it only then
+    pipe->InitBuffer(xfBuf_, xfUsed ? elems * sizeof(float) : 32);
     pipe->InitBuffer(workBuf_, elems * sizeof(float));
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
     pipe->InitBuffer(outRstd_, static_cast<uint8_t>(t_.bufferNum), t_.tileRows * sizeof(float));
