@@ -21,7 +21,7 @@ struct RopeTilingData {
   uint32_t lineVaries[2];  // 1 where cos/sin vary along that line dim (fixed per task), 0 where they broadcast
   uint32_t tileRows;       // rows per UB tile
   uint32_t tilesPerLine;   // ceil(xDims[tileAxis] / tileRows)
-  uint32_t reserved;       // keeps the int64 fields 8-byte aligned
+  uint32_t rotateByCopy;   // 1: P is two strided UB->UB copies (half mode, D/2 fp32 whole 32-byte blocks); 0: Gather
   int64_t xDims[3];        // row dims of x (and of y)
   int64_t xStrides[3];     // row stride of x per dim
   int64_t rStrides[3];     // row stride of cos/sin per dim; 0 where they broadcast

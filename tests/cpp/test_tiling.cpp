@@ -17,7 +17,7 @@ static void CheckInvariants(const RopeTiling& t, const PlatformInfo& p, DType dt
   EXPECT(t.blockDim >= 1 && t.blockDim <= p.vectorCores);
   EXPECT(d.tasksPerBlock * t.blockDim + d.tasksRemainder == d.taskCount);
   EXPECT(d.tasksRemainder < t.blockDim);
-  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype) <= p.UbBudget());
+  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype, RopeMode(d.rotaryMode)) <= p.UbBudget());
   EXPECT(int64_t(d.tilesPerLine) * d.tileRows >= d.xDims[d.tileAxis]);
   EXPECT(int64_t(d.tilesPerLine - 1) * d.tileRows < d.xDims[d.tileAxis]);
   EXPECT(d.rowPitch * ElementBytes(dtype) % 32 == 0 && d.rowPitch >= d.headDim);
@@ -39,7 +39,7 @@ int main() {
     EXPECT(t.data.sharedLines == 32 && t.data.lineVaries[0] == 0 && t.data.lineVaries[1] == 0);
     EXPECT(t.data.taskCount == t.data.tilesPerLine);
   }
-  EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32));
+  EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
 
   // Fewer lines than cores: tiles shrink so every core gets one.
   RopeProblem small{{1, 1, 83}, {1, 1, 83}, 40, DType::kBFloat16, ROPE_MODE_INTERLEAVE, false};
@@ -71,7 +71,7 @@ int main() {
   RopeProblem wide{{1, 8, 64}, {1, 1, 64}, 2048, DType::kFloat32, ROPE_MODE_HALF, false};
   RopeTiling w = TileRope(wide, b3);
   CheckInvariants(w, b3, DType::kFloat32);
-  EXPECT(w.data.tileRows == 184 * 1024 / RopeBytesPerRow(2048, DType::kFloat32));
+  EXPECT(w.data.tileRows == 184 * 1024 / RopeBytesPerRow(2048, DType::kFloat32, ROPE_MODE_HALF));
   EXPECT(w.data.tileRows >= 1 && w.data.tileRows <= 4);
   EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 8192, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
   EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 7, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
