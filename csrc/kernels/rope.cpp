@@ -72,38 +72,37 @@ class KernelRope {
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
 
-  // Gather path, row r of a tile: offsets = byte offset of P(j), signs = s[j] (-s[j] backward),
-  // lanes (tutorial) = byte offset of j's even lane. Row 0 by the scalar unit, then doubled.
+  // Gather path, element g of a tile: offsets = byte offset of P(g), signs = s (-s backward),
+  // lanes (tutorial) = byte offset of g's even lane. The pair modes' tables are periodic in g
+  // (pitch is even; padding pairs swap among themselves), so one 32-byte block is seeded by the
+  // scalar unit; half mode seeds row 0 (padding maps to itself). Then doubled by the vector unit.
   __aicore__ inline void BuildTables() {
     LocalTensor<int32_t> offsets = offsetBuf_.Get<int32_t>();
     LocalTensor<float> signs = signBuf_.Get<float>();
-    const bool tutorial = t_.rotaryMode == ROPE_MODE_TUTORIAL;
+    const bool tutorial = t_.rotaryMode == ROPE_MODE_TUTORIAL, halves = t_.rotaryMode == ROPE_MODE_HALF;
     LocalTensor<int32_t> lanes;
     if (tutorial) lanes = laneBuf_.Get<int32_t>();
-    const uint32_t d = t_.headDim, pitch = t_.rowPitch, half = d / 2;
+    const uint32_t d = t_.headDim, half = d / 2, total = t_.tileRows * t_.rowPitch;
+    const uint32_t seed = halves ? t_.rowPitch : 32 / sizeof(float);
     const float flip = t_.backward ? -1.0f : 1.0f;
-    for (uint32_t j = 0; j < pitch; ++j) {
-      uint32_t partner = j, lane = j;  // padding columns map to themselves
-      float sign = 0.0f;
-      if (j < d && t_.rotaryMode == ROPE_MODE_HALF) {
-        partner = j < half ? j + half : j - half;
-        sign = j < half ? -1.0f : 1.0f;
-      } else if (j < d) {
-        partner = j ^ 1u;
-        lane = j & ~1u;
-        sign = (j % 2 == 0) ? -1.0f : 1.0f;
+    for (uint32_t j = 0; j < seed; ++j) {
+      uint32_t partner = j ^ 1u;
+      float sign = (j % 2 == 0) ? -1.0f : 1.0f;
+      if (halves) {
+        partner = j >= d ? j : (j < half ? j + half : j - half);
+        sign = j >= d ? 0.0f : (j < half ? -1.0f : 1.0f);
       }
       offsets.SetValue(j, static_cast<int32_t>(partner * sizeof(float)));
       signs.SetValue(j, sign * flip);
-      if (tutorial) lanes.SetValue(j, static_cast<int32_t>(lane * sizeof(float)));
+      if (tutorial) lanes.SetValue(j, static_cast<int32_t>((j & ~1u) * sizeof(float)));
     }
     SyncPipes<HardEvent::S_V>();
-    for (uint32_t r = 1; r < t_.tileRows; r *= 2) {  // rows [r, r + k) from rows [0, k)
-      const uint32_t k = (t_.tileRows - r < r ? t_.tileRows - r : r) * pitch;
-      const int32_t shift = static_cast<int32_t>(r * pitch * sizeof(float));
-      Adds(offsets[r * pitch], offsets, shift, static_cast<int32_t>(k));
-      DataCopy(signs[r * pitch], signs, k);
-      if (tutorial) Adds(lanes[r * pitch], lanes, shift, static_cast<int32_t>(k));
+    for (uint32_t done = seed; done < total; done *= 2) {  // [done, done + k) from [0, k)
+      const uint32_t k = total - done < done ? total - done : done;
+      const int32_t shift = static_cast<int32_t>(done * sizeof(float));
+      Adds(offsets[done], offsets, shift, static_cast<int32_t>(k));
+      DataCopy(signs[done], signs, k);
+      if (tutorial) Adds(lanes[done], lanes, shift, static_cast<int32_t>(k));
       PipeBarrier<PIPE_V>();
     }
   }
