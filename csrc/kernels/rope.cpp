@@ -17,7 +17,7 @@
 
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // double buffering: load tile i+1 while computing tile i
+constexpr int32_t BUFFER_NUM = 2;  // cos/sin double-buffered; x and y take the tiling's xBuffers (2 or 3)
 
 template <typename T>
 class KernelRope {
@@ -31,10 +31,10 @@ class KernelRope {
     yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.xRows * t_.headDim);
     cosGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(cos), t_.rRows * t_.headDim);
     sinGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(sin), t_.rRows * t_.headDim);
-    pipe->InitBuffer(inX_, BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(inX_, static_cast<uint8_t>(t_.xBuffers), tileElems * sizeof(T));
     pipe->InitBuffer(inCos_, BUFFER_NUM, tileElems * sizeof(T));
     pipe->InitBuffer(inSin_, BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(outY_, static_cast<uint8_t>(t_.xBuffers), tileElems * sizeof(T));
     if constexpr (!IsFloat()) {
       pipe->InitBuffer(accBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(xFloatBuf_, tileElems * sizeof(float));

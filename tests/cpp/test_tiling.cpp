@@ -17,7 +17,7 @@ static void CheckInvariants(const RopeTiling& t, const PlatformInfo& p, DType dt
   EXPECT(t.blockDim >= 1 && t.blockDim <= p.vectorCores);
   EXPECT(d.tasksPerBlock * t.blockDim + d.tasksRemainder == d.taskCount);
   EXPECT(d.tasksRemainder < t.blockDim);
-  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype, RopeMode(d.rotaryMode)) <= p.UbBudget());
+  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype, RopeMode(d.rotaryMode), d.xBuffers) <= p.UbBudget());
   EXPECT(int64_t(d.tilesPerLine) * d.tileRows >= d.xDims[d.tileAxis]);
   EXPECT(int64_t(d.tilesPerLine - 1) * d.tileRows < d.xDims[d.tileAxis]);
   EXPECT(d.rowPitch * ElementBytes(dtype) % 32 == 0 && d.rowPitch >= d.headDim);
