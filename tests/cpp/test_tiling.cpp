@@ -40,6 +40,17 @@ int main() {
     EXPECT(t.data.taskCount == t.data.tilesPerLine);
   }
   EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
+  // half mode with whole fp32 blocks per half row rotates by copies (no tables); UB-bound: two x/y buffers
+  EXPECT(TileRope(llama, b3).data.rotateByCopy == 1 && TileRope(llama, b3).data.xBuffers == 2);
+  // 512 rows over 48 cores: an 11-row tile leaves UB spare for a third x/y buffer
+  RopeProblem short512{{1, 32, 512}, {1, 1, 512}, 128, DType::kBFloat16, ROPE_MODE_HALF, false};
+  RopeTiling t512 = TileRope(short512, b2);
+  CheckInvariants(t512, b2, DType::kBFloat16);
+  EXPECT(t512.data.tileRows == 11 && t512.data.xBuffers == 3);
+  // the Gather path: D = 40 (80-byte fp32 half rows), and the pair modes at any D
+  EXPECT(!RopeRotatesByCopy(40, ROPE_MODE_HALF) && RopeRotatesByCopy(80, ROPE_MODE_HALF));
+  EXPECT(!RopeRotatesByCopy(128, ROPE_MODE_INTERLEAVE) && !RopeRotatesByCopy(128, ROPE_MODE_TUTORIAL));
+  EXPECT(RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_TUTORIAL) > RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
 
   // Fewer lines than cores: tiles shrink so every core gets one.
   RopeProblem small{{1, 1, 83}, {1, 1, 83}, 40, DType::kBFloat16, ROPE_MODE_INTERLEAVE, false};
