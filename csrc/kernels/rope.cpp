@@ -142,10 +142,12 @@ class KernelRope {
     const int32_t n = static_cast<int32_t>(rows * t_.rowPitch);
     cosf_ = Widen(cos_, cosFloatBuf_, n);
     sinT_ = Widen(sin_, sinFloatBuf_, n);
+    // only interleave's forward needs no work tile; borrowing a y buffer waits for its last store
+    const bool borrow = IsFloat() && (t_.rotateByCopy || t_.backward || t_.rotaryMode == ROPE_MODE_TUTORIAL);
     LocalTensor<T> borrowed;
     LocalTensor<float> work;
     if constexpr (IsFloat()) {
-      borrowed = outY_.AllocTensor<T>();
+      if (borrow) borrowed = outY_.AllocTensor<T>();
       work = borrowed.template ReinterpretCast<float>();
     } else {
       work = accBuf_.Get<float>();
@@ -156,7 +158,7 @@ class KernelRope {
     } else {
       SignGathered(work, n);
     }
-    if constexpr (IsFloat()) outY_.FreeTensor(borrowed);
+    if (borrow) outY_.FreeTensor(borrowed);
   }
 
   // Copy path: forward sinT = [-sin1, sin2], backward P(sin) * -s = [sin2, -sin1].
