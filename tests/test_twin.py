@@ -28,6 +28,7 @@ RULES = {
     "queue_depth": ("queue discipline", r"EnQue exceeds the TQue depth of 1"),
     "ub_overrun": ("UB bounds", r"Muls needs 512 float elements but the LocalTensor holds 256"),
     "gm_overrun": ("GM bounds", r"touches 256 float elements but only 128 remain"),
+    "ub_copy_overlap": ("data copy params", r"DataCopy UB->UB source and destination share UB bytes \[\d+, \d+\)"),
 }
 
 

@@ -18,6 +18,10 @@ uint32_t GammaRawBytes(const NormProblem& p, uint32_t cols) {
 }
 // fp32 work buffers per element: forward xf, work; backward dyf, xf, dg, work.
 uint32_t Fp32Work(const NormProblem& p) { return p.backward ? 4 : 2; }
+// Single-pass fp32 forward tiles read x where it landed (rms_norm.cpp XInPlace): work only.
+uint32_t Fp32WorkSinglePass(const NormProblem& p) {
+  return !p.backward && p.xDtype == DType::kFloat32 ? 1 : Fp32Work(p);
+}
 
 }  // namespace
 
@@ -25,7 +29,7 @@ uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBuff
   const uint32_t pitch = RowPitch(p.hidden, p.xDtype);
   const uint32_t elems = rows * pitch;
   uint32_t bytes = kBufferNum * AlignUp(elems * ElementBytes(p.xDtype), 32) * QueuesOfT(p);
-  bytes += Fp32Work(p) * elems * 4;
+  bytes += Fp32WorkSinglePass(p) * elems * 4;
   bytes += AlignUp(rows * 8 * 4, 32);                                     // per-row sums, 32 B apart
   if (!p.backward) bytes += kBufferNum * AlignUp(rows * 4, 32);           // rstd out
   bytes += NormReduceTmpElems(pitch) * 4;                                 // ReduceSum scratch

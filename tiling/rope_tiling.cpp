@@ -4,12 +4,16 @@
 
 namespace tiling {
 
-uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype) {
+bool RopeRotatesByCopy(uint32_t headDim, RopeMode mode) {
+  return mode == ROPE_MODE_HALF && headDim / 2 * sizeof(float) % 32 == 0;
+}
+
+uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype, RopeMode mode, uint32_t xBuffers) {
   const uint32_t pitch = RowPitch(headDim, dtype);
-  const uint32_t queued = 4 * 2 * pitch * ElementBytes(dtype);  // x, cos, sin, y; two buffers each
-  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 1 : 5) * pitch * 4;  // scratch (+ acc, fp32 x, cos, sin)
-  const uint32_t tables = 2 * pitch * 4;  // gather offsets, signs
-  return queued + fp32Work + tables;
+  const uint32_t queued = (2 * xBuffers + 2 * 2) * pitch * ElementBytes(dtype);  // x, y; cos, sin (two each)
+  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 0 : 4) * pitch * 4;  // acc, fp32 x, cos, sin
+  const uint32_t tables = RopeRotatesByCopy(headDim, mode) ? 0 : (mode == ROPE_MODE_TUTORIAL ? 3 : 2) * pitch * 4;
+  return queued + fp32Work + tables;  // gather offsets, signs (and the tutorial's even-lane offsets)
 }
 
 RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
@@ -21,6 +25,8 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   d.rowPitch = RowPitch(p.headDim, p.dtype);
   d.rotaryMode = p.mode;
   d.backward = p.backward ? 1 : 0;
+  d.rotateByCopy = RopeRotatesByCopy(p.headDim, p.mode) ? 1 : 0;
+  d.xBuffers = 2;
   t.tilingKey = p.mode;
 
   int64_t xStride = 1, rStride = 1;
@@ -53,7 +59,7 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
     if (!d.lineVaries[k]) d.sharedLines *= d.xDims[d.lineAxes[k]];
   }
 
-  const uint32_t rowBytes = RopeBytesPerRow(p.headDim, p.dtype);
+  const uint32_t rowBytes = RopeBytesPerRow(p.headDim, p.dtype, p.mode);
   const uint32_t maxRows = std::min<uint32_t>(platform.UbBudget() / rowBytes, 4095);
   if (maxRows == 0)
     throw TilingError("head_dim " + std::to_string(p.headDim) + " needs " + std::to_string(rowBytes) +
@@ -66,6 +72,9 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   const int64_t tilesWanted = (platform.vectorCores + lines - 1) / lines;
   const int64_t rowsForBalance = (axisLen + tilesWanted - 1) / tilesWanted;
   d.tileRows = uint32_t(std::max<int64_t>(1, std::min<int64_t>(maxRows, rowsForBalance)));
+  // A tile shrunk for balance leaves UB spare: a third x and y buffer lets the loads run two lines
+  // ahead, where one small tile's compute is shorter than a load's latency.
+  d.xBuffers = uint64_t(d.tileRows) * RopeBytesPerRow(p.headDim, p.dtype, p.mode, 3) <= platform.UbBudget() ? 3 : 2;
   d.tilesPerLine = uint32_t((axisLen + d.tileRows - 1) / d.tileRows);
   d.taskCount = lines * d.tilesPerLine;
   t.blockDim = uint32_t(std::min<int64_t>(platform.vectorCores, d.taskCount));

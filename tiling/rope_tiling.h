@@ -23,9 +23,13 @@ struct RopeTiling {
   RopeMode tilingKey;
 };
 
-// UB bytes one row of a tile costs: queues (x, cos, sin in and y out, double-buffered) plus the
-// fp32 work buffers and the gather-offset and sign tables.
-uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype);
+// Whether the kernel swaps row halves with two strided UB->UB DataCopy (whole 32-byte blocks of
+// fp32 per half row) instead of a Gather through an offset table.
+bool RopeRotatesByCopy(uint32_t headDim, RopeMode mode);
+
+// UB bytes one row of a tile costs: queues (x and y with xBuffers buffers each, cos and sin with
+// two) plus the fp32 work buffers and, for the Gather path, the gather-offset and sign tables.
+uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype, RopeMode mode, uint32_t xBuffers = 2);
 
 RopeTiling TileRope(const RopeProblem& problem, const PlatformInfo& platform);
 

@@ -21,6 +21,8 @@ struct RopeTilingData {
   uint32_t lineVaries[2];  // 1 where cos/sin vary along that line dim (fixed per task), 0 where they broadcast
   uint32_t tileRows;       // rows per UB tile
   uint32_t tilesPerLine;   // ceil(xDims[tileAxis] / tileRows)
+  uint32_t rotateByCopy;   // 1: P is two strided UB->UB copies (half mode, D/2 fp32 whole 32-byte blocks); 0: Gather
+  uint32_t xBuffers;       // UB buffers for x and for y: 3 where the tile leaves UB spare (hides DMA latency), else 2
   uint32_t reserved;       // keeps the int64 fields 8-byte aligned
   int64_t xDims[3];        // row dims of x (and of y)
   int64_t xStrides[3];     // row stride of x per dim

@@ -38,7 +38,8 @@ class KernelRmsNorm {
       pipe->InitBuffer(inX2_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
       pipe->InitBuffer(outX_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     }
-    pipe->InitBuffer(xfBuf_, elems * sizeof(float));
+    const bool xfUsed = !XInPlace() || t_.tilingKey != NORM_SINGLE_PASS;  // the tiling counts it only then
+    pipe->InitBuffer(xfBuf_, xfUsed ? elems * sizeof(float) : 32);
     pipe->InitBuffer(workBuf_, elems * sizeof(float));
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
     pipe->InitBuffer(outRstd_, static_cast<uint8_t>(t_.bufferNum), t_.tileRows * sizeof(float));
@@ -67,6 +68,10 @@ class KernelRmsNorm {
 
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
+  // fp32 single-pass tiles read x where it already is, with no fp32 copy (one V pass fewer): rms_norm
+  // in its input buffer, add_rms_norm in its x output (sent out after y's scaling instead of first).
+  // The buffer is held until the tile's last read of x; with two buffers the next load went to the other.
+  static constexpr bool XInPlace() { return IsFloat(); }
 
   __aicore__ inline uint32_t TileRows(int64_t done) const {
     const int64_t left = rowCount_ - done;
@@ -154,9 +159,26 @@ class KernelRmsNorm {
   __aicore__ inline void ProcessTile(int64_t row, uint32_t rows) {
     const uint32_t n = t_.hidden, pitch = t_.rowPitch;
     const int32_t tileElems = static_cast<int32_t>(rows * pitch);
-    LocalTensor<float> xf = xfBuf_.Get<float>();
-    LoadAsFloat(xf, tileElems, true);
-    if constexpr (ADD) CopyOutX(row, rows, 0, n);
+    LocalTensor<T> x1;
+    LocalTensor<float> xf;
+    LocalTensor<T> xo;
+    if constexpr (XInPlace() && !ADD) {
+      x1 = inX1_.DeQue<T>();
+      xf = x1.template ReinterpretCast<float>();
+    } else if constexpr (XInPlace()) {
+      x1 = inX1_.DeQue<T>();
+      LocalTensor<T> x2 = inX2_.DeQue<T>();
+      xo = outX_.AllocTensor<T>();
+      Add(xo, x1, x2, tileElems);  // fp32: the sum is already rounded once
+      inX1_.FreeTensor(x1);
+      inX2_.FreeTensor(x2);
+      PipeBarrier<PIPE_V>();
+      xf = xo.template ReinterpretCast<float>();
+    } else {
+      xf = xfBuf_.Get<float>();
+      LoadAsFloat(xf, tileElems, true);
+      if constexpr (ADD) CopyOutX(row, rows, 0, n);
+    }
 
     // 2. sum of squares of each row's N valid columns
     LocalTensor<float> work = workBuf_.Get<float>();
@@ -182,6 +204,11 @@ class KernelRmsNorm {
       const float rstd = sums.GetValue(r * 8);
       rstdOut.SetValue(r, rstd);
       Muls(yf[r * pitch], xf[r * pitch], rstd, static_cast<int32_t>(n));
+    }
+    if constexpr (XInPlace() && !ADD) inX1_.FreeTensor(x1);  // x's last read was issued
+    if constexpr (XInPlace() && ADD) {
+      outX_.EnQue(xo);
+      CopyOutX(row, rows, 0, n);
     }
     PipeBarrier<PIPE_V>();
     for (uint32_t r = 0; r < rows; ++r) Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));

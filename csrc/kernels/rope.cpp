@@ -3,10 +3,12 @@
 //   backward  dx = dy * cos + rot^T(dy * sin)
 // rot is rotate_half ([-x2, x1], HF / npu_rotary_mul 'half') or the pair rotation
 // ((-x[2i+1], x[2i]), the tutorial's rope_customer and 'interleave'; rope_customer reads cos/sin
-// at the even lane of each pair for both lanes, see EvenLanes). Both are a permutation P
-// of a row times a sign pattern s, rot(x) = s * P(x), and P is its own inverse, so with
-// sinSigned = sin * s:   rot(x) * sin = P(x) * sinSigned   and   rot^T(dy * sin) = P(dy * sinSigned).
-// One Gather with a precomputed offset table serves every mode and any D (no alignment needed).
+// at the even lane of each pair for both lanes, see SignGathered). Both are a permutation P
+// of a row times a sign pattern s, rot(x) = s * P(x), and P is its own inverse and commutes with
+// element-wise products, so both directions are one formula,  out = x * cos + P(x) * sinT,  with
+// sinT = sin * s forward and sinT = P(sin) * P(s) = P(sin) * -s backward, built once per table load.
+// P is two strided UB->UB copies of row halves where half a row of fp32 is whole 32-byte blocks
+// (half mode, D % 16 == 0), else one Gather through a precomputed offset table (any D).
 // A task loads one cos/sin tile and reuses it for every x line that shares it (e.g. all heads).
 // fp16 / bf16 are computed in fp32 and rounded once on the way out (CAST_RINT).
 #include "kernel_operator.h"
@@ -15,7 +17,7 @@
 
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // double buffering: load tile i+1 while computing tile i
+constexpr int32_t BUFFER_NUM = 2;  // cos/sin double-buffered; x and y take the tiling's xBuffers (2 or 3)
 
 template <typename T>
 class KernelRope {
@@ -29,20 +31,22 @@ class KernelRope {
     yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.xRows * t_.headDim);
     cosGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(cos), t_.rRows * t_.headDim);
     sinGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(sin), t_.rRows * t_.headDim);
-    pipe->InitBuffer(inX_, BUFFER_NUM, tileElems * sizeof(T));
+    pipe->InitBuffer(inX_, static_cast<uint8_t>(t_.xBuffers), tileElems * sizeof(T));
     pipe->InitBuffer(inCos_, BUFFER_NUM, tileElems * sizeof(T));
     pipe->InitBuffer(inSin_, BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(outY_, BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(scratchBuf_, tileElems * sizeof(float));
-    pipe->InitBuffer(offsetBuf_, tileElems * sizeof(uint32_t));
-    pipe->InitBuffer(signBuf_, tileElems * sizeof(float));
+    pipe->InitBuffer(outY_, static_cast<uint8_t>(t_.xBuffers), tileElems * sizeof(T));
     if constexpr (!IsFloat()) {
       pipe->InitBuffer(accBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(xFloatBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(cosFloatBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(sinFloatBuf_, tileElems * sizeof(float));
     }
-    BuildTables();
+    if (!t_.rotateByCopy) {
+      pipe->InitBuffer(offsetBuf_, tileElems * sizeof(uint32_t));
+      pipe->InitBuffer(signBuf_, tileElems * sizeof(float));
+      if (t_.rotaryMode == ROPE_MODE_TUTORIAL) pipe->InitBuffer(laneBuf_, tileElems * sizeof(uint32_t));
+      BuildTables();
+    }
   }
 
   __aicore__ inline void Process() {
@@ -68,30 +72,39 @@ class KernelRope {
  private:
   static constexpr bool IsFloat() { return sizeof(T) == sizeof(float); }
 
-  // Row r of a tile: offsets[r][j] = byte offset of P(j) in the tile, signs[r][j] = s[j].
+  // Gather path, element g of a tile: offsets = byte offset of P(g), signs = s (-s backward),
+  // lanes (tutorial) = byte offset of g's even lane. The pair modes' tables are periodic in g
+  // (pitch is even; padding pairs swap among themselves), so one 32-byte block is seeded by the
+  // scalar unit; half mode seeds row 0 (padding maps to itself). Then doubled by the vector unit.
   __aicore__ inline void BuildTables() {
     LocalTensor<int32_t> offsets = offsetBuf_.Get<int32_t>();
     LocalTensor<float> signs = signBuf_.Get<float>();
-    const uint32_t d = t_.headDim, pitch = t_.rowPitch, half = d / 2;
-    for (uint32_t j = 0; j < pitch; ++j) {
-      uint32_t partner = j;  // padding columns map to themselves
-      float sign = 0.0f;
-      if (j < d && t_.rotaryMode == ROPE_MODE_HALF) {
-        partner = j < half ? j + half : j - half;
-        sign = j < half ? -1.0f : 1.0f;
-      } else if (j < d) {
-        partner = j ^ 1u;
-        sign = (j % 2 == 0) ? -1.0f : 1.0f;
+    const bool tutorial = t_.rotaryMode == ROPE_MODE_TUTORIAL, halves = t_.rotaryMode == ROPE_MODE_HALF;
+    LocalTensor<int32_t> lanes;
+    if (tutorial) lanes = laneBuf_.Get<int32_t>();
+    const uint32_t d = t_.headDim, half = d / 2, total = t_.tileRows * t_.rowPitch;
+    const uint32_t seed = halves ? t_.rowPitch : 32 / sizeof(float);
+    const float flip = t_.backward ? -1.0f : 1.0f;
+    for (uint32_t j = 0; j < seed; ++j) {
+      uint32_t partner = j ^ 1u;
+      float sign = (j % 2 == 0) ? -1.0f : 1.0f;
+      if (halves) {
+        partner = j >= d ? j : (j < half ? j + half : j - half);
+        sign = j >= d ? 0.0f : (j < half ? -1.0f : 1.0f);
       }
       offsets.SetValue(j, static_cast<int32_t>(partner * sizeof(float)));
-      signs.SetValue(j, sign);
+      signs.SetValue(j, sign * flip);
+      if (tutorial) lanes.SetValue(j, static_cast<int32_t>((j & ~1u) * sizeof(float)));
     }
     SyncPipes<HardEvent::S_V>();
-    for (uint32_t r = 1; r < t_.tileRows; ++r) {
-      Adds(offsets[r * pitch], offsets, static_cast<int32_t>(r * pitch * sizeof(float)), static_cast<int32_t>(pitch));
-      DataCopy(signs[r * pitch], signs, pitch);
+    for (uint32_t done = seed; done < total; done *= 2) {  // [done, done + k) from [0, k)
+      const uint32_t k = total - done < done ? total - done : done;
+      const int32_t shift = static_cast<int32_t>(done * sizeof(float));
+      Adds(offsets[done], offsets, shift, static_cast<int32_t>(k));
+      DataCopy(signs[done], signs, k);
+      if (tutorial) Adds(lanes[done], lanes, shift, static_cast<int32_t>(k));
+      PipeBarrier<PIPE_V>();
     }
-    PipeBarrier<PIPE_V>();
   }
 
   // First x row of line (ownLine, shared): ownLine indexes the line dims along which cos/sin
@@ -118,7 +131,8 @@ class KernelRope {
     return row;
   }
 
-  // 1. cos and sinSigned = sin * s for the task's rows, in fp32, kept for all its lines.
+  // 1. cos and sinT for the task's rows, in fp32, kept for all its lines. The work tile: the
+  // fp32 accumulator for fp16/bf16, a borrowed output buffer for fp32 (both free between Computes).
   __aicore__ inline void LoadTables(int64_t ownLine, int64_t first, uint32_t rows) {
     const int64_t rRow = TableRow(ownLine, first);
     LoadTable(inCos_, cosGm_, rRow, rows);
@@ -127,43 +141,79 @@ class KernelRope {
     sin_ = inSin_.DeQue<T>();
     const int32_t n = static_cast<int32_t>(rows * t_.rowPitch);
     cosf_ = Widen(cos_, cosFloatBuf_, n);
-    sinSigned_ = Widen(sin_, sinFloatBuf_, n);
+    sinT_ = Widen(sin_, sinFloatBuf_, n);
+    // only interleave's forward needs no work tile; borrowing a y buffer waits for its last store
+    const bool borrow = IsFloat() && (t_.rotateByCopy || t_.backward || t_.rotaryMode == ROPE_MODE_TUTORIAL);
+    LocalTensor<T> borrowed;
+    LocalTensor<float> work;
+    if constexpr (IsFloat()) {
+      if (borrow) borrowed = outY_.AllocTensor<T>();
+      work = borrowed.template ReinterpretCast<float>();
+    } else {
+      work = accBuf_.Get<float>();
+    }
     PipeBarrier<PIPE_V>();
-    if (t_.rotaryMode == ROPE_MODE_TUTORIAL) EvenLanes(n);
-    Mul(sinSigned_, sinSigned_, signBuf_.Get<float>(), n);
+    if (t_.rotateByCopy) {
+      SignHalves(work, rows, n);
+    } else {
+      SignGathered(work, n);
+    }
+    if (borrow) outY_.FreeTensor(borrowed);
   }
 
-  // rope_customer: lane j reads cos/sin at lane j & ~1 (the tutorial ignores the odd lanes of its
-  // tables). Offsets: the pair partner's, minus one element on even lanes (sign -1), so every lane
-  // points at its pair's even lane; built in scratch, which is free until Compute.
-  __aicore__ inline void EvenLanes(int32_t n) {
-    LocalTensor<int32_t> lanes = scratchBuf_.Get<int32_t>();
-    Cast(lanes, signBuf_.Get<float>(), RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // -1 even, +1 odd, 0 pad
+  // Copy path: forward sinT = [-sin1, sin2], backward P(sin) * -s = [sin2, -sin1].
+  __aicore__ inline void SignHalves(LocalTensor<float>& work, uint32_t rows, int32_t n) {
+    const uint32_t half = t_.headDim / 2;
+    Muls(work, sinT_, -1.0f, n);
     PipeBarrier<PIPE_V>();
-    Mins(lanes, lanes, static_cast<int32_t>(0), n);
-    PipeBarrier<PIPE_V>();
-    Muls(lanes, lanes, static_cast<int32_t>(sizeof(float)), n);
-    PipeBarrier<PIPE_V>();
-    Add(lanes, lanes, offsetBuf_.Get<int32_t>(), n);
-    PipeBarrier<PIPE_V>();
-    // a gather target: fp16/bf16 have the fp32 accumulator free here; fp32 borrows an output buffer
-    LocalTensor<T> borrowed;
-    LocalTensor<float> tmp;
-    if constexpr (IsFloat()) {
-      borrowed = outY_.AllocTensor<T>();
-      tmp = borrowed.template ReinterpretCast<float>();
+    if (t_.backward) {
+      DataCopy(sinT_, sinT_[half], HalfRows(rows));
+      PipeBarrier<PIPE_V>();
+      DataCopy(sinT_[half], work, HalfRows(rows));
     } else {
-      tmp = accBuf_.Get<float>();
+      DataCopy(sinT_, work, HalfRows(rows));
     }
-    LocalTensor<uint32_t> offsets = lanes.template ReinterpretCast<uint32_t>();
-    LocalTensor<float> tables[2] = {cosf_, sinSigned_};
-    for (LocalTensor<float>& table : tables) {
-      Gather(tmp, table, offsets, 0, static_cast<uint32_t>(n));
+    PipeBarrier<PIPE_V>();
+  }
+
+  // Gather path: sinT = sin * signs forward, P(sin) * signs backward (signs already -s there).
+  // rope_customer first reads both lanes of a pair from its even lane (the tutorial ignores the odd
+  // lanes of its tables); P of such a table is the table itself, so backward needs no P.
+  __aicore__ inline void SignGathered(LocalTensor<float>& work, int32_t n) {
+    LocalTensor<float> signs = signBuf_.Get<float>();
+    if (t_.rotaryMode == ROPE_MODE_TUTORIAL) {
+      LocalTensor<uint32_t> lanes = laneBuf_.Get<uint32_t>();
+      Gather(work, cosf_, lanes, 0, static_cast<uint32_t>(n));
       PipeBarrier<PIPE_V>();
-      DataCopy(table, tmp, n);
+      DataCopy(cosf_, work, n);
       PipeBarrier<PIPE_V>();
+      Gather(work, sinT_, lanes, 0, static_cast<uint32_t>(n));
+    } else if (t_.backward) {
+      Gather(work, sinT_, offsetBuf_.Get<uint32_t>(), 0, static_cast<uint32_t>(n));
+    } else {
+      Mul(sinT_, sinT_, signs, n);
+      return;
     }
-    if constexpr (IsFloat()) outY_.FreeTensor(borrowed);
+    PipeBarrier<PIPE_V>();
+    Mul(sinT_, work, signs, n);
+  }
+
+  // Every row's half, in 32-byte blocks: rows x (D/2) fp32, a row pitch apart (copy path only).
+  __aicore__ inline DataCopyParams HalfRows(uint32_t rows) const {
+    const uint16_t halfBlocks = static_cast<uint16_t>(t_.headDim / 2 * sizeof(float) / 32);
+    const uint16_t gap = static_cast<uint16_t>(t_.rowPitch * sizeof(float) / 32 - halfBlocks);
+    return DataCopyParams(static_cast<uint16_t>(rows), halfBlocks, gap, gap);
+  }
+
+  // dst = P(src) over the tile's rows: the two halves swapped by copies, or one Gather.
+  __aicore__ inline void Rotate(const LocalTensor<float>& dst, const LocalTensor<float>& src, uint32_t rows) {
+    if (t_.rotateByCopy) {
+      const uint32_t half = t_.headDim / 2;
+      DataCopy(dst, src[half], HalfRows(rows));
+      DataCopy(dst[half], src, HalfRows(rows));
+    } else {
+      Gather(dst, src, offsetBuf_.Get<uint32_t>(), 0, rows * t_.rowPitch);
+    }
   }
 
   // cos/sin rows of a tile: one contiguous run, or one row repeated where they broadcast along the tile.
@@ -190,6 +240,7 @@ class KernelRope {
     inX_.EnQue(x);
   }
 
+  // 2. out = x * cos + P(x) * sinT, accumulated in fp32
   __aicore__ inline void Compute(uint32_t rows) {
     const int32_t n = static_cast<int32_t>(rows * t_.rowPitch);
     LocalTensor<T> x = inX_.DeQue<T>();
@@ -202,26 +253,15 @@ class KernelRope {
     } else {
       acc = accBuf_.Get<float>();
     }
-    LocalTensor<uint32_t> offsets = offsetBuf_.Get<uint32_t>();
     PipeBarrier<PIPE_V>();
-    if (t_.backward) {
-      // 2. acc = P(dy * sinSigned) = rot^T(dy * sin)
-      LocalTensor<float> scratch = scratchBuf_.Get<float>();
-      Mul(scratch, xf, sinSigned_, n);
-      PipeBarrier<PIPE_V>();
-      Gather(acc, scratch, offsets, 0, static_cast<uint32_t>(n));
-    } else {
-      // 2. acc = P(x) * sinSigned = rot(x) * sin
-      Gather(acc, xf, offsets, 0, static_cast<uint32_t>(n));
-      PipeBarrier<PIPE_V>();
-      Mul(acc, acc, sinSigned_, n);
-    }
+    Rotate(acc, xf, rows);
     PipeBarrier<PIPE_V>();
-    // 3. acc += x * cos
+    Mul(acc, acc, sinT_, n);
+    PipeBarrier<PIPE_V>();
     MulAddDst(acc, xf, cosf_, n);
     if constexpr (!IsFloat()) {
       PipeBarrier<PIPE_V>();
-      Cast(y, acc, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // 4. one rounding to T
+      Cast(y, acc, RoundMode::CAST_RINT, static_cast<uint32_t>(n));  // one rounding to T
     }
     outY_.EnQue(y);
     inX_.FreeTensor(x);
@@ -250,9 +290,9 @@ class KernelRope {
   GlobalTensor<T> xGm_, cosGm_, sinGm_, yGm_;
   TQue<QuePosition::VECIN, BUFFER_NUM> inX_, inCos_, inSin_;
   TQue<QuePosition::VECOUT, BUFFER_NUM> outY_;
-  TBuf<TPosition::VECCALC> scratchBuf_, offsetBuf_, signBuf_, accBuf_, xFloatBuf_, cosFloatBuf_, sinFloatBuf_;
-  LocalTensor<T> cos_, sin_;                // the current task's cos/sin tiles (held across its lines)
-  LocalTensor<float> cosf_, sinSigned_;     // their fp32 forms, sin already multiplied by the signs
+  TBuf<TPosition::VECCALC> offsetBuf_, signBuf_, laneBuf_, accBuf_, xFloatBuf_, cosFloatBuf_, sinFloatBuf_;
+  LocalTensor<T> cos_, sin_;            // the current task's cos/sin tiles (held across its lines)
+  LocalTensor<float> cosf_, sinT_;      // their fp32 forms; sinT is sin with the signs (and P) folded in
 };
 
 template <typename T>

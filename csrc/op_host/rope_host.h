@@ -39,6 +39,7 @@ inline ge::graphStatus TileRopeOp(gert::TilingContext* context, RopeMode mode, b
   if (numel == 0) {  // nothing to do: one block with no tasks
     RopeTilingData empty;
     std::memset(&empty, 0, sizeof(empty));
+    empty.xBuffers = 2;  // the kernel's Init still carves its queues
     return Publish(context, empty, 1, mode);
   }
   try {

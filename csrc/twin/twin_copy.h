@@ -11,6 +11,7 @@
 #endif
 
 #include "twin_fuse.h"
+#include "twin_span.h"
 #include "twin_tensor.h"
 
 namespace AscendC {
@@ -259,6 +260,37 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), uint64_t(p.blockLen + p.dstStride) * 32,
                    reinterpret_cast<const uint8_t*>(src.TwinData()), uint64_t(p.blockLen + p.srcStride) * 32,
                    p.blockCount, p.blockLen * 32u, twin::Streaming(dst));
+}
+// UB -> UB (copy_ubuf_to_ubuf, on the vector pipe like the count form): both sides 32-byte
+// aligned, blockLen 1..65535 blocks; overlapping source and destination spans are refused.
+template <typename T>
+inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
+  const char* api = "DataCopy UB->UB";
+  twin::CheckBlockCount(p.blockCount, api);
+  if (p.blockLen == 0) twin::Violation("data copy params", std::string(api) + " blockLen 0 (1..65535 blocks)");
+  dst.TwinCheckAligned(api);
+  src.TwinCheckAligned(api);
+  dst.TwinCheckCount(twin::StridedSpan<T>(p, p.dstStride), api);
+  src.TwinCheckCount(twin::StridedSpan<T>(p, p.srcStride), api);
+  const uint32_t blockBytes = p.blockLen * 32u;
+  const twin::Span from = twin::Strided(src.TwinUbOffset(), uint64_t(p.blockLen + p.srcStride) * 32, blockBytes, p.blockCount);
+  const twin::Span to = twin::Strided(dst.TwinUbOffset(), uint64_t(p.blockLen + p.dstStride) * 32, blockBytes, p.blockCount);
+  uint64_t lo, hi;
+  if (twin::SpansMeet(from, to, &lo, &hi))
+    twin::Violation("data copy params", std::string(api) + " source and destination share UB bytes [" +
+                                            std::to_string(lo) + ", " + std::to_string(hi) + ")");
+  if (twin::Recording()) {
+    const uint64_t elems = uint64_t(p.blockCount) * blockBytes / sizeof(T);
+    twin::Instr in = twin::OpInstr(twin::Pipe::V, "DataCopy", twin::DtypeName<T>(), elems, sizeof(T));
+    twin::Access r, w;
+    r.span = from, r.elemBytes = sizeof(T);
+    w.span = to, w.elemBytes = sizeof(T), w.write = true, w.init = twin::Init::kElementwise;
+    in.Add(r);
+    in.Add(w);
+    twin::Emit(in);
+  }
+  twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.TwinData()), to.pitch, reinterpret_cast<const uint8_t*>(src.TwinData()),
+                   from.pitch, p.blockCount, blockBytes);
 }
 
 // ---- DataCopyPad: byte-exact rows, each landing 32-byte padded in UB ----

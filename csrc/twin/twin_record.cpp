@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "twin_core.h"
+#include "twin_host_profile.h"
 #include "twin_sanitizer.h"
 
 namespace AscendC {
@@ -38,6 +39,7 @@ struct BlockRecorder {
   std::unique_ptr<BlockSanitizer> sanitizer;
   bool keep = false;
   std::vector<Instr> stream;  // kept for the export
+  std::unique_ptr<HostProfiler> profiler;
 };
 thread_local int tDefer = 0;
 thread_local uint8_t tHandedOut[kPipes * kPipes];  // per pipe pair: ids a TPipe handed to the kernel
@@ -56,10 +58,11 @@ class LaunchRecord {
  public:
   std::string kernel;
   uint32_t blockDim = 0;
-  bool sanitize = false, keep = false;
+  bool sanitize = false, keep = false, profile = false;
   std::mutex mu;
   std::vector<std::vector<Instr>> streams;   // per block, when kept
   std::vector<std::vector<GmAccess>> gm;     // per block, when sanitizing
+  LaunchCosts host;                          // summed over blocks, when profiling the host
 };
 
 namespace {
@@ -73,20 +76,26 @@ std::string Json(const LaunchRecord& launch);
 void Emit(Instr& in) {
   BlockRecorder* r = tRecorder;
   in.serial = ++r->serial;
+  if (r->profiler) {
+    r->profiler->OnInstr(in);
+    if (!r->keep && !r->sanitizer) return r->profiler->Done();
+  }
   if (r->keep) {
     r->stream.push_back(in);
     r->stream.back().gatherOffsets = nullptr;
   }
-  if (!r->sanitizer) return;
-  if (tDefer == 0 && std::uncaught_exceptions() == 0) {
-    r->sanitizer->OnInstr(in);
-    return;
+  if (r->sanitizer) {
+    if (tDefer == 0 && std::uncaught_exceptions() == 0) {
+      r->sanitizer->OnInstr(in);
+    } else {
+      try {
+        r->sanitizer->OnInstr(in);
+      } catch (...) {
+        if (!r->deferred && std::uncaught_exceptions() == 0) r->deferred = std::current_exception();
+      }
+    }
   }
-  try {
-    r->sanitizer->OnInstr(in);
-  } catch (...) {
-    if (!r->deferred && std::uncaught_exceptions() == 0) r->deferred = std::current_exception();
-  }
+  if (r->profiler) r->profiler->Done();  // the other consumers' time is the recorder's, not the instruction's
 }
 
 void EmitSync(Kind kind, Pipe src, Pipe dst, int32_t id, const char* que, int32_t slot, const char* via) {
@@ -131,11 +140,12 @@ LaunchRecord* BeginLaunch(const char* kernel, uint32_t blockDim) {
     std::lock_guard<std::mutex> lock(gExportMutex);
     keep = gExport;
   }
-  if (!sanitize && !keep) return nullptr;
+  const bool profile = HostProfileOn();
+  if (!sanitize && !keep && !profile) return nullptr;
   auto* launch = new LaunchRecord;
   launch->kernel = kernel;
   launch->blockDim = blockDim;
-  launch->sanitize = sanitize, launch->keep = keep;
+  launch->sanitize = sanitize, launch->keep = keep, launch->profile = profile;
   if (keep) launch->streams.resize(blockDim);
   if (sanitize) launch->gm.resize(blockDim);
   return launch;
@@ -146,6 +156,7 @@ void BeginBlock(LaunchRecord* launch, uint32_t block) {
   auto* r = new BlockRecorder;
   r->keep = launch->keep;
   if (launch->sanitize) r->sanitizer = std::make_unique<BlockSanitizer>();
+  if (launch->profile) r->profiler = std::make_unique<HostProfiler>();
   (void)block;
   std::memset(tHandedOut, 0, sizeof(tHandedOut));
   tRecorder = r;
@@ -163,9 +174,12 @@ void EndBlock(LaunchRecord* launch, bool ok) {
   const uint32_t block = uint32_t(Core().blockIdx);
   if (ok && r->deferred) std::rethrow_exception(r->deferred);
   if (ok && r->sanitizer) r->sanitizer->OnBlockEnd();  // may throw
+  uint64_t setupNs = 0, blockNs = 0;
+  const std::vector<HostCost> costs = ok && r->profiler ? r->profiler->Finish(&setupNs, &blockNs) : std::vector<HostCost>{};
   std::lock_guard<std::mutex> lock(launch->mu);
   if (launch->keep) launch->streams[block] = std::move(r->stream);
   if (launch->sanitize) launch->gm[block] = r->sanitizer->TakeGm();
+  if (r->profiler) launch->host.Add(costs, setupNs, blockNs);
 }
 
 void EndLaunch(LaunchRecord* launchPtr, bool ok) {
@@ -176,6 +190,7 @@ void EndLaunch(LaunchRecord* launchPtr, bool ok) {
     std::lock_guard<std::mutex> lock(gExportMutex);
     gExported.push_back(std::move(json));
   }
+  if (ok && launch->profile) FinishHostProfile(launch->kernel, launch->blockDim, launch->host);
   if (ok && launch->sanitize) CheckMultiCore(launch->kernel.c_str(), launch->blockDim, launch->gm);
 }
 

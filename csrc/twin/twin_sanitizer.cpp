@@ -293,6 +293,10 @@ struct BlockSanitizer::State {
         return;
     }
   }
+  // Byte `off` of a span's data laid end to end (a strided UB->UB copy); a run maps to begin + off.
+  static uint64_t SpanByte(const Span& s, uint64_t off) {
+    return s.blockBytes ? s.begin + off / s.blockBytes * s.pitch + off % s.blockBytes : s.begin + off;
+  }
   // Element i of the write is defined iff element i of every read is (kGather: the offset and
   // the source element it names).
   void Elementwise(const Instr& in, const Access& w, SpaceShadow& out) {
@@ -324,7 +328,7 @@ struct BlockSanitizer::State {
         if (gatherSource) {
           b = uint64_t(in.gatherBase) + (in.gatherOffsets ? in.gatherOffsets[k] : 0);
         } else {
-          b = a.span.begin + k * re;
+          b = SpanByte(a.span, k * re);
         }
         for (uint64_t j = b; j < b + re && j < kCapacity[int(a.space)]; ++j)
           if (sh.undef[j]) {
@@ -334,7 +338,7 @@ struct BlockSanitizer::State {
       }
     }
     for (uint64_t k = 0; k < in.count; ++k) {
-      const uint64_t b = w.span.begin + k * we;
+      const uint64_t b = SpanByte(w.span, k * we);
       SetUndef(out, std::min(b, cap), std::min(b + we, cap), result[k], origins[k]);
     }
   }

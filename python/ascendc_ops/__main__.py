@@ -107,13 +107,19 @@ def _bench(args) -> int:
 def _profile(args) -> int:
     import json
 
-    from .harness import profile
+    from .harness import host_profile, profile
 
     try:
-        info = profile.profile(args.op, args.shape, args.dtype, args.platform, args.mode, args.out)
+        if args.host:
+            info = host_profile.host_profile(args.op, args.shape, args.dtype, args.mode)
+        else:
+            info = profile.profile(args.op, args.shape, args.dtype, args.platform, args.mode, args.out)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    print(json.dumps(info, indent=1) if args.json else profile.text(info))
+    if args.json:
+        print(json.dumps(info, indent=1, default=str))
+    else:
+        print(host_profile.text(info) if args.host else profile.text(info))
     return 0
 
 
@@ -186,6 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
     p.add_argument("--out", default="profile", metavar="DIR", help="folder for the trace and PNG (default: ./profile)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+    p.add_argument("--host", action="store_true",
+                   help="instead of the model: where the CPU twin's time goes in one call, measured per Ascend C "
+                        "API from the host clock in its instruction record (the twin's own tiling)")
     p.set_defaults(func=_profile)
 
     i = sub.add_parser("info", help="backends, platform parameters, library path, versions",

@@ -17,7 +17,7 @@ static void CheckInvariants(const RopeTiling& t, const PlatformInfo& p, DType dt
   EXPECT(t.blockDim >= 1 && t.blockDim <= p.vectorCores);
   EXPECT(d.tasksPerBlock * t.blockDim + d.tasksRemainder == d.taskCount);
   EXPECT(d.tasksRemainder < t.blockDim);
-  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype) <= p.UbBudget());
+  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype, RopeMode(d.rotaryMode), d.xBuffers) <= p.UbBudget());
   EXPECT(int64_t(d.tilesPerLine) * d.tileRows >= d.xDims[d.tileAxis]);
   EXPECT(int64_t(d.tilesPerLine - 1) * d.tileRows < d.xDims[d.tileAxis]);
   EXPECT(d.rowPitch * ElementBytes(dtype) % 32 == 0 && d.rowPitch >= d.headDim);
@@ -39,7 +39,18 @@ int main() {
     EXPECT(t.data.sharedLines == 32 && t.data.lineVaries[0] == 0 && t.data.lineVaries[1] == 0);
     EXPECT(t.data.taskCount == t.data.tilesPerLine);
   }
-  EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32));
+  EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
+  // half mode with whole fp32 blocks per half row rotates by copies (no tables); UB-bound: two x/y buffers
+  EXPECT(TileRope(llama, b3).data.rotateByCopy == 1 && TileRope(llama, b3).data.xBuffers == 2);
+  // 512 rows over 48 cores: an 11-row tile leaves UB spare for a third x/y buffer
+  RopeProblem short512{{1, 32, 512}, {1, 1, 512}, 128, DType::kBFloat16, ROPE_MODE_HALF, false};
+  RopeTiling t512 = TileRope(short512, b2);
+  CheckInvariants(t512, b2, DType::kBFloat16);
+  EXPECT(t512.data.tileRows == 11 && t512.data.xBuffers == 3);
+  // the Gather path: D = 40 (80-byte fp32 half rows), and the pair modes at any D
+  EXPECT(!RopeRotatesByCopy(40, ROPE_MODE_HALF) && RopeRotatesByCopy(80, ROPE_MODE_HALF));
+  EXPECT(!RopeRotatesByCopy(128, ROPE_MODE_INTERLEAVE) && !RopeRotatesByCopy(128, ROPE_MODE_TUTORIAL));
+  EXPECT(RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_TUTORIAL) > RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
 
   // Fewer lines than cores: tiles shrink so every core gets one.
   RopeProblem small{{1, 1, 83}, {1, 1, 83}, 40, DType::kBFloat16, ROPE_MODE_INTERLEAVE, false};
@@ -71,7 +82,7 @@ int main() {
   RopeProblem wide{{1, 8, 64}, {1, 1, 64}, 2048, DType::kFloat32, ROPE_MODE_HALF, false};
   RopeTiling w = TileRope(wide, b3);
   CheckInvariants(w, b3, DType::kFloat32);
-  EXPECT(w.data.tileRows == 184 * 1024 / RopeBytesPerRow(2048, DType::kFloat32));
+  EXPECT(w.data.tileRows == 184 * 1024 / RopeBytesPerRow(2048, DType::kFloat32, ROPE_MODE_HALF));
   EXPECT(w.data.tileRows >= 1 && w.data.tileRows <= 4);
   EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 8192, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));
   EXPECT(Throws([&] { TileRope({{1, 1, 4}, {1, 1, 4}, 7, DType::kFloat32, ROPE_MODE_HALF, false}, b3); }));

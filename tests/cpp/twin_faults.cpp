@@ -127,6 +127,12 @@ extern "C" __global__ __aicore__ void gm_overrun(GM_ADDR x) {
   DataCopy(a, f.gm[128], kElems);  // reads 128 elements past the end of x
 }
 
+extern "C" __global__ __aicore__ void ub_copy_overlap(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  DataCopy(a, a[32], DataCopyParams(4, 2, 2, 2));  // UB->UB, strided: half rows swapped in place
+}
+
 using Kernel = void (*)(GM_ADDR);
 const std::map<std::string, Kernel>& Kernels() {
   static const std::map<std::string, Kernel> kernels{
@@ -134,7 +140,7 @@ const std::map<std::string, Kernel>& Kernels() {
       {"operand_alignment", operand_alignment}, {"bf16_arithmetic", bf16_arithmetic}, {"exp_int32", exp_int32},
       {"bf16_cast_without_rounding", bf16_cast_without_rounding}, {"half_to_bf16_cast", half_to_bf16_cast},
       {"dequeue_empty", dequeue_empty}, {"double_free", double_free}, {"queue_depth", queue_depth},
-      {"ub_overrun", ub_overrun}, {"gm_overrun", gm_overrun}};
+      {"ub_overrun", ub_overrun}, {"gm_overrun", gm_overrun}, {"ub_copy_overlap", ub_copy_overlap}};
   return kernels;
 }
 

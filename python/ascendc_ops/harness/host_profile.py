@@ -1,0 +1,127 @@
+"""`ascendc-ops profile --host`: where the CPU twin's time goes in one op call, measured.
+
+A consumer of the twin's instruction record (the one the sanitizer and the pipeline model read,
+csrc/twin/twin_host_profile.h) reads the host clock as each instruction is issued: the time from
+one instruction being recorded to the next one's issue is that instruction's execution on the
+host (its data movement runs after it is recorded) plus the next one's checks. Summed per Ascend C
+API, with the bytes each moved, this shows which passes a bench row pays for. The profiled call
+is a little slower than an unprofiled one; both are printed."""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from contextlib import contextmanager
+
+import torch
+
+from . import bench
+from .environment import tune_glibc_malloc
+from .profile import _full_forward, _shapes
+
+REPS = 5
+
+
+def _calls(name: str, inputs: tuple, pass_: str):
+    """A factory of zero-argument calls of the op: fwd, or bwd (dx for a fixed dy; the forward is
+    run by the factory, outside the timed call)."""
+    if pass_ == "fwd":
+        fwd = _full_forward(name)
+        return lambda: (lambda: fwd(*inputs))
+    op = bench.OPS[name]
+    x, rest = inputs[0], inputs[1:]
+
+    def make():
+        xg = x.clone().requires_grad_()
+        y = bench.first(op.ours(xg, *rest))
+        dy = torch.randn(y.shape, generator=torch.Generator().manual_seed(1)).to(y.dtype)
+        return lambda: torch.autograd.grad(y, xg, dy)[0]
+    return make
+
+
+@contextmanager
+def profiling():
+    """Every launch inside, as the twin's host profile ({"kernel", "block_dim", "setup_ns", "block_ns",
+    "apis"} each)."""
+    ops = torch.ops.ascendc_ops
+    ops.twin_host_profile_take()  # nothing left over from before
+    ops.twin_host_profile(True)
+    launches: list = []
+    try:
+        yield launches
+    finally:
+        ops.twin_host_profile(False)
+        launches.extend(json.loads(s) for s in ops.twin_host_profile_take())
+
+
+def aggregate(launches: list) -> dict:
+    """Per (API, pipe) over the launches: calls, host ns, UB and GM bytes; and the block times."""
+    per: dict = {}
+    for launch in launches:
+        for a in launch["apis"]:
+            row = per.setdefault((a["op"], a["pipe"]), {"calls": 0, "host_ns": 0, "ub_bytes": 0, "gm_bytes": 0})
+            row["calls"] += a["calls"]
+            row["host_ns"] += a["ns"]
+            row["ub_bytes"] += a["ub_bytes"]
+            row["gm_bytes"] += a["gm_bytes"]
+    return {"apis": per, "block_ns": sum(x["block_ns"] for x in launches),
+            "setup_ns": sum(x["setup_ns"] for x in launches),
+            "blocks": sum(x["block_dim"] for x in launches),
+            "launches": [f"{x['kernel']} ({x['block_dim']} blocks)" for x in launches]}
+
+
+def host_profile(name: str, shape=None, dtype: str = "float32", pass_: str = "fwd") -> dict:
+    op = bench.OPS[name]
+    shape = tuple(shape or op.default_shapes[0])
+    try:
+        op.check_shape(shape)
+    except ValueError as e:
+        raise ValueError(f"{name}: shape {','.join(map(str, shape))}: {e} ({op.shape_help})") from None
+    tune_glibc_malloc()  # as the bench does: no page-fault trap on fresh outputs
+    inputs = op.make_inputs(shape, bench.DTYPES[dtype], torch.Generator().manual_seed(0))
+    make = _calls(name, inputs, pass_)
+    make()()  # warm: first-touch pages and caches
+    walls = []
+    for _ in range(REPS):
+        call = make()
+        t = time.perf_counter_ns()
+        call()
+        walls.append(time.perf_counter_ns() - t)
+    call = make()
+    with profiling() as launches:
+        t = time.perf_counter_ns()
+        call()
+        recorded_ns = time.perf_counter_ns() - t
+    agg = aggregate(launches)
+    agg["apis"] = [{"op": op_, "pipe": pipe, **v} for (op_, pipe), v in agg["apis"].items()]
+    must = op.bytes_moved(inputs, None, pass_)
+    return {"op": name, "pass": pass_, "dtype": dtype, "shape": list(shape), "inputs": _shapes(inputs),
+            "threads": torch.get_num_threads(), "wall_ns": statistics.median(walls), "recorded_ns": recorded_ns,
+            "must_bytes": must, **agg,
+            "method": "host clock at each instruction's issue, read by a consumer of the twin's instruction "
+                      "record (csrc/twin/twin_host_profile.h)"}
+
+
+def text(info: dict) -> str:
+    ms, mb = 1e6, 1e6
+    apis = sorted(info["apis"], key=lambda r: -r["host_ns"])
+    busy = info["block_ns"] or 1
+    must = info["must_bytes"] or 1
+    lines = [f"{info['op']} {info['pass']} {info['dtype']} inputs {info['inputs']} on the CPU twin "
+             f"({info['threads']} threads): {info['wall_ns'] / ms:.2f} ms per call (median of {REPS}), "
+             f"{info['recorded_ns'] / ms:.2f} ms profiled",
+             f"  launches: {', '.join(info['launches'])}; block time {info['block_ns'] / ms:.2f} ms summed over "
+             f"{info['blocks']} blocks; the op must move {info['must_bytes'] / mb:.1f} MB",
+             "  | API | pipe | calls | host ms | share | UB MB | x must-move | GM MB |",
+             "  |---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in apis:
+        if r["host_ns"] < busy * 0.005:
+            continue
+        lines.append(f"  | {r['op']} | {r['pipe']} | {r['calls']} | {r['host_ns'] / ms:.2f} | {100 * r['host_ns'] / busy:.0f}% "
+                     f"| {r['ub_bytes'] / mb:.1f} | {r['ub_bytes'] / must:.2f} | {r['gm_bytes'] / mb:.1f} |")
+    lines.append(f"  | (block start to first instruction) | - | {info['blocks']} | {info['setup_ns'] / ms:.2f} "
+                 f"| {100 * info['setup_ns'] / busy:.0f}% | | | |")
+    v_ub = sum(r["ub_bytes"] for r in apis if r["pipe"] == "V")
+    lines.append(f"  vector passes: the V instructions read and write {v_ub / must:.2f}x the bytes the op must move "
+                 f"(each is a pass over UB tiles on the host)")
+    return "\n".join(lines)

@@ -1,0 +1,44 @@
+"""The host profile (`ascendc-ops profile --host`): a consumer of the twin's instruction record that
+times each Ascend C API on the host. Its call counts must be the record's own, its times add up."""
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import torch
+
+import ascendc_ops
+from ascendc_ops.harness.host_profile import aggregate, host_profile, profiling
+from ascendc_ops.harness.profile import recording
+
+
+def test_counts_are_the_records_and_times_add_up():
+    x, g = torch.randn(37, 769), torch.randn(769)
+    with recording() as records:
+        ascendc_ops.rms_norm(x, g, 1e-6)
+    with profiling() as launches:
+        ascendc_ops.rms_norm(x, g, 1e-6)
+    recorded = Counter((i["op"], i["pipe"]) for r in records for s in r["blocks"] for i in s)
+    agg = aggregate(launches)
+    assert {k: v["calls"] for k, v in agg["apis"].items()} == dict(recorded)
+    assert ("DataCopyPad", "MTE2") in agg["apis"] and ("Mul", "V") in agg["apis"]
+    spent = sum(v["host_ns"] for v in agg["apis"].values()) + agg["setup_ns"]
+    assert 0 < spent <= agg["block_ns"]
+    mul = agg["apis"][("Mul", "V")]
+    assert mul["ub_bytes"] >= 3 * x.numel() * 4  # x * x reads two operands and writes one
+
+
+def test_nothing_is_profiled_outside():
+    with profiling():
+        pass
+    ascendc_ops.rms_norm(torch.randn(4, 64), torch.randn(64), 1e-6)
+    assert torch.ops.ascendc_ops.twin_host_profile_take() == []
+
+
+def test_bwd_and_cli_json():
+    info = host_profile("swiglu", (7, 2 * 80), "bfloat16", "bwd")
+    assert info["blocks"] >= 1 and info["apis"]
+    out = subprocess.run([sys.executable, "-m", "ascendc_ops", "profile", "rms_norm", "--host", "--shape", "7,769",
+                          "--dtype", "float16", "--json"], capture_output=True, text=True, check=True).stdout
+    data = json.loads(out)
+    assert data["op"] == "rms_norm" and data["must_bytes"] > 0 and data["wall_ns"] > 0
