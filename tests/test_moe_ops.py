@@ -227,6 +227,17 @@ def test_permute_unpermute_autograd_with_capacity_drop(dtype):
 
 
 # ---------------------------------------------------------------- opcheck, errors, empty tensors
+def test_unpermute_grad_rows_no_index_names_are_zero():
+    """sorted_indices with a repeat (not a permutation): dpermuted rows it never names are 0, not stale memory."""
+    permuted, dout = torch.randn(6, 5), torch.randn(3, 5)
+    s = torch.tensor([0, 2, 2, 4, 5, 1], dtype=torch.int32)  # row 3 never named
+    probs = torch.rand(3, 2)
+    for _ in range(3):  # reused allocator blocks would show stale values
+        dperm, dprobs = torch.ops.custom.moe_token_unpermute_grad(permuted, dout, s, probs, False, None)
+        assert torch.equal(dperm[3], torch.zeros(5))
+        assert torch.allclose(dperm[0], probs[0, 0] * dout[0]) and torch.allclose(dperm[1], probs[2, 1] * dout[2])
+
+
 def test_opcheck_every_op():
     x, w, gl = torch.randn(10, 6), torch.randn(3, 6, 5), torch.tensor([3, 0, 5])
     opcheck(ops.grouped_matmul, (x.requires_grad_(), w.requires_grad_(), gl, 1, False))

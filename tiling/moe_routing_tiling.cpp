@@ -23,7 +23,7 @@ MoeRoutingTiling TileMoeRouting(const MoeRoutingProblem& p, const PlatformInfo& 
   const uint32_t h = uint32_t(std::min<int64_t>(std::max<int64_t>(p.hidden, 1), kMoeColChunk));
   d.colChunk = (h + per - 1) / per * per;
   t.sortBlocks = p.unpermute ? 0 : uint32_t(d.chunks);
-  const int64_t tasks = p.unpermute ? p.tokens : sortLen;
+  const int64_t tasks = p.tokens;  // every row phase goes over tokens (the permute reads each row once)
   t.rowBlocks = uint32_t(std::min<int64_t>(tasks, platform.vectorCores));
   if (t.rowBlocks > 0) {
     d.tasksPerBlock = tasks / t.rowBlocks;

@@ -9,7 +9,7 @@ struct MoeRoutingProblem {
   int64_t tokens, topK, hidden, numOut;
   DType dtype;
   bool hasProbs;
-  bool unpermute;  // row phase over tokens (unpermute and its grad) instead of sorted positions (permute)
+  bool unpermute;  // unpermute and its grad: no sort
 };
 
 struct MoeRoutingTiling {

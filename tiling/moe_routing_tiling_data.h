@@ -17,7 +17,7 @@ struct MoeRoutingTilingData {
   int64_t listLen;        // merge round: length of each sorted input list (the last may be shorter)
   int64_t lists;          // merge round: lists in the input (each block merges 4 of them)
   int64_t mergeWindow;    // pairs of each list held in UB at once
-  int64_t tasksPerBlock;  // row phases: rows (permute) or tokens (unpermute) per block ...
+  int64_t tasksPerBlock;  // row phases: tokens per block ...
   int64_t tasksRemainder; // ... and the first tasksRemainder blocks one more
   uint32_t colChunk;      // row elements per UB pass (a multiple of 32-byte blocks)
   uint32_t hasProbs;      // unpermute: probs given

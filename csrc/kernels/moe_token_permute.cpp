@@ -5,8 +5,9 @@
 //  2. moe_merge_sorted (rounds, on the host's loop): each block merges four sorted lists into one
 //     with MrgSort, streaming mergeWindow pairs of each list through UB and stopping whenever a
 //     window runs dry (isExhaustedSuspension) to refill it.
-//  3. moe_token_permute: position j of the sorted order holds flat index i:
-//     sorted_indices[i] = j and, for j < num_out_tokens, permuted[j] = tokens[i / topK].
+//  3. moe_token_permute, over tokens: position j of the sorted order holds flat index i:
+//     sorted_indices[i] = j (the sort inverted in UB, GatherRows) and, for j < num_out_tokens,
+//     permuted[j] = tokens[i / topK]: each token row is read once and written to its topK places.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
 #include "moe_routing_tiling_data.h"
@@ -14,7 +15,8 @@
 using namespace AscendC;
 
 constexpr float MOE_PAD_SCORE = -3.0e38f;  // below every -id: padding sorts last
-constexpr uint32_t MOE_PAIR_BATCH = 256;   // sorted pairs read per UB load in the gather
+constexpr uint32_t MOE_PAIR_BATCH = 1024;     // sorted pairs read per UB load when inverting the sort
+constexpr uint32_t MOE_INDEX_WINDOW = 16384;  // sorted_indices entries a gather pass holds in UB (64 KiB)
 
 __aicore__ inline int64_t MoeMin(int64_t a, int64_t b) { return a < b ? a : b; }
 
@@ -113,16 +115,40 @@ __aicore__ inline void MergeLists(GM_ADDR src, GM_ADDR dst, const MoeRoutingTili
   }
 }
 
+// Flat positions [lo, hi) of sorted_indices in UB: one scan of all sorted (score, index) pairs; pair j
+// holding index i in the range sets slot[i - lo] = j (the inverse of the sort, scattered in UB).
+__aicore__ inline void InvertRange(LocalTensor<uint32_t>& pairs, LocalTensor<int32_t>& slot,
+                                   const GlobalTensor<uint32_t>& pairsGm, int64_t lo, int64_t hi,
+                                   const MoeRoutingTilingData& t) {
+  for (int64_t j0 = 0; j0 < t.sortLen; j0 += MOE_PAIR_BATCH) {
+    const int64_t n = MoeMin(MOE_PAIR_BATCH, t.sortLen - j0);
+    DataCopyPad(pairs, pairsGm[j0 * 2], DataCopyExtParams(1, static_cast<uint32_t>(n * 8), 0, 0, 0),
+                DataCopyPadExtParams<uint32_t>());
+    SyncPipes<HardEvent::MTE2_S>();
+    for (int64_t q = 0; q < n; ++q) {
+      const int64_t i = static_cast<int64_t>(pairs.GetValue(static_cast<uint32_t>(2 * q + 1)));
+      if (i >= lo && i < hi) slot.SetValue(static_cast<uint32_t>(i - lo), static_cast<int32_t>(j0 + q));
+    }
+    SyncPipes<HardEvent::S_MTE2>();  // the next batch lands after the scalar reads
+  }
+}
+
+// Over tokens: block b takes tokens [begin, begin + count), i.e. flat positions [begin K, (begin + count) K),
+// in passes of MOE_INDEX_WINDOW / K tokens. A pass inverts the sort for its positions in UB and writes
+// them to sorted_indices in one copy; then each token row is read once and written to its K sorted
+// positions j (those below num_out_tokens): a token's row crosses GM -> UB once, not K times.
 template <typename T>
 __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permuted, GM_ADDR sortedIndices,
                                   const MoeRoutingTilingData& t) {
   int64_t begin, count;
   BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
   if (count <= 0) return;
+  const int64_t k = t.topK;
+  const int64_t passTokens = MOE_INDEX_WINDOW / k;  // topK <= 512: at least 32 tokens a pass
   TPipe pipe;
   TBuf<TPosition::VECCALC> pairBuf, slotBuf, rowBuf;
   pipe.InitBuffer(pairBuf, MOE_PAIR_BATCH * 8);
-  pipe.InitBuffer(slotBuf, 32);
+  pipe.InitBuffer(slotBuf, MOE_INDEX_WINDOW * 4);
   pipe.InitBuffer(rowBuf, t.colChunk * sizeof(T));
   GlobalTensor<uint32_t> pairsGm;
   GlobalTensor<int32_t> sidxGm;
@@ -134,31 +160,26 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
   LocalTensor<uint32_t> pairs = pairBuf.Get<uint32_t>();
   LocalTensor<int32_t> slot = slotBuf.Get<int32_t>();
   LocalTensor<T> row = rowBuf.Get<T>();
-  for (int64_t j0 = begin; j0 < begin + count; j0 += MOE_PAIR_BATCH) {
-    const int64_t n = MoeMin(MOE_PAIR_BATCH, begin + count - j0);
-    DataCopyPad(pairs, pairsGm[j0 * 2], DataCopyExtParams(1, static_cast<uint32_t>(n * 8), 0, 0, 0),
-                DataCopyPadExtParams<uint32_t>());
-    SyncPipes<HardEvent::MTE2_S>();
-    for (int64_t q = 0; q < n; ++q) {
-      const int64_t j = j0 + q;
-      const int64_t i = static_cast<int64_t>(pairs.GetValue(static_cast<uint32_t>(2 * q + 1)));
-      // sorted_indices[i] = j: a one-element scatter through UB (MTE3), not a cached scalar GM store
-      slot.SetValue(0, static_cast<int32_t>(j));
-      SyncPipes<HardEvent::S_MTE3>();
-      DataCopyPad(sidxGm[i], slot, DataCopyExtParams(1, 4, 0, 0, 0));
-      SyncPipes<HardEvent::MTE3_S>();
-      if (j >= t.numOut) continue;  // dropped by the capacity
-      const int64_t token = i / t.topK;
+  for (int64_t t0 = begin; t0 < begin + count; t0 += passTokens) {
+    const int64_t nt = MoeMin(passTokens, begin + count - t0);
+    InvertRange(pairs, slot, pairsGm, t0 * k, (t0 + nt) * k, t);
+    SyncPipes<HardEvent::S_MTE3>();
+    DataCopyPad(sidxGm[t0 * k], slot, DataCopyExtParams(1, static_cast<uint32_t>(nt * k * 4), 0, 0, 0));
+    for (int64_t token = t0; token < t0 + nt; ++token) {
       for (int64_t c = 0; c < t.hidden; c += t.colChunk) {
         const uint32_t bytes = static_cast<uint32_t>(MoeMin(t.colChunk, t.hidden - c) * sizeof(T));
         // GM -> UB -> GM with no vector stage: the hand-offs are MTE2 -> MTE3 and back (a VECIN
         // queue's EnQue/DeQue would order MTE2 against V only)
         DataCopyPad(row, src[token * t.hidden + c], DataCopyExtParams(1, bytes, 0, 0, 0), DataCopyPadExtParams<T>());
         SyncPipes<HardEvent::MTE2_MTE3>();
-        DataCopyPad(dst[j * t.hidden + c], row, DataCopyExtParams(1, bytes, 0, 0, 0));
+        for (int64_t q = 0; q < k; ++q) {
+          const int64_t j = slot.GetValue(static_cast<uint32_t>((token - t0) * k + q));
+          if (j < t.numOut) DataCopyPad(dst[j * t.hidden + c], row, DataCopyExtParams(1, bytes, 0, 0, 0));
+        }
         SyncPipes<HardEvent::MTE3_MTE2>();
       }
     }
+    SyncPipes<HardEvent::MTE3_S>();  // the next pass rewrites slot after its copy out
   }
 }
 

@@ -31,6 +31,17 @@ __aicore__ inline void NarrowRow(LocalTensor<T>& dst, LocalTensor<float>& src, u
   }
 }
 
+// The row as fp32: an fp32 row is used in place (no UB copy), fp16 / bf16 rows are widened into `wide`.
+template <typename T>
+__aicore__ inline LocalTensor<float> AsFloat(LocalTensor<float>& wide, LocalTensor<T>& src, uint32_t n) {
+  if constexpr (sizeof(T) == sizeof(float)) {
+    return src.template ReinterpretCast<float>();
+  } else {
+    Cast(wide, src, RoundMode::CAST_NONE, n);
+    return wide;
+  }
+}
+
 // Per-token routing: sorted_indices[t*K .. t*K+K) and probs as fp32, in UB.
 template <typename P>
 class TokenRoutes {
@@ -105,10 +116,13 @@ __aicore__ inline void Unpermute(GM_ADDR permuted, GM_ADDR sortedIndices, GM_ADD
                     DataCopyPadExtParams<T>());
         inQue.EnQue(in);
         in = inQue.DeQue<T>();
-        WidenRow(row, in, n);
+        LocalTensor<float> wide = AsFloat(row, in, n);
+        if (routes.HasProbs()) {
+          Muls(row, wide, routes.Prob(k), static_cast<int32_t>(n));
+          wide = row;
+        }
+        Add(acc, acc, wide, static_cast<int32_t>(n));
         inQue.FreeTensor(in);
-        if (routes.HasProbs()) Muls(row, row, routes.Prob(k), static_cast<int32_t>(n));
-        Add(acc, acc, row, static_cast<int32_t>(n));
       }
       LocalTensor<T> o = outQue.AllocTensor<T>();
       NarrowRow(o, acc, n);
@@ -166,8 +180,12 @@ __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sor
         if (j < 0 || j >= t.numOut) continue;
         LocalTensor<T> o = outQue.AllocTensor<T>();
         if (routes.HasProbs()) {
-          Muls(row, g, routes.Prob(q), static_cast<int32_t>(n));
-          NarrowRow(o, row, n);
+          if constexpr (sizeof(T) == sizeof(float)) {  // fp32: scaled straight into the out buffer
+            Muls(o.template ReinterpretCast<float>(), g, routes.Prob(q), static_cast<int32_t>(n));
+          } else {
+            Muls(row, g, routes.Prob(q), static_cast<int32_t>(n));
+            NarrowRow(o, row, n);
+          }
         } else {
           NarrowRow(o, g, n);
         }
@@ -180,9 +198,8 @@ __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sor
         DataCopyPad(p, permGm[j * t.hidden + c], DataCopyExtParams(1, bytes, 0, 0, 0), DataCopyPadExtParams<T>());
         inQue.EnQue(p);
         p = inQue.DeQue<T>();
-        WidenRow(row, p, n);
+        Mul(row, AsFloat(row, p, n), g, static_cast<int32_t>(n));
         inQue.FreeTensor(p);
-        Mul(row, row, g, static_cast<int32_t>(n));
         ReduceSum(sum, row, red, static_cast<int32_t>(n));
         SyncPipes<HardEvent::V_S>();
         dp.SetValue(q, dp.GetValue(q) + sum.GetValue(0));

@@ -40,10 +40,17 @@ void CheckNotPadded(const OpProto& op, bool paddedMode) {
 
 void CheckRange(const OpProto& op, const char* name, const at::Tensor& t, int64_t lo, int64_t hi) {
   if (t.numel() == 0) return;
-  const at::Tensor c = t.to(at::kCPU);
-  const int64_t mn = c.min().item<int64_t>(), mx = c.max().item<int64_t>();
+  const auto [minT, maxT] = at::aminmax(t.to(at::kCPU));  // one pass, one host sync
+  const int64_t mn = minT.item<int64_t>(), mx = maxT.item<int64_t>();
   TORCH_CHECK_VALUE(mn >= lo && mx <= hi, op.name, ": ", name, " values must be in [", lo, ", ", hi, "], got min ", mn,
                     " and max ", mx);
+}
+
+// True when every value of [0, n) occurs once in s (n = s.numel(), values already in range): the
+// grad kernel then writes every row of dpermuted, so it needs no zero fill (32 MB for 8192 x 1024 fp32).
+bool IsPermutation(const at::Tensor& s) {
+  if (s.numel() == 0) return true;
+  return at::bincount(s.to(at::kCPU).to(at::kLong), {}, s.numel()).max().item<int64_t>() == 1;
 }
 
 tiling::MoeRoutingTiling Tile(const OpProto& op, const tiling::MoeRoutingProblem& p,
@@ -143,7 +150,8 @@ UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, 
   if (hasProbs) l.probs = probs->contiguous();
   if (grad) {
     l.dout = dout.contiguous();
-    l.out = at::zeros({rows, h}, permuted.options());
+    l.out = IsPermutation(sortedIndices) ? at::empty({rows, h}, permuted.options())
+                                         : at::zeros({rows, h}, permuted.options());  // rows no index names stay 0
     l.probsGrad = hasProbs ? at::empty({t, k}, probs->options()) : at::empty({0}, permuted.options());
   } else {
     l.out = at::empty({t, h}, permuted.options());

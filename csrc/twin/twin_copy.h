@@ -152,7 +152,7 @@ void StripPadOut(const FusedOp& op, uint32_t b, uint32_t e) {
 }
 
 template <typename T>
-inline bool Streaming(const GlobalTensor<T>& gm) { return gm.GetSize() * sizeof(T) >= kStreamingGmBytes; }
+inline bool Streaming(const GlobalTensor<T>& gm) { return gm.TwinBufferBytes() >= kStreamingGmBytes; }
 
 // One copy for the record: `ub` and `gm` spans, GM->UB on MTE2 or UB->GM on MTE3.
 template <typename T>

@@ -88,6 +88,40 @@ inline void RecordSort(const char* api, uint64_t count, std::initializer_list<Ac
   }
   Emit(in);
 }
+// The stable descending sort of the full Sort, as a byte-wise LSD radix sort: the same order as a
+// stable comparison sort by score (equal scores, -0 and +0 included, keep input order), in a few
+// linear passes instead of n log n comparisons. NaN scores have no such order: false, and the
+// caller's comparison sort decides, as before.
+inline bool RadixSortDescending(std::vector<SortPair>& pairs) {
+  const size_t n = pairs.size();
+  if (n == 0) return true;
+  std::vector<uint32_t> keys(n);
+  uint32_t counts[4][256] = {};
+  for (size_t i = 0; i < n; ++i) {
+    const float f = pairs[i].score;
+    if (f != f) return false;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if (f == 0.0f) u = 0;                       // -0 ties with +0
+    u = (u & 0x80000000u) ? ~u : u | 0x80000000u;  // ascending as unsigned ...
+    keys[i] = ~u;                                  // ... then descending
+    for (int b = 0; b < 4; ++b) ++counts[b][(keys[i] >> (8 * b)) & 0xFF];
+  }
+  std::vector<SortPair> other(n);
+  std::vector<uint32_t> otherKeys(n);
+  for (int b = 0; b < 4; ++b) {
+    const int shift = 8 * b;
+    if (counts[b][(keys[0] >> shift) & 0xFF] == n) continue;  // every key has this byte: nothing moves
+    uint32_t at[256], sum = 0;
+    for (int d = 0; d < 256; ++d) at[d] = sum, sum += counts[b][d];
+    for (size_t i = 0; i < n; ++i) {
+      const uint32_t to = at[(keys[i] >> shift) & 0xFF]++;
+      other[to] = pairs[i], otherKeys[to] = keys[i];
+    }
+    pairs.swap(other), keys.swap(otherKeys);
+  }
+  return true;
+}
 inline void CheckRepeat(int32_t repeatTime, const char* api) {
   if (repeatTime < 0 || repeatTime > 255)
     Violation("repeat range", std::string(api) + " repeatTime " + std::to_string(repeatTime) + " outside [0, 255]");
@@ -118,11 +152,16 @@ inline void Sort(const LocalTensor<T>& dst, const LocalTensor<T>& concat, const 
   if (twin::Recording())
     twin::RecordSort<T>("Sort", n, {concat.TwinRead(n), index.TwinRead(n)}, {dst.TwinWrite(GetSortLen<T>(n), twin::Init::kReduce)});
   std::vector<twin::SortPair> pairs(n);
-  for (uint32_t i = 0; i < n; ++i) pairs[i] = {static_cast<float>(concat.TwinData()[i]), index.TwinData()[i]};
-  const auto descending = [](const twin::SortPair& a, const twin::SortPair& b) { return a.score > b.score; };
-  const uint32_t run = isFullSort ? n : 32;  // Sort32 sorts each repeat; the full sort merges them all
-  for (uint32_t s = 0; s < n; s += run) std::stable_sort(pairs.begin() + s, pairs.begin() + s + run, descending);
-  for (uint32_t i = 0; i < n; ++i) twin::WritePair(dst.TwinData(), i, pairs[i]);
+  const T* scores = concat.TwinData();
+  const uint32_t* indices = index.TwinData();
+  for (uint32_t i = 0; i < n; ++i) pairs[i] = {static_cast<float>(scores[i]), indices[i]};
+  if (!isFullSort || !twin::RadixSortDescending(pairs)) {  // Sort32 sorts each repeat; the full sort all
+    const auto descending = [](const twin::SortPair& a, const twin::SortPair& b) { return a.score > b.score; };
+    const uint32_t run = isFullSort ? n : 32;
+    for (uint32_t s = 0; s < n; s += run) std::stable_sort(pairs.begin() + s, pairs.begin() + s + run, descending);
+  }
+  T* out = dst.TwinData();
+  for (uint32_t i = 0; i < n; ++i) twin::WritePair(out, i, pairs[i]);
 }
 
 template <typename T>
@@ -165,21 +204,21 @@ inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& sortList
   dst.TwinCheckCount(GetSortLen<T>(total), "MrgSort dst");
   std::vector<twin::SortPair> out;
   out.reserve(total);
+  const T* data[4] = {nullptr, nullptr, nullptr, nullptr};
+  twin::SortPair head[4];  // each list's next pair, read once
+  int live = 0;
+  for (int l = 0; l < nLists; ++l) {
+    data[l] = lists[l]->TwinData();
+    if (elementCountList[l] > 0) head[l] = twin::ReadPair(data[l], 0), ++live;
+  }
   while (out.size() < total) {
+    if (isExhaustedSuspension && live < nLists) break;  // a list ran out: stop here
     int best = -1;
-    twin::SortPair bestPair{};
-    bool exhausted = false;
-    for (int l = 0; l < nLists; ++l) {
-      if (pos[l] >= elementCountList[l]) {
-        exhausted = true;
-        continue;
-      }
-      const twin::SortPair p = twin::ReadPair(lists[l]->TwinData(), pos[l]);
-      if (best < 0 || p.score > bestPair.score) best = l, bestPair = p;  // ties: the lower list first
-    }
-    if (isExhaustedSuspension && exhausted) break;
-    out.push_back(bestPair);
-    ++pos[best];
+    for (int l = 0; l < nLists; ++l)
+      if (pos[l] < elementCountList[l] && (best < 0 || head[l].score > head[best].score)) best = l;  // ties: lower list
+    out.push_back(head[best]);
+    if (++pos[best] < elementCountList[best]) head[best] = twin::ReadPair(data[best], pos[best]);
+    else --live;
   }
   if (twin::Recording()) {
     twin::Instr in = twin::OpInstr(twin::Pipe::V, "MrgSort", twin::DtypeName<T>(), out.size(), 8);

@@ -18,8 +18,10 @@ template <typename T>
 class GlobalTensor {
  public:
   using PrimType = T;
-  void SetGlobalBuffer(T* buffer, uint64_t bufferSize) { data_ = buffer; size_ = bufferSize; bounded_ = true; }
-  void SetGlobalBuffer(T* buffer) { data_ = buffer; size_ = 0; bounded_ = false; }
+  void SetGlobalBuffer(T* buffer, uint64_t bufferSize) {
+    data_ = buffer, size_ = bufferSize, bounded_ = true, bufferBytes_ = bufferSize * sizeof(T);
+  }
+  void SetGlobalBuffer(T* buffer) { data_ = buffer; size_ = 0; bounded_ = false; bufferBytes_ = 0; }
   T GetValue(const uint64_t offset) const {
     TwinCheckRange(offset + 1, "GetValue");
     if (twin::Recording()) TwinRecordScalar("GetValue", offset, false);
@@ -41,6 +43,9 @@ class GlobalTensor {
     view.size_ = bounded_ ? size_ - offset : 0;
     return view;
   }
+  // Twin-only: the bytes of the whole buffer this tensor views (0 when unbounded), for the host's
+  // choice of streaming stores: every row written into a large output streams, the last ones too.
+  uint64_t TwinBufferBytes() const { return bufferBytes_; }
   // Twin-only: GM bounds are checked when SetGlobalBuffer was given a size.
   void TwinCheckRange(uint64_t elems, const char* api) const {
     if (bounded_ && elems > size_) {
@@ -60,6 +65,7 @@ class GlobalTensor {
  private:
   T* data_ = nullptr;
   uint64_t size_ = 0;
+  uint64_t bufferBytes_ = 0;
   bool bounded_ = false;
 };
 

@@ -97,7 +97,7 @@ static void TestRoutingTiling() {
       listLen *= 4, lists = (lists + 3) / 4;
     }
     EXPECT(listLen >= d.sortLen || d.sortLen == 0);
-    if (t.rowBlocks) EXPECT(d.tasksPerBlock * t.rowBlocks + d.tasksRemainder == d.sortLen);
+    if (t.rowBlocks) EXPECT(d.tasksPerBlock * t.rowBlocks + d.tasksRemainder == d.tokens);
   }
   EXPECT(Throws([] { TileMoeRouting({4, 2, 8, 9, DType::kFloat32, false, false}, Ascend910B(48)); }));
 }

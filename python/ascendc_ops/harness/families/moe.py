@@ -232,20 +232,28 @@ def permute_torch(tokens, idx, probs):
     return tokens.index_select(0, order // idx.shape[1])
 
 
-def unpermute_ours(tokens, idx, probs):
-    p, s = torch.ops.custom.moe_token_permute(tokens.detach(), idx, None, False)
-    return ascendc_ops.moe_token_unpermute(tokens.repeat_interleave(idx.shape[1], 0), s, probs)
+def unpermute_inputs(shape, dtype, gen):
+    """permuted tokens [T*K, H] (the gradient goes to them), sorted_indices int32 [T*K] of a stable sort of
+    random top-K ids (made by torch, so the row times only the unpermute), probs [T, K]."""
+    tokens, idx, probs = routing_inputs(shape, dtype, gen)
+    order = torch.argsort(idx.flatten(), stable=True)
+    sorted_indices = torch.empty_like(order).scatter_(0, order, torch.arange(order.numel())).to(torch.int32)
+    return tokens.index_select(0, order // idx.shape[1]), sorted_indices, probs
 
 
-def unpermute_torch(tokens, idx, probs):
-    p, s = torch.ops.custom.moe_token_permute(tokens.detach(), idx, None, False)
+def unpermute_ours(permuted, sorted_indices, probs):
+    return ascendc_ops.moe_token_unpermute(permuted, sorted_indices, probs)
+
+
+def unpermute_torch(permuted, sorted_indices, probs):
     t, k = probs.shape
-    return (tokens.repeat_interleave(k, 0)[s.long()].view(t, k, -1) * probs[..., None]).sum(1)
+    return (permuted[sorted_indices.long()].view(t, k, -1) * probs[..., None]).sum(1)
 
 
 def routing_bytes(inputs, out, pass_) -> int:
-    tokens, idx = inputs[0], inputs[1]
-    moved = tokens.nbytes * (1 + idx.shape[1])
+    """permute: tokens read, T*K rows written; unpermute: T*K rows read, tokens written (bwd: the reverse)."""
+    first, idx, probs = inputs
+    moved = first.nbytes * (1 + idx.shape[1]) if idx.dim() == 2 else first.nbytes + first.nbytes // probs.shape[1]
     return {"fwd": moved, "bwd": moved, "full": 2 * moved}[pass_]
 
 
@@ -265,7 +273,7 @@ BENCH: dict[str, OpBench] = {
     "moe_token_permute": OpBench(lambda t, i, p: ascendc_ops.moe_token_permute(t, i)[0], permute_torch,
                                  routing_inputs, check_routing, lambda m, seq: [], routing_bytes, "T,H,K,E",
                                  ((1024, 1024, 8, 64),), ROUTING_TARGETS),
-    "moe_token_unpermute": OpBench(unpermute_ours, unpermute_torch, routing_inputs, check_routing,
+    "moe_token_unpermute": OpBench(unpermute_ours, unpermute_torch, unpermute_inputs, check_routing,
                                    lambda m, seq: [], routing_bytes, "T,H,K,E", ((1024, 1024, 8, 64),),
                                    ROUTING_TARGETS),
 }
