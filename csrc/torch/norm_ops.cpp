@@ -146,10 +146,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
   if (add) {
-    LaunchOnTwin("add_rms_norm", t.blockDim, e.addFwd, Gm(x1), Gm(x2), Gm(gamma), Gm(y), Gm(rstd), Gm(xOut), none,
-                 tilingGm);
+    LaunchOnTwin(GmBytes(x1, x2, gamma, y, rstd, xOut), "add_rms_norm", t.blockDim, e.addFwd, Gm(x1), Gm(x2),
+                 Gm(gamma), Gm(y), Gm(rstd), Gm(xOut), none, tilingGm);
   } else {
-    LaunchOnTwin("rms_norm", t.blockDim, e.fwd, Gm(x1), Gm(gamma), Gm(y), Gm(rstd), none, tilingGm);
+    LaunchOnTwin(GmBytes(x1, gamma, y, rstd), "rms_norm", t.blockDim, e.fwd, Gm(x1), Gm(gamma), Gm(y), Gm(rstd), none,
+                 tilingGm);
   }
   return {y, rstd, xOut};
 }
@@ -214,13 +215,14 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
   if (add) {
-    LaunchOnTwin("add_rms_norm_grad", t.blockDim, e.addBwd, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx),
-                 Gm(partials), tilingGm);
+    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dxOut, dx, partials), "add_rms_norm_grad", t.blockDim, e.addBwd,
+                 Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx), Gm(partials), tilingGm);
   } else {
-    LaunchOnTwin("rms_norm_grad", t.blockDim, e.bwd, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dx), Gm(partials),
-                 tilingGm);
+    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dx, partials), "rms_norm_grad", t.blockDim, e.bwd, Gm(dy), Gm(x),
+                 Gm(rstd), Gm(gamma), Gm(dx), Gm(partials), tilingGm);
   }
-  LaunchOnTwin(reduceName, t.reduceBlockDim, reduce, Gm(partials), Gm(dgamma), none, tilingGm);
+  LaunchOnTwin(GmBytes(partials, dgamma), reduceName, t.reduceBlockDim, reduce, Gm(partials), Gm(dgamma), none,
+               tilingGm);
   return {dx, dgamma};
 }
 

@@ -34,6 +34,13 @@ void ResetTilingPlatform() {
   gOverride.reset();
 }
 
+// Tests and benchmarks force either launch path: 0 sends every multi-block launch to the pool.
+void SetInlineLaunchBytes(int64_t bytes) {
+  TORCH_CHECK_VALUE(bytes >= 0, "set_inline_launch_bytes: bytes must be >= 0, got ", bytes);
+  AscendC::twin::SetInlineLaunchBytes(uint64_t(bytes));
+}
+int64_t InlineLaunchBytes() { return int64_t(AscendC::twin::InlineLaunchBytes()); }
+
 }  // namespace
 
 bool TilingPlatformOverride(tiling::PlatformInfo* out) {
@@ -46,6 +53,8 @@ bool TilingPlatformOverride(tiling::PlatformInfo* out) {
 TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
   m.def("set_tiling_platform(str name, int vector_cores, int cube_cores, int ub_bytes) -> ()", &SetTilingPlatform);
   m.def("reset_tiling_platform() -> ()", &ResetTilingPlatform);
+  m.def("set_inline_launch_bytes(int bytes) -> ()", &SetInlineLaunchBytes);
+  m.def("inline_launch_bytes() -> int", &InlineLaunchBytes);
 }
 
 }  // namespace ascendc_ops

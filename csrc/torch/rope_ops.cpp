@@ -96,8 +96,8 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& c
   if (l.tiling.blockDim == 0) return l.y;
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
   const auto launch = [&](const char* name, auto kernel) {
-    LaunchOnTwin(name, l.tiling.blockDim, kernel, Gm(l.x), Gm(l.cos), Gm(l.sin), Gm(l.y),
-                 static_cast<uint8_t*>(nullptr), tilingGm);
+    LaunchOnTwin(GmBytes(l.x, l.cos, l.sin, l.y), name, l.tiling.blockDim, kernel, Gm(l.x), Gm(l.cos), Gm(l.sin),
+                 Gm(l.y), static_cast<uint8_t*>(nullptr), tilingGm);
   };
   switch (l.x.scalar_type()) {
     case at::kFloat: launch("rope_float", rope_float); break;

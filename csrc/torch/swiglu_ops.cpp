@@ -78,14 +78,14 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& dy, const at::Tensor& 
   const at::ScalarType dtype = l.x.scalar_type();
   if (!backward) {
     const auto launch = [&](const char* name, auto kernel) {
-      LaunchOnTwin(name, blocks, kernel, Gm(l.x), Gm(l.out), workspace, tilingGm);
+      LaunchOnTwin(GmBytes(l.x, l.out), name, blocks, kernel, Gm(l.x), Gm(l.out), workspace, tilingGm);
     };
     if (dtype == at::kFloat) launch("swiglu_float", swiglu_float);
     else if (dtype == at::kHalf) launch("swiglu_half", swiglu_half);
     else launch("swiglu_bfloat16", swiglu_bfloat16);
   } else {
     const auto launch = [&](const char* name, auto kernel) {
-      LaunchOnTwin(name, blocks, kernel, Gm(l.dy), Gm(l.x), Gm(l.out), workspace, tilingGm);
+      LaunchOnTwin(GmBytes(l.dy, l.x, l.out), name, blocks, kernel, Gm(l.dy), Gm(l.x), Gm(l.out), workspace, tilingGm);
     };
     if (dtype == at::kFloat) launch("swiglu_grad_float", swiglu_grad_float);
     else if (dtype == at::kHalf) launch("swiglu_grad_half", swiglu_grad_half);

@@ -21,13 +21,25 @@ inline tiling::PlatformInfo TwinPlatform() {
 
 inline uint8_t* Gm(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
 
+// The GM bytes a launch reads and writes: the tensors it takes, each counted once.
+template <typename... Tensors>
+uint64_t GmBytes(const Tensors&... tensors) {
+  return (uint64_t(tensors.defined() ? tensors.nbytes() : 0) + ...);
+}
+
+// gmBytes (GmBytes of its tensors) lets a tiny launch run on the calling thread (twin_launch.h).
 template <typename... Params, typename... Args>
-void LaunchOnTwin(const char* kernelName, uint32_t blockDim, void (*kernel)(Params...), Args... args) {
+void LaunchOnTwin(uint64_t gmBytes, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
+                  Args... args) {
   try {
-    AscendC::twin::Launch(kernelName, blockDim, kernel, args...);
+    AscendC::twin::LaunchMoving(gmBytes, kernelName, blockDim, kernel, args...);
   } catch (const AscendC::twin::RuleError& e) {
     TORCH_CHECK(false, e.what());
   }
+}
+template <typename... Params, typename... Args>
+void LaunchOnTwin(const char* kernelName, uint32_t blockDim, void (*kernel)(Params...), Args... args) {
+  LaunchOnTwin(AscendC::twin::kUnknownGmBytes, kernelName, blockDim, kernel, args...);
 }
 
 }  // namespace ascendc_ops

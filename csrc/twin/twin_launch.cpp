@@ -136,6 +136,7 @@ class Pool {
 std::mutex gLaunchMutex;  // one launch at a time owns the pool
 ParallelFor gParallelFor;  // empty: use the twin's pool
 int gThreads = std::max(1u, std::thread::hardware_concurrency());
+std::atomic<uint64_t> gInlineBytes{kDefaultInlineLaunchBytes};
 Pool& ThePool() {
   static Pool pool;
   return pool;
@@ -155,14 +156,18 @@ void SetThreads(int threads) {
 }
 int Threads() { return gThreads; }
 
-void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function<void()>& block) {
+void SetInlineLaunchBytes(uint64_t bytes) { gInlineBytes.store(bytes, std::memory_order_relaxed); }
+uint64_t InlineLaunchBytes() { return gInlineBytes.load(std::memory_order_relaxed); }
+
+void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function<void()>& block, uint64_t gmBytes) {
   Job job;
   job.kernel = kernelName;
   job.blockDim = blockDim;
   job.block = &block;
   job.record = BeginLaunch(kernelName, blockDim);
   job.fuse = FuseEnabled();
-  if (tCore.inBlock || blockDim <= 1) {  // nested launch or a single block: run right here
+  const bool small = gmBytes < gInlineBytes.load(std::memory_order_relaxed);
+  if (tCore.inBlock || blockDim <= 1 || small) {  // nested, a single block or tiny: run right here
     const CoreContext saved = tCore.ctx;
     const bool wasIn = tCore.inBlock;
     BlockRecorder* const outer = tRecorder;

@@ -18,12 +18,28 @@ using RangeRunner = std::function<void(uint32_t begin, uint32_t end)>;
 using ParallelFor = std::function<void(uint32_t blocks, const RangeRunner& runRange)>;
 void SetParallelFor(ParallelFor parallelFor);
 
-void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function<void()>& block);
+// A launch that moves fewer GM bytes (inputs + outputs) than this runs its blocks one after another
+// on the calling thread: waking a pool thread and waiting for it (10-25 us on the 2-core VM, a
+// scheduler time slice when loaded) costs more than such blocks' work; measured, the caller alone was
+// faster up to 1 MiB for rms_norm and rope. Same blocks, same record and checks.
+constexpr uint64_t kDefaultInlineLaunchBytes = 256 * 1024;
+void SetInlineLaunchBytes(uint64_t bytes);  // 0: every multi-block launch uses the pool
+uint64_t InlineLaunchBytes();
+constexpr uint64_t kUnknownGmBytes = ~uint64_t(0);
+
+void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function<void()>& block,
+                  uint64_t gmBytes = kUnknownGmBytes);
 
 // The twin's stand-in for `kernel<<<blockDim, nullptr, stream>>>(args...)`.
 template <typename... Params, typename... Args>
 void Launch(const char* kernelName, uint32_t blockDim, void (*kernel)(Params...), Args... args) {
   ForEachBlock(kernelName, blockDim, [&] { kernel(args...); });
+}
+// The same, told how many GM bytes the launch moves (small launches stay on the calling thread).
+template <typename... Params, typename... Args>
+void LaunchMoving(uint64_t gmBytes, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
+                  Args... args) {
+  ForEachBlock(kernelName, blockDim, [&] { kernel(args...); }, gmBytes);
 }
 
 }  // namespace twin

@@ -213,7 +213,9 @@ void Run(c10::string_view name, int64_t blockDim) {
   TORCH_CHECK_VALUE(it != Kernels().end(), "unknown sanitizer fault kernel ", std::string(name));
   std::vector<float> gm(size_t(kElems) * 2 * size_t(blockDim), 1.0f);
   try {
-    AscendC::twin::Launch(it->first.c_str(), uint32_t(blockDim), it->second, reinterpret_cast<GM_ADDR>(gm.data()));
+    // told its size, the launch takes the caller-thread or the pool path by set_inline_launch_bytes
+    AscendC::twin::LaunchMoving(gm.size() * sizeof(float), it->first.c_str(), uint32_t(blockDim), it->second,
+                                reinterpret_cast<GM_ADDR>(gm.data()));
   } catch (const AscendC::twin::RuleError& e) {
     TORCH_CHECK(false, e.what());
   }

@@ -8,7 +8,9 @@ training step (forward + backward) tokens/s, the step's peak memory, and greedy-
 Prints a Markdown table with a machine/environment line, and (when the 1.3x training target is missed)
 the per-op profile of one fp32 training step with and without the kernels.
 
-Each variant runs in its own subprocess (sequentially) so that peak memory is that variant's alone:
+Each variant runs in its own subprocess (sequentially) so that peak memory is that variant's alone, in
+``--rounds`` rounds ordered A B B A ... (load drift on a shared machine hits both alike); the table shows
+each variant's best round, and generation is the best of ``GEN_RUNS`` greedy runs within a round. Peak:
 peak = VmHWM - VmRSS around one step, after resetting the high-water mark (/proc/self/clear_refs), with
 ``MALLOC_MMAP_THRESHOLD_`` fixed so large tensors are returned to the OS when freed. Linux only for memory.
 """
@@ -34,6 +36,7 @@ PLANS = {
               "bfloat16": dict(seq=16, batch=1, steps=1, prompt=8, new=4)},
 }
 KERNELS = "fused_rope,fused_rmsnorm,fused_swiglu"
+GEN_RUNS = 3
 
 
 def _status(key: str) -> int:
@@ -96,11 +99,14 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
     model.eval()
     prompt = ids[:, : plan["prompt"]]
     kw = dict(attention_mask=torch.ones_like(prompt), do_sample=False, pad_token_id=0)
+    gen_times = []
     with torch.no_grad():
         model.generate(prompt, max_new_tokens=2, min_new_tokens=2, **kw)  # warm-up
-        t0 = time.perf_counter()
-        out = model.generate(prompt, max_new_tokens=plan["new"], min_new_tokens=plan["new"], **kw)
-        gen_s = time.perf_counter() - t0
+        for _ in range(GEN_RUNS):
+            t0 = time.perf_counter()
+            out = model.generate(prompt, max_new_tokens=plan["new"], min_new_tokens=plan["new"], **kw)
+            gen_times.append(time.perf_counter() - t0)
+    gen_s = min(gen_times)
     new = (out.shape[1] - prompt.shape[1]) * out.shape[0]
     return dict(dtype=dtype_name, kernels=kernels, applied=report.applied, train_tok_s=ids.numel() / train_s,
                 train_step_s=train_s, peak_mib=None if peak is None else peak / 2**20, gen_tok_s=new / gen_s,
@@ -144,6 +150,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smaller shapes, < 1 min")
     ap.add_argument("--no-profile", action="store_true", help="skip the per-op profile")
+    ap.add_argument("--rounds", type=int, default=2, help="subprocess runs per variant, interleaved (best is shown)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
@@ -156,9 +163,14 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     results = {}
     for dtype_name, plan in plans.items():
-        for kernels in (False, True):
-            profile = dtype_name == "float32" and not args.no_profile
-            results[dtype_name, kernels] = _run_variant(dtype_name, kernels, plan, profile)
+        for r in range(max(1, args.rounds)):
+            for kernels in ((False, True) if r % 2 == 0 else (True, False)):
+                profile = dtype_name == "float32" and not args.no_profile and r == 0
+                res = _run_variant(dtype_name, kernels, plan, profile)
+                best = results.setdefault((dtype_name, kernels), res)
+                if res is not best:  # best round per figure; peak and profile stay from round 0
+                    best["train_tok_s"] = max(best["train_tok_s"], res["train_tok_s"])
+                    best["gen_tok_s"] = max(best["gen_tok_s"], res["gen_tok_s"])
     load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
     m = MODEL
@@ -180,7 +192,8 @@ def main(argv=None) -> int:
     print(f"\nTraining step = forward + backward (loss on the same ids), best of the timed steps; step peak = "
           f"peak RSS above the pre-step RSS (parameters and their gradients already allocated, so this is "
           f"activations + temporaries); generation = greedy, batch 1, "
-          f"{plans['float32']['prompt']}-token prompt, {plans['float32']['new']} new tokens (fp32). "
+          f"{plans['float32']['prompt']}-token prompt, {plans['float32']['new']} new tokens (fp32), best of {GEN_RUNS}; "
+          f"each figure the best of {max(1, args.rounds)} interleaved subprocess rounds. "
           f"Total {time.perf_counter() - t_start:.0f} s.")
     base, fused = results["float32", False], results["float32", True]
     speedup = fused["train_tok_s"] / base["train_tok_s"]

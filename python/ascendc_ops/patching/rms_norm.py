@@ -14,7 +14,7 @@ import types
 import torch
 from torch import nn
 
-from .base import Kernel, KernelSkip, model_type, set_instance_attr
+from .base import Kernel, KernelSkip, call_op, model_type, set_instance_attr
 
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 
@@ -31,7 +31,7 @@ def rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     out_dtype = torch.promote_types(weight.dtype, hidden_states.dtype)
     if hidden_states.dtype == torch.float32 and weight.dtype != torch.float32:
         weight = weight.float()  # (fp32 x, low-precision weight): HF promotes the weight; the op wants fp32/fp32
-    y, _ = torch.ops.custom.rms_norm(hidden_states, weight, getattr(self, self._ascendc_eps_attr))
+    y, _ = call_op(torch.ops.custom.rms_norm.default, hidden_states, weight, getattr(self, self._ascendc_eps_attr))
     return y if y.dtype == out_dtype else y.to(out_dtype)
 
 

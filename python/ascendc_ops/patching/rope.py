@@ -19,10 +19,14 @@ import types
 import torch
 from torch import nn
 
-from .base import Kernel, KernelSkip, model_type, modeling_module, set_instance_attr
+from .base import Kernel, KernelSkip, call_op, model_type, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+
+
+def _rotary_mul(x, cos, sin):
+    return call_op(torch.ops.custom.rotary_mul.default, x, cos, sin, "half")
 
 
 def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -30,11 +34,10 @@ def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tens
     if rot == x.shape[-1]:
         if x.dim() == 4 and not x.is_contiguous() and x.transpose(1, 2).is_contiguous():
             # HF's q/k are BNSD views of BSND projections: rotate them as BSND (cos as BS1D), no copy
-            y = torch.ops.custom.rotary_mul(x.transpose(1, 2), cos.transpose(1, 2), sin.transpose(1, 2), "half")
-            return y.transpose(1, 2)
-        return torch.ops.custom.rotary_mul(x, cos, sin, "half")
+            return _rotary_mul(x.transpose(1, 2), cos.transpose(1, 2), sin.transpose(1, 2)).transpose(1, 2)
+        return _rotary_mul(x, cos, sin)
     x_rot, x_pass = x[..., :rot], x[..., rot:]
-    return torch.cat((torch.ops.custom.rotary_mul(x_rot, cos, sin, "half"), x_pass), dim=-1)
+    return torch.cat((_rotary_mul(x_rot, cos, sin), x_pass), dim=-1)
 
 
 def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):

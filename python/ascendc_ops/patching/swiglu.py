@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .base import Kernel, KernelSkip, model_config, model_type, set_instance_attr
+from .base import Kernel, KernelSkip, call_op, model_config, model_type, set_instance_attr
 
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
 GATE_UP_MODE = "cat"  # "cat" or "matmul", see the module docstring
@@ -39,7 +39,7 @@ def swiglu_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
         gate_up = F.linear(x, torch.cat((g.weight, u.weight)), bias)
     else:
         gate_up = torch.cat((self.gate_proj(x), self.up_proj(x)), dim=-1)
-    return self.down_proj(torch.ops.custom.swiglu(gate_up, -1))
+    return self.down_proj(call_op(torch.ops.custom.swiglu.default, gate_up, -1))
 
 
 def _act_name(m: nn.Module, default: str | None) -> str | None:
