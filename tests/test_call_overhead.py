@@ -8,7 +8,6 @@
 """
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -16,6 +15,7 @@ import torch
 from conftest import BUILD
 
 import ascendc_ops
+from ascendc_ops.harness.profile import recording
 from ascendc_ops.patching.base import call_op
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
@@ -58,13 +58,9 @@ def test_caller_thread_and_pool_agree_bit_for_bit(launch_path, dtype):
 
 
 def _record(fn):
-    torch.ops.ascendc_ops.twin_record_take()
-    torch.ops.ascendc_ops.twin_record(True)
-    try:
+    with recording() as records:
         fn()
-    finally:
-        torch.ops.ascendc_ops.twin_record(False)
-    return [json.loads(s) for s in torch.ops.ascendc_ops.twin_record_take()]
+    return records
 
 
 def test_caller_thread_launch_records_every_block(launch_path):

@@ -9,6 +9,14 @@ namespace AscendC {
 namespace twin {
 
 namespace {
+// The row of (op, pipe) in costs, appended when missing.
+HostCost& Row(std::vector<HostCost>& costs, const char* op, Pipe pipe) {
+  for (HostCost& c : costs)
+    if (c.pipe == pipe && std::strcmp(c.op, op) == 0) return c;
+  costs.push_back(HostCost{op, pipe});
+  return costs.back();
+}
+
 uint64_t UbBytes(const Instr& in) {
   uint64_t bytes = 0;
   for (int i = 0; i < in.nAccess; ++i)
@@ -21,14 +29,11 @@ void HostProfiler::OnInstr(const Instr& in) {
   const uint64_t now = HostNs();
   if (last_ >= 0) costs_[last_].ns += now - lastDoneNs_;
   else setupNs_ = now - beginNs_;
-  int k = 0;
-  while (k < int(costs_.size()) && (costs_[k].pipe != in.pipe || std::strcmp(costs_[k].op, in.op) != 0)) ++k;
-  if (k == int(costs_.size())) costs_.push_back(HostCost{in.op, in.pipe});
-  HostCost& c = costs_[k];
+  HostCost& c = Row(costs_, in.op, in.pipe);
   ++c.calls;
   c.ubBytes += UbBytes(in);
   c.gmBytes += in.GmBytes(false) + in.GmBytes(true);
-  last_ = k;
+  last_ = int(&c - costs_.data());
 }
 
 std::vector<HostCost> HostProfiler::Finish(uint64_t* setupNs, uint64_t* blockNs) {
@@ -42,13 +47,8 @@ std::vector<HostCost> HostProfiler::Finish(uint64_t* setupNs, uint64_t* blockNs)
 void LaunchCosts::Add(const std::vector<HostCost>& block, uint64_t setup, uint64_t total) {
   setupNs += setup, blockNs += total;
   for (const HostCost& c : block) {
-    auto it = costs.begin();
-    while (it != costs.end() && (it->pipe != c.pipe || std::strcmp(it->op, c.op) != 0)) ++it;
-    if (it == costs.end()) {
-      costs.push_back(c);
-    } else {
-      it->calls += c.calls, it->ns += c.ns, it->ubBytes += c.ubBytes, it->gmBytes += c.gmBytes;
-    }
+    HostCost& row = Row(costs, c.op, c.pipe);
+    row.calls += c.calls, row.ns += c.ns, row.ubBytes += c.ubBytes, row.gmBytes += c.gmBytes;
   }
 }
 

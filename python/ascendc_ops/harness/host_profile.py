@@ -8,16 +8,14 @@ API, with the bytes each moved, this shows which passes a bench row pays for. Th
 is a little slower than an unprofiled one; both are printed."""
 from __future__ import annotations
 
-import json
 import statistics
 import time
-from contextlib import contextmanager
 
 import torch
 
 from . import bench
 from .environment import tune_glibc_malloc
-from .profile import _full_forward, _shapes
+from .profile import _full_forward, _shapes, collected
 
 REPS = 5
 
@@ -39,19 +37,10 @@ def _calls(name: str, inputs: tuple, pass_: str):
     return make
 
 
-@contextmanager
 def profiling():
     """Every launch inside, as the twin's host profile ({"kernel", "block_dim", "setup_ns", "block_ns",
     "apis"} each)."""
-    ops = torch.ops.ascendc_ops
-    ops.twin_host_profile_take()  # nothing left over from before
-    ops.twin_host_profile(True)
-    launches: list = []
-    try:
-        yield launches
-    finally:
-        ops.twin_host_profile(False)
-        launches.extend(json.loads(s) for s in ops.twin_host_profile_take())
+    return collected(torch.ops.ascendc_ops.twin_host_profile, torch.ops.ascendc_ops.twin_host_profile_take)
 
 
 def aggregate(launches: list) -> dict:

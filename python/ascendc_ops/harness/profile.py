@@ -33,17 +33,22 @@ def tiling_platform(plat: Platform):
 
 
 @contextmanager
+def collected(switch, take):
+    """What a twin consumer exports for every launch inside: `switch(on)` turns it on and off, `take()`
+    returns its JSON strings (anything left over from before is dropped first)."""
+    take()
+    switch(True)
+    items: list = []
+    try:
+        yield items
+    finally:
+        switch(False)
+        items.extend(json.loads(s) for s in take())
+
+
 def recording():
     """Every launch inside, as recorded by the twin ({"kernel", "block_dim", "blocks"} each)."""
-    ops = torch.ops.ascendc_ops
-    ops.twin_record_take()  # nothing left over from before
-    ops.twin_record(True)
-    records: list = []
-    try:
-        yield records
-    finally:
-        ops.twin_record(False)
-        records.extend(json.loads(s) for s in ops.twin_record_take())
+    return collected(torch.ops.ascendc_ops.twin_record, torch.ops.ascendc_ops.twin_record_take)
 
 
 def record(fn, plat: Platform) -> list:
