@@ -219,6 +219,13 @@ def test_rms_norm_backward_split_row_pairs(pair):
     check_backward(make((2, 16384), xd), make((16384,), gd), f"rms_norm_grad split {pair_id(pair)}")
 
 
+@pytest.mark.parametrize("add", (False, True), ids=("rms_norm_grad", "add_rms_norm_grad"))
+def test_backward_8192_fp32(add):
+    """fp32 hidden 8192: rms_norm_grad computes on dy and x where they landed, so a whole row fits in UB
+    single-buffered (single-pass tiling); add_rms_norm_grad's fourth queue leaves it split-row."""
+    check_backward(make((5, 8192), torch.float32), make((8192,), torch.float32), f"add={add} [5, 8192]", add=add)
+
+
 @pytest.mark.parametrize("hidden", (8, 769, 5125, 16384))
 @pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
 def test_add_rms_norm_forward_backward(pair, hidden):

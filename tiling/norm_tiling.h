@@ -25,7 +25,7 @@ struct NormTiling {
 };
 
 // Rows of the sum-of-squares (and rstd) scratch per tile are capped here.
-constexpr uint32_t kNormMaxTileRows = 255;
+constexpr uint32_t kNormMaxTileRows = NORM_MAX_TILE_ROWS;
 // Columns per task of the dgamma reduction kernel.
 constexpr uint32_t kNormReduceChunk = 4096;
 

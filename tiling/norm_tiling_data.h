@@ -8,6 +8,8 @@
 
 enum NormTilingKey : uint32_t { NORM_SINGLE_PASS = 0, NORM_SPLIT_ROW = 1 };
 
+// Rows of a single-pass tile at most (the per-row sums and rstd scratch are sized by it).
+constexpr uint32_t NORM_MAX_TILE_ROWS = 255;
 // Rows of one split-row backward group: their rstd and mean(dg * xhat) stay in scalar registers.
 constexpr uint32_t NORM_SPLIT_GROUP_ROWS = 32;
 // dgamma reduction: partial rows in flight (each load is short: several hide the GM latency).

@@ -9,6 +9,10 @@
 // NORM_SINGLE_PASS: tiles of whole rows, the block's dgamma row accumulated in UB.
 // NORM_SPLIT_ROW: groups of up to NORM_SPLIT_GROUP_ROWS rows; pass 1 reduces each row chunk by
 // chunk; pass 2 walks the chunks, updating that chunk's dgamma partial for every row of the group.
+// Buffers: fp32 computes on dy and x where they landed and writes dx (and its scratch) in the dx
+// output buffer: no fp32 work buffer. fp16/bf16 widen dy and x into dyf, xf and use one fp32 work
+// buffer; dg overwrites dy once dy * rstd (the dgamma term) has been taken. Every product, sum and
+// rounding is the formula's own, in the same order, whichever buffers hold them.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
 #include "norm_common.h"
@@ -42,10 +46,11 @@ class KernelRmsNormGrad {
       dxOutGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dxOut), total);
       pipe->InitBuffer(inDxOut_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     }
-    pipe->InitBuffer(dyfBuf_, elems * sizeof(float));
-    pipe->InitBuffer(xfBuf_, elems * sizeof(float));
-    pipe->InitBuffer(dgBuf_, elems * sizeof(float));
-    pipe->InitBuffer(workBuf_, elems * sizeof(float));
+    if constexpr (!IsFloat()) {  // the tiling counts these three only for fp16/bf16
+      pipe->InitBuffer(dyfBuf_, elems * sizeof(float));
+      pipe->InitBuffer(xfBuf_, elems * sizeof(float));
+      pipe->InitBuffer(workBuf_, elems * sizeof(float));
+    }
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
     pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
     pipe->InitBuffer(gammaRawBuf_, sizeof(G) == sizeof(float) ? 32 : t_.chunk * sizeof(G));  // fp32: unused
@@ -86,7 +91,6 @@ class KernelRmsNormGrad {
     return static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
   }
 
-
   __aicore__ inline uint32_t ChunkLen(uint32_t col) const { return NormChunkLen(t_, col); }
 
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
@@ -111,81 +115,92 @@ class KernelRmsNormGrad {
     }
   }
 
-  __aicore__ inline void ToFloat(const LocalTensor<float>& dst, LocalTensor<T>& src, int32_t n) {
+  // 1. The landed dy and x as fp32 operands dy_, x_ (fp32: the input buffers themselves; else widened
+  //    into dyf, xf and the inputs released), and the scratch work_ that will hold dx (fp32: the dx
+  //    output buffer, allocated when `withDx`).
+  __aicore__ inline void Open(int32_t n, bool withDx) {
+    dyIn_ = inDy_.DeQue<T>();
+    xIn_ = inX_.DeQue<T>();
+    if (withDx) dxOut_ = outDx_.AllocTensor<T>();
     if constexpr (IsFloat()) {
-      DataCopy(dst, src.template ReinterpretCast<float>(), static_cast<uint32_t>(n));
+      dy_ = dyIn_.template ReinterpretCast<float>();
+      x_ = xIn_.template ReinterpretCast<float>();
+      if (withDx) work_ = dxOut_.template ReinterpretCast<float>();
     } else {
-      Cast(dst, src, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
-    }
-  }
-
-  // 1. dyf, xf in fp32 from the input queues.
-  __aicore__ inline void LoadDyX(int32_t n) {
-    LocalTensor<T> dy = inDy_.DeQue<T>();
-    LocalTensor<T> x = inX_.DeQue<T>();
-    ToFloat(dyfBuf_.Get<float>(), dy, n);
-    ToFloat(xfBuf_.Get<float>(), x, n);
-    inDy_.FreeTensor(dy);
-    inX_.FreeTensor(x);
-    PipeBarrier<PIPE_V>();
-  }
-
-  // 2. dg = dy * gamma and (when `reduce`) S = sum(dg * x) into sums[slot], for one row of `len`
-  //    columns at offset `o`.
-  __aicore__ inline void RowTerms(uint32_t o, uint32_t len, bool reduce, uint32_t slot) {
-    LocalTensor<float> dyf = dyfBuf_.Get<float>();
-    LocalTensor<float> xf = xfBuf_.Get<float>();
-    LocalTensor<float> dg = dgBuf_.Get<float>();
-    LocalTensor<float> work = workBuf_.Get<float>();
-    const int32_t n = static_cast<int32_t>(len);
-    Mul(dg[o], dyf[o], gammaBuf_.Get<float>(), n);
-    PipeBarrier<PIPE_V>();
-    if (reduce) {
-      Mul(work[o], dg[o], xf[o], n);
-      PipeBarrier<PIPE_V>();
-      FoldSum(sumBuf_.Get<float>()[slot * 8], work[o], tmpBuf_.Get<float>(), len);
+      dy_ = dyfBuf_.Get<float>();
+      x_ = xfBuf_.Get<float>();
+      work_ = workBuf_.Get<float>();
+      Cast(dy_, dyIn_, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+      Cast(x_, xIn_, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+      inDy_.FreeTensor(dyIn_);
+      inX_.FreeTensor(xIn_);
       PipeBarrier<PIPE_V>();
     }
   }
 
-  // 3. dgamma partial += (dy * rstd) * x;  4. dx = rstd * dg - x * c with c = rstd^3 * S / N, into
-  //    work (the formula's own order: two products and one subtraction, so a cancelling dx keeps
-  //    its accuracy).
-  __aicore__ inline void RowGrads(uint32_t o, uint32_t len, float rstd, float c, LocalTensor<float>& acc) {
-    LocalTensor<float> dyf = dyfBuf_.Get<float>();
-    LocalTensor<float> xf = xfBuf_.Get<float>();
-    LocalTensor<float> dg = dgBuf_.Get<float>();
-    LocalTensor<float> work = workBuf_.Get<float>();
-    const int32_t n = static_cast<int32_t>(len);
-    Muls(dyf[o], dyf[o], rstd, n);
-    Muls(work[o], xf[o], -c, n);
-    Muls(dg[o], dg[o], rstd, n);
-    PipeBarrier<PIPE_V>();
-    MulAddDst(acc, dyf[o], xf[o], n);
-    Add(work[o], dg[o], work[o], n);
-    PipeBarrier<PIPE_V>();
+  // fp32: dy and x were computed on in their input buffers; they go back once their last read is issued.
+  __aicore__ inline void CloseInputs() {
+    if constexpr (IsFloat()) {
+      inDy_.FreeTensor(dyIn_);
+      inX_.FreeTensor(xIn_);
+    }
   }
 
-  // 5. dx to T (one rounding) and out; for add_rms_norm_grad dx_out is added first in fp32.
+  // 2. dgamma partial += (dy * rstd) * x, row by row in row order; then dg = dy * gamma over dy.
+  __aicore__ inline void DgammaTerms(uint32_t rows, uint32_t pitch, uint32_t len, const float* rstd) {
+    LocalTensor<float> acc = accBuf_.Get<float>();
+    LocalTensor<float> gammaF = gammaBuf_.Get<float>();
+    const int32_t n = static_cast<int32_t>(len);
+    for (uint32_t r = 0; r < rows; ++r) Muls(work_[r * pitch], dy_[r * pitch], rstd[r], n);
+    PipeBarrier<PIPE_V>();
+    for (uint32_t r = 0; r < rows; ++r) Mul(dy_[r * pitch], dy_[r * pitch], gammaF, n);
+    for (uint32_t r = 0; r < rows; ++r) {
+      MulAddDst(acc, work_[r * pitch], x_[r * pitch], n);
+      PipeBarrier<PIPE_V>();  // the rows accumulate into one acc
+    }
+  }
+
+  // 3. S = sum(dg * x) of each row into sums[8 r] (work_ is scratch), then read by the scalar unit.
+  __aicore__ inline void SumTerms(uint32_t rows, uint32_t pitch, uint32_t len) {
+    for (uint32_t r = 0; r < rows; ++r) Mul(work_[r * pitch], dy_[r * pitch], x_[r * pitch], static_cast<int32_t>(len));
+    PipeBarrier<PIPE_V>();
+    FoldSumRows(sumBuf_.Get<float>(), work_, tmpBuf_.Get<float>(), len, rows, pitch);
+    SyncPipes<HardEvent::V_S>();
+  }
+
+  // 4. dx = rstd * dg - x * c with c = rstd^3 * S / N, into work_ (the formula's own order: two products
+  //    and one sum, so a cancelling dx keeps its accuracy); dg's buffer ends up holding rstd * dg.
+  __aicore__ inline void DxTerms(uint32_t rows, uint32_t pitch, uint32_t len, const float* rstd, const float* coef) {
+    const int32_t n = static_cast<int32_t>(len);
+    for (uint32_t r = 0; r < rows; ++r) {
+      Muls(dy_[r * pitch], dy_[r * pitch], rstd[r], n);
+      Muls(work_[r * pitch], x_[r * pitch], -coef[r], n);
+    }
+    PipeBarrier<PIPE_V>();
+    for (uint32_t r = 0; r < rows; ++r) Add(work_[r * pitch], dy_[r * pitch], work_[r * pitch], n);
+    CloseInputs();
+  }
+
+  // 5. for add_rms_norm_grad dx += dx_out in fp32; dx to T (one rounding) and out.
   __aicore__ inline void FinishDx(int64_t row, uint32_t rows, uint32_t col, uint32_t len, int32_t n) {
-    LocalTensor<float> work = workBuf_.Get<float>();
     if constexpr (ADD) {
       LocalTensor<T> d = inDxOut_.DeQue<T>();
-      LocalTensor<float> dyf = dyfBuf_.Get<float>();  // dy is no longer needed: reuse its buffer
-      ToFloat(dyf, d, n);
+      PipeBarrier<PIPE_V>();
+      if constexpr (IsFloat()) {
+        Add(work_, work_, d.template ReinterpretCast<float>(), n);
+      } else {
+        Cast(dy_, d, RoundMode::CAST_NONE, static_cast<uint32_t>(n));  // rstd * dg is no longer needed
+        PipeBarrier<PIPE_V>();
+        Add(work_, work_, dy_, n);
+      }
       inDxOut_.FreeTensor(d);
-      PipeBarrier<PIPE_V>();
-      Add(work, work, dyf, n);
-      PipeBarrier<PIPE_V>();
     }
-    LocalTensor<T> dx = outDx_.AllocTensor<T>();
-    if constexpr (IsFloat()) {
-      DataCopy(dx.template ReinterpretCast<float>(), work, static_cast<uint32_t>(n));
-    } else {
-      Cast(dx, work, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+    if constexpr (!IsFloat()) {
+      PipeBarrier<PIPE_V>();
+      Cast(dxOut_, work_, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
     }
-    outDx_.EnQue(dx);
-    dx = outDx_.DeQue<T>();
+    outDx_.EnQue(dxOut_);
+    LocalTensor<T> dx = outDx_.DeQue<T>();
     DataCopyPad(dxGm_[static_cast<uint64_t>(row) * t_.hidden + col], dx,
                 DataCopyExtParams(static_cast<uint16_t>(rows), len * sizeof(T), 0, (t_.hidden - len) * sizeof(T), 0));
     outDx_.FreeTensor(dx);
@@ -194,40 +209,49 @@ class KernelRmsNormGrad {
   __aicore__ inline void ProcessTile(int64_t row, uint32_t rows) {
     const uint32_t n = t_.hidden, pitch = t_.rowPitch;
     const int32_t tileElems = static_cast<int32_t>(rows * pitch);  // the tile is in the queues (Process)
-    LoadDyX(tileElems);
-    for (uint32_t r = 0; r < rows; ++r) RowTerms(r * pitch, n, true, r);
-    SyncPipes<HardEvent::V_S>();  // the sums are read by the scalar unit
+    float rstd[NORM_MAX_TILE_ROWS];
+    float coef[NORM_MAX_TILE_ROWS];  // c = rstd^3 * S / N
+    for (uint32_t r = 0; r < rows; ++r) rstd[r] = rstdGm_.GetValue(row + r);
+    Open(tileElems, true);
+    DgammaTerms(rows, pitch, n, rstd);
+    SumTerms(rows, pitch, n);
     LocalTensor<float> sums = sumBuf_.Get<float>();
-    LocalTensor<float> acc = accBuf_.Get<float>();
-    for (uint32_t r = 0; r < rows; ++r) {
-      const float rstd = rstdGm_.GetValue(row + r);
-      const float c = rstd * rstd * rstd * (sums.GetValue(r * 8) * t_.invHidden);
-      RowGrads(r * pitch, n, rstd, c, acc);
-    }
+    for (uint32_t r = 0; r < rows; ++r) coef[r] = rstd[r] * rstd[r] * rstd[r] * (sums.GetValue(r * 8) * t_.invHidden);
+    DxTerms(rows, pitch, n, rstd, coef);
     FinishDx(row, rows, 0, n, tileElems);
   }
 
   // Split-row: `rows` rows from `row`; the first group of a block starts its partials at zero.
   __aicore__ inline void ProcessGroup(int64_t row, uint32_t rows, bool first) {
     float rstd[NORM_SPLIT_GROUP_ROWS];
-    float coef[NORM_SPLIT_GROUP_ROWS];  // c = rstd^3 * S / N
+    float total[NORM_SPLIT_GROUP_ROWS];  // S = sum(dg * x), summed over the chunks in column order
+    float coef[NORM_SPLIT_GROUP_ROWS];   // c = rstd^3 * S / N
     LocalTensor<float> sums = sumBuf_.Get<float>();
-    // Pass 1. S = sum(dg * x) per row, chunk by chunk
     for (uint32_t r = 0; r < rows; ++r) {
       rstd[r] = rstdGm_.GetValue(row + r);
-      float total = 0.0f;
-      for (uint32_t c = 0; c < t_.chunkCount; ++c) {
-        const uint32_t col = c * t_.chunk;
-        const uint32_t len = ChunkLen(col);
-        LoadGamma(col, len);
-        CopyIn(row + r, 1, col, len, false);
-        LoadDyX(static_cast<int32_t>(PaddedLen<T>(len)));
-        RowTerms(0, len, true, 0);
-        SyncPipes<HardEvent::V_S>();
-        total += sums.GetValue(0);
-      }
-      coef[r] = rstd[r] * rstd[r] * rstd[r] * (total * t_.invHidden);
+      total[r] = 0.0f;
     }
+    // Pass 1. chunk by chunk (one gamma load per chunk), each row's S: dg and dg * x over dy, then folded
+    for (uint32_t c = 0; c < t_.chunkCount; ++c) {
+      const uint32_t col = c * t_.chunk;
+      const uint32_t len = ChunkLen(col);
+      const int32_t landed = static_cast<int32_t>(PaddedLen<T>(len));
+      LoadGamma(col, len);
+      CopyIn(row, 1, col, len, false);
+      for (uint32_t r = 0; r < rows; ++r) {
+        if (r + 1 < rows) CopyIn(row + r + 1, 1, col, len, false);  // the next row loads while this one reduces
+        Open(landed, false);
+        Mul(dy_, dy_, gammaBuf_.Get<float>(), static_cast<int32_t>(len));
+        PipeBarrier<PIPE_V>();
+        Mul(dy_, dy_, x_, static_cast<int32_t>(len));
+        PipeBarrier<PIPE_V>();
+        FoldSum(sums, dy_, tmpBuf_.Get<float>(), len);
+        CloseInputs();
+        SyncPipes<HardEvent::V_S>();
+        total[r] += sums.GetValue(0);
+      }
+    }
+    for (uint32_t r = 0; r < rows; ++r) coef[r] = rstd[r] * rstd[r] * rstd[r] * (total[r] * t_.invHidden);
     // Pass 2. chunk by chunk: dx of every row of the group, and that chunk's dgamma partial
     LocalTensor<float> acc = accBuf_.Get<float>();
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
@@ -244,11 +268,12 @@ class KernelRmsNormGrad {
         SyncPipes<HardEvent::MTE2_V>();
       }
       LoadGamma(col, len);
+      CopyIn(row, 1, col, len, true);
       for (uint32_t r = 0; r < rows; ++r) {
-        CopyIn(row + r, 1, col, len, true);
-        LoadDyX(landed);
-        RowTerms(0, len, false, 0);
-        RowGrads(0, len, rstd[r], coef[r], acc);
+        if (r + 1 < rows) CopyIn(row + r + 1, 1, col, len, true);
+        Open(landed, true);
+        DgammaTerms(1, 0, len, &rstd[r]);
+        DxTerms(1, 0, len, &rstd[r], &coef[r]);
         FinishDx(row + r, 1, col, len, landed);
       }
       StorePartial(col, len);
@@ -267,7 +292,9 @@ class KernelRmsNormGrad {
   GlobalTensor<G> gammaGm_;
   TQue<QuePosition::VECIN, NORM_GRAD_BUFFER_NUM> inDy_, inX_, inDxOut_;
   TQue<QuePosition::VECOUT, NORM_GRAD_BUFFER_NUM> outDx_;
-  TBuf<TPosition::VECCALC> dyfBuf_, xfBuf_, dgBuf_, workBuf_, sumBuf_, tmpBuf_, gammaRawBuf_, gammaBuf_, accBuf_;
+  TBuf<TPosition::VECCALC> dyfBuf_, xfBuf_, workBuf_, sumBuf_, tmpBuf_, gammaRawBuf_, gammaBuf_, accBuf_;
+  LocalTensor<T> dyIn_, xIn_, dxOut_;  // the tile being computed: its landed inputs and its dx buffer
+  LocalTensor<float> dy_, x_, work_;   // ... and its fp32 operands (see Open)
 };
 
 // dgamma = sum over the blockDim partial rows, in block order (deterministic), rounded once to G.

@@ -53,10 +53,21 @@ int main() {
   NormTiling l = TileNorm({8192, 4096, f32, f32, false, false, 1e-6f}, b3);
   EXPECT(l.tilingKey == NORM_SINGLE_PASS && l.blockDim == 40 && l.data.tileRows == 2);
   EXPECT(l.data.rowsPerBlock == 204 && l.data.rowsRemainder == 32);
-  // Backward at hidden 4096 fp32: only a single-buffered whole row fits, which beats splitting it.
+  // Backward fp32 computes on dy and x where they landed and keeps its scratch in dx's output buffer (no
+  // fp32 work buffer): a 4096 row double-buffered, 2048 rows three to a tile; an 8192 row single-buffered
+  // whole, which beats splitting it (a split row reads dy and x twice).
   NormTiling lb = TileNorm({8192, 4096, f32, f32, false, true, 1e-6f}, b3);
-  EXPECT(lb.tilingKey == NORM_SINGLE_PASS && lb.data.bufferNum == 1 && lb.data.tileRows == 1);
+  EXPECT(lb.tilingKey == NORM_SINGLE_PASS && lb.data.bufferNum == 2 && lb.data.tileRows == 1);
   EXPECT(l.data.bufferNum == 2);
+  EXPECT(TileNorm({8192, 2048, f32, f32, false, true, 1e-6f}, b3).data.tileRows == 3);
+  NormTiling wb = TileNorm({2048, 8192, f32, f32, false, true, 1e-6f}, b3);
+  EXPECT(wb.tilingKey == NORM_SINGLE_PASS && wb.data.bufferNum == 1 && wb.data.tileRows == 1);
+  // ... exactly the queues and the row-sized gamma, dgamma and scratch buffers; fp16/bf16 add dyf, xf, work.
+  const NormProblem f32b{1, 4096, f32, f32, false, true, 1e-6f}, bf16b{1, 4096, bf16, bf16, false, true, 1e-6f};
+  const uint32_t rowExtras = 32 + NormReduceTmpElems(4096) * 4 + 4096 * 4 * 2;  // sums, scratch, gamma, dgamma
+  EXPECT(NormSinglePassBytes(f32b, 1, 2) == 2 * 3 * 4096 * 4 + 32 + rowExtras);
+  EXPECT(NormSinglePassBytes(bf16b, 1, 2) == 2 * 3 * 4096 * 2 + 3 * 4096 * 4 + 4096 * 2 + rowExtras);
+  EXPECT(TileNorm({8192, 2048, bf16, bf16, false, true, 1e-6f}, b3).data.tileRows == 3);
   // Rows longer than UB: split-row, two or more chunks.
   for (uint32_t hidden : {16384u, 32768u}) {
     NormTiling s = TileNorm({4, hidden, f32, f32, false, false, 1e-6f}, b2);
