@@ -222,7 +222,8 @@ def test_rms_norm_backward_split_row_pairs(pair):
 @pytest.mark.parametrize("add", (False, True), ids=("rms_norm_grad", "add_rms_norm_grad"))
 def test_backward_8192_fp32(add):
     """fp32 hidden 8192: rms_norm_grad computes on dy and x where they landed, so a whole row fits in UB
-    single-buffered (single-pass tiling); add_rms_norm_grad's fourth queue leaves it split-row."""
+    single-buffered (single-pass tiling); add_rms_norm_grad fits too with dx_out loaded into x's buffer
+    after x's last read (tiling dxOutLate)."""
     check_backward(make((5, 8192), torch.float32), make((8192,), torch.float32), f"add={add} [5, 8192]", add=add)
 
 

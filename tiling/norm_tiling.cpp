@@ -34,10 +34,11 @@ uint32_t Fp32WorkSplitRow(const NormProblem& p) { return p.backward ? 4 : Fp32Wo
 
 }  // namespace
 
-uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBufferNum) {
+uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBufferNum, bool dxOutLate) {
   const uint32_t pitch = RowPitch(p.hidden, p.xDtype);
   const uint32_t elems = rows * pitch;
-  uint32_t bytes = kBufferNum * AlignUp(elems * ElementBytes(p.xDtype), 32) * QueuesOfT(p);
+  const uint32_t queues = QueuesOfT(p) - (dxOutLate && p.backward && p.add ? 1 : 0);
+  uint32_t bytes = kBufferNum * AlignUp(elems * ElementBytes(p.xDtype), 32) * queues;
   bytes += Fp32WorkSinglePass(p) * elems * 4;
   bytes += AlignUp(rows * 8 * 4, 32);                                     // per-row sums, 32 B apart
   if (!p.backward) bytes += kBufferNum * AlignUp(rows * 4, 32);           // rstd out
@@ -84,14 +85,17 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   const int64_t mostRows = d.rowsPerBlock + (d.rowsRemainder ? 1 : 0);
 
   uint32_t fit = 0;
-  // Whole rows double-buffered; else whole rows single-buffered; else the split-row mode.
+  // Whole rows double-buffered; else whole rows single-buffered; else (add_rms_norm_grad) single-buffered
+  // with dx_out loaded late into x's buffer; else the split-row mode.
   d.bufferNum = NormSinglePassBytes(p, 1, 2) <= budget ? 2 : 1;
-  if (NormSinglePassBytes(p, 1, d.bufferNum) <= budget) {
+  const bool late = p.backward && p.add && NormSinglePassBytes(p, 1, 1) > budget && NormSinglePassBytes(p, 1, 1, true) <= budget;
+  d.dxOutLate = late ? 1 : 0;
+  if (NormSinglePassBytes(p, 1, d.bufferNum, late) <= budget) {
     // the largest tile that fits, found by bisection (the byte count grows with the rows)
     uint32_t lo = 1, hi = kNormMaxTileRows;
     while (lo < hi) {
       const uint32_t mid = (lo + hi + 1) / 2;
-      if (NormSinglePassBytes(p, mid, d.bufferNum) <= budget) lo = mid; else hi = mid - 1;
+      if (NormSinglePassBytes(p, mid, d.bufferNum, late) <= budget) lo = mid; else hi = mid - 1;
     }
     fit = lo;
   } else {

@@ -33,8 +33,9 @@ inline uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 // Floats of ReduceSum's scratch for `count` inputs: one per 64-float repeat, in whole blocks, plus a block.
 inline uint32_t NormReduceTmpElems(uint32_t count) { return AlignUp((count + 63) / 64, 8) + 8; }
 
-// UB bytes the row kernel uses with tiles of `tileRows` full rows (single-pass).
-uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t tileRows, uint32_t bufferNum = 2);
+// UB bytes the row kernel uses with tiles of `tileRows` full rows (single-pass); `dxOutLate`: backward add
+// without dx_out's queue (NormTilingData::dxOutLate).
+uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t tileRows, uint32_t bufferNum = 2, bool dxOutLate = false);
 // UB bytes the row kernel uses with one row in chunks of `chunk` columns (split-row).
 uint32_t NormSplitRowBytes(const NormProblem& p, uint32_t chunk);
 // UB bytes of the dgamma reduction kernel with `chunk` columns per task.

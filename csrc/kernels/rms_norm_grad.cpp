@@ -44,7 +44,7 @@ class KernelRmsNormGrad {
     pipe->InitBuffer(outDx_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     if constexpr (ADD) {
       dxOutGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dxOut), total);
-      pipe->InitBuffer(inDxOut_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+      if (!t_.dxOutLate) pipe->InitBuffer(inDxOut_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
     }
     if constexpr (!IsFloat()) {  // the tiling counts these three only for fp16/bf16
       pipe->InitBuffer(dyfBuf_, elems * sizeof(float));
@@ -107,12 +107,24 @@ class KernelRmsNormGrad {
     DataCopyPad(x, xGm_[at], params, DataCopyPadExtParams<T>());
     inX_.EnQue(x);
     if constexpr (ADD) {
-      if (withDxOut) {
+      if (withDxOut && !t_.dxOutLate) {
         LocalTensor<T> d = inDxOut_.AllocTensor<T>();
         DataCopyPad(d, dxOutGm_[at], params, DataCopyPadExtParams<T>());
         inDxOut_.EnQue(d);
       }
     }
+  }
+
+  // dx_out of the tile: from its queue, or (dxOutLate: single-buffered, no dx_out queue) loaded now into
+  // x's queue buffer, which x has left (Open / CloseInputs freed it).
+  __aicore__ inline LocalTensor<T> TakeDxOut(int64_t row, uint32_t rows, uint32_t col, uint32_t len) {
+    if (!t_.dxOutLate) return inDxOut_.DeQue<T>();
+    LocalTensor<T> d = inX_.AllocTensor<T>();
+    DataCopyPad(d, dxOutGm_[static_cast<uint64_t>(row) * t_.hidden + col],
+                DataCopyExtParams(static_cast<uint16_t>(rows), len * sizeof(T), (t_.hidden - len) * sizeof(T), 0, 0),
+                DataCopyPadExtParams<T>());
+    inX_.EnQue(d);
+    return inX_.DeQue<T>();
   }
 
   // 1. The landed dy and x as fp32 operands dy_, x_ (fp32: the input buffers themselves; else widened
@@ -184,7 +196,7 @@ class KernelRmsNormGrad {
   // 5. for add_rms_norm_grad dx += dx_out in fp32; dx to T (one rounding) and out.
   __aicore__ inline void FinishDx(int64_t row, uint32_t rows, uint32_t col, uint32_t len, int32_t n) {
     if constexpr (ADD) {
-      LocalTensor<T> d = inDxOut_.DeQue<T>();
+      LocalTensor<T> d = TakeDxOut(row, rows, col, len);
       PipeBarrier<PIPE_V>();
       if constexpr (IsFloat()) {
         Add(work_, work_, d.template ReinterpretCast<float>(), n);
@@ -193,7 +205,7 @@ class KernelRmsNormGrad {
         PipeBarrier<PIPE_V>();
         Add(work_, work_, dy_, n);
       }
-      inDxOut_.FreeTensor(d);
+      (t_.dxOutLate ? inX_ : inDxOut_).FreeTensor(d);
     }
     if constexpr (!IsFloat()) {
       PipeBarrier<PIPE_V>();

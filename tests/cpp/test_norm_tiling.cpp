@@ -16,12 +16,14 @@ static void CheckInvariants(const NormProblem& p, const NormTiling& t, const Pla
   EXPECT(d.rowsRemainder < t.blockDim);
   if (t.tilingKey == NORM_SINGLE_PASS) {
     EXPECT(d.tileRows >= 1 && d.tileRows <= kNormMaxTileRows);
-    EXPECT(NormSinglePassBytes(p, d.tileRows, d.bufferNum) <= plat.UbBudget());
+    EXPECT(NormSinglePassBytes(p, d.tileRows, d.bufferNum, d.dxOutLate) <= plat.UbBudget());
     EXPECT(d.bufferNum == 2 || NormSinglePassBytes(p, 1, 2) > plat.UbBudget());  // single-buffered only when needed
+    // dx_out loaded late only for add backward, single-buffered, when its own queue does not fit
+    EXPECT(!d.dxOutLate || (p.add && p.backward && d.bufferNum == 1 && NormSinglePassBytes(p, 1, 1) > plat.UbBudget()));
     EXPECT(d.chunkCount == 1 && d.chunk == d.rowPitch);
   } else {
     EXPECT(d.tileRows == 1 && d.chunk % 16 == 0 && d.chunk > 0);
-    EXPECT(NormSplitRowBytes(p, d.chunk) <= plat.UbBudget());
+    EXPECT(NormSplitRowBytes(p, d.chunk) <= plat.UbBudget() && d.dxOutLate == 0);
     EXPECT(uint64_t(d.chunk) * d.chunkCount >= d.hidden && uint64_t(d.chunk) * (d.chunkCount - 1) < d.hidden);
   }
   if (p.backward) {
@@ -61,7 +63,14 @@ int main() {
   EXPECT(l.data.bufferNum == 2);
   EXPECT(TileNorm({8192, 2048, f32, f32, false, true, 1e-6f}, b3).data.tileRows == 3);
   NormTiling wb = TileNorm({2048, 8192, f32, f32, false, true, 1e-6f}, b3);
-  EXPECT(wb.tilingKey == NORM_SINGLE_PASS && wb.data.bufferNum == 1 && wb.data.tileRows == 1);
+  EXPECT(wb.tilingKey == NORM_SINGLE_PASS && wb.data.bufferNum == 1 && wb.data.tileRows == 1 && !wb.data.dxOutLate);
+  // add_rms_norm_grad's fourth (dx_out) queue does not fit beside an 8192 row: dx_out is loaded into x's buffer
+  // after x's last read instead, rather than reading dy and x twice in the split-row mode; 4096 keeps its queue.
+  NormTiling wa = TileNorm({2048, 8192, f32, f32, true, true, 1e-6f}, b3);
+  EXPECT(wa.tilingKey == NORM_SINGLE_PASS && wa.data.bufferNum == 1 && wa.data.dxOutLate == 1);
+  NormTiling la = TileNorm({8192, 4096, f32, f32, true, true, 1e-6f}, b3);
+  EXPECT(la.tilingKey == NORM_SINGLE_PASS && la.data.bufferNum == 2 && la.data.dxOutLate == 0);
+  EXPECT(TileNorm({4, 16384, f32, f32, true, true, 1e-6f}, b3).tilingKey == NORM_SPLIT_ROW);
   // ... exactly the queues and the row-sized gamma, dgamma and scratch buffers; fp16/bf16 add dyf, xf, work.
   const NormProblem f32b{1, 4096, f32, f32, false, true, 1e-6f}, bf16b{1, 4096, bf16, bf16, false, true, 1e-6f};
   const uint32_t rowExtras = 32 + NormReduceTmpElems(4096) * 4 + 4096 * 4 * 2;  // sums, scratch, gamma, dgamma
