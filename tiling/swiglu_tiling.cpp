@@ -18,8 +18,8 @@ uint32_t SwigluBytesPerElem(DType dtype, bool backward) {
     return queued + fp32Work;
   }
   const uint32_t queued = 5 * 2 * eb;  // dy, A, B, dA, dB; two buffers each
-  // sigmoid and the ones it is divided out of, plus (fp16/bf16) fp32 dy, A, B, dA, dB
-  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 2 : 7) * 4;
+  // sigmoid and the ones it is divided out of, plus (fp16/bf16) fp32 dy, A, B (then dA), dB
+  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 2 : 6) * 4;
   return queued + fp32Work;
 }
 

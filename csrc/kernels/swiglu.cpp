@@ -177,11 +177,10 @@ class KernelSwigluGrad {
     pipe->InitBuffer(outDb_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
     pipe->InitBuffer(sigmoidBuf_, tileElems * sizeof(float));
     pipe->InitBuffer(onesBuf_, tileElems * sizeof(float));
-    if constexpr (sizeof(T) != sizeof(float)) {
+    if constexpr (sizeof(T) != sizeof(float)) {  // fp32 dA goes into B's widened buffer (Compute)
       pipe->InitBuffer(dyFloatBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(aFloatBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(bFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(daFloatBuf_, tileElems * sizeof(float));
       pipe->InitBuffer(dbFloatBuf_, tileElems * sizeof(float));
     }
     Duplicate(onesBuf_.Get<float>(), 1.0f, static_cast<int32_t>(tileElems));  // 1 / (1 + e) and 1 - s
@@ -223,20 +222,22 @@ class KernelSwigluGrad {
     LocalTensor<float> dyf = SwigluWiden(dy, dyFloatBuf_, n);
     LocalTensor<float> af = SwigluWiden(a, aFloatBuf_, n);
     LocalTensor<float> bf = SwigluWiden(b, bFloatBuf_, n);
-    LocalTensor<float> daf = SwigluResult(da, daFloatBuf_);
     LocalTensor<float> dbf = SwigluResult(db, dbFloatBuf_);
+    // fp32 dA: da's tile; fp16/bf16: B's widened buffer, free once silu'(a) * b is taken (step 4)
+    LocalTensor<float> daf = sizeof(T) == sizeof(float) ? da.template ReinterpretCast<float>() : bf;
+    LocalTensor<float> e = sizeof(T) == sizeof(float) ? daf : dbf;  // 1 + exp(-a): dbf is free until step 3
     LocalTensor<float> s = sigmoidBuf_.Get<float>();
     LocalTensor<float> ones = onesBuf_.Get<float>();
     PipeBarrier<PIPE_V>();
-    // 1. daf = 1 + exp(-a)
-    Muls(daf, af, -1.0f, n);
+    // 1. e = 1 + exp(-a)
+    Muls(e, af, -1.0f, n);
     PipeBarrier<PIPE_V>();
-    Exp(daf, daf, n);
+    Exp(e, e, n);
     PipeBarrier<PIPE_V>();
-    Adds(daf, daf, 1.0f, n);
+    Adds(e, e, 1.0f, n);
     PipeBarrier<PIPE_V>();
     // 2. s = sigmoid(a) = 1 / (1 + exp(-a))
-    Div(s, ones, daf, n);
+    Div(s, ones, e, n);
     PipeBarrier<PIPE_V>();
     // 3. dbf = t = 1 + a * (1 - s), so that silu'(a) = s * t
     Sub(dbf, ones, s, n);
@@ -292,7 +293,7 @@ class KernelSwigluGrad {
   GlobalTensor<T> dyGm_, xGm_, dxGm_;
   TQue<QuePosition::VECIN, SWIGLU_BUFFER_NUM> inDy_, inA_, inB_;
   TQue<QuePosition::VECOUT, SWIGLU_BUFFER_NUM> outDa_, outDb_;
-  TBuf<TPosition::VECCALC> sigmoidBuf_, onesBuf_, dyFloatBuf_, aFloatBuf_, bFloatBuf_, daFloatBuf_, dbFloatBuf_;
+  TBuf<TPosition::VECCALC> sigmoidBuf_, onesBuf_, dyFloatBuf_, aFloatBuf_, bFloatBuf_, dbFloatBuf_;
 };
 
 template <typename T>
