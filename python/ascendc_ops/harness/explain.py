@@ -25,6 +25,8 @@ def explain_row(row: dict) -> dict:
                     for api, pipe, share in top_apis(info, TOP))
     if unrecorded(info):
         top += f" ({unrecorded(info)})"
+    if info["faults"]:
+        top += f" ({info['faults']} page faults in the profiled call)"
     return {"explain_top": top, "explain_v_bytes": v_passes(info), "explain_copy_pct": copy_share(info),
             "explain_note": ""}
 
