@@ -4,6 +4,7 @@ meets its targets gets no line. Rows are built here, not timed, so which rows mi
 import csv
 import re
 
+from ascendc_ops import __main__ as cli
 from ascendc_ops.harness import bench, explain
 from ascendc_ops.harness.host_profile import READING
 
@@ -67,3 +68,11 @@ def test_no_explain_profiles_nothing(monkeypatch):
     assert rows[0]["explain_note"] == explain.SKIPPED and rows[1]["explain_note"] == ""
     assert explain.markdown(rows) == f"1 row(s) miss a target; {explain.SKIPPED}."
     assert explain.markdown(rows[1:]).startswith("Every row meets its targets")
+
+
+def test_cli_explains_by_default_and_no_explain_turns_it_off(monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench, "run", seen.append)
+    for extra in ([], ["--no-explain"]):
+        assert cli.main(["bench", "--op", "rotary_mul", "--shape", "1,1,2,8", *extra]) == 0
+    assert [cfg.explain for cfg in seen] == [True, False]

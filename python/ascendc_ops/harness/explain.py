@@ -22,7 +22,7 @@ def explain_row(row: dict) -> dict:
     shape = tuple(int(d) for d in row["shape"].split("x"))
     info = host_profile(row["op"], shape, row["dtype"], row["pass"], reps=0)
     top = ", ".join(f"{api} ({pipe}) {share:.0f}%" if share >= 0.5 else f"{api} ({pipe}) <1%"
-                    for api, pipe, share in top_apis(info, TOP))
+                    for api, pipe, share in top_apis(info, TOP)) or "no instruction recorded"
     if unrecorded(info):
         top += f" ({unrecorded(info)})"
     if info["faults"]:
