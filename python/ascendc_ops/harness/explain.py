@@ -16,7 +16,7 @@ def missed(row: dict) -> list[str]:
 
 
 def explain_row(row: dict) -> dict:
-    """The explain fields of one row, from one profiled call after one warm-up call."""
+    """The explain fields of one row, from one profiled call after a warm-up call (host_profile)."""
     from .host_profile import copy_share, host_profile, top_apis, unrecorded, v_passes
 
     shape = tuple(int(d) for d in row["shape"].split("x"))
