@@ -91,7 +91,7 @@ def _bench(args) -> int:
                        presets=tuple(dict.fromkeys(args.preset or ())), seq=args.seq or 0,
                        dtypes=tuple(dict.fromkeys(args.dtype)), passes=tuple(dict.fromkeys(args.mode)),
                        threads=args.threads or 0, tune_malloc=not args.keep_malloc, compile=not args.no_compile,
-                       csv=args.csv, plot=args.plot, progress=not args.no_progress)
+                       csv=args.csv, plot=args.plot, progress=not args.no_progress, explain=not args.no_explain)
     if args.quick:
         cfg.target_s, cfg.min_reps, cfg.warmup = 0.1, 5, 1
     try:
@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--plot", type=_out_path, metavar="OUT.png", help="draw speedups and %% of copy bandwidth")
     b.add_argument("--quick", action="store_true", help="fewer repeats (~0.1 s per provider, >= 5)")
     b.add_argument("--no-compile", action="store_true", help="skip the torch.compile provider (saves compile time)")
+    b.add_argument("--no-explain", action="store_true",
+                   help="skip the table explaining each missed row (one host profile per such row: "
+                        "its top APIs, vector passes and copy share)")
     b.add_argument("--threads", type=_positive_int, help="torch threads (default: all cores)")
     b.add_argument("--keep-malloc", action="store_true",
                    help="leave glibc malloc's defaults (shows the page-fault trap on large outputs)")

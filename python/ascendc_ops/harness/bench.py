@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import explain
 from .environment import contention, cpu_busy, environment, progress
 from .families import BENCH_OPS as OPS
 
@@ -76,6 +77,7 @@ class Config:
     csv: str | None = None
     plot: str | None = None
     progress: bool = True
+    explain: bool = True  # profile each row that misses a target (harness/explain.py)
 
 
 def cases(cfg: Config) -> list[tuple]:
@@ -292,7 +294,7 @@ ROW_FIELDS = (("op", "shape", "dtype", "pass", "preset", "bytes")
               + tuple(f"{k}_{s}" for k in PROVIDERS for s in STATS)
               + tuple(f"{k}_peak_mb" for k in PROVIDERS[:3])
               + ("ours_gbs", "copy_gbs", "pct_copy", "vs_torch", "vs_compile", "t_step", "t_compile", "t_copy",
-                 "mismatch", "est_us_910b", "roofline_pct_910b"))
+                 "mismatch", "est_us_910b", "roofline_pct_910b") + explain.FIELDS)
 CSV_FIELDS = ENV_FIELDS + ROW_FIELDS
 
 
@@ -337,6 +339,9 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
         progress(len(todo), len(todo), "done")
     elapsed = time.perf_counter() - start
     load = contention(busy0, cpu_busy(), elapsed)
+    t0 = time.perf_counter()
+    profiled = explain.explain(rows, cfg.explain, progress if cfg.progress else None)
+    explain_s = time.perf_counter() - t0
 
     print(f"Environment: CPU {env['cpu']}, {env['cores']} cores, torch threads {env['threads']} "
           f"(the CPU twin uses the same count), torch {env['torch']}, allocator {env['allocator']}, "
@@ -354,6 +359,8 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
           file=out)
     print("", file=out)
     print(markdown(rows), file=out)
+    print("\nWhere the time goes in each row that misses a target (`--no-explain` skips it):\n", file=out)
+    print(explain.markdown(rows), file=out)
     notes = [f"- {r['op']} {r['shape']} {r['dtype']} {r['pass']}: ours differs from {r['mismatch']}"
              for r in rows if r["mismatch"]]
     provs = [k for k in PROVIDERS if rows[0][f"{k}_faults"] is not None]
@@ -361,7 +368,8 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
     wk = max(provs, key=lambda k: worst[f"{k}_faults"])
     notes.append(f"- minor page faults per timed call (after warming up until a pass has none): at most "
                  f"{worst[wk + '_faults']:.0f} ({wk}, {worst['op']} {worst['shape']} {worst['dtype']} {worst['pass']})")
-    notes.append(f"- run took {elapsed:.0f} s; during it {load} (high values make the numbers unreliable)")
+    notes.append(f"- run took {elapsed:.0f} s; during it {load} (high values make the numbers unreliable); "
+                 f"explaining took {explain_s:.1f} s more ({profiled} rows profiled)")
     print("\n" + "\n".join(notes), file=out)
     if cfg.csv:
         write_csv(cfg.csv, env, rows)
