@@ -212,8 +212,8 @@ class Checker:
         bad = mutate("kernel_unknown_api", kernels / "swiglu.cpp", "SwiGLU<float, false>(", "SwiGLUx<float, false>(",
                      "kernels")
         controls.append(("kernel calling a non-existent Ascend C API (SwiGLUx)", self.command(bad), "SwiGLUx"))
-        bad = mutate("kernel_wrong_args", kernels / "rope.cpp", "Gather(acc, xf, offsets, 0, static_cast<uint32_t>(n));",
-                     "Gather(acc, xf, offsets, static_cast<uint32_t>(n));", "kernels")
+        bad = mutate("kernel_wrong_args", kernels / "rope.cpp", "Gather(dst, src, offsetBuf_.Get<uint32_t>(), 0, rows * t_.rowPitch);",
+                     "Gather(dst, src, offsetBuf_.Get<uint32_t>(), rows * t_.rowPitch);", "kernels")
         controls.append(("kernel calling Gather with a missing argument", self.command(bad), "Gather"))
         bad = mutate("op_package_tiling", kernels / "op_package" / "swiglu.cpp", "op.Init(x, y, tilingData, &pipe);",
                      "op.Init(x, y, tiling, &pipe);", "op_package")
