@@ -1,5 +1,10 @@
-"""Convergence: 20 optimizer steps with and without the kernels from the same seed give the same loss
-curve and the same final weights (tiny random configs, random token ids, nothing downloaded)."""
+"""Convergence over 20 AdamW steps with and without the kernels (tiny random configs, nothing downloaded).
+
+Free-running curves are chaotic at rounding level (Adam divides each gradient by its own size, so a ~0
+gradient entry steps +-lr on noise), so two checks: lockstep -- at each step of eager's training the
+kernels' model takes eager's weights and must give its loss and gradients, at the single-step parity
+bounds -- and free-running -- both learn and their curves agree to 1% of the loss eager has shed.
+"""
 from __future__ import annotations
 
 import pytest
@@ -7,21 +12,24 @@ import torch
 
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
-from test_patching import VOCAB, tiny  # noqa: E402
+from test_patching import VOCAB, fwd_bwd, max_rel, tiny  # noqa: E402
 
 STEPS = 20
+FP32_T = 2.0 ** -13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
+CASES = [("llama", torch.float32), ("qwen3", torch.float32), ("llama", torch.bfloat16)]
+
+
+def batches(seed=0):
+    """A learnable stream: a fixed small set of sequences, so the loss falls well within 20 steps."""
+    return torch.randint(0, VOCAB, (4, 2, 16), generator=torch.Generator().manual_seed(seed + 1))
 
 
 def train(model_type, dtype, kernels, seed=0):
     model = tiny(model_type, dtype, seed=seed)
     if kernels:
         assert K.apply_default_kernels(model).applied == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
-    model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    g = torch.Generator().manual_seed(seed + 1)
-    # a learnable stream: a fixed small set of sequences, so the loss falls well within 20 steps
-    data = torch.randint(0, VOCAB, (4, 2, 16), generator=g)
-    losses = []
+    data, losses = batches(seed), []
     for step in range(STEPS):
         x = data[step % len(data)]
         loss = model(x, labels=x).loss
@@ -29,25 +37,42 @@ def train(model_type, dtype, kernels, seed=0):
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return torch.tensor(losses), {n: p.detach().float().clone() for n, p in model.named_parameters()}
+    return torch.tensor(losses)
 
 
-@pytest.mark.parametrize("model_type,dtype", [("llama", torch.float32), ("qwen3", torch.float32),
-                                              ("llama", torch.bfloat16)])
-def test_twenty_steps_match(model_type, dtype):
-    ref_losses, ref_w = train(model_type, dtype, kernels=False)
-    losses, w = train(model_type, dtype, kernels=True)
-    assert ref_losses[-1] < ref_losses[0] - 0.5, ref_losses  # it does learn
-    if dtype == torch.float32:
-        torch.testing.assert_close(losses, ref_losses, atol=1e-4, rtol=0)
-        # Adam divides by sqrt(v): an entry whose gradient is ~0 can take a different (lr-sized) step on
-        # 1e-7 noise, so bound the worst element loosely and the whole tensor tightly.
-        for n in ref_w:
-            diff = w[n] - ref_w[n]
-            assert diff.abs().max().item() <= 1e-3, n
-            assert (diff.norm() / ref_w[n].norm()).item() <= 1e-3, n
-    else:  # bf16: rounding differences compound through Adam; the curves must still agree closely
-        assert (losses - ref_losses).abs().max().item() <= 5e-2, (losses, ref_losses)
-        for n in ref_w:
-            diff = (w[n] - ref_w[n]).abs().max().item()
-            assert diff <= 2e-2 + 2e-2 * ref_w[n].abs().max().item(), (n, diff)
+def assert_step_parity(got, want, dtype):
+    (logits, loss, grads), (ref_logits, ref_loss, ref_grads) = got, want
+    if dtype == torch.float32:  # test_patching's fp32 parity bounds
+        assert (logits - ref_logits).abs().max().item() <= 1e-5 and abs(loss - ref_loss).item() <= 1e-5
+        for n in ref_grads:
+            torch.testing.assert_close(grads[n], ref_grads[n], atol=1e-5, rtol=1e-4, msg=n)
+    else:  # test_patching's bf16 parity bounds (Liger-Kernel's)
+        assert abs(loss - ref_loss).item() <= 1e-2 and max_rel(logits, ref_logits) <= 3e-2
+        for n in ref_grads:
+            assert max_rel(grads[n], ref_grads[n]) <= 6e-2, n
+
+
+@pytest.mark.parametrize("model_type,dtype", CASES)
+def test_twenty_steps_lockstep(model_type, dtype):
+    ref, ours = tiny(model_type, dtype), tiny(model_type, dtype)
+    K.apply_default_kernels(ours)
+    opt = torch.optim.AdamW(ref.parameters(), lr=3e-3, weight_decay=0.01)
+    data, losses = batches(), []
+    for step in range(STEPS):
+        x = data[step % len(data)]
+        ours.load_state_dict(ref.state_dict())
+        got, want = fwd_bwd(ours, x), fwd_bwd(ref, x)
+        assert_step_parity(got, want, dtype)
+        losses.append(want[1].item())
+        opt.step()
+    assert losses[-1] < losses[0] - 0.5, losses  # the trajectory compared is a real training
+
+
+@pytest.mark.parametrize("model_type,dtype", CASES)
+def test_twenty_steps_learn_as_eager(model_type, dtype):
+    ref_losses = train(model_type, dtype, kernels=False)
+    losses = train(model_type, dtype, kernels=True)
+    assert ref_losses[-1] < ref_losses[0] - 0.5 and losses[-1] < losses[0] - 0.5, (ref_losses, losses)
+    shed = (ref_losses[0] - ref_losses).clamp_min(0)
+    floor = FP32_T if dtype == torch.float32 else 2.0 ** -7  # the dtype's relative threshold (same standards)
+    assert ((losses - ref_losses).abs() <= 0.01 * shed + floor * ref_losses.abs()).all(), losses - ref_losses

@@ -256,15 +256,57 @@ def test_torch_compile_fullgraph_train_step():
     torch._dynamo.reset()
 
 
-def _train(model_type, kernels, steps=20, seed=0):
+class RouterLog:
+    """Every router's logits per forward (HF 5's gate returns (logits, scores, indices); older ones logits)."""
+
+    def __init__(self, model):
+        self.calls = []
+        self.hooks = [m.register_forward_hook(self._record) for n, m in model.named_modules() if n.endswith("mlp.gate")]
+        assert self.hooks, "no router found"
+
+    def _record(self, module, args, out):
+        self.calls.append((out[0] if isinstance(out, tuple) else out).detach().float().clone())
+
+    def take(self):
+        calls, self.calls = self.calls, []
+        return calls
+
+
+def chosen(logits, k):
+    """The experts each token is routed to (softmax is monotonic: the top-k of the logits), as a sorted set."""
+    return logits.topk(k, dim=-1).indices.sort(dim=-1).values
+
+
+def routing_differs(ref, got, k):
+    return any(not torch.equal(chosen(x, k), chosen(y, k)) for x, y in zip(ref, got, strict=True))
+
+
+FP32_T = 2.0 ** -13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
+STEPS = 20
+
+
+def assert_near_tie(ref, got, k):
+    """A routing change is allowed only where rounding explains it: every token routed differently had its k-th
+    and (k+1)-th reference logits within twice the two runs' difference for that token, and those differences
+    are rounding-sized (fp32 threshold relative to the token's largest logit)."""
+    for x, y in zip(ref, got, strict=True):
+        delta = (x - y).abs().amax(-1)
+        assert (delta <= FP32_T * x.abs().amax(-1).clamp_min(1.0)).all(), delta.max()
+        flipped = (chosen(x, k) != chosen(y, k)).any(-1)
+        top = x.topk(k + 1, dim=-1).values
+        gap = (top[:, k - 1] - top[:, k])[flipped]
+        assert (gap <= 2 * delta[flipped]).all(), (gap, delta[flipped])
+
+
+def _train(model_type, kernels, steps=STEPS, seed=0):
+    """A free-running AdamW training: per step the loss and the routers' logits."""
     model = tiny_moe(model_type, seed=seed)
     if kernels:
         assert "fused_moe" in K.apply_default_kernels(model).applied
-    # lr 1e-3: at 3e-3 routing decisions flip along the way and even HF's own grouped_mm vs eager experts
-    # drift apart by 2e-4 in loss within 20 steps; at 1e-3 the loss still falls by > 1 and curves are comparable
+    log = RouterLog(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     data = torch.randint(0, VOCAB, (4, 2, SEQ), generator=torch.Generator().manual_seed(seed + 1))
-    losses = []
+    losses, routers = [], []
     for step in range(steps):
         x = data[step % len(data)]
         loss = model(x, labels=x).loss
@@ -272,16 +314,49 @@ def _train(model_type, kernels, steps=20, seed=0):
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    return torch.tensor(losses), {n: p.detach().clone() for n, p in model.named_parameters()}
+        routers.append(log.take())
+    return torch.tensor(losses), routers
 
 
 @pytest.mark.parametrize("model_type", ["qwen3_moe", "mixtral"])
-def test_twenty_steps_match_eager(model_type):
-    ref_losses, ref_w = _train(model_type, kernels=False)
-    losses, w = _train(model_type, kernels=True)
-    assert ref_losses[-1] < ref_losses[0] - 0.5, ref_losses  # it does learn
-    torch.testing.assert_close(losses, ref_losses, atol=1e-4, rtol=0)
-    for n in ref_w:  # Adam can step a ~0-gradient entry differently on 1e-7 noise: bound max loosely, norm tightly
-        diff = w[n] - ref_w[n]
-        assert diff.abs().max().item() <= 1e-3, n
-        assert (diff.norm() / ref_w[n].norm()).item() <= 1e-3, n
+def test_twenty_steps_learn_as_eager(model_type):
+    """Free-running AdamW curves are chaotic at rounding level: Adam divides each gradient by its own size, so an
+    entry whose gradient is ~1e-9 takes an lr-sized step of either sign on 1e-10 noise (measured: one v_proj
+    entry 2.4e-4 apart after step 0, loss 4e-4 apart by step 9 on a Zen 4, HF's grouped_mm experts 1e-5), and
+    a routing tie can flip later. So the free-running run is compared only as far as chaos allows: both learn,
+    they route identically up to the first near-tie, and the curves agree to 1% of the loss eager has shed.
+    The tight per-step check is test_twenty_steps_lockstep_with_eager."""
+    ref_losses, ref_routers = _train(model_type, kernels=False)
+    losses, routers = _train(model_type, kernels=True)
+    k = tiny_moe(model_type).config.num_experts_per_tok
+    assert ref_losses[-1] < ref_losses[0] - 0.5 and losses[-1] < losses[0] - 0.5, (ref_losses, losses)
+    same = next((s for s in range(STEPS) if routing_differs(ref_routers[s], routers[s], k)), STEPS)
+    assert same >= 1, "the first step already routes differently"
+    if same < STEPS:
+        assert_near_tie(ref_routers[same], routers[same], k)
+    shed = (ref_losses[0] - ref_losses).clamp_min(0)
+    assert ((losses - ref_losses).abs() <= 0.01 * shed + FP32_T * ref_losses.abs()).all(), (losses - ref_losses)
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_moe", "mixtral"])
+def test_twenty_steps_lockstep_with_eager(model_type):
+    """All 20 steps compared without the chaos: at each step of eager's training the kernels' model takes eager's
+    weights and must give its logits, loss and every gradient (a step may differ only by a near-tie routing)."""
+    ref, ours = tiny_moe(model_type), tiny_moe(model_type)
+    K.apply_default_kernels(ours)
+    ref_log, our_log, k = RouterLog(ref), RouterLog(ours), ref.config.num_experts_per_tok
+    opt = torch.optim.AdamW(ref.parameters(), lr=1e-3, weight_decay=0.01)
+    data = torch.randint(0, VOCAB, (4, 2, SEQ), generator=torch.Generator().manual_seed(1))
+    compared = 0
+    for step in range(STEPS):
+        x = data[step % len(data)]
+        ours.load_state_dict(ref.state_dict())
+        got, want = fwd_bwd(ours, x), fwd_bwd(ref, x)
+        a, b = ref_log.take(), our_log.take()
+        if routing_differs(a, b, k):
+            assert_near_tie(a, b, k)
+        else:
+            assert_parity(got, want)
+            compared += 1
+        opt.step()
+    assert compared >= STEPS - 2, compared  # near-ties are rare: most steps must be compared
