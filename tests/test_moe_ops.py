@@ -8,7 +8,10 @@ tiling/twin unit tests (tests/cpp/test_moe_tiling.cpp).
 """
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -331,6 +334,31 @@ def test_empty_tensors():
     assert out.shape == (0, 4)
     p, s = ascendc_ops.moe_token_permute(torch.randn(3, 0), torch.randint(0, 2, (3, 2)))
     assert p.shape == (6, 0) and sorted(s.tolist()) == list(range(6))
+
+
+def _isa_narrowed() -> bool:
+    return os.environ.get("ASCENDC_OPS_ISA") in ("avx2", "avx512")
+
+
+def test_cube_gemm_native_where_the_cpu_has_the_dot_products():
+    """bf16 blocks go to torch's bf16 GEMM exactly where torch itself finds AVX512-BF16 (an independent probe of
+    the CPU), unless ASCENDC_OPS_ISA names a narrower path."""
+    native = torch.ops.ascendc_ops.cube_gemm_native()
+    assert native[0] == "float32"
+    assert ("bfloat16" in native) == (torch.cpu._is_avx512_bf16_supported() and not _isa_narrowed()), native
+
+
+def test_widened_cube_gemm_meets_the_standard_too():
+    """ASCENDC_OPS_ISA=avx2 forces the widened fp16/bf16 GEMM on any machine: grouped_matmul's accuracy and
+    backward tests pass on it as on the default path (which this process runs)."""
+    env = dict(os.environ, ASCENDC_OPS_ISA="avx2")
+    probe = subprocess.run([sys.executable, "-c", "import torch, ascendc_ops; print(torch.ops.ascendc_ops.cube_gemm_native())"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert probe.stdout.strip() == "['float32']", probe.stdout + probe.stderr
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", Path(__file__).name, "-k",
+                          "grouped_matmul_accuracy or grouped_matmul_backward"], cwd=Path(__file__).parent, env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and " passed" in run.stdout, run.stdout[-3000:] + run.stderr[-2000:]
 
 
 def test_cpp_moe_tiling_and_twin_unit_tests():

@@ -3,6 +3,9 @@
 // here (at::mm on views of the operands, fp32 accumulation, one rounding).
 #include <torch/library.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "moe_ops.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
@@ -51,11 +54,29 @@ at::Tensor Widened(int slot, const void* p, int64_t rows, int64_t cols, int64_t 
   return trans ? dst.t() : dst;
 }
 
-// fp32: at::mm straight into C. fp16 / bf16: operands widened, multiplied in fp32, rounded once into C.
+// Where the CPU has bf16 (fp16) dot products, torch's reduced-precision GEMM (oneDNN) multiplies the stored
+// operands with fp32 accumulation and rounds C once: the cube's semantics, without widening. Elsewhere
+// torch's bf16 GEMM is emulated (7x slower than fp32), so the operands are widened. ASCENDC_OPS_ISA naming a
+// path without these instructions (avx2, avx512) forces the widened GEMM on any machine.
+bool NativeGemm(at::ScalarType in) {
+  static const bool narrowed = [] {
+    const char* isa = std::getenv("ASCENDC_OPS_ISA");
+    return isa && (std::string(isa) == "avx2" || std::string(isa) == "avx512");
+  }();
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool bf16 = __builtin_cpu_supports("avx512bf16"), fp16 = __builtin_cpu_supports("avx512fp16");
+#else
+  static const bool bf16 = false, fp16 = false;
+#endif
+  return !narrowed && ((in == at::kBFloat16 && bf16) || (in == at::kHalf && fp16));
+}
+
+// fp32, or fp16/bf16 in and out with native dot products: at::mm straight into C. Otherwise the operands are
+// widened, multiplied in fp32 and rounded once into C.
 void TorchGemm(const twin::GemmCall& g) {
   const at::ScalarType in = TorchDtype(g.inDtype), out = TorchDtype(g.outDtype);
   at::Tensor c = at::from_blob(g.c, {g.m, g.n}, {g.ldc, 1}, at::TensorOptions().dtype(out));
-  if (in == at::kFloat && out == at::kFloat) {
+  if (in == out && (in == at::kFloat || NativeGemm(in))) {
     at::mm_out(c, View(g.a, g.m, g.k, g.lda, g.transA, in), View(g.b, g.k, g.n, g.ldb, g.transB, in));
     return;
   }
@@ -181,7 +202,19 @@ at::Tensor GroupedMatmulWeightGrad(const at::Tensor& x, const at::Tensor& dy, co
   return RunOnTwin(kGroupedMatmulWeightGrad, x, dy, groupList, groupListType, false, true);
 }
 
+// The dtypes whose cube blocks the GEMM provider multiplies as stored (the rest are widened to fp32).
+std::vector<std::string> CubeGemmNative() {
+  std::vector<std::string> native{"float32"};
+  if (NativeGemm(at::kHalf)) native.push_back("float16");
+  if (NativeGemm(at::kBFloat16)) native.push_back("bfloat16");
+  return native;
+}
+
 }  // namespace
+
+TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
+  m.def("cube_gemm_native() -> str[]", &CubeGemmNative);
+}
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {
   m.impl("grouped_matmul", &GroupedMatmul);

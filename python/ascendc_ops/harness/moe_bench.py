@@ -171,7 +171,8 @@ def main(argv=None) -> int:
     impls = [i for i in IMPLS if not (args.no_eager and i == "eager")]
     budget = 2.0 if args.quick else 4.0
     print(f"Machine: {cpu_model()} ({torch.backends.cpu.get_cpu_capability()}), {os.cpu_count()} cores, "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads); malloc {malloc}\n")
+          f"torch {torch.__version__} ({torch.get_num_threads()} threads); malloc {malloc}; cube GEMM as stored: "
+          f"{', '.join(torch.ops.ascendc_ops.cube_gemm_native())} (other dtypes widened to fp32)\n")
     misses = []
     if not args.no_gmm:
         from .families.moe import EXPERTS_SHAPES, compare_grouped_mm
