@@ -4,6 +4,8 @@
 device "npu", as torch_npu does. Tensors on "npu" then live in host memory, and the custom ops on
 them run the real PrivateUse1 launchers of csrc/torch/npu, whose ACL launch runs the twin kernel.
 Irreversible for the process (torch allows one PrivateUse1 name); ``import ascendc_ops`` never calls it.
+Call it before the process's first backward: torch's autograd engine sizes its per-device queues then,
+and a device added later fails its first backward with an internal assert (engine.cpp device_ready_queues_).
 """
 from __future__ import annotations
 
