@@ -1,21 +1,31 @@
 // The `custom` op library: every schema comes from op_proto/*.json (op_proto_gen.h).
-// Implementations register per backend: CPU twin here, NPU in npu/ when built with CANN.
+// Implementations register per backend: CPU twin here, NPU in npu/ when built with CANN (or by
+// the simulated NPU of csrc/sim_npu, in tests).
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/library.h>
 
+#include "backend_names.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 
 namespace ascendc_ops {
 
+// What the dispatcher holds, not how this file was compiled: the NPU backend is there when the
+// PrivateUse1 launchers (csrc/torch/npu/) registered, whichever library registered them.
 std::vector<std::string> Backends() {
-  std::vector<std::string> backends{"cpu-twin"};
-#ifdef ASCENDC_OPS_WITH_NPU
-  // PrivateUse1: the kernels direct-launched on torch_npu's stream (csrc/torch/npu/), not via aclnn
-  backends.push_back("npu-direct-launch");
-#endif
+  std::vector<std::string> backends{kCpuTwinBackend};
+  for (const OpProto* op : kAllOps) {
+    const auto handle = c10::Dispatcher::singleton().findOp({std::string("custom::") + op->name, ""});
+    if (handle && handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
+      backends.push_back(kNpuBackend);
+      break;
+    }
+  }
   return backends;
 }
+
+std::tuple<std::string, std::string> BackendNames() { return {kCpuTwinBackend, kNpuBackend}; }
 
 // Twin blocks run on torch's intra-op thread pool: one pool for the whole process, threads warm.
 const bool kTwinOnTorchPool = [] {
@@ -37,6 +47,7 @@ std::tuple<std::string, int64_t, int64_t, int64_t> Platform() {
 
 TORCH_LIBRARY(ascendc_ops, m) {
   m.def("backends() -> str[]", &Backends);
+  m.def("backend_names() -> (str cpu_twin, str npu)", &BackendNames);
   m.def("platform() -> (str name, int vector_cores, int ub_bytes, int ub_budget)", &Platform);
 }
 

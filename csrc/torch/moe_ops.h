@@ -16,7 +16,7 @@ struct GroupedMatmulLaunch {
 // Checks the arguments (group_list values included: they are read here, on the host) and allocates
 // the output with the rows past the last group (forward) or the empty groups' dweight (weight grad)
 // already zero: the kernels write only the groups' blocks.
-GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
+ASCENDC_OPS_API GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
                                          const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
                                          bool weightGrad, const tiling::CubePlatform& platform);
 
@@ -25,7 +25,7 @@ struct PermuteLaunch {
   at::Tensor tokens, indices, permuted, sortedIndices;
   tiling::MoeRoutingTiling tiling;
 };
-PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
+ASCENDC_OPS_API PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
                              c10::optional<int64_t> numOutTokens, bool paddedMode, const tiling::PlatformInfo& platform);
 
 // moe_token_unpermute (grad false) and moe_token_unpermute_grad (grad true).
@@ -34,7 +34,7 @@ struct UnpermuteLaunch {
   at::Tensor out, probsGrad;                        // forward: out = unpermuted; grad: out = dpermuted
   tiling::MoeRoutingTiling tiling;
 };
-UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,
+ASCENDC_OPS_API UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,
                                  const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
                                  bool paddedMode, at::OptionalIntArrayRef restoreShape, bool grad,
                                  const tiling::PlatformInfo& platform);

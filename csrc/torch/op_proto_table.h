@@ -8,6 +8,10 @@
 #include <initializer_list>
 #include <vector>
 
+// On the launchers' shared Prepare* functions: exported from _C (built with hidden visibility) so
+// the simulated NPU (csrc/sim_npu) links the real csrc/torch/npu launchers against them.
+#define ASCENDC_OPS_API __attribute__((visibility("default")))
+
 namespace ascendc_ops {
 
 struct OpProto {

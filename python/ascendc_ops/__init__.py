@@ -17,4 +17,5 @@ from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noq
 
 __all__ = ["add_rms_norm", "apply_default_kernels", "apply_kernel", "backends", "revert_kernels", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu"]
 from .ops.moe import grouped_matmul, moe_token_permute, moe_token_unpermute; __all__ += ["grouped_matmul", "moe_token_permute", "moe_token_unpermute"]  # noqa: E402,E702
+from . import npu  # noqa: E402  (torch_npu's names: sys.modules["torch_npu"] = ascendc_ops.npu)
 __version__ = "0.1.0"

@@ -27,5 +27,7 @@ def load() -> Path:
 
 
 def backends() -> list[str]:
-    """What this build can run on: 'cpu-twin' always, 'npu' when built with CANN and torch_npu."""
+    """What this process can run the kernels on: 'cpu-twin' always, 'npu' once PrivateUse1 launchers are
+    registered (an NPU build with CANN and torch_npu, or ascendc_ops.testing.simulated_npu()). The names
+    are ascendc_ops._backends.CPU_TWIN / NPU."""
     return list(torch.ops.ascendc_ops.backends())

@@ -53,13 +53,15 @@ def collect() -> dict:
 
 
 def render(d: dict) -> str:
+    from .._backends import NPU
+
     p = d["platform"]
     lines = [
         f"ascendc-ops {d['package']} (commit {d['commit']})",
         f"library:   {d['library']}",
         f"backends:  {', '.join(d['backends'])}",
         # PrivateUse1 is a direct kernel launch on torch_npu's stream, not the op package's aclnn API
-        "npu:       " + ("PrivateUse1, direct launch on torch_npu's current stream" if "npu-direct-launch" in d["backends"]
+        "npu:       " + ("PrivateUse1, direct launch on torch_npu's current stream" if NPU in d["backends"]
                          else "not in this build (needs CANN and torch_npu; README: On the NPU)"),
         "versions:  " + ", ".join(f"{k} {v}" for k, v in d["versions"].items()),
         f"cpu:       {d['cpu']['model']} ({d['cpu']['capability']}), torch threads {d['cpu']['torch_threads']}",

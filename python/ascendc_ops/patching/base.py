@@ -13,6 +13,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from .._backends import for_device
+
 # The attribute on the patched model that holds its patch records: {kernel_id: [PatchRecord, ...]}.
 STATE_ATTR = "_ascendc_kernels"
 _MISSING = object()
@@ -28,7 +30,7 @@ class Kernel:
 
     ``apply(model) -> list[PatchRecord]`` patches the instance and returns what it changed, or raises
     ``KernelSkip(reason)``. ``model_types`` are ``config.model_type`` values; backends are names from
-    ``ascendc_ops.backends()`` ("cpu-twin", "npu").
+    ``ascendc_ops.backends()`` (``ascendc_ops._backends``: CPU_TWIN, NPU).
     """
 
     id: str
@@ -87,12 +89,12 @@ def model_config(model: nn.Module):
 
 
 def model_backend(model: nn.Module) -> str:
-    """The backend this model's parameters live on: 'cpu-twin' for CPU, 'npu' for NPU, else the device type."""
+    """The backend this model's parameters live on: CPU_TWIN for CPU, NPU for PrivateUse1, else the device type."""
     try:
         device = next(model.parameters()).device
     except StopIteration:
         device = torch.device("cpu")
-    return {"cpu": "cpu-twin", "npu": "npu"}.get(device.type, device.type)
+    return for_device(device)
 
 
 def modeling_module(obj: object):

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from ..ops.moe_experts import moe_experts
+from .._backends import ALL as BACKENDS
 from .base import Kernel, KernelSkip, model_type, set_instance_attr
 
 EXPERTS_IMPL = "ascendc_fused_moe"
@@ -90,5 +91,5 @@ def apply(model: nn.Module) -> list:
     return [set_instance_attr(cfg, CONFIG_ATTR, EXPERTS_IMPL) for cfg in configs.values()]
 
 
-KERNEL = Kernel("fused_moe", MODEL_TYPES, ("cpu-twin", "npu"), apply,
+KERNEL = Kernel("fused_moe", MODEL_TYPES, BACKENDS, apply,
                 f"experts -> ALL_EXPERTS_FUNCTIONS[{EXPERTS_IMPL!r}]: permute, grouped_matmul, swiglu, unpermute")

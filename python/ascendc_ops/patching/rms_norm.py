@@ -14,6 +14,7 @@ import types
 import torch
 from torch import nn
 
+from .._backends import ALL as BACKENDS
 from .base import Kernel, KernelSkip, call_op, model_type, set_instance_attr
 
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
@@ -56,5 +57,5 @@ def apply(model: nn.Module) -> list:
     return records
 
 
-KERNEL = Kernel("fused_rmsnorm", MODEL_TYPES, ("cpu-twin", "npu"), apply,
+KERNEL = Kernel("fused_rmsnorm", MODEL_TYPES, BACKENDS, apply,
                 "*RMSNorm.forward -> custom::rms_norm (incl. Qwen3 q_norm/k_norm)")

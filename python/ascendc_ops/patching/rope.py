@@ -19,6 +19,7 @@ import types
 import torch
 from torch import nn
 
+from .._backends import ALL as BACKENDS
 from .base import Kernel, KernelSkip, call_op, model_type, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
@@ -85,5 +86,5 @@ def apply(model: nn.Module) -> list:
     return records
 
 
-KERNEL = Kernel("fused_rope", MODEL_TYPES, ("cpu-twin", "npu"), apply,
+KERNEL = Kernel("fused_rope", MODEL_TYPES, BACKENDS, apply,
                 "apply_rotary_pos_emb -> custom::rotary_mul (half mode; partial rotary, per-sequence positions)")

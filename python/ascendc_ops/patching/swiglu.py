@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .._backends import ALL as BACKENDS
 from .base import Kernel, KernelSkip, call_op, model_config, model_type, set_instance_attr
 
 MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
@@ -68,5 +69,5 @@ def apply(model: nn.Module) -> list:
     return records
 
 
-KERNEL = Kernel("fused_swiglu", MODEL_TYPES, ("cpu-twin", "npu"), apply,
+KERNEL = Kernel("fused_swiglu", MODEL_TYPES, BACKENDS, apply,
                 "MLP act_fn(gate)*up -> custom::swiglu (only hidden_act == 'silu')")

@@ -1,0 +1,28 @@
+# The simulated NPU (test support, csrc/sim_npu): the real PrivateUse1 launchers of csrc/torch/npu,
+# linked against _C's Prepare* functions, on a host-memory PrivateUse1 device, with CANN's direct
+# launch (aclrtlaunch_<kernel>.h) replaced by generated headers that run the twin build of each
+# kernel entry. Loaded only by ascendc_ops.testing.simulated_npu(); a plain import never loads it.
+# Not built where the real NPU backend is (both would register PrivateUse1 launchers).
+option(ASCENDC_OPS_SIM_NPU "Build the simulated NPU test library (build/sim_npu/_sim_npu.so)" ${ASCENDC_OPS_TESTS})
+if(ASCENDC_OPS_SIM_NPU AND NOT TARGET ascendc_kernels_npu)
+  set(sim_dir ${CMAKE_SOURCE_DIR}/csrc/sim_npu)
+  set(sim_gen ${CMAKE_BINARY_DIR}/sim_npu/aclrtlaunch)
+  add_custom_command(
+    OUTPUT ${sim_gen}/entries.stamp
+    COMMAND ${Python3_EXECUTABLE} ${sim_dir}/gen_aclrtlaunch.py --out ${sim_gen} --stamp ${sim_gen}/entries.stamp
+            -- ${CMAKE_CXX_COMPILER} -std=c++17 -I${CMAKE_SOURCE_DIR}/csrc/twin -I${CMAKE_SOURCE_DIR}/csrc/kernels
+            -I${CMAKE_SOURCE_DIR}/tiling -- ${kernel_sources}
+    DEPENDS ${kernel_sources} ${sim_dir}/gen_aclrtlaunch.py
+    COMMENT "Simulated NPU: aclrtlaunch_<kernel>.h for every kernel entry")
+  add_custom_target(sim_npu_aclrtlaunch DEPENDS ${sim_gen}/entries.stamp)
+
+  file(GLOB sim_npu_launchers CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/csrc/torch/npu/*.cpp)
+  # The kernels' twin objects are linked again: this library's own "device binary" (no recompilation).
+  add_library(_sim_npu SHARED ${sim_dir}/device.cpp ${sim_dir}/launch.cpp ${sim_npu_launchers}
+              $<TARGET_OBJECTS:ascendc_kernels_twin>)
+  add_dependencies(_sim_npu sim_npu_aclrtlaunch op_proto_gen)
+  target_include_directories(_sim_npu PRIVATE ${sim_dir} ${sim_dir}/fake ${sim_gen} ${CMAKE_SOURCE_DIR}/csrc/torch
+                             ${CMAKE_SOURCE_DIR}/csrc/torch/npu ${CMAKE_SOURCE_DIR}/tiling ${gen_dir})
+  target_link_libraries(_sim_npu PRIVATE _C ascendc_tiling ascendc_twin ${TORCH_LIBRARIES})
+  set_target_properties(_sim_npu PROPERTIES PREFIX "" LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/sim_npu)
+endif()
