@@ -37,7 +37,8 @@ installed=(tests/test_packaging.py::test_metadata_declares_ranges_not_pins
            tests/test_packaging.py::test_record_is_the_torch_compiled_against
            tests/test_packaging.py::test_import_refuses_another_torch)
 venv/bin/python -m pytest -q -p no:cacheprovider "${installed[@]}" tests/test_patching_versions.py \
-  tests/test_patching.py tests/test_moe_models.py "$@" || status=1
+  tests/test_patching.py tests/test_moe_models.py tests/test_convergence.py tests/test_ddp.py tests/test_moe_ddp.py \
+  "$@" || status=1
 step "patching tests on transformers $TRANSFORMERS_OLDEST, installed wheel"
 
 "${pip[@]}" "transformers==$TRANSFORMERS_4"
