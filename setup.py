@@ -13,6 +13,16 @@ from setuptools.command.build_py import build_py
 ROOT = Path(__file__).resolve().parent
 BUILD = ROOT / "build"
 LIBRARY = ROOT / "python" / "ascendc_ops" / "_C.so"
+TORCH_RECORD = "_C.torch_version"  # read by python/ascendc_ops/_library.py
+# torch >= 2.4: python/ascendc_ops registers its fake kernels and autograd with torch.library.register_fake and
+# torch.library.register_autograd (and tests with torch.library.opcheck); these first shipped in torch 2.4.0
+# (pytorch PRs #123937 and #124071, April 2024; LLaMA-Factory asks torch>=2.4.0 too). No upper bound: the
+# library is compiled against the installed torch and refuses any other at import, so a cap would only make
+# pip replace the torch that torch_npu was built for. Development pins live in requirements.txt only.
+TORCH = "torch>=2.4"
+# transformers 5's modeling code is what patching/ patches (on 4.x every kernel skips, saying so). The range
+# covers LLaMA-Factory's transformers>=4.55.0,<=5.8.0 (its pyproject.toml); CI runs 5.8.0 and 5.23.0.
+TRANSFORMERS = "transformers>=4.55"
 
 
 class CMakeBuild(build_ext):
@@ -33,6 +43,21 @@ class CMakeBuild(build_ext):
                 shutil.copy2(LIBRARY, target)
 
 
+class CMakeBuildRecordingTorch(CMakeBuild):
+    """Also records which torch the library was compiled against (TORCH_RECORD, next to each _C.so copy):
+    a C++ extension only loads into that torch, and _library.py checks the record before loading."""
+
+    def run(self):
+        try:
+            import torch
+        except ImportError:
+            sys.exit("ascendc-ops builds against the torch already installed: install torch first, then "
+                     "`pip install --no-build-isolation .` (an isolated build has no torch, see pyproject.toml)")
+        super().run()
+        for directory in {LIBRARY.parent, *(Path(self.get_ext_fullpath(e.name)).parent for e in self.extensions)}:
+            (directory / TORCH_RECORD).write_text(torch.__version__ + "\n")
+
+
 class BuildPyWithProtos(build_py):
     """Ships op_proto/*.json inside the package, where op_proto.default_dir() looks first."""
 
@@ -51,8 +76,9 @@ setup(
     package_dir={"": "python"},
     packages=find_packages("python"),  # ascendc_ops and its subpackages (ops, harness, patching, ...)
     ext_modules=[Extension("ascendc_ops._C", sources=[])],
-    cmdclass={"build_ext": CMakeBuild, "build_py": BuildPyWithProtos},
-    install_requires=["torch==2.13.0", "numpy"],
+    cmdclass={"build_ext": CMakeBuildRecordingTorch, "build_py": BuildPyWithProtos},
+    install_requires=[TORCH, "numpy"],
+    extras_require={"hf": [TRANSFORMERS]},  # pip install --no-build-isolation '.[hf]'  (HF model patching)
     entry_points={"console_scripts": ["ascendc-ops=ascendc_ops.__main__:main"]},
     python_requires=">=3.10",
 )

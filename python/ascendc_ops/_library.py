@@ -6,22 +6,35 @@ from pathlib import Path
 
 import torch
 
-BUILT_FOR_TORCH = "2.13.0"
+# Written by setup.py when the library is compiled: the torch.__version__ it was compiled against. The record
+# is the package's own; an ASCENDC_OPS_LIBRARY build (tools/sanitize_host.sh) uses the same venv's torch.
+TORCH_RECORD = Path(__file__).resolve().parent / "_C.torch_version"
 # ASCENDC_OPS_LIBRARY points at a _C.so from another build tree (e.g. a second CMake build dir).
 LIBRARY = Path(os.environ.get("ASCENDC_OPS_LIBRARY") or Path(__file__).resolve().parent / "_C.so")
 
 
+def torch_mismatch(built: str | None, running: str) -> str | None:
+    """Why a library compiled against torch ``built`` cannot load into torch ``running`` (None: it can).
+    The local tag (+cpu, +cu121) is not compared: same release, same C++ API."""
+    rebuild = ("reinstall ascendc_ops against the installed torch (`pip install --no-build-isolation "
+               "--force-reinstall --no-deps .` from its source, or ./build.sh in a checkout)")
+    if built is None:
+        return f"ascendc_ops: {TORCH_RECORD.name} (the torch it was compiled against) is missing; {rebuild}"
+    if built.split("+")[0] != running.split("+")[0]:
+        return (f"ascendc_ops was compiled against torch {built}, but torch {running} is installed: a C++ "
+                f"extension only loads into the torch it was compiled against; {rebuild}, or install torch {built}")
+    return None
+
+
 def load() -> Path:
-    if not torch.__version__.startswith(BUILT_FOR_TORCH):
-        raise ImportError(
-            f"ascendc_ops is built for torch {BUILT_FOR_TORCH}, but torch {torch.__version__} is installed; "
-            f"run `pip install torch=={BUILT_FOR_TORCH}` or rebuild with ./build.sh"
-        )
     if not LIBRARY.exists():
         raise ImportError(
             f"ascendc_ops: the compiled library {LIBRARY.name} is not built; run ./build.sh in the "
             "repository root (it builds the CPU twin, the kernels and the torch bindings)"
         )
+    why = torch_mismatch(TORCH_RECORD.read_text().strip() if TORCH_RECORD.exists() else None, torch.__version__)
+    if why:
+        raise ImportError(why)
     torch.ops.load_library(str(LIBRARY))
     return LIBRARY
 

@@ -8,7 +8,8 @@
 
 Kernels (``KERNELS``): ``fused_rope`` (apply_rotary_pos_emb -> rotary_mul), ``fused_rmsnorm`` (RMSNorm
 modules incl. Qwen3 q_norm/k_norm -> rms_norm), ``fused_swiglu`` (silu-gated MLPs -> swiglu). Supported model
-types: llama, qwen2, qwen3, mistral (transformers 5.x, tested with 5.23.0); backends: cpu-twin, npu.
+types: llama, qwen2, qwen3, mistral (transformers 5.x; CI runs requirements.txt's and tools/wheel_check.sh's
+versions; on 4.x every kernel skips with that reason); backends: cpu-twin, npu.
 ``fused_moe`` (experts -> permute/grouped_matmul/swiglu/unpermute through transformers' experts interface) on
 the MoE families qwen3_moe, mixtral, qwen2_moe, olmoe, which take the three kernels above as well.
 
@@ -25,7 +26,7 @@ from torch import nn
 
 from .. import backends as _available_backends
 from . import moe as _moe, rms_norm as _rms_norm, rope as _rope, swiglu as _swiglu
-from .base import STATE_ATTR, Kernel, KernelSkip, model_backend, model_type
+from .base import STATE_ATTR, Kernel, KernelSkip, model_backend, model_type, transformers_unsupported
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ def _get(kernel_id: str) -> Kernel:
 
 
 def _unsupported_reason(kernel: Kernel, model: nn.Module) -> str | None:
+    if (why := transformers_unsupported()) is not None:
+        return why
     mt = model_type(model)
     if mt not in kernel.model_types:
         return (f"model type {mt!r} is not supported by {kernel.id} (supports {', '.join(kernel.model_types)})"

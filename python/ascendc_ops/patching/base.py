@@ -7,6 +7,7 @@ attribute (``module.forward``) on the submodules of one model, and records what 
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import sys
 from collections.abc import Callable
 
@@ -76,6 +77,25 @@ def set_instance_attr(owner: object, name: str, value: object) -> PatchRecord:
     # nn.Module.__setattr__ would route Parameters/Modules elsewhere; forwards are plain callables.
     object.__setattr__(owner, name, value)
     return record
+
+
+def transformers_version() -> str | None:
+    """The installed transformers' version (its distribution's: the module object can be swapped at run time)."""
+    try:
+        return importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def transformers_unsupported() -> str | None:
+    """Why the installed transformers cannot be patched (None: it can). The kernels patch transformers 5's
+    modeling code; 4.x (which LLaMA-Factory still allows) wraps the attention forwards in decorators, so RoPE
+    finds no call to replace, and has no experts interface: every kernel skips there rather than half-apply.
+    Without transformers no model is a transformers model, and the model-type check says so."""
+    version = transformers_version()
+    if version is not None and int(version.split(".")[0]) < 5:
+        return f"transformers {version} is installed; ascendc_ops patches transformers 5 models only (the model is left as it is)"
+    return None
 
 
 def model_type(model: nn.Module) -> str | None:

@@ -52,7 +52,8 @@ def _unsupported(m: nn.Module) -> str | None:
         (getattr(m, "has_gate", False), "has no gate (up_proj only)"),
         (getattr(m, "is_concatenated", False), "stores gate/up interleaved, not concatenated"),
         (not getattr(m, "has_bias", True), "has expert biases"),
-        (not getattr(m, "has_post_expert_norm", True), "has a post-expert norm"),
+        # transformers 5.8's experts interface has no post-expert norm (nor the flag): absent means none
+        (not getattr(m, "has_post_expert_norm", False), "has a post-expert norm"),
         (getattr(type(m), "_apply_gate", None) is _default_apply_gate, "has a custom gate function"),
         (getattr(getattr(m, "config", None), "hidden_act", None) == "silu",
          f"hidden_act={getattr(getattr(m, 'config', None), 'hidden_act', None)!r} is not 'silu'"),
@@ -63,9 +64,10 @@ def _unsupported(m: nn.Module) -> str | None:
 
 
 def _experts_modules(model: nn.Module):
-    """Modules whose class went through HF's @use_experts_implementation (they carry its flags)."""
+    """Modules whose class went through HF's @use_experts_implementation (they carry its flags; the ones
+    every version since 5.8 sets: ``_is_expert_parallel`` and ``has_post_expert_norm`` came later)."""
     for name, m in model.named_modules():
-        if hasattr(m, "_is_expert_parallel") and hasattr(m, "has_gate") and hasattr(m, "config"):
+        if hasattr(m, "is_concatenated") and hasattr(m, "has_gate") and hasattr(m, "config"):
             yield name, m
 
 
