@@ -6,9 +6,12 @@ from pathlib import Path
 
 import torch
 
+from . import _isa
+
 BUILT_FOR_TORCH = "2.13.0"
-# ASCENDC_OPS_LIBRARY points at a _C.so from another build tree (e.g. a second CMake build dir).
-LIBRARY = Path(os.environ.get("ASCENDC_OPS_LIBRARY") or Path(__file__).resolve().parent / "_C.so")
+# ASCENDC_OPS_LIBRARY points at a _C.so from another build tree (e.g. a second CMake build dir) and
+# bypasses the ISA choice; otherwise the widest ISA path this CPU runs (python/ascendc_ops/_isa.py).
+LIBRARY = Path(os.environ.get("ASCENDC_OPS_LIBRARY") or _isa.choose(Path(__file__).resolve().parent)[1])
 
 
 def load() -> Path:
@@ -24,6 +27,11 @@ def load() -> Path:
         )
     torch.ops.load_library(str(LIBRARY))
     return LIBRARY
+
+
+def isa() -> str:
+    """The ISA path of the loaded library: avx2, avx512, avx512bf16, native or generic."""
+    return str(torch.ops.ascendc_ops.isa())
 
 
 def backends() -> list[str]:
