@@ -59,7 +59,9 @@ def test_paths_bit_identical(probes):
         pytest.skip(f"this CPU runs only {RUNNABLE}: nothing to compare")
     base_name = RUNNABLE[0]
     base = probes[base_name]["outputs"]
-    assert len(base) > 100
+    assert {n.split("/")[0] for n in base} == {"rotary_mul_half", "rotary_mul_interleave", "rope_customer", "rms_norm",
+                                               "add_rms_norm", "swiglu", "moe_permute_unpermute", "grouped_matmul"}
+    assert {n.split("/")[1] for n in base} == {"float32", "float16", "bfloat16"}
     for path, probe in probes.items():
         assert probe["isa"] == path and probe["library"] == _isa.PATHS[path][0]
         assert probe["outputs"].keys() == base.keys()
