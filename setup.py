@@ -31,16 +31,19 @@ class CMakeBuild(build_ext):
 
     def run(self):
         BUILD.mkdir(exist_ok=True)
-        if not (BUILD / "CMakeCache.txt").exists():
+        # ASCENDC_OPS_NATIVE=1: one library for this machine only (-march=native) instead of the ISA paths
+        native = os.environ.get("ASCENDC_OPS_NATIVE")
+        if not (BUILD / "CMakeCache.txt").exists() or native is not None:
             subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(BUILD), f"-DPython3_EXECUTABLE={sys.executable}",
-                                   "-DCMAKE_BUILD_TYPE=Release"])
+                                   "-DCMAKE_BUILD_TYPE=Release", f"-DASCENDC_OPS_NATIVE={'ON' if native == '1' else 'OFF'}"])
         jobs = str(os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", str(BUILD), "-j", jobs])
         for ext in self.extensions:
             target = Path(self.get_ext_fullpath(ext.name))
             if target.resolve() != LIBRARY:
                 target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(LIBRARY, target)
+                for library in LIBRARY.parent.glob("_C*.so"):  # every ISA path's library (_isa.py picks one)
+                    shutil.copy2(library, target.parent / library.name)
 
 
 class CMakeBuildRecordingTorch(CMakeBuild):

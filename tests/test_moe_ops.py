@@ -336,16 +336,13 @@ def test_empty_tensors():
     assert p.shape == (6, 0) and sorted(s.tolist()) == list(range(6))
 
 
-def _isa_narrowed() -> bool:
-    return os.environ.get("ASCENDC_OPS_ISA") in ("avx2", "avx512")
-
-
 def test_cube_gemm_native_where_the_cpu_has_the_dot_products():
-    """bf16 blocks go to torch's bf16 GEMM exactly where torch itself finds AVX512-BF16 (an independent probe of
-    the CPU), unless ASCENDC_OPS_ISA names a narrower path."""
+    """bf16 blocks go to torch's bf16 GEMM exactly where the loaded ISA path has AVX512-BF16 and torch itself
+    finds it on the CPU (an independent probe); ASCENDC_OPS_ISA=avx2/avx512 loads a path without it."""
     native = torch.ops.ascendc_ops.cube_gemm_native()
     assert native[0] == "float32"
-    assert ("bfloat16" in native) == (torch.cpu._is_avx512_bf16_supported() and not _isa_narrowed()), native
+    wide = ascendc_ops.isa() in ("avx512bf16", "native")
+    assert ("bfloat16" in native) == (wide and torch.cpu._is_avx512_bf16_supported()), (ascendc_ops.isa(), native)
 
 
 def test_widened_cube_gemm_meets_the_standard_too():

@@ -8,6 +8,7 @@
 #include "backend_names.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
+#include "twin_isa.h"
 
 namespace ascendc_ops {
 
@@ -49,6 +50,8 @@ TORCH_LIBRARY(ascendc_ops, m) {
   m.def("backends() -> str[]", &Backends);
   m.def("backend_names() -> (str cpu_twin, str npu)", &BackendNames);
   m.def("platform() -> (str name, int vector_cores, int ub_bytes, int ub_budget)", &Platform);
+  // the ISA path the loaded library's twin and kernels were compiled for (python/ascendc_ops/_isa.py)
+  m.def("isa() -> str", [] { return std::string(AscendC::twin::CompiledIsa()); });
 }
 
 }  // namespace ascendc_ops

@@ -3,13 +3,13 @@
 // here (at::mm on views of the operands, fp32 accumulation, one rounding).
 #include <torch/library.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "moe_ops.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 #include "twin_cube_gemm.h"
+#include "twin_isa.h"
 
 #define GMM_DECLARE(NAME)                                                                        \
   void grouped_matmul_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);        \
@@ -56,19 +56,17 @@ at::Tensor Widened(int slot, const void* p, int64_t rows, int64_t cols, int64_t 
 
 // Where the CPU has bf16 (fp16) dot products, torch's reduced-precision GEMM (oneDNN) multiplies the stored
 // operands with fp32 accumulation and rounds C once: the cube's semantics, without widening. Elsewhere
-// torch's bf16 GEMM is emulated (7x slower than fp32), so the operands are widened. ASCENDC_OPS_ISA naming a
-// path without these instructions (avx2, avx512) forces the widened GEMM on any machine.
+// torch's bf16 GEMM is emulated (7x slower than fp32), so the operands are widened. The loaded ISA path
+// decides (python/ascendc_ops/_isa.py): ASCENDC_OPS_ISA=avx2 or avx512 forces the widened GEMM anywhere.
 bool NativeGemm(at::ScalarType in) {
-  static const bool narrowed = [] {
-    const char* isa = std::getenv("ASCENDC_OPS_ISA");
-    return isa && (std::string(isa) == "avx2" || std::string(isa) == "avx512");
-  }();
+  const std::string isa = twin::CompiledIsa();
+  const bool widePath = isa == "avx512bf16" || isa == "native";
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool bf16 = __builtin_cpu_supports("avx512bf16"), fp16 = __builtin_cpu_supports("avx512fp16");
 #else
   static const bool bf16 = false, fp16 = false;
 #endif
-  return !narrowed && ((in == at::kBFloat16 && bf16) || (in == at::kHalf && fp16));
+  return widePath && ((in == at::kBFloat16 && bf16) || (in == at::kHalf && fp16));
 }
 
 // fp32, or fp16/bf16 in and out with native dot products: at::mm straight into C. Otherwise the operands are

@@ -119,23 +119,39 @@ ASCENDC_TWIN_BINARY(Min, kArith, a < b ? a : b)
 ASCENDC_TWIN_BINARY(Div, kFloat, a / b)
 #undef ASCENDC_TWIN_BINARY
 
-// dst = src0 * src1 + dst
+namespace twin {
+// MulAddDst and FusedMulAdd round once: fused by definition (std::fma), not by compiler flags
+// (the build passes -ffp-contract=off), so every ISA path and compiler gives the same bits.
+// Why fused: asc-devkit's own regbase (C310) pow kernel computes a product's rounding error as
+// MulAddDst(-p, a, b) (= fmaf(a, b, -p)), which is exact only with one rounding. For the A2
+// memory-form instructions the public docs give the formula alone (asc_fma, asc_mul_add pages):
+// not established there; we take the same choice. half: the fp32 fma of the widened operands
+// (their product is exact in fp32), rounded once more to half.
+template <typename T>
+inline T FusedMulAddElem(T a, T b, T c) {
+  return T(std::fma(float(a), float(b), float(c)));
+}
+}  // namespace twin
+
+// dst = src0 * src1 + dst, one rounding (twin::FusedMulAddElem)
 template <typename T, typename U>
 inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
                       const int32_t& count) {
   static_assert(std::is_same_v<T, U>, "the twin implements MulAddDst for one dtype");
   twin::CheckBinary<twin::DtypeSet::kFloat>("MulAddDst", dst, src0, src1, count, &dst);
   if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat))
-    twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count), [](auto a, auto b, auto d) { return a * b + d; });
+    twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count),
+                         [](auto a, auto b, auto d) { return twin::FusedMulAddElem(a, b, d); });
 }
 
-// dst = src0 * dst + src1
+// dst = src0 * dst + src1, one rounding (twin::FusedMulAddElem)
 template <typename T>
 inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
                         const int32_t& count) {
   twin::CheckBinary<twin::DtypeSet::kFloat>("FusedMulAdd", dst, src0, src1, count, &dst);
   if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat))
-    twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count), [](auto a, auto b, auto d) { return a * d + b; });
+    twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count),
+                         [](auto a, auto b, auto d) { return twin::FusedMulAddElem(a, d, b); });
 }
 
 // ---- with a scalar: the scalar has the tensor's type, as on the device ----

@@ -6,11 +6,14 @@ from pathlib import Path
 
 import torch
 
+from . import _isa
+
 # Written by setup.py when the library is compiled: the torch.__version__ it was compiled against. The record
 # is the package's own; an ASCENDC_OPS_LIBRARY build (tools/sanitize_host.sh) uses the same venv's torch.
 TORCH_RECORD = Path(__file__).resolve().parent / "_C.torch_version"
-# ASCENDC_OPS_LIBRARY points at a _C.so from another build tree (e.g. a second CMake build dir).
-LIBRARY = Path(os.environ.get("ASCENDC_OPS_LIBRARY") or Path(__file__).resolve().parent / "_C.so")
+# ASCENDC_OPS_LIBRARY points at a _C.so from another build tree (e.g. a second CMake build dir) and
+# bypasses the ISA choice; otherwise the widest ISA path this CPU runs (python/ascendc_ops/_isa.py).
+LIBRARY = Path(os.environ.get("ASCENDC_OPS_LIBRARY") or _isa.choose(Path(__file__).resolve().parent)[1])
 
 
 def torch_mismatch(built: str | None, running: str) -> str | None:
@@ -37,6 +40,11 @@ def load() -> Path:
         raise ImportError(why)
     torch.ops.load_library(str(LIBRARY))
     return LIBRARY
+
+
+def isa() -> str:
+    """The ISA path of the loaded library: avx2, avx512, avx512bf16, native or generic."""
+    return str(torch.ops.ascendc_ops.isa())
 
 
 def backends() -> list[str]:

@@ -40,6 +40,7 @@ def collect() -> dict:
         "package": ascendc_ops.__version__,
         "commit": git_commit(),
         "library": str(ascendc_ops.library_path),
+        "isa": ascendc_ops.isa(),
         "backends": ascendc_ops.backends(),
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__},
         "cpu": {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(),
@@ -59,6 +60,9 @@ def render(d: dict) -> str:
     lines = [
         f"ascendc-ops {d['package']} (commit {d['commit']})",
         f"library:   {d['library']}",
+        # the ISA path: chosen at run time from this CPU's features (ASCENDC_OPS_ISA forces a narrower one)
+        f"isa:       {d['isa']}" + ("" if d["isa"] in ("native", "generic") else
+                                    " (ISA paths of the build run on any x86-64-v3 CPU; the widest this CPU has is loaded)"),
         f"backends:  {', '.join(d['backends'])}",
         # PrivateUse1 is a direct kernel launch on torch_npu's stream, not the op package's aclnn API
         "npu:       " + ("PrivateUse1, direct launch on torch_npu's current stream" if NPU in d["backends"]
