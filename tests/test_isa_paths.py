@@ -109,8 +109,9 @@ def test_unknown_path_is_a_clear_error():
 
 @pytest.mark.skipif(not _isa.is_x86(), reason="x86 ISA paths")
 @pytest.mark.parametrize("path, cpu", [("avx512", _isa._V3), ("avx512bf16", _isa._V4)])
-def test_path_the_cpu_lacks_is_a_clear_error(tmp_path, path, cpu):
+def test_path_the_cpu_lacks_is_a_clear_error(tmp_path, monkeypatch, path, cpu):
     """A CPU without the path's features (given here as a feature set: this CPU may have them all)."""
+    monkeypatch.delenv(_isa.ENV, raising=False)  # the default choice, even when the suite runs a forced path
     for p in _isa.PATHS.values():
         (tmp_path / p[0]).touch()
     with pytest.raises(_isa.IsaError, match=rf"ASCENDC_OPS_ISA={path}: this CPU lacks avx512_"):
@@ -120,7 +121,8 @@ def test_path_the_cpu_lacks_is_a_clear_error(tmp_path, path, cpu):
 
 
 @pytest.mark.skipif(not _isa.is_x86(), reason="x86 ISA paths")
-def test_cpu_below_the_baseline_is_a_clear_error(tmp_path):
+def test_cpu_below_the_baseline_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.delenv(_isa.ENV, raising=False)
     (tmp_path / "_C.so").touch()
     with pytest.raises(_isa.IsaError, match="lacks AVX2/FMA/F16C"):
         _isa.choose(tmp_path, None, features={"avx", "sse4_2"})
