@@ -50,9 +50,12 @@ def row(r: dict) -> str:
 
 
 def machine(r: dict) -> str:
-    """The machine line. `cpu` is the CPU model with torch's CPU capability (its widest ISA path) in brackets."""
-    return (f"Machine: {r['cpu']}, {r['cores']} cores, {r['threads']} torch threads; torch {r['torch']}, "
-            f"Python {r['python']}, ascendc-ops {r['package']}; allocator: {r['allocator']}.")
+    """The machine line. The CSV's `cpu` is the CPU model with torch's CPU capability (the widest ISA level
+    torch dispatches to: DEFAULT, AVX2, AVX512, ...) in brackets."""
+    model, _, capability = r["cpu"].partition(" (")
+    return (f"Machine: {model}, {r['cores']} cores ({r['threads']} torch threads), torch CPU capability "
+            f"{capability.rstrip(')') or 'unknown'}; torch {r['torch']}, Python {r['python']}, "
+            f"ascendc-ops {r['package']}; allocator: {r['allocator']}; run started {r['time']}.")
 
 
 def tables(rows: list[dict]) -> str:
