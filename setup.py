@@ -81,7 +81,7 @@ setup(
     ext_modules=[Extension("ascendc_ops._C", sources=[])],
     cmdclass={"build_ext": CMakeBuildRecordingTorch, "build_py": BuildPyWithProtos},
     install_requires=[TORCH, "numpy"],
-    extras_require={"hf": [TRANSFORMERS]},  # pip install --no-build-isolation '.[hf]'  (HF model patching)
+    extras_require={"hf": [TRANSFORMERS], "plot": ["matplotlib"]},  # '.[hf]': HF model patching; '.[plot]': charts
     entry_points={"console_scripts": ["ascendc-ops=ascendc_ops.__main__:main"]},
     python_requires=">=3.10",
 )

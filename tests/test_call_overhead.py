@@ -15,7 +15,7 @@ import torch
 from conftest import BUILD
 
 import ascendc_ops
-from ascendc_ops.harness.profile import recording
+from ascendc_ops.harness.twin_record import recording
 from ascendc_ops.patching.base import call_op
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))

@@ -23,7 +23,7 @@ from ascendc_ops import __main__ as cli
 from ascendc_ops.ops import reference as R
 from ascendc_ops.harness import cases as C
 from ascendc_ops.harness import verify as V
-from ascendc_ops.harness.families import norm as NF
+from ascendc_ops.harness.families import rms_norm as NF
 from ascendc_ops.harness.families import swiglu as SF
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -332,7 +332,8 @@ def test_malformed_through_subprocess(tmp_path):
 
 # ---------------------------------------------------------------- bench
 def png_info(data: bytes) -> tuple[int, int, int, int]:
-    """(width, height, bit depth, colour type) after checking the signature, IHDR, every CRC and the pixels."""
+    """(width, height, bit depth, colour type) after checking the signature, IHDR, every CRC and the pixels
+    (8-bit RGB or RGBA)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, chunks = 8, []
     while pos < len(data):
@@ -345,14 +346,14 @@ def png_info(data: bytes) -> tuple[int, int, int, int]:
     assert chunks[0][0] == b"IHDR" and len(chunks[0][1]) == 13 and chunks[-1][0] == b"IEND"
     w, h, depth, ctype = struct.unpack(">IIBB", chunks[0][1][:10])
     raw = zlib.decompress(b"".join(b for k, b in chunks if k == b"IDAT"))
-    assert len(raw) == h * (1 + w * 3)
+    assert len(raw) == h * (1 + w * {2: 3, 6: 4}[ctype])
     return w, h, depth, ctype
 
 
 def test_bench_csv_plot_presets(tmp_path):
     out_csv, out_png = tmp_path / "b.csv", tmp_path / "b.png"
     common = ["--op", "rotary_mul", "--dtype", "float32", "--quick", "--no-compile", "--csv", out_csv]
-    p = run_cli("bench", "--shape", "1,2,8,32", "--mode", "fwd", "full", "--plot", out_png, *common)
+    p = run_cli("bench", "--shape", "1,2,8,32", "--mode", "fwd", "full", *common)
     assert p.returncode == 0, p.stderr
     assert "| rotary_mul | 1x2x8x32 | float32 | full |" in p.stdout
     assert "2/2 done" in p.stderr  # progress bar
@@ -369,8 +370,52 @@ def test_bench_csv_plot_presets(tmp_path):
             assert r[col], col
         assert float(r["ours_median"]) > 0 and r["compile_median"] == ""
     assert int(rows[1]["bytes"]) == 2 * int(rows[0]["bytes"])  # full = both passes
-    w, h, depth, ctype = png_info(out_png.read_bytes())
-    assert w > 100 and h > 50 and depth == 8 and ctype == 2
+
+
+def test_bench_plot_draws_or_names_the_extra(tmp_path):
+    """--plot draws with matplotlib (the [plot] extra); without it, one clear line before any timing."""
+    from ascendc_ops.harness import plot
+
+    out_png = tmp_path / "b.png"
+    p = run_cli("bench", "--op", "rotary_mul", "--shape", "1,2,8,32", "--dtype", "float32", "--mode", "fwd", "full",
+                "--quick", "--no-compile", "--no-progress", "--plot", out_png)
+    if plot.available():
+        assert p.returncode == 0, p.stderr
+        w, h, depth, ctype = png_info(out_png.read_bytes())
+        assert w > 100 and h > 50 and depth == 8
+        assert f"wrote the chart to {out_png}" in p.stdout
+    else:
+        line = assert_clean_error(p)
+        assert "pip install 'ascendc-ops[plot]'" in line and "matplotlib" in line
+        assert p.stdout == "" and not out_png.exists()
+
+
+@pytest.mark.parametrize("args,pattern", [
+    (["--suite", "model", "--op", "rope_customer"], r"--op: not an option of --suite model"),
+    (["--suite", "moe", "--no-compile", "--rounds", "2"], r"--no-compile, --rounds: not an option of --suite moe"),
+    (["--suite", "ops", "--no-eager"], r"--no-eager: not an option of --suite ops"),
+    (["--suite", "moe", "--dtype", "float16"], r"--suite moe runs in float32 and bfloat16, not float16"),
+    (["--suite", "moe", "--case", "E9"], r"invalid choice: 'E9'"),
+    (["--suite", "npu"], r"invalid choice: 'npu'"),
+])
+def test_bench_suite_options(capsys, args, pattern):
+    """One bench command: each suite takes its own options, and another suite's option is an error, not ignored."""
+    try:
+        rc = cli.main(["bench", *args])
+    except SystemExit as e:  # argparse errors exit from inside parse_args
+        rc = e.code
+    assert re.search(pattern, assert_clean_error(rc, capsys.readouterr().err))
+
+
+def test_bench_suite_moe_quick_block(tmp_path):
+    """--suite moe runs the experts block through HF's Qwen3MoeExperts: the fast part, one case and dtype."""
+    pytest.importorskip("transformers")
+    p = run_cli("bench", "--suite", "moe", "--quick", "--case", "E8", "--dtype", "float32", "--no-eager",
+                "--no-memory", "--no-model", "--no-gmm")
+    assert p.returncode == 0, p.stderr
+    assert "| E=8 top2 H=1024 I=2816 T=256 | float32 | fwd | - |" in p.stdout
+    assert "| E=8 top2 H=1024 I=2816 T=256 | float32 | fwd+bwd | - |" in p.stdout
+    assert "grouped_matmul alone" not in p.stdout and "Tiny Qwen3-MoE" not in p.stdout
 
 
 def test_bench_norm_ops_tiny():

@@ -1,4 +1,4 @@
-"""The host profile (`ascendc-ops profile --host`): a consumer of the twin's instruction record that
+"""The host profile (`ascendc-ops profile`): a consumer of the twin's instruction record that
 times each Ascend C API on the host. Its call counts must be the record's own, its times add up."""
 import json
 import subprocess
@@ -8,15 +8,15 @@ from collections import Counter
 import torch
 
 import ascendc_ops
-from ascendc_ops.harness.host_profile import aggregate, host_profile, profiling
-from ascendc_ops.harness.profile import recording
+from ascendc_ops.harness.host_profile import aggregate, host_profile
+from ascendc_ops.harness.twin_record import host_profiling, recording
 
 
 def test_counts_are_the_records_and_times_add_up():
     x, g = torch.randn(37, 769), torch.randn(769)
     with recording() as records:
         ascendc_ops.rms_norm(x, g, 1e-6)
-    with profiling() as launches:
+    with host_profiling() as launches:
         ascendc_ops.rms_norm(x, g, 1e-6)
     recorded = Counter((i["op"], i["pipe"]) for r in records for s in r["blocks"] for i in s)
     agg = aggregate(launches)
@@ -29,7 +29,7 @@ def test_counts_are_the_records_and_times_add_up():
 
 
 def test_nothing_is_profiled_outside():
-    with profiling():
+    with host_profiling():
         pass
     ascendc_ops.rms_norm(torch.randn(4, 64), torch.randn(64), 1e-6)
     assert torch.ops.ascendc_ops.twin_host_profile_take() == []
@@ -38,7 +38,7 @@ def test_nothing_is_profiled_outside():
 def test_bwd_and_cli_json():
     info = host_profile("swiglu", (7, 2 * 80), "bfloat16", "bwd")
     assert info["blocks"] >= 1 and info["apis"]
-    out = subprocess.run([sys.executable, "-m", "ascendc_ops", "profile", "rms_norm", "--host", "--shape", "7,769",
+    out = subprocess.run([sys.executable, "-m", "ascendc_ops", "profile", "rms_norm", "--shape", "7,769",
                           "--dtype", "float16", "--json"], capture_output=True, text=True, check=True).stdout
     data = json.loads(out)
     assert data["op"] == "rms_norm" and data["must_bytes"] > 0 and data["wall_ns"] > 0

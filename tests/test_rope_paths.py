@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from ascendc_ops.harness.profile import recording
+from ascendc_ops.harness.twin_record import recording
 from ascendc_ops.ops import reference as R
 from accuracy import np64
 

@@ -1,4 +1,4 @@
-"""`ascendc-ops bench`: each fused op against the PyTorch step-by-step code it replaces, torch.compile of
+"""`ascendc-ops bench` (--suite ops, the default): each fused op against the PyTorch step-by-step code it replaces, torch.compile of
 that same code, and a copy of the same number of bytes, all measured in the same run.
 What each op is timed against (its inputs, shapes, bytes and targets) lives in its family module (families/).
 
@@ -18,12 +18,11 @@ from dataclasses import dataclass
 
 import torch
 
-from . import explain
+from . import explain, plot
+from .dtypes import BENCH_DEFAULT as DEFAULT_DTYPES, FLOATS as DTYPES, torch_dtype
 from .environment import contention, cpu_busy, environment, progress
-from .families import BENCH_OPS as OPS
-
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-DEFAULT_DTYPES = ("float32", "bfloat16")
+from .estimate import model_columns
+from .runner import OPS, check_shape, first
 PASSES = ("fwd", "bwd", "full")
 DEFAULT_PASSES = ("fwd", "bwd")
 PROVIDERS = ("ours", "torch", "compile", "copy")
@@ -53,11 +52,6 @@ PRESETS = {
     "qwen2.5-7b": Model(heads=28, kv_heads=4, head_dim=128, hidden=3584, intermediate=18944),
     "qwen2.5-0.5b": Model(heads=14, kv_heads=2, head_dim=64, hidden=896, intermediate=4864),
 }
-
-
-def first(out):
-    """The output that is compared and differentiated: an op returning several gives its first."""
-    return out[0] if isinstance(out, (tuple, list)) else out
 
 
 @dataclass
@@ -92,10 +86,7 @@ def cases(cfg: Config) -> list[tuple]:
         if not cfg.shapes and not cfg.presets:
             shapes = [(s, "") for s in op.default_shapes]
         for shape, preset in dict.fromkeys(shapes):
-            try:
-                op.check_shape(shape)
-            except ValueError as e:
-                raise ValueError(f"{name}: shape {','.join(map(str, shape))}: {e} ({op.shape_help})") from None
+            check_shape(name, shape)
             out.append((name, shape, preset))
     return out
 
@@ -189,7 +180,7 @@ def peak_alloc_mb(fn):
 
 # ---- one case: one op, shape, dtype and pass, all providers side by side ----
 def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str = ""):
-    op, dtype = OPS[name], DTYPES[dtype_name]
+    op, dtype = OPS[name], torch_dtype(dtype_name)
     gen = torch.Generator().manual_seed(0)
     inputs = op.make_inputs(shape, dtype, gen)
     x, rest = inputs[0], inputs[1:]
@@ -237,9 +228,7 @@ def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str 
     row["t_compile"] = "n/a" if compiled is None else verdict(row["vs_compile"], t.compile, "x")
     row["t_copy"] = verdict(row["pct_copy"], t.copy_pct, "%")
     row["mismatch"] = ",".join(mismatch)
-    from .profile import model_columns  # the pipeline model's 910B estimate of the same call
-
-    row.update(model_columns(name, inputs, pass_))
+    row.update(model_columns(name, inputs, pass_))  # the pipeline model's 910B estimate of the same call
     return row
 
 
@@ -320,6 +309,8 @@ def write_csv(path: str, env: dict, rows) -> None:
 
 def run(cfg: Config, out=sys.stdout) -> list[dict]:
     todo = [(n, s, p, d, ps) for n, s, p in cases(cfg) for d in cfg.dtypes for ps in cfg.passes]
+    if cfg.plot:
+        plot.pyplot()  # no matplotlib: say so now, not after the run
     if cfg.csv:
         check_csv(cfg.csv)
     start, busy0 = time.perf_counter(), cpu_busy()
@@ -375,8 +366,7 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
         write_csv(cfg.csv, env, rows)
         print(f"- appended {len(rows)} rows to {cfg.csv}", file=out)
     if cfg.plot:
-        from .plot import bench_chart
-        bench_chart(rows, cfg.plot, title=f"ascendc-ops bench, {env['cpu'].split(' (')[0]}, "
+        plot.bench_chart(rows, cfg.plot, title=f"ascendc-ops bench, {env['cpu'].split(' (')[0]}, "
                                           f"{env['threads']} threads, commit {env['commit']}")
         print(f"- wrote the chart to {cfg.plot}", file=out)
     return rows

@@ -57,6 +57,7 @@ import numpy as np
 
 from .case_fields import (KNOWN_KEYS, MAX_FUZZ, TENSOR_FIELDS, CaseError, TensorSpec, attr_candidates,
                           candidates, load_golden, req, seed_of, tensor_spec, typed_default)
+from .dtypes import torch_dtype
 
 
 @dataclass
@@ -252,7 +253,7 @@ def validate(case: Case, spec, where: str) -> None:
                 np.broadcast_to(arr, t.shape)
             except (ValueError, TypeError):
                 raise CaseError(f"{where}: input {t.name!r}: 'value' does not fit shape {list(t.shape)}") from None
-    metas = {t.name: torch.empty(t.shape, dtype=getattr(torch, t.dtype), device="meta") for t in case.inputs}
+    metas = {t.name: torch.empty(t.shape, dtype=torch_dtype(t.dtype), device="meta") for t in case.inputs}
     try:
         outs = spec.run(metas, case.attrs)
     except (ValueError, TypeError, RuntimeError, IndexError) as e:

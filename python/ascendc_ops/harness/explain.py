@@ -1,8 +1,10 @@
 """The bench's explanation of each row that misses a target: one host profile of the row's call on
-the CPU twin (harness/host_profile.py, `ascendc-ops profile OP --host`), summarised as where its block
+the CPU twin (harness/host_profile.py, `ascendc-ops profile OP`), summarised as where its block
 time goes (top APIs), how many times its vector instructions pass over the bytes the op must move,
 and the GM<->UB copies' share. Run after every row is timed, so no profiling overlaps a timed call."""
 from __future__ import annotations
+
+from .host_profile import METHOD, READING, copy_share, host_profile, top_apis, unrecorded, v_passes
 
 TARGET_COLUMNS = (("step", "t_step"), ("compile", "t_compile"), ("copy", "t_copy"))
 FIELDS = ("missed", "explain_top", "explain_v_bytes", "explain_copy_pct", "explain_note")
@@ -17,8 +19,6 @@ def missed(row: dict) -> list[str]:
 
 def explain_row(row: dict) -> dict:
     """The explain fields of one row, from one profiled call after a warm-up call (host_profile)."""
-    from .host_profile import copy_share, host_profile, top_apis, unrecorded, v_passes
-
     shape = tuple(int(d) for d in row["shape"].split("x"))
     info = host_profile(row["op"], shape, row["dtype"], row["pass"], reps=0)
     top = ", ".join(f"{api} ({pipe}) {share:.0f}%" if share >= 0.5 else f"{api} ({pipe}) <1%"
@@ -56,8 +56,6 @@ def explain(rows: list, enabled: bool = True, progress=None) -> int:
 
 def markdown(rows: list) -> str:
     """One line per missed row, and how to read them; the rows went through explain()."""
-    from .host_profile import METHOD, READING
-
     rows = [r for r in rows if r.get("missed")]
     if not rows:
         return "Every row meets its targets: nothing to explain."

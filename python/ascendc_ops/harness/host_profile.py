@@ -1,4 +1,4 @@
-"""`ascendc-ops profile --host`: where the CPU twin's time goes in one op call, measured.
+"""`ascendc-ops profile`: where the CPU twin's time goes in one op call, measured.
 
 A consumer of the twin's instruction record (the one the sanitizer and the pipeline model read,
 csrc/twin/twin_host_profile.h) reads the host clock as each instruction is issued: the time from
@@ -14,46 +14,20 @@ import time
 
 import torch
 
-from . import bench
+from . import runner
 from .environment import tune_glibc_malloc
-from .profile import _full_forward, _shapes, collected
+from .twin_record import host_profiling
 
 REPS = 5
 PROFILED_MAX = 5  # profiled calls at most: as the bench warms up, until one takes no page faults
 METHOD = ("host clock at each instruction's issue, read by a consumer of the twin's instruction record "
           "(csrc/twin/twin_host_profile.h)")
-# How to read a profile's summary: the one text for `profile --host` and the bench's explain table.
+# How to read a profile's summary: the one text for `profile` and the bench's explain table.
 READING = ("share = an Ascend C API's host time as a % of the call's block time summed over its blocks; "
            "V bytes = bytes the vector (V) instructions read and write / bytes the op must move (inputs read "
            "once + outputs written once): each V instruction is a pass over UB tiles on the host, so 1x is one "
            "fused pass and more is extra passes; copies = the GM->UB (MTE2) and UB->GM (MTE3) copies' share")
 COPY_PIPES = ("MTE2", "MTE3")
-
-
-def _calls(name: str, inputs: tuple, pass_: str):
-    """A factory of zero-argument calls of the op, as the bench times them: fwd; bwd (dx for a fixed dy,
-    the forward run by the factory, outside the call); full (forward with grad + that backward)."""
-    if pass_ == "fwd":
-        fwd = _full_forward(name)
-        return lambda: (lambda: fwd(*inputs))
-    op = bench.OPS[name]
-    x, rest = inputs[0], inputs[1:]
-    y0 = bench.first(op.ours(x, *rest))
-    dy = torch.randn(y0.shape, generator=torch.Generator().manual_seed(1)).to(y0.dtype)
-
-    def make():
-        xg = x.clone().requires_grad_()
-        if pass_ == "full":
-            return lambda: torch.autograd.grad(bench.first(op.ours(xg, *rest)), xg, dy)[0]
-        y = bench.first(op.ours(xg, *rest))
-        return lambda: torch.autograd.grad(y, xg, dy)[0]
-    return make
-
-
-def profiling():
-    """Every launch inside, as the twin's host profile ({"kernel", "block_dim", "setup_ns", "block_ns",
-    "apis"} each)."""
-    return collected(torch.ops.ascendc_ops.twin_host_profile, torch.ops.ascendc_ops.twin_host_profile_take)
 
 
 def aggregate(launches: list) -> dict:
@@ -76,15 +50,9 @@ def host_profile(name: str, shape=None, dtype: str = "float32", pass_: str = "fw
     """The profile of one call after a warm-up call: profiled calls are repeated (up to PROFILED_MAX) until
     one takes no page faults, as the bench warms up until its heap has grown; `reps` unprofiled calls are
     timed first (0: none, wall_ns None)."""
-    op = bench.OPS[name]
-    shape = tuple(shape or op.default_shapes[0])
-    try:
-        op.check_shape(shape)
-    except ValueError as e:
-        raise ValueError(f"{name}: shape {','.join(map(str, shape))}: {e} ({op.shape_help})") from None
-    tune_glibc_malloc()  # as the bench does: no page-fault trap on fresh outputs
-    inputs = op.make_inputs(shape, bench.DTYPES[dtype], torch.Generator().manual_seed(0))
-    make = _calls(name, inputs, pass_)
+    tune_glibc_malloc()  # as the bench does: no page-fault trap on fresh outputs (inputs included)
+    shape, inputs = runner.make_inputs(name, shape, dtype)
+    make = runner.calls(name, inputs, pass_)
     make()()  # warm: first-touch pages and caches
     walls = []
     for _ in range(reps):
@@ -95,7 +63,7 @@ def host_profile(name: str, shape=None, dtype: str = "float32", pass_: str = "fw
     for _ in range(PROFILED_MAX):  # the profiler's own allocations can move the output to fresh pages
         call = make()
         faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        with profiling() as launches:
+        with host_profiling() as launches:
             t = time.perf_counter_ns()
             call()
             recorded_ns = time.perf_counter_ns() - t
@@ -104,8 +72,8 @@ def host_profile(name: str, shape=None, dtype: str = "float32", pass_: str = "fw
             break
     agg = aggregate(launches)
     agg["apis"] = [{"op": op_, "pipe": pipe, **v} for (op_, pipe), v in agg["apis"].items()]
-    must = op.bytes_moved(inputs, None, pass_)
-    return {"op": name, "pass": pass_, "dtype": dtype, "shape": list(shape), "inputs": _shapes(inputs),
+    must = runner.OPS[name].bytes_moved(inputs, None, pass_)
+    return {"op": name, "pass": pass_, "dtype": dtype, "shape": list(shape), "inputs": runner.output_shapes(inputs),
             "threads": torch.get_num_threads(), "wall_ns": statistics.median(walls) if walls else None,
             "reps": reps, "recorded_ns": recorded_ns, "faults": faults,
             "must_bytes": must, **agg,

@@ -65,6 +65,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .dtypes import canonical
+
 REL_EPS = 1e-7  # rel = d / (|g| + REL_EPS)
 THRESHOLDS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-13}  # MERE/MARE's T
 SMALL_VALUE = {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-14}  # |g| below: a small value
@@ -75,13 +77,11 @@ RATIO_FLOOR = 2.0**-8  # the ratios' denominators are floored here
 EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23}  # machine epsilon
 MIN_NORMAL = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126}
 SANITY_UNITS = 16.0  # sanity bound: d <= SANITY_UNITS * T * max(|g|, S)
-_ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
 
 
 def dtype_name(dtype) -> str:
     """'float16' | 'bfloat16' | 'float32' from a name ('fp16', 'torch.bfloat16', ...) or a NumPy dtype."""
-    name = str(dtype).removeprefix("torch.")
-    name = _ALIASES.get(name, name)
+    name = canonical(dtype)
     if name not in THRESHOLDS:
         try:
             name = np.dtype(dtype).name

@@ -41,6 +41,7 @@ import ascendc_ops
 
 from . import precision as P
 from .cases import Case, CaseError, expand, load_file
+from .dtypes import torch_dtype
 from .families import VERIFY_OPS as OPS
 from .families.base import DTYPES, OpSpec
 from .values import GenContext, make_values
@@ -133,7 +134,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         for t in case.inputs:  # generators see the case's rng, the tensor's spec and the inputs made so far
             ctx = GenContext(rng, t, arrays)
             bound = _BoundValues({k: (lambda s, a, f=f: f(s, a, ctx)) for k, f in spec.values.items()})
-            tensors[t.name] = torch.from_numpy(make_values(t, rng, bound, case.attrs)).to(getattr(torch, t.dtype))
+            tensors[t.name] = torch.from_numpy(make_values(t, rng, bound, case.attrs)).to(torch_dtype(t.dtype))
             arrays[t.name] = _f64(tensors[t.name])  # the golden sees the dtype-rounded inputs
         ours = spec.run(tensors, case.attrs)
         second = spec.second(tensors, case.attrs)

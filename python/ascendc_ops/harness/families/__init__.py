@@ -1,11 +1,12 @@
-"""The op families the harness knows. Each module declares VERIFY (op name -> base.OpSpec: how `verify` runs
-the op, PyTorch's own computation of it, its golden, fuzzer, default cases and value generators) and BENCH
-(op name -> base.OpBench: how `bench` times it). A new family is one module here and one name in FAMILIES."""
+"""The op families the harness knows, one module per family key. Each declares VERIFY (op name -> base.OpSpec:
+how `verify` runs the op, PyTorch's own computation of it, its golden, fuzzer, default cases and value
+generators) and BENCH (op name -> base.OpBench: how `bench` times it). A new family is one module here and one
+name in FAMILIES."""
 from __future__ import annotations
 
-from . import moe, norm, rope, swiglu
+from . import grouped_matmul, moe_routing, rms_norm, rope, swiglu
 
-FAMILIES = (rope, swiglu, norm, moe)
+FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing)
 
 VERIFY_OPS = {name: spec for family in FAMILIES for name, spec in family.VERIFY.items()}
 BENCH_OPS = {name: spec for family in FAMILIES for name, spec in family.BENCH.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-DTYPES = ("float16", "bfloat16", "float32")
+from ..dtypes import FLOATS as DTYPES
 
 
 @dataclass(frozen=True)
@@ -58,3 +58,9 @@ class OpBench:
     shape_help: str  # what --shape means for this op, e.g. "B,H,L,D"
     default_shapes: tuple  # shapes timed without --shape/--preset
     targets: dict  # pass -> Targets
+    all_outputs: Callable | None = None  # (*inputs) -> every output, when `ours` returns only some
+
+
+def case_tensor(name: str, shape, types, **fields) -> dict:
+    """One input_desc/output_desc entry of a case file (cases.py), as a family's default suite writes it."""
+    return {"name": name, "format": "ND", "type": types, "shape": shape, **fields}

@@ -1,7 +1,7 @@
 """The twin's pipeline model: recorded instruction streams -> modelled time on an Ascend chip.
 
 platform.py (one JSON file per chip) -> timeline.py (one block, pipe by pipe) -> launch.py (blocks
-on cores, HBM shared) -> trace.py (Chrome trace, PNG). Estimates from a model, not measurements.
+on cores, HBM shared) -> trace.py (Chrome trace). Estimates from a model, not measurements.
 """
 from .launch import LaunchModel, OpModel, model_launch, model_launches
 from .platform import Platform, load_platform, platform_files

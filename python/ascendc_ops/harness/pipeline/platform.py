@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..dtypes import BYTES, canonical
+
 PLATFORM_DIR = Path(__file__).resolve().parent.parent / "platforms"
 PIPES = ("S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX")
 
@@ -89,24 +91,20 @@ def load_platform(name: str = "910B") -> Platform:
         costs=costs, vector=table, composite=composite, sources=sources)
 
 
-DTYPE_BYTES = {"float": 4, "float32": 4, "int32": 4, "uint32": 4, "half": 2, "float16": 2, "bfloat16": 2,
-               "int16": 2, "uint16": 2, "int8": 1, "uint8": 1, "int64": 8}
-
-
 def dtype_bytes(dtype: str) -> int:
     """Element size of a recorded dtype; a conversion 'a->b' (or 'a,b') counts its wider side."""
     parts = [p.strip() for p in dtype.replace("->", ",").split(",") if p.strip()] or ["float"]
-    return max(DTYPE_BYTES.get(p, 4) for p in parts)
+    return max(BYTES.get(canonical(p), 4) for p in parts)
 
 
 def dtype_key(dtype: str) -> str:
     """The cost-table column of a recorded dtype: float16 (2-byte floats), float32, or int."""
-    parts = [p.strip() for p in dtype.replace("->", ",").split(",") if p.strip()]
-    if any(p in ("float", "float32") for p in parts):
+    names = [canonical(p.strip()) for p in dtype.replace("->", ",").split(",") if p.strip()]
+    if "float32" in names:
         return "float32"
-    if any(p in ("half", "float16", "bfloat16") for p in parts):
+    if "float16" in names or "bfloat16" in names:
         return "float16"
-    return "int" if parts else "float32"
+    return "int" if names else "float32"
 
 
 def repeats_of(count: int, dtype: str, repeat_bytes: int = 256) -> int:

@@ -1,7 +1,7 @@
-"""Model-level benchmark: a small Llama-shaped HF model with and without the ascendc_ops kernels.
+"""`ascendc-ops bench --suite model`: a small Llama-shaped HF model with and without the ascendc_ops kernels.
 
-    python -m ascendc_ops.harness.model_bench            # ~3 min on 2 cores
-    python -m ascendc_ops.harness.model_bench --quick    # < 1 min, smaller shapes
+    ascendc-ops bench --suite model            # ~3 min on 2 cores
+    ascendc-ops bench --suite model --quick    # < 1 min, smaller shapes
 
 For fp32 and bf16, with and without ``apply_default_kernels`` (fused_rope, fused_rmsnorm, fused_swiglu):
 training step (forward + backward) tokens/s, the step's peak memory, and greedy-generation tokens/s.
@@ -16,7 +16,6 @@ peak = VmHWM - VmRSS around one step, after resetting the high-water mark (/proc
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -24,6 +23,8 @@ import re
 import subprocess
 import sys
 import time
+
+from .dtypes import torch_dtype
 
 MODEL = dict(hidden_size=1024, num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=16,
              intermediate_size=2816, vocab_size=4096, max_position_embeddings=2048, hidden_act="silu")
@@ -37,6 +38,10 @@ PLANS = {
 }
 KERNELS = "fused_rope,fused_rmsnorm,fused_swiglu"
 GEN_RUNS = 3
+ROUNDS = 2  # subprocess runs per variant, interleaved (the best is shown)
+# Each variant runs in a fresh process: its peak memory is its own.
+WORKER = ("import json, sys; from ascendc_ops.harness.bench_model import worker; "
+          "w = json.loads(sys.argv[1]); print(json.dumps(worker(w['dtype'], w['kernels'], w['plan'], w['profile'])))")
 
 
 def _status(key: str) -> int:
@@ -61,7 +66,7 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
 
     import ascendc_ops.patching as K
 
-    dtype = getattr(torch, dtype_name)
+    dtype = torch_dtype(dtype_name)
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(**MODEL)).to(dtype)
     report = K.apply_default_kernels(model, KERNELS if kernels else None)
@@ -115,7 +120,7 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
 
 def _run_variant(dtype_name, kernels, plan, profile) -> dict:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
-    cmd = [sys.executable, "-m", "ascendc_ops.harness.model_bench", "--worker", json.dumps(
+    cmd = [sys.executable, "-c", WORKER, json.dumps(
         dict(dtype=dtype_name, kernels=kernels, plan=plan, profile=profile))]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode:
@@ -146,26 +151,16 @@ def _fmt(v, spec):
     return "n/a" if v is None else format(v, spec)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller shapes, < 1 min")
-    ap.add_argument("--no-profile", action="store_true", help="skip the per-op profile")
-    ap.add_argument("--rounds", type=int, default=2, help="subprocess runs per variant, interleaved (best is shown)")
-    ap.add_argument("--worker", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.worker:
-        w = json.loads(args.worker)
-        print(json.dumps(worker(w["dtype"], w["kernels"], w["plan"], w["profile"])))
-        return 0
-
-    plans = PLANS["quick" if args.quick else "default"]
+def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True) -> int:
+    """The table (and with profile_ops the fp32 per-op profile), printed; `rounds` >= 1."""
+    plans = PLANS["quick" if quick else "default"]
     env_line = _environment()
     t_start = time.perf_counter()
     results = {}
     for dtype_name, plan in plans.items():
-        for r in range(max(1, args.rounds)):
+        for r in range(max(1, rounds)):
             for kernels in ((False, True) if r % 2 == 0 else (True, False)):
-                profile = dtype_name == "float32" and not args.no_profile and r == 0
+                profile = dtype_name == "float32" and profile_ops and r == 0
                 res = _run_variant(dtype_name, kernels, plan, profile)
                 best = results.setdefault((dtype_name, kernels), res)
                 if res is not best:  # best round per figure; peak and profile stay from round 0
@@ -193,7 +188,7 @@ def main(argv=None) -> int:
           f"peak RSS above the pre-step RSS (parameters and their gradients already allocated, so this is "
           f"activations + temporaries); generation = greedy, batch 1, "
           f"{plans['float32']['prompt']}-token prompt, {plans['float32']['new']} new tokens (fp32), best of {GEN_RUNS}; "
-          f"each figure the best of {max(1, args.rounds)} interleaved subprocess rounds. "
+          f"each figure the best of {max(1, rounds)} interleaved subprocess rounds. "
           f"Total {time.perf_counter() - t_start:.0f} s.")
     base, fused = results["float32", False], results["float32", True]
     speedup = fused["train_tok_s"] / base["train_tok_s"]
@@ -211,7 +206,3 @@ def main(argv=None) -> int:
               f"{tot(fused['profile'], mm):.0f} ms of the patched one; the kernels only replace the "
               "element-wise parts (RoPE, RMSNorm, SiLU*mul), so the step speedup is bounded by their share.")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

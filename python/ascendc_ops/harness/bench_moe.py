@@ -1,13 +1,13 @@
-"""MoE benchmark: the experts block (ours vs HF transformers' eager loop and its grouped_mm) and a tiny
-Qwen3-MoE training step with and without the kernels.
+"""`ascendc-ops bench --suite moe`: the experts block (ours vs HF transformers' eager loop and its grouped_mm)
+and a tiny Qwen3-MoE training step with and without the kernels.
 
-    python -m ascendc_ops.harness.moe_bench              # all of it (~25 min on 2 cores, most of it HF eager
-                                                         # and HF grouped_mm in bf16)
-    python -m ascendc_ops.harness.moe_bench --quick      # 256 tokens per block case, shorter model sequence
-    python -m ascendc_ops.harness.moe_bench --no-eager --no-memory --no-model   # the fast part
+    ascendc-ops bench --suite moe              # all of it (~25 min on 2 cores, most of it HF eager
+                                               # and HF grouped_mm in bf16)
+    ascendc-ops bench --suite moe --quick      # 256 tokens per block case, shorter model sequence
+    ascendc-ops bench --suite moe --no-eager --no-memory --no-model   # the fast part
 
-Three tables: grouped_matmul vs torch._grouped_mm and a per-expert mm loop (families/moe.py), the experts
-block, and the model step; then the targets missed, with a per-op profile of ours.
+Three tables: grouped_matmul vs torch._grouped_mm and a per-expert mm loop, the experts block, and the
+model step; then the targets missed, with a per-op profile of ours.
 
 The experts block is a real HF ``Qwen3MoeExperts`` module with the case's sizes; the three implementations
 are HF's own dispatch (``config._experts_implementation`` = eager / grouped_mm / ascendc_fused_moe), so all
@@ -18,16 +18,23 @@ peak RSS above the RSS before one fwd+bwd (incl. the weight gradients, the same 
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
+
+import ascendc_ops
+
+from .dtypes import BENCH_DEFAULT, torch_dtype
+from .environment import contention, cpu_busy, cpu_model, tune_glibc_malloc
+from .families.grouped_matmul import EXPERTS_SHAPES, experts_inputs, mm_loop
 
 IMPLS = ("eager", "grouped_mm", "ascendc_fused_moe")
 CASES = {"E64": dict(E=64, K=8, H=1024, I=512, T=1024), "E8": dict(E=8, K=2, H=1024, I=2816, T=1024)}
@@ -36,6 +43,23 @@ MODEL = dict(vocab_size=4096, hidden_size=512, num_hidden_layers=2, num_attentio
              norm_topk_prob=True, max_position_embeddings=1024, hidden_act="silu")
 TARGETS = {"grouped_mm": 1.2, "eager": 10.0}  # experts block fwd+bwd at E=64; model step: 1.5x eager
 GMM_TARGET, MODEL_TARGET = 0.9, 1.5  # grouped_matmul vs torch._grouped_mm; model step vs HF eager
+DTYPES = BENCH_DEFAULT  # the HF modules run in these
+# The memory worker runs in a fresh process (its own peak RSS, its own malloc settings).
+MEMORY_WORKER = ("import json, sys; from ascendc_ops.harness.bench_moe import memory_worker; "
+                 "print(json.dumps(memory_worker(*json.loads(sys.argv[1]))))")
+
+
+@dataclass(frozen=True)
+class Options:
+    """What `bench --suite moe` runs (its command-line options)."""
+
+    quick: bool = False  # 256 tokens per block case, a shorter model sequence
+    cases: tuple = ()  # experts block cases (CASES keys); empty: all
+    dtypes: tuple = ()  # empty: DTYPES
+    eager: bool = True  # HF eager, the slowest (~9 s per E=64 step)
+    memory: bool = True
+    model: bool = True
+    gmm: bool = True  # grouped_matmul vs torch._grouped_mm
 
 
 def experts_module(case: dict, dtype: torch.dtype, seed: int = 0):
@@ -89,7 +113,7 @@ def _status(key: str) -> int:
 def memory_worker(case_name: str, dtype_name: str, impls: list) -> dict:
     import gc
 
-    m, hidden, idx, w = experts_module(CASES[case_name], getattr(torch, dtype_name))
+    m, hidden, idx, w = experts_module(CASES[case_name], torch_dtype(dtype_name))
     peaks = {}
     for impl in impls:  # no warm-up (HF eager takes minutes in bf16): the first call's one-off costs count
         m.zero_grad(set_to_none=True)  # every measurement allocates the weight gradients afresh
@@ -103,8 +127,7 @@ def memory_worker(case_name: str, dtype_name: str, impls: list) -> dict:
 
 def peak_memory(case_name: str, dtype_name: str, impls: list) -> dict:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
-    cmd = [sys.executable, "-m", "ascendc_ops.harness.moe_bench", "--memory-worker",
-           json.dumps([case_name, dtype_name, impls])]
+    cmd = [sys.executable, "-c", MEMORY_WORKER, json.dumps([case_name, dtype_name, impls])]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode:
         return {i: None for i in impls} | {"error": res.stderr[-400:]}
@@ -143,40 +166,70 @@ def profile_ours(case: dict, dtype: torch.dtype, rows: int = 12) -> list:
     return [(e.key, e.self_cpu_time_total / 1e3, e.count) for e in events]
 
 
+# ---------------------------------------------------------------- grouped_matmul vs torch._grouped_mm
+def median_ms(fns: dict, reps: int, budget_s: float = 10.0) -> dict:
+    """Median ms per function after a warm-up; the functions take turns in every repetition, so a change
+    in the machine's load (other jobs on the 2 cores) falls on all of them alike. A function stops
+    repeating once its timed runs took budget_s (the bf16 mm loop: a minute a run)."""
+    times = {k: [] for k in fns}
+    for f in fns.values():
+        f()
+    for _ in range(reps):
+        for k, f in fns.items():
+            if sum(times[k]) > budget_s:
+                continue
+            t0 = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t0)
+    return {k: 1e3 * float(np.median(v)) for k, v in times.items()}
+
+
+def compare_grouped_mm(shapes=EXPERTS_SHAPES, dtypes=DTYPES, reps: int = 5, out=sys.stdout):
+    """Forward and forward+backward (dx, dw) times: ours, torch._grouped_mm, the per-expert mm loop.
+    Returns (shape, dtype, pass, ours / torch._grouped_mm speed ratio) per row."""
+    print("| M,K,N,E | dtype | pass | ours ms | torch._grouped_mm ms | mm loop ms | vs _grouped_mm | vs loop |",
+          file=out)
+    print("|---|---|---|---|---|---|---|---|", file=out)
+    gen = torch.Generator().manual_seed(0)
+    ratios = []
+    for shape in shapes:
+        for dt in dtypes:
+            x, w, counts = experts_inputs(shape, torch_dtype(dt), gen)
+            offs = torch.cumsum(counts, 0).to(torch.int32)
+            dy = torch.randn(x.shape[0], w.shape[2], generator=gen).to(x.dtype)
+            impls = {"ours": lambda x, w: ascendc_ops.grouped_matmul(x, w, counts),
+                     "grouped_mm": lambda x, w: torch._grouped_mm(x, w, offs=offs),
+                     "loop": lambda x, w: mm_loop(x, w, counts)}
+            xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+            for pass_ in ("fwd", "fwd+bwd"):
+                if pass_ == "fwd":
+                    ms = median_ms({k: lambda f=f: f(x, w) for k, f in impls.items()}, reps)
+                else:
+                    ms = median_ms({k: lambda f=f: torch.autograd.grad(f(xg, wg), (xg, wg), dy)
+                                     for k, f in impls.items()}, reps)
+                print(f"| {','.join(map(str, shape))} | {dt} | {pass_} | {ms['ours']:.1f} | {ms['grouped_mm']:.1f} | "
+                      f"{ms['loop']:.1f} | {ms['grouped_mm'] / ms['ours']:.2f}x | {ms['loop'] / ms['ours']:.2f}x |",
+                      file=out, flush=True)
+                ratios.append((shape, dt, pass_, ms["grouped_mm"] / ms["ours"]))
+    return ratios
+
+
 def _med(ts):
     return sorted(ts)[len(ts) // 2] if ts else None
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="256 tokens per block case, short model sequence")
-    ap.add_argument("--case", choices=list(CASES), action="append", help="experts block case(s) (default: all)")
-    ap.add_argument("--dtype", choices=["float32", "bfloat16"], action="append")
-    ap.add_argument("--no-eager", action="store_true", help="skip HF eager (the slowest: ~9 s per E=64 step)")
-    ap.add_argument("--no-memory", action="store_true")
-    ap.add_argument("--no-model", action="store_true")
-    ap.add_argument("--no-gmm", action="store_true", help="skip grouped_matmul vs torch._grouped_mm")
-    ap.add_argument("--memory-worker", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.memory_worker:
-        print(json.dumps(memory_worker(*json.loads(args.memory_worker))))
-        return 0
-
-    from .environment import contention, cpu_busy, cpu_model, tune_glibc_malloc
-
+def run(opts: Options) -> int:
     malloc = tune_glibc_malloc()
     busy0, t_start = cpu_busy(), time.perf_counter()
-    cases = args.case or list(CASES)
-    dtypes = args.dtype or ["float32", "bfloat16"]
-    impls = [i for i in IMPLS if not (args.no_eager and i == "eager")]
-    budget = 2.0 if args.quick else 4.0
+    cases = list(opts.cases or CASES)
+    dtypes = list(opts.dtypes or DTYPES)
+    impls = [i for i in IMPLS if opts.eager or i != "eager"]
+    budget = 2.0 if opts.quick else 4.0
     print(f"Machine: {cpu_model()} ({torch.backends.cpu.get_cpu_capability()}), {os.cpu_count()} cores, "
           f"torch {torch.__version__} ({torch.get_num_threads()} threads); malloc {malloc}; cube GEMM as stored: "
           f"{', '.join(torch.ops.ascendc_ops.cube_gemm_native())} (other dtypes widened to fp32)\n")
     misses = []
-    if not args.no_gmm:
-        from .families.moe import EXPERTS_SHAPES, compare_grouped_mm
-
+    if opts.gmm:
         print("grouped_matmul alone (the experts' gate_up GEMM), median of up to 5 interleaved runs:\n")
         for shape, dt, pass_, r in compare_grouped_mm(EXPERTS_SHAPES, tuple(dtypes)):
             if r < GMM_TARGET:
@@ -186,12 +239,12 @@ def main(argv=None) -> int:
           "| peak MiB eager / grouped_mm / ours |")
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
     for cname in cases:
-        case = dict(CASES[cname], T=256 if args.quick else CASES[cname]["T"])
+        case = dict(CASES[cname], T=256 if opts.quick else CASES[cname]["T"])
         label = f"E={case['E']} top{case['K']} H={case['H']} I={case['I']} T={case['T']}"
         for dname in dtypes:
-            dtype = getattr(torch, dname)
+            dtype = torch_dtype(dname)
             m, hidden, idx, w = experts_module(case, dtype)
-            peaks = {} if args.no_memory else peak_memory(cname, dname, impls)
+            peaks = {} if not opts.memory else peak_memory(cname, dname, impls)
             for backward in (False, True):
                 ms = {}
                 for impl in impls:
@@ -208,15 +261,15 @@ def main(argv=None) -> int:
                 if backward and case["E"] == 64:
                     misses += [(label, dname, i, vs[i]) for i in vs if vs[i] < TARGETS[i]]
 
-    if not args.no_model:
-        batch, seq = (1, 128) if args.quick else (2, 256)
+    if opts.model:
+        batch, seq = (1, 128) if opts.quick else (2, 256)
         m = MODEL
         print(f"\nTiny Qwen3-MoE training step (hidden {m['hidden_size']}, {m['num_hidden_layers']} layers, "
               f"{m['num_experts']} experts top-{m['num_experts_per_tok']}, moe_intermediate "
               f"{m['moe_intermediate_size']}, batch {batch} x seq {seq}), forward + backward:\n")
         print("| dtype | variant | step ms | vs HF eager |\n|---|---|---:|---:|")
         for dname in dtypes:
-            dtype = getattr(torch, dname)
+            dtype = torch_dtype(dname)
             runs = [("HF eager experts, no kernels", None, "eager"),
                     ("HF grouped_mm experts, no kernels", None, "grouped_mm"),
                     ("apply_default_kernels", "auto", "eager")]
@@ -237,12 +290,8 @@ def main(argv=None) -> int:
             return MODEL_TARGET if c == "model step" else GMM_TARGET if c.startswith("grouped_matmul") else TARGETS[i]
         print("\nMissed targets: " + "; ".join(f"{c} {d} vs {i} {v:.2f}x (target {target(c, i)}x)"
                                              for c, d, i, v in misses))
-        case = dict(CASES["E64"], T=256 if args.quick else 1024)
+        case = dict(CASES["E64"], T=256 if opts.quick else 1024)
         print("\nWhere ours spends one E=64 fp32 fwd+bwd (self CPU ms, top ops):\n\n| op | ms | calls |\n|---|---:|---:|")
         for key, ms, n in profile_ours(case, torch.float32):
             print(f"| {key} | {ms:.1f} | {n} |")
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

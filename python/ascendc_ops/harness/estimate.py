@@ -1,21 +1,19 @@
-"""`ascendc-ops profile`: an op run on the CPU twin with the tiling of a modelled chip (910B: 48
-blocks), every instruction recorded, and the pipeline model's estimate of its time on that chip:
-the bound, per-pipe utilisation, % of the HBM roofline, a Chrome trace and a PNG timeline.
-These are model estimates (harness/platforms/*.json lists each parameter's source), not measurements."""
+"""`ascendc-ops estimate`: an op run on the CPU twin with the tiling of a modelled chip (910B: 48 blocks),
+every instruction recorded, and the pipeline model's estimate of its time on that chip: the bound, per-pipe
+utilisation, % of the HBM roofline, a Chrome trace and (with matplotlib) a PNG timeline. These are model
+estimates (harness/platforms/*.json lists each parameter's source), not measurements; the measured host
+profile is host_profile.py."""
 from __future__ import annotations
 
-import json
 import os
 from contextlib import contextmanager
 
 import torch
 
-import ascendc_ops
-
-from . import bench
-from .families.norm import EPS
+from . import plot, runner
 from .pipeline import OpModel, Platform, load_platform, model_launches
-from .pipeline.trace import write_png, write_trace
+from .pipeline.trace import write_trace
+from .twin_record import recording
 
 PASSES = ("fwd", "bwd")
 TWIN_UB_BYTES = 196352  # every twin block gets an A2-sized UB: a larger modelled UB tiles as A2's
@@ -32,63 +30,23 @@ def tiling_platform(plat: Platform):
         ops.reset_tiling_platform()
 
 
-@contextmanager
-def collected(switch, take):
-    """What a twin consumer exports for every launch inside: `switch(on)` turns it on and off, `take()`
-    returns its JSON strings (anything left over from before is dropped first)."""
-    take()
-    switch(True)
-    items: list = []
-    try:
-        yield items
-    finally:
-        switch(False)
-        items.extend(json.loads(s) for s in take())
-
-
-def recording():
-    """Every launch inside, as recorded by the twin ({"kernel", "block_dim", "blocks"} each)."""
-    return collected(torch.ops.ascendc_ops.twin_record, torch.ops.ascendc_ops.twin_record_take)
-
-
 def record(fn, plat: Platform) -> list:
     with tiling_platform(plat), recording() as records:
         fn()
     return records
 
 
-def _full_forward(name: str):
-    """The op with every output (the bench's callables return only the compared one)."""
-    if name == "rms_norm":
-        return lambda x, g: ascendc_ops.rms_norm(x, g, EPS)
-    if name == "add_rms_norm":
-        return lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)
-    return bench.OPS[name].ours
-
-
-def _shapes(value) -> list:
-    items = value if isinstance(value, (tuple, list)) else (value,)
-    return [list(t.shape) for t in items if isinstance(t, torch.Tensor)]
-
-
 def run_and_record(name: str, inputs: tuple, pass_: str, plat: Platform) -> tuple[list, list]:
-    """(records, output shapes) of one call of op `name` on `inputs`: fwd, or bwd (dx for a fixed dy)."""
-    op = bench.OPS[name]
-    if pass_ == "fwd":
-        box = {}
-        records = record(lambda: box.setdefault("out", _full_forward(name)(*inputs)), plat)
-        return records, _shapes(box["out"])
-    x, rest = inputs[0], inputs[1:]
-    xg = x.clone().requires_grad_()
-    with tiling_platform(plat):
-        y = bench.first(op.ours(xg, *rest))
-    dy = torch.randn(y.shape, generator=torch.Generator().manual_seed(1)).to(y.dtype)
+    """(records, output shapes) of one call of op `name` on `inputs`, as the bench times it: fwd (every
+    output), or bwd (dx for a fixed dy; the forward runs before the record, with the same tiling)."""
     box = {}
-    records = record(lambda: box.setdefault("dx", torch.autograd.grad(y, xg, dy)[0]), plat)
-    return records, _shapes(box["dx"])
+    with tiling_platform(plat):
+        call = runner.calls(name, inputs, pass_)()
+    records = record(lambda: box.setdefault("out", call()), plat)
+    return records, runner.output_shapes(box["out"])
 
 
-def estimate(name: str, inputs: tuple, pass_: str, plat: Platform, keep_events: bool = False):
+def model_call(name: str, inputs: tuple, pass_: str, plat: Platform, keep_events: bool = False):
     """(OpModel, bytes the op must move, output shapes); full = fwd then bwd."""
     passes = ("fwd", "bwd") if pass_ == "full" else (pass_,)
     records, outs = [], []
@@ -96,7 +54,7 @@ def estimate(name: str, inputs: tuple, pass_: str, plat: Platform, keep_events: 
         r, o = run_and_record(name, inputs, p, plat)
         records += r
         outs = o
-    must = bench.OPS[name].bytes_moved(inputs, None, pass_)
+    must = runner.OPS[name].bytes_moved(inputs, None, pass_)
     return model_launches(records, plat, keep_events), must, outs
 
 
@@ -113,7 +71,7 @@ def roofline_pct(model: OpModel, must_bytes: int, plat: Platform) -> float:
 def summary(name, shape, dtype, pass_, plat, model: OpModel, must, inputs, outs, trace, png) -> dict:
     return {
         "op": name, "platform": plat.name, "dtype": dtype, "pass": pass_, "shape": list(shape),
-        "inputs": _shapes(inputs), "outputs": outs, "gm_bytes": model.gm_bytes, "must_bytes": must,
+        "inputs": runner.output_shapes(inputs), "outputs": outs, "gm_bytes": model.gm_bytes, "must_bytes": must,
         "hbm_bytes_per_s": plat.hbm_bytes_per_s, "est_us": round(model.est_us, 3),
         "hbm_us": round(must / plat.hbm_bytes_per_s * 1e6, 3), "bound": model.bound,
         "modelled": not unmodelled(model, must),
@@ -134,24 +92,23 @@ def summary(name, shape, dtype, pass_, plat, model: OpModel, must, inputs, outs,
     }
 
 
-def profile(name: str, shape=None, dtype: str = "bfloat16", platform: str = "910B", pass_: str = "fwd",
-            out_dir: str = "profile") -> dict:
-    op = bench.OPS[name]
+def estimate(name: str, shape=None, dtype: str = "bfloat16", platform: str = "910B", pass_: str = "fwd",
+             out_dir: str = "estimate") -> dict:
+    """The estimate of one call on `platform`, its Chrome trace and (matplotlib installed) PNG timeline in
+    out_dir; the summary as a dict."""
     plat = load_platform(platform)
-    shape = tuple(shape or op.default_shapes[0])
-    try:
-        op.check_shape(shape)
-    except ValueError as e:
-        raise ValueError(f"{name}: shape {','.join(map(str, shape))}: {e} ({op.shape_help})") from None
-    inputs = op.make_inputs(shape, bench.DTYPES[dtype], torch.Generator().manual_seed(0))
-    model, must, outs = estimate(name, inputs, pass_, plat, keep_events=True)
+    shape, inputs = runner.make_inputs(name, shape, dtype)
+    model, must, outs = model_call(name, inputs, pass_, plat, keep_events=True)
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, f"{name}_{'x'.join(map(str, shape))}_{dtype}_{pass_}_{plat.name}")
-    trace, png = stem + ".trace.json", stem + ".png"
+    trace = stem + ".trace.json"
+    png = stem + ".png" if plot.available() else None  # the timeline is extra: no matplotlib, no PNG
     info = summary(name, shape, dtype, pass_, plat, model, must, inputs, outs, trace, png)
     write_trace(model, plat.hz, {k: v for k, v in info.items() if k not in ("launches",)}, trace)
-    write_png(model, plat.hz, f"{name} {pass_} {dtype} {'x'.join(map(str, shape))} on {plat.name} (model): "
-                              f"{info['est_us']:.1f} us, {info['roofline_pct']:.0f}% of HBM roofline, {model.bound}", png)
+    if png:
+        plot.timeline(model, plat.hz, f"{name} {pass_} {dtype} {'x'.join(map(str, shape))} on {plat.name} (model): "
+                                      f"{info['est_us']:.1f} us, {info['roofline_pct']:.0f}% of HBM roofline, "
+                                      f"{model.bound}", png)
     return info
 
 
@@ -170,14 +127,15 @@ def text(info: dict) -> str:
                  f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s)")
     if not info["modelled"]:
         lines.append("  " + info["notes"][-1])
-    lines.append(f"  trace: {info['trace']} (Perfetto / chrome://tracing); timeline: {info['timeline_png']}")
+    timeline = info["timeline_png"] or f"none ({plot.INSTALL} draws one)"
+    lines.append(f"  trace: {info['trace']} (Perfetto / chrome://tracing); timeline: {timeline}")
     return "\n".join(lines)
 
 
 def model_columns(name: str, inputs: tuple, pass_: str, platform: str = "910B") -> dict:
     """The bench's model columns for one row: estimated us and % of the HBM roofline on `platform`."""
     plat = load_platform(platform)
-    model, must, _ = estimate(name, inputs, pass_, plat)
+    model, must, _ = model_call(name, inputs, pass_, plat)
     if unmodelled(model, must):
         return {"est_us_910b": None, "roofline_pct_910b": None}
     return {"est_us_910b": model.est_us, "roofline_pct_910b": roofline_pct(model, must, plat)}

@@ -289,8 +289,9 @@ def norm_bytes(n_x: int) -> Callable:
 BENCH: dict[str, OpBench] = {
     "rms_norm": OpBench(lambda x, g: ascendc_ops.rms_norm(x, g, EPS)[0], hf_rms_norm, norm_inputs(1),
                         check_rows_hidden, lambda m, seq: [(seq, m.hidden)], norm_bytes(1), "T,H",
-                        ((8192, 4096), (2048, 8192)), TARGETS),
+                        ((8192, 4096), (2048, 8192)), TARGETS, lambda x, g: ascendc_ops.rms_norm(x, g, EPS)),
     "add_rms_norm": OpBench(lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)[::2], hf_add_rms_norm,
                             norm_inputs(2), check_rows_hidden, lambda m, seq: [(seq, m.hidden)], norm_bytes(2),
-                            "T,H", ((8192, 4096), (2048, 8192)), TARGETS),
+                            "T,H", ((8192, 4096), (2048, 8192)), TARGETS,
+                            lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)),
 }

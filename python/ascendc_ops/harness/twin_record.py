@@ -1,0 +1,34 @@
+"""The twin's per-launch exports, switched on around a call: its instruction record (read by the pipeline
+model, estimate.py) and its host profile (host_profile.py). Each is a consumer inside the twin that keeps
+one JSON string per launch until taken."""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def collected(switch, take):
+    """What a twin consumer exports for every launch inside: `switch(on)` turns it on and off, `take()`
+    returns its JSON strings (anything left over from before is dropped first)."""
+    take()
+    switch(True)
+    items: list = []
+    try:
+        yield items
+    finally:
+        switch(False)
+        items.extend(json.loads(s) for s in take())
+
+
+def recording():
+    """Every launch inside, as recorded by the twin ({"kernel", "block_dim", "blocks"} each)."""
+    return collected(torch.ops.ascendc_ops.twin_record, torch.ops.ascendc_ops.twin_record_take)
+
+
+def host_profiling():
+    """Every launch inside, as the twin's host profile ({"kernel", "block_dim", "setup_ns", "block_ns",
+    "apis"} each)."""
+    return collected(torch.ops.ascendc_ops.twin_host_profile, torch.ops.ascendc_ops.twin_host_profile_take)
