@@ -1,4 +1,4 @@
-// Tiling data of the MoE routing kernels (moe_token_permute.cpp, moe_token_unpermute.cpp).
+// Tiling data of the MoE routing kernels (moe_routing_permute.cpp, moe_routing_unpermute.cpp).
 // permute: the T*K expert ids are sorted on the device as score = -id, index = position (Sort in
 //   chunks of chunkLen, then rounds of 4-way MrgSort of listLen-long lists), then rows are gathered.
 // unpermute (and its grad): each block takes a range of tokens; rows are processed colChunk

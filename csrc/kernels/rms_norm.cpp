@@ -8,8 +8,8 @@
 // columns (ReduceSum count form): DataCopyPad's padding past the row end is never summed.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
-#include "norm_common.h"
-#include "norm_tiling_data.h"
+#include "rms_norm_common.h"
+#include "rms_norm_tiling_data.h"
 
 using namespace AscendC;
 

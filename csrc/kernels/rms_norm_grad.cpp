@@ -15,8 +15,8 @@
 // rounding is the formula's own, in the same order, whichever buffers hold them.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
-#include "norm_common.h"
-#include "norm_tiling_data.h"
+#include "rms_norm_common.h"
+#include "rms_norm_tiling_data.h"
 
 using namespace AscendC;
 

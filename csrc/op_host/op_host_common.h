@@ -95,4 +95,13 @@ inline ge::graphStatus KeepDimShape(gert::InferShapeContext* context, size_t in,
   return ge::GRAPH_SUCCESS;
 }
 
+// Attribute `index`, or nullptr / `fallback` where the attrs or the attribute are absent.
+inline const int64_t* IntAttr(const gert::RuntimeAttrs* attrs, size_t index) {
+  return attrs == nullptr ? nullptr : attrs->GetInt(index);
+}
+inline bool BoolAttr(const gert::RuntimeAttrs* attrs, size_t index, bool fallback) {
+  const bool* v = attrs == nullptr ? nullptr : attrs->GetBool(index);
+  return v == nullptr ? fallback : *v;
+}
+
 }  // namespace ascendc_ops_host

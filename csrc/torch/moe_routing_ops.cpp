@@ -1,10 +1,10 @@
 // MoE routing on the CPU twin: moe_token_permute (device sort in chunks, MrgSort rounds, row
-// gather) and moe_token_unpermute / moe_token_unpermute_grad, running csrc/kernels/moe_token_*.cpp.
+// gather) and moe_token_unpermute / moe_token_unpermute_grad, running csrc/kernels/moe_routing_*.cpp.
 #include <torch/library.h>
 
 #include <utility>
 
-#include "moe_ops.h"
+#include "moe_routing_ops.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 

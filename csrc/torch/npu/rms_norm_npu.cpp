@@ -6,7 +6,7 @@
 #include <torch/library.h>
 
 #include "npu_launch.h"
-#include "norm_ops.h"
+#include "rms_norm_ops.h"
 #include "op_proto_gen.h"
 
 #include "aclrtlaunch_rms_norm_float_float.h"

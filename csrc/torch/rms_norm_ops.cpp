@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "norm_ops.h"
+#include "rms_norm_ops.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "moe_ops.h"
+#include "grouped_matmul_ops.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 #include "twin_cube_gemm.h"

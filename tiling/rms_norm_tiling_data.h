@@ -1,4 +1,4 @@
-// Tiling data shared by the host tiling (norm_tiling.cpp) and the RMSNorm kernels
+// Tiling data shared by the host tiling (rms_norm_tiling.cpp) and the RMSNorm kernels
 // (csrc/kernels/rms_norm.cpp, csrc/kernels/rms_norm_grad.cpp). x is seen as [rows, hidden]; the
 // row kernels deal whole rows to blocks. A row that fits in UB is processed in tiles of tileRows
 // rows (NORM_SINGLE_PASS); a longer row is processed in column chunks, two passes per row
