@@ -6,6 +6,10 @@
 #pragma once
 #include <cstdint>
 
+// Routes per token at most (topK): the unpermute kernels hold one token's routes in UB. The op_host,
+// the bindings and Python (torch.ops.ascendc_ops.moe_max_topk()) read this one definition.
+constexpr uint32_t MOE_MAX_TOPK = 512;
+
 struct MoeRoutingTilingData {
   int64_t tokens;         // T
   int64_t topK;           // K

@@ -11,7 +11,6 @@
 
 using namespace AscendC;
 
-constexpr uint32_t MOE_MAX_TOPK = 512;
 
 template <typename T>
 __aicore__ inline void WidenRow(LocalTensor<float>& dst, LocalTensor<T>& src, uint32_t n) {

@@ -15,7 +15,7 @@ inline tiling::CubePlatform NpuCubePlatform(const gert::TilingContext* context) 
   soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
   soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
   soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
-  return {"Ascend910B", soc.GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b), uint32_t(l0c)};
+  return {tiling::kA2Name, soc.GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b), uint32_t(l0c)};
 }
 
 // grouped_matmul: x [M, K], weight [E, K, N] ([E, N, K] transposed), group_list [E] -> y [M, N].

@@ -7,7 +7,7 @@
 
 namespace ascendc_ops_host {
 
-constexpr int64_t kMoeMaxTopK = 512;  // the unpermute kernels hold one token's routes in UB (MOE_MAX_TOPK)
+constexpr int64_t kMoeMaxTopK = MOE_MAX_TOPK;  // tiling/moe_routing_tiling_data.h
 
 // Tokens T and topK K of an unpermute: from probs [T, K], else restore_shape [T, H], else K = 1.
 inline bool UnpermuteTokens(int64_t n, int64_t hidden, const gert::Shape* probs,

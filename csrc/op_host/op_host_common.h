@@ -24,7 +24,7 @@ inline tiling::PlatformInfo NpuPlatform(const gert::TilingContext* context) {
   soc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
   const uint32_t ubBytes = static_cast<uint32_t>(ub);
   const uint32_t reserve = ubBytes > tiling::kA2UbReserve ? tiling::kA2UbReserve : 0;
-  return {"Ascend910B", soc.GetCoreNumAiv(), ubBytes, reserve};
+  return {tiling::kA2Name, soc.GetCoreNumAiv(), ubBytes, reserve};
 }
 
 // ge dtype -> tiling dtype; false for a dtype no kernel takes (the OpDef admits none of those).

@@ -31,7 +31,7 @@ UNPERMUTE_DECLARE(bfloat16_float)
 namespace ascendc_ops {
 namespace {
 
-constexpr int64_t kMaxTopK = 512;
+constexpr int64_t kMaxTopK = MOE_MAX_TOPK;  // tiling/moe_routing_tiling_data.h
 constexpr int64_t kMaxExpertId = (int64_t(1) << 24) - 1;  // ids are sorted as exact fp32 scores
 
 void CheckNotPadded(const OpProto& op, bool paddedMode) {
@@ -233,6 +233,10 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
 }
 
 }  // namespace
+
+TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
+  m.def("moe_max_topk() -> int", [] { return int64_t(MOE_MAX_TOPK); });
+}
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {
   m.impl("moe_token_permute", &Permute);

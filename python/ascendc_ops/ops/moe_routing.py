@@ -18,7 +18,7 @@ from ..op_proto import load_all
 from .checks import check_dtype, check_same_dtype, fail
 
 PROTOS = load_all()
-MAX_TOPK = 512
+MAX_TOPK = torch.ops.ascendc_ops.moe_max_topk()  # MOE_MAX_TOPK, tiling/moe_routing_tiling_data.h
 
 
 def check_permute(tokens, indices, num_out_tokens, padded_mode) -> tuple[list, int]:
