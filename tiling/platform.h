@@ -22,6 +22,7 @@ constexpr const char* kA2Name = "Ascend910B";
 constexpr uint32_t kA2UbBytes = 196352;
 constexpr uint32_t kA2UbBudget = 184 * 1024;
 constexpr uint32_t kA2UbReserve = kA2UbBytes - kA2UbBudget;
+constexpr uint32_t kMaxCopyBlockCount = 4095;  // DataCopy(Pad) blockCount: rows one copy moves at most
 constexpr uint32_t kA2CubeCores = 24;  // 910B1/B2: 24 cube cores (paired with 48 vector cores)
 constexpr uint32_t kA2L1Bytes = 512 * 1024, kA2L0aBytes = 64 * 1024, kA2L0bBytes = 64 * 1024, kA2L0cBytes = 128 * 1024;
 

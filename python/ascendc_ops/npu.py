@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .ops.rms_norm import EPSILON as _EPSILON
 from . import add_rms_norm as _add_rms_norm, rms_norm as _rms_norm, rotary_mul as _rotary_mul, swiglu as _swiglu
 
 GMM = "npu_grouped_matmul"
@@ -47,7 +48,7 @@ def npu_rotary_mul_backward(grad, input, r1, r2, rotary_mode="half"):
         return torch.autograd.grad(y, (x, c, s), grad)
 
 
-def npu_rms_norm(input, gamma, epsilon=1e-06):
+def npu_rms_norm(input, gamma, epsilon=_EPSILON):
     """-> (y, rstd): rstd fp32 with the normalized dims kept as 1."""
     return _rms_norm(input, gamma, epsilon)
 
@@ -57,7 +58,7 @@ def npu_rms_norm_backward(dy, input, gamma, rstd):
     return tuple(torch.ops.custom.rms_norm_grad(dy.contiguous(), input, rstd, gamma))
 
 
-def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-06):
+def npu_add_rms_norm(x1, x2, gamma, epsilon=_EPSILON):
     """-> (y, rstd, x) with x = x1 + x2."""
     return _add_rms_norm(x1, x2, gamma, epsilon)
 
