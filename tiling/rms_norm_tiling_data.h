@@ -6,6 +6,22 @@
 #pragma once
 #include <cstdint>
 
+#include "kernel_dtypes.h"
+
+// The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
+// rms_norm, add_rms_norm and their grads: one entry per (x, gamma) dtype pair of op_proto/rms_norm.json.
+#define RMS_NORM_DTYPES ASCENDC_FLOAT_PAIR_DTYPES
+#define ADD_RMS_NORM_DTYPES RMS_NORM_DTYPES
+#define RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
+#define ADD_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
+// The dgamma reduction: one entry per gamma dtype.
+#define RMS_NORM_DGAMMA_DTYPES ASCENDC_FLOAT_DTYPES
+#define RMS_NORM_PARAMS(GM) GM x, GM gamma, GM y, GM rstd, GM workspace, GM tiling
+#define ADD_RMS_NORM_PARAMS(GM) GM x1, GM x2, GM gamma, GM y, GM rstd, GM x, GM workspace, GM tiling
+#define RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dx, GM workspace, GM tiling
+#define ADD_RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dxOut, GM dx, GM workspace, GM tiling
+#define RMS_NORM_DGAMMA_PARAMS(GM) GM partials, GM dgamma, GM workspace, GM tiling
+
 enum NormTilingKey : uint32_t { NORM_SINGLE_PASS = 0, NORM_SPLIT_ROW = 1 };
 
 // Rows of a single-pass tile at most (the per-row sums and rstd scratch are sized by it).

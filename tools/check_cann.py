@@ -245,7 +245,8 @@ class Checker:
                          "TCubeTiling differs"))
         if hasattr(self, "npu_flags"):
             bad = mutate("npu_moe_kernel", ROOT / "csrc" / "torch" / "npu" / "grouped_matmul_npu.cpp",
-                         "BY_DTYPE(grouped_matmul_weight_grad,", "BY_DTYPE(grouped_matmul_wgrad,", "npu")
+                         "grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)",
+                         "grouped_matmul_wgrad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)", "npu")
             controls.append(("PrivateUse1 launcher launching a kernel no kernel file defines (grouped_matmul_wgrad)",
                              self.command(bad), "grouped_matmul_wgrad"))
             bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",

@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "grouped_matmul_ops.h"
+#include "kernel_entries.h"
 #include "npu_launch.h"
 #include "op_proto_gen.h"
 
@@ -15,16 +16,13 @@
 #include "aclrtlaunch_grouped_matmul_weight_grad_float.h"
 #include "aclrtlaunch_grouped_matmul_weight_grad_half.h"
 
+// The entries of csrc/kernels/grouped_matmul*.cpp (their aclrtlaunch_*.h above), from their lists.
+ASCENDC_NPU_KERNELS(GROUPED_MATMUL_DTYPES, grouped_matmul, GROUPED_MATMUL_PARAMS)
+ASCENDC_NPU_KERNELS(GROUPED_MATMUL_WEIGHT_GRAD_DTYPES, grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)
+
 namespace ascendc_ops {
 namespace {
 
-// Calls KERNEL_<suffix> for the tokens dtype of the op's JSON.
-#define BY_DTYPE(KERNEL, t, ...)                                                       \
-  do {                                                                                 \
-    if ((t) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float)(__VA_ARGS__);           \
-    else if ((t) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half)(__VA_ARGS__);        \
-    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16)(__VA_ARGS__);                          \
-  } while (0)
 at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
                             int64_t groupListType, bool transposeWeight, bool weightGrad) {
   GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad,
@@ -38,8 +36,9 @@ at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Te
        *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    if (weightGrad) BY_DTYPE(grouped_matmul_weight_grad, dtype, blocks, stream, ap, bp, gp, op_, wp, tp);
-    else BY_DTYPE(grouped_matmul, dtype, blocks, stream, ap, bp, gp, op_, wp, tp);
+    const auto launch = weightGrad ? PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn
+                                   : PickEntry(npu_entries::grouped_matmul, dtype).fn;
+    launch(blocks, stream, ap, bp, gp, op_, wp, tp);
   });
   return l.out;
 }
@@ -52,8 +51,6 @@ at::Tensor GroupedMatmulWeightGrad(const at::Tensor& x, const at::Tensor& dy, co
                                    int64_t groupListType) {
   return RunGroupedMatmul(kGroupedMatmulWeightGrad, x, dy, groupList, groupListType, false, true);
 }
-
-#undef BY_DTYPE
 
 }  // namespace
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "moe_routing_ops.h"
+#include "kernel_entries.h"
 #include "npu_launch.h"
 #include "op_proto_gen.h"
 
@@ -29,25 +30,15 @@
 #include "aclrtlaunch_moe_token_unpermute_grad_half_float.h"
 #include "aclrtlaunch_moe_token_unpermute_grad_half_half.h"
 
+// The entries of csrc/kernels/moe_routing_*.cpp (their aclrtlaunch_*.h above), from their lists.
+ASCENDC_NPU_KERNELS(MOE_SORT_CHUNKS_DTYPES, moe_sort_chunks, MOE_SORT_CHUNKS_PARAMS)
+ASCENDC_NPU_KERNELS(MOE_TOKEN_PERMUTE_DTYPES, moe_token_permute, MOE_TOKEN_PERMUTE_PARAMS)
+ASCENDC_NPU_KERNELS(MOE_TOKEN_UNPERMUTE_DTYPES, moe_token_unpermute, MOE_TOKEN_UNPERMUTE_PARAMS)
+ASCENDC_NPU_KERNELS(MOE_TOKEN_UNPERMUTE_GRAD_DTYPES, moe_token_unpermute_grad, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS)
+
 namespace ascendc_ops {
 namespace {
 
-// Calls KERNEL_<suffix> for the tokens dtype of the op's JSON.
-#define BY_DTYPE(KERNEL, t, ...)                                                       \
-  do {                                                                                 \
-    if ((t) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float)(__VA_ARGS__);           \
-    else if ((t) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half)(__VA_ARGS__);        \
-    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16)(__VA_ARGS__);                          \
-  } while (0)
-// Calls KERNEL_<suffix> for the (tokens, probs) dtype pair of the op's JSON.
-#define BY_DTYPE_PAIR(KERNEL, t, p, ...)                                                               \
-  do {                                                                                                 \
-    if ((t) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float_float)(__VA_ARGS__);                     \
-    else if ((t) == at::kHalf && (p) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_half_float)(__VA_ARGS__); \
-    else if ((t) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half_half)(__VA_ARGS__);                   \
-    else if ((p) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_float)(__VA_ARGS__);             \
-    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_bfloat16)(__VA_ARGS__);                                 \
-  } while (0)
 
 std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::Tensor& indices,
                                            c10::optional<int64_t> numOutTokens, bool paddedMode) {
@@ -71,17 +62,16 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
     merges.emplace_back(n, src, dst, t.data_ptr());
     std::swap(src, dst);
   }
-  const bool int32Ids = l.indices.scalar_type() == at::kInt;
+  const at::ScalarType idType = l.indices.scalar_type();
   const at::ScalarType dtype = tokens.scalar_type();
   const uint32_t sortBlocks = l.tiling.sortBlocks, rowBlocks = l.tiling.rowBlocks;
   void *tp = sortTiling.data_ptr(), *ip = l.indices.data_ptr(), *xp = l.tokens.data_ptr(),
        *pp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pairs0 = ws.data_ptr(), *sorted = src;
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    if (int32Ids) ACLRT_LAUNCH_KERNEL(moe_sort_chunks_int32)(sortBlocks, stream, ip, pairs0, nullptr, tp);
-    else ACLRT_LAUNCH_KERNEL(moe_sort_chunks_int64)(sortBlocks, stream, ip, pairs0, nullptr, tp);
+    PickEntry(npu_entries::moe_sort_chunks, idType).fn(sortBlocks, stream, ip, pairs0, nullptr, tp);
     for (const auto& [n, from, to, t] : merges) ACLRT_LAUNCH_KERNEL(moe_merge_sorted)(n, stream, from, to, nullptr, t);
-    BY_DTYPE(moe_token_permute, dtype, rowBlocks, stream, xp, sorted, pp, sp, nullptr, tp);
+    PickEntry(npu_entries::moe_token_permute, dtype).fn(rowBlocks, stream, xp, sorted, pp, sp, nullptr, tp);
   });
   return {l.permuted, l.sortedIndices};  // freed device blocks are reused only in this stream's order
 }
@@ -99,7 +89,7 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
        *op_ = l.out.data_ptr(), *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    BY_DTYPE_PAIR(moe_token_unpermute, t, p, blocks, stream, xp, sp, pp, op_, nullptr, tp);
+    PickEntry(npu_entries::moe_token_unpermute, t, p).fn(blocks, stream, xp, sp, pp, op_, nullptr, tp);
   });
   return l.out;
 }
@@ -120,13 +110,10 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
        *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    BY_DTYPE_PAIR(moe_token_unpermute_grad, t, p, blocks, stream, xp, dp, sp, pp, op_, gp, nullptr, tp);
+    PickEntry(npu_entries::moe_token_unpermute_grad, t, p).fn(blocks, stream, xp, dp, sp, pp, op_, gp, nullptr, tp);
   });
   return {l.out, l.probsGrad};
 }
-
-#undef BY_DTYPE
-#undef BY_DTYPE_PAIR
 
 }  // namespace
 
