@@ -23,7 +23,7 @@ if [ -n "${ASCEND_HOME_PATH:-}" ] && command -v msopgen >/dev/null 2>&1; then
   cp csrc/op_host/*.cpp csrc/op_host/*.h tiling/*.cpp tiling/*.h "$project/op_host/"
   mkdir -p "$project/op_kernel/kernels"
   cp csrc/kernels/op_package/*.cpp csrc/kernels/op_package/*.h "$project/op_kernel/"
-  cp csrc/kernels/*.cpp csrc/kernels/*.h tiling/*_tiling_data.h tiling/cube_tiling.h "$project/op_kernel/kernels/"
+  cp csrc/kernels/*.cpp csrc/kernels/*.h tiling/*_tiling_data.h tiling/cube_tiling.h tiling/kernel_dtypes.h "$project/op_kernel/kernels/"
   .venv/bin/python - "$project/CMakePresets.json" "$ASCEND_HOME_PATH" <<'PY'
 import json, sys
 path, cann = sys.argv[1:]

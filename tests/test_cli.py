@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ascendc_ops import __main__ as cli
-from ascendc_ops.ops import reference as R
+from ascendc_ops.ops import rms_norm_reference as R
 from ascendc_ops.harness import cases as C
 from ascendc_ops.harness import verify as V
 from ascendc_ops.harness.families import rms_norm as NF

@@ -13,10 +13,10 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
-import ascendc_ops.ops.norm as N
+from ascendc_ops.ops import rms_norm as N
 from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
-from ascendc_ops.ops import reference as R
+from ascendc_ops.ops import rms_norm_reference as R
 from accuracy import assert_accurate, np64
 
 EPS = 1e-6

@@ -15,7 +15,7 @@ import torch
 import ascendc_ops
 from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
-from ascendc_ops.ops import reference as R
+from ascendc_ops.ops import rope_reference as R
 from accuracy import assert_accurate, np64, worst
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from ascendc_ops.harness.twin_record import recording
-from ascendc_ops.ops import reference as R
+from ascendc_ops.ops import rope_reference as R
 from accuracy import np64
 
 

@@ -11,13 +11,13 @@ struct CubePlatform {
   uint32_t cubeCores;  // AIC blockDim ceiling for cube-only kernels
   uint32_t l1Bytes, l0aBytes, l0bBytes, l0cBytes;
 };
-// 910B1/B2: 24 cube cores (paired with 48 vector cores).
-inline CubePlatform Ascend910BCube(uint32_t cubeCores = 24) {
-  return {"Ascend910B", cubeCores, 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024};
+// A2's cube cores and buffers (tiling/platform.h).
+inline CubePlatform Ascend910BCube(uint32_t cubeCores = kA2CubeCores) {
+  return {kA2Name, cubeCores, kA2L1Bytes, kA2L0aBytes, kA2L0bBytes, kA2L0cBytes};
 }
 // The twin: one cube block per host thread at a time, A2's buffers.
 inline CubePlatform CpuTwinCube(uint32_t threads) {
-  return {"cpu-twin", threads, 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024};
+  return {"cpu-twin", threads, kA2L1Bytes, kA2L0aBytes, kA2L0bBytes, kA2L0cBytes};
 }
 
 struct GroupedMatmulProblem {

@@ -6,7 +6,15 @@
 #pragma once
 #include <cstdint>
 
+#include "kernel_dtypes.h"
+
 #include "cube_tiling.h"
+
+// The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
+#define GROUPED_MATMUL_DTYPES ASCENDC_FLOAT_DTYPES
+#define GROUPED_MATMUL_WEIGHT_GRAD_DTYPES GROUPED_MATMUL_DTYPES
+#define GROUPED_MATMUL_PARAMS(GM) GM x, GM weight, GM groupList, GM y, GM workspace, GM tiling
+#define GROUPED_MATMUL_WEIGHT_GRAD_PARAMS(GM) GM x, GM dy, GM groupList, GM dweight, GM workspace, GM tiling
 
 struct GroupedMatmulTilingData {
   int64_t m;                // rows of x (forward: and of y; weight grad: the summed reduction length)

@@ -14,10 +14,19 @@ struct PlatformInfo {
   uint32_t UbBudget() const { return ubBytes - ubReserve; }
 };
 
+// The A2 (Ascend910B) facts every layer reads from here: the Unified Buffer per core (192 KiB - 256 B,
+// as platform_ascendc reports it; the CPU twin gives every block this UB, csrc/twin/twin_core.h), the
+// budget the tilings may fill (184 KiB: the rest is kept free for API scratch), and the cube core's
+// buffers and count (tiling/grouped_matmul_tiling.h).
+constexpr const char* kA2Name = "Ascend910B";
 constexpr uint32_t kA2UbBytes = 196352;
-constexpr uint32_t kA2UbReserve = kA2UbBytes - 184 * 1024;
+constexpr uint32_t kA2UbBudget = 184 * 1024;
+constexpr uint32_t kA2UbReserve = kA2UbBytes - kA2UbBudget;
+constexpr uint32_t kMaxCopyBlockCount = 4095;  // DataCopy(Pad) blockCount: rows one copy moves at most
+constexpr uint32_t kA2CubeCores = 24;  // 910B1/B2: 24 cube cores (paired with 48 vector cores)
+constexpr uint32_t kA2L1Bytes = 512 * 1024, kA2L0aBytes = 64 * 1024, kA2L0bBytes = 64 * 1024, kA2L0cBytes = 128 * 1024;
 
-inline PlatformInfo Ascend910B(uint32_t vectorCores) { return {"Ascend910B", vectorCores, kA2UbBytes, kA2UbReserve}; }
+inline PlatformInfo Ascend910B(uint32_t vectorCores) { return {kA2Name, vectorCores, kA2UbBytes, kA2UbReserve}; }
 // The CPU twin: one block per host thread at a time, same UB as an A2 core.
 inline PlatformInfo CpuTwin(uint32_t threads) { return {"cpu-twin", threads, kA2UbBytes, kA2UbReserve}; }
 

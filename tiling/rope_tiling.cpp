@@ -60,7 +60,7 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   }
 
   const uint32_t rowBytes = RopeBytesPerRow(p.headDim, p.dtype, p.mode);
-  const uint32_t maxRows = std::min<uint32_t>(platform.UbBudget() / rowBytes, 4095);
+  const uint32_t maxRows = std::min<uint32_t>(platform.UbBudget() / rowBytes, kMaxCopyBlockCount);
   if (maxRows == 0)
     throw TilingError("head_dim " + std::to_string(p.headDim) + " needs " + std::to_string(rowBytes) +
                       " bytes of UB per row, more than the " + std::to_string(platform.UbBudget()) + "-byte budget");

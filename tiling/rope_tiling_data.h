@@ -7,6 +7,13 @@
 #pragma once
 #include <cstdint>
 
+#include "kernel_dtypes.h"
+
+// The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
+// One kernel serves rotary_mul, rope_customer and their grads (x, cos, sin, y share the dtype).
+#define ROPE_DTYPES ASCENDC_FLOAT_DTYPES
+#define ROPE_PARAMS(GM) GM x, GM cos, GM sin, GM y, GM workspace, GM tiling
+
 // TUTORIAL: the pair rotation of INTERLEAVE, with both lanes of pair i reading cos/sin at lane 2i
 // (rope_customer, as the Ascend C tutorial's kernel reads its pair-repeated tables).
 enum RopeMode : uint32_t { ROPE_MODE_HALF = 0, ROPE_MODE_INTERLEAVE = 1, ROPE_MODE_TUTORIAL = 2 };

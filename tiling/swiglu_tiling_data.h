@@ -5,6 +5,14 @@
 #pragma once
 #include <cstdint>
 
+#include "kernel_dtypes.h"
+
+// The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
+#define SWIGLU_DTYPES ASCENDC_FLOAT_DTYPES
+#define SWIGLU_GRAD_DTYPES SWIGLU_DTYPES
+#define SWIGLU_PARAMS(GM) GM x, GM y, GM workspace, GM tiling
+#define SWIGLU_GRAD_PARAMS(GM) GM dy, GM x, GM dx, GM workspace, GM tiling
+
 enum SwigluTilingKey : uint32_t {
   SWIGLU_KEY_FORWARD_WHOLE_ROWS = 0,   // y = silu(A) * B, every tile holds whole rows
   SWIGLU_KEY_FORWARD_SPLIT_ROWS = 1,   // y = silu(A) * B, rows split into column tiles (large inner or few rows)

@@ -234,7 +234,7 @@ class Checker:
         bad = mutate("cube_matmul_obj", kernels / "grouped_matmul.cpp", "mm_, &t_.mm);", "mm_, t_.mm);", "kernels")
         controls.append(("cube kernel registering its Matmul object with the TCubeTiling itself, not its address",
                          self.command(bad), "GetCurTiling(AscendC::tiling::TCubeTiling&)"))
-        bad = mutate("op_host_cube", ROOT / "csrc" / "op_host" / "moe_host.h", "soc.GetCoreNumAic()",
+        bad = mutate("op_host_cube", ROOT / "csrc" / "op_host" / "grouped_matmul_host.h", "soc.GetCoreNumAic()",
                      "soc.GetCoreNumCube()", "op_host")
         shutil.copy(ROOT / "csrc" / "op_host" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp")
         controls.append(("op_host reading a platform_ascendc method that does not exist (GetCoreNumCube)",
@@ -244,8 +244,9 @@ class Checker:
         controls.append(("host TCubeTiling with two fields swapped", lambda: self.cube_tiling_matches(bad),
                          "TCubeTiling differs"))
         if hasattr(self, "npu_flags"):
-            bad = mutate("npu_moe_kernel", ROOT / "csrc" / "torch" / "npu" / "moe_npu.cpp",
-                         "BY_DTYPE(grouped_matmul_weight_grad,", "BY_DTYPE(grouped_matmul_wgrad,", "npu")
+            bad = mutate("npu_moe_kernel", ROOT / "csrc" / "torch" / "npu" / "grouped_matmul_npu.cpp",
+                         "grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)",
+                         "grouped_matmul_wgrad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)", "npu")
             controls.append(("PrivateUse1 launcher launching a kernel no kernel file defines (grouped_matmul_wgrad)",
                              self.command(bad), "grouped_matmul_wgrad"))
             bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",

@@ -76,20 +76,11 @@ __aicore__ inline void RunGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR group
   op.Process();
 }
 
-extern "C" __global__ __aicore__ void grouped_matmul_float(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
-                                                           GM_ADDR workspace, GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
-  RunGroupedMatmul<float>(x, weight, groupList, y, workspace, tiling);
-}
-
-extern "C" __global__ __aicore__ void grouped_matmul_half(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
-                                                          GM_ADDR workspace, GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
-  RunGroupedMatmul<half>(x, weight, groupList, y, workspace, tiling);
-}
-
-extern "C" __global__ __aicore__ void grouped_matmul_bfloat16(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
-                                                              GM_ADDR workspace, GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
-  RunGroupedMatmul<bfloat16_t>(x, weight, groupList, y, workspace, tiling);
-}
+// One entry per dtype (GROUPED_MATMUL_DTYPES, tiling/grouped_matmul_tiling_data.h).
+#define GROUPED_MATMUL_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                             \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(GROUPED_MATMUL_PARAMS(GM_ADDR)) {       \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                            \
+    RunGroupedMatmul<T>(x, weight, groupList, y, workspace, tiling);                           \
+  }
+GROUPED_MATMUL_DTYPES(GROUPED_MATMUL_ENTRY, grouped_matmul)
+#undef GROUPED_MATMUL_ENTRY

@@ -73,23 +73,11 @@ __aicore__ inline void RunGroupedMatmulWeightGrad(GM_ADDR x, GM_ADDR dy, GM_ADDR
   op.Process();
 }
 
-extern "C" __global__ __aicore__ void grouped_matmul_weight_grad_float(GM_ADDR x, GM_ADDR dy, GM_ADDR groupList,
-                                                                       GM_ADDR dweight, GM_ADDR workspace,
-                                                                       GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
-  RunGroupedMatmulWeightGrad<float>(x, dy, groupList, dweight, workspace, tiling);
-}
-
-extern "C" __global__ __aicore__ void grouped_matmul_weight_grad_half(GM_ADDR x, GM_ADDR dy, GM_ADDR groupList,
-                                                                      GM_ADDR dweight, GM_ADDR workspace,
-                                                                      GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
-  RunGroupedMatmulWeightGrad<half>(x, dy, groupList, dweight, workspace, tiling);
-}
-
-extern "C" __global__ __aicore__ void grouped_matmul_weight_grad_bfloat16(GM_ADDR x, GM_ADDR dy, GM_ADDR groupList,
-                                                                          GM_ADDR dweight, GM_ADDR workspace,
-                                                                          GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
-  RunGroupedMatmulWeightGrad<bfloat16_t>(x, dy, groupList, dweight, workspace, tiling);
-}
+// One entry per dtype (GROUPED_MATMUL_WEIGHT_GRAD_DTYPES, tiling/grouped_matmul_tiling_data.h).
+#define GROUPED_MATMUL_WEIGHT_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                   \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(GROUPED_MATMUL_WEIGHT_GRAD_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                              \
+    RunGroupedMatmulWeightGrad<T>(x, dy, groupList, dweight, workspace, tiling);                 \
+  }
+GROUPED_MATMUL_WEIGHT_GRAD_DTYPES(GROUPED_MATMUL_WEIGHT_GRAD_ENTRY, grouped_matmul_weight_grad)
+#undef GROUPED_MATMUL_WEIGHT_GRAD_ENTRY

@@ -8,8 +8,8 @@
 // columns (ReduceSum count form): DataCopyPad's padding past the row end is never summed.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
-#include "norm_common.h"
-#include "norm_tiling_data.h"
+#include "rms_norm_common.h"
+#include "rms_norm_tiling_data.h"
 
 using namespace AscendC;
 
@@ -327,22 +327,18 @@ __aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR
   op.Process();
 }
 
-// One entry per (x, gamma) dtype pair of op_proto/rms_norm.json and op_proto/add_rms_norm.json.
-#define RMS_NORM_ENTRIES(NAME, T, G)                                                                              \
-  extern "C" __global__ __aicore__ void rms_norm_##NAME(GM_ADDR x, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd,         \
-                                                        GM_ADDR workspace, GM_ADDR tiling) {                       \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNorm<T, G, false>(x, x, gamma, y, rstd, y, tiling);                                                      \
-  }                                                                                                                \
-  extern "C" __global__ __aicore__ void add_rms_norm_##NAME(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y,      \
-                                                            GM_ADDR rstd, GM_ADDR x, GM_ADDR workspace,            \
-                                                            GM_ADDR tiling) {                                      \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                                                     \
+// One entry per (x, gamma) dtype pair (RMS_NORM_DTYPES, tiling/rms_norm_tiling_data.h).
+#define RMS_NORM_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                   \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_PARAMS(GM_ADDR)) {             \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunRmsNorm<T, G, false>(x, x, gamma, y, rstd, y, tiling);                                  \
   }
-
-RMS_NORM_ENTRIES(float_float, float, float)
-RMS_NORM_ENTRIES(half_float, half, float)
-RMS_NORM_ENTRIES(bfloat16_float, bfloat16_t, float)
-RMS_NORM_ENTRIES(half_half, half, half)
-RMS_NORM_ENTRIES(bfloat16_bfloat16, bfloat16_t, bfloat16_t)
+#define ADD_RMS_NORM_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                               \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ADD_RMS_NORM_PARAMS(GM_ADDR)) {         \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                                 \
+  }
+RMS_NORM_DTYPES(RMS_NORM_ENTRY, rms_norm)
+ADD_RMS_NORM_DTYPES(ADD_RMS_NORM_ENTRY, add_rms_norm)
+#undef RMS_NORM_ENTRY
+#undef ADD_RMS_NORM_ENTRY

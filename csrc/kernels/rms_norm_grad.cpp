@@ -15,8 +15,8 @@
 // rounding is the formula's own, in the same order, whichever buffers hold them.
 #include "kernel_operator.h"
 #include "kernel_utils.h"
-#include "norm_common.h"
-#include "norm_tiling_data.h"
+#include "rms_norm_common.h"
+#include "rms_norm_tiling_data.h"
 
 using namespace AscendC;
 
@@ -392,34 +392,27 @@ __aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR
   op.Process();
 }
 
-// Row kernels: one per (x, gamma) dtype pair; the workspace holds the [blockDim, N] fp32 partials.
-#define RMS_NORM_GRAD_ENTRIES(NAME, T, G)                                                                         \
-  extern "C" __global__ __aicore__ void rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma,   \
-                                                             GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling) {      \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNormGrad<T, G, false>(dy, x, rstd, gamma, dy, dx, workspace, tiling);                                    \
-  }                                                                                                                \
-  extern "C" __global__ __aicore__ void add_rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd,             \
-                                                                 GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,         \
-                                                                 GM_ADDR workspace, GM_ADDR tiling) {              \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);                                  \
+// Row kernels: one per (x, gamma) dtype pair (RMS_NORM_DTYPES, tiling/rms_norm_tiling_data.h); the
+// workspace holds the [blockDim, N] fp32 partials.
+#define RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                              \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_GRAD_PARAMS(GM_ADDR)) {        \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunRmsNormGrad<T, G, false>(dy, x, rstd, gamma, dy, dx, workspace, tiling);                \
   }
-
-RMS_NORM_GRAD_ENTRIES(float_float, float, float)
-RMS_NORM_GRAD_ENTRIES(half_float, half, float)
-RMS_NORM_GRAD_ENTRIES(bfloat16_float, bfloat16_t, float)
-RMS_NORM_GRAD_ENTRIES(half_half, half, half)
-RMS_NORM_GRAD_ENTRIES(bfloat16_bfloat16, bfloat16_t, bfloat16_t)
-
-// The dgamma reduction: partials [blockDim, N] fp32 -> dgamma [N] in gamma's dtype.
-#define RMS_NORM_DGAMMA_ENTRY(NAME, G)                                                                            \
-  extern "C" __global__ __aicore__ void rms_norm_dgamma_##NAME(GM_ADDR partials, GM_ADDR dgamma,                   \
-                                                               GM_ADDR workspace, GM_ADDR tiling) {                \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunDgammaReduce<G>(partials, dgamma, tiling);                                                                  \
+#define ADD_RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                          \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ADD_RMS_NORM_GRAD_PARAMS(GM_ADDR)) {    \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);              \
   }
-
-RMS_NORM_DGAMMA_ENTRY(float, float)
-RMS_NORM_DGAMMA_ENTRY(half, half)
-RMS_NORM_DGAMMA_ENTRY(bfloat16, bfloat16_t)
+// The dgamma reduction: partials [blockDim, N] fp32 -> dgamma [N] in gamma's dtype (RMS_NORM_DGAMMA_DTYPES).
+#define RMS_NORM_DGAMMA_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                            \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_DGAMMA_PARAMS(GM_ADDR)) {      \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunDgammaReduce<G>(partials, dgamma, tiling);                                              \
+  }
+RMS_NORM_GRAD_DTYPES(RMS_NORM_GRAD_ENTRY, rms_norm_grad)
+ADD_RMS_NORM_GRAD_DTYPES(ADD_RMS_NORM_GRAD_ENTRY, add_rms_norm_grad)
+RMS_NORM_DGAMMA_DTYPES(RMS_NORM_DGAMMA_ENTRY, rms_norm_dgamma)
+#undef RMS_NORM_GRAD_ENTRY
+#undef ADD_RMS_NORM_GRAD_ENTRY
+#undef RMS_NORM_DGAMMA_ENTRY

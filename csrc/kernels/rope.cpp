@@ -305,21 +305,12 @@ __aicore__ inline void RunRope(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, G
   op.Process();
 }
 
-// One entry per dtype; x, cos, sin, y share it (the host casts cos/sin to x's dtype).
-extern "C" __global__ __aicore__ void rope_float(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, GM_ADDR workspace,
-                                                 GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunRope<float>(x, cos, sin, y, tiling);
-}
-
-extern "C" __global__ __aicore__ void rope_half(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, GM_ADDR workspace,
-                                                GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunRope<half>(x, cos, sin, y, tiling);
-}
-
-extern "C" __global__ __aicore__ void rope_bfloat16(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y,
-                                                    GM_ADDR workspace, GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunRope<bfloat16_t>(x, cos, sin, y, tiling);
-}
+// One entry per dtype (ROPE_DTYPES, tiling/rope_tiling_data.h); x, cos, sin, y share it (the host casts
+// cos/sin to x's dtype).
+#define ROPE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                       \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ROPE_PARAMS(GM_ADDR)) {                 \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunRope<T>(x, cos, sin, y, tiling);                                                        \
+  }
+ROPE_DTYPES(ROPE_ENTRY, rope)
+#undef ROPE_ENTRY

@@ -316,36 +316,18 @@ __aicore__ inline void RunSwigluGrad(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR 
   op.Process();
 }
 
-// One entry per dtype and direction; every tensor of a call shares the dtype.
-extern "C" __global__ __aicore__ void swiglu_float(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunSwiglu<float>(x, y, tiling);
-}
-
-extern "C" __global__ __aicore__ void swiglu_half(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunSwiglu<half>(x, y, tiling);
-}
-
-extern "C" __global__ __aicore__ void swiglu_bfloat16(GM_ADDR x, GM_ADDR y, GM_ADDR workspace, GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunSwiglu<bfloat16_t>(x, y, tiling);
-}
-
-extern "C" __global__ __aicore__ void swiglu_grad_float(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,
-                                                        GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunSwigluGrad<float>(dy, x, dx, tiling);
-}
-
-extern "C" __global__ __aicore__ void swiglu_grad_half(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,
-                                                       GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunSwigluGrad<half>(dy, x, dx, tiling);
-}
-
-extern "C" __global__ __aicore__ void swiglu_grad_bfloat16(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR workspace,
-                                                           GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RunSwigluGrad<bfloat16_t>(dy, x, dx, tiling);
-}
+// One entry per dtype and direction (SWIGLU_DTYPES, tiling/swiglu_tiling_data.h); every tensor of a call shares the dtype.
+#define SWIGLU_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                     \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(SWIGLU_PARAMS(GM_ADDR)) {               \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunSwiglu<T>(x, y, tiling);                                                                \
+  }
+#define SWIGLU_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(SWIGLU_GRAD_PARAMS(GM_ADDR)) {          \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    RunSwigluGrad<T>(dy, x, dx, tiling);                                                       \
+  }
+SWIGLU_DTYPES(SWIGLU_ENTRY, swiglu)
+SWIGLU_GRAD_DTYPES(SWIGLU_GRAD_ENTRY, swiglu_grad)
+#undef SWIGLU_ENTRY
+#undef SWIGLU_GRAD_ENTRY

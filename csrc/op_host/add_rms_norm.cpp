@@ -1,5 +1,5 @@
 // add_rms_norm: x = x1 + x2, then rms_norm(x) (npu_add_rms_norm). OpDef generated from op_proto/add_rms_norm.json.
-#include "norm_host.h"
+#include "rms_norm_host.h"
 
 namespace optiling {
 static ge::graphStatus AddRmsNormTiling(gert::TilingContext* context) {

@@ -1,6 +1,6 @@
 // add_rms_norm_grad: dx (plus the residual branch's dx_out) and dgamma of add_rms_norm. OpDef
 // generated from op_proto/add_rms_norm_grad.json.
-#include "norm_host.h"
+#include "rms_norm_host.h"
 
 namespace optiling {
 static ge::graphStatus AddRmsNormGradTiling(gert::TilingContext* context) {

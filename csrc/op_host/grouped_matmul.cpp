@@ -1,7 +1,7 @@
 // grouped_matmul: y[rows of group e] = x[rows of group e] @ weight[e] (npu_grouped_matmul, split
 // along M), on the cube cores. OpDef generated from op_proto/grouped_matmul.json; y is zero-filled
 // by the framework first (InitValue), so rows past the last group read 0 as on the torch path.
-#include "moe_host.h"
+#include "grouped_matmul_host.h"
 
 namespace optiling {
 static ge::graphStatus GroupedMatmulTiling(gert::TilingContext* context) {

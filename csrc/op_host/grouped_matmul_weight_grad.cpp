@@ -1,7 +1,7 @@
 // grouped_matmul_weight_grad: dweight[e] = x_e^T @ dy_e (npu_grouped_matmul split along K), on the
 // cube cores. OpDef generated from op_proto/grouped_matmul_weight_grad.json; dweight is zero-filled
 // by the framework first (InitValue): the kernel leaves an empty group's slice untouched.
-#include "moe_host.h"
+#include "grouped_matmul_host.h"
 
 namespace optiling {
 static ge::graphStatus GroupedMatmulWeightGradTiling(gert::TilingContext* context) {

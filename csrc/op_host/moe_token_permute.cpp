@@ -3,7 +3,7 @@
 // separately (chunk sort, merge rounds, row gather; csrc/kernels/op_package/moe_token_permute.cpp),
 // meeting at SyncAll: every block resident (batch schedule mode), the (score, index) pairs of the
 // merge rounds in the user workspace.
-#include "moe_host.h"
+#include "moe_routing_host.h"
 
 namespace ascendc_ops_host {
 // Rows of permuted_tokens: num_out_tokens (attr 0) when > 0, capped at T * K; else T * K.

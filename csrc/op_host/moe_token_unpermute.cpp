@@ -1,6 +1,6 @@
 // moe_token_unpermute: out[t] = sum_k probs[t, k] * permuted[sorted_indices[t*K + k]]
 // (npu_moe_token_unpermute). OpDef generated from op_proto/moe_token_unpermute.json.
-#include "moe_host.h"
+#include "moe_routing_host.h"
 
 namespace optiling {
 static ge::graphStatus MoeTokenUnpermuteTiling(gert::TilingContext* context) {

@@ -1,7 +1,7 @@
 // moe_token_unpermute_grad: dpermuted[s[t*K+k]] = p[t,k] * dout[t], dprobs[t,k] = <permuted[s[t*K+k]], dout[t]>.
 // OpDef generated from op_proto/moe_token_unpermute_grad.json; permuted_tokens_grad is zero-filled
 // by the framework first (InitValue): rows no sorted index reaches stay 0, as on the torch path.
-#include "moe_host.h"
+#include "moe_routing_host.h"
 
 namespace optiling {
 static ge::graphStatus MoeTokenUnpermuteGradTiling(gert::TilingContext* context) {

@@ -24,7 +24,7 @@ inline tiling::PlatformInfo NpuPlatform(const gert::TilingContext* context) {
   soc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
   const uint32_t ubBytes = static_cast<uint32_t>(ub);
   const uint32_t reserve = ubBytes > tiling::kA2UbReserve ? tiling::kA2UbReserve : 0;
-  return {"Ascend910B", soc.GetCoreNumAiv(), ubBytes, reserve};
+  return {tiling::kA2Name, soc.GetCoreNumAiv(), ubBytes, reserve};
 }
 
 // ge dtype -> tiling dtype; false for a dtype no kernel takes (the OpDef admits none of those).
@@ -93,6 +93,15 @@ inline ge::graphStatus KeepDimShape(gert::InferShapeContext* context, size_t in,
   if (normDims > to->GetDimNum()) return ge::GRAPH_FAILED;
   for (size_t k = to->GetDimNum() - normDims; k < to->GetDimNum(); ++k) to->SetDim(k, 1);
   return ge::GRAPH_SUCCESS;
+}
+
+// Attribute `index`, or nullptr / `fallback` where the attrs or the attribute are absent.
+inline const int64_t* IntAttr(const gert::RuntimeAttrs* attrs, size_t index) {
+  return attrs == nullptr ? nullptr : attrs->GetInt(index);
+}
+inline bool BoolAttr(const gert::RuntimeAttrs* attrs, size_t index, bool fallback) {
+  const bool* v = attrs == nullptr ? nullptr : attrs->GetBool(index);
+  return v == nullptr ? fallback : *v;
 }
 
 }  // namespace ascendc_ops_host

@@ -1,6 +1,6 @@
 // rms_norm: y = x * rstd * gamma, rstd = 1 / sqrt(mean(x^2) + epsilon) (npu_rms_norm). OpDef generated
 // from op_proto/rms_norm.json.
-#include "norm_host.h"
+#include "rms_norm_host.h"
 
 namespace optiling {
 static ge::graphStatus RmsNormTiling(gert::TilingContext* context) {

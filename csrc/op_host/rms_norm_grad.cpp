@@ -1,6 +1,6 @@
 // rms_norm_grad: dx and dgamma of rms_norm (dgamma accumulated in fp32, deterministic). OpDef
 // generated from op_proto/rms_norm_grad.json.
-#include "norm_host.h"
+#include "rms_norm_host.h"
 
 namespace optiling {
 static ge::graphStatus RmsNormGradTiling(gert::TilingContext* context) {

@@ -1,37 +1,25 @@
 // MoE routing on the CPU twin: moe_token_permute (device sort in chunks, MrgSort rounds, row
-// gather) and moe_token_unpermute / moe_token_unpermute_grad, running csrc/kernels/moe_token_*.cpp.
+// gather) and moe_token_unpermute / moe_token_unpermute_grad, running csrc/kernels/moe_routing_*.cpp.
 #include <torch/library.h>
 
 #include <utility>
 
-#include "moe_ops.h"
+#include "moe_routing_ops.h"
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 
-using Gm6 = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-using Gm8 = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-#define UNPERMUTE_DECLARE(NAME)                                                                  \
-  void moe_token_unpermute_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);    \
-  void moe_token_unpermute_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-extern "C" {
-void moe_sort_chunks_int32(uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void moe_sort_chunks_int64(uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void moe_merge_sorted(uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void moe_token_permute_float(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void moe_token_permute_half(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void moe_token_permute_bfloat16(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-UNPERMUTE_DECLARE(float_float)
-UNPERMUTE_DECLARE(half_half)
-UNPERMUTE_DECLARE(bfloat16_bfloat16)
-UNPERMUTE_DECLARE(half_float)
-UNPERMUTE_DECLARE(bfloat16_float)
-}
-#undef UNPERMUTE_DECLARE
+// The routing kernels' entry points (csrc/kernels/moe_routing_*.cpp), compiled for the twin, from their lists.
+ASCENDC_TWIN_KERNELS(MOE_SORT_CHUNKS_DTYPES, moe_sort_chunks, MOE_SORT_CHUNKS_PARAMS)
+ASCENDC_TWIN_KERNELS(MOE_TOKEN_PERMUTE_DTYPES, moe_token_permute, MOE_TOKEN_PERMUTE_PARAMS)
+ASCENDC_TWIN_KERNELS(MOE_TOKEN_UNPERMUTE_DTYPES, moe_token_unpermute, MOE_TOKEN_UNPERMUTE_PARAMS)
+ASCENDC_TWIN_KERNELS(MOE_TOKEN_UNPERMUTE_GRAD_DTYPES, moe_token_unpermute_grad, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS)
+extern "C" void moe_merge_sorted(MOE_MERGE_SORTED_PARAMS(uint8_t*));  // one entry, no dtype
 
 namespace ascendc_ops {
 namespace {
 
-constexpr int64_t kMaxTopK = 512;
+constexpr int64_t kMaxTopK = MOE_MAX_TOPK;  // tiling/moe_routing_tiling_data.h
 constexpr int64_t kMaxExpertId = (int64_t(1) << 24) - 1;  // ids are sorted as exact fp32 scores
 
 void CheckNotPadded(const OpProto& op, bool paddedMode) {
@@ -173,30 +161,19 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   uint8_t* dst = src + d.sortLen * 8;
   uint8_t* none = nullptr;
   const auto tilingGm = reinterpret_cast<uint8_t*>(&d);
-  if (l.indices.scalar_type() == at::kInt)
-    LaunchOnTwin("moe_sort_chunks_int32", l.tiling.sortBlocks, moe_sort_chunks_int32, Gm(l.indices), src, none, tilingGm);
-  else
-    LaunchOnTwin("moe_sort_chunks_int64", l.tiling.sortBlocks, moe_sort_chunks_int64, Gm(l.indices), src, none, tilingGm);
+  const auto& sort = PickEntry(twin_entries::moe_sort_chunks, l.indices.scalar_type());
+  LaunchOnTwin(sort.name, l.tiling.sortBlocks, sort.fn, Gm(l.indices), src, none, tilingGm);
   uint32_t blocks = 0;
   for (int round = 0; tiling::MoeMergeRound(d, round, blocks); ++round) {
     LaunchOnTwin("moe_merge_sorted", blocks, moe_merge_sorted, src, dst, none, tilingGm);
     std::swap(src, dst);
   }
   const at::ScalarType dtype = tokens.scalar_type();
-  Gm6 gather = dtype == at::kFloat ? moe_token_permute_float
-               : dtype == at::kHalf ? moe_token_permute_half : moe_token_permute_bfloat16;
-  LaunchOnTwin("moe_token_permute", l.tiling.rowBlocks, gather, Gm(l.tokens), src, Gm(l.permuted),
+  LaunchOnTwin("moe_token_permute", l.tiling.rowBlocks, PickEntry(twin_entries::moe_token_permute, dtype).fn, Gm(l.tokens), src, Gm(l.permuted),
                Gm(l.sortedIndices), none, tilingGm);
   return {l.permuted, l.sortedIndices};
 }
 
-// The kernel variant for (tokens dtype, probs dtype); without probs, the tokens dtype twice.
-template <typename F>
-F Pick(at::ScalarType t, at::ScalarType p, F ff, F hh, F bb, F hf, F bf) {
-  if (t == at::kFloat) return ff;
-  if (t == at::kHalf) return p == at::kFloat ? hf : hh;
-  return p == at::kFloat ? bf : bb;
-}
 
 at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
                      bool paddedMode, at::OptionalIntArrayRef restoreShape) {
@@ -204,9 +181,8 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
                                        restoreShape, false, TwinPlatform());
   if (l.tiling.rowBlocks == 0) return l.out;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  Gm6 kernel = Pick<Gm6>(t, p, moe_token_unpermute_float_float, moe_token_unpermute_half_half,
-                         moe_token_unpermute_bfloat16_bfloat16, moe_token_unpermute_half_float,
-                         moe_token_unpermute_bfloat16_float);
+  // the entry for (tokens dtype, probs dtype); without probs, the tokens dtype twice
+  const auto kernel = PickEntry(twin_entries::moe_token_unpermute, t, p).fn;
   uint8_t* probsGm = l.probs.defined() ? Gm(l.probs) : nullptr;
   LaunchOnTwin("moe_token_unpermute", l.tiling.rowBlocks, kernel, Gm(l.permuted), Gm(l.sortedIndices), probsGm,
                Gm(l.out), static_cast<uint8_t*>(nullptr), reinterpret_cast<uint8_t*>(&l.tiling.data));
@@ -221,9 +197,7 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
                                        restoreShape, true, TwinPlatform());
   if (l.tiling.rowBlocks == 0) return {l.out, l.probsGrad};
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  Gm8 kernel = Pick<Gm8>(t, p, moe_token_unpermute_grad_float_float, moe_token_unpermute_grad_half_half,
-                         moe_token_unpermute_grad_bfloat16_bfloat16, moe_token_unpermute_grad_half_float,
-                         moe_token_unpermute_grad_bfloat16_float);
+  const auto kernel = PickEntry(twin_entries::moe_token_unpermute_grad, t, p).fn;
   uint8_t* probsGm = l.probs.defined() ? Gm(l.probs) : nullptr;
   uint8_t* dprobsGm = l.probs.defined() ? Gm(l.probsGrad) : nullptr;
   LaunchOnTwin("moe_token_unpermute_grad", l.tiling.rowBlocks, kernel, Gm(l.permuted), Gm(l.dout),
@@ -233,6 +207,10 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
 }
 
 }  // namespace
+
+TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
+  m.def("moe_max_topk() -> int", [] { return int64_t(MOE_MAX_TOPK); });
+}
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {
   m.impl("moe_token_permute", &Permute);

@@ -4,15 +4,12 @@
 
 #include <torch/library.h>
 
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 
-// The kernel entry points of csrc/kernels/rope.cpp, compiled for the twin into this library.
-extern "C" {
-void rope_float(uint8_t* x, uint8_t* cos, uint8_t* sin, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
-void rope_half(uint8_t* x, uint8_t* cos, uint8_t* sin, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
-void rope_bfloat16(uint8_t* x, uint8_t* cos, uint8_t* sin, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
-}
+// The kernel entry points of csrc/kernels/rope.cpp, compiled for the twin into this library, from their list.
+ASCENDC_TWIN_KERNELS(ROPE_DTYPES, rope, ROPE_PARAMS)
 
 namespace ascendc_ops {
 namespace {
@@ -95,15 +92,9 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& c
   RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return l.y;
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
-  const auto launch = [&](const char* name, auto kernel) {
-    LaunchOnTwin(GmBytes(l.x, l.cos, l.sin, l.y), name, l.tiling.blockDim, kernel, Gm(l.x), Gm(l.cos), Gm(l.sin),
-                 Gm(l.y), static_cast<uint8_t*>(nullptr), tilingGm);
-  };
-  switch (l.x.scalar_type()) {
-    case at::kFloat: launch("rope_float", rope_float); break;
-    case at::kHalf: launch("rope_half", rope_half); break;
-    default: launch("rope_bfloat16", rope_bfloat16); break;
-  }
+  const auto& e = PickEntry(twin_entries::rope, l.x.scalar_type());
+  LaunchOnTwin(GmBytes(l.x, l.cos, l.sin, l.y), e.name, l.tiling.blockDim, e.fn, Gm(l.x), Gm(l.cos), Gm(l.sin),
+               Gm(l.y), static_cast<uint8_t*>(nullptr), tilingGm);
   return l.y;
 }
 

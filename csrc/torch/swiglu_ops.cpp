@@ -4,18 +4,13 @@
 
 #include <torch/library.h>
 
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 
-// The SwiGLU kernel entry points compiled for the CPU twin (csrc/kernels/swiglu.cpp).
-extern "C" {
-void swiglu_float(uint8_t* x, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
-void swiglu_half(uint8_t* x, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
-void swiglu_bfloat16(uint8_t* x, uint8_t* y, uint8_t* workspace, uint8_t* tiling);
-void swiglu_grad_float(uint8_t* dy, uint8_t* x, uint8_t* dx, uint8_t* workspace, uint8_t* tiling);
-void swiglu_grad_half(uint8_t* dy, uint8_t* x, uint8_t* dx, uint8_t* workspace, uint8_t* tiling);
-void swiglu_grad_bfloat16(uint8_t* dy, uint8_t* x, uint8_t* dx, uint8_t* workspace, uint8_t* tiling);
-}
+// The SwiGLU kernel entry points compiled for the CPU twin (csrc/kernels/swiglu.cpp), from their lists.
+ASCENDC_TWIN_KERNELS(SWIGLU_DTYPES, swiglu, SWIGLU_PARAMS)
+ASCENDC_TWIN_KERNELS(SWIGLU_GRAD_DTYPES, swiglu_grad, SWIGLU_GRAD_PARAMS)
 
 namespace ascendc_ops {
 namespace {
@@ -77,19 +72,11 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& dy, const at::Tensor& 
   const uint32_t blocks = l.tiling.blockDim;
   const at::ScalarType dtype = l.x.scalar_type();
   if (!backward) {
-    const auto launch = [&](const char* name, auto kernel) {
-      LaunchOnTwin(GmBytes(l.x, l.out), name, blocks, kernel, Gm(l.x), Gm(l.out), workspace, tilingGm);
-    };
-    if (dtype == at::kFloat) launch("swiglu_float", swiglu_float);
-    else if (dtype == at::kHalf) launch("swiglu_half", swiglu_half);
-    else launch("swiglu_bfloat16", swiglu_bfloat16);
+    const auto& e = PickEntry(twin_entries::swiglu, dtype);
+    LaunchOnTwin(GmBytes(l.x, l.out), e.name, blocks, e.fn, Gm(l.x), Gm(l.out), workspace, tilingGm);
   } else {
-    const auto launch = [&](const char* name, auto kernel) {
-      LaunchOnTwin(GmBytes(l.dy, l.x, l.out), name, blocks, kernel, Gm(l.dy), Gm(l.x), Gm(l.out), workspace, tilingGm);
-    };
-    if (dtype == at::kFloat) launch("swiglu_grad_float", swiglu_grad_float);
-    else if (dtype == at::kHalf) launch("swiglu_grad_half", swiglu_grad_half);
-    else launch("swiglu_grad_bfloat16", swiglu_grad_bfloat16);
+    const auto& e = PickEntry(twin_entries::swiglu_grad, dtype);
+    LaunchOnTwin(GmBytes(l.dy, l.x, l.out), e.name, blocks, e.fn, Gm(l.dy), Gm(l.x), Gm(l.out), workspace, tilingGm);
   }
   return l.out;
 }

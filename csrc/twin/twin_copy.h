@@ -62,7 +62,8 @@ inline void CheckCountBytes(uint32_t count, const char* api) {
 }
 inline void CheckBlockCount(uint32_t n, const char* api) {
   if (n == 0 || n > kMaxBlockCount)
-    Violation("data copy params", std::string(api) + " blockCount " + std::to_string(n) + " outside 1..4095");
+    Violation("data copy params",
+              std::string(api) + " blockCount " + std::to_string(n) + " outside 1.." + std::to_string(kMaxBlockCount));
 }
 // Copies blocks between two strided byte layouts; the one loop behind every form.
 // GM tensors this large are written with streaming stores: like the MTE3 engine writing HBM,

@@ -2,6 +2,7 @@
 // Every rule the twin enforces ends in Violation(), which names the rule, the kernel and the
 // block, and throws; the launcher carries the exception back to the host thread.
 #pragma once
+#include "platform.h"  // tiling/: the A2 facts
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
@@ -11,10 +12,10 @@ namespace AscendC {
 namespace twin {
 
 // Atlas A2 (910B) vector core limits.
-constexpr uint32_t kUbBytes = 196352;  // 192 KiB - 256 B of Unified Buffer per core
+constexpr uint32_t kUbBytes = ::tiling::kA2UbBytes;  // A2's Unified Buffer per core (tiling/platform.h)
 constexpr uint32_t kBlockBytes = 32;   // UB address / DataCopy granule
 constexpr uint32_t kMaxQueueBuffers = 64;
-constexpr uint32_t kMaxBlockCount = 4095;  // DataCopy(Pad) blockCount limit
+constexpr uint32_t kMaxBlockCount = ::tiling::kMaxCopyBlockCount;  // DataCopy(Pad) blockCount limit
 
 class RuleError : public std::runtime_error {
  public:

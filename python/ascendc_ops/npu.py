@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .ops.rms_norm import EPSILON as _EPSILON
 from . import add_rms_norm as _add_rms_norm, rms_norm as _rms_norm, rotary_mul as _rotary_mul, swiglu as _swiglu
 
 GMM = "npu_grouped_matmul"
@@ -47,7 +48,7 @@ def npu_rotary_mul_backward(grad, input, r1, r2, rotary_mode="half"):
         return torch.autograd.grad(y, (x, c, s), grad)
 
 
-def npu_rms_norm(input, gamma, epsilon=1e-06):
+def npu_rms_norm(input, gamma, epsilon=_EPSILON):
     """-> (y, rstd): rstd fp32 with the normalized dims kept as 1."""
     return _rms_norm(input, gamma, epsilon)
 
@@ -57,7 +58,7 @@ def npu_rms_norm_backward(dy, input, gamma, rstd):
     return tuple(torch.ops.custom.rms_norm_grad(dy.contiguous(), input, rstd, gamma))
 
 
-def npu_add_rms_norm(x1, x2, gamma, epsilon=1e-06):
+def npu_add_rms_norm(x1, x2, gamma, epsilon=_EPSILON):
     """-> (y, rstd, x) with x = x1 + x2."""
     return _add_rms_norm(x1, x2, gamma, epsilon)
 
@@ -74,13 +75,13 @@ def npu_swiglu_backward(grad_output, input, dim=-1):
 # ---- MoE token routing ----
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
     """-> (permuted_tokens, sorted_indices int32): tokens sorted (stably) by expert id."""
-    from .ops.moe import moe_token_permute
+    from .ops.moe_routing import moe_token_permute
     return moe_token_permute(tokens, indices, num_out_tokens, padded_mode)
 
 
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None):
     """``out[t] = sum_k probs[t, k] * permuted_tokens[sorted_indices[t*K + k]]``."""
-    from .ops.moe import moe_token_unpermute
+    from .ops.moe_routing import moe_token_unpermute
     return moe_token_unpermute(permuted_tokens, sorted_indices, probs, padded_mode, restore_shape)
 
 
@@ -145,7 +146,7 @@ def _stack(ws: list) -> torch.Tensor:
 
 def _gmm(x: torch.Tensor, w: torch.Tensor, gl: torch.Tensor, group_list_type: int) -> torch.Tensor:
     """x [M, K] @ w [E, K, N] by groups of rows; a transposed w (an [E, N, K] tensor's view) is read in place."""
-    from .ops.moe import grouped_matmul
+    from .ops.grouped_matmul import grouped_matmul
     if not w.is_contiguous() and w.transpose(1, 2).is_contiguous():
         return grouped_matmul(x.contiguous(), w.transpose(1, 2), gl, group_list_type, True)
     return grouped_matmul(x.contiguous(), w.contiguous(), gl, group_list_type, False)

@@ -2,7 +2,7 @@
 // for the 910B (40 and 48 vector cores) and the CPU twin. Prints "N passed, M failed".
 #include <cstdio>
 
-#include "norm_tiling.h"
+#include "rms_norm_tiling.h"
 #include "expect.h"
 
 using namespace tiling;

@@ -1,5 +1,5 @@
-// add_rms_norm_grad for the op package: dx (+ dx_out) and dgamma in one launch (norm_grad_one_launch.h).
-#include "norm_grad_one_launch.h"
+// add_rms_norm_grad for the op package: dx (+ dx_out) and dgamma in one launch (rms_norm_grad_one_launch.h).
+#include "rms_norm_grad_one_launch.h"
 
 extern "C" __global__ __aicore__ void add_rms_norm_grad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma,
                                                         GM_ADDR dx_out, GM_ADDR dx, GM_ADDR dgamma, GM_ADDR workspace,

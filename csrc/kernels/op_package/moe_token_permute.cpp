@@ -1,10 +1,10 @@
-// moe_token_permute for the op package: the three phases of kernels/moe_token_permute.cpp (chunk
+// moe_token_permute for the op package: the three phases of kernels/moe_routing_permute.cpp (chunk
 // sort, 4-way merge rounds, row gather), which the torch path launches one after another, here in
 // one launch meeting at SyncAll. blockDim is the gather's row blocks (at most the vector cores, all
 // resident: batch schedule mode, op_host/moe_token_permute.cpp); the sort's chunks and each merge
 // round's groups of four lists are dealt round-robin over those blocks. The (score, index) pairs
 // live in the user workspace, two buffers of sortLen pairs swapped after every round.
-#include "kernels/moe_token_permute.cpp"
+#include "kernels/moe_routing_permute.cpp"
 
 // Chunk c on block b: SortChunk places its chunk by GetBlockIdx(), so it gets the arrays shifted
 // by c - b chunks, and the indices it wrote (positions in the shifted arrays) are moved back.

@@ -1,5 +1,5 @@
-// moe_token_unpermute for the op package: the kernel body of kernels/moe_token_unpermute.cpp.
-#include "kernels/moe_token_unpermute.cpp"
+// moe_token_unpermute for the op package: the kernel body of kernels/moe_routing_unpermute.cpp.
+#include "kernels/moe_routing_unpermute.cpp"
 
 extern "C" __global__ __aicore__ void moe_token_unpermute(GM_ADDR permuted_tokens, GM_ADDR sorted_indices,
                                                           GM_ADDR probs, GM_ADDR unpermuted_tokens, GM_ADDR workspace,

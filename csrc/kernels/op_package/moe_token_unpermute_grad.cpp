@@ -1,6 +1,6 @@
-// moe_token_unpermute_grad for the op package: the kernel body of kernels/moe_token_unpermute.cpp.
+// moe_token_unpermute_grad for the op package: the kernel body of kernels/moe_routing_unpermute.cpp.
 // permuted_tokens_grad arrives zero-filled (InitValue in the OpDef), as the kernel expects.
-#include "kernels/moe_token_unpermute.cpp"
+#include "kernels/moe_routing_unpermute.cpp"
 
 extern "C" __global__ __aicore__ void moe_token_unpermute_grad(GM_ADDR permuted_tokens, GM_ADDR unpermuted_tokens_grad,
                                                                GM_ADDR sorted_indices, GM_ADDR probs,

@@ -1,5 +1,5 @@
-// rms_norm_grad for the op package: dx and dgamma in one launch (norm_grad_one_launch.h).
-#include "norm_grad_one_launch.h"
+// rms_norm_grad for the op package: dx and dgamma in one launch (rms_norm_grad_one_launch.h).
+#include "rms_norm_grad_one_launch.h"
 
 extern "C" __global__ __aicore__ void rms_norm_grad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dx,
                                                     GM_ADDR dgamma, GM_ADDR workspace, GM_ADDR tiling) {

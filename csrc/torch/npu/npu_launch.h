@@ -16,7 +16,7 @@
 namespace ascendc_ops::npu {
 
 // The chip's vector cores, read once from CANN's platform (the UB size is the A2 constant the
-// tiling already uses: platform_ascendc reports the same 196,352 bytes on 910B).
+// tiling already uses, tiling::kA2UbBytes: platform_ascendc reports the same on 910B).
 inline const tiling::PlatformInfo& NpuPlatform() {
   static const tiling::PlatformInfo platform = [] {
     auto* soc = platform_ascendc::PlatformAscendCManager::GetInstance();
@@ -36,7 +36,7 @@ inline const tiling::CubePlatform& NpuCubePlatform() {
     soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
     soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
     soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
-    return tiling::CubePlatform{"Ascend910B", soc->GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b),
+    return tiling::CubePlatform{tiling::kA2Name, soc->GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b),
                                 uint32_t(l0c)};
   }();
   return platform;

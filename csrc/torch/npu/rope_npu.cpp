@@ -6,9 +6,13 @@
 #include "aclrtlaunch_rope_bfloat16.h"
 #include "aclrtlaunch_rope_float.h"
 #include "aclrtlaunch_rope_half.h"
+#include "kernel_entries.h"
 #include "npu_launch.h"
 #include "op_proto_gen.h"
 #include "rope_ops.h"
+
+// The entries of csrc/kernels/rope.cpp (their aclrtlaunch_*.h above), from their list.
+ASCENDC_NPU_KERNELS(ROPE_DTYPES, rope, ROPE_PARAMS)
 
 namespace ascendc_ops {
 namespace {
@@ -24,9 +28,7 @@ at::Tensor RunOnNpu(const OpProto& op, const at::Tensor& x, const at::Tensor& co
   const at::ScalarType dtype = l.x.scalar_type();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    if (dtype == at::kFloat) ACLRT_LAUNCH_KERNEL(rope_float)(blocks, stream, xp, cp, sp, yp, nullptr, tp);
-    else if (dtype == at::kHalf) ACLRT_LAUNCH_KERNEL(rope_half)(blocks, stream, xp, cp, sp, yp, nullptr, tp);
-    else ACLRT_LAUNCH_KERNEL(rope_bfloat16)(blocks, stream, xp, cp, sp, yp, nullptr, tp);
+    PickEntry(npu_entries::rope, dtype).fn(blocks, stream, xp, cp, sp, yp, nullptr, tp);
   });
   return l.y;
 }

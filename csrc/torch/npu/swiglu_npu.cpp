@@ -9,9 +9,14 @@
 #include "aclrtlaunch_swiglu_grad_float.h"
 #include "aclrtlaunch_swiglu_grad_half.h"
 #include "aclrtlaunch_swiglu_half.h"
+#include "kernel_entries.h"
 #include "npu_launch.h"
 #include "op_proto_gen.h"
 #include "swiglu_ops.h"
+
+// The entries of csrc/kernels/swiglu.cpp (their aclrtlaunch_*.h above), from their lists.
+ASCENDC_NPU_KERNELS(SWIGLU_DTYPES, swiglu, SWIGLU_PARAMS)
+ASCENDC_NPU_KERNELS(SWIGLU_GRAD_DTYPES, swiglu_grad, SWIGLU_GRAD_PARAMS)
 
 namespace ascendc_ops {
 namespace {
@@ -25,15 +30,8 @@ at::Tensor RunOnNpu(const OpProto& op, const at::Tensor& dy, const at::Tensor& x
   const at::ScalarType dtype = l.x.scalar_type();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    if (!backward) {
-      if (dtype == at::kFloat) ACLRT_LAUNCH_KERNEL(swiglu_float)(blocks, stream, xp, outp, nullptr, tp);
-      else if (dtype == at::kHalf) ACLRT_LAUNCH_KERNEL(swiglu_half)(blocks, stream, xp, outp, nullptr, tp);
-      else ACLRT_LAUNCH_KERNEL(swiglu_bfloat16)(blocks, stream, xp, outp, nullptr, tp);
-    } else {
-      if (dtype == at::kFloat) ACLRT_LAUNCH_KERNEL(swiglu_grad_float)(blocks, stream, dyp, xp, outp, nullptr, tp);
-      else if (dtype == at::kHalf) ACLRT_LAUNCH_KERNEL(swiglu_grad_half)(blocks, stream, dyp, xp, outp, nullptr, tp);
-      else ACLRT_LAUNCH_KERNEL(swiglu_grad_bfloat16)(blocks, stream, dyp, xp, outp, nullptr, tp);
-    }
+    if (!backward) PickEntry(npu_entries::swiglu, dtype).fn(blocks, stream, xp, outp, nullptr, tp);
+    else PickEntry(npu_entries::swiglu_grad, dtype).fn(blocks, stream, dyp, xp, outp, nullptr, tp);
   });
   return l.out;
 }

@@ -36,3 +36,10 @@ def check_dtypes(proto: OpProto, *tensors: torch.Tensor) -> None:
         names = ", ".join(f"{d.name}={g}" for d, g in zip(proto.inputs, got))
         supported = " ".join("(" + ", ".join(c) + ")" for c in sorted(combos))
         fail(TypeError, proto.name, f"unsupported dtypes ({names}); supported: {supported}")
+
+
+def check_same_dtype(op: str, name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
+    """`name` must have `ref_name`'s dtype."""
+    if t.dtype != ref.dtype:
+        fail(TypeError, op, f"{name} must have {ref_name}'s dtype {str(ref.dtype).removeprefix('torch.')}, "
+             f"got {str(t.dtype).removeprefix('torch.')}")

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from .moe import grouped_matmul, moe_token_permute, moe_token_unpermute
+from .grouped_matmul import grouped_matmul
+from .moe_routing import moe_token_permute, moe_token_unpermute
 
 OP = "moe_experts"
 

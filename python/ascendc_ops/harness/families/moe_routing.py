@@ -9,7 +9,7 @@ import torch
 
 import ascendc_ops
 
-from ...ops import moe_reference as R
+from ...ops import moe_routing_reference as R
 from ..values import GenContext, signed_uniform
 from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
 

@@ -11,7 +11,7 @@ import torch
 
 import ascendc_ops
 
-from ...ops import reference as R
+from ...ops import rms_norm_reference as R
 from ..values import GenContext, signed_uniform
 from .base import OpBench, OpSpec, Targets
 

@@ -11,7 +11,7 @@ import torch
 
 import ascendc_ops
 
-from ...ops import reference as R
+from ...ops import rope_reference as R
 from ...ops.rope import rotate as torch_rotate
 from .base import DTYPES, OpBench, OpSpec, Targets
 

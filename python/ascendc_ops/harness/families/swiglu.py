@@ -9,7 +9,7 @@ import torch
 
 import ascendc_ops
 
-from ...ops import reference as R
+from ...ops import swiglu_reference as R
 from ..values import signed_uniform
 from .base import DTYPES, OpBench, OpSpec, Targets
 

@@ -1,10 +1,10 @@
-"""Independent float64 NumPy references (goldens) of the ops: RoPE, SwiGLU, RMSNorm.
+"""Independent float64 NumPy references (goldens) of the RoPE family: rotary_mul, rope_customer.
 
 Nothing here imports torch or the compiled library: every function takes NumPy arrays (or
 anything ``np.asarray`` accepts), computes in float64 and returns float64 arrays, so the tests and
 the CLI harness judge the kernels against arithmetic that shares no code with them.
-Formulas: RoPE as the Ascend C tutorial and torch_npu npu_rotary_mul define it, SwiGLU and RMSNorm as torch_npu
-and Hugging Face transformers compute them (see each function).
+Formulas: RoPE as the Ascend C tutorial and torch_npu npu_rotary_mul define it (see each function).
+SwiGLU and RMSNorm: swiglu_reference.py, rms_norm_reference.py.
 
 - ``tutorial_cos_sin(L, D, theta)``: the seed tutorial's host-side tables,
   ``freqs = 1/theta^(arange(0, D, 2)/D)``, ``outer(t, freqs)``, ``cos/sin(.)`` with every value
@@ -138,82 +138,3 @@ def rotary_mul_backward(dy, x, r1, r2, mode: str = "half") -> tuple[np.ndarray, 
     dr1 = sum_to_shape(dy * x, r1.shape)
     dr2 = sum_to_shape(dy * rotate(x, mode), r2.shape)
     return dx, dr1, dr2
-
-
-# ---- SwiGLU (op-semantics.md, section "SwiGLU"): torch_npu npu_swiglu / npu_swiglu_backward ----
-def _swiglu_halves(x, dim: int) -> tuple[np.ndarray, np.ndarray]:
-    x = _f64(x)
-    if x.shape[dim] % 2:
-        raise ValueError(f"x.shape[{dim}] must be even, got {x.shape[dim]}")
-    a, b = np.split(x, 2, axis=dim)
-    return a, b
-
-
-def swiglu(x, dim: int = -1) -> np.ndarray:
-    """npu_swiglu: ``silu(A) * B``, A/B the first/second half of x along ``dim``, silu(a) = a / (1 + exp(-a))."""
-    a, b = _swiglu_halves(x, dim)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return a / (1.0 + np.exp(-a)) * b
-
-
-def swiglu_backward(dy, x, dim: int = -1) -> np.ndarray:
-    """dx of ``y = silu(A) * B`` for upstream dy (``dim`` halved), derived by hand, float64:
-    with s = sigmoid(A) = 1 / (1 + exp(-A)): silu'(A) = s * (1 + A * (1 - s)),
-    dA = dy * B * silu'(A), dB = dy * A * s; dx = concat(dA, dB) along ``dim``."""
-    a, b = _swiglu_halves(x, dim)
-    dy = _f64(dy)
-    with np.errstate(over="ignore", invalid="ignore"):
-        s = 1.0 / (1.0 + np.exp(-a))
-        da = dy * b * (s * (1.0 + a * (1.0 - s)))
-        db = dy * (a * s)
-    return np.concatenate((da, db), axis=dim)
-
-
-# ---------------------------------------------------------------- RMSNorm (op-semantics.md, "RMSNorm")
-# float64 references of torch_npu npu_rms_norm / npu_add_rms_norm and their gradients. gamma's dims
-# are x's trailing dims (the normalized dims, N elements); every sum runs over those dims.
-#   rstd = 1/sqrt(mean(x^2) + eps)  (keepdim),  y = x * rstd * gamma
-#   dx = rstd*dy*g - x*rstd^3*sum(dy*g*x)/N,  dgamma = sum over the leading dims of dy*x*rstd
-#   add_rms_norm: x = x1 + x2 (exact here), (y, rstd) = rms_norm(x); its backward adds dx_out, the
-#   gradient reaching the x output, to dx, and dx1 = dx2 = dx.
-
-
-def _norm_axes(x: np.ndarray, gamma: np.ndarray) -> tuple[int, ...]:
-    k = gamma.ndim
-    if k < 1 or x.shape[x.ndim - k:] != gamma.shape:
-        raise ValueError(f"gamma of shape {gamma.shape} must be the trailing dims of x of shape {x.shape}")
-    return tuple(range(x.ndim - k, x.ndim))
-
-
-def rms_norm(x, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-    """(y, rstd) of RMSNorm over gamma's trailing dims, rstd with keepdim shape (float64)."""
-    x, gamma = _f64(x), _f64(gamma)
-    axes = _norm_axes(x, gamma)
-    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + epsilon)
-    return x * rstd * gamma, rstd
-
-
-def rms_norm_backward(dy, x, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
-    """(dx, dgamma) of y = rms_norm(x, gamma) for upstream dy, derived by hand (rstd recomputed in float64)."""
-    dy, x, gamma = _f64(dy), _f64(x), _f64(gamma)
-    axes = _norm_axes(x, gamma)
-    n = gamma.size
-    rstd = 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + epsilon)
-    dg = dy * gamma
-    dx = rstd * dg - x * rstd**3 * np.sum(dg * x, axis=axes, keepdims=True) / n
-    dgamma = np.sum(dy * x * rstd, axis=tuple(range(x.ndim - gamma.ndim)))
-    return dx, dgamma.reshape(gamma.shape)
-
-
-def add_rms_norm(x1, x2, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(y, rstd, x) with x = x1 + x2 and (y, rstd) = rms_norm(x, gamma, epsilon) (float64)."""
-    x = _f64(x1) + _f64(x2)
-    y, rstd = rms_norm(x, gamma, epsilon)
-    return y, rstd, x
-
-
-def add_rms_norm_backward(dy, dx_out, x1, x2, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(dx1, dx2, dgamma): dx1 = dx2 = rms_norm's dx at x = x1 + x2, plus dx_out (the x output's gradient)."""
-    dx, dgamma = rms_norm_backward(dy, _f64(x1) + _f64(x2), gamma, epsilon)
-    dx = dx + _f64(dx_out)
-    return dx, dx.copy(), dgamma

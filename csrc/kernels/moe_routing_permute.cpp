@@ -183,39 +183,31 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
   }
 }
 
-extern "C" __global__ __aicore__ void moe_sort_chunks_int32(GM_ADDR indices, GM_ADDR sorted, GM_ADDR workspace,
-                                                            GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  MoeRoutingTilingData t;
-  CopyTiling(&t, tiling);
-  SortChunk<int32_t>(indices, sorted, t);
-}
+// The chunk sort, one entry per expert-id dtype (MOE_SORT_CHUNKS_DTYPES, tiling/moe_routing_tiling_data.h).
+#define MOE_SORT_CHUNKS_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                            \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_SORT_CHUNKS_PARAMS(GM_ADDR)) {      \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    MoeRoutingTilingData t;                                                                    \
+    CopyTiling(&t, tiling);                                                                    \
+    SortChunk<T>(indices, sorted, t);                                                          \
+  }
+MOE_SORT_CHUNKS_DTYPES(MOE_SORT_CHUNKS_ENTRY, moe_sort_chunks)
+#undef MOE_SORT_CHUNKS_ENTRY
 
-extern "C" __global__ __aicore__ void moe_sort_chunks_int64(GM_ADDR indices, GM_ADDR sorted, GM_ADDR workspace,
-                                                            GM_ADDR tiling) {
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  MoeRoutingTilingData t;
-  CopyTiling(&t, tiling);
-  SortChunk<int64_t>(indices, sorted, t);
-}
-
-extern "C" __global__ __aicore__ void moe_merge_sorted(GM_ADDR src, GM_ADDR dst, GM_ADDR workspace, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void moe_merge_sorted(MOE_MERGE_SORTED_PARAMS(GM_ADDR)) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   MoeRoutingTilingData t;
   CopyTiling(&t, tiling);
   MergeLists(src, dst, t);
 }
 
-#define MOE_PERMUTE_ENTRY(NAME, T)                                                                              \
-  extern "C" __global__ __aicore__ void moe_token_permute_##NAME(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permuted, \
-                                                                 GM_ADDR sortedIndices, GM_ADDR workspace,       \
-                                                                 GM_ADDR tiling) {                               \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                             \
-    MoeRoutingTilingData t;                                                                                     \
-    CopyTiling(&t, tiling);                                                                                     \
-    GatherRows<T>(tokens, sorted, permuted, sortedIndices, t);                                                  \
+// The row gather, one entry per tokens dtype (MOE_TOKEN_PERMUTE_DTYPES).
+#define MOE_TOKEN_PERMUTE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                          \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_PERMUTE_PARAMS(GM_ADDR)) {    \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    MoeRoutingTilingData t;                                                                    \
+    CopyTiling(&t, tiling);                                                                    \
+    GatherRows<T>(tokens, sorted, permuted, sortedIndices, t);                                 \
   }
-MOE_PERMUTE_ENTRY(float, float)
-MOE_PERMUTE_ENTRY(half, half)
-MOE_PERMUTE_ENTRY(bfloat16, bfloat16_t)
-#undef MOE_PERMUTE_ENTRY
+MOE_TOKEN_PERMUTE_DTYPES(MOE_TOKEN_PERMUTE_ENTRY, moe_token_permute)
+#undef MOE_TOKEN_PERMUTE_ENTRY

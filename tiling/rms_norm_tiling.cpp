@@ -1,4 +1,4 @@
-#include "norm_tiling.h"
+#include "rms_norm_tiling.h"
 
 #include <algorithm>
 #include <string>

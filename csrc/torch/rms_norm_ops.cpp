@@ -6,60 +6,21 @@
 #include <cmath>
 #include <limits>
 
-#include "norm_ops.h"
+#include "rms_norm_ops.h"
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 
-// The kernels' entry points (csrc/kernels/rms_norm.cpp, rms_norm_grad.cpp), compiled for the twin.
-#define NORM_DECLARE(NAME)                                                                                    \
-  void rms_norm_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);                           \
-  void add_rms_norm_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);   \
-  void rms_norm_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);            \
-  void add_rms_norm_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-extern "C" {
-NORM_DECLARE(float_float)
-NORM_DECLARE(half_float)
-NORM_DECLARE(bfloat16_float)
-NORM_DECLARE(half_half)
-NORM_DECLARE(bfloat16_bfloat16)
-void rms_norm_dgamma_float(uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void rms_norm_dgamma_half(uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-void rms_norm_dgamma_bfloat16(uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-}
-#undef NORM_DECLARE
+// The kernels' entry points (csrc/kernels/rms_norm.cpp, rms_norm_grad.cpp), compiled for the twin, from their lists.
+ASCENDC_TWIN_KERNELS(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)
+ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
+ASCENDC_TWIN_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
+ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
+ASCENDC_TWIN_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
 
 namespace ascendc_ops {
 namespace {
 
-using Fwd = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-using AddFwd = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-using Bwd = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-using AddBwd = AddFwd;
-using Reduce = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-
-struct Entries {
-  const char* name;
-  Fwd fwd;
-  AddFwd addFwd;
-  Bwd bwd;
-  AddBwd addBwd;
-};
-
-// The (x, gamma) dtype pairs of op_proto/rms_norm.json; CheckDtypes has already admitted the pair.
-Entries EntriesFor(at::ScalarType x, at::ScalarType g) {
-#define NORM_ENTRIES(NAME) \
-  Entries { #NAME, rms_norm_##NAME, add_rms_norm_##NAME, rms_norm_grad_##NAME, add_rms_norm_grad_##NAME }
-  if (x == at::kFloat) return NORM_ENTRIES(float_float);
-  if (x == at::kHalf) return g == at::kFloat ? NORM_ENTRIES(half_float) : NORM_ENTRIES(half_half);
-  return g == at::kFloat ? NORM_ENTRIES(bfloat16_float) : NORM_ENTRIES(bfloat16_bfloat16);
-#undef NORM_ENTRIES
-}
-
-std::pair<const char*, Reduce> ReduceFor(at::ScalarType g) {
-  if (g == at::kFloat) return {"rms_norm_dgamma_float", rms_norm_dgamma_float};
-  if (g == at::kHalf) return {"rms_norm_dgamma_half", rms_norm_dgamma_half};
-  return {"rms_norm_dgamma_bfloat16", rms_norm_dgamma_bfloat16};
-}
 
 
 // x [..., *gamma.shape]: gamma's dims are x's trailing dims. Returns (rows, hidden).
@@ -142,15 +103,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   const at::Tensor &x1 = l.x1, &x2 = l.x2, &gamma = l.gamma, &y = l.y, &rstd = l.rstd, &xOut = l.xOut;
   const tiling::NormTiling& t = l.tiling;
   if (t.blockDim == 0) return {y, rstd, xOut};
-  const Entries e = EntriesFor(x1.scalar_type(), gamma.scalar_type());
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
   if (add) {
-    LaunchOnTwin(GmBytes(x1, x2, gamma, y, rstd, xOut), "add_rms_norm", t.blockDim, e.addFwd, Gm(x1), Gm(x2),
+    LaunchOnTwin(GmBytes(x1, x2, gamma, y, rstd, xOut), "add_rms_norm", t.blockDim,
+                 PickEntry(twin_entries::add_rms_norm, x1.scalar_type(), gamma.scalar_type()).fn, Gm(x1), Gm(x2),
                  Gm(gamma), Gm(y), Gm(rstd), Gm(xOut), none, tilingGm);
   } else {
-    LaunchOnTwin(GmBytes(x1, gamma, y, rstd), "rms_norm", t.blockDim, e.fwd, Gm(x1), Gm(gamma), Gm(y), Gm(rstd), none,
-                 tilingGm);
+    LaunchOnTwin(GmBytes(x1, gamma, y, rstd), "rms_norm", t.blockDim,
+                 PickEntry(twin_entries::rms_norm, x1.scalar_type(), gamma.scalar_type()).fn, Gm(x1), Gm(gamma), Gm(y),
+                 Gm(rstd), none, tilingGm);
   }
   return {y, rstd, xOut};
 }
@@ -210,18 +172,18 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   const tiling::NormTiling& t = l.tiling;
   if (t.blockDim == 0) return {dx, dgamma};
   at::Tensor partials = at::empty({int64_t(t.blockDim), hidden}, x.options().dtype(at::kFloat));
-  const Entries e = EntriesFor(x.scalar_type(), gamma.scalar_type());
-  const auto [reduceName, reduce] = ReduceFor(gamma.scalar_type());
+  const auto& reduce = PickEntry(twin_entries::rms_norm_dgamma, gamma.scalar_type());
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
   if (add) {
-    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dxOut, dx, partials), "add_rms_norm_grad", t.blockDim, e.addBwd,
+    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dxOut, dx, partials), "add_rms_norm_grad", t.blockDim,
+                 PickEntry(twin_entries::add_rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn,
                  Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx), Gm(partials), tilingGm);
   } else {
-    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dx, partials), "rms_norm_grad", t.blockDim, e.bwd, Gm(dy), Gm(x),
-                 Gm(rstd), Gm(gamma), Gm(dx), Gm(partials), tilingGm);
+    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dx, partials), "rms_norm_grad", t.blockDim,
+                 PickEntry(twin_entries::rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dx), Gm(partials), tilingGm);
   }
-  LaunchOnTwin(GmBytes(partials, dgamma), reduceName, t.reduceBlockDim, reduce, Gm(partials), Gm(dgamma), none,
+  LaunchOnTwin(GmBytes(partials, dgamma), reduce.name, t.reduceBlockDim, reduce.fn, Gm(partials), Gm(dgamma), none,
                tilingGm);
   return {dx, dgamma};
 }

@@ -5,8 +5,9 @@
 // dgamma reduction. Compiled only when CANN and torch_npu are present (cmake/npu.cmake).
 #include <torch/library.h>
 
+#include "kernel_entries.h"
 #include "npu_launch.h"
-#include "norm_ops.h"
+#include "rms_norm_ops.h"
 #include "op_proto_gen.h"
 
 #include "aclrtlaunch_rms_norm_float_float.h"
@@ -33,18 +34,16 @@
 #include "aclrtlaunch_rms_norm_dgamma_half.h"
 #include "aclrtlaunch_rms_norm_dgamma_bfloat16.h"
 
+// The entries of csrc/kernels/rms_norm.cpp and rms_norm_grad.cpp (their aclrtlaunch_*.h above), from their lists.
+ASCENDC_NPU_KERNELS(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)
+ASCENDC_NPU_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
+ASCENDC_NPU_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
+ASCENDC_NPU_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
+ASCENDC_NPU_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
+
 namespace ascendc_ops {
 namespace {
 
-// Calls KERNEL_<pair> for the (x, gamma) dtype pair of op_proto/rms_norm.json (CheckDtypes admitted it).
-#define NORM_DISPATCH(KERNEL, x, g, ...)                                                             \
-  do {                                                                                               \
-    if ((x) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float_float)(__VA_ARGS__);                   \
-    else if ((x) == at::kHalf && (g) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_half_float)(__VA_ARGS__); \
-    else if ((x) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half_half)(__VA_ARGS__);                 \
-    else if ((g) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_float)(__VA_ARGS__);           \
-    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_bfloat16)(__VA_ARGS__);                               \
-  } while (0)
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1,
                                                        const at::Tensor* x2, const at::Tensor& gamma, double epsilon) {
@@ -58,8 +57,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
        *rp = l.rstd.data_ptr(), *xop = npu::Ptr(l.xOut), *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    if (add) NORM_DISPATCH(add_rms_norm, xt, gt, blocks, stream, x1p, x2p, gp, yp, rp, xop, nullptr, tp);
-    else NORM_DISPATCH(rms_norm, xt, gt, blocks, stream, x1p, gp, yp, rp, nullptr, tp);
+    if (add) PickEntry(npu_entries::add_rms_norm, xt, gt).fn(blocks, stream, x1p, x2p, gp, yp, rp, xop, nullptr, tp);
+    else PickEntry(npu_entries::rms_norm, xt, gt).fn(blocks, stream, x1p, gp, yp, rp, nullptr, tp);
   });
   return {l.y, l.rstd, l.xOut};
 }
@@ -79,11 +78,9 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
        *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    if (add) NORM_DISPATCH(add_rms_norm_grad, xt, gt, blocks, stream, dyp, xp, rp, gp, dxop, dxp, pp, tp);
-    else NORM_DISPATCH(rms_norm_grad, xt, gt, blocks, stream, dyp, xp, rp, gp, dxp, pp, tp);
-    if (gt == at::kFloat) ACLRT_LAUNCH_KERNEL(rms_norm_dgamma_float)(reduceBlocks, stream, pp, dgp, nullptr, tp);
-    else if (gt == at::kHalf) ACLRT_LAUNCH_KERNEL(rms_norm_dgamma_half)(reduceBlocks, stream, pp, dgp, nullptr, tp);
-    else ACLRT_LAUNCH_KERNEL(rms_norm_dgamma_bfloat16)(reduceBlocks, stream, pp, dgp, nullptr, tp);
+    if (add) PickEntry(npu_entries::add_rms_norm_grad, xt, gt).fn(blocks, stream, dyp, xp, rp, gp, dxop, dxp, pp, tp);
+    else PickEntry(npu_entries::rms_norm_grad, xt, gt).fn(blocks, stream, dyp, xp, rp, gp, dxp, pp, tp);
+    PickEntry(npu_entries::rms_norm_dgamma, gt).fn(reduceBlocks, stream, pp, dgp, nullptr, tp);
   });
   return {l.dx, l.dgamma};
 }

@@ -5,21 +5,16 @@
 
 #include <string>
 
-#include "moe_ops.h"
+#include "grouped_matmul_ops.h"
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 #include "twin_cube_gemm.h"
 #include "twin_isa.h"
 
-#define GMM_DECLARE(NAME)                                                                        \
-  void grouped_matmul_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);        \
-  void grouped_matmul_weight_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-extern "C" {
-GMM_DECLARE(float)
-GMM_DECLARE(half)
-GMM_DECLARE(bfloat16)
-}
-#undef GMM_DECLARE
+// The cube kernels' entry points (csrc/kernels/grouped_matmul*.cpp), compiled for the twin, from their lists.
+ASCENDC_TWIN_KERNELS(GROUPED_MATMUL_DTYPES, grouped_matmul, GROUPED_MATMUL_PARAMS)
+ASCENDC_TWIN_KERNELS(GROUPED_MATMUL_WEIGHT_GRAD_DTYPES, grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)
 
 namespace ascendc_ops {
 namespace {
@@ -167,24 +162,15 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
 
 namespace {
 
-using GmmKernel = void (*)(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
-
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
                      int64_t groupListType, bool transposeWeight, bool weightGrad) {
   GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad,
                                                tiling::CpuTwinCube(uint32_t(at::get_num_threads())));
   if (l.tiling.blockDim == 0) return l.out;
   const at::ScalarType dtype = l.a.scalar_type();
-  GmmKernel kernel;
-  const char* name;
-  if (weightGrad) {
-    kernel = dtype == at::kFloat ? grouped_matmul_weight_grad_float
-             : dtype == at::kHalf ? grouped_matmul_weight_grad_half : grouped_matmul_weight_grad_bfloat16;
-    name = "grouped_matmul_weight_grad";
-  } else {
-    kernel = dtype == at::kFloat ? grouped_matmul_float : dtype == at::kHalf ? grouped_matmul_half : grouped_matmul_bfloat16;
-    name = "grouped_matmul";
-  }
+  const auto kernel = weightGrad ? PickEntry(twin_entries::grouped_matmul_weight_grad, dtype).fn
+                                 : PickEntry(twin_entries::grouped_matmul, dtype).fn;
+  const char* name = weightGrad ? "grouped_matmul_weight_grad" : "grouped_matmul";
   LaunchOnTwin(name, l.tiling.blockDim, kernel, Gm(l.a), Gm(l.b), Gm(l.groupList), Gm(l.out),
                static_cast<uint8_t*>(nullptr), reinterpret_cast<uint8_t*>(&l.tiling.data));
   return l.out;

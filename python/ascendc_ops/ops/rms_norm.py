@@ -27,6 +27,8 @@ from .checks import check_dtypes, check_same_device, fail
 from ..op_proto import load_all
 
 PROTOS = load_all()
+# epsilon's default, as op_proto/rms_norm.json declares it (add_rms_norm.json declares the same)
+EPSILON = float(next(a.default for a in PROTOS["rms_norm"].attrs if a.name == "epsilon"))
 
 
 def _check_shapes(op: str, x: torch.Tensor, gamma: torch.Tensor, xi: int, gi: int) -> None:
@@ -85,14 +87,14 @@ def check_grad(op: str, dy, x, rstd, gamma, dx_out=None) -> None:
              f"got {list(rstd.shape)}")
 
 
-def rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+def rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = EPSILON) -> tuple[torch.Tensor, torch.Tensor]:
     """npu_rms_norm: ``(y, rstd)``, y = x * rsqrt(mean(x^2) + eps) * gamma over gamma's (trailing) dims."""
     check_rms_norm(x, gamma, epsilon)
     return torch.ops.custom.rms_norm(x, gamma, epsilon)
 
 
 def add_rms_norm(x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor,
-                 epsilon: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                 epsilon: float = EPSILON) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """npu_add_rms_norm: ``(y, rstd, x)`` with x = x1 + x2 and (y, rstd) = rms_norm(x, gamma, epsilon)."""
     check_add_rms_norm(x1, x2, gamma, epsilon)
     return torch.ops.custom.add_rms_norm(x1, x2, gamma, epsilon)
@@ -100,13 +102,13 @@ def add_rms_norm(x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor,
 
 # ---- fake kernels: shape and dtype rules only ----
 @torch.library.register_fake("custom::rms_norm")
-def _rms_norm_fake(x, gamma, epsilon=1e-6):
+def _rms_norm_fake(x, gamma, epsilon=EPSILON):
     check_rms_norm(x, gamma, epsilon)
     return x.new_empty(x.shape), x.new_empty(rstd_shape(x, gamma), dtype=torch.float32)
 
 
 @torch.library.register_fake("custom::add_rms_norm")
-def _add_rms_norm_fake(x1, x2, gamma, epsilon=1e-6):
+def _add_rms_norm_fake(x1, x2, gamma, epsilon=EPSILON):
     check_add_rms_norm(x1, x2, gamma, epsilon)
     return x1.new_empty(x1.shape), x1.new_empty(rstd_shape(x1, gamma), dtype=torch.float32), x1.new_empty(x1.shape)
 

@@ -11,7 +11,6 @@
 
 using namespace AscendC;
 
-constexpr uint32_t MOE_MAX_TOPK = 512;
 
 template <typename T>
 __aicore__ inline void WidenRow(LocalTensor<float>& dst, LocalTensor<T>& src, uint32_t n) {
@@ -216,26 +215,22 @@ __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sor
   }
 }
 
-#define MOE_UNPERMUTE_ENTRIES(NAME, T, P)                                                                        \
-  extern "C" __global__ __aicore__ void moe_token_unpermute_##NAME(GM_ADDR permuted, GM_ADDR sortedIndices,      \
-                                                                   GM_ADDR probs, GM_ADDR out, GM_ADDR workspace, \
-                                                                   GM_ADDR tiling) {                              \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                              \
-    MoeRoutingTilingData t;                                                                                      \
-    CopyTiling(&t, tiling);                                                                                      \
-    Unpermute<T, P>(permuted, sortedIndices, probs, out, t);                                                     \
-  }                                                                                                              \
-  extern "C" __global__ __aicore__ void moe_token_unpermute_grad_##NAME(                                         \
-      GM_ADDR permuted, GM_ADDR dout, GM_ADDR sortedIndices, GM_ADDR probs, GM_ADDR dpermuted, GM_ADDR dprobs,   \
-      GM_ADDR workspace, GM_ADDR tiling) {                                                                       \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                              \
-    MoeRoutingTilingData t;                                                                                      \
-    CopyTiling(&t, tiling);                                                                                      \
-    UnpermuteGrad<T, P>(permuted, dout, sortedIndices, probs, dpermuted, dprobs, t);                             \
+// One entry per (tokens, probs) dtype pair (MOE_TOKEN_UNPERMUTE_DTYPES, tiling/moe_routing_tiling_data.h).
+#define MOE_TOKEN_UNPERMUTE_ENTRY(SUFFIX, T, P, TORCH_T, TORCH_P, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_UNPERMUTE_PARAMS(GM_ADDR)) {  \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
+    MoeRoutingTilingData t;                                                                    \
+    CopyTiling(&t, tiling);                                                                    \
+    Unpermute<T, P>(permuted, sortedIndices, probs, out, t);                                   \
   }
-MOE_UNPERMUTE_ENTRIES(float_float, float, float)
-MOE_UNPERMUTE_ENTRIES(half_half, half, half)
-MOE_UNPERMUTE_ENTRIES(bfloat16_bfloat16, bfloat16_t, bfloat16_t)
-MOE_UNPERMUTE_ENTRIES(half_float, half, float)
-MOE_UNPERMUTE_ENTRIES(bfloat16_float, bfloat16_t, float)
-#undef MOE_UNPERMUTE_ENTRIES
+#define MOE_TOKEN_UNPERMUTE_GRAD_ENTRY(SUFFIX, T, P, TORCH_T, TORCH_P, OP)                     \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_UNPERMUTE_GRAD_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                              \
+    MoeRoutingTilingData t;                                                                      \
+    CopyTiling(&t, tiling);                                                                      \
+    UnpermuteGrad<T, P>(permuted, dout, sortedIndices, probs, dpermuted, dprobs, t);             \
+  }
+MOE_TOKEN_UNPERMUTE_DTYPES(MOE_TOKEN_UNPERMUTE_ENTRY, moe_token_unpermute)
+MOE_TOKEN_UNPERMUTE_GRAD_DTYPES(MOE_TOKEN_UNPERMUTE_GRAD_ENTRY, moe_token_unpermute_grad)
+#undef MOE_TOKEN_UNPERMUTE_ENTRY
+#undef MOE_TOKEN_UNPERMUTE_GRAD_ENTRY

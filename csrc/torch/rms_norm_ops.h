@@ -3,7 +3,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
-#include "norm_tiling.h"
+#include "rms_norm_tiling.h"
 #include "op_proto_table.h"
 
 namespace ascendc_ops {

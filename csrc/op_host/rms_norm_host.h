@@ -1,9 +1,9 @@
 // Host side of the RMSNorm ops (rms_norm, add_rms_norm and their grads): one tiling
-// (tiling/norm_tiling.h). x is [..., *gamma.shape]: rows = product of x's leading dims.
+// (tiling/rms_norm_tiling.h). x is [..., *gamma.shape]: rows = product of x's leading dims.
 #pragma once
 #include <algorithm>
 
-#include "norm_tiling.h"
+#include "rms_norm_tiling.h"
 #include "op_host_common.h"
 
 namespace ascendc_ops_host {

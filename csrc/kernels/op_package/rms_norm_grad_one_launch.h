@@ -1,7 +1,7 @@
 // The RMSNorm backward as one op-package launch. Direct launch (the torch path) runs the row
 // kernel and the dgamma reduction as two kernels; an op is one kernel, so here the blocks run the
 // row phase, meet at SyncAll, then run the reduction -- the same two kernel classes, in order.
-// The host (csrc/op_host/norm_host.h) launches max(blockDim, reduceBlockDim) blocks in batch
+// The host (csrc/op_host/rms_norm_host.h) launches max(blockDim, reduceBlockDim) blocks in batch
 // schedule mode and sizes the user workspace for the fp32 partials [blockDim, hidden].
 #pragma once
 #include "kernels/rms_norm_grad.cpp"

@@ -2,7 +2,7 @@
 // (rows, hidden, dtypes, direction, platform). The byte counts below are exactly what the kernels
 // ask of TPipe, so a tiling that passes the budget check never overflows UB.
 #pragma once
-#include "norm_tiling_data.h"
+#include "rms_norm_tiling_data.h"
 #include "platform.h"
 
 namespace tiling {

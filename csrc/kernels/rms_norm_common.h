@@ -2,7 +2,7 @@
 #pragma once
 #include "kernel_operator.h"
 #include "kernel_utils.h"
-#include "norm_tiling_data.h"
+#include "rms_norm_tiling_data.h"
 
 // Columns of the chunk starting at `col`: the chunk width, or what is left of the row.
 __aicore__ inline uint32_t NormChunkLen(const NormTilingData& t, uint32_t col) {

@@ -1,10 +1,26 @@
-// Tiling data shared by the host tiling (norm_tiling.cpp) and the RMSNorm kernels
+// Tiling data shared by the host tiling (rms_norm_tiling.cpp) and the RMSNorm kernels
 // (csrc/kernels/rms_norm.cpp, csrc/kernels/rms_norm_grad.cpp). x is seen as [rows, hidden]; the
 // row kernels deal whole rows to blocks. A row that fits in UB is processed in tiles of tileRows
 // rows (NORM_SINGLE_PASS); a longer row is processed in column chunks, two passes per row
 // (NORM_SPLIT_ROW: pass 1 sums squares chunk by chunk, pass 2 normalizes chunk by chunk).
 #pragma once
 #include <cstdint>
+
+#include "kernel_dtypes.h"
+
+// The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
+// rms_norm, add_rms_norm and their grads: one entry per (x, gamma) dtype pair of op_proto/rms_norm.json.
+#define RMS_NORM_DTYPES ASCENDC_FLOAT_PAIR_DTYPES
+#define ADD_RMS_NORM_DTYPES RMS_NORM_DTYPES
+#define RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
+#define ADD_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
+// The dgamma reduction: one entry per gamma dtype.
+#define RMS_NORM_DGAMMA_DTYPES ASCENDC_FLOAT_DTYPES
+#define RMS_NORM_PARAMS(GM) GM x, GM gamma, GM y, GM rstd, GM workspace, GM tiling
+#define ADD_RMS_NORM_PARAMS(GM) GM x1, GM x2, GM gamma, GM y, GM rstd, GM x, GM workspace, GM tiling
+#define RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dx, GM workspace, GM tiling
+#define ADD_RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dxOut, GM dx, GM workspace, GM tiling
+#define RMS_NORM_DGAMMA_PARAMS(GM) GM partials, GM dgamma, GM workspace, GM tiling
 
 enum NormTilingKey : uint32_t { NORM_SINGLE_PASS = 0, NORM_SPLIT_ROW = 1 };
 

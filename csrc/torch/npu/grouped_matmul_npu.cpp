@@ -1,0 +1,62 @@
+// Grouped matmul on the NPU (PrivateUse1): the CPU twin's PrepareGroupedMatmul (csrc/torch/grouped_matmul_ops.h:
+// checks, output allocation, tiling) with the chip's cube resources, then a direct launch of
+// csrc/kernels/grouped_matmul*.cpp on torch_npu's current stream. Compiled only when CANN and
+// torch_npu are present (cmake/npu.cmake).
+#include <torch/library.h>
+
+#include "grouped_matmul_ops.h"
+#include "kernel_entries.h"
+#include "npu_launch.h"
+#include "op_proto_gen.h"
+
+#include "aclrtlaunch_grouped_matmul_bfloat16.h"
+#include "aclrtlaunch_grouped_matmul_float.h"
+#include "aclrtlaunch_grouped_matmul_half.h"
+#include "aclrtlaunch_grouped_matmul_weight_grad_bfloat16.h"
+#include "aclrtlaunch_grouped_matmul_weight_grad_float.h"
+#include "aclrtlaunch_grouped_matmul_weight_grad_half.h"
+
+// The entries of csrc/kernels/grouped_matmul*.cpp (their aclrtlaunch_*.h above), from their lists.
+ASCENDC_NPU_KERNELS(GROUPED_MATMUL_DTYPES, grouped_matmul, GROUPED_MATMUL_PARAMS)
+ASCENDC_NPU_KERNELS(GROUPED_MATMUL_WEIGHT_GRAD_DTYPES, grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)
+
+namespace ascendc_ops {
+namespace {
+
+at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
+                            int64_t groupListType, bool transposeWeight, bool weightGrad) {
+  GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad,
+                                               npu::NpuCubePlatform());
+  if (l.tiling.blockDim == 0) return l.out;
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, a.device());
+  const at::Tensor workspace = npu::SysWorkspace(a.device());
+  const uint32_t blocks = l.tiling.blockDim;
+  const at::ScalarType dtype = l.a.scalar_type();
+  void *ap = l.a.data_ptr(), *bp = l.b.data_ptr(), *gp = l.groupList.data_ptr(), *op_ = l.out.data_ptr(),
+       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
+  aclrtStream stream = npu::CurrentStream();
+  npu::Enqueue(op.name, [=] {
+    const auto launch = weightGrad ? PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn
+                                   : PickEntry(npu_entries::grouped_matmul, dtype).fn;
+    launch(blocks, stream, ap, bp, gp, op_, wp, tp);
+  });
+  return l.out;
+}
+
+at::Tensor GroupedMatmul(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& groupList,
+                         int64_t groupListType, bool transposeWeight) {
+  return RunGroupedMatmul(kGroupedMatmul, x, weight, groupList, groupListType, transposeWeight, false);
+}
+at::Tensor GroupedMatmulWeightGrad(const at::Tensor& x, const at::Tensor& dy, const at::Tensor& groupList,
+                                   int64_t groupListType) {
+  return RunGroupedMatmul(kGroupedMatmulWeightGrad, x, dy, groupList, groupListType, false, true);
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) {
+  m.impl("grouped_matmul", &GroupedMatmul);
+  m.impl("grouped_matmul_weight_grad", &GroupedMatmulWeightGrad);
+}
+
+}  // namespace ascendc_ops
