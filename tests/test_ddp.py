@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from two_process import run_two  # noqa: E402
+from two_process import mark_done, run_two  # noqa: E402
 
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
@@ -39,6 +39,7 @@ def _worker(rank, world, port, out_dir):
         if rank == 0:
             torch.save({n: p.grad.clone() for n, p in model.named_parameters()}, os.path.join(out_dir, "grads.pt"))
         dist.barrier()  # neither rank tears its gloo pairs down while the other still uses them
+        mark_done(out_dir, rank)
     finally:
         dist.destroy_process_group()
 

@@ -10,7 +10,7 @@ import os
 import pytest
 import torch
 
-from two_process import run_two  # noqa: E402
+from two_process import mark_done, run_two  # noqa: E402
 
 pytest.importorskip("transformers")
 
@@ -61,6 +61,7 @@ def _worker(rank, world, port, out_dir):
             result["grads"] = {n: p.grad.clone() for n, p in model.named_parameters()}
         torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
         dist.barrier()  # neither rank tears its gloo pairs down while the other still uses them
+        mark_done(out_dir, rank)
     finally:
         dist.destroy_process_group()
 
