@@ -1,4 +1,9 @@
-"""Shared pytest setup: the package on sys.path, and seeded RNGs so every test sees fixed inputs."""
+"""Shared pytest setup: the package on sys.path, and seeded RNGs so every test sees fixed inputs.
+
+Tests live by area (ops/, twin/, harness/, models/, distributed/, npu/, package/); tests/ and every area
+directory go on sys.path, so the shared helpers here (accuracy.py, conftest.py) and a module of another
+area (e.g. models/test_patching.py's tiny models) import by their plain names from anywhere. Test file
+names stay unique across areas (pytest imports them by basename)."""
 from __future__ import annotations
 
 import os
@@ -14,8 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON_DIR = ROOT / "python"
 # The CMake build tree holding the C++ test binaries (ASCENDC_OPS_BUILD_DIR for a second tree).
 BUILD = Path(os.environ.get("ASCENDC_OPS_BUILD_DIR") or ROOT / "build")
-if str(PYTHON_DIR) not in sys.path:
-    sys.path.insert(0, str(PYTHON_DIR))
+TESTS_DIR = Path(__file__).resolve().parent
+TEST_DIRS = [TESTS_DIR] + sorted(d for d in TESTS_DIR.iterdir() if d.is_dir() and any(d.glob("test_*.py")))
+for directory in reversed([PYTHON_DIR, *TEST_DIRS]):
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
 # Every kernel the tests launch runs under the twin's sanitizer (racecheck, synccheck, initcheck,
 # multi-core overlap); ASCENDC_TWIN_SANITIZE=0 in the environment turns it off.
 os.environ.setdefault("ASCENDC_TWIN_SANITIZE", "1")

@@ -1,7 +1,7 @@
 """Which compiled library to load: the build has one per ISA path (cmake/isa_paths.cmake) and the
 CPU this process runs on picks the widest it supports; ASCENDC_OPS_ISA=<path> forces a narrower one.
 
-Every path computes the same bits (the twin fixes its own rounding; see tests/test_isa_paths.py):
+Every path computes the same bits (the twin fixes its own rounding; see tests/twin/test_isa_paths.py):
 the choice is about speed only, and the build machine's CPU plays no part in it.
 """
 from __future__ import annotations

@@ -1,6 +1,6 @@
 // Kernels that stress fused execution's aliasing rule (csrc/twin/twin_fuse.h): views of one buffer
 // at shifted starts or with another element type, inside one run of element-wise instructions, in
-// UB and through GM. Each reads N floats of x and writes N floats of y; tests/test_twin_speed.py
+// UB and through GM. Each reads N floats of x and writes N floats of y; tests/twin/test_twin_speed.py
 // runs each fused and unfused (ASCENDC_TWIN_FUSE=0) and against NumPy. N spans several strips.
 #include <torch/library.h>
 #include <torch/torch.h>

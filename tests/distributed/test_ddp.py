@@ -9,6 +9,8 @@ import torch
 
 from two_process import run_two  # noqa: E402
 
+pytestmark = [pytest.mark.distributed, pytest.mark.slow]
+
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 

@@ -12,6 +12,8 @@ import torch
 
 from two_process import run_two  # noqa: E402
 
+pytestmark = [pytest.mark.distributed, pytest.mark.slow]
+
 pytest.importorskip("transformers")
 
 TIMEOUT_S = 180

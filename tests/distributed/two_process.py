@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 
 import pytest
 import torch.multiprocessing as mp
+from conftest import TEST_DIRS
 
 
 def free_port() -> int:
@@ -17,11 +17,10 @@ def free_port() -> int:
 
 
 def run_two(worker, out_dir: str, timeout_s: float, what: str) -> None:
-    """worker(rank, world_size, port, out_dir) in 2 processes; the spawned ones import tests/ modules."""
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    if tests_dir not in sys.path:
-        sys.path.insert(0, tests_dir)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    """worker(rank, world_size, port, out_dir) in 2 processes; the spawned ones import tests/ modules
+    (of any area, as conftest.py puts them on sys.path here)."""
+    dirs = [str(d) for d in TEST_DIRS]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*dirs, os.environ.get("PYTHONPATH")]))
     ctx = mp.start_processes(worker, args=(2, free_port(), out_dir), nprocs=2, join=False, start_method="spawn")
     deadline = time.monotonic() + timeout_s
     try:

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEADERS = os.environ.get("ASCENDC_ASC_DEVKIT") and os.environ.get("ASCENDC_METADEF")
 
-pytestmark = pytest.mark.skipif(not HEADERS, reason="ASCENDC_ASC_DEVKIT / ASCENDC_METADEF not set (no CANN headers here)")
+pytestmark = [pytest.mark.needs_cann, pytest.mark.slow,
+              pytest.mark.skipif(not HEADERS, reason="ASCENDC_ASC_DEVKIT / ASCENDC_METADEF not set (no CANN headers here)")]
 
 
 def test_every_kernel_and_op_host_file_compiles_and_negative_controls_fail():

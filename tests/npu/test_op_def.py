@@ -4,7 +4,7 @@ csrc/op_host/gen_op_def.py writes each op's CANN OpDef from its JSON; these test
 C++ back with an independent parser and hold it equal to the JSON (names, param types, dtypes,
 formats, attrs and defaults), and hold each op's op_host file and op-package kernel entry to the
 same signature (the entry's parameters are the inputs then outputs, in JSON order). Whether CANN
-accepts the code is tools/check_cann.py's job (tests/test_kernels_cann.py).
+accepts the code is tools/check_cann.py's job (tests/npu/test_kernels_cann.py).
 """
 import importlib.util
 import json
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROTOS = sorted((ROOT / "op_proto").glob("*.json"))
 OPS = [p.stem for p in PROTOS]
 GE_DTYPES = {"float16": "DT_FLOAT16", "float": "DT_FLOAT", "float32": "DT_FLOAT", "bfloat16": "DT_BF16",

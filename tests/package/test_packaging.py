@@ -13,7 +13,7 @@ import torch
 import ascendc_ops
 from ascendc_ops import _library
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_metadata_declares_ranges_not_pins():

@@ -1,7 +1,7 @@
-"""A fixed set of op calls, forward and backward, saved to a file: tests/test_isa_paths.py runs it
+"""A fixed set of op calls, forward and backward, saved to a file: tests/twin/test_isa_paths.py runs it
 once per ISA path (ASCENDC_OPS_ISA) in a subprocess and compares the files bit for bit.
 
-Usage: python tests/isa_probe.py OUT.pt   (writes {"isa": path, "library": file, "outputs": {name: tensor}})
+Usage: python tests/twin/isa_probe.py OUT.pt   (writes {"isa": path, "library": file, "outputs": {name: tensor}})
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import ascendc_ops  # noqa: E402
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

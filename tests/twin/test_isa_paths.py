@@ -1,6 +1,6 @@
 """ISA paths (cmake/isa_paths.cmake, python/ascendc_ops/_isa.py): each path this CPU runs, forced
 with ASCENDC_OPS_ISA in a subprocess, gives bit-identical outputs for a fixed set of op calls
-(tests/isa_probe.py: rope, rotary_mul, rms_norm, add_rms_norm, swiglu, MoE permute/unpermute,
+(tests/twin/isa_probe.py: rope, rotary_mul, rms_norm, add_rms_norm, swiglu, MoE permute/unpermute,
 forward and backward, fp32/fp16/bf16, odd shapes, subnormal results).
 
 Exempt from bit-identity: grouped_matmul, whose GEMM is torch's (at::mm via the twin's GEMM
@@ -87,7 +87,7 @@ def test_probe_sees_subnormal_bf16_results(probes):
 @needs_paths
 def test_default_is_the_widest_runnable_path():
     code = "import ascendc_ops, pathlib; print(ascendc_ops.isa(), pathlib.Path(ascendc_ops.library_path).name)"
-    p = run_python(["-c", code], None, cwd=HERE.parent / "python")
+    p = run_python(["-c", code], None, cwd=HERE.parents[1] / "python")
     assert p.returncode == 0, p.stderr[-2000:]
     isa, lib = p.stdout.split()
     expected = RUNNABLE[-1] if _isa.is_x86() else "generic"
@@ -95,14 +95,14 @@ def test_default_is_the_widest_runnable_path():
 
 
 def test_info_reports_the_path():
-    p = run_python(["-m", "ascendc_ops", "info"], None, cwd=HERE.parent / "python")
+    p = run_python(["-m", "ascendc_ops", "info"], None, cwd=HERE.parents[1] / "python")
     assert p.returncode == 0, p.stderr[-2000:]
     line = next(line for line in p.stdout.splitlines() if line.startswith("isa:"))
     assert line.split()[1] in (*_isa.PATHS, "native", "generic")
 
 
 def test_unknown_path_is_a_clear_error():
-    p = run_python(["-c", "import ascendc_ops"], "avx9000", cwd=HERE.parent / "python")
+    p = run_python(["-c", "import ascendc_ops"], "avx9000", cwd=HERE.parents[1] / "python")
     assert p.returncode != 0
     assert "ASCENDC_OPS_ISA='avx9000' is not an ISA path; choose one of avx2, avx512, avx512bf16" in p.stderr
 
