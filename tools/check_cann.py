@@ -296,12 +296,12 @@ def main() -> int:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(lambda job: checker.run(job[1]), jobs + [n[:2] for n in negatives]))
     failed = 0
-    for (name, _), (ok, errors) in zip(jobs, results):
+    for (name, _), (ok, errors) in zip(jobs, results, strict=False):
         print(f"{'PASS' if ok else 'FAIL'}  {name}")
         if not ok:
             failed += 1
             print(re.sub(r"^", "      ", errors, flags=re.M))
-    for (name, _, expect), (ok, errors) in zip(negatives, results[len(jobs):]):
+    for (name, _, expect), (ok, errors) in zip(negatives, results[len(jobs):], strict=True):
         rejected = not ok and expect in errors
         print(f"{'PASS' if rejected else 'FAIL'}  negative control: {name} " +
               ("is rejected" if rejected else "compiled, but must not" if ok else f"failed without naming {expect}"))

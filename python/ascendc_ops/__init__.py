@@ -13,9 +13,12 @@ library_path = load()
 
 from . import op_proto  # noqa: E402
 from .ops import add_rms_norm, rms_norm, rope_customer, rotary_mul, swiglu  # noqa: E402
+from .ops.moe import grouped_matmul, moe_token_permute, moe_token_unpermute  # noqa: E402
 from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
 
-__all__ = ["add_rms_norm", "apply_default_kernels", "apply_kernel", "backends", "isa", "revert_kernels", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu"]
-from .ops.moe import grouped_matmul, moe_token_permute, moe_token_unpermute; __all__ += ["grouped_matmul", "moe_token_permute", "moe_token_unpermute"]  # noqa: E402,E702
-from . import npu  # noqa: E402  (torch_npu's names: sys.modules["torch_npu"] = ascendc_ops.npu)
+__all__ = ["add_rms_norm", "apply_default_kernels", "apply_kernel", "backends", "isa", "revert_kernels", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu", "grouped_matmul", "moe_token_permute", "moe_token_unpermute"]
+
+# torch_npu's names (sys.modules["torch_npu"] = ascendc_ops.npu); after the ops, which npu.py takes from the package
+from . import npu  # noqa: E402,F401
+
 __version__ = "0.1.0"

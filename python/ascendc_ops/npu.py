@@ -202,7 +202,7 @@ def _independent(xs, ws, gl_list, split_item, bias):
         _fail(ValueError, GMM, f"group_type=-1 pairs x and weight one to one: got {len(xs)} x and {len(ws)} weight")
     if gl_list is not None and gl_list != [t.shape[0] for t in xs]:
         _fail(ValueError, GMM, f"group_list (as counts {gl_list}) must match the x row counts {[t.shape[0] for t in xs]}")
-    for i, (x, w) in enumerate(zip(xs, ws)):
+    for i, (x, w) in enumerate(zip(xs, ws, strict=True)):
         if w.dim() != 2 or not 2 <= x.dim() <= 6 or x.shape[-1] != w.shape[0]:
             _fail(ValueError, GMM, f"pair {i}: x {list(x.shape)} (2-6 dims) @ weight {list(w.shape)} (2-D [K, N]) "
                   "needs x's last dim == weight's first")
@@ -213,11 +213,13 @@ def _independent(xs, ws, gl_list, split_item, bias):
         y = _gmm(torch.cat(x2), _stack(ws), counts, 1)
         ys = list(y.split(rows))
     else:
-        ys = [_gmm(x, w.unsqueeze(0), torch.tensor([x.shape[0]], device=x.device), 1) for x, w in zip(x2, ws)]
+        ys = [_gmm(x, w.unsqueeze(0), torch.tensor([x.shape[0]], device=x.device), 1) for x, w in zip(x2, ws, strict=True)]
     if bias is not None:
         bias = _tensors("bias", bias)
-        ys = [y + b.to(y.dtype) for y, b in zip(ys, bias)]
-    ys = [y.reshape(*x.shape[:-1], y.shape[-1]) for x, y in zip(xs, ys)]
+        if len(bias) != len(ys):
+            _fail(ValueError, GMM, f"bias has {len(bias)} tensors for {len(ys)} x/weight pairs")
+        ys = [y + b.to(y.dtype) for y, b in zip(ys, bias, strict=True)]
+    ys = [y.reshape(*x.shape[:-1], y.shape[-1]) for x, y in zip(xs, ys, strict=True)]
     return [torch.cat(ys)] if split_item in (2, 3) else ys
 
 
@@ -260,10 +262,10 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
         if group_type is not None:
             _fail(ValueError, GMM, f"with a list group_list torch_npu takes group_type=None, got {group_type}")
         ends = [int(v) for v in group_list]
-        if any(b < a for a, b in zip([0] + ends, ends)):
+        if any(b < a for a, b in zip([0] + ends, ends, strict=False)):
             _fail(ValueError, GMM, f"a list group_list holds non-decreasing cumulative ends, got {ends}")
         if len(xs) > 1:
-            return _independent(xs, ws, [b - a for a, b in zip([0] + ends, ends)], split_item, bias)
+            return _independent(xs, ws, [b - a for a, b in zip([0] + ends, ends, strict=False)], split_item, bias)
         gl = torch.tensor(ends, dtype=torch.int64, device=xs[0].device)
         return _split_m(xs, ws, gl, 0, split_item, bias)
 

@@ -7,6 +7,7 @@ import time
 
 import pytest
 import torch.multiprocessing as mp
+
 from conftest import TEST_DIRS
 
 

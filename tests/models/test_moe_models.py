@@ -96,12 +96,12 @@ def experts_loop64(hidden, idx, w, gate_up, down):
                                           (torch.bfloat16, torch.float32)])
 @pytest.mark.parametrize("transposed", [False, True])
 def test_experts_block_vs_float64_loop(dtype, wdtype, transposed):
-    T, K, E, H, I = 21, 2, 6, 40, 24
+    T, K, E, H, inter = 21, 2, 6, 40, 24
     hidden = torch.randn(T, H).to(dtype)
     idx = torch.stack([torch.randperm(E)[:K] for _ in range(T)])
     idx[idx == 4] = 0  # expert 4 gets nothing
     w = torch.rand(T, K).softmax(-1).to(wdtype)  # Mixtral keeps fp32 routing weights with bf16 hidden
-    gate_up, down = torch.randn(E, 2 * I, H).to(dtype) / 6, torch.randn(E, H, I).to(dtype) / 5
+    gate_up, down = torch.randn(E, 2 * inter, H).to(dtype) / 6, torch.randn(E, H, inter).to(dtype) / 5
     args = (gate_up.transpose(1, 2).contiguous(), down.transpose(1, 2).contiguous()) if transposed else (gate_up, down)
     out = moe_experts(hidden, idx, w, *args, transposed=transposed)
     assert out.dtype == dtype and out.shape == (T, H)
@@ -111,28 +111,28 @@ def test_experts_block_vs_float64_loop(dtype, wdtype, transposed):
 
 
 def test_experts_block_gradients_vs_float64():
-    T, K, E, H, I = 15, 3, 5, 16, 12
+    T, K, E, H, inter = 15, 3, 5, 16, 12
     hidden = torch.randn(T, H, dtype=torch.float64)
     idx = torch.stack([torch.randperm(E)[:K] for _ in range(T)])
     w = torch.rand(T, K, dtype=torch.float64)
-    gate_up, down = torch.randn(E, 2 * I, H, dtype=torch.float64) / 4, torch.randn(E, H, I, dtype=torch.float64) / 4
+    gate_up, down = torch.randn(E, 2 * inter, H, dtype=torch.float64) / 4, torch.randn(E, H, inter, dtype=torch.float64) / 4
     ours = [t.float().requires_grad_() for t in (hidden, w, gate_up, down)]
     refs = [t.clone().requires_grad_() for t in (hidden, w, gate_up, down)]
     dy = torch.randn(T, H)
     moe_experts(ours[0], idx, ours[1], ours[2], ours[3]).backward(dy)
     experts_loop64(refs[0], idx, refs[1], refs[2], refs[3]).backward(dy.double())
-    for name, a, b in zip(("hidden", "weights", "gate_up_proj", "down_proj"), ours, refs):
+    for name, a, b in zip(("hidden", "weights", "gate_up_proj", "down_proj"), ours, refs, strict=True):
         torch.testing.assert_close(a.grad.double(), b.grad, atol=1e-5, rtol=1e-5, msg=name)
 
 
 def test_expert_parallel_sentinels_contribute_nothing():
     """Ids >= E (HF's EP sentinels, routing weight 0) sort to the tail and are skipped, gradients included."""
-    T, K, E, H, I = 9, 2, 4, 16, 8
+    T, K, E, H, inter = 9, 2, 4, 16, 8
     hidden = torch.randn(T, H, requires_grad=True)
     idx = torch.randint(0, E, (T, K))
     idx[::3, 1] = E  # sentinel
     w = torch.rand(T, K).masked_fill(idx >= E, 0.0).requires_grad_()
-    gate_up, down = torch.randn(E, 2 * I, H) / 4, torch.randn(E, H, I) / 4
+    gate_up, down = torch.randn(E, 2 * inter, H) / 4, torch.randn(E, H, inter) / 4
     assert expert_counts(idx, E).tolist() == torch.bincount(idx[idx < E], minlength=E).tolist()
     out = moe_experts(hidden, idx, w, gate_up, down)
     torch.testing.assert_close(out.double(), experts_loop64(hidden, idx, w, gate_up, down), atol=1e-5, rtol=1e-5)

@@ -142,13 +142,13 @@ def test_partial_rotary_function(dtype, unsqueeze_dim):
     outs = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim)
     refs = ref_rope(q, k, cos, sin, unsqueeze_dim)
     tol = dict(atol=1e-6, rtol=1e-5) if dtype == torch.float32 else dict(atol=2e-2, rtol=1e-2)
-    for o, r in zip(outs, refs):
+    for o, r in zip(outs, refs, strict=True):
         torch.testing.assert_close(o, r, **tol)
         assert torch.equal(o[..., R:], r[..., R:])  # the pass-through part is exact
     g = [torch.randn_like(o) for o in outs]
     got = torch.autograd.grad(outs, (q, k), g)
     want = torch.autograd.grad(refs, (q, k), g)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(a, b, **tol)
 
 

@@ -78,7 +78,7 @@ def test_is_a_real_module_standing_in_for_torch_npu(torch_npu):
         assert callable(getattr(torch_npu, name))
     assert not hasattr(torch_npu, "npu_fusion_attention")
     with pytest.raises(AttributeError, match="no 'npu_format_cast'.*provides npu_rotary_mul"):
-        torch_npu.npu_format_cast
+        _ = torch_npu.npu_format_cast
     from torch_npu import npu_swiglu  # noqa: F401  (from-import works too)
 
 
@@ -248,14 +248,14 @@ def test_gmm_independent_lists(torch_npu):
     with Recorder() as rec:
         ys = torch_npu.npu_grouped_matmul(xs, ws, bias=None, group_list=None, split_item=0, group_type=-1)
     assert not rec.matmuls()
-    for x, w, y in zip(xs, ws, ys):
+    for x, w, y in zip(xs, ws, ys, strict=True):
         assert y.shape == (*x.shape[:-1], 6)
         close(y, x.double() @ w.double())
     # different K and N per pair, weights as transposed views (w.t() of [N, K])
     xs = [torch.randn(4, 8), torch.randn(3, 10)]
     w_nk = [torch.randn(7, 8), torch.randn(5, 10)]
     ys = torch_npu.npu_grouped_matmul(xs, [w.t() for w in w_nk], group_list=None, split_item=0, group_type=-1)
-    for x, w, y in zip(xs, w_nk, ys):
+    for x, w, y in zip(xs, w_nk, ys, strict=True):
         close(y, x.double() @ w.double().T)
     bias = [torch.randn(7), torch.randn(5)]
     ys = torch_npu.npu_grouped_matmul(xs, [w.t() for w in w_nk], bias=bias, split_item=0, group_type=-1)
@@ -327,14 +327,14 @@ def experts_eager(hidden, idx, probs, gate_up_kn, down_kn):
 
 
 def test_llamafactory_style_fused_experts_forward_and_backward(torch_npu):
-    T, K, E, H, I = 11, 2, 4, 16, 12
+    T, K, E, H, inter = 11, 2, 4, 16, 12
     hidden = torch.randn(T, H, dtype=torch.float64)
     idx = torch.randint(0, E, (T, K))
     idx[:, 0] = torch.where(idx[:, 0] == 3, 0, idx[:, 0])
     idx[:, 1] = torch.where(idx[:, 1] == 3, 1, idx[:, 1])  # expert 3 gets no token
     probs = torch.rand(T, K, dtype=torch.float64).softmax(-1)
-    gate_up = torch.randn(E, H, 2 * I, dtype=torch.float64) / 4
-    down = torch.randn(E, I, H, dtype=torch.float64) / 4
+    gate_up = torch.randn(E, H, 2 * inter, dtype=torch.float64) / 4
+    down = torch.randn(E, inter, H, dtype=torch.float64) / 4
     leaves = [t.float().requires_grad_() for t in (hidden, probs, gate_up, down)]
     refs = [t.clone().requires_grad_() for t in (hidden, probs, gate_up, down)]
     with Recorder() as rec:
@@ -344,7 +344,7 @@ def test_llamafactory_style_fused_experts_forward_and_backward(torch_npu):
     want = experts_eager(refs[0], idx, refs[1], refs[2], refs[3])
     want.backward(dy.double())
     close(out, want)
-    for got, ref in zip(leaves, refs):
+    for got, ref in zip(leaves, refs, strict=True):
         close(got.grad, ref.grad)
     assert not rec.matmuls(), rec.matmuls()
     for op in ("custom.moe_token_permute", "custom.grouped_matmul", "custom.swiglu", "custom.moe_token_unpermute",
@@ -360,7 +360,7 @@ def test_hybrid_gmm_independent_per_expert_calls(torch_npu):
     ws = [torch.randn(N, H) for _ in range(E)]  # nn.Linear weights
     ys = torch_npu.npu_grouped_matmul(xs, [w.t() for w in ws], bias=None, group_list=None, split_item=0,
                                       group_type=-1)
-    for x, w, y in zip(xs, ws, ys):
+    for x, w, y in zip(xs, ws, ys, strict=True):
         close(y, x.double() @ w.double().T)
     (dw,) = torch_npu.npu_grouped_matmul([torch.cat(xs).t()], [torch.cat(ys)], bias=None,
                                          group_list=torch.tensor(sizes), split_item=3, group_type=2,

@@ -90,7 +90,7 @@ def test_op_def_equals_json(op, generated):
     assert d["inputs"] == expected_params(p["input_desc"])
     assert d["outputs"] == expected_params(p["output_desc"])
     assert len(d["attrs"]) == len(p.get("attr", []))
-    for got, want in zip(d["attrs"], p.get("attr", [])):
+    for got, want in zip(d["attrs"], p.get("attr", []), strict=True):
         setter, value = expected_attr_value(want)
         assert (got["name"], got["param_type"], got["setter"]) == (want["name"], want["param_type"], setter)
         if value == "":

@@ -25,7 +25,6 @@ import ascendc_ops.patching as K  # noqa: E402
 from test_moe_models import tiny_moe  # noqa: E402
 from test_patching import ALL as DENSE_KERNELS, fwd_bwd, ids, tiny  # noqa: E402
 
-
 FRESH_PROCESS = "ASCENDC_OPS_SIMULATED_NPU_PROCESS"
 
 
@@ -59,7 +58,7 @@ def same(got, ref):
     """Equal to the CPU result, tensor for tensor (nested tuples / lists), with got on "npu"."""
     if isinstance(ref, (tuple, list)):
         assert len(got) == len(ref)
-        for g, r in zip(got, ref):
+        for g, r in zip(got, ref, strict=True):
             same(g, r)
     else:
         assert got.device.type == testing.NAME

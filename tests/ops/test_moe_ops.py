@@ -19,9 +19,9 @@ import torch
 from torch.library import opcheck
 
 import ascendc_ops
+from accuracy import assert_accurate, np64
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import moe_reference as R
-from accuracy import assert_accurate, np64
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ops = torch.ops.custom
@@ -121,7 +121,7 @@ def test_grouped_matmul_backward(dtype, trans):
         dw_golden = dw_golden.transpose(0, 2, 1)
     dx_second = torch_gmm(dy, w_kn, counts, True)
     dw_second = torch.stack([x.detach()[s:s + c].T @ dy[s:s + c] for s, c in
-                             zip(torch.cumsum(counts, 0) - counts, counts.tolist())])
+                             zip(torch.cumsum(counts, 0) - counts, counts.tolist(), strict=True)])
     if trans:
         dw_second = dw_second.transpose(1, 2)
     bound_dx = P.gamma(n) * R.grouped_matmul(np.abs(np64(dy)), np.abs(wk).transpose(0, 2, 1), gl)

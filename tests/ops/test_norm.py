@@ -14,10 +14,10 @@ import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
 import ascendc_ops.ops.norm as N
+from accuracy import assert_accurate, np64
 from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import reference as R
-from accuracy import assert_accurate, np64
 
 EPS = 1e-6
 # (x dtype, gamma dtype) pairs of op_proto/rms_norm.json
@@ -393,7 +393,7 @@ def test_torch_compile_dynamic_shapes():
     compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
     for rows in (3, 11):
         x, g = make((rows, 32), torch.float32), make((32,), torch.float32)
-        for got, want in zip(compiled(x, g), f(x, g)):
+        for got, want in zip(compiled(x, g), f(x, g), strict=True):
             torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 

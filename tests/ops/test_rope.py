@@ -13,10 +13,9 @@ import pytest
 import torch
 
 import ascendc_ops
-from ascendc_ops import op_proto
+from accuracy import assert_accurate, np64
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import reference as R
-from accuracy import assert_accurate, np64, worst
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MODES = ("half", "interleave")
@@ -284,7 +283,7 @@ def test_tutorial_reference_backward_matches_float64_autograd():
     y.backward(dy)
     np.testing.assert_allclose(R.rope_tutorial(np64(x), np64(cos), np64(sin)), np64(y), rtol=1e-14, atol=1e-14)
     got = R.rope_tutorial_backward(np64(dy), np64(x), np64(cos), np64(sin))
-    for name, ours, theirs in zip(("dx", "dcos", "dsin"), got, (x.grad, cos.grad, sin.grad)):
+    for name, ours, theirs in zip(("dx", "dcos", "dsin"), got, (x.grad, cos.grad, sin.grad), strict=True):
         np.testing.assert_allclose(ours, np64(theirs), rtol=1e-12, atol=1e-12, err_msg=name)
 
 
@@ -311,7 +310,7 @@ def test_precision_checks_detect_errors():
 # ---------------------------------------------------------------- backward
 def torch_grads(x, cos, sin, dy, mode, needs):
     """torch autograd of the PyTorch formula in x's dtype: the second implementation of the gradients."""
-    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs))
+    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs, strict=True))
     torch_rope(xs, cs, ss, mode).backward(dy)
     return xs.grad, cs.grad, ss.grad
 
@@ -319,7 +318,7 @@ def torch_grads(x, cos, sin, dy, mode, needs):
 def check_grads(got, golden, second, dtypes, label, dy, x, r1, r2, mode):
     bounds = (dx_bound(dy, r1, r2, mode), table_bound(dy, x, r1.shape),
               table_bound(dy, R.rotate(np64(x), mode), r2.shape))
-    for name, g, ref, sec, dt, bound in zip(("dx", "dr1", "dr2"), got, golden, second, dtypes, bounds):
+    for name, g, ref, sec, dt, bound in zip(("dx", "dr1", "dr2"), got, golden, second, dtypes, bounds, strict=True):
         if g is None:
             assert sec is None, f"{label}: {name} missing"
             continue
@@ -349,13 +348,13 @@ def test_rotary_mul_backward_partial(mode, needs):
     """Only the requested gradients are produced, each still right; the table grads keep the tables' dtype."""
     x = make_x((2, 7, 3, 40), torch.bfloat16).requires_grad_(needs[0])
     cos, sin = (t.float().requires_grad_(n) for t, n in zip(rope_tables((2, 7, 1, 40), mode, "random", torch.bfloat16),
-                                                            needs[1:]))
+                                                            needs[1:], strict=True))
     dy = make_x(x.shape, torch.bfloat16)
     ascendc_ops.rotary_mul(x, cos, sin, mode).backward(dy)
     golden = R.rotary_mul_backward(np64(dy), np64(x), np64(cos), np64(sin), mode)
-    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs))
+    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs, strict=True))
     (xs * cs.to(xs.dtype) + torch_rotate(xs, mode) * ss.to(xs.dtype)).backward(dy)
-    for name, t, ref, sec, need in zip(("dx", "dr1", "dr2"), (x, cos, sin), golden, (xs, cs, ss), needs):
+    for name, t, ref, sec, need in zip(("dx", "dr1", "dr2"), (x, cos, sin), golden, (xs, cs, ss), needs, strict=True):
         if not need:
             assert t.grad is None, name
             continue
@@ -400,7 +399,7 @@ def test_rope_customer_backward(dtype, D, L, tables):
               fold_pairs(table_bound(dy, R.rotate(np64(x), "interleave"), sin.shape)))
     label = f"rope_customer {tables} x{list(x.shape)} backward"
     for name, got, want, sec, bound in zip(("dx", "dcos", "dsin"), (x.grad, cos.grad, sin.grad), golden,
-                                           (xs.grad, cs.grad, ss.grad), bounds):
+                                           (xs.grad, cs.grad, ss.grad), bounds, strict=True):
         assert_accurate(got, want, sec, dtype, f"{label} {name}", bound=bound)
         if name != "dx":
             assert not got[..., 1::2].any(), f"{label} {name}: the odd lanes are not read, their grad is 0"
@@ -458,7 +457,7 @@ def test_torch_compile_fullgraph_matches_eager():
     q, k = torch.randn(2, 4, 9, 64), torch.randn(2, 4, 9, 64)
     cos, sin = rope_tables((2, 1, 9, 64), "half", "rope", torch.float32)
     compiled = torch.compile(attention_prologue, fullgraph=True, backend="inductor")
-    for got, want in zip(compiled(q, k, cos, sin), attention_prologue(q, k, cos, sin)):
+    for got, want in zip(compiled(q, k, cos, sin), attention_prologue(q, k, cos, sin), strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
@@ -471,7 +470,7 @@ def test_torch_compile_backward_matches_eager():
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     grads_c = torch.autograd.grad(compiled(x, cos, sin), (x, cos, sin))
     grads_e = torch.autograd.grad(f(x, cos, sin), (x, cos, sin))
-    for got, want in zip(grads_c, grads_e):
+    for got, want in zip(grads_c, grads_e, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 

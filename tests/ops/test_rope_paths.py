@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
+from accuracy import np64
 from ascendc_ops.harness.profile import recording
 from ascendc_ops.ops import reference as R
-from accuracy import np64
 
 
 def v_ops(records) -> list[dict]:

@@ -4,10 +4,10 @@ reason on a transformers it does not support. (tools/wheel_check.sh installs the
 from __future__ import annotations
 
 import importlib.metadata
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import torch
 
 import ascendc_ops

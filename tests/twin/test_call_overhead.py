@@ -12,11 +12,11 @@ import re
 
 import pytest
 import torch
-from conftest import BUILD
 
 import ascendc_ops
 from ascendc_ops.harness.profile import recording
 from ascendc_ops.patching.base import call_op
+from conftest import BUILD
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
 PATHS = {"pool": 0, "caller": 1 << 62}  # set_inline_launch_bytes: every multi-block launch to the pool / inline
@@ -53,7 +53,7 @@ def test_caller_thread_and_pool_agree_bit_for_bit(launch_path, dtype):
     pool = _fwd_bwd(dtype)
     launch_path("caller")
     caller = _fwd_bwd(dtype)
-    for k, (a, b) in enumerate(zip(pool, caller)):
+    for k, (a, b) in enumerate(zip(pool, caller, strict=True)):
         assert torch.equal(_bits(a), _bits(b)), f"output {k}: caller-thread launch differs from the pool's"
 
 
@@ -109,7 +109,7 @@ def test_call_op_no_grad_matches_the_autograd_entry(name):
     ref = op(*args)
     with torch.no_grad():
         got = call_op(op, *args)
-    for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (ref, got))):
+    for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (ref, got)), strict=True):
         assert torch.equal(a, b) and not b.requires_grad
 
 

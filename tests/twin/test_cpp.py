@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from conftest import BUILD
 
 pytestmark = pytest.mark.cpp

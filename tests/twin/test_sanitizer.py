@@ -7,12 +7,11 @@ and the byte range. The record export must describe a real launch faithfully."""
 import json
 import re
 
-from conftest import BUILD
-
 import pytest
 import torch
 
 import ascendc_ops
+from conftest import BUILD
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
 faults = torch.ops.twin_sanitizer_faults

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import BUILD
 
 import ascendc_ops
+from conftest import BUILD
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_fuse_kernels.so"))
 N, SHIFT = 4096, 64
@@ -65,7 +65,7 @@ def test_fused_and_unfused_agree_bit_for_bit(monkeypatch, dtype):
         monkeypatch.setenv("ASCENDC_TWIN_FUSE", "1")
         fused = _run(fn, inputs)
         assert len(plain) == len(fused), name
-        for k, (a, b) in enumerate(zip(plain, fused)):
+        for k, (a, b) in enumerate(zip(plain, fused, strict=True)):
             assert a.dtype == b.dtype and a.shape == b.shape, (name, k)
             same = torch.equal(a.view(torch.int16 if a.element_size() == 2 else torch.int32),
                                b.view(torch.int16 if b.element_size() == 2 else torch.int32))

@@ -20,7 +20,6 @@ import torch
 from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from ..op_proto import load_all
-
 from .checks import check_dtype, fail
 
 PROTOS = load_all()

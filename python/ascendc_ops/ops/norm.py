@@ -23,8 +23,8 @@ import math
 
 import torch
 
-from .checks import check_dtypes, check_same_device, fail
 from ..op_proto import load_all
+from .checks import check_dtypes, check_same_device, fail
 
 PROTOS = load_all()
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_dtype, check_dtypes, check_same_device, fail
 from ..op_proto import load_all
+from .checks import check_dtype, check_dtypes, check_same_device, fail
 
 PROTOS = load_all()
 MODES = ("half", "interleave")

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..ops.moe_experts import moe_experts
 from .._backends import ALL as BACKENDS
+from ..ops.moe_experts import moe_experts
 from .base import Kernel, KernelSkip, model_type, set_instance_attr
 
 EXPERTS_IMPL = "ascendc_fused_moe"
