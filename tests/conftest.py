@@ -4,6 +4,7 @@ Tests live by area (ops/, twin/, harness/, models/, distributed/, npu/, package/
 directory go on sys.path, so the shared helpers here (accuracy.py, conftest.py) and a module of another
 area (e.g. models/test_patching.py's tiny models) import by their plain names from anywhere. Test file
 names stay unique across areas (pytest imports them by basename)."""
+
 from __future__ import annotations
 
 import os
@@ -36,4 +37,3 @@ def seed_rngs(request):
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)
     yield seed
-

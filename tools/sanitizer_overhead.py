@@ -4,6 +4,7 @@ and verify run), and with the JSON record export on.
 
     .venv/bin/python tools/sanitizer_overhead.py [--repeats N]
 """
+
 from __future__ import annotations
 
 import argparse

@@ -7,6 +7,7 @@ Layout by role: ops/ (wrappers, fake kernels, autograd, argument checks, float64
 harness/ (the `ascendc-ops` commands: verify, bench, case files, precision standards, info, model bench;
 harness/families/ holds each op family's harness knowledge), patching/ (the HF model kernel registry).
 """
+
 from ._library import backends, isa, load
 
 library_path = load()
@@ -16,7 +17,23 @@ from .ops import add_rms_norm, rms_norm, rope_customer, rotary_mul, swiglu  # no
 from .ops.moe import grouped_matmul, moe_token_permute, moe_token_unpermute  # noqa: E402
 from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
 
-__all__ = ["add_rms_norm", "apply_default_kernels", "apply_kernel", "backends", "isa", "revert_kernels", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu", "grouped_matmul", "moe_token_permute", "moe_token_unpermute"]
+__all__ = [
+    "add_rms_norm",
+    "apply_default_kernels",
+    "apply_kernel",
+    "backends",
+    "isa",
+    "revert_kernels",
+    "library_path",
+    "op_proto",
+    "rms_norm",
+    "rope_customer",
+    "rotary_mul",
+    "swiglu",
+    "grouped_matmul",
+    "moe_token_permute",
+    "moe_token_unpermute",
+]
 
 # torch_npu's names (sys.modules["torch_npu"] = ascendc_ops.npu); after the ops, which npu.py takes from the package
 from . import npu  # noqa: E402,F401

@@ -1,4 +1,5 @@
 """Runs a test worker in two spawned processes (gloo), failing the test on a timeout."""
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 keys, block counts, tile sizes and the UB budget for the 910B with 40 and 48 vector cores and for the CPU
 twin (test_tiling, test_swiglu_tiling, test_norm_tiling), and the MoE tiling and twin unit tests
 (test_moe_tiling). `ctest --test-dir build --output-on-failure` runs the same by hand."""
+
 import re
 import shutil
 import subprocess
@@ -26,8 +27,12 @@ def ctest_command() -> str:
 
 
 def test_cpp_tests_pass_under_ctest():
-    result = subprocess.run([ctest_command(), "--test-dir", str(BUILD), "--output-on-failure", "--no-tests=error"],
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [ctest_command(), "--test-dir", str(BUILD), "--output-on-failure", "--no-tests=error"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     out = result.stdout + result.stderr
     assert result.returncode == 0, out
     ran = set(re.findall(r"Test\s+#\d+: (\S+) \.+\s+Passed", result.stdout))

@@ -6,6 +6,7 @@ forward and backward, fp32/fp16/bf16, odd shapes, subnormal results).
 Exempt from bit-identity: grouped_matmul, whose GEMM is torch's (at::mm via the twin's GEMM
 provider), not arithmetic the twin defines; it is checked against the baseline with assert_close.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = Path(ascendc_ops.__file__).resolve().parent
 BUILT = [p for p, (lib, _) in _isa.PATHS.items() if (PACKAGE / lib).exists()]
 RUNNABLE = [p for p in _isa.supported() if p in BUILT]
-needs_paths = pytest.mark.skipif(bool(os.environ.get("ASCENDC_OPS_LIBRARY")) or (PACKAGE / _isa.NATIVE).exists(),
-                                 reason="ASCENDC_OPS_LIBRARY or a native build: one library, no ISA paths")
+needs_paths = pytest.mark.skipif(
+    bool(os.environ.get("ASCENDC_OPS_LIBRARY")) or (PACKAGE / _isa.NATIVE).exists(),
+    reason="ASCENDC_OPS_LIBRARY or a native build: one library, no ISA paths",
+)
 
 
 def run_python(args: list, isa: str | None, **kw) -> subprocess.CompletedProcess:
@@ -59,8 +62,16 @@ def test_paths_bit_identical(probes):
         pytest.skip(f"this CPU runs only {RUNNABLE}: nothing to compare")
     base_name = RUNNABLE[0]
     base = probes[base_name]["outputs"]
-    assert {n.split("/")[0] for n in base} == {"rotary_mul_half", "rotary_mul_interleave", "rope_customer", "rms_norm",
-                                               "add_rms_norm", "swiglu", "moe_permute_unpermute", "grouped_matmul"}
+    assert {n.split("/")[0] for n in base} == {
+        "rotary_mul_half",
+        "rotary_mul_interleave",
+        "rope_customer",
+        "rms_norm",
+        "add_rms_norm",
+        "swiglu",
+        "moe_permute_unpermute",
+        "grouped_matmul",
+    }
     assert {n.split("/")[1] for n in base} == {"float32", "float16", "bfloat16"}
     for path, probe in probes.items():
         assert probe["isa"] == path and probe["library"] == _isa.PATHS[path][0]
@@ -131,7 +142,9 @@ def test_cpu_features_match_proc_cpuinfo():
     cpuinfo = Path("/proc/cpuinfo")
     if not _isa.is_x86() or not cpuinfo.exists():
         pytest.skip("Linux x86 only")
-    flags = set(next(line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")).split(":")[1].split())
+    flags = set(
+        next(line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")).split(":")[1].split()
+    )
     names = {f for p in _isa.PATHS.values() for f in p[1]}
     from_flags = {f for f in names if _isa._CPUINFO_NAMES.get(f, f) in flags}
     assert _isa.cpu_features() & names == from_flags

@@ -1,4 +1,5 @@
 """Readable argument errors: every message names the op, the argument, what was expected and what came."""
+
 from __future__ import annotations
 
 from typing import NoReturn
@@ -16,8 +17,12 @@ def check_same_device(proto: OpProto, *tensors: torch.Tensor) -> None:
     first = tensors[0].device
     for desc, t in zip(proto.inputs, tensors, strict=False):
         if t.device != first:
-            fail(ValueError, proto.name, f"{desc.name} is on {t.device} but {proto.inputs[0].name} is on {first}; "
-                 "all inputs must be on one device")
+            fail(
+                ValueError,
+                proto.name,
+                f"{desc.name} is on {t.device} but {proto.inputs[0].name} is on {first}; "
+                "all inputs must be on one device",
+            )
 
 
 def check_dtype(proto: OpProto, index: int, tensor: torch.Tensor) -> None:

@@ -14,6 +14,7 @@ with the weight's transposition flipped, dweight by the weight-grad kernel; dtok
 unpermute (a gather-sum, no probs); dpermuted and dprobs by moe_token_unpermute_grad.
 Data-dependent checks (group_list values, index ranges) run in the C++ bindings.
 """
+
 from __future__ import annotations
 
 import torch
@@ -28,12 +29,22 @@ MAX_TOPK = 512
 
 def _check_dtype_pair(op: str, name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
     if t.dtype != ref.dtype:
-        fail(TypeError, op, f"{name} must have {ref_name}'s dtype {str(ref.dtype).removeprefix('torch.')}, "
-             f"got {str(t.dtype).removeprefix('torch.')}")
+        fail(
+            TypeError,
+            op,
+            f"{name} must have {ref_name}'s dtype {str(ref.dtype).removeprefix('torch.')}, "
+            f"got {str(t.dtype).removeprefix('torch.')}",
+        )
 
 
-def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: torch.Tensor, group_list_type: int,
-                         transpose_weight: bool = False) -> list:
+def check_grouped_matmul(
+    op: str,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    group_list: torch.Tensor,
+    group_list_type: int,
+    transpose_weight: bool = False,
+) -> list:
     """Shape and dtype rules of grouped_matmul / grouped_matmul_weight_grad; returns the output shape."""
     proto = PROTOS[op]
     an, bn = proto.inputs[0].name, proto.inputs[1].name
@@ -44,8 +55,11 @@ def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: 
     # group_list's length may be data-dependent under torch.compile (bincount): undecidable checks pass here
     # and the bindings enforce them at run time.
     if group_list.dim() != 1 or guard_or_false(group_list.shape[0] < 1):
-        fail(ValueError, op, f"group_list must be 1-D with one entry per group (at least 1), got shape "
-             f"{list(group_list.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"group_list must be 1-D with one entry per group (at least 1), got shape {list(group_list.shape)}",
+        )
     for i, t in enumerate((a, b, group_list)):
         check_dtype(proto, i, t)
     _check_dtype_pair(op, bn, b, an, a)
@@ -57,12 +71,19 @@ def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: 
         return [e, k, b.shape[1]]
     layout = "N, K" if transpose_weight else "K, N"
     if b.dim() != 3 or guard_or_false(b.shape[0] != e):
-        fail(ValueError, op, f"{bn} must be 3-D [E, {layout}] with E = {e} (group_list entries), got shape "
-             f"{list(b.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"{bn} must be 3-D [E, {layout}] with E = {e} (group_list entries), got shape {list(b.shape)}",
+        )
     wk = b.shape[2] if transpose_weight else b.shape[1]
     if wk != k:
-        fail(ValueError, op, f"{bn} must have K = {k} ({an}.size(1)) in dim {2 if transpose_weight else 1} "
-             f"(transpose_weight={transpose_weight}), got shape {list(b.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"{bn} must have K = {k} ({an}.size(1)) in dim {2 if transpose_weight else 1} "
+            f"(transpose_weight={transpose_weight}), got shape {list(b.shape)}",
+        )
     return [m, b.shape[1] if transpose_weight else b.shape[2]]
 
 
@@ -103,14 +124,21 @@ def check_unpermute(op, permuted, sorted_indices, probs, padded_mode, restore_sh
     n = sorted_indices.shape[0]
     if probs is not None:
         if probs.dim() != 2 or probs.numel() != n:
-            fail(ValueError, op, f"probs must be 2-D [T, topK] with T * topK = {n} (sorted_indices length), "
-                 f"got shape {list(probs.shape)}")
+            fail(
+                ValueError,
+                op,
+                f"probs must be 2-D [T, topK] with T * topK = {n} (sorted_indices length), "
+                f"got shape {list(probs.shape)}",
+            )
         t, k = probs.shape
     elif restore_shape:
         rs = list(restore_shape)
         if len(rs) != 2 or rs[0] <= 0 or n % rs[0] or rs[1] != h:
-            fail(ValueError, op, f"restore_shape must be [T, H] with H = {h} and T dividing {n} "
-                 f"(sorted_indices length), got {rs}")
+            fail(
+                ValueError,
+                op,
+                f"restore_shape must be [T, H] with H = {h} and T dividing {n} (sorted_indices length), got {rs}",
+            )
         t, k = rs[0], n // rs[0]
     else:
         t, k = n, 1
@@ -128,8 +156,11 @@ def check_unpermute(op, permuted, sorted_indices, probs, padded_mode, restore_sh
     if probs is not None:
         check_dtype(proto, s_index + 1, probs)
         if probs.dtype != permuted.dtype and probs.dtype != torch.float32:
-            fail(TypeError, op, f"probs must have permuted_tokens' dtype or float32, got "
-                 f"{str(probs.dtype).removeprefix('torch.')}")
+            fail(
+                TypeError,
+                op,
+                f"probs must have permuted_tokens' dtype or float32, got {str(probs.dtype).removeprefix('torch.')}",
+            )
     return t, k
 
 
@@ -177,10 +208,18 @@ def _unpermute_fake(permuted_tokens, sorted_indices, probs=None, padded_mode=Fal
 
 
 @torch.library.register_fake("custom::moe_token_unpermute_grad")
-def _unpermute_grad_fake(permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs=None, padded_mode=False,
-                         restore_shape=None):
-    t, k = check_unpermute("moe_token_unpermute_grad", permuted_tokens, sorted_indices, probs, padded_mode,
-                           restore_shape, dout=unpermuted_tokens_grad)
+def _unpermute_grad_fake(
+    permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs=None, padded_mode=False, restore_shape=None
+):
+    t, k = check_unpermute(
+        "moe_token_unpermute_grad",
+        permuted_tokens,
+        sorted_indices,
+        probs,
+        padded_mode,
+        restore_shape,
+        dout=unpermuted_tokens_grad,
+    )
     dprobs = probs.new_empty([t, k]) if probs is not None else permuted_tokens.new_empty([0])
     return torch.empty_like(permuted_tokens, memory_format=torch.contiguous_format), dprobs
 
@@ -201,8 +240,11 @@ def _gmm_backward(ctx, dy):
     if ctx.needs_input_grad[0]:  # dx = dy @ w[e]^T: the same weight read with the other transposition
         dx = torch.ops.custom.grouped_matmul(dy, weight, group_list, t, not trans)
     if ctx.needs_input_grad[1]:  # [E, K, N]: x_e^T dy_e; [E, N, K]: dy_e^T x_e
-        dw = (torch.ops.custom.grouped_matmul_weight_grad(dy, x, group_list, t) if trans
-              else torch.ops.custom.grouped_matmul_weight_grad(x, dy, group_list, t))
+        dw = (
+            torch.ops.custom.grouped_matmul_weight_grad(dy, x, group_list, t)
+            if trans
+            else torch.ops.custom.grouped_matmul_weight_grad(x, dy, group_list, t)
+        )
     return dx, dw, None, None, None
 
 
@@ -230,8 +272,9 @@ def _unpermute_setup(ctx, inputs, output):
 
 def _unpermute_backward(ctx, dout):
     permuted, sorted_indices, probs = ctx.saved_tensors
-    dperm, dprobs = torch.ops.custom.moe_token_unpermute_grad(permuted, dout.contiguous(), sorted_indices, probs,
-                                                               False, ctx.restore_shape)
+    dperm, dprobs = torch.ops.custom.moe_token_unpermute_grad(
+        permuted, dout.contiguous(), sorted_indices, probs, False, ctx.restore_shape
+    )
     return dperm, None, (dprobs if ctx.has_probs else None), None, None
 
 

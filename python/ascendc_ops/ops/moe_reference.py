@@ -17,6 +17,7 @@ the formulas in op-semantics.md ("Grouped matmul and MoE routing"), not from the
 - ``moe_token_unpermute_backward(permuted, dout, sorted_indices, probs, topk)``:
   ``dpermuted[s[t*K+k]] = probs[t,k] * dout[t]``, ``dprobs[t,k] = <permuted[s[t*K+k]], dout[t]>``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,7 @@ def grouped_matmul(x, w, group_list, group_list_type: int = 1, transpose_weight:
     start = 0
     for e, rows in enumerate(group_rows(group_list, group_list_type)):
         we = w[e].T if transpose_weight else w[e]
-        y[start:start + rows] = x[start:start + rows] @ we
+        y[start : start + rows] = x[start : start + rows] @ we
         start += rows
     return y
 
@@ -49,7 +50,7 @@ def grouped_matmul_weight_grad(x, dy, group_list, group_list_type: int = 1) -> n
     dw = np.zeros((len(rows_per), x.shape[1], dy.shape[1]))
     start = 0
     for e, rows in enumerate(rows_per):
-        dw[e] = x[start:start + rows].T @ dy[start:start + rows]
+        dw[e] = x[start : start + rows].T @ dy[start : start + rows]
         start += rows
     return dw
 

@@ -17,6 +17,7 @@ Backward ops (from op_proto/*.json like the forward ones):
   gradient flowing into the x output; dx1 = dx2 = dx.
 rstd is an output without a gradient (marked non-differentiable), as in torch_npu.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,11 +36,17 @@ def _check_shapes(op: str, x: torch.Tensor, gamma: torch.Tensor, xi: int, gi: in
     if gamma.dim() < 1:
         fail(ValueError, op, f"{gn} must have at least one dim (the normalized dims), got shape {list(gamma.shape)}")
     if not gamma.dim() <= x.dim() <= 8:
-        fail(ValueError, op, f"{xn} must have rank {gamma.dim()}..8 (its trailing dims are {gn}'s), "
-             f"got shape {list(x.shape)}")
-    if tuple(x.shape[x.dim() - gamma.dim():]) != tuple(gamma.shape):
-        fail(ValueError, op, f"{gn} of shape {list(gamma.shape)} must equal the trailing dims of {xn} "
-             f"of shape {list(x.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"{xn} must have rank {gamma.dim()}..8 (its trailing dims are {gn}'s), got shape {list(x.shape)}",
+        )
+    if tuple(x.shape[x.dim() - gamma.dim() :]) != tuple(gamma.shape):
+        fail(
+            ValueError,
+            op,
+            f"{gn} of shape {list(gamma.shape)} must equal the trailing dims of {xn} of shape {list(x.shape)}",
+        )
 
 
 def _check_epsilon(op: str, epsilon: float) -> None:
@@ -81,8 +88,12 @@ def check_grad(op: str, dy, x, rstd, gamma, dx_out=None) -> None:
     if dx_out is not None and tuple(dx_out.shape) != tuple(x.shape):
         fail(ValueError, op, f"dx_out must have x's shape {list(x.shape)}, got {list(dx_out.shape)}")
     if list(rstd.shape) != rstd_shape(x, gamma):
-        fail(ValueError, op, f"rstd must have shape {rstd_shape(x, gamma)} (x's with the normalized dims set to 1), "
-             f"got {list(rstd.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"rstd must have shape {rstd_shape(x, gamma)} (x's with the normalized dims set to 1), "
+            f"got {list(rstd.shape)}",
+        )
 
 
 def rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
@@ -91,8 +102,9 @@ def rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = 1e-6) -> tup
     return torch.ops.custom.rms_norm(x, gamma, epsilon)
 
 
-def add_rms_norm(x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor,
-                 epsilon: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def add_rms_norm(
+    x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor, epsilon: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """npu_add_rms_norm: ``(y, rstd, x)`` with x = x1 + x2 and (y, rstd) = rms_norm(x, gamma, epsilon)."""
     check_add_rms_norm(x1, x2, gamma, epsilon)
     return torch.ops.custom.add_rms_norm(x1, x2, gamma, epsilon)
@@ -145,8 +157,12 @@ def _add_rms_norm_setup(ctx, inputs, output):
 def _add_rms_norm_backward(ctx, dy, _drstd, dx_out):
     x, rstd, gamma = ctx.saved_tensors
     dx, dgamma = torch.ops.custom.add_rms_norm_grad(dy.contiguous(), x, rstd, gamma, dx_out.contiguous())
-    return (dx if ctx.needs_input_grad[0] else None, dx if ctx.needs_input_grad[1] else None,
-            dgamma if ctx.needs_input_grad[2] else None, None)
+    return (
+        dx if ctx.needs_input_grad[0] else None,
+        dx if ctx.needs_input_grad[1] else None,
+        dgamma if ctx.needs_input_grad[2] else None,
+        None,
+    )
 
 
 torch.library.register_autograd("custom::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup)
