@@ -308,6 +308,7 @@ def test_torch_compile_fullgraph_train_step(model_type):
     torch._dynamo.reset()
 
 
+@pytest.mark.slow
 def test_torch_compile_inductor_default_backend():
     """The default torch.compile backend (inductor, C++ codegen on CPU; ~15 s) on a patched Qwen3."""
     torch._dynamo.reset()

@@ -37,6 +37,7 @@ def npu():
     return torch.device(testing.NAME)
 
 
+@pytest.mark.slow
 def test_every_case_in_a_fresh_process():
     if os.environ.get(FRESH_PROCESS) == "1":
         pytest.skip("this is the fresh process")

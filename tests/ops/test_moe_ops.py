@@ -443,6 +443,7 @@ def test_cube_gemm_native_where_the_cpu_has_the_dot_products():
     assert ("bfloat16" in native) == (wide and torch.cpu._is_avx512_bf16_supported()), (ascendc_ops.isa(), native)
 
 
+@pytest.mark.slow
 def test_widened_cube_gemm_meets_the_standard_too():
     """ASCENDC_OPS_ISA=avx2 forces the widened fp16/bf16 GEMM on any machine: grouped_matmul's accuracy and
     backward tests pass on it as on the default path (which this process runs)."""

@@ -56,6 +56,7 @@ def test_every_runnable_path_is_built():
         assert RUNNABLE and RUNNABLE[0] == "avx2"
 
 
+@pytest.mark.slow
 @needs_paths
 def test_paths_bit_identical(probes):
     if len(probes) < 2:
