@@ -206,14 +206,13 @@ extern "C" __global__ __aicore__ void moe_merge_sorted(GM_ADDR src, GM_ADDR dst,
   MergeLists(src, dst, t);
 }
 
-#define MOE_PERMUTE_ENTRY(NAME, T)                                                                              \
-  extern "C" __global__ __aicore__ void moe_token_permute_##NAME(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permuted, \
-                                                                 GM_ADDR sortedIndices, GM_ADDR workspace,       \
-                                                                 GM_ADDR tiling) {                               \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                             \
-    MoeRoutingTilingData t;                                                                                     \
-    CopyTiling(&t, tiling);                                                                                     \
-    GatherRows<T>(tokens, sorted, permuted, sortedIndices, t);                                                  \
+#define MOE_PERMUTE_ENTRY(NAME, T)                                                                                  \
+  extern "C" __global__ __aicore__ void moe_token_permute_##NAME(                                                   \
+      GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permuted, GM_ADDR sortedIndices, GM_ADDR workspace, GM_ADDR tiling) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                 \
+    MoeRoutingTilingData t;                                                                                         \
+    CopyTiling(&t, tiling);                                                                                         \
+    GatherRows<T>(tokens, sorted, permuted, sortedIndices, t);                                                      \
   }
 MOE_PERMUTE_ENTRY(float, float)
 MOE_PERMUTE_ENTRY(half, half)

@@ -216,22 +216,21 @@ __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sor
   }
 }
 
-#define MOE_UNPERMUTE_ENTRIES(NAME, T, P)                                                                        \
-  extern "C" __global__ __aicore__ void moe_token_unpermute_##NAME(GM_ADDR permuted, GM_ADDR sortedIndices,      \
-                                                                   GM_ADDR probs, GM_ADDR out, GM_ADDR workspace, \
-                                                                   GM_ADDR tiling) {                              \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                              \
-    MoeRoutingTilingData t;                                                                                      \
-    CopyTiling(&t, tiling);                                                                                      \
-    Unpermute<T, P>(permuted, sortedIndices, probs, out, t);                                                     \
-  }                                                                                                              \
-  extern "C" __global__ __aicore__ void moe_token_unpermute_grad_##NAME(                                         \
-      GM_ADDR permuted, GM_ADDR dout, GM_ADDR sortedIndices, GM_ADDR probs, GM_ADDR dpermuted, GM_ADDR dprobs,   \
-      GM_ADDR workspace, GM_ADDR tiling) {                                                                       \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                              \
-    MoeRoutingTilingData t;                                                                                      \
-    CopyTiling(&t, tiling);                                                                                      \
-    UnpermuteGrad<T, P>(permuted, dout, sortedIndices, probs, dpermuted, dprobs, t);                             \
+#define MOE_UNPERMUTE_ENTRIES(NAME, T, P)                                                                       \
+  extern "C" __global__ __aicore__ void moe_token_unpermute_##NAME(                                             \
+      GM_ADDR permuted, GM_ADDR sortedIndices, GM_ADDR probs, GM_ADDR out, GM_ADDR workspace, GM_ADDR tiling) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                             \
+    MoeRoutingTilingData t;                                                                                     \
+    CopyTiling(&t, tiling);                                                                                     \
+    Unpermute<T, P>(permuted, sortedIndices, probs, out, t);                                                    \
+  }                                                                                                             \
+  extern "C" __global__ __aicore__ void moe_token_unpermute_grad_##NAME(                                        \
+      GM_ADDR permuted, GM_ADDR dout, GM_ADDR sortedIndices, GM_ADDR probs, GM_ADDR dpermuted, GM_ADDR dprobs,  \
+      GM_ADDR workspace, GM_ADDR tiling) {                                                                      \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                             \
+    MoeRoutingTilingData t;                                                                                     \
+    CopyTiling(&t, tiling);                                                                                     \
+    UnpermuteGrad<T, P>(permuted, dout, sortedIndices, probs, dpermuted, dprobs, t);                            \
   }
 MOE_UNPERMUTE_ENTRIES(float_float, float, float)
 MOE_UNPERMUTE_ENTRIES(half_half, half, half)

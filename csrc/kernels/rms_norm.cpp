@@ -78,7 +78,6 @@ class KernelRmsNorm {
     return static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
   }
 
-
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
     LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len);
   }
@@ -328,17 +327,16 @@ __aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR
 }
 
 // One entry per (x, gamma) dtype pair of op_proto/rms_norm.json and op_proto/add_rms_norm.json.
-#define RMS_NORM_ENTRIES(NAME, T, G)                                                                              \
-  extern "C" __global__ __aicore__ void rms_norm_##NAME(GM_ADDR x, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd,         \
-                                                        GM_ADDR workspace, GM_ADDR tiling) {                       \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNorm<T, G, false>(x, x, gamma, y, rstd, y, tiling);                                                      \
-  }                                                                                                                \
-  extern "C" __global__ __aicore__ void add_rms_norm_##NAME(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y,      \
-                                                            GM_ADDR rstd, GM_ADDR x, GM_ADDR workspace,            \
-                                                            GM_ADDR tiling) {                                      \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                                                     \
+#define RMS_NORM_ENTRIES(NAME, T, G)                                                                                  \
+  extern "C" __global__ __aicore__ void rms_norm_##NAME(GM_ADDR x, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd,            \
+                                                        GM_ADDR workspace, GM_ADDR tiling) {                          \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                   \
+    RunRmsNorm<T, G, false>(x, x, gamma, y, rstd, y, tiling);                                                         \
+  }                                                                                                                   \
+  extern "C" __global__ __aicore__ void add_rms_norm_##NAME(                                                          \
+      GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR x, GM_ADDR workspace, GM_ADDR tiling) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                   \
+    RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                                                        \
   }
 
 RMS_NORM_ENTRIES(float_float, float, float)

@@ -77,8 +77,8 @@ class KernelRmsNormGrad {
     } else {
       for (int64_t done = 0; done < rowCount_; done += NORM_SPLIT_GROUP_ROWS) {
         const int64_t left = rowCount_ - done;
-        ProcessGroup(rowBegin_ + done, static_cast<uint32_t>(left < NORM_SPLIT_GROUP_ROWS ? left : NORM_SPLIT_GROUP_ROWS),
-                     done == 0);
+        ProcessGroup(rowBegin_ + done,
+                     static_cast<uint32_t>(left < NORM_SPLIT_GROUP_ROWS ? left : NORM_SPLIT_GROUP_ROWS), done == 0);
       }
     }
   }
@@ -393,17 +393,17 @@ __aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR
 }
 
 // Row kernels: one per (x, gamma) dtype pair; the workspace holds the [blockDim, N] fp32 partials.
-#define RMS_NORM_GRAD_ENTRIES(NAME, T, G)                                                                         \
-  extern "C" __global__ __aicore__ void rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma,   \
-                                                             GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling) {      \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNormGrad<T, G, false>(dy, x, rstd, gamma, dy, dx, workspace, tiling);                                    \
-  }                                                                                                                \
-  extern "C" __global__ __aicore__ void add_rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd,             \
-                                                                 GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,         \
-                                                                 GM_ADDR workspace, GM_ADDR tiling) {              \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);                                  \
+#define RMS_NORM_GRAD_ENTRIES(NAME, T, G)                                                                            \
+  extern "C" __global__ __aicore__ void rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma,     \
+                                                             GM_ADDR dx, GM_ADDR workspace, GM_ADDR tiling) {        \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                  \
+    RunRmsNormGrad<T, G, false>(dy, x, rstd, gamma, dy, dx, workspace, tiling);                                      \
+  }                                                                                                                  \
+  extern "C" __global__ __aicore__ void add_rms_norm_grad_##NAME(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, \
+                                                                 GM_ADDR dxOut, GM_ADDR dx, GM_ADDR workspace,       \
+                                                                 GM_ADDR tiling) {                                   \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                  \
+    RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);                                    \
   }
 
 RMS_NORM_GRAD_ENTRIES(float_float, float, float)
@@ -413,11 +413,11 @@ RMS_NORM_GRAD_ENTRIES(half_half, half, half)
 RMS_NORM_GRAD_ENTRIES(bfloat16_bfloat16, bfloat16_t, bfloat16_t)
 
 // The dgamma reduction: partials [blockDim, N] fp32 -> dgamma [N] in gamma's dtype.
-#define RMS_NORM_DGAMMA_ENTRY(NAME, G)                                                                            \
-  extern "C" __global__ __aicore__ void rms_norm_dgamma_##NAME(GM_ADDR partials, GM_ADDR dgamma,                   \
-                                                               GM_ADDR workspace, GM_ADDR tiling) {                \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                \
-    RunDgammaReduce<G>(partials, dgamma, tiling);                                                                  \
+#define RMS_NORM_DGAMMA_ENTRY(NAME, G)                                                                              \
+  extern "C" __global__ __aicore__ void rms_norm_dgamma_##NAME(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR workspace, \
+                                                               GM_ADDR tiling) {                                    \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                                                 \
+    RunDgammaReduce<G>(partials, dgamma, tiling);                                                                   \
   }
 
 RMS_NORM_DGAMMA_ENTRY(float, float)

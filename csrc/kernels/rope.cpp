@@ -24,7 +24,8 @@ class KernelRope {
  public:
   __aicore__ inline KernelRope() {}
 
-  __aicore__ inline void Init(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, const RopeTilingData& tiling, TPipe* pipe) {
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, const RopeTilingData& tiling,
+                              TPipe* pipe) {
     t_ = tiling;
     const uint32_t tileElems = t_.tileRows * t_.rowPitch;
     xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.xRows * t_.headDim);
@@ -318,8 +319,8 @@ extern "C" __global__ __aicore__ void rope_half(GM_ADDR x, GM_ADDR cos, GM_ADDR 
   RunRope<half>(x, cos, sin, y, tiling);
 }
 
-extern "C" __global__ __aicore__ void rope_bfloat16(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y,
-                                                    GM_ADDR workspace, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void rope_bfloat16(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, GM_ADDR workspace,
+                                                    GM_ADDR tiling) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   RunRope<bfloat16_t>(x, cos, sin, y, tiling);
 }

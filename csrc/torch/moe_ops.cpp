@@ -11,8 +11,8 @@
 #include "twin_cube_gemm.h"
 #include "twin_isa.h"
 
-#define GMM_DECLARE(NAME)                                                                        \
-  void grouped_matmul_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);        \
+#define GMM_DECLARE(NAME)                                                                 \
+  void grouped_matmul_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*); \
   void grouped_matmul_weight_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
 extern "C" {
 GMM_DECLARE(float)
@@ -34,7 +34,8 @@ at::ScalarType TorchDtype(twin::CubeDtype t) {
 at::Tensor View(const void* p, int64_t rows, int64_t cols, int64_t ld, bool trans, at::ScalarType dtype) {
   void* data = const_cast<void*>(p);
   const auto opts = at::TensorOptions().dtype(dtype);
-  return trans ? at::from_blob(data, {cols, rows}, {ld, 1}, opts).t() : at::from_blob(data, {rows, cols}, {ld, 1}, opts);
+  return trans ? at::from_blob(data, {cols, rows}, {ld, 1}, opts).t()
+               : at::from_blob(data, {rows, cols}, {ld, 1}, opts);
 }
 
 // fp32 scratch for the widened operands, one per operand and thread, reused from block to block:
@@ -122,13 +123,14 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
                     ": group_list_type must be 0 (cumulative ends) or 1 (counts), got ", groupListType);
   TORCH_CHECK_VALUE(a.dim() == 2, op.name, ": ", an, " must be 2-D [M, K], got shape ", ShapeString(a));
   TORCH_CHECK_VALUE(groupList.dim() == 1 && groupList.size(0) >= 1, op.name,
-                    ": group_list must be 1-D with one entry per group (at least 1), got shape ", ShapeString(groupList));
+                    ": group_list must be 1-D with one entry per group (at least 1), got shape ",
+                    ShapeString(groupList));
   CheckDtypes(op, {a, b, groupList});
   const int64_t m = a.size(0), k = a.size(1), groups = groupList.size(0);
   int64_t n;
   if (weightGrad) {
-    TORCH_CHECK_VALUE(b.dim() == 2 && b.size(0) == m, op.name, ": ", bn, " must be 2-D [M, N] with M = ", m,
-                      " (", an, " rows), got shape ", ShapeString(b));
+    TORCH_CHECK_VALUE(b.dim() == 2 && b.size(0) == m, op.name, ": ", bn, " must be 2-D [M, N] with M = ", m, " (", an,
+                      " rows), got shape ", ShapeString(b));
     n = b.size(1);
   } else {
     TORCH_CHECK_VALUE(b.dim() == 3 && b.size(0) == groups, op.name, ": ", bn, " must be 3-D [E, ",
@@ -156,9 +158,8 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
     l.out.narrow(0, covered, m - covered).zero_();
   }
   try {
-    l.tiling = tiling::TileGroupedMatmul({m, k, n, groups, TilingDtype(a.scalar_type()), int32_t(groupListType),
-                                         transposeWeight, weightGrad},
-                                        platform);
+    l.tiling = tiling::TileGroupedMatmul(
+        {m, k, n, groups, TilingDtype(a.scalar_type()), int32_t(groupListType), transposeWeight, weightGrad}, platform);
   } catch (const tiling::TilingError& e) {
     TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
   }
@@ -178,11 +179,14 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b
   GmmKernel kernel;
   const char* name;
   if (weightGrad) {
-    kernel = dtype == at::kFloat ? grouped_matmul_weight_grad_float
-             : dtype == at::kHalf ? grouped_matmul_weight_grad_half : grouped_matmul_weight_grad_bfloat16;
+    kernel = dtype == at::kFloat  ? grouped_matmul_weight_grad_float
+             : dtype == at::kHalf ? grouped_matmul_weight_grad_half
+                                  : grouped_matmul_weight_grad_bfloat16;
     name = "grouped_matmul_weight_grad";
   } else {
-    kernel = dtype == at::kFloat ? grouped_matmul_float : dtype == at::kHalf ? grouped_matmul_half : grouped_matmul_bfloat16;
+    kernel = dtype == at::kFloat  ? grouped_matmul_float
+             : dtype == at::kHalf ? grouped_matmul_half
+                                  : grouped_matmul_bfloat16;
     name = "grouped_matmul";
   }
   LaunchOnTwin(name, l.tiling.blockDim, kernel, Gm(l.a), Gm(l.b), Gm(l.groupList), Gm(l.out),
@@ -210,9 +214,7 @@ std::vector<std::string> CubeGemmNative() {
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
-  m.def("cube_gemm_native() -> str[]", &CubeGemmNative);
-}
+TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) { m.def("cube_gemm_native() -> str[]", &CubeGemmNative); }
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {
   m.impl("grouped_matmul", &GroupedMatmul);

@@ -17,8 +17,9 @@ struct GroupedMatmulLaunch {
 // the output with the rows past the last group (forward) or the empty groups' dweight (weight grad)
 // already zero: the kernels write only the groups' blocks.
 ASCENDC_OPS_API GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
-                                         const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
-                                         bool weightGrad, const tiling::CubePlatform& platform);
+                                                         const at::Tensor& groupList, int64_t groupListType,
+                                                         bool transposeWeight, bool weightGrad,
+                                                         const tiling::CubePlatform& platform);
 
 // moe_token_permute: tokens [T, H], indices [T, K] or [T*K]; permuted [n_out, H], sorted_indices int32 [T*K].
 struct PermuteLaunch {
@@ -26,7 +27,8 @@ struct PermuteLaunch {
   tiling::MoeRoutingTiling tiling;
 };
 ASCENDC_OPS_API PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
-                             c10::optional<int64_t> numOutTokens, bool paddedMode, const tiling::PlatformInfo& platform);
+                                             c10::optional<int64_t> numOutTokens, bool paddedMode,
+                                             const tiling::PlatformInfo& platform);
 
 // moe_token_unpermute (grad false) and moe_token_unpermute_grad (grad true).
 struct UnpermuteLaunch {
@@ -35,8 +37,9 @@ struct UnpermuteLaunch {
   tiling::MoeRoutingTiling tiling;
 };
 ASCENDC_OPS_API UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,
-                                 const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
-                                 bool paddedMode, at::OptionalIntArrayRef restoreShape, bool grad,
-                                 const tiling::PlatformInfo& platform);
+                                                 const at::Tensor& sortedIndices,
+                                                 const c10::optional<at::Tensor>& probs, bool paddedMode,
+                                                 at::OptionalIntArrayRef restoreShape, bool grad,
+                                                 const tiling::PlatformInfo& platform);
 
 }  // namespace ascendc_ops

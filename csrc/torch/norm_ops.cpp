@@ -11,10 +11,10 @@
 #include "twin_backend.h"
 
 // The kernels' entry points (csrc/kernels/rms_norm.cpp, rms_norm_grad.cpp), compiled for the twin.
-#define NORM_DECLARE(NAME)                                                                                    \
-  void rms_norm_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);                           \
-  void add_rms_norm_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);   \
-  void rms_norm_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);            \
+#define NORM_DECLARE(NAME)                                                                                  \
+  void rms_norm_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);                         \
+  void add_rms_norm_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*); \
+  void rms_norm_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);          \
   void add_rms_norm_grad_##NAME(uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*, uint8_t*);
 extern "C" {
 NORM_DECLARE(float_float)
@@ -61,14 +61,13 @@ std::pair<const char*, Reduce> ReduceFor(at::ScalarType g) {
   return {"rms_norm_dgamma_bfloat16", rms_norm_dgamma_bfloat16};
 }
 
-
 // x [..., *gamma.shape]: gamma's dims are x's trailing dims. Returns (rows, hidden).
 std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
                                             size_t xIndex, size_t gammaIndex) {
   const char* xName = op.inputs[xIndex];
   const char* gName = op.inputs[gammaIndex];
-  TORCH_CHECK_VALUE(gamma.dim() >= 1, op.name, ": ", gName, " must have at least one dim (the normalized dims), got shape ",
-                    ShapeString(gamma));
+  TORCH_CHECK_VALUE(gamma.dim() >= 1, op.name, ": ", gName,
+                    " must have at least one dim (the normalized dims), got shape ", ShapeString(gamma));
   TORCH_CHECK_VALUE(x.dim() >= gamma.dim() && x.dim() <= 8, op.name, ": ", xName, " must have rank ", gamma.dim(),
                     "..8 (its trailing dims are ", gName, "'s), got shape ", ShapeString(x));
   const int64_t lead = x.dim() - gamma.dim();
@@ -83,7 +82,8 @@ std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor&
 }
 
 void CheckEpsilon(const OpProto& op, double epsilon) {
-  TORCH_CHECK_VALUE(std::isfinite(epsilon) && epsilon >= 0, op.name, ": epsilon must be finite and >= 0, got ", epsilon);
+  TORCH_CHECK_VALUE(std::isfinite(epsilon) && epsilon >= 0, op.name, ": epsilon must be finite and >= 0, got ",
+                    epsilon);
 }
 
 // x's shape with the normalized (gamma's) dims set to 1.
@@ -95,15 +95,15 @@ std::vector<int64_t> RstdShape(const at::Tensor& x, const at::Tensor& gamma) {
 
 tiling::NormTiling Tile(const OpProto& op, int64_t rows, int64_t hidden, const at::Tensor& x, const at::Tensor& gamma,
                         bool add, bool backward, double epsilon, const tiling::PlatformInfo& platform) {
-  tiling::NormProblem problem{rows, uint32_t(hidden), TilingDtype(x.scalar_type()), TilingDtype(gamma.scalar_type()),
-                              add, backward, float(epsilon)};
+  tiling::NormProblem problem{
+      rows,     uint32_t(hidden), TilingDtype(x.scalar_type()), TilingDtype(gamma.scalar_type()), add,
+      backward, float(epsilon)};
   try {
     return tiling::TileNorm(problem, platform);
   } catch (const tiling::TilingError& e) {
     TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
   }
 }
-
 
 }  // namespace
 
@@ -146,8 +146,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
   if (add) {
-    LaunchOnTwin(GmBytes(x1, x2, gamma, y, rstd, xOut), "add_rms_norm", t.blockDim, e.addFwd, Gm(x1), Gm(x2),
-                 Gm(gamma), Gm(y), Gm(rstd), Gm(xOut), none, tilingGm);
+    LaunchOnTwin(GmBytes(x1, x2, gamma, y, rstd, xOut), "add_rms_norm", t.blockDim, e.addFwd, Gm(x1), Gm(x2), Gm(gamma),
+                 Gm(y), Gm(rstd), Gm(xOut), none, tilingGm);
   } else {
     LaunchOnTwin(GmBytes(x1, gamma, y, rstd), "rms_norm", t.blockDim, e.fwd, Gm(x1), Gm(gamma), Gm(y), Gm(rstd), none,
                  tilingGm);
@@ -180,8 +180,8 @@ NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dyIn
     CheckDtypes(op, {dyIn, xIn, rstdIn, gammaIn});
   }
   const auto [rows, hidden] = CheckNormShapes(op, xIn, gammaIn, 1, 3);
-  TORCH_CHECK_VALUE(dyIn.sizes() == xIn.sizes(), op.name, ": ", op.inputs[0], " must have ", op.inputs[1],
-                    "'s shape ", ShapeString(xIn), ", got ", ShapeString(dyIn));
+  TORCH_CHECK_VALUE(dyIn.sizes() == xIn.sizes(), op.name, ": ", op.inputs[0], " must have ", op.inputs[1], "'s shape ",
+                    ShapeString(xIn), ", got ", ShapeString(dyIn));
   if (add)
     TORCH_CHECK_VALUE(dxOutIn->sizes() == xIn.sizes(), op.name, ": ", op.inputs[4], " must have ", op.inputs[1],
                       "'s shape ", ShapeString(xIn), ", got ", ShapeString(*dxOutIn));
@@ -215,11 +215,11 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
   uint8_t* none = nullptr;
   if (add) {
-    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dxOut, dx, partials), "add_rms_norm_grad", t.blockDim, e.addBwd,
-                 Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx), Gm(partials), tilingGm);
+    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dxOut, dx, partials), "add_rms_norm_grad", t.blockDim, e.addBwd, Gm(dy),
+                 Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx), Gm(partials), tilingGm);
   } else {
-    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dx, partials), "rms_norm_grad", t.blockDim, e.bwd, Gm(dy), Gm(x),
-                 Gm(rstd), Gm(gamma), Gm(dx), Gm(partials), tilingGm);
+    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dx, partials), "rms_norm_grad", t.blockDim, e.bwd, Gm(dy), Gm(x), Gm(rstd),
+                 Gm(gamma), Gm(dx), Gm(partials), tilingGm);
   }
   LaunchOnTwin(GmBytes(partials, dgamma), reduceName, t.reduceBlockDim, reduce, Gm(partials), Gm(dgamma), none,
                tilingGm);

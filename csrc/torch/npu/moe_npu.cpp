@@ -39,25 +39,25 @@ namespace ascendc_ops {
 namespace {
 
 // Calls KERNEL_<suffix> for the tokens dtype (and, for unpermute, the probs dtype) of the op's JSON.
-#define BY_DTYPE(KERNEL, t, ...)                                                       \
-  do {                                                                                 \
-    if ((t) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float)(__VA_ARGS__);           \
-    else if ((t) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half)(__VA_ARGS__);        \
-    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16)(__VA_ARGS__);                          \
+#define BY_DTYPE(KERNEL, t, ...)                                                \
+  do {                                                                          \
+    if ((t) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float)(__VA_ARGS__);    \
+    else if ((t) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half)(__VA_ARGS__); \
+    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16)(__VA_ARGS__);                   \
   } while (0)
-#define BY_DTYPE_PAIR(KERNEL, t, p, ...)                                                               \
-  do {                                                                                                 \
-    if ((t) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float_float)(__VA_ARGS__);                     \
+#define BY_DTYPE_PAIR(KERNEL, t, p, ...)                                                                   \
+  do {                                                                                                     \
+    if ((t) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float_float)(__VA_ARGS__);                         \
     else if ((t) == at::kHalf && (p) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_half_float)(__VA_ARGS__); \
-    else if ((t) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half_half)(__VA_ARGS__);                   \
-    else if ((p) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_float)(__VA_ARGS__);             \
-    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_bfloat16)(__VA_ARGS__);                                 \
+    else if ((t) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half_half)(__VA_ARGS__);                       \
+    else if ((p) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_float)(__VA_ARGS__);                 \
+    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_bfloat16)(__VA_ARGS__);                                     \
   } while (0)
 
 at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
                             int64_t groupListType, bool transposeWeight, bool weightGrad) {
-  GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad,
-                                               npu::NpuCubePlatform());
+  GroupedMatmulLaunch l =
+      PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad, npu::NpuCubePlatform());
   if (l.tiling.blockDim == 0) return l.out;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, a.device());
   const at::Tensor workspace = npu::SysWorkspace(a.device());
@@ -107,8 +107,8 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   const bool int32Ids = l.indices.scalar_type() == at::kInt;
   const at::ScalarType dtype = tokens.scalar_type();
   const uint32_t sortBlocks = l.tiling.sortBlocks, rowBlocks = l.tiling.rowBlocks;
-  void *tp = sortTiling.data_ptr(), *ip = l.indices.data_ptr(), *xp = l.tokens.data_ptr(),
-       *pp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pairs0 = ws.data_ptr(), *sorted = src;
+  void *tp = sortTiling.data_ptr(), *ip = l.indices.data_ptr(), *xp = l.tokens.data_ptr(), *pp = l.permuted.data_ptr(),
+       *sp = l.sortedIndices.data_ptr(), *pairs0 = ws.data_ptr(), *sorted = src;
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
     if (int32Ids) ACLRT_LAUNCH_KERNEL(moe_sort_chunks_int32)(sortBlocks, stream, ip, pairs0, nullptr, tp);
@@ -119,8 +119,8 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   return {l.permuted, l.sortedIndices};  // freed device blocks are reused only in this stream's order
 }
 
-at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
-                     bool paddedMode, at::OptionalIntArrayRef restoreShape) {
+at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices,
+                     const c10::optional<at::Tensor>& probs, bool paddedMode, at::OptionalIntArrayRef restoreShape) {
   const OpProto& op = kMoeTokenUnpermute;
   UnpermuteLaunch l = PrepareUnpermute(op, permuted, at::Tensor(), sortedIndices, probs, paddedMode, restoreShape,
                                        false, npu::NpuPlatform());
@@ -128,12 +128,11 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
   const uint32_t blocks = l.tiling.rowBlocks;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  void *xp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs),
-       *op_ = l.out.data_ptr(), *tp = tiling.data_ptr();
+  void *xp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs), *op_ = l.out.data_ptr(),
+       *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    BY_DTYPE_PAIR(moe_token_unpermute, t, p, blocks, stream, xp, sp, pp, op_, nullptr, tp);
-  });
+  npu::Enqueue(op.name,
+               [=] { BY_DTYPE_PAIR(moe_token_unpermute, t, p, blocks, stream, xp, sp, pp, op_, nullptr, tp); });
   return l.out;
 }
 
@@ -142,15 +141,14 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
                                                  const c10::optional<at::Tensor>& probs, bool paddedMode,
                                                  at::OptionalIntArrayRef restoreShape) {
   const OpProto& op = kMoeTokenUnpermuteGrad;
-  UnpermuteLaunch l = PrepareUnpermute(op, permuted, dout, sortedIndices, probs, paddedMode, restoreShape, true,
-                                       npu::NpuPlatform());
+  UnpermuteLaunch l =
+      PrepareUnpermute(op, permuted, dout, sortedIndices, probs, paddedMode, restoreShape, true, npu::NpuPlatform());
   if (l.tiling.rowBlocks == 0) return {l.out, l.probsGrad};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
   const uint32_t blocks = l.tiling.rowBlocks;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  void *xp = l.permuted.data_ptr(), *dp = l.dout.data_ptr(), *sp = l.sortedIndices.data_ptr(),
-       *pp = npu::Ptr(l.probs), *op_ = l.out.data_ptr(), *gp = l.probs.defined() ? l.probsGrad.data_ptr() : nullptr,
-       *tp = tiling.data_ptr();
+  void *xp = l.permuted.data_ptr(), *dp = l.dout.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs),
+       *op_ = l.out.data_ptr(), *gp = l.probs.defined() ? l.probsGrad.data_ptr() : nullptr, *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
     BY_DTYPE_PAIR(moe_token_unpermute_grad, t, p, blocks, stream, xp, dp, sp, pp, op_, gp, nullptr, tp);

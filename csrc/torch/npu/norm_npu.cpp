@@ -37,17 +37,17 @@ namespace ascendc_ops {
 namespace {
 
 // Calls KERNEL_<pair> for the (x, gamma) dtype pair of op_proto/rms_norm.json (CheckDtypes admitted it).
-#define NORM_DISPATCH(KERNEL, x, g, ...)                                                             \
-  do {                                                                                               \
-    if ((x) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float_float)(__VA_ARGS__);                   \
+#define NORM_DISPATCH(KERNEL, x, g, ...)                                                                   \
+  do {                                                                                                     \
+    if ((x) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_float_float)(__VA_ARGS__);                         \
     else if ((x) == at::kHalf && (g) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_half_float)(__VA_ARGS__); \
-    else if ((x) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half_half)(__VA_ARGS__);                 \
-    else if ((g) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_float)(__VA_ARGS__);           \
-    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_bfloat16)(__VA_ARGS__);                               \
+    else if ((x) == at::kHalf) ACLRT_LAUNCH_KERNEL(KERNEL##_half_half)(__VA_ARGS__);                       \
+    else if ((g) == at::kFloat) ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_float)(__VA_ARGS__);                 \
+    else ACLRT_LAUNCH_KERNEL(KERNEL##_bfloat16_bfloat16)(__VA_ARGS__);                                     \
   } while (0)
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1,
-                                                       const at::Tensor* x2, const at::Tensor& gamma, double epsilon) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1, const at::Tensor* x2,
+                                                       const at::Tensor& gamma, double epsilon) {
   NormForwardLaunch l = PrepareNormForward(op, x1, x2, gamma, epsilon, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return {l.y, l.rstd, l.xOut};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x1.device());
