@@ -1,5 +1,6 @@
 """Builds ascendc_ops: CMake compiles the CPU twin, the kernels and the torch bindings into
 python/ascendc_ops/_C.so (plus the NPU backend where CANN and torch_npu exist)."""
+
 import os
 import shutil
 import subprocess
@@ -34,8 +35,18 @@ class CMakeBuild(build_ext):
         # ASCENDC_OPS_NATIVE=1: one library for this machine only (-march=native) instead of the ISA paths
         native = os.environ.get("ASCENDC_OPS_NATIVE")
         if not (BUILD / "CMakeCache.txt").exists() or native is not None:
-            subprocess.check_call(["cmake", "-S", str(ROOT), "-B", str(BUILD), f"-DPython3_EXECUTABLE={sys.executable}",
-                                   "-DCMAKE_BUILD_TYPE=Release", f"-DASCENDC_OPS_NATIVE={'ON' if native == '1' else 'OFF'}"])
+            subprocess.check_call(
+                [
+                    "cmake",
+                    "-S",
+                    str(ROOT),
+                    "-B",
+                    str(BUILD),
+                    f"-DPython3_EXECUTABLE={sys.executable}",
+                    "-DCMAKE_BUILD_TYPE=Release",
+                    f"-DASCENDC_OPS_NATIVE={'ON' if native == '1' else 'OFF'}",
+                ]
+            )
         jobs = str(os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", str(BUILD), "-j", jobs])
         for ext in self.extensions:
@@ -54,8 +65,10 @@ class CMakeBuildRecordingTorch(CMakeBuild):
         try:
             import torch
         except ImportError:
-            sys.exit("ascendc-ops builds against the torch already installed: install torch first, then "
-                     "`pip install --no-build-isolation .` (an isolated build has no torch, see pyproject.toml)")
+            sys.exit(
+                "ascendc-ops builds against the torch already installed: install torch first, then "
+                "`pip install --no-build-isolation .` (an isolated build has no torch, see pyproject.toml)"
+            )
         super().run()
         for directory in {LIBRARY.parent, *(Path(self.get_ext_fullpath(e.name)).parent for e in self.extensions)}:
             (directory / TORCH_RECORD).write_text(torch.__version__ + "\n")

@@ -1,5 +1,6 @@
 """The accuracy judgement every op test uses: the Ascend standards from ascendc_ops.harness.precision, with
 messages that print all the numbers when a case fails."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,9 @@ def narrow_dtype(second, dtype):
     return None
 
 
-def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str,
-                    bound=None, compute_dtype=None) -> None:
+def assert_accurate(
+    actual: torch.Tensor, golden: np.ndarray, second: torch.Tensor, dtype, label: str, bound=None, compute_dtype=None
+) -> None:
     """MERE/MARE vs the float64 golden and the double benchmark vs `second` (PyTorch in the same dtype), both
     with the small-value domain (ErrorCount vs `second`'s) and the double benchmark with its sanity bound
     (`compute_dtype`: the least precise dtype the op computes in, when coarser than the output's).
@@ -55,6 +57,5 @@ def assert_accurate(actual: torch.Tensor, golden: np.ndarray, second: torch.Tens
         ok, note = P.mare_within_rounding(a, golden, dtype, bound)
         if ok:
             failures.pop(0)
-    msg = (f"{label}\n  {mm.describe()}{worst(a, golden, mm.numbers['worst_index'])}\n  {note}\n"
-           f"  {rt.describe()}")
+    msg = f"{label}\n  {mm.describe()}{worst(a, golden, mm.numbers['worst_index'])}\n  {note}\n  {rt.describe()}"
     assert not failures and rt.passed, msg

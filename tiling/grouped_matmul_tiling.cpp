@@ -21,7 +21,8 @@ void FillBase(TCubeTiling& mm, DType dtype, const CubePlatform& p) {
   mm.dbL0C = int64_t(mm.baseM) * mm.baseN * 4 * 2 <= p.l0cBytes ? 2 : 1;
   mm.stepM = 1, mm.stepN = 1, mm.stepKa = 4, mm.stepKb = 4;
   mm.depthA1 = mm.stepM * mm.stepKa * 2, mm.depthB1 = mm.stepN * mm.stepKb * 2;  // double-buffered in L1
-  const int64_t l1 = int64_t(mm.depthA1) * mm.baseM * mm.baseK * bytes + int64_t(mm.depthB1) * mm.baseN * mm.baseK * bytes;
+  const int64_t l1 =
+      int64_t(mm.depthA1) * mm.baseM * mm.baseK * bytes + int64_t(mm.depthB1) * mm.baseN * mm.baseK * bytes;
   if (l1 > p.l1Bytes || int64_t(mm.baseM) * mm.baseK * bytes * 2 > p.l0aBytes ||
       int64_t(mm.baseK) * mm.baseN * bytes * 2 > p.l0bBytes)
     throw TilingError("grouped matmul: the base blocks do not fit this chip's L1/L0 buffers");
@@ -64,8 +65,8 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
   while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);
   mm.singleCoreM = int32_t(singleM), mm.singleCoreN = int32_t(singleN), mm.singleCoreK = int32_t(reduce);
   // Every group can add one partial row block, so this bounds the blocks the device will find.
-  const int64_t bound = pr.weightGrad ? blocks(singleM, singleN)
-                                      : (CeilDiv(pr.m, singleM) + pr.groups) * CeilDiv(pr.n, singleN);
+  const int64_t bound =
+      pr.weightGrad ? blocks(singleM, singleN) : (CeilDiv(pr.m, singleM) + pr.groups) * CeilDiv(pr.n, singleN);
   t.blockDim = uint32_t(std::min<int64_t>(bound, platform.cubeCores));
   mm.usedCoreNum = int32_t(t.blockDim);
   return t;

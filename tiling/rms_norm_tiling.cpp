@@ -6,7 +6,6 @@
 namespace tiling {
 namespace {
 
-
 // T-typed queues of a row kernel: forward x (+ x2), y (+ x out); backward dy, x (+ dx_out), dx.
 uint32_t QueuesOfT(const NormProblem& p) {
   if (p.backward) return p.add ? 4 : 3;
@@ -29,7 +28,7 @@ uint32_t Fp32WorkSinglePass(const NormProblem& p) {
 // Split-row backward chunks keep the width four fp32 buffers gave them (the kernel uses fewer, so this
 // over-counts): the chunk width sets the order each row's sum(dg * x) is added in, and keeping it keeps
 // split-row results bit-identical. Wider chunks were as accurate over 200 random inputs, but moved which
-// fixed inputs of tests/test_norm.py meet the fp32 small-value ErrorCount (~10-16% of inputs miss it either way).
+// fixed inputs of tests/ops/test_norm.py meet the fp32 small-value ErrorCount (~10-16% of inputs miss it either way).
 uint32_t Fp32WorkSplitRow(const NormProblem& p) { return p.backward ? 4 : Fp32Work(p); }
 
 }  // namespace
@@ -88,14 +87,16 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   // Whole rows double-buffered; else whole rows single-buffered; else (add_rms_norm_grad) single-buffered
   // with dx_out loaded late into x's buffer; else the split-row mode.
   d.bufferNum = NormSinglePassBytes(p, 1, 2) <= budget ? 2 : 1;
-  const bool late = p.backward && p.add && NormSinglePassBytes(p, 1, 1) > budget && NormSinglePassBytes(p, 1, 1, true) <= budget;
+  const bool late =
+      p.backward && p.add && NormSinglePassBytes(p, 1, 1) > budget && NormSinglePassBytes(p, 1, 1, true) <= budget;
   d.dxOutLate = late ? 1 : 0;
   if (NormSinglePassBytes(p, 1, d.bufferNum, late) <= budget) {
     // the largest tile that fits, found by bisection (the byte count grows with the rows)
     uint32_t lo = 1, hi = kNormMaxTileRows;
     while (lo < hi) {
       const uint32_t mid = (lo + hi + 1) / 2;
-      if (NormSinglePassBytes(p, mid, d.bufferNum, late) <= budget) lo = mid; else hi = mid - 1;
+      if (NormSinglePassBytes(p, mid, d.bufferNum, late) <= budget) lo = mid;
+      else hi = mid - 1;
     }
     fit = lo;
   } else {
@@ -114,7 +115,8 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
     uint32_t lo = 0, hi = AlignUp(p.hidden, 16) / 16;
     while (lo < hi) {
       const uint32_t mid = (lo + hi + 1) / 2;
-      if (NormSplitRowBytes(p, mid * 16) <= budget) lo = mid; else hi = mid - 1;
+      if (NormSplitRowBytes(p, mid * 16) <= budget) lo = mid;
+      else hi = mid - 1;
     }
     if (lo == 0) throw TilingError("no column chunk of a " + std::to_string(p.hidden) + "-element row fits in UB");
     d.chunk = lo * 16;

@@ -51,7 +51,7 @@ struct NormTilingData {
   uint32_t reduceTasksPerBlock;  // every reduction block takes this many tasks ...
   uint32_t reduceTasksRemainder; // ... and the first reduceTasksRemainder blocks one more
   uint32_t bufferNum;            // buffers per queue: 2 (double buffering), or 1 when only a single-buffered
-                                 // whole-row tile fits (one read of x beats the split-row mode's two)
-  uint32_t dxOutLate;            // add_rms_norm_grad single-pass, single-buffered, when a whole row fits only this
-                                 // way: dx_out is loaded into x's queue buffer after x's last read (no fourth queue)
+                       // whole-row tile fits (one read of x beats the split-row mode's two)
+  uint32_t dxOutLate;  // add_rms_norm_grad single-pass, single-buffered, when a whole row fits only this
+                       // way: dx_out is loaded into x's queue buffer after x's last read (no fourth queue)
 };

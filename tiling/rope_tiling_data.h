@@ -29,15 +29,15 @@ struct RopeTilingData {
   uint32_t tileRows;       // rows per UB tile
   uint32_t tilesPerLine;   // ceil(xDims[tileAxis] / tileRows)
   uint32_t rotateByCopy;   // 1: P is two strided UB->UB copies (half mode, D/2 fp32 whole 32-byte blocks); 0: Gather
-  uint32_t xBuffers;       // UB buffers for x and for y: 3 where the tile leaves UB spare (hides DMA latency), else 2
-  uint32_t reserved;       // keeps the int64 fields 8-byte aligned
-  int64_t xDims[3];        // row dims of x (and of y)
-  int64_t xStrides[3];     // row stride of x per dim
-  int64_t rStrides[3];     // row stride of cos/sin per dim; 0 where they broadcast
-  int64_t xRows;           // rows of x
-  int64_t rRows;           // rows of cos/sin
-  int64_t sharedLines;     // lines per task: the product of the broadcast line dims
-  int64_t taskCount;       // (lines / sharedLines) * tilesPerLine
-  int64_t tasksPerBlock;   // every block takes this many tasks ...
+  uint32_t xBuffers;  // UB buffers for x and for y: 3 where the tile leaves UB spare (hides DMA latency), else 2
+  uint32_t reserved;  // keeps the int64 fields 8-byte aligned
+  int64_t xDims[3];  // row dims of x (and of y)
+  int64_t xStrides[3];  // row stride of x per dim
+  int64_t rStrides[3];  // row stride of cos/sin per dim; 0 where they broadcast
+  int64_t xRows;  // rows of x
+  int64_t rRows;  // rows of cos/sin
+  int64_t sharedLines;  // lines per task: the product of the broadcast line dims
+  int64_t taskCount;  // (lines / sharedLines) * tilesPerLine
+  int64_t tasksPerBlock;  // every block takes this many tasks ...
   int64_t tasksRemainder;  // ... and the first tasksRemainder blocks one more
 };

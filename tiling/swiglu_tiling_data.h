@@ -30,6 +30,6 @@ struct SwigluTilingData {
   int64_t tasksRemainder;  // ... and the first tasksRemainder blocks one more
   uint32_t tileRows;       // rows per tile (DataCopyPad blockCount, 1..4095)
   uint32_t tileCols;       // columns per tile: inner, or a whole number of 32-byte blocks when rows are split
-  uint32_t tilePitch;      // tileCols rounded up to whole 32-byte blocks of the input dtype: UB elements per tile row
-  uint32_t backward;       // 0: forward (x -> y); 1: backward ((dy, x) -> dx)
+  uint32_t tilePitch;  // tileCols rounded up to whole 32-byte blocks of the input dtype: UB elements per tile row
+  uint32_t backward;  // 0: forward (x -> y); 1: backward ((dy, x) -> dx)
 };

@@ -22,8 +22,10 @@ Exit status 1 if any file fails or any negative control compiles.
 Header locations come from the arguments or ASCENDC_ASC_DEVKIT, ASCENDC_METADEF,
 ASCENDC_ASC_TOOLS (CPU-debug stub_def.h, kernel_fp16.h: default <asc-devkit>/../asc-tools) and
 ASCENDC_SECUREC (libboundscheck's securec.h, which metadef includes: default
-<asc-devkit>/../libboundscheck) and ASCENDC_TORCH_NPU (optional). Files CANN does not publish are stubbed in tools/cann_stubs/.
+<asc-devkit>/../libboundscheck) and ASCENDC_TORCH_NPU (optional). Files CANN does not publish are stubbed in
+tools/cann_stubs/.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,15 +54,25 @@ ACLRTLAUNCH = """// STUB -- generated at CANN build time by ascendc_library(); w
 #endif
 extern "C" uint32_t aclrtlaunch_{name}(uint32_t blockDim, aclrtStream stream, {params});
 """
-DTYPE_NAMES = {"float16": "half", "float": "float", "float32": "float", "bfloat16": "bfloat16_t",
-               "int32": "int32_t", "int64": "int64_t", "int8": "int8_t", "bool": "bool"}
+DTYPE_NAMES = {
+    "float16": "half",
+    "float": "float",
+    "float32": "float",
+    "bfloat16": "bfloat16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "int8": "int8_t",
+    "bool": "bool",
+}
 
 
 def default_files(with_npu: bool) -> list[Path]:
-    return (sorted((ROOT / "csrc" / "kernels").glob("*.cpp")) +
-            sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp")) +
-            sorted((ROOT / "csrc" / "op_host").glob("*.cpp")) +
-            (sorted((ROOT / "csrc" / "torch" / "npu").glob("*.cpp")) if with_npu else []))
+    return (
+        sorted((ROOT / "csrc" / "kernels").glob("*.cpp"))
+        + sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp"))
+        + sorted((ROOT / "csrc" / "op_host").glob("*.cpp"))
+        + (sorted((ROOT / "csrc" / "torch" / "npu").glob("*.cpp")) if with_npu else [])
+    )
 
 
 def core_types(path: Path) -> list[str]:
@@ -77,8 +89,9 @@ def install_layout(adk: Path, root: Path) -> Path:
     (matmul_intf.h -> matmul/matmul_intf.h, ...). Returns the tikcfw directory to put on -I."""
     adv, links = root / "asc/include/adv_api", {}
     rules = (adk / "impl/adv_api/cmake/kernel_headers.cmake").read_text()
-    for target, link in re.findall(r"CREATE_LINK\s+(\S+)\s+\$\{ASCENDC_INSTALL_BASE_PATH\}/asc/include/adv_api/(\S+)",
-                                   rules):
+    for target, link in re.findall(
+        r"CREATE_LINK\s+(\S+)\s+\$\{ASCENDC_INSTALL_BASE_PATH\}/asc/include/adv_api/(\S+)", rules
+    ):
         links[link] = target
     real = {str(Path(link).parent) for link in links} | {"."}
     for d in sorted(real):  # directories that get aliases are real; the rest link to the source tree
@@ -105,8 +118,9 @@ def struct_fields(text: str, name: str) -> tuple[list[str], set[str]]:
 def op_package_dtypes(op: str) -> list[str]:
     """-DDTYPE_<NAME>=<type> for the first dtype combination of op_proto/<op>.json, as the op build defines them."""
     (proto,) = json.loads((ROOT / "op_proto" / f"{op}.json").read_text())
-    return [f"-DDTYPE_{d['name'].upper()}={DTYPE_NAMES[d['type'][0]]}"
-            for d in proto["input_desc"] + proto["output_desc"]]
+    return [
+        f"-DDTYPE_{d['name'].upper()}={DTYPE_NAMES[d['type'][0]]}" for d in proto["input_desc"] + proto["output_desc"]
+    ]
 
 
 class Checker:
@@ -116,26 +130,74 @@ class Checker:
         gen = work / "gen"
         # kernel_tiling/kernel_tiling.h is generated at CANN build time by a public asc-devkit script
         (gen / "kernel_tiling").mkdir(parents=True)
-        subprocess.run([sys.executable, str(adk / "impl/adv_api/cmake/scripts/gen_kernel_tiling_data_def.py"),
-                        str(adk / "include/adv_api"), str(gen / "kernel_tiling/kernel_tiling.h")],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(adk / "impl/adv_api/cmake/scripts/gen_kernel_tiling_data_def.py"),
+                str(adk / "include/adv_api"),
+                str(gen / "kernel_tiling/kernel_tiling.h"),
+            ],
+            check=True,
+            capture_output=True,
+        )
         self.op_defs = work / "op_def"
-        subprocess.run([sys.executable, str(ROOT / "csrc/op_host/gen_op_def.py"), "--proto-dir",
-                        str(ROOT / "op_proto"), "--out", str(self.op_defs)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                str(ROOT / "csrc/op_host/gen_op_def.py"),
+                "--proto-dir",
+                str(ROOT / "op_proto"),
+                "--out",
+                str(self.op_defs),
+            ],
+            check=True,
+        )
         tikcfw = install_layout(adk, work / "install")
-        self.kernel_flags = ["-std=c++17", "-fsyntax-only", *KERNEL_DEFINES, f"-I{STUBS}", f"-I{gen}", f"-I{tikcfw}",
-                             f"-I{args.asc_tools / 'cpudebug/include'}"] + [
-            f"-I{adk / p}" for p in ("include", "include/adv_api", "include/basic_api", "include/utils", "impl",
-                                     "impl/basic_api", ".")] + [
-            f"-I{ROOT / 'tiling'}", f"-I{ROOT / 'csrc' / 'kernels'}", f"-I{ROOT / 'csrc'}",
-            # a mutated copy elsewhere must find our kernel_utils.h, not asc-devkit's impl/basic_api one
-            f"-iquote{ROOT / 'csrc' / 'kernels'}"]
+        self.kernel_flags = (
+            [
+                "-std=c++17",
+                "-fsyntax-only",
+                *KERNEL_DEFINES,
+                f"-I{STUBS}",
+                f"-I{gen}",
+                f"-I{tikcfw}",
+                f"-I{args.asc_tools / 'cpudebug/include'}",
+            ]
+            + [
+                f"-I{adk / p}"
+                for p in (
+                    "include",
+                    "include/adv_api",
+                    "include/basic_api",
+                    "include/utils",
+                    "impl",
+                    "impl/basic_api",
+                    ".",
+                )
+            ]
+            + [
+                f"-I{ROOT / 'tiling'}",
+                f"-I{ROOT / 'csrc' / 'kernels'}",
+                f"-I{ROOT / 'csrc'}",
+                # a mutated copy elsewhere must find our kernel_utils.h, not asc-devkit's impl/basic_api one
+                f"-iquote{ROOT / 'csrc' / 'kernels'}",
+            ]
+        )
         # NO_OPERATOR_IMPL: op_def.h then forward-declares ge::Operator instead of including the
         # graph engine's operator_reg.h (metadef builds its own OpDef library this way).
-        self.host_flags = ["-std=c++17", "-fsyntax-only", "-DNO_OPERATOR_IMPL", f"-I{ROOT / 'csrc/op_host'}",
-                           f"-I{ROOT / 'tiling'}", f"-I{meta / 'inc/external'}", f"-I{meta / 'inc/external/asc'}",
-                           f"-I{meta / 'inc'}", f"-I{adk / 'include/utils'}", f"-I{args.securec / 'include'}",
-                           f"-I{STUBS}"]
+        self.host_flags = [
+            "-std=c++17",
+            "-fsyntax-only",
+            "-DNO_OPERATOR_IMPL",
+            f"-I{ROOT / 'csrc/op_host'}",
+            f"-I{ROOT / 'tiling'}",
+            f"-I{meta / 'inc/external'}",
+            f"-I{meta / 'inc/external/asc'}",
+            f"-I{meta / 'inc'}",
+            f"-I{adk / 'include/utils'}",
+            f"-I{args.securec / 'include'}",
+            f"-I{STUBS}",
+        ]
 
     def setup_npu(self, torch_npu: Path) -> None:
         """Flags for csrc/torch/npu: torch + torch_npu headers, op_proto_gen.h, aclrtlaunch_*.h."""
@@ -144,8 +206,10 @@ class Checker:
         gen = self.work / "npu_gen"
         gen.mkdir()
         (script,) = ROOT.glob("python/ascendc_ops/**/op_proto.py")
-        subprocess.run([sys.executable, str(script), "--dir", str(ROOT / "op_proto"), "--header",
-                        str(gen / "op_proto_gen.h")], check=True)
+        subprocess.run(
+            [sys.executable, str(script), "--dir", str(ROOT / "op_proto"), "--header", str(gen / "op_proto_gen.h")],
+            check=True,
+        )
         for kernel in sorted((ROOT / "csrc" / "kernels").glob("*.cpp")):
             preprocess = ["g++", "-E", "-P", *[a for a in self.command(kernel)[1:] if a != "-fsyntax-only"]]
             expanded = subprocess.run(preprocess, capture_output=True, text=True, check=True).stdout
@@ -153,12 +217,22 @@ class Checker:
                 names = [p.split("*")[-1].strip() for p in params.split(",")]
                 if not all(re.fullmatch(r"\s*uint8_t\s*\*\s*\w+\s*", p) for p in params.split(",")):
                     continue  # not a kernel entry (every GM_ADDR parameter expands to uint8_t*)
-                (gen / f"aclrtlaunch_{name}.h").write_text(ACLRTLAUNCH.format(
-                    name=name, params=", ".join(f"void* {n}" for n in names)))
-        self.npu_flags = ["-std=c++17", "-fsyntax-only", "-DASCENDC_OPS_WITH_NPU",
-                          *[f"-I{p}" for p in torch.utils.cpp_extension.include_paths()],
-                          f"-I{torch_npu / 'include'}", f"-I{ROOT / 'csrc/torch'}", f"-I{ROOT / 'csrc/torch/npu'}",
-                          f"-I{ROOT / 'tiling'}", f"-I{gen}", f"-I{self.asc_devkit / 'include/utils'}", f"-I{STUBS}"]
+                (gen / f"aclrtlaunch_{name}.h").write_text(
+                    ACLRTLAUNCH.format(name=name, params=", ".join(f"void* {n}" for n in names))
+                )
+        self.npu_flags = [
+            "-std=c++17",
+            "-fsyntax-only",
+            "-DASCENDC_OPS_WITH_NPU",
+            *[f"-I{p}" for p in torch.utils.cpp_extension.include_paths()],
+            f"-I{torch_npu / 'include'}",
+            f"-I{ROOT / 'csrc/torch'}",
+            f"-I{ROOT / 'csrc/torch/npu'}",
+            f"-I{ROOT / 'tiling'}",
+            f"-I{gen}",
+            f"-I{self.asc_devkit / 'include/utils'}",
+            f"-I{STUBS}",
+        ]
 
     def command(self, path: Path, op_defs: Path | None = None, core: str | None = None) -> list[str]:
         if path.parent.name == "npu":
@@ -167,8 +241,16 @@ class Checker:
             return ["g++", *self.host_flags, f"-I{op_defs or self.op_defs}", str(path)]
         flags = [*self.kernel_flags, *CORE_DEFINES[core or core_types(path)[0]]]
         if path.parent.name == "op_package":
-            return ["g++", *flags, "-include", "kernel_operator.h", "-include",
-                    str(STUBS / "op_kernel_tiling.h"), *op_package_dtypes(path.stem), str(path)]
+            return [
+                "g++",
+                *flags,
+                "-include",
+                "kernel_operator.h",
+                "-include",
+                str(STUBS / "op_kernel_tiling.h"),
+                *op_package_dtypes(path.stem),
+                str(path),
+            ]
         return ["g++", *flags, str(path)]
 
     def jobs(self, path: Path) -> list[tuple[str, list[str]]]:
@@ -209,40 +291,78 @@ class Checker:
             return target
 
         kernels = ROOT / "csrc" / "kernels"
-        bad = mutate("kernel_unknown_api", kernels / "swiglu.cpp", "SwiGLU<float, false>(", "SwiGLUx<float, false>(",
-                     "kernels")
+        bad = mutate(
+            "kernel_unknown_api", kernels / "swiglu.cpp", "SwiGLU<float, false>(", "SwiGLUx<float, false>(", "kernels"
+        )
         controls.append(("kernel calling a non-existent Ascend C API (SwiGLUx)", self.command(bad), "SwiGLUx"))
-        bad = mutate("kernel_wrong_args", kernels / "rope.cpp", "Gather(dst, src, offsetBuf_.Get<uint32_t>(), 0, rows * t_.rowPitch);",
-                     "Gather(dst, src, offsetBuf_.Get<uint32_t>(), rows * t_.rowPitch);", "kernels")
+        bad = mutate(
+            "kernel_wrong_args",
+            kernels / "rope.cpp",
+            "Gather(dst, src, offsetBuf_.Get<uint32_t>(), 0, rows * t_.rowPitch);",
+            "Gather(dst, src, offsetBuf_.Get<uint32_t>(), rows * t_.rowPitch);",
+            "kernels",
+        )
         controls.append(("kernel calling Gather with a missing argument", self.command(bad), "Gather"))
-        bad = mutate("op_package_tiling", kernels / "op_package" / "swiglu.cpp", "op.Init(x, y, tilingData, &pipe);",
-                     "op.Init(x, y, tiling, &pipe);", "op_package")
-        controls.append(("op-package entry passing the raw GM tiling pointer as the struct", self.command(bad),
-                         "SwigluTilingData"))
+        bad = mutate(
+            "op_package_tiling",
+            kernels / "op_package" / "swiglu.cpp",
+            "op.Init(x, y, tilingData, &pipe);",
+            "op.Init(x, y, tiling, &pipe);",
+            "op_package",
+        )
+        controls.append(
+            ("op-package entry passing the raw GM tiling pointer as the struct", self.command(bad), "SwigluTilingData")
+        )
         defs = self.work / "neg" / "op_def"
         shutil.copytree(self.op_defs, defs)
         text = (defs / "rms_norm_def.h").read_text()
         (defs / "rms_norm_def.h").write_text(text.replace(".DataType(", ".DataTypes(", 1))
-        controls.append(("OpDef with a wrong call (DataTypes)",
-                         self.command(ROOT / "csrc" / "op_host" / "rms_norm.cpp", defs), "DataTypes"))
-        bad = mutate("op_host_context", ROOT / "csrc" / "op_host" / "op_host_common.h", "context->SetBlockDim(",
-                     "context->SetNumBlock(", "op_host")
+        controls.append(
+            (
+                "OpDef with a wrong call (DataTypes)",
+                self.command(ROOT / "csrc" / "op_host" / "rms_norm.cpp", defs),
+                "DataTypes",
+            )
+        )
+        bad = mutate(
+            "op_host_context",
+            ROOT / "csrc" / "op_host" / "op_host_common.h",
+            "context->SetBlockDim(",
+            "context->SetNumBlock(",
+            "op_host",
+        )
         shutil.copy(ROOT / "csrc" / "op_host" / "swiglu.cpp", bad.parent / "swiglu.cpp")
         shutil.copy(ROOT / "csrc" / "op_host" / "swiglu_host.h", bad.parent / "swiglu_host.h")
-        controls.append(("op_host calling a TilingContext method that does not exist (SetNumBlock)",
-                         self.command(bad.parent / "swiglu.cpp"), "SetNumBlock"))
+        controls.append(
+            (
+                "op_host calling a TilingContext method that does not exist (SetNumBlock)",
+                self.command(bad.parent / "swiglu.cpp"),
+                "SetNumBlock",
+            )
+        )
         bad = mutate("cube_matmul_obj", kernels / "grouped_matmul.cpp", "mm_, &t_.mm);", "mm_, t_.mm);", "kernels")
         controls.append(("cube kernel registering its Matmul object with the TCubeTiling itself, not its address",
                          self.command(bad), "GetCurTiling(AscendC::tiling::TCubeTiling&)"))
         bad = mutate("op_host_cube", ROOT / "csrc" / "op_host" / "grouped_matmul_host.h", "soc.GetCoreNumAic()",
                      "soc.GetCoreNumCube()", "op_host")
         shutil.copy(ROOT / "csrc" / "op_host" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp")
-        controls.append(("op_host reading a platform_ascendc method that does not exist (GetCoreNumCube)",
-                         self.command(bad.parent / "grouped_matmul.cpp"), "GetCoreNumCube"))
-        bad = mutate("cube_tiling_order", ROOT / "tiling" / "cube_tiling.h", "int32_t baseM = 0, baseN = 0,",
-                     "int32_t baseN = 0, baseM = 0,", "tiling")
-        controls.append(("host TCubeTiling with two fields swapped", lambda: self.cube_tiling_matches(bad),
-                         "TCubeTiling differs"))
+        controls.append(
+            (
+                "op_host reading a platform_ascendc method that does not exist (GetCoreNumCube)",
+                self.command(bad.parent / "grouped_matmul.cpp"),
+                "GetCoreNumCube",
+            )
+        )
+        bad = mutate(
+            "cube_tiling_order",
+            ROOT / "tiling" / "cube_tiling.h",
+            "int32_t baseM = 0, baseN = 0,",
+            "int32_t baseN = 0, baseM = 0,",
+            "tiling",
+        )
+        controls.append(
+            ("host TCubeTiling with two fields swapped", lambda: self.cube_tiling_matches(bad), "TCubeTiling differs")
+        )
         if hasattr(self, "npu_flags"):
             bad = mutate("npu_moe_kernel", ROOT / "csrc" / "torch" / "npu" / "grouped_matmul_npu.cpp",
                          "grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)",
@@ -252,8 +372,13 @@ class Checker:
             bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",
                          "OpCommand::RunOpApis(", "npu")
             shutil.copy(ROOT / "csrc" / "torch" / "npu" / "swiglu_npu.cpp", bad.parent / "swiglu_npu.cpp")
-            controls.append(("PrivateUse1 launcher calling an OpCommand method that does not exist (RunOpApis)",
-                             self.command(bad.parent / "swiglu_npu.cpp"), "RunOpApis"))
+            controls.append(
+                (
+                    "PrivateUse1 launcher calling an OpCommand method that does not exist (RunOpApis)",
+                    self.command(bad.parent / "swiglu_npu.cpp"),
+                    "RunOpApis",
+                )
+            )
         return controls
 
 
@@ -264,8 +389,12 @@ def main() -> int:
     parser.add_argument("--metadef", type=Path, default=env("ASCENDC_METADEF"))
     parser.add_argument("--asc-tools", type=Path, default=env("ASCENDC_ASC_TOOLS"))
     parser.add_argument("--securec", type=Path, default=env("ASCENDC_SECUREC"))
-    parser.add_argument("--torch-npu", type=Path, default=env("ASCENDC_TORCH_NPU"),
-                        help="torch_npu package directory (has include/): also check csrc/torch/npu")
+    parser.add_argument(
+        "--torch-npu",
+        type=Path,
+        default=env("ASCENDC_TORCH_NPU"),
+        help="torch_npu package directory (has include/): also check csrc/torch/npu",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-negative", action="store_true", help="skip the negative controls")
     parser.add_argument("files", nargs="*", type=Path)
@@ -274,10 +403,12 @@ def main() -> int:
         parser.error("needs --asc-devkit and --metadef (or ASCENDC_ASC_DEVKIT / ASCENDC_METADEF)")
     args.asc_tools = args.asc_tools or args.asc_devkit.parent / "asc-tools"
     args.securec = args.securec or args.asc_devkit.parent / "libboundscheck"
-    for name, path, probe in [("asc-devkit", args.asc_devkit, "include/kernel_operator.h"),
-                              ("metadef", args.metadef, "inc/external/exe_graph/runtime/tiling_context.h"),
-                              ("asc-tools", args.asc_tools, "cpudebug/include/stub_def.h"),
-                              ("securec", args.securec, "include/securec.h")]:
+    for name, path, probe in [
+        ("asc-devkit", args.asc_devkit, "include/kernel_operator.h"),
+        ("metadef", args.metadef, "inc/external/exe_graph/runtime/tiling_context.h"),
+        ("asc-tools", args.asc_tools, "cpudebug/include/stub_def.h"),
+        ("securec", args.securec, "include/securec.h"),
+    ]:
         if not (path / probe).is_file():
             parser.error(f"{name}: {path / probe} not found")
 
@@ -297,15 +428,17 @@ def main() -> int:
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(lambda job: checker.run(job[1]), jobs + [n[:2] for n in negatives]))
     failed = 0
-    for (name, _), (ok, errors) in zip(jobs, results):
+    for (name, _), (ok, errors) in zip(jobs, results, strict=False):
         print(f"{'PASS' if ok else 'FAIL'}  {name}")
         if not ok:
             failed += 1
             print(re.sub(r"^", "      ", errors, flags=re.M))
-    for (name, _, expect), (ok, errors) in zip(negatives, results[len(jobs):]):
+    for (name, _, expect), (ok, errors) in zip(negatives, results[len(jobs) :], strict=True):
         rejected = not ok and expect in errors
-        print(f"{'PASS' if rejected else 'FAIL'}  negative control: {name} " +
-              ("is rejected" if rejected else "compiled, but must not" if ok else f"failed without naming {expect}"))
+        print(
+            f"{'PASS' if rejected else 'FAIL'}  negative control: {name} "
+            + ("is rejected" if rejected else "compiled, but must not" if ok else f"failed without naming {expect}")
+        )
         if not rejected:
             failed += 1
             print(re.sub(r"^", "      ", errors, flags=re.M))

@@ -22,16 +22,13 @@ cmake --build "$build" -j "${JOBS:-2}"
 
 export ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-for t in "$build"/tests/test_*; do
-  [ -x "$t" ] || continue
-  "$t" >/dev/null  # a finding aborts the test, and set -e the script
-  echo "ok   $(basename "$t") (ASan+UBSan)"
-done
+# The C++ tests (registered with CTest in tests/cpp/CMakeLists.txt); a finding aborts a test, and set -e the script.
+ctest --test-dir "$build" --output-on-failure --no-tests=error
 
 LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so.6)" ASCENDC_OPS_LIBRARY="$PWD/$build/lib/_C.so" \
   ASCENDC_OPS_BUILD_DIR="$PWD/$build" ASCENDC_TWIN_SANITIZE=1 \
-  .venv/bin/python -m pytest -q -p no:cacheprovider -x tests/test_twin.py tests/test_sanitizer.py tests/test_tiling.py \
-  tests/test_rope.py::test_rope_customer_accuracy tests/test_rope.py::test_rotary_mul_backward \
-  tests/test_swiglu.py::test_forward_sweep tests/test_swiglu.py::test_backward_sweep \
-  tests/test_norm.py::test_rms_norm_forward tests/test_norm.py::test_rms_norm_backward_split_row \
-  tests/test_norm.py::test_add_rms_norm_forward_backward "$@"
+  .venv/bin/python -m pytest -q -p no:cacheprovider -x tests/twin/test_twin.py tests/twin/test_sanitizer.py \
+  tests/ops/test_rope.py::test_rope_customer_accuracy tests/ops/test_rope.py::test_rotary_mul_backward \
+  tests/ops/test_swiglu.py::test_forward_sweep tests/ops/test_swiglu.py::test_backward_sweep \
+  tests/ops/test_norm.py::test_rms_norm_forward tests/ops/test_norm.py::test_rms_norm_backward_split_row \
+  tests/ops/test_norm.py::test_add_rms_norm_forward_backward "$@"

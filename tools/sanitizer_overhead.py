@@ -4,6 +4,7 @@ and verify run), and with the JSON record export on.
 
     .venv/bin/python tools/sanitizer_overhead.py [--repeats N]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -62,7 +63,7 @@ def main() -> int:
         on = median_ms(fn, args.repeats)
         os.environ["ASCENDC_TWIN_SANITIZE"] = "0"
         torch.ops.ascendc_ops.twin_record(True)
-        rec = median_ms(lambda: (fn(), torch.ops.ascendc_ops.twin_record_take()), args.repeats)
+        rec = median_ms(lambda fn=fn: (fn(), torch.ops.ascendc_ops.twin_record_take()), args.repeats)
         torch.ops.ascendc_ops.twin_record(False)
         print(f"| {name} | {shape} | {off:.2f} | {on:.2f} | {on / off:.1f} | {rec:.2f} | {rec / off:.1f} |")
     return 0

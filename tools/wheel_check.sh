@@ -25,6 +25,7 @@ pip=("$work/venv/bin/pip" install --quiet --disable-pip-version-check)
 step "fresh venv: torch, the wheel, transformers $TRANSFORMERS_OLDEST"
 
 cp -r tests "$work/tests"
+cp pyproject.toml "$work/"  # pytest's settings (markers); nothing else reads it there
 cd "$work"
 venv/bin/python - "$work/venv" <<'PY'
 import sys, sysconfig
@@ -33,16 +34,14 @@ site = sysconfig.get_paths()["purelib"]
 assert ascendc_ops.__file__.startswith(site + "/") and site.startswith(sys.argv[1]), (ascendc_ops.__file__, site)
 print("wheel_check: ascendc_ops imported from", ascendc_ops.__file__)
 PY
-installed=(tests/test_packaging.py::test_metadata_declares_ranges_not_pins
-           tests/test_packaging.py::test_record_is_the_torch_compiled_against
-           tests/test_packaging.py::test_import_refuses_another_torch)
-venv/bin/python -m pytest -q -p no:cacheprovider "${installed[@]}" tests/test_patching_versions.py \
-  tests/test_patching.py tests/test_moe_models.py tests/test_convergence.py tests/test_ddp.py tests/test_moe_ddp.py \
-  "$@" || status=1
+installed=(tests/package/test_packaging.py::test_metadata_declares_ranges_not_pins
+           tests/package/test_packaging.py::test_record_is_the_torch_compiled_against
+           tests/package/test_packaging.py::test_import_refuses_another_torch)
+venv/bin/python -m pytest -q -p no:cacheprovider "${installed[@]}" tests/models tests/distributed "$@" || status=1
 step "patching tests on transformers $TRANSFORMERS_OLDEST, installed wheel"
 
 "${pip[@]}" "transformers==$TRANSFORMERS_4"
-venv/bin/python -m pytest -q -p no:cacheprovider tests/test_patching_versions.py "$@" || status=1
+venv/bin/python -m pytest -q -p no:cacheprovider tests/models/test_patching_versions.py "$@" || status=1
 step "transformers $TRANSFORMERS_4: every kernel skips with the reason"
 echo "wheel_check: $((SECONDS - start)) s in all, exit $status"
 exit $status

@@ -78,7 +78,6 @@ class KernelRmsNorm {
     return static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
   }
 
-
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
     LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len);
   }

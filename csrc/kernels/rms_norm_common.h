@@ -40,7 +40,8 @@ __aicore__ inline void FoldSumRows(const AscendC::LocalTensor<float>& sums, cons
   using namespace AscendC;
   while (n > 64) {
     const uint32_t half = ((n + 1) / 2 + 63) / 64 * 64;  // >= n - half: every element is folded in
-    for (uint32_t r = 0; r < rows; ++r) Add(src[r * pitch], src[r * pitch], src[r * pitch + half], static_cast<int32_t>(n - half));
+    for (uint32_t r = 0; r < rows; ++r)
+      Add(src[r * pitch], src[r * pitch], src[r * pitch + half], static_cast<int32_t>(n - half));
     PipeBarrier<PIPE_V>();
     n = half;
   }

@@ -77,8 +77,8 @@ class KernelRmsNormGrad {
     } else {
       for (int64_t done = 0; done < rowCount_; done += NORM_SPLIT_GROUP_ROWS) {
         const int64_t left = rowCount_ - done;
-        ProcessGroup(rowBegin_ + done, static_cast<uint32_t>(left < NORM_SPLIT_GROUP_ROWS ? left : NORM_SPLIT_GROUP_ROWS),
-                     done == 0);
+        ProcessGroup(rowBegin_ + done,
+                     static_cast<uint32_t>(left < NORM_SPLIT_GROUP_ROWS ? left : NORM_SPLIT_GROUP_ROWS), done == 0);
       }
     }
   }

@@ -24,7 +24,8 @@ class KernelRope {
  public:
   __aicore__ inline KernelRope() {}
 
-  __aicore__ inline void Init(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, const RopeTilingData& tiling, TPipe* pipe) {
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, const RopeTilingData& tiling,
+                              TPipe* pipe) {
     t_ = tiling;
     const uint32_t tileElems = t_.tileRows * t_.rowPitch;
     xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.xRows * t_.headDim);

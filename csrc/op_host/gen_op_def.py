@@ -7,6 +7,7 @@ op_host/<op>.cpp; build.sh overlays ours, which includes this header).
 Each op_host/<op>.cpp defines optiling::<Op>Tiling, ge::<Op>InferShape and ge::<Op>InferDataType
 before including its header. Standard library only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,17 +15,27 @@ import json
 import re
 from pathlib import Path
 
-GE_DTYPES = {"float16": "ge::DT_FLOAT16", "float": "ge::DT_FLOAT", "float32": "ge::DT_FLOAT",
-             "bfloat16": "ge::DT_BF16", "int8": "ge::DT_INT8", "int32": "ge::DT_INT32",
-             "int64": "ge::DT_INT64", "bool": "ge::DT_BOOL"}
+GE_DTYPES = {
+    "float16": "ge::DT_FLOAT16",
+    "float": "ge::DT_FLOAT",
+    "float32": "ge::DT_FLOAT",
+    "bfloat16": "ge::DT_BF16",
+    "int8": "ge::DT_INT8",
+    "int32": "ge::DT_INT32",
+    "int64": "ge::DT_INT64",
+    "bool": "ge::DT_BOOL",
+}
 GE_FORMATS = {"ND": "ge::FORMAT_ND"}
 PARAM_TYPES = {"required": "REQUIRED", "optional": "OPTIONAL", "dynamic": "DYNAMIC"}
 SOC = "ascend910b"  # msopgen's name for -c ai_core-Ascend910B
 # Outputs the kernel writes only in part, so the framework zero-fills them first (InitValue(0)), as
 # the torch path allocates them zeroed: rows past the last group, the dweight of an empty group,
 # the permuted rows no sorted index reaches. A kernel contract, not a signature, hence not in the JSON.
-ZEROED_OUTPUTS = {"GroupedMatmul": {"y"}, "GroupedMatmulWeightGrad": {"dweight"},
-                  "MoeTokenUnpermuteGrad": {"permuted_tokens_grad"}}
+ZEROED_OUTPUTS = {
+    "GroupedMatmul": {"y"},
+    "GroupedMatmulWeightGrad": {"dweight"},
+    "MoeTokenUnpermuteGrad": {"permuted_tokens_grad"},
+}
 
 
 def snake(op: str) -> str:
@@ -53,24 +64,30 @@ def param_lines(kind: str, descs: list[dict], zeroed: frozenset = frozenset()) -
         dtypes = ", ".join(GE_DTYPES[t] for t in d["type"])
         formats = ", ".join(GE_FORMATS[f] for f in d["format"])
         init = "\n        .InitValue(0)" if d["name"] in zeroed else ""
-        lines.append(f'    this->{kind}("{d["name"]}")\n        .ParamType({PARAM_TYPES[d["param_type"]]})\n'
-                     f"        .DataType({{{dtypes}}})\n        .Format({{{formats}}}){init};")
+        lines.append(
+            f'    this->{kind}("{d["name"]}")\n        .ParamType({PARAM_TYPES[d["param_type"]]})\n'
+            f"        .DataType({{{dtypes}}})\n        .Format({{{formats}}}){init};"
+        )
     return lines
 
 
 def op_def_header(proto: dict, source: str) -> str:
     op = proto["op"]
-    body = (param_lines("Input", proto["input_desc"]) +
-            param_lines("Output", proto["output_desc"], frozenset(ZEROED_OUTPUTS.get(op, ()))))
+    body = param_lines("Input", proto["input_desc"]) + param_lines(
+        "Output", proto["output_desc"], frozenset(ZEROED_OUTPUTS.get(op, ()))
+    )
     for a in proto.get("attr", []):
         option = "OPTIONAL" if a.get("param_type", "optional") == "optional" else "REQUIRED"
         body.append(f'    this->Attr("{a["name"]}").AttrType({option}).{attr_value(a)};')
     body.append(f"    this->SetInferShape(ge::{op}InferShape).SetInferDataType(ge::{op}InferDataType);")
     body.append(f'    this->AICore().SetTiling(optiling::{op}Tiling).AddConfig("{SOC}");')
-    return (f"// Generated from {source} by csrc/op_host/gen_op_def.py -- do not edit.\n#pragma once\n"
-            f'#include "register/op_def_registry.h"\n\nnamespace ops {{\nclass {op} : public OpDef {{\n public:\n'
-            f"  explicit {op}(const char* name) : OpDef(name) {{\n" + "\n".join(body) +
-            f"\n  }}\n}};\nOP_ADD({op});\n}}  // namespace ops\n")
+    return (
+        f"// Generated from {source} by csrc/op_host/gen_op_def.py -- do not edit.\n#pragma once\n"
+        f'#include "register/op_def_registry.h"\n\nnamespace ops {{\nclass {op} : public OpDef {{\n public:\n'
+        f"  explicit {op}(const char* name) : OpDef(name) {{\n"
+        + "\n".join(body)
+        + f"\n  }}\n}};\nOP_ADD({op});\n}}  // namespace ops\n"
+    )
 
 
 def main() -> None:

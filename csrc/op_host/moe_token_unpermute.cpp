@@ -16,8 +16,8 @@ static graphStatus MoeTokenUnpermuteInferShape(gert::InferShapeContext* context)
   gert::Shape* out = context->GetOutputShape(0);
   int64_t t = 0, k = 0;
   if (permuted == nullptr || sorted == nullptr || out == nullptr ||
-      !ascendc_ops_host::UnpermuteShape(context->GetAttrs(), *permuted, *sorted, context->GetOptionalInputShape(2),
-                                        t, k))
+      !ascendc_ops_host::UnpermuteShape(context->GetAttrs(), *permuted, *sorted, context->GetOptionalInputShape(2), t,
+                                        k))
     return GRAPH_FAILED;
   *out = gert::Shape({t, permuted->GetDim(1)});
   return GRAPH_SUCCESS;

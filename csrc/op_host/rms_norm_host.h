@@ -28,8 +28,8 @@ inline ge::graphStatus TileNormOp(gert::TilingContext* context, size_t xIndex, s
     epsilon = eps == nullptr ? 1e-6f : *eps;
   }
   try {
-    const tiling::NormTiling t = tiling::TileNorm(
-        {rows, uint32_t(hidden), xDtype, gammaDtype, add, backward, epsilon}, NpuPlatform(context));
+    const tiling::NormTiling t =
+        tiling::TileNorm({rows, uint32_t(hidden), xDtype, gammaDtype, add, backward, epsilon}, NpuPlatform(context));
     // No rows or empty rows: the torch path fills rstd / dgamma without a kernel; the op
     // package does not take such shapes.
     if (t.blockDim == 0) return ge::GRAPH_FAILED;

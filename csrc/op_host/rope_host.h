@@ -32,8 +32,8 @@ inline ge::graphStatus TileRopeOp(gert::TilingContext* context, RopeMode mode, b
     const int64_t rk = cos[cos.size() - 1 - k], xk = x[x.size() - 1 - k];
     if (rk != 1 && rk != xk) return ge::GRAPH_FAILED;  // cos/sin must broadcast to x
   }
-  const tiling::RopeProblem problem{RopeRowDims(x, x.size()), RopeRowDims(cos, x.size()), uint32_t(x.back()), dtype,
-                                    mode, backward};
+  const tiling::RopeProblem problem{
+      RopeRowDims(x, x.size()), RopeRowDims(cos, x.size()), uint32_t(x.back()), dtype, mode, backward};
   int64_t numel = 1;
   for (int64_t d : x) numel *= d;
   if (numel == 0) {  // nothing to do: one block with no tasks

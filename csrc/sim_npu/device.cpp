@@ -86,8 +86,8 @@ at::Tensor Empty(at::IntArrayRef size, std::optional<at::ScalarType> dtype, std:
 at::Tensor EmptyStrided(at::IntArrayRef size, at::IntArrayRef stride, std::optional<at::ScalarType> dtype,
                         std::optional<at::Layout> layout, std::optional<at::Device> device, std::optional<bool> pin) {
   if (device) Guard::Check(*device);
-  return at::detail::empty_strided_generic(size, stride, &deviceAllocator,
-                                           c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
+  return at::detail::empty_strided_generic(
+      size, stride, &deviceAllocator, c10::DispatchKeySet(c10::DispatchKey::PrivateUse1), c10::dtype_or_default(dtype));
 }
 
 at::Tensor AsStrided(const at::Tensor& self, at::IntArrayRef size, at::IntArrayRef stride,

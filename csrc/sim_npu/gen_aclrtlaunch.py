@@ -5,6 +5,7 @@ per kernel entry of csrc/kernels, each running that entry on the twin (sim_acl_l
 
 The entries are read from the preprocessed sources (macros generate some), as tools/check_cann.py does.
 """
+
 import argparse
 import re
 import subprocess
@@ -36,14 +37,18 @@ def main():
     args = parser.parse_args()
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     split = rest.index("--")
-    compiler, sources = rest[:split], rest[split + 1:]
+    compiler, sources = rest[:split], rest[split + 1 :]
     args.out.mkdir(parents=True, exist_ok=True)
     written = 0
     for source in sources:
         expanded = subprocess.run([*compiler, "-E", "-P", source], capture_output=True, text=True, check=True).stdout
         for name, names in entries(expanded):
-            text = HEADER.format(name=name, params=", ".join(f"uint8_t* {n}" for n in names),
-                                 args=", ".join(f"void* {n}" for n in names), names=", ".join(names))
+            text = HEADER.format(
+                name=name,
+                params=", ".join(f"uint8_t* {n}" for n in names),
+                args=", ".join(f"void* {n}" for n in names),
+                names=", ".join(names),
+            )
             path = args.out / f"aclrtlaunch_{name}.h"
             if not path.exists() or path.read_text() != text:  # unchanged headers keep their timestamps
                 path.write_text(text)

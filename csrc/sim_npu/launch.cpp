@@ -76,7 +76,8 @@ uint32_t PlatformAscendC::GetCoreNumAic() const { return 24; }
 void PlatformAscendC::GetCoreMemSize(CoreMemType type, uint64_t& size) const {
   switch (type) {
     case CoreMemType::L1: size = 512 * 1024; break;
-    case CoreMemType::L0_A: case CoreMemType::L0_B: size = 64 * 1024; break;
+    case CoreMemType::L0_A:
+    case CoreMemType::L0_B: size = 64 * 1024; break;
     case CoreMemType::L0_C: size = 128 * 1024; break;
     default: size = 0;
   }

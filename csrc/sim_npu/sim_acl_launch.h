@@ -22,8 +22,7 @@ aclrtStream SimulatedStream();
 void BeforeLaunch(const char* kernelName, aclrtStream stream);
 
 template <typename... Params, typename... Args>
-uint32_t Launch(const char* kernelName, uint32_t blockDim, aclrtStream stream, void (*kernel)(Params...),
-                Args... gm) {
+uint32_t Launch(const char* kernelName, uint32_t blockDim, aclrtStream stream, void (*kernel)(Params...), Args... gm) {
   BeforeLaunch(kernelName, stream);
   LaunchOnTwin(kernelName, blockDim, kernel, static_cast<uint8_t*>(gm)...);
   return 0;  // ACL_SUCCESS

@@ -13,7 +13,9 @@ std::string ShapeString(const at::Tensor& t) {
 
 tiling::DType TilingDtype(at::ScalarType t) {
   TORCH_CHECK(t == at::kFloat || t == at::kHalf || t == at::kBFloat16, "no tiling dtype for ", t);
-  return t == at::kFloat ? tiling::DType::kFloat32 : t == at::kHalf ? tiling::DType::kFloat16 : tiling::DType::kBFloat16;
+  return t == at::kFloat  ? tiling::DType::kFloat32
+         : t == at::kHalf ? tiling::DType::kFloat16
+                          : tiling::DType::kBFloat16;
 }
 
 void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
@@ -40,15 +42,16 @@ void CheckDtype(const OpProto& op, size_t index, const at::Tensor& t) {
     if (combo[index] == t.scalar_type()) return;
     allowed << (allowed.tellp() > 0 ? ", " : "") << combo[index];
   }
-  TORCH_CHECK_TYPE(false, op.name, ": ", op.inputs[index], " must be one of ", allowed.str(), ", got ", t.scalar_type());
+  TORCH_CHECK_TYPE(false, op.name, ": ", op.inputs[index], " must be one of ", allowed.str(), ", got ",
+                   t.scalar_type());
 }
 
 void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
   const at::Device device = inputs.begin()->device();
   size_t i = 0;
   for (const at::Tensor& t : inputs) {
-    TORCH_CHECK_VALUE(t.device() == device, op.name, ": ", op.inputs[i], " is on ", t.device(), " but ",
-                      op.inputs[0], " is on ", device, "; all inputs must be on one device");
+    TORCH_CHECK_VALUE(t.device() == device, op.name, ": ", op.inputs[i], " is on ", t.device(), " but ", op.inputs[0],
+                      " is on ", device, "; all inputs must be on one device");
     ++i;
   }
 }

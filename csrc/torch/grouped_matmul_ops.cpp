@@ -29,7 +29,8 @@ at::ScalarType TorchDtype(twin::CubeDtype t) {
 at::Tensor View(const void* p, int64_t rows, int64_t cols, int64_t ld, bool trans, at::ScalarType dtype) {
   void* data = const_cast<void*>(p);
   const auto opts = at::TensorOptions().dtype(dtype);
-  return trans ? at::from_blob(data, {cols, rows}, {ld, 1}, opts).t() : at::from_blob(data, {rows, cols}, {ld, 1}, opts);
+  return trans ? at::from_blob(data, {cols, rows}, {ld, 1}, opts).t()
+               : at::from_blob(data, {rows, cols}, {ld, 1}, opts);
 }
 
 // fp32 scratch for the widened operands, one per operand and thread, reused from block to block:
@@ -117,13 +118,14 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
                     ": group_list_type must be 0 (cumulative ends) or 1 (counts), got ", groupListType);
   TORCH_CHECK_VALUE(a.dim() == 2, op.name, ": ", an, " must be 2-D [M, K], got shape ", ShapeString(a));
   TORCH_CHECK_VALUE(groupList.dim() == 1 && groupList.size(0) >= 1, op.name,
-                    ": group_list must be 1-D with one entry per group (at least 1), got shape ", ShapeString(groupList));
+                    ": group_list must be 1-D with one entry per group (at least 1), got shape ",
+                    ShapeString(groupList));
   CheckDtypes(op, {a, b, groupList});
   const int64_t m = a.size(0), k = a.size(1), groups = groupList.size(0);
   int64_t n;
   if (weightGrad) {
-    TORCH_CHECK_VALUE(b.dim() == 2 && b.size(0) == m, op.name, ": ", bn, " must be 2-D [M, N] with M = ", m,
-                      " (", an, " rows), got shape ", ShapeString(b));
+    TORCH_CHECK_VALUE(b.dim() == 2 && b.size(0) == m, op.name, ": ", bn, " must be 2-D [M, N] with M = ", m, " (", an,
+                      " rows), got shape ", ShapeString(b));
     n = b.size(1);
   } else {
     TORCH_CHECK_VALUE(b.dim() == 3 && b.size(0) == groups, op.name, ": ", bn, " must be 3-D [E, ",
@@ -151,9 +153,8 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
     l.out.narrow(0, covered, m - covered).zero_();
   }
   try {
-    l.tiling = tiling::TileGroupedMatmul({m, k, n, groups, TilingDtype(a.scalar_type()), int32_t(groupListType),
-                                         transposeWeight, weightGrad},
-                                        platform);
+    l.tiling = tiling::TileGroupedMatmul(
+        {m, k, n, groups, TilingDtype(a.scalar_type()), int32_t(groupListType), transposeWeight, weightGrad}, platform);
   } catch (const tiling::TilingError& e) {
     TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
   }
@@ -196,9 +197,7 @@ std::vector<std::string> CubeGemmNative() {
 
 }  // namespace
 
-TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
-  m.def("cube_gemm_native() -> str[]", &CubeGemmNative);
-}
+TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) { m.def("cube_gemm_native() -> str[]", &CubeGemmNative); }
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {
   m.impl("grouped_matmul", &GroupedMatmul);

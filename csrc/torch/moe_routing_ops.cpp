@@ -23,7 +23,8 @@ constexpr int64_t kMaxTopK = MOE_MAX_TOPK;  // tiling/moe_routing_tiling_data.h
 constexpr int64_t kMaxExpertId = (int64_t(1) << 24) - 1;  // ids are sorted as exact fp32 scores
 
 void CheckNotPadded(const OpProto& op, bool paddedMode) {
-  TORCH_CHECK_VALUE(!paddedMode, op.name, ": padded_mode=True is not supported (as on the NPU); pass padded_mode=False");
+  TORCH_CHECK_VALUE(!paddedMode, op.name,
+                    ": padded_mode=True is not supported (as on the NPU); pass padded_mode=False");
 }
 
 void CheckRange(const OpProto& op, const char* name, const at::Tensor& t, int64_t lo, int64_t hi) {
@@ -54,17 +55,19 @@ tiling::MoeRoutingTiling Tile(const OpProto& op, const tiling::MoeRoutingProblem
 }  // namespace
 
 PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
-                             c10::optional<int64_t> numOutTokens, bool paddedMode, const tiling::PlatformInfo& platform) {
+                             c10::optional<int64_t> numOutTokens, bool paddedMode,
+                             const tiling::PlatformInfo& platform) {
   CheckSameDevice(op, {tokens, indices});
   CheckNotPadded(op, paddedMode);
   TORCH_CHECK_VALUE(tokens.dim() == 2, op.name, ": tokens must be 2-D [T, H], got shape ", ShapeString(tokens));
-  TORCH_CHECK_VALUE(indices.dim() == 1 || indices.dim() == 2, op.name,
-                    ": indices must be [T, topK] or [T], got shape ", ShapeString(indices));
+  TORCH_CHECK_VALUE(indices.dim() == 1 || indices.dim() == 2, op.name, ": indices must be [T, topK] or [T], got shape ",
+                    ShapeString(indices));
   const int64_t t = tokens.size(0), h = tokens.size(1);
   const int64_t k = indices.dim() == 2 ? indices.size(1) : 1;
   TORCH_CHECK_VALUE(indices.size(0) == t, op.name, ": indices must have T = ", t, " rows (tokens.size(0)), got shape ",
                     ShapeString(indices));
-  TORCH_CHECK_VALUE(k >= 1 && k <= kMaxTopK, op.name, ": topK (indices.size(1)) must be in [1, ", kMaxTopK, "], got ", k);
+  TORCH_CHECK_VALUE(k >= 1 && k <= kMaxTopK, op.name, ": topK (indices.size(1)) must be in [1, ", kMaxTopK, "], got ",
+                    k);
   CheckDtypes(op, {tokens, indices});
   CheckRange(op, "indices", indices, 0, kMaxExpertId);
   const int64_t n = t * k;
@@ -101,10 +104,10 @@ UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, 
                       ShapeString(*probs));
     t = probs->size(0), k = probs->size(1);
   } else if (restoreShape.has_value() && !restoreShape->empty()) {
-    TORCH_CHECK_VALUE(restoreShape->size() == 2 && (*restoreShape)[0] > 0 && n % (*restoreShape)[0] == 0 &&
-                          (*restoreShape)[1] == h,
-                      op.name, ": restore_shape must be [T, H] with H = ", h, " and T dividing ", n,
-                      " (sorted_indices length), got ", *restoreShape);
+    TORCH_CHECK_VALUE(
+        restoreShape->size() == 2 && (*restoreShape)[0] > 0 && n % (*restoreShape)[0] == 0 && (*restoreShape)[1] == h,
+        op.name, ": restore_shape must be [T, H] with H = ", h, " and T dividing ", n, " (sorted_indices length), got ",
+        *restoreShape);
     t = (*restoreShape)[0], k = n / t;
   } else {
     t = n, k = 1;
@@ -175,8 +178,8 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
 }
 
 
-at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
-                     bool paddedMode, at::OptionalIntArrayRef restoreShape) {
+at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices,
+                     const c10::optional<at::Tensor>& probs, bool paddedMode, at::OptionalIntArrayRef restoreShape) {
   UnpermuteLaunch l = PrepareUnpermute(kMoeTokenUnpermute, permuted, at::Tensor(), sortedIndices, probs, paddedMode,
                                        restoreShape, false, TwinPlatform());
   if (l.tiling.rowBlocks == 0) return l.out;
@@ -200,8 +203,8 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
   const auto kernel = PickEntry(twin_entries::moe_token_unpermute_grad, t, p).fn;
   uint8_t* probsGm = l.probs.defined() ? Gm(l.probs) : nullptr;
   uint8_t* dprobsGm = l.probs.defined() ? Gm(l.probsGrad) : nullptr;
-  LaunchOnTwin("moe_token_unpermute_grad", l.tiling.rowBlocks, kernel, Gm(l.permuted), Gm(l.dout),
-               Gm(l.sortedIndices), probsGm, Gm(l.out), dprobsGm, static_cast<uint8_t*>(nullptr),
+  LaunchOnTwin("moe_token_unpermute_grad", l.tiling.rowBlocks, kernel, Gm(l.permuted), Gm(l.dout), Gm(l.sortedIndices),
+               probsGm, Gm(l.out), dprobsGm, static_cast<uint8_t*>(nullptr),
                reinterpret_cast<uint8_t*>(&l.tiling.data));
   return {l.out, l.probsGrad};
 }

@@ -13,7 +13,8 @@ struct PermuteLaunch {
   tiling::MoeRoutingTiling tiling;
 };
 ASCENDC_OPS_API PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
-                             c10::optional<int64_t> numOutTokens, bool paddedMode, const tiling::PlatformInfo& platform);
+                                             c10::optional<int64_t> numOutTokens, bool paddedMode,
+                                             const tiling::PlatformInfo& platform);
 
 // moe_token_unpermute (grad false) and moe_token_unpermute_grad (grad true).
 struct UnpermuteLaunch {
@@ -22,8 +23,9 @@ struct UnpermuteLaunch {
   tiling::MoeRoutingTiling tiling;
 };
 ASCENDC_OPS_API UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,
-                                 const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
-                                 bool paddedMode, at::OptionalIntArrayRef restoreShape, bool grad,
-                                 const tiling::PlatformInfo& platform);
+                                                 const at::Tensor& sortedIndices,
+                                                 const c10::optional<at::Tensor>& probs, bool paddedMode,
+                                                 at::OptionalIntArrayRef restoreShape, bool grad,
+                                                 const tiling::PlatformInfo& platform);
 
 }  // namespace ascendc_ops

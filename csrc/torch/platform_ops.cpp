@@ -17,8 +17,8 @@ std::string gName;  // PlatformInfo::name points here while the override is set
 std::optional<tiling::PlatformInfo> gOverride;
 
 void SetTilingPlatform(const std::string& name, int64_t vectorCores, int64_t cubeCores, int64_t ubBytes) {
-  TORCH_CHECK_VALUE(vectorCores >= 1 && vectorCores <= 4096, "set_tiling_platform: vector_cores must be in [1, 4096], got ",
-                    vectorCores);
+  TORCH_CHECK_VALUE(vectorCores >= 1 && vectorCores <= 4096,
+                    "set_tiling_platform: vector_cores must be in [1, 4096], got ", vectorCores);
   TORCH_CHECK_VALUE(cubeCores >= 0, "set_tiling_platform: cube_cores must be >= 0, got ", cubeCores);
   // The twin gives every block an A2-sized UB; a tiling for a larger UB could not run on it.
   TORCH_CHECK_VALUE(ubBytes > int64_t(tiling::kA2UbReserve) && ubBytes <= int64_t(AscendC::twin::kUbBytes),

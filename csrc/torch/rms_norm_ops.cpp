@@ -22,14 +22,13 @@ namespace ascendc_ops {
 namespace {
 
 
-
 // x [..., *gamma.shape]: gamma's dims are x's trailing dims. Returns (rows, hidden).
 std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
                                             size_t xIndex, size_t gammaIndex) {
   const char* xName = op.inputs[xIndex];
   const char* gName = op.inputs[gammaIndex];
-  TORCH_CHECK_VALUE(gamma.dim() >= 1, op.name, ": ", gName, " must have at least one dim (the normalized dims), got shape ",
-                    ShapeString(gamma));
+  TORCH_CHECK_VALUE(gamma.dim() >= 1, op.name, ": ", gName,
+                    " must have at least one dim (the normalized dims), got shape ", ShapeString(gamma));
   TORCH_CHECK_VALUE(x.dim() >= gamma.dim() && x.dim() <= 8, op.name, ": ", xName, " must have rank ", gamma.dim(),
                     "..8 (its trailing dims are ", gName, "'s), got shape ", ShapeString(x));
   const int64_t lead = x.dim() - gamma.dim();
@@ -44,7 +43,8 @@ std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor&
 }
 
 void CheckEpsilon(const OpProto& op, double epsilon) {
-  TORCH_CHECK_VALUE(std::isfinite(epsilon) && epsilon >= 0, op.name, ": epsilon must be finite and >= 0, got ", epsilon);
+  TORCH_CHECK_VALUE(std::isfinite(epsilon) && epsilon >= 0, op.name, ": epsilon must be finite and >= 0, got ",
+                    epsilon);
 }
 
 // x's shape with the normalized (gamma's) dims set to 1.
@@ -56,15 +56,15 @@ std::vector<int64_t> RstdShape(const at::Tensor& x, const at::Tensor& gamma) {
 
 tiling::NormTiling Tile(const OpProto& op, int64_t rows, int64_t hidden, const at::Tensor& x, const at::Tensor& gamma,
                         bool add, bool backward, double epsilon, const tiling::PlatformInfo& platform) {
-  tiling::NormProblem problem{rows, uint32_t(hidden), TilingDtype(x.scalar_type()), TilingDtype(gamma.scalar_type()),
-                              add, backward, float(epsilon)};
+  tiling::NormProblem problem{
+      rows,     uint32_t(hidden), TilingDtype(x.scalar_type()), TilingDtype(gamma.scalar_type()), add,
+      backward, float(epsilon)};
   try {
     return tiling::TileNorm(problem, platform);
   } catch (const tiling::TilingError& e) {
     TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
   }
 }
-
 
 }  // namespace
 
@@ -142,8 +142,8 @@ NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dyIn
     CheckDtypes(op, {dyIn, xIn, rstdIn, gammaIn});
   }
   const auto [rows, hidden] = CheckNormShapes(op, xIn, gammaIn, 1, 3);
-  TORCH_CHECK_VALUE(dyIn.sizes() == xIn.sizes(), op.name, ": ", op.inputs[0], " must have ", op.inputs[1],
-                    "'s shape ", ShapeString(xIn), ", got ", ShapeString(dyIn));
+  TORCH_CHECK_VALUE(dyIn.sizes() == xIn.sizes(), op.name, ": ", op.inputs[0], " must have ", op.inputs[1], "'s shape ",
+                    ShapeString(xIn), ", got ", ShapeString(dyIn));
   if (add)
     TORCH_CHECK_VALUE(dxOutIn->sizes() == xIn.sizes(), op.name, ": ", op.inputs[4], " must have ", op.inputs[1],
                       "'s shape ", ShapeString(xIn), ", got ", ShapeString(*dxOutIn));

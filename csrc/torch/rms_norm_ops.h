@@ -23,11 +23,12 @@ struct NormBackwardLaunch {
 
 // Checks (x1[, x2], gamma, epsilon) for `op` and tiles it for `platform` (x2 null: rms_norm).
 ASCENDC_OPS_API NormForwardLaunch PrepareNormForward(const OpProto& op, const at::Tensor& x1, const at::Tensor* x2,
-                                     const at::Tensor& gamma, double epsilon, const tiling::PlatformInfo& platform);
+                                                     const at::Tensor& gamma, double epsilon,
+                                                     const tiling::PlatformInfo& platform);
 
 // Checks (dy, x, rstd, gamma[, dxOut]) for `op` and tiles it for `platform` (dxOut null: rms_norm_grad).
 ASCENDC_OPS_API NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
-                                       const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor* dxOut,
-                                       const tiling::PlatformInfo& platform);
+                                                       const at::Tensor& rstd, const at::Tensor& gamma,
+                                                       const at::Tensor* dxOut, const tiling::PlatformInfo& platform);
 
 }  // namespace ascendc_ops

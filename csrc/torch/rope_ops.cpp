@@ -55,8 +55,8 @@ RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor&
                       ", expected 1 or ", xk, ")");
   }
   CheckDtype(op, 0, x);
-  TORCH_CHECK_TYPE(at::isFloatingType(cos.scalar_type()) && at::isFloatingType(sin.scalar_type()), op.name, ": ",
-                   rName, " must be floating point, got ", cos.scalar_type());
+  TORCH_CHECK_TYPE(at::isFloatingType(cos.scalar_type()) && at::isFloatingType(sin.scalar_type()), op.name, ": ", rName,
+                   " must be floating point, got ", cos.scalar_type());
 
   RopeLaunch l;
   // cos/sin of another float dtype are cast to x's, as npu_rotary_mul does.
@@ -66,8 +66,8 @@ RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor&
   CheckDtypes(op, {l.x, l.cos, l.sin});
   l.y = at::empty_like(l.x, at::MemoryFormat::Contiguous);
 
-  tiling::RopeProblem problem{RowDims(x, x.dim()), RowDims(cos, x.dim()), uint32_t(d),
-                              TilingDtype(x.scalar_type()), ropeMode, backward};
+  tiling::RopeProblem problem{
+      RowDims(x, x.dim()), RowDims(cos, x.dim()), uint32_t(d), TilingDtype(x.scalar_type()), ropeMode, backward};
   if (x.numel() == 0) {
     l.tiling.blockDim = 0;
     return l;

@@ -15,8 +15,9 @@ struct RopeLaunch {
 
 // Checks (x, cos, sin) for `op` and tiles it for `platform`; `forceMode` is the tutorial
 // op's fixed interleave layout, otherwise `mode` ("half" / "interleave") decides.
-ASCENDC_OPS_API RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                       c10::string_view mode, bool backward, const tiling::PlatformInfo& platform);
+ASCENDC_OPS_API RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor& cos,
+                                       const at::Tensor& sin, c10::string_view mode, bool backward,
+                                       const tiling::PlatformInfo& platform);
 
 // The tutorial op's layout: x [B, H, L, D] with cos/sin [L, D].
 ASCENDC_OPS_API void CheckTutorialLayout(const OpProto& op, const at::Tensor& x, const at::Tensor& cos);

@@ -16,12 +16,12 @@ at::Tensor StreamCopy(const at::Tensor& x, int64_t bufferNum, int64_t blockDim) 
   TORCH_CHECK_VALUE(x.device().is_cpu(), "stream_copy: x must be on the CPU (the twin), got ", x.device());
   TORCH_CHECK_VALUE(x.element_size() % 2 == 0, "stream_copy: x must have 2- or 4-byte elements, got ", x.scalar_type());
   TORCH_CHECK_VALUE(bufferNum == 1 || bufferNum == 2, "stream_copy: buffer_num must be 1 or 2, got ", bufferNum);
-  TORCH_CHECK_VALUE(blockDim >= 0 && blockDim <= 65535, "stream_copy: block_dim must be in [0, 65535] (0: one per core), got ",
-                    blockDim);
+  TORCH_CHECK_VALUE(blockDim >= 0 && blockDim <= 65535,
+                    "stream_copy: block_dim must be in [0, 65535] (0: one per core), got ", blockDim);
   const at::Tensor src = x.contiguous();
   at::Tensor out = at::empty_like(src, at::MemoryFormat::Contiguous);
-  const tiling::StreamCopyTiling t =
-      tiling::TileStreamCopy(src.numel() * src.element_size() / 2, uint32_t(bufferNum), uint32_t(blockDim), TwinPlatform());
+  const tiling::StreamCopyTiling t = tiling::TileStreamCopy(src.numel() * src.element_size() / 2, uint32_t(bufferNum),
+                                                            uint32_t(blockDim), TwinPlatform());
   if (t.blockDim == 0) return out;
   StreamCopyTilingData data = t.data;
   LaunchOnTwin("stream_copy", t.blockDim, stream_copy, Gm(src), Gm(out), static_cast<uint8_t*>(nullptr),

@@ -34,8 +34,9 @@ SwigluLaunch PrepareSwiglu(const OpProto& op, const at::Tensor& dy, const at::Te
   TORCH_CHECK_VALUE(dim >= -rank && dim < rank, op.name, ": dim must be in [", -rank, ", ", rank - 1, "] for ", xName,
                     " of shape ", ShapeString(x), ", got ", dim);
   const int64_t d = dim < 0 ? dim + rank : dim;
-  TORCH_CHECK_VALUE(x.size(d) % 2 == 0, op.name, ": ", xName, ".size(", dim, ") must be even to split into two halves, got ",
-                    x.size(d), " (", xName, " shape ", ShapeString(x), ")");
+  TORCH_CHECK_VALUE(x.size(d) % 2 == 0, op.name, ": ", xName, ".size(", dim,
+                    ") must be even to split into two halves, got ", x.size(d), " (", xName, " shape ", ShapeString(x),
+                    ")");
   const std::vector<int64_t> half = HalvedShape(x, d);
   if (backward) {
     TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(half), op.name, ": ", op.inputs[0], " must have shape ",

@@ -15,7 +15,7 @@ struct SwigluLaunch {
 
 // Checks `op`'s arguments (forward: x; backward: dy and x) and tiles it for `platform`.
 // Forward: out = silu(A) * B with `dim` halved; backward: out = dx, x's shape.
-ASCENDC_OPS_API SwigluLaunch PrepareSwiglu(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim, bool backward,
-                           const tiling::PlatformInfo& platform);
+ASCENDC_OPS_API SwigluLaunch PrepareSwiglu(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim,
+                                           bool backward, const tiling::PlatformInfo& platform);
 
 }  // namespace ascendc_ops

@@ -18,7 +18,13 @@
 #define __gm__
 #define GM_ADDR uint8_t*
 
-enum KernelMetaType { KERNEL_TYPE_AIV_ONLY, KERNEL_TYPE_AIC_ONLY, KERNEL_TYPE_MIX_AIV_1_0, KERNEL_TYPE_MIX_AIC_1_1, KERNEL_TYPE_MIX_AIC_1_2 };
+enum KernelMetaType {
+  KERNEL_TYPE_AIV_ONLY,
+  KERNEL_TYPE_AIC_ONLY,
+  KERNEL_TYPE_MIX_AIV_1_0,
+  KERNEL_TYPE_MIX_AIC_1_1,
+  KERNEL_TYPE_MIX_AIC_1_2
+};
 #define KERNEL_TASK_TYPE_DEFAULT(type) static_assert((type) >= 0, "kernel type")
 
 namespace AscendC {

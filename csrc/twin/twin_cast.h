@@ -15,12 +15,17 @@ namespace AscendC {
 namespace twin {
 
 inline const char* RoundName(RoundMode m) {
-  static const char* names[] = {"CAST_NONE", "CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
+  static const char* names[] = {"CAST_NONE",  "CAST_RINT",  "CAST_FLOOR", "CAST_CEIL",
+                                "CAST_ROUND", "CAST_TRUNC", "CAST_ODD"};
   return names[static_cast<int>(m)];
 }
 
 // 16-bit float formats as bit patterns, for the directed rounding modes.
-inline uint16_t Bits(half v) { uint16_t b; std::memcpy(&b, &v, 2); return b; }
+inline uint16_t Bits(half v) {
+  uint16_t b;
+  std::memcpy(&b, &v, 2);
+  return b;
+}
 inline uint16_t Bits(bfloat16_t v) { return v.bits; }
 template <typename F>
 inline F FromBits(uint16_t b) {
@@ -68,7 +73,8 @@ inline void FloatToHalf(half* d, const float* s, uint32_t n, RoundMode mode) {
 #if defined(__F16C__)
   if (mode == RoundMode::CAST_RINT || mode == RoundMode::CAST_NONE) {
     for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(s + i), _MM_FROUND_TO_NEAREST_INT));
   }
 #endif
   for (; i < n; ++i) d[i] = Directed<half>(s[i], half(s[i]), mode);
@@ -144,13 +150,14 @@ inline int32_t FloatToInt(float x, RoundMode mode) {
 }  // namespace twin
 
 template <typename T, typename U>
-inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode, const uint32_t count) {
+inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const RoundMode& roundMode,
+                 const uint32_t count) {
   const char* api = "Cast";
   twin::RequireOperand(dst, count, api);
   twin::RequireOperand(src, count, api);
   if (twin::Recording())
-    twin::RecordVector(api, twin::DtypeName<T>(), count, std::max(sizeof(T), sizeof(U)), dst.TwinWrite(count, twin::Init::kElementwise),
-                       {src.TwinRead(count)});
+    twin::RecordVector(api, twin::DtypeName<T>(), count, std::max(sizeof(T), sizeof(U)),
+                       dst.TwinWrite(count, twin::Init::kElementwise), {src.TwinRead(count)});
   const char* to = twin::DtypeName<T>();
   const char* from = twin::DtypeName<U>();
   T* d = dst.TwinPtr();
@@ -164,8 +171,10 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
     if (!none) twin::UnsupportedCast(from, to, roundMode, "widening casts take CAST_NONE");
     twin::FuseRange(d, s, count, [](float* o, const half* i, uint32_t n) { twin::HalfToFloat(o, i, n); });
   } else if constexpr (std::is_same_v<U, float> && std::is_same_v<T, bfloat16_t>) {
-    if (none) twin::UnsupportedCast(from, to, roundMode, "narrowing to bfloat16 needs a rounding mode such as CAST_RINT");
-    twin::FuseRange(d, s, count, [mode](bfloat16_t* o, const float* i, uint32_t n) { twin::FloatToBf16(o, i, n, mode); });
+    if (none)
+      twin::UnsupportedCast(from, to, roundMode, "narrowing to bfloat16 needs a rounding mode such as CAST_RINT");
+    twin::FuseRange(d, s, count,
+                    [mode](bfloat16_t* o, const float* i, uint32_t n) { twin::FloatToBf16(o, i, n, mode); });
   } else if constexpr (std::is_same_v<U, bfloat16_t> && std::is_same_v<T, float>) {
     if (!none) twin::UnsupportedCast(from, to, roundMode, "widening casts take CAST_NONE");
     twin::FuseRange(d, s, count, [](float* o, const bfloat16_t* i, uint32_t n) { twin::Bf16ToFloat(o, i, n); });

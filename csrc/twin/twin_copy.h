@@ -131,29 +131,36 @@ template <typename T>
 void StripPadIn(const FusedOp& op, uint32_t b, uint32_t e) {
   const PadRows<T>& g = op.Fn<PadRows<T>>();
   const uint32_t tail = g.lead + g.blockLen;
-  ForRowPieces(uint64_t(b) * sizeof(T), uint64_t(e) * sizeof(T), g.ubPitch, g.rowBytes, [&](uint64_t r, uint32_t lo, uint32_t hi) {
-    uint8_t* row = op.dst + r * g.ubPitch;
-    const uint32_t dlo = std::max(lo, g.lead), dhi = std::min(hi, tail);
-    if (dlo < dhi) std::memcpy(row + dlo, op.src[0] + r * g.gmPitch + (dlo - g.lead), dhi - dlo);
-    if (lo < g.lead) std::memset(row + lo, kPoisonByte, std::min(hi, g.lead) - lo);
-    if (hi > tail) std::memset(row + std::max(lo, tail), kPoisonByte, hi - std::max(lo, tail));
-    if (!g.isPad) return;
-    T* elems = reinterpret_cast<T*>(row);
-    for (uint32_t i = lo / sizeof(T); i < std::min<uint32_t>(g.leftPad, hi / sizeof(T)); ++i) elems[i] = g.padValue;
-    const uint32_t r0 = tail / sizeof(T), r1 = r0 + g.rightPad;
-    for (uint32_t i = std::max<uint32_t>(r0, lo / sizeof(T)); i < std::min<uint32_t>(r1, hi / sizeof(T)); ++i) elems[i] = g.padValue;
-  });
+  ForRowPieces(uint64_t(b) * sizeof(T), uint64_t(e) * sizeof(T), g.ubPitch, g.rowBytes,
+               [&](uint64_t r, uint32_t lo, uint32_t hi) {
+                 uint8_t* row = op.dst + r * g.ubPitch;
+                 const uint32_t dlo = std::max(lo, g.lead), dhi = std::min(hi, tail);
+                 if (dlo < dhi) std::memcpy(row + dlo, op.src[0] + r * g.gmPitch + (dlo - g.lead), dhi - dlo);
+                 if (lo < g.lead) std::memset(row + lo, kPoisonByte, std::min(hi, g.lead) - lo);
+                 if (hi > tail) std::memset(row + std::max(lo, tail), kPoisonByte, hi - std::max(lo, tail));
+                 if (!g.isPad) return;
+                 T* elems = reinterpret_cast<T*>(row);
+                 for (uint32_t i = lo / sizeof(T); i < std::min<uint32_t>(g.leftPad, hi / sizeof(T)); ++i)
+                   elems[i] = g.padValue;
+                 const uint32_t r0 = tail / sizeof(T), r1 = r0 + g.rightPad;
+                 for (uint32_t i = std::max<uint32_t>(r0, lo / sizeof(T)); i < std::min<uint32_t>(r1, hi / sizeof(T));
+                      ++i)
+                   elems[i] = g.padValue;
+               });
 }
 template <typename T, bool kStream>
 void StripPadOut(const FusedOp& op, uint32_t b, uint32_t e) {
   const PadRows<T>& g = op.Fn<PadRows<T>>();
-  ForRowPieces(uint64_t(b) * sizeof(T), uint64_t(e) * sizeof(T), g.ubPitch, g.blockLen, [&](uint64_t r, uint32_t lo, uint32_t hi) {
-    CopyRun(op.dst + r * g.gmPitch + lo, op.src[0] + r * g.ubPitch + lo, hi - lo, kStream);
-  });
+  ForRowPieces(uint64_t(b) * sizeof(T), uint64_t(e) * sizeof(T), g.ubPitch, g.blockLen,
+               [&](uint64_t r, uint32_t lo, uint32_t hi) {
+                 CopyRun(op.dst + r * g.gmPitch + lo, op.src[0] + r * g.ubPitch + lo, hi - lo, kStream);
+               });
 }
 
 template <typename T>
-inline bool Streaming(const GlobalTensor<T>& gm) { return gm.TwinBufferBytes() >= kStreamingGmBytes; }
+inline bool Streaming(const GlobalTensor<T>& gm) {
+  return gm.TwinBufferBytes() >= kStreamingGmBytes;
+}
 
 // One copy for the record: `ub` and `gm` spans, GM->UB on MTE2 or UB->GM on MTE3.
 template <typename T>
@@ -176,7 +183,9 @@ inline Span Strided(uint64_t begin, uint64_t pitch, uint64_t blockBytes, uint32_
   return Span{begin, pitch, uint32_t(blockBytes), blocks};
 }
 template <typename T>
-inline uint64_t GmAddr(const GlobalTensor<T>& g) { return reinterpret_cast<uint64_t>(g.GetPhyAddr()); }
+inline uint64_t GmAddr(const GlobalTensor<T>& g) {
+  return reinterpret_cast<uint64_t>(g.GetPhyAddr());
+}
 }  // namespace twin
 
 // ---- count form ----
@@ -188,7 +197,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   src.TwinCheckRange(count, "DataCopy GM->UB");
   const uint64_t bytes = uint64_t(count) * sizeof(T);
   if (twin::Recording())
-    twin::RecordCopy<T>("DataCopy", true, count, twin::Span::Run(dst.TwinUbOffset(), bytes), twin::Span::Run(twin::GmAddr(src), bytes));
+    twin::RecordCopy<T>("DataCopy", true, count, twin::Span::Run(dst.TwinUbOffset(), bytes),
+                        twin::Span::Run(twin::GmAddr(src), bytes));
   twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), count, false, true);
 }
 template <typename T>
@@ -199,7 +209,8 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
   dst.TwinCheckRange(count, "DataCopy UB->GM");
   if (twin::Recording()) {
     const uint64_t bytes = uint64_t(count) * sizeof(T);
-    twin::RecordCopy<T>("DataCopy", false, count, twin::Span::Run(src.TwinUbOffset(), bytes), twin::Span::Run(twin::GmAddr(dst), bytes));
+    twin::RecordCopy<T>("DataCopy", false, count, twin::Span::Run(src.TwinUbOffset(), bytes),
+                        twin::Span::Run(twin::GmAddr(dst), bytes));
   }
   twin::FuseCopy(dst.GetPhyAddr(), src.TwinPtr(), count, twin::Streaming(dst));
 }
@@ -239,9 +250,10 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   dst.TwinCheckCount(twin::StridedSpan<T>(p, p.dstStride), "DataCopy GM->UB");
   src.TwinCheckRange(twin::StridedSpan<T>(p, p.srcStride), "DataCopy GM->UB");
   if (twin::Recording()) {
-    twin::RecordCopy<T>("DataCopy", true, uint64_t(p.blockCount) * p.blockLen * 32 / sizeof(T),
-                        twin::Strided(dst.TwinUbOffset(), uint64_t(p.blockLen + p.dstStride) * 32, p.blockLen * 32u, p.blockCount),
-                        twin::Strided(twin::GmAddr(src), uint64_t(p.blockLen + p.srcStride) * 32, p.blockLen * 32u, p.blockCount));
+    twin::RecordCopy<T>(
+        "DataCopy", true, uint64_t(p.blockCount) * p.blockLen * 32 / sizeof(T),
+        twin::Strided(dst.TwinUbOffset(), uint64_t(p.blockLen + p.dstStride) * 32, p.blockLen * 32u, p.blockCount),
+        twin::Strided(twin::GmAddr(src), uint64_t(p.blockLen + p.srcStride) * 32, p.blockLen * 32u, p.blockCount));
   }
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.TwinData()), uint64_t(p.blockLen + p.dstStride) * 32,
                    reinterpret_cast<const uint8_t*>(src.GetPhyAddr()), uint64_t(p.blockLen + p.srcStride) * 32,
@@ -254,9 +266,10 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
   src.TwinCheckCount(twin::StridedSpan<T>(p, p.srcStride), "DataCopy UB->GM");
   dst.TwinCheckRange(twin::StridedSpan<T>(p, p.dstStride), "DataCopy UB->GM");
   if (twin::Recording()) {
-    twin::RecordCopy<T>("DataCopy", false, uint64_t(p.blockCount) * p.blockLen * 32 / sizeof(T),
-                        twin::Strided(src.TwinUbOffset(), uint64_t(p.blockLen + p.srcStride) * 32, p.blockLen * 32u, p.blockCount),
-                        twin::Strided(twin::GmAddr(dst), uint64_t(p.blockLen + p.dstStride) * 32, p.blockLen * 32u, p.blockCount));
+    twin::RecordCopy<T>(
+        "DataCopy", false, uint64_t(p.blockCount) * p.blockLen * 32 / sizeof(T),
+        twin::Strided(src.TwinUbOffset(), uint64_t(p.blockLen + p.srcStride) * 32, p.blockLen * 32u, p.blockCount),
+        twin::Strided(twin::GmAddr(dst), uint64_t(p.blockLen + p.dstStride) * 32, p.blockLen * 32u, p.blockCount));
   }
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), uint64_t(p.blockLen + p.dstStride) * 32,
                    reinterpret_cast<const uint8_t*>(src.TwinData()), uint64_t(p.blockLen + p.srcStride) * 32,
@@ -274,8 +287,10 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
   dst.TwinCheckCount(twin::StridedSpan<T>(p, p.dstStride), api);
   src.TwinCheckCount(twin::StridedSpan<T>(p, p.srcStride), api);
   const uint32_t blockBytes = p.blockLen * 32u;
-  const twin::Span from = twin::Strided(src.TwinUbOffset(), uint64_t(p.blockLen + p.srcStride) * 32, blockBytes, p.blockCount);
-  const twin::Span to = twin::Strided(dst.TwinUbOffset(), uint64_t(p.blockLen + p.dstStride) * 32, blockBytes, p.blockCount);
+  const twin::Span from =
+      twin::Strided(src.TwinUbOffset(), uint64_t(p.blockLen + p.srcStride) * 32, blockBytes, p.blockCount);
+  const twin::Span to =
+      twin::Strided(dst.TwinUbOffset(), uint64_t(p.blockLen + p.dstStride) * 32, blockBytes, p.blockCount);
   uint64_t lo, hi;
   if (twin::SpansMeet(from, to, &lo, &hi))
     twin::Violation("data copy params", std::string(api) + " source and destination share UB bytes [" +
@@ -290,8 +305,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
     in.Add(w);
     twin::Emit(in);
   }
-  twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.TwinData()), to.pitch, reinterpret_cast<const uint8_t*>(src.TwinData()),
-                   from.pitch, p.blockCount, blockBytes);
+  twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.TwinData()), to.pitch,
+                   reinterpret_cast<const uint8_t*>(src.TwinData()), from.pitch, p.blockCount, blockBytes);
 }
 
 // ---- DataCopyPad: byte-exact rows, each landing 32-byte padded in UB ----
@@ -321,13 +336,15 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
   }
   if (lead == 0 && tail == rowBytes && (p.blockCount == 1 || (ubPitch == rowBytes && gmPitch == rowBytes))) {
     // one contiguous run, no padding
-    twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), uint32_t(uint64_t(p.blockCount) * rowBytes / sizeof(T)), false, true);
+    twin::FuseCopy(dst.TwinPtr(), src.GetPhyAddr(), uint32_t(uint64_t(p.blockCount) * rowBytes / sizeof(T)), false,
+                   true);
     return;
   }
-  twin::FusedOp op = twin::MakeFused(&twin::StripPadIn<T>, dst.TwinPtr(),
-                                     twin::PadRows<T>{gmPitch, uint32_t(ubPitch), lead, p.blockLen, rowBytes,
-                                                      pad.leftPadding, pad.rightPadding, uint8_t(pad.isPad), pad.paddingValue},
-                                     src.GetPhyAddr());
+  twin::FusedOp op =
+      twin::MakeFused(&twin::StripPadIn<T>, dst.TwinPtr(),
+                      twin::PadRows<T>{gmPitch, uint32_t(ubPitch), lead, p.blockLen, rowBytes, pad.leftPadding,
+                                       pad.rightPadding, uint8_t(pad.isPad), pad.paddingValue},
+                      src.GetPhyAddr());
   op.count = uint32_t(((p.blockCount - 1) * ubPitch + rowBytes) / sizeof(T));
   op.strided = 1, op.stridedBytes[0] = (p.blockCount - 1) * gmPitch + p.blockLen;
   op.eagerOk = true;
@@ -360,9 +377,9 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
                      reinterpret_cast<const uint8_t*>(src.TwinData()), ubPitch, p.blockCount, p.blockLen, stream);
     return;
   }
-  twin::FusedOp op = twin::MakeFused(stream ? &twin::StripPadOut<T, true> : &twin::StripPadOut<T, false>, dst.GetPhyAddr(),
-                                     twin::PadRows<T>{gmPitch, uint32_t(ubPitch), 0, p.blockLen, 0, 0, 0, 0, T(0)},
-                                     src.TwinPtr());
+  twin::FusedOp op =
+      twin::MakeFused(stream ? &twin::StripPadOut<T, true> : &twin::StripPadOut<T, false>, dst.GetPhyAddr(),
+                      twin::PadRows<T>{gmPitch, uint32_t(ubPitch), 0, p.blockLen, 0, 0, 0, 0, T(0)}, src.TwinPtr());
   op.count = uint32_t(((p.blockCount - 1) * ubPitch + p.blockLen) / sizeof(T));
   op.strided = 8, op.stridedBytes[3] = (p.blockCount - 1) * gmPitch + p.blockLen;
   twin::RunOrDefer(op);

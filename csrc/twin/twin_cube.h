@@ -80,8 +80,8 @@ class Matmul {
   using SrcA = typename A_TYPE::T;
   using SrcB = typename B_TYPE::T;
   using Dst = typename C_TYPE::T;
-  static constexpr bool kCubeInput = std::is_same_v<SrcA, half> || std::is_same_v<SrcA, bfloat16_t> ||
-                                     std::is_same_v<SrcA, float>;
+  static constexpr bool kCubeInput =
+      std::is_same_v<SrcA, half> || std::is_same_v<SrcA, bfloat16_t> || std::is_same_v<SrcA, float>;
   static_assert(kCubeInput, "Matmul: A must be half, bfloat16_t or float (the cube's floating inputs)");
   static_assert(std::is_same_v<SrcA, SrcB>, "Matmul: A and B must have one dtype");
   static_assert(std::is_same_v<Dst, float> || std::is_same_v<Dst, half> || std::is_same_v<Dst, bfloat16_t>,
@@ -106,7 +106,9 @@ class Matmul {
       twin::Violation("cube shape", "SetOrgShape with Ka " + std::to_string(orgKa) + " != Kb " + std::to_string(orgKb));
     orgM_ = orgM, orgN_ = orgN, orgK_ = orgKa, orgKc_ = orgKc > 0 ? orgKc : orgN;
   }
-  void SetSingleShape(int singleM, int singleN, int singleK) { singleM_ = singleM, singleN_ = singleN, singleK_ = singleK; }
+  void SetSingleShape(int singleM, int singleN, int singleK) {
+    singleM_ = singleM, singleN_ = singleN, singleK_ = singleK;
+  }
   void SetTail(int tailM = -1, int tailN = -1, int tailK = -1) {
     if (tailM >= 0) singleM_ = tailM;
     if (tailN >= 0) singleN_ = tailN;
@@ -157,7 +159,8 @@ class Matmul {
   template <class TYPE>
   static void CheckOperand(const char* which) {
     if (TYPE::pos != TPosition::GM)
-      twin::Violation("cube operand", std::string("matrix ") + which + " must live in GM (the twin models GM operands)");
+      twin::Violation("cube operand",
+                      std::string("matrix ") + which + " must live in GM (the twin models GM operands)");
     if (TYPE::format != CubeFormat::ND)
       twin::Violation("cube operand", std::string("matrix ") + which + " must be CubeFormat::ND in the twin");
   }

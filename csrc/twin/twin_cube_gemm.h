@@ -70,10 +70,12 @@ inline void BlockedGemm(const GemmCall& g) {
         const int64_t bk = std::min(kBk, g.k - p0);
         for (int64_t i = 0; i < bm; ++i)
           for (int64_t p = 0; p < bk; ++p)
-            pa[i * kBk + p] = CubeLoad(g.a, g.inDtype, g.transA ? (p0 + p) * g.lda + i0 + i : (i0 + i) * g.lda + p0 + p);
+            pa[i * kBk + p] =
+                CubeLoad(g.a, g.inDtype, g.transA ? (p0 + p) * g.lda + i0 + i : (i0 + i) * g.lda + p0 + p);
         for (int64_t p = 0; p < bk; ++p)
           for (int64_t j = 0; j < bn; ++j)
-            pb[p * kBn + j] = CubeLoad(g.b, g.inDtype, g.transB ? (j0 + j) * g.ldb + p0 + p : (p0 + p) * g.ldb + j0 + j);
+            pb[p * kBn + j] =
+                CubeLoad(g.b, g.inDtype, g.transB ? (j0 + j) * g.ldb + p0 + p : (p0 + p) * g.ldb + j0 + j);
         for (int64_t i = 0; i < bm; ++i) {
           float* row = &acc[i * kBn];
           for (int64_t p = 0; p < bk; ++p) {

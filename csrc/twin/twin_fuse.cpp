@@ -54,7 +54,6 @@ bool SelfCompatible(const FusedOp& x) {
 }
 }  // namespace
 
-
 // Off unless ASCENDC_TWIN_FUSE=1: measured on AMD EPYC Zen 3 (AVX2), fused runs take 0.93-1.01x the
 // CPU time of issue-order execution (README "Benchmarks"): UB tiles already sit in L2, so strips in
 // L1 gain little, while deferring costs tens of ns per instruction and the kernels issue many short ones.

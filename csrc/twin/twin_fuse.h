@@ -49,7 +49,9 @@ struct FusedOp {
   alignas(8) unsigned char fn[40];  // the element function (a lambda and its scalar, trivially copyable)
 
   template <typename F>
-  const F& Fn() const { return *reinterpret_cast<const F*>(fn); }
+  const F& Fn() const {
+    return *reinterpret_cast<const F*>(fn);
+  }
 };
 
 void RunOrDefer(const FusedOp& op);  // queues op (fusion on) or runs it now

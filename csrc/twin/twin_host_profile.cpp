@@ -74,7 +74,8 @@ void FinishHostProfile(const std::string& kernel, uint32_t blockDim, const Launc
   char buf[256];
   for (size_t i = 0; i < launch.costs.size(); ++i) {
     const HostCost& c = launch.costs[i];
-    std::snprintf(buf, sizeof(buf), "%s{\"op\":\"%s\",\"pipe\":\"%s\",\"calls\":%llu,\"ns\":%llu,\"ub_bytes\":%llu,\"gm_bytes\":%llu}",
+    std::snprintf(buf, sizeof(buf),
+                  "%s{\"op\":\"%s\",\"pipe\":\"%s\",\"calls\":%llu,\"ns\":%llu,\"ub_bytes\":%llu,\"gm_bytes\":%llu}",
                   i ? "," : "", c.op, PipeName(c.pipe), (unsigned long long)c.calls, (unsigned long long)c.ns,
                   (unsigned long long)c.ubBytes, (unsigned long long)c.gmBytes);
     out += buf;

@@ -21,7 +21,8 @@ struct HostCost {
 
 inline uint64_t HostNs() {
   return uint64_t(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
 }
 
 class HostProfiler {

@@ -58,17 +58,18 @@ void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vect
       const Interval& r = other->access->write ? v : *other;
       const bool both = v.access->write && other->access->write;
       char head[200];
-      std::snprintf(head, sizeof(head), "Ascend C twin: kernel '%s' blocks %u and %u of %u: [multi-core overlap] ", kernel,
-                    other->block, v.block, blockDim);
+      std::snprintf(head, sizeof(head), "Ascend C twin: kernel '%s' blocks %u and %u of %u: [multi-core overlap] ",
+                    kernel, other->block, v.block, blockDim);
       const std::string range = Bytes(Space::GM, v.begin, std::min(v.end, other->end));
-      std::string what = both ? "block " + std::to_string(other->block) + " " + other->access->op + " #" +
-                                    std::to_string(other->access->serial) + " and block " + std::to_string(v.block) + " " +
-                                    v.access->op + " #" + std::to_string(v.access->serial) + " both write " + range +
-                                    " (blocks run in any order and concurrently; only atomic-add writes may overlap)"
-                              : "block " + std::to_string(r.block) + " " + r.access->op + " #" +
-                                    std::to_string(r.access->serial) + " reads " + range + " that block " +
-                                    std::to_string(w.block) + " " + w.access->op + " #" + std::to_string(w.access->serial) +
-                                    " writes in the same launch (no order between blocks without a cross-core sync)";
+      std::string what =
+          both ? "block " + std::to_string(other->block) + " " + other->access->op + " #" +
+                     std::to_string(other->access->serial) + " and block " + std::to_string(v.block) + " " +
+                     v.access->op + " #" + std::to_string(v.access->serial) + " both write " + range +
+                     " (blocks run in any order and concurrently; only atomic-add writes may overlap)"
+               : "block " + std::to_string(r.block) + " " + r.access->op + " #" + std::to_string(r.access->serial) +
+                     " reads " + range + " that block " + std::to_string(w.block) + " " + w.access->op + " #" +
+                     std::to_string(w.access->serial) +
+                     " writes in the same launch (no order between blocks without a cross-core sync)";
       throw RuleError(head + what);
     }
     (v.access->write ? writes : reads).Add(v);

@@ -175,7 +175,8 @@ void EndBlock(LaunchRecord* launch, bool ok) {
   if (ok && r->deferred) std::rethrow_exception(r->deferred);
   if (ok && r->sanitizer) r->sanitizer->OnBlockEnd();  // may throw
   uint64_t setupNs = 0, blockNs = 0;
-  const std::vector<HostCost> costs = ok && r->profiler ? r->profiler->Finish(&setupNs, &blockNs) : std::vector<HostCost>{};
+  const std::vector<HostCost> costs =
+      ok && r->profiler ? r->profiler->Finish(&setupNs, &blockNs) : std::vector<HostCost>{};
   std::lock_guard<std::mutex> lock(launch->mu);
   if (launch->keep) launch->streams[block] = std::move(r->stream);
   if (launch->sanitize) launch->gm[block] = r->sanitizer->TakeGm();
@@ -271,8 +272,8 @@ void InstrJson(std::string& out, const Instr& in) {
 }
 
 std::string Json(const LaunchRecord& launch) {
-  std::string out = "{\"kernel\":\"" + launch.kernel + "\",\"block_dim\":" + std::to_string(launch.blockDim) +
-                    ",\"blocks\":[";
+  std::string out =
+      "{\"kernel\":\"" + launch.kernel + "\",\"block_dim\":" + std::to_string(launch.blockDim) + ",\"blocks\":[";
   for (size_t b = 0; b < launch.streams.size(); ++b) {
     out += b ? ",[" : "[";
     for (size_t i = 0; i < launch.streams[b].size(); ++i) {

@@ -108,7 +108,8 @@ struct BlockSanitizer::State {
     const Info& n = info[now];
     std::string how;
     if (b.pipe == n.pipe) {
-      how = " without PipeBarrier<PIPE_" + std::string(PipeName(n.pipe)) + "> between them (same-pipe copies with "
+      how = " without PipeBarrier<PIPE_" + std::string(PipeName(n.pipe)) +
+            "> between them (same-pipe copies with "
             "overlapping destinations are not ordered by the hardware)";
     } else {
       how = " with nothing ordering them: SetFlag/WaitFlag<" + std::string(PipeName(b.pipe)) + "_" + PipeName(n.pipe) +
@@ -192,8 +193,8 @@ struct BlockSanitizer::State {
       if (r.pipe == p && !(p == Pipe::MTE3 && r.write && a.write)) continue;
       uint64_t lo, hi;
       if (!SpansMeet(a.span, r.span, &lo, &hi)) continue;
-      Race(a.write ? (r.write ? "WAW" : "WAR") : "RAW", Space::GM, lo, hi, serial, r.serial, a.write ? "writes" : "reads",
-           r.write ? "writes" : "reads");
+      Race(a.write ? (r.write ? "WAW" : "WAR") : "RAW", Space::GM, lo, hi, serial, r.serial,
+           a.write ? "writes" : "reads", r.write ? "writes" : "reads");
     }
     if (gmRecent.size() >= 64) {  // forget what every pipe has seen complete
       gmRecent.erase(std::remove_if(gmRecent.begin(), gmRecent.end(),
@@ -257,7 +258,9 @@ struct BlockSanitizer::State {
       const SpaceShadow& sh = Shadow(a.space);
       uint64_t at = 0;
       bool bad = false;
-      ForEachRun(a.span, [&](uint64_t b, uint64_t e) { bad = bad || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at); });
+      ForEachRun(a.span, [&](uint64_t b, uint64_t e) {
+        bad = bad || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at);
+      });
       if (bad) Uninit(in, a, at);
     }
     if (!w) return;
@@ -270,7 +273,8 @@ struct BlockSanitizer::State {
       case Init::kPadded:
         ForEachRun(w->span, [&](uint64_t b, uint64_t e) {
           SetUndef(out, b, std::min(e, cap), true, in.serial);
-          SetUndef(out, std::min(b + w->definedLead, cap), std::min(b + w->definedLead + w->definedBytes, cap), false, 0);
+          SetUndef(out, std::min(b + w->definedLead, cap), std::min(b + w->definedLead + w->definedBytes, cap), false,
+                   0);
         });
         return;
       case Init::kReduce: {
@@ -281,16 +285,16 @@ struct BlockSanitizer::State {
           const Access& a = in.access[i];
           if (a.write || a.space == Space::GM) continue;
           const SpaceShadow& sh = Shadow(a.space);
-          ForEachRun(a.span, [&](uint64_t b, uint64_t e) { undef = undef || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at); });
+          ForEachRun(a.span, [&](uint64_t b, uint64_t e) {
+            undef = undef || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at);
+          });
           if (undef) origin = sh.origin[at / kGranule];
         }
         ForEachRun(w->span, [&](uint64_t b, uint64_t e) { SetUndef(out, b, std::min(e, cap), undef, origin); });
         return;
       }
       case Init::kElementwise:
-      case Init::kGather:
-        Elementwise(in, *w, out);
-        return;
+      case Init::kGather: Elementwise(in, *w, out); return;
     }
   }
   // Byte `off` of a span's data laid end to end (a strided UB->UB copy); a run maps to begin + off.
@@ -307,7 +311,9 @@ struct BlockSanitizer::State {
       if (a.write || a.space == Space::GM) continue;
       const SpaceShadow& sh = Shadow(a.space);
       uint64_t at;
-      ForEachRun(a.span, [&](uint64_t b, uint64_t e) { anyUndef = anyUndef || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at); });
+      ForEachRun(a.span, [&](uint64_t b, uint64_t e) {
+        anyUndef = anyUndef || AnyUndef(sh, b, std::min(e, kCapacity[int(a.space)]), &at);
+      });
     }
     if (!anyUndef) {  // the common case: everything read is defined
       ForEachRun(w.span, [&](uint64_t b, uint64_t e) { SetUndef(out, b, std::min(e, cap), false, 0); });
@@ -345,30 +351,35 @@ struct BlockSanitizer::State {
 
   // ---- synccheck ----
   [[noreturn]] void SyncError(const Instr& in, const std::string& what) {
-    Violation("synccheck", std::string(PipeName(in.pipe)) + " " + in.op + "<" + PipeName(in.src) + "_" + PipeName(in.dst) +
-                               ">(" + std::to_string(in.event) + ") #" + std::to_string(in.serial) +
-                               (in.via ? std::string(" (") + in.via + " of a " + in.que + " buffer)" : "") + ": " + what);
+    Violation("synccheck", std::string(PipeName(in.pipe)) + " " + in.op + "<" + PipeName(in.src) + "_" +
+                               PipeName(in.dst) + ">(" + std::to_string(in.event) + ") #" + std::to_string(in.serial) +
+                               (in.via ? std::string(" (") + in.via + " of a " + in.que + " buffer)" : "") + ": " +
+                               what);
   }
   void Sync(const Instr& in) {
     if (in.event < 0 || in.event >= kEventIds) {
-      SyncError(in, in.manual ? "event id outside 0..7 (the Atlas A2 range)"
-                              : "the TPipe has no free event id left for this pipe pair (more than 8 pending hand-offs)");
+      SyncError(in, in.manual
+                        ? "event id outside 0..7 (the Atlas A2 range)"
+                        : "the TPipe has no free event id left for this pipe pair (more than 8 pending hand-offs)");
     }
     if (in.manual && in.event >= 6 && !EventHandedOut(in.src, in.dst, in.event))
-      SyncError(in, "event ids 6 and 7 are reserved (6 for the system, 7 for the TPipe's own syncs); use 0-5 or "
-                    "GetTPipePtr()->FetchEventID/AllocEventID");
+      SyncError(in,
+                "event ids 6 and 7 are reserved (6 for the system, 7 for the TPipe's own syncs); use 0-5 or "
+                "GetTPipePtr()->FetchEventID/AllocEventID");
     Flag& f = flags[(int(in.src) * kPipes + int(in.dst)) * kEventIds + in.event];
     if (in.kind == Kind::kSetFlag) {
       const uint32_t serial = Issue(in, in.src);
       if (f.set)
-        SyncError(in, "the event is still set by " + Name(f.serial) +
-                          " and not yet waited: a second SetFlag on it is undefined on the device (and hangs at "
-                          "PipeBarrier<PIPE_ALL>); in a TPipe kernel take ids from GetTPipePtr()->FetchEventID/AllocEventID");
+        SyncError(
+            in, "the event is still set by " + Name(f.serial) +
+                    " and not yet waited: a second SetFlag on it is undefined on the device (and hangs at "
+                    "PipeBarrier<PIPE_ALL>); in a TPipe kernel take ids from GetTPipePtr()->FetchEventID/AllocEventID");
       f.set = true, f.serial = serial, f.token = Full(in.src);
     } else {
       Issue(in, in.dst);
       if (!f.set)
-        SyncError(in, "waits for an event no SetFlag set: PIPE_" + std::string(PipeName(in.dst)) + " hangs here on the device");
+        SyncError(in, "waits for an event no SetFlag set: PIPE_" + std::string(PipeName(in.dst)) +
+                          " hangs here on the device");
       Join(vc[int(in.dst)], f.token);
       f.set = false;
     }

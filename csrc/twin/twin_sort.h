@@ -24,7 +24,9 @@ inline uint32_t GetSortLen(const uint32_t elemCount) {
   return elemCount * (8 / sizeof(T));
 }
 template <typename T>
-inline uint32_t GetSortOffset(const uint32_t elemOffset) { return GetSortLen<T>(elemOffset); }
+inline uint32_t GetSortOffset(const uint32_t elemOffset) {
+  return GetSortLen<T>(elemOffset);
+}
 
 template <typename T>
 struct MrgSortSrcList {
@@ -130,7 +132,8 @@ inline void CheckRepeat(int32_t repeatTime, const char* api) {
 
 // On A2 the scores are used in place: concat becomes src.
 template <typename T>
-inline void Concat(LocalTensor<T>& concat, const LocalTensor<T>& src, const LocalTensor<T>& tmp, const int32_t repeatTime) {
+inline void Concat(LocalTensor<T>& concat, const LocalTensor<T>& src, const LocalTensor<T>& tmp,
+                   const int32_t repeatTime) {
   twin::CheckSortType<T>("Concat");
   twin::CheckRepeat(repeatTime, "Concat");
   concat = src;
@@ -150,7 +153,8 @@ inline void Sort(const LocalTensor<T>& dst, const LocalTensor<T>& concat, const 
   index.TwinCheckAligned("Sort index");
   if (isFullSort) tmp.TwinCheckCount(GetSortLen<T>(n), "Sort tmp");
   if (twin::Recording())
-    twin::RecordSort<T>("Sort", n, {concat.TwinRead(n), index.TwinRead(n)}, {dst.TwinWrite(GetSortLen<T>(n), twin::Init::kReduce)});
+    twin::RecordSort<T>("Sort", n, {concat.TwinRead(n), index.TwinRead(n)},
+                        {dst.TwinWrite(GetSortLen<T>(n), twin::Init::kReduce)});
   std::vector<twin::SortPair> pairs(n);
   const T* scores = concat.TwinData();
   const uint32_t* indices = index.TwinData();
@@ -235,8 +239,7 @@ inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& sortList
   uint32_t sortedNum[4];
   if (params.ifExhaustedSuspension)
     MrgSort<T, true>(dst, sortList, params.elementLengths, sortedNum, params.validBit, params.repeatTimes);
-  else
-    MrgSort<T, false>(dst, sortList, params.elementLengths, sortedNum, params.validBit, params.repeatTimes);
+  else MrgSort<T, false>(dst, sortList, params.elementLengths, sortedNum, params.validBit, params.repeatTimes);
 }
 
 }  // namespace AscendC

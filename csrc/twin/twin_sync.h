@@ -6,14 +6,54 @@
 
 #include "twin_record.h"
 
-enum pipe_t : uint8_t { PIPE_S, PIPE_V, PIPE_M, PIPE_MTE1, PIPE_MTE2, PIPE_MTE3, PIPE_ALL, PIPE_MTE4, PIPE_MTE5, PIPE_V2, PIPE_FIX };
+enum pipe_t : uint8_t {
+  PIPE_S,
+  PIPE_V,
+  PIPE_M,
+  PIPE_MTE1,
+  PIPE_MTE2,
+  PIPE_MTE3,
+  PIPE_ALL,
+  PIPE_MTE4,
+  PIPE_MTE5,
+  PIPE_V2,
+  PIPE_FIX
+};
 
 namespace AscendC {
 
 enum class HardEvent : uint8_t {
-  MTE2_MTE1, MTE1_MTE2, MTE1_M, M_MTE1, MTE2_V, V_MTE2, MTE3_V, V_MTE3, M_V, V_M, V_V, MTE3_MTE1, MTE1_MTE3,
-  MTE1_V, MTE2_M, M_MTE2, V_MTE1, M_FIX, FIX_M, MTE3_MTE2, MTE2_MTE3, S_V, V_S, S_MTE2, MTE2_S, S_MTE3, MTE3_S,
-  MTE2_FIX, FIX_MTE2, FIX_S, M_S
+  MTE2_MTE1,
+  MTE1_MTE2,
+  MTE1_M,
+  M_MTE1,
+  MTE2_V,
+  V_MTE2,
+  MTE3_V,
+  V_MTE3,
+  M_V,
+  V_M,
+  V_V,
+  MTE3_MTE1,
+  MTE1_MTE3,
+  MTE1_V,
+  MTE2_M,
+  M_MTE2,
+  V_MTE1,
+  M_FIX,
+  FIX_M,
+  MTE3_MTE2,
+  MTE2_MTE3,
+  S_V,
+  V_S,
+  S_MTE2,
+  MTE2_S,
+  S_MTE3,
+  MTE3_S,
+  MTE2_FIX,
+  FIX_MTE2,
+  FIX_S,
+  M_S
 };
 using TEventID = int8_t;
 
@@ -21,7 +61,8 @@ namespace twin {
 constexpr Pipe ToPipe(pipe_t p) {
   switch (p) {
     case PIPE_S: return Pipe::S;
-    case PIPE_V: case PIPE_V2: return Pipe::V;
+    case PIPE_V:
+    case PIPE_V2: return Pipe::V;
     case PIPE_M: return Pipe::M;
     case PIPE_MTE1: return Pipe::MTE1;
     case PIPE_MTE2: return Pipe::MTE2;
@@ -36,13 +77,13 @@ struct EventPipes {
 };
 // Source and destination pipe of each HardEvent, in the enum's order (the name is <src>_<dst>).
 constexpr EventPipes kEventPipes[] = {
-    {Pipe::MTE2, Pipe::MTE1}, {Pipe::MTE1, Pipe::MTE2}, {Pipe::MTE1, Pipe::M},    {Pipe::M, Pipe::MTE1},
-    {Pipe::MTE2, Pipe::V},    {Pipe::V, Pipe::MTE2},    {Pipe::MTE3, Pipe::V},    {Pipe::V, Pipe::MTE3},
-    {Pipe::M, Pipe::V},       {Pipe::V, Pipe::M},       {Pipe::V, Pipe::V},       {Pipe::MTE3, Pipe::MTE1},
-    {Pipe::MTE1, Pipe::MTE3}, {Pipe::MTE1, Pipe::V},    {Pipe::MTE2, Pipe::M},    {Pipe::M, Pipe::MTE2},
-    {Pipe::V, Pipe::MTE1},    {Pipe::M, Pipe::FIX},     {Pipe::FIX, Pipe::M},     {Pipe::MTE3, Pipe::MTE2},
-    {Pipe::MTE2, Pipe::MTE3}, {Pipe::S, Pipe::V},       {Pipe::V, Pipe::S},       {Pipe::S, Pipe::MTE2},
-    {Pipe::MTE2, Pipe::S},    {Pipe::S, Pipe::MTE3},    {Pipe::MTE3, Pipe::S},    {Pipe::MTE2, Pipe::FIX},
+    {Pipe::MTE2, Pipe::MTE1}, {Pipe::MTE1, Pipe::MTE2}, {Pipe::MTE1, Pipe::M}, {Pipe::M, Pipe::MTE1},
+    {Pipe::MTE2, Pipe::V},    {Pipe::V, Pipe::MTE2},    {Pipe::MTE3, Pipe::V}, {Pipe::V, Pipe::MTE3},
+    {Pipe::M, Pipe::V},       {Pipe::V, Pipe::M},       {Pipe::V, Pipe::V},    {Pipe::MTE3, Pipe::MTE1},
+    {Pipe::MTE1, Pipe::MTE3}, {Pipe::MTE1, Pipe::V},    {Pipe::MTE2, Pipe::M}, {Pipe::M, Pipe::MTE2},
+    {Pipe::V, Pipe::MTE1},    {Pipe::M, Pipe::FIX},     {Pipe::FIX, Pipe::M},  {Pipe::MTE3, Pipe::MTE2},
+    {Pipe::MTE2, Pipe::MTE3}, {Pipe::S, Pipe::V},       {Pipe::V, Pipe::S},    {Pipe::S, Pipe::MTE2},
+    {Pipe::MTE2, Pipe::S},    {Pipe::S, Pipe::MTE3},    {Pipe::MTE3, Pipe::S}, {Pipe::MTE2, Pipe::FIX},
     {Pipe::FIX, Pipe::MTE2},  {Pipe::FIX, Pipe::S},     {Pipe::M, Pipe::S}};
 constexpr EventPipes Pipes(HardEvent e) { return kEventPipes[static_cast<int>(e)]; }
 

@@ -11,7 +11,26 @@
 
 namespace AscendC {
 
-enum class TPosition : int32_t { GM, A1, A2, B1, B2, C1, C2, CO1, CO2, VECIN, VECOUT, VECCALC, LCM = VECCALC, SPM, SHM = SPM, TSCM, C2PIPE2GM, MAX };
+enum class TPosition : int32_t {
+  GM,
+  A1,
+  A2,
+  B1,
+  B2,
+  C1,
+  C2,
+  CO1,
+  CO2,
+  VECIN,
+  VECOUT,
+  VECCALC,
+  LCM = VECCALC,
+  SPM,
+  SHM = SPM,
+  TSCM,
+  C2PIPE2GM,
+  MAX
+};
 using QuePosition = TPosition;
 
 template <typename T>
@@ -21,7 +40,12 @@ class GlobalTensor {
   void SetGlobalBuffer(T* buffer, uint64_t bufferSize) {
     data_ = buffer, size_ = bufferSize, bounded_ = true, bufferBytes_ = bufferSize * sizeof(T);
   }
-  void SetGlobalBuffer(T* buffer) { data_ = buffer; size_ = 0; bounded_ = false; bufferBytes_ = 0; }
+  void SetGlobalBuffer(T* buffer) {
+    data_ = buffer;
+    size_ = 0;
+    bounded_ = false;
+    bufferBytes_ = 0;
+  }
   T GetValue(const uint64_t offset) const {
     TwinCheckRange(offset + 1, "GetValue");
     if (twin::Recording()) TwinRecordScalar("GetValue", offset, false);
@@ -49,9 +73,8 @@ class GlobalTensor {
   // Twin-only: GM bounds are checked when SetGlobalBuffer was given a size.
   void TwinCheckRange(uint64_t elems, const char* api) const {
     if (bounded_ && elems > size_) {
-      twin::Violation("GM bounds", std::string(api) + " touches " + std::to_string(elems) + " " +
-                                        twin::DtypeName<T>() + " elements but only " + std::to_string(size_) +
-                                        " remain in the GlobalTensor");
+      twin::Violation("GM bounds", std::string(api) + " touches " + std::to_string(elems) + " " + twin::DtypeName<T>() +
+                                       " elements but only " + std::to_string(size_) + " remain in the GlobalTensor");
     }
   }
   void TwinRecordScalar(const char* api, uint64_t offset, bool write) const {  // PIPE_S reads/writes GM
@@ -284,7 +307,8 @@ class TQue : public twin::BufferPool {
       if (s->id >= 0 && s->id < twin::kMaxPipeSlots) {
         p.freeEvt[s->id] = int8_t(p.events.Alloc(kEvents.dst, kEvents.src));
         p.freeSrc[s->id] = kEvents.dst, p.freeDst[s->id] = kEvents.src, p.freeQue[s->id] = kEvents.name;
-        twin::EmitSync(twin::Kind::kSetFlag, kEvents.dst, kEvents.src, p.freeEvt[s->id], kEvents.name, s->id, "FreeTensor");
+        twin::EmitSync(twin::Kind::kSetFlag, kEvents.dst, kEvents.src, p.freeEvt[s->id], kEvents.name, s->id,
+                       "FreeTensor");
       }
     }
   }
@@ -315,9 +339,13 @@ class TBuf : public twin::BufferPool {
  public:
   TBuf() = default;
   template <typename T>
-  LocalTensor<T> Get() { return Get<T>(Whole().bytes / sizeof(T)); }
+  LocalTensor<T> Get() {
+    return Get<T>(Whole().bytes / sizeof(T));
+  }
   template <typename T>
-  LocalTensor<T> Get(uint32_t len) { return GetWithOffset<T>(len, 0); }
+  LocalTensor<T> Get(uint32_t len) {
+    return GetWithOffset<T>(len, 0);
+  }
   template <typename T>
   LocalTensor<T> GetWithOffset(uint32_t size, uint32_t bufOffset) {
     twin::Slot& s = Whole();
@@ -364,7 +392,9 @@ class TPipe {
     return Carve(que, num, len, "TQue");
   }
   template <TPosition bufPos>
-  bool InitBuffer(TBuf<bufPos>& buf, uint32_t len) { return Carve(buf, 1, len, "TBuf"); }
+  bool InitBuffer(TBuf<bufPos>& buf, uint32_t len) {
+    return Carve(buf, 1, len, "TBuf");
+  }
   void Reset() {
     WaitPendingFrees();
     usedBytes_ = 0;
@@ -384,9 +414,13 @@ class TPipe {
     return TEventID(id);
   }
   template <HardEvent evt>
-  void ReleaseEventID(TEventID id) { state_.events.Release(twin::Pipes(evt).src, twin::Pipes(evt).dst, id); }
+  void ReleaseEventID(TEventID id) {
+    state_.events.Release(twin::Pipes(evt).src, twin::Pipes(evt).dst, id);
+  }
   template <HardEvent evt>
-  TEventID FetchEventID() { return FetchEventID(evt); }
+  TEventID FetchEventID() {
+    return FetchEventID(evt);
+  }
   TEventID FetchEventID(HardEvent evt) {
     const int32_t id = state_.events.Fetch(twin::Pipes(evt).src, twin::Pipes(evt).dst);
     twin::NoteEventHandedOut(twin::Pipes(evt).src, twin::Pipes(evt).dst, id);
@@ -397,8 +431,8 @@ class TPipe {
   void WaitPendingFrees() {
     for (int i = 0; i < state_.slots && i < twin::kMaxPipeSlots; ++i) {
       if (state_.freeEvt[i] < 0) continue;
-      twin::EmitSync(twin::Kind::kWaitFlag, state_.freeSrc[i], state_.freeDst[i], state_.freeEvt[i], state_.freeQue[i], i,
-                     "TPipe::Destroy");
+      twin::EmitSync(twin::Kind::kWaitFlag, state_.freeSrc[i], state_.freeDst[i], state_.freeEvt[i], state_.freeQue[i],
+                     i, "TPipe::Destroy");
       state_.events.Release(state_.freeSrc[i], state_.freeDst[i], state_.freeEvt[i]);
       state_.freeEvt[i] = -1;
     }

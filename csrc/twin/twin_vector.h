@@ -43,8 +43,8 @@ inline void RequireDtype(const char* api, DtypeSet set) {
   const char* allowed = set == DtypeSet::kFloat   ? "half and float only"
                         : set == DtypeSet::kArith ? "int16, half, int32 and float"
                                                   : "2- and 4-byte types";
-  Violation("dtype support", std::string(api) + " does not support " + DtypeName<T>() + " on the Atlas A2 vector unit (" +
-                                 allowed + "); Cast bfloat16 to float first");
+  Violation("dtype support", std::string(api) + " does not support " + DtypeName<T>() +
+                                 " on the Atlas A2 vector unit (" + allowed + "); Cast bfloat16 to float first");
 }
 
 template <typename T>
@@ -78,7 +78,9 @@ inline void CheckBinary(const char* api, const LocalTensor<T>& dst, const LocalT
   RequireOperand(b, count, api);
   if (Recording()) {
     const Access w = dst.TwinWrite(count, Init::kElementwise);
-    if (acc) RecordVector(api, DtypeName<T>(), count, sizeof(T), w, {a.TwinRead(count), b.TwinRead(count), acc->TwinRead(count)});
+    if (acc)
+      RecordVector(api, DtypeName<T>(), count, sizeof(T), w,
+                   {a.TwinRead(count), b.TwinRead(count), acc->TwinRead(count)});
     else RecordVector(api, DtypeName<T>(), count, sizeof(T), w, {a.TwinRead(count), b.TwinRead(count)});
   }
 }
@@ -92,28 +94,29 @@ inline void Binary(const char* api, const LocalTensor<T>& dst, const LocalTensor
 }
 
 template <DtypeSet set, typename T, typename F>
-inline void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t count,
-                  F f) {
+inline void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, int32_t count, F f) {
   RequireDtype<T>(api, set);
   RequireCount(count, api);
   RequireOperand(dst, count, api);
   RequireOperand(src, count, api);
-  if (Recording()) RecordVector(api, DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, Init::kElementwise), {src.TwinRead(count)});
+  if (Recording())
+    RecordVector(api, DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, Init::kElementwise),
+                 {src.TwinRead(count)});
   if constexpr (InSet<T>(set)) FuseUnary(dst.TwinPtr(), src.TwinPtr(), uint32_t(count), f);
 }
 
 }  // namespace twin
 
 // ---- binary, count form ----
-#define ASCENDC_TWIN_BINARY(NAME, SET, EXPR)                                                                    \
-  template <typename T, bool isSetMask = true>                                                                \
-  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,        \
-                   const int32_t& count) {                                                                    \
-    twin::Binary<twin::DtypeSet::SET>(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; });     \
+#define ASCENDC_TWIN_BINARY(NAME, SET, EXPR)                                                               \
+  template <typename T, bool isSetMask = true>                                                             \
+  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,      \
+                   const int32_t& count) {                                                                 \
+    twin::Binary<twin::DtypeSet::SET>(#NAME, dst, src0, src1, count, [](auto a, auto b) { return EXPR; }); \
   }
 ASCENDC_TWIN_BINARY(Add, kArith, a + b)
 ASCENDC_TWIN_BINARY(Sub, kArith, a - b)
-ASCENDC_TWIN_BINARY(Mul, kArith, a * b)
+ASCENDC_TWIN_BINARY(Mul, kArith, a* b)
 ASCENDC_TWIN_BINARY(Max, kArith, a > b ? a : b)
 ASCENDC_TWIN_BINARY(Min, kArith, a < b ? a : b)
 ASCENDC_TWIN_BINARY(Div, kFloat, a / b)
@@ -155,24 +158,23 @@ inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, c
 }
 
 // ---- with a scalar: the scalar has the tensor's type, as on the device ----
-#define ASCENDC_TWIN_SCALAR(NAME, SET, EXPR)                                                                      \
-  template <typename T, bool isSetMask = true>                                                                  \
-  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,                  \
-                   const int32_t& count) {                                                                      \
-    const T s = scalarValue;                                                                                    \
-    twin::Unary<twin::DtypeSet::SET>(#NAME, dst, src, count, [s](auto a) { return EXPR; });                   \
+#define ASCENDC_TWIN_SCALAR(NAME, SET, EXPR)                                                                           \
+  template <typename T, bool isSetMask = true>                                                                         \
+  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue, const int32_t& count) { \
+    const T s = scalarValue;                                                                                           \
+    twin::Unary<twin::DtypeSet::SET>(#NAME, dst, src, count, [s](auto a) { return EXPR; });                            \
   }
 ASCENDC_TWIN_SCALAR(Adds, kArith, a + s)
-ASCENDC_TWIN_SCALAR(Muls, kArith, a * s)
+ASCENDC_TWIN_SCALAR(Muls, kArith, a* s)
 ASCENDC_TWIN_SCALAR(Maxs, kArith, a > s ? a : s)
 ASCENDC_TWIN_SCALAR(Mins, kArith, a < s ? a : s)
 #undef ASCENDC_TWIN_SCALAR
 
 // ---- unary ----
-#define ASCENDC_TWIN_UNARY(NAME, SET, EXPR)                                                                         \
-  template <typename T, bool isReuseSource = false>                                                               \
-  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) {                  \
-    twin::Unary<twin::DtypeSet::SET>(#NAME, dst, src, count, [](auto a) { return EXPR; });                      \
+#define ASCENDC_TWIN_UNARY(NAME, SET, EXPR)                                                      \
+  template <typename T, bool isReuseSource = false>                                              \
+  inline void NAME(const LocalTensor<T>& dst, const LocalTensor<T>& src, const int32_t& count) { \
+    twin::Unary<twin::DtypeSet::SET>(#NAME, dst, src, count, [](auto a) { return EXPR; });       \
   }
 ASCENDC_TWIN_UNARY(Exp, kFloat, twin::ExpF(float(a)))
 ASCENDC_TWIN_UNARY(Ln, kFloat, std::log(float(a)))
@@ -189,7 +191,8 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int
   twin::RequireCount(count, "Duplicate");
   twin::RequireOperand(dst, count, "Duplicate");
   if (twin::Recording())
-    twin::RecordVector("Duplicate", twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, twin::Init::kDefined), {});
+    twin::RecordVector("Duplicate", twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, twin::Init::kDefined),
+                       {});
   const T v = scalarValue;
   twin::FuseNullary(dst.TwinPtr(), uint32_t(count), [v]() { return v; });
 }
@@ -221,8 +224,10 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
   }
   // Offsets are checked as they are used: inside src and whole elements, else the rule fires.
   const auto badOffset = [&](uint32_t o) {
-    if (o % sizeof(T) != 0) twin::Violation("32-byte alignment", "Gather offset " + std::to_string(o) + " is not a whole element");
-    twin::Violation("UB bounds", "Gather offset " + std::to_string(o) + " reads past the " + std::to_string(srcBytes) + "-byte source");
+    if (o % sizeof(T) != 0)
+      twin::Violation("32-byte alignment", "Gather offset " + std::to_string(o) + " is not a whole element");
+    twin::Violation("UB bounds", "Gather offset " + std::to_string(o) + " reads past the " + std::to_string(srcBytes) +
+                                     "-byte source");
   };
   uint32_t i = 0;
 #if defined(__AVX2__)
@@ -286,8 +291,8 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
   twin::RequireOperand(dst, 1, api);
   twin::RequireOperand(sharedTmpBuffer, 1, api);
   if (twin::Recording())
-    twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(1, twin::Init::kReduce), {src.TwinRead(count)},
-                       twin::Init::kReduce);
+    twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(1, twin::Init::kReduce),
+                       {src.TwinRead(count)}, twin::Init::kReduce);
   dst.TwinData()[0] = T(twin::TreeSum(src.TwinData(), count));
 }
 
@@ -301,8 +306,9 @@ inline void ReduceMax(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
   twin::RequireOperand(dst, calIndex ? 2 : 1, api);
   twin::RequireOperand(sharedTmpBuffer, 1, api);
   if (twin::Recording())
-    twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(calIndex ? 1 + 4 / sizeof(T) : 1, twin::Init::kReduce),
-                       {src.TwinRead(count)}, twin::Init::kReduce);
+    twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T),
+                       dst.TwinWrite(calIndex ? 1 + 4 / sizeof(T) : 1, twin::Init::kReduce), {src.TwinRead(count)},
+                       twin::Init::kReduce);
   if constexpr (!twin::InSet<T>(twin::DtypeSet::kFloat)) return;
   const T* x = src.TwinData();
   T best = count > 0 ? x[0] : T(0);

@@ -7,6 +7,7 @@ Layout by role: ops/ (wrappers, fake kernels, autograd, argument checks, float64
 harness/ (the `ascendc-ops` commands: verify, bench, case files, precision standards, info, model bench;
 harness/families/ holds each op family's harness knowledge), patching/ (the HF model kernel registry).
 """
+
 from ._library import backends, isa, load
 
 library_path = load()

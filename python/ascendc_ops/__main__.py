@@ -12,6 +12,7 @@ Exit codes: 0 success; 1 an accuracy case failed (verify); 2 bad arguments or a 
 file (one line on stderr, no traceback); 3 an unexpected internal error (one line; set
 ASCENDC_OPS_TRACEBACK=1 to see the traceback); 130 interrupted.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -189,18 +190,30 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="ascendc-ops: accuracy and latency harness for the Ascend C kernels")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    v = sub.add_parser("verify", help="check accuracy against the float64 NumPy goldens",
-                       description="Run the default suite (every op, mode and dtype on odd shapes - head dims "
-                                   "40/80/128, rows 1/7/83, hidden 1/8/769/5125 - and one model shape per op) or "
-                                   "the cases of msOpST-style case files, and judge each output against the "
-                                   "float64 NumPy golden. Exits 1 when any output fails.")
-    v.add_argument("--op", nargs="+", type=_op_name, choices=list(verify.OPS),
-                   help="only these ops, by torch name or op type (RopeCustomer), any case (default: all)")
+    v = sub.add_parser(
+        "verify",
+        help="check accuracy against the float64 NumPy goldens",
+        description="Run the default suite (every op, mode and dtype on odd shapes - head dims "
+        "40/80/128, rows 1/7/83, hidden 1/8/769/5125 - and one model shape per op) or "
+        "the cases of msOpST-style case files, and judge each output against the "
+        "float64 NumPy golden. Exits 1 when any output fails.",
+    )
+    v.add_argument(
+        "--op",
+        nargs="+",
+        type=_op_name,
+        choices=list(verify.OPS),
+        help="only these ops, by torch name or op type (RopeCustomer), any case (default: all)",
+    )
     v.add_argument("--dtype", nargs="+", choices=list(verify.DTYPES), help="only cases of these dtypes")
     v.add_argument("--cases", nargs="+", type=_in_file, metavar="FILE.json", help="msOpST-style case files")
-    v.add_argument("--standard", choices=verify.STANDARDS, default="auto",
-                   help="auto (default): the case's error_threshold if any, else mere_mare for fp16/bf16 and "
-                        "ratio (double benchmark vs PyTorch) for fp32")
+    v.add_argument(
+        "--standard",
+        choices=verify.STANDARDS,
+        default="auto",
+        help="auto (default): the case's error_threshold if any, else mere_mare for fp16/bf16 and "
+        "ratio (double benchmark vs PyTorch) for fp32",
+    )
     v.add_argument("--json", type=_out_path, metavar="OUT", help="write every result to this JSON file")
     v.add_argument("--quick", action="store_true", help="a smaller default suite (no model shape)")
     v.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -278,16 +291,23 @@ def build_parser() -> argparse.ArgumentParser:
                                    "bench's explain table is this profile. A measurement of the twin on this "
                                    "host (`estimate` models an Ascend chip).")
     p.add_argument("op", choices=list(bench.OPS))
-    p.add_argument("--shape", type=_shape, metavar="DIMS", help="comma-separated dims (default: the bench's first "
-                                                                 "default shape for the op)")
+    p.add_argument(
+        "--shape",
+        type=_shape,
+        metavar="DIMS",
+        help="comma-separated dims (default: the bench's first default shape for the op)",
+    )
     p.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
     p.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     p.set_defaults(func=_profile)
 
-    i = sub.add_parser("info", help="backends, platform parameters, library path, versions",
-                       description="Print the build backends, the platform parameters the tiling uses "
-                                   "(vector cores, UB size and budget), the library path and versions.")
+    i = sub.add_parser(
+        "info",
+        help="backends, platform parameters, library path, versions",
+        description="Print the build backends, the platform parameters the tiling uses "
+        "(vector cores, UB size and budget), the library path and versions.",
+    )
     i.add_argument("--json", type=_out_path, metavar="OUT", help="also write it as JSON")
     i.set_defaults(func=_info)
     return parser
@@ -309,8 +329,10 @@ def main(argv=None) -> int:
         if os.environ.get("ASCENDC_OPS_TRACEBACK"):
             raise
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        print(f"{prog}: internal error: {type(e).__name__}: {msg} (ASCENDC_OPS_TRACEBACK=1 shows the traceback)",
-              file=sys.stderr)
+        print(
+            f"{prog}: internal error: {type(e).__name__}: {msg} (ASCENDC_OPS_TRACEBACK=1 shows the traceback)",
+            file=sys.stderr,
+        )
         return 3
 
 

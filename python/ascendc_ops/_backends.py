@@ -1,5 +1,6 @@
 """The backend names, as the compiled library spells them (csrc/torch/backend_names.h): the only Python
 source of ``"cpu-twin"`` / ``"npu"``, so patching, the harness and ``backends()`` can never disagree."""
+
 import torch
 
 # ascendc_ops/__init__.py has loaded the library before any submodule is imported

@@ -1,9 +1,10 @@
 """Which compiled library to load: the build has one per ISA path (cmake/isa_paths.cmake) and the
 CPU this process runs on picks the widest it supports; ASCENDC_OPS_ISA=<path> forces a narrower one.
 
-Every path computes the same bits (the twin fixes its own rounding; see tests/test_isa_paths.py):
+Every path computes the same bits (the twin fixes its own rounding; see tests/twin/test_isa_paths.py):
 the choice is about speed only, and the build machine's CPU plays no part in it.
 """
+
 from __future__ import annotations
 
 import os
@@ -20,10 +21,18 @@ PATHS = {
     "avx512bf16": ("_C_avx512bf16.so", _V4 + ("avx512_bf16",)),
 }
 NATIVE = "_C_native.so"  # ASCENDC_OPS_NATIVE=ON: built for the build machine, loaded whenever present
-BASELINE = "_C.so"       # the avx2 path on x86-64, the compiler's default target elsewhere
+BASELINE = "_C.so"  # the avx2 path on x86-64, the compiler's default target elsewhere
 # /proc/cpuinfo spells a few features differently (only read when torch cannot say)
-_CPUINFO_NAMES = {"fma3": "fma", "bmi": "bmi1", "lzcnt": "abm", "avx512_f": "avx512f", "avx512_bw": "avx512bw",
-                  "avx512_cd": "avx512cd", "avx512_dq": "avx512dq", "avx512_vl": "avx512vl"}
+_CPUINFO_NAMES = {
+    "fma3": "fma",
+    "bmi": "bmi1",
+    "lzcnt": "abm",
+    "avx512_f": "avx512f",
+    "avx512_bw": "avx512bw",
+    "avx512_cd": "avx512cd",
+    "avx512_dq": "avx512dq",
+    "avx512_vl": "avx512vl",
+}
 
 
 class IsaError(ImportError):
@@ -69,8 +78,10 @@ def choose(folder: Path, requested: str | None = None, features: set[str] | None
         requested = os.environ.get(ENV) or None
     if (folder / NATIVE).exists():
         if requested not in (None, "native"):
-            raise IsaError(f"{ENV}={requested}: this is a native build (ASCENDC_OPS_NATIVE=ON, {NATIVE}), which has "
-                           "only the build machine's path; rebuild without ASCENDC_OPS_NATIVE for the ISA paths")
+            raise IsaError(
+                f"{ENV}={requested}: this is a native build (ASCENDC_OPS_NATIVE=ON, {NATIVE}), which has "
+                "only the build machine's path; rebuild without ASCENDC_OPS_NATIVE for the ISA paths"
+            )
         return "native", folder / NATIVE
     built = [p for p, (lib, _) in PATHS.items() if (folder / lib).exists()]
     if not is_x86():
@@ -84,14 +95,20 @@ def choose(folder: Path, requested: str | None = None, features: set[str] | None
             raise IsaError(f"{ENV}={requested!r} is not an ISA path; choose one of {', '.join(PATHS)}")
         if requested not in cpu:
             missing = [f for f in PATHS[requested][1] if f not in (features or ())]
-            raise IsaError(f"{ENV}={requested}: this CPU lacks {', '.join(missing)}; "
-                           f"it runs {', '.join(cpu) or 'none of the ISA paths'}")
+            raise IsaError(
+                f"{ENV}={requested}: this CPU lacks {', '.join(missing)}; "
+                f"it runs {', '.join(cpu) or 'none of the ISA paths'}"
+            )
         if requested not in built:
-            raise IsaError(f"{ENV}={requested}: this build has no {PATHS[requested][0]} (built: {', '.join(built)}; "
-                           "ASCENDC_OPS_WIDE_PATHS=OFF or a compiler without the flags)")
+            raise IsaError(
+                f"{ENV}={requested}: this build has no {PATHS[requested][0]} (built: {', '.join(built)}; "
+                "ASCENDC_OPS_WIDE_PATHS=OFF or a compiler without the flags)"
+            )
         return requested, folder / PATHS[requested][0]
     if not cpu:
-        raise IsaError("ascendc_ops: this CPU lacks AVX2/FMA/F16C (x86-64-v3), which the portable build needs; "
-                       "build on this machine with ASCENDC_OPS_NATIVE=1 ./build.sh")
+        raise IsaError(
+            "ascendc_ops: this CPU lacks AVX2/FMA/F16C (x86-64-v3), which the portable build needs; "
+            "build on this machine with ASCENDC_OPS_NATIVE=1 ./build.sh"
+        )
     usable = [p for p in cpu if p in built] or ["avx2"]  # the baseline file's absence is reported by the loader
     return usable[-1], folder / PATHS[usable[-1]][0]

@@ -1,4 +1,5 @@
 """Loads the compiled op library, saying plainly what to do when it is missing or stale."""
+
 from __future__ import annotations
 
 import os
@@ -19,13 +20,17 @@ LIBRARY = Path(os.environ.get("ASCENDC_OPS_LIBRARY") or _isa.choose(Path(__file_
 def torch_mismatch(built: str | None, running: str) -> str | None:
     """Why a library compiled against torch ``built`` cannot load into torch ``running`` (None: it can).
     The local tag (+cpu, +cu121) is not compared: same release, same C++ API."""
-    rebuild = ("reinstall ascendc_ops against the installed torch (`pip install --no-build-isolation "
-               "--force-reinstall --no-deps .` from its source, or ./build.sh in a checkout)")
+    rebuild = (
+        "reinstall ascendc_ops against the installed torch (`pip install --no-build-isolation "
+        "--force-reinstall --no-deps .` from its source, or ./build.sh in a checkout)"
+    )
     if built is None:
         return f"ascendc_ops: {TORCH_RECORD.name} (the torch it was compiled against) is missing; {rebuild}"
     if built.split("+")[0] != running.split("+")[0]:
-        return (f"ascendc_ops was compiled against torch {built}, but torch {running} is installed: a C++ "
-                f"extension only loads into the torch it was compiled against; {rebuild}, or install torch {built}")
+        return (
+            f"ascendc_ops was compiled against torch {built}, but torch {running} is installed: a C++ "
+            f"extension only loads into the torch it was compiled against; {rebuild}, or install torch {built}"
+        )
     return None
 
 

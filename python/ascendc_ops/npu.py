@@ -10,6 +10,7 @@ Provided: ``PROVIDED``. Any other ``torch_npu`` attribute (``npu_fusion_attentio
 the ``torch_npu.npu`` device module, quantized variants, ...) raises AttributeError naming what exists,
 so ``hasattr(torch_npu, name)`` probes answer honestly.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -21,9 +22,21 @@ from . import add_rms_norm as _add_rms_norm, rms_norm as _rms_norm, rotary_mul a
 
 GMM = "npu_grouped_matmul"
 # npu_grouped_matmul arguments that only the quantized / fused-activation kernels use
-_QUANT_ARGS = ("scale", "offset", "antiquant_scale", "antiquant_offset", "per_token_scale", "activation_input",
-               "activation_quant_scale", "activation_quant_offset", "tuning_config", "x_dtype", "weight_dtype",
-               "scale_dtype", "per_token_scale_dtype")
+_QUANT_ARGS = (
+    "scale",
+    "offset",
+    "antiquant_scale",
+    "antiquant_offset",
+    "per_token_scale",
+    "activation_input",
+    "activation_quant_scale",
+    "activation_quant_offset",
+    "tuning_config",
+    "x_dtype",
+    "weight_dtype",
+    "scale_dtype",
+    "per_token_scale_dtype",
+)
 
 
 def _fail(kind, op: str, msg: str):
@@ -85,18 +98,25 @@ def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_
     return moe_token_unpermute(permuted_tokens, sorted_indices, probs, padded_mode, restore_shape)
 
 
-def npu_moe_token_unpermute_grad(permuted_tokens, grad_unpermuted_tokens, sorted_indices, probs=None,
-                                 padded_mode=False, restore_shape=None):
+def npu_moe_token_unpermute_grad(
+    permuted_tokens, grad_unpermuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None
+):
     """-> (grad_permuted_tokens, grad_probs)."""
-    return tuple(torch.ops.custom.moe_token_unpermute_grad(permuted_tokens, grad_unpermuted_tokens.contiguous(),
-                                                           sorted_indices, probs, padded_mode, restore_shape))
+    return tuple(
+        torch.ops.custom.moe_token_unpermute_grad(
+            permuted_tokens, grad_unpermuted_tokens.contiguous(), sorted_indices, probs, padded_mode, restore_shape
+        )
+    )
 
 
 # ---- grouped matmul ----
 def _tensors(name: str, value) -> list:
     if torch.is_tensor(value) or not isinstance(value, Sequence) or not value:
-        _fail(TypeError, GMM, f"{name} must be a non-empty list of tensors (torch_npu's Tensor[]), "
-              f"got {type(value).__name__}")
+        _fail(
+            TypeError,
+            GMM,
+            f"{name} must be a non-empty list of tensors (torch_npu's Tensor[]), got {type(value).__name__}",
+        )
     for i, t in enumerate(value):
         if not torch.is_tensor(t):
             _fail(TypeError, GMM, f"{name}[{i}] must be a tensor, got {type(t).__name__}")
@@ -108,8 +128,12 @@ def _group_list(group_list) -> torch.Tensor:
     if group_list.dtype == torch.int32:
         return group_list.long()
     if group_list.dtype != torch.int64:
-        _fail(TypeError, GMM, f"group_list must be an int64 tensor (or a list of ints), got {group_list.dtype}; "
-              "e.g. torch.histc(...) returns floats: call .long() on it")
+        _fail(
+            TypeError,
+            GMM,
+            f"group_list must be an int64 tensor (or a list of ints), got {group_list.dtype}; "
+            "e.g. torch.histc(...) returns floats: call .long() on it",
+        )
     if group_list.dim() != 1:
         _fail(ValueError, GMM, f"group_list must be 1-D [E], got shape {list(group_list.shape)}")
     return group_list
@@ -130,14 +154,20 @@ def _stack(ws: list) -> torch.Tensor:
     k, n = ws[0].shape
     for i, w in enumerate(ws):
         if w.dim() != 2 or tuple(w.shape) != (k, n) or w.dtype != ws[0].dtype:
-            _fail(ValueError, GMM, f"weight[{i}] must be 2-D {[k, n]} {ws[0].dtype} like weight[0], "
-                  f"got {list(w.shape)} {w.dtype}")
+            _fail(
+                ValueError,
+                GMM,
+                f"weight[{i}] must be 2-D {[k, n]} {ws[0].dtype} like weight[0], got {list(w.shape)} {w.dtype}",
+            )
     base = ws[0]
     if len(ws) > 1 and not (torch.is_grad_enabled() and any(w.requires_grad for w in ws)):
         step = ws[1].storage_offset() - base.storage_offset()
-        if step > 0 and all(w.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
-                            and w.stride() == base.stride() and w.storage_offset() == base.storage_offset() + i * step
-                            for i, w in enumerate(ws)):
+        if step > 0 and all(
+            w.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+            and w.stride() == base.stride()
+            and w.storage_offset() == base.storage_offset() + i * step
+            for i, w in enumerate(ws)
+        ):
             return base.as_strided((len(ws), k, n), (step,) + tuple(base.stride()), base.storage_offset())
     if all(w.stride() == (1, k) for w in ws):  # all transposed: stack the [N, K] originals, keep the transpose
         return torch.stack([w.T for w in ws]).transpose(1, 2)
@@ -155,11 +185,12 @@ def _gmm(x: torch.Tensor, w: torch.Tensor, gl: torch.Tensor, group_list_type: in
 def _add_bias(y, bias, counts, n):
     bias = _tensors("bias", bias)
     if len(bias) != len(counts) or any(b.shape != (n,) for b in bias):
-        _fail(ValueError, GMM, f"bias must be {len(counts)} tensors of shape [{n}], got "
-              f"{[list(b.shape) for b in bias]}")
+        _fail(
+            ValueError, GMM, f"bias must be {len(counts)} tensors of shape [{n}], got {[list(b.shape) for b in bias]}"
+        )
     # the bias is an epilogue added after the kernel (torch_npu adds it inside); one row per grouped row
     rows = torch.repeat_interleave(torch.stack(bias).to(y.dtype), torch.tensor(counts, device=y.device), dim=0)
-    return torch.cat((y[: rows.shape[0]] + rows, y[rows.shape[0]:]))
+    return torch.cat((y[: rows.shape[0]] + rows, y[rows.shape[0] :]))
 
 
 def _split_m(xs, ws, gl, group_list_type, split_item, bias):
@@ -173,8 +204,12 @@ def _split_m(xs, ws, gl, group_list_type, split_item, bias):
         _fail(ValueError, GMM, f"group_list has {gl.shape[0]} groups but weight has {w.shape[0]} experts")
     x = xs[0] if len(xs) == 1 else torch.cat(xs)
     if len(xs) > 1 and _counts(gl, group_list_type) != [t.shape[0] for t in xs]:
-        _fail(ValueError, GMM, f"with {len(xs)} x tensors, group_list must give their row counts "
-              f"{[t.shape[0] for t in xs]}, got {gl.tolist()} (group_list_type={group_list_type})")
+        _fail(
+            ValueError,
+            GMM,
+            f"with {len(xs)} x tensors, group_list must give their row counts "
+            f"{[t.shape[0] for t in xs]}, got {gl.tolist()} (group_list_type={group_list_type})",
+        )
     y = _gmm(x, w, gl, group_list_type)
     counts = _counts(gl, group_list_type) if (bias is not None or split_item in (0, 1)) else None
     if bias is not None:
@@ -185,10 +220,16 @@ def _split_m(xs, ws, gl, group_list_type, split_item, bias):
 def _split_k(xs, ws, gl, group_list_type, split_item, bias):
     """group_type 2 (the weight gradient): [x^T] [K, M] and [dy] [M, N], M grouped -> [E, K, N]."""
     if gl is None or len(xs) != 1 or len(ws) != 1 or xs[0].dim() != 2 or ws[0].dim() != 2:
-        _fail(ValueError, GMM, "group_type=2 (split K) takes x=[x.T] ([K, M]), weight=[dy] ([M, N]) and a "
-              f"group_list; got {len(xs)} x, {len(ws)} weight tensors, group_list {'missing' if gl is None else 'set'}")
+        _fail(
+            ValueError,
+            GMM,
+            "group_type=2 (split K) takes x=[x.T] ([K, M]), weight=[dy] ([M, N]) and a "
+            f"group_list; got {len(xs)} x, {len(ws)} weight tensors, group_list {'missing' if gl is None else 'set'}",
+        )
     if split_item not in (2, 3):
-        _fail(ValueError, GMM, f"group_type=2 returns one [E, K, N] tensor: split_item must be 2 or 3, got {split_item}")
+        _fail(
+            ValueError, GMM, f"group_type=2 returns one [E, K, N] tensor: split_item must be 2 or 3, got {split_item}"
+        )
     if bias is not None:
         _fail(ValueError, GMM, "group_type=2 takes no bias")
     xt, dy = xs[0], ws[0]
@@ -202,11 +243,17 @@ def _independent(xs, ws, gl_list, split_item, bias):
     if len(xs) != len(ws):
         _fail(ValueError, GMM, f"group_type=-1 pairs x and weight one to one: got {len(xs)} x and {len(ws)} weight")
     if gl_list is not None and gl_list != [t.shape[0] for t in xs]:
-        _fail(ValueError, GMM, f"group_list (as counts {gl_list}) must match the x row counts {[t.shape[0] for t in xs]}")
-    for i, (x, w) in enumerate(zip(xs, ws)):
+        _fail(
+            ValueError, GMM, f"group_list (as counts {gl_list}) must match the x row counts {[t.shape[0] for t in xs]}"
+        )
+    for i, (x, w) in enumerate(zip(xs, ws, strict=True)):
         if w.dim() != 2 or not 2 <= x.dim() <= 6 or x.shape[-1] != w.shape[0]:
-            _fail(ValueError, GMM, f"pair {i}: x {list(x.shape)} (2-6 dims) @ weight {list(w.shape)} (2-D [K, N]) "
-                  "needs x's last dim == weight's first")
+            _fail(
+                ValueError,
+                GMM,
+                f"pair {i}: x {list(x.shape)} (2-6 dims) @ weight {list(w.shape)} (2-D [K, N]) "
+                "needs x's last dim == weight's first",
+            )
     x2 = [x.reshape(-1, x.shape[-1]) for x in xs]
     rows = [x.shape[0] for x in x2]
     if all(tuple(w.shape) == tuple(ws[0].shape) for w in ws):
@@ -214,19 +261,43 @@ def _independent(xs, ws, gl_list, split_item, bias):
         y = _gmm(torch.cat(x2), _stack(ws), counts, 1)
         ys = list(y.split(rows))
     else:
-        ys = [_gmm(x, w.unsqueeze(0), torch.tensor([x.shape[0]], device=x.device), 1) for x, w in zip(x2, ws)]
+        ys = [
+            _gmm(x, w.unsqueeze(0), torch.tensor([x.shape[0]], device=x.device), 1) for x, w in zip(x2, ws, strict=True)
+        ]
     if bias is not None:
         bias = _tensors("bias", bias)
-        ys = [y + b.to(y.dtype) for y, b in zip(ys, bias)]
-    ys = [y.reshape(*x.shape[:-1], y.shape[-1]) for x, y in zip(xs, ys)]
+        if len(bias) != len(ys):
+            _fail(ValueError, GMM, f"bias has {len(bias)} tensors for {len(ys)} x/weight pairs")
+        ys = [y + b.to(y.dtype) for y, b in zip(ys, bias, strict=True)]
+    ys = [y.reshape(*x.shape[:-1], y.shape[-1]) for x, y in zip(xs, ys, strict=True)]
     return [torch.cat(ys)] if split_item in (2, 3) else ys
 
 
-def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None,
-                       per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None,
-                       activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0,
-                       tuning_config=None, output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None,
-                       per_token_scale_dtype=None):
+def npu_grouped_matmul(
+    x,
+    weight,
+    *,
+    bias=None,
+    scale=None,
+    offset=None,
+    antiquant_scale=None,
+    antiquant_offset=None,
+    per_token_scale=None,
+    group_list=None,
+    activation_input=None,
+    activation_quant_scale=None,
+    activation_quant_offset=None,
+    split_item=0,
+    group_type=None,
+    group_list_type=0,
+    act_type=0,
+    tuning_config=None,
+    output_dtype=None,
+    x_dtype=None,
+    weight_dtype=None,
+    scale_dtype=None,
+    per_token_scale_dtype=None,
+):
     """torch_npu's grouped matmul (float16 / bfloat16 / float32, non-quantized) -> list of tensors.
 
     group_type 0 (split M, MoE forward and dx): x=[x [M, K]], weight=[w [E, K, N]] or E tensors [K, N],
@@ -238,8 +309,12 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     args = locals()
     for name in _QUANT_ARGS:
         if args[name] is not None:
-            _fail(NotImplementedError, GMM, f"{name} (quantized / tuned grouped matmul) is not supported by "
-                  "ascendc_ops; only float16/bfloat16/float32 inputs with bias=None or a float bias")
+            _fail(
+                NotImplementedError,
+                GMM,
+                f"{name} (quantized / tuned grouped matmul) is not supported by "
+                "ascendc_ops; only float16/bfloat16/float32 inputs with bias=None or a float bias",
+            )
     if act_type not in (0, None):
         _fail(NotImplementedError, GMM, f"act_type={act_type}: the fused activation is not supported; pass 0")
     split_item = 0 if split_item is None else split_item
@@ -261,19 +336,26 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
         if group_type is not None:
             _fail(ValueError, GMM, f"with a list group_list torch_npu takes group_type=None, got {group_type}")
         ends = [int(v) for v in group_list]
-        if any(b < a for a, b in zip([0] + ends, ends)):
+        if any(b < a for a, b in zip([0] + ends, ends, strict=False)):
             _fail(ValueError, GMM, f"a list group_list holds non-decreasing cumulative ends, got {ends}")
         if len(xs) > 1:
-            return _independent(xs, ws, [b - a for a, b in zip([0] + ends, ends)], split_item, bias)
+            return _independent(xs, ws, [b - a for a, b in zip([0] + ends, ends, strict=False)], split_item, bias)
         gl = torch.tensor(ends, dtype=torch.int64, device=xs[0].device)
         return _split_m(xs, ws, gl, 0, split_item, bias)
 
     if group_type is None:
-        _fail(ValueError, GMM, "group_type must be passed (-1, 0 or 2) when group_list is a tensor or None, "
-              "as torch_npu requires ('Requires manual passing group_type')")
+        _fail(
+            ValueError,
+            GMM,
+            "group_type must be passed (-1, 0 or 2) when group_list is a tensor or None, "
+            "as torch_npu requires ('Requires manual passing group_type')",
+        )
     if group_list_type not in (0, 1):
-        _fail(NotImplementedError, GMM, f"group_list_type must be 0 (cumulative) or 1 (counts); "
-              f"{group_list_type} is the int8 [E, 2] form")
+        _fail(
+            NotImplementedError,
+            GMM,
+            f"group_list_type must be 0 (cumulative) or 1 (counts); {group_list_type} is the int8 [E, 2] form",
+        )
     gl = None if group_list is None else _group_list(group_list)
     if group_type == 0:
         return _split_m(xs, ws, gl, group_list_type, split_item, bias)
@@ -286,14 +368,25 @@ def npu_grouped_matmul(x, weight, *, bias=None, scale=None, offset=None, antiqua
     _fail(ValueError, GMM, f"group_type must be -1 (none), 0 (split M) or 2 (split K), got {group_type}")
 
 
-PROVIDED = ("npu_rotary_mul", "npu_rotary_mul_backward", "npu_rms_norm", "npu_rms_norm_backward", "npu_add_rms_norm",
-            "npu_swiglu", "npu_swiglu_backward", "npu_grouped_matmul", "npu_moe_token_permute",
-            "npu_moe_token_unpermute", "npu_moe_token_unpermute_grad")
+PROVIDED = (
+    "npu_rotary_mul",
+    "npu_rotary_mul_backward",
+    "npu_rms_norm",
+    "npu_rms_norm_backward",
+    "npu_add_rms_norm",
+    "npu_swiglu",
+    "npu_swiglu_backward",
+    "npu_grouped_matmul",
+    "npu_moe_token_permute",
+    "npu_moe_token_unpermute",
+    "npu_moe_token_unpermute_grad",
+)
 __all__ = list(PROVIDED)
 
 
 def __getattr__(name: str):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise AttributeError(f"ascendc_ops.npu (standing in for torch_npu) has no {name!r}; it provides "
-                         f"{', '.join(PROVIDED)}")
+    raise AttributeError(
+        f"ascendc_ops.npu (standing in for torch_npu) has no {name!r}; it provides {', '.join(PROVIDED)}"
+    )

@@ -4,6 +4,7 @@ Derived here: the torch schema of each op, its supported dtype combinations, and
 (`--header OUT`) the bindings compile in, which registers those schemas and checks those dtypes.
 Only the standard library is imported, so the build can run this file as a script.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -99,8 +100,12 @@ def parse(path: Path) -> OpProto:
         return tuple(out)
 
     attrs = tuple(
-        AttrDesc(a["name"], a["type"], a.get("default_value"),
-                 a.get("param_type") == "optional" and "default_value" in a and a["default_value"] is None)
+        AttrDesc(
+            a["name"],
+            a["type"],
+            a.get("default_value"),
+            a.get("param_type") == "optional" and "default_value" in a and a["default_value"] is None,
+        )
         for a in e.get("attr", [])
     )
     proto = OpProto(e["op"], tensors("input_desc"), tensors("output_desc"), attrs)

@@ -1,12 +1,14 @@
 """Test support: the simulated NPU (csrc/sim_npu, README "The simulated NPU").
 
-``simulated_npu()`` loads build/sim_npu/_sim_npu_<isa path>.so (the one linked to the loaded _C*.so) into this process and names torch's PrivateUse1
-device "npu", as torch_npu does. Tensors on "npu" then live in host memory, and the custom ops on
-them run the real PrivateUse1 launchers of csrc/torch/npu, whose ACL launch runs the twin kernel.
+``simulated_npu()`` loads build/sim_npu/_sim_npu_<isa path>.so (the one linked to the loaded _C*.so) into this
+process and names torch's PrivateUse1 device "npu", as torch_npu does. Tensors on "npu" then live in host memory,
+and the custom ops on them run the real PrivateUse1 launchers of csrc/torch/npu, whose ACL launch runs the twin
+kernel.
 Irreversible for the process (torch allows one PrivateUse1 name); ``import ascendc_ops`` never calls it.
 Call it before the process's first backward: torch's autograd engine sizes its per-device queues then,
 and a device added later fails its first backward with an internal assert (engine.cpp device_ready_queues_).
 """
+
 from __future__ import annotations
 
 import os
@@ -25,6 +27,7 @@ def library() -> Path:
     from ._library import isa
 
     return Path(os.environ.get("ASCENDC_OPS_SIM_NPU") or SIM_DIR / f"_sim_npu_{isa()}.so")
+
 
 _loaded: Path | None = None
 
@@ -50,11 +53,15 @@ def simulated_npu() -> Path:
 
     path = library()
     if not path.exists():
-        raise RuntimeError(f"the simulated NPU library {path} is not built; run ./build.sh "
-                           "(cmake/sim_npu.cmake builds it unless ASCENDC_OPS_SIM_NPU=OFF or CANN is present)")
+        raise RuntimeError(
+            f"the simulated NPU library {path} is not built; run ./build.sh "
+            "(cmake/sim_npu.cmake builds it unless ASCENDC_OPS_SIM_NPU=OFF or CANN is present)"
+        )
     current = torch._C._get_privateuse1_backend_name()
     if current not in ("privateuseone", NAME):
-        raise RuntimeError(f"PrivateUse1 is already named {current!r} in this process; the simulated NPU needs {NAME!r}")
+        raise RuntimeError(
+            f"PrivateUse1 is already named {current!r} in this process; the simulated NPU needs {NAME!r}"
+        )
     torch.ops.load_library(str(path))
     if current != NAME:
         torch.utils.rename_privateuse1_backend(NAME)

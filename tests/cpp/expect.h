@@ -23,12 +23,12 @@ inline bool Throws(const std::function<void()>& f) {
 }
 }  // namespace expect
 
-#define EXPECT(cond)                                                   \
-  do {                                                                 \
-    if (cond) {                                                        \
-      ++expect::passed;                                                \
-    } else {                                                           \
-      ++expect::failed;                                                \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);      \
-    }                                                                  \
+#define EXPECT(cond)                                              \
+  do {                                                            \
+    if (cond) {                                                   \
+      ++expect::passed;                                           \
+    } else {                                                      \
+      ++expect::failed;                                           \
+      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                             \
   } while (0)

@@ -66,8 +66,11 @@ static void TestGroupedMatmulTiling() {
   for (const CubePlatform& p : {Ascend910BCube(), Ascend910BCube(20), CpuTwinCube(1), CpuTwinCube(2)}) {
     for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
       for (bool wg : {false, true}) {
-        for (auto [m, k, n, e] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1}, {83, 769, 129, 3},
-                                  {2048, 256, 300, 64}, {300, 64, 5000, 7}, {5, 16, 16, 512}}) {
+        for (auto [m, k, n, e] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 1},
+                                  {83, 769, 129, 3},
+                                  {2048, 256, 300, 64},
+                                  {300, 64, 5000, 7},
+                                  {5, 16, 16, 512}}) {
           std::vector<int64_t> rows(size_t(e), 0);
           for (int64_t i = 0; i < m; ++i) rows[rng() % (e > 2 ? e - 1 : e)]++;  // the last group often empty
           GroupedMatmulTiling t = TileGroupedMatmul({m, k, n, e, dt, 1, false, wg}, p);
@@ -81,7 +84,8 @@ static void TestGroupedMatmulTiling() {
   EXPECT(TileGroupedMatmul({0, 8, 8, 2, DType::kFloat32, 1, false, false}, CpuTwinCube(2)).blockDim == 0);
   EXPECT(Throws([] { TileGroupedMatmul({4, 8, 8, 0, DType::kFloat32, 1, false, false}, CpuTwinCube(2)); }));
   EXPECT(Throws([] { TileGroupedMatmul({4, 8, 8, 2, DType::kFloat32, 2, false, false}, CpuTwinCube(2)); }));
-  EXPECT(Throws([] { TileGroupedMatmul({int64_t(1) << 32, 8, 8, 2, DType::kFloat32, 1, false, false}, CpuTwinCube(2)); }));
+  EXPECT(
+      Throws([] { TileGroupedMatmul({int64_t(1) << 32, 8, 8, 2, DType::kFloat32, 1, false, false}, CpuTwinCube(2)); }));
 }
 
 static void TestRoutingTiling() {
@@ -114,7 +118,8 @@ static void MatmulKernel(float* a, float* b, float* c) {
   gc.SetGlobalBuffer(c, uint64_t(gTiling->M) * gTiling->N);
   TPipe pipe;
   Matmul<MatmulType<TPosition::GM, CubeFormat::ND, float, true>, MatmulType<TPosition::GM, CubeFormat::ND, float, true>,
-         MatmulType<TPosition::GM, CubeFormat::ND, float>> mm;
+         MatmulType<TPosition::GM, CubeFormat::ND, float>>
+      mm;
   REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, gTiling);
   mm.SetTensorA(ga, gTransA);
   mm.SetTensorB(gb, gTransB);
@@ -127,7 +132,8 @@ static void NoTransKernel(float* a, float* b, float* c) {
   ga.SetGlobalBuffer(a), gb.SetGlobalBuffer(b), gc.SetGlobalBuffer(c);
   TPipe pipe;
   Matmul<MatmulType<TPosition::GM, CubeFormat::ND, float>, MatmulType<TPosition::GM, CubeFormat::ND, float>,
-         MatmulType<TPosition::GM, CubeFormat::ND, float>> mm;
+         MatmulType<TPosition::GM, CubeFormat::ND, float>>
+      mm;
   REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, gTiling);
   mm.SetTensorB(gb, true);  // transposition that the MatmulType did not enable
 }

@@ -8,7 +8,6 @@
 using namespace tiling;
 using expect::Throws;
 
-
 static void CheckInvariants(const NormProblem& p, const NormTiling& t, const PlatformInfo& plat) {
   const NormTilingData& d = t.data;
   EXPECT(t.blockDim >= 1 && t.blockDim <= plat.vectorCores);

@@ -10,7 +10,6 @@
 using namespace tiling;
 using expect::Throws;
 
-
 // Every element is covered exactly once, tiles stay within UB and DataCopyPad limits.
 static void CheckInvariants(const SwigluTiling& t, const SwigluProblem& p, const PlatformInfo& plat) {
   const SwigluTilingData& d = t.data;

@@ -10,7 +10,6 @@
 using namespace tiling;
 using expect::Throws;
 
-
 // Every task is covered exactly once and tiles stay within UB.
 static void CheckInvariants(const RopeTiling& t, const PlatformInfo& p, DType dtype) {
   const RopeTilingData& d = t.data;
@@ -50,7 +49,8 @@ int main() {
   // the Gather path: D = 40 (80-byte fp32 half rows), and the pair modes at any D
   EXPECT(!RopeRotatesByCopy(40, ROPE_MODE_HALF) && RopeRotatesByCopy(80, ROPE_MODE_HALF));
   EXPECT(!RopeRotatesByCopy(128, ROPE_MODE_INTERLEAVE) && !RopeRotatesByCopy(128, ROPE_MODE_TUTORIAL));
-  EXPECT(RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_TUTORIAL) > RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
+  EXPECT(RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_TUTORIAL) >
+         RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
 
   // Fewer lines than cores: tiles shrink so every core gets one.
   RopeProblem small{{1, 1, 83}, {1, 1, 83}, 40, DType::kBFloat16, ROPE_MODE_INTERLEAVE, false};

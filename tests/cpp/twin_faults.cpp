@@ -135,12 +135,20 @@ extern "C" __global__ __aicore__ void ub_copy_overlap(GM_ADDR x) {
 
 using Kernel = void (*)(GM_ADDR);
 const std::map<std::string, Kernel>& Kernels() {
-  static const std::map<std::string, Kernel> kernels{
-      {"correct", correct}, {"ub_capacity", ub_capacity}, {"copy_length_alignment", copy_length_alignment},
-      {"operand_alignment", operand_alignment}, {"bf16_arithmetic", bf16_arithmetic}, {"exp_int32", exp_int32},
-      {"bf16_cast_without_rounding", bf16_cast_without_rounding}, {"half_to_bf16_cast", half_to_bf16_cast},
-      {"dequeue_empty", dequeue_empty}, {"double_free", double_free}, {"queue_depth", queue_depth},
-      {"ub_overrun", ub_overrun}, {"gm_overrun", gm_overrun}, {"ub_copy_overlap", ub_copy_overlap}};
+  static const std::map<std::string, Kernel> kernels{{"correct", correct},
+                                                     {"ub_capacity", ub_capacity},
+                                                     {"copy_length_alignment", copy_length_alignment},
+                                                     {"operand_alignment", operand_alignment},
+                                                     {"bf16_arithmetic", bf16_arithmetic},
+                                                     {"exp_int32", exp_int32},
+                                                     {"bf16_cast_without_rounding", bf16_cast_without_rounding},
+                                                     {"half_to_bf16_cast", half_to_bf16_cast},
+                                                     {"dequeue_empty", dequeue_empty},
+                                                     {"double_free", double_free},
+                                                     {"queue_depth", queue_depth},
+                                                     {"ub_overrun", ub_overrun},
+                                                     {"gm_overrun", gm_overrun},
+                                                     {"ub_copy_overlap", ub_copy_overlap}};
   return kernels;
 }
 

@@ -1,6 +1,6 @@
 // Kernels that stress fused execution's aliasing rule (csrc/twin/twin_fuse.h): views of one buffer
 // at shifted starts or with another element type, inside one run of element-wise instructions, in
-// UB and through GM. Each reads N floats of x and writes N floats of y; tests/test_twin_speed.py
+// UB and through GM. Each reads N floats of x and writes N floats of y; tests/twin/test_twin_speed.py
 // runs each fused and unfused (ASCENDC_TWIN_FUSE=0) and against NumPy. N spans several strips.
 #include <torch/library.h>
 #include <torch/torch.h>
@@ -137,9 +137,11 @@ extern "C" __global__ __aicore__ void pad_roundtrip(GM_ADDR x, GM_ADDR y) {
 using Kernel = void (*)(GM_ADDR, GM_ADDR);
 const std::map<std::string, Kernel>& Kernels() {
   static const std::map<std::string, Kernel> k = {
-      {"shifted_read", shifted_read}, {"shifted_write", shifted_write}, {"war_shift", war_shift},
-      {"self_overlap", self_overlap}, {"retyped", retyped},             {"gm_roundtrip", gm_roundtrip},
-      {"scalar_read", scalar_read},   {"pad_rows", pad_rows},             {"scalar_write", scalar_write},             {"pad_roundtrip", pad_roundtrip},
+      {"shifted_read", shifted_read}, {"shifted_write", shifted_write},
+      {"war_shift", war_shift},       {"self_overlap", self_overlap},
+      {"retyped", retyped},           {"gm_roundtrip", gm_roundtrip},
+      {"scalar_read", scalar_read},   {"pad_rows", pad_rows},
+      {"scalar_write", scalar_write}, {"pad_roundtrip", pad_roundtrip},
   };
   return k;
 }
@@ -147,7 +149,8 @@ const std::map<std::string, Kernel>& Kernels() {
 at::Tensor Run(c10::string_view name, const at::Tensor& x) {
   auto it = Kernels().find(std::string(name));
   TORCH_CHECK_VALUE(it != Kernels().end(), "unknown fuse kernel ", std::string(name));
-  TORCH_CHECK_VALUE(x.dtype() == at::kFloat && x.numel() == kN && x.is_contiguous(), "x must be ", kN, " contiguous floats");
+  TORCH_CHECK_VALUE(x.dtype() == at::kFloat && x.numel() == kN && x.is_contiguous(), "x must be ", kN,
+                    " contiguous floats");
   at::Tensor y = at::zeros({int64_t(kN)}, x.options());
   try {
     AscendC::twin::Launch(it->first.c_str(), 1, it->second, reinterpret_cast<GM_ADDR>(x.data_ptr<float>()),

@@ -190,21 +190,20 @@ extern "C" __global__ __aicore__ void block_reads_neighbours_row(GM_ADDR x) {
 
 using Kernel = void (*)(GM_ADDR);
 const std::map<std::string, Kernel>& Kernels() {
-  static const std::map<std::string, Kernel> kernels{
-      {"clean", clean},
-      {"missing_waitflag", missing_waitflag},
-      {"overwrite_during_copy_out", overwrite_during_copy_out},
-      {"unpaired_setflag", unpaired_setflag},
-      {"wait_without_set", wait_without_set},
-      {"reserved_event_id", reserved_event_id},
-      {"event_id_collision", event_id_collision},
-      {"stolen_queue_event", stolen_queue_event},
-      {"uninitialised_read", uninitialised_read},
-      {"padding_copied_out", padding_copied_out},
-      {"mte2_overlap_no_barrier", mte2_overlap_no_barrier},
-      {"gm_read_back_unsynced", gm_read_back_unsynced},
-      {"blocks_write_same_row", blocks_write_same_row},
-      {"block_reads_neighbours_row", block_reads_neighbours_row}};
+  static const std::map<std::string, Kernel> kernels{{"clean", clean},
+                                                     {"missing_waitflag", missing_waitflag},
+                                                     {"overwrite_during_copy_out", overwrite_during_copy_out},
+                                                     {"unpaired_setflag", unpaired_setflag},
+                                                     {"wait_without_set", wait_without_set},
+                                                     {"reserved_event_id", reserved_event_id},
+                                                     {"event_id_collision", event_id_collision},
+                                                     {"stolen_queue_event", stolen_queue_event},
+                                                     {"uninitialised_read", uninitialised_read},
+                                                     {"padding_copied_out", padding_copied_out},
+                                                     {"mte2_overlap_no_barrier", mte2_overlap_no_barrier},
+                                                     {"gm_read_back_unsynced", gm_read_back_unsynced},
+                                                     {"blocks_write_same_row", blocks_write_same_row},
+                                                     {"block_reads_neighbours_row", block_reads_neighbours_row}};
   return kernels;
 }
 

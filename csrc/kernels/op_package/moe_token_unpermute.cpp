@@ -7,6 +7,5 @@ extern "C" __global__ __aicore__ void moe_token_unpermute(GM_ADDR permuted_token
   REGISTER_TILING_DEFAULT(MoeRoutingTilingData);
   GET_TILING_DATA_WITH_STRUCT(MoeRoutingTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  Unpermute<DTYPE_PERMUTED_TOKENS, DTYPE_PROBS>(permuted_tokens, sorted_indices, probs, unpermuted_tokens,
-                                                tilingData);
+  Unpermute<DTYPE_PERMUTED_TOKENS, DTYPE_PROBS>(permuted_tokens, sorted_indices, probs, unpermuted_tokens, tilingData);
 }

@@ -65,8 +65,8 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   const at::ScalarType idType = l.indices.scalar_type();
   const at::ScalarType dtype = tokens.scalar_type();
   const uint32_t sortBlocks = l.tiling.sortBlocks, rowBlocks = l.tiling.rowBlocks;
-  void *tp = sortTiling.data_ptr(), *ip = l.indices.data_ptr(), *xp = l.tokens.data_ptr(),
-       *pp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pairs0 = ws.data_ptr(), *sorted = src;
+  void *tp = sortTiling.data_ptr(), *ip = l.indices.data_ptr(), *xp = l.tokens.data_ptr(), *pp = l.permuted.data_ptr(),
+       *sp = l.sortedIndices.data_ptr(), *pairs0 = ws.data_ptr(), *sorted = src;
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
     PickEntry(npu_entries::moe_sort_chunks, idType).fn(sortBlocks, stream, ip, pairs0, nullptr, tp);
@@ -76,8 +76,8 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   return {l.permuted, l.sortedIndices};  // freed device blocks are reused only in this stream's order
 }
 
-at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
-                     bool paddedMode, at::OptionalIntArrayRef restoreShape) {
+at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices,
+                     const c10::optional<at::Tensor>& probs, bool paddedMode, at::OptionalIntArrayRef restoreShape) {
   const OpProto& op = kMoeTokenUnpermute;
   UnpermuteLaunch l = PrepareUnpermute(op, permuted, at::Tensor(), sortedIndices, probs, paddedMode, restoreShape,
                                        false, npu::NpuPlatform());
@@ -85,8 +85,8 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
   const uint32_t blocks = l.tiling.rowBlocks;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  void *xp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs),
-       *op_ = l.out.data_ptr(), *tp = tiling.data_ptr();
+  void *xp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs), *op_ = l.out.data_ptr(),
+       *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
     PickEntry(npu_entries::moe_token_unpermute, t, p).fn(blocks, stream, xp, sp, pp, op_, nullptr, tp);
@@ -99,15 +99,14 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
                                                  const c10::optional<at::Tensor>& probs, bool paddedMode,
                                                  at::OptionalIntArrayRef restoreShape) {
   const OpProto& op = kMoeTokenUnpermuteGrad;
-  UnpermuteLaunch l = PrepareUnpermute(op, permuted, dout, sortedIndices, probs, paddedMode, restoreShape, true,
-                                       npu::NpuPlatform());
+  UnpermuteLaunch l =
+      PrepareUnpermute(op, permuted, dout, sortedIndices, probs, paddedMode, restoreShape, true, npu::NpuPlatform());
   if (l.tiling.rowBlocks == 0) return {l.out, l.probsGrad};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
   const uint32_t blocks = l.tiling.rowBlocks;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  void *xp = l.permuted.data_ptr(), *dp = l.dout.data_ptr(), *sp = l.sortedIndices.data_ptr(),
-       *pp = npu::Ptr(l.probs), *op_ = l.out.data_ptr(), *gp = l.probs.defined() ? l.probsGrad.data_ptr() : nullptr,
-       *tp = tiling.data_ptr();
+  void *xp = l.permuted.data_ptr(), *dp = l.dout.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs),
+       *op_ = l.out.data_ptr(), *gp = l.probs.defined() ? l.probsGrad.data_ptr() : nullptr, *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
     PickEntry(npu_entries::moe_token_unpermute_grad, t, p).fn(blocks, stream, xp, dp, sp, pp, op_, gp, nullptr, tp);

@@ -45,8 +45,8 @@ namespace ascendc_ops {
 namespace {
 
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1,
-                                                       const at::Tensor* x2, const at::Tensor& gamma, double epsilon) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1, const at::Tensor* x2,
+                                                       const at::Tensor& gamma, double epsilon) {
   NormForwardLaunch l = PrepareNormForward(op, x1, x2, gamma, epsilon, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return {l.y, l.rstd, l.xOut};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x1.device());

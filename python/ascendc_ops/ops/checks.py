@@ -1,4 +1,5 @@
 """Readable argument errors: every message names the op, the argument, what was expected and what came."""
+
 from __future__ import annotations
 
 from typing import NoReturn
@@ -14,10 +15,14 @@ def fail(kind: type[Exception], op: str, message: str) -> NoReturn:
 
 def check_same_device(proto: OpProto, *tensors: torch.Tensor) -> None:
     first = tensors[0].device
-    for desc, t in zip(proto.inputs, tensors):
+    for desc, t in zip(proto.inputs, tensors, strict=False):
         if t.device != first:
-            fail(ValueError, proto.name, f"{desc.name} is on {t.device} but {proto.inputs[0].name} is on {first}; "
-                 "all inputs must be on one device")
+            fail(
+                ValueError,
+                proto.name,
+                f"{desc.name} is on {t.device} but {proto.inputs[0].name} is on {first}; "
+                "all inputs must be on one device",
+            )
 
 
 def check_dtype(proto: OpProto, index: int, tensor: torch.Tensor) -> None:
@@ -33,7 +38,7 @@ def check_dtypes(proto: OpProto, *tensors: torch.Tensor) -> None:
     got = tuple(str(t.dtype).removeprefix("torch.") for t in tensors)
     combos = {c[: len(tensors)] for c in proto.dtype_combos()}
     if got not in combos:
-        names = ", ".join(f"{d.name}={g}" for d, g in zip(proto.inputs, got))
+        names = ", ".join(f"{d.name}={g}" for d, g in zip(proto.inputs, got, strict=False))
         supported = " ".join("(" + ", ".join(c) + ")" for c in sorted(combos))
         fail(TypeError, proto.name, f"unsupported dtypes ({names}); supported: {supported}")
 

@@ -12,6 +12,7 @@ unpermute_grad (dpermuted, dprobs), grouped_matmul's dx and dweight kernels, swi
 backward. Expert ids >= num_experts (HF's expert-parallel sentinels) sort to the tail, fall outside every
 group (the grouped matmul leaves those rows zero) and, with their zero routing weight, contribute nothing.
 """
+
 from __future__ import annotations
 
 import torch
@@ -44,19 +45,29 @@ def _check(hidden, top_k_index, top_k_weights, gate_up_proj, down_proj, transpos
     if top_k_weights.shape != top_k_index.shape:
         fail(f"top_k_weights must have top_k_index's shape {list(top_k_index.shape)}, got {list(top_k_weights.shape)}")
     if gate_up_proj.dim() != 3 or down_proj.dim() != 3 or gate_up_proj.shape[0] != down_proj.shape[0]:
-        fail(f"gate_up_proj and down_proj must be 3-D with one expert count, got {list(gate_up_proj.shape)} "
-             f"and {list(down_proj.shape)}")
+        fail(
+            f"gate_up_proj and down_proj must be 3-D with one expert count, got {list(gate_up_proj.shape)} "
+            f"and {list(down_proj.shape)}"
+        )
     h = hidden.shape[1]
     two_i, gu_h = (gate_up_proj.shape[2], gate_up_proj.shape[1]) if transposed else gate_up_proj.shape[1:]
     d_i, d_h = (down_proj.shape[1], down_proj.shape[2]) if transposed else (down_proj.shape[2], down_proj.shape[1])
     if gu_h != h or d_h != h or two_i != 2 * d_i:
         layout = "[E, H, 2I] and [E, I, H]" if transposed else "[E, 2I, H] and [E, H, I]"
-        fail(f"with hidden size {h} the weights must be {layout}, got gate_up_proj {list(gate_up_proj.shape)} "
-             f"and down_proj {list(down_proj.shape)}")
+        fail(
+            f"with hidden size {h} the weights must be {layout}, got gate_up_proj {list(gate_up_proj.shape)} "
+            f"and down_proj {list(down_proj.shape)}"
+        )
 
 
-def moe_experts(hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor,
-                gate_up_proj: torch.Tensor, down_proj: torch.Tensor, transposed: bool = False) -> torch.Tensor:
+def moe_experts(
+    hidden_states: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up_proj: torch.Tensor,
+    down_proj: torch.Tensor,
+    transposed: bool = False,
+) -> torch.Tensor:
     """HF's experts forward ``sum_k w[t,k] * down_e(silu(gate_e(x_t)) * up_e(x_t))`` with e = top_k_index[t,k].
 
     hidden_states [T, H]; top_k_index [T, K] int; top_k_weights [T, K] (hidden's dtype or fp32);
@@ -74,9 +85,16 @@ def moe_experts(hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_we
     return out if out.dtype == out_dtype else out.to(out_dtype)
 
 
-def moe_experts_expert_parallel(hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor,
-                                gate_up_local: torch.Tensor, down_local: torch.Tensor, num_experts: int,
-                                group=None, transposed: bool = False) -> torch.Tensor:
+def moe_experts_expert_parallel(
+    hidden_states: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    gate_up_local: torch.Tensor,
+    down_local: torch.Tensor,
+    num_experts: int,
+    group=None,
+    transposed: bool = False,
+) -> torch.Tensor:
     """``moe_experts`` with the experts split across the ranks of ``group`` (expert parallelism).
 
     Rank r holds experts ``[r*E/W, (r+1)*E/W)`` (``gate_up_local`` / ``down_local`` are those slices) and
@@ -101,16 +119,18 @@ def moe_experts_expert_parallel(hidden_states: torch.Tensor, top_k_index: torch.
     dist.all_to_all_single(recv_counts, counts, group=group)  # [source rank, local expert]
     send_splits = counts.view(world, local).sum(1).tolist()
     recv_splits = recv_counts.view(world, local).sum(1).tolist()
-    received = all_to_all_single(permuted.new_empty(sum(recv_splits), x.shape[1]), permuted,
-                                 recv_splits, send_splits, group=group)
+    received = all_to_all_single(
+        permuted.new_empty(sum(recv_splits), x.shape[1]), permuted, recv_splits, send_splits, group=group
+    )
     local_ids = torch.arange(local, device=x.device).repeat(world).repeat_interleave(recv_counts)
     grouped, regroup_indices = moe_token_permute(received, local_ids[:, None])
     local_counts = recv_counts.view(world, local).sum(0)
     gate_up = grouped_matmul(grouped, gate_up_local, local_counts, 1, not transposed)
     down = grouped_matmul(torch.ops.custom.swiglu(gate_up, -1), down_local, local_counts, 1, not transposed)
     arrived_order = moe_token_unpermute(down, regroup_indices)
-    returned = all_to_all_single(permuted.new_empty(permuted.shape), arrived_order, send_splits, recv_splits,
-                                 group=group)
+    returned = all_to_all_single(
+        permuted.new_empty(permuted.shape), arrived_order, send_splits, recv_splits, group=group
+    )
     probs = top_k_weights if top_k_weights.dtype == torch.float32 else top_k_weights.to(returned.dtype)
     out = moe_token_unpermute(returned, sorted_indices, probs)
     return out if out.dtype == out_dtype else out.to(out_dtype)

@@ -9,6 +9,7 @@ Schemas come from op_proto/moe_token_*.json. Autograd: dtokens by unpermute (a g
 probs); dpermuted and dprobs by moe_token_unpermute_grad. Data-dependent checks (index ranges) run
 in the C++ bindings. The grouped matmul ops are in grouped_matmul.py.
 """
+
 from __future__ import annotations
 
 import torch
@@ -58,14 +59,21 @@ def check_unpermute(op, permuted, sorted_indices, probs, padded_mode, restore_sh
     n = sorted_indices.shape[0]
     if probs is not None:
         if probs.dim() != 2 or probs.numel() != n:
-            fail(ValueError, op, f"probs must be 2-D [T, topK] with T * topK = {n} (sorted_indices length), "
-                 f"got shape {list(probs.shape)}")
+            fail(
+                ValueError,
+                op,
+                f"probs must be 2-D [T, topK] with T * topK = {n} (sorted_indices length), "
+                f"got shape {list(probs.shape)}",
+            )
         t, k = probs.shape
     elif restore_shape:
         rs = list(restore_shape)
         if len(rs) != 2 or rs[0] <= 0 or n % rs[0] or rs[1] != h:
-            fail(ValueError, op, f"restore_shape must be [T, H] with H = {h} and T dividing {n} "
-                 f"(sorted_indices length), got {rs}")
+            fail(
+                ValueError,
+                op,
+                f"restore_shape must be [T, H] with H = {h} and T dividing {n} (sorted_indices length), got {rs}",
+            )
         t, k = rs[0], n // rs[0]
     else:
         t, k = n, 1
@@ -83,8 +91,11 @@ def check_unpermute(op, permuted, sorted_indices, probs, padded_mode, restore_sh
     if probs is not None:
         check_dtype(proto, s_index + 1, probs)
         if probs.dtype != permuted.dtype and probs.dtype != torch.float32:
-            fail(TypeError, op, f"probs must have permuted_tokens' dtype or float32, got "
-                 f"{str(probs.dtype).removeprefix('torch.')}")
+            fail(
+                TypeError,
+                op,
+                f"probs must have permuted_tokens' dtype or float32, got {str(probs.dtype).removeprefix('torch.')}",
+            )
     return t, k
 
 
@@ -116,10 +127,18 @@ def _unpermute_fake(permuted_tokens, sorted_indices, probs=None, padded_mode=Fal
 
 
 @torch.library.register_fake("custom::moe_token_unpermute_grad")
-def _unpermute_grad_fake(permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs=None, padded_mode=False,
-                         restore_shape=None):
-    t, k = check_unpermute("moe_token_unpermute_grad", permuted_tokens, sorted_indices, probs, padded_mode,
-                           restore_shape, dout=unpermuted_tokens_grad)
+def _unpermute_grad_fake(
+    permuted_tokens, unpermuted_tokens_grad, sorted_indices, probs=None, padded_mode=False, restore_shape=None
+):
+    t, k = check_unpermute(
+        "moe_token_unpermute_grad",
+        permuted_tokens,
+        sorted_indices,
+        probs,
+        padded_mode,
+        restore_shape,
+        dout=unpermuted_tokens_grad,
+    )
     dprobs = probs.new_empty([t, k]) if probs is not None else permuted_tokens.new_empty([0])
     return torch.empty_like(permuted_tokens, memory_format=torch.contiguous_format), dprobs
 
@@ -149,8 +168,9 @@ def _unpermute_setup(ctx, inputs, output):
 
 def _unpermute_backward(ctx, dout):
     permuted, sorted_indices, probs = ctx.saved_tensors
-    dperm, dprobs = torch.ops.custom.moe_token_unpermute_grad(permuted, dout.contiguous(), sorted_indices, probs,
-                                                               False, ctx.restore_shape)
+    dperm, dprobs = torch.ops.custom.moe_token_unpermute_grad(
+        permuted, dout.contiguous(), sorted_indices, probs, False, ctx.restore_shape
+    )
     return dperm, None, (dprobs if ctx.has_probs else None), None, None
 
 

@@ -12,6 +12,7 @@ the formulas in op-semantics.md ("Grouped matmul and MoE routing"), not from the
 - ``moe_token_unpermute_backward(permuted, dout, sorted_indices, probs, topk)``:
   ``dpermuted[s[t*K+k]] = probs[t,k] * dout[t]``, ``dprobs[t,k] = <permuted[s[t*K+k]], dout[t]>``.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -17,14 +17,15 @@ Backward ops (from op_proto/*.json like the forward ones):
   gradient flowing into the x output; dx1 = dx2 = dx.
 rstd is an output without a gradient (marked non-differentiable), as in torch_npu.
 """
+
 from __future__ import annotations
 
 import math
 
 import torch
 
-from .checks import check_dtypes, check_same_device, fail
 from ..op_proto import load_all
+from .checks import check_dtypes, check_same_device, fail
 
 PROTOS = load_all()
 # epsilon's default, as op_proto/rms_norm.json declares it (add_rms_norm.json declares the same)
@@ -37,11 +38,17 @@ def _check_shapes(op: str, x: torch.Tensor, gamma: torch.Tensor, xi: int, gi: in
     if gamma.dim() < 1:
         fail(ValueError, op, f"{gn} must have at least one dim (the normalized dims), got shape {list(gamma.shape)}")
     if not gamma.dim() <= x.dim() <= 8:
-        fail(ValueError, op, f"{xn} must have rank {gamma.dim()}..8 (its trailing dims are {gn}'s), "
-             f"got shape {list(x.shape)}")
-    if tuple(x.shape[x.dim() - gamma.dim():]) != tuple(gamma.shape):
-        fail(ValueError, op, f"{gn} of shape {list(gamma.shape)} must equal the trailing dims of {xn} "
-             f"of shape {list(x.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"{xn} must have rank {gamma.dim()}..8 (its trailing dims are {gn}'s), got shape {list(x.shape)}",
+        )
+    if tuple(x.shape[x.dim() - gamma.dim() :]) != tuple(gamma.shape):
+        fail(
+            ValueError,
+            op,
+            f"{gn} of shape {list(gamma.shape)} must equal the trailing dims of {xn} of shape {list(x.shape)}",
+        )
 
 
 def _check_epsilon(op: str, epsilon: float) -> None:
@@ -83,8 +90,12 @@ def check_grad(op: str, dy, x, rstd, gamma, dx_out=None) -> None:
     if dx_out is not None and tuple(dx_out.shape) != tuple(x.shape):
         fail(ValueError, op, f"dx_out must have x's shape {list(x.shape)}, got {list(dx_out.shape)}")
     if list(rstd.shape) != rstd_shape(x, gamma):
-        fail(ValueError, op, f"rstd must have shape {rstd_shape(x, gamma)} (x's with the normalized dims set to 1), "
-             f"got {list(rstd.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"rstd must have shape {rstd_shape(x, gamma)} (x's with the normalized dims set to 1), "
+            f"got {list(rstd.shape)}",
+        )
 
 
 def rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = EPSILON) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,8 +158,12 @@ def _add_rms_norm_setup(ctx, inputs, output):
 def _add_rms_norm_backward(ctx, dy, _drstd, dx_out):
     x, rstd, gamma = ctx.saved_tensors
     dx, dgamma = torch.ops.custom.add_rms_norm_grad(dy.contiguous(), x, rstd, gamma, dx_out.contiguous())
-    return (dx if ctx.needs_input_grad[0] else None, dx if ctx.needs_input_grad[1] else None,
-            dgamma if ctx.needs_input_grad[2] else None, None)
+    return (
+        dx if ctx.needs_input_grad[0] else None,
+        dx if ctx.needs_input_grad[1] else None,
+        dgamma if ctx.needs_input_grad[2] else None,
+        None,
+    )
 
 
 torch.library.register_autograd("custom::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup)

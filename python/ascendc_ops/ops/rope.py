@@ -10,12 +10,13 @@ Backward: dx comes from the ``*_grad`` kernels; dr1/dr2, when asked for, are the
 products ``dy * x`` and ``dy * rotate(x)``, accumulated in fp32 (rope_customer: summed per pair into
 its even lane, the lane the forward reads).
 """
+
 from __future__ import annotations
 
 import torch
 
-from .checks import check_dtype, check_dtypes, check_same_device, fail
 from ..op_proto import load_all
+from .checks import check_dtype, check_dtypes, check_same_device, fail
 
 PROTOS = load_all()
 MODES = ("half", "interleave")
@@ -29,19 +30,29 @@ def check_rope(op: str, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, m
         fail(ValueError, op, f"rotary_mode must be 'half' or 'interleave', got {mode!r}")
     check_same_device(proto, x, cos, sin)
     if x.dim() not in (3, 4):
-        fail(ValueError, op, f"{xn} must have rank 3 ([T, N, D]) or 4 ([B, N, S, D], [B, S, N, D], "
-             f"[S, B, N, D]), got shape {list(x.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"{xn} must have rank 3 ([T, N, D]) or 4 ([B, N, S, D], [B, S, N, D], "
+            f"[S, B, N, D]), got shape {list(x.shape)}",
+        )
     d = x.shape[-1]
     if d % 2:
         fail(ValueError, op, f"the last dim of {xn} (head_dim) must be even, got {d}")
     if cos.shape != sin.shape:
         fail(ValueError, op, f"{rn} and {sn} must have one shape, got {list(cos.shape)} and {list(sin.shape)}")
     if not (1 <= cos.dim() <= x.dim()) or cos.shape[-1] != d:
-        fail(ValueError, op, f"{rn} must have rank <= {x.dim()} and last dim {d} like {xn}, got shape {list(cos.shape)}")
+        fail(
+            ValueError, op, f"{rn} must have rank <= {x.dim()} and last dim {d} like {xn}, got shape {list(cos.shape)}"
+        )
     for k in range(2, cos.dim() + 1):
         if cos.shape[-k] not in (1, x.shape[-k]):
-            fail(ValueError, op, f"{rn} of shape {list(cos.shape)} does not broadcast to {xn} of shape "
-                 f"{list(x.shape)} (dim {-k} is {cos.shape[-k]}, expected 1 or {x.shape[-k]})")
+            fail(
+                ValueError,
+                op,
+                f"{rn} of shape {list(cos.shape)} does not broadcast to {xn} of shape "
+                f"{list(x.shape)} (dim {-k} is {cos.shape[-k]}, expected 1 or {x.shape[-k]})",
+            )
     check_dtype(proto, 0, x)
     if not (cos.dtype.is_floating_point and sin.dtype.is_floating_point):
         fail(TypeError, op, f"{rn} must be floating point, got {cos.dtype}")
@@ -89,8 +100,12 @@ def _fake(op: str, fixed_mode: str | None):
     return fake
 
 
-for _op, _mode in (("rotary_mul", None), ("rotary_mul_grad", None), ("rope_customer", "interleave"),
-                   ("rope_customer_grad", "interleave")):
+for _op, _mode in (
+    ("rotary_mul", None),
+    ("rotary_mul_grad", None),
+    ("rope_customer", "interleave"),
+    ("rope_customer_grad", "interleave"),
+):
     torch.library.register_fake(f"custom::{_op}")(_fake(_op, _mode))
 
 
@@ -105,6 +120,7 @@ def _table_grads(ctx, dy, x, r1, r2, even_lanes: bool = False):
     """dr1 = sum(dy * x), dr2 = sum(dy * rotate(x)) over the dims r1/r2 broadcast along, in fp32;
     even_lanes (rope_customer): both lanes of pair i read the tables at lane 2i, so the pair's grads
     gather there and the odd lanes get 0."""
+
     def finish(g, like):
         g = g.sum_to_size(like.shape)
         if even_lanes:

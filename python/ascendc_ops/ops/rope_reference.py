@@ -24,6 +24,7 @@ SwiGLU and RMSNorm: swiglu_reference.py, rms_norm_reference.py.
   ``rotate`` is a signed permutation, so ``rotate^T`` is written out as its own permutation
   (``'half'``: ``cat(u2, -u1)``; ``'interleave'``: ``(u[2i+1], -u[2i])``), not derived from autograd.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -8,12 +8,13 @@
 Schemas come from op_proto/swiglu.json and swiglu_grad.json. fp32, fp16 and bf16; the kernels
 compute in fp32 and round once.
 """
+
 from __future__ import annotations
 
 import torch
 
-from .checks import check_dtype, check_dtypes, check_same_device, fail
 from ..op_proto import load_all
+from .checks import check_dtype, check_dtypes, check_same_device, fail
 
 PROTOS = load_all()
 
@@ -36,14 +37,21 @@ def check_swiglu(op: str, x: torch.Tensor, dim: int, dy: torch.Tensor | None = N
     d = dim % rank
     n = x.shape[d]
     if n % 2 != 0:
-        fail(ValueError, op, f"{xn}.size({dim}) must be even to split into two halves, got {n} "
-             f"({xn} shape {list(x.shape)})")
+        fail(
+            ValueError,
+            op,
+            f"{xn}.size({dim}) must be even to split into two halves, got {n} ({xn} shape {list(x.shape)})",
+        )
     half = list(x.shape)
     half[d] = n // 2
     if dy is not None:
         if list(dy.shape) != half:
-            fail(ValueError, op, f"{proto.inputs[0].name} must have shape {half} ({xn} shape {list(x.shape)} "
-                 f"with dim {dim} halved), got {list(dy.shape)}")
+            fail(
+                ValueError,
+                op,
+                f"{proto.inputs[0].name} must have shape {half} ({xn} shape {list(x.shape)} "
+                f"with dim {dim} halved), got {list(dy.shape)}",
+            )
         check_dtype(proto, x_index, x)
         check_dtypes(proto, dy, x)
     else:

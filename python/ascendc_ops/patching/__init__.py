@@ -17,6 +17,7 @@ Patching only sets instance attributes on the given model's submodules (never a 
 another model in the process is untouched, and works under ``torch.compile(model, fullgraph=True)``: the ops
 are torch.library custom ops with fake kernels and autograd.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -58,8 +59,9 @@ class KernelReport:
     def __str__(self) -> str:
         parts = [f"{k} ({self.patched_modules.get(k, 0)} modules)" for k in self.applied]
         skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())
-        return (f"ascendc_ops kernels on {self.model_type} [{self.backend}]: applied "
-                f"{', '.join(parts) or 'nothing'}" + (f"; skipped {skipped}" if skipped else ""))
+        return f"ascendc_ops kernels on {self.model_type} [{self.backend}]: applied {', '.join(parts) or 'nothing'}" + (
+            f"; skipped {skipped}" if skipped else ""
+        )
 
 
 def list_kernels(model: nn.Module | None = None) -> list[str]:
@@ -85,8 +87,11 @@ def _unsupported_reason(kernel: Kernel, model: nn.Module) -> str | None:
         return why
     mt = model_type(model)
     if mt not in kernel.model_types:
-        return (f"model type {mt!r} is not supported by {kernel.id} (supports {', '.join(kernel.model_types)})"
-                if mt else "the model has no config.model_type (not a Hugging Face PreTrainedModel?)")
+        return (
+            f"model type {mt!r} is not supported by {kernel.id} (supports {', '.join(kernel.model_types)})"
+            if mt
+            else "the model has no config.model_type (not a Hugging Face PreTrainedModel?)"
+        )
     backend = model_backend(model)
     if backend not in kernel.backends:
         return f"backend {backend!r} is not supported by {kernel.id} (runs on {', '.join(kernel.backends)})"
@@ -157,8 +162,12 @@ def apply_default_kernels(model: nn.Module, include_kernels="auto") -> KernelRep
     for k in ids:
         _apply_one(KERNELS[k], model, report)
     if auto and not report.applied:
-        logger.warning("ascendc_ops: no kernel applies to this %s model on %s: %s", report.model_type,
-                       report.backend, "; ".join(f"{k}: {w}" for k, w in report.skipped.items()))
+        logger.warning(
+            "ascendc_ops: no kernel applies to this %s model on %s: %s",
+            report.model_type,
+            report.backend,
+            "; ".join(f"{k}: {w}" for k, w in report.skipped.items()),
+        )
         return _log(report, warn_skips=False)
     return _log(report, warn_skips=explicit)
 
@@ -183,5 +192,15 @@ def revert_kernels(model: nn.Module, kernel_ids=None) -> list[str]:
     return list(reversed(reverted))
 
 
-__all__ = ["KERNELS", "Kernel", "KernelReport", "KernelSkip", "apply_default_kernels", "apply_kernel",
-           "applied_kernels", "list_kernels", "register_kernel", "revert_kernels"]
+__all__ = [
+    "KERNELS",
+    "Kernel",
+    "KernelReport",
+    "KernelSkip",
+    "apply_default_kernels",
+    "apply_kernel",
+    "applied_kernels",
+    "list_kernels",
+    "register_kernel",
+    "revert_kernels",
+]

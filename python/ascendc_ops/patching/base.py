@@ -4,6 +4,7 @@ Patching is per model instance. A kernel never edits a class or a module global:
 attribute (``module.forward``) on the submodules of one model, and records what was there before, so
 ``revert_kernels`` can put back exactly the original objects (or remove the attribute when there was none).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -94,7 +95,10 @@ def transformers_unsupported() -> str | None:
     Without transformers no model is a transformers model, and the model-type check says so."""
     version = transformers_version()
     if version is not None and int(version.split(".")[0]) < 5:
-        return f"transformers {version} is installed; ascendc_ops patches transformers 5 models only (the model is left as it is)"
+        return (
+            f"transformers {version} is installed; ascendc_ops patches transformers 5 models only "
+            "(the model is left as it is)"
+        )
     return None
 
 

@@ -10,13 +10,14 @@ The implementation is a config setting, like HF's own ``set_experts_implementati
 shared config object share it. Supported experts: gated (``gate_up_proj`` concatenated gate first, plain or
 ``is_transposed``), no bias, no post-expert norm, the default gate with ``hidden_act == "silu"``.
 """
+
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from ..ops.moe_experts import moe_experts
 from .._backends import ALL as BACKENDS
+from ..ops.moe_experts import moe_experts
 from .base import Kernel, KernelSkip, model_type, set_instance_attr
 
 EXPERTS_IMPL = "ascendc_fused_moe"
@@ -24,11 +25,11 @@ CONFIG_ATTR = "_experts_implementation_internal"
 MODEL_TYPES = ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe")
 
 
-def fused_experts_forward(self, hidden_states: torch.Tensor, top_k_index: torch.Tensor,
-                          top_k_weights: torch.Tensor) -> torch.Tensor:
+def fused_experts_forward(
+    self, hidden_states: torch.Tensor, top_k_index: torch.Tensor, top_k_weights: torch.Tensor
+) -> torch.Tensor:
     """The ``ALL_EXPERTS_FUNCTIONS`` entry: HF's experts signature on ascendc_ops.ops.moe_experts."""
-    return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj,
-                       self.is_transposed)
+    return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj, self.is_transposed)
 
 
 def _register() -> bool:
@@ -55,10 +56,14 @@ def _unsupported(m: nn.Module) -> str | None:
         # transformers 5.8's experts interface has no post-expert norm (nor the flag): absent means none
         (not getattr(m, "has_post_expert_norm", False), "has a post-expert norm"),
         (getattr(type(m), "_apply_gate", None) is _default_apply_gate, "has a custom gate function"),
-        (getattr(getattr(m, "config", None), "hidden_act", None) == "silu",
-         f"hidden_act={getattr(getattr(m, 'config', None), 'hidden_act', None)!r} is not 'silu'"),
-        (isinstance(getattr(m, "gate_up_proj", None), torch.Tensor) and m.gate_up_proj.dim() == 3,
-         "has no 3-D gate_up_proj"),
+        (
+            getattr(getattr(m, "config", None), "hidden_act", None) == "silu",
+            f"hidden_act={getattr(getattr(m, 'config', None), 'hidden_act', None)!r} is not 'silu'",
+        ),
+        (
+            isinstance(getattr(m, "gate_up_proj", None), torch.Tensor) and m.gate_up_proj.dim() == 3,
+            "has no 3-D gate_up_proj",
+        ),
     )
     return next((why for ok, why in checks if not ok), None)
 
@@ -93,5 +98,10 @@ def apply(model: nn.Module) -> list:
     return [set_instance_attr(cfg, CONFIG_ATTR, EXPERTS_IMPL) for cfg in configs.values()]
 
 
-KERNEL = Kernel("fused_moe", MODEL_TYPES, BACKENDS, apply,
-                f"experts -> ALL_EXPERTS_FUNCTIONS[{EXPERTS_IMPL!r}]: permute, grouped_matmul, swiglu, unpermute")
+KERNEL = Kernel(
+    "fused_moe",
+    MODEL_TYPES,
+    BACKENDS,
+    apply,
+    f"experts -> ALL_EXPERTS_FUNCTIONS[{EXPERTS_IMPL!r}]: permute, grouped_matmul, swiglu, unpermute",
+)

@@ -7,6 +7,7 @@ Numerics vs HF: HF rounds ``x * rstd`` to the input dtype before multiplying by 
 by the weight in fp32 and rounds once (bit-equal in fp32 up to summation order, <= 1 ulp in bf16). The output
 dtype follows HF: ``promote_types(weight.dtype, x.dtype)``.
 """
+
 from __future__ import annotations
 
 import types
@@ -38,8 +39,12 @@ def rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
 
 def _is_rms_norm(m: nn.Module) -> bool:
     w = getattr(m, "weight", None)
-    return (type(m).__name__.endswith("RMSNorm") and isinstance(w, nn.Parameter) and w.dim() == 1
-            and _eps_attr(m) is not None)
+    return (
+        type(m).__name__.endswith("RMSNorm")
+        and isinstance(w, nn.Parameter)
+        and w.dim() == 1
+        and _eps_attr(m) is not None
+    )
 
 
 def apply(model: nn.Module) -> list:
@@ -57,5 +62,6 @@ def apply(model: nn.Module) -> list:
     return records
 
 
-KERNEL = Kernel("fused_rmsnorm", MODEL_TYPES, BACKENDS, apply,
-                "*RMSNorm.forward -> custom::rms_norm (incl. Qwen3 q_norm/k_norm)")
+KERNEL = Kernel(
+    "fused_rmsnorm", MODEL_TYPES, BACKENDS, apply, "*RMSNorm.forward -> custom::rms_norm (incl. Qwen3 q_norm/k_norm)"
+)

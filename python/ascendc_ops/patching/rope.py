@@ -12,6 +12,7 @@ q, k are ``(B, N, S, D)`` views, cos/sin ``(B, S, R)`` (B = 1 or the batch: per-
 ``unsqueeze_dim=1`` gives the B1SD / 11SD broadcast layouts the op takes, ``unsqueeze_dim=2`` BS1D / 1S1D.
 Partial rotary (R < D): the first R dims are rotated, the rest pass through unchanged.
 """
+
 from __future__ import annotations
 
 import types
@@ -49,8 +50,9 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
 
 
 def _forward_with_global(cls_forward: types.FunctionType, fn_globals: dict) -> types.FunctionType:
-    f = types.FunctionType(cls_forward.__code__, fn_globals, cls_forward.__name__,
-                           cls_forward.__defaults__, cls_forward.__closure__)
+    f = types.FunctionType(
+        cls_forward.__code__, fn_globals, cls_forward.__name__, cls_forward.__defaults__, cls_forward.__closure__
+    )
     f.__kwdefaults__ = cls_forward.__kwdefaults__
     f.__dict__.update(cls_forward.__dict__)
     f.__qualname__ = cls_forward.__qualname__
@@ -86,5 +88,10 @@ def apply(model: nn.Module) -> list:
     return records
 
 
-KERNEL = Kernel("fused_rope", MODEL_TYPES, BACKENDS, apply,
-                "apply_rotary_pos_emb -> custom::rotary_mul (half mode; partial rotary, per-sequence positions)")
+KERNEL = Kernel(
+    "fused_rope",
+    MODEL_TYPES,
+    BACKENDS,
+    apply,
+    "apply_rotary_pos_emb -> custom::rotary_mul (half mode; partial rotary, per-sequence positions)",
+)

@@ -13,6 +13,7 @@ Two ways to produce the ``[gate | up]`` input of the op, chosen by ``GATE_UP_MOD
 Either way the gradients flow to the original ``gate_proj`` / ``up_proj`` parameters (the concat is inside
 the autograd graph), so optimizers and ``state_dict`` are unchanged.
 """
+
 from __future__ import annotations
 
 import types
@@ -29,8 +30,13 @@ GATE_UP_MODE = "cat"  # "cat" or "matmul", see the module docstring
 
 
 def _plain_linear(m: nn.Module) -> bool:
-    return (type(m) is nn.Linear and not m._forward_hooks and not m._forward_pre_hooks
-            and not nn.modules.module._global_forward_hooks and not nn.modules.module._global_forward_pre_hooks)
+    return (
+        type(m) is nn.Linear
+        and not m._forward_hooks
+        and not m._forward_pre_hooks
+        and not nn.modules.module._global_forward_hooks
+        and not nn.modules.module._global_forward_pre_hooks
+    )
 
 
 def swiglu_mlp_forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -69,5 +75,6 @@ def apply(model: nn.Module) -> list:
     return records
 
 
-KERNEL = Kernel("fused_swiglu", MODEL_TYPES, BACKENDS, apply,
-                "MLP act_fn(gate)*up -> custom::swiglu (only hidden_act == 'silu')")
+KERNEL = Kernel(
+    "fused_swiglu", MODEL_TYPES, BACKENDS, apply, "MLP act_fn(gate)*up -> custom::swiglu (only hidden_act == 'silu')"
+)

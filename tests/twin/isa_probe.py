@@ -1,8 +1,9 @@
-"""A fixed set of op calls, forward and backward, saved to a file: tests/test_isa_paths.py runs it
+"""A fixed set of op calls, forward and backward, saved to a file: tests/twin/test_isa_paths.py runs it
 once per ISA path (ASCENDC_OPS_ISA) in a subprocess and compares the files bit for bit.
 
-Usage: python tests/isa_probe.py OUT.pt   (writes {"isa": path, "library": file, "outputs": {name: tensor}})
+Usage: python tests/twin/isa_probe.py OUT.pt   (writes {"isa": path, "library": file, "outputs": {name: tensor}})
 """
+
 from __future__ import annotations
 
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
 import ascendc_ops  # noqa: E402
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -23,7 +24,7 @@ def inputs(shape, dtype, gen):
     """Normal values, the first half of one row scaled by 1e-38: in fp32 and bf16 products of it
     with the rest are subnormal (the AVX-512 BF16 conversion flushes those; the twin must not)."""
     x = torch.randn(shape, generator=gen)
-    x.view(-1, shape[-1])[0, :shape[-1] // 2] *= 1e-38
+    x.view(-1, shape[-1])[0, : shape[-1] // 2] *= 1e-38
     return x.to(dtype)
 
 
@@ -50,15 +51,18 @@ def calls(dtype, gen):
     w = torch.randn(4, 72, 40, generator=gen).to(dtype)
     return {
         "rotary_mul_half": lambda: grads(lambda a, c, s: ascendc_ops.rotary_mul(a, c, s, "half"), x, cos, sin, gen=gen),
-        "rotary_mul_interleave": lambda: grads(lambda a, c, s: ascendc_ops.rotary_mul(a, c, s, "interleave"), x, cos, sin,
-                                               gen=gen),
+        "rotary_mul_interleave": lambda: grads(
+            lambda a, c, s: ascendc_ops.rotary_mul(a, c, s, "interleave"), x, cos, sin, gen=gen
+        ),
         "rope_customer": lambda: grads(ascendc_ops.rope_customer, x, cos[0, 0], sin[0, 0], gen=gen),  # [L, D] tables
         "rms_norm": lambda: grads(lambda a, g: ascendc_ops.rms_norm(a, g, 1e-6), rows, gamma, gen=gen),
-        "add_rms_norm": lambda: grads(lambda a, b, g: ascendc_ops.add_rms_norm(a, b, g, 1e-6), rows, rows.flip(0), gamma,
-                                      gen=gen),
+        "add_rms_norm": lambda: grads(
+            lambda a, b, g: ascendc_ops.add_rms_norm(a, b, g, 1e-6), rows, rows.flip(0), gamma, gen=gen
+        ),
         "swiglu": lambda: grads(ascendc_ops.swiglu, glu, gen=gen),
         "moe_permute_unpermute": lambda: grads(
-            lambda t, p: ascendc_ops.moe_token_unpermute(*permuted(t), p), tokens, probs, gen=gen),
+            lambda t, p: ascendc_ops.moe_token_unpermute(*permuted(t), p), tokens, probs, gen=gen
+        ),
         "grouped_matmul": lambda: grads(lambda a, b: ascendc_ops.grouped_matmul(a, b, counts), gx, w, gen=gen),
     }
 

@@ -4,8 +4,9 @@ csrc/op_host/gen_op_def.py writes each op's CANN OpDef from its JSON; these test
 C++ back with an independent parser and hold it equal to the JSON (names, param types, dtypes,
 formats, attrs and defaults), and hold each op's op_host file and op-package kernel entry to the
 same signature (the entry's parameters are the inputs then outputs, in JSON order). Whether CANN
-accepts the code is tools/check_cann.py's job (tests/test_kernels_cann.py).
+accepts the code is tools/check_cann.py's job (tests/npu/test_kernels_cann.py).
 """
+
 import importlib.util
 import json
 import re
@@ -13,11 +14,19 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROTOS = sorted((ROOT / "op_proto").glob("*.json"))
 OPS = [p.stem for p in PROTOS]
-GE_DTYPES = {"float16": "DT_FLOAT16", "float": "DT_FLOAT", "float32": "DT_FLOAT", "bfloat16": "DT_BF16",
-             "int8": "DT_INT8", "int32": "DT_INT32", "int64": "DT_INT64", "bool": "DT_BOOL"}
+GE_DTYPES = {
+    "float16": "DT_FLOAT16",
+    "float": "DT_FLOAT",
+    "float32": "DT_FLOAT",
+    "bfloat16": "DT_BF16",
+    "int8": "DT_INT8",
+    "int32": "DT_INT32",
+    "int64": "DT_INT64",
+    "bool": "DT_BOOL",
+}
 # Ops with a prototype but no NPU op project yet (add them here only while their op_host file and
 # op-package entry are being written; the report names what each needs).
 NPU_PENDING: set[str] = set()
@@ -40,22 +49,43 @@ def parse_op_def(text):
     cls = re.search(r"class (\w+) : public OpDef", text).group(1)
     params = {"Input": [], "Output": []}
     for kind, name, ptype, dtypes, formats in re.findall(
-            r'this->(Input|Output)\("(\w+)"\)\s*\.ParamType\((\w+)\)\s*\.DataType\(\{([^}]*)\}\)\s*'
-            r'\.Format\(\{([^}]*)\}\)', text):
-        params[kind].append({"name": name, "param_type": ptype.lower(),
-                             "type": [d.strip().removeprefix("ge::") for d in dtypes.split(",")],
-                             "format": [f.strip().removeprefix("ge::FORMAT_") for f in formats.split(",")]})
-    attrs = [{"name": n, "param_type": t.lower(), "setter": s, "value": v}
-             for n, t, s, v in re.findall(r'this->Attr\("(\w+)"\)\.AttrType\((\w+)\)\.(\w+)\(([^;]*)\);', text)]
-    return {"class": cls, "inputs": params["Input"], "outputs": params["Output"], "attrs": attrs,
-            "registered": f"OP_ADD({cls});" in text,
-            "functions": re.findall(r"(ge::\w+InferShape|ge::\w+InferDataType|optiling::\w+Tiling)", text),
-            "soc": re.findall(r'AddConfig\("(\w+)"\)', text)}
+        r'this->(Input|Output)\("(\w+)"\)\s*\.ParamType\((\w+)\)\s*\.DataType\(\{([^}]*)\}\)\s*'
+        r"\.Format\(\{([^}]*)\}\)",
+        text,
+    ):
+        params[kind].append(
+            {
+                "name": name,
+                "param_type": ptype.lower(),
+                "type": [d.strip().removeprefix("ge::") for d in dtypes.split(",")],
+                "format": [f.strip().removeprefix("ge::FORMAT_") for f in formats.split(",")],
+            }
+        )
+    attrs = [
+        {"name": n, "param_type": t.lower(), "setter": s, "value": v}
+        for n, t, s, v in re.findall(r'this->Attr\("(\w+)"\)\.AttrType\((\w+)\)\.(\w+)\(([^;]*)\);', text)
+    ]
+    return {
+        "class": cls,
+        "inputs": params["Input"],
+        "outputs": params["Output"],
+        "attrs": attrs,
+        "registered": f"OP_ADD({cls});" in text,
+        "functions": re.findall(r"(ge::\w+InferShape|ge::\w+InferDataType|optiling::\w+Tiling)", text),
+        "soc": re.findall(r'AddConfig\("(\w+)"\)', text),
+    }
 
 
 def expected_params(descs):
-    return [{"name": d["name"], "param_type": d["param_type"], "type": [GE_DTYPES[t] for t in d["type"]],
-             "format": list(d["format"])} for d in descs]
+    return [
+        {
+            "name": d["name"],
+            "param_type": d["param_type"],
+            "type": [GE_DTYPES[t] for t in d["type"]],
+            "format": list(d["format"]),
+        }
+        for d in descs
+    ]
 
 
 def expected_attr_value(attr):
@@ -90,16 +120,22 @@ def test_op_def_equals_json(op, generated):
     assert d["inputs"] == expected_params(p["input_desc"])
     assert d["outputs"] == expected_params(p["output_desc"])
     assert len(d["attrs"]) == len(p.get("attr", []))
-    for got, want in zip(d["attrs"], p.get("attr", [])):
+    for got, want in zip(d["attrs"], p.get("attr", []), strict=True):
         setter, value = expected_attr_value(want)
         assert (got["name"], got["param_type"], got["setter"]) == (want["name"], want["param_type"], setter)
         if value == "":
             assert got["value"] == ""
         else:
-            assert (float(got["value"].rstrip("f")) if setter == "Float" else
-                    int(got["value"]) if setter == "Int" else got["value"]) == value
+            assert (
+                float(got["value"].rstrip("f"))
+                if setter == "Float"
+                else int(got["value"])
+                if setter == "Int"
+                else got["value"]
+            ) == value
     assert sorted(d["functions"]) == sorted(
-        [f"ge::{p['op']}InferShape", f"ge::{p['op']}InferDataType", f"optiling::{p['op']}Tiling"])
+        [f"ge::{p['op']}InferShape", f"ge::{p['op']}InferDataType", f"optiling::{p['op']}Tiling"]
+    )
     assert d["soc"] == ["ascend910b"]
 
 

@@ -4,15 +4,15 @@ Each deliberately faulty kernel in tests/cpp/twin_sanitizer_faults.cpp computes 
 on the twin (which runs in program order) but would race, hang or leak garbage on the NPU; under
 ASCENDC_TWIN_SANITIZE=1 each must stop with the rule, the kernel, the block, both instructions
 and the byte range. The record export must describe a real launch faithfully."""
+
 import json
 import re
-
-from conftest import BUILD
 
 import pytest
 import torch
 
 import ascendc_ops
+from conftest import BUILD
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
 faults = torch.ops.twin_sanitizer_faults
@@ -20,28 +20,58 @@ faults = torch.ops.twin_sanitizer_faults
 N = r"#\d+"
 # kernel -> (rule, message detail)
 FINDINGS = {
-    "missing_waitflag": ("racecheck", rf"RAW hazard on UB bytes \[4096, 5120\): V Add {N} reads what MTE2 DataCopy {N} "
-                                      r"writes with nothing ordering them: SetFlag/WaitFlag<MTE2_V>"),
-    "overwrite_during_copy_out": ("racecheck", rf"WAR hazard on UB bytes \[4096, 5120\): V Muls {N} writes what MTE3 "
-                                               rf"DataCopy {N} reads .*SetFlag/WaitFlag<MTE3_V>"),
-    "mte2_overlap_no_barrier": ("racecheck", rf"WAW hazard on UB bytes \[4352, 4608\): MTE2 DataCopy {N} writes what "
-                                             rf"MTE2 DataCopy {N} writes without PipeBarrier<PIPE_MTE2>"),
-    "gm_read_back_unsynced": ("racecheck", rf"RAW hazard on GM bytes \[0x[0-9a-f]+, 0x[0-9a-f]+\): MTE2 DataCopy {N} "
-                                           rf"reads what MTE3 DataCopy {N} writes .*<MTE3_MTE2>"),
+    "missing_waitflag": (
+        "racecheck",
+        rf"RAW hazard on UB bytes \[4096, 5120\): V Add {N} reads what MTE2 DataCopy {N} "
+        r"writes with nothing ordering them: SetFlag/WaitFlag<MTE2_V>",
+    ),
+    "overwrite_during_copy_out": (
+        "racecheck",
+        rf"WAR hazard on UB bytes \[4096, 5120\): V Muls {N} writes what MTE3 "
+        rf"DataCopy {N} reads .*SetFlag/WaitFlag<MTE3_V>",
+    ),
+    "mte2_overlap_no_barrier": (
+        "racecheck",
+        rf"WAW hazard on UB bytes \[4352, 4608\): MTE2 DataCopy {N} writes what "
+        rf"MTE2 DataCopy {N} writes without PipeBarrier<PIPE_MTE2>",
+    ),
+    "gm_read_back_unsynced": (
+        "racecheck",
+        rf"RAW hazard on GM bytes \[0x[0-9a-f]+, 0x[0-9a-f]+\): MTE2 DataCopy {N} "
+        rf"reads what MTE3 DataCopy {N} writes .*<MTE3_MTE2>",
+    ),
     "unpaired_setflag": ("synccheck", rf"V SetFlag {N}<V_MTE3>\(3\) is never waited by the end of the block"),
     "wait_without_set": ("synccheck", rf"V WaitFlag<MTE2_V>\(2\) {N}: waits for an event no SetFlag set: PIPE_V hangs"),
     "reserved_event_id": ("synccheck", r"S SetFlag<S_V>\(7\) #1: event ids 6 and 7 are reserved"),
-    "event_id_collision": ("synccheck", rf"V SetFlag<V_MTE2>\(0\) {N}: the event is still set by V SetFlag {N} "
-                                        r"\(FreeTensor of a VECIN buffer\)"),
-    "stolen_queue_event": ("synccheck", rf"MTE2 WaitFlag<V_MTE2>\(0\) {N} \(TPipe::Destroy of a VECIN buffer\): waits "
-                                        r"for an event no SetFlag set: PIPE_MTE2 hangs"),
-    "uninitialised_read": ("initcheck", rf"MTE3 DataCopy {N} copies out UB bytes \[5632, 6144\) that hold no defined "
-                                        rf"value: they come from bytes no instruction wrote \(last written by V Add {N}\)"),
-    "padding_copied_out": ("initcheck", rf"MTE3 DataCopy {N} copies out UB bytes \[2128, 2144\) .* the padding MTE2 "
-                                        rf"DataCopyPad {N} left unfilled"),
-    "blocks_write_same_row": ("multi-core overlap", rf"block \d DataCopy {N} and block \d DataCopy {N} both write GM bytes"),
-    "block_reads_neighbours_row": ("multi-core overlap", rf"block \d DataCopy {N} reads GM bytes \[0x[0-9a-f]+, "
-                                                         rf"0x[0-9a-f]+\) that block \d DataCopy {N} writes"),
+    "event_id_collision": (
+        "synccheck",
+        rf"V SetFlag<V_MTE2>\(0\) {N}: the event is still set by V SetFlag {N} "
+        r"\(FreeTensor of a VECIN buffer\)",
+    ),
+    "stolen_queue_event": (
+        "synccheck",
+        rf"MTE2 WaitFlag<V_MTE2>\(0\) {N} \(TPipe::Destroy of a VECIN buffer\): waits "
+        r"for an event no SetFlag set: PIPE_MTE2 hangs",
+    ),
+    "uninitialised_read": (
+        "initcheck",
+        rf"MTE3 DataCopy {N} copies out UB bytes \[5632, 6144\) that hold no defined "
+        rf"value: they come from bytes no instruction wrote \(last written by V Add {N}\)",
+    ),
+    "padding_copied_out": (
+        "initcheck",
+        rf"MTE3 DataCopy {N} copies out UB bytes \[2128, 2144\) .* the padding MTE2 "
+        rf"DataCopyPad {N} left unfilled",
+    ),
+    "blocks_write_same_row": (
+        "multi-core overlap",
+        rf"block \d DataCopy {N} and block \d DataCopy {N} both write GM bytes",
+    ),
+    "block_reads_neighbours_row": (
+        "multi-core overlap",
+        rf"block \d DataCopy {N} reads GM bytes \[0x[0-9a-f]+, "
+        rf"0x[0-9a-f]+\) that block \d DataCopy {N} writes",
+    ),
 }
 MULTI_CORE = {"blocks_write_same_row", "block_reads_neighbours_row"}
 
@@ -63,7 +93,9 @@ def test_finding_names_rule_kernel_block_and_instructions(monkeypatch, kernel):
     with pytest.raises(RuntimeError) as err:
         faults.run(kernel, 2)
     message = str(err.value)
-    where = rf"kernel '{kernel}' blocks \d and \d of 2: " if kernel in MULTI_CORE else rf"kernel '{kernel}' block \d/2: "
+    where = (
+        rf"kernel '{kernel}' blocks \d and \d of 2: " if kernel in MULTI_CORE else rf"kernel '{kernel}' block \d/2: "
+    )
     assert re.search(where + re.escape(f"[{rule}] "), message), message
     assert re.search(detail, message), message
 
@@ -90,8 +122,9 @@ def test_real_kernels_run_clean_on_split_row_and_odd_shapes(monkeypatch):
         ascendc_ops.add_rms_norm(x, x, g, 1e-6)[0].sum().backward()
         ascendc_ops.rms_norm(x, g, 1e-6)[0].sum().backward()
         q = torch.randn(2, 3, 7, 40, dtype=dtype, requires_grad=True)
-        ascendc_ops.rotary_mul(q, torch.randn(1, 1, 7, 40, dtype=dtype), torch.randn(1, 1, 7, 40, dtype=dtype),
-                               rotary_mode="interleave").sum().backward()
+        ascendc_ops.rotary_mul(
+            q, torch.randn(1, 1, 7, 40, dtype=dtype), torch.randn(1, 1, 7, 40, dtype=dtype), rotary_mode="interleave"
+        ).sum().backward()
         ascendc_ops.swiglu(torch.randn(5, 2 * 83, dtype=dtype, requires_grad=True)).sum().backward()
 
 

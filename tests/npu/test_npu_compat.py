@@ -3,6 +3,7 @@ npu_grouped_matmul modes its callers use (split M / split K / independent, list 
 transposed weight views), and torch_npu-style call sequences (a GMM autograd.Function, the fused experts
 forward) run through a module installed as ``sys.modules["torch_npu"]``. A dispatch recorder checks
 that the work reaches our kernels (custom::*), not an aten matmul."""
+
 from __future__ import annotations
 
 import sys
@@ -38,7 +39,7 @@ def ref_gmm(x, w, counts):
     y = torch.zeros(x.shape[0], w.shape[-1], dtype=torch.float64)
     start = 0
     for e, c in enumerate(counts):
-        y[start:start + c] = x[start:start + c].double() @ w[e].double()
+        y[start : start + c] = x[start : start + c].double() @ w[e].double()
         start += c
     return y
 
@@ -78,7 +79,7 @@ def test_is_a_real_module_standing_in_for_torch_npu(torch_npu):
         assert callable(getattr(torch_npu, name))
     assert not hasattr(torch_npu, "npu_fusion_attention")
     with pytest.raises(AttributeError, match="no 'npu_format_cast'.*provides npu_rotary_mul"):
-        torch_npu.npu_format_cast
+        _ = torch_npu.npu_format_cast
     from torch_npu import npu_swiglu  # noqa: F401  (from-import works too)
 
 
@@ -141,8 +142,11 @@ def test_permute_unpermute(torch_npu, dtype, idx_dtype):
     # num_out_tokens keeps the first rows (capacity); probs=None sums with restore_shape's topK
     p2, s2 = torch_npu.npu_moe_token_permute(tokens, idx, num_out_tokens=20)
     assert torch.equal(p2.double(), want_p[:20])
-    close(torch_npu.npu_moe_token_unpermute(permuted, sorted_indices, restore_shape=[T, H]),
-          ref_unpermute(permuted, sorted_indices, None, K), dtype)
+    close(
+        torch_npu.npu_moe_token_unpermute(permuted, sorted_indices, restore_shape=[T, H]),
+        ref_unpermute(permuted, sorted_indices, None, K),
+        dtype,
+    )
 
 
 def test_permute_unpermute_autograd_and_grad_function(torch_npu):
@@ -179,17 +183,20 @@ def test_gmm_split_m(torch_npu, dtype, group_list_type):
     x = torch.randn(M, K).to(dtype)
     w = torch.randn(E, K, N).to(dtype)
     gl = counts if group_list_type == 1 else counts.cumsum(0)
-    (y,) = torch_npu.npu_grouped_matmul([x], [w], bias=None, group_list=gl, split_item=2, group_type=0,
-                                        group_list_type=group_list_type)
+    (y,) = torch_npu.npu_grouped_matmul(
+        [x], [w], bias=None, group_list=gl, split_item=2, group_type=0, group_list_type=group_list_type
+    )
     close(y, ref_gmm(x, w, counts.tolist()), dtype)
     # split_item 0: one tensor per group (empty groups give [0, N])
-    ys = torch_npu.npu_grouped_matmul([x], [w], group_list=gl, split_item=0, group_type=0,
-                                      group_list_type=group_list_type)
+    ys = torch_npu.npu_grouped_matmul(
+        [x], [w], group_list=gl, split_item=0, group_type=0, group_list_type=group_list_type
+    )
     assert [t.shape[0] for t in ys] == counts.tolist()
     close(torch.cat(ys), y.double(), dtype)
     bias = [torch.randn(N).to(dtype) for _ in range(E)]
-    (yb,) = torch_npu.npu_grouped_matmul([x], [w], bias=bias, group_list=gl, split_item=2, group_type=0,
-                                         group_list_type=group_list_type)
+    (yb,) = torch_npu.npu_grouped_matmul(
+        [x], [w], bias=bias, group_list=gl, split_item=2, group_type=0, group_list_type=group_list_type
+    )
     close(yb, ref_gmm(x, w, counts.tolist()) + torch.stack(bias).double().repeat_interleave(counts, 0), dtype)
 
 
@@ -202,24 +209,28 @@ def test_gmm_transposed_views_and_weight_lists(torch_npu):
     w_nk = torch.randn(E, N, K)
     want = ref_gmm(x, w_nk.transpose(1, 2), counts.tolist())
     with Recorder() as rec:
-        (y,) = torch_npu.npu_grouped_matmul([x], [w_nk.transpose(1, 2)], group_list=counts, split_item=2,
-                                            group_type=0, group_list_type=1)
+        (y,) = torch_npu.npu_grouped_matmul(
+            [x], [w_nk.transpose(1, 2)], group_list=counts, split_item=2, group_type=0, group_list_type=1
+        )
     close(y, want)
     assert not rec.matmuls() and "custom.grouped_matmul" in rec.ops and "aten.clone" not in rec.ops
     # E weights [K, N], each a transposed view of one expert's [N, K] (w.chunk(E) -> w[0].T): read in place
     per_expert = [c[0].T for c in w_nk.chunk(E, dim=0)]
     with torch.no_grad(), Recorder() as rec:
-        (y2,) = torch_npu.npu_grouped_matmul([x], per_expert, group_list=counts, split_item=3, group_type=0,
-                                             group_list_type=1)
+        (y2,) = torch_npu.npu_grouped_matmul(
+            [x], per_expert, group_list=counts, split_item=3, group_type=0, group_list_type=1
+        )
     close(y2, want)
     assert "aten.stack" not in rec.ops and not rec.matmuls()
     # separate tensors (no common storage) are stacked
-    (y3,) = torch_npu.npu_grouped_matmul([x], [w.T.clone().T for w in per_expert], group_list=counts.cumsum(0),
-                                         split_item=2, group_type=0)
+    (y3,) = torch_npu.npu_grouped_matmul(
+        [x], [w.T.clone().T for w in per_expert], group_list=counts.cumsum(0), split_item=2, group_type=0
+    )
     close(y3, want)
     # the .List overload: cumulative ends as Python ints, group_type None
-    (y4,) = torch_npu.npu_grouped_matmul([x], [w_nk.transpose(1, 2)], group_list=counts.cumsum(0).tolist(),
-                                         split_item=2)
+    (y4,) = torch_npu.npu_grouped_matmul(
+        [x], [w_nk.transpose(1, 2)], group_list=counts.cumsum(0).tolist(), split_item=2
+    )
     close(y4, want)
 
 
@@ -231,12 +242,13 @@ def test_gmm_split_k_weight_gradient(torch_npu, group_list_type):
     x, dy = torch.randn(M, K), torch.randn(M, N)
     gl = counts if group_list_type == 1 else counts.cumsum(0)
     with Recorder() as rec:
-        (dw,) = torch_npu.npu_grouped_matmul([x.T], [dy], bias=None, group_list=gl, split_item=3, group_type=2,
-                                             group_list_type=group_list_type)
+        (dw,) = torch_npu.npu_grouped_matmul(
+            [x.T], [dy], bias=None, group_list=gl, split_item=3, group_type=2, group_list_type=group_list_type
+        )
     assert dw.shape == (E, K, N) and not rec.matmuls()
     start, want = 0, torch.zeros(E, K, N, dtype=torch.float64)
     for e, c in enumerate(counts.tolist()):
-        want[e] = x[start:start + c].double().T @ dy[start:start + c].double()
+        want[e] = x[start : start + c].double().T @ dy[start : start + c].double()
         start += c
     close(dw, want)
     assert torch.equal(dw[1], torch.zeros(K, N))  # the empty group's gradient is exactly zero
@@ -248,14 +260,14 @@ def test_gmm_independent_lists(torch_npu):
     with Recorder() as rec:
         ys = torch_npu.npu_grouped_matmul(xs, ws, bias=None, group_list=None, split_item=0, group_type=-1)
     assert not rec.matmuls()
-    for x, w, y in zip(xs, ws, ys):
+    for x, w, y in zip(xs, ws, ys, strict=True):
         assert y.shape == (*x.shape[:-1], 6)
         close(y, x.double() @ w.double())
     # different K and N per pair, weights as transposed views (w.t() of [N, K])
     xs = [torch.randn(4, 8), torch.randn(3, 10)]
     w_nk = [torch.randn(7, 8), torch.randn(5, 10)]
     ys = torch_npu.npu_grouped_matmul(xs, [w.t() for w in w_nk], group_list=None, split_item=0, group_type=-1)
-    for x, w, y in zip(xs, w_nk, ys):
+    for x, w, y in zip(xs, w_nk, ys, strict=True):
         close(y, x.double() @ w.double().T)
     bias = [torch.randn(7), torch.randn(5)]
     ys = torch_npu.npu_grouped_matmul(xs, [w.t() for w in w_nk], bias=bias, split_item=0, group_type=-1)
@@ -291,18 +303,27 @@ class Gmm(torch.autograd.Function):
         import torch_npu
 
         ctx.save_for_backward(x, weight, group_list)
-        return torch_npu.npu_grouped_matmul([x], [weight], bias=None, group_list=group_list, split_item=2,
-                                            group_type=0, group_list_type=1)[0]
+        return torch_npu.npu_grouped_matmul(
+            [x], [weight], bias=None, group_list=group_list, split_item=2, group_type=0, group_list_type=1
+        )[0]
 
     @staticmethod
     def backward(ctx, dy):
         import torch_npu
 
         x, weight, group_list = ctx.saved_tensors
-        dx = torch_npu.npu_grouped_matmul([dy], [weight.transpose(1, 2)], bias=None, group_list=group_list,
-                                          split_item=2, group_type=0, group_list_type=1)[0]
-        dw = torch_npu.npu_grouped_matmul([x.T], [dy], bias=None, group_list=group_list, split_item=3,
-                                          group_type=2, group_list_type=1)[0]
+        dx = torch_npu.npu_grouped_matmul(
+            [dy],
+            [weight.transpose(1, 2)],
+            bias=None,
+            group_list=group_list,
+            split_item=2,
+            group_type=0,
+            group_list_type=1,
+        )[0]
+        dw = torch_npu.npu_grouped_matmul(
+            [x.T], [dy], bias=None, group_list=group_list, split_item=3, group_type=2, group_list_type=1
+        )[0]
         return dx, dw, None
 
 
@@ -327,14 +348,14 @@ def experts_eager(hidden, idx, probs, gate_up_kn, down_kn):
 
 
 def test_llamafactory_style_fused_experts_forward_and_backward(torch_npu):
-    T, K, E, H, I = 11, 2, 4, 16, 12
+    T, K, E, H, inter = 11, 2, 4, 16, 12
     hidden = torch.randn(T, H, dtype=torch.float64)
     idx = torch.randint(0, E, (T, K))
     idx[:, 0] = torch.where(idx[:, 0] == 3, 0, idx[:, 0])
     idx[:, 1] = torch.where(idx[:, 1] == 3, 1, idx[:, 1])  # expert 3 gets no token
     probs = torch.rand(T, K, dtype=torch.float64).softmax(-1)
-    gate_up = torch.randn(E, H, 2 * I, dtype=torch.float64) / 4
-    down = torch.randn(E, I, H, dtype=torch.float64) / 4
+    gate_up = torch.randn(E, H, 2 * inter, dtype=torch.float64) / 4
+    down = torch.randn(E, inter, H, dtype=torch.float64) / 4
     leaves = [t.float().requires_grad_() for t in (hidden, probs, gate_up, down)]
     refs = [t.clone().requires_grad_() for t in (hidden, probs, gate_up, down)]
     with Recorder() as rec:
@@ -344,11 +365,17 @@ def test_llamafactory_style_fused_experts_forward_and_backward(torch_npu):
     want = experts_eager(refs[0], idx, refs[1], refs[2], refs[3])
     want.backward(dy.double())
     close(out, want)
-    for got, ref in zip(leaves, refs):
+    for got, ref in zip(leaves, refs, strict=True):
         close(got.grad, ref.grad)
     assert not rec.matmuls(), rec.matmuls()
-    for op in ("custom.moe_token_permute", "custom.grouped_matmul", "custom.swiglu", "custom.moe_token_unpermute",
-               "custom.swiglu_grad", "custom.moe_token_unpermute_grad"):
+    for op in (
+        "custom.moe_token_permute",
+        "custom.grouped_matmul",
+        "custom.swiglu",
+        "custom.moe_token_unpermute",
+        "custom.swiglu_grad",
+        "custom.moe_token_unpermute_grad",
+    ):
         assert op in rec.ops, op
 
 
@@ -358,13 +385,17 @@ def test_hybrid_gmm_independent_per_expert_calls(torch_npu):
     sizes = [4, 0, 3]
     xs = list(torch.randn(sum(sizes), H).split(sizes))
     ws = [torch.randn(N, H) for _ in range(E)]  # nn.Linear weights
-    ys = torch_npu.npu_grouped_matmul(xs, [w.t() for w in ws], bias=None, group_list=None, split_item=0,
-                                      group_type=-1)
-    for x, w, y in zip(xs, ws, ys):
+    ys = torch_npu.npu_grouped_matmul(xs, [w.t() for w in ws], bias=None, group_list=None, split_item=0, group_type=-1)
+    for x, w, y in zip(xs, ws, ys, strict=True):
         close(y, x.double() @ w.double().T)
-    (dw,) = torch_npu.npu_grouped_matmul([torch.cat(xs).t()], [torch.cat(ys)], bias=None,
-                                         group_list=torch.tensor(sizes), split_item=3, group_type=2,
-                                         group_list_type=1)
+    (dw,) = torch_npu.npu_grouped_matmul(
+        [torch.cat(xs).t()],
+        [torch.cat(ys)],
+        bias=None,
+        group_list=torch.tensor(sizes),
+        split_item=3,
+        group_type=2,
+        group_list_type=1,
+    )
     assert dw.shape == (E, H, N)
     close(dw[2], xs[2].double().T @ ys[2].double())
-

@@ -1,14 +1,15 @@
 """Twin speed (issue 12): fused execution of element-wise runs (csrc/twin/twin_fuse.h) gives bit-identical
-results to instruction-by-instruction execution (ASCENDC_TWIN_FUSE=0, the default), forward and backward, on every op and
-dtype, on the tile paths the kernels take (multi-row tiles with per-row views, split rows, odd widths)."""
+results to instruction-by-instruction execution (ASCENDC_TWIN_FUSE=0, the default), forward and backward, on every
+op and dtype, on the tile paths the kernels take (multi-row tiles with per-row views, split rows, odd widths)."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-from conftest import BUILD
 
 import ascendc_ops
+from conftest import BUILD
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_fuse_kernels.so"))
 N, SHIFT = 4096, 64
@@ -51,8 +52,14 @@ def _cases(dtype):
         "add_rms_norm split-row": (_add_norm, [r(2, 30000), torch.rand(30000).to(dtype)]),
         "swiglu": (lambda x: ascendc_ops.swiglu(x, -1), [r(9, 2 * 1105)]),
         "swiglu dim0": (lambda x: ascendc_ops.swiglu(x, 0), [r(6, 83)]),
-        "rotary_mul half": (lambda x, c, s: _rotary(x, c, s, "half"), [r(2, 3, 7, 128), r(1, 1, 7, 128), r(1, 1, 7, 128)]),
-        "rotary_mul interleave": (lambda x, c, s: _rotary(x, c, s, "interleave"), [r(2, 3, 7, 40), r(1, 1, 7, 40), r(1, 1, 7, 40)]),
+        "rotary_mul half": (
+            lambda x, c, s: _rotary(x, c, s, "half"),
+            [r(2, 3, 7, 128), r(1, 1, 7, 128), r(1, 1, 7, 128)],
+        ),
+        "rotary_mul interleave": (
+            lambda x, c, s: _rotary(x, c, s, "interleave"),
+            [r(2, 3, 7, 40), r(1, 1, 7, 40), r(1, 1, 7, 40)],
+        ),
         "rope_customer": (ascendc_ops.rope_customer, [r(1, 4, 33, 64), r(33, 64), r(33, 64)]),
     }
 
@@ -65,12 +72,13 @@ def test_fused_and_unfused_agree_bit_for_bit(monkeypatch, dtype):
         monkeypatch.setenv("ASCENDC_TWIN_FUSE", "1")
         fused = _run(fn, inputs)
         assert len(plain) == len(fused), name
-        for k, (a, b) in enumerate(zip(plain, fused)):
+        for k, (a, b) in enumerate(zip(plain, fused, strict=True)):
             assert a.dtype == b.dtype and a.shape == b.shape, (name, k)
-            same = torch.equal(a.view(torch.int16 if a.element_size() == 2 else torch.int32),
-                               b.view(torch.int16 if b.element_size() == 2 else torch.int32))
+            same = torch.equal(
+                a.view(torch.int16 if a.element_size() == 2 else torch.int32),
+                b.view(torch.int16 if b.element_size() == 2 else torch.int32),
+            )
             assert same, f"{name} output {k} ({dtype}): fused result differs from instruction-by-instruction"
-
 
 
 def _expected(name, x):

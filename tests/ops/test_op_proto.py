@@ -1,5 +1,6 @@
 """op_proto/*.json is the single source of the ops: the library registers exactly those ops, each
 with the schema the JSON describes."""
+
 import json
 
 import torch

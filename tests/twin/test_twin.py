@@ -1,14 +1,12 @@
 """The CPU twin's hardware rules: each deliberately wrong kernel in tests/cpp/twin_faults.cpp
 must stop with an error that names the rule, the kernel and the block, and that error must
 arrive in Python as an exception, not an abort."""
-from pathlib import Path
-
-from conftest import BUILD
 
 import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the twin the fault kernels link against)
+from conftest import BUILD
 
 FAULTS = BUILD / "tests" / "libtwin_faults.so"
 torch.ops.load_library(str(FAULTS))

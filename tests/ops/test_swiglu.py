@@ -4,6 +4,7 @@ Accuracy is judged by the Ascend standards in ascendc_ops.harness.precision: the
 against the golden (computed from the dtype-rounded inputs), and the double benchmark against
 PyTorch's own ``silu(a) * b`` (and its autograd) in the same dtype.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import ascendc_ops  # noqa: F401  (loads the library)
+from accuracy import assert_accurate, np64
 from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import swiglu_reference as R
@@ -29,8 +31,6 @@ SWEEP = [(r, i) for r in ROWS for i in INNER if r * i <= MAX_OUT]
 
 def dname(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
-
-
 
 
 def torch_swiglu(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -70,8 +70,6 @@ def bwd_bound(dy: torch.Tensor, x: torch.Tensor, dim: int) -> np.ndarray:
     return np.concatenate((bound_da, bound_db), axis=dim)
 
 
-
-
 # ---------------------------------------------------------------- accuracy
 @pytest.mark.parametrize("rows,inner", SWEEP, ids=lambda v: str(v))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
@@ -79,8 +77,14 @@ def test_forward_sweep(dtype, rows, inner):
     x = torch.randn(rows, 2 * inner).to(dtype)
     y = S.swiglu(x)
     assert tuple(y.shape) == (rows, inner)
-    assert_accurate(y, R.swiglu(np64(x), -1), torch_swiglu(x, -1), dtype, f"swiglu {dname(dtype)} [{rows}, 2*{inner}]",
-                    bound=fwd_bound(x, -1))
+    assert_accurate(
+        y,
+        R.swiglu(np64(x), -1),
+        torch_swiglu(x, -1),
+        dtype,
+        f"swiglu {dname(dtype)} [{rows}, 2*{inner}]",
+        bound=fwd_bound(x, -1),
+    )
 
 
 @pytest.mark.parametrize("rows,inner", SWEEP, ids=lambda v: str(v))
@@ -89,8 +93,14 @@ def test_backward_sweep(dtype, rows, inner):
     x = torch.randn(rows, 2 * inner).to(dtype)
     dy = torch.randn(rows, inner).to(dtype)
     dx = torch.ops.custom.swiglu_grad(dy, x, -1)
-    assert_accurate(dx, R.swiglu_backward(np64(dy), np64(x), -1), torch_swiglu_grad(dy, x, -1), dtype,
-                    f"swiglu_grad {dname(dtype)} [{rows}, 2*{inner}]", bound=bwd_bound(dy, x, -1))
+    assert_accurate(
+        dx,
+        R.swiglu_backward(np64(dy), np64(x), -1),
+        torch_swiglu_grad(dy, x, -1),
+        dtype,
+        f"swiglu_grad {dname(dtype)} [{rows}, 2*{inner}]",
+        bound=bwd_bound(dy, x, -1),
+    )
 
 
 SHAPES_3D = {  # dim -> x shape (the split dim even); inner = half of it times the dims after it
@@ -113,12 +123,19 @@ def test_split_dims_forward_and_autograd(dtype, dim):
     want_shape = list(shape)
     want_shape[dim] //= 2
     assert list(y.shape) == want_shape and y.dtype == dtype
-    assert_accurate(y, R.swiglu(np64(x), dim), torch_swiglu(x.detach(), dim), dtype, f"swiglu dim={dim}",
-                    bound=fwd_bound(x, dim))
+    assert_accurate(
+        y, R.swiglu(np64(x), dim), torch_swiglu(x.detach(), dim), dtype, f"swiglu dim={dim}", bound=fwd_bound(x, dim)
+    )
     dy = torch.randn(want_shape).to(dtype)
     y.backward(dy)
-    assert_accurate(x.grad, R.swiglu_backward(np64(dy), np64(x), dim), torch_swiglu_grad(dy, x, dim), dtype,
-                    f"autograd dim={dim}", bound=bwd_bound(dy, x, dim))
+    assert_accurate(
+        x.grad,
+        R.swiglu_backward(np64(dy), np64(x), dim),
+        torch_swiglu_grad(dy, x, dim),
+        dtype,
+        f"autograd dim={dim}",
+        bound=bwd_bound(dy, x, dim),
+    )
     torch.testing.assert_close(x.grad, torch.ops.custom.swiglu_grad(dy, x.detach(), dim), rtol=0, atol=0)
 
 
@@ -127,8 +144,9 @@ def test_default_dim_is_last():
     torch.testing.assert_close(S.swiglu(x), S.swiglu(x, -1), rtol=0, atol=0)
     torch.testing.assert_close(torch.ops.custom.swiglu(x), S.swiglu(x, 2), rtol=0, atol=0)
     dy = torch.randn(3, 4, 5)
-    torch.testing.assert_close(torch.ops.custom.swiglu_grad(dy, x), torch.ops.custom.swiglu_grad(dy, x, 2),
-                               rtol=0, atol=0)
+    torch.testing.assert_close(
+        torch.ops.custom.swiglu_grad(dy, x), torch.ops.custom.swiglu_grad(dy, x, 2), rtol=0, atol=0
+    )
 
 
 def test_fp32_bounds_hold_where_silu_prime_cancels():
@@ -138,17 +156,21 @@ def test_fp32_bounds_hold_where_silu_prime_cancels():
     a = torch.empty(256, 1024).uniform_(-1.2795, -1.2775)
     x = torch.cat((a, torch.randn(256, 1024)), dim=-1)
     dy = torch.randn(256, 1024)
-    for got, golden, bound in ((S.swiglu(x), R.swiglu(np64(x)), fwd_bound(x, -1)),
-                               (torch.ops.custom.swiglu_grad(dy, x), R.swiglu_backward(np64(dy), np64(x)),
-                                bwd_bound(dy, x, -1))):
+    for got, golden, bound in (
+        (S.swiglu(x), R.swiglu(np64(x)), fwd_bound(x, -1)),
+        (torch.ops.custom.swiglu_grad(dy, x), R.swiglu_backward(np64(dy), np64(x)), bwd_bound(dy, x, -1)),
+    ):
         err = np.abs(np64(got) - golden)
         assert (err <= bound).all(), f"worst error / bound = {(err / bound).max():.3g}"
-    assert not P.check_mere_mare(np64(torch.ops.custom.swiglu_grad(dy, x)), R.swiglu_backward(np64(dy), np64(x)),
-                                 torch.float32).passed  # the literal MARE is out of reach here
+    assert not P.check_mere_mare(
+        np64(torch.ops.custom.swiglu_grad(dy, x)), R.swiglu_backward(np64(dy), np64(x)), torch.float32
+    ).passed  # the literal MARE is out of reach here
     # the kernel's s + (1 + a) * (1 - s) form: fewer small-value errors than PyTorch's 1 + a * (1 - s) (~0.55x here)
     golden = R.swiglu_backward(np64(dy), np64(x))
-    ours, theirs = (P.metrics(np64(r), golden, "float32")["small_err_count"]
-                    for r in (torch.ops.custom.swiglu_grad(dy, x), torch_swiglu_grad(dy, x, -1)))
+    ours, theirs = (
+        P.metrics(np64(r), golden, "float32")["small_err_count"]
+        for r in (torch.ops.custom.swiglu_grad(dy, x), torch_swiglu_grad(dy, x, -1))
+    )
     assert ours < 0.7 * theirs, (ours, theirs)
 
 
@@ -169,8 +191,9 @@ def test_reference_backward_matches_float64_autograd():
         np.testing.assert_allclose(R.swiglu(x.detach().numpy(), dim), y.detach().numpy(), rtol=1e-13, atol=1e-15)
         dy = torch.randn(y.shape, dtype=torch.float64)
         (dx,) = torch.autograd.grad(y, x, dy)
-        np.testing.assert_allclose(R.swiglu_backward(dy.numpy(), x.detach().numpy(), dim), dx.numpy(),
-                                   rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(
+            R.swiglu_backward(dy.numpy(), x.detach().numpy(), dim), dx.numpy(), rtol=1e-12, atol=1e-14
+        )
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
@@ -178,8 +201,8 @@ def test_nan_inf_propagate_like_reference(dtype):
     x = torch.randn(6, 2 * 40).to(dtype)
     specials = (float("nan"), float("inf"), -float("inf"))
     for k, v in enumerate(specials):
-        x[k, 3 + k] = v             # in A
-        x[k + 3, 40 + 5 + k] = v    # in B
+        x[k, 3 + k] = v  # in A
+        x[k + 3, 40 + 5 + k] = v  # in B
     x[5, 10], x[5, 50] = float("inf"), 0.0  # silu(inf) * 0 -> NaN
     dy = torch.randn(6, 40).to(dtype)
     dy[0, 20] = float("inf")
@@ -200,8 +223,14 @@ def test_precision_checks_detect_errors():
     x = torch.randn(83, 2 * 769)
     y = S.swiglu(x)
     with pytest.raises(AssertionError):
-        assert_accurate(y * (1 + 2**-11), R.swiglu(np64(x), -1), torch_swiglu(x, -1), torch.float32, "biased",
-                        bound=fwd_bound(x, -1))
+        assert_accurate(
+            y * (1 + 2**-11),
+            R.swiglu(np64(x), -1),
+            torch_swiglu(x, -1),
+            torch.float32,
+            "biased",
+            bound=fwd_bound(x, -1),
+        )
 
 
 # ---------------------------------------------------------------- layouts in memory, empty tensors
@@ -212,17 +241,22 @@ def test_non_contiguous_inputs(dtype):
     assert not x.is_contiguous()
     y = S.swiglu(x, -1)
     torch.testing.assert_close(y, S.swiglu(x.contiguous(), -1), rtol=0, atol=0)
-    sliced = torch.randn(10, 4 * 769).to(dtype)[:, 769:3 * 769]  # row stride 4*769
+    sliced = torch.randn(10, 4 * 769).to(dtype)[:, 769 : 3 * 769]  # row stride 4*769
     torch.testing.assert_close(S.swiglu(sliced), S.swiglu(sliced.contiguous()), rtol=0, atol=0)
     dy = torch.randn(9, 7, 33).to(dtype).permute(2, 1, 0)
     assert not dy.is_contiguous()
-    torch.testing.assert_close(torch.ops.custom.swiglu_grad(dy, x, -1),
-                               torch.ops.custom.swiglu_grad(dy.contiguous(), x.contiguous(), -1), rtol=0, atol=0)
+    torch.testing.assert_close(
+        torch.ops.custom.swiglu_grad(dy, x, -1),
+        torch.ops.custom.swiglu_grad(dy.contiguous(), x.contiguous(), -1),
+        rtol=0,
+        atol=0,
+    )
     # expanded dy (stride 0), as y.sum().backward() produces
     xg = x.detach().requires_grad_()
     S.swiglu(xg, -1).sum().backward()
-    torch.testing.assert_close(xg.grad, torch.ops.custom.swiglu_grad(torch.ones(33, 7, 9, dtype=dtype), x, -1),
-                               rtol=0, atol=0)
+    torch.testing.assert_close(
+        xg.grad, torch.ops.custom.swiglu_grad(torch.ones(33, 7, 9, dtype=dtype), x, -1), rtol=0, atol=0
+    )
 
 
 EMPTY_CASES = {"rows0": ((0, 16), -1), "split0": ((4, 0), -1), "inner0": ((3, 4, 0), 1), "mid0": ((0, 6, 5), 1)}
@@ -334,16 +368,28 @@ def _halved(x, dim):
 
 BAD_INPUTS = {
     # name: (x, dim, exception, regexes the message must match)
-    "odd_split": (lambda: torch.randn(4, 7), -1, ValueError, [r"swiglu", r"x\.size\(-1\) must be even", r"got 7",
-                                                              r"\[4, 7\]"]),
+    "odd_split": (
+        lambda: torch.randn(4, 7),
+        -1,
+        ValueError,
+        [r"swiglu", r"x\.size\(-1\) must be even", r"got 7", r"\[4, 7\]"],
+    ),
     "odd_split_dim0": (lambda: torch.randn(5, 8), 0, ValueError, [r"x\.size\(0\) must be even", r"got 5"]),
     "dim_too_big": (lambda: torch.randn(4, 8), 2, ValueError, [r"dim must be in \[-2, 1\]", r"\[4, 8\]", r"got 2"]),
     "dim_too_small": (lambda: torch.randn(4, 8), -3, ValueError, [r"dim must be in \[-2, 1\]", r"got -3"]),
     "scalar": (lambda: torch.tensor(1.0), -1, ValueError, [r"at least 1 dim"]),
-    "int_x": (lambda: torch.ones(4, 8, dtype=torch.int32), -1, TypeError,
-              [r"x must be one of", r"(float16|Half)", r"(bfloat16|BFloat16)", r"got (int32|Int)\b"]),
-    "double_x": (lambda: torch.ones(4, 8, dtype=torch.float64), -1, TypeError, [r"x must be one of",
-                                                                                 r"got (float64|Double)\b"]),
+    "int_x": (
+        lambda: torch.ones(4, 8, dtype=torch.int32),
+        -1,
+        TypeError,
+        [r"x must be one of", r"(float16|Half)", r"(bfloat16|BFloat16)", r"got (int32|Int)\b"],
+    ),
+    "double_x": (
+        lambda: torch.ones(4, 8, dtype=torch.float64),
+        -1,
+        TypeError,
+        [r"x must be one of", r"got (float64|Double)\b"],
+    ),
 }
 
 
@@ -367,7 +413,9 @@ def test_bad_grad_inputs():
         call(torch.randn(4, 8), x, -1)
     with pytest.raises(TypeError, match=r"swiglu_grad: unsupported dtypes \(dy=(float16|Half), x=(float32|Float)\)"):
         call(torch.randn(4, 4, dtype=torch.float16), x, -1)
-    with pytest.raises(ValueError, match=r"swiglu_grad: x is on cpu but dy is on meta; all inputs must be on one device"):
+    with pytest.raises(
+        ValueError, match=r"swiglu_grad: x is on cpu but dy is on meta; all inputs must be on one device"
+    ):
         call(torch.empty(4, 4, device="meta"), x, -1)
     from torch._subclasses.fake_tensor import FakeTensorMode
 

@@ -4,6 +4,7 @@ Accuracy is judged by the Ascend standards in ascendc_ops.harness.precision: the
 against the golden, and the double benchmark against PyTorch's own computation of the same formula
 in the same low dtype. Goldens are computed from the dtype-rounded inputs.
 """
+
 from __future__ import annotations
 
 import re
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 import ascendc_ops
-from ascendc_ops import op_proto
+from accuracy import assert_accurate, np64
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import rope_reference as R
 from accuracy import assert_accurate, np64, worst
@@ -47,8 +48,6 @@ GRAD_LAYOUTS = ("BNSD-11SD", "BNSD-B1SD", "BNSD-BNSD", "BSND-BS1D", "SBND-S11D",
 
 def dname(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
-
-
 
 
 def make_x(shape, dtype, dist="normal") -> torch.Tensor:
@@ -99,8 +98,6 @@ def customer_tables(kind: str, L: int, D: int, dtype):
     return tuple(torch.empty(L, D).uniform_(-1, 1).to(dtype) for _ in range(2))
 
 
-
-
 gamma = P.gamma
 half_ulp = P.half_ulp
 
@@ -124,8 +121,6 @@ def table_bound(dy, other, shape) -> np.ndarray:
     return gamma(n + 1) * R.sum_to_shape(prod, tuple(shape))
 
 
-
-
 # ---------------------------------------------------------------- forward accuracy
 @pytest.mark.parametrize("table", TABLES)
 @pytest.mark.parametrize("rows", ROWS)
@@ -137,8 +132,14 @@ def test_rotary_mul_accuracy_sweep(dtype, mode, D, rows, table):
     cos, sin = rope_tables((1, 1, rows, D), mode, table, dtype)
     y = ascendc_ops.rotary_mul(x, cos, sin, mode)
     golden = R.rotary_mul(np64(x), np64(cos), np64(sin), mode)
-    assert_accurate(y, golden, torch_rope(x, cos, sin, mode), dtype, f"rotary_mul {mode} x{list(x.shape)} {table}",
-                    bound=fwd_bound(x, cos, sin, mode))
+    assert_accurate(
+        y,
+        golden,
+        torch_rope(x, cos, sin, mode),
+        dtype,
+        f"rotary_mul {mode} x{list(x.shape)} {table}",
+        bound=fwd_bound(x, cos, sin, mode),
+    )
 
 
 @pytest.mark.parametrize("D", LAYOUT_HEAD_DIMS)
@@ -152,8 +153,14 @@ def test_rotary_mul_accuracy_layouts(dtype, mode, layout, D):
     cos, sin = rope_tables(r_shape(S, D), mode, "rope" if D == 128 else "random", dtype)
     y = ascendc_ops.rotary_mul(x, cos, sin, mode)
     golden = R.rotary_mul(np64(x), np64(cos), np64(sin), mode)
-    assert_accurate(y, golden, torch_rope(x, cos, sin, mode), dtype,
-                    f"rotary_mul {mode} {layout} x{list(x.shape)} cos{list(cos.shape)}", bound=fwd_bound(x, cos, sin, mode))
+    assert_accurate(
+        y,
+        golden,
+        torch_rope(x, cos, sin, mode),
+        dtype,
+        f"rotary_mul {mode} {layout} x{list(x.shape)} cos{list(cos.shape)}",
+        bound=fwd_bound(x, cos, sin, mode),
+    )
 
 
 @pytest.mark.parametrize("tables", ("tutorial", "random"))
@@ -166,8 +173,14 @@ def test_rope_customer_accuracy(dtype, D, L, tables):
     cos, sin = customer_tables(tables, L, D, dtype)
     y = ascendc_ops.rope_customer(x, cos, sin)
     golden = R.rope_tutorial(np64(x), np64(cos), np64(sin))
-    assert_accurate(y, golden, torch_tutorial(x, cos, sin), dtype, f"rope_customer {tables} x{list(x.shape)}",
-                    bound=fwd_bound(x, even_lanes(cos), even_lanes(sin), "interleave"))
+    assert_accurate(
+        y,
+        golden,
+        torch_tutorial(x, cos, sin),
+        dtype,
+        f"rope_customer {tables} x{list(x.shape)}",
+        bound=fwd_bound(x, even_lanes(cos), even_lanes(sin), "interleave"),
+    )
     if tables == "random" and D > 2:  # the elementwise form differs: reading lane 2i+1 would fail
         other = R.rotary_mul(np64(x), np64(cos), np64(sin), "interleave")
         assert not P.check_mere_mare(np64(y), other, dtype).passed
@@ -178,11 +191,17 @@ def test_rope_customer_accuracy(dtype, D, L, tables):
 def test_rope_customer_kv_cache_step(dtype, pos):
     """Incremental decoding: L = 1, the host passes the cos/sin row of the current position."""
     x = make_x((4, 32, 1, 128), dtype)
-    cos, sin = (torch.from_numpy(t[pos:pos + 1]).to(dtype) for t in R.tutorial_cos_sin(pos + 1, 128))
+    cos, sin = (torch.from_numpy(t[pos : pos + 1]).to(dtype) for t in R.tutorial_cos_sin(pos + 1, 128))
     y = ascendc_ops.rope_customer(x, cos, sin)
     golden = R.rope_tutorial(np64(x), np64(cos), np64(sin))
-    assert_accurate(y, golden, torch_tutorial(x, cos, sin), dtype, f"rope_customer step pos={pos}",
-                    bound=fwd_bound(x, cos, sin, "interleave"))
+    assert_accurate(
+        y,
+        golden,
+        torch_tutorial(x, cos, sin),
+        dtype,
+        f"rope_customer step pos={pos}",
+        bound=fwd_bound(x, cos, sin, "interleave"),
+    )
 
 
 @pytest.mark.parametrize("op", ("rope_customer", "rotary_mul_half"))
@@ -200,8 +219,9 @@ def test_model_shape(dtype, op):
         cos, sin = rope_tables((1, 1, L, D), mode, "rope", dtype, positions=np.arange(L)[None, None])
         y = ascendc_ops.rotary_mul(x, cos, sin, mode)
         golden = R.rotary_mul(np64(x), np64(cos), np64(sin), mode)
-    assert_accurate(y, golden, torch_rope(x, cos, sin, mode), dtype, f"{op} x{list(x.shape)}",
-                    bound=fwd_bound(x, cos, sin, mode))
+    assert_accurate(
+        y, golden, torch_rope(x, cos, sin, mode), dtype, f"{op} x{list(x.shape)}", bound=fwd_bound(x, cos, sin, mode)
+    )
 
 
 def test_small_values_where_relative_error_is_out_of_reach():
@@ -230,8 +250,14 @@ def test_small_values_where_relative_error_is_out_of_reach():
     theirs = P.check_mere_mare(np64(second), golden, torch.float32)
     assert not theirs.passed and theirs.failures[0].startswith("small-value ErrorCount"), theirs.describe()
     assert theirs.numbers["mare"] < 10 * 2.0**-13
-    assert_accurate(ascendc_ops.rotary_mul(x, cos, sin, "half"), golden, second, torch.float32, "fp32 model shape",
-                    bound=fwd_bound(x, cos, sin, "half"))
+    assert_accurate(
+        ascendc_ops.rotary_mul(x, cos, sin, "half"),
+        golden,
+        second,
+        torch.float32,
+        "fp32 model shape",
+        bound=fwd_bound(x, cos, sin, "half"),
+    )
 
 
 # ---------------------------------------------------------------- the references themselves
@@ -250,7 +276,7 @@ def test_tutorial_formula_equals_interleave(D, L):
 def test_tutorial_cos_sin_values():
     cos, sin = R.tutorial_cos_sin(5, 8, theta=10000.0)
     assert cos.shape == sin.shape == (5, 8) and cos.dtype == np.float64
-    freqs = [1.0, 10000 ** -0.25, 10000 ** -0.5, 10000 ** -0.75]
+    freqs = [1.0, 10000**-0.25, 10000**-0.5, 10000**-0.75]
     for t in range(5):
         for i, f in enumerate(freqs):
             for lane in (2 * i, 2 * i + 1):
@@ -267,8 +293,12 @@ def test_reference_backward_matches_float64_autograd(mode, r_shape):
     r2 = torch.randn(r_shape, dtype=torch.float64, requires_grad=True)
     dy = torch.randn(2, 3, 5, 8, dtype=torch.float64)
     (x * r1 + torch_rotate(x, mode) * r2).backward(dy)
-    np.testing.assert_allclose(R.rotary_mul(np64(x), np64(r1), np64(r2), mode),
-                               np64(x * r1 + torch_rotate(x, mode) * r2), rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(
+        R.rotary_mul(np64(x), np64(r1), np64(r2), mode),
+        np64(x * r1 + torch_rotate(x, mode) * r2),
+        rtol=1e-14,
+        atol=1e-14,
+    )
     dx, dr1, dr2 = R.rotary_mul_backward(np64(dy), np64(x), np64(r1), np64(r2), mode)
     for name, ours, theirs in (("dx", dx, x.grad), ("dr1", dr1, r1.grad), ("dr2", dr2, r2.grad)):
         assert ours.shape == tuple(theirs.shape), name
@@ -284,7 +314,7 @@ def test_tutorial_reference_backward_matches_float64_autograd():
     y.backward(dy)
     np.testing.assert_allclose(R.rope_tutorial(np64(x), np64(cos), np64(sin)), np64(y), rtol=1e-14, atol=1e-14)
     got = R.rope_tutorial_backward(np64(dy), np64(x), np64(cos), np64(sin))
-    for name, ours, theirs in zip(("dx", "dcos", "dsin"), got, (x.grad, cos.grad, sin.grad)):
+    for name, ours, theirs in zip(("dx", "dcos", "dsin"), got, (x.grad, cos.grad, sin.grad), strict=True):
         np.testing.assert_allclose(ours, np64(theirs), rtol=1e-12, atol=1e-12, err_msg=name)
 
 
@@ -311,15 +341,18 @@ def test_precision_checks_detect_errors():
 # ---------------------------------------------------------------- backward
 def torch_grads(x, cos, sin, dy, mode, needs):
     """torch autograd of the PyTorch formula in x's dtype: the second implementation of the gradients."""
-    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs))
+    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs, strict=True))
     torch_rope(xs, cs, ss, mode).backward(dy)
     return xs.grad, cs.grad, ss.grad
 
 
 def check_grads(got, golden, second, dtypes, label, dy, x, r1, r2, mode):
-    bounds = (dx_bound(dy, r1, r2, mode), table_bound(dy, x, r1.shape),
-              table_bound(dy, R.rotate(np64(x), mode), r2.shape))
-    for name, g, ref, sec, dt, bound in zip(("dx", "dr1", "dr2"), got, golden, second, dtypes, bounds):
+    bounds = (
+        dx_bound(dy, r1, r2, mode),
+        table_bound(dy, x, r1.shape),
+        table_bound(dy, R.rotate(np64(x), mode), r2.shape),
+    )
+    for name, g, ref, sec, dt, bound in zip(("dx", "dr1", "dr2"), got, golden, second, dtypes, bounds, strict=True):
         if g is None:
             assert sec is None, f"{label}: {name} missing"
             continue
@@ -338,24 +371,37 @@ def test_rotary_mul_backward(dtype, mode, layout, D):
     ascendc_ops.rotary_mul(x, cos, sin, mode).backward(dy)
     golden = R.rotary_mul_backward(np64(dy), np64(x), np64(cos), np64(sin), mode)
     second = torch_grads(x, cos, sin, dy, mode, (True, True, True))
-    check_grads((x.grad, cos.grad, sin.grad), golden, second, (dtype,) * 3, f"rotary_mul {mode} {layout} backward",
-                dy, x, cos, sin, mode)
+    check_grads(
+        (x.grad, cos.grad, sin.grad),
+        golden,
+        second,
+        (dtype,) * 3,
+        f"rotary_mul {mode} {layout} backward",
+        dy,
+        x,
+        cos,
+        sin,
+        mode,
+    )
 
 
-@pytest.mark.parametrize("needs", ((True, False, False), (False, True, False), (False, False, True)),
-                         ids=("dx", "dr1", "dr2"))
+@pytest.mark.parametrize(
+    "needs", ((True, False, False), (False, True, False), (False, False, True)), ids=("dx", "dr1", "dr2")
+)
 @pytest.mark.parametrize("mode", MODES)
 def test_rotary_mul_backward_partial(mode, needs):
     """Only the requested gradients are produced, each still right; the table grads keep the tables' dtype."""
     x = make_x((2, 7, 3, 40), torch.bfloat16).requires_grad_(needs[0])
-    cos, sin = (t.float().requires_grad_(n) for t, n in zip(rope_tables((2, 7, 1, 40), mode, "random", torch.bfloat16),
-                                                            needs[1:]))
+    cos, sin = (
+        t.float().requires_grad_(n)
+        for t, n in zip(rope_tables((2, 7, 1, 40), mode, "random", torch.bfloat16), needs[1:], strict=True)
+    )
     dy = make_x(x.shape, torch.bfloat16)
     ascendc_ops.rotary_mul(x, cos, sin, mode).backward(dy)
     golden = R.rotary_mul_backward(np64(dy), np64(x), np64(cos), np64(sin), mode)
-    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs))
+    xs, cs, ss = (t.detach().clone().requires_grad_(n) for t, n in zip((x, cos, sin), needs, strict=True))
     (xs * cs.to(xs.dtype) + torch_rotate(xs, mode) * ss.to(xs.dtype)).backward(dy)
-    for name, t, ref, sec, need in zip(("dx", "dr1", "dr2"), (x, cos, sin), golden, (xs, cs, ss), needs):
+    for name, t, ref, sec, need in zip(("dx", "dr1", "dr2"), (x, cos, sin), golden, (xs, cs, ss), needs, strict=True):
         if not need:
             assert t.grad is None, name
             continue
@@ -396,11 +442,15 @@ def test_rope_customer_backward(dtype, D, L, tables):
     xs, cs, ss = (t.detach().clone().requires_grad_() for t in (x, cos, sin))
     torch_tutorial(xs, cs, ss).backward(dy)
     ec, es = even_lanes(np64(cos)), even_lanes(np64(sin))
-    bounds = (dx_bound(dy, ec, es, "interleave"), fold_pairs(table_bound(dy, x, cos.shape)),
-              fold_pairs(table_bound(dy, R.rotate(np64(x), "interleave"), sin.shape)))
+    bounds = (
+        dx_bound(dy, ec, es, "interleave"),
+        fold_pairs(table_bound(dy, x, cos.shape)),
+        fold_pairs(table_bound(dy, R.rotate(np64(x), "interleave"), sin.shape)),
+    )
     label = f"rope_customer {tables} x{list(x.shape)} backward"
-    for name, got, want, sec, bound in zip(("dx", "dcos", "dsin"), (x.grad, cos.grad, sin.grad), golden,
-                                           (xs.grad, cs.grad, ss.grad), bounds):
+    for name, got, want, sec, bound in zip(
+        ("dx", "dcos", "dsin"), (x.grad, cos.grad, sin.grad), golden, (xs.grad, cs.grad, ss.grad), bounds, strict=True
+    ):
         assert_accurate(got, want, sec, dtype, f"{label} {name}", bound=bound)
         if name != "dx":
             assert not got[..., 1::2].any(), f"{label} {name}: the odd lanes are not read, their grad is 0"
@@ -422,8 +472,14 @@ def test_grad_ops_direct(dtype, mode):
     golden = R.rope_tutorial_backward(np64(dy), np64(dy), np64(cos), np64(sin))[0]
     xs = torch.zeros_like(dy).requires_grad_()
     torch_tutorial(xs, cos, sin).backward(dy)
-    assert_accurate(dx, golden, xs.grad, dtype, "rope_customer_grad",
-                    bound=dx_bound(dy, even_lanes(np64(cos)), even_lanes(np64(sin)), "interleave"))
+    assert_accurate(
+        dx,
+        golden,
+        xs.grad,
+        dtype,
+        "rope_customer_grad",
+        bound=dx_bound(dy, even_lanes(np64(cos)), even_lanes(np64(sin)), "interleave"),
+    )
 
 
 # ---------------------------------------------------------------- torch integration
@@ -458,7 +514,7 @@ def test_torch_compile_fullgraph_matches_eager():
     q, k = torch.randn(2, 4, 9, 64), torch.randn(2, 4, 9, 64)
     cos, sin = rope_tables((2, 1, 9, 64), "half", "rope", torch.float32)
     compiled = torch.compile(attention_prologue, fullgraph=True, backend="inductor")
-    for got, want in zip(compiled(q, k, cos, sin), attention_prologue(q, k, cos, sin)):
+    for got, want in zip(compiled(q, k, cos, sin), attention_prologue(q, k, cos, sin), strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
@@ -471,7 +527,7 @@ def test_torch_compile_backward_matches_eager():
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     grads_c = torch.autograd.grad(compiled(x, cos, sin), (x, cos, sin))
     grads_e = torch.autograd.grad(f(x, cos, sin), (x, cos, sin))
-    for got, want in zip(grads_c, grads_e):
+    for got, want in zip(grads_c, grads_e, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 
@@ -488,7 +544,10 @@ def test_fake_and_meta_shapes(layout):
         assert tuple(y.shape) == xs and y.dtype == torch.bfloat16 and y.is_contiguous()
     xm = torch.empty(xs, device="meta", dtype=torch.float16)
     rm = torch.empty(rs, device="meta", dtype=torch.float16)
-    for op, args in ((torch.ops.custom.rotary_mul, (xm, rm, rm, "half")), (torch.ops.custom.rotary_mul_grad, (xm, rm, rm))):
+    for op, args in (
+        (torch.ops.custom.rotary_mul, (xm, rm, rm, "half")),
+        (torch.ops.custom.rotary_mul_grad, (xm, rm, rm)),
+    ):
         y = op(*args)
         assert y.device.type == "meta" and tuple(y.shape) == xs and y.dtype == torch.float16
     xm4, cm = torch.empty(2, 3, 13, 24, device="meta"), torch.empty(13, 24, device="meta")
@@ -514,31 +573,73 @@ def _t(*shape, dtype=torch.float32, device="cpu"):
 
 BAD_INPUTS = {
     # name: (x, r1, r2, mode, exception, regexes the message must match)
-    "rank2_x": (lambda: (_t(5, 8), _t(5, 8), _t(5, 8)), "half", ValueError,
-                [r"rotary_mul", r"\bx\b.*rank 3.*4", r"got shape \[5, 8\]"]),
-    "rank5_x": (lambda: (_t(1, 2, 3, 4, 8), _t(8), _t(8)), "half", ValueError,
-                [r"\bx\b.*rank", r"\[1, 2, 3, 4, 8\]"]),
-    "odd_D": (lambda: (_t(2, 3, 4, 7), _t(1, 1, 4, 7), _t(1, 1, 4, 7)), "interleave", ValueError,
-              [r"rotary_mul", r"last dim of x.*even", r"got 7"]),
-    "cos_sin_shapes_differ": (lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 8), _t(1, 3, 4, 8)), "half", ValueError,
-                              [r"r1 and r2 must have one shape", r"\[1, 1, 4, 8\].*\[1, 3, 4, 8\]"]),
-    "cos_not_broadcastable": (lambda: (_t(2, 3, 4, 8), _t(1, 1, 5, 8), _t(1, 1, 5, 8)), "half", ValueError,
-                              [r"r1 of shape \[1, 1, 5, 8\] does not broadcast to x of shape \[2, 3, 4, 8\]",
-                               r"expected 1 or 4"]),
-    "cos_last_dim": (lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 4), _t(1, 1, 4, 4)), "half", ValueError,
-                     [r"r1 must have rank <= 4 and last dim 8", r"got shape \[1, 1, 4, 4\]"]),
-    "cos_rank_too_high": (lambda: (_t(4, 3, 8), _t(1, 4, 3, 8), _t(1, 4, 3, 8)), "half", ValueError,
-                          [r"r1 must have rank <= 3"]),
-    "bad_mode": (lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 8), _t(1, 1, 4, 8)), "rotate", ValueError,
-                 [r"rotary_mode must be 'half' or 'interleave', got 'rotate'"]),
-    "int_x": (lambda: (torch.ones(2, 3, 4, 8, dtype=torch.int32), _t(1, 1, 4, 8), _t(1, 1, 4, 8)), "half", TypeError,
-              [r"x must be one of", r"got (int32|Int)\b", r"(float16|Half)", r"(bfloat16|BFloat16)"]),
-    "int_cos": (lambda: (_t(2, 3, 4, 8), torch.ones(1, 1, 4, 8, dtype=torch.int64), _t(1, 1, 4, 8)), "half",
-                TypeError, [r"r1 must be floating point", r"(int64|Long)"]),
-    "device_mismatch": (lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 8, device="meta"), _t(1, 1, 4, 8)), "half", ValueError,
-                        [r"r1 is on meta but x is on cpu", r"one device"]),
-    "device_mismatch_x": (lambda: (_t(2, 3, 4, 8, device="meta"), _t(1, 1, 4, 8), _t(1, 1, 4, 8)), "half",
-                          ValueError, [r"(r1 is on cpu but x is on meta)", r"one device"]),
+    "rank2_x": (
+        lambda: (_t(5, 8), _t(5, 8), _t(5, 8)),
+        "half",
+        ValueError,
+        [r"rotary_mul", r"\bx\b.*rank 3.*4", r"got shape \[5, 8\]"],
+    ),
+    "rank5_x": (lambda: (_t(1, 2, 3, 4, 8), _t(8), _t(8)), "half", ValueError, [r"\bx\b.*rank", r"\[1, 2, 3, 4, 8\]"]),
+    "odd_D": (
+        lambda: (_t(2, 3, 4, 7), _t(1, 1, 4, 7), _t(1, 1, 4, 7)),
+        "interleave",
+        ValueError,
+        [r"rotary_mul", r"last dim of x.*even", r"got 7"],
+    ),
+    "cos_sin_shapes_differ": (
+        lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 8), _t(1, 3, 4, 8)),
+        "half",
+        ValueError,
+        [r"r1 and r2 must have one shape", r"\[1, 1, 4, 8\].*\[1, 3, 4, 8\]"],
+    ),
+    "cos_not_broadcastable": (
+        lambda: (_t(2, 3, 4, 8), _t(1, 1, 5, 8), _t(1, 1, 5, 8)),
+        "half",
+        ValueError,
+        [r"r1 of shape \[1, 1, 5, 8\] does not broadcast to x of shape \[2, 3, 4, 8\]", r"expected 1 or 4"],
+    ),
+    "cos_last_dim": (
+        lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 4), _t(1, 1, 4, 4)),
+        "half",
+        ValueError,
+        [r"r1 must have rank <= 4 and last dim 8", r"got shape \[1, 1, 4, 4\]"],
+    ),
+    "cos_rank_too_high": (
+        lambda: (_t(4, 3, 8), _t(1, 4, 3, 8), _t(1, 4, 3, 8)),
+        "half",
+        ValueError,
+        [r"r1 must have rank <= 3"],
+    ),
+    "bad_mode": (
+        lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 8), _t(1, 1, 4, 8)),
+        "rotate",
+        ValueError,
+        [r"rotary_mode must be 'half' or 'interleave', got 'rotate'"],
+    ),
+    "int_x": (
+        lambda: (torch.ones(2, 3, 4, 8, dtype=torch.int32), _t(1, 1, 4, 8), _t(1, 1, 4, 8)),
+        "half",
+        TypeError,
+        [r"x must be one of", r"got (int32|Int)\b", r"(float16|Half)", r"(bfloat16|BFloat16)"],
+    ),
+    "int_cos": (
+        lambda: (_t(2, 3, 4, 8), torch.ones(1, 1, 4, 8, dtype=torch.int64), _t(1, 1, 4, 8)),
+        "half",
+        TypeError,
+        [r"r1 must be floating point", r"(int64|Long)"],
+    ),
+    "device_mismatch": (
+        lambda: (_t(2, 3, 4, 8), _t(1, 1, 4, 8, device="meta"), _t(1, 1, 4, 8)),
+        "half",
+        ValueError,
+        [r"r1 is on meta but x is on cpu", r"one device"],
+    ),
+    "device_mismatch_x": (
+        lambda: (_t(2, 3, 4, 8, device="meta"), _t(1, 1, 4, 8), _t(1, 1, 4, 8)),
+        "half",
+        ValueError,
+        [r"(r1 is on cpu but x is on meta)", r"one device"],
+    ),
 }
 
 
@@ -602,8 +703,9 @@ def test_hf_transposed_views(dtype, mode):
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
     y = ascendc_ops.rotary_mul(q, cos, sin, mode)
     golden = R.rotary_mul(np64(q), np64(cos), np64(sin), mode)
-    assert_accurate(y, golden, torch_rope(q, cos, sin, mode), dtype, f"HF view {mode}",
-                    bound=fwd_bound(q, cos, sin, mode))
+    assert_accurate(
+        y, golden, torch_rope(q, cos, sin, mode), dtype, f"HF view {mode}", bound=fwd_bound(q, cos, sin, mode)
+    )
     torch.testing.assert_close(y, ascendc_ops.rotary_mul(q.contiguous(), cos, sin, mode), rtol=0, atol=0)
 
 
@@ -612,13 +714,14 @@ def test_sliced_and_expanded_tables(mode):
     """Tables sliced out of a bigger cache (strided rows) or expanded (stride 0) give the same results."""
     D, S = 32, 9
     big_cos, big_sin = rope_tables((40, 2 * D), mode, "random", torch.float32)
-    cos, sin = big_cos[10:10 + S, :D], big_sin[10:10 + S, :D]  # [S, D] with row stride 2D
+    cos, sin = big_cos[10 : 10 + S, :D], big_sin[10 : 10 + S, :D]  # [S, D] with row stride 2D
     assert not cos.is_contiguous()
     x = make_x((2, 3, S, D), torch.float32)
     y = ascendc_ops.rotary_mul(x, cos, sin, mode)
     golden = R.rotary_mul(np64(x), np64(cos), np64(sin), mode)
-    assert_accurate(y, golden, torch_rope(x, cos, sin, mode), torch.float32, f"sliced {mode}",
-                    bound=fwd_bound(x, cos, sin, mode))
+    assert_accurate(
+        y, golden, torch_rope(x, cos, sin, mode), torch.float32, f"sliced {mode}", bound=fwd_bound(x, cos, sin, mode)
+    )
     torch.testing.assert_close(y, ascendc_ops.rotary_mul(x, cos.contiguous(), sin.contiguous(), mode), rtol=0, atol=0)
     if mode == "interleave":  # rope_customer reads each pair's lane 2i: rotary_mul with those tables
         y_even = ascendc_ops.rotary_mul(x, even_lanes(cos), even_lanes(sin), mode)
@@ -628,8 +731,14 @@ def test_sliced_and_expanded_tables(mode):
     dy = make_x(x.shape, torch.float32).transpose(0, 1).contiguous().transpose(0, 1)  # non-contiguous dy
     dx = torch.ops.custom.rotary_mul_grad(dy, cos, sin, mode)
     ref = R.rotary_mul_backward(np64(dy), np64(x), np64(cos), np64(sin), mode)[0]
-    assert_accurate(dx, ref, torch_grads(dy, cos, sin, dy, mode, (True, False, False))[0], torch.float32, "grad",
-                    bound=dx_bound(dy, cos, sin, mode))
+    assert_accurate(
+        dx,
+        ref,
+        torch_grads(dy, cos, sin, dy, mode, (True, False, False))[0],
+        torch.float32,
+        "grad",
+        bound=dx_bound(dy, cos, sin, mode),
+    )
 
 
 EMPTY_CASES = {

@@ -1,11 +1,12 @@
 """ISA paths (cmake/isa_paths.cmake, python/ascendc_ops/_isa.py): each path this CPU runs, forced
 with ASCENDC_OPS_ISA in a subprocess, gives bit-identical outputs for a fixed set of op calls
-(tests/isa_probe.py: rope, rotary_mul, rms_norm, add_rms_norm, swiglu, MoE permute/unpermute,
+(tests/twin/isa_probe.py: rope, rotary_mul, rms_norm, add_rms_norm, swiglu, MoE permute/unpermute,
 forward and backward, fp32/fp16/bf16, odd shapes, subnormal results).
 
 Exempt from bit-identity: grouped_matmul, whose GEMM is torch's (at::mm via the twin's GEMM
 provider), not arithmetic the twin defines; it is checked against the baseline with assert_close.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,10 @@ HERE = Path(__file__).resolve().parent
 PACKAGE = Path(ascendc_ops.__file__).resolve().parent
 BUILT = [p for p, (lib, _) in _isa.PATHS.items() if (PACKAGE / lib).exists()]
 RUNNABLE = [p for p in _isa.supported() if p in BUILT]
-needs_paths = pytest.mark.skipif(bool(os.environ.get("ASCENDC_OPS_LIBRARY")) or (PACKAGE / _isa.NATIVE).exists(),
-                                 reason="ASCENDC_OPS_LIBRARY or a native build: one library, no ISA paths")
+needs_paths = pytest.mark.skipif(
+    bool(os.environ.get("ASCENDC_OPS_LIBRARY")) or (PACKAGE / _isa.NATIVE).exists(),
+    reason="ASCENDC_OPS_LIBRARY or a native build: one library, no ISA paths",
+)
 
 
 def run_python(args: list, isa: str | None, **kw) -> subprocess.CompletedProcess:
@@ -53,14 +56,23 @@ def test_every_runnable_path_is_built():
         assert RUNNABLE and RUNNABLE[0] == "avx2"
 
 
+@pytest.mark.slow
 @needs_paths
 def test_paths_bit_identical(probes):
     if len(probes) < 2:
         pytest.skip(f"this CPU runs only {RUNNABLE}: nothing to compare")
     base_name = RUNNABLE[0]
     base = probes[base_name]["outputs"]
-    assert {n.split("/")[0] for n in base} == {"rotary_mul_half", "rotary_mul_interleave", "rope_customer", "rms_norm",
-                                               "add_rms_norm", "swiglu", "moe_permute_unpermute", "grouped_matmul"}
+    assert {n.split("/")[0] for n in base} == {
+        "rotary_mul_half",
+        "rotary_mul_interleave",
+        "rope_customer",
+        "rms_norm",
+        "add_rms_norm",
+        "swiglu",
+        "moe_permute_unpermute",
+        "grouped_matmul",
+    }
     assert {n.split("/")[1] for n in base} == {"float32", "float16", "bfloat16"}
     for path, probe in probes.items():
         assert probe["isa"] == path and probe["library"] == _isa.PATHS[path][0]
@@ -87,7 +99,7 @@ def test_probe_sees_subnormal_bf16_results(probes):
 @needs_paths
 def test_default_is_the_widest_runnable_path():
     code = "import ascendc_ops, pathlib; print(ascendc_ops.isa(), pathlib.Path(ascendc_ops.library_path).name)"
-    p = run_python(["-c", code], None, cwd=HERE.parent / "python")
+    p = run_python(["-c", code], None, cwd=HERE.parents[1] / "python")
     assert p.returncode == 0, p.stderr[-2000:]
     isa, lib = p.stdout.split()
     expected = RUNNABLE[-1] if _isa.is_x86() else "generic"
@@ -95,14 +107,14 @@ def test_default_is_the_widest_runnable_path():
 
 
 def test_info_reports_the_path():
-    p = run_python(["-m", "ascendc_ops", "info"], None, cwd=HERE.parent / "python")
+    p = run_python(["-m", "ascendc_ops", "info"], None, cwd=HERE.parents[1] / "python")
     assert p.returncode == 0, p.stderr[-2000:]
     line = next(line for line in p.stdout.splitlines() if line.startswith("isa:"))
     assert line.split()[1] in (*_isa.PATHS, "native", "generic")
 
 
 def test_unknown_path_is_a_clear_error():
-    p = run_python(["-c", "import ascendc_ops"], "avx9000", cwd=HERE.parent / "python")
+    p = run_python(["-c", "import ascendc_ops"], "avx9000", cwd=HERE.parents[1] / "python")
     assert p.returncode != 0
     assert "ASCENDC_OPS_ISA='avx9000' is not an ISA path; choose one of avx2, avx512, avx512bf16" in p.stderr
 
@@ -133,7 +145,9 @@ def test_cpu_features_match_proc_cpuinfo():
     cpuinfo = Path("/proc/cpuinfo")
     if not _isa.is_x86() or not cpuinfo.exists():
         pytest.skip("Linux x86 only")
-    flags = set(next(line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")).split(":")[1].split())
+    flags = set(
+        next(line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")).split(":")[1].split()
+    )
     names = {f for p in _isa.PATHS.values() for f in p[1]}
     from_flags = {f for f in names if _isa._CPUINFO_NAMES.get(f, f) in flags}
     assert _isa.cpu_features() & names == from_flags

@@ -6,17 +6,18 @@
 - The patched HF forwards enter the ops below the Python autograd layer when grad mode is off
   (``patching.base.call_op``): same outputs, same argument errors, and torch.compile still traces them.
 """
+
 from __future__ import annotations
 
 import re
 
 import pytest
 import torch
-from conftest import BUILD
 
 import ascendc_ops
 from ascendc_ops.harness.twin_record import recording
 from ascendc_ops.patching.base import call_op
+from conftest import BUILD
 
 torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
 PATHS = {"pool": 0, "caller": 1 << 62}  # set_inline_launch_bytes: every multi-block launch to the pool / inline
@@ -40,8 +41,12 @@ def _fwd_bwd(dtype):
     x, g, x2 = r(37, 200), r(200), r(37, 200)
     q, c, s = r(2, 9, 4, 64), torch.randn(1, 9, 1, 64).to(dtype), torch.randn(1, 9, 1, 64).to(dtype)
     u = r(17, 2 * 96)
-    outs = [ascendc_ops.rms_norm(x, g, 1e-6)[0], ascendc_ops.add_rms_norm(x, x2, g, 1e-6)[0],
-            ascendc_ops.rotary_mul(q, c, s), ascendc_ops.swiglu(u)]
+    outs = [
+        ascendc_ops.rms_norm(x, g, 1e-6)[0],
+        ascendc_ops.add_rms_norm(x, x2, g, 1e-6)[0],
+        ascendc_ops.rotary_mul(q, c, s),
+        ascendc_ops.swiglu(u),
+    ]
     grads = torch.autograd.grad([o.float().square().sum() for o in outs], [x, g, x2, q, u])
     return [o.detach() for o in outs] + list(grads)
 
@@ -53,7 +58,7 @@ def test_caller_thread_and_pool_agree_bit_for_bit(launch_path, dtype):
     pool = _fwd_bwd(dtype)
     launch_path("caller")
     caller = _fwd_bwd(dtype)
-    for k, (a, b) in enumerate(zip(pool, caller)):
+    for k, (a, b) in enumerate(zip(pool, caller, strict=True)):
         assert torch.equal(_bits(a), _bits(b)), f"output {k}: caller-thread launch differs from the pool's"
 
 
@@ -96,8 +101,10 @@ def test_inline_launch_bytes_is_checked():
 # ---- the patched forwards' no-grad entry ----
 CALLS = {
     "rms_norm": (torch.ops.custom.rms_norm.default, lambda: (torch.randn(1, 1, 64), torch.rand(64), 1e-6)),
-    "rotary_mul": (torch.ops.custom.rotary_mul.default,
-                   lambda: (torch.randn(1, 1, 4, 32), torch.randn(1, 1, 1, 32), torch.randn(1, 1, 1, 32), "half")),
+    "rotary_mul": (
+        torch.ops.custom.rotary_mul.default,
+        lambda: (torch.randn(1, 1, 4, 32), torch.randn(1, 1, 1, 32), torch.randn(1, 1, 1, 32), "half"),
+    ),
     "swiglu": (torch.ops.custom.swiglu.default, lambda: (torch.randn(1, 1, 96), -1)),
 }
 
@@ -109,7 +116,7 @@ def test_call_op_no_grad_matches_the_autograd_entry(name):
     ref = op(*args)
     with torch.no_grad():
         got = call_op(op, *args)
-    for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (ref, got))):
+    for a, b in zip(*(r if isinstance(r, tuple) else (r,) for r in (ref, got)), strict=True):
         assert torch.equal(a, b) and not b.requires_grad
 
 
@@ -138,8 +145,15 @@ def test_patched_model_compiles_fullgraph_under_no_grad():
 
     torch._dynamo.reset()
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=64, intermediate_size=96, num_hidden_layers=1,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32)
+    cfg = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=32,
+    )
     model = transformers.LlamaForCausalLM(cfg).eval()
     x = torch.randint(0, 64, (1, 8))
     with torch.no_grad():

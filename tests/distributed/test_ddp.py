@@ -1,5 +1,6 @@
 """Distributed: a 2-process DDP training step (gloo, 127.0.0.1) of a patched tiny model gives the same
 gradients as one process on the whole batch."""
+
 from __future__ import annotations
 
 import os
@@ -8,6 +9,8 @@ import pytest
 import torch
 
 from two_process import mark_done, run_two  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
@@ -27,8 +30,13 @@ def _worker(rank, world, port, out_dir):
     import torch.distributed as dist
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                           timeout=__import__("datetime").timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=__import__("datetime").timedelta(seconds=60),
+    )
     try:
         model, x = _model_and_batch()
         assert K.applied_kernels(model) == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]

@@ -4,6 +4,7 @@ Parity patched vs unpatched (logits, loss, all parameter grads, greedy generate)
 untouched, torch.compile(fullgraph=True) with our ops in the graph, partial rotary, per-sequence position ids,
 bf16/fp32, Qwen3 q_norm/k_norm, hidden_act != silu, error paths.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,17 @@ VOCAB, SEQ = 128, 16
 
 def tiny(model_type="llama", dtype=torch.float32, seed=0, **over):
     cfg_cls, model_cls = (getattr(transformers, n) for n in CONFIGS[model_type])
-    kw = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-              num_key_value_heads=2, max_position_embeddings=128, rms_norm_eps=1e-6, tie_word_embeddings=False)
+    kw = dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+    )
     if model_type == "qwen3":
         kw["head_dim"] = 16
     kw.update(over)
@@ -48,8 +58,11 @@ def fwd_bwd(model, x, **kw):
     model.zero_grad(set_to_none=True)
     out = model(x, labels=x, **kw)
     out.loss.backward()
-    return out.logits.detach().float(), out.loss.detach().float(), {
-        n.removeprefix("_orig_mod."): p.grad.detach().float().clone() for n, p in model.named_parameters()}
+    return (
+        out.logits.detach().float(),
+        out.loss.detach().float(),
+        {n.removeprefix("_orig_mod."): p.grad.detach().float().clone() for n, p in model.named_parameters()},
+    )
 
 
 def max_rel(a, b):
@@ -142,13 +155,13 @@ def test_partial_rotary_function(dtype, unsqueeze_dim):
     outs = apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim)
     refs = ref_rope(q, k, cos, sin, unsqueeze_dim)
     tol = dict(atol=1e-6, rtol=1e-5) if dtype == torch.float32 else dict(atol=2e-2, rtol=1e-2)
-    for o, r in zip(outs, refs):
+    for o, r in zip(outs, refs, strict=True):
         torch.testing.assert_close(o, r, **tol)
         assert torch.equal(o[..., R:], r[..., R:])  # the pass-through part is exact
     g = [torch.randn_like(o) for o in outs]
     got = torch.autograd.grad(outs, (q, k), g)
     want = torch.autograd.grad(refs, (q, k), g)
-    for a, b in zip(got, want):
+    for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(a, b, **tol)
 
 
@@ -203,8 +216,9 @@ def test_revert_restores_exactly_and_second_model_untouched():
     from transformers.models.llama import modeling_llama
 
     global_fn = modeling_llama.apply_rotary_pos_emb
-    cls_forwards = {c: c.forward for c in (modeling_llama.LlamaAttention, modeling_llama.LlamaRMSNorm,
-                                           modeling_llama.LlamaMLP)}
+    cls_forwards = {
+        c: c.forward for c in (modeling_llama.LlamaAttention, modeling_llama.LlamaRMSNorm, modeling_llama.LlamaMLP)
+    }
     a, b = tiny("llama", seed=0), tiny("llama", seed=1)
     x = ids()
     ref_a, ref_b = a(x).logits.detach(), b(x).logits.detach()
@@ -248,8 +262,9 @@ def test_include_kernels_forms_and_errors(caplog):
         K.apply_default_kernels(tiny("qwen2"), "fused_rope,fused_nope")
     assert set(K.list_kernels()) >= set(ALL) and K.list_kernels(model) == ALL
     # an unsupported model type: warning, nothing patched
-    other = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2,
-                                                                 n_positions=32))
+    other = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, n_positions=32)
+    )
     with caplog.at_level(logging.WARNING, logger="ascendc_ops.patching"):
         report = K.apply_default_kernels(other)
     assert report.applied == [] and "'gpt2' is not supported" in report.skipped["fused_rope"]
@@ -293,6 +308,7 @@ def test_torch_compile_fullgraph_train_step(model_type):
     torch._dynamo.reset()
 
 
+@pytest.mark.slow
 def test_torch_compile_inductor_default_backend():
     """The default torch.compile backend (inductor, C++ codegen on CPU; ~15 s) on a patched Qwen3."""
     torch._dynamo.reset()

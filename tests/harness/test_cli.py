@@ -26,7 +26,7 @@ from ascendc_ops.harness import verify as V
 from ascendc_ops.harness.families import rms_norm as NF
 from ascendc_ops.harness.families import swiglu as SF
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases"
 SCRIPT = Path(sys.executable).parent / "ascendc-ops"
 

@@ -1,5 +1,6 @@
 """The HF patching on transformers versions it does not patch: every kernel skips with the reason, the model
 stays untouched. On 4.x (tools/wheel_check.sh installs 4.57.6) it runs as is; on 5.x the version is faked."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,15 @@ from ascendc_ops.patching import base  # noqa: E402
 
 
 def tiny_llama():
-    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
+    cfg = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=48,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=32,
+    )
     return transformers.LlamaForCausalLM(cfg)
 
 

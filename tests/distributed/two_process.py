@@ -1,13 +1,15 @@
 """Runs a test worker in two spawned processes (gloo), failing the test on a timeout."""
+
 from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 
 import pytest
 import torch.multiprocessing as mp
+
+from conftest import TEST_DIRS
 
 
 def free_port() -> int:

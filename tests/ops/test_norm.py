@@ -6,6 +6,7 @@ PyTorch's own computation of the same formula in the same dtype. The one allowan
 precision.mare_within_rounding (as in test_rope.py). Rows that do not fit in UB (hidden 16384 and
 32768 in fp32) take the split-row tiling; the other sizes the single-pass tiling.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,13 @@ from accuracy import assert_accurate, np64
 
 EPS = 1e-6
 # (x dtype, gamma dtype) pairs of op_proto/rms_norm.json
-PAIRS = ((torch.float16, torch.float32), (torch.bfloat16, torch.float32), (torch.float16, torch.float16),
-         (torch.bfloat16, torch.bfloat16), (torch.float32, torch.float32))
+PAIRS = (
+    (torch.float16, torch.float32),
+    (torch.bfloat16, torch.float32),
+    (torch.float16, torch.float16),
+    (torch.bfloat16, torch.bfloat16),
+    (torch.float32, torch.float32),
+)
 ROWS = (1, 7, 83)
 HIDDEN = (1, 8, 769, 5125)
 SPLIT_HIDDEN = (16384, 32768)
@@ -34,8 +40,6 @@ def dname(dtype) -> str:
 
 def pair_id(pair) -> str:
     return f"{dname(pair[0])}-{dname(pair[1])}"
-
-
 
 
 # ---------------------------------------------------------------- PyTorch's own same-dtype computation
@@ -83,8 +87,6 @@ def dgamma_bound(dy, x, gamma, eps=EPS) -> np.ndarray:
     return gamma_k(rows + n + 10) * np.sum(np.abs(dy * x * rstd), axis=0)
 
 
-
-
 def make(shape, dtype, scale=1.0):
     return (torch.randn(shape) * scale).to(dtype)
 
@@ -96,8 +98,15 @@ def check_forward(x, gamma, label):
     assert rstd.dtype == torch.float32 and tuple(rstd.shape) == grstd.shape, label
     assert_accurate(y, gy, torch_rms_norm(x, gamma), x.dtype, f"{label} y", bound=y_bound(x, gamma))
     second_rstd = torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + EPS)
-    assert_accurate(rstd, grstd, second_rstd, torch.float32, f"{label} rstd", bound=gamma_k(x.shape[-1] + 6) * grstd,
-                    compute_dtype=x.dtype)
+    assert_accurate(
+        rstd,
+        grstd,
+        second_rstd,
+        torch.float32,
+        f"{label} rstd",
+        bound=gamma_k(x.shape[-1] + 6) * grstd,
+        compute_dtype=x.dtype,
+    )
 
 
 @pytest.mark.parametrize("hidden", HIDDEN)
@@ -167,8 +176,9 @@ def check_backward(x, gamma, label, add=False, eps=EPS):
         xb = x
     bdx = dx_bound(dy, xb, gamma, eps) + (gamma_k(1) * np.abs(np64(dx_out)) if add else 0)
     assert_accurate(dx, gdx, sdx, x.dtype, f"{label} dx", bound=bdx)
-    assert_accurate(dg, gdg, sdg, gamma.dtype, f"{label} dgamma", bound=dgamma_bound(dy, xb, gamma, eps),
-                    compute_dtype=x.dtype)
+    assert_accurate(
+        dg, gdg, sdg, gamma.dtype, f"{label} dgamma", bound=dgamma_bound(dy, xb, gamma, eps), compute_dtype=x.dtype
+    )
 
 
 @pytest.mark.parametrize("hidden", HIDDEN)
@@ -181,8 +191,9 @@ def test_rms_norm_backward(pair, rows, hidden):
     literal standard."""
     xd, gd = pair
     eps = 1.0 if hidden == 1 else EPS
-    check_backward(make((rows, hidden), xd), make((hidden,), gd), f"rms_norm_grad {pair_id(pair)} [{rows}, {hidden}]",
-                   eps=eps)
+    check_backward(
+        make((rows, hidden), xd), make((hidden,), gd), f"rms_norm_grad {pair_id(pair)} [{rows}, {hidden}]", eps=eps
+    )
 
 
 def test_hidden_1_dx_is_cancellation():
@@ -209,8 +220,9 @@ def test_rms_norm_backward_4096_rows(pair):
 def test_rms_norm_backward_split_row(hidden, rows):
     if rows == 37 and hidden == 32768:
         pytest.skip("one many-group case is enough (time)")
-    check_backward(make((rows, hidden), torch.float32), make((hidden,), torch.float32),
-                   f"rms_norm_grad split [{rows}, {hidden}]")
+    check_backward(
+        make((rows, hidden), torch.float32), make((hidden,), torch.float32), f"rms_norm_grad split [{rows}, {hidden}]"
+    )
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
@@ -237,7 +249,9 @@ def test_add_rms_norm_forward_backward(pair, hidden):
     y, rstd, xo = N.add_rms_norm(x1, x2, g, EPS)
     gy, grstd, gx = R.add_rms_norm(np64(x1), np64(x2), np64(g), EPS)
     assert_accurate(xo, gx, x1 + x2, xd, f"{label} x", bound=gamma_k(1) * np.abs(gx))
-    assert_accurate(y, gy, torch_rms_norm(x1 + x2, g), xd, f"{label} y", bound=y_bound(x1 + x2, g) + gamma_k(3) * np.abs(gy))
+    assert_accurate(
+        y, gy, torch_rms_norm(x1 + x2, g), xd, f"{label} y", bound=y_bound(x1 + x2, g) + gamma_k(3) * np.abs(gy)
+    )
     np.testing.assert_allclose(np64(rstd), grstd, rtol=2**-6 if xd != torch.float32 else 1e-5)
     check_backward(make((rows, hidden), xd), g, label, add=True)
 
@@ -360,8 +374,9 @@ def _opcheck_samples():
 @pytest.mark.parametrize("op,args", _opcheck_samples(), ids=lambda v: v if isinstance(v, str) else "")
 def test_opcheck(op, args):
     if op in ("rms_norm", "add_rms_norm"):
-        args = tuple(a.clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                     for a in args)
+        args = tuple(
+            a.clone().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args
+        )
     torch.library.opcheck(getattr(torch.ops.custom, op).default, args)
 
 
@@ -393,7 +408,7 @@ def test_torch_compile_dynamic_shapes():
     compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
     for rows in (3, 11):
         x, g = make((rows, 32), torch.float32), make((32,), torch.float32)
-        for got, want in zip(compiled(x, g), f(x, g)):
+        for got, want in zip(compiled(x, g), f(x, g), strict=True):
             torch.testing.assert_close(got, want, rtol=0, atol=0)
 
 

@@ -1,6 +1,7 @@
 """Which instructions the RoPE kernel rotates with, read from the twin's instruction record: rotate_half
 is two strided UB->UB copies where half a row of fp32 is whole 32-byte blocks (D % 16 == 0), a
 Gather otherwise and in the pair modes; both directions, results checked against the reference."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,9 @@ def v_ops(records) -> list[dict]:
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16))
 @pytest.mark.parametrize("backward", (False, True))
-@pytest.mark.parametrize("mode, D, by_copy", [("half", 128, True), ("half", 80, True), ("half", 40, False),
-                                              ("interleave", 128, False)])
+@pytest.mark.parametrize(
+    "mode, D, by_copy", [("half", 128, True), ("half", 80, True), ("half", 40, False), ("interleave", 128, False)]
+)
 def test_rotation_instructions(mode, D, by_copy, backward, dtype):
     x = torch.randn(2, 3, 7, D).to(dtype)
     cos, sin = (torch.rand(1, 1, 7, D) * 2 - 1).to(dtype), (torch.rand(1, 1, 7, D) * 2 - 1).to(dtype)
@@ -33,7 +35,10 @@ def test_rotation_instructions(mode, D, by_copy, backward, dtype):
         assert not gathers and copies
     else:  # the Gather path: one per x tile (plus one per table load backward)
         assert gathers
-    want = (R.rotary_mul_backward(np64(x), np64(x), np64(cos), np64(sin), mode)[0] if backward
-            else R.rotary_mul(np64(x), np64(cos), np64(sin), mode))
+    want = (
+        R.rotary_mul_backward(np64(x), np64(x), np64(cos), np64(sin), mode)[0]
+        if backward
+        else R.rotary_mul(np64(x), np64(cos), np64(sin), mode)
+    )
     tol = 1e-5 if dtype == torch.float32 else 1e-2
     np.testing.assert_allclose(np64(y), want, rtol=tol, atol=tol)

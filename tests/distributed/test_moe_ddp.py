@@ -2,6 +2,7 @@
 the ranks, tokens dispatched with all_to_all_single around our permute/unpermute
 (ascendc_ops.ops.moe_experts.moe_experts_expert_parallel), gives the single-process logits and gradients
 of the unpatched model (HF eager experts) on the whole batch."""
+
 from __future__ import annotations
 
 import datetime
@@ -11,6 +12,8 @@ import pytest
 import torch
 
 from two_process import mark_done, run_two  # noqa: E402
+
+pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
 pytest.importorskip("transformers")
 
@@ -32,8 +35,9 @@ def _ep_experts_forward(self, hidden_states, top_k_index, top_k_weights):
 
     rank, local = dist.get_rank(), self.num_experts // dist.get_world_size()
     lo, hi = rank * local, (rank + 1) * local
-    return moe_experts_expert_parallel(hidden_states, top_k_index, top_k_weights, self.gate_up_proj[lo:hi],
-                                       self.down_proj[lo:hi], self.num_experts)
+    return moe_experts_expert_parallel(
+        hidden_states, top_k_index, top_k_weights, self.gate_up_proj[lo:hi], self.down_proj[lo:hi], self.num_experts
+    )
 
 
 def _worker(rank, world, port, out_dir):
@@ -43,8 +47,13 @@ def _worker(rank, world, port, out_dir):
     import ascendc_ops.patching as K
 
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=60))
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=datetime.timedelta(seconds=60),
+    )
     try:
         ALL_EXPERTS_FUNCTIONS.register(EP_IMPL, _ep_experts_forward)
         model, x = _model_and_batch()

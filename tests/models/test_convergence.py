@@ -5,6 +5,7 @@ gradient entry steps +-lr on noise), so two checks: lockstep -- at each step of 
 kernels' model takes eager's weights and must give its loss and gradients, at the single-step parity
 bounds -- and free-running -- both learn and their curves agree to 1% of the loss eager has shed.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -15,7 +16,7 @@ import ascendc_ops.patching as K  # noqa: E402
 from test_patching import VOCAB, fwd_bwd, max_rel, tiny  # noqa: E402
 
 STEPS = 20
-FP32_T = 2.0 ** -13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
+FP32_T = 2.0**-13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
 CASES = [("llama", torch.float32), ("qwen3", torch.float32), ("llama", torch.bfloat16)]
 
 
@@ -74,5 +75,5 @@ def test_twenty_steps_learn_as_eager(model_type, dtype):
     losses = train(model_type, dtype, kernels=True)
     assert ref_losses[-1] < ref_losses[0] - 0.5 and losses[-1] < losses[0] - 0.5, (ref_losses, losses)
     shed = (ref_losses[0] - ref_losses).clamp_min(0)
-    floor = FP32_T if dtype == torch.float32 else 2.0 ** -7  # the dtype's relative threshold (same standards)
+    floor = FP32_T if dtype == torch.float32 else 2.0**-7  # the dtype's relative threshold (same standards)
     assert ((losses - ref_losses).abs() <= 0.01 * shed + floor * ref_losses.abs()).all(), losses - ref_losses

@@ -5,6 +5,7 @@ Parity with HF's eager experts (logits, loss, every gradient), greedy generate, 
 apply_default_kernels on MoE families (RoPE and RMSNorm too), revert, another model untouched,
 torch.compile(fullgraph=True), skips with reasons, and the experts block's layouts, dtypes and sentinels.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -18,28 +19,59 @@ from ascendc_ops.patching.moe import EXPERTS_IMPL  # noqa: E402
 
 VOCAB, SEQ = 128, 12
 MOE = {  # model type -> (config class, model class, overrides giving E=8, top-2 experts of width 32)
-    "qwen3_moe": ("Qwen3MoeConfig", "Qwen3MoeForCausalLM",
-                  dict(moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2, norm_topk_prob=True,
-                       head_dim=16, mlp_only_layers=[1], intermediate_size=48)),
-    "mixtral": ("MixtralConfig", "MixtralForCausalLM",
-                dict(intermediate_size=32, num_local_experts=8, num_experts_per_tok=2)),
-    "qwen2_moe": ("Qwen2MoeConfig", "Qwen2MoeForCausalLM",
-                  dict(moe_intermediate_size=32, num_experts=8, num_experts_per_tok=2,
-                       shared_expert_intermediate_size=48, intermediate_size=48)),
-    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM",
-              dict(intermediate_size=32, num_experts=8, num_experts_per_tok=2)),
+    "qwen3_moe": (
+        "Qwen3MoeConfig",
+        "Qwen3MoeForCausalLM",
+        dict(
+            moe_intermediate_size=32,
+            num_experts=8,
+            num_experts_per_tok=2,
+            norm_topk_prob=True,
+            head_dim=16,
+            mlp_only_layers=[1],
+            intermediate_size=48,
+        ),
+    ),
+    "mixtral": (
+        "MixtralConfig",
+        "MixtralForCausalLM",
+        dict(intermediate_size=32, num_local_experts=8, num_experts_per_tok=2),
+    ),
+    "qwen2_moe": (
+        "Qwen2MoeConfig",
+        "Qwen2MoeForCausalLM",
+        dict(
+            moe_intermediate_size=32,
+            num_experts=8,
+            num_experts_per_tok=2,
+            shared_expert_intermediate_size=48,
+            intermediate_size=48,
+        ),
+    ),
+    "olmoe": ("OlmoeConfig", "OlmoeForCausalLM", dict(intermediate_size=32, num_experts=8, num_experts_per_tok=2)),
 }
 # what apply_default_kernels applies per family (Mixtral and OLMoE have no dense gated MLP)
-APPLIED = {"qwen3_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
-           "mixtral": ["fused_rope", "fused_rmsnorm", "fused_moe"],
-           "qwen2_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
-           "olmoe": ["fused_rope", "fused_rmsnorm", "fused_moe"]}
+APPLIED = {
+    "qwen3_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
+    "mixtral": ["fused_rope", "fused_rmsnorm", "fused_moe"],
+    "qwen2_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
+    "olmoe": ["fused_rope", "fused_rmsnorm", "fused_moe"],
+}
 
 
 def tiny_moe(model_type="qwen3_moe", dtype=torch.float32, seed=0, experts="eager", **over):
     cfg_name, model_name, kw_moe = MOE[model_type]
-    kw = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-              max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False, **kw_moe)
+    kw = dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        **kw_moe,
+    )
     kw.update(over)
     torch.manual_seed(seed)
     model = getattr(transformers, model_name)(getattr(transformers, cfg_name)(**kw)).to(dtype)
@@ -63,8 +95,11 @@ def fwd_bwd(model, x):
     model.zero_grad(set_to_none=True)
     out = model(x, labels=x)
     out.loss.backward()
-    grads = {n.removeprefix("_orig_mod."): p.grad.detach().float().clone() for n, p in model.named_parameters()
-             if p.grad is not None}
+    grads = {
+        n.removeprefix("_orig_mod."): p.grad.detach().float().clone()
+        for n, p in model.named_parameters()
+        if p.grad is not None
+    }
     return out.logits.detach().float(), out.loss.detach().float(), grads
 
 
@@ -92,16 +127,17 @@ def experts_loop64(hidden, idx, w, gate_up, down):
     return out
 
 
-@pytest.mark.parametrize("dtype,wdtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
-                                          (torch.bfloat16, torch.float32)])
+@pytest.mark.parametrize(
+    "dtype,wdtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16), (torch.bfloat16, torch.float32)]
+)
 @pytest.mark.parametrize("transposed", [False, True])
 def test_experts_block_vs_float64_loop(dtype, wdtype, transposed):
-    T, K, E, H, I = 21, 2, 6, 40, 24
+    T, K, E, H, inter = 21, 2, 6, 40, 24
     hidden = torch.randn(T, H).to(dtype)
     idx = torch.stack([torch.randperm(E)[:K] for _ in range(T)])
     idx[idx == 4] = 0  # expert 4 gets nothing
     w = torch.rand(T, K).softmax(-1).to(wdtype)  # Mixtral keeps fp32 routing weights with bf16 hidden
-    gate_up, down = torch.randn(E, 2 * I, H).to(dtype) / 6, torch.randn(E, H, I).to(dtype) / 5
+    gate_up, down = torch.randn(E, 2 * inter, H).to(dtype) / 6, torch.randn(E, H, inter).to(dtype) / 5
     args = (gate_up.transpose(1, 2).contiguous(), down.transpose(1, 2).contiguous()) if transposed else (gate_up, down)
     out = moe_experts(hidden, idx, w, *args, transposed=transposed)
     assert out.dtype == dtype and out.shape == (T, H)
@@ -111,28 +147,31 @@ def test_experts_block_vs_float64_loop(dtype, wdtype, transposed):
 
 
 def test_experts_block_gradients_vs_float64():
-    T, K, E, H, I = 15, 3, 5, 16, 12
+    T, K, E, H, inter = 15, 3, 5, 16, 12
     hidden = torch.randn(T, H, dtype=torch.float64)
     idx = torch.stack([torch.randperm(E)[:K] for _ in range(T)])
     w = torch.rand(T, K, dtype=torch.float64)
-    gate_up, down = torch.randn(E, 2 * I, H, dtype=torch.float64) / 4, torch.randn(E, H, I, dtype=torch.float64) / 4
+    gate_up, down = (
+        torch.randn(E, 2 * inter, H, dtype=torch.float64) / 4,
+        torch.randn(E, H, inter, dtype=torch.float64) / 4,
+    )
     ours = [t.float().requires_grad_() for t in (hidden, w, gate_up, down)]
     refs = [t.clone().requires_grad_() for t in (hidden, w, gate_up, down)]
     dy = torch.randn(T, H)
     moe_experts(ours[0], idx, ours[1], ours[2], ours[3]).backward(dy)
     experts_loop64(refs[0], idx, refs[1], refs[2], refs[3]).backward(dy.double())
-    for name, a, b in zip(("hidden", "weights", "gate_up_proj", "down_proj"), ours, refs):
+    for name, a, b in zip(("hidden", "weights", "gate_up_proj", "down_proj"), ours, refs, strict=True):
         torch.testing.assert_close(a.grad.double(), b.grad, atol=1e-5, rtol=1e-5, msg=name)
 
 
 def test_expert_parallel_sentinels_contribute_nothing():
     """Ids >= E (HF's EP sentinels, routing weight 0) sort to the tail and are skipped, gradients included."""
-    T, K, E, H, I = 9, 2, 4, 16, 8
+    T, K, E, H, inter = 9, 2, 4, 16, 8
     hidden = torch.randn(T, H, requires_grad=True)
     idx = torch.randint(0, E, (T, K))
     idx[::3, 1] = E  # sentinel
     w = torch.rand(T, K).masked_fill(idx >= E, 0.0).requires_grad_()
-    gate_up, down = torch.randn(E, 2 * I, H) / 4, torch.randn(E, H, I) / 4
+    gate_up, down = torch.randn(E, 2 * inter, H) / 4, torch.randn(E, H, inter) / 4
     assert expert_counts(idx, E).tolist() == torch.bincount(idx[idx < E], minlength=E).tolist()
     out = moe_experts(hidden, idx, w, gate_up, down)
     torch.testing.assert_close(out.double(), experts_loop64(hidden, idx, w, gate_up, down), atol=1e-5, rtol=1e-5)
@@ -142,11 +181,21 @@ def test_expert_parallel_sentinels_contribute_nothing():
 
 def test_experts_block_errors():
     with pytest.raises(ValueError, match="moe_experts: with hidden size 16 the weights must be"):
-        moe_experts(torch.randn(3, 16), torch.zeros(3, 1, dtype=torch.long), torch.ones(3, 1),
-                    torch.randn(2, 8, 15), torch.randn(2, 16, 4))
+        moe_experts(
+            torch.randn(3, 16),
+            torch.zeros(3, 1, dtype=torch.long),
+            torch.ones(3, 1),
+            torch.randn(2, 8, 15),
+            torch.randn(2, 16, 4),
+        )
     with pytest.raises(ValueError, match="top_k_weights must have top_k_index's shape"):
-        moe_experts(torch.randn(3, 16), torch.zeros(3, 2, dtype=torch.long), torch.ones(3, 1),
-                    torch.randn(2, 8, 16), torch.randn(2, 16, 4))
+        moe_experts(
+            torch.randn(3, 16),
+            torch.zeros(3, 2, dtype=torch.long),
+            torch.ones(3, 1),
+            torch.randn(2, 8, 16),
+            torch.randn(2, 16, 4),
+        )
 
 
 # ---- HF models ----
@@ -192,9 +241,15 @@ def test_also_matches_hf_grouped_mm_and_from_config():
     assert_parity(fwd_bwd(model, x), ref)
     # chosen at construction, like from_pretrained(..., experts_implementation=...)
     cfg_name, model_name, kw = MOE["mixtral"]
-    cfg = getattr(transformers, cfg_name)(vocab_size=VOCAB, hidden_size=32, num_hidden_layers=1,
-                                          num_attention_heads=2, num_key_value_heads=1,
-                                          experts_implementation=EXPERTS_IMPL, **kw)
+    cfg = getattr(transformers, cfg_name)(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        experts_implementation=EXPERTS_IMPL,
+        **kw,
+    )
     assert getattr(transformers, model_name)(cfg).config._experts_implementation == EXPERTS_IMPL
 
 
@@ -221,9 +276,11 @@ def test_skips_with_reasons():
     report = K.apply_default_kernels(tiny_moe("qwen3_moe", hidden_act="gelu"))
     assert "fused_moe" not in report.applied and "'gelu' is not 'silu'" in report.skipped["fused_moe"]
     assert "fused_rope" in report.applied
-    dense = transformers.LlamaForCausalLM(transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=32,
-                                                                   intermediate_size=48, num_hidden_layers=1,
-                                                                   num_attention_heads=2))
+    dense = transformers.LlamaForCausalLM(
+        transformers.LlamaConfig(
+            vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2
+        )
+    )
     assert "'llama' is not supported" in K.apply_kernel("fused_moe", dense).skipped["fused_moe"]
 
 
@@ -249,8 +306,14 @@ def test_torch_compile_fullgraph_train_step():
     got = fwd_bwd(torch.compile(model, fullgraph=True, backend=rec), x)  # any graph break is an error
     assert len(rec.graphs) == 1
     ops = rec.ops()
-    for op in ("custom.moe_token_permute", "custom.grouped_matmul", "custom.swiglu", "custom.moe_token_unpermute",
-               "custom.rotary_mul", "custom.rms_norm"):
+    for op in (
+        "custom.moe_token_permute",
+        "custom.grouped_matmul",
+        "custom.swiglu",
+        "custom.moe_token_unpermute",
+        "custom.rotary_mul",
+        "custom.rms_norm",
+    ):
         assert any(o.startswith(op) for o in ops), (op, sorted(ops))
     assert_parity(got, ref)
     torch._dynamo.reset()
@@ -281,7 +344,7 @@ def routing_differs(ref, got, k):
     return any(not torch.equal(chosen(x, k), chosen(y, k)) for x, y in zip(ref, got, strict=True))
 
 
-FP32_T = 2.0 ** -13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
+FP32_T = 2.0**-13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
 STEPS = 20
 
 
@@ -335,7 +398,7 @@ def test_twenty_steps_learn_as_eager(model_type):
     if same < STEPS:
         assert_near_tie(ref_routers[same], routers[same], k)
     shed = (ref_losses[0] - ref_losses).clamp_min(0)
-    assert ((losses - ref_losses).abs() <= 0.01 * shed + FP32_T * ref_losses.abs()).all(), (losses - ref_losses)
+    assert ((losses - ref_losses).abs() <= 0.01 * shed + FP32_T * ref_losses.abs()).all(), losses - ref_losses
 
 
 @pytest.mark.parametrize("model_type", ["qwen3_moe", "mixtral"])

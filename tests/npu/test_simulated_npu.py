@@ -7,6 +7,7 @@ Unverified here: the ACL launch itself, streams and asynchrony, device numbers, 
 The cases run in a fresh process (test_every_case_in_a_fresh_process): torch's autograd engine sizes
 its per-device queues at the first backward of a process, so the device must exist before it, and the
 renamed PrivateUse1 device must not leak into the other test files (opcheck then asks torch.npu for RNG state)."""
+
 import contextlib
 import os
 import re
@@ -25,7 +26,6 @@ import ascendc_ops.patching as K  # noqa: E402
 from test_moe_models import tiny_moe  # noqa: E402
 from test_patching import ALL as DENSE_KERNELS, fwd_bwd, ids, tiny  # noqa: E402
 
-
 FRESH_PROCESS = "ASCENDC_OPS_SIMULATED_NPU_PROCESS"
 
 
@@ -37,11 +37,17 @@ def npu():
     return torch.device(testing.NAME)
 
 
+@pytest.mark.slow
 def test_every_case_in_a_fresh_process():
     if os.environ.get(FRESH_PROCESS) == "1":
         pytest.skip("this is the fresh process")
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
-                            env={**os.environ, FRESH_PROCESS: "1"}, capture_output=True, text=True, timeout=1500)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__],
+        env={**os.environ, FRESH_PROCESS: "1"},
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-2000:]
     # every case ran there: the only skip is this runner itself
     assert re.search(r"^\d+ passed, 1 skipped in", result.stdout, re.M), result.stdout[-2000:]
@@ -59,7 +65,7 @@ def same(got, ref):
     """Equal to the CPU result, tensor for tensor (nested tuples / lists), with got on "npu"."""
     if isinstance(ref, (tuple, list)):
         assert len(got) == len(ref)
-        for g, r in zip(got, ref):
+        for g, r in zip(got, ref, strict=True):
             same(g, r)
     else:
         assert got.device.type == testing.NAME
@@ -86,7 +92,11 @@ def test_npu_names_forward_and_backward(npu, dtype):
         same(tnpu.npu_swiglu(x.to(npu)), tnpu.npu_swiglu(x))
     with launched(f"swiglu_grad_{suffix}"):
         same(tnpu.npu_swiglu_backward(dy.to(npu), x.to(npu)), tnpu.npu_swiglu_backward(dy, x))
-    q, cos, sin = torch.randn(2, 6, 4, 16, dtype=dtype), torch.randn(1, 6, 1, 16, dtype=dtype), torch.randn(1, 6, 1, 16, dtype=dtype)
+    q, cos, sin = (
+        torch.randn(2, 6, 4, 16, dtype=dtype),
+        torch.randn(1, 6, 1, 16, dtype=dtype),
+        torch.randn(1, 6, 1, 16, dtype=dtype),
+    )
     with launched(f"rope_{suffix}"):
         same(tnpu.npu_rotary_mul(q.to(npu), cos.to(npu), sin.to(npu)), tnpu.npu_rotary_mul(q, cos, sin))
     g = torch.rand(64, dtype=dtype) + 0.5
@@ -96,8 +106,10 @@ def test_npu_names_forward_and_backward(npu, dtype):
         same(tnpu.npu_add_rms_norm(x.to(npu), x.to(npu), g.to(npu)), tnpu.npu_add_rms_norm(x, x, g))
     y, rstd = tnpu.npu_rms_norm(x, g)
     with launched(f"rms_norm_dgamma_{suffix}"):
-        same(tnpu.npu_rms_norm_backward(x.to(npu), x.to(npu), g.to(npu), rstd.to(npu)),
-             tnpu.npu_rms_norm_backward(x, x, g, rstd))
+        same(
+            tnpu.npu_rms_norm_backward(x.to(npu), x.to(npu), g.to(npu), rstd.to(npu)),
+            tnpu.npu_rms_norm_backward(x, x, g, rstd),
+        )
 
 
 def test_autograd_through_the_launchers(npu):
@@ -125,22 +137,31 @@ def test_moe_ops_and_their_host_reads(npu, dtype):
     same((permuted, order), (ref_permuted, ref_order))
     probs = torch.softmax(torch.randn(10, 2), -1).to(dtype)
     with launched(f"moe_token_unpermute_{suffix}_{suffix}"):
-        same(tnpu.npu_moe_token_unpermute(permuted, order, probs.to(npu)),
-             tnpu.npu_moe_token_unpermute(ref_permuted, ref_order, probs))
+        same(
+            tnpu.npu_moe_token_unpermute(permuted, order, probs.to(npu)),
+            tnpu.npu_moe_token_unpermute(ref_permuted, ref_order, probs),
+        )
     w = torch.randn(experts, 32, 16, dtype=dtype) * 0.1
     counts = torch.bincount(indices.flatten().long(), minlength=experts)
     # split_item 0: one output per expert, so the wrapper reads group_list back to the host (.tolist())
     with launched(f"grouped_matmul_{suffix}"):
-        got = tnpu.npu_grouped_matmul([permuted], [w.to(npu)], group_list=counts.to(npu), group_type=0,
-                                      group_list_type=1, split_item=0)
-    same(got, tnpu.npu_grouped_matmul([ref_permuted], [w], group_list=counts, group_type=0, group_list_type=1,
-                                      split_item=0))
+        got = tnpu.npu_grouped_matmul(
+            [permuted], [w.to(npu)], group_list=counts.to(npu), group_type=0, group_list_type=1, split_item=0
+        )
+    same(
+        got,
+        tnpu.npu_grouped_matmul([ref_permuted], [w], group_list=counts, group_type=0, group_list_type=1, split_item=0),
+    )
     dy = torch.randn(20, 16, dtype=dtype)
     with launched(f"grouped_matmul_weight_grad_{suffix}"):
-        same(tnpu.npu_grouped_matmul([permuted.T], [dy.to(npu)], group_list=counts.to(npu), group_type=2,
-                                     group_list_type=1, split_item=3),
-             tnpu.npu_grouped_matmul([ref_permuted.T], [dy], group_list=counts, group_type=2, group_list_type=1,
-                                     split_item=3))
+        same(
+            tnpu.npu_grouped_matmul(
+                [permuted.T], [dy.to(npu)], group_list=counts.to(npu), group_type=2, group_list_type=1, split_item=3
+            ),
+            tnpu.npu_grouped_matmul(
+                [ref_permuted.T], [dy], group_list=counts, group_type=2, group_list_type=1, split_item=3
+            ),
+        )
 
 
 def test_patching_a_model_on_npu_applies_every_kernel(npu):

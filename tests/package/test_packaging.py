@@ -1,19 +1,20 @@
 """Installs into a real environment: version ranges in the metadata (pins only in requirements.txt), the
 torch the library was compiled against recorded at build time and checked at import, and the HF patching's
 reason on a transformers it does not support. (tools/wheel_check.sh installs the built wheel for real.)"""
+
 from __future__ import annotations
 
 import importlib.metadata
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 import torch
 
 import ascendc_ops
 from ascendc_ops import _library
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_metadata_declares_ranges_not_pins():
@@ -30,8 +31,11 @@ def test_hf_extra_admits_llama_factory_range_and_ci_versions():
     req = next(r for r in importlib.metadata.requires("ascendc-ops") if r.startswith("transformers"))
     spec = packaging.SpecifierSet(req.split(";")[0].removeprefix("transformers"))
     # LLaMA-Factory: transformers>=4.55.0,<=5.8.0; CI: 5.8.0 (tools/wheel_check.sh) and requirements.txt's
-    pinned = next(line.split("==")[1] for line in (ROOT / "requirements.txt").read_text().splitlines()
-                  if line.startswith("transformers=="))
+    pinned = next(
+        line.split("==")[1]
+        for line in (ROOT / "requirements.txt").read_text().splitlines()
+        if line.startswith("transformers==")
+    )
     for v in ("4.55.0", "4.57.6", "5.8.0", pinned):
         assert v in spec, v
     assert "4.54.1" not in spec
