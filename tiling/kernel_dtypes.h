@@ -7,14 +7,14 @@
 #pragma once
 
 // Every tensor in one of the float dtypes (T = G).
-#define ASCENDC_FLOAT_DTYPES(X, ...)                                          \
-  X(float, float, float, Float, Float, __VA_ARGS__)               \
-  X(half, half, half, Half, Half, __VA_ARGS__)                    \
+#define ASCENDC_FLOAT_DTYPES(X, ...)                \
+  X(float, float, float, Float, Float, __VA_ARGS__) \
+  X(half, half, half, Half, Half, __VA_ARGS__)      \
   X(bfloat16, bfloat16_t, bfloat16_t, BFloat16, BFloat16, __VA_ARGS__)
 // A pair: a second tensor (gamma, probs) in the first's dtype or in float32.
-#define ASCENDC_FLOAT_PAIR_DTYPES(X, ...)                                      \
-  X(float_float, float, float, Float, Float, __VA_ARGS__)                     \
-  X(half_float, half, float, Half, Float, __VA_ARGS__)                        \
-  X(bfloat16_float, bfloat16_t, float, BFloat16, Float, __VA_ARGS__)          \
-  X(half_half, half, half, Half, Half, __VA_ARGS__)                           \
+#define ASCENDC_FLOAT_PAIR_DTYPES(X, ...)                            \
+  X(float_float, float, float, Float, Float, __VA_ARGS__)            \
+  X(half_float, half, float, Half, Float, __VA_ARGS__)               \
+  X(bfloat16_float, bfloat16_t, float, BFloat16, Float, __VA_ARGS__) \
+  X(half_half, half, half, Half, Half, __VA_ARGS__)                  \
   X(bfloat16_bfloat16, bfloat16_t, bfloat16_t, BFloat16, BFloat16, __VA_ARGS__)

@@ -10,8 +10,8 @@
 
 // The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
 // permute: the chunk sort per expert-id dtype, the merge rounds (one entry) and the row gather per tokens dtype.
-#define MOE_SORT_CHUNKS_DTYPES(X, ...)                          \
-  X(int32, int32_t, int32_t, Int, Int, __VA_ARGS__)             \
+#define MOE_SORT_CHUNKS_DTYPES(X, ...)              \
+  X(int32, int32_t, int32_t, Int, Int, __VA_ARGS__) \
   X(int64, int64_t, int64_t, Long, Long, __VA_ARGS__)
 #define MOE_TOKEN_PERMUTE_DTYPES ASCENDC_FLOAT_DTYPES
 // unpermute and its grad: one entry per (tokens, probs) dtype pair of op_proto/moe_token_unpermute.json

@@ -66,7 +66,8 @@ SwigluTiling TileSwiglu(const SwigluProblem& p, const PlatformInfo& platform) {
   d.tilePitch = RowPitch(d.tileCols, p.dtype);
 
   // Rows: as many as fit in UB, but few enough that every core gets a task.
-  const int64_t maxRows = std::min<int64_t>(platform.UbBudget() / (int64_t(d.tilePitch) * elemBytes), kMaxCopyBlockCount);
+  const int64_t maxRows =
+      std::min<int64_t>(platform.UbBudget() / (int64_t(d.tilePitch) * elemBytes), kMaxCopyBlockCount);
   const int64_t rowTilesWanted = CeilDiv(cores, colTiles);
   const int64_t rowsForBalance = CeilDiv(p.outer, rowTilesWanted);
   d.tileRows = uint32_t(std::max<int64_t>(1, std::min(maxRows, rowsForBalance)));

@@ -8,19 +8,24 @@ One section per run date and machine (the CSV's environment columns: time, cpu, 
 allocator, ...): a machine line, the method line, then one table row per bench row, with the same columns
 as the bench's own printout. Standard library only; the numbers are printed as the CSV holds them, rounded.
 """
+
 from __future__ import annotations
 
 import argparse
 import csv
 import sys
 
-METHOD = ("Method: `ascendc-ops bench` (median of per-call `time.perf_counter_ns` after warm-up, p20-p80 in "
-          "brackets; providers interleaved; bwd = dx only). 910B columns are the pipeline model's estimate, "
-          "not a measurement.")
+METHOD = (
+    "Method: `ascendc-ops bench` (median of per-call `time.perf_counter_ns` after warm-up, p20-p80 in "
+    "brackets; providers interleaved; bwd = dx only). 910B columns are the pipeline model's estimate, "
+    "not a measurement."
+)
 
-HEAD = ("| op | shape | dtype | pass | ours ms (p20-p80) | step-by-step ms | torch.compile ms | copy ms "
-        "| ours GB/s | % of copy | 910B est. us | % HBM roofline | vs step | vs compile "
-        "| peak MB ours/step/compile | target step | target compile | target copy |")
+HEAD = (
+    "| op | shape | dtype | pass | ours ms (p20-p80) | step-by-step ms | torch.compile ms | copy ms "
+    "| ours GB/s | % of copy | 910B est. us | % HBM roofline | vs step | vs compile "
+    "| peak MB ours/step/compile | target step | target compile | target copy |"
+)
 
 
 def num(v: str) -> float | None:
@@ -42,10 +47,26 @@ def fmt(v: str, spec: str, suffix: str = "") -> str:
 def row(r: dict) -> str:
     shape = r["shape"] + (f" ({r['preset']})" if r.get("preset") else "")
     peak = "/".join(fmt(r[f"{k}_peak_mb"], ".0f") for k in ("ours", "torch", "compile"))
-    cells = [r["op"], shape, r["dtype"], r["pass"], ms(r, "ours"), ms(r, "torch"), ms(r, "compile"), ms(r, "copy"),
-             fmt(r["ours_gbs"], ".1f"), fmt(r["pct_copy"], ".0f", "%"), fmt(r["est_us_910b"], ".1f"),
-             fmt(r["roofline_pct_910b"], ".0f", "%"), fmt(r["vs_torch"], ".2f", "x"),
-             fmt(r["vs_compile"], ".2f", "x"), peak, r["t_step"], r["t_compile"], r["t_copy"]]
+    cells = [
+        r["op"],
+        shape,
+        r["dtype"],
+        r["pass"],
+        ms(r, "ours"),
+        ms(r, "torch"),
+        ms(r, "compile"),
+        ms(r, "copy"),
+        fmt(r["ours_gbs"], ".1f"),
+        fmt(r["pct_copy"], ".0f", "%"),
+        fmt(r["est_us_910b"], ".1f"),
+        fmt(r["roofline_pct_910b"], ".0f", "%"),
+        fmt(r["vs_torch"], ".2f", "x"),
+        fmt(r["vs_compile"], ".2f", "x"),
+        peak,
+        r["t_step"],
+        r["t_compile"],
+        r["t_copy"],
+    ]
     return "| " + " | ".join(cells) + " |"
 
 
@@ -53,9 +74,11 @@ def machine(r: dict) -> str:
     """The machine line. The CSV's `cpu` is the CPU model with torch's CPU capability (the widest ISA level
     torch dispatches to: DEFAULT, AVX2, AVX512, ...) in brackets."""
     model, _, capability = r["cpu"].partition(" (")
-    return (f"Machine: {model}, {r['cores']} cores ({r['threads']} torch threads), torch CPU capability "
-            f"{capability.rstrip(')') or 'unknown'}; torch {r['torch']}, Python {r['python']}, "
-            f"ascendc-ops {r['package']}; allocator: {r['allocator']}; run started {r['time']}.")
+    return (
+        f"Machine: {model}, {r['cores']} cores ({r['threads']} torch threads), torch CPU capability "
+        f"{capability.rstrip(')') or 'unknown'}; torch {r['torch']}, Python {r['python']}, "
+        f"ascendc-ops {r['package']}; allocator: {r['allocator']}; run started {r['time']}."
+    )
 
 
 def tables(rows: list[dict]) -> str:
@@ -65,8 +88,16 @@ def tables(rows: list[dict]) -> str:
         groups.setdefault(key, []).append(r)
     out = []
     for (date, cpu, cores, *_), rs in groups.items():
-        out += [f"### {date}: {cpu.split(' (')[0]}, {cores} cores", "", machine(rs[0]), "", METHOD, "", HEAD,
-                "|" + "---|" * (HEAD.count(" | ") + 1)]
+        out += [
+            f"### {date}: {cpu.split(' (')[0]}, {cores} cores",
+            "",
+            machine(rs[0]),
+            "",
+            METHOD,
+            "",
+            HEAD,
+            "|" + "---|" * (HEAD.count(" | ") + 1),
+        ]
         out += [row(r) for r in rs]
         out.append("")
     return "\n".join(out)

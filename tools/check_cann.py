@@ -341,10 +341,20 @@ class Checker:
             )
         )
         bad = mutate("cube_matmul_obj", kernels / "grouped_matmul.cpp", "mm_, &t_.mm);", "mm_, t_.mm);", "kernels")
-        controls.append(("cube kernel registering its Matmul object with the TCubeTiling itself, not its address",
-                         self.command(bad), "GetCurTiling(AscendC::tiling::TCubeTiling&)"))
-        bad = mutate("op_host_cube", ROOT / "csrc" / "op_host" / "grouped_matmul_host.h", "soc.GetCoreNumAic()",
-                     "soc.GetCoreNumCube()", "op_host")
+        controls.append(
+            (
+                "cube kernel registering its Matmul object with the TCubeTiling itself, not its address",
+                self.command(bad),
+                "GetCurTiling(AscendC::tiling::TCubeTiling&)",
+            )
+        )
+        bad = mutate(
+            "op_host_cube",
+            ROOT / "csrc" / "op_host" / "grouped_matmul_host.h",
+            "soc.GetCoreNumAic()",
+            "soc.GetCoreNumCube()",
+            "op_host",
+        )
         shutil.copy(ROOT / "csrc" / "op_host" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp")
         controls.append(
             (
@@ -364,13 +374,27 @@ class Checker:
             ("host TCubeTiling with two fields swapped", lambda: self.cube_tiling_matches(bad), "TCubeTiling differs")
         )
         if hasattr(self, "npu_flags"):
-            bad = mutate("npu_moe_kernel", ROOT / "csrc" / "torch" / "npu" / "grouped_matmul_npu.cpp",
-                         "grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)",
-                         "grouped_matmul_wgrad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)", "npu")
-            controls.append(("PrivateUse1 launcher launching a kernel no kernel file defines (grouped_matmul_wgrad)",
-                             self.command(bad), "grouped_matmul_wgrad"))
-            bad = mutate("npu_stream", ROOT / "csrc" / "torch" / "npu" / "npu_launch.h", "OpCommand::RunOpApi(",
-                         "OpCommand::RunOpApis(", "npu")
+            bad = mutate(
+                "npu_moe_kernel",
+                ROOT / "csrc" / "torch" / "npu" / "grouped_matmul_npu.cpp",
+                "grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)",
+                "grouped_matmul_wgrad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)",
+                "npu",
+            )
+            controls.append(
+                (
+                    "PrivateUse1 launcher launching a kernel no kernel file defines (grouped_matmul_wgrad)",
+                    self.command(bad),
+                    "grouped_matmul_wgrad",
+                )
+            )
+            bad = mutate(
+                "npu_stream",
+                ROOT / "csrc" / "torch" / "npu" / "npu_launch.h",
+                "OpCommand::RunOpApi(",
+                "OpCommand::RunOpApis(",
+                "npu",
+            )
             shutil.copy(ROOT / "csrc" / "torch" / "npu" / "swiglu_npu.cpp", bad.parent / "swiglu_npu.cpp")
             controls.append(
                 (

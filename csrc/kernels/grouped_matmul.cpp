@@ -77,10 +77,10 @@ __aicore__ inline void RunGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR group
 }
 
 // One entry per dtype (GROUPED_MATMUL_DTYPES, tiling/grouped_matmul_tiling_data.h).
-#define GROUPED_MATMUL_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                             \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(GROUPED_MATMUL_PARAMS(GM_ADDR)) {       \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                            \
-    RunGroupedMatmul<T>(x, weight, groupList, y, workspace, tiling);                           \
+#define GROUPED_MATMUL_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(GROUPED_MATMUL_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                     \
+    RunGroupedMatmul<T>(x, weight, groupList, y, workspace, tiling);                    \
   }
 GROUPED_MATMUL_DTYPES(GROUPED_MATMUL_ENTRY, grouped_matmul)
 #undef GROUPED_MATMUL_ENTRY

@@ -74,10 +74,10 @@ __aicore__ inline void RunGroupedMatmulWeightGrad(GM_ADDR x, GM_ADDR dy, GM_ADDR
 }
 
 // One entry per dtype (GROUPED_MATMUL_WEIGHT_GRAD_DTYPES, tiling/grouped_matmul_tiling_data.h).
-#define GROUPED_MATMUL_WEIGHT_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                   \
+#define GROUPED_MATMUL_WEIGHT_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
   extern "C" __global__ __aicore__ void OP##_##SUFFIX(GROUPED_MATMUL_WEIGHT_GRAD_PARAMS(GM_ADDR)) { \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                              \
-    RunGroupedMatmulWeightGrad<T>(x, dy, groupList, dweight, workspace, tiling);                 \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                                 \
+    RunGroupedMatmulWeightGrad<T>(x, dy, groupList, dweight, workspace, tiling);                    \
   }
 GROUPED_MATMUL_WEIGHT_GRAD_DTYPES(GROUPED_MATMUL_WEIGHT_GRAD_ENTRY, grouped_matmul_weight_grad)
 #undef GROUPED_MATMUL_WEIGHT_GRAD_ENTRY

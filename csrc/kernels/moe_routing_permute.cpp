@@ -184,12 +184,12 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
 }
 
 // The chunk sort, one entry per expert-id dtype (MOE_SORT_CHUNKS_DTYPES, tiling/moe_routing_tiling_data.h).
-#define MOE_SORT_CHUNKS_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                            \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_SORT_CHUNKS_PARAMS(GM_ADDR)) {      \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    MoeRoutingTilingData t;                                                                    \
-    CopyTiling(&t, tiling);                                                                    \
-    SortChunk<T>(indices, sorted, t);                                                          \
+#define MOE_SORT_CHUNKS_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_SORT_CHUNKS_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                      \
+    MoeRoutingTilingData t;                                                              \
+    CopyTiling(&t, tiling);                                                              \
+    SortChunk<T>(indices, sorted, t);                                                    \
   }
 MOE_SORT_CHUNKS_DTYPES(MOE_SORT_CHUNKS_ENTRY, moe_sort_chunks)
 #undef MOE_SORT_CHUNKS_ENTRY
@@ -202,12 +202,12 @@ extern "C" __global__ __aicore__ void moe_merge_sorted(MOE_MERGE_SORTED_PARAMS(G
 }
 
 // The row gather, one entry per tokens dtype (MOE_TOKEN_PERMUTE_DTYPES).
-#define MOE_TOKEN_PERMUTE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                          \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_PERMUTE_PARAMS(GM_ADDR)) {    \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    MoeRoutingTilingData t;                                                                    \
-    CopyTiling(&t, tiling);                                                                    \
-    GatherRows<T>(tokens, sorted, permuted, sortedIndices, t);                                 \
+#define MOE_TOKEN_PERMUTE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_PERMUTE_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                        \
+    MoeRoutingTilingData t;                                                                \
+    CopyTiling(&t, tiling);                                                                \
+    GatherRows<T>(tokens, sorted, permuted, sortedIndices, t);                             \
   }
 MOE_TOKEN_PERMUTE_DTYPES(MOE_TOKEN_PERMUTE_ENTRY, moe_token_permute)
 #undef MOE_TOKEN_PERMUTE_ENTRY

@@ -11,7 +11,6 @@
 
 using namespace AscendC;
 
-
 template <typename T>
 __aicore__ inline void WidenRow(LocalTensor<float>& dst, LocalTensor<T>& src, uint32_t n) {
   if constexpr (sizeof(T) == sizeof(float)) {
@@ -217,18 +216,18 @@ __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sor
 
 // One entry per (tokens, probs) dtype pair (MOE_TOKEN_UNPERMUTE_DTYPES, tiling/moe_routing_tiling_data.h).
 #define MOE_TOKEN_UNPERMUTE_ENTRY(SUFFIX, T, P, TORCH_T, TORCH_P, OP)                        \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_UNPERMUTE_PARAMS(GM_ADDR)) {  \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    MoeRoutingTilingData t;                                                                    \
-    CopyTiling(&t, tiling);                                                                    \
-    Unpermute<T, P>(permuted, sortedIndices, probs, out, t);                                   \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_UNPERMUTE_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                          \
+    MoeRoutingTilingData t;                                                                  \
+    CopyTiling(&t, tiling);                                                                  \
+    Unpermute<T, P>(permuted, sortedIndices, probs, out, t);                                 \
   }
-#define MOE_TOKEN_UNPERMUTE_GRAD_ENTRY(SUFFIX, T, P, TORCH_T, TORCH_P, OP)                     \
+#define MOE_TOKEN_UNPERMUTE_GRAD_ENTRY(SUFFIX, T, P, TORCH_T, TORCH_P, OP)                        \
   extern "C" __global__ __aicore__ void OP##_##SUFFIX(MOE_TOKEN_UNPERMUTE_GRAD_PARAMS(GM_ADDR)) { \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                              \
-    MoeRoutingTilingData t;                                                                      \
-    CopyTiling(&t, tiling);                                                                      \
-    UnpermuteGrad<T, P>(permuted, dout, sortedIndices, probs, dpermuted, dprobs, t);             \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                               \
+    MoeRoutingTilingData t;                                                                       \
+    CopyTiling(&t, tiling);                                                                       \
+    UnpermuteGrad<T, P>(permuted, dout, sortedIndices, probs, dpermuted, dprobs, t);              \
   }
 MOE_TOKEN_UNPERMUTE_DTYPES(MOE_TOKEN_UNPERMUTE_ENTRY, moe_token_unpermute)
 MOE_TOKEN_UNPERMUTE_GRAD_DTYPES(MOE_TOKEN_UNPERMUTE_GRAD_ENTRY, moe_token_unpermute_grad)

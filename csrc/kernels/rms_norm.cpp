@@ -327,15 +327,15 @@ __aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR
 }
 
 // One entry per (x, gamma) dtype pair (RMS_NORM_DTYPES, tiling/rms_norm_tiling_data.h).
-#define RMS_NORM_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                   \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_PARAMS(GM_ADDR)) {             \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunRmsNorm<T, G, false>(x, x, gamma, y, rstd, y, tiling);                                  \
+#define RMS_NORM_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                               \
+    RunRmsNorm<T, G, false>(x, x, gamma, y, rstd, y, tiling);                     \
   }
-#define ADD_RMS_NORM_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                               \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ADD_RMS_NORM_PARAMS(GM_ADDR)) {         \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                                 \
+#define ADD_RMS_NORM_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ADD_RMS_NORM_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                   \
+    RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                        \
   }
 RMS_NORM_DTYPES(RMS_NORM_ENTRY, rms_norm)
 ADD_RMS_NORM_DTYPES(ADD_RMS_NORM_ENTRY, add_rms_norm)

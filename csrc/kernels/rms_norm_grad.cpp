@@ -394,21 +394,21 @@ __aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR
 
 // Row kernels: one per (x, gamma) dtype pair (RMS_NORM_DTYPES, tiling/rms_norm_tiling_data.h); the
 // workspace holds the [blockDim, N] fp32 partials.
-#define RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                              \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_GRAD_PARAMS(GM_ADDR)) {        \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunRmsNormGrad<T, G, false>(dy, x, rstd, gamma, dy, dx, workspace, tiling);                \
+#define RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_GRAD_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                    \
+    RunRmsNormGrad<T, G, false>(dy, x, rstd, gamma, dy, dx, workspace, tiling);        \
   }
-#define ADD_RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                          \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ADD_RMS_NORM_GRAD_PARAMS(GM_ADDR)) {    \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);              \
+#define ADD_RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ADD_RMS_NORM_GRAD_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                        \
+    RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);          \
   }
 // The dgamma reduction: partials [blockDim, N] fp32 -> dgamma [N] in gamma's dtype (RMS_NORM_DGAMMA_DTYPES).
-#define RMS_NORM_DGAMMA_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                            \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_DGAMMA_PARAMS(GM_ADDR)) {      \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunDgammaReduce<G>(partials, dgamma, tiling);                                              \
+#define RMS_NORM_DGAMMA_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_DGAMMA_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                      \
+    RunDgammaReduce<G>(partials, dgamma, tiling);                                        \
   }
 RMS_NORM_GRAD_DTYPES(RMS_NORM_GRAD_ENTRY, rms_norm_grad)
 ADD_RMS_NORM_GRAD_DTYPES(ADD_RMS_NORM_GRAD_ENTRY, add_rms_norm_grad)

@@ -308,10 +308,10 @@ __aicore__ inline void RunRope(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, G
 
 // One entry per dtype (ROPE_DTYPES, tiling/rope_tiling_data.h); x, cos, sin, y share it (the host casts
 // cos/sin to x's dtype).
-#define ROPE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                       \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ROPE_PARAMS(GM_ADDR)) {                 \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunRope<T>(x, cos, sin, y, tiling);                                                        \
+#define ROPE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(ROPE_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                           \
+    RunRope<T>(x, cos, sin, y, tiling);                                       \
   }
 ROPE_DTYPES(ROPE_ENTRY, rope)
 #undef ROPE_ENTRY

@@ -316,16 +316,17 @@ __aicore__ inline void RunSwigluGrad(GM_ADDR dy, GM_ADDR x, GM_ADDR dx, GM_ADDR 
   op.Process();
 }
 
-// One entry per dtype and direction (SWIGLU_DTYPES, tiling/swiglu_tiling_data.h); every tensor of a call shares the dtype.
-#define SWIGLU_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                     \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(SWIGLU_PARAMS(GM_ADDR)) {               \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunSwiglu<T>(x, y, tiling);                                                                \
+// One entry per dtype and direction (SWIGLU_DTYPES, tiling/swiglu_tiling_data.h); every tensor of a call shares the
+// dtype.
+#define SWIGLU_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(SWIGLU_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                             \
+    RunSwiglu<T>(x, y, tiling);                                                 \
   }
-#define SWIGLU_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(SWIGLU_GRAD_PARAMS(GM_ADDR)) {          \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                            \
-    RunSwigluGrad<T>(dy, x, dx, tiling);                                                       \
+#define SWIGLU_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(SWIGLU_GRAD_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                  \
+    RunSwigluGrad<T>(dy, x, dx, tiling);                                             \
   }
 SWIGLU_DTYPES(SWIGLU_ENTRY, swiglu)
 SWIGLU_GRAD_DTYPES(SWIGLU_GRAD_ENTRY, swiglu_grad)

@@ -35,7 +35,9 @@ inline bool UnpermuteShape(const gert::RuntimeAttrs* attrs, const gert::Shape& p
   return UnpermuteTokens(n, permuted.GetDim(1), probs, restore, t, k) && permuted.GetDim(0) <= n;
 }
 
-inline const gert::Shape* StorageShapeOf(const gert::StorageShape* s) { return s == nullptr ? nullptr : &s->GetStorageShape(); }
+inline const gert::Shape* StorageShapeOf(const gert::StorageShape* s) {
+  return s == nullptr ? nullptr : &s->GetStorageShape();
+}
 
 inline ge::graphStatus TileUnpermuteOp(gert::TilingContext* context, bool grad) {
   const gert::Shape* permuted = StorageShapeOf(context->GetInputShape(0));

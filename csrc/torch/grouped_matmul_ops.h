@@ -16,7 +16,8 @@ struct GroupedMatmulLaunch {
 // the output with the rows past the last group (forward) or the empty groups' dweight (weight grad)
 // already zero: the kernels write only the groups' blocks.
 ASCENDC_OPS_API GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
-                                         const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
-                                         bool weightGrad, const tiling::CubePlatform& platform);
+                                                         const at::Tensor& groupList, int64_t groupListType,
+                                                         bool transposeWeight, bool weightGrad,
+                                                         const tiling::CubePlatform& platform);
 
 }  // namespace ascendc_ops

@@ -39,20 +39,20 @@ const KernelEntry<Fn>& PickEntry(const KernelEntry<Fn> (&entries)[N], at::Scalar
   {at::k##TORCH_T, at::k##TORCH_G, #OP "_" #SUFFIX, OP##_##SUFFIX},
 // At file scope: declares op OP's entries (compiled for the twin into this library, csrc/kernels) and
 // defines ascendc_ops::twin_entries::OP, their dispatch table.
-#define ASCENDC_TWIN_KERNELS(LIST, OP, PARAMS)                                                              \
-  extern "C" {                                                                                              \
-  LIST(ASCENDC_TWIN_DECLARE_ENTRY, OP, PARAMS)                                                              \
-  }                                                                                                         \
-  namespace ascendc_ops::twin_entries {                                                                     \
-  static const KernelEntry<void (*)(PARAMS(uint8_t*))> OP[] = {LIST(ASCENDC_TWIN_ENTRY, OP, PARAMS)};       \
+#define ASCENDC_TWIN_KERNELS(LIST, OP, PARAMS)                                                        \
+  extern "C" {                                                                                        \
+  LIST(ASCENDC_TWIN_DECLARE_ENTRY, OP, PARAMS)                                                        \
+  }                                                                                                   \
+  namespace ascendc_ops::twin_entries {                                                               \
+  static const KernelEntry<void (*)(PARAMS(uint8_t*))> OP[] = {LIST(ASCENDC_TWIN_ENTRY, OP, PARAMS)}; \
   }
 
 // The NPU side: ascendc_ops::npu_entries::OP, a table of CANN's aclrtlaunch_<entry> direct launchers
 // (each declared by its aclrtlaunch_<entry>.h, which the launcher includes).
 #define ASCENDC_NPU_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP, PARAMS) \
   {at::k##TORCH_T, at::k##TORCH_G, #OP "_" #SUFFIX, ACLRT_LAUNCH_KERNEL(OP##_##SUFFIX)},
-#define ASCENDC_NPU_KERNELS(LIST, OP, PARAMS)                                                                  \
-  namespace ascendc_ops::npu_entries {                                                                         \
-  static const KernelEntry<uint32_t (*)(uint32_t, aclrtStream, PARAMS(void*))> OP[] = {                        \
-      LIST(ASCENDC_NPU_ENTRY, OP, PARAMS)};                                                                    \
+#define ASCENDC_NPU_KERNELS(LIST, OP, PARAMS)                                           \
+  namespace ascendc_ops::npu_entries {                                                  \
+  static const KernelEntry<uint32_t (*)(uint32_t, aclrtStream, PARAMS(void*))> OP[] = { \
+      LIST(ASCENDC_NPU_ENTRY, OP, PARAMS)};                                             \
   }

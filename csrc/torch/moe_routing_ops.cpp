@@ -172,11 +172,10 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
     std::swap(src, dst);
   }
   const at::ScalarType dtype = tokens.scalar_type();
-  LaunchOnTwin("moe_token_permute", l.tiling.rowBlocks, PickEntry(twin_entries::moe_token_permute, dtype).fn, Gm(l.tokens), src, Gm(l.permuted),
-               Gm(l.sortedIndices), none, tilingGm);
+  LaunchOnTwin("moe_token_permute", l.tiling.rowBlocks, PickEntry(twin_entries::moe_token_permute, dtype).fn,
+               Gm(l.tokens), src, Gm(l.permuted), Gm(l.sortedIndices), none, tilingGm);
   return {l.permuted, l.sortedIndices};
 }
-
 
 at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices,
                      const c10::optional<at::Tensor>& probs, bool paddedMode, at::OptionalIntArrayRef restoreShape) {

@@ -21,7 +21,6 @@ ASCENDC_TWIN_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PA
 namespace ascendc_ops {
 namespace {
 
-
 // x [..., *gamma.shape]: gamma's dims are x's trailing dims. Returns (rows, hidden).
 std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
                                             size_t xIndex, size_t gammaIndex) {
@@ -177,11 +176,12 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   uint8_t* none = nullptr;
   if (add) {
     LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dxOut, dx, partials), "add_rms_norm_grad", t.blockDim,
-                 PickEntry(twin_entries::add_rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn,
-                 Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx), Gm(partials), tilingGm);
+                 PickEntry(twin_entries::add_rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn, Gm(dy), Gm(x),
+                 Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx), Gm(partials), tilingGm);
   } else {
     LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dx, partials), "rms_norm_grad", t.blockDim,
-                 PickEntry(twin_entries::rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn, Gm(dy), Gm(x), Gm(rstd), Gm(gamma), Gm(dx), Gm(partials), tilingGm);
+                 PickEntry(twin_entries::rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn, Gm(dy), Gm(x),
+                 Gm(rstd), Gm(gamma), Gm(dx), Gm(partials), tilingGm);
   }
   LaunchOnTwin(GmBytes(partials, dgamma), reduce.name, t.reduceBlockDim, reduce.fn, Gm(partials), Gm(dgamma), none,
                tilingGm);

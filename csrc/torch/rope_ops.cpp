@@ -93,8 +93,8 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& c
   if (l.tiling.blockDim == 0) return l.y;
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
   const auto& e = PickEntry(twin_entries::rope, l.x.scalar_type());
-  LaunchOnTwin(GmBytes(l.x, l.cos, l.sin, l.y), e.name, l.tiling.blockDim, e.fn, Gm(l.x), Gm(l.cos), Gm(l.sin),
-               Gm(l.y), static_cast<uint8_t*>(nullptr), tilingGm);
+  LaunchOnTwin(GmBytes(l.x, l.cos, l.sin, l.y), e.name, l.tiling.blockDim, e.fn, Gm(l.x), Gm(l.cos), Gm(l.sin), Gm(l.y),
+               static_cast<uint8_t*>(nullptr), tilingGm);
   return l.y;
 }
 

@@ -13,12 +13,30 @@ from ._library import backends, isa, load
 library_path = load()
 
 from . import op_proto  # noqa: E402
-from .ops.rms_norm import add_rms_norm, rms_norm  # noqa: E402
-from .ops.rope import rope_customer, rotary_mul  # noqa: E402
-from .ops.swiglu import swiglu  # noqa: E402
+from .ops import add_rms_norm, rms_norm, rope_customer, rotary_mul, swiglu  # noqa: E402
+from .ops.grouped_matmul import grouped_matmul  # noqa: E402
+from .ops.moe_routing import moe_token_permute, moe_token_unpermute  # noqa: E402
 from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
 
-__all__ = ["add_rms_norm", "apply_default_kernels", "apply_kernel", "backends", "isa", "revert_kernels", "library_path", "op_proto", "rms_norm", "rope_customer", "rotary_mul", "swiglu"]
-from .ops.grouped_matmul import grouped_matmul; from .ops.moe_routing import moe_token_permute, moe_token_unpermute; __all__ += ["grouped_matmul", "moe_token_permute", "moe_token_unpermute"]  # noqa: E402,E702
-from . import npu  # noqa: E402  (torch_npu's names: sys.modules["torch_npu"] = ascendc_ops.npu)
+__all__ = [
+    "add_rms_norm",
+    "apply_default_kernels",
+    "apply_kernel",
+    "backends",
+    "isa",
+    "revert_kernels",
+    "library_path",
+    "op_proto",
+    "rms_norm",
+    "rope_customer",
+    "rotary_mul",
+    "swiglu",
+    "grouped_matmul",
+    "moe_token_permute",
+    "moe_token_unpermute",
+]
+
+# torch_npu's names (sys.modules["torch_npu"] = ascendc_ops.npu); after the ops, which npu.py takes from the package
+from . import npu  # noqa: E402,F401
+
 __version__ = "0.1.0"

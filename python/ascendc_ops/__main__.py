@@ -90,15 +90,49 @@ def _verify(args) -> int:
 
 # Which bench options each suite takes; a suite's own defaults come from its module.
 SUITE_OPTIONS = {
-    "ops": {"op", "preset", "seq", "shape", "dtype", "mode", "csv", "plot", "quick", "no_compile", "no_explain",
-            "threads", "keep_malloc", "no_progress"},
+    "ops": {
+        "op",
+        "preset",
+        "seq",
+        "shape",
+        "dtype",
+        "mode",
+        "csv",
+        "plot",
+        "quick",
+        "no_compile",
+        "no_explain",
+        "threads",
+        "keep_malloc",
+        "no_progress",
+    },
     "moe": {"quick", "case", "dtype", "no_eager", "no_memory", "no_model", "no_gmm"},
     "model": {"quick", "rounds", "no_profile"},
 }
-BENCH_DEFAULTS = {"suite": "ops", "op": None, "preset": None, "seq": None, "shape": None, "dtype": None, "mode": None,
-                  "csv": None, "plot": None, "quick": False, "no_compile": False, "no_explain": False, "threads": None,
-                  "keep_malloc": False, "no_progress": False, "case": None, "no_eager": False, "no_memory": False,
-                  "no_model": False, "no_gmm": False, "rounds": None, "no_profile": False}
+BENCH_DEFAULTS = {
+    "suite": "ops",
+    "op": None,
+    "preset": None,
+    "seq": None,
+    "shape": None,
+    "dtype": None,
+    "mode": None,
+    "csv": None,
+    "plot": None,
+    "quick": False,
+    "no_compile": False,
+    "no_explain": False,
+    "threads": None,
+    "keep_malloc": False,
+    "no_progress": False,
+    "case": None,
+    "no_eager": False,
+    "no_memory": False,
+    "no_model": False,
+    "no_gmm": False,
+    "rounds": None,
+    "no_profile": False,
+}
 
 
 def _bench(args) -> int:
@@ -115,12 +149,21 @@ def _bench_ops(args) -> int:
 
     if args.plot and not plot.available():  # before the run, not after it
         raise UsageError(f"--plot needs matplotlib: {plot.INSTALL}")
-    cfg = bench.Config(ops=tuple(dict.fromkeys(args.op or bench.OPS)), shapes=tuple(dict.fromkeys(args.shape or ())),
-                       presets=tuple(dict.fromkeys(args.preset or ())), seq=args.seq or 0,
-                       dtypes=tuple(dict.fromkeys(args.dtype or bench.DEFAULT_DTYPES)),
-                       passes=tuple(dict.fromkeys(args.mode or bench.DEFAULT_PASSES)),
-                       threads=args.threads or 0, tune_malloc=not args.keep_malloc, compile=not args.no_compile,
-                       csv=args.csv, plot=args.plot, progress=not args.no_progress, explain=not args.no_explain)
+    cfg = bench.Config(
+        ops=tuple(dict.fromkeys(args.op or bench.OPS)),
+        shapes=tuple(dict.fromkeys(args.shape or ())),
+        presets=tuple(dict.fromkeys(args.preset or ())),
+        seq=args.seq or 0,
+        dtypes=tuple(dict.fromkeys(args.dtype or bench.DEFAULT_DTYPES)),
+        passes=tuple(dict.fromkeys(args.mode or bench.DEFAULT_PASSES)),
+        threads=args.threads or 0,
+        tune_malloc=not args.keep_malloc,
+        compile=not args.no_compile,
+        csv=args.csv,
+        plot=args.plot,
+        progress=not args.no_progress,
+        explain=not args.no_explain,
+    )
     if args.quick:
         cfg.target_s, cfg.min_reps, cfg.warmup = 0.1, 5, 1
     try:
@@ -139,16 +182,23 @@ def _bench_moe(args) -> int:
     dtypes = tuple(dict.fromkeys(args.dtype or ()))
     if set(dtypes) - set(bench_moe.DTYPES):
         raise UsageError(f"--suite moe runs in {' and '.join(bench_moe.DTYPES)}, not {', '.join(dtypes)}")
-    return bench_moe.run(bench_moe.Options(quick=args.quick, cases=tuple(dict.fromkeys(args.case or ())),
-                                           dtypes=dtypes, eager=not args.no_eager, memory=not args.no_memory,
-                                           model=not args.no_model, gmm=not args.no_gmm))
+    return bench_moe.run(
+        bench_moe.Options(
+            quick=args.quick,
+            cases=tuple(dict.fromkeys(args.case or ())),
+            dtypes=dtypes,
+            eager=not args.no_eager,
+            memory=not args.no_memory,
+            model=not args.no_model,
+            gmm=not args.no_gmm,
+        )
+    )
 
 
 def _bench_model(args) -> int:
     from .harness import bench_model
 
-    return bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS,
-                           profile_ops=not args.no_profile)
+    return bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
 
 
 def _estimate(args) -> int:
@@ -219,77 +269,132 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     v.set_defaults(func=_verify)
 
-    b = sub.add_parser("bench", help="time our ops (--suite ops), the MoE block (moe) or a model (model) against PyTorch",
-                       description="--suite ops (default): time each op against the PyTorch step-by-step code it "
-                                   "replaces, torch.compile of that code and a same-size copy; print a Markdown "
-                                   "table. --suite moe: the MoE experts block against HF transformers' eager loop "
-                                   "and grouped_mm, and a tiny Qwen3-MoE training step. --suite model: a "
-                                   "Llama-shaped HF model's training step and generation with and without the "
-                                   "kernels. Each option names the suites that take it.")
+    b = sub.add_parser(
+        "bench",
+        help="time our ops (--suite ops), the MoE block (moe) or a model (model) against PyTorch",
+        description="--suite ops (default): time each op against the PyTorch step-by-step code it "
+        "replaces, torch.compile of that code and a same-size copy; print a Markdown "
+        "table. --suite moe: the MoE experts block against HF transformers' eager loop "
+        "and grouped_mm, and a tiny Qwen3-MoE training step. --suite model: a "
+        "Llama-shaped HF model's training step and generation with and without the "
+        "kernels. Each option names the suites that take it.",
+    )
     b.add_argument("--suite", choices=list(SUITE_OPTIONS), default="ops", help="what to time (default: ops)")
-    b.add_argument("--quick", action="store_true",
-                   help="all suites: ops: fewer repeats (~0.1 s per provider, >= 5); moe: 256 tokens per block "
-                        "case, a shorter model sequence; model: smaller shapes (< 1 min)")
-    b.add_argument("--dtype", nargs="+", action="extend", choices=list(bench.DTYPES),
-                   help="ops, moe: these dtypes (default: float32 bfloat16; moe takes no float16)")
-    b.add_argument("--op", nargs="+", type=_op_name, choices=list(bench.OPS),
-                   help="ops: these ops, by torch name or op type (RmsNorm), any case (default: all)")
-    b.add_argument("--preset", nargs="+", choices=list(bench.PRESETS),
-                   help="ops: model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
-                        "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])")
+    b.add_argument(
+        "--quick",
+        action="store_true",
+        help="all suites: ops: fewer repeats (~0.1 s per provider, >= 5); moe: 256 tokens per block "
+        "case, a shorter model sequence; model: smaller shapes (< 1 min)",
+    )
+    b.add_argument(
+        "--dtype",
+        nargs="+",
+        action="extend",
+        choices=list(bench.DTYPES),
+        help="ops, moe: these dtypes (default: float32 bfloat16; moe takes no float16)",
+    )
+    b.add_argument(
+        "--op",
+        nargs="+",
+        type=_op_name,
+        choices=list(bench.OPS),
+        help="ops: these ops, by torch name or op type (RmsNorm), any case (default: all)",
+    )
+    b.add_argument(
+        "--preset",
+        nargs="+",
+        choices=list(bench.PRESETS),
+        help="ops: model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
+        "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])",
+    )
     b.add_argument("--seq", type=_positive_int, help="ops: sequence length for --preset (default: 4096)")
-    b.add_argument("--shape", nargs="+", type=_shape, metavar="DIMS",
-                   help="ops: comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; "
-                        "SwiGLU: T,2I); default without --preset: each op's shapes from its issue")
-    b.add_argument("--mode", nargs="+", choices=list(bench.PASSES),
-                   help="ops: fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd")
-    b.add_argument("--csv", type=_out_path, metavar="OUT",
-                   help="ops: append the rows, with environment columns, to this CSV file")
-    b.add_argument("--plot", type=_out_path, metavar="OUT.png",
-                   help="ops: draw speedups and %% of copy bandwidth (needs matplotlib: pip install "
-                        "'ascendc-ops[plot]')")
-    b.add_argument("--no-compile", action="store_true",
-                   help="ops: skip the torch.compile provider (saves compile time)")
-    b.add_argument("--no-explain", action="store_true",
-                   help="ops: skip the table explaining each missed row (one host profile per such row: "
-                        "its top APIs, vector passes and copy share)")
+    b.add_argument(
+        "--shape",
+        nargs="+",
+        type=_shape,
+        metavar="DIMS",
+        help="ops: comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; "
+        "SwiGLU: T,2I); default without --preset: each op's shapes from its issue",
+    )
+    b.add_argument(
+        "--mode",
+        nargs="+",
+        choices=list(bench.PASSES),
+        help="ops: fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd",
+    )
+    b.add_argument(
+        "--csv", type=_out_path, metavar="OUT", help="ops: append the rows, with environment columns, to this CSV file"
+    )
+    b.add_argument(
+        "--plot",
+        type=_out_path,
+        metavar="OUT.png",
+        help="ops: draw speedups and %% of copy bandwidth (needs matplotlib: pip install 'ascendc-ops[plot]')",
+    )
+    b.add_argument(
+        "--no-compile", action="store_true", help="ops: skip the torch.compile provider (saves compile time)"
+    )
+    b.add_argument(
+        "--no-explain",
+        action="store_true",
+        help="ops: skip the table explaining each missed row (one host profile per such row: "
+        "its top APIs, vector passes and copy share)",
+    )
     b.add_argument("--threads", type=_positive_int, help="ops: torch threads (default: all cores)")
-    b.add_argument("--keep-malloc", action="store_true",
-                   help="ops: leave glibc malloc's defaults (shows the page-fault trap on large outputs)")
+    b.add_argument(
+        "--keep-malloc",
+        action="store_true",
+        help="ops: leave glibc malloc's defaults (shows the page-fault trap on large outputs)",
+    )
     b.add_argument("--no-progress", action="store_true", help="ops: no progress bar on stderr")
-    b.add_argument("--case", nargs="+", action="extend", choices=list(MOE_CASES),
-                   help="moe: experts block case(s) (default: all)")
+    b.add_argument(
+        "--case", nargs="+", action="extend", choices=list(MOE_CASES), help="moe: experts block case(s) (default: all)"
+    )
     b.add_argument("--no-eager", action="store_true", help="moe: skip HF eager (the slowest: ~9 s per E=64 step)")
     b.add_argument("--no-memory", action="store_true", help="moe: skip the peak memory subprocesses")
     b.add_argument("--no-model", action="store_true", help="moe: skip the Qwen3-MoE training step")
     b.add_argument("--no-gmm", action="store_true", help="moe: skip grouped_matmul vs torch._grouped_mm")
-    b.add_argument("--rounds", type=_positive_int,
-                   help="model: subprocess runs per variant, interleaved, the best shown (default: 2)")
+    b.add_argument(
+        "--rounds",
+        type=_positive_int,
+        help="model: subprocess runs per variant, interleaved, the best shown (default: 2)",
+    )
     b.add_argument("--no-profile", action="store_true", help="model: skip the per-op profile")
     b.set_defaults(func=_bench)
 
-    e = sub.add_parser("estimate", help="modelled time on an Ascend chip (910B): bound, pipes, trace, timeline",
-                       description="Run the op once on the CPU twin with the tiling of the modelled chip, record "
-                                   "every instruction, and estimate its time there with the pipeline model "
-                                   "(harness/platforms/*.json): the bound, per-pipe utilisation, % of the HBM "
-                                   "roofline; writes a Chrome trace (Perfetto) and, with matplotlib, a PNG "
-                                   "timeline. Model estimates, not measurements (`profile` measures the twin).")
+    e = sub.add_parser(
+        "estimate",
+        help="modelled time on an Ascend chip (910B): bound, pipes, trace, timeline",
+        description="Run the op once on the CPU twin with the tiling of the modelled chip, record "
+        "every instruction, and estimate its time there with the pipeline model "
+        "(harness/platforms/*.json): the bound, per-pipe utilisation, % of the HBM "
+        "roofline; writes a Chrome trace (Perfetto) and, with matplotlib, a PNG "
+        "timeline. Model estimates, not measurements (`profile` measures the twin).",
+    )
     e.add_argument("op", choices=list(bench.OPS))
-    e.add_argument("--shape", type=_shape, metavar="DIMS", help="comma-separated dims (default: the bench's first "
-                                                                 "default shape for the op)")
+    e.add_argument(
+        "--shape",
+        type=_shape,
+        metavar="DIMS",
+        help="comma-separated dims (default: the bench's first default shape for the op)",
+    )
     e.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
     e.add_argument("--platform", default="910B", help="a platform file's name or alias: 910B (default), 310P")
     e.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
-    e.add_argument("--out", default="estimate", metavar="DIR",
-                   help="folder for the trace and PNG (default: ./estimate)")
+    e.add_argument(
+        "--out", default="estimate", metavar="DIR", help="folder for the trace and PNG (default: ./estimate)"
+    )
     e.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     e.set_defaults(func=_estimate)
 
-    p = sub.add_parser("profile", help="measured: where the CPU twin's time goes in one op call, per Ascend C API",
-                       description="Run the op on the CPU twin (its own tiling) and measure where one call's time "
-                                   "goes, per Ascend C API, from the host clock in its instruction record; the "
-                                   "bench's explain table is this profile. A measurement of the twin on this "
-                                   "host (`estimate` models an Ascend chip).")
+    p = sub.add_parser(
+        "profile",
+        help="measured: where the CPU twin's time goes in one op call, per Ascend C API",
+        description="Run the op on the CPU twin (its own tiling) and measure where one call's time "
+        "goes, per Ascend C API, from the host clock in its instruction record; the "
+        "bench's explain table is this profile. A measurement of the twin on this "
+        "host (`estimate` models an Ascend chip).",
+    )
     p.add_argument("op", choices=list(bench.OPS))
     p.add_argument(
         "--shape",

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 import torch
 
-from .ops.rms_norm import EPSILON as _EPSILON
 from . import add_rms_norm as _add_rms_norm, rms_norm as _rms_norm, rotary_mul as _rotary_mul, swiglu as _swiglu
+from .ops.rms_norm import EPSILON as _EPSILON
 
 GMM = "npu_grouped_matmul"
 # npu_grouped_matmul arguments that only the quantized / fused-activation kernels use
@@ -89,12 +89,14 @@ def npu_swiglu_backward(grad_output, input, dim=-1):
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
     """-> (permuted_tokens, sorted_indices int32): tokens sorted (stably) by expert id."""
     from .ops.moe_routing import moe_token_permute
+
     return moe_token_permute(tokens, indices, num_out_tokens, padded_mode)
 
 
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False, restore_shape=None):
     """``out[t] = sum_k probs[t, k] * permuted_tokens[sorted_indices[t*K + k]]``."""
     from .ops.moe_routing import moe_token_unpermute
+
     return moe_token_unpermute(permuted_tokens, sorted_indices, probs, padded_mode, restore_shape)
 
 
@@ -177,6 +179,7 @@ def _stack(ws: list) -> torch.Tensor:
 def _gmm(x: torch.Tensor, w: torch.Tensor, gl: torch.Tensor, group_list_type: int) -> torch.Tensor:
     """x [M, K] @ w [E, K, N] by groups of rows; a transposed w (an [E, N, K] tensor's view) is read in place."""
     from .ops.grouped_matmul import grouped_matmul
+
     if not w.is_contiguous() and w.transpose(1, 2).is_contiguous():
         return grouped_matmul(x.contiguous(), w.transpose(1, 2), gl, group_list_type, True)
     return grouped_matmul(x.contiguous(), w.contiguous(), gl, group_list_type, False)

@@ -24,14 +24,13 @@ def mark_done(out_dir: str, rank: int) -> None:
 
 
 def run_two(worker, out_dir: str, timeout_s: float, what: str) -> None:
-    """worker(rank, world_size, port, out_dir) in 2 processes; the spawned ones import tests/ modules.
+    """worker(rank, world_size, port, out_dir) in 2 processes; the spawned ones import tests/ modules
+    (of any area, as conftest.py puts them on sys.path here).
     Done when both workers have called mark_done (after their final barrier): a worker then stuck in
     gloo's destroy_process_group (measured: about 1 run in 6 on a 2-core machine, one rank hangs there after
     the other rank's destroy returned) is terminated, not waited for. A worker that fails raises as before."""
-    tests_dir = os.path.dirname(os.path.abspath(__file__))
-    if tests_dir not in sys.path:
-        sys.path.insert(0, tests_dir)
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [tests_dir, os.environ.get("PYTHONPATH")]))
+    dirs = [str(d) for d in TEST_DIRS]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [*dirs, os.environ.get("PYTHONPATH")]))
     ctx = mp.start_processes(worker, args=(2, free_port(), out_dir), nprocs=2, join=False, start_method="spawn")
     deadline = time.monotonic() + timeout_s
     marks = [os.path.join(out_dir, f".rank{r}.done") for r in range(2)]

@@ -1,6 +1,7 @@
 """The bench's explain table (harness/explain.py): each row that misses a target gets one host profile,
 summarised as its top APIs by share of block time, V bytes / must-move and the copies' share; a row that
 meets its targets gets no line. Rows are built here, not timed, so which rows miss is fixed."""
+
 import csv
 import re
 
@@ -40,7 +41,8 @@ def test_missed_rows_explained_met_rows_not(tmp_path):
         f"| rms_norm | 7x769 | float32 | fwd | step, copy | {fwd['explain_top']} | {fwd['explain_v_bytes']:.1f}x "
         f"| {fwd['explain_copy_pct']:.0f}% |",
         f"| rotary_mul | 1x2x8x32 | bfloat16 | full | compile | {full['explain_top']} "
-        f"| {full['explain_v_bytes']:.1f}x | {full['explain_copy_pct']:.0f}% |"]
+        f"| {full['explain_v_bytes']:.1f}x | {full['explain_copy_pct']:.0f}% |",
+    ]
     assert READING in table
 
     out = tmp_path / "b.csv"
@@ -62,6 +64,7 @@ def test_unrecorded_cube_work_is_flagged():
 def test_no_explain_profiles_nothing(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("profiled with explain off")
+
     monkeypatch.setattr(explain, "explain_row", boom)
     rows = [row("swiglu", "7x160", "float32", "bwd", step="MISS (>=2x)"), row("swiglu", "7x160", "float32", "fwd")]
     assert explain.explain(rows, enabled=False) == 0

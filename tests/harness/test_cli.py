@@ -4,6 +4,7 @@ Malformed inputs are also checked in-process through __main__.main (same code pa
 start-up per case) to keep this file fast; two of them go through a subprocess as well to prove no
 traceback reaches the terminal.
 """
+
 from __future__ import annotations
 
 import csv
@@ -20,11 +21,9 @@ import numpy as np
 import pytest
 
 from ascendc_ops import __main__ as cli
+from ascendc_ops.harness import cases as C, verify as V
+from ascendc_ops.harness.families import rms_norm as NF, swiglu as SF
 from ascendc_ops.ops import rms_norm_reference as R
-from ascendc_ops.harness import cases as C
-from ascendc_ops.harness import verify as V
-from ascendc_ops.harness.families import rms_norm as NF
-from ascendc_ops.harness.families import swiglu as SF
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "cases"
@@ -35,8 +34,9 @@ def run_cli(*args, cwd=None, module=False):
     cmd = [sys.executable, "-m", "ascendc_ops"] if module or not SCRIPT.exists() else [str(SCRIPT)]
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
     env.pop("ASCENDC_OPS_TRACEBACK", None)
-    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, cwd=cwd or ROOT,
-                          env=env, timeout=300)
+    return subprocess.run(
+        cmd + [str(a) for a in args], capture_output=True, text=True, cwd=cwd or ROOT, env=env, timeout=300
+    )
 
 
 def assert_clean_error(proc_or_rc, err: str | None = None, code: int = 2):
@@ -52,12 +52,20 @@ def assert_clean_error(proc_or_rc, err: str | None = None, code: int = 2):
 def x_case(name="c", **over):
     """A small valid rotary_mul case; keyword arguments replace fields."""
     case = {
-        "case_name": name, "op": "rotary_mul",
+        "case_name": name,
+        "op": "rotary_mul",
         "input_desc": [
-            {"name": "x", "format": "ND", "type": "float16", "shape": [2, 3, 5, 16], "value_range": [[-2, 2]],
-             "data_distribute": "uniform"},
+            {
+                "name": "x",
+                "format": "ND",
+                "type": "float16",
+                "shape": [2, 3, 5, 16],
+                "value_range": [[-2, 2]],
+                "data_distribute": "uniform",
+            },
             {"name": "r1", "format": "ND", "type": "float16", "shape": [1, 1, 5, 16], "value": "rope_cos"},
-            {"name": "r2", "format": "ND", "type": "float16", "shape": [1, 1, 5, 16], "value": "rope_sin"}],
+            {"name": "r2", "format": "ND", "type": "float16", "shape": [1, 1, 5, 16], "value": "rope_sin"},
+        ],
         "output_desc": [{"name": "y", "format": "ND", "type": "float16", "shape": [2, 3, 5, 16]}],
         "attr": [{"name": "rotary_mode", "type": "string", "value": "half"}],
     }
@@ -96,8 +104,9 @@ def test_python_dash_m_and_usage_errors():
 # ---------------------------------------------------------------- verify
 def test_verify_default_suite_quick(tmp_path):
     out = tmp_path / "v.json"
-    p = run_cli("verify", "--quick", "--op", "rotary_mul", "rope_customer_grad", "--dtype", "float16", "float32",
-                "--json", out)
+    p = run_cli(
+        "verify", "--quick", "--op", "rotary_mul", "rope_customer_grad", "--dtype", "float16", "float32", "--json", out
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert "| case | op | attr | dtype |" in p.stdout and "MERE" in p.stdout and "ratio" in p.stdout
     d = json.loads(out.read_text())
@@ -126,16 +135,30 @@ def test_verify_new_ops_quick(tmp_path):
     res = json.loads(out.read_text())["results"]
     assert {r["op"] for r in res} == set(NEW_OPS) and all(r["passed"] for r in res)
     outputs = {(r["op"], r["output"]) for r in res}
-    assert outputs == {("swiglu", "y"), ("swiglu_grad", "dx"), ("rms_norm", "y"), ("rms_norm", "rstd"),
-                       ("rms_norm_grad", "dx"), ("rms_norm_grad", "dgamma"), ("add_rms_norm", "y"),
-                       ("add_rms_norm", "rstd"), ("add_rms_norm", "x"), ("add_rms_norm_grad", "dx"),
-                       ("add_rms_norm_grad", "dgamma")}
+    assert outputs == {
+        ("swiglu", "y"),
+        ("swiglu_grad", "dx"),
+        ("rms_norm", "y"),
+        ("rms_norm", "rstd"),
+        ("rms_norm_grad", "dx"),
+        ("rms_norm_grad", "dgamma"),
+        ("add_rms_norm", "y"),
+        ("add_rms_norm", "rstd"),
+        ("add_rms_norm", "x"),
+        ("add_rms_norm_grad", "dx"),
+        ("add_rms_norm_grad", "dgamma"),
+    }
     for r in res:  # auto: each output by its own dtype (rstd is always fp32, dgamma takes gamma's dtype)
         want = "double benchmark" if r["out_dtype"] == "float32" else "MERE/MARE"
         assert r["judged_by"] == want, r
     pairs = {(r["dtype"], r["out_dtype"]) for r in res if r["op"] == "rms_norm_grad" and r["output"] == "dgamma"}
-    assert pairs == {("float16", "float32"), ("bfloat16", "float32"), ("float16", "float16"),
-                     ("bfloat16", "bfloat16"), ("float32", "float32")}
+    assert pairs == {
+        ("float16", "float32"),
+        ("bfloat16", "float32"),
+        ("float16", "float16"),
+        ("bfloat16", "bfloat16"),
+        ("float32", "float32"),
+    }
     assert {r["dtype"] for r in res if r["op"] == "swiglu"} == {"float16", "bfloat16", "float32"}
     # the sanity bound (precision.py) holds for PyTorch's results with room: at most half of it here (the
     # full default suite: a quarter, `ascendc-ops verify --json`), and for ours
@@ -169,8 +192,12 @@ def test_norm_grad_golden_matches_reference():
     np.testing.assert_allclose(dx, rdx, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(dg, rdg, rtol=1e-12, atol=1e-14)
     dxo = rng.normal(size=x.shape)
-    np.testing.assert_allclose(NF.golden_rms_norm_grad(dy, x, rstd, g, dxo)[0],
-                               R.add_rms_norm_backward(dy, dxo, x, np.zeros_like(x), g, 1e-6)[0], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(
+        NF.golden_rms_norm_grad(dy, x, rstd, g, dxo)[0],
+        R.add_rms_norm_backward(dy, dxo, x, np.zeros_like(x), g, 1e-6)[0],
+        rtol=1e-12,
+        atol=1e-14,
+    )
 
 
 def test_verify_new_op_case_files(tmp_path, capsys):
@@ -200,13 +227,23 @@ def test_verify_shipped_case_files(tmp_path):
 
 
 def test_verify_standards(tmp_path):
-    p = run_cli("verify", "--quick", "--op", "rope_customer", "--dtype", "float16", "--standard",
-                "double_thousandth", "--json", tmp_path / "v.json")
+    p = run_cli(
+        "verify",
+        "--quick",
+        "--op",
+        "rope_customer",
+        "--dtype",
+        "float16",
+        "--standard",
+        "double_thousandth",
+        "--json",
+        tmp_path / "v.json",
+    )
     assert p.returncode == 0, p.stdout + p.stderr
     assert {r["judged_by"] for r in json.loads((tmp_path / "v.json").read_text())["results"]} == {"double thousandth"}
 
 
-GOLDENS = '''
+GOLDENS = """
 import numpy as np
 
 def right(x, r1, r2, rotary_mode):
@@ -215,13 +252,18 @@ def right(x, r1, r2, rotary_mode):
 
 def wrong(x, r1, r2, rotary_mode):
     return right(x, r1, r2, rotary_mode) * 1.01  # 1% off: fails every fp16 standard
-'''
+"""
 
 
 def test_verify_custom_golden_and_failure_exit(tmp_path):
     (tmp_path / "goldens.py").write_text(GOLDENS)
-    path = write(tmp_path, [x_case("good", calc_expect_func_file="goldens.py:right"),
-                            x_case("bad", calc_expect_func_file="goldens.py:wrong")])
+    path = write(
+        tmp_path,
+        [
+            x_case("good", calc_expect_func_file="goldens.py:right"),
+            x_case("bad", calc_expect_func_file="goldens.py:wrong"),
+        ],
+    )
     out = tmp_path / "v.json"
     p = run_cli("verify", "--cases", path, "--json", out, cwd=tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr
@@ -249,7 +291,11 @@ def test_expansion_and_fuzz(tmp_path):
     grid = [c for c in cs if c.name.startswith("grid")]
     assert len(grid) == 8 and len({c.name for c in grid}) == 8
     assert {(c.dtype, c.shape, c.attrs["rotary_mode"]) for c in grid} == {
-        (d, s, m) for d in ("float16", "bfloat16") for s in ((2, 3, 5, 16), (1, 2, 7, 8)) for m in ("half", "interleave")}
+        (d, s, m)
+        for d in ("float16", "bfloat16")
+        for s in ((2, 3, 5, 16), (1, 2, 7, 8))
+        for m in ("half", "interleave")
+    }
     for c in grid:  # lockstep: every tensor of a sub-case has the same dtype, tables match x's rows
         assert {t.dtype for t in c.inputs + c.outputs} == {c.dtype}
         assert c.inputs[1].shape[-2:] == c.shape[-2:]
@@ -278,29 +324,47 @@ MALFORMED = {
     "empty": ("[]", r"expected a JSON list of cases"),
     "unknown_op": ([x_case(op="rms_norm_xyz")], r"unknown op 'rms_norm_xyz'"),
     "missing_field": ([_missing_shape()], r"input 'r1': missing field 'shape'"),
-    "missing_output_desc": ([{k: v for k, v in x_case().items() if k != "output_desc"}], r"missing field 'output_desc'"),
+    "missing_output_desc": (
+        [{k: v for k, v in x_case().items() if k != "output_desc"}],
+        r"missing field 'output_desc'",
+    ),
     "wrong_rank": ([_set_input(0, shape=[3, 5, 16, 2, 2])], r"op rejects this case: rotary_mul: x must have rank 3"),
-    "impossible_broadcast": ([x_case(input_desc=[x_case()["input_desc"][0]] + [dict(d, shape=[1, 1, 4, 16])
-                                                                            for d in x_case()["input_desc"][1:]])],
-                             r"r1 of shape \[1, 1, 4, 16\] does not broadcast"),
+    "impossible_broadcast": (
+        [
+            x_case(
+                input_desc=[x_case()["input_desc"][0]]
+                + [dict(d, shape=[1, 1, 4, 16]) for d in x_case()["input_desc"][1:]]
+            )
+        ],
+        r"r1 of shape \[1, 1, 4, 16\] does not broadcast",
+    ),
     "tables_differ": ([_set_input(1, shape=[1, 1, 4, 16])], r"r1 and r2 must have one shape"),
-    "odd_head_dim": ([x_case(input_desc=[dict(d, shape=d["shape"][:-1] + [15]) for d in x_case()["input_desc"]])],
-                     r"must be even"),
+    "odd_head_dim": (
+        [x_case(input_desc=[dict(d, shape=d["shape"][:-1] + [15]) for d in x_case()["input_desc"]])],
+        r"must be even",
+    ),
     "negative_dim": ([_set_input(0, shape=[2, -3, 5, 16])], r"negative dim"),
     "too_big": ([_set_input(0, shape=[4096, 4096, 4096, 16])], r"more than the harness allows"),
     "bad_type": ([_set_input(0, type="int8")], r"unsupported type 'int8'"),
     "bad_distribution": ([_set_input(0, data_distribute="poisson")], r"data_distribute 'poisson'"),
     "bad_range": ([_set_input(0, value_range=[[2, -2]])], r"min <= max"),
     "unknown_attr": ([x_case(attr=[{"name": "mode", "type": "string", "value": "half"}])], r"unknown attr 'mode'"),
-    "bad_attr_value": ([x_case(attr=[{"name": "rotary_mode", "type": "string", "value": "diag"}])],
-                       r"rotary_mode must be 'half' or 'interleave'"),
-    "lockstep_mismatch": ([x_case(input_desc=[dict(d, shape=[d["shape"]] * (2 + i))
-                                                  for i, d in enumerate(x_case()["input_desc"])])],
-                          r"'shape' lists of the tensors differ in length"),
-    "output_shape": ([x_case(output_desc=[{"name": "y", "format": "ND", "type": "float16", "shape": [2, 3, 5, 8]}])],
-                     r"declared with shape \[2, 3, 5, 8\]"),
-    "output_dtype": ([x_case(output_desc=[{"name": "y", "format": "ND", "type": "float32", "shape": [2, 3, 5, 16]}])],
-                     r"declared float32"),
+    "bad_attr_value": (
+        [x_case(attr=[{"name": "rotary_mode", "type": "string", "value": "diag"}])],
+        r"rotary_mode must be 'half' or 'interleave'",
+    ),
+    "lockstep_mismatch": (
+        [x_case(input_desc=[dict(d, shape=[d["shape"]] * (2 + i)) for i, d in enumerate(x_case()["input_desc"])])],
+        r"'shape' lists of the tensors differ in length",
+    ),
+    "output_shape": (
+        [x_case(output_desc=[{"name": "y", "format": "ND", "type": "float16", "shape": [2, 3, 5, 8]}])],
+        r"declared with shape \[2, 3, 5, 8\]",
+    ),
+    "output_dtype": (
+        [x_case(output_desc=[{"name": "y", "format": "ND", "type": "float32", "shape": [2, 3, 5, 16]}])],
+        r"declared float32",
+    ),
     "unknown_generator": ([_set_input(1, value="rope_tan")], r"unknown value generator 'rope_tan'"),
     "golden_missing": ([x_case(calc_expect_func_file="nope.py:f")], r"does not exist"),
     "golden_syntax": ([x_case(calc_expect_func_file="broken.py:f")], r"cannot load .*SyntaxError"),
@@ -337,9 +401,9 @@ def png_info(data: bytes) -> tuple[int, int, int, int]:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     pos, chunks = 8, []
     while pos < len(data):
-        (n,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + n]
-        (crc,) = struct.unpack(">I", data[pos + 8 + n:pos + 12 + n])
+        (n,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + n]
+        (crc,) = struct.unpack(">I", data[pos + 8 + n : pos + 12 + n])
         assert crc == zlib.crc32(kind + body), kind
         chunks.append((kind, body))
         pos += 12 + n
@@ -351,7 +415,7 @@ def png_info(data: bytes) -> tuple[int, int, int, int]:
 
 
 def test_bench_csv_plot_presets(tmp_path):
-    out_csv, out_png = tmp_path / "b.csv", tmp_path / "b.png"
+    out_csv = tmp_path / "b.csv"
     common = ["--op", "rotary_mul", "--dtype", "float32", "--quick", "--no-compile", "--csv", out_csv]
     p = run_cli("bench", "--shape", "1,2,8,32", "--mode", "fwd", "full", *common)
     assert p.returncode == 0, p.stderr
@@ -363,8 +427,11 @@ def test_bench_csv_plot_presets(tmp_path):
         rows = list(csv.DictReader(f))
     assert out_csv.read_text().count("time,cpu,") == 1  # appended under one header
     assert [(r["shape"], r["pass"], r["preset"]) for r in rows] == [
-        ("1x2x8x32", "fwd", ""), ("1x2x8x32", "full", ""),
-        ("1x28x4x128", "bwd", "qwen2.5-7b"), ("1x4x4x128", "bwd", "qwen2.5-7b")]  # q: 28 heads, k: 4 kv heads
+        ("1x2x8x32", "fwd", ""),
+        ("1x2x8x32", "full", ""),
+        ("1x28x4x128", "bwd", "qwen2.5-7b"),
+        ("1x4x4x128", "bwd", "qwen2.5-7b"),
+    ]  # q: 28 heads, k: 4 kv heads
     for r in rows:
         for col in ("cpu", "threads", "allocator", "torch", "commit", "ours_median", "copy_median", "vs_torch"):
             assert r[col], col
@@ -377,8 +444,23 @@ def test_bench_plot_draws_or_names_the_extra(tmp_path):
     from ascendc_ops.harness import plot
 
     out_png = tmp_path / "b.png"
-    p = run_cli("bench", "--op", "rotary_mul", "--shape", "1,2,8,32", "--dtype", "float32", "--mode", "fwd", "full",
-                "--quick", "--no-compile", "--no-progress", "--plot", out_png)
+    p = run_cli(
+        "bench",
+        "--op",
+        "rotary_mul",
+        "--shape",
+        "1,2,8,32",
+        "--dtype",
+        "float32",
+        "--mode",
+        "fwd",
+        "full",
+        "--quick",
+        "--no-compile",
+        "--no-progress",
+        "--plot",
+        out_png,
+    )
     if plot.available():
         assert p.returncode == 0, p.stderr
         w, h, depth, ctype = png_info(out_png.read_bytes())
@@ -390,14 +472,17 @@ def test_bench_plot_draws_or_names_the_extra(tmp_path):
         assert p.stdout == "" and not out_png.exists()
 
 
-@pytest.mark.parametrize("args,pattern", [
-    (["--suite", "model", "--op", "rope_customer"], r"--op: not an option of --suite model"),
-    (["--suite", "moe", "--no-compile", "--rounds", "2"], r"--no-compile, --rounds: not an option of --suite moe"),
-    (["--suite", "ops", "--no-eager"], r"--no-eager: not an option of --suite ops"),
-    (["--suite", "moe", "--dtype", "float16"], r"--suite moe runs in float32 and bfloat16, not float16"),
-    (["--suite", "moe", "--case", "E9"], r"invalid choice: 'E9'"),
-    (["--suite", "npu"], r"invalid choice: 'npu'"),
-])
+@pytest.mark.parametrize(
+    "args,pattern",
+    [
+        (["--suite", "model", "--op", "rope_customer"], r"--op: not an option of --suite model"),
+        (["--suite", "moe", "--no-compile", "--rounds", "2"], r"--no-compile, --rounds: not an option of --suite moe"),
+        (["--suite", "ops", "--no-eager"], r"--no-eager: not an option of --suite ops"),
+        (["--suite", "moe", "--dtype", "float16"], r"--suite moe runs in float32 and bfloat16, not float16"),
+        (["--suite", "moe", "--case", "E9"], r"invalid choice: 'E9'"),
+        (["--suite", "npu"], r"invalid choice: 'npu'"),
+    ],
+)
 def test_bench_suite_options(capsys, args, pattern):
     """One bench command: each suite takes its own options, and another suite's option is an error, not ignored."""
     try:
@@ -410,8 +495,20 @@ def test_bench_suite_options(capsys, args, pattern):
 def test_bench_suite_moe_quick_block(tmp_path):
     """--suite moe runs the experts block through HF's Qwen3MoeExperts: the fast part, one case and dtype."""
     pytest.importorskip("transformers")
-    p = run_cli("bench", "--suite", "moe", "--quick", "--case", "E8", "--dtype", "float32", "--no-eager",
-                "--no-memory", "--no-model", "--no-gmm")
+    p = run_cli(
+        "bench",
+        "--suite",
+        "moe",
+        "--quick",
+        "--case",
+        "E8",
+        "--dtype",
+        "float32",
+        "--no-eager",
+        "--no-memory",
+        "--no-model",
+        "--no-gmm",
+    )
     assert p.returncode == 0, p.stderr
     assert "| E=8 top2 H=1024 I=2816 T=256 | float32 | fwd | - |" in p.stdout
     assert "| E=8 top2 H=1024 I=2816 T=256 | float32 | fwd+bwd | - |" in p.stdout
@@ -421,8 +518,22 @@ def test_bench_suite_moe_quick_block(tmp_path):
 def test_bench_norm_ops_tiny():
     """rms_norm / add_rms_norm entries: ours vs HF eager (dx through y only), with targets; --no-compile keeps
     this fast (torch.compile of the same HF code is exercised by the rotary_mul/swiglu rows of a full run)."""
-    p = run_cli("bench", "--op", "rms_norm", "add_rms_norm", "--quick", "--shape", "16,64", "--dtype", "bfloat16",
-                "--mode", "fwd", "bwd", "--no-progress", "--no-compile")
+    p = run_cli(
+        "bench",
+        "--op",
+        "rms_norm",
+        "add_rms_norm",
+        "--quick",
+        "--shape",
+        "16,64",
+        "--dtype",
+        "bfloat16",
+        "--mode",
+        "fwd",
+        "bwd",
+        "--no-progress",
+        "--no-compile",
+    )
     assert p.returncode == 0, p.stderr
     for op in ("rms_norm", "add_rms_norm"):
         for ps in ("fwd", "bwd"):
@@ -449,14 +560,17 @@ def test_bench_norm_bytes():
         assert B.OPS[op].preset_shapes(B.PRESETS["qwen2.5-7b"], 4096) == [(4096, 3584)]
 
 
-@pytest.mark.parametrize("args,pattern", [
-    (["--op", "nope"], r"invalid choice: 'nope'"),
-    (["--shape", "1,2,3"], r"needs 4 positive dims"),
-    (["--shape", "1,2,3,5"], r"head_dim\) must be even"),
-    (["--shape", "a,b"], r"comma-separated integers"),
-    (["--preset", "gpt-5"], r"invalid choice: 'gpt-5'"),
-    (["--csv", "/no/such/dir/x.csv"], r"does not exist"),
-])
+@pytest.mark.parametrize(
+    "args,pattern",
+    [
+        (["--op", "nope"], r"invalid choice: 'nope'"),
+        (["--shape", "1,2,3"], r"needs 4 positive dims"),
+        (["--shape", "1,2,3,5"], r"head_dim\) must be even"),
+        (["--shape", "a,b"], r"comma-separated integers"),
+        (["--preset", "gpt-5"], r"invalid choice: 'gpt-5'"),
+        (["--csv", "/no/such/dir/x.csv"], r"does not exist"),
+    ],
+)
 def test_bench_bad_arguments(capsys, args, pattern):
     try:
         rc = cli.main(["bench", *args])

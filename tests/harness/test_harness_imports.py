@@ -1,10 +1,11 @@
 """The harness's modules import downward only: no import cycle inside ascendc_ops.harness (counting imports
 inside functions, which hide a cycle from Python but not from a reader), and no module reaches into another's
 `_private` names. Read from the source with ast: nothing is imported."""
+
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "python" / "ascendc_ops"
+PACKAGE = Path(__file__).resolve().parents[2] / "python" / "ascendc_ops"
 HARNESS = "ascendc_ops.harness"
 
 
@@ -40,8 +41,10 @@ def imported(name: str, path: Path, tree: ast.Module, known) -> list[tuple[str, 
 
 def graph() -> dict[str, set[str]]:
     src = sources()
-    return {name: {m for m, _ in imported(name, path, tree, src) if m.startswith(HARNESS) and m in src}
-            for name, (path, tree) in src.items()}
+    return {
+        name: {m for m, _ in imported(name, path, tree, src) if m.startswith(HARNESS) and m in src}
+        for name, (path, tree) in src.items()
+    }
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str]:
@@ -53,7 +56,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str]:
         stack.append(node)
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == "open":
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         state[node] = "done"
@@ -88,12 +91,28 @@ def test_no_module_uses_another_modules_private_names():
     found = []
     for name, (path, tree) in src.items():
         taken = imported(name, path, tree, src)
-        found += [f"{name}: from {m} import {n}" for m, names in taken if m.startswith(HARNESS)
-                  for n in names if n.startswith("_") and not n.startswith("__")]
+        found += [
+            f"{name}: from {m} import {n}"
+            for m, names in taken
+            if m.startswith(HARNESS)
+            for n in names
+            if n.startswith("_") and not n.startswith("__")
+        ]
         # modules bound to a local name (from . import bench; from .harness import bench): their attributes
-        aliases = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
-                   for a in node.names if any(m.endswith("." + a.name) and m.startswith(HARNESS) for m, _ in taken)}
-        found += [f"{name}: {node.value.id}.{node.attr}" for node in ast.walk(tree)
-                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                  and node.value.id in aliases and node.attr.startswith("_") and not node.attr.startswith("__")]
+        aliases = {
+            a.asname or a.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for a in node.names
+            if any(m.endswith("." + a.name) and m.startswith(HARNESS) for m, _ in taken)
+        }
+        found += [
+            f"{name}: {node.value.id}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ]
     assert found == []

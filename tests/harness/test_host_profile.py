@@ -1,5 +1,6 @@
 """The host profile (`ascendc-ops profile`): a consumer of the twin's instruction record that
 times each Ascend C API on the host. Its call counts must be the record's own, its times add up."""
+
 import json
 import subprocess
 import sys
@@ -38,7 +39,22 @@ def test_nothing_is_profiled_outside():
 def test_bwd_and_cli_json():
     info = host_profile("swiglu", (7, 2 * 80), "bfloat16", "bwd")
     assert info["blocks"] >= 1 and info["apis"]
-    out = subprocess.run([sys.executable, "-m", "ascendc_ops", "profile", "rms_norm", "--shape", "7,769",
-                          "--dtype", "float16", "--json"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ascendc_ops",
+            "profile",
+            "rms_norm",
+            "--shape",
+            "7,769",
+            "--dtype",
+            "float16",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     data = json.loads(out)
     assert data["op"] == "rms_norm" and data["must_bytes"] > 0 and data["wall_ns"] > 0

@@ -1,6 +1,7 @@
 """The judge itself: the small-value domain, the double benchmark's sanity bound, op types in case files and
 --op, and issue 13's user case file (its own rope_customer tables) under every standard, with a correct and a
 deliberately wrong golden."""
+
 from __future__ import annotations
 
 import json
@@ -8,10 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from ascendc_ops import __main__ as cli
-from ascendc_ops import op_proto
-from ascendc_ops.harness import precision as P
-from ascendc_ops.harness import verify as V
+from ascendc_ops import __main__ as cli, op_proto
+from ascendc_ops.harness import precision as P, verify as V
 from ascendc_ops.harness.cases import CaseError, load_file
 
 STANDARDS = ("auto", "mere_mare", "ratio", "double_thousandth")
@@ -19,14 +18,19 @@ STANDARDS = ("auto", "mere_mare", "ratio", "double_thousandth")
 
 def user_case(op: str, name: str, golden: str | None = None, x: str = "x", y: str = "y") -> dict:
     """Issue 13's case: x uniform in [-2, 2], the user's own cos/sin uniform in [-1, 1], fp16 and fp32."""
+
     def t(n, shape, rng=None):
         d = {"name": n, "format": "ND", "type": ["float16", "float32"], "shape": shape}
         if rng:
             d.update({"value_range": [rng], "data_distribute": "uniform"})
         return d
-    case = {"case_name": name, "op": op,
-            "input_desc": [t(x, [2, 3, 17, 64], [-2, 2]), t("cos", [17, 64], [-1, 1]), t("sin", [17, 64], [-1, 1])],
-            "output_desc": [t(y, [2, 3, 17, 64])]}
+
+    case = {
+        "case_name": name,
+        "op": op,
+        "input_desc": [t(x, [2, 3, 17, 64], [-2, 2]), t("cos", [17, 64], [-1, 1]), t("sin", [17, 64], [-1, 1])],
+        "output_desc": [t(y, [2, 3, 17, 64])],
+    }
     if golden:
         case["calc_expect_func_file"] = golden
     return case
@@ -64,9 +68,12 @@ def run_file(tmp_path, cases: list[dict], standard: str) -> list[dict]:
 def test_user_case_file_right_and_wrong_golden(tmp_path, standard):
     """Passes for the correct op (the built-in golden and an equal custom one), both op spellings, fp16 and fp32;
     fails for a deliberately wrong golden under every standard."""
-    good = [user_case("rope_customer", "builtin"), user_case("RopeCustomer", "typed"),
-            user_case("ropecustomer", "custom", "goldens.py:tutorial"),
-            user_case("RopeCustomerGrad", "grad", "goldens.py:tutorial_dx", x="dy", y="dx")]
+    good = [
+        user_case("rope_customer", "builtin"),
+        user_case("RopeCustomer", "typed"),
+        user_case("ropecustomer", "custom", "goldens.py:tutorial"),
+        user_case("RopeCustomerGrad", "grad", "goldens.py:tutorial_dx", x="dy", y="dx"),
+    ]
     recs = run_file(tmp_path, good, standard)
     assert len(recs) == 8 and {r["op"] for r in recs} == {"rope_customer", "rope_customer_grad"}
     assert all(r["passed"] for r in recs), [(r["case"], r["failures"]) for r in recs if not r["passed"]]
@@ -88,8 +95,10 @@ def test_double_benchmark_fails_a_shared_error(tmp_path):
     shared = g + 0.02 * rng.choice((-1, 1), g.size)  # one error, in both results
     check = P.check_ratio(shared, shared, g, "float32")
     assert not check.passed and check.numbers["mere_ratio"] == pytest.approx(1.0)
-    assert [f.split(" on ")[0] for f in check.failures] == ["the comparison implementation misses the sanity bound",
-                                                             "ours misses the sanity bound"]
+    assert [f.split(" on ")[0] for f in check.failures] == [
+        "the comparison implementation misses the sanity bound",
+        "ours misses the sanity bound",
+    ]
     ours = g.astype(np.float32)  # ours right, the comparison wrong: still a failure, blamed on the comparison
     check = P.check_ratio(ours, shared, g, "float32")
     assert not check.passed and len(check.failures) == 1 and "comparison" in check.failures[0]
@@ -112,7 +121,7 @@ def test_small_value_domain():
     2^-16 / 2^-30, counted, and left out of MERE/MARE/RMSE."""
     assert P.SMALL_VALUE == {"float16": 2.0**-11, "bfloat16": 2.0**-8, "float32": 2.0**-14}
     assert P.SMALL_ERROR == {"float16": 2.0**-16, "bfloat16": 2.0**-16, "float32": 2.0**-30}
-    g = np.array([1.0, 0.5, 2.0**-12, -2.0**-12, 0.0, 2.0**-11])
+    g = np.array([1.0, 0.5, 2.0**-12, -(2.0**-12), 0.0, 2.0**-11])
     a = g + np.array([2.0**-12, 0.0, 2.0**-15, 2.0**-17, 2.0**-17, 0.0])
     m = P.metrics(a, g, "float16")
     assert m["small_count"] == 3 and m["small_share"] == pytest.approx(0.5)  # 2^-11 itself is not small
@@ -145,8 +154,20 @@ def test_op_types_in_case_files_and_cli(tmp_path, capsys):
     with pytest.raises(CaseError, match=r"unknown op 'Rope' .*RopeCustomer"):
         load_file(path, V.OPS)
     out = tmp_path / "v.json"
-    rc = cli.main(["verify", "--quick", "--op", "RmsNorm", "SWIGLU_grad", "--dtype", "float32", "--json", str(out),
-                   "--no-progress"])
+    rc = cli.main(
+        [
+            "verify",
+            "--quick",
+            "--op",
+            "RmsNorm",
+            "SWIGLU_grad",
+            "--dtype",
+            "float32",
+            "--json",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0, capsys.readouterr().out[-2000:]
     assert {r["op"] for r in json.loads(out.read_text())["results"]} == {"rms_norm", "swiglu_grad"}
     with pytest.raises(SystemExit) as e:

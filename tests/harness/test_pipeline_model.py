@@ -1,6 +1,7 @@
 """The pipeline model: sanity on the real streaming copy kernel (csrc/kernels/stream_copy.cpp) run on
 the twin with the 910B tiling and recorded, plus the synchronisation rules on small hand-written
 instruction streams in the recorder's format."""
+
 import json
 import subprocess
 import sys
@@ -9,9 +10,9 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
-from ascendc_ops.harness.pipeline import load_platform, model_launch, platform_files, simulate_block
 from ascendc_ops.harness import plot
 from ascendc_ops.harness.estimate import record
+from ascendc_ops.harness.pipeline import load_platform, model_launch, platform_files, simulate_block
 
 P910 = load_platform("910B")
 COPY_ELEMS = 16 << 20  # 32 MB of bf16: 64 MB of HBM traffic, ~42 us on the 910B model
@@ -109,9 +110,19 @@ def test_the_platform_file_is_all_that_changes(copy2):
 
 # ---- synchronisation rules on hand-written streams (the recorder's format) ----
 def ins(pipe, op, **kw):
-    return {"pipe": pipe, "op": op, "dtype": kw.pop("dtype", "float"), "count": kw.pop("count", 0), "repeats": 0,
-            "gm_read": kw.pop("gm_read", 0), "gm_write": kw.pop("gm_write", 0), "ub_read": [], "ub_write": [],
-            "event": kw.pop("event", None), **kw}
+    return {
+        "pipe": pipe,
+        "op": op,
+        "dtype": kw.pop("dtype", "float"),
+        "count": kw.pop("count", 0),
+        "repeats": 0,
+        "gm_read": kw.pop("gm_read", 0),
+        "gm_write": kw.pop("gm_write", 0),
+        "ub_read": [],
+        "ub_write": [],
+        "event": kw.pop("event", None),
+        **kw,
+    }
 
 
 LOAD = ins("MTE2", "DataCopyPad", gm_read=32768)
@@ -120,8 +131,9 @@ ADD = ins("V", "Add", count=8192)
 
 def test_flags_order_pipes_and_unflagged_work_overlaps():
     free = simulate_block([LOAD, ADD], P910).cycles
-    flagged = simulate_block([LOAD, ins("MTE2", "SetFlag", event=["MTE2", "V", 0]),
-                              ins("V", "WaitFlag", event=["MTE2", "V", 0]), ADD], P910)
+    flagged = simulate_block(
+        [LOAD, ins("MTE2", "SetFlag", event=["MTE2", "V", 0]), ins("V", "WaitFlag", event=["MTE2", "V", 0]), ADD], P910
+    )
     load = simulate_block([LOAD], P910).cycles
     add = simulate_block([ADD], P910).cycles
     assert free == pytest.approx(max(load, add), rel=0.05)
@@ -135,19 +147,55 @@ def test_pipe_barrier_exposes_vector_latency():
 
 
 def test_scalar_waiting_for_vector_delays_later_loads():
-    body = [ADD, ins("V", "SetFlag", event=["V", "S", 0]), ins("S", "WaitFlag", event=["V", "S", 0]),
-            ins("S", "GetValue"), LOAD]
+    body = [
+        ADD,
+        ins("V", "SetFlag", event=["V", "S", 0]),
+        ins("S", "WaitFlag", event=["V", "S", 0]),
+        ins("S", "GetValue"),
+        LOAD,
+    ]
     without = [ADD, ins("S", "GetValue"), LOAD]
     assert simulate_block(body, P910).cycles > simulate_block(without, P910).cycles + 200
 
 
 def test_estimate_command_json(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "ascendc_ops", "estimate", "rms_norm", "--shape", "96,512", "--dtype",
-                          "float32", "--json", "--out", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ascendc_ops",
+            "estimate",
+            "rms_norm",
+            "--shape",
+            "96,512",
+            "--dtype",
+            "float32",
+            "--json",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout)
-    for key in ("op", "platform", "dtype", "inputs", "outputs", "gm_bytes", "hbm_bytes_per_s", "est_us", "bound",
-                "roofline_pct", "blocks", "cores", "pipes", "trace"):
+    for key in (
+        "op",
+        "platform",
+        "dtype",
+        "inputs",
+        "outputs",
+        "gm_bytes",
+        "hbm_bytes_per_s",
+        "est_us",
+        "bound",
+        "roofline_pct",
+        "blocks",
+        "cores",
+        "pipes",
+        "trace",
+    ):
         assert key in info, key
     assert info["inputs"] == [[96, 512], [512]] and info["outputs"] == [[96, 512], [96, 1]]
     assert info["blocks"] == 48 and info["cores"] == 48 and 0 < info["roofline_pct"] <= 100

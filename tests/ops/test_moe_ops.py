@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -22,11 +23,9 @@ from torch.library import opcheck
 import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops.harness import precision as P
-from types import SimpleNamespace
 from ascendc_ops.ops import grouped_matmul_reference, moe_routing_reference
+
 R = SimpleNamespace(**{**vars(grouped_matmul_reference), **vars(moe_routing_reference)})  # both families' goldens
-from accuracy import assert_accurate, np64
-from conftest import BUILD
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ops = torch.ops.custom
@@ -490,7 +489,9 @@ def test_harness_verifies_the_moe_case_files(tmp_path, capsys):
     from ascendc_ops import __main__ as cli
 
     out = tmp_path / "v.json"
-    files = [str(Path(__file__).resolve().parent.parent / "cases" / n) for n in ("grouped_matmul.json", "moe_routing.json")]
+    files = [
+        str(Path(__file__).resolve().parent.parent / "cases" / n) for n in ("grouped_matmul.json", "moe_routing.json")
+    ]
     rc = cli.main(["verify", "--cases", *files, "--json", str(out), "--no-progress"])
     captured = capsys.readouterr()
     assert rc == 0, captured.out[-3000:] + captured.err

@@ -14,11 +14,10 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
-from ascendc_ops.ops import rms_norm as N
+from accuracy import assert_accurate, np64
 from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
-from ascendc_ops.ops import rms_norm_reference as R
-from accuracy import assert_accurate, np64
+from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
 
 EPS = 1e-6
 # (x dtype, gamma dtype) pairs of op_proto/rms_norm.json

@@ -17,7 +17,6 @@ import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import rope_reference as R
-from accuracy import assert_accurate, np64, worst
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MODES = ("half", "interleave")

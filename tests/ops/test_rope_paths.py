@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
+from accuracy import np64
 from ascendc_ops.harness.twin_record import recording
 from ascendc_ops.ops import rope_reference as R
-from accuracy import np64
 
 
 def v_ops(records) -> list[dict]:

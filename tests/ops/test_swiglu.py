@@ -15,12 +15,11 @@ import torch
 import torch.nn.functional as F
 
 import ascendc_ops  # noqa: F401  (loads the library)
+import ascendc_ops.ops.swiglu as S
 from accuracy import assert_accurate, np64
 from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import swiglu_reference as R
-import ascendc_ops.ops.swiglu as S
-from accuracy import assert_accurate, np64
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ROWS = (1, 7, 83, 4096)

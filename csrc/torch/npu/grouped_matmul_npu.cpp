@@ -25,8 +25,8 @@ namespace {
 
 at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
                             int64_t groupListType, bool transposeWeight, bool weightGrad) {
-  GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad,
-                                               npu::NpuCubePlatform());
+  GroupedMatmulLaunch l =
+      PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad, npu::NpuCubePlatform());
   if (l.tiling.blockDim == 0) return l.out;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, a.device());
   const at::Tensor workspace = npu::SysWorkspace(a.device());

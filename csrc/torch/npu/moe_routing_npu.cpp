@@ -39,7 +39,6 @@ ASCENDC_NPU_KERNELS(MOE_TOKEN_UNPERMUTE_GRAD_DTYPES, moe_token_unpermute_grad, M
 namespace ascendc_ops {
 namespace {
 
-
 std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::Tensor& indices,
                                            c10::optional<int64_t> numOutTokens, bool paddedMode) {
   const OpProto& op = kMoeTokenPermute;

@@ -36,8 +36,8 @@ inline const tiling::CubePlatform& NpuCubePlatform() {
     soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
     soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
     soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
-    return tiling::CubePlatform{tiling::kA2Name, soc->GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b),
-                                uint32_t(l0c)};
+    return tiling::CubePlatform{tiling::kA2Name, soc->GetCoreNumAic(), uint32_t(l1),
+                                uint32_t(l0a),   uint32_t(l0b),        uint32_t(l0c)};
   }();
   return platform;
 }

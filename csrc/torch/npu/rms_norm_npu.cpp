@@ -44,7 +44,6 @@ ASCENDC_NPU_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PAR
 namespace ascendc_ops {
 namespace {
 
-
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1, const at::Tensor* x2,
                                                        const at::Tensor& gamma, double epsilon) {
   NormForwardLaunch l = PrepareNormForward(op, x1, x2, gamma, epsilon, npu::NpuPlatform());

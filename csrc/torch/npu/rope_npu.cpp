@@ -27,9 +27,7 @@ at::Tensor RunOnNpu(const OpProto& op, const at::Tensor& x, const at::Tensor& co
        *tp = tiling.data_ptr();
   const at::ScalarType dtype = l.x.scalar_type();
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    PickEntry(npu_entries::rope, dtype).fn(blocks, stream, xp, cp, sp, yp, nullptr, tp);
-  });
+  npu::Enqueue(op.name, [=] { PickEntry(npu_entries::rope, dtype).fn(blocks, stream, xp, cp, sp, yp, nullptr, tp); });
   return l.y;
 }
 

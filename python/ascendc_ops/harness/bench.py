@@ -1,4 +1,5 @@
-"""`ascendc-ops bench` (--suite ops, the default): each fused op against the PyTorch step-by-step code it replaces, torch.compile of
+"""`ascendc-ops bench` (--suite ops, the default): each fused op against the PyTorch step-by-step code it
+replaces, torch.compile of
 that same code, and a copy of the same number of bytes, all measured in the same run.
 What each op is timed against (its inputs, shapes, bytes and targets) lives in its family module (families/).
 
@@ -6,6 +7,7 @@ Method: warmup, then adaptive repeats timed one call at a time
 with time.perf_counter_ns; median with p20/p80; effective bandwidth = bytes that must move
 (inputs read once + outputs written once) / median, also as a % of the same-size copy.
 """
+
 from __future__ import annotations
 
 import csv
@@ -19,17 +21,20 @@ from dataclasses import dataclass
 import torch
 
 from . import explain, plot
-from .dtypes import BENCH_DEFAULT as DEFAULT_DTYPES, FLOATS as DTYPES, torch_dtype
+from .dtypes import BENCH_DEFAULT as DEFAULT_DTYPES, torch_dtype
 from .environment import contention, cpu_busy, environment, progress
 from .estimate import model_columns
 from .runner import OPS, check_shape, first
+
 PASSES = ("fwd", "bwd", "full")
 DEFAULT_PASSES = ("fwd", "bwd")
 PROVIDERS = ("ours", "torch", "compile", "copy")
 STATS = ("median", "p20", "p80", "reps", "faults")
-TARGETS = ("per op and pass, in the target columns (speedup over step-by-step, over torch.compile, % of copy): "
-           "the op's own issue, raised to issue 12's floor (>= 1.5x step, >= 1.0x compile; streaming ops >= 70% "
-           "of copy in fp32, >= 50% in 16-bit)")
+TARGETS = (
+    "per op and pass, in the target columns (speedup over step-by-step, over torch.compile, % of copy): "
+    "the op's own issue, raised to issue 12's floor (>= 1.5x step, >= 1.0x compile; streaming ops >= 70% "
+    "of copy in fp32, >= 50% in 16-bit)"
+)
 
 
 @dataclass(frozen=True)
@@ -135,8 +140,13 @@ def time_providers(calls: dict, cfg: Config, rounds: int = 5) -> dict:
     stats = {}
     for k, ts in times.items():
         ts.sort()
-        stats[k] = {"median": pct(ts, 0.5), "p20": pct(ts, 0.2), "p80": pct(ts, 0.8), "reps": len(ts),
-                    "faults": faults[k] / len(ts)}
+        stats[k] = {
+            "median": pct(ts, 0.5),
+            "p20": pct(ts, 0.2),
+            "p80": pct(ts, 0.8),
+            "reps": len(ts),
+            "faults": faults[k] / len(ts),
+        }
     return stats
 
 
@@ -155,19 +165,24 @@ class _Quiet:
         os.close(self.saved)
 
 
-MEMORY_METHOD = ("peak of live bytes allocated through torch's CPU allocator during one call "
-                 "(torch.profiler memory events; kernel-internal malloc not seen)")
+MEMORY_METHOD = (
+    "peak of live bytes allocated through torch's CPU allocator during one call "
+    "(torch.profiler memory events; kernel-internal malloc not seen)"
+)
 
 
 def peak_alloc_mb(fn):
     """Peak of (allocations - frees) through torch's allocator during one call, in MB, or None."""
     gc.collect()
     try:
-        with _Quiet(), torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                              profile_memory=True) as prof:
+        with (
+            _Quiet(),
+            torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU], profile_memory=True) as prof,
+        ):
             out = fn()
-        events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                        if e.name() == "[memory]")
+        events = sorted(
+            (e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"
+        )
     except Exception:  # private profiler API moved: report n/a rather than guess
         return None
     del out
@@ -209,8 +224,14 @@ def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str 
     mismatch = [k for k in fns if k != "ours" and not torch.allclose(outs["ours"], outs[k], rtol=tol, atol=tol)]
     del outs
 
-    row = {"op": name, "shape": "x".join(map(str, shape)), "dtype": dtype_name, "pass": pass_, "preset": preset,
-           "bytes": moved + (moved % 2)}
+    row = {
+        "op": name,
+        "shape": "x".join(map(str, shape)),
+        "dtype": dtype_name,
+        "pass": pass_,
+        "preset": preset,
+        "bytes": moved + (moved % 2),
+    }
     stats = time_providers(calls, cfg)
     for k in PROVIDERS:
         for stat in STATS:
@@ -262,9 +283,11 @@ def fmt_x(v):
 
 
 def markdown(rows) -> str:
-    head = ("| op | shape | dtype | pass | ours ms (p20-p80) | step-by-step ms | torch.compile ms | copy ms "
-            "| ours GB/s | % of copy | 910B est. us | % HBM roofline | vs step | vs compile | peak MB ours/step/compile "
-            "| target step | target compile | target copy |")
+    head = (
+        "| op | shape | dtype | pass | ours ms (p20-p80) | step-by-step ms | torch.compile ms | copy ms "
+        "| ours GB/s | % of copy | 910B est. us | % HBM roofline | vs step | vs compile | peak MB ours/step/compile "
+        "| target step | target compile | target copy |"
+    )
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
     for r in rows:
         shape = r["shape"] + (f" ({r['preset']})" if r.get("preset") else "")
@@ -274,16 +297,31 @@ def markdown(rows) -> str:
             f"| {fmt_est(r['est_us_910b'])} | {fmt_pct(r['roofline_pct_910b'])} "
             f"| {fmt_x(r['vs_torch'])} | {fmt_x(r['vs_compile'])} "
             f"| {fmt_mb(r['ours_peak_mb'])}/{fmt_mb(r['torch_peak_mb'])}/{fmt_mb(r['compile_peak_mb'])} "
-            f"| {r['t_step']} | {r['t_compile']} | {r['t_copy']} |")
+            f"| {r['t_step']} | {r['t_compile']} | {r['t_copy']} |"
+        )
     return "\n".join(lines)
 
 
 ENV_FIELDS = ("time", "cpu", "cores", "threads", "allocator", "torch", "python", "package", "commit")
-ROW_FIELDS = (("op", "shape", "dtype", "pass", "preset", "bytes")
-              + tuple(f"{k}_{s}" for k in PROVIDERS for s in STATS)
-              + tuple(f"{k}_peak_mb" for k in PROVIDERS[:3])
-              + ("ours_gbs", "copy_gbs", "pct_copy", "vs_torch", "vs_compile", "t_step", "t_compile", "t_copy",
-                 "mismatch", "est_us_910b", "roofline_pct_910b") + explain.FIELDS)
+ROW_FIELDS = (
+    ("op", "shape", "dtype", "pass", "preset", "bytes")
+    + tuple(f"{k}_{s}" for k in PROVIDERS for s in STATS)
+    + tuple(f"{k}_peak_mb" for k in PROVIDERS[:3])
+    + (
+        "ours_gbs",
+        "copy_gbs",
+        "pct_copy",
+        "vs_torch",
+        "vs_compile",
+        "t_step",
+        "t_compile",
+        "t_copy",
+        "mismatch",
+        "est_us_910b",
+        "roofline_pct_910b",
+    )
+    + explain.FIELDS
+)
 CSV_FIELDS = ENV_FIELDS + ROW_FIELDS
 
 
@@ -334,39 +372,58 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
     profiled = explain.explain(rows, cfg.explain, progress if cfg.progress else None)
     explain_s = time.perf_counter() - t0
 
-    print(f"Environment: CPU {env['cpu']}, {env['cores']} cores, torch threads {env['threads']} "
-          f"(the CPU twin uses the same count), torch {env['torch']}, allocator {env['allocator']}, "
-          f"commit {env['commit']}", file=out)
-    compile_txt = ("torch.compile(fullgraph=True, dynamic=False) compiled before timing; " if cfg.compile
-                   else "torch.compile skipped (--no-compile); ")
-    print(f"Method: per-call time.perf_counter_ns after {cfg.warmup} warmup calls, adaptive repeats "
-          f"(~{cfg.target_s:g} s per provider, >= {cfg.min_reps}, providers interleaved in 5 slices), "
-          "median (p20-p80); each provider's previous output stays alive across repeats; " + compile_txt +
-          "bwd = torch.autograd.grad(y, x, dy) with a fixed dy (dx only); full = forward with grad + that "
-          "backward in each call. GB/s = (inputs read once + outputs written once, both passes for full) / median; "
-          "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % HBM roofline: the pipeline "
-          "model's estimate for the same call with the 910B tiling (a model, not a measurement; README). "
-          f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
-          file=out)
+    print(
+        f"Environment: CPU {env['cpu']}, {env['cores']} cores, torch threads {env['threads']} "
+        f"(the CPU twin uses the same count), torch {env['torch']}, allocator {env['allocator']}, "
+        f"commit {env['commit']}",
+        file=out,
+    )
+    compile_txt = (
+        "torch.compile(fullgraph=True, dynamic=False) compiled before timing; "
+        if cfg.compile
+        else "torch.compile skipped (--no-compile); "
+    )
+    print(
+        f"Method: per-call time.perf_counter_ns after {cfg.warmup} warmup calls, adaptive repeats "
+        f"(~{cfg.target_s:g} s per provider, >= {cfg.min_reps}, providers interleaved in 5 slices), "
+        "median (p20-p80); each provider's previous output stays alive across repeats; "
+        + compile_txt
+        + "bwd = torch.autograd.grad(y, x, dy) with a fixed dy (dx only); full = forward with grad + that "
+        "backward in each call. GB/s = (inputs read once + outputs written once, both passes for full) / median; "
+        "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % HBM roofline: the pipeline "
+        "model's estimate for the same call with the 910B tiling (a model, not a measurement; README). "
+        f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
+        file=out,
+    )
     print("", file=out)
     print(markdown(rows), file=out)
     print("\nWhere the time goes in each row that misses a target (`--no-explain` skips it):\n", file=out)
     print(explain.markdown(rows), file=out)
-    notes = [f"- {r['op']} {r['shape']} {r['dtype']} {r['pass']}: ours differs from {r['mismatch']}"
-             for r in rows if r["mismatch"]]
+    notes = [
+        f"- {r['op']} {r['shape']} {r['dtype']} {r['pass']}: ours differs from {r['mismatch']}"
+        for r in rows
+        if r["mismatch"]
+    ]
     provs = [k for k in PROVIDERS if rows[0][f"{k}_faults"] is not None]
     worst = max(rows, key=lambda r: max(r[f"{k}_faults"] for k in provs))
     wk = max(provs, key=lambda k: worst[f"{k}_faults"])
-    notes.append(f"- minor page faults per timed call (after warming up until a pass has none): at most "
-                 f"{worst[wk + '_faults']:.0f} ({wk}, {worst['op']} {worst['shape']} {worst['dtype']} {worst['pass']})")
-    notes.append(f"- run took {elapsed:.0f} s; during it {load} (high values make the numbers unreliable); "
-                 f"explaining took {explain_s:.1f} s more ({profiled} rows profiled)")
+    notes.append(
+        f"- minor page faults per timed call (after warming up until a pass has none): at most "
+        f"{worst[wk + '_faults']:.0f} ({wk}, {worst['op']} {worst['shape']} {worst['dtype']} {worst['pass']})"
+    )
+    notes.append(
+        f"- run took {elapsed:.0f} s; during it {load} (high values make the numbers unreliable); "
+        f"explaining took {explain_s:.1f} s more ({profiled} rows profiled)"
+    )
     print("\n" + "\n".join(notes), file=out)
     if cfg.csv:
         write_csv(cfg.csv, env, rows)
         print(f"- appended {len(rows)} rows to {cfg.csv}", file=out)
     if cfg.plot:
-        plot.bench_chart(rows, cfg.plot, title=f"ascendc-ops bench, {env['cpu'].split(' (')[0]}, "
-                                          f"{env['threads']} threads, commit {env['commit']}")
+        plot.bench_chart(
+            rows,
+            cfg.plot,
+            title=f"ascendc-ops bench, {env['cpu'].split(' (')[0]}, {env['threads']} threads, commit {env['commit']}",
+        )
         print(f"- wrote the chart to {cfg.plot}", file=out)
     return rows

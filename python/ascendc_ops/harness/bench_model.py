@@ -14,6 +14,7 @@ each variant's best round, and generation is the best of ``GEN_RUNS`` greedy run
 peak = VmHWM - VmRSS around one step, after resetting the high-water mark (/proc/self/clear_refs), with
 ``MALLOC_MMAP_THRESHOLD_`` fixed so large tensors are returned to the OS when freed. Linux only for memory.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,22 +27,36 @@ import time
 
 from .dtypes import torch_dtype
 
-MODEL = dict(hidden_size=1024, num_hidden_layers=4, num_attention_heads=16, num_key_value_heads=16,
-             intermediate_size=2816, vocab_size=4096, max_position_embeddings=2048, hidden_act="silu")
+MODEL = dict(
+    hidden_size=1024,
+    num_hidden_layers=4,
+    num_attention_heads=16,
+    num_key_value_heads=16,
+    intermediate_size=2816,
+    vocab_size=4096,
+    max_position_embeddings=2048,
+    hidden_act="silu",
+)
 # (seq for training, batch, timed train steps, prompt len, new tokens); bf16 uses a shorter sequence:
 # this CPU has no native bf16 matmul, and bf16 matmul backward is ~30x slower than fp32 here.
 PLANS = {
-    "default": {"float32": dict(seq=512, batch=1, steps=2, prompt=32, new=32),
-                "bfloat16": dict(seq=64, batch=1, steps=1, prompt=16, new=16)},
-    "quick": {"float32": dict(seq=128, batch=1, steps=1, prompt=16, new=8),
-              "bfloat16": dict(seq=16, batch=1, steps=1, prompt=8, new=4)},
+    "default": {
+        "float32": dict(seq=512, batch=1, steps=2, prompt=32, new=32),
+        "bfloat16": dict(seq=64, batch=1, steps=1, prompt=16, new=16),
+    },
+    "quick": {
+        "float32": dict(seq=128, batch=1, steps=1, prompt=16, new=8),
+        "bfloat16": dict(seq=16, batch=1, steps=1, prompt=8, new=4),
+    },
 }
 KERNELS = "fused_rope,fused_rmsnorm,fused_swiglu"
 GEN_RUNS = 3
 ROUNDS = 2  # subprocess runs per variant, interleaved (the best is shown)
 # Each variant runs in a fresh process: its peak memory is its own.
-WORKER = ("import json, sys; from ascendc_ops.harness.bench_model import worker; "
-          "w = json.loads(sys.argv[1]); print(json.dumps(worker(w['dtype'], w['kernels'], w['plan'], w['profile'])))")
+WORKER = (
+    "import json, sys; from ascendc_ops.harness.bench_model import worker; "
+    "w = json.loads(sys.argv[1]); print(json.dumps(worker(w['dtype'], w['kernels'], w['plan'], w['profile'])))"
+)
 
 
 def _status(key: str) -> int:
@@ -97,8 +112,10 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
 
         with tprofile(activities=[ProfilerActivity.CPU]) as prof:
             step()
-        prof_rows = [(e.key, e.self_cpu_time_total / 1e3, e.count) for e in
-                     sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:14]]
+        prof_rows = [
+            (e.key, e.self_cpu_time_total / 1e3, e.count)
+            for e in sorted(prof.key_averages(), key=lambda e: -e.self_cpu_time_total)[:14]
+        ]
 
     model.zero_grad(set_to_none=True)
     model.eval()
@@ -113,15 +130,28 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
             gen_times.append(time.perf_counter() - t0)
     gen_s = min(gen_times)
     new = (out.shape[1] - prompt.shape[1]) * out.shape[0]
-    return dict(dtype=dtype_name, kernels=kernels, applied=report.applied, train_tok_s=ids.numel() / train_s,
-                train_step_s=train_s, peak_mib=None if peak is None else peak / 2**20, gen_tok_s=new / gen_s,
-                seq=plan["seq"], batch=plan["batch"], profile=prof_rows)
+    return dict(
+        dtype=dtype_name,
+        kernels=kernels,
+        applied=report.applied,
+        train_tok_s=ids.numel() / train_s,
+        train_step_s=train_s,
+        peak_mib=None if peak is None else peak / 2**20,
+        gen_tok_s=new / gen_s,
+        seq=plan["seq"],
+        batch=plan["batch"],
+        profile=prof_rows,
+    )
 
 
 def _run_variant(dtype_name, kernels, plan, profile) -> dict:
     env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="131072", MALLOC_TRIM_THRESHOLD_="131072")
-    cmd = [sys.executable, "-c", WORKER, json.dumps(
-        dict(dtype=dtype_name, kernels=kernels, plan=plan, profile=profile))]
+    cmd = [
+        sys.executable,
+        "-c",
+        WORKER,
+        json.dumps(dict(dtype=dtype_name, kernels=kernels, plan=plan, profile=profile)),
+    ]
     res = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if res.returncode:
         raise RuntimeError(f"benchmark worker failed ({dtype_name}, kernels={kernels}):\n{res.stderr[-4000:]}")
@@ -141,10 +171,12 @@ def _environment() -> str:
     except (OSError, AttributeError):
         pass
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return (f"Machine: {cpu}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-            f"transformers {transformers.__version__}, ascendc_ops {ascendc_ops.__version__} "
-            f"[{', '.join(ascendc_ops.backends())}], Python {platform.python_version()}; load average at start "
-            f"{load:.2f}")
+    return (
+        f"Machine: {cpu}, {os.cpu_count()} cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+        f"transformers {transformers.__version__}, ascendc_ops {ascendc_ops.__version__} "
+        f"[{', '.join(ascendc_ops.backends())}], Python {platform.python_version()}; load average at start "
+        f"{load:.2f}"
+    )
 
 
 def _fmt(v, spec):
@@ -159,7 +191,7 @@ def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True) -> 
     results = {}
     for dtype_name, plan in plans.items():
         for r in range(max(1, rounds)):
-            for kernels in ((False, True) if r % 2 == 0 else (True, False)):
+            for kernels in (False, True) if r % 2 == 0 else (True, False):
                 profile = dtype_name == "float32" and profile_ops and r == 0
                 res = _run_variant(dtype_name, kernels, plan, profile)
                 best = results.setdefault((dtype_name, kernels), res)
@@ -169,40 +201,52 @@ def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True) -> 
     load_end = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
     m = MODEL
-    print(f"## Llama-shaped model: hidden {m['hidden_size']}, {m['num_hidden_layers']} layers, "
-          f"{m['num_attention_heads']} heads, intermediate {m['intermediate_size']}, vocab {m['vocab_size']}\n")
+    print(
+        f"## Llama-shaped model: hidden {m['hidden_size']}, {m['num_hidden_layers']} layers, "
+        f"{m['num_attention_heads']} heads, intermediate {m['intermediate_size']}, vocab {m['vocab_size']}\n"
+    )
     print(env_line + f", at end {load_end:.2f}\n")
-    print("| dtype | batch x seq | kernels | train tok/s | train speedup | step peak MiB | peak ratio "
-          "| gen tok/s | gen speedup |")
+    print(
+        "| dtype | batch x seq | kernels | train tok/s | train speedup | step peak MiB | peak ratio "
+        "| gen tok/s | gen speedup |"
+    )
     print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     for dtype_name in plans:
         base = results[dtype_name, False]
         for kernels in (False, True):
             r = results[dtype_name, kernels]
             peak_ratio = (r["peak_mib"] / base["peak_mib"]) if r["peak_mib"] and base["peak_mib"] else None
-            print(f"| {dtype_name} | {r['batch']} x {r['seq']} | {'all 3' if kernels else 'none (HF eager)'} "
-                  f"| {r['train_tok_s']:.1f} | {r['train_tok_s'] / base['train_tok_s']:.2f}x "
-                  f"| {_fmt(r['peak_mib'], '.0f')} | {_fmt(peak_ratio, '.2f')} "
-                  f"| {r['gen_tok_s']:.1f} | {r['gen_tok_s'] / base['gen_tok_s']:.2f}x |")
-    print(f"\nTraining step = forward + backward (loss on the same ids), best of the timed steps; step peak = "
-          f"peak RSS above the pre-step RSS (parameters and their gradients already allocated, so this is "
-          f"activations + temporaries); generation = greedy, batch 1, "
-          f"{plans['float32']['prompt']}-token prompt, {plans['float32']['new']} new tokens (fp32), best of {GEN_RUNS}; "
-          f"each figure the best of {max(1, rounds)} interleaved subprocess rounds. "
-          f"Total {time.perf_counter() - t_start:.0f} s.")
+            print(
+                f"| {dtype_name} | {r['batch']} x {r['seq']} | {'all 3' if kernels else 'none (HF eager)'} "
+                f"| {r['train_tok_s']:.1f} | {r['train_tok_s'] / base['train_tok_s']:.2f}x "
+                f"| {_fmt(r['peak_mib'], '.0f')} | {_fmt(peak_ratio, '.2f')} "
+                f"| {r['gen_tok_s']:.1f} | {r['gen_tok_s'] / base['gen_tok_s']:.2f}x |"
+            )
+    print(
+        f"\nTraining step = forward + backward (loss on the same ids), best of the timed steps; step peak = "
+        f"peak RSS above the pre-step RSS (parameters and their gradients already allocated, so this is "
+        f"activations + temporaries); generation = greedy, batch 1, "
+        f"{plans['float32']['prompt']}-token prompt, {plans['float32']['new']} new tokens (fp32), best of {GEN_RUNS}; "
+        f"each figure the best of {max(1, rounds)} interleaved subprocess rounds. "
+        f"Total {time.perf_counter() - t_start:.0f} s."
+    )
     base, fused = results["float32", False], results["float32", True]
     speedup = fused["train_tok_s"] / base["train_tok_s"]
     if base["profile"] and fused["profile"]:
         verdict = "met" if speedup >= 1.3 else "missed"
-        print(f"\n### fp32 training: {speedup:.2f}x (target 1.3x {verdict}); per-op profile of one step "
-              "(self CPU ms, top ops)\n")
+        print(
+            f"\n### fp32 training: {speedup:.2f}x (target 1.3x {verdict}); per-op profile of one step "
+            "(self CPU ms, top ops)\n"
+        )
         print("| op (HF eager) | ms | calls | op (all kernels) | ms | calls |")
         print("|---|---:|---:|---|---:|---:|")
         for a, b in zip(base["profile"], fused["profile"]):
             print(f"| {a[0]} | {a[1]:.1f} | {a[2]} | {b[0]} | {b[1]:.1f} | {b[2]} |")
         tot = lambda rows, keys: sum(r[1] for r in rows if any(k in r[0] for k in keys))  # noqa: E731
         mm = ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "aten::matmul")
-        print(f"\nMatmuls (mm/addmm/bmm) take {tot(base['profile'], mm):.0f} ms of the HF step and "
-              f"{tot(fused['profile'], mm):.0f} ms of the patched one; the kernels only replace the "
-              "element-wise parts (RoPE, RMSNorm, SiLU*mul), so the step speedup is bounded by their share.")
+        print(
+            f"\nMatmuls (mm/addmm/bmm) take {tot(base['profile'], mm):.0f} ms of the HF step and "
+            f"{tot(fused['profile'], mm):.0f} ms of the patched one; the kernels only replace the "
+            "element-wise parts (RoPE, RMSNorm, SiLU*mul), so the step speedup is bounded by their share."
+        )
     return 0

@@ -14,8 +14,10 @@ are HF's own dispatch (``config._experts_implementation`` = eager / grouped_mm /
 three see the same inputs and weights. Times: median of the timed repetitions after a warm-up; fwd = no
 grad, fwd+bwd = forward with grad and backward of ``sum(out * dy)`` into hidden, routing weights and both
 weights. Peak memory: in a subprocess per case and dtype with large blocks mmapped (MALLOC_MMAP_THRESHOLD_),
-peak RSS above the RSS before one fwd+bwd (incl. the weight gradients, the same size for all three). When a target is missed, a per-op profile of ours follows.
+peak RSS above the RSS before one fwd+bwd (incl. the weight gradients, the same size for all three). When a
+target is missed, a per-op profile of ours follows.
 """
+
 from __future__ import annotations
 
 import json
@@ -38,15 +40,29 @@ from .families.grouped_matmul import EXPERTS_SHAPES, experts_inputs, mm_loop
 
 IMPLS = ("eager", "grouped_mm", "ascendc_fused_moe")
 CASES = {"E64": dict(E=64, K=8, H=1024, I=512, T=1024), "E8": dict(E=8, K=2, H=1024, I=2816, T=1024)}
-MODEL = dict(vocab_size=4096, hidden_size=512, num_hidden_layers=2, num_attention_heads=8, num_key_value_heads=4,
-             head_dim=64, intermediate_size=1024, moe_intermediate_size=256, num_experts=16, num_experts_per_tok=4,
-             norm_topk_prob=True, max_position_embeddings=1024, hidden_act="silu")
+MODEL = dict(
+    vocab_size=4096,
+    hidden_size=512,
+    num_hidden_layers=2,
+    num_attention_heads=8,
+    num_key_value_heads=4,
+    head_dim=64,
+    intermediate_size=1024,
+    moe_intermediate_size=256,
+    num_experts=16,
+    num_experts_per_tok=4,
+    norm_topk_prob=True,
+    max_position_embeddings=1024,
+    hidden_act="silu",
+)
 TARGETS = {"grouped_mm": 1.2, "eager": 10.0}  # experts block fwd+bwd at E=64; model step: 1.5x eager
 GMM_TARGET, MODEL_TARGET = 0.9, 1.5  # grouped_matmul vs torch._grouped_mm; model step vs HF eager
 DTYPES = BENCH_DEFAULT  # the HF modules run in these
 # The memory worker runs in a fresh process (its own peak RSS, its own malloc settings).
-MEMORY_WORKER = ("import json, sys; from ascendc_ops.harness.bench_moe import memory_worker; "
-                 "print(json.dumps(memory_worker(*json.loads(sys.argv[1]))))")
+MEMORY_WORKER = (
+    "import json, sys; from ascendc_ops.harness.bench_moe import memory_worker; "
+    "print(json.dumps(memory_worker(*json.loads(sys.argv[1]))))"
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +85,13 @@ def experts_module(case: dict, dtype: torch.dtype, seed: int = 0):
 
     import ascendc_ops.patching  # noqa: F401  (registers ascendc_fused_moe)
 
-    cfg = Qwen3MoeConfig(hidden_size=case["H"], moe_intermediate_size=case["I"], num_experts=case["E"],
-                         num_experts_per_tok=case["K"], hidden_act="silu")
+    cfg = Qwen3MoeConfig(
+        hidden_size=case["H"],
+        moe_intermediate_size=case["I"],
+        num_experts=case["E"],
+        num_experts_per_tok=case["K"],
+        hidden_act="silu",
+    )
     g = torch.Generator().manual_seed(seed)
     m = Qwen3MoeExperts(cfg)
     with torch.no_grad():
@@ -187,8 +208,9 @@ def median_ms(fns: dict, reps: int, budget_s: float = 10.0) -> dict:
 def compare_grouped_mm(shapes=EXPERTS_SHAPES, dtypes=DTYPES, reps: int = 5, out=sys.stdout):
     """Forward and forward+backward (dx, dw) times: ours, torch._grouped_mm, the per-expert mm loop.
     Returns (shape, dtype, pass, ours / torch._grouped_mm speed ratio) per row."""
-    print("| M,K,N,E | dtype | pass | ours ms | torch._grouped_mm ms | mm loop ms | vs _grouped_mm | vs loop |",
-          file=out)
+    print(
+        "| M,K,N,E | dtype | pass | ours ms | torch._grouped_mm ms | mm loop ms | vs _grouped_mm | vs loop |", file=out
+    )
     print("|---|---|---|---|---|---|---|---|", file=out)
     gen = torch.Generator().manual_seed(0)
     ratios = []
@@ -197,19 +219,25 @@ def compare_grouped_mm(shapes=EXPERTS_SHAPES, dtypes=DTYPES, reps: int = 5, out=
             x, w, counts = experts_inputs(shape, torch_dtype(dt), gen)
             offs = torch.cumsum(counts, 0).to(torch.int32)
             dy = torch.randn(x.shape[0], w.shape[2], generator=gen).to(x.dtype)
-            impls = {"ours": lambda x, w: ascendc_ops.grouped_matmul(x, w, counts),
-                     "grouped_mm": lambda x, w: torch._grouped_mm(x, w, offs=offs),
-                     "loop": lambda x, w: mm_loop(x, w, counts)}
+            impls = {
+                "ours": lambda x, w: ascendc_ops.grouped_matmul(x, w, counts),
+                "grouped_mm": lambda x, w: torch._grouped_mm(x, w, offs=offs),
+                "loop": lambda x, w: mm_loop(x, w, counts),
+            }
             xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
             for pass_ in ("fwd", "fwd+bwd"):
                 if pass_ == "fwd":
                     ms = median_ms({k: lambda f=f: f(x, w) for k, f in impls.items()}, reps)
                 else:
-                    ms = median_ms({k: lambda f=f: torch.autograd.grad(f(xg, wg), (xg, wg), dy)
-                                     for k, f in impls.items()}, reps)
-                print(f"| {','.join(map(str, shape))} | {dt} | {pass_} | {ms['ours']:.1f} | {ms['grouped_mm']:.1f} | "
-                      f"{ms['loop']:.1f} | {ms['grouped_mm'] / ms['ours']:.2f}x | {ms['loop'] / ms['ours']:.2f}x |",
-                      file=out, flush=True)
+                    ms = median_ms(
+                        {k: lambda f=f: torch.autograd.grad(f(xg, wg), (xg, wg), dy) for k, f in impls.items()}, reps
+                    )
+                print(
+                    f"| {','.join(map(str, shape))} | {dt} | {pass_} | {ms['ours']:.1f} | {ms['grouped_mm']:.1f} | "
+                    f"{ms['loop']:.1f} | {ms['grouped_mm'] / ms['ours']:.2f}x | {ms['loop'] / ms['ours']:.2f}x |",
+                    file=out,
+                    flush=True,
+                )
                 ratios.append((shape, dt, pass_, ms["grouped_mm"] / ms["ours"]))
     return ratios
 
@@ -225,9 +253,11 @@ def run(opts: Options) -> int:
     dtypes = list(opts.dtypes or DTYPES)
     impls = [i for i in IMPLS if opts.eager or i != "eager"]
     budget = 2.0 if opts.quick else 4.0
-    print(f"Machine: {cpu_model()} ({torch.backends.cpu.get_cpu_capability()}), {os.cpu_count()} cores, "
-          f"torch {torch.__version__} ({torch.get_num_threads()} threads); malloc {malloc}; cube GEMM as stored: "
-          f"{', '.join(torch.ops.ascendc_ops.cube_gemm_native())} (other dtypes widened to fp32)\n")
+    print(
+        f"Machine: {cpu_model()} ({torch.backends.cpu.get_cpu_capability()}), {os.cpu_count()} cores, "
+        f"torch {torch.__version__} ({torch.get_num_threads()} threads); malloc {malloc}; cube GEMM as stored: "
+        f"{', '.join(torch.ops.ascendc_ops.cube_gemm_native())} (other dtypes widened to fp32)\n"
+    )
     misses = []
     if opts.gmm:
         print("grouped_matmul alone (the experts' gate_up GEMM), median of up to 5 interleaved runs:\n")
@@ -235,8 +265,10 @@ def run(opts: Options) -> int:
             if r < GMM_TARGET:
                 misses.append((f"grouped_matmul {','.join(map(str, shape))} {pass_}", dt, "torch._grouped_mm", r))
         print()
-    print("| case | dtype | pass | HF eager ms | HF grouped_mm ms | ours ms | vs grouped_mm | vs eager "
-          "| peak MiB eager / grouped_mm / ours |")
+    print(
+        "| case | dtype | pass | HF eager ms | HF grouped_mm ms | ours ms | vs grouped_mm | vs eager "
+        "| peak MiB eager / grouped_mm / ours |"
+    )
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
     for cname in cases:
         case = dict(CASES[cname], T=256 if opts.quick else CASES[cname]["T"])
@@ -249,30 +281,41 @@ def run(opts: Options) -> int:
                 ms = {}
                 for impl in impls:
                     eager = impl == "eager"  # one untimed-warm-up-free run: ~9 s (fp32) to minutes (bf16) each
-                    ts = timed(lambda: run_block(m, hidden, idx, w, impl, backward), budget, 1 if eager else 7,
-                               warm_up=not eager)
+                    ts = timed(
+                        lambda: run_block(m, hidden, idx, w, impl, backward),
+                        budget,
+                        1 if eager else 7,
+                        warm_up=not eager,
+                    )
                     ms[impl] = _med(ts) * 1e3
                 ours = ms["ascendc_fused_moe"]
                 vs = {i: ms[i] / ours for i in ms if i != "ascendc_fused_moe"}
                 pk = " / ".join("n/a" if peaks.get(i) is None else f"{peaks[i]:.0f}" for i in IMPLS) if backward else ""
                 eager_ms, vs_eager = (f"{ms['eager']:.1f}", f"{vs['eager']:.2f}x") if "eager" in ms else ("-", "-")
-                print(f"| {label} | {dname} | {'fwd+bwd' if backward else 'fwd'} | {eager_ms} "
-                      f"| {ms['grouped_mm']:.1f} | {ours:.1f} | {vs['grouped_mm']:.2f}x | {vs_eager} | {pk} |", flush=True)
+                print(
+                    f"| {label} | {dname} | {'fwd+bwd' if backward else 'fwd'} | {eager_ms} "
+                    f"| {ms['grouped_mm']:.1f} | {ours:.1f} | {vs['grouped_mm']:.2f}x | {vs_eager} | {pk} |",
+                    flush=True,
+                )
                 if backward and case["E"] == 64:
                     misses += [(label, dname, i, vs[i]) for i in vs if vs[i] < TARGETS[i]]
 
     if opts.model:
         batch, seq = (1, 128) if opts.quick else (2, 256)
         m = MODEL
-        print(f"\nTiny Qwen3-MoE training step (hidden {m['hidden_size']}, {m['num_hidden_layers']} layers, "
-              f"{m['num_experts']} experts top-{m['num_experts_per_tok']}, moe_intermediate "
-              f"{m['moe_intermediate_size']}, batch {batch} x seq {seq}), forward + backward:\n")
+        print(
+            f"\nTiny Qwen3-MoE training step (hidden {m['hidden_size']}, {m['num_hidden_layers']} layers, "
+            f"{m['num_experts']} experts top-{m['num_experts_per_tok']}, moe_intermediate "
+            f"{m['moe_intermediate_size']}, batch {batch} x seq {seq}), forward + backward:\n"
+        )
         print("| dtype | variant | step ms | vs HF eager |\n|---|---|---:|---:|")
         for dname in dtypes:
             dtype = torch_dtype(dname)
-            runs = [("HF eager experts, no kernels", None, "eager"),
-                    ("HF grouped_mm experts, no kernels", None, "grouped_mm"),
-                    ("apply_default_kernels", "auto", "eager")]
+            runs = [
+                ("HF eager experts, no kernels", None, "eager"),
+                ("HF grouped_mm experts, no kernels", None, "grouped_mm"),
+                ("apply_default_kernels", "auto", "eager"),
+            ]
             base = None
             for name, kernels, impl in runs:
                 ts, applied = model_step(dtype, kernels, impl, batch, seq, budget)
@@ -283,15 +326,23 @@ def run(opts: Options) -> int:
                 if kernels and base / t < MODEL_TARGET:
                     misses.append(("model step", dname, "eager", base / t))
 
-    print(f"\nTotal {time.perf_counter() - t_start:.0f} s; during the run "
-          f"{contention(busy0, cpu_busy(), time.perf_counter() - t_start)}.")
+    print(
+        f"\nTotal {time.perf_counter() - t_start:.0f} s; during the run "
+        f"{contention(busy0, cpu_busy(), time.perf_counter() - t_start)}."
+    )
     if misses:
+
         def target(c, i):
             return MODEL_TARGET if c == "model step" else GMM_TARGET if c.startswith("grouped_matmul") else TARGETS[i]
-        print("\nMissed targets: " + "; ".join(f"{c} {d} vs {i} {v:.2f}x (target {target(c, i)}x)"
-                                             for c, d, i, v in misses))
+
+        print(
+            "\nMissed targets: "
+            + "; ".join(f"{c} {d} vs {i} {v:.2f}x (target {target(c, i)}x)" for c, d, i, v in misses)
+        )
         case = dict(CASES["E64"], T=256 if opts.quick else 1024)
-        print("\nWhere ours spends one E=64 fp32 fwd+bwd (self CPU ms, top ops):\n\n| op | ms | calls |\n|---|---:|---:|")
+        print(
+            "\nWhere ours spends one E=64 fp32 fwd+bwd (self CPU ms, top ops):\n\n| op | ms | calls |\n|---|---:|---:|"
+        )
         for key, ms, n in profile_ours(case, torch.float32):
             print(f"| {key} | {ms:.1f} | {n} |")
     return 0

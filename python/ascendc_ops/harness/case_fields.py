@@ -1,25 +1,37 @@
 """The fields of a case-file entry: one parser per field, each raising CaseError with a one-line
 message naming the file, the case and the field (the format: cases.py)."""
+
 from __future__ import annotations
 
 import importlib.util
 import json
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import precision as P
-
 
 FORMATS = ("ND",)
 DISTRIBUTIONS = ("uniform", "normal", "truncated_normal")
 TENSOR_FIELDS = ("format", "type", "shape", "value_range", "data_distribute")
 MAX_ELEMENTS = 2**27  # per tensor: the float64 golden of a bigger one alone needs > 1 GiB
 MAX_FUZZ = 1000
-KNOWN_KEYS = {"case_name", "op", "input_desc", "output_desc", "attr", "error_threshold", "calc_expect_func_file",
-              "fuzz_case_num", "fuzz_seed", "_comment", "comment"}
+KNOWN_KEYS = {
+    "case_name",
+    "op",
+    "input_desc",
+    "output_desc",
+    "attr",
+    "error_threshold",
+    "calc_expect_func_file",
+    "fuzz_case_num",
+    "fuzz_seed",
+    "_comment",
+    "comment",
+}
 
 
 class CaseError(ValueError):
@@ -60,9 +72,14 @@ def candidates(key: str, v, where: str) -> list:
             return v
         raise CaseError(f"{where}: 'shape' must be a list of integers or a list of such lists, got {json.dumps(v)}")
     if key == "value_range":
+
         def is_pair(p):
-            return (isinstance(p, list) and len(p) == 2
-                    and all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in p))
+            return (
+                isinstance(p, list)
+                and len(p) == 2
+                and all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in p)
+            )
+
         if is_pair(v):
             return [v]
         if isinstance(v, list) and v and all(is_pair(p) for p in v):
@@ -157,8 +174,10 @@ def tensor_spec(kind, d, c, idx, fuzz_shapes, where) -> TensorSpec:
             raise CaseError(f"{where}: shape {shape} has a negative dim")
         shape = tuple(int(n) for n in shape)
         if kind == "input" and math.prod(shape) > MAX_ELEMENTS:
-            raise CaseError(f"{where}: shape {list(shape)} has {math.prod(shape)} elements, more than the "
-                            f"harness allows ({MAX_ELEMENTS})")
+            raise CaseError(
+                f"{where}: shape {list(shape)} has {math.prod(shape)} elements, more than the "
+                f"harness allows ({MAX_ELEMENTS})"
+            )
     if kind == "output":
         return TensorSpec(d["name"], dtype, shape, fmt)
     value = d.get("value")

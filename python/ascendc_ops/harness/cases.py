@@ -45,18 +45,31 @@ as a cross product. Every sub-case is named ``case_name#k`` (k counting from 0) 
 Everything wrong with a file raises CaseError with a one-line message naming the file, the case
 and the field; the CLI prints it and exits non-zero.
 """
+
 from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
-from .case_fields import (KNOWN_KEYS, MAX_FUZZ, TENSOR_FIELDS, CaseError, TensorSpec, attr_candidates,
-                          candidates, load_golden, req, seed_of, tensor_spec, typed_default)
+from .case_fields import (
+    KNOWN_KEYS,
+    MAX_FUZZ,
+    TENSOR_FIELDS,
+    CaseError,
+    TensorSpec,
+    attr_candidates,
+    candidates,
+    load_golden,
+    req,
+    seed_of,
+    tensor_spec,
+    typed_default,
+)
 from .dtypes import torch_dtype
 
 
@@ -99,8 +112,10 @@ def load_file(path: str | Path, ops: dict) -> list[Case]:
     if isinstance(data, dict):
         data = [data]
     if not isinstance(data, list) or not data:
-        raise CaseError(f"{path}: expected a JSON list of cases (msOpST style), got {type(data).__name__}"
-                        + (" (empty)" if data == [] else ""))
+        raise CaseError(
+            f"{path}: expected a JSON list of cases (msOpST style), got {type(data).__name__}"
+            + (" (empty)" if data == [] else "")
+        )
     cases, names = [], set()
     for i, raw in enumerate(data):
         where = f"{path}: case {i}"
@@ -126,13 +141,17 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
         raise CaseError(f"{where}: 'case_name' must be a non-empty string")
     unknown = sorted(set(raw) - KNOWN_KEYS)
     if unknown:
-        raise CaseError(f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(KNOWN_KEYS - {'_comment', 'comment'}))})")
+        raise CaseError(
+            f"{where}: unknown field {unknown[0]!r} (known: {', '.join(sorted(KNOWN_KEYS - {'_comment', 'comment'}))})"
+        )
     given = req(raw, "op", where)
     protos = load_all()
     op = resolve(given, protos)
     if op not in ops:
-        raise CaseError(f"{where}: unknown op {given!r} (known: {', '.join(ops)}, or their op types: "
-                        f"{', '.join(protos[o].op for o in ops)}; any case)")
+        raise CaseError(
+            f"{where}: unknown op {given!r} (known: {', '.join(ops)}, or their op types: "
+            f"{', '.join(protos[o].op for o in ops)}; any case)"
+        )
     proto = protos[op]
     spec = ops[op]
 
@@ -179,8 +198,10 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
     for key in TENSOR_FIELDS:
         lengths = {len(c[key]) for c in cand if key in c} - {1}
         if len(lengths) > 1:
-            raise CaseError(f"{where}: the {key!r} lists of the tensors differ in length ({sorted(lengths)}); "
-                            "several values vary in lockstep, so give each tensor 1 or the same number")
+            raise CaseError(
+                f"{where}: the {key!r} lists of the tensors differ in length ({sorted(lengths)}); "
+                "several values vary in lockstep, so give each tensor 1 or the same number"
+            )
         groups.append((key, max(lengths) if lengths else 1))
 
     # attributes
@@ -202,12 +223,17 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
 
     threshold = raw.get("error_threshold")
     if threshold is not None:
-        ok = (isinstance(threshold, list) and len(threshold) == 2
-              and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in threshold)
-              and threshold[1] <= 1)
+        ok = (
+            isinstance(threshold, list)
+            and len(threshold) == 2
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 for v in threshold)
+            and threshold[1] <= 1
+        )
         if not ok:
-            raise CaseError(f"{where}: 'error_threshold' must be [per-element bound >= 0, allowed failing share "
-                            f"in [0, 1]], got {json.dumps(threshold)}")
+            raise CaseError(
+                f"{where}: 'error_threshold' must be [per-element bound >= 0, allowed failing share "
+                f"in [0, 1]], got {json.dumps(threshold)}"
+            )
         threshold = (float(threshold[0]), float(threshold[1]))
     golden = None
     golden_name = raw.get("calc_expect_func_file")
@@ -220,8 +246,8 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
     k = 0
     rng = np.random.default_rng([seed_of(name), fuzz_seed]) if fuzz_n else None
     for combo in combos:
-        idx = dict(zip((g for g, _ in groups), combo[:len(groups)]))
-        attrs = dict(zip(attr_cands, combo[len(groups):]))
+        idx = dict(zip((g for g, _ in groups), combo[: len(groups)]))
+        attrs = dict(zip(attr_cands, combo[len(groups) :]))
         for _ in range(max(fuzz_n, 1)):
             sub = name if total == 1 else f"{name}#{k}"
             k += 1
@@ -230,8 +256,18 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
             for (kind, d), c in zip(tensors, cand):
                 specs.append(tensor_spec(kind, d, c, idx, fuzz_shapes, f"{where}: {kind} {d['name']!r}"))
             n_in = len(descs["input_desc"])
-            case = Case(sub, op, specs[:n_in], specs[n_in:], attrs, threshold, golden, golden_name,
-                        seed=seed_of(sub), fuzz=bool(fuzz_n))
+            case = Case(
+                sub,
+                op,
+                specs[:n_in],
+                specs[n_in:],
+                attrs,
+                threshold,
+                golden,
+                golden_name,
+                seed=seed_of(sub),
+                fuzz=bool(fuzz_n),
+            )
             validate(case, spec, where if total == 1 else f"{where} (sub-case {sub!r})")
             out.append(case)
     return out
@@ -245,8 +281,10 @@ def validate(case: Case, spec, where: str) -> None:
     for t in case.inputs:
         if isinstance(t.value, str):
             if t.value not in spec.values:
-                raise CaseError(f"{where}: input {t.name!r}: unknown value generator {t.value!r} "
-                                f"(this op has: {', '.join(spec.values) or 'none'})")
+                raise CaseError(
+                    f"{where}: input {t.name!r}: unknown value generator {t.value!r} "
+                    f"(this op has: {', '.join(spec.values) or 'none'})"
+                )
         elif t.value is not None:
             try:
                 arr = np.asarray(t.value, dtype=np.float64)
@@ -261,8 +299,12 @@ def validate(case: Case, spec, where: str) -> None:
         raise CaseError(f"{where}: the op rejects this case: {msg}") from None
     for t, o in zip(case.outputs, outs):
         if str(o.dtype).removeprefix("torch.") != t.dtype:
-            raise CaseError(f"{where}: output {t.name!r} is declared {t.dtype} but {case.op} returns "
-                            f"{str(o.dtype).removeprefix('torch.')} for these inputs")
+            raise CaseError(
+                f"{where}: output {t.name!r} is declared {t.dtype} but {case.op} returns "
+                f"{str(o.dtype).removeprefix('torch.')} for these inputs"
+            )
         if t.shape is not None and (len(t.shape) != o.dim() or any(a not in (-1, b) for a, b in zip(t.shape, o.shape))):
-            raise CaseError(f"{where}: output {t.name!r} is declared with shape {list(t.shape)} but {case.op} "
-                            f"returns {list(o.shape)} for these inputs")
+            raise CaseError(
+                f"{where}: output {t.name!r} is declared with shape {list(t.shape)} but {case.op} "
+                f"returns {list(o.shape)} for these inputs"
+            )

@@ -1,5 +1,6 @@
 """The machine and the run: CPU model, allocator, commit, competing load, and a progress bar (used by bench,
 verify and info)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -22,8 +23,11 @@ def cpu_busy():
         f = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     except (OSError, ValueError):
         return None
-    own = sum(getattr(resource.getrusage(w), a) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
-              for a in ("ru_utime", "ru_stime"))
+    own = sum(
+        getattr(resource.getrusage(w), a)
+        for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        for a in ("ru_utime", "ru_stime")
+    )
     return f[0] + f[1] + f[2] + f[5] + f[6], f[7] if len(f) > 7 else 0, own
 
 
@@ -59,10 +63,16 @@ def allocator(tune: bool) -> str:
 def git_commit() -> str:
     root = Path(__file__).resolve().parents[3]  # the repository (harness/ -> ascendc_ops/ -> python/)
     try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                             text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        sha = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (sha + ("-dirty" if dirty else "")) if sha else "unknown"
@@ -81,11 +91,17 @@ def environment(cfg) -> dict:
     model = cpu_model()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     torch.set_num_threads(cfg.threads or cores)
-    return {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "cpu": f"{model} ({torch.backends.cpu.get_cpu_capability()})", "cores": cores,
-            "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "python": platform.python_version(), "package": ascendc_ops.__version__,
-            "allocator": allocator(cfg.tune_malloc), "commit": git_commit()}
+    return {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "cpu": f"{model} ({torch.backends.cpu.get_cpu_capability()})",
+        "cores": cores,
+        "threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "package": ascendc_ops.__version__,
+        "allocator": allocator(cfg.tune_malloc),
+        "commit": git_commit(),
+    }
 
 
 def progress(done: int, total: int, label: str, stream=None) -> None:

@@ -3,6 +3,7 @@ every instruction recorded, and the pipeline model's estimate of its time on tha
 utilisation, % of the HBM roofline, a Chrome trace and (with matplotlib) a PNG timeline. These are model
 estimates (harness/platforms/*.json lists each parameter's source), not measurements; the measured host
 profile is host_profile.py."""
+
 from __future__ import annotations
 
 import os
@@ -70,30 +71,63 @@ def roofline_pct(model: OpModel, must_bytes: int, plat: Platform) -> float:
 
 def summary(name, shape, dtype, pass_, plat, model: OpModel, must, inputs, outs, trace, png) -> dict:
     return {
-        "op": name, "platform": plat.name, "dtype": dtype, "pass": pass_, "shape": list(shape),
-        "inputs": runner.output_shapes(inputs), "outputs": outs, "gm_bytes": model.gm_bytes, "must_bytes": must,
-        "hbm_bytes_per_s": plat.hbm_bytes_per_s, "est_us": round(model.est_us, 3),
-        "hbm_us": round(must / plat.hbm_bytes_per_s * 1e6, 3), "bound": model.bound,
+        "op": name,
+        "platform": plat.name,
+        "dtype": dtype,
+        "pass": pass_,
+        "shape": list(shape),
+        "inputs": runner.output_shapes(inputs),
+        "outputs": outs,
+        "gm_bytes": model.gm_bytes,
+        "must_bytes": must,
+        "hbm_bytes_per_s": plat.hbm_bytes_per_s,
+        "est_us": round(model.est_us, 3),
+        "hbm_us": round(must / plat.hbm_bytes_per_s * 1e6, 3),
+        "bound": model.bound,
         "modelled": not unmodelled(model, must),
         "roofline_pct": round(roofline_pct(model, must, plat), 1),
         "blocks": max((m.block_dim for m in model.launches), default=0),
         "cores": max((m.cores for m in model.launches), default=plat.vector_cores),
         "pipes": {p: round(u, 3) for p, u in model.pipes.items()},
-        "launches": [{"kernel": m.kernel, "blocks": m.block_dim, "cores_used": m.cores_used, "waves": m.waves,
-                      "gm_bytes": m.gm_bytes, "est_us": round(m.est_us, 3), "launch_us": round(m.launch_us, 3),
-                      "bound": m.bound, "mte_share": round(m.mte_share, 3),
-                      "pipes": {p: round(u, 3) for p, u in m.pipes.items()}, "notes": m.notes}
-                     for m in model.launches],
-        "notes": model.notes + (["not modelled: the record holds none of this op's GM traffic "
-                                 "(the cube unit's Matmul work is not recorded); est_us is not an estimate"]
-                                if unmodelled(model, must) else []),
-        "trace": trace, "timeline_png": png,
+        "launches": [
+            {
+                "kernel": m.kernel,
+                "blocks": m.block_dim,
+                "cores_used": m.cores_used,
+                "waves": m.waves,
+                "gm_bytes": m.gm_bytes,
+                "est_us": round(m.est_us, 3),
+                "launch_us": round(m.launch_us, 3),
+                "bound": m.bound,
+                "mte_share": round(m.mte_share, 3),
+                "pipes": {p: round(u, 3) for p, u in m.pipes.items()},
+                "notes": m.notes,
+            }
+            for m in model.launches
+        ],
+        "notes": model.notes
+        + (
+            [
+                "not modelled: the record holds none of this op's GM traffic "
+                "(the cube unit's Matmul work is not recorded); est_us is not an estimate"
+            ]
+            if unmodelled(model, must)
+            else []
+        ),
+        "trace": trace,
+        "timeline_png": png,
         "method": "pipeline model estimate from the twin's recorded instructions (not a measurement)",
     }
 
 
-def estimate(name: str, shape=None, dtype: str = "bfloat16", platform: str = "910B", pass_: str = "fwd",
-             out_dir: str = "estimate") -> dict:
+def estimate(
+    name: str,
+    shape=None,
+    dtype: str = "bfloat16",
+    platform: str = "910B",
+    pass_: str = "fwd",
+    out_dir: str = "estimate",
+) -> dict:
     """The estimate of one call on `platform`, its Chrome trace and (matplotlib installed) PNG timeline in
     out_dir; the summary as a dict."""
     plat = load_platform(platform)
@@ -106,25 +140,36 @@ def estimate(name: str, shape=None, dtype: str = "bfloat16", platform: str = "91
     info = summary(name, shape, dtype, pass_, plat, model, must, inputs, outs, trace, png)
     write_trace(model, plat.hz, {k: v for k, v in info.items() if k not in ("launches",)}, trace)
     if png:
-        plot.timeline(model, plat.hz, f"{name} {pass_} {dtype} {'x'.join(map(str, shape))} on {plat.name} (model): "
-                                      f"{info['est_us']:.1f} us, {info['roofline_pct']:.0f}% of HBM roofline, "
-                                      f"{model.bound}", png)
+        plot.timeline(
+            model,
+            plat.hz,
+            f"{name} {pass_} {dtype} {'x'.join(map(str, shape))} on {plat.name} (model): "
+            f"{info['est_us']:.1f} us, {info['roofline_pct']:.0f}% of HBM roofline, "
+            f"{model.bound}",
+            png,
+        )
     return info
 
 
 def text(info: dict) -> str:
     mb = 1e6
-    lines = [f"{info['op']} {info['pass']} {info['dtype']} inputs {info['inputs']} -> outputs {info['outputs']} "
-             f"on {info['platform']} (pipeline model estimate, not a measurement)"]
+    lines = [
+        f"{info['op']} {info['pass']} {info['dtype']} inputs {info['inputs']} -> outputs {info['outputs']} "
+        f"on {info['platform']} (pipeline model estimate, not a measurement)"
+    ]
     for m in info["launches"]:
         pipes = " ".join(f"{p} {100 * u:.0f}%" for p, u in m["pipes"].items())
-        lines.append(f"  {m['kernel']}: {m['blocks']} blocks on {m['cores_used']} cores ({m['waves']} wave(s)), "
-                     f"GM {m['gm_bytes'] / mb:.2f} MB, est {m['est_us']:.2f} us (launch {m['launch_us']:.2f}), "
-                     f"bound {m['bound']}, MTE bandwidth share {m['mte_share']:.2f}; pipes {pipes}")
+        lines.append(
+            f"  {m['kernel']}: {m['blocks']} blocks on {m['cores_used']} cores ({m['waves']} wave(s)), "
+            f"GM {m['gm_bytes'] / mb:.2f} MB, est {m['est_us']:.2f} us (launch {m['launch_us']:.2f}), "
+            f"bound {m['bound']}, MTE bandwidth share {m['mte_share']:.2f}; pipes {pipes}"
+        )
         lines += [f"    note: {n}" for n in m["notes"]]
-    lines.append(f"  total: est {info['est_us']:.2f} us, bound {info['bound']}, {info['roofline_pct']:.1f}% of the HBM "
-                 f"roofline (must move {info['must_bytes'] / mb:.2f} MB: {info['hbm_us']:.2f} us at "
-                 f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s)")
+    lines.append(
+        f"  total: est {info['est_us']:.2f} us, bound {info['bound']}, {info['roofline_pct']:.1f}% of the HBM "
+        f"roofline (must move {info['must_bytes'] / mb:.2f} MB: {info['hbm_us']:.2f} us at "
+        f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s)"
+    )
     if not info["modelled"]:
         lines.append("  " + info["notes"][-1])
     timeline = info["timeline_png"] or f"none ({plot.INSTALL} draws one)"

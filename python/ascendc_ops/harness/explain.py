@@ -2,6 +2,7 @@
 the CPU twin (harness/host_profile.py, `ascendc-ops profile OP`), summarised as where its block
 time goes (top APIs), how many times its vector instructions pass over the bytes the op must move,
 and the GM<->UB copies' share. Run after every row is timed, so no profiling overlaps a timed call."""
+
 from __future__ import annotations
 
 from .host_profile import METHOD, READING, copy_share, host_profile, top_apis, unrecorded, v_passes
@@ -21,14 +22,23 @@ def explain_row(row: dict) -> dict:
     """The explain fields of one row, from one profiled call after a warm-up call (host_profile)."""
     shape = tuple(int(d) for d in row["shape"].split("x"))
     info = host_profile(row["op"], shape, row["dtype"], row["pass"], reps=0)
-    top = ", ".join(f"{api} ({pipe}) {share:.0f}%" if share >= 0.5 else f"{api} ({pipe}) <1%"
-                    for api, pipe, share in top_apis(info, TOP)) or "no instruction recorded"
+    top = (
+        ", ".join(
+            f"{api} ({pipe}) {share:.0f}%" if share >= 0.5 else f"{api} ({pipe}) <1%"
+            for api, pipe, share in top_apis(info, TOP)
+        )
+        or "no instruction recorded"
+    )
     if unrecorded(info):
         top += f" ({unrecorded(info)})"
     if info["faults"]:
         top += f" ({info['faults']} page faults in the profiled call)"
-    return {"explain_top": top, "explain_v_bytes": v_passes(info), "explain_copy_pct": copy_share(info),
-            "explain_note": ""}
+    return {
+        "explain_top": top,
+        "explain_v_bytes": v_passes(info),
+        "explain_copy_pct": copy_share(info),
+        "explain_note": "",
+    }
 
 
 def explain(rows: list, enabled: bool = True, progress=None) -> int:
@@ -61,17 +71,22 @@ def markdown(rows: list) -> str:
         return "Every row meets its targets: nothing to explain."
     if all(r["explain_note"] == SKIPPED for r in rows):
         return f"{len(rows)} row(s) miss a target; {SKIPPED}."
-    head = (f"| op | shape | dtype | pass | missed | where the block time goes (top {TOP} APIs) "
-            "| V bytes / must move | GM<->UB copies |")
+    head = (
+        f"| op | shape | dtype | pass | missed | where the block time goes (top {TOP} APIs) "
+        "| V bytes / must move | GM<->UB copies |"
+    )
     lines = [head, "|---|---|---|---|---|---|---:|---:|"]
     for r in rows:
         if r["explain_note"]:
             what, v, copies = r["explain_note"], "-", "-"
         else:
             what, v, copies = r["explain_top"], f"{r['explain_v_bytes']:.1f}x", f"{r['explain_copy_pct']:.0f}%"
-        lines.append(f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['pass']} | {r['missed']} | {what} "
-                     f"| {v} | {copies} |")
+        lines.append(
+            f"| {r['op']} | {r['shape']} | {r['dtype']} | {r['pass']} | {r['missed']} | {what} | {v} | {copies} |"
+        )
     lines.append("")
-    lines.append(f"How to read it: one profiled call per missed row on the CPU twin, after the timing ({METHOD}); "
-                 f"{READING}. A profiled call runs a little slower than an unprofiled one: read shares, not ms.")
+    lines.append(
+        f"How to read it: one profiled call per missed row on the CPU twin, after the timing ({METHOD}); "
+        f"{READING}. A profiled call runs a little slower than an unprofiled one: read shares, not ms."
+    )
     return "\n".join(lines)

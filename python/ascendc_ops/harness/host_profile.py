@@ -6,6 +6,7 @@ one instruction being recorded to the next one's issue is that instruction's exe
 host (its data movement runs after it is recorded) plus the next one's checks. Summed per Ascend C
 API, with the bytes each moved, this shows which passes a bench row pays for. The profiled call
 is a little slower than an unprofiled one; both are printed."""
+
 from __future__ import annotations
 
 import resource
@@ -20,13 +21,17 @@ from .twin_record import host_profiling
 
 REPS = 5
 PROFILED_MAX = 5  # profiled calls at most: as the bench warms up, until one takes no page faults
-METHOD = ("host clock at each instruction's issue, read by a consumer of the twin's instruction record "
-          "(csrc/twin/twin_host_profile.h)")
+METHOD = (
+    "host clock at each instruction's issue, read by a consumer of the twin's instruction record "
+    "(csrc/twin/twin_host_profile.h)"
+)
 # How to read a profile's summary: the one text for `profile` and the bench's explain table.
-READING = ("share = an Ascend C API's host time as a % of the call's block time summed over its blocks; "
-           "V bytes = bytes the vector (V) instructions read and write / bytes the op must move (inputs read "
-           "once + outputs written once): each V instruction is a pass over UB tiles on the host, so 1x is one "
-           "fused pass and more is extra passes; copies = the GM->UB (MTE2) and UB->GM (MTE3) copies' share")
+READING = (
+    "share = an Ascend C API's host time as a % of the call's block time summed over its blocks; "
+    "V bytes = bytes the vector (V) instructions read and write / bytes the op must move (inputs read "
+    "once + outputs written once): each V instruction is a pass over UB tiles on the host, so 1x is one "
+    "fused pass and more is extra passes; copies = the GM->UB (MTE2) and UB->GM (MTE3) copies' share"
+)
 COPY_PIPES = ("MTE2", "MTE3")
 
 
@@ -40,10 +45,13 @@ def aggregate(launches: list) -> dict:
             row["host_ns"] += a["ns"]
             row["ub_bytes"] += a["ub_bytes"]
             row["gm_bytes"] += a["gm_bytes"]
-    return {"apis": per, "block_ns": sum(x["block_ns"] for x in launches),
-            "setup_ns": sum(x["setup_ns"] for x in launches),
-            "blocks": sum(x["block_dim"] for x in launches),
-            "launches": [f"{x['kernel']} ({x['block_dim']} blocks)" for x in launches]}
+    return {
+        "apis": per,
+        "block_ns": sum(x["block_ns"] for x in launches),
+        "setup_ns": sum(x["setup_ns"] for x in launches),
+        "blocks": sum(x["block_dim"] for x in launches),
+        "launches": [f"{x['kernel']} ({x['block_dim']} blocks)" for x in launches],
+    }
 
 
 def host_profile(name: str, shape=None, dtype: str = "float32", pass_: str = "fwd", reps: int = REPS) -> dict:
@@ -73,11 +81,21 @@ def host_profile(name: str, shape=None, dtype: str = "float32", pass_: str = "fw
     agg = aggregate(launches)
     agg["apis"] = [{"op": op_, "pipe": pipe, **v} for (op_, pipe), v in agg["apis"].items()]
     must = runner.OPS[name].bytes_moved(inputs, None, pass_)
-    return {"op": name, "pass": pass_, "dtype": dtype, "shape": list(shape), "inputs": runner.output_shapes(inputs),
-            "threads": torch.get_num_threads(), "wall_ns": statistics.median(walls) if walls else None,
-            "reps": reps, "recorded_ns": recorded_ns, "faults": faults,
-            "must_bytes": must, **agg,
-            "method": METHOD}
+    return {
+        "op": name,
+        "pass": pass_,
+        "dtype": dtype,
+        "shape": list(shape),
+        "inputs": runner.output_shapes(inputs),
+        "threads": torch.get_num_threads(),
+        "wall_ns": statistics.median(walls) if walls else None,
+        "reps": reps,
+        "recorded_ns": recorded_ns,
+        "faults": faults,
+        "must_bytes": must,
+        **agg,
+        "method": METHOD,
+    }
 
 
 def top_apis(info: dict, n: int = 4) -> list[tuple[str, str, float]]:
@@ -104,8 +122,10 @@ def unrecorded(info: dict) -> str:
     gm = sum(r["gm_bytes"] for r in info["apis"])
     if not info["must_bytes"] or gm >= info["must_bytes"] / 2:
         return ""
-    return (f"the record holds {100 * gm / info['must_bytes']:.0f}% of the op's GM traffic: unrecorded work "
-            "(the cube's Matmul) is timed under the instruction issued before it")
+    return (
+        f"the record holds {100 * gm / info['must_bytes']:.0f}% of the op's GM traffic: unrecorded work "
+        "(the cube's Matmul) is timed under the instruction issued before it"
+    )
 
 
 def text(info: dict) -> str:
@@ -114,19 +134,25 @@ def text(info: dict) -> str:
     busy = info["block_ns"] or 1
     must = info["must_bytes"] or 1
     wall = "" if info["wall_ns"] is None else f"{info['wall_ns'] / ms:.2f} ms per call (median of {info['reps']}), "
-    lines = [f"{info['op']} {info['pass']} {info['dtype']} inputs {info['inputs']} on the CPU twin "
-             f"({info['threads']} threads): {wall}{info['recorded_ns'] / ms:.2f} ms profiled",
-             f"  launches: {', '.join(info['launches'])}; block time {info['block_ns'] / ms:.2f} ms summed over "
-             f"{info['blocks']} blocks; the op must move {info['must_bytes'] / mb:.1f} MB",
-             "  | API | pipe | calls | host ms | share | UB MB | x must-move | GM MB |",
-             "  |---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        f"{info['op']} {info['pass']} {info['dtype']} inputs {info['inputs']} on the CPU twin "
+        f"({info['threads']} threads): {wall}{info['recorded_ns'] / ms:.2f} ms profiled",
+        f"  launches: {', '.join(info['launches'])}; block time {info['block_ns'] / ms:.2f} ms summed over "
+        f"{info['blocks']} blocks; the op must move {info['must_bytes'] / mb:.1f} MB",
+        "  | API | pipe | calls | host ms | share | UB MB | x must-move | GM MB |",
+        "  |---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in apis:
         if r["host_ns"] < busy * 0.005:
             continue
-        lines.append(f"  | {r['op']} | {r['pipe']} | {r['calls']} | {r['host_ns'] / ms:.2f} | {100 * r['host_ns'] / busy:.0f}% "
-                     f"| {r['ub_bytes'] / mb:.1f} | {r['ub_bytes'] / must:.2f} | {r['gm_bytes'] / mb:.1f} |")
-    lines.append(f"  | (block start to first instruction) | - | {info['blocks']} | {info['setup_ns'] / ms:.2f} "
-                 f"| {100 * info['setup_ns'] / busy:.0f}% | | | |")
+        lines.append(
+            f"  | {r['op']} | {r['pipe']} | {r['calls']} | {r['host_ns'] / ms:.2f} | {100 * r['host_ns'] / busy:.0f}% "
+            f"| {r['ub_bytes'] / mb:.1f} | {r['ub_bytes'] / must:.2f} | {r['gm_bytes'] / mb:.1f} |"
+        )
+    lines.append(
+        f"  | (block start to first instruction) | - | {info['blocks']} | {info['setup_ns'] / ms:.2f} "
+        f"| {100 * info['setup_ns'] / busy:.0f}% | | | |"
+    )
     lines.append(f"  V bytes {v_passes(info):.2f}x, copies {copy_share(info):.0f}%")
     lines += [f"  note: {unrecorded(info)}"] if unrecorded(info) else []
     lines += [f"  note: {info['faults']} page faults in the profiled call"] if info["faults"] else []

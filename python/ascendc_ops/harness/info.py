@@ -1,18 +1,25 @@
 """`ascendc-ops info`: what this build is and the platform parameters its tiling uses."""
+
 from __future__ import annotations
 
 import platform
 import sys
+
 
 def _platform() -> dict:
     """The platform the library's own tiling targets (tiling::CpuTwin, asked from C++)."""
     import torch
 
     name, cores, ub, budget = torch.ops.ascendc_ops.platform()
-    return {"name": name, "vector_cores": cores,
-            "vector_cores_note": "the twin runs one block per torch intra-op thread (torch.get_num_threads())",
-            "ub_bytes": ub, "ub_reserve_bytes": ub - budget, "ub_budget_bytes": budget,
-            "source": "torch.ops.ascendc_ops.platform()"}
+    return {
+        "name": name,
+        "vector_cores": cores,
+        "vector_cores_note": "the twin runs one block per torch intra-op thread (torch.get_num_threads())",
+        "ub_bytes": ub,
+        "ub_reserve_bytes": ub - budget,
+        "ub_budget_bytes": budget,
+        "source": "torch.ops.ascendc_ops.platform()",
+    }
 
 
 def _registered(name: str) -> bool:
@@ -30,6 +37,7 @@ def collect() -> dict:
     import torch
 
     import ascendc_ops
+
     from ..op_proto import load_all
     from .environment import cpu_model, git_commit
     from .families import BENCH_OPS, VERIFY_OPS
@@ -43,13 +51,18 @@ def collect() -> dict:
         "isa": ascendc_ops.isa(),
         "backends": ascendc_ops.backends(),
         "versions": {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__},
-        "cpu": {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(),
-                "torch_threads": threads},
+        "cpu": {"model": cpu_model(), "capability": torch.backends.cpu.get_cpu_capability(), "torch_threads": threads},
         "platform": _platform(),
-        "ops": {name: {"op_type": p.op, "schema": p.schema(), "registered": _registered(name),
-                       "verify": name in VERIFY_OPS,
-                       "bench": name in BENCH_OPS}
-                for name, p in protos.items()},
+        "ops": {
+            name: {
+                "op_type": p.op,
+                "schema": p.schema(),
+                "registered": _registered(name),
+                "verify": name in VERIFY_OPS,
+                "bench": name in BENCH_OPS,
+            }
+            for name, p in protos.items()
+        },
     }
 
 
@@ -61,12 +74,20 @@ def render(d: dict) -> str:
         f"ascendc-ops {d['package']} (commit {d['commit']})",
         f"library:   {d['library']}",
         # the ISA path: chosen at run time from this CPU's features (ASCENDC_OPS_ISA forces a narrower one)
-        f"isa:       {d['isa']}" + ("" if d["isa"] in ("native", "generic") else
-                                    " (ISA paths of the build run on any x86-64-v3 CPU; the widest this CPU has is loaded)"),
+        f"isa:       {d['isa']}"
+        + (
+            ""
+            if d["isa"] in ("native", "generic")
+            else " (ISA paths of the build run on any x86-64-v3 CPU; the widest this CPU has is loaded)"
+        ),
         f"backends:  {', '.join(d['backends'])}",
         # PrivateUse1 is a direct kernel launch on torch_npu's stream, not the op package's aclnn API
-        "npu:       " + ("PrivateUse1, direct launch on torch_npu's current stream" if NPU in d["backends"]
-                         else "not in this build (needs CANN and torch_npu; README: On the NPU)"),
+        "npu:       "
+        + (
+            "PrivateUse1, direct launch on torch_npu's current stream"
+            if NPU in d["backends"]
+            else "not in this build (needs CANN and torch_npu; README: On the NPU)"
+        ),
         "versions:  " + ", ".join(f"{k} {v}" for k, v in d["versions"].items()),
         f"cpu:       {d['cpu']['model']} ({d['cpu']['capability']}), torch threads {d['cpu']['torch_threads']}",
         f"platform:  {p['name']}: vector cores {p['vector_cores']} ({p['vector_cores_note']})",
@@ -74,7 +95,7 @@ def render(d: dict) -> str:
         f"({p['ub_budget_bytes'] // 1024} KiB), reserve {p['ub_reserve_bytes']} bytes  [{p['source']}]",
         "ops (op type, then the torch schema; --op and case files take either name):",
     ]
-    for name, o in d["ops"].items():
+    for o in d["ops"].values():
         tools = ", ".join(t for t in ("verify", "bench") if o[t]) or "no harness entry"
         state = "" if o["registered"] else "not in this build; "
         lines.append(f"  {o['op_type']:<16} {o['schema']}    [{state}{tools}]")
@@ -86,6 +107,7 @@ def main(json_path: str | None = None, out=sys.stdout) -> int:
     print(render(d), file=out)
     if json_path:
         import json
+
         with open(json_path, "w") as f:
             json.dump(d, f, indent=1)
     return 0

@@ -1,6 +1,7 @@
 """Charts, drawn with matplotlib (an optional extra: `pip install 'ascendc-ops[plot]'`): `bench --plot`'s
 bar chart (speedups over the PyTorch step-by-step code and over torch.compile with the 1x and 3x marks; % of
 copy bandwidth with the 50% mark) and the estimate's timeline (one thin row per pipe per core)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -8,8 +9,15 @@ import importlib.util
 from .pipeline.trace import TRACK_ORDER, placed_events
 
 INSTALL = "pip install 'ascendc-ops[plot]'"
-COLORS = {"MTE2": "tab:blue", "V": "tab:green", "MTE3": "tab:orange", "S": "tab:gray", "MTE1": "tab:purple",
-          "M": "tab:red", "FIX": "tab:brown"}
+COLORS = {
+    "MTE2": "tab:blue",
+    "V": "tab:green",
+    "MTE3": "tab:orange",
+    "S": "tab:gray",
+    "MTE1": "tab:purple",
+    "M": "tab:red",
+    "FIX": "tab:brown",
+}
 WAIT = "#f5bebe"  # a pipe held by WaitFlag
 
 
@@ -64,8 +72,13 @@ def timeline(model, hz: float, title: str, path: str, max_cores: int = 48) -> No
     fig, ax = plt.subplots(figsize=(14, 1.5 + 0.06 * len(pipes) * len(cores)))
     for core, pipe, name, start, end, _, _ in evs:
         y = row_of[core] * (len(pipes) + 1) + pipes.index(pipe)
-        ax.barh(y, max(end - start, 0.0), left=start, height=0.9,
-                color=WAIT if name.startswith("wait") else COLORS.get(pipe, "black"))
+        ax.barh(
+            y,
+            max(end - start, 0.0),
+            left=start,
+            height=0.9,
+            color=WAIT if name.startswith("wait") else COLORS.get(pipe, "black"),
+        )
     step = max(1, len(cores) // 6)
     ax.set_yticks([row_of[c] * (len(pipes) + 1) for c in cores[::step]], [f"core {c}" for c in cores[::step]])
     ax.invert_yaxis()

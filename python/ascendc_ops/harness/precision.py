@@ -59,6 +59,7 @@ Pure NumPy (inputs: anything ``np.asarray`` takes; convert bf16 tensors to float
 CLI harness can reuse it. Each check returns a ``Check`` with ``passed``, the numbers, the limits
 and ``describe()``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -197,9 +198,18 @@ def check_mere_mare(actual, golden, dtype, second=None, compute_dtype=None) -> C
         failures.append(count)
     if not m["nan_inf_match"]:
         failures.append("NaN/Inf positions differ from the golden's")
-    numbers = {"dtype": name, "n": m["n"], "mere": m["mere"], "mare": m["mare"], "rmse": m["rmse"], "eb": m["eb"],
-               "small_share": m["small_share"], "small_err_count": m["small_err_count"],
-               "second_small_err_count": theirs, "worst_index": m["worst_index"]}
+    numbers = {
+        "dtype": name,
+        "n": m["n"],
+        "mere": m["mere"],
+        "mare": m["mare"],
+        "rmse": m["rmse"],
+        "eb": m["eb"],
+        "small_share": m["small_share"],
+        "small_err_count": m["small_err_count"],
+        "second_small_err_count": theirs,
+        "worst_index": m["worst_index"],
+    }
     return Check("MERE/MARE", not failures, numbers, limits, tuple(failures))
 
 
@@ -217,19 +227,29 @@ def check_ratio(actual, second, golden, dtype, compute_dtype=None) -> Check:
         numbers.update({f"{k}_ratio": ratio, k: ours[k], f"second_{k}": theirs[k]})
         if not ratio <= lim:
             failures.append(f"{k} ratio {ratio:.4g} > {lim:g}")
-    numbers.update({"small_err_count": ours["small_err_count"], "second_small_err_count": theirs["small_err_count"],
-                    "small_err_count_ratio": ours["small_err_count"] / max(theirs["small_err_count"], 1),
-                    "sanity": ours["sanity"], "second_sanity": theirs["sanity"]})
+    numbers.update(
+        {
+            "small_err_count": ours["small_err_count"],
+            "second_small_err_count": theirs["small_err_count"],
+            "small_err_count_ratio": ours["small_err_count"] / max(theirs["small_err_count"], 1),
+            "sanity": ours["sanity"],
+            "second_sanity": theirs["sanity"],
+        }
+    )
     count = _count_failure(ours["small_err_count"], theirs["small_err_count"])
     if count:
         failures.append(count)
     if theirs["sanity"] > 1:
-        failures.append(f"the comparison implementation misses the sanity bound on {theirs['sanity_bad']} elements "
-                        f"(worst {theirs['sanity']:.3g}x the bound, flat {theirs['sanity_index']}): the comparison "
-                        "or the golden is wrong, so the ratio proves nothing")
+        failures.append(
+            f"the comparison implementation misses the sanity bound on {theirs['sanity_bad']} elements "
+            f"(worst {theirs['sanity']:.3g}x the bound, flat {theirs['sanity_index']}): the comparison "
+            "or the golden is wrong, so the ratio proves nothing"
+        )
     if ours["sanity"] > 1:
-        failures.append(f"ours misses the sanity bound on {ours['sanity_bad']} elements "
-                        f"(worst {ours['sanity']:.3g}x the bound, flat {ours['sanity_index']})")
+        failures.append(
+            f"ours misses the sanity bound on {ours['sanity_bad']} elements "
+            f"(worst {ours['sanity']:.3g}x the bound, flat {ours['sanity_index']})"
+        )
     if not ours["nan_inf_match"]:
         failures.append("NaN/Inf positions differ from the golden's")
     limits = {**RATIO_LIMITS, "small_err_count": SMALL_COUNT_RATIO, "sanity": f"{SANITY_UNITS:g} T max(|g|, S)"}
@@ -242,7 +262,7 @@ DT_BOUNDS = {"float16": 1e-3, "float32": 1e-4, "bfloat16": 1e-3}  # bf16: rtol a
 
 
 def check_double_thousandth(actual, golden, dtype, threshold: tuple[float, float] | None = None) -> Check:
-    """"Double thousandth": rel = d / (|g| + 1e-7) <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements;
+    """ "Double thousandth": rel = d / (|g| + 1e-7) <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements;
     bf16: d <= 1e-3 + 1e-3*|g|. `threshold` = (bound, allowed failing share) overrides the defaults
     (bf16 then uses the bound as both rtol and atol). NaN/Inf positions must match the golden's."""
     name = dtype_name(dtype)
@@ -256,13 +276,21 @@ def check_double_thousandth(actual, golden, dtype, threshold: tuple[float, float
     bad_share = n_bad / d.size if d.size else 0.0
     failures = []
     if bad_share > share:
-        failures.append(f"{n_bad} of {d.size} elements ({bad_share:.3%}) over the bound {bound:g}, "
-                        f"more than {share:.3%}")
+        failures.append(
+            f"{n_bad} of {d.size} elements ({bad_share:.3%}) over the bound {bound:g}, more than {share:.3%}"
+        )
     if not m["nan_inf_match"]:
         failures.append("NaN/Inf positions differ from the golden's")
     crit = "atol+rtol" if name == "bfloat16" else "rel"
-    numbers = {"dtype": name, "n": d.size, "criterion": crit, "bad": n_bad, "bad_share": bad_share,
-               "mere": m["mere"], "mare": m["mare"]}
+    numbers = {
+        "dtype": name,
+        "n": d.size,
+        "criterion": crit,
+        "bad": n_bad,
+        "bad_share": bad_share,
+        "mere": m["mere"],
+        "mare": m["mare"],
+    }
     return Check("double thousandth", not failures, numbers, {"bound": bound, "share": share}, tuple(failures))
 
 
@@ -301,6 +329,8 @@ def mare_within_rounding(actual, golden, dtype, fp32_bound=None) -> tuple[bool, 
     bad = over & ~(d <= allowed)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        return False, (f"{int(bad.sum())} elements over the MARE limit are not {what}, e.g. flat {i}: "
-                       f"error {d.flat[i]:.3g} > allowed {allowed.flat[i]:.3g}")
+        return False, (
+            f"{int(bad.sum())} elements over the MARE limit are not {what}, e.g. flat {i}: "
+            f"error {d.flat[i]:.3g} > allowed {allowed.flat[i]:.3g}"
+        )
     return True, f"{int(over.sum())} elements over the MARE limit, all {what}"

@@ -1,6 +1,7 @@
 """An op's inputs and its calls, made one way for everything that runs an op from its family's bench entry
 (families/*.py BENCH): the bench times the calls, the estimate records them for the pipeline model and the
 host profile measures them on the twin."""
+
 from __future__ import annotations
 
 import torch
@@ -46,7 +47,7 @@ def calls(name: str, inputs: tuple, pass_: str):
     the forward run by the factory, outside the call); full (forward with grad + that backward)."""
     if pass_ == "fwd":
         fwd = forward(name)
-        return lambda: (lambda: fwd(*inputs))
+        return lambda: lambda: fwd(*inputs)
     op = OPS[name]
     x, rest = inputs[0], inputs[1:]
     y0 = first(op.ours(x, *rest))
@@ -58,4 +59,5 @@ def calls(name: str, inputs: tuple, pass_: str):
             return lambda: torch.autograd.grad(first(op.ours(xg, *rest)), xg, dy)[0]
         y = first(op.ours(xg, *rest))
         return lambda: torch.autograd.grad(y, xg, dy)[0]
+
     return make

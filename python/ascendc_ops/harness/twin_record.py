@@ -1,6 +1,7 @@
 """The twin's per-launch exports, switched on around a call: its instruction record (read by the pipeline
 model, estimate.py) and its host profile (host_profile.py). Each is a consumer inside the twin that keeps
 one JSON string per launch until taken."""
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,6 @@
 """Input data of a case: the case-file distributions (make_values) and what a named value generator of an
 op family may use (GenContext); signed_uniform is shared by several families."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass

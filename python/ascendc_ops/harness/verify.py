@@ -26,6 +26,7 @@ below the dtype's threshold are judged by absolute error (ErrorCount vs PyTorch'
 Each row reports the share of small values, both ErrorCounts and both sanity figures (worst error / bound).
 No waiver is applied: the numbers and verdicts are the literal ones.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -127,9 +128,14 @@ def _run_case(case: Case, standard: str) -> list[dict]:
     spec = OPS[case.op]
     rng = np.random.default_rng(case.seed)
     tensors, arrays = {}, {}
-    base = {"case": case.name, "op": case.op, "source": case.source,
-            "attrs": dict(case.attrs), "dtype": case.dtype,
-            "shapes": {t.name: list(t.shape) for t in case.inputs}}
+    base = {
+        "case": case.name,
+        "op": case.op,
+        "source": case.source,
+        "attrs": dict(case.attrs),
+        "dtype": case.dtype,
+        "shapes": {t.name: list(t.shape) for t in case.inputs},
+    }
     try:
         for t in case.inputs:  # generators see the case's rng, the tensor's spec and the inputs made so far
             ctx = GenContext(rng, t, arrays)
@@ -146,8 +152,15 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         if len(golden) != len(case.outputs):
             raise ValueError(f"the golden returned {len(golden)} outputs, the op has {len(case.outputs)}")
     except Exception as e:  # a failing case, not a crash of the harness
-        return [{**base, "output": ",".join(t.name for t in case.outputs), "standard": standard, "passed": False,
-                 "failures": [f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"]}]
+        return [
+            {
+                **base,
+                "output": ",".join(t.name for t in case.outputs),
+                "standard": standard,
+                "passed": False,
+                "failures": [f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"],
+            }
+        ]
     records = []
     for t, y, s, g in zip(case.outputs, ours, second, golden):
         rec = {**base, "output": t.name, "out_dtype": str(y.dtype).removeprefix("torch."), "standard": standard}
@@ -156,21 +169,36 @@ def _run_case(case: Case, standard: str) -> list[dict]:
             records.append({**rec, "passed": False, "failures": [f"shape {list(y.shape)} != golden {list(g.shape)}"]})
             continue
         a, s64, dt = _f64(y), _f64(s), rec["out_dtype"]
-        coarse = min((t.dtype for t in case.inputs if t.dtype in P.EPS), key=lambda d: -P.EPS[d])  # least precise float input (index tensors aside)
+        coarse = min(
+            (t.dtype for t in case.inputs if t.dtype in P.EPS), key=lambda d: -P.EPS[d]
+        )  # least precise float input (index tensors aside)
         m = P.metrics(a, g, dt, coarse)
         theirs = P.metrics(s64, g, dt, coarse)
         ratio = P.check_ratio(a, s64, g, dt, coarse)
         check = judge(standard, case, dt, a, s64, g, coarse)
-        rec.update({
-            "n": m["n"], "mere": m["mere"], "mare": m["mare"], "rmse": m["rmse"], "eb": m["eb"],
-            "small_share": m["small_share"], "small_err_count": m["small_err_count"],
-            "torch_small_err_count": theirs["small_err_count"], "sanity": m["sanity"],
-            "torch_sanity": theirs["sanity"], "nan_inf_match": m["nan_inf_match"],
-            "torch_mere": theirs["mere"], "torch_mare": theirs["mare"], "torch_rmse": theirs["rmse"],
-            "ratio": {k: ratio.numbers[f"{k}_ratio"] for k in (*P.RATIO_LIMITS, "small_err_count")},
-            "judged_by": check.standard, "limits": check.limits, "passed": check.passed,
-            "failures": list(check.failures),
-        })
+        rec.update(
+            {
+                "n": m["n"],
+                "mere": m["mere"],
+                "mare": m["mare"],
+                "rmse": m["rmse"],
+                "eb": m["eb"],
+                "small_share": m["small_share"],
+                "small_err_count": m["small_err_count"],
+                "torch_small_err_count": theirs["small_err_count"],
+                "sanity": m["sanity"],
+                "torch_sanity": theirs["sanity"],
+                "nan_inf_match": m["nan_inf_match"],
+                "torch_mere": theirs["mere"],
+                "torch_mare": theirs["mare"],
+                "torch_rmse": theirs["rmse"],
+                "ratio": {k: ratio.numbers[f"{k}_ratio"] for k in (*P.RATIO_LIMITS, "small_err_count")},
+                "judged_by": check.standard,
+                "limits": check.limits,
+                "passed": check.passed,
+                "failures": list(check.failures),
+            }
+        )
         records.append(rec)
     return records
 
@@ -181,21 +209,53 @@ def _shape_txt(rec) -> str:
 
 
 def table(records) -> str:
-    head = ["case", "op", "attr", "dtype", "shapes (inputs)", "out", "MERE", "MARE", "RMSE", "EB",
-            "ratio MERE/MARE/RMSE vs torch", "small %", "small err ours/torch", "sanity ours/torch", "standard",
-            "result"]
+    head = [
+        "case",
+        "op",
+        "attr",
+        "dtype",
+        "shapes (inputs)",
+        "out",
+        "MERE",
+        "MARE",
+        "RMSE",
+        "EB",
+        "ratio MERE/MARE/RMSE vs torch",
+        "small %",
+        "small err ours/torch",
+        "sanity ours/torch",
+        "standard",
+        "result",
+    ]
     rows = []
     for r in records:
         attr = ",".join(f"{v}" for v in r["attrs"].values()) or "-"
         if "mere" in r:
-            nums = [f"{r['mere']:.3g}", f"{r['mare']:.3g}", f"{r['rmse']:.3g}", f"{r['eb']:.3f}",
-                    "/".join(f"{r['ratio'][k]:.2f}" for k in ("mere", "mare", "rmse")),
-                    f"{100 * r['small_share']:.2g}", f"{r['small_err_count']}/{r['torch_small_err_count']}",
-                    f"{r['sanity']:.2g}/{r['torch_sanity']:.2g}"]
+            nums = [
+                f"{r['mere']:.3g}",
+                f"{r['mare']:.3g}",
+                f"{r['rmse']:.3g}",
+                f"{r['eb']:.3f}",
+                "/".join(f"{r['ratio'][k]:.2f}" for k in ("mere", "mare", "rmse")),
+                f"{100 * r['small_share']:.2g}",
+                f"{r['small_err_count']}/{r['torch_small_err_count']}",
+                f"{r['sanity']:.2g}/{r['torch_sanity']:.2g}",
+            ]
         else:
             nums = ["-"] * 8
-        rows.append([r["case"], r["op"], attr, r["dtype"], _shape_txt(r), r["output"], *nums,
-                     r.get("judged_by", r["standard"]), "PASS" if r["passed"] else "FAIL"])
+        rows.append(
+            [
+                r["case"],
+                r["op"],
+                attr,
+                r["dtype"],
+                _shape_txt(r),
+                r["output"],
+                *nums,
+                r.get("judged_by", r["standard"]),
+                "PASS" if r["passed"] else "FAIL",
+            ]
+        )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
@@ -214,8 +274,7 @@ def _finite(v):
     return v
 
 
-def run(cases: list[Case], standard: str = "auto", json_path: str | None = None, out=sys.stdout,
-        progress=None) -> int:
+def run(cases: list[Case], standard: str = "auto", json_path: str | None = None, out=sys.stdout, progress=None) -> int:
     """Run the cases, print the table and a summary, write JSON; 0 when every output passes, else 1."""
     records = []
     for i, case in enumerate(cases):
@@ -227,18 +286,32 @@ def run(cases: list[Case], standard: str = "auto", json_path: str | None = None,
     print(table(records), file=out)
     failed = [r for r in records if not r["passed"]]
     for r in failed:
-        print(f"FAIL {r['case']} ({r['op']} {r['dtype']} {_shape_txt(r)} {r['output']}): "
-              + "; ".join(r["failures"]), file=out)
-    print(f"\nverify: {len(cases)} cases, {len(records)} outputs, {len(records) - len(failed)} passed, "
-          f"{len(failed)} failed (standard: {standard}; goldens: float64 NumPy, ratios vs PyTorch in the "
-          "same dtype, no waivers)", file=out)
+        print(
+            f"FAIL {r['case']} ({r['op']} {r['dtype']} {_shape_txt(r)} {r['output']}): " + "; ".join(r["failures"]),
+            file=out,
+        )
+    print(
+        f"\nverify: {len(cases)} cases, {len(records)} outputs, {len(records) - len(failed)} passed, "
+        f"{len(failed)} failed (standard: {standard}; goldens: float64 NumPy, ratios vs PyTorch in the "
+        "same dtype, no waivers)",
+        file=out,
+    )
     if json_path:
         from .environment import git_commit
-        doc = {"standard": standard, "torch": torch.__version__, "package": ascendc_ops.__version__,
-               "commit": git_commit(),
-               "summary": {"cases": len(cases), "outputs": len(records), "passed": len(records) - len(failed),
-                           "failed": len(failed)},
-               "results": records}
+
+        doc = {
+            "standard": standard,
+            "torch": torch.__version__,
+            "package": ascendc_ops.__version__,
+            "commit": git_commit(),
+            "summary": {
+                "cases": len(cases),
+                "outputs": len(records),
+                "passed": len(records) - len(failed),
+                "failed": len(failed),
+            },
+            "results": records,
+        }
         with open(json_path, "w") as f:
             json.dump(_finite(doc), f, indent=1)
         print(f"wrote {json_path}", file=out)

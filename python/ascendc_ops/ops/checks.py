@@ -46,5 +46,9 @@ def check_dtypes(proto: OpProto, *tensors: torch.Tensor) -> None:
 def check_same_dtype(op: str, name: str, t: torch.Tensor, ref_name: str, ref: torch.Tensor) -> None:
     """`name` must have `ref_name`'s dtype."""
     if t.dtype != ref.dtype:
-        fail(TypeError, op, f"{name} must have {ref_name}'s dtype {str(ref.dtype).removeprefix('torch.')}, "
-             f"got {str(t.dtype).removeprefix('torch.')}")
+        fail(
+            TypeError,
+            op,
+            f"{name} must have {ref_name}'s dtype {str(ref.dtype).removeprefix('torch.')}, "
+            f"got {str(t.dtype).removeprefix('torch.')}",
+        )

@@ -9,20 +9,26 @@ Schemas come from op_proto/grouped_matmul*.json. Autograd: dx by grouped_matmul 
 transposition flipped, dweight by the weight-grad kernel. Data-dependent checks (group_list values)
 run in the C++ bindings. The MoE routing ops are in moe_routing.py.
 """
+
 from __future__ import annotations
 
 import torch
 from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from ..op_proto import load_all
-
 from .checks import check_dtype, check_same_dtype, fail
 
 PROTOS = load_all()
 
 
-def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: torch.Tensor, group_list_type: int,
-                         transpose_weight: bool = False) -> list:
+def check_grouped_matmul(
+    op: str,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    group_list: torch.Tensor,
+    group_list_type: int,
+    transpose_weight: bool = False,
+) -> list:
     """Shape and dtype rules of grouped_matmul / grouped_matmul_weight_grad; returns the output shape."""
     proto = PROTOS[op]
     an, bn = proto.inputs[0].name, proto.inputs[1].name
@@ -33,8 +39,11 @@ def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: 
     # group_list's length may be data-dependent under torch.compile (bincount): undecidable checks pass here
     # and the bindings enforce them at run time.
     if group_list.dim() != 1 or guard_or_false(group_list.shape[0] < 1):
-        fail(ValueError, op, f"group_list must be 1-D with one entry per group (at least 1), got shape "
-             f"{list(group_list.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"group_list must be 1-D with one entry per group (at least 1), got shape {list(group_list.shape)}",
+        )
     for i, t in enumerate((a, b, group_list)):
         check_dtype(proto, i, t)
     check_same_dtype(op, bn, b, an, a)
@@ -46,12 +55,19 @@ def check_grouped_matmul(op: str, a: torch.Tensor, b: torch.Tensor, group_list: 
         return [e, k, b.shape[1]]
     layout = "N, K" if transpose_weight else "K, N"
     if b.dim() != 3 or guard_or_false(b.shape[0] != e):
-        fail(ValueError, op, f"{bn} must be 3-D [E, {layout}] with E = {e} (group_list entries), got shape "
-             f"{list(b.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"{bn} must be 3-D [E, {layout}] with E = {e} (group_list entries), got shape {list(b.shape)}",
+        )
     wk = b.shape[2] if transpose_weight else b.shape[1]
     if wk != k:
-        fail(ValueError, op, f"{bn} must have K = {k} ({an}.size(1)) in dim {2 if transpose_weight else 1} "
-             f"(transpose_weight={transpose_weight}), got shape {list(b.shape)}")
+        fail(
+            ValueError,
+            op,
+            f"{bn} must have K = {k} ({an}.size(1)) in dim {2 if transpose_weight else 1} "
+            f"(transpose_weight={transpose_weight}), got shape {list(b.shape)}",
+        )
     return [m, b.shape[1] if transpose_weight else b.shape[2]]
 
 
@@ -89,8 +105,11 @@ def _gmm_backward(ctx, dy):
     if ctx.needs_input_grad[0]:  # dx = dy @ w[e]^T: the same weight read with the other transposition
         dx = torch.ops.custom.grouped_matmul(dy, weight, group_list, t, not trans)
     if ctx.needs_input_grad[1]:  # [E, K, N]: x_e^T dy_e; [E, N, K]: dy_e^T x_e
-        dw = (torch.ops.custom.grouped_matmul_weight_grad(dy, x, group_list, t) if trans
-              else torch.ops.custom.grouped_matmul_weight_grad(x, dy, group_list, t))
+        dw = (
+            torch.ops.custom.grouped_matmul_weight_grad(dy, x, group_list, t)
+            if trans
+            else torch.ops.custom.grouped_matmul_weight_grad(x, dy, group_list, t)
+        )
     return dx, dw, None, None, None
 
 

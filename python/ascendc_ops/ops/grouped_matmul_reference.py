@@ -9,6 +9,7 @@ op-semantics.md ("Grouped matmul and MoE routing"), not from the kernels.
   ``w_e = w[e]`` ``[K, N]`` or ``w[e].T`` (w ``[E, N, K]``); rows past the last group are 0.
 - ``grouped_matmul_weight_grad(x, dy, group_list, type)``: ``dw[e] = x_e.T @ dy_e``, 0 for empty groups.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,7 +31,7 @@ def grouped_matmul(x, w, group_list, group_list_type: int = 1, transpose_weight:
     start = 0
     for e, rows in enumerate(group_rows(group_list, group_list_type)):
         we = w[e].T if transpose_weight else w[e]
-        y[start:start + rows] = x[start:start + rows] @ we
+        y[start : start + rows] = x[start : start + rows] @ we
         start += rows
     return y
 
@@ -41,6 +42,6 @@ def grouped_matmul_weight_grad(x, dy, group_list, group_list_type: int = 1) -> n
     dw = np.zeros((len(rows_per), x.shape[1], dy.shape[1]))
     start = 0
     for e, rows in enumerate(rows_per):
-        dw[e] = x[start:start + rows].T @ dy[start:start + rows]
+        dw[e] = x[start : start + rows].T @ dy[start : start + rows]
         start += rows
     return dw

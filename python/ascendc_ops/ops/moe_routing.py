@@ -15,7 +15,6 @@ from __future__ import annotations
 import torch
 
 from ..op_proto import load_all
-
 from .checks import check_dtype, check_same_dtype, fail
 
 PROTOS = load_all()

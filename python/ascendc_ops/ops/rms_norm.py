@@ -104,8 +104,9 @@ def rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = EPSILON) -> 
     return torch.ops.custom.rms_norm(x, gamma, epsilon)
 
 
-def add_rms_norm(x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor,
-                 epsilon: float = EPSILON) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def add_rms_norm(
+    x1: torch.Tensor, x2: torch.Tensor, gamma: torch.Tensor, epsilon: float = EPSILON
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """npu_add_rms_norm: ``(y, rstd, x)`` with x = x1 + x2 and (y, rstd) = rms_norm(x, gamma, epsilon)."""
     check_add_rms_norm(x1, x2, gamma, epsilon)
     return torch.ops.custom.add_rms_norm(x1, x2, gamma, epsilon)

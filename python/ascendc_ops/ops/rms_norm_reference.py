@@ -1,5 +1,7 @@
-"""Independent float64 NumPy references (goldens) of the RMSNorm (rms_norm, add_rms_norm and their grads) family, as rope_reference.py: no torch,
+"""Independent float64 NumPy references (goldens) of the RMSNorm (rms_norm, add_rms_norm and their grads)
+family, as rope_reference.py: no torch,
 no compiled code, NumPy in, float64 out; formulas as torch_npu and Hugging Face transformers compute them."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,7 +22,7 @@ def _f64(a) -> np.ndarray:
 
 def _norm_axes(x: np.ndarray, gamma: np.ndarray) -> tuple[int, ...]:
     k = gamma.ndim
-    if k < 1 or x.shape[x.ndim - k:] != gamma.shape:
+    if k < 1 or x.shape[x.ndim - k :] != gamma.shape:
         raise ValueError(f"gamma of shape {gamma.shape} must be the trailing dims of x of shape {x.shape}")
     return tuple(range(x.ndim - k, x.ndim))
 
@@ -52,7 +54,9 @@ def add_rms_norm(x1, x2, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.n
     return y, rstd, x
 
 
-def add_rms_norm_backward(dy, dx_out, x1, x2, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def add_rms_norm_backward(
+    dy, dx_out, x1, x2, gamma, epsilon: float = 1e-6
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(dx1, dx2, dgamma): dx1 = dx2 = rms_norm's dx at x = x1 + x2, plus dx_out (the x output's gradient)."""
     dx, dgamma = rms_norm_backward(dy, _f64(x1) + _f64(x2), gamma, epsilon)
     dx = dx + _f64(dx_out)

@@ -1,5 +1,7 @@
-"""Independent float64 NumPy references (goldens) of the SwiGLU (swiglu, swiglu_grad) family, as rope_reference.py: no torch,
+"""Independent float64 NumPy references (goldens) of the SwiGLU (swiglu, swiglu_grad) family, as
+rope_reference.py: no torch,
 no compiled code, NumPy in, float64 out; formulas as torch_npu and Hugging Face transformers compute them."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -2,6 +2,7 @@
 how `verify` runs the op, PyTorch's own computation of it, its golden, fuzzer, default cases and value
 generators) and BENCH (op name -> base.OpBench: how `bench` times it). A new family is one module here and one
 name in FAMILIES."""
+
 from __future__ import annotations
 
 from . import grouped_matmul, moe_routing, rms_norm, rope, swiglu

@@ -1,10 +1,9 @@
 """What a family module declares: one OpSpec per op for `verify` and one OpBench per op for `bench`."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
-
-from ..dtypes import FLOATS as DTYPES
 
 
 @dataclass(frozen=True)
@@ -27,10 +26,11 @@ class Targets:
     compile: float | None  # x torch.compile of it
     copy_pct: float | None  # % of same-size copy bandwidth
 
-    def with_twin_floor(self, op: str, pass_: str, dtype: str) -> "Targets":
+    def with_twin_floor(self, op: str, pass_: str, dtype: str) -> Targets:
         """Issue 12 (twin speed) raises every row to >= 1.5x eager and >= 1.0x torch.compile, and the
         streaming ops (RoPE, the norms' and SwiGLU's forward) to >= 70% of copy bandwidth in fp32 and
         >= 50% in 16-bit; the op's own issue may ask for more."""
+
         def floor(own, least):
             return least if own is None else max(own, least)
 
@@ -41,8 +41,13 @@ class Targets:
 
 
 # The streaming ops of issue 12 and the passes that count as streaming.
-STREAMING = {"rope_customer": ("fwd", "bwd", "full"), "rotary_mul": ("fwd", "bwd", "full"),
-             "rms_norm": ("fwd",), "add_rms_norm": ("fwd",), "swiglu": ("fwd",)}
+STREAMING = {
+    "rope_customer": ("fwd", "bwd", "full"),
+    "rotary_mul": ("fwd", "bwd", "full"),
+    "rms_norm": ("fwd",),
+    "add_rms_norm": ("fwd",),
+    "swiglu": ("fwd",),
+}
 
 
 @dataclass(frozen=True)

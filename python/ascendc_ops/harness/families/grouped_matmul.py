@@ -2,6 +2,7 @@
 (how to run each, PyTorch's per-expert torch.mm, the float64 golden, the fuzzer, the default suite, the
 group_list generator) and grouped_matmul for `bench` against the per-expert mm loop (torch._grouped_mm has no
 meta kernel on CPU, so it cannot be a torch.compile-d baseline: `bench --suite moe` compares against it)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,7 @@ def torch_gmm(x, w, group_list, glt, trans=False):
     counts = (group_list if glt == 1 else torch.diff(group_list, prepend=group_list.new_zeros(1))).tolist()
     outs, s = [], 0
     for e, c in enumerate(counts):
-        outs.append(x[s:s + c] @ (w[e].T if trans else w[e]))
+        outs.append(x[s : s + c] @ (w[e].T if trans else w[e]))
         s += c
     y = torch.cat(outs)
     return torch.cat([y, y.new_zeros(x.shape[0] - s, y.shape[1])])
@@ -45,7 +46,7 @@ def torch_gmm(x, w, group_list, glt, trans=False):
 def torch_wgrad(x, dy, group_list, glt):
     counts = (group_list if glt == 1 else torch.diff(group_list, prepend=group_list.new_zeros(1))).tolist()
     ends = np.cumsum(counts)
-    return torch.stack([x[e - c:e].T @ dy[e - c:e] for c, e in zip(counts, ends)])
+    return torch.stack([x[e - c : e].T @ dy[e - c : e] for c, e in zip(counts, ends)])
 
 
 def _glt(a) -> int:
@@ -54,12 +55,17 @@ def _glt(a) -> int:
 
 def fuzz_gmm(weight_grad: bool):
     def fuzz(rng, attrs):
-        m, k, n, e = (int(rng.integers(1, 200)), int(rng.integers(1, 300)), int(rng.integers(1, 300)),
-                      int(rng.integers(1, 65)))
+        m, k, n, e = (
+            int(rng.integers(1, 200)),
+            int(rng.integers(1, 300)),
+            int(rng.integers(1, 300)),
+            int(rng.integers(1, 65)),
+        )
         if weight_grad:
             return {"x": (m, k), "dy": (m, n), "group_list": (e,)}
         w = (e, n, k) if attrs.get("transpose_weight") else (e, k, n)
         return {"x": (m, k), "weight": w, "group_list": (e,)}
+
     return fuzz
 
 
@@ -82,34 +88,52 @@ def gmm_suite(weight_grad: bool):
         else:
             ins = [x, case_tensor("weight", [e, n, k] if trans else [e, k, n], f, value_range=[POSITIVE]), gl]
             outs = [case_tensor("y", [m, n], f)]
-            attrs = [{"name": "group_list_type", "type": "int", "value": list(glt)},
-                     {"name": "transpose_weight", "type": "bool", "value": trans}]
+            attrs = [
+                {"name": "group_list_type", "type": "int", "value": list(glt)},
+                {"name": "transpose_weight", "type": "bool", "value": trans},
+            ]
         return {"case_name": f"{op}_{name}", "op": op, "input_desc": ins, "output_desc": outs, "attr": attrs}
 
     def cases(quick: bool) -> list[dict]:
         out = [entry("k1", 7, 1, 5, 3), entry("k769", 83, 769, 5, 3), entry("e64_trans", 256, 64, 48, 64, True)]
         if not quick:
-            out += [entry("n1025", 7, 16, 1025, 1), entry("e512", 300, 8, 16, 512, glt=(1,)),
-                    entry("qwen3_moe", 8192, 1024, 1024, 64, glt=(1,))]
+            out += [
+                entry("n1025", 7, 16, 1025, 1),
+                entry("e512", 300, 8, 16, 512, glt=(1,)),
+                entry("qwen3_moe", 8192, 1024, 1024, 64, glt=(1,)),
+            ]
         return out
+
     return cases
 
 
 VERIFY: dict[str, OpSpec] = {
     "grouped_matmul": OpSpec(
-        run=lambda t, a: (ascendc_ops.grouped_matmul(t["x"], t["weight"], t["group_list"], _glt(a),
-                                                     bool(a.get("transpose_weight", False))),),
-        second=lambda t, a: (torch_gmm(t["x"], t["weight"], t["group_list"], _glt(a),
-                                       bool(a.get("transpose_weight", False))),),
-        golden=lambda g, a: (R.grouped_matmul(g["x"], g["weight"], g["group_list"].astype(np.int64), _glt(a),
-                                              bool(a.get("transpose_weight", False))),),
-        fuzz=fuzz_gmm(False), default_cases=gmm_suite(False), values=VALUES),
+        run=lambda t, a: (
+            ascendc_ops.grouped_matmul(
+                t["x"], t["weight"], t["group_list"], _glt(a), bool(a.get("transpose_weight", False))
+            ),
+        ),
+        second=lambda t, a: (
+            torch_gmm(t["x"], t["weight"], t["group_list"], _glt(a), bool(a.get("transpose_weight", False))),
+        ),
+        golden=lambda g, a: (
+            R.grouped_matmul(
+                g["x"], g["weight"], g["group_list"].astype(np.int64), _glt(a), bool(a.get("transpose_weight", False))
+            ),
+        ),
+        fuzz=fuzz_gmm(False),
+        default_cases=gmm_suite(False),
+        values=VALUES,
+    ),
     "grouped_matmul_weight_grad": OpSpec(
         run=lambda t, a: (torch.ops.custom.grouped_matmul_weight_grad(t["x"], t["dy"], t["group_list"], _glt(a)),),
         second=lambda t, a: (torch_wgrad(t["x"], t["dy"], t["group_list"], _glt(a)),),
-        golden=lambda g, a: (R.grouped_matmul_weight_grad(g["x"], g["dy"], g["group_list"].astype(np.int64),
-                                                          _glt(a)),),
-        fuzz=fuzz_gmm(True), default_cases=gmm_suite(True), values=VALUES),
+        golden=lambda g, a: (R.grouped_matmul_weight_grad(g["x"], g["dy"], g["group_list"].astype(np.int64), _glt(a)),),
+        fuzz=fuzz_gmm(True),
+        default_cases=gmm_suite(True),
+        values=VALUES,
+    ),
 }
 
 
@@ -122,8 +146,11 @@ def experts_inputs(shape, dtype, gen):
     m, k, n, e = shape
     counts = torch.bincount(torch.randint(0, e, (m,), generator=gen), minlength=e)
     _SPLITS[:] = counts.tolist()
-    return (torch.randn(m, k, generator=gen).to(dtype), (torch.randn(e, k, n, generator=gen) / k**0.5).to(dtype),
-            counts)
+    return (
+        torch.randn(m, k, generator=gen).to(dtype),
+        (torch.randn(e, k, n, generator=gen) / k**0.5).to(dtype),
+        counts,
+    )
 
 
 def mm_loop(x, w, counts):
@@ -147,7 +174,15 @@ GMM_TARGETS = {p: Targets(1.0, 1.0, None) for p in ("fwd", "bwd", "full")}
 EXPERTS_SHAPES = ((8192, 1024, 1024, 64), (2048, 1024, 5632, 8))  # Qwen3-MoE gate_up; E=8 top-2 gate_up
 
 BENCH: dict[str, OpBench] = {
-    "grouped_matmul": OpBench(lambda x, w, c: ascendc_ops.grouped_matmul(x, w, c), mm_loop, experts_inputs,
-                              check_experts, lambda m, seq: [], gmm_bytes, "M,K,N,E", ((2048, 512, 512, 64),),
-                              GMM_TARGETS),
+    "grouped_matmul": OpBench(
+        lambda x, w, c: ascendc_ops.grouped_matmul(x, w, c),
+        mm_loop,
+        experts_inputs,
+        check_experts,
+        lambda m, seq: [],
+        gmm_bytes,
+        "M,K,N,E",
+        ((2048, 512, 512, 64),),
+        GMM_TARGETS,
+    ),
 }

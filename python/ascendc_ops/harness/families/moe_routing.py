@@ -2,6 +2,7 @@
 PyTorch's own computation, the float64 golden, the fuzzer, the default suite, the permutation generator;
 moe_token_permute moves rows and returns int32 indices: tests/test_moe_ops.py checks it exactly), and
 moe_token_permute and moe_token_unpermute for `bench`."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,6 +43,7 @@ def fuzz_unpermute(grad: bool):
         if grad:
             shapes["unpermuted_tokens_grad"] = (t, h)
         return shapes
+
     return fuzz
 
 
@@ -54,21 +56,31 @@ def unpermute_suite(grad: bool):
     f = list(DTYPES)
 
     def entry(name, t, k, h):
-        ins = [case_tensor("permuted_tokens", [t * k, h], f, value_range=[POSITIVE]),
-               case_tensor("sorted_indices", [t * k], ["int32"] * 3, value="permutation"),
-               case_tensor("probs", [t, k], f, value_range=[[0.05, 1]])]
+        ins = [
+            case_tensor("permuted_tokens", [t * k, h], f, value_range=[POSITIVE]),
+            case_tensor("sorted_indices", [t * k], ["int32"] * 3, value="permutation"),
+            case_tensor("probs", [t, k], f, value_range=[[0.05, 1]]),
+        ]
         outs = [case_tensor("unpermuted_tokens", [t, h], f)]
         if grad:
-            ins.insert(1, case_tensor("unpermuted_tokens_grad", [t, h], f, value="signed_uniform", value_range=[POSITIVE]))
+            ins.insert(
+                1, case_tensor("unpermuted_tokens_grad", [t, h], f, value="signed_uniform", value_range=[POSITIVE])
+            )
             outs = [case_tensor("permuted_tokens_grad", [t * k, h], f), case_tensor("probs_grad", [t, k], f)]
-        return {"case_name": f"{op}_{name}", "op": op, "input_desc": ins, "output_desc": outs,
-                "attr": [{"name": "restore_shape", "type": "list_int", "value": []}]}
+        return {
+            "case_name": f"{op}_{name}",
+            "op": op,
+            "input_desc": ins,
+            "output_desc": outs,
+            "attr": [{"name": "restore_shape", "type": "list_int", "value": []}],
+        }
 
     def cases(quick: bool) -> list[dict]:
         out = [entry("h1_k1", 7, 1, 1), entry("h769_k2", 83, 2, 769)]
         if not quick:
             out += [entry("h5125_k8", 7, 8, 5125), entry("qwen3_moe", 1024, 8, 1024)]
         return out
+
     return cases
 
 
@@ -76,17 +88,27 @@ VERIFY: dict[str, OpSpec] = {
     "moe_token_unpermute": OpSpec(
         run=lambda t, a: (ascendc_ops.moe_token_unpermute(t["permuted_tokens"], t["sorted_indices"], t["probs"]),),
         second=lambda t, a: (torch_unpermute(t["permuted_tokens"], t["sorted_indices"], t["probs"]),),
-        golden=lambda g, a: (R.moe_token_unpermute(g["permuted_tokens"], g["sorted_indices"].astype(np.int64),
-                                                   g["probs"]),),
-        fuzz=fuzz_unpermute(False), default_cases=unpermute_suite(False), values=VALUES),
+        golden=lambda g, a: (
+            R.moe_token_unpermute(g["permuted_tokens"], g["sorted_indices"].astype(np.int64), g["probs"]),
+        ),
+        fuzz=fuzz_unpermute(False),
+        default_cases=unpermute_suite(False),
+        values=VALUES,
+    ),
     "moe_token_unpermute_grad": OpSpec(
         run=lambda t, a: torch.ops.custom.moe_token_unpermute_grad(
-            t["permuted_tokens"], t["unpermuted_tokens_grad"], t["sorted_indices"], t["probs"]),
-        second=lambda t, a: torch_unpermute_grad(t["permuted_tokens"], t["unpermuted_tokens_grad"],
-                                                 t["sorted_indices"], t["probs"]),
-        golden=lambda g, a: R.moe_token_unpermute_backward(g["permuted_tokens"], g["unpermuted_tokens_grad"],
-                                                           g["sorted_indices"].astype(np.int64), g["probs"]),
-        fuzz=fuzz_unpermute(True), default_cases=unpermute_suite(True), values=VALUES),
+            t["permuted_tokens"], t["unpermuted_tokens_grad"], t["sorted_indices"], t["probs"]
+        ),
+        second=lambda t, a: torch_unpermute_grad(
+            t["permuted_tokens"], t["unpermuted_tokens_grad"], t["sorted_indices"], t["probs"]
+        ),
+        golden=lambda g, a: R.moe_token_unpermute_backward(
+            g["permuted_tokens"], g["unpermuted_tokens_grad"], g["sorted_indices"].astype(np.int64), g["probs"]
+        ),
+        fuzz=fuzz_unpermute(True),
+        default_cases=unpermute_suite(True),
+        values=VALUES,
+    ),
 }
 
 
@@ -137,10 +159,26 @@ def check_routing(shape) -> None:
 ROUTING_TARGETS = {p: Targets(1.0, None, None) for p in ("fwd", "bwd", "full")}
 
 BENCH: dict[str, OpBench] = {
-    "moe_token_permute": OpBench(lambda t, i, p: ascendc_ops.moe_token_permute(t, i)[0], permute_torch,
-                                 routing_inputs, check_routing, lambda m, seq: [], routing_bytes, "T,H,K,E",
-                                 ((1024, 1024, 8, 64),), ROUTING_TARGETS),
-    "moe_token_unpermute": OpBench(unpermute_ours, unpermute_torch, unpermute_inputs, check_routing,
-                                   lambda m, seq: [], routing_bytes, "T,H,K,E", ((1024, 1024, 8, 64),),
-                                   ROUTING_TARGETS),
+    "moe_token_permute": OpBench(
+        lambda t, i, p: ascendc_ops.moe_token_permute(t, i)[0],
+        permute_torch,
+        routing_inputs,
+        check_routing,
+        lambda m, seq: [],
+        routing_bytes,
+        "T,H,K,E",
+        ((1024, 1024, 8, 64),),
+        ROUTING_TARGETS,
+    ),
+    "moe_token_unpermute": OpBench(
+        unpermute_ours,
+        unpermute_torch,
+        unpermute_inputs,
+        check_routing,
+        lambda m, seq: [],
+        routing_bytes,
+        "T,H,K,E",
+        ((1024, 1024, 8, 64),),
+        ROUTING_TARGETS,
+    ),
 }

@@ -1,10 +1,11 @@
 """The RMSNorm family's harness knowledge: rms_norm, add_rms_norm and their grads (how to run each op,
 PyTorch's own same-dtype computation, the float64 golden, the shape fuzzer, the default suite, the named value
 generators) and the benchmark setup of rms_norm and add_rms_norm."""
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -27,6 +28,7 @@ def _trailing_unit_axes(shape) -> tuple[int, ...]:
 def rstd_of_x(epsilon: float) -> Callable:
     """rstd = 1/sqrt(mean(x^2) + epsilon) of the input x made before it (float64, rounded to the declared
     dtype by the harness), over the trailing dims where the rstd shape has 1 (keepdim): the forward's rstd."""
+
     def make(shape, attrs, ctx: GenContext | None = None):
         if ctx is None or "x" not in ctx.made:
             raise ValueError("'rstd_of_x' needs the input x before it")
@@ -36,6 +38,7 @@ def rstd_of_x(epsilon: float) -> Callable:
         if len(shape) != x.ndim or keep != tuple(shape):
             raise ValueError(f"rstd shape {list(shape)} is not x's shape {list(x.shape)} with trailing dims set to 1")
         return 1.0 / np.sqrt(np.mean(x * x, axis=axes, keepdims=True) + epsilon)
+
     return make
 
 
@@ -60,8 +63,13 @@ def minus_x1(shape, attrs, ctx: GenContext | None = None):
     return -ctx.made["x1"] + ctx.rng.uniform(lo, hi, shape)
 
 
-NORM_VALUES = {"signed_uniform": signed_uniform, "signed_like_dx": signed_like_dx, "minus_x1": minus_x1,
-               "rstd_of_x": rstd_of_x(1e-6), "rstd_of_x_eps1": rstd_of_x(1.0)}
+NORM_VALUES = {
+    "signed_uniform": signed_uniform,
+    "signed_like_dx": signed_like_dx,
+    "minus_x1": minus_x1,
+    "rstd_of_x": rstd_of_x(1e-6),
+    "rstd_of_x_eps1": rstd_of_x(1.0),
+}
 
 
 # ---------------------------------------------------------------- verify
@@ -105,13 +113,18 @@ def golden_rms_norm_grad(dy, x, rstd, gamma, dx_out=None):
     return dx, dgamma
 
 
-NORM_PAIRS = (("float16", "float32"), ("bfloat16", "float32"), ("float16", "float16"), ("bfloat16", "bfloat16"),
-              ("float32", "float32"))
+NORM_PAIRS = (
+    ("float16", "float32"),
+    ("bfloat16", "float32"),
+    ("float16", "float16"),
+    ("bfloat16", "bfloat16"),
+    ("float32", "float32"),
+)
 NORM_ROWS, NORM_HIDDEN, NORM_MODEL = (1, 7, 83), (1, 8, 769, 5125), (256, 4096)
 QUICK_NORM_ROWS, QUICK_NORM_HIDDEN = (1, 7), (8, 769)
 X_RANGE, GAMMA_RANGE = [-2.0, 2.0], [-1.5, 1.5]
 CANCEL_SHAPES = ((83, 8), (7, 769))
-SMALL_GAMMA, X2_NOISE = [-2.0**-8, 2.0**-8], [-2.0**-6, 2.0**-6]
+SMALL_GAMMA, X2_NOISE = [-(2.0**-8), 2.0**-8], [-(2.0**-6), 2.0**-6]
 
 
 def norm_suite(op: str) -> Callable:
@@ -144,8 +157,12 @@ def norm_suite(op: str) -> Callable:
         rs = [list(s[:-1]) + [1] for s in shapes]
         g = tensor("gamma", gt, gs, rng=SMALL_GAMMA if cancel and op == "rms_norm" else GAMMA_RANGE)
         if grad:
-            ins = [tensor("dy", xt, xs), tensor("x", xt, xs),
-                   tensor("rstd", "float32", rs, "rstd_of_x_eps1" if eps_one else "rstd_of_x"), g]
+            ins = [
+                tensor("dy", xt, xs),
+                tensor("x", xt, xs),
+                tensor("rstd", "float32", rs, "rstd_of_x_eps1" if eps_one else "rstd_of_x"),
+                g,
+            ]
             if add:
                 ins.append(tensor("dx_out", xt, xs))
             outs = [tensor("dx", xt, xs, rng=None), tensor("dgamma", gt, gs, rng=None)]
@@ -164,13 +181,17 @@ def norm_suite(op: str) -> Callable:
             tag = f"{op}_{pair[0]}_{pair[1]}"
             shapes = [(r, h) for h in hidden for r in rows if not (grad and h == 1)]
             out.append(entry(tag + ("_quick" if quick else ""), pair, shapes))
-            out.append(entry(tag + "_cancel" + ("_quick" if quick else ""), pair, CANCEL_SHAPES[:1 if quick else 2],
-                             cancel=True))
+            out.append(
+                entry(
+                    tag + "_cancel" + ("_quick" if quick else ""), pair, CANCEL_SHAPES[: 1 if quick else 2], cancel=True
+                )
+            )
             if not quick:
                 if grad:
                     out.append(entry(tag + "_hidden1_eps1", pair, [(r, 1) for r in rows], eps_one=True))
                 out.append(entry(tag + "_model", pair, [NORM_MODEL]))
         return out
+
     return cases
 
 
@@ -196,6 +217,7 @@ def fuzz_norm(op: str) -> Callable:
                 out["dx_out"] = x
             return out
         return {"x1": x, "x2": x, "gamma": g} if add else {"x": x, "gamma": g}
+
     return fuzz
 
 
@@ -210,28 +232,32 @@ VERIFY: dict[str, OpSpec] = {
         golden=lambda g, a: R.rms_norm(g["x"], g["gamma"], _eps(a)),
         fuzz=fuzz_norm("rms_norm"),
         default_cases=norm_suite("rms_norm"),
-        values=NORM_VALUES),
+        values=NORM_VALUES,
+    ),
     "rms_norm_grad": OpSpec(
         run=lambda t, a: torch.ops.custom.rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
         second=lambda t, a: torch_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
         golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"]),
         fuzz=fuzz_norm("rms_norm_grad"),
         default_cases=norm_suite("rms_norm_grad"),
-        values=NORM_VALUES),
+        values=NORM_VALUES,
+    ),
     "add_rms_norm": OpSpec(
         run=lambda t, a: ascendc_ops.add_rms_norm(t["x1"], t["x2"], t["gamma"], _eps(a)),
         second=lambda t, a: (*torch_rms_norm(t["x1"] + t["x2"], t["gamma"], _eps(a)), t["x1"] + t["x2"]),
         golden=lambda g, a: R.add_rms_norm(g["x1"], g["x2"], g["gamma"], _eps(a)),
         fuzz=fuzz_norm("add_rms_norm"),
         default_cases=norm_suite("add_rms_norm"),
-        values=NORM_VALUES),
+        values=NORM_VALUES,
+    ),
     "add_rms_norm_grad": OpSpec(
         run=lambda t, a: torch.ops.custom.add_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["dx_out"]),
         second=lambda t, a: torch_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["dx_out"]),
         golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"], g["dx_out"]),
         fuzz=fuzz_norm("add_rms_norm_grad"),
         default_cases=norm_suite("add_rms_norm_grad"),
-        values=NORM_VALUES),
+        values=NORM_VALUES,
+    ),
 }
 
 
@@ -266,6 +292,7 @@ def norm_inputs(n_x: int):
         xs = tuple(torch.randn(shape, generator=gen).to(dtype) for _ in range(n_x))
         gamma = (1 + 0.1 * torch.randn(shape[-1], generator=gen)).to(dtype)  # gamma in x's dtype
         return (*xs, gamma)
+
     return make
 
 
@@ -277,21 +304,40 @@ def check_rows_hidden(shape) -> None:
 def norm_bytes(n_x: int) -> Callable:
     """fwd: x (add: x1, x2) and gamma read, y and rstd (fp32, one per row) written (add: also x);
     bwd (dx only): dy, x, rstd and gamma read, dx written; full: both."""
+
     def count(inputs, out, pass_) -> int:
         x, gamma = inputs[0], inputs[-1]
         rstd = x.numel() // x.shape[-1] * 4
         fwd = n_x * x.nbytes + gamma.nbytes + x.nbytes + rstd + (x.nbytes if n_x == 2 else 0)
         bwd = 2 * x.nbytes + rstd + gamma.nbytes + x.nbytes
         return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
+
     return count
 
 
 BENCH: dict[str, OpBench] = {
-    "rms_norm": OpBench(lambda x, g: ascendc_ops.rms_norm(x, g, EPS)[0], hf_rms_norm, norm_inputs(1),
-                        check_rows_hidden, lambda m, seq: [(seq, m.hidden)], norm_bytes(1), "T,H",
-                        ((8192, 4096), (2048, 8192)), TARGETS, lambda x, g: ascendc_ops.rms_norm(x, g, EPS)),
-    "add_rms_norm": OpBench(lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)[::2], hf_add_rms_norm,
-                            norm_inputs(2), check_rows_hidden, lambda m, seq: [(seq, m.hidden)], norm_bytes(2),
-                            "T,H", ((8192, 4096), (2048, 8192)), TARGETS,
-                            lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)),
+    "rms_norm": OpBench(
+        lambda x, g: ascendc_ops.rms_norm(x, g, EPS)[0],
+        hf_rms_norm,
+        norm_inputs(1),
+        check_rows_hidden,
+        lambda m, seq: [(seq, m.hidden)],
+        norm_bytes(1),
+        "T,H",
+        ((8192, 4096), (2048, 8192)),
+        TARGETS,
+        lambda x, g: ascendc_ops.rms_norm(x, g, EPS),
+    ),
+    "add_rms_norm": OpBench(
+        lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)[::2],
+        hf_add_rms_norm,
+        norm_inputs(2),
+        check_rows_hidden,
+        lambda m, seq: [(seq, m.hidden)],
+        norm_bytes(2),
+        "T,H",
+        ((8192, 4096), (2048, 8192)),
+        TARGETS,
+        lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS),
+    ),
 }

@@ -1,10 +1,11 @@
 """The RoPE family's harness knowledge: rotary_mul, rope_customer and their grads (how to run each op, PyTorch's
 own same-dtype computation, the float64 golden, the shape fuzzer, the default suite, the named table
 generators) and the benchmark setup of rotary_mul and rope_customer."""
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -41,6 +42,7 @@ def torch_dx(forward: Callable, dy, *tables):
 def rope_table(kind: str, layout: Callable[[dict], str]):
     """cos or sin tables of any shape [..., D]: row r (flat over the leading dims) holds position r,
     in the tutorial's pair layout ('interleave') or HF's cat layout ('half')."""
+
     def make(shape, attrs, ctx=None):
         rows, d = math.prod(shape[:-1]), shape[-1]
         cos, sin = R.tutorial_cos_sin(rows, d)
@@ -48,6 +50,7 @@ def rope_table(kind: str, layout: Callable[[dict], str]):
         if layout(attrs) == "half":
             t = np.concatenate((t[:, 0::2], t[:, 0::2]), axis=-1)
         return t.reshape(shape)
+
     return make
 
 
@@ -62,17 +65,25 @@ def rope_suite(op: str, x: str, y: str, tables: tuple[str, str], table_shape: Ca
     [1, 32, 512, 128]. Cancellation-prone ("_cancel"): cos/sin uniform in [-1, 1], independent per lane
     (a pair's two lanes differ), so x*cos and rot(x)*sin cancel to outputs near zero; judged with the
     small-value domain (precision.py)."""
+
     def entry(name, types, shapes, random_tables=False):
         xs, ts = [s[0] for s in shapes], [s[1] for s in shapes]
-        table = ({"value_range": [[-1, 1]], "data_distribute": "uniform"} if random_tables else {})
+        table = {"value_range": [[-1, 1]], "data_distribute": "uniform"} if random_tables else {}
         e = {
-            "case_name": name, "op": op,
-            "input_desc": [{"name": x, "format": "ND", "type": types, "shape": xs, "value_range": [[-2, 2]],
-                            "data_distribute": "uniform"},
-                           {"name": tables[0], "format": "ND", "type": types, "shape": ts,
-                            **(table or {"value": "rope_cos"})},
-                           {"name": tables[1], "format": "ND", "type": types, "shape": ts,
-                            **(table or {"value": "rope_sin"})}],
+            "case_name": name,
+            "op": op,
+            "input_desc": [
+                {
+                    "name": x,
+                    "format": "ND",
+                    "type": types,
+                    "shape": xs,
+                    "value_range": [[-2, 2]],
+                    "data_distribute": "uniform",
+                },
+                {"name": tables[0], "format": "ND", "type": types, "shape": ts, **(table or {"value": "rope_cos"})},
+                {"name": tables[1], "format": "ND", "type": types, "shape": ts, **(table or {"value": "rope_sin"})},
+            ],
             "output_desc": [{"name": y, "format": "ND", "type": types, "shape": xs}],
         }
         if modes:
@@ -83,11 +94,14 @@ def rope_suite(op: str, x: str, y: str, tables: tuple[str, str], table_shape: Ca
         ds, rows = (QUICK_D, QUICK_ROWS) if quick else (SUITE_D, SUITE_ROWS)
         small = [([SUITE_B, SUITE_N, r, d], table_shape(r, d)) for d in ds for r in rows]
         tag = "_quick" if quick else ""
-        out = [entry(f"{op}_default{tag}", list(DTYPES), small),
-               entry(f"{op}_cancel{tag}", list(DTYPES), small[-2:], random_tables=True)]
+        out = [
+            entry(f"{op}_default{tag}", list(DTYPES), small),
+            entry(f"{op}_cancel{tag}", list(DTYPES), small[-2:], random_tables=True),
+        ]
         if not quick:
             out.append(entry(f"{op}_model", list(DTYPES), [(list(MODEL_SHAPE), table_shape(*MODEL_SHAPE[2:]))]))
         return out
+
     return cases
 
 
@@ -102,8 +116,7 @@ FUZZ_LAYOUTS = {  # rotary_mul: x shape and table shape from (B, N, S, D)
 
 
 def _fuzz_bnsd(rng) -> tuple[int, int, int, int]:
-    return (int(rng.integers(1, 4)), int(rng.integers(1, 9)), int(rng.integers(1, 100)),
-            2 * int(rng.integers(1, 129)))
+    return (int(rng.integers(1, 4)), int(rng.integers(1, 9)), int(rng.integers(1, 100)), 2 * int(rng.integers(1, 129)))
 
 
 def fuzz_rotary_mul(x: str, r1: str, r2: str) -> Callable:
@@ -111,6 +124,7 @@ def fuzz_rotary_mul(x: str, r1: str, r2: str) -> Callable:
         dims = _fuzz_bnsd(rng)
         xs, ts = FUZZ_LAYOUTS[list(FUZZ_LAYOUTS)[int(rng.integers(len(FUZZ_LAYOUTS)))]]
         return {x: xs(*dims), r1: ts(*dims), r2: ts(*dims)}
+
     return fuzz
 
 
@@ -118,6 +132,7 @@ def fuzz_rope_customer(x: str, c: str, s: str) -> Callable:
     def fuzz(rng, attrs):
         B, N, S, D = _fuzz_bnsd(rng)
         return {x: (B, N, S, D), c: (S, D), s: (S, D)}
+
     return fuzz
 
 
@@ -139,30 +154,37 @@ VERIFY: dict[str, OpSpec] = {
         second=lambda t, a: (torch_rope(t["x"], t["r1"], t["r2"], _mode(a)),),
         golden=lambda g, a: (R.rotary_mul(g["x"], g["r1"], g["r2"], _mode(a)),),
         fuzz=fuzz_rotary_mul("x", "r1", "r2"),
-        default_cases=rope_suite("rotary_mul", "x", "y", ("r1", "r2"), lambda r, d: [1, 1, r, d], ("half", "interleave")),
-        values=_rope_values(_mode)),
+        default_cases=rope_suite(
+            "rotary_mul", "x", "y", ("r1", "r2"), lambda r, d: [1, 1, r, d], ("half", "interleave")
+        ),
+        values=_rope_values(_mode),
+    ),
     "rotary_mul_grad": OpSpec(
         run=lambda t, a: (torch.ops.custom.rotary_mul_grad(t["dy"], t["r1"], t["r2"], _mode(a)),),
         second=lambda t, a: (torch_dx(lambda x, c, s: torch_rope(x, c, s, _mode(a)), t["dy"], t["r1"], t["r2"]),),
         golden=lambda g, a: (R.rotary_mul_backward(g["dy"], g["dy"], g["r1"], g["r2"], _mode(a))[0],),
         fuzz=fuzz_rotary_mul("dy", "r1", "r2"),
-        default_cases=rope_suite("rotary_mul_grad", "dy", "dx", ("r1", "r2"), lambda r, d: [1, 1, r, d],
-                                 ("half", "interleave")),
-        values=_rope_values(_mode)),
+        default_cases=rope_suite(
+            "rotary_mul_grad", "dy", "dx", ("r1", "r2"), lambda r, d: [1, 1, r, d], ("half", "interleave")
+        ),
+        values=_rope_values(_mode),
+    ),
     "rope_customer": OpSpec(
         run=lambda t, a: (ascendc_ops.rope_customer(t["x"], t["cos"], t["sin"]),),
         second=lambda t, a: (rope_customer_torch(t["x"], t["cos"], t["sin"]),),
         golden=lambda g, a: (R.rope_tutorial(g["x"], g["cos"], g["sin"]),),
         fuzz=fuzz_rope_customer("x", "cos", "sin"),
         default_cases=rope_suite("rope_customer", "x", "y", ("cos", "sin"), lambda r, d: [r, d]),
-        values=_rope_values(_interleave)),
+        values=_rope_values(_interleave),
+    ),
     "rope_customer_grad": OpSpec(
         run=lambda t, a: (torch.ops.custom.rope_customer_grad(t["dy"], t["cos"], t["sin"]),),
         second=lambda t, a: (torch_dx(rope_customer_torch, t["dy"], t["cos"], t["sin"]),),
         golden=lambda g, a: (R.rope_tutorial_backward(g["dy"], g["dy"], g["cos"], g["sin"])[0],),
         fuzz=fuzz_rope_customer("dy", "cos", "sin"),
         default_cases=rope_suite("rope_customer_grad", "dy", "dx", ("cos", "sin"), lambda r, d: [r, d]),
-        values=_rope_values(_interleave)),
+        values=_rope_values(_interleave),
+    ),
 }
 
 
@@ -194,6 +216,7 @@ def rope_inputs(tables: str):
         x = torch.randn(shape, generator=gen).to(dtype)
         cos, sin = rope_tables(shape[-2], shape[-1], dtype, tables)
         return x, cos, sin
+
     return make
 
 
@@ -217,9 +240,26 @@ def rope_bytes(inputs, out, pass_) -> int:
 
 
 BENCH: dict[str, OpBench] = {
-    "rope_customer": OpBench(lambda x, c, s: ascendc_ops.rope_customer(x, c, s), rope_customer_torch,
-                             rope_inputs("pairs"), check_bnsd, rope_preset_shapes, rope_bytes, "B,H,L,D",
-                             SHAPES, TARGETS),
-    "rotary_mul": OpBench(lambda x, c, s: ascendc_ops.rotary_mul(x, c, s, "half"), rotary_mul_torch,
-                          rope_inputs("cat"), check_bnsd, rope_preset_shapes, rope_bytes, "B,H,L,D", SHAPES, TARGETS),
+    "rope_customer": OpBench(
+        lambda x, c, s: ascendc_ops.rope_customer(x, c, s),
+        rope_customer_torch,
+        rope_inputs("pairs"),
+        check_bnsd,
+        rope_preset_shapes,
+        rope_bytes,
+        "B,H,L,D",
+        SHAPES,
+        TARGETS,
+    ),
+    "rotary_mul": OpBench(
+        lambda x, c, s: ascendc_ops.rotary_mul(x, c, s, "half"),
+        rotary_mul_torch,
+        rope_inputs("cat"),
+        check_bnsd,
+        rope_preset_shapes,
+        rope_bytes,
+        "B,H,L,D",
+        SHAPES,
+        TARGETS,
+    ),
 }

@@ -1,9 +1,10 @@
 """The SwiGLU family's harness knowledge: swiglu and swiglu_grad (how to run each op, PyTorch's own
 same-dtype computation, the float64 golden, the shape fuzzer, the default suite) and swiglu's benchmark setup."""
+
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -12,6 +13,7 @@ import ascendc_ops
 from ...ops import swiglu_reference as R
 from ..values import signed_uniform
 from .base import DTYPES, OpBench, OpSpec, Targets
+
 
 # ---------------------------------------------------------------- verify
 def torch_swiglu(x, dim):
@@ -33,6 +35,7 @@ def _dim(attrs) -> int:
 
 def fuzz_swiglu(grad: bool) -> Callable:
     """Rank 1..3 (at least enough for attr dim), the split dim even, at most ~200k elements."""
+
     def fuzz(rng, attrs):
         d = _dim(attrs)
         rank = max(int(rng.integers(1, 4)), d + 1 if d >= 0 else -d)
@@ -42,6 +45,7 @@ def fuzz_swiglu(grad: bool) -> Callable:
         half = list(shape)
         half[d] //= 2
         return {"dy": tuple(half), "x": tuple(shape)} if grad else {"x": tuple(shape)}
+
     return fuzz
 
 
@@ -60,31 +64,57 @@ def swiglu_suite(grad: bool) -> Callable:
     case ("_cancel", CANCEL_RANGE). Outputs near zero are judged in the small-value domain (precision.py)."""
     op = "swiglu_grad" if grad else "swiglu"
 
-    def entry(name, shapes, dim=-1, types=list(DTYPES), x_range=X_RANGE):
+    def entry(name, shapes, dim=-1, types=None, x_range=X_RANGE):
+        types = list(DTYPES) if types is None else types
+
         def half(s):
             h = list(s)
             h[dim] //= 2
             return h
-        xs = {"name": "x", "format": "ND", "type": types, "shape": [list(s) for s in shapes],
-              "value_range": [x_range], "data_distribute": "uniform"}
+
+        xs = {
+            "name": "x",
+            "format": "ND",
+            "type": types,
+            "shape": [list(s) for s in shapes],
+            "value_range": [x_range],
+            "data_distribute": "uniform",
+        }
         if grad:
-            ins = [{"name": "dy", "format": "ND", "type": types, "shape": [half(s) for s in shapes],
-                    "value_range": [GRAD_RANGE], "data_distribute": "uniform"}, xs]
+            ins = [
+                {
+                    "name": "dy",
+                    "format": "ND",
+                    "type": types,
+                    "shape": [half(s) for s in shapes],
+                    "value_range": [GRAD_RANGE],
+                    "data_distribute": "uniform",
+                },
+                xs,
+            ]
             outs = [{"name": "dx", "format": "ND", "type": types, "shape": [list(s) for s in shapes]}]
         else:
             ins, outs = [xs], [{"name": "y", "format": "ND", "type": types, "shape": [half(s) for s in shapes]}]
-        return {"case_name": name, "op": op, "input_desc": ins, "output_desc": outs,
-                "attr": [{"name": "dim", "type": "int", "value": dim}]}
+        return {
+            "case_name": name,
+            "op": op,
+            "input_desc": ins,
+            "output_desc": outs,
+            "attr": [{"name": "dim", "type": "int", "value": dim}],
+        }
 
     def cases(quick: bool) -> list[dict]:
         rows, inner = (QUICK_SWIGLU_ROWS, QUICK_SWIGLU_INNER) if quick else (SWIGLU_ROWS, SWIGLU_INNER)
         tag = "_quick" if quick else ""
-        out = [entry(f"{op}_default{tag}", [(r, 2 * i) for i in inner for r in rows]),
-               entry(f"{op}_cancel{tag}", [(rows[-1], 2 * inner[-1])], x_range=CANCEL_RANGE[op])]
+        out = [
+            entry(f"{op}_default{tag}", [(r, 2 * i) for i in inner for r in rows]),
+            entry(f"{op}_cancel{tag}", [(rows[-1], 2 * inner[-1])], x_range=CANCEL_RANGE[op]),
+        ]
         if not quick:
             out.append(entry(f"{op}_3d_dim1", [(7, 2 * 83, 9)], dim=1))
             out.append(entry(f"{op}_model", [SWIGLU_MODEL]))
         return out
+
     return cases
 
 
@@ -95,14 +125,16 @@ VERIFY: dict[str, OpSpec] = {
         golden=lambda g, a: (R.swiglu(g["x"], _dim(a)),),
         fuzz=fuzz_swiglu(False),
         default_cases=swiglu_suite(False),
-        values={"signed_uniform": signed_uniform}),
+        values={"signed_uniform": signed_uniform},
+    ),
     "swiglu_grad": OpSpec(
         run=lambda t, a: (torch.ops.custom.swiglu_grad(t["dy"], t["x"], _dim(a)),),
         second=lambda t, a: (torch_swiglu_dx(t["dy"], t["x"], _dim(a)),),
         golden=lambda g, a: (R.swiglu_backward(g["dy"], g["x"], _dim(a)),),
         fuzz=fuzz_swiglu(True),
         default_cases=swiglu_suite(True),
-        values={"signed_uniform": signed_uniform}),
+        values={"signed_uniform": signed_uniform},
+    ),
 }
 
 
@@ -133,7 +165,15 @@ def swiglu_bytes(inputs, out, pass_) -> int:
 
 
 BENCH: dict[str, OpBench] = {
-    "swiglu": OpBench(lambda x: ascendc_ops.swiglu(x, -1), swiglu_torch, swiglu_inputs, check_gate_up,
-                      lambda m, seq: [(seq, 2 * m.intermediate)], swiglu_bytes, "T,2I",
-                      ((4096, 2 * 11008),), TARGETS),
+    "swiglu": OpBench(
+        lambda x: ascendc_ops.swiglu(x, -1),
+        swiglu_torch,
+        swiglu_inputs,
+        check_gate_up,
+        lambda m, seq: [(seq, 2 * m.intermediate)],
+        swiglu_bytes,
+        "T,2I",
+        ((4096, 2 * 11008),),
+        TARGETS,
+    ),
 }

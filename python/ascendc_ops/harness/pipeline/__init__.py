@@ -3,9 +3,18 @@
 platform.py (one JSON file per chip) -> timeline.py (one block, pipe by pipe) -> launch.py (blocks
 on cores, HBM shared) -> trace.py (Chrome trace). Estimates from a model, not measurements.
 """
+
 from .launch import LaunchModel, OpModel, model_launch, model_launches
 from .platform import Platform, load_platform, platform_files
 from .timeline import simulate_block
 
-__all__ = ["LaunchModel", "OpModel", "Platform", "load_platform", "model_launch", "model_launches", "platform_files",
-           "simulate_block"]
+__all__ = [
+    "LaunchModel",
+    "OpModel",
+    "Platform",
+    "load_platform",
+    "model_launch",
+    "model_launches",
+    "platform_files",
+    "simulate_block",
+]

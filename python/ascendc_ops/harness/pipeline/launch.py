@@ -1,5 +1,6 @@
 """One launch on the chip: blocks placed on the cores (in waves past the core count), the chip's HBM
 shared by every core's MTE2/MTE3 traffic, the launch overhead, and what bounds the result."""
+
 from __future__ import annotations
 
 import heapq
@@ -95,12 +96,29 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     est_us = cycles / plat.hz * 1e6 + launch_us
     busy = {p: sum(tl.busy[p] for tl in tls) for p in PIPES}
     stalls = {p: sum(tl.stall[p] for tl in tls) for p in PIPES}
-    pipes = {p: (busy[p] / (cores * cycles) if cycles else 0.0) for p in PIPES if busy[p] or p in ("MTE2", "V", "MTE3", "S")}
-    m = LaunchModel(kernel=record.get("kernel", "?"), block_dim=int(record.get("block_dim", len(blocks))), cores=cores,
-                    cores_used=used, waves=-(-len(blocks) // cores) if blocks else 0, cycles=cycles, gm_bytes=gm,
-                    hbm_us=hbm_cycles / plat.hz * 1e6, launch_us=launch_us, est_us=est_us, bound="", mte_share=share,
-                    pipes=pipes, stalls=stalls, placement=placement, timelines=tls,
-                    top_ops=_top_ops(tls, busy), top_waits=_top_waits(tls))
+    pipes = {
+        p: (busy[p] / (cores * cycles) if cycles else 0.0) for p in PIPES if busy[p] or p in ("MTE2", "V", "MTE3", "S")
+    }
+    m = LaunchModel(
+        kernel=record.get("kernel", "?"),
+        block_dim=int(record.get("block_dim", len(blocks))),
+        cores=cores,
+        cores_used=used,
+        waves=-(-len(blocks) // cores) if blocks else 0,
+        cycles=cycles,
+        gm_bytes=gm,
+        hbm_us=hbm_cycles / plat.hz * 1e6,
+        launch_us=launch_us,
+        est_us=est_us,
+        bound="",
+        mte_share=share,
+        pipes=pipes,
+        stalls=stalls,
+        placement=placement,
+        timelines=tls,
+        top_ops=_top_ops(tls, busy),
+        top_waits=_top_waits(tls),
+    )
     m.bound = _bound(m, plat, end, hbm_cycles)
     if used < cores:
         m.notes.append(f"{cores - used} of {cores} cores idle (block_dim {len(blocks)})")
@@ -173,5 +191,12 @@ def model_launches(records: list, plat: Platform, keep_events: bool = False) -> 
             pipes[p] = pipes.get(p, 0.0) + u * m.est_us / (est or 1.0)
     main = max(launches, key=lambda m: m.est_us) if launches else None
     notes = [f"{m.kernel}: {n}" for m in launches for n in m.notes]
-    return OpModel(platform=plat.name, launches=launches, est_us=est, gm_bytes=sum(m.gm_bytes for m in launches),
-                   bound=main.bound if main else "none", pipes=pipes, notes=notes)
+    return OpModel(
+        platform=plat.name,
+        launches=launches,
+        est_us=est,
+        gm_bytes=sum(m.gm_bytes for m in launches),
+        bound=main.bound if main else "none",
+        pipes=pipes,
+        notes=notes,
+    )

@@ -1,4 +1,5 @@
 """A modelled chip: the values of one platform file (harness/platforms/*.json), each with its source."""
+
 from __future__ import annotations
 
 import json
@@ -44,7 +45,7 @@ class Platform:
     def launch_us(self, cores_used: int) -> float:
         return self.costs["launch_us"] + self.costs["launch_us_per_core"] * cores_used
 
-    def with_hbm(self, bytes_per_s: float) -> "Platform":
+    def with_hbm(self, bytes_per_s: float) -> Platform:
         """The same chip with another HBM bandwidth (what-if and model sanity checks)."""
         return replace(self, hbm_bytes_per_s=bytes_per_s)
 
@@ -77,18 +78,46 @@ def load_platform(name: str = "910B") -> Platform:
         if cls_name == "default":
             table["__default__"] = entry
     composite = {k: tuple(v) for k, v in vec.get("composite", {}).items() if isinstance(v, list)}
-    costs = {k: _value(raw, k) for k in ("mte_setup_cycles", "scalar_issue_cycles", "scalar_ub_cycles", "scalar_gm_cycles", "sync_cycles",
-                                          "pipe_barrier_v_cycles", "queue_depth", "launch_us", "launch_us_per_core",
-                                          "repeat_bytes", "cube_macs_per_cycle")}
+    costs = {
+        k: _value(raw, k)
+        for k in (
+            "mte_setup_cycles",
+            "scalar_issue_cycles",
+            "scalar_ub_cycles",
+            "scalar_gm_cycles",
+            "sync_cycles",
+            "pipe_barrier_v_cycles",
+            "queue_depth",
+            "launch_us",
+            "launch_us_per_core",
+            "repeat_bytes",
+            "cube_macs_per_cycle",
+        )
+    }
     return Platform(
-        name=raw["name"], clock_mhz=float(_value(raw, "clock_mhz")), vector_cores=int(_value(raw, "vector_cores")),
-        cube_cores=int(_value(raw, "cube_cores")), ub_bytes=int(_value(raw, "ub_bytes")),
+        name=raw["name"],
+        clock_mhz=float(_value(raw, "clock_mhz")),
+        vector_cores=int(_value(raw, "vector_cores")),
+        cube_cores=int(_value(raw, "cube_cores")),
+        ub_bytes=int(_value(raw, "ub_bytes")),
         hbm_bytes_per_s=float(_value(raw, "hbm_bytes_per_s")),
-        rates={"MTE2": float(_value(raw, "mte2_bytes_per_cycle")), "MTE3": float(_value(raw, "mte3_bytes_per_cycle")),
-               "MTE1": float(_value(raw, "mte1_bytes_per_cycle")), "FIX": float(_value(raw, "fix_bytes_per_cycle"))},
-        latency={"MTE2": float(_value(raw, "mte2_latency_cycles")), "MTE3": float(_value(raw, "mte3_latency_cycles")),
-                 "MTE1": 0.0, "FIX": 0.0},
-        costs=costs, vector=table, composite=composite, sources=sources)
+        rates={
+            "MTE2": float(_value(raw, "mte2_bytes_per_cycle")),
+            "MTE3": float(_value(raw, "mte3_bytes_per_cycle")),
+            "MTE1": float(_value(raw, "mte1_bytes_per_cycle")),
+            "FIX": float(_value(raw, "fix_bytes_per_cycle")),
+        },
+        latency={
+            "MTE2": float(_value(raw, "mte2_latency_cycles")),
+            "MTE3": float(_value(raw, "mte3_latency_cycles")),
+            "MTE1": 0.0,
+            "FIX": 0.0,
+        },
+        costs=costs,
+        vector=table,
+        composite=composite,
+        sources=sources,
+    )
 
 
 def dtype_bytes(dtype: str) -> int:

@@ -9,6 +9,7 @@ p until p's earlier work completed. Each instruction holds its pipe for its occu
 bandwidth, repeats x cycles per repeat) and completes a latency later (DMA round trip, vector
 pipeline fill), so back-to-back independent work overlaps and dependent work pays the latency.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict, deque
@@ -180,7 +181,7 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
             else:
                 free[dst] = ready
         elif kind == BARRIER:
-            for p in (PIPES if pipe == "ALL" else (pipe,)):
+            for p in PIPES if pipe == "ALL" else (pipe,):
                 pending = done[p] > max(free[p], issue)
                 free[p] = max(free[p], done[p], issue) + (barrier_v if pending and p == "V" else 0)
             if pipe == "ALL":

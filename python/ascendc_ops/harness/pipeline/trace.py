@@ -1,5 +1,6 @@
 """The modelled timeline as a Chrome trace (one process per core, one track per pipe; open in Perfetto or
 chrome://tracing); harness/plot.py draws the same events as a PNG."""
+
 from __future__ import annotations
 
 import json
@@ -30,10 +31,20 @@ def chrome_trace(model: OpModel, hz: float, summary: dict) -> dict:
                 events.append({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"core {core}"}})
                 events.append({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
             events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": pipe}})
-            events.append({"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}})
+            events.append(
+                {"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}}
+            )
             seen.add((core, tid))
-        ev = {"name": name, "cat": "wait" if name.startswith("wait") else pipe, "ph": "X", "pid": core, "tid": tid,
-              "ts": round(s, 4), "dur": round(max(e - s, 0.0), 4), "args": {"kernel": kernel}}
+        ev = {
+            "name": name,
+            "cat": "wait" if name.startswith("wait") else pipe,
+            "ph": "X",
+            "pid": core,
+            "tid": tid,
+            "ts": round(s, 4),
+            "dur": round(max(e - s, 0.0), 4),
+            "args": {"kernel": kernel},
+        }
         if detail:
             ev["args"]["detail"] = detail
         events.append(ev)
