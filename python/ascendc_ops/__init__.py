@@ -13,9 +13,11 @@ from ._library import backends, isa, load
 library_path = load()
 
 from . import op_proto  # noqa: E402
-from .ops import add_rms_norm, rms_norm, rope_customer, rotary_mul, swiglu  # noqa: E402
 from .ops.grouped_matmul import grouped_matmul  # noqa: E402
 from .ops.moe_routing import moe_token_permute, moe_token_unpermute  # noqa: E402
+from .ops.rms_norm import add_rms_norm, rms_norm  # noqa: E402
+from .ops.rope import rope_customer, rotary_mul  # noqa: E402
+from .ops.swiglu import swiglu  # noqa: E402
 from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
 
 __all__ = [

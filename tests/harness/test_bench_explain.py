@@ -7,7 +7,7 @@ import re
 
 from ascendc_ops import __main__ as cli
 from ascendc_ops.harness import bench, explain
-from ascendc_ops.harness.host_profile import READING
+from ascendc_ops.harness.host_profile import READING, host_profile, top_apis
 
 ENV = dict.fromkeys(bench.ENV_FIELDS, "x")
 
@@ -33,7 +33,12 @@ def test_missed_rows_explained_met_rows_not(tmp_path):
         shares = [0.5 if s == "<1" else int(s) for _, _, s in tops]
         assert shares == sorted(shares, reverse=True) and 0 < shares[0] <= 100 and sum(shares) <= 102
         assert 0 < r["explain_copy_pct"] <= 100 and r["explain_v_bytes"] > 0
-    assert "DataCopyPad (MTE2)" in fwd["explain_top"] or "DataCopyPad (MTE3)" in fwd["explain_top"]
+    # which APIs make the top 4 of a 7x769 call is timing (it moved after a DDP test in the same process);
+    # that the profile sees the row's copies is not
+    recorded = {
+        (api, pipe) for api, pipe, _ in top_apis(host_profile("rms_norm", (7, 769), "float32", "fwd", reps=0), 99)
+    }
+    assert {("DataCopyPad", "MTE2"), ("DataCopyPad", "MTE3")} <= recorded, recorded
 
     table = explain.markdown([met, fwd, full])
     lines = [ln for ln in table.splitlines() if ln.startswith("| rms_norm") or ln.startswith("| rotary_mul")]

@@ -490,7 +490,7 @@ def test_harness_verifies_the_moe_case_files(tmp_path, capsys):
 
     out = tmp_path / "v.json"
     files = [
-        str(Path(__file__).resolve().parent.parent / "cases" / n) for n in ("grouped_matmul.json", "moe_routing.json")
+        str(Path(__file__).resolve().parents[2] / "cases" / n) for n in ("grouped_matmul.json", "moe_routing.json")
     ]
     rc = cli.main(["verify", "--cases", *files, "--json", str(out), "--no-progress"])
     captured = capsys.readouterr()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 from . import explain, plot
-from .dtypes import BENCH_DEFAULT as DEFAULT_DTYPES, torch_dtype
+from .dtypes import BENCH_DEFAULT as DEFAULT_DTYPES, FLOATS as DTYPES, torch_dtype  # noqa: F401  (DTYPES: the CLI's choices)
 from .environment import contention, cpu_busy, environment, progress
 from .estimate import model_columns
 from .runner import OPS, check_shape, first

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..dtypes import FLOATS as DTYPES  # noqa: F401  (re-exported: the dtypes every family runs)
+
 
 @dataclass(frozen=True)
 class OpSpec:
