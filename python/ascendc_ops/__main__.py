@@ -233,6 +233,21 @@ def _info(args) -> int:
     return info.main(args.json)
 
 
+def _one_call_args(parser) -> None:
+    """The arguments of one op call, shared by `estimate` and `profile`."""
+    from .harness import bench
+
+    parser.add_argument("op", choices=list(bench.OPS))
+    parser.add_argument(
+        "--shape",
+        type=_shape,
+        metavar="DIMS",
+        help="comma-separated dims (default: the bench's first default shape for the op)",
+    )
+    parser.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
+    parser.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .harness import bench, verify
     from .harness.bench_moe import CASES as MOE_CASES
@@ -371,16 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
         "roofline; writes a Chrome trace (Perfetto) and, with matplotlib, a PNG "
         "timeline. Model estimates, not measurements (`profile` measures the twin).",
     )
-    e.add_argument("op", choices=list(bench.OPS))
-    e.add_argument(
-        "--shape",
-        type=_shape,
-        metavar="DIMS",
-        help="comma-separated dims (default: the bench's first default shape for the op)",
-    )
-    e.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
+    _one_call_args(e)
     e.add_argument("--platform", default="910B", help="a platform file's name or alias: 910B (default), 310P")
-    e.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
     e.add_argument(
         "--out", default="estimate", metavar="DIR", help="folder for the trace and PNG (default: ./estimate)"
     )
@@ -395,15 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
         "bench's explain table is this profile. A measurement of the twin on this "
         "host (`estimate` models an Ascend chip).",
     )
-    p.add_argument("op", choices=list(bench.OPS))
-    p.add_argument(
-        "--shape",
-        type=_shape,
-        metavar="DIMS",
-        help="comma-separated dims (default: the bench's first default shape for the op)",
-    )
-    p.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
-    p.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
+    _one_call_args(p)
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     p.set_defaults(func=_profile)
 
