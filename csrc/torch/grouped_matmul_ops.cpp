@@ -55,8 +55,10 @@ at::Tensor Widened(int slot, const void* p, int64_t rows, int64_t cols, int64_t 
 // torch's bf16 GEMM is emulated (7x slower than fp32), so the operands are widened. The loaded ISA path
 // decides (python/ascendc_ops/_isa.py): ASCENDC_OPS_ISA=avx2 or avx512 forces the widened GEMM anywhere.
 bool NativeGemm(at::ScalarType in) {
-  const std::string isa = twin::CompiledIsa();
-  const bool widePath = isa == "avx512bf16" || isa == "native";
+  static const bool widePath = [] {  // read once: this runs for every cube block
+    const std::string isa = twin::CompiledIsa();
+    return isa == "avx512bf16" || isa == "native";
+  }();
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool bf16 = __builtin_cpu_supports("avx512bf16"), fp16 = __builtin_cpu_supports("avx512fp16");
 #else
