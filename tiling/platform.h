@@ -30,8 +30,19 @@ inline PlatformInfo Ascend910B(uint32_t vectorCores) { return {kA2Name, vectorCo
 // The CPU twin: one block per host thread at a time, same UB as an A2 core.
 inline PlatformInfo CpuTwin(uint32_t threads) { return {"cpu-twin", threads, kA2UbBytes, kA2UbReserve}; }
 
-enum class DType : uint32_t { kFloat32, kFloat16, kBFloat16 };
-inline uint32_t ElementBytes(DType t) { return t == DType::kFloat32 ? 4 : 2; }
+// Tensor dtypes as the prototypes name them; the kernels compute in the float ones. kOther stands for
+// any dtype no prototype lists (an argument check then names what was expected).
+enum class DType : uint32_t { kFloat32, kFloat16, kBFloat16, kInt32, kInt64, kFloat64, kBool, kOther };
+inline uint32_t ElementBytes(DType t) {
+  switch (t) {
+    case DType::kFloat16:
+    case DType::kBFloat16: return 2;
+    case DType::kFloat64:
+    case DType::kInt64: return 8;
+    case DType::kBool: return 1;
+    default: return 4;
+  }
+}
 
 // Rows of `elems` elements padded to whole 32-byte blocks, as DataCopyPad lands them in UB.
 inline uint32_t RowPitch(uint32_t elems, DType t) {

@@ -4,6 +4,9 @@ op_host/<op>.cpp; build.sh overlays ours, which includes this header).
 
     python csrc/op_host/gen_op_def.py --proto-dir op_proto --out DIR [OP ...]
 
+It also writes op_proto_gen.h, the tiling::OpSpec table (python/ascendc_ops/op_proto.py) the
+problem functions in tiling/ check arguments against, as the torch bindings do.
+
 Each op_host/<op>.cpp defines optiling::<Op>Tiling, ge::<Op>InferShape and ge::<Op>InferDataType
 before including its header. Standard library only.
 """
@@ -11,9 +14,13 @@ before including its header. Standard library only.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import re
+import sys
 from pathlib import Path
+
+OP_PROTO_PY = Path(__file__).resolve().parents[2] / "python" / "ascendc_ops" / "op_proto.py"
 
 GE_DTYPES = {
     "float16": "ge::DT_FLOAT16",
@@ -105,6 +112,11 @@ def main() -> None:
         text = op_def_header(proto, f"op_proto/{path.name}")
         if not out.exists() or out.read_text() != text:  # unchanged files keep their mtime
             out.write_text(text)
+    spec = importlib.util.spec_from_file_location("op_proto", OP_PROTO_PY)
+    op_proto = importlib.util.module_from_spec(spec)
+    sys.modules["op_proto"] = op_proto  # its dataclasses look their module up
+    spec.loader.exec_module(op_proto)
+    op_proto.write_header(op_proto.load_all(args.proto_dir), args.out / "op_proto_gen.h")
 
 
 if __name__ == "__main__":

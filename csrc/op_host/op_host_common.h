@@ -4,11 +4,15 @@
 // tiling/ function the CPU twin and the torch bindings call.
 #pragma once
 #include <cstdint>
+#include <cstdio>
+#include <stdexcept>
 #include <vector>
 
 #include "exe_graph/runtime/infer_datatype_context.h"
 #include "exe_graph/runtime/infer_shape_context.h"
 #include "exe_graph/runtime/tiling_context.h"
+#include "op_proto_gen.h"
+#include "op_spec.h"
 #include "platform.h"
 #include "register/op_def_registry.h"
 #include "register/tilingdata_base.h"
@@ -54,6 +58,43 @@ inline bool InputDims(const gert::TilingContext* context, size_t index, std::vec
   if (shape == nullptr) return false;
   dims = Dims(shape->GetStorageShape());
   return true;
+}
+
+inline const gert::Shape& PlainShape(const gert::Shape& shape) { return shape; }
+inline const gert::Shape& PlainShape(const gert::StorageShape& shape) { return shape.GetStorageShape(); }
+
+// Input `index` as the problem functions (tiling/<family>_problem.h) see it: shape and dtype, from
+// an infer-shape or a tiling context. An absent optional input comes back !defined.
+template <typename Context>
+tiling::TensorArg<int64_t> InputArg(const Context* context, size_t index, bool optional = false) {
+  const auto* shape = optional ? context->GetOptionalInputShape(index) : context->GetInputShape(index);
+  const auto* desc = context->GetInputDesc(index);
+  if (shape == nullptr) return {{}, tiling::DType::kOther, false};
+  tiling::TensorArg<int64_t> arg{Dims(PlainShape(*shape)), tiling::DType::kOther, true};
+  if (desc == nullptr || !TilingDtype(desc->GetDataType(), arg.dtype)) arg.dtype = tiling::DType::kOther;
+  return arg;
+}
+
+// Runs a problem function (and the tiling): the graph fails on an ArgError or a TilingError, whose
+// message (naming the op, the argument, what was expected and what came) goes to stderr.
+template <typename F>
+ge::graphStatus Checked(F&& f) {
+  try {
+    return f();
+  } catch (const std::invalid_argument& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return ge::GRAPH_FAILED;
+  }
+}
+
+// Writes `dims` into output `index`'s shape.
+inline ge::graphStatus SetOutputShape(gert::InferShapeContext* context, size_t index,
+                                      const std::vector<int64_t>& dims) {
+  gert::Shape* out = context->GetOutputShape(index);
+  if (out == nullptr) return ge::GRAPH_FAILED;
+  out->SetDimNum(dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) out->SetDim(k, dims[k]);
+  return ge::GRAPH_SUCCESS;
 }
 
 // Hands the kernel its tiling: the plain struct (read there with GET_TILING_DATA_WITH_STRUCT),

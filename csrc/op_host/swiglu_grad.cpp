@@ -3,13 +3,13 @@
 
 namespace optiling {
 static ge::graphStatus SwigluGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileSwigluOp(context, 1, true);
+  return ascendc_ops_host::TileSwigluOp(context, ascendc_ops::kSwigluGrad, true);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus SwigluGradInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::SameShape(context, 1, 0);
+  return ascendc_ops_host::InferSwigluShape(context, ascendc_ops::kSwigluGrad, true);
 }
 static graphStatus SwigluGradInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::SameDtype(context, 1, 0);

@@ -1,4 +1,4 @@
-// Readable argument checks shared by every op binding.
+// Readable argument checks shared by every op binding: the tiling-side checks with torch tensors.
 #include <sstream>
 
 #include "op_proto_table.h"
@@ -12,38 +12,36 @@ std::string ShapeString(const at::Tensor& t) {
 }
 
 tiling::DType TilingDtype(at::ScalarType t) {
-  TORCH_CHECK(t == at::kFloat || t == at::kHalf || t == at::kBFloat16, "no tiling dtype for ", t);
-  return t == at::kFloat  ? tiling::DType::kFloat32
-         : t == at::kHalf ? tiling::DType::kFloat16
-                          : tiling::DType::kBFloat16;
+  switch (t) {
+    case at::kFloat: return tiling::DType::kFloat32;
+    case at::kHalf: return tiling::DType::kFloat16;
+    case at::kBFloat16: return tiling::DType::kBFloat16;
+    case at::kInt: return tiling::DType::kInt32;
+    case at::kLong: return tiling::DType::kInt64;
+    case at::kDouble: return tiling::DType::kFloat64;
+    case at::kBool: return tiling::DType::kBool;
+    default: return tiling::DType::kOther;
+  }
+}
+
+tiling::TensorArg<int64_t> Arg(const at::Tensor& t) {
+  if (!t.defined()) return {{}, tiling::DType::kOther, false};
+  return {t.sizes().vec(), TilingDtype(t.scalar_type()), true};
+}
+
+tiling::TensorArg<c10::SymInt> SymArg(const at::Tensor& t) {
+  if (!t.defined()) return {{}, tiling::DType::kOther, false};
+  return {t.sym_sizes().vec(), TilingDtype(t.scalar_type()), true};
 }
 
 void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
-  std::vector<at::ScalarType> got;
-  for (const at::Tensor& t : inputs) got.push_back(t.scalar_type());
-  for (const auto& combo : op.inputDtypes)
-    if (combo == got) return;
-  std::ostringstream msg;
-  msg << op.name << ": unsupported dtypes (";
-  size_t i = 0;
-  for (const at::Tensor& t : inputs) msg << (i ? ", " : "") << op.inputs[i++] << "=" << t.scalar_type();
-  msg << "); supported:";
-  for (const auto& combo : op.inputDtypes) {
-    msg << " (";
-    for (size_t k = 0; k < combo.size(); ++k) msg << (k ? ", " : "") << combo[k];
-    msg << ")";
-  }
-  TORCH_CHECK_TYPE(false, msg.str());
+  std::vector<tiling::DType> got;
+  for (const at::Tensor& t : inputs) got.push_back(TilingDtype(t.scalar_type()));
+  Checked(op, [&] { tiling::CheckDtypes(op, got); });
 }
 
 void CheckDtype(const OpProto& op, size_t index, const at::Tensor& t) {
-  std::ostringstream allowed;
-  for (const auto& combo : op.inputDtypes) {
-    if (combo[index] == t.scalar_type()) return;
-    allowed << (allowed.tellp() > 0 ? ", " : "") << combo[index];
-  }
-  TORCH_CHECK_TYPE(false, op.name, ": ", op.inputs[index], " must be one of ", allowed.str(), ", got ",
-                   t.scalar_type());
+  Checked(op, [&] { tiling::CheckDtype(op, index, TilingDtype(t.scalar_type())); });
 }
 
 void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs) {

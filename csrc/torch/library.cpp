@@ -16,7 +16,7 @@ namespace ascendc_ops {
 // PrivateUse1 launchers (csrc/torch/npu/) registered, whichever library registered them.
 std::vector<std::string> Backends() {
   std::vector<std::string> backends{kCpuTwinBackend};
-  for (const OpProto* op : kAllOps) {
+  for (const tiling::OpSpec* op : kAllOps) {
     const auto handle = c10::Dispatcher::singleton().findOp({std::string("custom::") + op->name, ""});
     if (handle && handle->hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1)) {
       backends.push_back(kNpuBackend);
@@ -37,7 +37,7 @@ const bool kTwinOnTorchPool = [] {
 }();
 
 TORCH_LIBRARY(custom, m) {
-  for (const OpProto* op : kAllOps) m.def(op->schema);
+  for (const tiling::OpSpec* op : kAllOps) m.def(op->schema);
 }
 
 // The platform the CPU-twin tiling targets now (it follows torch's thread count).

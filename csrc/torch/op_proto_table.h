@@ -1,12 +1,13 @@
-// The shape of one op prototype as the bindings see it; the instances are generated from
-// op_proto/*.json into op_proto_gen.h, so names, schemas and dtypes are never typed twice.
+// The op prototypes (tiling::OpSpec, generated from op_proto/*.json into op_proto_gen.h) as the
+// bindings use them: torch tensors -> the problem functions' TensorArg, their ArgError -> a Python
+// ValueError / TypeError, and the checks that are torch's alone (devices).
 #pragma once
 #include <ATen/ATen.h>
 
-#include "platform.h"
-
 #include <initializer_list>
 #include <vector>
+
+#include "op_spec.h"
 
 // On the launchers' shared Prepare* functions: exported from _C (built with hidden visibility) so
 // the simulated NPU (csrc/sim_npu) links the real csrc/torch/npu launchers against them.
@@ -14,12 +15,29 @@
 
 namespace ascendc_ops {
 
-struct OpProto {
-  const char* name;    // torch op name, e.g. "rotary_mul"
-  const char* schema;  // torch schema string
-  std::vector<const char*> inputs;
-  std::vector<std::vector<at::ScalarType>> inputDtypes;  // supported combinations
-};
+using OpProto = tiling::OpSpec;
+
+// The tiling's name for a dtype (kOther for one no prototype lists).
+tiling::DType TilingDtype(at::ScalarType t);
+
+// A tensor's shape and dtype for the problem functions: concrete sizes, or SymInts (Meta kernels).
+tiling::TensorArg<int64_t> Arg(const at::Tensor& t);
+tiling::TensorArg<c10::SymInt> SymArg(const at::Tensor& t);
+
+// Runs a problem function (or a tiling) and raises its ArgError / TilingError as torch does for bad
+// arguments: a Python TypeError or ValueError with the same message. A TilingError's message gets
+// the op's name in front.
+template <class F>
+auto Checked(const OpProto& op, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const tiling::ArgError& e) {
+    if (e.kind == tiling::ArgError::kType) TORCH_CHECK_TYPE(false, e.what());
+    TORCH_CHECK_VALUE(false, e.what());
+  } catch (const tiling::TilingError& e) {
+    TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
+  }
+}
 
 // Throws a TypeError naming every input's dtype and the supported combinations.
 void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs);
@@ -31,8 +49,5 @@ void CheckDtype(const OpProto& op, size_t index, const at::Tensor& t);
 void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs);
 
 std::string ShapeString(const at::Tensor& t);
-
-// The tiling's name for a float dtype the op prototypes allow (float32, float16, bfloat16).
-tiling::DType TilingDtype(at::ScalarType t);
 
 }  // namespace ascendc_ops

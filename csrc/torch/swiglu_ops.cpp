@@ -5,6 +5,7 @@
 #include <torch/library.h>
 
 #include "kernel_entries.h"
+#include "swiglu_problem.h"
 #include "op_proto_gen.h"
 #include "twin_backend.h"
 
@@ -13,53 +14,19 @@ ASCENDC_TWIN_KERNELS(SWIGLU_DTYPES, swiglu, SWIGLU_PARAMS)
 ASCENDC_TWIN_KERNELS(SWIGLU_GRAD_DTYPES, swiglu_grad, SWIGLU_GRAD_PARAMS)
 
 namespace ascendc_ops {
-namespace {
-
-// x's shape with `dim` halved: the forward output, and what dy must be.
-std::vector<int64_t> HalvedShape(const at::Tensor& x, int64_t dim) {
-  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  shape[dim] /= 2;
-  return shape;
-}
-
-}  // namespace
 
 SwigluLaunch PrepareSwiglu(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim, bool backward,
                            const tiling::PlatformInfo& platform) {
-  const size_t xIndex = backward ? 1 : 0;
-  const char* xName = op.inputs[xIndex];
   if (backward) CheckSameDevice(op, {dy, x});
-  const int64_t rank = x.dim();
-  TORCH_CHECK_VALUE(rank >= 1, op.name, ": ", xName, " must have at least 1 dim to split, got a 0-dim tensor");
-  TORCH_CHECK_VALUE(dim >= -rank && dim < rank, op.name, ": dim must be in [", -rank, ", ", rank - 1, "] for ", xName,
-                    " of shape ", ShapeString(x), ", got ", dim);
-  const int64_t d = dim < 0 ? dim + rank : dim;
-  TORCH_CHECK_VALUE(x.size(d) % 2 == 0, op.name, ": ", xName, ".size(", dim,
-                    ") must be even to split into two halves, got ", x.size(d), " (", xName, " shape ", ShapeString(x),
-                    ")");
-  const std::vector<int64_t> half = HalvedShape(x, d);
-  if (backward) {
-    TORCH_CHECK_VALUE(dy.sizes() == at::IntArrayRef(half), op.name, ": ", op.inputs[0], " must have shape ",
-                      at::IntArrayRef(half), " (", xName, " shape ", ShapeString(x), " with dim ", dim,
-                      " halved), got ", ShapeString(dy));
-    CheckDtype(op, xIndex, x);
-    CheckDtypes(op, {dy, x});
-  } else {
-    CheckDtype(op, 0, x);
-  }
-
+  const tiling::TensorArg<int64_t> dyArg = Arg(dy), xArg = Arg(x);
   SwigluLaunch l;
+  Checked(op, [&] {
+    const tiling::SwigluArgs<int64_t> a = tiling::CheckSwiglu(op, backward ? &dyArg : nullptr, xArg, dim);
+    l.tiling = tiling::TileSwiglu(tiling::SwigluProblemOf(a, xArg.dtype, backward), platform);
+    l.out = at::empty(a.out, x.options());
+  });
   l.x = x.contiguous();
   if (backward) l.dy = dy.contiguous();
-  l.out = backward ? at::empty_like(l.x, at::MemoryFormat::Contiguous) : at::empty(half, x.options());
-  int64_t outer = 1, inner = x.size(d) / 2;
-  for (int64_t k = 0; k < d; ++k) outer *= x.size(k);
-  for (int64_t k = d + 1; k < rank; ++k) inner *= x.size(k);
-  try {
-    l.tiling = tiling::TileSwiglu({outer, inner, TilingDtype(x.scalar_type()), backward}, platform);
-  } catch (const tiling::TilingError& e) {
-    TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
-  }
   return l;
 }
 
@@ -88,6 +55,21 @@ at::Tensor SwigluGrad(const at::Tensor& dy, const at::Tensor& x, int64_t dim) {
 }
 
 }  // namespace
+
+// Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the output's shape.
+at::Tensor SwigluMeta(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim) {
+  if (dy.defined()) CheckSameDevice(op, {dy, x});
+  const tiling::TensorArg<c10::SymInt> dyArg = SymArg(dy), xArg = SymArg(x);
+  return Checked(op, [&] {
+    return at::empty_symint(tiling::CheckSwiglu(op, dy.defined() ? &dyArg : nullptr, xArg, dim).out, x.options());
+  });
+}
+
+TORCH_LIBRARY_IMPL(custom, Meta, m) {
+  m.impl("swiglu", [](const at::Tensor& x, int64_t dim) { return SwigluMeta(kSwiglu, at::Tensor(), x, dim); });
+  m.impl("swiglu_grad",
+         [](const at::Tensor& dy, const at::Tensor& x, int64_t dim) { return SwigluMeta(kSwigluGrad, dy, x, dim); });
+}
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {
   m.impl("swiglu", &Swiglu);

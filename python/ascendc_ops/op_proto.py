@@ -1,7 +1,8 @@
 """The msopgen op prototypes in op_proto/*.json, read once for everything derived from them.
 
 Derived here: the torch schema of each op, its supported dtype combinations, and the C++ header
-(`--header OUT`) the bindings compile in, which registers those schemas and checks those dtypes.
+(`--header OUT`, torch-free) the bindings register those schemas from and the problem functions in
+tiling/ check those dtypes against.
 Only the standard library is imported, so the build can run this file as a script.
 """
 
@@ -13,15 +14,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-# msopgen dtype names -> (torch dtype attribute, c10 ScalarType)
+# msopgen dtype names -> (torch dtype attribute, tiling::DType in tiling/platform.h)
 DTYPES = {
-    "float16": ("float16", "at::kHalf"),
-    "float": ("float32", "at::kFloat"),
-    "float32": ("float32", "at::kFloat"),
-    "bfloat16": ("bfloat16", "at::kBFloat16"),
-    "int32": ("int32", "at::kInt"),
-    "int64": ("int64", "at::kLong"),
-    "bool": ("bool", "at::kBool"),
+    "float16": ("float16", "tiling::DType::kFloat16"),
+    "float": ("float32", "tiling::DType::kFloat32"),
+    "float32": ("float32", "tiling::DType::kFloat32"),
+    "bfloat16": ("bfloat16", "tiling::DType::kBFloat16"),
+    "int32": ("int32", "tiling::DType::kInt32"),
+    "int64": ("int64", "tiling::DType::kInt64"),
+    "bool": ("bool", "tiling::DType::kBool"),
 }
 ATTR_TYPES = {"string": "str", "float": "float", "int": "int", "bool": "bool", "list_int": "int[]"}
 
@@ -145,7 +146,7 @@ def cpp_header(protos: dict[str, OpProto]) -> str:
     lines = [
         "// Generated from op_proto/*.json by python/ascendc_ops/op_proto.py. Do not edit.",
         "#pragma once",
-        '#include "op_proto_table.h"',
+        '#include "op_spec.h"',
         "",
         "namespace ascendc_ops {",
     ]
@@ -155,8 +156,10 @@ def cpp_header(protos: dict[str, OpProto]) -> str:
             "{" + ", ".join(DTYPES[t.types[i]][1] for t in p.inputs) + "}" for i in range(len(p.inputs[0].types))
         )
         names = ", ".join(f'"{t.name}"' for t in p.inputs)
-        lines.append(f'inline const OpProto {ident}{{"{p.name}", "{p.schema()}", {{{names}}}, {{{combos}}}}};')
-    lines.append("inline const OpProto* const kAllOps[] = {" + ", ".join("&k" + p.op for p in protos.values()) + "};")
+        lines.append(f'inline const tiling::OpSpec {ident}{{"{p.name}", "{p.schema()}", {{{names}}}, {{{combos}}}}};')
+    lines.append(
+        "inline const tiling::OpSpec* const kAllOps[] = {" + ", ".join("&k" + p.op for p in protos.values()) + "};"
+    )
     lines += ["}  // namespace ascendc_ops", ""]
     return "\n".join(lines)
 
@@ -166,8 +169,11 @@ def main() -> None:
     parser.add_argument("--header", required=True, help="C++ header to write")
     parser.add_argument("--dir", type=Path, default=None, help="op_proto directory")
     args = parser.parse_args()
-    text = cpp_header(load_all(args.dir))
-    out = Path(args.header)
+    write_header(load_all(args.dir), Path(args.header))
+
+
+def write_header(protos: dict[str, OpProto], out: Path) -> None:
+    text = cpp_header(protos)
     if not out.exists() or out.read_text() != text:  # keep the timestamp when nothing changed
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)

@@ -3,7 +3,9 @@
 #pragma once
 #include <cstdio>
 #include <functional>
+#include <string>
 
+#include "op_spec.h"
 #include "platform.h"
 
 namespace expect {
@@ -20,6 +22,17 @@ inline bool Throws(const std::function<void()>& f) {
     return true;
   }
   return false;
+}
+// The message of the ArgError `f` throws ("" when it throws none), its kind in `kind`.
+template <class F>
+std::string ArgErrorOf(F&& f, tiling::ArgError::Kind* kind = nullptr) {
+  try {
+    f();
+  } catch (const tiling::ArgError& e) {
+    if (kind) *kind = e.kind;
+    return e.what();
+  }
+  return "";
 }
 }  // namespace expect
 

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "swiglu_tiling.h"
+#include "swiglu_problem.h"
 #include "expect.h"
 
 using namespace tiling;
@@ -98,6 +98,26 @@ int main() {
   EXPECT(Throws([&] { TileSwiglu({-1, 8, DType::kFloat32, false}, b3); }));
   EXPECT(Throws([&] { TileSwiglu({1, int64_t(1) << 31, DType::kFloat32, false}, b3); }));
   EXPECT(!Throws([&] { TileSwiglu({1, int64_t(1) << 28, DType::kFloat32, false}, b3); }));
+
+  // The problem function (no torch): the argument rules and the output shape every layer uses.
+  const OpSpec fwd{"swiglu", "", {"x"}, {{DType::kFloat16}, {DType::kFloat32}}};
+  const OpSpec bwd{"swiglu_grad", "", {"dy", "x"}, {{DType::kFloat16, DType::kFloat16}}};
+  const TensorArg<int64_t> x{{3, 8, 5}, DType::kFloat32};
+  const SwigluArgs<int64_t> a = CheckSwiglu(fwd, nullptr, x, 1);
+  EXPECT(a.outer == 3 && a.inner == 20 && (a.out == std::vector<int64_t>{3, 4, 5}));
+  ArgError::Kind kind{};
+  EXPECT(expect::ArgErrorOf([&] { CheckSwiglu(fwd, nullptr, x, 2); }, &kind) ==
+         "swiglu: x.size(2) must be even to split into two halves, got 5 (x shape [3, 8, 5])");
+  EXPECT(kind == ArgError::kValue);
+  EXPECT(expect::ArgErrorOf([&] { CheckSwiglu(fwd, nullptr, x, 3); }) ==
+         "swiglu: dim must be in [-3, 2] for x of shape [3, 8, 5], got 3");
+  EXPECT(expect::ArgErrorOf([&] { CheckSwiglu(fwd, nullptr, TensorArg<int64_t>{{4}, DType::kBFloat16}, -1); }, &kind) ==
+         "swiglu: x must be one of float16, float32, got bfloat16");
+  EXPECT(kind == ArgError::kType);
+  const TensorArg<int64_t> dy{{3, 8, 4}, DType::kFloat16}, xh{{3, 8, 8}, DType::kFloat16};
+  EXPECT(expect::ArgErrorOf([&] { CheckSwiglu(bwd, &dy, xh, 1); }) ==
+         "swiglu_grad: dy must have shape [3, 4, 8] (x shape [3, 8, 8] with dim 1 halved), got [3, 8, 4]");
+  EXPECT(CheckSwiglu(bwd, &dy, xh, -1).out == xh.shape);
 
   return expect::Report();
 }

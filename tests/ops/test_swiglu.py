@@ -381,7 +381,7 @@ BAD_INPUTS = {
         lambda: torch.ones(4, 8, dtype=torch.int32),
         -1,
         TypeError,
-        [r"x must be one of", r"(float16|Half)", r"(bfloat16|BFloat16)", r"got (int32|Int)\b"],
+        [r"x must be one of", r"float16", r"bfloat16", r"got (int32|Int)\b"],
     ),
     "double_x": (
         lambda: torch.ones(4, 8, dtype=torch.float64),
@@ -410,7 +410,7 @@ def test_bad_grad_inputs():
     x = torch.randn(4, 8)
     with pytest.raises(ValueError, match=r"swiglu_grad: dy must have shape \[4, 4\] .*got \[4, 8\]"):
         call(torch.randn(4, 8), x, -1)
-    with pytest.raises(TypeError, match=r"swiglu_grad: unsupported dtypes \(dy=(float16|Half), x=(float32|Float)\)"):
+    with pytest.raises(TypeError, match=r"swiglu_grad: unsupported dtypes \(dy=float16, x=float32\)"):
         call(torch.randn(4, 4, dtype=torch.float16), x, -1)
     with pytest.raises(
         ValueError, match=r"swiglu_grad: x is on cpu but dy is on meta; all inputs must be on one device"
