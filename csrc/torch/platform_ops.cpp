@@ -53,6 +53,8 @@ bool TilingPlatformOverride(tiling::PlatformInfo* out) {
 TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
   m.def("set_tiling_platform(str name, int vector_cores, int cube_cores, int ub_bytes) -> ()", &SetTilingPlatform);
   m.def("reset_tiling_platform() -> ()", &ResetTilingPlatform);
+  // the UB every twin block has: the most a modelled chip's tiling may fill here
+  m.def("twin_ub_bytes() -> int", [] { return int64_t(AscendC::twin::kUbBytes); });
   m.def("set_inline_launch_bytes(int bytes) -> ()", &SetInlineLaunchBytes);
   m.def("inline_launch_bytes() -> int", &InlineLaunchBytes);
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel_operator.h"
+#include "kernel_table.h"
 #include "twin_core.h"
 #include "twin_launch.h"
 
@@ -134,40 +135,33 @@ extern "C" __global__ __aicore__ void ub_copy_overlap(GM_ADDR x) {
 }
 
 using Kernel = void (*)(GM_ADDR);
-const std::map<std::string, Kernel>& Kernels() {
-  static const std::map<std::string, Kernel> kernels{{"correct", correct},
-                                                     {"ub_capacity", ub_capacity},
-                                                     {"copy_length_alignment", copy_length_alignment},
-                                                     {"operand_alignment", operand_alignment},
-                                                     {"bf16_arithmetic", bf16_arithmetic},
-                                                     {"exp_int32", exp_int32},
-                                                     {"bf16_cast_without_rounding", bf16_cast_without_rounding},
-                                                     {"half_to_bf16_cast", half_to_bf16_cast},
-                                                     {"dequeue_empty", dequeue_empty},
-                                                     {"double_free", double_free},
-                                                     {"queue_depth", queue_depth},
-                                                     {"ub_overrun", ub_overrun},
-                                                     {"gm_overrun", gm_overrun},
-                                                     {"ub_copy_overlap", ub_copy_overlap}};
+const KernelTable<Kernel>& Kernels() {
+  static const KernelTable<Kernel> kernels{{"correct", correct},
+                                           {"ub_capacity", ub_capacity},
+                                           {"copy_length_alignment", copy_length_alignment},
+                                           {"operand_alignment", operand_alignment},
+                                           {"bf16_arithmetic", bf16_arithmetic},
+                                           {"exp_int32", exp_int32},
+                                           {"bf16_cast_without_rounding", bf16_cast_without_rounding},
+                                           {"half_to_bf16_cast", half_to_bf16_cast},
+                                           {"dequeue_empty", dequeue_empty},
+                                           {"double_free", double_free},
+                                           {"queue_depth", queue_depth},
+                                           {"ub_overrun", ub_overrun},
+                                           {"gm_overrun", gm_overrun},
+                                           {"ub_copy_overlap", ub_copy_overlap}};
   return kernels;
 }
 
 void Run(c10::string_view rule, int64_t blockDim) {
-  auto it = Kernels().find(std::string(rule));
-  TORCH_CHECK_VALUE(it != Kernels().end(), "unknown fault kernel ", std::string(rule));
+  auto it = FindKernel(Kernels(), rule, "fault kernel");
   std::vector<float> gm(kElems, 1.0f);
-  try {
+  RaiseRuleErrors([&] {
     AscendC::twin::Launch(it->first.c_str(), uint32_t(blockDim), it->second, reinterpret_cast<GM_ADDR>(gm.data()));
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  });
 }
 
-std::vector<std::string> Names() {
-  std::vector<std::string> names;
-  for (const auto& kv : Kernels()) names.push_back(kv.first);
-  return names;
-}
+std::vector<std::string> Names() { return KernelNames(Kernels()); }
 }  // namespace
 
 TORCH_LIBRARY(twin_faults, m) {

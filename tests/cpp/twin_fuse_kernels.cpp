@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kernel_operator.h"
+#include "kernel_table.h"
 #include "twin_core.h"
 #include "twin_launch.h"
 
@@ -135,8 +136,8 @@ extern "C" __global__ __aicore__ void pad_roundtrip(GM_ADDR x, GM_ADDR y) {
 }
 
 using Kernel = void (*)(GM_ADDR, GM_ADDR);
-const std::map<std::string, Kernel>& Kernels() {
-  static const std::map<std::string, Kernel> k = {
+const KernelTable<Kernel>& Kernels() {
+  static const KernelTable<Kernel> k = {
       {"shifted_read", shifted_read}, {"shifted_write", shifted_write},
       {"war_shift", war_shift},       {"self_overlap", self_overlap},
       {"retyped", retyped},           {"gm_roundtrip", gm_roundtrip},
@@ -147,25 +148,18 @@ const std::map<std::string, Kernel>& Kernels() {
 }
 
 at::Tensor Run(c10::string_view name, const at::Tensor& x) {
-  auto it = Kernels().find(std::string(name));
-  TORCH_CHECK_VALUE(it != Kernels().end(), "unknown fuse kernel ", std::string(name));
+  auto it = FindKernel(Kernels(), name, "fuse kernel");
   TORCH_CHECK_VALUE(x.dtype() == at::kFloat && x.numel() == kN && x.is_contiguous(), "x must be ", kN,
                     " contiguous floats");
   at::Tensor y = at::zeros({int64_t(kN)}, x.options());
-  try {
+  RaiseRuleErrors([&] {
     AscendC::twin::Launch(it->first.c_str(), 1, it->second, reinterpret_cast<GM_ADDR>(x.data_ptr<float>()),
                           reinterpret_cast<GM_ADDR>(y.data_ptr<float>()));
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  });
   return y;
 }
 
-std::vector<std::string> Names() {
-  std::vector<std::string> names;
-  for (const auto& kv : Kernels()) names.push_back(kv.first);
-  return names;
-}
+std::vector<std::string> Names() { return KernelNames(Kernels()); }
 }  // namespace
 
 TORCH_LIBRARY(twin_fuse_kernels, m) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernel_operator.h"
+#include "kernel_table.h"
 #include "twin_core.h"
 #include "twin_launch.h"
 
@@ -189,42 +190,35 @@ extern "C" __global__ __aicore__ void block_reads_neighbours_row(GM_ADDR x) {
 }
 
 using Kernel = void (*)(GM_ADDR);
-const std::map<std::string, Kernel>& Kernels() {
-  static const std::map<std::string, Kernel> kernels{{"clean", clean},
-                                                     {"missing_waitflag", missing_waitflag},
-                                                     {"overwrite_during_copy_out", overwrite_during_copy_out},
-                                                     {"unpaired_setflag", unpaired_setflag},
-                                                     {"wait_without_set", wait_without_set},
-                                                     {"reserved_event_id", reserved_event_id},
-                                                     {"event_id_collision", event_id_collision},
-                                                     {"stolen_queue_event", stolen_queue_event},
-                                                     {"uninitialised_read", uninitialised_read},
-                                                     {"padding_copied_out", padding_copied_out},
-                                                     {"mte2_overlap_no_barrier", mte2_overlap_no_barrier},
-                                                     {"gm_read_back_unsynced", gm_read_back_unsynced},
-                                                     {"blocks_write_same_row", blocks_write_same_row},
-                                                     {"block_reads_neighbours_row", block_reads_neighbours_row}};
+const KernelTable<Kernel>& Kernels() {
+  static const KernelTable<Kernel> kernels{{"clean", clean},
+                                           {"missing_waitflag", missing_waitflag},
+                                           {"overwrite_during_copy_out", overwrite_during_copy_out},
+                                           {"unpaired_setflag", unpaired_setflag},
+                                           {"wait_without_set", wait_without_set},
+                                           {"reserved_event_id", reserved_event_id},
+                                           {"event_id_collision", event_id_collision},
+                                           {"stolen_queue_event", stolen_queue_event},
+                                           {"uninitialised_read", uninitialised_read},
+                                           {"padding_copied_out", padding_copied_out},
+                                           {"mte2_overlap_no_barrier", mte2_overlap_no_barrier},
+                                           {"gm_read_back_unsynced", gm_read_back_unsynced},
+                                           {"blocks_write_same_row", blocks_write_same_row},
+                                           {"block_reads_neighbours_row", block_reads_neighbours_row}};
   return kernels;
 }
 
 void Run(c10::string_view name, int64_t blockDim) {
-  auto it = Kernels().find(std::string(name));
-  TORCH_CHECK_VALUE(it != Kernels().end(), "unknown sanitizer fault kernel ", std::string(name));
+  auto it = FindKernel(Kernels(), name, "sanitizer fault kernel");
   std::vector<float> gm(size_t(kElems) * 2 * size_t(blockDim), 1.0f);
-  try {
+  RaiseRuleErrors([&] {
     // told its size, the launch takes the caller-thread or the pool path by set_inline_launch_bytes
     AscendC::twin::LaunchMoving(gm.size() * sizeof(float), it->first.c_str(), uint32_t(blockDim), it->second,
                                 reinterpret_cast<GM_ADDR>(gm.data()));
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  });
 }
 
-std::vector<std::string> Names() {
-  std::vector<std::string> names;
-  for (const auto& kv : Kernels()) names.push_back(kv.first);
-  return names;
-}
+std::vector<std::string> Names() { return KernelNames(Kernels()); }
 }  // namespace
 
 TORCH_LIBRARY(twin_sanitizer_faults, m) {

@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 
-from two_process import mark_done, run_two  # noqa: E402
+from two_process import gloo_group, run_two  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
@@ -27,17 +27,7 @@ def _model_and_batch():
 
 
 def _worker(rank, world, port, out_dir):
-    import torch.distributed as dist
-
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        timeout=__import__("datetime").timedelta(seconds=60),
-    )
-    try:
+    with gloo_group(rank, world, port, out_dir):
         model, x = _model_and_batch()
         assert K.applied_kernels(model) == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
         ddp = torch.nn.parallel.DistributedDataParallel(model)
@@ -46,10 +36,6 @@ def _worker(rank, world, port, out_dir):
         loss.backward()
         if rank == 0:
             torch.save({n: p.grad.clone() for n, p in model.named_parameters()}, os.path.join(out_dir, "grads.pt"))
-        dist.barrier()  # neither rank tears its gloo pairs down while the other still uses them
-        mark_done(out_dir, rank)
-    finally:
-        dist.destroy_process_group()
 
 
 def test_ddp_two_processes_match_single(tmp_path):

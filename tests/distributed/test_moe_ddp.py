@@ -5,13 +5,12 @@ of the unpatched model (HF eager experts) on the whole batch."""
 
 from __future__ import annotations
 
-import datetime
 import os
 
 import pytest
 import torch
 
-from two_process import mark_done, run_two  # noqa: E402
+from two_process import gloo_group, run_two  # noqa: E402
 
 pytestmark = [pytest.mark.distributed, pytest.mark.slow]
 
@@ -46,15 +45,7 @@ def _worker(rank, world, port, out_dir):
 
     import ascendc_ops.patching as K
 
-    torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        timeout=datetime.timedelta(seconds=60),
-    )
-    try:
+    with gloo_group(rank, world, port, out_dir):
         ALL_EXPERTS_FUNCTIONS.register(EP_IMPL, _ep_experts_forward)
         model, x = _model_and_batch()
         assert "fused_moe" in K.apply_default_kernels(model).applied
@@ -69,10 +60,6 @@ def _worker(rank, world, port, out_dir):
         if rank == 0:
             result["grads"] = {n: p.grad.clone() for n, p in model.named_parameters()}
         torch.save(result, os.path.join(out_dir, f"rank{rank}.pt"))
-        dist.barrier()  # neither rank tears its gloo pairs down while the other still uses them
-        mark_done(out_dir, rank)
-    finally:
-        dist.destroy_process_group()
 
 
 def test_expert_parallel_two_processes_match_single(tmp_path):

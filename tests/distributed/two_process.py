@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import socket
 import time
+from contextlib import contextmanager
+from datetime import timedelta
 
 import pytest
 import torch.multiprocessing as mp
@@ -21,6 +23,26 @@ def free_port() -> int:
 def mark_done(out_dir: str, rank: int) -> None:
     """A worker calls this once its work is done and past its final barrier (before tearing gloo down)."""
     open(os.path.join(out_dir, f".rank{rank}.done"), "w").close()
+
+
+@contextmanager
+def gloo_group(rank: int, world: int, port: int, out_dir: str):
+    """A worker's body runs inside: one torch thread, a gloo group on `port`; when the body has finished,
+    a barrier (neither rank tears its gloo pairs down while the other still uses them), mark_done, and
+    the group destroyed whatever happened."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=timedelta(seconds=60)
+    )
+    try:
+        yield
+        dist.barrier()
+        mark_done(out_dir, rank)
+    finally:
+        dist.destroy_process_group()
 
 
 def run_two(worker, out_dir: str, timeout_s: float, what: str) -> None:

@@ -14,6 +14,7 @@ import torch
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from test_patching import VOCAB, fwd_bwd, max_rel, tiny  # noqa: E402
+from training import adamw_steps  # noqa: E402
 
 STEPS = 20
 FP32_T = 2.0**-13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
@@ -29,16 +30,7 @@ def train(model_type, dtype, kernels, seed=0):
     model = tiny(model_type, dtype, seed=seed)
     if kernels:
         assert K.apply_default_kernels(model).applied == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    data, losses = batches(seed), []
-    for step in range(STEPS):
-        x = data[step % len(data)]
-        loss = model(x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-    return torch.tensor(losses)
+    return adamw_steps(model, batches(seed), STEPS, lr=3e-3)
 
 
 def assert_step_parity(got, want, dtype):

@@ -16,6 +16,7 @@ transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from ascendc_ops.ops.moe_experts import expert_counts, moe_experts  # noqa: E402
 from ascendc_ops.patching.moe import EXPERTS_IMPL  # noqa: E402
+from training import CompileRecorder, adamw_steps  # noqa: E402
 
 VOCAB, SEQ = 128, 12
 MOE = {  # model type -> (config class, model class, overrides giving E=8, top-2 experts of width 32)
@@ -284,25 +285,13 @@ def test_skips_with_reasons():
     assert "'llama' is not supported" in K.apply_kernel("fused_moe", dense).skipped["fused_moe"]
 
 
-class _Recorder:
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return torch._dynamo.lookup_backend("aot_eager")(gm, example_inputs)
-
-    def ops(self):
-        return {str(n.target) for g in self.graphs for n in g.graph.nodes if n.op == "call_function"}
-
-
 def test_torch_compile_fullgraph_train_step():
     torch._dynamo.reset()
     model = tiny_moe("qwen3_moe")
     x = ids()
     ref = fwd_bwd(model, x)
     K.apply_default_kernels(model)
-    rec = _Recorder()
+    rec = CompileRecorder()
     got = fwd_bwd(torch.compile(model, fullgraph=True, backend=rec), x)  # any graph break is an error
     assert len(rec.graphs) == 1
     ops = rec.ops()
@@ -367,18 +356,10 @@ def _train(model_type, kernels, steps=STEPS, seed=0):
     if kernels:
         assert "fused_moe" in K.apply_default_kernels(model).applied
     log = RouterLog(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
     data = torch.randint(0, VOCAB, (4, 2, SEQ), generator=torch.Generator().manual_seed(seed + 1))
-    losses, routers = [], []
-    for step in range(steps):
-        x = data[step % len(data)]
-        loss = model(x, labels=x).loss
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        losses.append(loss.item())
-        routers.append(log.take())
-    return torch.tensor(losses), routers
+    routers = []
+    losses = adamw_steps(model, data, steps, lr=1e-3, after_step=lambda: routers.append(log.take()))
+    return losses, routers
 
 
 @pytest.mark.parametrize("model_type", ["qwen3_moe", "mixtral"])

@@ -14,6 +14,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
+from training import CompileRecorder  # noqa: E402
 
 CONFIGS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM"),
@@ -274,20 +275,6 @@ def test_include_kernels_forms_and_errors(caplog):
     assert not any("forward" in m.__dict__ for m in other.modules())
 
 
-class _Recorder:
-    """A torch.compile backend: keeps the Dynamo graphs (to look for our ops) and runs them via aot_eager."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return torch._dynamo.lookup_backend("aot_eager")(gm, example_inputs)
-
-    def ops(self):
-        return {str(n.target) for g in self.graphs for n in g.graph.nodes if n.op == "call_function"}
-
-
 @pytest.mark.parametrize("model_type", ["llama", "qwen3"])
 def test_torch_compile_fullgraph_train_step(model_type):
     torch._dynamo.reset()
@@ -295,7 +282,7 @@ def test_torch_compile_fullgraph_train_step(model_type):
     x = ids()
     ref_logits, ref_loss, ref_grads = fwd_bwd(model, x)
     K.apply_default_kernels(model)
-    rec = _Recorder()
+    rec = CompileRecorder()
     compiled = torch.compile(model, fullgraph=True, backend=rec)  # fullgraph: any graph break is an error
     logits, loss, grads = fwd_bwd(compiled, x)
     assert len(rec.graphs) == 1

@@ -240,7 +240,7 @@ def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True) -> 
         )
         print("| op (HF eager) | ms | calls | op (all kernels) | ms | calls |")
         print("|---|---:|---:|---|---:|---:|")
-        for a, b in zip(base["profile"], fused["profile"]):
+        for a, b in zip(base["profile"], fused["profile"], strict=False):  # the top rows of each, side by side
             print(f"| {a[0]} | {a[1]:.1f} | {a[2]} | {b[0]} | {b[1]:.1f} | {b[2]} |")
         tot = lambda rows, keys: sum(r[1] for r in rows if any(k in r[0] for k in keys))  # noqa: E731
         mm = ("aten::mm", "aten::addmm", "aten::bmm", "aten::linear", "aten::matmul")

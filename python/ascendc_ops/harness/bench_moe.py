@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -188,6 +189,11 @@ def profile_ours(case: dict, dtype: torch.dtype, rows: int = 12) -> list:
 
 
 # ---------------------------------------------------------------- grouped_matmul vs torch._grouped_mm
+def grad_of(f, x, w, dy):
+    """(dx, dw) of f(x, w) for the output gradient dy."""
+    return torch.autograd.grad(f(x, w), (x, w), dy)
+
+
 def median_ms(fns: dict, reps: int, budget_s: float = 10.0) -> dict:
     """Median ms per function after a warm-up; the functions take turns in every repetition, so a change
     in the machine's load (other jobs on the 2 cores) falls on all of them alike. A function stops
@@ -220,18 +226,16 @@ def compare_grouped_mm(shapes=EXPERTS_SHAPES, dtypes=DTYPES, reps: int = 5, out=
             offs = torch.cumsum(counts, 0).to(torch.int32)
             dy = torch.randn(x.shape[0], w.shape[2], generator=gen).to(x.dtype)
             impls = {
-                "ours": lambda x, w: ascendc_ops.grouped_matmul(x, w, counts),
-                "grouped_mm": lambda x, w: torch._grouped_mm(x, w, offs=offs),
-                "loop": lambda x, w: mm_loop(x, w, counts),
+                "ours": lambda x, w, counts=counts: ascendc_ops.grouped_matmul(x, w, counts),
+                "grouped_mm": lambda x, w, offs=offs: torch._grouped_mm(x, w, offs=offs),
+                "loop": lambda x, w, counts=counts: mm_loop(x, w, counts),
             }
             xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
             for pass_ in ("fwd", "fwd+bwd"):
                 if pass_ == "fwd":
-                    ms = median_ms({k: lambda f=f: f(x, w) for k, f in impls.items()}, reps)
+                    ms = median_ms({k: partial(f, x, w) for k, f in impls.items()}, reps)
                 else:
-                    ms = median_ms(
-                        {k: lambda f=f: torch.autograd.grad(f(xg, wg), (xg, wg), dy) for k, f in impls.items()}, reps
-                    )
+                    ms = median_ms({k: partial(grad_of, f, xg, wg, dy) for k, f in impls.items()}, reps)
                 print(
                     f"| {','.join(map(str, shape))} | {dt} | {pass_} | {ms['ours']:.1f} | {ms['grouped_mm']:.1f} | "
                     f"{ms['loop']:.1f} | {ms['grouped_mm'] / ms['ours']:.2f}x | {ms['loop'] / ms['ours']:.2f}x |",
@@ -282,7 +286,7 @@ def run(opts: Options) -> int:
                 for impl in impls:
                     eager = impl == "eager"  # one untimed-warm-up-free run: ~9 s (fp32) to minutes (bf16) each
                     ts = timed(
-                        lambda: run_block(m, hidden, idx, w, impl, backward),
+                        partial(run_block, m, hidden, idx, w, impl, backward),
                         budget,
                         1 if eager else 7,
                         warm_up=not eager,

@@ -246,14 +246,14 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
     k = 0
     rng = np.random.default_rng([seed_of(name), fuzz_seed]) if fuzz_n else None
     for combo in combos:
-        idx = dict(zip((g for g, _ in groups), combo[: len(groups)]))
-        attrs = dict(zip(attr_cands, combo[len(groups) :]))
+        idx = dict(zip((g for g, _ in groups), combo[: len(groups)], strict=True))
+        attrs = dict(zip(attr_cands, combo[len(groups) :], strict=True))
         for _ in range(max(fuzz_n, 1)):
             sub = name if total == 1 else f"{name}#{k}"
             k += 1
             fuzz_shapes = spec.fuzz(rng, attrs) if fuzz_n else None
             specs = []
-            for (kind, d), c in zip(tensors, cand):
+            for (kind, d), c in zip(tensors, cand, strict=True):
                 specs.append(tensor_spec(kind, d, c, idx, fuzz_shapes, f"{where}: {kind} {d['name']!r}"))
             n_in = len(descs["input_desc"])
             case = Case(
@@ -297,13 +297,17 @@ def validate(case: Case, spec, where: str) -> None:
     except (ValueError, TypeError, RuntimeError, IndexError) as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise CaseError(f"{where}: the op rejects this case: {msg}") from None
-    for t, o in zip(case.outputs, outs):
+    if len(outs) != len(case.outputs):
+        raise CaseError(f"{where}: {len(case.outputs)} outputs declared but {case.op} returns {len(outs)}")
+    for t, o in zip(case.outputs, outs, strict=True):
         if str(o.dtype).removeprefix("torch.") != t.dtype:
             raise CaseError(
                 f"{where}: output {t.name!r} is declared {t.dtype} but {case.op} returns "
                 f"{str(o.dtype).removeprefix('torch.')} for these inputs"
             )
-        if t.shape is not None and (len(t.shape) != o.dim() or any(a not in (-1, b) for a, b in zip(t.shape, o.shape))):
+        if t.shape is not None and (
+            len(t.shape) != o.dim() or any(a not in (-1, b) for a, b in zip(t.shape, o.shape, strict=True))
+        ):
             raise CaseError(
                 f"{where}: output {t.name!r} is declared with shape {list(t.shape)} but {case.op} "
                 f"returns {list(o.shape)} for these inputs"

@@ -17,14 +17,15 @@ from .pipeline.trace import write_trace
 from .twin_record import recording
 
 PASSES = ("fwd", "bwd")
-TWIN_UB_BYTES = 196352  # every twin block gets an A2-sized UB: a larger modelled UB tiles as A2's
 
 
 @contextmanager
 def tiling_platform(plat: Platform):
-    """The op's tiling targets `plat` (its core count and UB) while inside."""
+    """The op's tiling targets `plat` (its core count and UB) while inside. Every twin block has an A2-sized
+    UB, so a chip with a larger one is tiled as if it had A2's."""
     ops = torch.ops.ascendc_ops
-    ops.set_tiling_platform(plat.name, plat.vector_cores, plat.cube_cores, min(plat.ub_bytes, TWIN_UB_BYTES))
+    ub = min(plat.ub_bytes, ops.twin_ub_bytes())
+    ops.set_tiling_platform(plat.name, plat.vector_cores, plat.cube_cores, ub)
     try:
         yield
     finally:

@@ -103,6 +103,14 @@ def sanity_bound(golden, dtype) -> np.ndarray:
     return SANITY_UNITS * THRESHOLDS[name] * np.maximum(g, scale)
 
 
+REPORTED = ("n", "mere", "mare", "rmse", "eb", "small_share", "small_err_count")
+
+
+def reported(m: dict) -> dict:
+    """The figures of metrics() a report lists for every output."""
+    return {k: m[k] for k in REPORTED}
+
+
 def metrics(actual, golden, dtype, compute_dtype=None) -> dict:
     """MERE, MARE, RMSE over the large values; EB; small values and their ErrorCount; the sanity numbers
     (for an op computing in `compute_dtype`, default `dtype`); NaN/Inf position match; of actual vs golden
@@ -200,13 +208,7 @@ def check_mere_mare(actual, golden, dtype, second=None, compute_dtype=None) -> C
         failures.append("NaN/Inf positions differ from the golden's")
     numbers = {
         "dtype": name,
-        "n": m["n"],
-        "mere": m["mere"],
-        "mare": m["mare"],
-        "rmse": m["rmse"],
-        "eb": m["eb"],
-        "small_share": m["small_share"],
-        "small_err_count": m["small_err_count"],
+        **reported(m),
         "second_small_err_count": theirs,
         "worst_index": m["worst_index"],
     }

@@ -139,7 +139,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
     try:
         for t in case.inputs:  # generators see the case's rng, the tensor's spec and the inputs made so far
             ctx = GenContext(rng, t, arrays)
-            bound = _BoundValues({k: (lambda s, a, f=f: f(s, a, ctx)) for k, f in spec.values.items()})
+            bound = _BoundValues({k: (lambda s, a, f=f, ctx=ctx: f(s, a, ctx)) for k, f in spec.values.items()})
             tensors[t.name] = torch.from_numpy(make_values(t, rng, bound, case.attrs)).to(torch_dtype(t.dtype))
             arrays[t.name] = _f64(tensors[t.name])  # the golden sees the dtype-rounded inputs
         ours = spec.run(tensors, case.attrs)
@@ -162,7 +162,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
             }
         ]
     records = []
-    for t, y, s, g in zip(case.outputs, ours, second, golden):
+    for t, y, s, g in zip(case.outputs, ours, second, golden, strict=True):
         rec = {**base, "output": t.name, "out_dtype": str(y.dtype).removeprefix("torch."), "standard": standard}
         g = np.asarray(g, dtype=np.float64)
         if tuple(y.shape) != g.shape:
@@ -178,13 +178,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         check = judge(standard, case, dt, a, s64, g, coarse)
         rec.update(
             {
-                "n": m["n"],
-                "mere": m["mere"],
-                "mare": m["mare"],
-                "rmse": m["rmse"],
-                "eb": m["eb"],
-                "small_share": m["small_share"],
-                "small_err_count": m["small_err_count"],
+                **P.reported(m),
                 "torch_small_err_count": theirs["small_err_count"],
                 "sanity": m["sanity"],
                 "torch_sanity": theirs["sanity"],

@@ -46,7 +46,7 @@ def torch_gmm(x, w, group_list, glt, trans=False):
 def torch_wgrad(x, dy, group_list, glt):
     counts = (group_list if glt == 1 else torch.diff(group_list, prepend=group_list.new_zeros(1))).tolist()
     ends = np.cumsum(counts)
-    return torch.stack([x[e - c : e].T @ dy[e - c : e] for c, e in zip(counts, ends)])
+    return torch.stack([x[e - c : e].T @ dy[e - c : e] for c, e in zip(counts, ends, strict=True)])
 
 
 def _glt(a) -> int:

@@ -160,7 +160,7 @@ def _bound(m: LaunchModel, plat: Platform, end: float, hbm_cycles: float) -> str
         return "HBM"
     last = max(range(len(m.timelines)), key=lambda i: m.placement[i][1] + m.timelines[i].cycles)
     core = m.placement[last][0]
-    mine = [tl for tl, (c, _) in zip(m.timelines, m.placement) if c == core]
+    mine = [tl for tl, (c, _) in zip(m.timelines, m.placement, strict=True) if c == core]
     busy = {p: sum(tl.busy[p] for tl in mine) for p in PIPES}
     span = sum(tl.cycles for tl in mine) or 1.0
     pipe = max(busy, key=busy.get)

@@ -15,7 +15,7 @@ def placed_events(model: OpModel, hz: float):
     offset_us = 0.0
     for m in model.launches:
         start_us = offset_us + m.launch_us  # blocks start after the launch overhead
-        for tl, (core, at) in zip(m.timelines, m.placement):
+        for tl, (core, at) in zip(m.timelines, m.placement, strict=True):
             base = start_us + at / hz * 1e6
             for pipe, name, s, e, detail in tl.events:
                 yield core, pipe, f"{name}", base + s / hz * 1e6, base + e / hz * 1e6, detail, m.kernel

@@ -1,0 +1,37 @@
+"""What the model tests share: a few steps of AdamW training and a torch.compile backend that keeps
+its graphs (to look for our ops)."""
+
+from __future__ import annotations
+
+import torch
+
+
+def adamw_steps(model, data, steps: int, lr: float, after_step=None) -> torch.Tensor:
+    """`steps` AdamW steps of the LM loss on data[step % len(data)]; the losses. `after_step()` runs
+    after each step (e.g. to collect what hooks recorded)."""
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    losses = []
+    for step in range(steps):
+        x = data[step % len(data)]
+        loss = model(x, labels=x).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+        if after_step is not None:
+            after_step()
+    return torch.tensor(losses)
+
+
+class CompileRecorder:
+    """A torch.compile backend: keeps the Dynamo graphs (to look for our ops) and runs them via aot_eager."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(gm)
+        return torch._dynamo.lookup_backend("aot_eager")(gm, example_inputs)
+
+    def ops(self):
+        return {str(n.target) for g in self.graphs for n in g.graph.nodes if n.op == "call_function"}
