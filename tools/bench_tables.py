@@ -76,20 +76,21 @@ def machine(r: dict) -> str:
     model, _, capability = r["cpu"].partition(" (")
     return (
         f"Machine: {model}, {r['cores']} cores ({r['threads']} torch threads), torch CPU capability "
-        f"{capability.rstrip(')') or 'unknown'}; torch {r['torch']}, Python {r['python']}, "
-        f"ascendc-ops {r['package']}; allocator: {r['allocator']}; run started {r['time']}."
+        f"{capability.rstrip(')') or 'unknown'}, ascendc-ops ISA path {r['isa']}; torch {r['torch']}, "
+        f"Python {r['python']}, ascendc-ops {r['package']} (commit {r['commit']}); allocator: {r['allocator']}; "
+        f"run started {r['time']}; during the run {r['load']}."
     )
 
 
 def tables(rows: list[dict]) -> str:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:  # one section per date and machine, in the order the runs appear
-        key = (r["time"][:10], r["cpu"], r["cores"], r["threads"], r["torch"], r["allocator"])
+        key = (r["time"][:10], r["cpu"], r["cores"], r["isa"], r["threads"], r["torch"], r["allocator"])
         groups.setdefault(key, []).append(r)
     out = []
-    for (date, cpu, cores, *_), rs in groups.items():
+    for (date, cpu, cores, isa, *_), rs in groups.items():
         out += [
-            f"### {date}: {cpu.split(' (')[0]}, {cores} cores",
+            f"### {date}: {cpu.split(' (')[0]}, {cores} cores, {isa}",
             "",
             machine(rs[0]),
             "",

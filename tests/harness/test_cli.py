@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import ascendc_ops
 from ascendc_ops import __main__ as cli
 from ascendc_ops.harness import cases as C, verify as V
 from ascendc_ops.harness.families import rms_norm as NF, swiglu as SF
@@ -437,6 +438,15 @@ def test_bench_csv_plot_presets(tmp_path):
             assert r[col], col
         assert float(r["ours_median"]) > 0 and r["compile_median"] == ""
     assert int(rows[1]["bytes"]) == 2 * int(rows[0]["bytes"])  # full = both passes
+    for r in rows:
+        assert r["isa"] == ascendc_ops.isa() and "other processes used" in r["load"]
+    # docs/benchmarks.md's tables are made from this CSV: one section (one date and machine), every row
+    tables = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "bench_tables.py"), str(out_csv)], capture_output=True, text=True
+    )
+    assert tables.returncode == 0, tables.stderr
+    assert tables.stdout.count("### ") == 1 and f"ascendc-ops ISA path {ascendc_ops.isa()}" in tables.stdout
+    assert tables.stdout.count("\n| rotary_mul | ") == 4 and tables.stdout.count("(qwen2.5-7b) | float32 | bwd |") == 2
 
 
 def test_bench_plot_draws_or_names_the_extra(tmp_path):

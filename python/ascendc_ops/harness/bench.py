@@ -302,7 +302,7 @@ def markdown(rows) -> str:
     return "\n".join(lines)
 
 
-ENV_FIELDS = ("time", "cpu", "cores", "threads", "allocator", "torch", "python", "package", "commit")
+ENV_FIELDS = ("time", "cpu", "isa", "cores", "threads", "load", "allocator", "torch", "python", "package", "commit")
 ROW_FIELDS = (
     ("op", "shape", "dtype", "pass", "preset", "bytes")
     + tuple(f"{k}_{s}" for k in PROVIDERS for s in STATS)
@@ -367,7 +367,7 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
     if cfg.progress:
         progress(len(todo), len(todo), "done")
     elapsed = time.perf_counter() - start
-    load = contention(busy0, cpu_busy(), elapsed)
+    load = env["load"] = contention(busy0, cpu_busy(), elapsed)
     t0 = time.perf_counter()
     profiled = explain.explain(rows, cfg.explain, progress if cfg.progress else None)
     explain_s = time.perf_counter() - t0

@@ -94,6 +94,8 @@ def environment(cfg) -> dict:
     return {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "cpu": f"{model} ({torch.backends.cpu.get_cpu_capability()})",
+        "isa": ascendc_ops.isa(),  # the ISA path of the library loaded (python/ascendc_ops/_isa.py)
+        "load": "",  # filled in when the run ends: what other processes took meanwhile
         "cores": cores,
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
