@@ -3,13 +3,13 @@
 
 namespace optiling {
 static ge::graphStatus AddRmsNormTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileNormOp(context, 0, 2, true, false);
+  return ascendc_ops_host::TileNormOp(context, ascendc_ops::kAddRmsNorm, true, false);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus AddRmsNormInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferNormForwardShape(context, 2, true);
+  return ascendc_ops_host::InferNormShape(context, ascendc_ops::kAddRmsNorm, true, false);
 }
 static graphStatus AddRmsNormInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::InferNormForwardDtype(context, true);

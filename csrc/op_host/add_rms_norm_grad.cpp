@@ -4,13 +4,13 @@
 
 namespace optiling {
 static ge::graphStatus AddRmsNormGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileNormOp(context, 1, 3, true, true);
+  return ascendc_ops_host::TileNormOp(context, ascendc_ops::kAddRmsNormGrad, true, true);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus AddRmsNormGradInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferNormBackwardShape(context);
+  return ascendc_ops_host::InferNormShape(context, ascendc_ops::kAddRmsNormGrad, true, true);
 }
 static graphStatus AddRmsNormGradInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::InferNormBackwardDtype(context);

@@ -4,13 +4,13 @@
 
 namespace optiling {
 static ge::graphStatus RmsNormTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileNormOp(context, 0, 1, false, false);
+  return ascendc_ops_host::TileNormOp(context, ascendc_ops::kRmsNorm, false, false);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus RmsNormInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferNormForwardShape(context, 1, false);
+  return ascendc_ops_host::InferNormShape(context, ascendc_ops::kRmsNorm, false, false);
 }
 static graphStatus RmsNormInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::InferNormForwardDtype(context, false);

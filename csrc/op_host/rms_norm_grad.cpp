@@ -4,13 +4,13 @@
 
 namespace optiling {
 static ge::graphStatus RmsNormGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileNormOp(context, 1, 3, false, true);
+  return ascendc_ops_host::TileNormOp(context, ascendc_ops::kRmsNormGrad, false, true);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus RmsNormGradInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferNormBackwardShape(context);
+  return ascendc_ops_host::InferNormShape(context, ascendc_ops::kRmsNormGrad, false, true);
 }
 static graphStatus RmsNormGradInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::InferNormBackwardDtype(context);

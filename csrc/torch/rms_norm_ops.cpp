@@ -1,14 +1,16 @@
 // RMSNorm on the CPU twin: rms_norm, add_rms_norm and their *_grad ops, running the kernels in
-// csrc/kernels/rms_norm.cpp and csrc/kernels/rms_norm_grad.cpp. Backward is two launches: the
+// csrc/kernels/rms_norm.cpp and csrc/kernels/rms_norm_grad.cpp, after the problem functions of
+// tiling/rms_norm_problem.h (also the Meta kernels' checks and shapes). Backward is two launches: the
 // row kernel (dx, per-block fp32 dgamma partials in the workspace) and the dgamma reduction.
 #include <torch/library.h>
 
-#include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "rms_norm_ops.h"
 #include "kernel_entries.h"
 #include "op_proto_gen.h"
+#include "rms_norm_problem.h"
 #include "twin_backend.h"
 
 // The kernels' entry points (csrc/kernels/rms_norm.cpp, rms_norm_grad.cpp), compiled for the twin, from their lists.
@@ -21,48 +23,38 @@ ASCENDC_TWIN_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PA
 namespace ascendc_ops {
 namespace {
 
-// x [..., *gamma.shape]: gamma's dims are x's trailing dims. Returns (rows, hidden).
-std::pair<int64_t, int64_t> CheckNormShapes(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
-                                            size_t xIndex, size_t gammaIndex) {
-  const char* xName = op.inputs[xIndex];
-  const char* gName = op.inputs[gammaIndex];
-  TORCH_CHECK_VALUE(gamma.dim() >= 1, op.name, ": ", gName,
-                    " must have at least one dim (the normalized dims), got shape ", ShapeString(gamma));
-  TORCH_CHECK_VALUE(x.dim() >= gamma.dim() && x.dim() <= 8, op.name, ": ", xName, " must have rank ", gamma.dim(),
-                    "..8 (its trailing dims are ", gName, "'s), got shape ", ShapeString(x));
-  const int64_t lead = x.dim() - gamma.dim();
-  TORCH_CHECK_VALUE(x.sizes().slice(lead) == gamma.sizes(), op.name, ": ", gName, " of shape ", ShapeString(gamma),
-                    " must equal the trailing dims of ", xName, " of shape ", ShapeString(x));
-  int64_t rows = 1;
-  for (int64_t k = 0; k < lead; ++k) rows *= x.size(k);
-  const int64_t hidden = gamma.numel();
-  TORCH_CHECK_VALUE(hidden <= std::numeric_limits<int32_t>::max(), op.name, ": ", gName, " has ", hidden,
-                    " elements; at most 2^31 - 1 are supported");
-  return {rows, hidden};
+template <class Int>
+tiling::TensorArg<Int> ArgOf(const at::Tensor& t) {
+  if constexpr (std::is_same_v<Int, int64_t>) return Arg(t);
+  else return SymArg(t);
 }
 
-void CheckEpsilon(const OpProto& op, double epsilon) {
-  TORCH_CHECK_VALUE(std::isfinite(epsilon) && epsilon >= 0, op.name, ": epsilon must be finite and >= 0, got ",
-                    epsilon);
+// The device check (torch's alone), then the problem function on (x1[, x2], gamma, epsilon) with
+// concrete (int64_t) or symbolic (c10::SymInt, Meta) sizes.
+template <class Int>
+tiling::NormArgs<Int> ForwardArgs(const OpProto& op, const at::Tensor& x1, const at::Tensor* x2,
+                                  const at::Tensor& gamma, double epsilon) {
+  if (x2) CheckSameDevice(op, {x1, *x2, gamma});
+  else CheckSameDevice(op, {x1, gamma});
+  const tiling::TensorArg<Int> x1Arg = ArgOf<Int>(x1), x2Arg = ArgOf<Int>(x2 ? *x2 : at::Tensor()),
+                               gArg = ArgOf<Int>(gamma);
+  return Checked(op, [&] { return tiling::CheckRmsNorm(op, x1Arg, x2 ? &x2Arg : nullptr, gArg, epsilon); });
 }
 
-// x's shape with the normalized (gamma's) dims set to 1.
-std::vector<int64_t> RstdShape(const at::Tensor& x, const at::Tensor& gamma) {
-  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
-  for (int64_t k = x.dim() - gamma.dim(); k < x.dim(); ++k) shape[k] = 1;
-  return shape;
+// The same for (dy, x, rstd, gamma[, dxOut]).
+template <class Int>
+tiling::NormArgs<Int> BackwardArgs(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                   const at::Tensor& gamma, const at::Tensor* dxOut) {
+  if (dxOut) CheckSameDevice(op, {dy, x, rstd, gamma, *dxOut});
+  else CheckSameDevice(op, {dy, x, rstd, gamma});
+  const tiling::TensorArg<Int> dyArg = ArgOf<Int>(dy), xArg = ArgOf<Int>(x), rArg = ArgOf<Int>(rstd),
+                               gArg = ArgOf<Int>(gamma), dxoArg = ArgOf<Int>(dxOut ? *dxOut : at::Tensor());
+  return Checked(op, [&] { return tiling::CheckRmsNormGrad(op, dyArg, xArg, rArg, gArg, dxOut ? &dxoArg : nullptr); });
 }
 
-tiling::NormTiling Tile(const OpProto& op, int64_t rows, int64_t hidden, const at::Tensor& x, const at::Tensor& gamma,
-                        bool add, bool backward, double epsilon, const tiling::PlatformInfo& platform) {
-  tiling::NormProblem problem{
-      rows,     uint32_t(hidden), TilingDtype(x.scalar_type()), TilingDtype(gamma.scalar_type()), add,
-      backward, float(epsilon)};
-  try {
-    return tiling::TileNorm(problem, platform);
-  } catch (const tiling::TilingError& e) {
-    TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
-  }
+tiling::NormTiling Tile(const OpProto& op, const tiling::NormArgs<int64_t>& a, bool add, bool backward, double epsilon,
+                        const tiling::PlatformInfo& platform) {
+  return Checked(op, [&] { return tiling::TileNorm(tiling::NormProblemOf(a, add, backward, epsilon), platform); });
 }
 
 }  // namespace
@@ -71,25 +63,14 @@ tiling::NormTiling Tile(const OpProto& op, int64_t rows, int64_t hidden, const a
 NormForwardLaunch PrepareNormForward(const OpProto& op, const at::Tensor& x1In, const at::Tensor* x2In,
                                      const at::Tensor& gammaIn, double epsilon, const tiling::PlatformInfo& platform) {
   const bool add = x2In != nullptr;
-  const size_t gIndex = add ? 2 : 1;
-  if (add) {
-    CheckSameDevice(op, {x1In, *x2In, gammaIn});
-    CheckDtypes(op, {x1In, *x2In, gammaIn});
-    TORCH_CHECK_VALUE(x1In.sizes() == x2In->sizes(), op.name, ": ", op.inputs[0], " and ", op.inputs[1],
-                      " must have one shape, got ", ShapeString(x1In), " and ", ShapeString(*x2In));
-  } else {
-    CheckSameDevice(op, {x1In, gammaIn});
-    CheckDtypes(op, {x1In, gammaIn});
-  }
-  CheckEpsilon(op, epsilon);
-  const auto [rows, hidden] = CheckNormShapes(op, x1In, gammaIn, 0, gIndex);
+  const tiling::NormArgs<int64_t> a = ForwardArgs<int64_t>(op, x1In, x2In, gammaIn, epsilon);
   const at::Tensor x1 = x1In.contiguous(), gamma = gammaIn.contiguous();
   const at::Tensor x2 = add ? x2In->contiguous() : at::Tensor();
-  at::Tensor y = at::empty(x1.sizes(), x1.options());
-  at::Tensor rstd = at::empty(RstdShape(x1, gamma), x1.options().dtype(at::kFloat));
-  at::Tensor xOut = add ? at::empty(x1.sizes(), x1.options()) : at::Tensor();
-  if (rows > 0 && hidden == 0) rstd.fill_(std::numeric_limits<float>::quiet_NaN());  // mean of no elements
-  return {x1, x2, gamma, y, rstd, xOut, Tile(op, rows, hidden, x1, gamma, add, false, epsilon, platform)};
+  at::Tensor y = at::empty(a.x, x1.options());
+  at::Tensor rstd = at::empty(a.rstd, x1.options().dtype(at::kFloat));
+  at::Tensor xOut = add ? at::empty(a.x, x1.options()) : at::Tensor();
+  if (a.rows > 0 && a.hidden == 0) rstd.fill_(std::numeric_limits<float>::quiet_NaN());  // mean of no elements
+  return {x1, x2, gamma, y, rstd, xOut, Tile(op, a, add, false, epsilon, platform)};
 }
 
 namespace {
@@ -116,16 +97,6 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   return {y, rstd, xOut};
 }
 
-std::tuple<at::Tensor, at::Tensor> RmsNorm(const at::Tensor& x, const at::Tensor& gamma, double epsilon) {
-  auto [y, rstd, unused] = Forward(kRmsNorm, x, nullptr, gamma, epsilon);
-  return {y, rstd};
-}
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> AddRmsNorm(const at::Tensor& x1, const at::Tensor& x2,
-                                                          const at::Tensor& gamma, double epsilon) {
-  return Forward(kAddRmsNorm, x1, &x2, gamma, epsilon);
-}
-
 }  // namespace
 
 // ---- backward ----
@@ -133,29 +104,13 @@ NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dyIn
                                        const at::Tensor& rstdIn, const at::Tensor& gammaIn, const at::Tensor* dxOutIn,
                                        const tiling::PlatformInfo& platform) {
   const bool add = dxOutIn != nullptr;
-  if (add) {
-    CheckSameDevice(op, {dyIn, xIn, rstdIn, gammaIn, *dxOutIn});
-    CheckDtypes(op, {dyIn, xIn, rstdIn, gammaIn, *dxOutIn});
-  } else {
-    CheckSameDevice(op, {dyIn, xIn, rstdIn, gammaIn});
-    CheckDtypes(op, {dyIn, xIn, rstdIn, gammaIn});
-  }
-  const auto [rows, hidden] = CheckNormShapes(op, xIn, gammaIn, 1, 3);
-  TORCH_CHECK_VALUE(dyIn.sizes() == xIn.sizes(), op.name, ": ", op.inputs[0], " must have ", op.inputs[1], "'s shape ",
-                    ShapeString(xIn), ", got ", ShapeString(dyIn));
-  if (add)
-    TORCH_CHECK_VALUE(dxOutIn->sizes() == xIn.sizes(), op.name, ": ", op.inputs[4], " must have ", op.inputs[1],
-                      "'s shape ", ShapeString(xIn), ", got ", ShapeString(*dxOutIn));
-  const std::vector<int64_t> rstdShape = RstdShape(xIn, gammaIn);
-  TORCH_CHECK_VALUE(rstdIn.sizes() == at::IntArrayRef(rstdShape), op.name, ": ", op.inputs[2], " must have shape ",
-                    at::IntArrayRef(rstdShape), " (", op.inputs[1], "'s with the normalized dims set to 1), got ",
-                    ShapeString(rstdIn));
+  const tiling::NormArgs<int64_t> a = BackwardArgs<int64_t>(op, dyIn, xIn, rstdIn, gammaIn, dxOutIn);
   const at::Tensor dy = dyIn.contiguous(), x = xIn.contiguous(), rstd = rstdIn.contiguous(),
                    gamma = gammaIn.contiguous();
   const at::Tensor dxOut = add ? dxOutIn->contiguous() : at::Tensor();
-  at::Tensor dx = at::empty(x.sizes(), x.options());
-  at::Tensor dgamma = at::zeros(gamma.sizes(), gamma.options());  // no rows: dgamma is an empty sum
-  return {dy, x, rstd, gamma, dxOut, dx, dgamma, Tile(op, rows, hidden, x, gamma, add, true, 0.0, platform)};
+  at::Tensor dx = at::empty(a.x, x.options());
+  at::Tensor dgamma = at::zeros(a.gamma, gamma.options());  // no rows: dgamma is an empty sum
+  return {dy, x, rstd, gamma, dxOut, dx, dgamma, Tile(op, a, add, true, 0.0, platform)};
 }
 
 namespace {
@@ -188,23 +143,26 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   return {dx, dgamma};
 }
 
-std::tuple<at::Tensor, at::Tensor> RmsNormGrad(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                               const at::Tensor& gamma) {
-  return Backward(kRmsNormGrad, dy, x, rstd, gamma, nullptr);
+// ---- Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the outputs ----
+std::tuple<at::Tensor, at::Tensor, at::Tensor> ForwardMeta(const OpProto& op, const at::Tensor& x1,
+                                                           const at::Tensor* x2, const at::Tensor& gamma,
+                                                           double epsilon) {
+  const tiling::NormArgs<c10::SymInt> a = ForwardArgs<c10::SymInt>(op, x1, x2, gamma, epsilon);
+  return {at::empty_symint(a.x, x1.options()), at::empty_symint(a.rstd, x1.options().dtype(at::kFloat)),
+          x2 ? at::empty_symint(a.x, x1.options()) : at::Tensor()};
 }
 
-std::tuple<at::Tensor, at::Tensor> AddRmsNormGrad(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                                  const at::Tensor& gamma, const at::Tensor& dxOut) {
-  return Backward(kAddRmsNormGrad, dy, x, rstd, gamma, &dxOut);
+std::tuple<at::Tensor, at::Tensor> BackwardMeta(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
+                                                const at::Tensor& rstd, const at::Tensor& gamma,
+                                                const at::Tensor* dxOut) {
+  const tiling::NormArgs<c10::SymInt> a = BackwardArgs<c10::SymInt>(op, dy, x, rstd, gamma, dxOut);
+  return {at::empty_symint(a.x, x.options()), at::empty_symint(a.gamma, gamma.options())};
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, CPU, m) {
-  m.impl("rms_norm", &RmsNorm);
-  m.impl("rms_norm_grad", &RmsNormGrad);
-  m.impl("add_rms_norm", &AddRmsNorm);
-  m.impl("add_rms_norm_grad", &AddRmsNormGrad);
-}
+TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplNormOps<ForwardMeta, BackwardMeta>(m); }
+
+TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplNormOps<Forward, Backward>(m); }
 
 }  // namespace ascendc_ops

@@ -1,10 +1,15 @@
-// RMSNorm bindings shared by the CPU-twin and NPU launchers: argument checks, output allocation
-// and tiling for rms_norm, add_rms_norm and their *_grad ops.
+// RMSNorm bindings shared by the CPU-twin and NPU launchers: the problem function
+// (tiling/rms_norm_problem.h), output allocation and tiling for rms_norm, add_rms_norm and their
+// *_grad ops, and their registration for one backend.
 #pragma once
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
-#include "rms_norm_tiling.h"
+#include <tuple>
+
+#include "op_proto_gen.h"
 #include "op_proto_table.h"
+#include "rms_norm_tiling.h"
 
 namespace ascendc_ops {
 
@@ -30,5 +35,24 @@ ASCENDC_OPS_API NormForwardLaunch PrepareNormForward(const OpProto& op, const at
 ASCENDC_OPS_API NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
                                                        const at::Tensor& rstd, const at::Tensor& gamma,
                                                        const at::Tensor* dxOut, const tiling::PlatformInfo& platform);
+
+// Registers the four ops on one backend (CPU twin, NPU, Meta) from its two functions:
+//   Forward(op, x1, x2 or nullptr, gamma, epsilon) -> (y, rstd, x out or undefined)
+//   Backward(op, dy, x, rstd, gamma, dx_out or nullptr) -> (dx, dgamma)
+template <auto Forward, auto Backward>
+void ImplNormOps(torch::Library& m) {
+  m.impl("rms_norm", [](const at::Tensor& x, const at::Tensor& gamma, double epsilon) {
+    auto [y, rstd, unused] = Forward(kRmsNorm, x, nullptr, gamma, epsilon);
+    return std::make_tuple(y, rstd);
+  });
+  m.impl("add_rms_norm", [](const at::Tensor& x1, const at::Tensor& x2, const at::Tensor& gamma, double epsilon) {
+    return Forward(kAddRmsNorm, x1, &x2, gamma, epsilon);
+  });
+  m.impl("rms_norm_grad", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                             const at::Tensor& gamma) { return Backward(kRmsNormGrad, dy, x, rstd, gamma, nullptr); });
+  m.impl("add_rms_norm_grad",
+         [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma,
+            const at::Tensor& dxOut) { return Backward(kAddRmsNormGrad, dy, x, rstd, gamma, &dxOut); });
+}
 
 }  // namespace ascendc_ops

@@ -1,8 +1,11 @@
 // RMSNorm tiling unit tests: block counts, tile rows / chunks, the UB budget and the tiling key
 // for the 910B (40 and 48 vector cores) and the CPU twin. Prints "N passed, M failed".
 #include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
 
-#include "rms_norm_tiling.h"
+#include "rms_norm_problem.h"
 #include "expect.h"
 
 using namespace tiling;
@@ -90,5 +93,67 @@ int main() {
   // Empty problems launch nothing.
   EXPECT(TileNorm({0, 64, f32, f32, false, false, 1e-6f}, b3).blockDim == 0);
   EXPECT(TileNorm({5, 0, f32, f32, false, true, 1e-6f}, b3).blockDim == 0);
+
+  // The problem functions (no torch): the argument rules and the output shapes every layer uses.
+  const OpSpec fwd{"rms_norm", "", {"x", "gamma"}, {{f16, f32}, {bf16, f32}, {f16, f16}, {bf16, bf16}, {f32, f32}}};
+  const OpSpec add{"add_rms_norm", "", {"x1", "x2", "gamma"}, {{f16, f16, f32}, {f32, f32, f32}}};
+  const OpSpec bwd{"rms_norm_grad", "", {"dy", "x", "rstd", "gamma"}, {{f16, f16, f32, f32}, {f32, f32, f32, f32}}};
+  const OpSpec addBwd{"add_rms_norm_grad", "", {"dy", "x", "rstd", "gamma", "dx_out"}, {{f16, f16, f32, f16, f16}}};
+  using Arg = TensorArg<int64_t>;
+  using Shape = std::vector<int64_t>;
+  const Arg x{{2, 7, 4, 16}, f16}, g{{4, 16}, f32};
+  const NormArgs<int64_t> a = CheckRmsNorm(fwd, x, nullptr, g, 1e-6);
+  EXPECT(a.rows == 14 && a.hidden == 64 && a.x == x.shape && (a.rstd == Shape{2, 7, 1, 1}) && a.gamma == g.shape);
+  EXPECT(a.xDtype == f16 && a.gammaDtype == f32);
+  const NormProblem p = NormProblemOf(a, false, false, 1e-6);
+  EXPECT(p.rows == 14 && p.hidden == 64 && !p.add && !p.backward && p.epsilon == 1e-6f);
+  ArgError::Kind kind{};
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNorm(fwd, x, nullptr, Arg{{7}, f32}, 1e-6); }, &kind) ==
+         "rms_norm: gamma of shape [7] must equal the trailing dims of x of shape [2, 7, 4, 16]");
+  EXPECT(kind == ArgError::kValue);
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNorm(fwd, x, nullptr, Arg{{16}, bf16}, 1e-6); }, &kind) ==
+         "rms_norm: unsupported dtypes (x=float16, gamma=bfloat16); supported: (float16, float32) (bfloat16, float32) "
+         "(float16, float16) (bfloat16, bfloat16) (float32, float32)");
+  EXPECT(kind == ArgError::kType);
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNorm(fwd, x, nullptr, g, -1.0); }) ==
+         "rms_norm: epsilon must be finite and >= 0, got -1");
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNorm(fwd, x, nullptr, g, std::numeric_limits<double>::infinity()); }) ==
+         "rms_norm: epsilon must be finite and >= 0, got inf");
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNorm(fwd, x, nullptr, Arg{{}, f32}, 1e-6); }) ==
+         "rms_norm: gamma must have at least one dim (the normalized dims), got shape []");
+  EXPECT(expect::ArgErrorOf(
+             [&] { CheckRmsNorm(fwd, Arg{{1, 1, 1, 1, 1, 1, 1, 1, 2}, f16}, nullptr, Arg{{2}, f32}, 0.0); }) ==
+         "rms_norm: x must have rank 1..8 (its trailing dims are gamma's), got shape [1, 1, 1, 1, 1, 1, 1, 1, 2]");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckRmsNorm(fwd, Arg{{2, 65536, 65536}, f16}, nullptr, Arg{{65536, 65536}, f32}, 0.0);
+         }) == "rms_norm: gamma has 4294967296 elements; at most 2^31 - 1 are supported");
+  // add_rms_norm: x1 and x2 one shape; its x output is x1's shape.
+  const Arg x2{{2, 7, 4, 16}, f16}, x2Bad{{2, 7, 4, 15}, f16};
+  EXPECT(CheckRmsNorm(add, x, &x2, g, 0.0).x == x.shape);
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNorm(add, x, &x2Bad, g, 0.0); }) ==
+         "add_rms_norm: x1 and x2 must have one shape, got [2, 7, 4, 16] and [2, 7, 4, 15]");
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNorm(add, x, &x2, Arg{{4, 16}, f16}, 0.0); }) ==
+         "add_rms_norm: unsupported dtypes (x1=float16, x2=float16, gamma=float16); supported: (float16, float16, "
+         "float32) (float32, float32, float32)");
+  // Backward: dy (and dx_out) x's shape, rstd the keepdim shape; dx is x's shape, dgamma gamma's.
+  const Arg dy{{3, 8}, f16}, xb{{3, 8}, f16}, rstd{{3, 1}, f32}, gb{{8}, f32}, dxOut{{3, 8}, f16};
+  const NormArgs<int64_t> b = CheckRmsNormGrad(bwd, dy, xb, rstd, gb, nullptr);
+  EXPECT(b.rows == 3 && b.hidden == 8 && b.x == xb.shape && (b.gamma == Shape{8}));
+  EXPECT(NormProblemOf(b, false, true, 0.0).backward);
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNormGrad(bwd, Arg{{2, 8}, f16}, xb, rstd, gb, nullptr); }) ==
+         "rms_norm_grad: dy must have x's shape [3, 8], got [2, 8]");
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNormGrad(bwd, dy, xb, Arg{{3}, f32}, gb, nullptr); }) ==
+         "rms_norm_grad: rstd must have shape [3, 1] (x's with the normalized dims set to 1), got [3]");
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNormGrad(bwd, dy, xb, Arg{{3, 1}, f16}, gb, nullptr); }, &kind) ==
+         "rms_norm_grad: unsupported dtypes (dy=float16, x=float16, rstd=float16, gamma=float32); supported: "
+         "(float16, float16, float32, float32) (float32, float32, float32, float32)");
+  EXPECT(kind == ArgError::kType);
+  const Arg gh{{8}, f16}, dxOutBad{{3, 9}, f16};
+  EXPECT(CheckRmsNormGrad(addBwd, dy, xb, rstd, gh, &dxOut).gammaDtype == f16);
+  EXPECT(expect::ArgErrorOf([&] { CheckRmsNormGrad(addBwd, dy, xb, rstd, gh, &dxOutBad); }) ==
+         "add_rms_norm_grad: dx_out must have x's shape [3, 8], got [3, 9]");
+  // An empty x: rows 0, nothing to launch; rstd [0, 1].
+  const NormArgs<int64_t> e = CheckRmsNorm(fwd, Arg{{0, 16}, f32}, nullptr, Arg{{16}, f32}, 1e-6);
+  EXPECT(e.rows == 0 && (e.rstd == Shape{0, 1}) && TileNorm(NormProblemOf(e, false, false, 1e-6), b3).blockDim == 0);
   return expect::Report();
 }

@@ -1,5 +1,5 @@
-// RMSNorm on the NPU (PrivateUse1): PrepareNormForward / PrepareNormBackward (the CPU twin's
-// checks, allocation and tiling), then direct launches of csrc/kernels/rms_norm.cpp and
+// RMSNorm on the NPU (PrivateUse1): PrepareNormForward / PrepareNormBackward (the problem
+// function, allocation and tiling the CPU twin uses), then direct launches of csrc/kernels/rms_norm.cpp and
 // rms_norm_grad.cpp on torch_npu's current stream. Backward is two launches in stream order, as
 // on the twin: the row kernel (dx, fp32 dgamma partials in a caching-allocator workspace), then the
 // dgamma reduction. Compiled only when CANN and torch_npu are present (cmake/npu.cmake).
@@ -84,30 +84,8 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   return {l.dx, l.dgamma};
 }
 
-std::tuple<at::Tensor, at::Tensor> RmsNorm(const at::Tensor& x, const at::Tensor& gamma, double epsilon) {
-  auto [y, rstd, unused] = Forward(kRmsNorm, x, nullptr, gamma, epsilon);
-  return {y, rstd};
-}
-std::tuple<at::Tensor, at::Tensor, at::Tensor> AddRmsNorm(const at::Tensor& x1, const at::Tensor& x2,
-                                                          const at::Tensor& gamma, double epsilon) {
-  return Forward(kAddRmsNorm, x1, &x2, gamma, epsilon);
-}
-std::tuple<at::Tensor, at::Tensor> RmsNormGrad(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                               const at::Tensor& gamma) {
-  return Backward(kRmsNormGrad, dy, x, rstd, gamma, nullptr);
-}
-std::tuple<at::Tensor, at::Tensor> AddRmsNormGrad(const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                                  const at::Tensor& gamma, const at::Tensor& dxOut) {
-  return Backward(kAddRmsNormGrad, dy, x, rstd, gamma, &dxOut);
-}
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) {
-  m.impl("rms_norm", &RmsNorm);
-  m.impl("rms_norm_grad", &RmsNormGrad);
-  m.impl("add_rms_norm", &AddRmsNorm);
-  m.impl("add_rms_norm_grad", &AddRmsNormGrad);
-}
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplNormOps<Forward, Backward>(m); }
 
 }  // namespace ascendc_ops
