@@ -4,13 +4,13 @@
 
 namespace optiling {
 static ge::graphStatus RopeCustomerTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileRopeOp(context, ROPE_MODE_TUTORIAL, false, true);
+  return ascendc_ops_host::TileRopeOp(context, ascendc_ops::kRopeCustomer, false, true);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus RopeCustomerInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::SameShape(context, 0, 0);
+  return ascendc_ops_host::InferRopeShape(context, ascendc_ops::kRopeCustomer, true);
 }
 static graphStatus RopeCustomerInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::SameDtype(context, 0, 0);

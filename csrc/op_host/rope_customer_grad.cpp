@@ -3,13 +3,13 @@
 
 namespace optiling {
 static ge::graphStatus RopeCustomerGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileRopeOp(context, ROPE_MODE_TUTORIAL, true, true);
+  return ascendc_ops_host::TileRopeOp(context, ascendc_ops::kRopeCustomerGrad, true, true);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus RopeCustomerGradInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::SameShape(context, 0, 0);
+  return ascendc_ops_host::InferRopeShape(context, ascendc_ops::kRopeCustomerGrad, true);
 }
 static graphStatus RopeCustomerGradInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::SameDtype(context, 0, 0);

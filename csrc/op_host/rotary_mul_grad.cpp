@@ -3,15 +3,13 @@
 
 namespace optiling {
 static ge::graphStatus RotaryMulGradTiling(gert::TilingContext* context) {
-  RopeMode mode;
-  if (!ascendc_ops_host::RopeModeAttr(context, mode)) return ge::GRAPH_FAILED;
-  return ascendc_ops_host::TileRopeOp(context, mode, true, false);
+  return ascendc_ops_host::TileRopeOp(context, ascendc_ops::kRotaryMulGrad, true, false);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus RotaryMulGradInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::SameShape(context, 0, 0);
+  return ascendc_ops_host::InferRopeShape(context, ascendc_ops::kRotaryMulGrad, false);
 }
 static graphStatus RotaryMulGradInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::SameDtype(context, 0, 0);

@@ -1,6 +1,10 @@
-// RoPE bindings shared by the CPU-twin and NPU launchers: argument checks and tiling.
+// RoPE bindings shared by the CPU-twin and NPU launchers: the problem function
+// (tiling/rope_problem.h), allocation and tiling.
 #pragma once
 #include <ATen/ATen.h>
+
+#include <optional>
+#include <string_view>
 
 #include "op_proto_table.h"
 #include "rope_tiling.h"
@@ -13,13 +17,10 @@ struct RopeLaunch {
   tiling::RopeTiling tiling;
 };
 
-// Checks (x, cos, sin) for `op` and tiles it for `platform`; `forceMode` is the tutorial
-// op's fixed interleave layout, otherwise `mode` ("half" / "interleave") decides.
+// Checks (x, cos, sin) for `op` and tiles it for `platform`. `rotaryMode`: rotary_mul(_grad)'s
+// "half" / "interleave"; std::nullopt for rope_customer(_grad), the tutorial's fixed layout and mode.
 ASCENDC_OPS_API RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor& cos,
-                                       const at::Tensor& sin, c10::string_view mode, bool backward,
+                                       const at::Tensor& sin, std::optional<std::string_view> rotaryMode, bool backward,
                                        const tiling::PlatformInfo& platform);
-
-// The tutorial op's layout: x [B, H, L, D] with cos/sin [L, D].
-ASCENDC_OPS_API void CheckTutorialLayout(const OpProto& op, const at::Tensor& x, const at::Tensor& cos);
 
 }  // namespace ascendc_ops

@@ -4,7 +4,7 @@
 #include <functional>
 #include <string>
 
-#include "rope_tiling.h"
+#include "rope_problem.h"
 #include "expect.h"
 
 using namespace tiling;
@@ -90,6 +90,61 @@ int main() {
 
   // Empty x: nothing to launch.
   EXPECT(TileRope({{0, 32, 16}, {1, 1, 16}, 64, DType::kFloat32, ROPE_MODE_HALF, false}, b3).blockDim == 0);
+
+  // The problem function (no torch): the argument rules and the output shape every layer uses.
+  const std::vector<DType> f16{DType::kFloat16, DType::kFloat16, DType::kFloat16};
+  const std::vector<DType> f32{DType::kFloat32, DType::kFloat32, DType::kFloat32};
+  const OpSpec rotary{"rotary_mul", "", {"x", "r1", "r2"}, {f16, f32}};
+  const OpSpec customer{"rope_customer_grad", "", {"dy", "cos", "sin"}, {f16, f32}};
+  using Arg = TensorArg<int64_t>;
+  const Arg x{{2, 7, 3, 16}, DType::kFloat16}, r{{2, 7, 1, 16}, DType::kFloat32};
+  const RopeArgs<int64_t> a = CheckRope(rotary, x, r, r, std::string_view("interleave"));
+  EXPECT((a.xDims == std::array<int64_t, 3>{2, 7, 3}) && (a.rDims == std::array<int64_t, 3>{2, 7, 1}));
+  EXPECT(a.headDim == 16 && a.mode == ROPE_MODE_INTERLEAVE && a.out == x.shape);
+  const RopeProblem rp = RopeProblemOf(a, DType::kFloat16, true);
+  EXPECT(rp.headDim == 16 && rp.mode == ROPE_MODE_INTERLEAVE && rp.backward && rp.dtype == DType::kFloat16);
+  const Arg tnd{{5, 3, 8}, DType::kFloat32}, t1d{{5, 1, 8}, DType::kFloat32}, d8{{8}, DType::kFloat32};
+  EXPECT((CheckRope(rotary, tnd, t1d, t1d, std::string_view("half")).xDims == std::array<int64_t, 3>{1, 5, 3}));
+  EXPECT((CheckRope(rotary, tnd, d8, d8, std::string_view("half")).rDims == std::array<int64_t, 3>{1, 1, 1}));
+  ArgError::Kind kind{};
+  const auto rotaryError = [&](const Arg& xa, const Arg& c, const Arg& s, const char* mode = "half") {
+    return expect::ArgErrorOf([&] { CheckRope(rotary, xa, c, s, std::string_view(mode)); }, &kind);
+  };
+  EXPECT(rotaryError(x, r, r, "rotate") == "rotary_mul: rotary_mode must be 'half' or 'interleave', got 'rotate'");
+  EXPECT(kind == ArgError::kValue);
+  EXPECT(
+      rotaryError({{5, 8}, DType::kFloat32}, d8, d8) ==
+      "rotary_mul: x must have rank 3 ([T, N, D]) or 4 ([B, N, S, D], [B, S, N, D], [S, B, N, D]), got shape [5, 8]");
+  EXPECT(rotaryError({{2, 3, 4, 7}, DType::kFloat32}, d8, d8) ==
+         "rotary_mul: the last dim of x (head_dim) must be even, got 7");
+  EXPECT(rotaryError(x, r, {{1, 7, 1, 16}, DType::kFloat32}) ==
+         "rotary_mul: r1 and r2 must have one shape, got [2, 7, 1, 16] and [1, 7, 1, 16]");
+  EXPECT(rotaryError(x, d8, d8) == "rotary_mul: r1 must have rank <= 4 and last dim 16 like x, got shape [8]");
+  EXPECT(rotaryError(tnd, {{1, 5, 1, 8}, DType::kFloat32}, {{1, 5, 1, 8}, DType::kFloat32}) ==
+         "rotary_mul: r1 must have rank <= 3 and last dim 8 like x, got shape [1, 5, 1, 8]");
+  const Arg r5{{1, 1, 5, 16}, DType::kFloat32};
+  EXPECT(rotaryError(x, r5, r5) ==
+         "rotary_mul: r1 of shape [1, 1, 5, 16] does not broadcast to x of shape [2, 7, 3, 16] (dim -2 is 5, "
+         "expected 1 or 3)");
+  EXPECT(rotaryError({{2, 7, 3, 16}, DType::kInt32}, r, r) ==
+         "rotary_mul: x must be one of float16, float32, got int32");
+  EXPECT(kind == ArgError::kType);
+  EXPECT(rotaryError(x, {{2, 7, 1, 16}, DType::kInt64}, r) == "rotary_mul: r1 must be floating point, got int64");
+  EXPECT(kind == ArgError::kType);
+  EXPECT(rotaryError(x, r, {{2, 7, 1, 16}, DType::kBool}) == "rotary_mul: r2 must be floating point, got bool");
+  // float64 tables are cast to x's dtype: accepted
+  EXPECT(rotaryError(x, {{2, 7, 1, 16}, DType::kFloat64}, {{2, 7, 1, 16}, DType::kFloat64}).empty());
+  // rope_customer(_grad): the tutorial's [B, H, L, D] x with [L, D] cos/sin, ROPE_MODE_TUTORIAL
+  const Arg lx{{2, 3, 5, 8}, DType::kFloat32}, ld{{5, 8}, DType::kFloat32};
+  EXPECT(CheckRope(customer, lx, ld, ld, std::nullopt).mode == ROPE_MODE_TUTORIAL);
+  EXPECT(expect::ArgErrorOf([&] { CheckRope(customer, tnd, ld, ld, std::nullopt); }) ==
+         "rope_customer_grad: dy must be [B, H, L, D], got shape [5, 3, 8]");
+  EXPECT(expect::ArgErrorOf([&] { CheckRope(customer, lx, t1d, t1d, std::nullopt); }) ==
+         "rope_customer_grad: cos must be [L, D], got shape [5, 1, 8]");
+  const Arg l4{{4, 8}, DType::kFloat32};
+  EXPECT(expect::ArgErrorOf([&] { CheckRope(customer, lx, l4, l4, std::nullopt); }) ==
+         "rope_customer_grad: cos of shape [4, 8] does not broadcast to dy of shape [2, 3, 5, 8] (dim -2 is 4, "
+         "expected 1 or 5)");
 
   return expect::Report();
 }

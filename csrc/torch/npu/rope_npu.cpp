@@ -18,7 +18,7 @@ namespace ascendc_ops {
 namespace {
 
 at::Tensor RunOnNpu(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                    c10::string_view mode, bool backward) {
+                    std::optional<std::string_view> mode, bool backward) {
   RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return l.y;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
@@ -32,18 +32,16 @@ at::Tensor RunOnNpu(const OpProto& op, const at::Tensor& x, const at::Tensor& co
 }
 
 at::Tensor RotaryMul(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode) {
-  return RunOnNpu(kRotaryMul, x, r1, r2, mode, false);
+  return RunOnNpu(kRotaryMul, x, r1, r2, std::string_view(mode.data(), mode.size()), false);
 }
 at::Tensor RotaryMulGrad(const at::Tensor& dy, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode) {
-  return RunOnNpu(kRotaryMulGrad, dy, r1, r2, mode, true);
+  return RunOnNpu(kRotaryMulGrad, dy, r1, r2, std::string_view(mode.data(), mode.size()), true);
 }
 at::Tensor RopeCustomer(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  CheckTutorialLayout(kRopeCustomer, x, cos);
-  return RunOnNpu(kRopeCustomer, x, cos, sin, "interleave", false);
+  return RunOnNpu(kRopeCustomer, x, cos, sin, std::nullopt, false);
 }
 at::Tensor RopeCustomerGrad(const at::Tensor& dy, const at::Tensor& cos, const at::Tensor& sin) {
-  CheckTutorialLayout(kRopeCustomerGrad, dy, cos);
-  return RunOnNpu(kRopeCustomerGrad, dy, cos, sin, "interleave", true);
+  return RunOnNpu(kRopeCustomerGrad, dy, cos, sin, std::nullopt, true);
 }
 
 }  // namespace

@@ -1,10 +1,14 @@
-"""RoPE ops: thin wrappers, fake kernels and autograd for
+"""RoPE ops: thin wrappers and autograd for
 
 - ``torch.ops.custom.rope_customer(x, cos, sin)``: the seed tutorial's op, x ``[B, H, L, D]``,
   cos/sin ``[L, D]``; pair (2i, 2i+1) rotates by cos[2i], sin[2i] (the tutorial's tables repeat each
   value for its pair; the odd lanes are not read);
 - ``torch.ops.custom.rotary_mul(x, r1, r2, rotary_mode='half')``: torch_npu's ``npu_rotary_mul``,
   ``y = x * r1 + rotate(x) * r2`` with cos/sin broadcast over x's layout (BNSD, BSND, SBND, TND).
+
+Schemas come from op_proto/rotary_mul*.json and rope_customer*.json; the argument rules and the
+output shapes (also for FakeTensor / torch.compile, through a C++ Meta kernel) from
+tiling/rope_problem.h.
 
 Backward: dx comes from the ``*_grad`` kernels; dr1/dr2, when asked for, are the broadcast-summed
 products ``dy * x`` and ``dy * rotate(x)``, accumulated in fp32 (rope_customer: summed per pair into
@@ -15,69 +19,15 @@ from __future__ import annotations
 
 import torch
 
-from ..op_proto import load_all
-from .checks import check_dtype, check_dtypes, check_same_device, fail
-
-PROTOS = load_all()
-MODES = ("half", "interleave")
-
-
-def check_rope(op: str, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, mode: str) -> None:
-    """The argument rules of the RoPE ops (the C++ bindings enforce the same ones)."""
-    proto = PROTOS[op]
-    xn, rn, sn = (t.name for t in proto.inputs)
-    if mode not in MODES:
-        fail(ValueError, op, f"rotary_mode must be 'half' or 'interleave', got {mode!r}")
-    check_same_device(proto, x, cos, sin)
-    if x.dim() not in (3, 4):
-        fail(
-            ValueError,
-            op,
-            f"{xn} must have rank 3 ([T, N, D]) or 4 ([B, N, S, D], [B, S, N, D], "
-            f"[S, B, N, D]), got shape {list(x.shape)}",
-        )
-    d = x.shape[-1]
-    if d % 2:
-        fail(ValueError, op, f"the last dim of {xn} (head_dim) must be even, got {d}")
-    if cos.shape != sin.shape:
-        fail(ValueError, op, f"{rn} and {sn} must have one shape, got {list(cos.shape)} and {list(sin.shape)}")
-    if not (1 <= cos.dim() <= x.dim()) or cos.shape[-1] != d:
-        fail(
-            ValueError, op, f"{rn} must have rank <= {x.dim()} and last dim {d} like {xn}, got shape {list(cos.shape)}"
-        )
-    for k in range(2, cos.dim() + 1):
-        if cos.shape[-k] not in (1, x.shape[-k]):
-            fail(
-                ValueError,
-                op,
-                f"{rn} of shape {list(cos.shape)} does not broadcast to {xn} of shape "
-                f"{list(x.shape)} (dim {-k} is {cos.shape[-k]}, expected 1 or {x.shape[-k]})",
-            )
-    check_dtype(proto, 0, x)
-    if not (cos.dtype.is_floating_point and sin.dtype.is_floating_point):
-        fail(TypeError, op, f"{rn} must be floating point, got {cos.dtype}")
-    check_dtypes(proto, x, cos.to(x.dtype), sin.to(x.dtype))
-
-
-def check_tutorial_layout(op: str, x: torch.Tensor, cos: torch.Tensor) -> None:
-    xn, rn = PROTOS[op].inputs[0].name, PROTOS[op].inputs[1].name
-    if x.dim() != 4:
-        fail(ValueError, op, f"{xn} must be [B, H, L, D], got shape {list(x.shape)}")
-    if cos.dim() != 2:
-        fail(ValueError, op, f"{rn} must be [L, D], got shape {list(cos.shape)}")
-
 
 def rotary_mul(x: torch.Tensor, r1: torch.Tensor, r2: torch.Tensor, rotary_mode: str = "half") -> torch.Tensor:
     """npu_rotary_mul: ``x * r1 + rotate(x) * r2``; rotate is rotate_half ('half') or the pair rotation."""
-    check_rope("rotary_mul", x, r1, r2, rotary_mode)
     return torch.ops.custom.rotary_mul(x, r1, r2, rotary_mode)
 
 
 def rope_customer(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """The tutorial's RoPE: x [B, H, L, D], cos/sin [L, D]; pair (2i, 2i+1) reads cos[2i] and sin[2i] for
     both lanes, as the tutorial's kernel does (its tables repeat each value for its pair)."""
-    check_tutorial_layout("rope_customer", x, cos)
-    check_rope("rope_customer", x, cos, sin, "interleave")
     return torch.ops.custom.rope_customer(x, cos, sin)
 
 
@@ -87,26 +37,6 @@ def rotate(x: torch.Tensor, mode: str) -> torch.Tensor:
         x1, x2 = x.chunk(2, dim=-1)
         return torch.cat((-x2, x1), dim=-1)
     return torch.stack((-x[..., 1::2], x[..., 0::2]), dim=-1).flatten(-2)
-
-
-# ---- fake kernels: shape and dtype rules only ----
-def _fake(op: str, fixed_mode: str | None):
-    def fake(x, cos, sin, rotary_mode="half"):
-        if fixed_mode:
-            check_tutorial_layout(op, x, cos)
-        check_rope(op, x, cos, sin, fixed_mode or rotary_mode)
-        return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-    return fake
-
-
-for _op, _mode in (
-    ("rotary_mul", None),
-    ("rotary_mul_grad", None),
-    ("rope_customer", "interleave"),
-    ("rope_customer_grad", "interleave"),
-):
-    torch.library.register_fake(f"custom::{_op}")(_fake(_op, _mode))
 
 
 # ---- autograd ----
