@@ -422,6 +422,52 @@ def test_bad_input_is_a_readable_error(i):
     assert text in str(info.value)
 
 
+FAKE_BAD = [
+    (
+        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(3, 3, 5), torch.tensor([1, 1]), 1, False),
+        ValueError,
+        "grouped_matmul: weight must be 3-D [E, K, N] with E = 2 (group_list entries), got shape [3, 3, 5]",
+    ),
+    (
+        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(2, 3, 5).half(), torch.tensor([1, 1]), 1, False),
+        TypeError,
+        "grouped_matmul: weight must have x's dtype float32, got float16",
+    ),
+    (
+        lambda: ops.moe_token_permute(torch.randn(4, 3), torch.zeros(4, 2), None, False),
+        TypeError,
+        "moe_token_permute: indices must be one of int32, int64, got float32",
+    ),
+    (
+        lambda: ops.moe_token_unpermute_grad(
+            torch.randn(7, 6), torch.randn(4, 6).half(), torch.arange(8, dtype=torch.int32), torch.rand(4, 2), False
+        ),
+        TypeError,
+        "moe_token_unpermute_grad: unpermuted_tokens_grad must have permuted_tokens' dtype float32, got float16",
+    ),
+    (
+        lambda: ops.moe_token_unpermute(
+            torch.randn(7, 6).bfloat16(), torch.arange(8, dtype=torch.int32), torch.rand(4, 2).half(), False
+        ),
+        TypeError,
+        "moe_token_unpermute: probs must have permuted_tokens' dtype bfloat16 or float32, got float16",
+    ),
+]
+
+
+@pytest.mark.parametrize("i", range(len(FAKE_BAD)))
+def test_fake_and_real_calls_raise_one_message(i):
+    """The C++ Meta kernels run the bindings' problem functions: FakeTensor raises what a real call raises."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    call, kind, text = FAKE_BAD[i]
+    with pytest.raises(kind) as real:
+        call()
+    with FakeTensorMode(), pytest.raises(kind) as fake:
+        call()
+    assert str(real.value).splitlines()[0] == str(fake.value).splitlines()[0] == text
+
+
 def test_empty_tensors():
     y = ascendc_ops.grouped_matmul(torch.randn(0, 4), torch.randn(2, 4, 3), torch.tensor([0, 0]))
     assert y.shape == (0, 3)
