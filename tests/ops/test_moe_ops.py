@@ -411,33 +411,6 @@ BAD = [
         TypeError,
         "sorted_indices must be one of int32",
     ),
-]
-
-
-@pytest.mark.parametrize("i", range(len(BAD)))
-def test_bad_input_is_a_readable_error(i):
-    call, kind, text = BAD[i]
-    with pytest.raises(kind) as info:
-        call()
-    assert text in str(info.value)
-
-
-FAKE_BAD = [
-    (
-        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(3, 3, 5), torch.tensor([1, 1]), 1, False),
-        ValueError,
-        "grouped_matmul: weight must be 3-D [E, K, N] with E = 2 (group_list entries), got shape [3, 3, 5]",
-    ),
-    (
-        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(2, 3, 5).half(), torch.tensor([1, 1]), 1, False),
-        TypeError,
-        "grouped_matmul: weight must have x's dtype float32, got float16",
-    ),
-    (
-        lambda: ops.moe_token_permute(torch.randn(4, 3), torch.zeros(4, 2), None, False),
-        TypeError,
-        "moe_token_permute: indices must be one of int32, int64, got float32",
-    ),
     (
         lambda: ops.moe_token_unpermute_grad(
             torch.randn(7, 6), torch.randn(4, 6).half(), torch.arange(8, dtype=torch.int32), torch.rand(4, 2), False
@@ -455,17 +428,30 @@ FAKE_BAD = [
 ]
 
 
-@pytest.mark.parametrize("i", range(len(FAKE_BAD)))
+@pytest.mark.parametrize("i", range(len(BAD)))
+def test_bad_input_is_a_readable_error(i):
+    call, kind, text = BAD[i]
+    with pytest.raises(kind) as info:
+        call()
+    assert text in str(info.value)
+
+
+# The errors that come from values on the device (group_list, expert ids, sorted indices): no fake sees them.
+DATA_DEPENDENT = ("group_list[", "group_list covers", "cumulative end", "values must be in")
+
+
+@pytest.mark.parametrize("i", [i for i, (_, _, text) in enumerate(BAD) if not any(d in text for d in DATA_DEPENDENT)])
 def test_fake_and_real_calls_raise_one_message(i):
     """The C++ Meta kernels run the bindings' problem functions: FakeTensor raises what a real call raises."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    call, kind, text = FAKE_BAD[i]
+    call, kind, text = BAD[i]
     with pytest.raises(kind) as real:
         call()
     with FakeTensorMode(), pytest.raises(kind) as fake:
         call()
-    assert str(real.value).splitlines()[0] == str(fake.value).splitlines()[0] == text
+    assert str(real.value).splitlines()[0] == str(fake.value).splitlines()[0]
+    assert text in str(fake.value)
 
 
 def test_empty_tensors():
