@@ -25,8 +25,9 @@
 #define MOE_TOKEN_UNPERMUTE_GRAD_PARAMS(GM) \
   GM permuted, GM dout, GM sortedIndices, GM probs, GM dpermuted, GM dprobs, GM workspace, GM tiling
 
-// Routes per token at most (topK): the unpermute kernels hold one token's routes in UB. The op_host,
-// the bindings and Python (torch.ops.ascendc_ops.moe_max_topk()) read this one definition.
+// Routes per token at most (topK): the unpermute kernels hold one token's routes in UB. The problem
+// functions (tiling/moe_routing_problem.h: bindings, Meta kernels, op_host) and
+// torch.ops.ascendc_ops.moe_max_topk() read this one definition.
 constexpr uint32_t MOE_MAX_TOPK = 512;
 
 struct MoeRoutingTilingData {

@@ -5,20 +5,13 @@
 
 namespace optiling {
 static ge::graphStatus GroupedMatmulTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileGroupedMatmulOp(context, false);
+  return ascendc_ops_host::TileGroupedMatmulOp(context, ascendc_ops::kGroupedMatmul, false);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus GroupedMatmulInferShape(gert::InferShapeContext* context) {
-  // y: [M, N], N = weight.size(2), or weight.size(1) with transpose_weight
-  const gert::Shape* x = context->GetInputShape(0);
-  const gert::Shape* w = context->GetInputShape(1);
-  gert::Shape* y = context->GetOutputShape(0);
-  if (x == nullptr || w == nullptr || y == nullptr || x->GetDimNum() != 2 || w->GetDimNum() != 3) return GRAPH_FAILED;
-  const bool transpose = ascendc_ops_host::BoolAttr(context->GetAttrs(), 1, false);
-  *y = gert::Shape({x->GetDim(0), w->GetDim(transpose ? 1 : 2)});
-  return GRAPH_SUCCESS;
+  return ascendc_ops_host::InferGroupedMatmulShape(context, ascendc_ops::kGroupedMatmul, false);
 }
 static graphStatus GroupedMatmulInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::SameDtype(context, 0, 0);

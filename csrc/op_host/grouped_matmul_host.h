@@ -1,8 +1,8 @@
-// Host side of grouped_matmul (+ weight grad) on the cube cores, tiled by tiling/grouped_matmul_tiling.h
-// for the chip's cube resources. The argument rules are the torch path's (csrc/torch/grouped_matmul_ops.h);
-// values on the device (group_list) cannot be checked here.
+// Host side of grouped_matmul (+ weight grad) on the cube cores: the problem function the torch
+// binding calls (tiling/grouped_matmul_problem.h), then the tiling for the chip's cube resources.
+// Values on the device (group_list) cannot be checked here.
 #pragma once
-#include "grouped_matmul_tiling.h"
+#include "grouped_matmul_problem.h"
 #include "op_host_common.h"
 
 namespace ascendc_ops_host {
@@ -18,42 +18,40 @@ inline tiling::CubePlatform NpuCubePlatform(const gert::TilingContext* context) 
   return {tiling::kA2Name, soc.GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b), uint32_t(l0c)};
 }
 
-// grouped_matmul: x [M, K], weight [E, K, N] ([E, N, K] transposed), group_list [E] -> y [M, N].
-// grouped_matmul_weight_grad: x [M, K], dy [M, N], group_list [E] -> dweight [E, K, N].
-inline bool GroupedMatmulDims(const std::vector<int64_t>& x, const std::vector<int64_t>& b,
-                              const std::vector<int64_t>& groupList, bool transpose, bool weightGrad,
-                              tiling::GroupedMatmulProblem& p) {
-  if (x.size() != 2 || groupList.size() != 1 || groupList[0] < 1) return false;
-  p.m = x[0], p.k = x[1], p.groups = groupList[0];
-  if (weightGrad) {
-    if (b.size() != 2 || b[0] != p.m) return false;
-    p.n = b[1];
-  } else {
-    if (b.size() != 3 || b[0] != p.groups || (transpose ? b[2] : b[1]) != p.k) return false;
-    p.n = transpose ? b[1] : b[2];
-  }
-  p.transposeWeight = transpose && !weightGrad;
-  p.weightGrad = weightGrad;
-  return true;
+// The problem function (tiling/grouped_matmul_problem.h) the torch binding calls, on the inputs
+// (x, weight or dy, group_list) and the attrs group_list_type (0) and, forward only, transpose_weight (1).
+template <typename Context>
+tiling::GroupedMatmulArgs<int64_t> GroupedMatmulArgsOf(const Context* context, const tiling::OpSpec& op,
+                                                       bool weightGrad, int64_t& listType, bool& transpose) {
+  const gert::RuntimeAttrs* attrs = context->GetAttrs();
+  const int64_t* type = IntAttr(attrs, 0);
+  listType = type == nullptr ? 1 : *type;
+  transpose = !weightGrad && BoolAttr(attrs, 1, false);
+  return tiling::CheckGroupedMatmul(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), listType,
+                                    transpose, weightGrad);
 }
 
-inline ge::graphStatus TileGroupedMatmulOp(gert::TilingContext* context, bool weightGrad) {
-  std::vector<int64_t> x, b, groupList;
-  tiling::GroupedMatmulProblem p{};
-  const gert::RuntimeAttrs* attrs = context->GetAttrs();
-  const int64_t* listType = IntAttr(attrs, 0);
-  p.groupListType = int32_t(listType == nullptr ? 1 : *listType);
-  const bool transpose = !weightGrad && BoolAttr(attrs, 1, false);
-  if (!InputDims(context, 0, x) || !InputDims(context, 1, b) || !InputDims(context, 2, groupList) ||
-      !InputDtype(context, 0, p.dtype) || !GroupedMatmulDims(x, b, groupList, transpose, weightGrad, p))
-    return ge::GRAPH_FAILED;
-  try {
-    const tiling::GroupedMatmulTiling t = tiling::TileGroupedMatmul(p, NpuCubePlatform(context));
+inline ge::graphStatus TileGroupedMatmulOp(gert::TilingContext* context, const tiling::OpSpec& op, bool weightGrad) {
+  return Checked([&] {
+    int64_t listType = 1;
+    bool transpose = false;
+    const tiling::GroupedMatmulArgs<int64_t> a = GroupedMatmulArgsOf(context, op, weightGrad, listType, transpose);
+    const tiling::GroupedMatmulTiling t = tiling::TileGroupedMatmul(
+        tiling::GroupedMatmulProblemOf(a, InputArg(context, 0).dtype, listType, transpose, weightGrad),
+        NpuCubePlatform(context));
     if (t.blockDim == 0) return ge::GRAPH_FAILED;  // empty output: no launch
     return Publish(context, t.data, t.blockDim, 0);  // workspace: the Matmul API's system workspace
-  } catch (const tiling::TilingError&) {
-    return ge::GRAPH_FAILED;
-  }
+  });
+}
+
+// y [M, N] (grouped_matmul) or dweight [E, K, N] (the weight grad).
+inline ge::graphStatus InferGroupedMatmulShape(gert::InferShapeContext* context, const tiling::OpSpec& op,
+                                               bool weightGrad) {
+  return Checked([&] {
+    int64_t listType = 1;
+    bool transpose = false;
+    return SetOutputShape(context, 0, GroupedMatmulArgsOf(context, op, weightGrad, listType, transpose).out);
+  });
 }
 
 }  // namespace ascendc_ops_host

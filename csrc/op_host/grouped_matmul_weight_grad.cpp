@@ -5,22 +5,13 @@
 
 namespace optiling {
 static ge::graphStatus GroupedMatmulWeightGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileGroupedMatmulOp(context, true);
+  return ascendc_ops_host::TileGroupedMatmulOp(context, ascendc_ops::kGroupedMatmulWeightGrad, true);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus GroupedMatmulWeightGradInferShape(gert::InferShapeContext* context) {
-  // dweight: [E, K, N] from group_list [E], x [M, K], dy [M, N]
-  const gert::Shape* x = context->GetInputShape(0);
-  const gert::Shape* dy = context->GetInputShape(1);
-  const gert::Shape* groupList = context->GetInputShape(2);
-  gert::Shape* dw = context->GetOutputShape(0);
-  if (x == nullptr || dy == nullptr || groupList == nullptr || dw == nullptr || x->GetDimNum() != 2 ||
-      dy->GetDimNum() != 2 || groupList->GetDimNum() != 1)
-    return GRAPH_FAILED;
-  *dw = gert::Shape({groupList->GetDim(0), x->GetDim(1), dy->GetDim(1)});
-  return GRAPH_SUCCESS;
+  return ascendc_ops_host::InferGroupedMatmulShape(context, ascendc_ops::kGroupedMatmulWeightGrad, true);
 }
 static graphStatus GroupedMatmulWeightGradInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::SameDtype(context, 0, 0);

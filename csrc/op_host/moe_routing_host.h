@@ -1,62 +1,55 @@
-// Host side of the MoE routing ops (moe_token_permute, moe_token_unpermute + grad), tiled by
-// tiling/moe_routing_tiling.h. The argument rules are the torch path's (csrc/torch/moe_routing_ops.h);
-// values on the device (expert ids) cannot be checked here.
+// Host side of the MoE routing ops (moe_token_permute, moe_token_unpermute + grad): the problem
+// functions the torch bindings call (tiling/moe_routing_problem.h), then the tiling
+// (tiling/moe_routing_tiling.h). Values on the device (expert ids, sorted indices) cannot be checked here.
 #pragma once
-#include "moe_routing_tiling.h"
+#include <optional>
+
+#include "moe_routing_problem.h"
 #include "op_host_common.h"
 
 namespace ascendc_ops_host {
 
-constexpr int64_t kMoeMaxTopK = MOE_MAX_TOPK;  // tiling/moe_routing_tiling_data.h
-
-// Tokens T and topK K of an unpermute: from probs [T, K], else restore_shape [T, H], else K = 1.
-inline bool UnpermuteTokens(int64_t n, int64_t hidden, const gert::Shape* probs,
-                            const gert::TypedContinuousVector<int64_t>* restore, int64_t& t, int64_t& k) {
-  if (probs != nullptr && probs->GetShapeSize() > 0) {
-    if (probs->GetDimNum() != 2 || probs->GetShapeSize() != n) return false;
-    t = probs->GetDim(0), k = probs->GetDim(1);
-  } else if (restore != nullptr && restore->GetSize() > 0) {
-    const int64_t* r = restore->GetData();
-    if (restore->GetSize() != 2 || r[0] <= 0 || n % r[0] != 0 || r[1] != hidden) return false;
-    t = r[0], k = n / r[0];
-  } else {
-    t = n, k = 1;
-  }
-  return k <= kMoeMaxTopK;
+// moe_token_permute: tokens (0), indices (1); attrs num_out_tokens (0, nullable) and padded_mode (1).
+template <typename Context>
+tiling::PermuteArgs<int64_t> PermuteArgsOf(const Context* context, const tiling::OpSpec& op) {
+  const gert::RuntimeAttrs* attrs = context->GetAttrs();
+  const int64_t* numOut = IntAttr(attrs, 0);
+  return tiling::CheckMoeTokenPermute(op, InputArg(context, 0), InputArg(context, 1),
+                                      numOut == nullptr ? std::nullopt : std::optional<int64_t>(*numOut),
+                                      BoolAttr(attrs, 1, false));
 }
 
-// moe_token_unpermute and its grad: T and K from the shapes of permuted [rows, H], sorted_indices
-// [T*K] and probs (absent: nullptr) and the attrs padded_mode (0, must be false) and restore_shape (1).
-inline bool UnpermuteShape(const gert::RuntimeAttrs* attrs, const gert::Shape& permuted, const gert::Shape& sorted,
-                           const gert::Shape* probs, int64_t& t, int64_t& k) {
-  if (BoolAttr(attrs, 0, false) || permuted.GetDimNum() != 2 || sorted.GetDimNum() != 1) return false;
+// moe_token_unpermute: permuted_tokens (0), sorted_indices (1), probs (2, optional); the grad:
+// permuted_tokens (0), unpermuted_tokens_grad (1), sorted_indices (2), probs (3, optional). Attrs
+// padded_mode (0) and restore_shape (1, absent or empty: none).
+template <typename Context>
+tiling::UnpermuteArgs<int64_t> UnpermuteArgsOf(const Context* context, const tiling::OpSpec& op, bool grad) {
+  const gert::RuntimeAttrs* attrs = context->GetAttrs();
   const auto* restore = attrs == nullptr ? nullptr : attrs->GetListInt(1);
-  const int64_t n = sorted.GetDim(0);
-  return UnpermuteTokens(n, permuted.GetDim(1), probs, restore, t, k) && permuted.GetDim(0) <= n;
+  std::vector<int64_t> restoreShape;
+  if (restore != nullptr) restoreShape.assign(restore->GetData(), restore->GetData() + restore->GetSize());
+  const tiling::TensorArg<int64_t> dout = InputArg(context, 1), probs = InputArg(context, grad ? 3 : 2, true);
+  return tiling::CheckMoeTokenUnpermute(op, InputArg(context, 0), grad ? &dout : nullptr,
+                                        InputArg(context, grad ? 2 : 1), probs.defined ? &probs : nullptr,
+                                        BoolAttr(attrs, 0, false), restoreShape);
 }
 
-inline const gert::Shape* StorageShapeOf(const gert::StorageShape* s) {
-  return s == nullptr ? nullptr : &s->GetStorageShape();
-}
-
-inline ge::graphStatus TileUnpermuteOp(gert::TilingContext* context, bool grad) {
-  const gert::Shape* permuted = StorageShapeOf(context->GetInputShape(0));
-  const gert::Shape* sorted = StorageShapeOf(context->GetInputShape(grad ? 2 : 1));
-  const gert::StorageShape* probs = context->GetOptionalInputShape(grad ? 3 : 2);
-  int64_t t = 0, k = 0;
-  tiling::DType dtype;
-  if (permuted == nullptr || sorted == nullptr || !InputDtype(context, 0, dtype) ||
-      !UnpermuteShape(context->GetAttrs(), *permuted, *sorted, StorageShapeOf(probs), t, k))
-    return ge::GRAPH_FAILED;
-  const bool hasProbs = probs != nullptr && probs->GetStorageShape().GetShapeSize() > 0;
-  try {
+inline ge::graphStatus TileUnpermuteOp(gert::TilingContext* context, const tiling::OpSpec& op, bool grad) {
+  return Checked([&] {
     const tiling::MoeRoutingTiling r = tiling::TileMoeRouting(
-        {t, k, permuted->GetDim(1), permuted->GetDim(0), dtype, hasProbs, true}, NpuPlatform(context));
+        tiling::MoeRoutingProblemOf(UnpermuteArgsOf(context, op, grad), InputArg(context, 0).dtype),
+        NpuPlatform(context));
     if (r.rowBlocks == 0) return ge::GRAPH_FAILED;  // no tokens: no launch
     return Publish(context, r.data, r.rowBlocks, 0);
-  } catch (const tiling::TilingError&) {
-    return ge::GRAPH_FAILED;
-  }
+  });
+}
+
+inline ge::graphStatus InferUnpermuteShape(gert::InferShapeContext* context, const tiling::OpSpec& op, bool grad) {
+  return Checked([&] {
+    const tiling::UnpermuteArgs<int64_t> a = UnpermuteArgsOf(context, op, grad);
+    if (SetOutputShape(context, 0, a.out) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    return grad ? SetOutputShape(context, 1, a.probsGrad) : ge::GRAPH_SUCCESS;
+  });
 }
 
 }  // namespace ascendc_ops_host

@@ -4,23 +4,13 @@
 
 namespace optiling {
 static ge::graphStatus MoeTokenUnpermuteTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileUnpermuteOp(context, false);
+  return ascendc_ops_host::TileUnpermuteOp(context, ascendc_ops::kMoeTokenUnpermute, false);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus MoeTokenUnpermuteInferShape(gert::InferShapeContext* context) {
-  // unpermuted_tokens [T, H]
-  const gert::Shape* permuted = context->GetInputShape(0);
-  const gert::Shape* sorted = context->GetInputShape(1);
-  gert::Shape* out = context->GetOutputShape(0);
-  int64_t t = 0, k = 0;
-  if (permuted == nullptr || sorted == nullptr || out == nullptr ||
-      !ascendc_ops_host::UnpermuteShape(context->GetAttrs(), *permuted, *sorted, context->GetOptionalInputShape(2), t,
-                                        k))
-    return GRAPH_FAILED;
-  *out = gert::Shape({t, permuted->GetDim(1)});
-  return GRAPH_SUCCESS;
+  return ascendc_ops_host::InferUnpermuteShape(context, ascendc_ops::kMoeTokenUnpermute, false);
 }
 static graphStatus MoeTokenUnpermuteInferDataType(gert::InferDataTypeContext* context) {
   return ascendc_ops_host::SameDtype(context, 0, 0);

@@ -5,24 +5,13 @@
 
 namespace optiling {
 static ge::graphStatus MoeTokenUnpermuteGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileUnpermuteOp(context, true);
+  return ascendc_ops_host::TileUnpermuteOp(context, ascendc_ops::kMoeTokenUnpermuteGrad, true);
 }
 }  // namespace optiling
 
 namespace ge {
 static graphStatus MoeTokenUnpermuteGradInferShape(gert::InferShapeContext* context) {
-  // permuted_tokens_grad: permuted_tokens' shape; probs_grad: probs' shape ([0] without probs)
-  const gert::Shape* permuted = context->GetInputShape(0);
-  const gert::Shape* sorted = context->GetInputShape(2);
-  const gert::Shape* probs = context->GetOptionalInputShape(3);
-  gert::Shape* dprobs = context->GetOutputShape(1);
-  int64_t t = 0, k = 0;
-  if (permuted == nullptr || sorted == nullptr || dprobs == nullptr ||
-      !ascendc_ops_host::UnpermuteShape(context->GetAttrs(), *permuted, *sorted, probs, t, k) ||
-      ascendc_ops_host::SameShape(context, 0, 0) != GRAPH_SUCCESS)
-    return GRAPH_FAILED;
-  *dprobs = probs != nullptr ? *probs : gert::Shape({0});
-  return GRAPH_SUCCESS;
+  return ascendc_ops_host::InferUnpermuteShape(context, ascendc_ops::kMoeTokenUnpermuteGrad, true);
 }
 static graphStatus MoeTokenUnpermuteGradInferDataType(gert::InferDataTypeContext* context) {
   const DataType probs = context->GetOptionalInputDataType(3);

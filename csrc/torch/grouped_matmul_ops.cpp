@@ -16,6 +16,17 @@
 ASCENDC_TWIN_KERNELS(GROUPED_MATMUL_DTYPES, grouped_matmul, GROUPED_MATMUL_PARAMS)
 ASCENDC_TWIN_KERNELS(GROUPED_MATMUL_WEIGHT_GRAD_DTYPES, grouped_matmul_weight_grad, GROUPED_MATMUL_WEIGHT_GRAD_PARAMS)
 
+// The size checks on group_list's length that may be undecidable while tracing (an unbacked SymInt
+// from bincount under torch.compile): false there, as torch's guard_or_false; the binding makes them
+// on the real sizes.
+template <>
+struct tiling::MaybeUnbacked<c10::SymInt> {
+  static bool Less(const c10::SymInt& a, int64_t b) { return a.sym_lt(b).guard_or_false(__FILE__, __LINE__); }
+  static bool Differ(const c10::SymInt& a, const c10::SymInt& b) {
+    return a.sym_ne(b).guard_or_false(__FILE__, __LINE__);
+  }
+};
+
 namespace ascendc_ops {
 namespace {
 
@@ -114,52 +125,28 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
                                          const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
                                          bool weightGrad, const tiling::CubePlatform& platform) {
   CheckSameDevice(op, {a, b, groupList});
-  const char* an = op.inputs[0];
-  const char* bn = op.inputs[1];
-  TORCH_CHECK_VALUE(groupListType == 0 || groupListType == 1, op.name,
-                    ": group_list_type must be 0 (cumulative ends) or 1 (counts), got ", groupListType);
-  TORCH_CHECK_VALUE(a.dim() == 2, op.name, ": ", an, " must be 2-D [M, K], got shape ", ShapeString(a));
-  TORCH_CHECK_VALUE(groupList.dim() == 1 && groupList.size(0) >= 1, op.name,
-                    ": group_list must be 1-D with one entry per group (at least 1), got shape ",
-                    ShapeString(groupList));
-  CheckDtypes(op, {a, b, groupList});
-  const int64_t m = a.size(0), k = a.size(1), groups = groupList.size(0);
-  int64_t n;
-  if (weightGrad) {
-    TORCH_CHECK_VALUE(b.dim() == 2 && b.size(0) == m, op.name, ": ", bn, " must be 2-D [M, N] with M = ", m, " (", an,
-                      " rows), got shape ", ShapeString(b));
-    n = b.size(1);
-  } else {
-    TORCH_CHECK_VALUE(b.dim() == 3 && b.size(0) == groups, op.name, ": ", bn, " must be 3-D [E, ",
-                      transposeWeight ? "N, K" : "K, N", "] with E = ", groups, " (group_list entries), got shape ",
-                      ShapeString(b));
-    const int64_t wk = transposeWeight ? b.size(2) : b.size(1);
-    TORCH_CHECK_VALUE(wk == k, op.name, ": ", bn, " must have K = ", k, " (", an, ".size(1)) in dim ",
-                      transposeWeight ? 2 : 1, " (transpose_weight=", transposeWeight ? "True" : "False",
-                      "), got shape ", ShapeString(b));
-    n = transposeWeight ? b.size(1) : b.size(2);
-  }
-  const std::vector<int64_t> groupRows = CheckGroupList(op, groupList, groupListType, m, an);
+  const tiling::TensorArg<int64_t> aArg = Arg(a), bArg = Arg(b), glArg = Arg(groupList);
+  const tiling::GroupedMatmulArgs<int64_t> args = Checked(op, [&] {
+    return tiling::CheckGroupedMatmul(op, aArg, bArg, glArg, groupListType, transposeWeight, weightGrad);
+  });
+  const std::vector<int64_t> groupRows = CheckGroupList(op, groupList, groupListType, args.m, op.inputs[0]);
   int64_t covered = 0;
   for (int64_t r : groupRows) covered += r;
   GroupedMatmulLaunch l;
   l.a = a.contiguous();
   l.b = b.contiguous();
   l.groupList = groupList.contiguous();
+  l.out = at::empty(args.out, a.options());
   if (weightGrad) {
-    l.out = at::empty({groups, k, n}, a.options());
-    for (int64_t e = 0; e < groups; ++e)
+    for (int64_t e = 0; e < args.groups; ++e)
       if (groupRows[size_t(e)] == 0) l.out[e].zero_();  // the kernel writes only the groups that have rows
   } else {
-    l.out = at::empty({m, n}, a.options());
-    l.out.narrow(0, covered, m - covered).zero_();
+    l.out.narrow(0, covered, args.m - covered).zero_();
   }
-  try {
-    l.tiling = tiling::TileGroupedMatmul(
-        {m, k, n, groups, TilingDtype(a.scalar_type()), int32_t(groupListType), transposeWeight, weightGrad}, platform);
-  } catch (const tiling::TilingError& e) {
-    TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
-  }
+  l.tiling = Checked(op, [&] {
+    return tiling::TileGroupedMatmul(
+        tiling::GroupedMatmulProblemOf(args, aArg.dtype, groupListType, transposeWeight, weightGrad), platform);
+  });
   return l;
 }
 
@@ -179,16 +166,6 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b
   return l.out;
 }
 
-at::Tensor GroupedMatmul(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& groupList,
-                         int64_t groupListType, bool transposeWeight) {
-  return RunOnTwin(kGroupedMatmul, x, weight, groupList, groupListType, transposeWeight, false);
-}
-
-at::Tensor GroupedMatmulWeightGrad(const at::Tensor& x, const at::Tensor& dy, const at::Tensor& groupList,
-                                   int64_t groupListType) {
-  return RunOnTwin(kGroupedMatmulWeightGrad, x, dy, groupList, groupListType, false, true);
-}
-
 // The dtypes whose cube blocks the GEMM provider multiplies as stored (the rest are widened to fp32).
 std::vector<std::string> CubeGemmNative() {
   std::vector<std::string> native{"float32"};
@@ -201,9 +178,19 @@ std::vector<std::string> CubeGemmNative() {
 
 TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) { m.def("cube_gemm_native() -> str[]", &CubeGemmNative); }
 
-TORCH_LIBRARY_IMPL(custom, CPU, m) {
-  m.impl("grouped_matmul", &GroupedMatmul);
-  m.impl("grouped_matmul_weight_grad", &GroupedMatmulWeightGrad);
+// Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the output's shape.
+at::Tensor GroupedMatmulMeta(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
+                             int64_t groupListType, bool transposeWeight, bool weightGrad) {
+  CheckSameDevice(op, {a, b, groupList});
+  const tiling::TensorArg<c10::SymInt> aArg = SymArg(a), bArg = SymArg(b), glArg = SymArg(groupList);
+  return Checked(op, [&] {
+    return at::empty_symint(
+        tiling::CheckGroupedMatmul(op, aArg, bArg, glArg, groupListType, transposeWeight, weightGrad).out, a.options());
+  });
 }
+
+TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplGroupedMatmul<&GroupedMatmulMeta>(m); }
+
+TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplGroupedMatmul<&RunOnTwin>(m); }
 
 }  // namespace ascendc_ops

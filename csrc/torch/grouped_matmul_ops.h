@@ -1,8 +1,10 @@
 // Grouped matmul bindings shared by the CPU-twin and NPU launchers: argument checks, output allocation, tiling.
 #pragma once
 #include <ATen/ATen.h>
+#include <torch/library.h>
 
-#include "grouped_matmul_tiling.h"
+#include "grouped_matmul_problem.h"
+#include "op_proto_gen.h"
 #include "op_proto_table.h"
 
 namespace ascendc_ops {
@@ -19,5 +21,24 @@ ASCENDC_OPS_API GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, cons
                                                          const at::Tensor& groupList, int64_t groupListType,
                                                          bool transposeWeight, bool weightGrad,
                                                          const tiling::CubePlatform& platform);
+
+// One implementation of both ops: (op, a, b, group_list, group_list_type, transpose_weight, weight_grad).
+using GroupedMatmulImpl = at::Tensor (*)(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
+                                         const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
+                                         bool weightGrad);
+
+// Registers `Impl` for grouped_matmul (a = x, b = weight) and grouped_matmul_weight_grad (a = x, b = dy)
+// under one dispatch key (the twin's CPU, the NPU's PrivateUse1, Meta).
+template <GroupedMatmulImpl Impl>
+void ImplGroupedMatmul(torch::Library& m) {
+  m.impl("grouped_matmul", [](const at::Tensor& x, const at::Tensor& weight, const at::Tensor& groupList,
+                              int64_t groupListType, bool transposeWeight) {
+    return Impl(kGroupedMatmul, x, weight, groupList, groupListType, transposeWeight, false);
+  });
+  m.impl("grouped_matmul_weight_grad",
+         [](const at::Tensor& x, const at::Tensor& dy, const at::Tensor& groupList, int64_t groupListType) {
+           return Impl(kGroupedMatmulWeightGrad, x, dy, groupList, groupListType, false, true);
+         });
+}
 
 }  // namespace ascendc_ops

@@ -19,13 +19,7 @@ extern "C" void moe_merge_sorted(MOE_MERGE_SORTED_PARAMS(uint8_t*));  // one ent
 namespace ascendc_ops {
 namespace {
 
-constexpr int64_t kMaxTopK = MOE_MAX_TOPK;  // tiling/moe_routing_tiling_data.h
 constexpr int64_t kMaxExpertId = (int64_t(1) << 24) - 1;  // ids are sorted as exact fp32 scores
-
-void CheckNotPadded(const OpProto& op, bool paddedMode) {
-  TORCH_CHECK_VALUE(!paddedMode, op.name,
-                    ": padded_mode=True is not supported (as on the NPU); pass padded_mode=False");
-}
 
 void CheckRange(const OpProto& op, const char* name, const at::Tensor& t, int64_t lo, int64_t hi) {
   if (t.numel() == 0) return;
@@ -42,14 +36,9 @@ bool IsPermutation(const at::Tensor& s) {
   return at::bincount(s.to(at::kCPU).to(at::kLong), {}, s.numel()).max().item<int64_t>() == 1;
 }
 
-tiling::MoeRoutingTiling Tile(const OpProto& op, const tiling::MoeRoutingProblem& p,
-                              const tiling::PlatformInfo& platform) {
-  try {
-    return tiling::TileMoeRouting(p, platform);
-  } catch (const tiling::TilingError& e) {
-    TORCH_CHECK_VALUE(false, op.name, ": ", e.what());
-  }
-  return {};
+// restore_shape as the problem function takes it: empty when absent.
+std::vector<int64_t> RestoreShape(at::OptionalIntArrayRef restoreShape) {
+  return restoreShape.has_value() ? restoreShape->vec() : std::vector<int64_t>();
 }
 
 }  // namespace
@@ -58,30 +47,17 @@ PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const 
                              c10::optional<int64_t> numOutTokens, bool paddedMode,
                              const tiling::PlatformInfo& platform) {
   CheckSameDevice(op, {tokens, indices});
-  CheckNotPadded(op, paddedMode);
-  TORCH_CHECK_VALUE(tokens.dim() == 2, op.name, ": tokens must be 2-D [T, H], got shape ", ShapeString(tokens));
-  TORCH_CHECK_VALUE(indices.dim() == 1 || indices.dim() == 2, op.name, ": indices must be [T, topK] or [T], got shape ",
-                    ShapeString(indices));
-  const int64_t t = tokens.size(0), h = tokens.size(1);
-  const int64_t k = indices.dim() == 2 ? indices.size(1) : 1;
-  TORCH_CHECK_VALUE(indices.size(0) == t, op.name, ": indices must have T = ", t, " rows (tokens.size(0)), got shape ",
-                    ShapeString(indices));
-  TORCH_CHECK_VALUE(k >= 1 && k <= kMaxTopK, op.name, ": topK (indices.size(1)) must be in [1, ", kMaxTopK, "], got ",
-                    k);
-  CheckDtypes(op, {tokens, indices});
-  CheckRange(op, "indices", indices, 0, kMaxExpertId);
-  const int64_t n = t * k;
-  int64_t numOut = n;
-  if (numOutTokens.has_value()) {
-    TORCH_CHECK_VALUE(*numOutTokens >= 0, op.name, ": num_out_tokens must be >= 0 (0: keep all), got ", *numOutTokens);
-    if (*numOutTokens > 0) numOut = std::min(*numOutTokens, n);
-  }
+  const tiling::TensorArg<int64_t> tokensArg = Arg(tokens), indicesArg = Arg(indices);
+  const tiling::PermuteArgs<int64_t> a =
+      Checked(op, [&] { return tiling::CheckMoeTokenPermute(op, tokensArg, indicesArg, numOutTokens, paddedMode); });
+  CheckRange(op, op.inputs[1], indices, 0, kMaxExpertId);
   PermuteLaunch l;
   l.tokens = tokens.contiguous();
   l.indices = indices.contiguous();
-  l.permuted = at::empty({numOut, h}, tokens.options());
-  l.sortedIndices = at::empty({n}, indices.options().dtype(at::kInt));
-  l.tiling = Tile(op, {t, k, h, numOut, TilingDtype(tokens.scalar_type()), false, false}, platform);
+  l.permuted = at::empty(a.permuted, tokens.options());
+  l.sortedIndices = at::empty(a.sortedIndices, indices.options().dtype(at::kInt));
+  l.tiling =
+      Checked(op, [&] { return tiling::TileMoeRouting(tiling::MoeRoutingProblemOf(a, tokensArg.dtype), platform); });
   return l;
 }
 
@@ -90,64 +66,32 @@ UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, 
                                  bool paddedMode, at::OptionalIntArrayRef restoreShape, bool grad,
                                  const tiling::PlatformInfo& platform) {
   const bool hasProbs = probs.has_value() && probs->defined();
-  const size_t sIdx = grad ? 2 : 1, pIdx = grad ? 3 : 2;
-  CheckNotPadded(op, paddedMode);
-  TORCH_CHECK_VALUE(permuted.dim() == 2, op.name, ": permuted_tokens must be 2-D [rows, H], got shape ",
-                    ShapeString(permuted));
-  TORCH_CHECK_VALUE(sortedIndices.dim() == 1, op.name, ": sorted_indices must be 1-D [T * topK], got shape ",
-                    ShapeString(sortedIndices));
-  const int64_t rows = permuted.size(0), h = permuted.size(1), n = sortedIndices.size(0);
-  int64_t t, k;
-  if (hasProbs) {
-    TORCH_CHECK_VALUE(probs->dim() == 2 && probs->numel() == n, op.name,
-                      ": probs must be 2-D [T, topK] with T * topK = ", n, " (sorted_indices length), got shape ",
-                      ShapeString(*probs));
-    t = probs->size(0), k = probs->size(1);
-  } else if (restoreShape.has_value() && !restoreShape->empty()) {
-    TORCH_CHECK_VALUE(
-        restoreShape->size() == 2 && (*restoreShape)[0] > 0 && n % (*restoreShape)[0] == 0 && (*restoreShape)[1] == h,
-        op.name, ": restore_shape must be [T, H] with H = ", h, " and T dividing ", n, " (sorted_indices length), got ",
-        *restoreShape);
-    t = (*restoreShape)[0], k = n / t;
-  } else {
-    t = n, k = 1;
-  }
-  TORCH_CHECK_VALUE(k <= kMaxTopK, op.name, ": topK must be at most ", kMaxTopK, ", got ", k);
-  TORCH_CHECK_VALUE(rows <= n, op.name, ": permuted_tokens has ", rows, " rows, more than the ", n,
-                    " entries of sorted_indices");
-  if (grad) {
-    CheckSameDevice(op, {permuted, dout, sortedIndices});
-    TORCH_CHECK_VALUE(dout.dim() == 2 && dout.size(0) == t && dout.size(1) == h, op.name,
-                      ": unpermuted_tokens_grad must have shape [", t, ", ", h, "], got ", ShapeString(dout));
-  } else {
-    CheckSameDevice(op, {permuted, sortedIndices});
-  }
-  CheckDtype(op, 0, permuted);
-  CheckDtype(op, sIdx, sortedIndices);
-  if (grad)
-    TORCH_CHECK_TYPE(dout.scalar_type() == permuted.scalar_type(), op.name, ": unpermuted_tokens_grad must have ",
-                     "permuted_tokens' dtype ", permuted.scalar_type(), ", got ", dout.scalar_type());
-  if (hasProbs) {
-    CheckDtype(op, pIdx, *probs);
+  if (grad) CheckSameDevice(op, {permuted, dout, sortedIndices});
+  else CheckSameDevice(op, {permuted, sortedIndices});
+  if (hasProbs)
     TORCH_CHECK_VALUE(probs->device() == permuted.device(), op.name, ": probs is on ", probs->device(),
                       " but permuted_tokens is on ", permuted.device());
-    if (grad) CheckDtypes(op, {permuted, dout, sortedIndices, *probs});
-    else CheckDtypes(op, {permuted, sortedIndices, *probs});
-  }
-  CheckRange(op, "sorted_indices", sortedIndices, 0, n - 1);
+  const tiling::TensorArg<int64_t> permutedArg = Arg(permuted), doutArg = Arg(dout), sortedArg = Arg(sortedIndices),
+                                   probsArg = hasProbs ? Arg(*probs) : Arg(at::Tensor());
+  const tiling::UnpermuteArgs<int64_t> a = Checked(op, [&] {
+    return tiling::CheckMoeTokenUnpermute(op, permutedArg, grad ? &doutArg : nullptr, sortedArg,
+                                          hasProbs ? &probsArg : nullptr, paddedMode, RestoreShape(restoreShape));
+  });
+  CheckRange(op, op.inputs[grad ? 2 : 1], sortedIndices, 0, sortedIndices.size(0) - 1);
   UnpermuteLaunch l;
   l.permuted = permuted.contiguous();
   l.sortedIndices = sortedIndices.contiguous();
   if (hasProbs) l.probs = probs->contiguous();
   if (grad) {
     l.dout = dout.contiguous();
-    l.out = IsPermutation(sortedIndices) ? at::empty({rows, h}, permuted.options())
-                                         : at::zeros({rows, h}, permuted.options());  // rows no index names stay 0
-    l.probsGrad = hasProbs ? at::empty({t, k}, probs->options()) : at::empty({0}, permuted.options());
+    l.out = IsPermutation(sortedIndices) ? at::empty(a.out, permuted.options())
+                                         : at::zeros(a.out, permuted.options());  // rows no index names stay 0
+    l.probsGrad = at::empty(a.probsGrad, hasProbs ? probs->options() : permuted.options());
   } else {
-    l.out = at::empty({t, h}, permuted.options());
+    l.out = at::empty(a.out, permuted.options());
   }
-  l.tiling = Tile(op, {t, k, h, rows, TilingDtype(permuted.scalar_type()), hasProbs, true}, platform);
+  l.tiling =
+      Checked(op, [&] { return tiling::TileMoeRouting(tiling::MoeRoutingProblemOf(a, permutedArg.dtype), platform); });
   return l;
 }
 
@@ -212,6 +156,53 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
 
 TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
   m.def("moe_max_topk() -> int", [] { return int64_t(MOE_MAX_TOPK); });
+}
+
+// Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the outputs' shapes.
+std::tuple<at::Tensor, at::Tensor> PermuteMeta(const at::Tensor& tokens, const at::Tensor& indices,
+                                               c10::optional<int64_t> numOutTokens, bool paddedMode) {
+  const OpProto& op = kMoeTokenPermute;
+  CheckSameDevice(op, {tokens, indices});
+  const tiling::TensorArg<c10::SymInt> tokensArg = SymArg(tokens), indicesArg = SymArg(indices);
+  const tiling::PermuteArgs<c10::SymInt> a =
+      Checked(op, [&] { return tiling::CheckMoeTokenPermute(op, tokensArg, indicesArg, numOutTokens, paddedMode); });
+  return {at::empty_symint(a.permuted, tokens.options()),
+          at::empty_symint(a.sortedIndices, indices.options().dtype(at::kInt))};
+}
+
+// Both unpermute ops (dout undefined: the forward op): the outputs are (out, probsGrad).
+std::tuple<at::Tensor, at::Tensor> UnpermuteMeta(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,
+                                                 const at::Tensor& sortedIndices,
+                                                 const c10::optional<at::Tensor>& probs, bool paddedMode,
+                                                 at::OptionalIntArrayRef restoreShape) {
+  const bool grad = dout.defined(), hasProbs = probs.has_value() && probs->defined();
+  if (grad) CheckSameDevice(op, {permuted, dout, sortedIndices});
+  else CheckSameDevice(op, {permuted, sortedIndices});
+  const tiling::TensorArg<c10::SymInt> permutedArg = SymArg(permuted), doutArg = SymArg(dout),
+                                       sortedArg = SymArg(sortedIndices),
+                                       probsArg = hasProbs ? SymArg(*probs) : SymArg(at::Tensor());
+  const tiling::UnpermuteArgs<c10::SymInt> a = Checked(op, [&] {
+    return tiling::CheckMoeTokenUnpermute(op, permutedArg, grad ? &doutArg : nullptr, sortedArg,
+                                          hasProbs ? &probsArg : nullptr, paddedMode, RestoreShape(restoreShape));
+  });
+  at::Tensor out = at::empty_symint(a.out, permuted.options());
+  if (!grad) return {out, at::Tensor()};
+  return {out, at::empty_symint(a.probsGrad, hasProbs ? probs->options() : permuted.options())};
+}
+
+TORCH_LIBRARY_IMPL(custom, Meta, m) {
+  m.impl("moe_token_permute", &PermuteMeta);
+  m.impl("moe_token_unpermute",
+         [](const at::Tensor& permuted, const at::Tensor& sortedIndices, const c10::optional<at::Tensor>& probs,
+            bool paddedMode, at::OptionalIntArrayRef restoreShape) {
+           return std::get<0>(UnpermuteMeta(kMoeTokenUnpermute, permuted, at::Tensor(), sortedIndices, probs,
+                                            paddedMode, restoreShape));
+         });
+  m.impl("moe_token_unpermute_grad",
+         [](const at::Tensor& permuted, const at::Tensor& dout, const at::Tensor& sortedIndices,
+            const c10::optional<at::Tensor>& probs, bool paddedMode, at::OptionalIntArrayRef restoreShape) {
+           return UnpermuteMeta(kMoeTokenUnpermuteGrad, permuted, dout, sortedIndices, probs, paddedMode, restoreShape);
+         });
 }
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {

@@ -2,7 +2,7 @@
 #pragma once
 #include <ATen/ATen.h>
 
-#include "moe_routing_tiling.h"
+#include "moe_routing_problem.h"
 #include "op_proto_table.h"
 
 namespace ascendc_ops {

@@ -1,17 +1,18 @@
 // MoE tiling and twin unit tests: grouped matmul tilings obey the cube's L0/L1 limits and, dealt
 // round-robin as the kernels deal them, cover every output element exactly once; the twin's cube
 // (Matmul API, rules, built-in GEMM) and sort (Sort, MrgSort) behave as the API documents; the
-// routing tiling's merge rounds end in one list. Prints "N passed, M failed".
+// routing tiling's merge rounds end in one list; the problem functions (no torch) give the messages
+// and output shapes every layer uses. Prints "N passed, M failed".
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <vector>
 
 #include "expect.h"
-#include "grouped_matmul_tiling.h"
+#include "grouped_matmul_problem.h"
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
-#include "moe_routing_tiling.h"
+#include "moe_routing_problem.h"
 #include "twin_launch.h"
 
 using namespace tiling;
@@ -227,7 +228,132 @@ static void TestTwinSort() {
   EXPECT(ordered);
 }
 
+// ---- the problem functions: argument rules and output shapes ----
+static void TestGroupedMatmulProblem() {
+  const DType f32 = DType::kFloat32, f16 = DType::kFloat16, i64 = DType::kInt64;
+  const OpSpec gmm{"grouped_matmul", "", {"x", "weight", "group_list"}, {{f16, f16, i64}, {f32, f32, i64}}};
+  const OpSpec wgrad{"grouped_matmul_weight_grad", "", {"x", "dy", "group_list"}, {{f32, f32, i64}}};
+  const TensorArg<int64_t> x{{4, 3}, f32}, w{{2, 3, 5}, f32}, wt{{2, 5, 3}, f32}, gl{{2}, i64};
+  GroupedMatmulArgs<int64_t> a = CheckGroupedMatmul(gmm, x, w, gl, 1, false, false);
+  EXPECT(a.m == 4 && a.k == 3 && a.n == 5 && a.groups == 2 && (a.out == std::vector<int64_t>{4, 5}));
+  EXPECT((CheckGroupedMatmul(gmm, x, wt, gl, 0, true, false).out == std::vector<int64_t>{4, 5}));
+  const GroupedMatmulProblem p = GroupedMatmulProblemOf(a, f32, 0, true, false);
+  EXPECT(p.m == 4 && p.n == 5 && p.groupListType == 0 && p.transposeWeight && !p.weightGrad);
+  EXPECT((CheckGroupedMatmul(wgrad, x, TensorArg<int64_t>{{4, 6}, f32}, gl, 1, false, true).out ==
+          std::vector<int64_t>{2, 3, 6}));
+  ArgError::Kind kind{};
+  EXPECT(expect::ArgErrorOf([&] { CheckGroupedMatmul(gmm, x, w, gl, 2, false, false); }, &kind) ==
+         "grouped_matmul: group_list_type must be 0 (cumulative ends) or 1 (counts), got 2");
+  EXPECT(kind == ArgError::kValue);
+  EXPECT(expect::ArgErrorOf([&] { CheckGroupedMatmul(gmm, TensorArg<int64_t>{{4}, f32}, w, gl, 1, false, false); }) ==
+         "grouped_matmul: x must be 2-D [M, K], got shape [4]");
+  EXPECT(expect::ArgErrorOf([&] { CheckGroupedMatmul(gmm, x, w, TensorArg<int64_t>{{0}, i64}, 1, false, false); }) ==
+         "grouped_matmul: group_list must be 1-D with one entry per group (at least 1), got shape [0]");
+  EXPECT(expect::ArgErrorOf(
+             [&] { CheckGroupedMatmul(gmm, x, w, TensorArg<int64_t>{{2}, DType::kInt32}, 1, false, false); }, &kind) ==
+         "grouped_matmul: group_list must be one of int64, got int32");
+  EXPECT(kind == ArgError::kType);
+  EXPECT(expect::ArgErrorOf(
+             [&] { CheckGroupedMatmul(gmm, x, TensorArg<int64_t>{{2, 3, 5}, f16}, gl, 1, false, false); }, &kind) ==
+         "grouped_matmul: weight must have x's dtype float32, got float16");
+  EXPECT(kind == ArgError::kType);
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckGroupedMatmul(gmm, x, TensorArg<int64_t>{{3, 3, 5}, f32}, gl, 1, false, false);
+         }) == "grouped_matmul: weight must be 3-D [E, K, N] with E = 2 (group_list entries), got shape [3, 3, 5]");
+  EXPECT(expect::ArgErrorOf([&] { CheckGroupedMatmul(gmm, x, w, gl, 1, true, false); }) ==
+         "grouped_matmul: weight must have K = 3 (x.size(1)) in dim 2 (transpose_weight=True), got shape [2, 3, 5]");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckGroupedMatmul(wgrad, x, TensorArg<int64_t>{{5, 6}, f32}, gl, 1, false, true);
+         }) == "grouped_matmul_weight_grad: dy must be 2-D [M, N] with M = 4 (x rows), got shape [5, 6]");
+}
+
+static void TestMoeRoutingProblem() {
+  const DType f32 = DType::kFloat32, f16 = DType::kFloat16, bf16 = DType::kBFloat16, i32 = DType::kInt32,
+              i64 = DType::kInt64;
+  const OpSpec permute{
+      "moe_token_permute", "", {"tokens", "indices"}, {{f16, i32}, {f32, i32}, {f16, i64}, {f32, i64}}};
+  const TensorArg<int64_t> tokens{{4, 3}, f32}, idx{{4, 2}, i64};
+  PermuteArgs<int64_t> p = CheckMoeTokenPermute(permute, tokens, idx, std::nullopt, false);
+  EXPECT(p.tokens == 4 && p.topK == 2 && p.hidden == 3 && p.numOut == 8);
+  EXPECT((p.permuted == std::vector<int64_t>{8, 3}) && (p.sortedIndices == std::vector<int64_t>{8}));
+  EXPECT((CheckMoeTokenPermute(permute, tokens, idx, 5, false).permuted == std::vector<int64_t>{5, 3}));
+  EXPECT((CheckMoeTokenPermute(permute, tokens, idx, 0, false).permuted == std::vector<int64_t>{8, 3}));
+  EXPECT((CheckMoeTokenPermute(permute, tokens, idx, 99, false).permuted == std::vector<int64_t>{8, 3}));
+  EXPECT(CheckMoeTokenPermute(permute, tokens, TensorArg<int64_t>{{4}, i32}, std::nullopt, false).topK == 1);
+  const MoeRoutingProblem mp = MoeRoutingProblemOf(CheckMoeTokenPermute(permute, tokens, idx, 5, false), f32);
+  EXPECT(mp.tokens == 4 && mp.topK == 2 && mp.numOut == 5 && !mp.unpermute && !mp.hasProbs);
+  EXPECT(expect::ArgErrorOf([&] { CheckMoeTokenPermute(permute, tokens, idx, std::nullopt, true); }) ==
+         "moe_token_permute: padded_mode=True is not supported (as on the NPU); pass padded_mode=False");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckMoeTokenPermute(permute, tokens, TensorArg<int64_t>{{5, 2}, i64}, std::nullopt, false);
+         }) == "moe_token_permute: indices must have T = 4 rows (tokens.size(0)), got shape [5, 2]");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckMoeTokenPermute(permute, tokens, TensorArg<int64_t>{{4, 513}, i64}, std::nullopt, false);
+         }) == "moe_token_permute: topK (indices.size(1)) must be in [1, 512], got 513");
+  ArgError::Kind kind{};
+  EXPECT(expect::ArgErrorOf(
+             [&] { CheckMoeTokenPermute(permute, tokens, TensorArg<int64_t>{{4, 2}, f32}, std::nullopt, false); },
+             &kind) == "moe_token_permute: indices must be one of int32, int64, got float32");
+  EXPECT(kind == ArgError::kType);
+  EXPECT(expect::ArgErrorOf([&] { CheckMoeTokenPermute(permute, TensorArg<int64_t>{{4, 3}, bf16}, idx, -1, false); }) ==
+         "moe_token_permute: tokens must be one of float16, float32, got bfloat16");
+  EXPECT(expect::ArgErrorOf([&] { CheckMoeTokenPermute(permute, tokens, idx, -1, false); }) ==
+         "moe_token_permute: num_out_tokens must be >= 0 (0: keep all), got -1");
+
+  const OpSpec unpermute{"moe_token_unpermute",
+                         "",
+                         {"permuted_tokens", "sorted_indices", "probs"},
+                         {{f16, i32, f16}, {f32, i32, f32}, {bf16, i32, bf16}, {f16, i32, f32}, {bf16, i32, f32}}};
+  const OpSpec grad{"moe_token_unpermute_grad",
+                    "",
+                    {"permuted_tokens", "unpermuted_tokens_grad", "sorted_indices", "probs"},
+                    {{f16, f16, i32, f16}, {f32, f32, i32, f32}, {bf16, bf16, i32, f32}}};
+  const TensorArg<int64_t> perm{{7, 6}, f32}, sorted{{8}, i32}, probs{{4, 2}, f32};
+  UnpermuteArgs<int64_t> u = CheckMoeTokenUnpermute(unpermute, perm, nullptr, sorted, &probs, false, {});
+  EXPECT(u.tokens == 4 && u.topK == 2 && u.hidden == 6 && u.rows == 7 && u.hasProbs);
+  EXPECT((u.out == std::vector<int64_t>{4, 6}));
+  EXPECT(
+      (CheckMoeTokenUnpermute(unpermute, perm, nullptr, sorted, nullptr, false, {}).out == std::vector<int64_t>{8, 6}));
+  u = CheckMoeTokenUnpermute(unpermute, perm, nullptr, sorted, nullptr, false, {2, 6});
+  EXPECT(u.tokens == 2 && u.topK == 4 && !u.hasProbs && (u.out == std::vector<int64_t>{2, 6}));
+  const MoeRoutingProblem up = MoeRoutingProblemOf(u, f32);
+  EXPECT(up.tokens == 2 && up.topK == 4 && up.numOut == 7 && up.unpermute && !up.hasProbs);
+  const TensorArg<int64_t> dout{{4, 6}, f32};
+  u = CheckMoeTokenUnpermute(grad, perm, &dout, sorted, &probs, false, {});
+  EXPECT((u.out == std::vector<int64_t>{7, 6}) && (u.probsGrad == std::vector<int64_t>{4, 2}));
+  const TensorArg<int64_t> dout8{{8, 6}, f32};
+  EXPECT((CheckMoeTokenUnpermute(grad, perm, &dout8, sorted, nullptr, false, {}).probsGrad == std::vector<int64_t>{0}));
+  EXPECT(expect::ArgErrorOf([&] { CheckMoeTokenUnpermute(unpermute, perm, nullptr, sorted, nullptr, true, {}); }) ==
+         "moe_token_unpermute: padded_mode=True is not supported (as on the NPU); pass padded_mode=False");
+  const TensorArg<int64_t> probs32{{3, 2}, f32};
+  EXPECT(
+      expect::ArgErrorOf([&] { CheckMoeTokenUnpermute(unpermute, perm, nullptr, sorted, &probs32, false, {}); }) ==
+      "moe_token_unpermute: probs must be 2-D [T, topK] with T * topK = 8 (sorted_indices length), got shape [3, 2]");
+  EXPECT(
+      expect::ArgErrorOf([&] { CheckMoeTokenUnpermute(unpermute, perm, nullptr, sorted, nullptr, false, {3, 6}); }) ==
+      "moe_token_unpermute: restore_shape must be [T, H] with H = 6 and T dividing 8 (sorted_indices length), "
+      "got [3, 6]");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckMoeTokenUnpermute(unpermute, perm, nullptr, TensorArg<int64_t>{{6}, i32}, nullptr, false, {});
+         }) == "moe_token_unpermute: permuted_tokens has 7 rows, more than the 6 entries of sorted_indices");
+  EXPECT(
+      expect::ArgErrorOf(
+          [&] { CheckMoeTokenUnpermute(unpermute, perm, nullptr, TensorArg<int64_t>{{8}, i64}, nullptr, false, {}); },
+          &kind) == "moe_token_unpermute: sorted_indices must be one of int32, got int64");
+  EXPECT(kind == ArgError::kType);
+  const TensorArg<int64_t> perm16{{7, 6}, bf16}, probs16{{4, 2}, f16};
+  EXPECT(expect::ArgErrorOf([&] { CheckMoeTokenUnpermute(unpermute, perm16, nullptr, sorted, &probs16, false, {}); }) ==
+         "moe_token_unpermute: probs must have permuted_tokens' dtype bfloat16 or float32, got float16");
+  const TensorArg<int64_t> dout5{{5, 6}, f32}, dout16{{4, 6}, f16};
+  EXPECT(expect::ArgErrorOf([&] { CheckMoeTokenUnpermute(grad, perm, &dout5, sorted, &probs, false, {}); }) ==
+         "moe_token_unpermute_grad: unpermuted_tokens_grad must have shape [4, 6], got [5, 6]");
+  EXPECT(expect::ArgErrorOf([&] { CheckMoeTokenUnpermute(grad, perm, &dout16, sorted, &probs, false, {}); }) ==
+         "moe_token_unpermute_grad: unpermuted_tokens_grad must have permuted_tokens' dtype float32, got float16");
+}
+
 int main() {
+  TestGroupedMatmulProblem();
+  TestMoeRoutingProblem();
   TestGroupedMatmulTiling();
   TestRoutingTiling();
   TestTwinCube();

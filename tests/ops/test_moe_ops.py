@@ -411,6 +411,20 @@ BAD = [
         TypeError,
         "sorted_indices must be one of int32",
     ),
+    (
+        lambda: ops.moe_token_unpermute_grad(
+            torch.randn(7, 6), torch.randn(4, 6).half(), torch.arange(8, dtype=torch.int32), torch.rand(4, 2), False
+        ),
+        TypeError,
+        "moe_token_unpermute_grad: unpermuted_tokens_grad must have permuted_tokens' dtype float32, got float16",
+    ),
+    (
+        lambda: ops.moe_token_unpermute(
+            torch.randn(7, 6).bfloat16(), torch.arange(8, dtype=torch.int32), torch.rand(4, 2).half(), False
+        ),
+        TypeError,
+        "moe_token_unpermute: probs must have permuted_tokens' dtype bfloat16 or float32, got float16",
+    ),
 ]
 
 
@@ -420,6 +434,24 @@ def test_bad_input_is_a_readable_error(i):
     with pytest.raises(kind) as info:
         call()
     assert text in str(info.value)
+
+
+# The errors that come from values on the device (group_list, expert ids, sorted indices): no fake sees them.
+DATA_DEPENDENT = ("group_list[", "group_list covers", "cumulative end", "values must be in")
+
+
+@pytest.mark.parametrize("i", [i for i, (_, _, text) in enumerate(BAD) if not any(d in text for d in DATA_DEPENDENT)])
+def test_fake_and_real_calls_raise_one_message(i):
+    """The C++ Meta kernels run the bindings' problem functions: FakeTensor raises what a real call raises."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    call, kind, text = BAD[i]
+    with pytest.raises(kind) as real:
+        call()
+    with FakeTensorMode(), pytest.raises(kind) as fake:
+        call()
+    assert str(real.value).splitlines()[0] == str(fake.value).splitlines()[0]
+    assert text in str(fake.value)
 
 
 def test_empty_tensors():

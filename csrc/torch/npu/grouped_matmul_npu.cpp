@@ -43,20 +43,8 @@ at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Te
   return l.out;
 }
 
-at::Tensor GroupedMatmul(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& groupList,
-                         int64_t groupListType, bool transposeWeight) {
-  return RunGroupedMatmul(kGroupedMatmul, x, weight, groupList, groupListType, transposeWeight, false);
-}
-at::Tensor GroupedMatmulWeightGrad(const at::Tensor& x, const at::Tensor& dy, const at::Tensor& groupList,
-                                   int64_t groupListType) {
-  return RunGroupedMatmul(kGroupedMatmulWeightGrad, x, dy, groupList, groupListType, false, true);
-}
-
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) {
-  m.impl("grouped_matmul", &GroupedMatmul);
-  m.impl("grouped_matmul_weight_grad", &GroupedMatmulWeightGrad);
-}
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplGroupedMatmul<&RunGroupedMatmul>(m); }
 
 }  // namespace ascendc_ops
