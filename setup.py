@@ -33,20 +33,22 @@ class CMakeBuild(build_ext):
     def run(self):
         BUILD.mkdir(exist_ok=True)
         # ASCENDC_OPS_NATIVE=1: one library for this machine only (-march=native) instead of the ISA paths
-        native = os.environ.get("ASCENDC_OPS_NATIVE")
-        if not (BUILD / "CMakeCache.txt").exists() or native is not None:
-            subprocess.check_call(
-                [
-                    "cmake",
-                    "-S",
-                    str(ROOT),
-                    "-B",
-                    str(BUILD),
-                    f"-DPython3_EXECUTABLE={sys.executable}",
-                    "-DCMAKE_BUILD_TYPE=Release",
-                    f"-DASCENDC_OPS_NATIVE={'ON' if native == '1' else 'OFF'}",
-                ]
-            )
+        native = os.environ.get("ASCENDC_OPS_NATIVE") == "1"
+        # configured every time: a build without the variable must not inherit a cached NATIVE=ON
+        subprocess.check_call(
+            [
+                "cmake",
+                "-S",
+                str(ROOT),
+                "-B",
+                str(BUILD),
+                f"-DPython3_EXECUTABLE={sys.executable}",
+                "-DCMAKE_BUILD_TYPE=Release",
+                f"-DASCENDC_OPS_NATIVE={'ON' if native else 'OFF'}",
+            ]
+        )
+        if not native:  # _isa.py loads a _C_native.so whenever present: drop one a native build left
+            (LIBRARY.parent / "_C_native.so").unlink(missing_ok=True)
         jobs = str(os.cpu_count() or 2)
         subprocess.check_call(["cmake", "--build", str(BUILD), "-j", jobs])
         for ext in self.extensions:

@@ -2,19 +2,8 @@
 // generated from op_proto/add_rms_norm_grad.json.
 #include "rms_norm_host.h"
 
-namespace optiling {
-static ge::graphStatus AddRmsNormGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileNormOp(context, ascendc_ops::kAddRmsNormGrad, true, true);
-}
-}  // namespace optiling
-
-namespace ge {
-static graphStatus AddRmsNormGradInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferNormShape(context, ascendc_ops::kAddRmsNormGrad, true, true);
-}
-static graphStatus AddRmsNormGradInferDataType(gert::InferDataTypeContext* context) {
-  return ascendc_ops_host::InferNormBackwardDtype(context);
-}
-}  // namespace ge
+ASCENDC_OP_HOST(AddRmsNormGrad, ascendc_ops_host::TileNormOp(context, ascendc_ops::kAddRmsNormGrad, true, true),
+                ascendc_ops_host::InferNormShape(context, ascendc_ops::kAddRmsNormGrad, true, true),
+                ascendc_ops_host::InferNormBackwardDtype(context))
 
 #include "add_rms_norm_grad_def.h"

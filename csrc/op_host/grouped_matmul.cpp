@@ -3,19 +3,8 @@
 // by the framework first (InitValue), so rows past the last group read 0 as on the torch path.
 #include "grouped_matmul_host.h"
 
-namespace optiling {
-static ge::graphStatus GroupedMatmulTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileGroupedMatmulOp(context, ascendc_ops::kGroupedMatmul, false);
-}
-}  // namespace optiling
-
-namespace ge {
-static graphStatus GroupedMatmulInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferGroupedMatmulShape(context, ascendc_ops::kGroupedMatmul, false);
-}
-static graphStatus GroupedMatmulInferDataType(gert::InferDataTypeContext* context) {
-  return ascendc_ops_host::SameDtype(context, 0, 0);
-}
-}  // namespace ge
+ASCENDC_OP_HOST(GroupedMatmul, ascendc_ops_host::TileGroupedMatmulOp(context, ascendc_ops::kGroupedMatmul, false),
+                ascendc_ops_host::InferGroupedMatmulShape(context, ascendc_ops::kGroupedMatmul, false),
+                ascendc_ops_host::SameDtype(context, 0, 0))
 
 #include "grouped_matmul_def.h"

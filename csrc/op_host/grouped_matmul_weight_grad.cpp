@@ -3,19 +3,9 @@
 // by the framework first (InitValue): the kernel leaves an empty group's slice untouched.
 #include "grouped_matmul_host.h"
 
-namespace optiling {
-static ge::graphStatus GroupedMatmulWeightGradTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileGroupedMatmulOp(context, ascendc_ops::kGroupedMatmulWeightGrad, true);
-}
-}  // namespace optiling
-
-namespace ge {
-static graphStatus GroupedMatmulWeightGradInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferGroupedMatmulShape(context, ascendc_ops::kGroupedMatmulWeightGrad, true);
-}
-static graphStatus GroupedMatmulWeightGradInferDataType(gert::InferDataTypeContext* context) {
-  return ascendc_ops_host::SameDtype(context, 0, 0);
-}
-}  // namespace ge
+ASCENDC_OP_HOST(GroupedMatmulWeightGrad,
+                ascendc_ops_host::TileGroupedMatmulOp(context, ascendc_ops::kGroupedMatmulWeightGrad, true),
+                ascendc_ops_host::InferGroupedMatmulShape(context, ascendc_ops::kGroupedMatmulWeightGrad, true),
+                ascendc_ops_host::SameDtype(context, 0, 0))
 
 #include "grouped_matmul_weight_grad_def.h"

@@ -34,6 +34,32 @@ tiling::UnpermuteArgs<int64_t> UnpermuteArgsOf(const Context* context, const til
                                         BoolAttr(attrs, 0, false), restoreShape);
 }
 
+// One launch runs the three phases the torch path launches separately (chunk sort, merge rounds, row
+// gather; csrc/kernels/op_package/moe_token_permute.cpp), meeting at SyncAll: every block resident
+// (batch schedule mode), the (score, index) pairs of the merge rounds in the user workspace.
+inline ge::graphStatus TilePermuteOp(gert::TilingContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    const tiling::MoeRoutingTiling r = tiling::TileMoeRouting(
+        tiling::MoeRoutingProblemOf(PermuteArgsOf(context, op), InputArg(context, 0).dtype), NpuPlatform(context));
+    if (r.rowBlocks == 0) return ge::GRAPH_FAILED;  // no tokens: no launch
+    context->SetScheduleMode(1);                    // SyncAll between the phases: all blocks at once
+    return Publish(context, r.data, r.rowBlocks, 0, size_t(r.workspaceBytes));
+  });
+}
+
+// permuted_tokens [num_out, H] (tokens' dtype), sorted_indices [T * K] (int32)
+inline ge::graphStatus InferPermuteShape(gert::InferShapeContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    const tiling::PermuteArgs<int64_t> a = PermuteArgsOf(context, op);
+    if (SetOutputShape(context, 0, a.permuted) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    return SetOutputShape(context, 1, a.sortedIndices);
+  });
+}
+inline ge::graphStatus InferPermuteDtype(gert::InferDataTypeContext* context) {
+  if (SameDtype(context, 0, 0) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+  return context->SetOutputDataType(1, ge::DT_INT32);
+}
+
 inline ge::graphStatus TileUnpermuteOp(gert::TilingContext* context, const tiling::OpSpec& op, bool grad) {
   return Checked([&] {
     const tiling::MoeRoutingTiling r = tiling::TileMoeRouting(
@@ -50,6 +76,13 @@ inline ge::graphStatus InferUnpermuteShape(gert::InferShapeContext* context, con
     if (SetOutputShape(context, 0, a.out) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     return grad ? SetOutputShape(context, 1, a.probsGrad) : ge::GRAPH_SUCCESS;
   });
+}
+
+// the grad: permuted_tokens_grad as permuted_tokens, probs_grad as probs (without probs: permuted's dtype)
+inline ge::graphStatus InferUnpermuteGradDtype(gert::InferDataTypeContext* context) {
+  const ge::DataType probs = context->GetOptionalInputDataType(3);
+  if (SameDtype(context, 0, 0) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+  return context->SetOutputDataType(1, probs == ge::DT_UNDEFINED ? context->GetInputDataType(0) : probs);
 }
 
 }  // namespace ascendc_ops_host

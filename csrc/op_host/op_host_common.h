@@ -146,3 +146,15 @@ inline bool BoolAttr(const gert::RuntimeAttrs* attrs, size_t index, bool fallbac
 }
 
 }  // namespace ascendc_ops_host
+
+// The three functions gen_op_def.py's <op>_def.h registers for op <Op> (optiling::<Op>Tiling,
+// ge::<Op>InferShape, ge::<Op>InferDataType), each returning one expression of `context` -- every
+// op_host/<op>.cpp is this and its two includes; the logic lives in its family's _host.h.
+#define ASCENDC_OP_HOST(Op, tiling, inferShape, inferDataType)                                        \
+  namespace optiling {                                                                                \
+  static ge::graphStatus Op##Tiling(gert::TilingContext* context) { return tiling; }                  \
+  }                                                                                                   \
+  namespace ge {                                                                                      \
+  static graphStatus Op##InferShape(gert::InferShapeContext* context) { return inferShape; }          \
+  static graphStatus Op##InferDataType(gert::InferDataTypeContext* context) { return inferDataType; } \
+  }

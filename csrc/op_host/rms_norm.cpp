@@ -2,19 +2,8 @@
 // from op_proto/rms_norm.json.
 #include "rms_norm_host.h"
 
-namespace optiling {
-static ge::graphStatus RmsNormTiling(gert::TilingContext* context) {
-  return ascendc_ops_host::TileNormOp(context, ascendc_ops::kRmsNorm, false, false);
-}
-}  // namespace optiling
-
-namespace ge {
-static graphStatus RmsNormInferShape(gert::InferShapeContext* context) {
-  return ascendc_ops_host::InferNormShape(context, ascendc_ops::kRmsNorm, false, false);
-}
-static graphStatus RmsNormInferDataType(gert::InferDataTypeContext* context) {
-  return ascendc_ops_host::InferNormForwardDtype(context, false);
-}
-}  // namespace ge
+ASCENDC_OP_HOST(RmsNorm, ascendc_ops_host::TileNormOp(context, ascendc_ops::kRmsNorm, false, false),
+                ascendc_ops_host::InferNormShape(context, ascendc_ops::kRmsNorm, false, false),
+                ascendc_ops_host::InferNormForwardDtype(context, false))
 
 #include "rms_norm_def.h"
