@@ -3,7 +3,7 @@
 The kernels run on Ascend NPUs (when built with CANN) and, everywhere, on the CPU twin of the
 Ascend C API. `import ascendc_ops` loads the library and registers fake and autograd support.
 
-Layout by role: ops/ (wrappers, fake kernels, autograd, argument checks, float64 NumPy references),
+Layout by role: ops/ (wrappers, autograd, float64 NumPy references),
 harness/ (the `ascendc-ops` commands: verify, bench, case files, precision standards, info, model bench;
 harness/families/ holds each op family's harness knowledge), patching/ (the HF model kernel registry).
 """

@@ -123,6 +123,13 @@ def test_verify_default_suite_quick(tmp_path):
         assert set(r["ratio"]) == {"mere", "mare", "rmse", "small_err_count"}
         assert 0 <= r["small_share"] <= 1 and r["sanity"] <= 0.5 and r["torch_sanity"] <= 0.5
     assert any(r["small_share"] > 0 for r in res) and "small err ours/torch" in p.stdout
+    # each output's bytes as sha256: two runs compare bit for bit; the same inputs give the same bytes
+    assert all(re.fullmatch(r"[0-9a-f]{64}", r["sha256"]) for r in res)
+    again = run_cli("verify", "--quick", "--op", "rotary_mul", "--dtype", "float16", "--json", tmp_path / "w.json")
+    assert again.returncode == 0
+    twice = {(r["case"], r["output"]): r["sha256"] for r in json.loads((tmp_path / "w.json").read_text())["results"]}
+    first = {(r["case"], r["output"]): r["sha256"] for r in res if r["op"] == "rotary_mul" and r["dtype"] == "float16"}
+    assert first and twice == first
 
 
 NEW_OPS = ("swiglu", "swiglu_grad", "rms_norm", "rms_norm_grad", "add_rms_norm", "add_rms_norm_grad")

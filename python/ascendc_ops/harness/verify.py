@@ -30,6 +30,7 @@ No waiver is applied: the numbers and verdicts are the literal ones.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import math
 import sys
@@ -164,6 +165,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
     records = []
     for t, y, s, g in zip(case.outputs, ours, second, golden, strict=True):
         rec = {**base, "output": t.name, "out_dtype": str(y.dtype).removeprefix("torch."), "standard": standard}
+        rec["sha256"] = digest(y)  # the output's bytes: two runs (commits, ISA paths) compare bit for bit
         g = np.asarray(g, dtype=np.float64)
         if tuple(y.shape) != g.shape:
             records.append({**rec, "passed": False, "failures": [f"shape {list(y.shape)} != golden {list(g.shape)}"]})
@@ -195,6 +197,10 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         )
         records.append(rec)
     return records
+
+
+def digest(y: torch.Tensor) -> str:
+    return hashlib.sha256(y.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
 
 
 # ---------------------------------------------------------------- output

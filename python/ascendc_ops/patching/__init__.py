@@ -15,7 +15,7 @@ the MoE families qwen3_moe, mixtral, qwen2_moe, olmoe, which take the three kern
 
 Patching only sets instance attributes on the given model's submodules (never a class or module global), so
 another model in the process is untouched, and works under ``torch.compile(model, fullgraph=True)``: the ops
-are torch.library custom ops with fake kernels and autograd.
+are torch.library custom ops with Meta kernels and autograd.
 """
 
 from __future__ import annotations
