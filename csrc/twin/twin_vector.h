@@ -203,6 +203,16 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
                    const uint32_t srcBaseOffset, const uint32_t count) {
   const char* api = "Gather";
   twin::RequireDtype<T>(api, twin::DtypeSet::kMove);
+  // On 2201 the count form issues count / (256 / sizeof(T)) full repeats through a uint8_t repeatTime,
+  // then one tail repeat (asc-devkit impl/basic_api/kernel_operator_vec_gather_intf_impl.h:204-235): past
+  // 255 full repeats the count wraps and the device gathers only part of it, silently.
+  constexpr uint32_t perRepeat = 256 / sizeof(T);
+  if (count / perRepeat > twin::kMaxRepeat)
+    twin::Violation("repeat range", std::string(api) + " count " + std::to_string(count) + " " + twin::DtypeName<T>() +
+                                        " needs " + std::to_string(count / perRepeat) + " full repeats of " +
+                                        std::to_string(perRepeat) + " elements; the A2 count form holds at most " +
+                                        std::to_string(twin::kMaxRepeat) + " (uint8_t repeatTime), so count <= " +
+                                        std::to_string(twin::kMaxRepeat * perRepeat + perRepeat - 1));
   twin::RequireOperand(dst, count, api);
   twin::RequireOperand(srcOffset, count, api);
   src.TwinCheckAligned(api);
