@@ -220,11 +220,19 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
   const uint8_t* base = reinterpret_cast<const uint8_t*>(src.TwinData()) + srcBaseOffset;
   const uint64_t srcBytes = uint64_t(src.GetSize()) * sizeof(T);
   T* d = dst.TwinData();
+  uint32_t lo = ~0u, hi = 0;  // the span of the source the offsets reach
+  for (uint32_t i = 0; i < count; ++i) lo = std::min(lo, off[i]), hi = std::max(hi, off[i]);
+  const uint64_t from = count ? uint64_t(srcBaseOffset) + lo : 0;
+  const uint64_t to = count ? std::min<uint64_t>(uint64_t(srcBaseOffset) + hi + sizeof(T), srcBytes) : 0;
+  // A2's Gather does not support source and destination in the same memory (Gather.md 约束说明): the
+  // source bytes it reads must not be bytes it writes. (Offsets past the source are named below.)
+  const uint64_t srcAt = src.TwinUbOffset(), dstAt = dst.TwinUbOffset(), dstEnd = dstAt + uint64_t(count) * sizeof(T);
+  if (to > from && srcAt + from < dstEnd && dstAt < srcAt + to)
+    twin::Violation("operand overlap", std::string(api) + " reads source UB bytes [" + std::to_string(srcAt + from) +
+                                           ", " + std::to_string(srcAt + to) + ") and writes destination bytes [" +
+                                           std::to_string(dstAt) + ", " + std::to_string(dstEnd) +
+                                           "): A2's Gather does not support source and destination sharing memory");
   if (twin::Recording()) {  // reads the span of the source the offsets reach, and the offsets
-    uint32_t lo = ~0u, hi = 0;
-    for (uint32_t i = 0; i < count; ++i) lo = std::min(lo, off[i]), hi = std::max(hi, off[i]);
-    const uint64_t from = count ? uint64_t(srcBaseOffset) + lo : 0;
-    const uint64_t to = count ? std::min<uint64_t>(uint64_t(srcBaseOffset) + hi + sizeof(T), srcBytes) : 0;
     twin::Instr in = twin::OpInstr(twin::Pipe::V, api, twin::DtypeName<T>(), count, sizeof(T));
     in.Add(twin::Access::Read(twin::Space::UB, src.TwinUbOffset() + from, to > from ? to - from : 0, sizeof(T)));
     in.Add(srcOffset.TwinRead(count));

@@ -154,6 +154,25 @@ extern "C" __global__ __aicore__ void gather_at_limit(GM_ADDR x) { GatherCount(x
 
 extern "C" __global__ __aicore__ void gather_repeat_limit(GM_ADDR x) { GatherCount(x, 256 * 64); }
 
+// Gather into the buffer it reads: A2's Gather does not support src and dst sharing memory.
+extern "C" __global__ __aicore__ void gather_overlap(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  LocalTensor<uint32_t> offsets = f.outQ.AllocTensor<uint32_t>();
+  DataCopy(a, f.gm, kElems);
+  Duplicate(offsets, uint32_t(64 * sizeof(float)), 128);  // every element reads a[64] ...
+  SyncPipes<HardEvent::MTE2_V>();
+  Gather(a, a, offsets, 0, 128);  // ... which element 64 of the write overwrites
+}
+
+// DataCopyPad GM->UB with 9 floats (36 bytes) of right padding: at most 32 bytes on A2.
+extern "C" __global__ __aicore__ void pad_too_wide(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.inQ.AllocTensor<float>();
+  DataCopyPad(a, f.gm, DataCopyExtParams(1, 20 * sizeof(float), 0, 0, 0),
+              DataCopyPadExtParams<float>(true, 0, 9, 0.0f));
+}
+
 using Kernel = void (*)(GM_ADDR);
 const KernelTable<Kernel>& Kernels() {
   static const KernelTable<Kernel> kernels{{"correct", correct},
@@ -171,7 +190,9 @@ const KernelTable<Kernel>& Kernels() {
                                            {"gm_overrun", gm_overrun},
                                            {"ub_copy_overlap", ub_copy_overlap},
                                            {"gather_at_limit", gather_at_limit},
-                                           {"gather_repeat_limit", gather_repeat_limit}};
+                                           {"gather_repeat_limit", gather_repeat_limit},
+                                           {"gather_overlap", gather_overlap},
+                                           {"pad_too_wide", pad_too_wide}};
   return kernels;
 }
 

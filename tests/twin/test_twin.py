@@ -31,6 +31,8 @@ RULES = {
         "repeat range",
         r"Gather count 16384 float needs 256 full repeats of 64 elements; .* at most 255 .* count <= 16383",
     ),
+    "gather_overlap": ("operand overlap", r"Gather reads source UB bytes \[\d+, \d+\) and writes destination bytes"),
+    "pad_too_wide": ("data copy params", r"DataCopyPad GM->UB leftPadding 0 / rightPadding 9 float: each at most 32"),
 }
 # kernels that must run clean: the control, and each rule's case exactly at its limit
 VALID = {"correct", "gather_at_limit"}
