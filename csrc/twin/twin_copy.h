@@ -319,6 +319,11 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
   if (p.blockLen % sizeof(T) != 0)
     twin::Violation("data copy params", std::string(api) + " blockLen " + std::to_string(p.blockLen) +
                                             " bytes is not a whole number of " + twin::DtypeName<T>());
+  // leftPadding and rightPadding are at most 32 bytes each (DataCopyPad（GMToUB非对齐数据搬运）.md, 参数说明)
+  if (pad.leftPadding * sizeof(T) > 32 || pad.rightPadding * sizeof(T) > 32)
+    twin::Violation("data copy params", std::string(api) + " leftPadding " + std::to_string(pad.leftPadding) +
+                                            " / rightPadding " + std::to_string(pad.rightPadding) + " " +
+                                            twin::DtypeName<T>() + ": each at most 32 bytes");
   const uint32_t lead = pad.leftPadding * sizeof(T);
   const uint32_t rowBytes = twin::AlignUp32(lead + p.blockLen + pad.rightPadding * sizeof(T));
   const uint64_t ubPitch = rowBytes + uint64_t(p.dstStride) * 32;

@@ -15,6 +15,7 @@ namespace twin {
 constexpr uint32_t kUbBytes = ::tiling::kA2UbBytes;  // A2's Unified Buffer per core (tiling/platform.h)
 constexpr uint32_t kBlockBytes = 32;   // UB address / DataCopy granule
 constexpr uint32_t kMaxQueueBuffers = 64;
+constexpr uint32_t kMaxRepeat = 255;   // a vector instruction's repeatTime is a uint8_t
 constexpr uint32_t kMaxBlockCount = ::tiling::kMaxCopyBlockCount;  // DataCopy(Pad) blockCount limit
 
 class RuleError : public std::runtime_error {

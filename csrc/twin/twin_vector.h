@@ -203,6 +203,16 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
                    const uint32_t srcBaseOffset, const uint32_t count) {
   const char* api = "Gather";
   twin::RequireDtype<T>(api, twin::DtypeSet::kMove);
+  // On 2201 the count form issues count / (256 / sizeof(T)) full repeats through a uint8_t repeatTime,
+  // then one tail repeat (asc-devkit impl/basic_api/kernel_operator_vec_gather_intf_impl.h:204-235): past
+  // 255 full repeats the count wraps and the device gathers only part of it, silently.
+  constexpr uint32_t perRepeat = 256 / sizeof(T);
+  if (count / perRepeat > twin::kMaxRepeat)
+    twin::Violation("repeat range", std::string(api) + " count " + std::to_string(count) + " " + twin::DtypeName<T>() +
+                                        " needs " + std::to_string(count / perRepeat) + " full repeats of " +
+                                        std::to_string(perRepeat) + " elements; the A2 count form holds at most " +
+                                        std::to_string(twin::kMaxRepeat) + " (uint8_t repeatTime), so count <= " +
+                                        std::to_string(twin::kMaxRepeat * perRepeat + perRepeat - 1));
   twin::RequireOperand(dst, count, api);
   twin::RequireOperand(srcOffset, count, api);
   src.TwinCheckAligned(api);
@@ -210,11 +220,19 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
   const uint8_t* base = reinterpret_cast<const uint8_t*>(src.TwinData()) + srcBaseOffset;
   const uint64_t srcBytes = uint64_t(src.GetSize()) * sizeof(T);
   T* d = dst.TwinData();
+  uint32_t lo = ~0u, hi = 0;  // the span of the source the offsets reach
+  for (uint32_t i = 0; i < count; ++i) lo = std::min(lo, off[i]), hi = std::max(hi, off[i]);
+  const uint64_t from = count ? uint64_t(srcBaseOffset) + lo : 0;
+  const uint64_t to = count ? std::min<uint64_t>(uint64_t(srcBaseOffset) + hi + sizeof(T), srcBytes) : 0;
+  // A2's Gather does not support source and destination in the same memory (Gather.md 约束说明): the
+  // source bytes it reads must not be bytes it writes. (Offsets past the source are named below.)
+  const uint64_t srcAt = src.TwinUbOffset(), dstAt = dst.TwinUbOffset(), dstEnd = dstAt + uint64_t(count) * sizeof(T);
+  if (to > from && srcAt + from < dstEnd && dstAt < srcAt + to)
+    twin::Violation("operand overlap", std::string(api) + " reads source UB bytes [" + std::to_string(srcAt + from) +
+                                           ", " + std::to_string(srcAt + to) + ") and writes destination bytes [" +
+                                           std::to_string(dstAt) + ", " + std::to_string(dstEnd) +
+                                           "): A2's Gather does not support source and destination sharing memory");
   if (twin::Recording()) {  // reads the span of the source the offsets reach, and the offsets
-    uint32_t lo = ~0u, hi = 0;
-    for (uint32_t i = 0; i < count; ++i) lo = std::min(lo, off[i]), hi = std::max(hi, off[i]);
-    const uint64_t from = count ? uint64_t(srcBaseOffset) + lo : 0;
-    const uint64_t to = count ? std::min<uint64_t>(uint64_t(srcBaseOffset) + hi + sizeof(T), srcBytes) : 0;
     twin::Instr in = twin::OpInstr(twin::Pipe::V, api, twin::DtypeName<T>(), count, sizeof(T));
     in.Add(twin::Access::Read(twin::Space::UB, src.TwinUbOffset() + from, to > from ? to - from : 0, sizeof(T)));
     in.Add(srcOffset.TwinRead(count));
@@ -264,23 +282,48 @@ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const L
 
 // ---- reductions (count form): dst[0] = reduce(src[0:count]) ----
 namespace twin {
-// The device reduces in a tree (per 256-byte repeat, then across repeats), not left to right;
-// a pairwise sum over 64-element leaves keeps the fp32 rounding error at O(log n) like it.
+// ReduceSum's count form on A2 (ReduceSum.md 关键特性说明, "方式一" for the count form on Atlas A2): one
+// vcadd in counter mode over all count elements (impl/basic_api/dav_c220/kernel_operator_vec_reduce_impl.h,
+// ReduceSumImpl(dst, src, count)). Inside each 256-byte repeat (64 float / 128 half lanes) a binary tree
+// of adjacent pairs (lanes 2i and 2i+1, then the pairs' sums pairwise, ...; ReduceDataBlock.md and
+// Reg Reduce.md "ReduceType::SUM累加顺序"), lanes past count as +0 (Reg Reduce.md: masked lanes are 0);
+// the repeats' sums are then added in order into the accumulator, which holds a T (its bits are read
+// back as T: get_acc_val). Every addition is rounded to T: a half sum is a half tree.
+// (float(a) + float(b) rounded once to half is the correctly rounded half sum: 24 >= 2 * 11 + 2 bits.)
 template <typename T>
-inline float TreeSum(const T* x, int32_t n) {
-  if (n <= 64) {
-    float lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    int32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      for (int k = 0; k < 8; ++k) lanes[k] += float(x[i + k]);
-    for (; i < n; ++i) lanes[i % 8] += float(x[i]);
-    return ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+inline T AddRounded(T a, T b) {
+  return T(float(a) + float(b));
+}
+
+template <typename T>
+inline T RepeatTreeSum(const T* x, uint32_t n) {  // 1 <= n <= lanes
+  constexpr uint32_t kLanes = 256 / sizeof(T);
+  T level[kLanes / 2];
+  uint32_t i = 0;
+  if (n == kLanes) {
+    for (; i < kLanes / 2; ++i) level[i] = AddRounded(x[2 * i], x[2 * i + 1]);
+  } else {
+    for (; 2 * i + 1 < n; ++i) level[i] = AddRounded(x[2 * i], x[2 * i + 1]);
+    if (2 * i < n) level[i] = AddRounded(x[2 * i], T(0)), ++i;  // -0 + +0 is +0, as for a masked lane
+    for (; i < kLanes / 2; ++i) level[i] = T(0);
   }
-  const int32_t half = (n / 2 + 63) / 64 * 64;
-  return TreeSum(x, half) + TreeSum(x + half, n - half);
+  for (uint32_t w = kLanes / 4; w >= 1; w /= 2)
+    for (uint32_t k = 0; k < w; ++k) level[k] = AddRounded(level[2 * k], level[2 * k + 1]);
+  return level[0];
+}
+
+template <typename T>
+inline T CountReduceSum(const T* x, uint32_t n) {  // n >= 1
+  constexpr uint32_t kLanes = 256 / sizeof(T);
+  T acc = RepeatTreeSum(x, std::min(n, kLanes));
+  for (uint32_t at = kLanes; at < n; at += kLanes)
+    acc = AddRounded(acc, RepeatTreeSum(x + at, std::min(n - at, kLanes)));
+  return acc;
 }
 }  // namespace twin
 
+// dst[0] = the sum of src[0, count) in A2's order (twin::CountReduceSum); dst[1..] and sharedTmpBuffer are
+// untouched (the count form on A2 does not use it). count 0 is a no-op: nothing is issued, dst is not written.
 template <typename T, bool isSetMask = true>
 inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
                       const int32_t count) {
@@ -290,10 +333,14 @@ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
   twin::RequireOperand(src, count, api);
   twin::RequireOperand(dst, 1, api);
   twin::RequireOperand(sharedTmpBuffer, 1, api);
+  if (count == 0) return;
   if (twin::Recording())
     twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(1, twin::Init::kReduce),
                        {src.TwinRead(count)}, twin::Init::kReduce);
-  dst.TwinData()[0] = T(twin::TreeSum(src.TwinData(), count));
+  if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat)) {
+    const T sum = twin::CountReduceSum(src.TwinData(), uint32_t(count));
+    dst.TwinData()[0] = sum;
+  }
 }
 
 template <typename T>

@@ -9,6 +9,7 @@
 
 #include "kernel_operator.h"
 #include "kernel_table.h"
+#include "kernel_utils.h"
 #include "twin_core.h"
 #include "twin_launch.h"
 
@@ -134,6 +135,44 @@ extern "C" __global__ __aicore__ void ub_copy_overlap(GM_ADDR x) {
   DataCopy(a, a[32], DataCopyParams(4, 2, 2, 2));  // UB->UB, strided: half rows swapped in place
 }
 
+// Gather's count form on A2 issues count / 64 full float repeats through a uint8_t repeatTime: 16383
+// floats are 255 repeats and a 63-element tail (the most it holds), 16384 would be 256 repeats.
+void GatherCount(GM_ADDR x, uint32_t count) {
+  Fixture f(x);
+  TBuf<TPosition::VECCALC> dstBuf, offBuf;
+  f.pipe.InitBuffer(dstBuf, 16384 * sizeof(float));
+  f.pipe.InitBuffer(offBuf, 16384 * sizeof(uint32_t));
+  LocalTensor<float> src = f.calc.Get<float>();
+  LocalTensor<uint32_t> offsets = offBuf.Get<uint32_t>();
+  DataCopy(src, f.gm, kElems);
+  Duplicate(offsets, uint32_t(4), 16384);  // every element gathers src[1]
+  SyncPipes<HardEvent::MTE2_V>();
+  Gather(dstBuf.Get<float>(), src, offsets, 0, count);
+}
+
+extern "C" __global__ __aicore__ void gather_at_limit(GM_ADDR x) { GatherCount(x, 255 * 64 + 63); }
+
+extern "C" __global__ __aicore__ void gather_repeat_limit(GM_ADDR x) { GatherCount(x, 256 * 64); }
+
+// Gather into the buffer it reads: A2's Gather does not support src and dst sharing memory.
+extern "C" __global__ __aicore__ void gather_overlap(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  LocalTensor<uint32_t> offsets = f.outQ.AllocTensor<uint32_t>();
+  DataCopy(a, f.gm, kElems);
+  Duplicate(offsets, uint32_t(64 * sizeof(float)), 128);  // every element reads a[64] ...
+  SyncPipes<HardEvent::MTE2_V>();
+  Gather(a, a, offsets, 0, 128);  // ... which element 64 of the write overwrites
+}
+
+// DataCopyPad GM->UB with 9 floats (36 bytes) of right padding: at most 32 bytes on A2.
+extern "C" __global__ __aicore__ void pad_too_wide(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.inQ.AllocTensor<float>();
+  DataCopyPad(a, f.gm, DataCopyExtParams(1, 20 * sizeof(float), 0, 0, 0),
+              DataCopyPadExtParams<float>(true, 0, 9, 0.0f));
+}
+
 using Kernel = void (*)(GM_ADDR);
 const KernelTable<Kernel>& Kernels() {
   static const KernelTable<Kernel> kernels{{"correct", correct},
@@ -149,7 +188,11 @@ const KernelTable<Kernel>& Kernels() {
                                            {"queue_depth", queue_depth},
                                            {"ub_overrun", ub_overrun},
                                            {"gm_overrun", gm_overrun},
-                                           {"ub_copy_overlap", ub_copy_overlap}};
+                                           {"ub_copy_overlap", ub_copy_overlap},
+                                           {"gather_at_limit", gather_at_limit},
+                                           {"gather_repeat_limit", gather_repeat_limit},
+                                           {"gather_overlap", gather_overlap},
+                                           {"pad_too_wide", pad_too_wide}};
   return kernels;
 }
 

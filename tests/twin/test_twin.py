@@ -27,20 +27,29 @@ RULES = {
     "ub_overrun": ("UB bounds", r"Muls needs 512 float elements but the LocalTensor holds 256"),
     "gm_overrun": ("GM bounds", r"touches 256 float elements but only 128 remain"),
     "ub_copy_overlap": ("data copy params", r"DataCopy UB->UB source and destination share UB bytes \[\d+, \d+\)"),
+    "gather_repeat_limit": (
+        "repeat range",
+        r"Gather count 16384 float needs 256 full repeats of 64 elements; .* at most 255 .* count <= 16383",
+    ),
+    "gather_overlap": ("operand overlap", r"Gather reads source UB bytes \[\d+, \d+\) and writes destination bytes"),
+    "pad_too_wide": ("data copy params", r"DataCopyPad GM->UB leftPadding 0 / rightPadding 9 float: each at most 32"),
 }
+# kernels that must run clean: the control, and each rule's case exactly at its limit
+VALID = {"correct", "gather_at_limit"}
 
 
 def test_every_fault_kernel_is_covered():
-    assert set(run_names()) == set(RULES) | {"correct"}
+    assert set(run_names()) == set(RULES) | VALID
 
 
 def run_names():
     return list(torch.ops.twin_faults.names())
 
 
+@pytest.mark.parametrize("kernel", sorted(VALID))
 @pytest.mark.parametrize("block_dim", [1, 4])
-def test_correct_kernel_runs_clean(block_dim):
-    run("correct", block_dim)
+def test_correct_kernel_runs_clean(kernel, block_dim):
+    run(kernel, block_dim)
 
 
 @pytest.mark.parametrize("kernel", sorted(RULES))
