@@ -51,7 +51,7 @@ void Gemm(GM_ADDR x) {
   mm.End();
 }
 
-extern "C" __global__ __aicore__ void correct(GM_ADDR x) {
+extern "C" __global__ __aicore__ void cube_correct(GM_ADDR x) {
   tTiling = Tiling(false, true);
   Gemm<false, true, false, true>(x);  // weight stored [N, K]
   tTiling = Tiling(false, false);
@@ -97,7 +97,7 @@ extern "C" __global__ __aicore__ void tiling_share_l1_unfilled(GM_ADDR x) {
 using Kernel = void (*)(GM_ADDR);
 const KernelTable<Kernel>& Kernels() {
   static const KernelTable<Kernel> kernels{
-      {"correct", correct},
+      {"correct", cube_correct},
       {"b_istrans_runtime_false", b_istrans_runtime_false},
       {"a_istrans_runtime_false", a_istrans_runtime_false},
       {"b_runtime_true_without_istrans", b_runtime_true_without_istrans},
