@@ -1,10 +1,14 @@
 // Grouped matmul tiling: base blocks sized to A2's L0A / L0B / L0C, double-buffered L0A/L0B and
-// four K-steps of both operands in L1; output blocks (singleCoreM x singleCoreN) as large as the
-// cores allow, halved while there are fewer than two blocks per core.
+// four K-steps of both operands in L1, the used sizes filled as CANN fills them and every rule of
+// tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition; output blocks (singleCoreM x
+// singleCoreN) as large as the cores allow, halved while there are fewer than two blocks per core.
 #include "grouped_matmul_tiling.h"
 
 #include <algorithm>
 #include <limits>
+#include <string>
+
+#include "cube_tiling_rules.h"
 
 namespace tiling {
 namespace {
@@ -12,25 +16,27 @@ namespace {
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
-void FillBase(TCubeTiling& mm, DType dtype, const CubePlatform& p) {
+void FillBase(TCubeTiling& mm, DType dtype) {
   const int32_t bytes = int32_t(ElementBytes(dtype));
   mm.baseM = 128;
   mm.baseN = bytes == 4 ? 128 : 256;
-  mm.baseK = bytes == 4 ? 32 : 64;  // 128 x 64 x 2 B = 16 KiB of L0A per buffer
+  mm.baseK = bytes == 4 ? 32 : 64;  // 128 x 64 x 2 B = 16 KiB of L0A per buffer; multiples of 16
   mm.dbL0A = 2, mm.dbL0B = 2;
-  mm.dbL0C = int64_t(mm.baseM) * mm.baseN * 4 * 2 <= p.l0cBytes ? 2 : 1;
+  mm.dbL0C = 1;  // CANN's default (l0cDB = DB_OFF): one L0C buffer
   mm.stepM = 1, mm.stepN = 1, mm.stepKa = 4, mm.stepKb = 4;
   mm.depthA1 = mm.stepM * mm.stepKa * 2, mm.depthB1 = mm.stepN * mm.stepKb * 2;  // double-buffered in L1
-  const int64_t l1 =
-      int64_t(mm.depthA1) * mm.baseM * mm.baseK * bytes + int64_t(mm.depthB1) * mm.baseN * mm.baseK * bytes;
-  if (l1 > p.l1Bytes || int64_t(mm.baseM) * mm.baseK * bytes * 2 > p.l0aBytes ||
-      int64_t(mm.baseK) * mm.baseN * bytes * 2 > p.l0bBytes)
-    throw TilingError("grouped matmul: the base blocks do not fit this chip's L1/L0 buffers");
   mm.iterateOrder = 0;
   mm.isBias = 0;
 }
 
 }  // namespace
+
+void GroupedMatmulOperands(const GroupedMatmulProblem& pr, cube_rules::Operand& a, cube_rules::Operand& b) {
+  const int32_t bytes = int32_t(ElementBytes(pr.dtype));
+  const bool f32 = pr.dtype == DType::kFloat32;
+  a = {bytes, f32, pr.weightGrad};
+  b = {bytes, f32, !pr.weightGrad && pr.transposeWeight};
+}
 
 GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const CubePlatform& platform) {
   if (pr.m < 0 || pr.k < 0 || pr.n < 0 || pr.groups < 1)
@@ -47,7 +53,13 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
   d.transposeWeight = pr.transposeWeight ? 1 : 0;
   d.weightGrad = pr.weightGrad ? 1 : 0;
   TCubeTiling& mm = d.mm;
-  FillBase(mm, pr.dtype, platform);
+  FillBase(mm, pr.dtype);
+  cube_rules::Operand a, b;
+  GroupedMatmulOperands(pr, a, b);
+  cube_rules::FillUsedSize(mm, a, b);
+  const std::string broken =
+      cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes});
+  if (!broken.empty()) throw TilingError("grouped matmul: the cube tiling breaks a rule: " + broken);
   // Output of one group: forward [rows_e, n], reduction k; weight grad [k, n], reduction rows_e.
   const int64_t outRows = pr.weightGrad ? pr.k : pr.m;
   const int64_t reduce = pr.weightGrad ? pr.m : pr.k;

@@ -1,6 +1,7 @@
 // Host tiling for the grouped matmul cube kernels: a pure function of the problem and the chip's
 // cube resources. The L0/L1 rules TCubeTiling must obey are the twin's (twin_cube.h) and the chip's.
 #pragma once
+#include "cube_tiling_rules.h"
 #include "grouped_matmul_tiling_data.h"
 #include "platform.h"
 
@@ -34,6 +35,11 @@ struct GroupedMatmulTiling {
 };
 
 GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& problem, const CubePlatform& platform);
+
+// The operands as the kernels declare them and the tiling is made for (MatmulApiTiling's SetAType /
+// SetBType): forward A = x, B = weight, isTrans = transpose_weight (grouped_matmul.cpp picks B's
+// MatmulType by it); weight grad A = x with isTrans (read as x_e^T), B = dy.
+void GroupedMatmulOperands(const GroupedMatmulProblem& problem, cube_rules::Operand& a, cube_rules::Operand& b);
 
 // Output blocks over all groups with `groupRows[e]` rows each, as the kernels enumerate them
 // (the weight grad skips empty groups).

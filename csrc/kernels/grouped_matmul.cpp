@@ -13,10 +13,13 @@
 
 using namespace AscendC;
 
-template <typename T>
+// TRANS_W: weight stored [E, N, K]. B's ISTRANS, the runtime SetTensorB flag and the host
+// tiling's B isTrans are one value (SetTensorB.md: for fp32 they must agree, or L1 sizes and
+// results are wrong), so each layout has its own Matmul type.
+template <typename T, bool TRANS_W>
 class GroupedMatmulKernel {
   using AType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
-  using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, true>;  // weight may be read transposed
+  using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, TRANS_W>;
   using CType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
 
  public:
@@ -34,7 +37,7 @@ class GroupedMatmulKernel {
     const int64_t sm = t_.mm.singleCoreM, sn = t_.mm.singleCoreN;
     const int64_t nBlocks = CeilDivI64(t_.n, sn);
     const int64_t blockIdx = GetBlockIdx(), blockNum = GetBlockNum();
-    const bool trans = t_.transposeWeight != 0;
+    constexpr bool trans = TRANS_W;
     int64_t rowStart = 0, prevEnd = 0, dealt = 0;
     mm_.SetOrgShape(static_cast<int>(t_.m), static_cast<int>(t_.n), static_cast<int>(t_.k));
     for (int64_t e = 0; e < t_.groups; ++e) {
@@ -64,6 +67,21 @@ class GroupedMatmulKernel {
   Matmul<AType, BType, CType> mm_;
 };
 
+// The kernel for the tiling's weight layout (the tiling's B isTrans is transposeWeight).
+template <typename T>
+__aicore__ inline void ProcessGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
+                                            const GroupedMatmulTilingData& t, TPipe* pipe) {
+  if (t.transposeWeight != 0) {
+    GroupedMatmulKernel<T, true> op;
+    op.Init(x, weight, groupList, y, t, pipe);
+    op.Process();
+  } else {
+    GroupedMatmulKernel<T, false> op;
+    op.Init(x, weight, groupList, y, t, pipe);
+    op.Process();
+  }
+}
+
 template <typename T>
 __aicore__ inline void RunGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y, GM_ADDR workspace,
                                         GM_ADDR tiling) {
@@ -71,9 +89,7 @@ __aicore__ inline void RunGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR group
   CopyTiling(&t, tiling);
   SetSysWorkspace(workspace);
   TPipe pipe;
-  GroupedMatmulKernel<T> op;
-  op.Init(x, weight, groupList, y, t, &pipe);
-  op.Process();
+  ProcessGroupedMatmul<T>(x, weight, groupList, y, t, &pipe);
 }
 
 // One entry per dtype (GROUPED_MATMUL_DTYPES, tiling/grouped_matmul_tiling_data.h).

@@ -1,13 +1,15 @@
 // CPU twin, cube unit: the Ascend C high-level Matmul API as kernels use it (MatmulType, Matmul,
 // Init via REGIST_MATMUL_OBJ, SetOrgShape, SetSingleShape, SetTensorA/B, IterateAll, End) with
-// the rules the twin can enforce: A2 L1 / L0A / L0B / L0C capacities for the tiling's base,
-// step and depth blocks, 16-element base blocks, supported dtypes (fp32 accumulation always),
-// ND operands in GM, transposition only where the MatmulType enables it, GM bounds of every
-// operand. The block's arithmetic goes to RunGemm (twin_cube_gemm.h).
+// the rules the twin can enforce: the tiling as CANN's host tiling fills it for the kernel's
+// MatmulTypes (tiling/cube_tiling_rules.h: base alignment, L0/L1 capacities, depth = step x db,
+// used sizes), supported dtypes (fp32 accumulation always), ND operands in GM, the runtime
+// transposition flags against ISTRANS, GM bounds of every operand. The block's arithmetic goes to RunGemm
+// (twin_cube_gemm.h).
 #pragma once
 #include <string>
 
 #include "cube_tiling.h"
+#include "cube_tiling_rules.h"
 #include "twin_core.h"
 #include "twin_cube_gemm.h"
 #include "twin_tensor.h"
@@ -39,36 +41,36 @@ constexpr MatmulConfig CFG_NORM{true, false, false};
 constexpr MatmulConfig CFG_MDL{false, false, true};
 
 namespace twin {
-constexpr int64_t kL1Bytes = 512 * 1024;
-constexpr int64_t kL0ABytes = 64 * 1024;
-constexpr int64_t kL0BBytes = 64 * 1024;
-constexpr int64_t kL0CBytes = 128 * 1024;
-constexpr int64_t kCubeBlock = 16;  // the cube's fractal edge: base blocks are multiples of it
-
 inline thread_local uint8_t* tSysWorkspace = nullptr;
 
-// The tiling's blocks must fit the cube's buffers (aBytes / bBytes: element sizes of A and B).
-inline void CheckCubeTiling(const TCubeTiling& t, int64_t aBytes, int64_t bBytes) {
-  const auto fail = [](const std::string& what) { Violation("cube tiling", what); };
-  if (t.baseM <= 0 || t.baseN <= 0 || t.baseK <= 0)
-    fail("baseM/baseN/baseK must be positive, got " + std::to_string(t.baseM) + "/" + std::to_string(t.baseN) + "/" +
-         std::to_string(t.baseK));
-  if (t.baseM % kCubeBlock || t.baseN % kCubeBlock)
-    fail("baseM and baseN must be multiples of 16, got " + std::to_string(t.baseM) + " and " + std::to_string(t.baseN));
-  if ((t.baseK * aBytes) % 32)
-    fail("baseK * sizeof(A) must be a multiple of 32 bytes, got baseK " + std::to_string(t.baseK));
-  const int64_t l0a = int64_t(t.baseM) * t.baseK * aBytes * (t.dbL0A == 2 ? 2 : 1);
-  const int64_t l0b = int64_t(t.baseK) * t.baseN * bBytes * (t.dbL0B == 2 ? 2 : 1);
-  const int64_t l0c = int64_t(t.baseM) * t.baseN * 4 * (t.dbL0C == 2 ? 2 : 1);  // fp32 accumulators
-  if (l0a > kL0ABytes) fail("L0A needs " + std::to_string(l0a) + " B (baseM x baseK x dbL0A), over 64 KiB");
-  if (l0b > kL0BBytes) fail("L0B needs " + std::to_string(l0b) + " B (baseK x baseN x dbL0B), over 64 KiB");
-  if (l0c > kL0CBytes) fail("L0C needs " + std::to_string(l0c) + " B (baseM x baseN x 4 x dbL0C), over 128 KiB");
-  if (t.stepM <= 0 || t.stepN <= 0 || t.stepKa <= 0 || t.stepKb <= 0)
-    fail("stepM/stepN/stepKa/stepKb must be positive");
-  if (t.depthA1 < t.stepM * t.stepKa || t.depthB1 < t.stepN * t.stepKb)
-    fail("depthA1 must hold stepM x stepKa base blocks and depthB1 stepN x stepKb");
-  const int64_t l1 = int64_t(t.depthA1) * t.baseM * t.baseK * aBytes + int64_t(t.depthB1) * t.baseN * t.baseK * bBytes;
-  if (l1 > kL1Bytes) fail("L1 needs " + std::to_string(l1) + " B (depthA1 and depthB1 base blocks), over 512 KiB");
+// An operand as the tiling must have been made for it: for fp32 the MatmulType's ISTRANS is the
+// tiling's isTrans (SetTensorB.md: the two and the runtime flag are one value); for half/bf16 the
+// rules below come out the same either way.
+template <class TYPE>
+constexpr cube_rules::Operand CubeOperandOf() {
+  using T = typename TYPE::T;
+  return {int32_t(sizeof(T)), std::is_same_v<T, float>, TYPE::isTrans};
+}
+
+// The tiling obeys A2's rules for these operands (tiling/cube_tiling_rules.h), or the named rule fires.
+inline void CheckCubeTiling(const TCubeTiling& t, const cube_rules::Operand& a, const cube_rules::Operand& b) {
+  const std::string broken = cube_rules::Violation(t, a, b);
+  if (!broken.empty()) Violation("cube tiling", broken);
+}
+
+// SetTensorA/B's isTranspose flag against the MatmulType's ISTRANS (SetTensorA.md, SetTensorB.md):
+// true needs ISTRANS true for every dtype; for inputs other than half/bfloat16_t false needs ISTRANS
+// false too (the tiling's isTrans, the MatmulType and the flag must agree, or L1 sizes and results
+// are wrong on the NPU).
+template <class TYPE>
+inline void CheckTransposeFlag(const char* call, bool flag) {
+  using T = typename TYPE::T;
+  constexpr bool kHalfLike = std::is_same_v<T, half> || std::is_same_v<T, bfloat16_t>;
+  if (flag && !TYPE::isTrans)
+    Violation("cube operand", std::string(call) + "(gm, true) needs MatmulType<..., isTrans=true>");
+  if (!flag && TYPE::isTrans && !kHalfLike)
+    Violation("cube operand", std::string(call) + "(gm, false) with MatmulType<..., isTrans=true> and a " +
+                                  "non-half/bf16 input: isTranspose, ISTRANS and the tiling's isTrans must agree");
 }
 }  // namespace twin
 
@@ -94,7 +96,7 @@ class Matmul {
     CheckOperand<A_TYPE>("A");
     CheckOperand<B_TYPE>("B");
     CheckOperand<C_TYPE>("C");
-    twin::CheckCubeTiling(*tiling, sizeof(SrcA), sizeof(SrcB));
+    twin::CheckCubeTiling(*tiling, twin::CubeOperandOf<A_TYPE>(), twin::CubeOperandOf<B_TYPE>());
     tiling_ = *tiling;
     SetOrgShape(tiling_.M, tiling_.N, tiling_.Ka, tiling_.Kb);
     SetSingleShape(tiling_.singleCoreM, tiling_.singleCoreN, tiling_.singleCoreK);
@@ -115,13 +117,11 @@ class Matmul {
     if (tailK >= 0) singleK_ = tailK;
   }
   void SetTensorA(const GlobalTensor<SrcA>& gm, bool isTransposeA = false) {
-    if (isTransposeA && !A_TYPE::isTrans)
-      twin::Violation("cube operand", "SetTensorA(gm, true) needs MatmulType<..., isTrans=true> for A");
+    twin::CheckTransposeFlag<A_TYPE>("SetTensorA", isTransposeA);
     a_ = gm, transA_ = isTransposeA, hasA_ = true;
   }
   void SetTensorB(const GlobalTensor<SrcB>& gm, bool isTransposeB = false) {
-    if (isTransposeB && !B_TYPE::isTrans)
-      twin::Violation("cube operand", "SetTensorB(gm, true) needs MatmulType<..., isTrans=true> for B");
+    twin::CheckTransposeFlag<B_TYPE>("SetTensorB", isTransposeB);
     b_ = gm, transB_ = isTransposeB, hasB_ = true;
   }
   // C[singleM, singleN] = A[singleM, singleK] @ B[singleK, singleN] inside the original matrices.

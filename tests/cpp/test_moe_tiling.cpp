@@ -109,8 +109,9 @@ static void TestRoutingTiling() {
 
 // ---- the twin's cube ----
 static const TCubeTiling* gTiling;
-static bool gTransA, gTransB;
 static uint64_t gShortA = 0;  // elements A's GlobalTensor is made short by
+// fp32: each MatmulType's ISTRANS is the runtime flag (SetTensorA.md / SetTensorB.md).
+template <bool TA, bool TB>
 static void MatmulKernel(float* a, float* b, float* c) {
   using namespace AscendC;
   GlobalTensor<float> ga, gb, gc;
@@ -118,12 +119,12 @@ static void MatmulKernel(float* a, float* b, float* c) {
   gb.SetGlobalBuffer(b, uint64_t(gTiling->Kb) * gTiling->N);
   gc.SetGlobalBuffer(c, uint64_t(gTiling->M) * gTiling->N);
   TPipe pipe;
-  Matmul<MatmulType<TPosition::GM, CubeFormat::ND, float, true>, MatmulType<TPosition::GM, CubeFormat::ND, float, true>,
+  Matmul<MatmulType<TPosition::GM, CubeFormat::ND, float, TA>, MatmulType<TPosition::GM, CubeFormat::ND, float, TB>,
          MatmulType<TPosition::GM, CubeFormat::ND, float>>
       mm;
   REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, gTiling);
-  mm.SetTensorA(ga, gTransA);
-  mm.SetTensorB(gb, gTransB);
+  mm.SetTensorA(ga, TA);
+  mm.SetTensorB(gb, TB);
   mm.IterateAll(gc);
   mm.End();
 }
@@ -160,14 +161,15 @@ static void TestTwinCube() {
   for (float& v : b) v = u(rng);
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
-      gTransA = ta, gTransB = tb;
       for (int i = 0; i < m; ++i)
         for (int j = 0; j < n; ++j) {
           double s = 0;
           for (int p = 0; p < k; ++p) s += double(a[ta ? p * m + i : i * k + p]) * b[tb ? j * k + p : p * n + j];
           ref[i * n + j] = float(s);
         }
-      AscendC::twin::Launch("cube_test", 1, MatmulKernel, a.data(), b.data(), c.data());
+      void (*kernel)(float*, float*, float*) = ta ? (tb ? MatmulKernel<true, true> : MatmulKernel<true, false>)
+                                                  : (tb ? MatmulKernel<false, true> : MatmulKernel<false, false>);
+      AscendC::twin::Launch("cube_test", 1, kernel, a.data(), b.data(), c.data());
       double worst = 0;
       for (int i = 0; i < m * n; ++i) worst = std::max(worst, double(std::fabs(c[i] - ref[i])));
       EXPECT(worst < 1e-4);
@@ -176,17 +178,17 @@ static void TestTwinCube() {
   TCubeTiling bad = t;
   bad.baseM = 256, bad.baseN = 256;  // 256 KiB of fp32 accumulators: over L0C
   gTiling = &bad;
-  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "L0C"));
-  bad = t, bad.depthA1 = 64, bad.baseK = 64;  // 64 x 128 x 64 x 4 B of A in L1: over 512 KiB
+  EXPECT(RuleFires(MatmulKernel<false, false>, a.data(), b.data(), c.data(), "L0C"));
+  bad = t, bad.depthA1 = 64, bad.stepKa = 32, bad.baseK = 64;  // 64 x 128 x 64 x 4 B of A in L1: over 512 KiB
   gTiling = &bad;
-  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "L1"));
+  EXPECT(RuleFires(MatmulKernel<false, false>, a.data(), b.data(), c.data(), "L1"));
   gTiling = &t;
   EXPECT(RuleFires(NoTransKernel, a.data(), b.data(), c.data(), "isTrans"));
   gShortA = 1;  // A's GlobalTensor one element short of what IterateAll reads
-  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "GM bounds"));
+  EXPECT(RuleFires(MatmulKernel<false, false>, a.data(), b.data(), c.data(), "GM bounds"));
   gShortA = 0;
   t.singleCoreM = m + 1;  // a single shape past the original matrix
-  EXPECT(RuleFires(MatmulKernel, a.data(), b.data(), c.data(), "cube shape"));
+  EXPECT(RuleFires(MatmulKernel<false, false>, a.data(), b.data(), c.data(), "cube shape"));
 }
 
 // ---- the twin's sort ----

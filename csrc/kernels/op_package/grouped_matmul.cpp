@@ -8,7 +8,5 @@ extern "C" __global__ __aicore__ void grouped_matmul(GM_ADDR x, GM_ADDR weight, 
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);
   SetSysWorkspace(workspace);  // the Matmul API's system workspace (op_host: GetLibApiWorkSpaceSize)
   TPipe pipe;
-  GroupedMatmulKernel<DTYPE_X> op;
-  op.Init(x, weight, group_list, y, tilingData, &pipe);
-  op.Process();
+  ProcessGroupedMatmul<DTYPE_X>(x, weight, group_list, y, tilingData, &pipe);
 }
