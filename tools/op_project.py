@@ -121,7 +121,11 @@ def overlay(project: Path, cann: str | None = None, proto_dir: Path = ROOT / "op
     for src in [*ROOT.glob("csrc/kernels/op_package/*.cpp"), *ROOT.glob("csrc/kernels/op_package/*.h")]:
         shutil.copy(src, kernel)
     kernel_deps = [*ROOT.glob("csrc/kernels/*.cpp"), *ROOT.glob("csrc/kernels/*.h")]
-    kernel_deps += [*ROOT.glob("tiling/*_tiling_data.h"), ROOT / "tiling/cube_tiling.h", ROOT / "tiling/kernel_dtypes.h"]
+    kernel_deps += [
+        *ROOT.glob("tiling/*_tiling_data.h"),
+        ROOT / "tiling/cube_tiling.h",
+        ROOT / "tiling/kernel_dtypes.h",
+    ]
     for src in kernel_deps:
         shutil.copy(src, kernel / "kernels")
     data_headers = sorted((kernel / "kernels").glob("*_tiling_data.h"))
@@ -132,8 +136,7 @@ def overlay(project: Path, cann: str | None = None, proto_dir: Path = ROOT / "op
         (kernel / f"{op}_tiling.h").write_text(
             f"// {op}'s tiling struct, written by tools/op_project.py over msopgen's placeholder: the entry\n"
             f"// op_kernel/{op}.cpp registers {struct} (REGISTER_TILING_DEFAULT), op_host/{op}.cpp fills it\n"
-            f"// (GetTilingData<{struct}>).\n#pragma once\n"
-            + (f'#include "kernels/{header.name}"\n' if header else "")
+            f"// (GetTilingData<{struct}>).\n#pragma once\n" + (f'#include "kernels/{header.name}"\n' if header else "")
         )
     # CANN's npu_op_code_gen compiles op_host/ at configure time with a fixed -std=c++11 (asc-devkit
     # fwk_modules/util/compile_ascendc_all_ops_so.py; its COMPILE_OPTIONS come after it, so they win)
@@ -176,9 +179,7 @@ def op_def(text: str) -> dict:
             r'this->(Input|Output)\("(\w+)"\)\s*\.ParamType\((\w+)\)\s*\.DataType\(\{([^}]*)\}\)', text
         )
     ]
-    attrs = [
-        (n, t, s) for n, t, s in re.findall(r'this->Attr\("(\w+)"\)\s*\.AttrType\((\w+)\)\s*\.(\w+)\(', text)
-    ]
+    attrs = [(n, t, s) for n, t, s in re.findall(r'this->Attr\("(\w+)"\)\s*\.AttrType\((\w+)\)\s*\.(\w+)\(', text)]
     return {
         "class": cls.group(1) if cls else None,
         "params": params,

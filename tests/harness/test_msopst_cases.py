@@ -24,7 +24,8 @@ pytestmark = pytest.mark.skipif(not MSOPGEN, reason="ASCENDC_MSOPGEN not set (no
 CASE_FILES = sorted((ROOT / "cases").glob("*.json"))
 # msOpST's error messages for the fields we extend (docs/harness.md "Beyond msOpST").
 EXTENSIONS = {
-    "value generator": r'"value" field .* is specified, each of the rest fields|The file "\w+" is invalid, only supports \.bin',
+    "value generator": r'"value" field .* is specified, each of the rest fields'
+    r'|The file "\w+" is invalid, only supports \.bin',
     "fuzz without shapes": r'There is no key "shape" for "input_desc"',
     "distribution msOpST lacks": r"Only supports \['uniform', 'normal'",
 }
@@ -51,8 +52,7 @@ def dtype(t):
 
 @pytest.mark.parametrize("case_file", CASE_FILES, ids=[p.stem for p in CASE_FILES])
 def test_case_file_means_what_msopst_says(case_file, tmp_path):
-    from ascendc_ops.harness import cases as C
-    from ascendc_ops.harness import verify as V
+    from ascendc_ops.harness import cases as C, verify as V
 
     for raw in json.loads(case_file.read_text()):
         single = tmp_path / f"{raw['case_name']}.json"
