@@ -126,7 +126,7 @@ def op_package_dtypes(op: str) -> list[str]:
 class Checker:
     def __init__(self, args, work: Path):
         adk, meta = args.asc_devkit, args.metadef
-        self.work, self.asc_devkit = work, adk
+        self.work, self.asc_devkit, self.project = work, adk, getattr(args, "project", None)
         gen = work / "gen"
         # kernel_tiling/kernel_tiling.h is generated at CANN build time by a public asc-devkit script
         (gen / "kernel_tiling").mkdir(parents=True)
@@ -175,13 +175,17 @@ class Checker:
                     ".",
                 )
             ]
-            + [
-                f"-I{ROOT / 'tiling'}",
-                f"-I{ROOT / 'csrc' / 'kernels'}",
-                f"-I{ROOT / 'csrc'}",
-                # a mutated copy elsewhere must find our kernel_utils.h, not asc-devkit's impl/basic_api one
-                f"-iquote{ROOT / 'csrc' / 'kernels'}",
-            ]
+            + (
+                []  # an msopgen project: only its own quoted includes, relative to each file
+                if self.project
+                else [
+                    f"-I{ROOT / 'tiling'}",
+                    f"-I{ROOT / 'csrc' / 'kernels'}",
+                    f"-I{ROOT / 'csrc'}",
+                    # a mutated copy elsewhere must find our kernel_utils.h, not asc-devkit's impl/basic_api one
+                    f"-iquote{ROOT / 'csrc' / 'kernels'}",
+                ]
+            )
         )
         # NO_OPERATOR_IMPL: op_def.h then forward-declares ge::Operator instead of including the
         # graph engine's operator_reg.h (metadef builds its own OpDef library this way).
@@ -189,8 +193,9 @@ class Checker:
             "-std=c++17",
             "-fsyntax-only",
             "-DNO_OPERATOR_IMPL",
-            f"-I{ROOT / 'csrc/op_host'}",
-            f"-I{ROOT / 'tiling'}",
+            # as CANN's npu_op_code_gen compiles an op project's op_host (compile_ascendc_all_ops_so.py)
+            *(["-D_GLIBCXX_USE_CXX11_ABI=0"] if self.project else []),
+            *([] if self.project else [f"-I{ROOT / 'csrc/op_host'}", f"-I{ROOT / 'tiling'}"]),
             f"-I{meta / 'inc/external'}",
             f"-I{meta / 'inc/external/asc'}",
             f"-I{meta / 'inc'}",
@@ -237,10 +242,11 @@ class Checker:
     def command(self, path: Path, op_defs: Path | None = None, core: str | None = None) -> list[str]:
         if path.parent.name == "npu":
             return ["g++", *self.npu_flags, str(path)]
-        if path.parent.name == "op_host":
-            return ["g++", *self.host_flags, f"-I{op_defs or self.op_defs}", str(path)]
+        if path.parent.name == "op_host":  # an msopgen project's op_host holds its own OpDef headers
+            defs = [] if self.project and op_defs is None else [f"-I{op_defs or self.op_defs}"]
+            return ["g++", *self.host_flags, *defs, str(path)]
         flags = [*self.kernel_flags, *CORE_DEFINES[core or core_types(path)[0]]]
-        if path.parent.name == "op_package":
+        if path.parent.name in ("op_package", "op_kernel"):
             return [
                 "g++",
                 *flags,
@@ -255,7 +261,8 @@ class Checker:
 
     def jobs(self, path: Path) -> list[tuple[str, list[str]]]:
         """(name, command) per compile: a kernel once per core type it runs on."""
-        name = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+        base = self.project.parent if self.project and path.is_relative_to(self.project) else ROOT
+        name = str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
         if path.parent.name in ("npu", "op_host"):
             return [(name, self.command(path))]
         return [(f"{name} [{core}]", self.command(path, core=core)) for core in core_types(path)]
@@ -419,6 +426,12 @@ def main() -> int:
         default=env("ASCENDC_TORCH_NPU"),
         help="torch_npu package directory (has include/): also check csrc/torch/npu",
     )
+    parser.add_argument(
+        "--project",
+        type=Path,
+        help="an overlaid msopgen project (tools/op_project.py): check its op_host/ and op_kernel/ sources "
+        "in its own layout instead of the repository's",
+    )
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--no-negative", action="store_true", help="skip the negative controls")
     parser.add_argument("files", nargs="*", type=Path)
@@ -438,7 +451,13 @@ def main() -> int:
 
     if args.torch_npu and not (args.torch_npu / "include/torch_npu/csrc/framework/OpCommand.h").is_file():
         parser.error(f"torch-npu: {args.torch_npu}/include/torch_npu/csrc/framework/OpCommand.h not found")
-    files = [f.resolve() for f in args.files] or default_files(bool(args.torch_npu))
+    if args.project:
+        args.project = args.project.resolve()
+        files = [f.resolve() for f in args.files] or sorted(args.project.glob("op_kernel/*.cpp")) + sorted(
+            args.project.glob("op_host/*.cpp")
+        )
+    else:
+        files = [f.resolve() for f in args.files] or default_files(bool(args.torch_npu))
     if any(f.parent.name == "npu" for f in files) and not args.torch_npu:
         parser.error("csrc/torch/npu files need --torch-npu (or ASCENDC_TORCH_NPU)")
     with tempfile.TemporaryDirectory(prefix="check_cann_") as tmp:
@@ -446,9 +465,9 @@ def main() -> int:
         if args.torch_npu:
             checker.setup_npu(args.torch_npu)
         jobs = [job for f in files for job in checker.jobs(f)]
-        if not args.files:  # the host writes TCubeTiling with our struct, the kernel reads CANN's
+        if not args.files and not args.project:  # the host writes TCubeTiling with our struct, the kernel reads CANN's
             jobs.append(("tiling/cube_tiling.h (TCubeTiling = CANN's kernel_tiling.h)", checker.cube_tiling_matches))
-        negatives = [] if args.files or args.no_negative else checker.negative_controls()
+        negatives = [] if args.files or args.no_negative or args.project else checker.negative_controls()
         with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
             results = list(pool.map(lambda job: checker.run(job[1]), jobs + [n[:2] for n in negatives]))
     failed = 0
