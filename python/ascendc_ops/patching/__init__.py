@@ -133,9 +133,7 @@ def _disabled(disable_kernels=None, use_flags: dict | None = None) -> dict[str, 
                 off.setdefault(canonical_id(k), switch)
             except ValueError as e:
                 raise ValueError(f"{switch}: {e}") from None
-    for flag, value in (use_flags or {}).items():
-        if flag not in USE_FLAGS:
-            raise TypeError(f"unknown switch {flag!r}; the per-fusion switches are {', '.join(USE_FLAGS)}")
+    for flag, value in (use_flags or {}).items():  # None: not given; True: leave it on
         if value is not None and not value:
             off.setdefault(USE_FLAGS[flag], f"{flag}=False")
     return off
