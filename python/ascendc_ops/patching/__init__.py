@@ -5,6 +5,7 @@
     K.apply_kernel("fused_rmsnorm", model)           # one kernel
     K.apply_default_kernels(model, "fused_rope,fused_swiglu")
     K.revert_kernels(model)                          # back to the exact original objects
+    K.apply_default_kernels(model, disable_kernels="fused_moe")   # all but one (or ASCENDC_OPS_DISABLE=...)
 
 Kernels (``KERNELS``): ``fused_rope`` (apply_rotary_pos_emb -> rotary_mul), ``fused_rmsnorm`` (RMSNorm
 modules incl. Qwen3 q_norm/k_norm -> rms_norm), ``fused_swiglu`` (silu-gated MLPs -> swiglu). Supported model
@@ -12,6 +13,13 @@ types: llama, qwen2, qwen3, mistral (transformers 5.x; CI runs requirements.txt'
 versions; on 4.x every kernel skips with that reason); backends: cpu-twin, npu.
 ``fused_moe`` (experts -> permute/grouped_matmul/swiglu/unpermute through transformers' experts interface) on
 the MoE families qwen3_moe, mixtral, qwen2_moe, olmoe, which take the three kernels above as well.
+
+Switches: LLaMA-Factory's kernel ids (``ALIASES``: ``npu_fused_rmsnorm``, ``npu_fused_swiglu``, ``npu_fused_rope``,
+``npu_fused_moe``, from its kernel plugins' ``KernelPlugin(...)`` ids) name the same kernels wherever an id is taken,
+and reports use our ids. Single fusions are turned off by ``disable_kernels="id1,id2"``, by openMind-style
+``use_fused_rope=False`` (``use_fused_rms_norm``, ``use_fused_swiglu``, ``use_fused_moe``) or, for the whole
+process, by the environment variable ``ASCENDC_OPS_DISABLE=id1,id2`` (read at each call); a disabled kernel is
+skipped, and the report says which switch turned it off.
 
 Patching only sets instance attributes on the given model's submodules (never a class or module global), so
 another model in the process is untouched, and works under ``torch.compile(model, fullgraph=True)``: the ops
@@ -22,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 
 from torch import nn
 
@@ -32,6 +41,23 @@ from .base import STATE_ATTR, Kernel, KernelSkip, model_backend, model_type, tra
 logger = logging.getLogger(__name__)
 
 KERNELS: dict[str, Kernel] = {}
+# LLaMA-Factory's kernel ids (src/llamafactory/v1/plugins/model_plugins/kernels/ops/*: KernelPlugin("npu_fused_...")
+# and its _AUTO_KERNELS) -> ours. Accepted wherever a kernel id is; reports and applied_kernels use ours.
+ALIASES: dict[str, str] = {
+    "npu_fused_rmsnorm": "fused_rmsnorm",
+    "npu_fused_swiglu": "fused_swiglu",
+    "npu_fused_rope": "fused_rope",
+    "npu_fused_moe": "fused_moe",
+}
+# The process-wide off switch: comma-separated kernel ids (or aliases), read at every apply call.
+DISABLE_ENV = "ASCENDC_OPS_DISABLE"
+# openMind-style per-fusion flags (``use_fused_rope=False`` turns fused_rope off) -> our ids.
+USE_FLAGS: dict[str, str] = {
+    "use_fused_rope": "fused_rope",
+    "use_fused_rms_norm": "fused_rmsnorm",
+    "use_fused_swiglu": "fused_swiglu",
+    "use_fused_moe": "fused_moe",
+}
 
 
 def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
@@ -75,11 +101,42 @@ def applied_kernels(model: nn.Module) -> list[str]:
     return list(getattr(model, STATE_ATTR, {}))
 
 
+def canonical_id(kernel_id: str) -> str:
+    """Our id for a kernel id or an alias (LLaMA-Factory's ``npu_fused_*``); ValueError for an unknown one."""
+    kernel_id = ALIASES.get(kernel_id, kernel_id)
+    if kernel_id not in KERNELS:
+        aliases = ", ".join(f"{a} -> {k}" for a, k in ALIASES.items())
+        raise ValueError(f"unknown kernel id {kernel_id!r}; available: {', '.join(KERNELS)} (aliases: {aliases})")
+    return kernel_id
+
+
 def _get(kernel_id: str) -> Kernel:
-    try:
-        return KERNELS[kernel_id]
-    except KeyError:
-        raise ValueError(f"unknown kernel id {kernel_id!r}; available: {', '.join(KERNELS)}") from None
+    return KERNELS[canonical_id(kernel_id)]
+
+
+def _split_ids(ids) -> list[str]:
+    if isinstance(ids, str):
+        return [s.strip() for s in ids.split(",") if s.strip()]
+    return list(ids)
+
+
+def _disabled(disable_kernels=None, use_flags: dict | None = None) -> dict[str, str]:
+    """{our id: which switch turned it off}, from ASCENDC_OPS_DISABLE, disable_kernels and use_fused_*=False.
+    Unknown ids raise ValueError naming the switch, before anything is patched."""
+    off: dict[str, str] = {}
+    sources = [(f"{DISABLE_ENV}=", os.environ.get(DISABLE_ENV, "")), ("disable_kernels=", disable_kernels or "")]
+    for name, raw in sources:
+        ids = _split_ids(raw)
+        switch = name + ",".join(ids)
+        for k in ids:
+            try:
+                off.setdefault(canonical_id(k), switch)
+            except ValueError as e:
+                raise ValueError(f"{switch}: {e}") from None
+    for flag, value in (use_flags or {}).items():  # None: not given; True: leave it on
+        if value is not None and not value:
+            off.setdefault(USE_FLAGS[flag], f"{flag}=False")
+    return off
 
 
 def _unsupported_reason(kernel: Kernel, model: nn.Module) -> str | None:
@@ -100,10 +157,13 @@ def _unsupported_reason(kernel: Kernel, model: nn.Module) -> str | None:
     return None
 
 
-def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport) -> None:
+def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport, disabled: dict[str, str]) -> None:
     state = model.__dict__.setdefault(STATE_ATTR, {})
     if kernel.id in state:
         report.skipped[kernel.id] = "already applied to this model"
+        return
+    if kernel.id in disabled:
+        report.skipped[kernel.id] = f"disabled by {disabled[kernel.id]}"
         return
     reason = _unsupported_reason(kernel, model)
     if reason is None:
@@ -128,10 +188,12 @@ def _log(report: KernelReport, warn_skips: bool) -> KernelReport:
 
 
 def apply_kernel(kernel_id: str, model: nn.Module) -> KernelReport:
-    """Apply one kernel to this model instance. Unknown id: ValueError; unsupported model/backend: skipped + warning."""
+    """Apply one kernel (our id or a LLaMA-Factory alias) to this model instance. Unknown id: ValueError;
+    unsupported model/backend, or turned off by ASCENDC_OPS_DISABLE: skipped + warning."""
     kernel = _get(kernel_id)
+    disabled = _disabled()
     report = KernelReport(model_type(model), model_backend(model))
-    _apply_one(kernel, model, report)
+    _apply_one(kernel, model, report, disabled)
     return _log(report, warn_skips=True)
 
 
@@ -141,26 +203,42 @@ def _parse_include(include_kernels) -> tuple[list[str] | None, bool]:
         return [], False
     if include_kernels is True or (isinstance(include_kernels, str) and include_kernels.strip().lower() == "auto"):
         return None, False
-    if isinstance(include_kernels, str):
-        ids = [s.strip() for s in include_kernels.split(",") if s.strip()]
-    else:
-        ids = list(include_kernels)
-    for k in ids:
-        _get(k)  # unknown ids fail before anything is patched
+    # unknown ids fail before anything is patched; aliases become our ids, each kernel once
+    ids = list(dict.fromkeys(canonical_id(k) for k in _split_ids(include_kernels)))
     return ids, True
 
 
-def apply_default_kernels(model: nn.Module, include_kernels="auto") -> KernelReport:
+def apply_default_kernels(
+    model: nn.Module,
+    include_kernels="auto",
+    *,
+    disable_kernels=None,
+    use_fused_rope: bool | None = None,
+    use_fused_rms_norm: bool | None = None,
+    use_fused_swiglu: bool | None = None,
+    use_fused_moe: bool | None = None,
+) -> KernelReport:
     """Apply several kernels: ``"auto"``/True = all that support this model and backend, None/False = nothing,
-    ``"id1,id2"`` (or a list) = those. Returns (and logs) a KernelReport of what was applied and skipped, and why.
-    With "auto", an unsupported model type is a warning and nothing is patched."""
+    ``"id1,id2"`` (or a list; LLaMA-Factory's ``npu_fused_*`` ids too) = those. Returns (and logs) a KernelReport
+    of what was applied and skipped, and why. With "auto", an unsupported model type is a warning and nothing is
+    patched. Off switches (each kernel they name is skipped, the report saying by which switch):
+    ``disable_kernels="id1,id2"``, ``use_fused_<op>=False``, and the ``ASCENDC_OPS_DISABLE`` environment variable."""
     ids, explicit = _parse_include(include_kernels)
+    disabled = _disabled(
+        disable_kernels,
+        dict(
+            use_fused_rope=use_fused_rope,
+            use_fused_rms_norm=use_fused_rms_norm,
+            use_fused_swiglu=use_fused_swiglu,
+            use_fused_moe=use_fused_moe,
+        ),
+    )
     report = KernelReport(model_type(model), model_backend(model))
     auto = ids is None  # the kernels made for this model type (fused_moe only on MoE families); else all, for the why
     if auto:
         ids = [k for k in KERNELS if report.model_type in KERNELS[k].model_types] or list(KERNELS)
     for k in ids:
-        _apply_one(KERNELS[k], model, report)
+        _apply_one(KERNELS[k], model, report, disabled)
     if auto and not report.applied:
         logger.warning(
             "ascendc_ops: no kernel applies to this %s model on %s: %s",
@@ -176,7 +254,7 @@ def revert_kernels(model: nn.Module, kernel_ids=None) -> list[str]:
     """Undo the kernels applied to this model (all, or the given ids), restoring the original objects exactly.
     Returns the ids reverted."""
     state = model.__dict__.get(STATE_ATTR, {})
-    ids = list(state) if kernel_ids is None else ([kernel_ids] if isinstance(kernel_ids, str) else list(kernel_ids))
+    ids = list(state) if kernel_ids is None else [ALIASES.get(k, k) for k in _split_ids(kernel_ids)]
     reverted = []
     for k in reversed(ids):
         records = state.pop(k, None)
@@ -193,6 +271,8 @@ def revert_kernels(model: nn.Module, kernel_ids=None) -> list[str]:
 
 
 __all__ = [
+    "ALIASES",
+    "DISABLE_ENV",
     "KERNELS",
     "Kernel",
     "KernelReport",
@@ -200,6 +280,7 @@ __all__ = [
     "apply_default_kernels",
     "apply_kernel",
     "applied_kernels",
+    "canonical_id",
     "list_kernels",
     "register_kernel",
     "revert_kernels",
