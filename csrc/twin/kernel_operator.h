@@ -7,6 +7,7 @@
 #include "twin_activation.h"
 #include "twin_copy.h"
 #include "twin_core.h"
+#include "twin_cube_basic.h"
 #include "twin_tensor.h"
 #include "twin_types.h"
 #include "twin_vector.h"

@@ -23,9 +23,20 @@ class RuleError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What one simulated AI core sees: its UB, its block index, the kernel it runs.
+// Atlas A2 cube core buffers (tiling/platform.h): L1, L0A, L0B, L0C.
+constexpr uint32_t kL1Bytes = ::tiling::kA2L1Bytes;
+constexpr uint32_t kL0aBytes = ::tiling::kA2L0aBytes;
+constexpr uint32_t kL0bBytes = ::tiling::kA2L0bBytes;
+constexpr uint32_t kL0cBytes = ::tiling::kA2L0cBytes;
+
+// What one simulated AI core sees: its UB (and the cube core's L1/L0 buffers), its block index,
+// the kernel it runs.
 struct CoreContext {
   uint8_t* ub = nullptr;
+  uint8_t* l1 = nullptr;
+  uint8_t* l0a = nullptr;
+  uint8_t* l0b = nullptr;
+  uint8_t* l0c = nullptr;
   const char* kernel = "?";
   int64_t blockIdx = 0;
   int64_t blockNum = 1;

@@ -25,8 +25,16 @@ namespace {
 struct ThreadCore {
   CoreContext ctx;
   bool inBlock = false;
-  ThreadCore() { ctx.ub = static_cast<uint8_t*>(std::aligned_alloc(64, kUbBytes)); }
-  ~ThreadCore() { std::free(ctx.ub); }
+  ThreadCore() {
+    ctx.ub = static_cast<uint8_t*>(std::aligned_alloc(64, kUbBytes));
+    ctx.l1 = static_cast<uint8_t*>(std::aligned_alloc(1024, kL1Bytes));
+    ctx.l0a = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0aBytes));
+    ctx.l0b = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0bBytes));
+    ctx.l0c = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0cBytes));
+  }
+  ~ThreadCore() {
+    for (uint8_t* p : {ctx.ub, ctx.l1, ctx.l0a, ctx.l0b, ctx.l0c}) std::free(p);
+  }
 };
 thread_local ThreadCore tCore;
 

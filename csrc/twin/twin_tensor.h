@@ -100,7 +100,41 @@ struct Slot {
   SlotState state = SlotState::kFree;
   int16_t id = -1;        // buffer number within its TPipe (the record's "slot")
   int8_t enQueEvt = -1;   // event id of the pending EnQue hand-off
+  Space space = Space::UB;  // the on-chip buffer the TPipe carved it from (TPosition -> buffer)
 };
+
+// The buffer a TPosition lives in on the A2 cube/vector cores: A1/B1/C1 -> L1, A2 -> L0A,
+// B2 -> L0B, CO1 -> L0C, everything else (VECIN/VECOUT/VECCALC, ...) -> UB.
+constexpr Space SpaceOf(TPosition pos) {
+  switch (pos) {
+    case TPosition::A1:
+    case TPosition::B1:
+    case TPosition::C1: return Space::L1;
+    case TPosition::A2: return Space::L0A;
+    case TPosition::B2: return Space::L0B;
+    case TPosition::CO1: return Space::L0C;
+    default: return Space::UB;
+  }
+}
+inline uint8_t* SpaceBase(Space s) {
+  CoreContext& c = Core();
+  switch (s) {
+    case Space::L1: return c.l1;
+    case Space::L0A: return c.l0a;
+    case Space::L0B: return c.l0b;
+    case Space::L0C: return c.l0c;
+    default: return c.ub;
+  }
+}
+constexpr uint32_t SpaceBytes(Space s) {
+  switch (s) {
+    case Space::L1: return kL1Bytes;
+    case Space::L0A: return kL0aBytes;
+    case Space::L0B: return kL0bBytes;
+    case Space::L0C: return kL0cBytes;
+    default: return kUbBytes;
+  }
+}
 
 // What the real TPipe keeps for its queues: event ids in use, and per buffer the FreeTensor
 // event the next AllocTensor (or the pipe's destruction) waits for.
@@ -151,7 +185,7 @@ class LocalTensor {
     return out;
   }
   uint32_t GetSize() const { return size_; }
-  uint64_t GetPhyAddr() const { return TwinUbOffset(); }
+  uint64_t GetPhyAddr() const { return TwinOffset(); }
 
   // ---- twin internals (not Ascend C API; kernels never call these) ----
   // The data for an API that reads or writes it now: a pending fused run executes first.
@@ -161,6 +195,9 @@ class LocalTensor {
   }
   T* TwinPtr() const { return data_; }  // the address only (fused instructions, queue ownership)
   twin::Slot* TwinSlot() const { return slot_; }
+  // The on-chip buffer this tensor lives in, and its byte offset there (UB for slot-less tensors).
+  twin::Space TwinSpace() const { return slot_ ? slot_->space : twin::Space::UB; }
+  uint64_t TwinOffset() const { return uint64_t(reinterpret_cast<uint8_t*>(data_) - twin::SpaceBase(TwinSpace())); }
   uint64_t TwinUbOffset() const { return uint64_t(reinterpret_cast<uint8_t*>(data_) - twin::Core().ub); }
   void TwinCheckCount(uint64_t elems, const char* api) const {
     if (data_ == nullptr) twin::Violation("UB bounds", std::string(api) + " on a LocalTensor that holds no buffer");
@@ -214,6 +251,7 @@ class BufferPool {
   Slot slots[kMaxQueueBuffers];
   uint32_t count = 0;
   PipeState* pipeState = nullptr;  // the TPipe that carved the buffers
+  Space space = Space::UB;         // where the TPipe carves them (the TQue/TBuf's TPosition)
   Slot* Find(const void* addr) {
     for (uint32_t i = 0; i < count; ++i)
       if (slots[i].addr == addr) return &slots[i];
@@ -249,7 +287,7 @@ constexpr QueEvents EventsOf(TPosition pos) {
 template <TPosition pos, int32_t depth, auto mask = 0>
 class TQue : public twin::BufferPool {
  public:
-  TQue() = default;
+  TQue() { space = twin::SpaceOf(pos); }
   template <typename T>
   LocalTensor<T> AllocTensor() {
     for (uint32_t k = 0; k < count; ++k) {  // round robin from a cursor, like the real TQue
@@ -337,7 +375,7 @@ class TQue : public twin::BufferPool {
 template <TPosition pos = TPosition::LCM>
 class TBuf : public twin::BufferPool {
  public:
-  TBuf() = default;
+  TBuf() { space = twin::SpaceOf(pos); }
   template <typename T>
   LocalTensor<T> Get() {
     return Get<T>(Whole().bytes / sizeof(T));
@@ -397,13 +435,13 @@ class TPipe {
   }
   void Reset() {
     WaitPendingFrees();
-    usedBytes_ = 0;
+    for (uint32_t& u : usedBytes_) u = 0;
   }
   // As on the device: buffers released by FreeTensor are waited for, then every pipe drains.
   void Destroy() {
     WaitPendingFrees();
     PipeBarrier<PIPE_ALL>();
-    usedBytes_ = 0;
+    for (uint32_t& u : usedBytes_) u = 0;
     destroyed_ = true;
   }
   // Event ids for manual SetFlag/WaitFlag that cannot collide with the queues' hand-offs.
@@ -439,22 +477,28 @@ class TPipe {
   }
   bool Carve(twin::BufferPool& pool, uint32_t num, uint32_t len, const char* what) {
     const uint32_t slotBytes = twin::AlignUp32(len);
-    const uint64_t need = uint64_t(usedBytes_) + uint64_t(num) * slotBytes;
-    if (need > twin::kUbBytes) {
-      twin::Violation("UB capacity", std::string("InitBuffer(") + what + ", " + std::to_string(num) + " x " +
-                                         std::to_string(len) + " B) brings this TPipe to " + std::to_string(need) +
-                                         " B, over the " + std::to_string(twin::kUbBytes) + " B Unified Buffer");
+    uint32_t& used = usedBytes_[int(pool.space)];
+    const uint64_t need = uint64_t(used) + uint64_t(num) * slotBytes;
+    const uint32_t cap = twin::SpaceBytes(pool.space);
+    if (need > cap) {
+      const bool ub = pool.space == twin::Space::UB;
+      const std::string rule = std::string(twin::SpaceName(pool.space)) + " capacity";
+      twin::Violation(rule.c_str(), std::string("InitBuffer(") + what + ", " + std::to_string(num) + " x " +
+                                        std::to_string(len) + " B) brings this TPipe to " + std::to_string(need) +
+                                        " B, over the " + std::to_string(cap) + " B " +
+                                        (ub ? "Unified Buffer" : twin::SpaceName(pool.space)));
     }
     if (pool.count != 0) twin::Violation("queue discipline", std::string("InitBuffer called twice on one ") + what);
+    uint8_t* base = twin::SpaceBase(pool.space);
     for (uint32_t i = 0; i < num; ++i) {
-      pool.slots[i] = twin::Slot{twin::Core().ub + usedBytes_, slotBytes, twin::SlotState::kFree, state_.slots++, -1};
-      usedBytes_ += slotBytes;
+      pool.slots[i] = twin::Slot{base + used, slotBytes, twin::SlotState::kFree, state_.slots++, -1, pool.space};
+      used += slotBytes;
     }
     pool.count = num;
     pool.pipeState = &state_;
     return true;
   }
-  uint32_t usedBytes_ = 0;
+  uint32_t usedBytes_[twin::kSpaces] = {};
   bool destroyed_ = false;
   twin::PipeState state_;
 };
