@@ -56,3 +56,55 @@ __aicore__ inline void FoldSum(const AscendC::LocalTensor<float>& dst, const Asc
                                const AscendC::LocalTensor<float>& tmp, uint32_t n) {
   FoldSumRows(dst, src, tmp, n, 1, 0);
 }
+
+// Compensated sum of src[0, n) (src and scratch[0, n) are overwritten): sums[0] + scratch[0] is the sum to about
+// one rounding, where FoldSum's fp32 tree is off by ~log2(n) roundings of the partial sums (A2's ReduceSum,
+// docs/twin-fidelity.md: a tree inside each repeat, the repeats added in order, each add rounded to fp32).
+// Each level folds the top half onto the bottom with TwoSum (Knuth): s = a + b, e = (a - (s - bv)) + (b - bv)
+// with bv = s - a, so a + b == s + e exactly; s replaces a (the values halve, as in FoldSumRows) and e lands
+// in b's place. Down to 8 values in [0, 8) with the rounding errors in [8, n), which loses nothing; then
+// sums[0] = the 8 values' ReduceSum and scratch[0] = the errors' FoldSum (their own rounding is ~2^-24 of
+// theirs: negligible). Seven dependent vector ops per level over the half folded (an extra ~7 passes'
+// worth of n/2, plus one plain fold of the errors). Split points are multiples of 8 floats: operands stay
+// 32-byte aligned. n <= 8: scratch[0] is not written (there is no error), the caller takes it as 0.
+__aicore__ inline void CompensatedSum(const AscendC::LocalTensor<float>& sums, const AscendC::LocalTensor<float>& src,
+                                      const AscendC::LocalTensor<float>& scratch,
+                                      const AscendC::LocalTensor<float>& tmp, uint32_t n) {
+  using namespace AscendC;
+  const uint32_t total = n;
+  while (n > 8) {
+    const uint32_t half = ((n + 1) / 2 + 7) / 8 * 8;  // >= n - half: every element is folded in
+    const int32_t m = static_cast<int32_t>(n - half);
+    const LocalTensor<float> a = src, b = src[half], s = scratch, v = scratch[half];
+    Add(s, a, b, m);  // s = a + b
+    PipeBarrier<PIPE_V>();
+    Sub(v, s, a, m);  // bv = s - a
+    PipeBarrier<PIPE_V>();
+    Sub(b, b, v, m);  // b - bv
+    PipeBarrier<PIPE_V>();
+    Sub(v, s, v, m);  // av = s - bv
+    PipeBarrier<PIPE_V>();
+    Sub(a, a, v, m);  // a - av
+    PipeBarrier<PIPE_V>();
+    Add(b, a, b, m);  // e = (a - av) + (b - bv), in b's place
+    PipeBarrier<PIPE_V>();
+    Muls(a, s, 1.0f, m);  // s in a's place
+    PipeBarrier<PIPE_V>();
+    n = half;
+  }
+  if (total > 8) FoldSum(scratch, src[8], tmp, total - 8);
+  ReduceSum(sums, src, tmp, static_cast<int32_t>(n));
+  PipeBarrier<PIPE_V>();
+}
+
+// hi + lo += v + e on the scalar unit, compensated (TwoSum of hi and v): the chunk sums of a split row.
+__aicore__ inline void AccumulateCompensated(float& hi, float& lo, float v, float e) {
+  const float s = hi + v;
+  const float bv = s - hi;
+  lo += ((hi - (s - bv)) + (v - bv)) + e;
+  hi = s;
+}
+
+// hi + lo; a row with an Inf makes the errors NaN (Inf - Inf), while the plain sum hi is the Inf (or NaN) the
+// uncompensated sum gives: then hi alone.
+__aicore__ inline float CompensatedTotal(float hi, float lo) { return lo == lo ? hi + lo : hi; }

@@ -236,14 +236,17 @@ class KernelRmsNormGrad {
   // Split-row: `rows` rows from `row`; the first group of a block starts its partials at zero.
   __aicore__ inline void ProcessGroup(int64_t row, uint32_t rows, bool first) {
     float rstd[NORM_SPLIT_GROUP_ROWS];
-    float total[NORM_SPLIT_GROUP_ROWS];  // S = sum(dg * x), summed over the chunks in column order
+    float total[NORM_SPLIT_GROUP_ROWS];  // S = sum(dg * x) = total + low, compensated over the chunks
+    float low[NORM_SPLIT_GROUP_ROWS];
     float coef[NORM_SPLIT_GROUP_ROWS];   // c = rstd^3 * S / N
     LocalTensor<float> sums = sumBuf_.Get<float>();
     for (uint32_t r = 0; r < rows; ++r) {
       rstd[r] = rstdGm_.GetValue(row + r);
       total[r] = 0.0f;
+      low[r] = 0.0f;
     }
-    // Pass 1. chunk by chunk (one gamma load per chunk), each row's S: dg and dg * x over dy, then folded
+    // Pass 1. chunk by chunk (one gamma load per chunk), each row's S: dg and dg * x over dy, then summed
+    // compensated (x's buffer is the scratch: x is dead once dg * x is formed), the chunks' sums too
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
@@ -257,13 +260,16 @@ class KernelRmsNormGrad {
         PipeBarrier<PIPE_V>();
         Mul(dy_, dy_, x_, static_cast<int32_t>(len));
         PipeBarrier<PIPE_V>();
-        FoldSum(sums, dy_, tmpBuf_.Get<float>(), len);
-        CloseInputs();
+        CompensatedSum(sums, dy_, x_, tmpBuf_.Get<float>(), len);
         SyncPipes<HardEvent::V_S>();
-        total[r] += sums.GetValue(0);
+        AccumulateCompensated(total[r], low[r], sums.GetValue(0), len > 8 ? x_.GetValue(0) : 0.0f);
+        CloseInputs();  // after the scalar read of x's buffer
       }
     }
-    for (uint32_t r = 0; r < rows; ++r) coef[r] = rstd[r] * rstd[r] * rstd[r] * (total[r] * t_.invHidden);
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float sum = CompensatedTotal(total[r], low[r]);
+      coef[r] = rstd[r] * rstd[r] * rstd[r] * (sum * t_.invHidden);
+    }
     // Pass 2. chunk by chunk: dx of every row of the group, and that chunk's dgamma partial
     LocalTensor<float> acc = accBuf_.Get<float>();
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
