@@ -228,9 +228,8 @@ class KernelRmsNorm {
     LocalTensor<float> work = workBuf_.Get<float>();
     LocalTensor<float> sums = sumBuf_.Get<float>();
     LocalTensor<float> tmp = tmpBuf_.Get<float>();
-    // Pass 1. sum of squares, chunk by chunk (each chunk reduced over its valid columns only), compensated
-    // (xf is the scratch once the squares are formed), the chunks' sums too
-    float sumSq = 0.0f, low = 0.0f;
+    // Pass 1. sum of squares, chunk by chunk (each chunk reduced over its valid columns only)
+    float sumSq = 0.0f;
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
@@ -240,11 +239,11 @@ class KernelRmsNorm {
       if constexpr (ADD) CopyOutX(row, 1, col, len);
       Mul(work, xf, xf, landed);
       PipeBarrier<PIPE_V>();
-      CompensatedSum(sums, work, xf, tmp, len);
+      FoldSum(sums, work, tmp, len);
       SyncPipes<HardEvent::V_S>();
-      AccumulateCompensated(sumSq, low, sums.GetValue(0), len > 8 ? xf.GetValue(0) : 0.0f);
+      sumSq += sums.GetValue(0);
     }
-    sums.SetValue(0, CompensatedTotal(sumSq, low));
+    sums.SetValue(0, sumSq);
     SyncPipes<HardEvent::S_V>();  // the vector unit reads the scalar-written sum next
     RstdFromSums(sums, 1);
     const float rstd = sums.GetValue(0);

@@ -246,7 +246,8 @@ class KernelRmsNormGrad {
       low[r] = 0.0f;
     }
     // Pass 1. chunk by chunk (one gamma load per chunk), each row's S: dg and dg * x over dy, then summed
-    // compensated (x's buffer is the scratch: x is dead once dg * x is formed), the chunks' sums too
+    // (fp32: compensated, x's buffer the scratch, x being dead once dg * x is formed), the chunks' sums
+    // combined compensated
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
@@ -260,9 +261,15 @@ class KernelRmsNormGrad {
         PipeBarrier<PIPE_V>();
         Mul(dy_, dy_, x_, static_cast<int32_t>(len));
         PipeBarrier<PIPE_V>();
-        CompensatedSum(sums, dy_, x_, tmpBuf_.Get<float>(), len);
-        SyncPipes<HardEvent::V_S>();
-        AccumulateCompensated(total[r], low[r], sums.GetValue(0), len > 8 ? x_.GetValue(0) : 0.0f);
+        if constexpr (IsFloat()) {  // fp16/bf16 dx cannot see an fp32 ulp of S: the plain fold
+          CompensatedSum(dy_, x_, tmpBuf_.Get<float>(), len);
+          SyncPipes<HardEvent::V_S>();
+          AccumulateChunk(total[r], low[r], dy_, x_, len);
+        } else {
+          FoldSum(sums, dy_, tmpBuf_.Get<float>(), len);
+          SyncPipes<HardEvent::V_S>();
+          AccumulateCompensated(total[r], low[r], sums.GetValue(0), 0.0f);
+        }
         CloseInputs();  // after the scalar read of x's buffer
       }
     }
