@@ -236,14 +236,18 @@ class KernelRmsNormGrad {
   // Split-row: `rows` rows from `row`; the first group of a block starts its partials at zero.
   __aicore__ inline void ProcessGroup(int64_t row, uint32_t rows, bool first) {
     float rstd[NORM_SPLIT_GROUP_ROWS];
-    float total[NORM_SPLIT_GROUP_ROWS];  // S = sum(dg * x), summed over the chunks in column order
+    float total[NORM_SPLIT_GROUP_ROWS];  // S = sum(dg * x) = total + low, compensated over the chunks
+    float low[NORM_SPLIT_GROUP_ROWS];
     float coef[NORM_SPLIT_GROUP_ROWS];   // c = rstd^3 * S / N
     LocalTensor<float> sums = sumBuf_.Get<float>();
     for (uint32_t r = 0; r < rows; ++r) {
       rstd[r] = rstdGm_.GetValue(row + r);
       total[r] = 0.0f;
+      low[r] = 0.0f;
     }
-    // Pass 1. chunk by chunk (one gamma load per chunk), each row's S: dg and dg * x over dy, then folded
+    // Pass 1. chunk by chunk (one gamma load per chunk), each row's S: dg and dg * x over dy, then summed
+    // (fp32: compensated, x's buffer the scratch, x being dead once dg * x is formed), the chunks' sums
+    // combined compensated
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
       const uint32_t col = c * t_.chunk;
       const uint32_t len = ChunkLen(col);
@@ -257,13 +261,22 @@ class KernelRmsNormGrad {
         PipeBarrier<PIPE_V>();
         Mul(dy_, dy_, x_, static_cast<int32_t>(len));
         PipeBarrier<PIPE_V>();
-        FoldSum(sums, dy_, tmpBuf_.Get<float>(), len);
-        CloseInputs();
-        SyncPipes<HardEvent::V_S>();
-        total[r] += sums.GetValue(0);
+        if constexpr (IsFloat()) {  // fp16/bf16 dx cannot see an fp32 ulp of S: the plain fold
+          CompensatedSum(dy_, x_, tmpBuf_.Get<float>(), len);
+          SyncPipes<HardEvent::V_S>();
+          AccumulateChunk(total[r], low[r], dy_, x_, len);
+        } else {
+          FoldSum(sums, dy_, tmpBuf_.Get<float>(), len);
+          SyncPipes<HardEvent::V_S>();
+          AccumulateCompensated(total[r], low[r], sums.GetValue(0), 0.0f);
+        }
+        CloseInputs();  // after the scalar read of x's buffer
       }
     }
-    for (uint32_t r = 0; r < rows; ++r) coef[r] = rstd[r] * rstd[r] * rstd[r] * (total[r] * t_.invHidden);
+    for (uint32_t r = 0; r < rows; ++r) {
+      const float sum = CompensatedTotal(total[r], low[r]);
+      coef[r] = rstd[r] * rstd[r] * rstd[r] * (sum * t_.invHidden);
+    }
     // Pass 2. chunk by chunk: dx of every row of the group, and that chunk's dgamma partial
     LocalTensor<float> acc = accBuf_.Get<float>();
     for (uint32_t c = 0; c < t_.chunkCount; ++c) {
