@@ -20,15 +20,6 @@ struct MaybeUnbacked {
   static bool Differ(const Int& a, const Int& b) { return a != b; }
 };
 
-// Input `index` must have input `refIndex`'s dtype (a TypeError naming both). Shared with the MoE
-// routing problems (tiling/moe_routing_problem.h).
-inline void CheckSameDtype(const OpSpec& op, size_t index, DType got, size_t refIndex, DType ref) {
-  if (got == ref) return;
-  const std::string refName = op.inputs[refIndex];
-  const char* possessive = !refName.empty() && refName.back() == 's' ? "'" : "'s";
-  Fail(ArgError::kType, op, op.inputs[index], " must have ", refName, possessive, " dtype ", ref, ", got ", got);
-}
-
 template <class Int>
 struct GroupedMatmulArgs {
   Int m, k, n, groups;

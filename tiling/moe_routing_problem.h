@@ -6,7 +6,6 @@
 #include <optional>
 #include <vector>
 
-#include "grouped_matmul_problem.h"  // CheckSameDtype
 #include "moe_routing_tiling.h"
 #include "op_spec.h"
 

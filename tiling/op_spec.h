@@ -82,16 +82,22 @@ template <class... Parts>
 
 // Input `index` must have a dtype that some supported combination allows.
 inline void CheckDtype(const OpSpec& op, size_t index, DType got) {
-  std::string allowed;
+  std::vector<DType> allowed;
   for (const auto& combo : op.inputDtypes) {
     if (combo[index] == got) return;
-    const std::string name = DTypeName(combo[index]);
-    if (("," + allowed + ",").find("," + name + ",") == std::string::npos)
-      allowed += (allowed.empty() ? "" : ",") + name;
+    if (std::find(allowed.begin(), allowed.end(), combo[index]) == allowed.end()) allowed.push_back(combo[index]);
   }
   std::string listed;
-  for (char c : allowed) listed += c == ',' ? std::string(", ") : std::string(1, c);
+  for (DType t : allowed) listed += (listed.empty() ? "" : ", ") + std::string(DTypeName(t));
   Fail(ArgError::kType, op, op.inputs[index], " must be one of ", listed, ", got ", got);
+}
+
+// Input `index` must have input `refIndex`'s dtype (a TypeError naming both).
+inline void CheckSameDtype(const OpSpec& op, size_t index, DType got, size_t refIndex, DType ref) {
+  if (got == ref) return;
+  const std::string refName = op.inputs[refIndex];
+  const char* possessive = !refName.empty() && refName.back() == 's' ? "'" : "'s";
+  Fail(ArgError::kType, op, op.inputs[index], " must have ", refName, possessive, " dtype ", ref, ", got ", got);
 }
 
 // The first got.size() inputs' dtypes must form (the start of) one supported combination.

@@ -1,15 +1,7 @@
-// Readable argument checks shared by every op binding: the tiling-side checks with torch tensors.
-#include <sstream>
-
+// Torch tensors for the problem functions (tiling/op_spec.h), and the device check that is torch's alone.
 #include "op_proto_table.h"
 
 namespace ascendc_ops {
-
-std::string ShapeString(const at::Tensor& t) {
-  std::ostringstream s;
-  s << t.sizes();
-  return s.str();
-}
 
 tiling::DType TilingDtype(at::ScalarType t) {
   switch (t) {
@@ -32,16 +24,6 @@ tiling::TensorArg<int64_t> Arg(const at::Tensor& t) {
 tiling::TensorArg<c10::SymInt> SymArg(const at::Tensor& t) {
   if (!t.defined()) return {{}, tiling::DType::kOther, false};
   return {t.sym_sizes().vec(), TilingDtype(t.scalar_type()), true};
-}
-
-void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs) {
-  std::vector<tiling::DType> got;
-  for (const at::Tensor& t : inputs) got.push_back(TilingDtype(t.scalar_type()));
-  Checked(op, [&] { tiling::CheckDtypes(op, got); });
-}
-
-void CheckDtype(const OpProto& op, size_t index, const at::Tensor& t) {
-  Checked(op, [&] { tiling::CheckDtype(op, index, TilingDtype(t.scalar_type())); });
 }
 
 void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs) {

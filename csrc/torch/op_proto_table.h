@@ -39,15 +39,7 @@ auto Checked(const OpProto& op, F&& f) -> decltype(f()) {
   }
 }
 
-// Throws a TypeError naming every input's dtype and the supported combinations.
-void CheckDtypes(const OpProto& op, std::initializer_list<at::Tensor> inputs);
-
-// Throws a TypeError unless input `index` has a dtype that some supported combination allows.
-void CheckDtype(const OpProto& op, size_t index, const at::Tensor& t);
-
 // Throws a ValueError unless every tensor lives on the device of the first.
 void CheckSameDevice(const OpProto& op, std::initializer_list<at::Tensor> inputs);
-
-std::string ShapeString(const at::Tensor& t);
 
 }  // namespace ascendc_ops
