@@ -276,8 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--standard",
         choices=verify.STANDARDS,
         default="auto",
-        help="auto (default): the case's error_threshold if any, else mere_mare for fp16/bf16 and "
-        "ratio (double benchmark vs PyTorch) for fp32",
+        help="auto (default): the case's error_threshold by msOpST's rule if any, else mere_mare for "
+        "fp16/bf16 and ratio (double benchmark vs PyTorch) for fp32, with msOpST's default rule on top",
     )
     v.add_argument("--json", type=_out_path, metavar="OUT", help="write every result to this JSON file")
     v.add_argument("--quick", action="store_true", help="a smaller default suite (no model shape)")

@@ -13,7 +13,7 @@ from ascendc_ops import __main__ as cli, op_proto
 from ascendc_ops.harness import precision as P, verify as V
 from ascendc_ops.harness.cases import CaseError, load_file
 
-STANDARDS = ("auto", "mere_mare", "ratio", "double_thousandth")
+STANDARDS = V.STANDARDS
 
 
 def user_case(op: str, name: str, golden: str | None = None, x: str = "x", y: str = "y") -> dict:
@@ -39,18 +39,25 @@ def user_case(op: str, name: str, golden: str | None = None, x: str = "x", y: st
 GOLDENS = '''
 import numpy as np
 
-def tutorial(x, cos, sin):
+# msOpST's calling convention: each input a dict whose "value" is the data in its dtype, each output
+# {dtype, shape, format}, each attribute its value; upcast to float64 for a golden worth the name.
+
+
+def tutorial(x, cos, sin, y):
     """rope_customer as the tutorial's kernel reads its tables: cos[2i], sin[2i] for both lanes of pair i."""
+    x, cos, sin = (t["value"].astype(np.float64) for t in (x, cos, sin))
     c, s = cos[..., 0::2], sin[..., 0::2]
     xe, xo = x[..., 0::2], x[..., 1::2]
     return np.stack((xe * c - xo * s, xe * s + xo * c), axis=-1).reshape(x.shape)
 
-def every_lane(x, cos, sin):
+def every_lane(x, cos, sin, y):
     """Deliberately wrong for rope_customer: lane 2i+1 reads cos[2i+1], sin[2i+1] (the elementwise form)."""
+    x, cos, sin = (t["value"].astype(np.float64) for t in (x, cos, sin))
     rot = np.stack((-x[..., 1::2], x[..., 0::2]), axis=-1).reshape(x.shape)
     return x * cos + rot * sin
 
-def tutorial_dx(dy, cos, sin):
+def tutorial_dx(dy, cos, sin, dx):
+    dy, cos, sin = (t["value"].astype(np.float64) for t in (dy, cos, sin))
     c, s = cos[..., 0::2], sin[..., 0::2]
     de, do = dy[..., 0::2], dy[..., 1::2]
     return np.stack((de * c + do * s, do * c - de * s), axis=-1).reshape(dy.shape)

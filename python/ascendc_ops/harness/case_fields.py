@@ -15,10 +15,16 @@ from typing import Any
 from . import precision as P
 
 FORMATS = ("ND",)
-DISTRIBUTIONS = ("uniform", "normal", "truncated_normal")
-TENSOR_FIELDS = ("format", "type", "shape", "value_range", "data_distribute")
+# msOpST's data_distribute values (its st/config/white_list_config.json), then our extension
+MSOPST_DISTRIBUTIONS = ("uniform", "normal", "beta", "laplace", "triangular", "relu", "sigmoid", "softmax", "tanh")
+DISTRIBUTIONS = (*MSOPST_DISTRIBUTIONS, "truncated_normal")
+# msOpST crosses a tensor's list fields in this order (its INPUT_CROSS_LIST); outputs have the first three
+TENSOR_FIELDS = ("format", "shape", "type", "data_distribute", "value_range")
+DEFAULT_VALUE_RANGE = (0.1, 1.0)  # msOpST's, for an input with neither value_range nor value
 MAX_ELEMENTS = 2**27  # per tensor: the float64 golden of a bigger one alone needs > 1 GiB
 MAX_FUZZ = 1000
+BIN = ".bin"
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int32": 4, "int64": 8}
 KNOWN_KEYS = {
     "case_name",
     "op",
@@ -44,13 +50,18 @@ class TensorSpec:
     dtype: str  # float16 | bfloat16 | float32
     shape: tuple[int, ...] | None  # None: output shape not checked
     format: str = "ND"
-    value_range: tuple[float, float] = (-1.0, 1.0)
+    value_range: tuple[float, float] = DEFAULT_VALUE_RANGE
     distribution: str = "uniform"
-    value: Any = None  # explicit nested list, or a generator name the op provides
+    value: Any = None  # explicit nested list, a .bin file's path, or a generator name the op provides
 
 
 def seed_of(name: str) -> int:
     return zlib.crc32(name.encode())
+
+
+def is_generator(value) -> bool:
+    """A string `value` that is not a .bin file: the name of a value generator (our extension)."""
+    return isinstance(value, str) and not value.endswith(BIN)
 
 
 def req(d: dict, key: str, where: str):
@@ -160,7 +171,7 @@ def pick(c: dict, key: str, idx: dict):
     return vals[0] if len(vals) == 1 else vals[idx[key]]
 
 
-def tensor_spec(kind, d, c, idx, fuzz_shapes, where) -> TensorSpec:
+def tensor_spec(kind, d, c, idx, fuzz_shapes, where, base_dir: Path = Path(".")) -> TensorSpec:
     fmt = pick(c, "format", idx)
     if fmt not in FORMATS:
         raise CaseError(f"{where}: format {fmt!r} is not supported (only {', '.join(FORMATS)})")
@@ -181,7 +192,9 @@ def tensor_spec(kind, d, c, idx, fuzz_shapes, where) -> TensorSpec:
     if kind == "output":
         return TensorSpec(d["name"], dtype, shape, fmt)
     value = d.get("value")
-    rng_ = pick(c, "value_range", idx) or [-1.0, 1.0]
+    if isinstance(value, str) and value.endswith(BIN):  # msOpST: a raw file of the input's dtype
+        value = str(base_dir / value)
+    rng_ = pick(c, "value_range", idx) or DEFAULT_VALUE_RANGE
     lo, hi = float(rng_[0]), float(rng_[1])
     if not (math.isfinite(lo) and math.isfinite(hi) and lo <= hi):
         raise CaseError(f"{where}: value_range [{lo}, {hi}] must be finite with min <= max")

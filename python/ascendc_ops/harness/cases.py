@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,8 @@ from pathlib import Path
 import numpy as np
 
 from .case_fields import (
+    BIN,
+    DTYPE_BYTES,
     KNOWN_KEYS,
     MAX_FUZZ,
     TENSOR_FIELDS,
@@ -64,7 +67,9 @@ from .case_fields import (
     TensorSpec,
     attr_candidates,
     candidates,
+    is_generator,
     load_golden,
+    pick,
     req,
     seed_of,
     tensor_spec,
@@ -86,6 +91,8 @@ class Case:
     source: str = "default suite"
     seed: int = 0
     fuzz: bool = False
+    msopst_name: str = ""  # the name msOpST gives this sub-case (same order; k counted from 1)
+    given_attrs: tuple[str, ...] = ()  # the attrs the case file names (msOpST passes only these to a golden)
     meta: dict = field(default_factory=dict)
 
     @property
@@ -182,6 +189,11 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
         required = ["format", "type"] + ([] if fuzz_n else ["shape"])
         for key in required:
             req(d, key, tw)
+        if fuzz_n and "shape" in d:  # msOpST would ignore fuzz_case_num (no fuzz_impl) and run these shapes
+            raise CaseError(
+                f"{tw}: 'shape' given with 'fuzz_case_num': the fuzzer draws the shapes (msOpST would run "
+                "the shapes and ignore fuzz_case_num); drop one of them"
+            )
         for key in TENSOR_FIELDS:
             if key not in d or (kind == "output" and key in ("value_range", "data_distribute")):
                 continue
@@ -191,8 +203,13 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
             if key == "shape" and any(-1 in s for s in candidates(key, v, tw) if isinstance(s, list)):
                 v = req(d, "typical_shape", tw + " (shape has -1)") if kind == "input" else v
             c[key] = candidates(key, v, tw)
-        if kind == "input" and "value" not in d and "value_range" not in d:
-            raise CaseError(f"{tw}: missing field 'value_range' (or 'value')")
+        if kind == "input" and not is_generator(d.get("value")) and "value" in d:
+            several = [key for key, vals in c.items() if len(vals) > 1]
+            if several:  # msOpST's rule for explicit data (a list or a .bin file)
+                raise CaseError(
+                    f"{tw}: {several[0]!r} lists several values beside an explicit 'value'; msOpST allows "
+                    "one value per field of a tensor with 'value' (only a generator name may vary them)"
+                )
         cand.append(c)
     groups = []
     for key in TENSOR_FIELDS:
@@ -200,7 +217,7 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
         if len(lengths) > 1:
             raise CaseError(
                 f"{where}: the {key!r} lists of the tensors differ in length ({sorted(lengths)}); "
-                "several values vary in lockstep, so give each tensor 1 or the same number"
+                "the i-th values of every tensor form sub-case i, so give each tensor 1 or the same number"
             )
         groups.append((key, max(lengths) if lengths else 1))
 
@@ -240,6 +257,9 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
     if golden_name is not None:
         golden = load_golden(golden_name, base_dir, where)
 
+    # msOpST names sub-cases <case>_case_001_<format>_<type> (<case>_sub_case_... when a field lists several)
+    multi = any(len(v) > 1 for c in cand for v in c.values())
+    msopst_prefix = f"{name.replace('/', '_')}_{'sub_case' if multi else 'case'}_"
     combos = list(itertools.product(*(range(n) for _, n in groups), *attr_cands.values()))
     total = len(combos) * max(fuzz_n, 1)
     out = []
@@ -254,8 +274,9 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
             fuzz_shapes = spec.fuzz(rng, attrs) if fuzz_n else None
             specs = []
             for (kind, d), c in zip(tensors, cand, strict=True):
-                specs.append(tensor_spec(kind, d, c, idx, fuzz_shapes, f"{where}: {kind} {d['name']!r}"))
+                specs.append(tensor_spec(kind, d, c, idx, fuzz_shapes, f"{where}: {kind} {d['name']!r}", base_dir))
             n_in = len(descs["input_desc"])
+            out0 = cand[n_in]
             case = Case(
                 sub,
                 op,
@@ -267,6 +288,8 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
                 golden_name,
                 seed=seed_of(sub),
                 fuzz=bool(fuzz_n),
+                msopst_name=f"{msopst_prefix}{k:03d}_{pick(out0, 'format', idx)}_{pick(out0, 'type', idx)}",
+                given_attrs=tuple(a["name"] for a in attr_list),
             )
             validate(case, spec, where if total == 1 else f"{where} (sub-case {sub!r})")
             out.append(case)
@@ -279,7 +302,15 @@ def validate(case: Case, spec, where: str) -> None:
     import torch
 
     for t in case.inputs:
-        if isinstance(t.value, str):
+        if isinstance(t.value, str) and t.value.endswith(BIN):
+            path, want = Path(t.value), math.prod(t.shape) * DTYPE_BYTES[t.dtype]
+            if not path.is_file() or path.stat().st_size != want:
+                found = f"{path.stat().st_size} bytes" if path.is_file() else "no such file"
+                raise CaseError(
+                    f"{where}: input {t.name!r}: value file {str(path)!r} must hold {want} bytes "
+                    f"({list(t.shape)} {t.dtype}), found {found}"
+                )
+        elif isinstance(t.value, str):
             if t.value not in spec.values:
                 raise CaseError(
                     f"{where}: input {t.name!r}: unknown value generator {t.value!r} "
@@ -288,9 +319,11 @@ def validate(case: Case, spec, where: str) -> None:
         elif t.value is not None:
             try:
                 arr = np.asarray(t.value, dtype=np.float64)
-                np.broadcast_to(arr, t.shape)
             except (ValueError, TypeError):
-                raise CaseError(f"{where}: input {t.name!r}: 'value' does not fit shape {list(t.shape)}") from None
+                arr = None
+            if arr is None or arr.shape != t.shape:  # msOpST: the value's shape is the input's, no broadcasting
+                got = "not a numeric array" if arr is None else f"of shape {list(arr.shape)}"
+                raise CaseError(f"{where}: input {t.name!r}: 'value' is {got}, the input's shape is {list(t.shape)}")
     metas = {t.name: torch.empty(t.shape, dtype=torch_dtype(t.dtype), device="meta") for t in case.inputs}
     try:
         outs = spec.run(metas, case.attrs)

@@ -45,8 +45,9 @@ ratio npu / max(bench, 1) <= 2, MARE/MERE/RMSE over the large values only).
   wrong golden: tests/test_judge.py); when the comparison misses it, the comparison or the golden is
   wrong, and the case fails saying so.
 - ``check_double_thousandth(actual, golden, dtype, threshold)``: "double thousandth", rel = d / (|g| + 1e-7)
-  <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements; bf16: d <= 1e-3 + 1e-3*|g|; a case file's
-  error_threshold [bound, share] overrides the limits (msOpST's judgement, which has no small-value domain).
+  <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements; bf16: d <= 1e-3 + 1e-3*|g| (`threshold`
+  [bound, share] overrides the limits). A case file's error_threshold is judged by msOpST's own rule
+  instead (error_threshold.py).
 
 - ``mare_within_rounding(actual, golden, dtype, fp32_bound)``: the one documented allowance on
   MARE (tests only). Large values over the MARE limit pass only when their error is what the dtype itself
