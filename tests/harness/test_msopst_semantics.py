@@ -155,3 +155,15 @@ def test_error_threshold_rule():
     nan[3] = np.nan  # msOpST lets it pass; ours names the rule
     c = check_error_threshold(nan, g, "float32", (0.01, 0.05))
     assert not c.passed and c.failures == (c.failures[0],) and "NaN/Inf positions" in c.failures[0]
+
+
+def test_auto_fails_what_msopst_fails(tmp_path):
+    """bf16 with 10% of the elements 2% off: within MERE/MARE (T = 2^-7), but over msOpST's default
+    error_threshold [0.01, 0.05] (10% of the elements > 1%), so auto fails it and says which rule."""
+    (c,) = load(tmp_path, case())
+    g = round_to(np.linspace(1.0, 2.0, 1000), "bfloat16").astype(np.float64)
+    a = g.copy()
+    a[::10] = round_to(a[::10] * 1.02, "bfloat16")
+    assert V.P.check_mere_mare(a, g, "bfloat16", a).passed
+    check = V.judge("auto", c, "bfloat16", a, a, g)
+    assert not check.passed and all("msOpST's default error_threshold" in f for f in check.failures)

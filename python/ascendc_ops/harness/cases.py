@@ -20,27 +20,26 @@ Fields
   ``rope_customer`` or its prototype's op type ``RopeCustomer``, in any case), ``input_desc`` and
   ``output_desc`` (one entry per op input / output, names as in op_proto/<op>.json) are required.
 - Inputs need ``name``, ``format`` (only ND), ``type`` (float16 | bfloat16 | float32, alias float),
-  ``shape`` (``typical_shape`` replaces a shape holding -1), and either ``value_range`` [[min, max]]
-  with ``data_distribute`` (uniform, the default | normal: mean (min+max)/2, std (max-min)/6 |
-  truncated_normal: the same, redrawn until inside [min, max]) or ``value``: an explicit (nested)
-  list of numbers, or the name of a generator the op provides (RoPE: "rope_cos", "rope_sin": the
-  tables at positions 0, 1, ... in the op's layout).
+  ``shape`` (``typical_shape`` replaces a shape holding -1), and optionally ``value_range`` [[a, b]]
+  (default [0.1, 1.0], msOpST's) with ``data_distribute`` (default uniform; its meaning of [a, b] per
+  distribution: values.from_distribution, e.g. normal = mean a, std |b|) or ``value``: a (nested) list
+  of exactly the input's shape, a ``.bin`` file of its dtype, or the name of a generator the op provides
+  (our extension; RoPE: "rope_cos", "rope_sin": the tables at positions 0, 1, ... in the op's layout).
 - Outputs need ``name``, ``format``, ``type`` and ``shape`` (checked against the result; -1 = any).
 - ``attr``: ``[{name, type, value}]``; attributes not given take op_proto's defaults.
-- ``error_threshold`` ``[per-element bound, allowed failing share]``: the limits of the
-  double-thousandth standard for this case (verify.check_double_thousandth).
-- ``calc_expect_func_file`` ``"file.py:func"`` (path relative to the case file): a custom golden,
-  called as ``func(**inputs, **attrs)`` with float64 NumPy arrays of the dtype-rounded inputs,
-  returning one array or a list of arrays (one per output).
-- ``fuzz_case_num`` N: N sub-cases with random input shapes drawn by the op's fuzzer (seeded from
-  the case name and the optional integer ``fuzz_seed``); input/output shapes in the file are then
-  not needed (and ignored).
+- ``error_threshold`` ``[diff_thd, pct_thd]``: judged by msOpST's rule (error_threshold.py).
+- ``calc_expect_func_file`` ``"file.py:func"`` (path relative to the case file): a custom golden, called
+  as msOpST calls it (verify.golden_arguments), returning one array or a list of arrays (one per output).
+- ``fuzz_case_num`` N (our extension): N sub-cases with random input shapes drawn by the op's fuzzer
+  (seeded from the case name and the optional integer ``fuzz_seed``); the tensors then give no shape.
 
-Expansion: a per-tensor field (``format``, ``type``, ``shape``, ``value_range``,
-``data_distribute``) holding several values varies in lockstep across the case's tensors (the i-th
-values of every tensor form one combination; a single value is shared by all), since an op's
-tensors must agree with each other. Distinct fields, and each attribute with several values, combine
-as a cross product. Every sub-case is named ``case_name#k`` (k counting from 0) when a case expands.
+Expansion, as msOpST's SubCaseDesignCross: each tensor crosses its own list fields in the order of
+TENSOR_FIELDS, and sub-case i takes the i-th combination of every tensor, so the tensors list equally
+many values of a field; one value beside several is shared by every sub-case (our extension, which
+msOpST rejects). Each attribute with several values multiplies the sub-cases (our extension; msOpST
+takes an attribute's value as one value). Sub-cases are named ``case_name#k`` (k from 0) when a case
+expands; ``Case.msopst_name`` is msOpST's name for the same sub-case. docs/harness.md lists the
+extensions and the form in which msOpST rejects each.
 
 Everything wrong with a file raises CaseError with a one-line message naming the file, the case
 and the field; the CLI prints it and exits non-zero.
