@@ -125,7 +125,7 @@ def _verify_cann_bench(args) -> int:
     s = facts["source"]
     print(f"cases: {s['repository']} @ {s['commit']} ({len(cases)} run, {len(skipped)} not run)")
     show = progress if sys.stderr.isatty() and not args.no_progress else None
-    return verify.run(cases, args.standard, args.json, progress=show)
+    return verify.run(cases, args.standard, args.json, out=sys.stdout, progress=show)
 
 
 def _bench_cann(args) -> int:

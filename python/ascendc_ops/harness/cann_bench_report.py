@@ -6,13 +6,14 @@ and cann-bench's commit with it. `verify --preset cann-bench` is verify.run on c
 from __future__ import annotations
 
 import json
+import math
 import sys
 
 import numpy as np
 import torch
 
 from . import cann_bench as CB, cann_bench_data as D, estimate, verify
-from .dtypes import torch_dtype
+from .dtypes import BYTES, torch_dtype
 from .environment import cpu_model, git_commit
 from .families import VERIFY_OPS
 from .pipeline import load_platform, model_launches
@@ -29,34 +30,23 @@ def make_tensors(case) -> dict:
     }
 
 
-def must_bytes(c: dict) -> int:
-    """What cann-bench's op must move at least: its inputs read and its outputs written once (y of the shape of
-    x for RmsNorm, half of x for SwiGlu, [M, N] for GroupedMatmul)."""
-    size = {"float16": 2, "bfloat16": 2, "float32": 4, "float": 4}
-    ins = [(s, d) for s, d in zip(c["input_shape"], c["dtype"], strict=False) if s is not None]
-    read = sum(int(np.prod(s)) * size[d] for s, d in ins)
-    x, dx = ins[0]
-    return read + read_out(c, x) * size[dx]
-
-
-def read_out(c: dict, x) -> int:
-    if "dim" in (c.get("attrs") or {}):  # SwiGlu: the split dim halved
-        return int(np.prod(x)) // 2
-    if "group_list" in (c.get("attrs") or {}):
-        w, trans = c["input_shape"][1], c["attrs"].get("transpose_weight", False)
-        return x[0] * (w[1] if trans else w[2])
-    return int(np.prod(x))
+def must_bytes(case) -> int:
+    """What cann-bench's op must move at least: its float inputs read and its output (y, our first) written once."""
+    ins = [t for t in case.inputs if t.dtype in BYTES and t.dtype != "int64"]
+    return sum(math.prod(t.shape) * BYTES[t.dtype] for t in [*ins, case.outputs[0]])
 
 
 def estimate_case(case, plat) -> dict:
-    """Our kernel's modelled time for one call of the case on `plat`: est_us (None when the model has no GM
-    traffic to go on), what binds, the pipes' utilisation."""
+    """Our kernel's modelled time for one call of the case on `plat`: est_us (None when the record holds none of
+    its GM traffic: cube work is not modelled yet), what binds, the pipes' utilisation, the HBM floor."""
     spec = VERIFY_OPS[case.op]
     tensors = make_tensors(case)
     model = model_launches(estimate.record(lambda: spec.run(tensors, case.attrs), plat), plat)
-    if estimate.unmodelled(model, 1):
-        return {"est_us": None, "bound": "not modelled", "pipes": {}}
-    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes}
+    must = must_bytes(case)
+    floor = {"hbm_floor_us": must / plat.hbm_bytes_per_s * 1e6}
+    if estimate.unmodelled(model, must):
+        return {"est_us": None, "bound": "not modelled", "pipes": {}, **floor}
+    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes, **floor}
 
 
 def bench_row(task: str, c: dict, facts: dict, plat, accuracy: bool) -> dict:
@@ -79,7 +69,6 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy: bool) -> dict:
         row["accuracy"] = all(r["passed"] for r in recs)
         row["failures"] = [f"{r['output']}: {'; '.join(r['failures'])}" for r in recs if not r["passed"]]
     row.update(estimate_case(case, plat))
-    row["hbm_us"] = must_bytes(c) / plat.hbm_bytes_per_s * 1e6
     est, base = row["est_us"], row["baseline_us"]
     row["speedup"] = base / est if est else None
     # cann-bench scores a case only when it passes (delta_acc): a failed one scores 0
@@ -96,16 +85,16 @@ def _f(v, fmt="{:.1f}") -> str:
 
 
 def table(rows) -> str:
-    head = ["task", "case", "shapes", "dtype", "attrs", "accuracy", "ours 910B est us", "binds", "baseline us",
-            "baseline", "t_hw us", "speedup", "HAP"]  # fmt: skip
+    head = ["task", "case", "shapes", "dtype", "attrs", "accuracy", "ours 910B est us", "binds", "HBM floor us",
+            "baseline us", "baseline", "t_hw us", "speedup", "HAP"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         attrs = ",".join(f"{k}={v}" for k, v in r["attrs"].items() if k != "group_list") or "-"
         if r["not_run"]:
-            cells = ["not run: " + r["not_run"], "-", "-"]
+            cells = ["not run: " + r["not_run"], "-", "-", "-"]
         else:
             acc = {True: "PASS", False: "FAIL", None: "not run"}[r.get("accuracy")]
-            cells = [acc, _f(r["est_us"]), r["bound"]]
+            cells = [acc, _f(r["est_us"]), r["bound"], _f(r["hbm_floor_us"])]
         speed = _f(r.get("speedup"), "{:.2f}x")
         lines.append(
             "| "
@@ -147,7 +136,8 @@ def summary(rows, facts: dict, plat) -> list[str]:
     ]
 
 
-def run_bench(facts: dict, only=None, quick=False, accuracy=True, json_path=None, out=sys.stdout, progress=None) -> int:
+def run_bench(facts: dict, only=None, quick=False, accuracy=True, json_path=None, out=None, progress=None) -> int:
+    out = out or sys.stdout  # looked up at call time: a redirected stdout is honoured
     plat = load_platform(PLATFORM)
     todo = CB.select(facts, only, quick)
     rows = []
