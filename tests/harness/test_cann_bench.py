@@ -206,3 +206,18 @@ def test_preset_usage_errors(capsys):
     ):
         assert cli.main(args) == 2
     assert "--no-compile: not an option of --preset cann-bench" in capsys.readouterr().err
+
+
+def test_case_filters_and_quick():
+    facts = D.load()
+    only = CB.parse_only(["rms_norm:5,16", "swi_glu"])
+    assert only == {"rms_norm": {5, 16}, "swi_glu": set()}
+    picked = CB.select(facts, only)
+    assert [(t, c["case_id"]) for t, c in picked][:2] == [("rms_norm", 5), ("rms_norm", 16)] and len(picked) == 22
+    quick = CB.select(facts, only, quick=True)  # rms_norm 5 holds 33.5 Mi elements: not quick
+    assert ("rms_norm", 5) not in [(t, c["case_id"]) for t, c in quick]
+    assert all(CB.largest(c) <= CB.QUICK_ELEMENTS for _, c in quick) and ("rms_norm", 16) in [
+        (t, c["case_id"]) for t, c in quick
+    ]
+    with pytest.raises(ValueError, match="integers"):
+        CB.parse_only(["rms_norm:x"])
