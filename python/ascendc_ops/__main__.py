@@ -78,6 +78,10 @@ def _verify(args) -> int:
     from .harness.cases import CaseError
     from .harness.environment import progress
 
+    if args.preset:
+        return _verify_cann_bench(args)
+    if args.cann_case or args.cann_bench_checkout:
+        raise UsageError("--cann-case, --cann-bench-checkout: only with --preset cann-bench")
     try:
         cases = verify.load_cases(args.cases, ops=args.op, dtypes=args.dtype, quick=args.quick)
     except CaseError as e:
@@ -86,6 +90,60 @@ def _verify(args) -> int:
         raise UsageError("no cases left after the --op/--dtype filters")
     show = progress if sys.stderr.isatty() and not args.no_progress else None
     return verify.run(cases, args.standard, args.json, progress=show)
+
+
+CANN_BENCH = "cann-bench"
+
+
+def _cann_bench_facts(args):
+    """(facts, case filter) of --preset cann-bench: our snapshot, or --cann-bench-checkout read directly."""
+    from .harness import cann_bench, cann_bench_data
+
+    try:
+        return cann_bench_data.load(args.cann_bench_checkout), cann_bench.parse_only(args.cann_case)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+def _verify_cann_bench(args) -> int:
+    from .harness import cann_bench, verify
+    from .harness.cases import CaseError
+    from .harness.environment import progress
+
+    if args.cases:
+        raise UsageError("--cases and --preset: give one of them")
+    facts, only = _cann_bench_facts(args)
+    try:
+        cases, skipped = cann_bench.verify_cases(facts, only, args.quick)
+    except CaseError as e:
+        raise UsageError(str(e)) from None
+    cases = [c for c in cases if (not args.op or c.op in args.op) and (not args.dtype or c.dtype in args.dtype)]
+    if not cases:
+        raise UsageError("no cann-bench cases left after the filters")
+    for line in skipped:
+        print(f"not run: {line}")
+    s = facts["source"]
+    print(f"cases: {s['repository']} @ {s['commit']} ({len(cases)} run, {len(skipped)} not run)")
+    show = progress if sys.stderr.isatty() and not args.no_progress else None
+    return verify.run(cases, args.standard, args.json, out=sys.stdout, progress=show)
+
+
+def _bench_cann(args) -> int:
+    from .harness import cann_bench_report
+    from .harness.environment import progress
+
+    if args.preset != [CANN_BENCH]:
+        raise UsageError("--preset cann-bench: give it alone (not with model presets)")
+    given = [k for k, v in BENCH_DEFAULTS.items() if k != "suite" and getattr(args, k) != v]
+    other = [k for k in given if k not in CANN_BENCH_OPTIONS]
+    if other or args.suite != "ops":
+        names = ", ".join("--" + k.replace("_", "-") for k in other) or "--suite " + args.suite
+        raise UsageError(f"{names}: not an option of --preset cann-bench")
+    facts, only = _cann_bench_facts(args)
+    show = progress if sys.stderr.isatty() and not args.no_progress else None
+    return cann_bench_report.run_bench(
+        facts, only, args.quick, accuracy=not args.no_accuracy, json_path=args.json, progress=show
+    )
 
 
 # Which bench options each suite takes; a suite's own defaults come from its module.
@@ -109,6 +167,7 @@ SUITE_OPTIONS = {
     "moe": {"quick", "case", "dtype", "no_eager", "no_memory", "no_model", "no_gmm"},
     "model": {"quick", "rounds", "no_profile"},
 }
+CANN_BENCH_OPTIONS = {"preset", "quick", "no_progress", "cann_case", "cann_bench_checkout", "no_accuracy", "json"}
 BENCH_DEFAULTS = {
     "suite": "ops",
     "op": None,
@@ -132,10 +191,16 @@ BENCH_DEFAULTS = {
     "no_gmm": False,
     "rounds": None,
     "no_profile": False,
+    "cann_case": None,
+    "cann_bench_checkout": None,
+    "no_accuracy": False,
+    "json": None,
 }
 
 
 def _bench(args) -> int:
+    if args.preset and CANN_BENCH in args.preset:
+        return _bench_cann(args)
     given = [k for k, v in BENCH_DEFAULTS.items() if k != "suite" and getattr(args, k) != v]
     other = [k for k in given if k not in SUITE_OPTIONS[args.suite]]
     if other:  # an option of another suite would be silently ignored: say so instead
@@ -248,6 +313,22 @@ def _one_call_args(parser) -> None:
     parser.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
 
 
+def _cann_bench_args(parser) -> None:
+    parser.add_argument(
+        "--cann-case",
+        nargs="+",
+        metavar="TASK[:ID,...]",
+        help="cann-bench: only these tasks / case ids, e.g. rms_norm:1,5 swi_glu (default: all; --quick: "
+        "the cases whose largest tensor holds at most 4 Mi elements)",
+    )
+    parser.add_argument(
+        "--cann-bench-checkout",
+        metavar="DIR",
+        help="cann-bench: read the cases and times from this checkout (work tree or git dir) instead of our "
+        "snapshot (harness/data/cann_bench_910b2.json)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     from .harness import bench, verify
     from .harness.bench_moe import CASES as MOE_CASES
@@ -282,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--json", type=_out_path, metavar="OUT", help="write every result to this JSON file")
     v.add_argument("--quick", action="store_true", help="a smaller default suite (no model shape)")
     v.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    v.add_argument(
+        "--preset",
+        choices=[CANN_BENCH],
+        help="cann-bench: the cases of hicann/cann-bench's tasks our ops implement (--quick: the small ones)",
+    )
+    _cann_bench_args(v)
     v.set_defaults(func=_verify)
 
     b = sub.add_parser(
@@ -318,8 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--preset",
         nargs="+",
-        choices=list(bench.PRESETS),
-        help="ops: model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
+        choices=[*bench.PRESETS, CANN_BENCH],
+        help="ops: cann-bench: the cases of hicann/cann-bench's tasks our ops implement, with the built-in "
+        "kernels' 910B2 times, our 910B estimates and HAP (docs/benchmarks.md); or model shapes (RoPE: q "
+        "[1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
         "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])",
     )
     b.add_argument("--seq", type=_positive_int, help="ops: sequence length for --preset (default: 4096)")
@@ -375,6 +464,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="model: subprocess runs per variant, interleaved, the best shown (default: 2)",
     )
     b.add_argument("--no-profile", action="store_true", help="model: skip the per-op profile")
+    b.add_argument("--no-accuracy", action="store_true", help="cann-bench: skip each case's accuracy run on the twin")
+    b.add_argument("--json", type=_out_path, metavar="OUT", help="cann-bench: also write the rows as JSON")
+    _cann_bench_args(b)
     b.set_defaults(func=_bench)
 
     e = sub.add_parser(

@@ -183,3 +183,20 @@ def test_op_types_in_case_files_and_cli(tmp_path, capsys):
     assert cli.main(["info"]) == 0
     info = capsys.readouterr().out
     assert "RopeCustomer" in info and "rope_customer(Tensor x" in info
+
+
+def test_golden_beyond_the_output_range_is_the_inf_it_rounds_to():
+    """An fp16 output of 1e6 is inf (cann-bench's fp16 +-65504 cases): the golden is judged rounded to the output
+    dtype's range, and a finite golden within it still fails an inf."""
+    import torch
+
+    for dtype, tdtype in (("float16", torch.float16), ("bfloat16", torch.bfloat16), ("float32", torch.float32)):
+        top = float(torch.finfo(tdtype).max)
+        half_ulp = (P.OVERFLOW[dtype] - top) * (1 - 1e-3)  # just below the midpoint: rounds down to top
+        g = np.array([top, top + half_ulp, P.OVERFLOW[dtype], -2 * top, 1.0])
+        np.testing.assert_array_equal(P.rounded_overflow(g, dtype), [top, top + half_ulp, np.inf, -np.inf, 1.0])
+        assert torch.tensor(P.OVERFLOW[dtype], dtype=torch.float64).to(tdtype).isinf()  # the midpoint: inf
+    g = np.array([1e6, -7e4, 65504.0, 1.0])
+    ours = np.array([np.inf, -np.inf, 65504.0, 1.0])
+    assert P.metrics(ours, g, "float16")["nan_inf_match"]
+    assert not P.metrics(np.array([np.inf, -np.inf, np.inf, 1.0]), g, "float16")["nan_inf_match"]

@@ -19,7 +19,8 @@ ratio npu / max(bench, 1) <= 2, MARE/MERE/RMSE over the large values only).
 - ``metrics(actual, golden, dtype)``: over the large values MERE = mean(rel), MARE = max(rel),
   RMSE = sqrt(mean(d^2)); over all finite elements the error balance EB = |#(a > g) - #(a < g)| / N;
   the small values' count, share and ErrorCount; the sanity numbers (below); whether NaN / +Inf / -Inf
-  sit at the same positions in actual and golden. Error numbers are taken where both are finite.
+  sit at the same positions in actual and golden. Error numbers are taken where both are finite. A golden
+  value beyond the output dtype's range counts as the +-inf it rounds to (``rounded_overflow``).
 - ``check_mere_mare(actual, golden, dtype, second=None)``: the CANN standard for contributed ops: MERE < T
   and MARE < 10*T over the large values, T = 2^-10 (fp16), 2^-7 (bf16), 2^-13 (fp32); ErrorCount at most
   2x the second implementation's (without one: at most 2); NaN/Inf positions match.
@@ -81,6 +82,18 @@ MIN_NORMAL = {"float16": 2.0**-14, "bfloat16": 2.0**-126, "float32": 2.0**-126}
 SANITY_UNITS = 16.0  # sanity bound: d <= SANITY_UNITS * T * max(|g|, S)
 
 
+# The golden rounded to the output dtype is +-inf from here on (round to nearest: the largest finite value plus
+# half its ulp, 2^(emax+1) - 2^(emax-p) for p mantissa bits); an fp16 op's 1e6 is inf, as PyTorch's and CANN's.
+OVERFLOW = {"float16": 2.0**16 - 2.0**4, "bfloat16": 2.0**128 - 2.0**119, "float32": 2.0**128 - 2.0**103}
+
+
+def rounded_overflow(golden, dtype) -> np.ndarray:
+    """The float64 golden with the values the output dtype cannot hold (they round to +-inf) made +-inf."""
+    g = np.asarray(golden, dtype=np.float64)
+    over = np.abs(g) >= OVERFLOW[dtype_name(dtype)]
+    return np.where(over, np.copysign(np.inf, g), g) if over.any() else g
+
+
 def dtype_name(dtype) -> str:
     """'float16' | 'bfloat16' | 'float32' from a name ('fp16', 'torch.bfloat16', ...) or a NumPy dtype."""
     name = canonical(dtype)
@@ -118,7 +131,7 @@ def metrics(actual, golden, dtype, compute_dtype=None) -> dict:
     in the output dtype `dtype`."""
     name = dtype_name(dtype)
     a = np.asarray(actual, dtype=np.float64)
-    g = np.asarray(golden, dtype=np.float64)
+    g = rounded_overflow(golden, name)
     if a.shape != g.shape:
         raise ValueError(f"actual has shape {a.shape} but golden has shape {g.shape}")
     nan_inf_match = bool(

@@ -1,0 +1,241 @@
+"""cann-bench's cases as a harness preset (`verify --preset cann-bench`, `bench --preset cann-bench`): each case
+of a cann-bench task mapped to our op with cann-bench's semantics (its desc.md and golden.py), as a verify Case
+judged against our float64 golden, and its 910B estimate (the pipeline model) beside the built-in kernel's
+time and HAP (cann_bench_data.py has the facts and the score)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .case_fields import TensorSpec, seed_of
+from .cases import Case, validate
+from .families import VERIFY_OPS
+
+QUICK_ELEMENTS = 1 << 22  # --quick: cases whose largest tensor holds at most this many elements
+
+
+# ---------------------------------------------------------------- which cases our ops run
+@dataclass(frozen=True)
+class Mapping:
+    op: str | None  # our verify op, None: the task has no op of ours yet
+    semantics: str  # how the task's semantics map to our op
+    unsupported: object = None  # (case) -> reason the op cannot run it, or None
+
+
+def _gmm_unsupported(case: dict) -> str | None:
+    if len(case["input_shape"]) > 2 and case["input_shape"][2] is not None:
+        return "bias not implemented (our grouped_matmul takes no bias)"
+    return None
+
+
+MAPPINGS = {
+    "rms_norm": Mapping(
+        "rms_norm",
+        "y = x / sqrt(mean(x^2 over the last dim) + epsilon) * gamma, as cann-bench's golden "
+        "(torch.nn.functional.rms_norm); cann-bench's output is y, ours also writes rstd (fp32, one per row), "
+        "judged too",
+    ),
+    "swi_glu": Mapping(
+        "swiglu",
+        "silu(x0) * x1 with x0, x1 = input.chunk(2, dim): the first half activated, as our swiglu(x, dim)",
+    ),
+    "grouped_matmul": Mapping(
+        "grouped_matmul",
+        "y[rows of group g] = x[rows] @ weight[g] (transposed when transpose_weight), group_list cumulative "
+        "(our group_list_type 0); ours returns one [M, N] tensor: split_item 0/1's per-group list holds the "
+        "same rows in order, 2/3 is that tensor",
+        _gmm_unsupported,
+    ),
+    "apply_rotary_pos_emb": Mapping(
+        None,
+        "not implemented yet: fused RoPE of query and key with half-width cos/sin tables ([S, D/2] or "
+        "[B, S, D/2]) in layout BSND or BNSD (the fused q+k RoPE is planned)",
+    ),
+}
+
+
+def support(task: str, case: dict) -> str | None:
+    """None when our op runs the case, else why not."""
+    m = MAPPINGS.get(task)
+    if m is None or m.op is None:
+        return "not implemented yet" if m else "no op of ours"
+    return m.unsupported(case) if m.unsupported else None
+
+
+def mapping_doc(facts: dict) -> dict:
+    """The mapping as the data file records it: per task our op and its semantics, the cases not run."""
+    out = {}
+    for task, t in facts["tasks"].items():
+        m = MAPPINGS[task]
+        out[task] = {
+            "ours": m.op,
+            "semantics": m.semantics,
+            "not_run": {str(c["case_id"]): support(task, c) for c in t["cases"] if support(task, c)},
+        }
+    return out
+
+
+# ---------------------------------------------------------------- input data as cann-bench draws it
+class SpecialValues:
+    """Data of a non-finite value_range as cann-bench's DataGenerator._gen_special draws it
+    (src/kernel_eval/data/data_generator.py; our code, its rule): uniform in [-1, 1), then for a range with
+    an infinite end the first and the last max(1, n // 20) elements (flat order) -inf and +inf; for
+    [nan, nan] each element NaN with probability 1/2. An array-like made when asked, so a case holds no data."""
+
+    def __init__(self, lo: float, hi: float, shape: tuple, seed: int):
+        self.lo, self.hi, self.shape, self.seed = lo, hi, tuple(shape), seed
+
+    def __array__(self, dtype=None, copy=None):
+        rng = np.random.default_rng(self.seed)
+        v = rng.uniform(-1.0, 1.0, self.shape)
+        flat = v.reshape(-1)
+        if math.isnan(self.lo) and math.isnan(self.hi):
+            flat[rng.random(flat.size) < 0.5] = np.nan
+        elif math.isinf(self.lo) or math.isinf(self.hi):
+            n = max(1, flat.size // 20)
+            flat[:n], flat[-n:] = -np.inf, np.inf
+        return v if dtype is None else v.astype(dtype)
+
+
+def input_ranges(case: dict, n: int) -> list:
+    """One [lo, hi] per input: cann-bench broadcasts a single range to every input and repeats the last of
+    a shorter list (DataGenerator._normalize_value_ranges)."""
+    vr = case.get("value_range")
+    if not vr:
+        return [[0.0, 1.0]] * n  # cann-bench's default for a float input without a range
+    if not isinstance(vr[0], list):
+        return [vr] * n
+    return list(vr) + [vr[-1]] * (n - len(vr))
+
+
+def _tensor(name, shape, dtype, rng_pair, seed) -> TensorSpec:
+    lo, hi = (float(v) for v in rng_pair)
+    if all(math.isfinite(v) for v in (lo, hi)):
+        return TensorSpec(name, dtype, tuple(shape), value_range=(lo, hi))
+    return TensorSpec(name, dtype, tuple(shape), value=SpecialValues(lo, hi, shape, seed))
+
+
+def _dtype(name: str) -> str:
+    return "float32" if name == "float" else name
+
+
+# ---------------------------------------------------------------- cases
+def case_name(task: str, case_id) -> str:
+    return f"cann_bench_{task}_{case_id}"
+
+
+def _specs(task: str, case: dict, name: str):
+    """(input TensorSpecs, declared output TensorSpecs, attrs) of our op for one cann-bench case."""
+    shapes, dtypes, attrs = case["input_shape"], [_dtype(d) for d in case["dtype"]], case.get("attrs") or {}
+    ranges = input_ranges(case, len(shapes))
+    seed = seed_of(name)
+    if task == "rms_norm":
+        ins = [_tensor(n, shapes[i], dtypes[i], ranges[i], seed + i) for i, n in enumerate(("x", "gamma"))]
+        return ins, [TensorSpec("y", dtypes[0], tuple(shapes[0]))], {"epsilon": float(attrs.get("epsilon", 1e-6))}
+    if task == "swi_glu":
+        dim = int(attrs.get("dim", -1))
+        half = list(shapes[0])
+        half[dim] //= 2
+        return (
+            [_tensor("x", shapes[0], dtypes[0], ranges[0], seed)],
+            [TensorSpec("y", dtypes[0], tuple(half))],
+            {"dim": dim},
+        )
+    if task == "grouped_matmul":
+        trans = bool(attrs.get("transpose_weight", False))
+        ends = [int(v) for v in attrs["group_list"]]
+        x, w = shapes[0], shapes[1]
+        ins = [
+            _tensor("x", x, dtypes[0], ranges[0], seed),
+            _tensor("weight", w, dtypes[1], ranges[1], seed + 1),
+            TensorSpec("group_list", "int64", (len(ends),), value=ends),
+        ]
+        n = w[1] if trans else w[2]
+        return ins, [TensorSpec("y", dtypes[0], (x[0], n))], {"group_list_type": 0, "transpose_weight": trans}
+    raise ValueError(f"{task}: no op of ours")
+
+
+def largest(case: dict) -> int:
+    return max(math.prod(s) for s in case["input_shape"] if s is not None)
+
+
+def to_case(task: str, case: dict, facts_source: str) -> Case:
+    """Our verify Case of one cann-bench case (validated: our op accepts its shapes, dtypes and attrs)."""
+    op = MAPPINGS[task].op
+    name = case_name(task, case["case_id"])
+    ins, outs, attrs = _specs(task, case, name)
+    spec = VERIFY_OPS[op]
+    c = Case(name, op, ins, outs, attrs, source=facts_source, seed=seed_of(name), meta={"cann_bench": case})
+    # outputs our op writes beyond cann-bench's (RMSNorm's rstd) are declared as our op makes them
+    names = _output_names(op)
+    c.outputs += [
+        TensorSpec(names[i], d, s) for i, (d, s) in enumerate(_meta_outputs(spec, ins, attrs)) if i >= len(outs)
+    ]
+    validate(c, spec, name)
+    return c
+
+
+def _meta_outputs(spec, ins, attrs) -> list:
+    import torch
+
+    from .dtypes import torch_dtype
+
+    metas = {t.name: torch.empty(t.shape, dtype=torch_dtype(t.dtype), device="meta") for t in ins}
+    return [(str(o.dtype).removeprefix("torch."), tuple(o.shape)) for o in spec.run(metas, attrs)]
+
+
+def _output_names(op: str) -> list[str]:
+    from ..op_proto import load_all
+
+    return [t.name for t in load_all()[op].outputs]
+
+
+def select(facts: dict, only: dict | None = None, quick: bool = False) -> list[tuple[str, dict]]:
+    """(task, case) of every case, in file order; `only`: task -> case ids (empty: all of the task)."""
+    out = []
+    for task, t in facts["tasks"].items():
+        if only is not None and task not in only:
+            continue
+        for c in t["cases"]:
+            if only and only[task] and c["case_id"] not in only[task]:
+                continue
+            if quick and largest(c) > QUICK_ELEMENTS:
+                continue
+            out.append((task, c))
+    return out
+
+
+def source_of(facts: dict, task: str) -> str:
+    s = facts["source"]
+    return f"{s['repository']}@{s['commit'][:12]}:{facts['tasks'][task]['files']['cases']}"
+
+
+def verify_cases(facts: dict, only=None, quick: bool = False) -> tuple[list[Case], list[str]]:
+    """(our Cases of the selected cases our ops run, one line per case not run and why)."""
+    cases, skipped = [], []
+    for task, c in select(facts, only, quick):
+        why = support(task, c)
+        if why:
+            skipped.append(f"{case_name(task, c['case_id'])}: {why}")
+            continue
+        cases.append(to_case(task, c, source_of(facts, task)))
+    return cases, skipped
+
+
+def parse_only(items) -> dict | None:
+    """--cann-case TASK[:ID,ID...] ... -> {task: {ids}} (None: every case)."""
+    if not items:
+        return None
+    only: dict = {}
+    for item in items:
+        task, _, ids = item.partition(":")
+        if task not in MAPPINGS:
+            raise ValueError(f"--cann-case {item!r}: unknown task {task!r} (known: {', '.join(MAPPINGS)})")
+        try:
+            only.setdefault(task, set()).update(int(v) for v in ids.split(",") if v)
+        except ValueError:
+            raise ValueError(f"--cann-case {item!r}: case ids are integers, e.g. rms_norm:1,5") from None
+    return only

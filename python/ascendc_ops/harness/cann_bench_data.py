@@ -1,0 +1,180 @@
+"""cann-bench's facts (hicann/cann-bench): its cases (tasks/<level>/<task>/cases.yaml) and the built-in kernels'
+times on Ascend 910B2 (tasks/metadata/910b2.json), read from a checkout (a work tree or a bare git dir) or from
+our snapshot of them (data/cann_bench_910b2.json, written by tools/cann_bench_import.py); and its score, HAP.
+
+Every fact keeps its source: repository, commit and file. Non-finite numbers (value_range [-inf, inf],
+[nan, nan]) are stored in JSON as the strings "inf", "-inf", "nan".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from pathlib import Path
+
+REPOSITORY = "https://github.com/hicann/cann-bench"
+HARDWARE = "910b2"
+METADATA_FILE = f"tasks/metadata/{HARDWARE}.json"
+DATA_FILE = Path(__file__).resolve().parent / "data" / f"cann_bench_{HARDWARE}.json"
+# The tasks one of our ops implements or is planned to (issue 25); their level is found in the checkout.
+TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul")
+# Where cann-bench defines HAP and the capped baseline (cited, not copied).
+HAP_SOURCE = ("README.md", "src/kernel_eval/benches/cann_scoring.py")
+CAP_SOURCE = f"{METADATA_FILE} (_metadata.baseline_source)"
+# The published times are given to 0.01 us: a baseline this close to the cap is the cap.
+CAP_TOLERANCE_US = 0.01
+
+
+# ---------------------------------------------------------------- the score and the cap (cann-bench's rules)
+def cap_us(t_hw_us: float) -> float:
+    """The published ceiling of a baseline, and the stand-in where nothing was measured: max(10 * t_hw, 10 us)."""
+    return max(10.0 * t_hw_us, 10.0)
+
+
+def baseline_kind(baseline_us: float, t_hw_us: float) -> str:
+    """'measured', or 'cap' when the published baseline is the cap: published = min(measured, cap), and
+    cases never measured got the cap, so a value equal to the cap is no measurement."""
+    return "cap" if abs(baseline_us - cap_us(t_hw_us)) < CAP_TOLERANCE_US else "measured"
+
+
+def hap(t_baseline_us: float, t_cand_us: float, t_hw_us: float) -> float | None:
+    """cann-bench's per-case score, HAP (hardware-anchored performance; README.md, cann_scoring.py
+    per_case_sol_score): (T_base - T_hw) / ((T_cand - T_hw) + (T_base - T_hw)). 0.5 at the baseline's time,
+    1 at T_hw, above 1 faster than T_hw; None when T_cand or T_hw is not positive or the denominator is not;
+    a missing baseline (not positive) is replaced by the cap."""
+    bad = [v for v in (t_cand_us, t_hw_us) if v is None or math.isnan(v) or v <= 0]
+    if bad:
+        return None
+    if t_baseline_us is None or math.isnan(t_baseline_us) or t_baseline_us <= 0:
+        t_baseline_us = cap_us(t_hw_us)
+    denom = (t_cand_us - t_hw_us) + (t_baseline_us - t_hw_us)
+    return (t_baseline_us - t_hw_us) / denom if denom > 0 else None
+
+
+# ---------------------------------------------------------------- JSON numbers
+def encode(v):
+    """JSON has no inf/nan: write them as strings."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return {k: encode(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [encode(x) for x in v]
+    return v
+
+
+def decode(v):
+    if v in ("inf", "-inf", "nan"):
+        return float(v)
+    if isinstance(v, dict):
+        return {k: decode(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    return v
+
+
+# ---------------------------------------------------------------- reading a checkout
+class Checkout:
+    """A cann-bench checkout: a work tree (DIR/tasks/...) or a git dir (bare or DIR/.git), read at HEAD."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        work = (self.path / "tasks").is_dir()
+        self.git_dir = None if work else self.path
+        if not work and not self._git("rev-parse", "--git-dir", check=False):
+            raise ValueError(f"{path}: neither a cann-bench work tree (no tasks/) nor a git dir")
+        head = self._git("rev-parse", "HEAD", check=False)
+        self.commit = head.strip() if head else "unknown (not a git checkout)"
+        date = self._git("log", "-1", "--format=%cI", check=False)
+        self.commit_date = date.strip() if date else None
+
+    def _git(self, *args, check=True) -> str | None:
+        where = ["--git-dir", str(self.git_dir)] if self.git_dir else ["-C", str(self.path)]
+        r = subprocess.run(["git", *where, *args], capture_output=True, text=True)
+        if r.returncode:
+            if check:
+                raise ValueError(f"{self.path}: git {' '.join(args)}: {r.stderr.strip()}")
+            return None
+        return r.stdout
+
+    def files(self) -> list[str]:
+        if self.git_dir:
+            return self._git("ls-tree", "-r", "--name-only", "HEAD", "tasks").split()
+        return [str(p.relative_to(self.path)) for p in (self.path / "tasks").rglob("*") if p.is_file()]
+
+    def read(self, rel: str) -> str:
+        if self.git_dir:
+            return self._git("show", f"HEAD:{rel}")
+        return (self.path / rel).read_text()
+
+
+def _yaml(text: str, where: str):
+    try:
+        import yaml
+    except ImportError:
+        raise ValueError(f"reading {where} needs PyYAML: pip install pyyaml") from None
+    return yaml.safe_load(text)
+
+
+def import_checkout(path: str | Path) -> dict:
+    """Our snapshot of the tasks in TASKS from a checkout: per task its files, per case its fields from
+    cases.yaml and its times from the metadata file, the baseline marked measured or cap."""
+    co = Checkout(path)
+    files = co.files()
+    meta = json.loads(co.read(METADATA_FILE))
+    doc = {
+        "source": {
+            "repository": REPOSITORY,
+            "commit": co.commit,
+            "commit_date": co.commit_date,
+            "hardware": HARDWARE,
+            "times_file": METADATA_FILE,
+            "times_method": meta.get("_metadata", {}).get("baseline_source", {}),
+            "hap_defined_in": list(HAP_SOURCE),
+            "cap_rule": f"published = min(measured, max(10 * t_hw_us, 10 us)); unmeasured = the cap ({CAP_SOURCE})",
+        },
+        "tasks": {},
+    }
+    for task in TASKS:
+        found = [f for f in files if f.endswith(f"/{task}/cases.yaml") and f.count("/") == 3]
+        if not found:
+            raise ValueError(f"{path}: no tasks/<level>/{task}/cases.yaml at {co.commit}")
+        cases_file = found[0]
+        level = cases_file.split("/")[1]
+        base = cases_file.rsplit("/", 1)[0]
+        proto = _yaml(co.read(f"{base}/proto.yaml"), f"{base}/proto.yaml")["operator"]
+        times = meta.get(level, {}).get(task, {})
+        cases = []
+        for raw in _yaml(co.read(cases_file), cases_file)["cases"]:
+            t = times.get(str(raw["case_id"]), {})
+            case = {k: raw.get(k) for k in ("case_id", "input_shape", "dtype", "attrs", "value_range", "note")} | {
+                "baseline_perf_us": t.get("baseline_perf_us"),
+                "t_hw_us": t.get("t_hw_us"),
+            }
+            if case["baseline_perf_us"] is not None and case["t_hw_us"] is not None:
+                case["baseline_kind"] = baseline_kind(case["baseline_perf_us"], case["t_hw_us"])
+            else:
+                case["baseline_kind"] = "missing"
+            cases.append(case)
+        doc["tasks"][task] = {
+            "operator": proto["name"],
+            "level": level,
+            "schema": proto.get("schema"),
+            "files": {
+                "cases": cases_file,
+                "proto": f"{base}/proto.yaml",
+                "desc": f"{base}/desc.md",
+                "golden": f"{base}/golden.py",
+                "times": METADATA_FILE,
+            },
+            "cases": cases,
+        }
+    return doc
+
+
+def load(checkout: str | Path | None = None) -> dict:
+    """The facts: read from `checkout` when given, else our snapshot (non-finite numbers decoded)."""
+    if checkout:
+        return import_checkout(checkout)
+    return decode(json.loads(DATA_FILE.read_text()))

@@ -1,0 +1,159 @@
+"""`bench --preset cann-bench`: per cann-bench case our kernel's 910B estimate (the pipeline model, estimate.py)
+beside the built-in kernel's published 910B2 time (measured, or the cap, which is no measurement), cann-bench's
+t_hw_us, the speedup and HAP, after (unless skipped) the case's accuracy on the twin; the machine, our commit
+and cann-bench's commit with it. `verify --preset cann-bench` is verify.run on cann_bench.verify_cases."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import numpy as np
+import torch
+
+from . import cann_bench as CB, cann_bench_data as D, estimate, verify
+from .dtypes import BYTES, torch_dtype
+from .environment import cpu_model, git_commit
+from .families import VERIFY_OPS
+from .pipeline import load_platform, model_launches
+from .values import make_values
+
+PLATFORM = "910B"  # our model's chip; cann-bench measured on a 910B2
+
+
+def make_tensors(case) -> dict:
+    """The case's inputs, the same data verify.run_case makes (same seed, same order)."""
+    rng = np.random.default_rng(case.seed)
+    return {
+        t.name: torch.from_numpy(make_values(t, rng, None, case.attrs)).to(torch_dtype(t.dtype)) for t in case.inputs
+    }
+
+
+def must_bytes(case) -> int:
+    """What cann-bench's op must move at least: its float inputs read and its output (y, our first) written once."""
+    ins = [t for t in case.inputs if t.dtype in BYTES and t.dtype != "int64"]
+    return sum(math.prod(t.shape) * BYTES[t.dtype] for t in [*ins, case.outputs[0]])
+
+
+def estimate_case(case, plat) -> dict:
+    """Our kernel's modelled time for one call of the case on `plat`: est_us (None when the record holds none of
+    its GM traffic: cube work is not modelled yet), what binds, the pipes' utilisation, the HBM floor."""
+    spec = VERIFY_OPS[case.op]
+    tensors = make_tensors(case)
+    model = model_launches(estimate.record(lambda: spec.run(tensors, case.attrs), plat), plat)
+    must = must_bytes(case)
+    floor = {"hbm_floor_us": must / plat.hbm_bytes_per_s * 1e6}
+    if estimate.unmodelled(model, must):
+        return {"est_us": None, "bound": "not modelled", "pipes": {}, **floor}
+    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes, **floor}
+
+
+def bench_row(task: str, c: dict, facts: dict, plat, accuracy: bool) -> dict:
+    row = {
+        "task": task,
+        "case_id": c["case_id"],
+        "shapes": c["input_shape"],
+        "dtype": c["dtype"][0],
+        "attrs": c.get("attrs") or {},
+        "baseline_us": c["baseline_perf_us"],
+        "baseline_kind": c["baseline_kind"],
+        "t_hw_us": c["t_hw_us"],
+        "not_run": CB.support(task, c),
+    }
+    if row["not_run"]:
+        return row
+    case = CB.to_case(task, c, CB.source_of(facts, task))
+    if accuracy:
+        recs = verify.run_case(case, "auto")
+        row["accuracy"] = all(r["passed"] for r in recs)
+        row["failures"] = [f"{r['output']}: {'; '.join(r['failures'])}" for r in recs if not r["passed"]]
+    row.update(estimate_case(case, plat))
+    est, base = row["est_us"], row["baseline_us"]
+    row["speedup"] = base / est if est else None
+    # cann-bench scores a case only when it passes (delta_acc): a failed one scores 0
+    row["hap"] = D.hap(base, est, row["t_hw_us"]) if est and row.get("accuracy", True) else None
+    return row
+
+
+def _shape(shapes) -> str:
+    return " ".join("x".join(map(str, s)) for s in shapes if s is not None)
+
+
+def _f(v, fmt="{:.1f}") -> str:
+    return "-" if v is None else fmt.format(v)
+
+
+def table(rows) -> str:
+    head = ["task", "case", "shapes", "dtype", "attrs", "accuracy", "ours 910B est us", "binds", "HBM floor us",
+            "baseline us", "baseline", "t_hw us", "speedup", "HAP"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        attrs = ",".join(f"{k}={v}" for k, v in r["attrs"].items() if k != "group_list") or "-"
+        if r["not_run"]:
+            cells = ["not run: " + r["not_run"], "-", "-", "-"]
+        else:
+            acc = {True: "PASS", False: "FAIL", None: "not run"}[r.get("accuracy")]
+            cells = [acc, _f(r["est_us"]), r["bound"], _f(r["hbm_floor_us"])]
+        speed = _f(r.get("speedup"), "{:.2f}x")
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    r["task"],
+                    str(r["case_id"]),
+                    _shape(r["shapes"]),
+                    r["dtype"],
+                    attrs,
+                    *cells,
+                    _f(r["baseline_us"], "{:.2f}"),
+                    r["baseline_kind"],
+                    _f(r["t_hw_us"], "{:.2f}"),
+                    speed if r["baseline_kind"] == "measured" else f"({speed})",
+                    _f(r.get("hap"), "{:.2f}"),
+                ]  # fmt: skip
+            )
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def summary(rows, facts: dict, plat) -> list[str]:
+    run = [r for r in rows if not r["not_run"]]
+    judged = [r for r in run if r.get("accuracy") is not None]
+    measured = [r for r in run if r["baseline_kind"] == "measured" and r.get("speedup") is not None]
+    s = facts["source"]
+    return [
+        f"cases: {len(rows)} selected, {len(run)} run by our ops, {len(rows) - len(run)} not run (reason in the row)",
+        f"accuracy (twin vs float64 golden, Ascend standards): {sum(r['accuracy'] for r in judged)} / "
+        f"{len(judged)} passed" + ("" if judged else " (skipped)"),
+        f"measured baselines: ours >= 1.0x on {sum(r['speedup'] >= 1.0 for r in measured)} / {len(measured)} "
+        "(capped baselines are no measurement: their speedups are in parentheses and not counted)",
+        f"ours: pipeline model estimate on {plat.name} ({plat.vector_cores} vector cores, "
+        f"{plat.hbm_bytes_per_s / 1e12:.2f} TB/s HBM), not a measurement; commit {git_commit()}; run on {cpu_model()}",
+        f"baseline, t_hw: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} "
+        f"(built-in kernels measured on Ascend {s['hardware']}); HAP as defined in {', '.join(s['hap_defined_in'])}",
+    ]
+
+
+def run_bench(facts: dict, only=None, quick=False, accuracy=True, json_path=None, out=None, progress=None) -> int:
+    out = out or sys.stdout  # looked up at call time: a redirected stdout is honoured
+    plat = load_platform(PLATFORM)
+    todo = CB.select(facts, only, quick)
+    rows = []
+    for i, (task, c) in enumerate(todo):
+        if progress:
+            progress(i, len(todo), CB.case_name(task, c["case_id"]))
+        rows.append(bench_row(task, c, facts, plat, accuracy))
+    if progress:
+        progress(len(todo), len(todo), "done")
+    print(table(rows), file=out)
+    for r in rows:
+        for f in r.get("failures", []):
+            print(f"FAIL {CB.case_name(r['task'], r['case_id'])} {f}", file=out)
+    print("", *summary(rows, facts, plat), sep="\n", file=out)
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(D.encode({"source": facts["source"], "rows": rows}), f, indent=1, default=float)
+        print(f"wrote {json_path}", file=out)
+    return 1 if any(r.get("accuracy") is False for r in rows) else 0

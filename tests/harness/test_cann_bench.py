@@ -1,0 +1,223 @@
+"""cann-bench as a harness preset: the importer on a small checkout written here, the cap rule, HAP on
+hand-computed values, cann-bench's special-value data, our snapshot against the mirror, and small real cases
+through `verify --preset cann-bench` and `bench --preset cann-bench`."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ascendc_ops import __main__ as cli
+from ascendc_ops.harness import cann_bench as CB, cann_bench_data as D
+
+ROOT = Path(__file__).resolve().parents[2]
+MIRROR = Path("/work/.mirror/hicann+cann-bench/repo")
+
+PROTO = "operator:\n  name: {op}\n  schema: {task}(...)\n"
+CASES = {
+    ("level2", "rms_norm", "RmsNorm"): """cases:
+- operator: RmsNorm
+  case_id: 1
+  input_shape:
+  - [4, 8]
+  - [8]
+  dtype: [float16, float16]
+  attrs: {epsilon: 1.0e-6}
+  value_range: [-.inf, .inf]
+  note: "tiny"
+- operator: RmsNorm
+  case_id: 2
+  input_shape:
+  - [3, 5]
+  - [5]
+  dtype: [float32, float32]
+  attrs: {epsilon: 1.0e-4}
+  value_range: [-1, 1]
+""",
+    ("level1", "swi_glu", "SwiGlu"): """cases:
+- operator: SwiGlu
+  case_id: 1
+  input_shape:
+  - [6, 4]
+  dtype: [bfloat16]
+  attrs: {dim: 0}
+  value_range: [.nan, .nan]
+""",
+    ("level2", "apply_rotary_pos_emb", "ApplyRotaryPosEmb"): "cases: []\n",
+    ("level3", "grouped_matmul", "GroupedMatmul"): """cases:
+- operator: GroupedMatmul
+  case_id: 1
+  input_shape:
+  - [8, 4]
+  - [2, 4, 6]
+  - [2, 6]
+  dtype: [float16, float16, float16]
+  attrs: {group_list: [3, 8], split_item: 0, transpose_weight: false}
+  value_range: [[-1, 1], [-1, 1], [-0.1, 0.1]]
+- operator: GroupedMatmul
+  case_id: 2
+  input_shape:
+  - [8, 4]
+  - [2, 6, 4]
+  dtype: [float32, float32]
+  attrs: {group_list: [0, 8], split_item: 2, transpose_weight: true}
+  value_range: [[-1, 1], [-1, 1]]
+""",
+}
+TIMES = {
+    "level2": {"rms_norm": {"1": {"baseline_perf_us": 12.5, "t_hw_us": 1.0}, "2": {"baseline_perf_us": 20.83,
+                                                                                   "t_hw_us": 2.0833}}},
+    "level1": {"swi_glu": {"1": {"baseline_perf_us": 10.0, "t_hw_us": 0.5}}},
+    "level3": {"grouped_matmul": {"1": {"baseline_perf_us": 9.62, "t_hw_us": 1.0}}},
+}  # fmt: skip
+
+
+def write_checkout(root: Path) -> str:
+    for (level, task, op), text in CASES.items():
+        d = root / "tasks" / level / task
+        d.mkdir(parents=True)
+        (d / "cases.yaml").write_text(text)
+        (d / "proto.yaml").write_text(PROTO.format(op=op, task=task))
+    (root / "tasks" / "metadata").mkdir()
+    (root / "tasks" / "metadata" / "910b2.json").write_text(json.dumps({"_metadata": {}, **TIMES}))
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "fixture"], check=True)
+    return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_importer_reads_cases_times_and_marks_caps(tmp_path):
+    sha = write_checkout(tmp_path)
+    for where in (tmp_path, tmp_path / ".git"):  # a work tree, and a git dir read at HEAD
+        doc = D.import_checkout(where)
+        assert doc["source"]["commit"] == sha
+        rms = doc["tasks"]["rms_norm"]
+        assert rms["level"] == "level2" and rms["operator"] == "RmsNorm"
+        assert rms["files"]["cases"] == "tasks/level2/rms_norm/cases.yaml"
+        c1, c2 = rms["cases"]
+        assert c1["input_shape"] == [[4, 8], [8]] and c1["attrs"] == {"epsilon": 1e-6}
+        assert c1["value_range"] == [-math.inf, math.inf]
+        assert (c1["baseline_perf_us"], c1["t_hw_us"], c1["baseline_kind"]) == (12.5, 1.0, "measured")
+        assert c2["baseline_kind"] == "cap"  # 20.83 = max(10 * 2.0833, 10) to 0.01 us
+        assert doc["tasks"]["swi_glu"]["cases"][0]["baseline_kind"] == "cap"  # 10 us: the floor of the cap
+        gmm = doc["tasks"]["grouped_matmul"]["cases"]
+        assert gmm[0]["baseline_kind"] == "measured" and gmm[1]["baseline_kind"] == "missing"
+    # the snapshot's JSON keeps the non-finite ranges
+    assert D.decode(json.loads(json.dumps(D.encode(doc))))["tasks"]["swi_glu"]["cases"][0]["value_range"][0] != 0
+    with pytest.raises(ValueError, match="neither"):
+        D.import_checkout(tmp_path / "tasks")
+
+
+def test_fixture_cases_map_to_our_ops(tmp_path):
+    write_checkout(tmp_path)
+    facts = D.import_checkout(tmp_path)
+    ours = CB.mapping_doc(facts)
+    assert ours["grouped_matmul"]["not_run"] == {"1": "bias not implemented (our grouped_matmul takes no bias)"}
+    assert ours["apply_rotary_pos_emb"]["ours"] is None
+    cases, skipped = CB.verify_cases(facts)
+    assert [c.name for c in cases] == ["cann_bench_rms_norm_1", "cann_bench_rms_norm_2", "cann_bench_swi_glu_1",
+                                       "cann_bench_grouped_matmul_2"]  # fmt: skip
+    assert skipped == ["cann_bench_grouped_matmul_1: bias not implemented (our grouped_matmul takes no bias)"]
+    rms, _, swi, gmm = cases
+    assert [t.name for t in rms.outputs] == ["y", "rstd"] and rms.attrs == {"epsilon": 1e-6}
+    assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
+    assert gmm.attrs == {"group_list_type": 0, "transpose_weight": True} and gmm.outputs[0].shape == (8, 6)
+    assert gmm.inputs[2].value == [0, 8]
+
+
+@pytest.mark.parametrize(
+    "baseline,t_hw,kind",
+    [(145.76, 69.92, "measured"), (9.62, 1.0, "measured"), (10.0, 1.0, "cap"), (10.0, 0.4, "cap"),
+     (20.83, 2.0833, "cap"), (2621.6, 262.16, "cap"), (2621.5, 262.16, "measured")],
+)  # fmt: skip
+def test_cap_rule(baseline, t_hw, kind):
+    """published = min(measured, max(10 t_hw, 10 us)): a value at the cap (to 0.01 us) is no measurement."""
+    assert D.baseline_kind(baseline, t_hw) == kind
+
+
+def test_hap_by_hand():
+    assert D.hap(100.0, 100.0, 10.0) == pytest.approx(0.5)  # as fast as the baseline
+    assert D.hap(100.0, 10.0, 10.0) == pytest.approx(1.0)  # at the hardware bound
+    assert D.hap(100.0, 55.0, 10.0) == pytest.approx(90 / 135)
+    assert D.hap(100.0, 190.0, 10.0) == pytest.approx(90 / 270)  # twice the baseline's distance: 1/3
+    assert D.hap(100.0, 5.0, 10.0) == pytest.approx(90 / 85)  # faster than t_hw: above 1, not capped
+    assert D.hap(0.0, 20.0, 2.0) == pytest.approx(0.5)  # no baseline: the cap max(20, 10) stands in
+    assert D.hap(10.0, 5.0, 10.0) is None  # denominator -5
+    assert D.hap(100.0, 0.0, 10.0) is None and D.hap(100.0, 50.0, 0.0) is None
+    assert D.hap(100.0, float("nan"), 10.0) is None
+
+
+def test_special_values_as_cann_bench_draws_them():
+    v = np.asarray(CB.SpecialValues(-math.inf, math.inf, (5, 8), 7), dtype=np.float64).reshape(-1)
+    assert (v[:2] == -np.inf).all() and (v[-2:] == np.inf).all()  # 40 // 20 = 2 each end
+    assert np.isfinite(v[2:-2]).all() and (np.abs(v[2:-2]) <= 1).all()
+    n = np.asarray(CB.SpecialValues(math.nan, math.nan, (4000,), 7), dtype=np.float64)
+    assert 0.45 < np.isnan(n).mean() < 0.55 and (np.abs(n[~np.isnan(n)]) <= 1).all()
+    same = CB.SpecialValues(-math.inf, math.inf, (5, 8), 7)  # made again when asked: the same data
+    assert np.array_equal(np.asarray(same), v.reshape(5, 8))
+
+
+def test_snapshot_is_the_mirror_and_the_mapping():
+    """Our data file is what the importer makes from the cann-bench mirror (when present), mapping included."""
+    snap = json.loads(D.DATA_FILE.read_text())
+    assert snap["ours"] == CB.mapping_doc(D.load())
+    if not MIRROR.is_dir():
+        pytest.skip("no cann-bench mirror on this machine")
+    spec = importlib.util.spec_from_file_location("cann_bench_import", ROOT / "tools" / "cann_bench_import.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.snapshot(str(MIRROR)) == snap
+
+
+def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
+    """Two small real cases with special values (RmsNorm fp16 NaN, SwiGlu fp32 NaN split along dim 2) pass
+    verify; bench prints the estimate, the baseline, HAP and the sources; RoPE's case is listed as not run."""
+    rc = cli.main(["verify", "--preset", "cann-bench", "--cann-case", "rms_norm:16", "swi_glu:13", "--no-progress"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "verify: 2 cases, 3 outputs, 3 passed" in out and "hicann/cann-bench @ " in out
+    js = tmp_path / "rows.json"
+    rc = cli.main(["bench", "--preset", "cann-bench", "--cann-case", "rms_norm:16", "apply_rotary_pos_emb:14",
+                   "--json", str(js), "--no-progress"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    rows = json.loads(js.read_text())["rows"]
+    rms = next(r for r in rows if r["task"] == "rms_norm")
+    assert rms["accuracy"] is True and rms["est_us"] > 0 and rms["baseline_kind"] == "cap"  # 10 us = max(10, 10)
+    assert rms["hap"] == pytest.approx(D.hap(rms["baseline_us"], rms["est_us"], rms["t_hw_us"]))
+    assert next(r for r in rows if r["task"] == "apply_rotary_pos_emb")["not_run"] == "not implemented yet"
+    assert "accuracy (twin vs float64 golden, Ascend standards): 1 / 1 passed" in out
+    assert "measured baselines: ours >= 1.0x on 0 / 0" in out and "run on " in out
+
+
+def test_preset_usage_errors(capsys):
+    for args in (
+        ["verify", "--cann-case", "rms_norm"],
+        ["verify", "--preset", "cann-bench", "--cann-case", "layer_norm"],
+        ["bench", "--preset", "cann-bench", "--no-compile"],
+        ["bench", "--preset", "cann-bench", "llama-7b"],
+    ):
+        assert cli.main(args) == 2
+    assert "--no-compile: not an option of --preset cann-bench" in capsys.readouterr().err
+
+
+def test_case_filters_and_quick():
+    facts = D.load()
+    only = CB.parse_only(["rms_norm:5,16", "swi_glu"])
+    assert only == {"rms_norm": {5, 16}, "swi_glu": set()}
+    picked = CB.select(facts, only)
+    assert [(t, c["case_id"]) for t, c in picked][:2] == [("rms_norm", 5), ("rms_norm", 16)] and len(picked) == 22
+    quick = CB.select(facts, only, quick=True)  # rms_norm 5 holds 33.5 Mi elements: not quick
+    assert ("rms_norm", 5) not in [(t, c["case_id"]) for t, c in quick]
+    assert all(CB.largest(c) <= CB.QUICK_ELEMENTS for _, c in quick) and ("rms_norm", 16) in [
+        (t, c["case_id"]) for t, c in quick
+    ]
+    with pytest.raises(ValueError, match="integers"):
+        CB.parse_only(["rms_norm:x"])
