@@ -34,6 +34,10 @@ site = sysconfig.get_paths()["purelib"]
 assert ascendc_ops.__file__.startswith(site + "/") and site.startswith(sys.argv[1]), (ascendc_ops.__file__, site)
 print("wheel_check: ascendc_ops imported from", ascendc_ops.__file__)
 PY
+# The harness's data files ship in the wheel: the 910B model and the cann-bench preset read them.
+venv/bin/ascendc-ops estimate swiglu --shape 7,1538 --dtype float16 --json >/dev/null
+venv/bin/ascendc-ops bench --preset cann-bench --cann-case swi_glu:13 --no-accuracy >/dev/null
+step "installed harness: estimate and the cann-bench preset"
 installed=(tests/package/test_packaging.py::test_metadata_declares_ranges_not_pins
            tests/package/test_packaging.py::test_record_is_the_torch_compiled_against
            tests/package/test_packaging.py::test_import_refuses_another_torch)
