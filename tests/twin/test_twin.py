@@ -33,9 +33,16 @@ RULES = {
     ),
     "gather_overlap": ("operand overlap", r"Gather reads source UB bytes \[\d+, \d+\) and writes destination bytes"),
     "pad_too_wide": ("data copy params", r"DataCopyPad GM->UB leftPadding 0 / rightPadding 9 float: each at most 32"),
+    "mrgsort_list_too_long": ("sort params", r"MrgSort list 1 of 4096 elements: at most 4095 on A2"),
+    "mrgsort_overlap": ("operand overlap", r"MrgSort source list 1 UB bytes \[\d+, \d+\) overlaps dst"),
+    "pipe_barrier_scalar": ("pipe barrier", r"PipeBarrier<PIPE_S>: A2 has no barrier for the scalar pipe"),
+    "too_many_buffers": ("buffer count", r"InitBuffer\(TBuf, 1\) brings this TPipe to 65 buffers, over the 64"),
+    "too_many_que_buffers": ("buffer count", r"brings this TPipe to 10 TQue buffers at one TPosition; A2 has 8"),
+    "duplicate_int8": ("dtype support", r"Duplicate does not support int8 .*int16, uint16, half, bfloat16, int32"),
+    "bf16_cast_odd": ("dtype support", r"Cast float -> bfloat16 with CAST_ODD: A2 rounds to odd only on float -> half"),
 }
 # kernels that must run clean: the control, and each rule's case exactly at its limit
-VALID = {"correct", "gather_at_limit"}
+VALID = {"correct", "gather_at_limit", "mrgsort_at_limit", "buffers_at_limit", "que_buffers_at_limit", "strided_copy_empty"}
 
 
 def test_every_fault_kernel_is_covered():
