@@ -172,8 +172,7 @@ inline float IntToFloat(int32_t v, RoundMode mode) {
 inline void RequireMode(const char* from, const char* to, RoundMode mode, bool none, bool odd) {
   if (mode == RoundMode::CAST_NONE && !none)
     UnsupportedCast(from, to, mode, "this conversion loses precision and needs a rounding mode such as CAST_RINT");
-  if (mode == RoundMode::CAST_ODD && !odd)
-    UnsupportedCast(from, to, mode, "A2 rounds to odd only on float -> half");
+  if (mode == RoundMode::CAST_ODD && !odd) UnsupportedCast(from, to, mode, "A2 rounds to odd only on float -> half");
 }
 
 }  // namespace twin

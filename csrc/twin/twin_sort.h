@@ -208,10 +208,12 @@ inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& sortList
                     uint32_t sortedNum[4], uint16_t validBit, const int32_t repeatTime) {
   twin::CheckSortType<T>("MrgSort");
   if (validBit != 0b0011 && validBit != 0b0111 && validBit != 0b1111)
-    twin::Violation("sort params", "MrgSort validBit must be 0b0011, 0b0111 or 0b1111, got " + std::to_string(validBit));
+    twin::Violation("sort params",
+                    "MrgSort validBit must be 0b0011, 0b0111 or 0b1111, got " + std::to_string(validBit));
   if (repeatTime != 1)
-    twin::Violation("sort params", "MrgSort repeatTime " + std::to_string(repeatTime) +
-                                       ": A2 takes 1..255 (repeats need four equal, adjacent lists); the twin models 1");
+    twin::Violation("sort params",
+                    "MrgSort repeatTime " + std::to_string(repeatTime) +
+                        ": A2 takes 1..255 (repeats need four equal, adjacent lists); the twin models 1");
   const LocalTensor<T>* lists[4] = {&sortList.src1, &sortList.src2, &sortList.src3, &sortList.src4};
   uint32_t pos[4] = {0, 0, 0, 0}, total = 0;
   int nLists = validBit == 0b0011 ? 2 : validBit == 0b0111 ? 3 : 4;

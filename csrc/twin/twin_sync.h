@@ -111,8 +111,9 @@ struct EventPool {
 template <pipe_t pipe>
 inline void PipeBarrier() {
   if constexpr (pipe == PIPE_S)
-    twin::Violation("pipe barrier", "PipeBarrier<PIPE_S>: A2 has no barrier for the scalar pipe (its order is kept "
-                                    "by the hardware)");
+    twin::Violation("pipe barrier",
+                    "PipeBarrier<PIPE_S>: A2 has no barrier for the scalar pipe (its order is kept "
+                    "by the hardware)");
   if (twin::Recording()) twin::EmitBarrier(twin::ToPipe(pipe));
 }
 template <HardEvent event>

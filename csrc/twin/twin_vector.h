@@ -30,8 +30,8 @@ constexpr bool InSet(DtypeSet set) {
   constexpr bool isFloat = std::is_same_v<T, float> || std::is_same_v<T, half>;
   constexpr bool isArith = isFloat || std::is_same_v<T, int16_t> || std::is_same_v<T, int32_t>;
   // Duplicate.md / Gather.md 数据类型 for A2 (and CheckDuplicateSupportedType, dav_c220)
-  constexpr bool isMove = isArith || std::is_same_v<T, uint16_t> || std::is_same_v<T, uint32_t> ||
-                          std::is_same_v<T, bfloat16_t>;
+  constexpr bool isMove =
+      isArith || std::is_same_v<T, uint16_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, bfloat16_t>;
   switch (set) {
     case DtypeSet::kFloat: return isFloat;
     case DtypeSet::kArith: return isArith;

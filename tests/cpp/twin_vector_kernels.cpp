@@ -128,9 +128,9 @@ at::Tensor CastOp(const at::Tensor& x, c10::string_view to, int64_t mode) {
 // Sort<float, true> of scores (a whole number of 32-element repeats) with indices 0..n-1: the (score,
 // index) pairs, as n x 2 int32 bit patterns (score bits, index).
 at::Tensor SortOp(const at::Tensor& scores) {
-  TORCH_CHECK(scores.dim() == 1 && scores.scalar_type() == at::kFloat && scores.numel() % 32 == 0 &&
-                  scores.numel() <= 255 * 32,
-              "float32 scores, whole 32-element repeats");
+  TORCH_CHECK(
+      scores.dim() == 1 && scores.scalar_type() == at::kFloat && scores.numel() % 32 == 0 && scores.numel() <= 255 * 32,
+      "float32 scores, whole 32-element repeats");
   const int64_t n = scores.numel();
   at::Tensor x = scores.contiguous();
   at::Tensor out = at::zeros({n, 2}, scores.options().dtype(at::kInt));

@@ -42,7 +42,14 @@ RULES = {
     "bf16_cast_odd": ("dtype support", r"Cast float -> bfloat16 with CAST_ODD: A2 rounds to odd only on float -> half"),
 }
 # kernels that must run clean: the control, and each rule's case exactly at its limit
-VALID = {"correct", "gather_at_limit", "mrgsort_at_limit", "buffers_at_limit", "que_buffers_at_limit", "strided_copy_empty"}
+VALID = {
+    "correct",
+    "gather_at_limit",
+    "mrgsort_at_limit",
+    "buffers_at_limit",
+    "que_buffers_at_limit",
+    "strided_copy_empty",
+}
 
 
 def test_every_fault_kernel_is_covered():

@@ -185,7 +185,11 @@ def test_cast_float_to_half_modes(mode):
         if float(near) == float(v):
             want.append(near)
             continue
-        lo, hi = (near, np.nextafter(near, np.float16(np.inf))) if float(near) < v else (np.nextafter(near, np.float16(-np.inf)), near)
+        lo, hi = (
+            (near, np.nextafter(near, np.float16(np.inf)))
+            if float(near) < v
+            else (np.nextafter(near, np.float16(-np.inf)), near)
+        )
         lo_bits = int(np.array(lo, dtype=np.float16).view(np.uint16))
         want.append(np.float16(pick(float(v), float(lo), float(hi), lo_bits, mode, float(near))))
     want = np.array(want, dtype=np.float16)
@@ -219,8 +223,13 @@ def test_cast_float_to_int32_modes_and_saturation(mode):
     base = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 7.75, -7.25, 3.4028235e38, -3.4028235e38]
     base += [float("inf"), float("-inf"), float("nan"), 2147483520.0, 2147483648.0, -2147483648.0, -0.0]
     x = np.resize(np.array(base, dtype=np.float32), 64)
-    fn = {"RINT": np.rint, "FLOOR": np.floor, "CEIL": np.ceil, "TRUNC": np.trunc,
-          "ROUND": lambda v: np.sign(v) * np.floor(np.abs(v) + 0.5)}[mode]
+    fn = {
+        "RINT": np.rint,
+        "FLOOR": np.floor,
+        "CEIL": np.ceil,
+        "TRUNC": np.trunc,
+        "ROUND": lambda v: np.sign(v) * np.floor(np.abs(v) + 0.5),
+    }[mode]
     with np.errstate(invalid="ignore"):
         r = fn(x.astype(np.float64))
     want = np.where(np.isnan(r), 0, np.clip(np.nan_to_num(r, posinf=2**31, neginf=-(2**31)), -(2**31), 2**31 - 1))
@@ -232,8 +241,29 @@ def test_cast_float_to_int32_modes_and_saturation(mode):
 def test_cast_int32_to_float_modes(mode):
     """int32 -> float honours the mode (Cast.md, A2 table); values past 2^24 need rounding."""
     g = np.random.default_rng(MODES[mode])
-    x = np.concatenate([g.integers(-(2**31), 2**31, 48), [2**31 - 1, -(2**31), 2**24 + 1, -(2**24 + 1),
-                        2**25 + 2, -(2**25 + 2), 2**25 + 6, 2**25 + 1, 0, 1, -1, 2**30 + 64, -(2**30 + 64), 7, 8, 9]])
+    x = np.concatenate(
+        [
+            g.integers(-(2**31), 2**31, 48),
+            [
+                2**31 - 1,
+                -(2**31),
+                2**24 + 1,
+                -(2**24 + 1),
+                2**25 + 2,
+                -(2**25 + 2),
+                2**25 + 6,
+                2**25 + 1,
+                0,
+                1,
+                -1,
+                2**30 + 64,
+                -(2**30 + 64),
+                7,
+                8,
+                9,
+            ],
+        ]
+    )
     x = x.astype(np.int32)
     want = []
     for v in x.tolist():
@@ -241,7 +271,11 @@ def test_cast_int32_to_float_modes(mode):
         if int(near) == v:
             want.append(near)
             continue
-        lo, hi = (near, np.nextafter(near, np.float32(np.inf))) if int(near) < v else (np.nextafter(near, np.float32(-np.inf)), near)
+        lo, hi = (
+            (near, np.nextafter(near, np.float32(np.inf)))
+            if int(near) < v
+            else (np.nextafter(near, np.float32(-np.inf)), near)
+        )
         d_lo, d_hi = v - int(lo), int(hi) - v  # exact integers
         if mode in ("NONE", "RINT"):
             want.append(near)
