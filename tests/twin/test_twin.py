@@ -21,6 +21,10 @@ RULES = {
     "exp_int32": ("dtype support", r"Exp does not support int32 .*half and float only"),
     "bf16_cast_without_rounding": ("dtype support", r"Cast float -> bfloat16 with CAST_NONE"),
     "half_to_bf16_cast": ("dtype support", r"Cast half -> bfloat16 .* no Cast on Atlas A2"),
+    "half_to_int32_cast": (
+        "dtype support",
+        r"Cast half -> int32 with CAST_RINT: A2 has this pair .*does not implement",
+    ),
     "dequeue_empty": ("queue discipline", r"DeQue of an empty TQue"),
     "double_free": ("queue discipline", r"double FreeTensor"),
     "queue_depth": ("queue discipline", r"EnQue exceeds the TQue depth of 1"),
