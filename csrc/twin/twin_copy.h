@@ -242,10 +242,16 @@ template <typename T>
 inline uint64_t StridedSpan(const DataCopyParams& p, uint16_t gap) {
   return (uint64_t(p.blockCount - 1) * (p.blockLen + gap) + p.blockLen) * kBlockBytes / sizeof(T);
 }
+// GM <-> UB strided form (DataCopy（GM与UB高维切分数据搬运）.md): blockCount in [0, 4095], blockLen and
+// the gaps uint16_t blocks; blockCount or blockLen 0 is a NOP on A2. True when there is nothing to do.
+inline bool StridedNop(const DataCopyParams& p, const char* api) {
+  if (p.blockCount > kMaxBlockCount) CheckBlockCount(p.blockCount, api);
+  return p.blockCount == 0 || p.blockLen == 0;
+}
 }  // namespace twin
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyParams& p) {
-  twin::CheckBlockCount(p.blockCount, "DataCopy GM->UB");
+  if (twin::StridedNop(p, "DataCopy GM->UB")) return;
   dst.TwinCheckAligned("DataCopy GM->UB");
   dst.TwinCheckCount(twin::StridedSpan<T>(p, p.dstStride), "DataCopy GM->UB");
   src.TwinCheckRange(twin::StridedSpan<T>(p, p.srcStride), "DataCopy GM->UB");
@@ -261,7 +267,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 }
 template <typename T>
 inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
-  twin::CheckBlockCount(p.blockCount, "DataCopy UB->GM");
+  if (twin::StridedNop(p, "DataCopy UB->GM")) return;
   src.TwinCheckAligned("DataCopy UB->GM");
   src.TwinCheckCount(twin::StridedSpan<T>(p, p.srcStride), "DataCopy UB->GM");
   dst.TwinCheckRange(twin::StridedSpan<T>(p, p.dstStride), "DataCopy UB->GM");
@@ -276,12 +282,11 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
                    p.blockCount, p.blockLen * 32u, twin::Streaming(dst));
 }
 // UB -> UB (copy_ubuf_to_ubuf, on the vector pipe like the count form): both sides 32-byte
-// aligned, blockLen 1..65535 blocks; overlapping source and destination spans are refused.
+// aligned, blockLen 0..65535 blocks; overlapping source and destination spans are refused.
 template <typename T>
 inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyParams& p) {
   const char* api = "DataCopy UB->UB";
-  twin::CheckBlockCount(p.blockCount, api);
-  if (p.blockLen == 0) twin::Violation("data copy params", std::string(api) + " blockLen 0 (1..65535 blocks)");
+  if (twin::StridedNop(p, api)) return;  // the same ranges and NOP (DataCopy（UBToUB高维切分数据搬运）.md)
   dst.TwinCheckAligned(api);
   src.TwinCheckAligned(api);
   dst.TwinCheckCount(twin::StridedSpan<T>(p, p.dstStride), api);

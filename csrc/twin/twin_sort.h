@@ -75,7 +75,7 @@ inline void WritePair(T* base, uint32_t i, SortPair v) {
 template <typename T>
 inline void CheckSortType(const char* api) {
   if constexpr (!(std::is_same_v<T, half> || std::is_same_v<T, float>))
-    Violation("dtype", std::string(api) + " supports half and float scores only, got " + DtypeName<T>());
+    Violation("dtype support", std::string(api) + " supports half and float scores only, got " + DtypeName<T>());
 }
 // A sort instruction for the record: a vector-pipe op reading `reads` and writing `writes` (each
 // output defined iff everything read is: the sanitizer's reduction rule).
@@ -124,6 +124,14 @@ inline bool RadixSortDescending(std::vector<SortPair>& pairs) {
   }
   return true;
 }
+// A UB operand's start address a multiple of `bytes` (MrgSort's source lists need 8, the rest 32).
+template <typename T>
+inline void CheckStart(const LocalTensor<T>& t, uint32_t bytes, const char* api) {
+  if (t.TwinUbOffset() % bytes != 0)
+    Violation(bytes == kBlockBytes ? "32-byte alignment" : "sort params",
+              std::string(api) + " starts at UB byte " + std::to_string(t.TwinUbOffset()) + ", not a multiple of " +
+                  std::to_string(bytes));
+}
 inline void CheckRepeat(int32_t repeatTime, const char* api) {
   if (repeatTime < 0 || repeatTime > 255)
     Violation("repeat range", std::string(api) + " repeatTime " + std::to_string(repeatTime) + " outside [0, 255]");
@@ -136,6 +144,8 @@ inline void Concat(LocalTensor<T>& concat, const LocalTensor<T>& src, const Loca
                    const int32_t repeatTime) {
   twin::CheckSortType<T>("Concat");
   twin::CheckRepeat(repeatTime, "Concat");
+  src.TwinCheckAligned("Concat src");  // Concat.md: src, tmp (and so concat) 32-byte aligned
+  tmp.TwinCheckAligned("Concat tmp");
   concat = src;
 }
 
@@ -151,7 +161,8 @@ inline void Sort(const LocalTensor<T>& dst, const LocalTensor<T>& concat, const 
   dst.TwinCheckAligned("Sort dst");
   concat.TwinCheckAligned("Sort concat");
   index.TwinCheckAligned("Sort index");
-  if (isFullSort) tmp.TwinCheckCount(GetSortLen<T>(n), "Sort tmp");
+  tmp.TwinCheckAligned("Sort tmp");
+  if (isFullSort) tmp.TwinCheckCount(GetSortLen<T>(n), "Sort tmp");  // DoFullSort copies dst into tmp
   if (twin::Recording())
     twin::RecordSort<T>("Sort", n, {concat.TwinRead(n), index.TwinRead(n)},
                         {dst.TwinWrite(GetSortLen<T>(n), twin::Init::kReduce)});
@@ -189,23 +200,42 @@ inline void Extract(const LocalTensor<T>& dstValue, const LocalTensor<uint32_t>&
 
 // Merges the lists flagged in validBit (0b0011, 0b0111 or 0b1111), each sorted descending, into dst.
 // With isExhaustedSuspension the merge stops as soon as one list runs out; sortedNum then says how
-// many elements of each list went to dst.
+// many elements of each list went to dst. A2 rules (基础API MrgSort.md, 高阶API MrgSort-93.md;
+// impl/basic_api/kernel_operator_proposal_intf_impl.h MrgSort): list lengths in [0, 4095] (uint16_t
+// fields of one register), source lists 8-byte aligned, dst 32-byte aligned, no source overlapping dst.
 template <typename T, bool isExhaustedSuspension = false>
 inline void MrgSort(const LocalTensor<T>& dst, const MrgSortSrcList<T>& sortList, const uint16_t elementCountList[4],
                     uint32_t sortedNum[4], uint16_t validBit, const int32_t repeatTime) {
   twin::CheckSortType<T>("MrgSort");
   if (validBit != 0b0011 && validBit != 0b0111 && validBit != 0b1111)
-    twin::Violation("MrgSort", "validBit must be 0b0011, 0b0111 or 0b1111, got " + std::to_string(validBit));
-  if (repeatTime != 1) twin::Violation("MrgSort", "the twin models repeatTime 1, got " + std::to_string(repeatTime));
+    twin::Violation("sort params",
+                    "MrgSort validBit must be 0b0011, 0b0111 or 0b1111, got " + std::to_string(validBit));
+  if (repeatTime != 1)
+    twin::Violation("sort params",
+                    "MrgSort repeatTime " + std::to_string(repeatTime) +
+                        ": A2 takes 1..255 (repeats need four equal, adjacent lists); the twin models 1");
   const LocalTensor<T>* lists[4] = {&sortList.src1, &sortList.src2, &sortList.src3, &sortList.src4};
   uint32_t pos[4] = {0, 0, 0, 0}, total = 0;
   int nLists = validBit == 0b0011 ? 2 : validBit == 0b0111 ? 3 : 4;
+  constexpr uint16_t kMaxListLen = 4095;
   for (int l = 0; l < nLists; ++l) {
+    if (elementCountList[l] > kMaxListLen)
+      twin::Violation("sort params", "MrgSort list " + std::to_string(l + 1) + " of " +
+                                         std::to_string(elementCountList[l]) + " elements: at most 4095 on A2");
     lists[l]->TwinCheckCount(GetSortLen<T>(elementCountList[l]), "MrgSort source list");
-    lists[l]->TwinCheckAligned("MrgSort source list");
+    twin::CheckStart(*lists[l], 8, "MrgSort source list");
     total += elementCountList[l];
   }
   dst.TwinCheckCount(GetSortLen<T>(total), "MrgSort dst");
+  twin::CheckStart(dst, twin::kBlockBytes, "MrgSort dst");
+  const uint64_t dstAt = dst.TwinUbOffset(), dstEnd = dstAt + 8ull * total;
+  for (int l = 0; l < nLists; ++l) {
+    const uint64_t at = lists[l]->TwinUbOffset(), end = at + 8ull * elementCountList[l];
+    if (end > at && dstEnd > dstAt && at < dstEnd && dstAt < end)
+      twin::Violation("operand overlap", "MrgSort source list " + std::to_string(l + 1) + " UB bytes [" +
+                                             std::to_string(at) + ", " + std::to_string(end) + ") overlaps dst [" +
+                                             std::to_string(dstAt) + ", " + std::to_string(dstEnd) + ")");
+  }
   std::vector<twin::SortPair> out;
   out.reserve(total);
   const T* data[4] = {nullptr, nullptr, nullptr, nullptr};

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "twin_core.h"
 #include "twin_record.h"
 
 enum pipe_t : uint8_t {
@@ -106,8 +107,13 @@ struct EventPool {
 };
 }  // namespace twin
 
+// PipeBarrier(ISASI).md: no barrier on PIPE_S (the scalar unit keeps its own order in hardware).
 template <pipe_t pipe>
 inline void PipeBarrier() {
+  if constexpr (pipe == PIPE_S)
+    twin::Violation("pipe barrier",
+                    "PipeBarrier<PIPE_S>: A2 has no barrier for the scalar pipe (its order is kept "
+                    "by the hardware)");
   if (twin::Recording()) twin::EmitBarrier(twin::ToPipe(pipe));
 }
 template <HardEvent event>

@@ -252,6 +252,7 @@ class BufferPool {
   uint32_t count = 0;
   PipeState* pipeState = nullptr;  // the TPipe that carved the buffers
   Space space = Space::UB;         // where the TPipe carves them (the TQue/TBuf's TPosition)
+  int32_t quePosition = -1;        // a TQue's TPosition when its buffers carry hand-off events
   Slot* Find(const void* addr) {
     for (uint32_t i = 0; i < count; ++i)
       if (slots[i].addr == addr) return &slots[i];
@@ -287,7 +288,10 @@ constexpr QueEvents EventsOf(TPosition pos) {
 template <TPosition pos, int32_t depth, auto mask = 0>
 class TQue : public twin::BufferPool {
  public:
-  TQue() { space = twin::SpaceOf(pos); }
+  TQue() {
+    space = twin::SpaceOf(pos);
+    if constexpr (twin::EventsOf(pos).any) quePosition = int32_t(pos);
+  }
   template <typename T>
   LocalTensor<T> AllocTensor() {
     for (uint32_t k = 0; k < count; ++k) {  // round robin from a cursor, like the real TQue
@@ -427,6 +431,16 @@ class TPipe {
   bool InitBuffer(T& que, uint8_t num, uint32_t len) {
     if (num == 0 || num > twin::kMaxQueueBuffers)
       twin::Violation("queue discipline", "InitBuffer with num=" + std::to_string(num) + " (1..64)");
+    // A TQue buffer holds its hand-off's event id, and A2 has 8 per pipe pair: at most 8 TQue
+    // buffers per TPosition (TQue简介.md, "QUE的Buffer数量最大也分别为8个").
+    if (que.quePosition >= 0) {
+      uint32_t& n = queBuffers_[que.quePosition];
+      if (n + num > uint32_t(twin::kEventIds))
+        twin::Violation("buffer count", "InitBuffer(TQue, " + std::to_string(num) + ") brings this TPipe to " +
+                                            std::to_string(n + num) + " TQue buffers at one TPosition; A2 has " +
+                                            std::to_string(twin::kEventIds) + " event ids for their hand-offs");
+      n += num;
+    }
     return Carve(que, num, len, "TQue");
   }
   template <TPosition bufPos>
@@ -436,6 +450,8 @@ class TPipe {
   void Reset() {
     WaitPendingFrees();
     for (uint32_t& u : usedBytes_) u = 0;
+    for (uint32_t& n : queBuffers_) n = 0;
+    buffers_ = 0;
   }
   // As on the device: buffers released by FreeTensor are waited for, then every pipe drains.
   void Destroy() {
@@ -489,6 +505,13 @@ class TPipe {
                                         (ub ? "Unified Buffer" : twin::SpaceName(pool.space)));
     }
     if (pool.count != 0) twin::Violation("queue discipline", std::string("InitBuffer called twice on one ") + what);
+    // At most 64 buffers per TPipe until Reset (InitBuffer.md 约束说明; kernel_tpipe_impl.h curBufSize_
+    // <= QBUF_MAX_LEN): a TBuf is one, a TQue num.
+    if (buffers_ + num > twin::kMaxQueueBuffers)
+      twin::Violation("buffer count", std::string("InitBuffer(") + what + ", " + std::to_string(num) +
+                                          ") brings this TPipe to " + std::to_string(buffers_ + num) +
+                                          " buffers, over the 64 one TPipe holds");
+    buffers_ += num;
     uint8_t* base = twin::SpaceBase(pool.space);
     for (uint32_t i = 0; i < num; ++i) {
       pool.slots[i] = twin::Slot{base + used, slotBytes, twin::SlotState::kFree, state_.slots++, -1, pool.space};
@@ -499,6 +522,8 @@ class TPipe {
     return true;
   }
   uint32_t usedBytes_[twin::kSpaces] = {};
+  uint32_t queBuffers_[int(TPosition::MAX)] = {};
+  uint32_t buffers_ = 0;
   bool destroyed_ = false;
   twin::PipeState state_;
 };

@@ -29,10 +29,13 @@ template <typename T>
 constexpr bool InSet(DtypeSet set) {
   constexpr bool isFloat = std::is_same_v<T, float> || std::is_same_v<T, half>;
   constexpr bool isArith = isFloat || std::is_same_v<T, int16_t> || std::is_same_v<T, int32_t>;
+  // Duplicate.md / Gather.md 数据类型 for A2 (and CheckDuplicateSupportedType, dav_c220)
+  constexpr bool isMove =
+      isArith || std::is_same_v<T, uint16_t> || std::is_same_v<T, uint32_t> || std::is_same_v<T, bfloat16_t>;
   switch (set) {
     case DtypeSet::kFloat: return isFloat;
     case DtypeSet::kArith: return isArith;
-    case DtypeSet::kMove: return sizeof(T) == 2 || sizeof(T) == 4;
+    case DtypeSet::kMove: return isMove;
   }
   return false;
 }
@@ -42,7 +45,7 @@ inline void RequireDtype(const char* api, DtypeSet set) {
   if (InSet<T>(set)) return;
   const char* allowed = set == DtypeSet::kFloat   ? "half and float only"
                         : set == DtypeSet::kArith ? "int16, half, int32 and float"
-                                                  : "2- and 4-byte types";
+                                                  : "int16, uint16, half, bfloat16, int32, uint32 and float";
   Violation("dtype support", std::string(api) + " does not support " + DtypeName<T>() +
                                  " on the Atlas A2 vector unit (" + allowed + "); Cast bfloat16 to float first");
 }
@@ -123,20 +126,22 @@ ASCENDC_TWIN_BINARY(Div, kFloat, a / b)
 #undef ASCENDC_TWIN_BINARY
 
 namespace twin {
-// MulAddDst and FusedMulAdd round once: fused by definition (std::fma), not by compiler flags
-// (the build passes -ffp-contract=off), so every ISA path and compiler gives the same bits.
-// Why fused: asc-devkit's own regbase (C310) pow kernel computes a product's rounding error as
-// MulAddDst(-p, a, b) (= fmaf(a, b, -p)), which is exact only with one rounding. For the A2
-// memory-form instructions the public docs give the formula alone (asc_fma, asc_mul_add pages):
-// not established there; we take the same choice. half: the fp32 fma of the widened operands
-// (their product is exact in fp32), rounded once more to half.
+// MulAddDst and FusedMulAdd on A2: the product is rounded to T, then the sum. The A2 boundary-value
+// table (docs/zh/api/附录/Memory矢量计算接口边界值汇总.md, 表21 MulAddDst, 表22 FusedMulAdd) lists the
+// product as an intermediate of its own, with T's range (MAX * MAX is +inf, saturated to MAX in half
+// saturation mode), and MAX * MAX + -inf as nan: a fused multiply-add gives -inf there. The table
+// fixes the product's range, not its precision; rounding it to T is the model that gives every row.
+// (Only the newer Reg unit documents a fused result: Reg矢量计算接口精度标准汇总.md, "同比Fma".)
+// half: the float product of two halves is exact, so T(product) is the correctly rounded half
+// product, and float(p) + float(c) rounded once to half the correctly rounded half sum.
 template <typename T>
-inline T FusedMulAddElem(T a, T b, T c) {
-  return T(std::fma(float(a), float(b), float(c)));
+inline T MulThenAddElem(T a, T b, T c) {
+  const T p = T(float(a) * float(b));
+  return T(float(p) + float(c));
 }
 }  // namespace twin
 
-// dst = src0 * src1 + dst, one rounding (twin::FusedMulAddElem)
+// dst = src0 * src1 + dst, the product rounded to T before the add (twin::MulThenAddElem)
 template <typename T, typename U>
 inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, const LocalTensor<U>& src1,
                       const int32_t& count) {
@@ -144,17 +149,17 @@ inline void MulAddDst(const LocalTensor<T>& dst, const LocalTensor<U>& src0, con
   twin::CheckBinary<twin::DtypeSet::kFloat>("MulAddDst", dst, src0, src1, count, &dst);
   if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat))
     twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count),
-                         [](auto a, auto b, auto d) { return twin::FusedMulAddElem(a, b, d); });
+                         [](auto a, auto b, auto d) { return twin::MulThenAddElem(a, b, d); });
 }
 
-// dst = src0 * dst + src1, one rounding (twin::FusedMulAddElem)
+// dst = src0 * dst + src1, the product rounded to T before the add (twin::MulThenAddElem)
 template <typename T>
 inline void FusedMulAdd(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1,
                         const int32_t& count) {
   twin::CheckBinary<twin::DtypeSet::kFloat>("FusedMulAdd", dst, src0, src1, count, &dst);
   if constexpr (twin::InSet<T>(twin::DtypeSet::kFloat))
     twin::FuseTernaryAcc(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count),
-                         [](auto a, auto b, auto d) { return twin::FusedMulAddElem(a, d, b); });
+                         [](auto a, auto b, auto d) { return twin::MulThenAddElem(a, d, b); });
 }
 
 // ---- with a scalar: the scalar has the tensor's type, as on the device ----
@@ -190,6 +195,7 @@ inline void Duplicate(const LocalTensor<T>& dst, const T& scalarValue, const int
   twin::RequireDtype<T>("Duplicate", twin::DtypeSet::kMove);
   twin::RequireCount(count, "Duplicate");
   twin::RequireOperand(dst, count, "Duplicate");
+  if (count == 0) return;  // NOP on A2, dst not written (Duplicate.md 约束说明)
   if (twin::Recording())
     twin::RecordVector("Duplicate", twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, twin::Init::kDefined),
                        {});

@@ -93,6 +93,13 @@ extern "C" __global__ __aicore__ void half_to_bf16_cast(GM_ADDR x) {
   Cast(b, h, RoundMode::CAST_RINT, 128);
 }
 
+extern "C" __global__ __aicore__ void half_to_int32_cast(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<half> h = f.calc.Get<half>(128);
+  LocalTensor<int32_t> i = f.calc.GetWithOffset<int32_t>(128, 512);
+  Cast(i, h, RoundMode::CAST_RINT, 128);  // A2 has it; the twin does not implement it
+}
+
 extern "C" __global__ __aicore__ void dequeue_empty(GM_ADDR x) {
   Fixture f(x);
   LocalTensor<float> a = f.inQ.DeQue<float>();
@@ -173,6 +180,78 @@ extern "C" __global__ __aicore__ void pad_too_wide(GM_ADDR x) {
               DataCopyPadExtParams<float>(true, 0, 9, 0.0f));
 }
 
+// MrgSort's list lengths are uint16_t fields of one register: [0, 4095] on A2.
+void MergeTwo(GM_ADDR x, uint16_t firstLen, uint32_t src2Byte, bool intoSrc1) {
+  TPipe pipe;
+  TBuf<TPosition::VECCALC> srcBuf, dstBuf;
+  pipe.InitBuffer(srcBuf, 4096 * 8 + 64);
+  pipe.InitBuffer(dstBuf, 4096 * 8 + 64);
+  LocalTensor<float> src = srcBuf.Get<float>(), dst = dstBuf.Get<float>();
+  Duplicate(src, 1.0f, static_cast<int32_t>(src.GetSize()));
+  LocalTensor<float> first = src, second = src[src2Byte / sizeof(float)];
+  const uint16_t counts[4] = {firstLen, 1, 0, 0};
+  if (firstLen > 4095) first = second = srcBuf.Get<float>(2);  // the length alone must be refused
+  uint32_t taken[4];
+  MrgSort<float, false>(intoSrc1 ? first : dst, MrgSortSrcList<float>(first, second, first, first), counts, taken,
+                        0b0011, 1);
+}
+
+extern "C" __global__ __aicore__ void mrgsort_list_too_long(GM_ADDR x) { MergeTwo(x, 4096, 0, false); }
+
+// 4095 pairs, and a second list starting 8 bytes into a block (MrgSort's sources need 8-byte alignment).
+extern "C" __global__ __aicore__ void mrgsort_at_limit(GM_ADDR x) { MergeTwo(x, 4095, 4095 * 8, false); }
+
+extern "C" __global__ __aicore__ void mrgsort_overlap(GM_ADDR x) { MergeTwo(x, 16, 16 * 8, true); }
+
+extern "C" __global__ __aicore__ void pipe_barrier_scalar(GM_ADDR x) {
+  Fixture f(x);
+  PipeBarrier<PIPE_S>();  // A2 has no barrier for the scalar pipe
+}
+
+// A TPipe holds 64 buffers (a TBuf is one); 64 TBufs run, a 65th is refused.
+void ManyBuffers(uint32_t n) {
+  TPipe pipe;
+  TBuf<TPosition::VECCALC> bufs[65];
+  for (uint32_t i = 0; i < n; ++i) pipe.InitBuffer(bufs[i], 32);
+}
+extern "C" __global__ __aicore__ void buffers_at_limit(GM_ADDR x) { ManyBuffers(64); }
+extern "C" __global__ __aicore__ void too_many_buffers(GM_ADDR x) { ManyBuffers(65); }
+
+// TQue buffers at one TPosition: 8 (A2's event ids for their hand-offs); 4 double-buffered VECIN
+// queues run, a fifth is refused.
+void ManyQueues(uint32_t n) {
+  TPipe pipe;
+  TQue<QuePosition::VECIN, 2> ques[5];
+  TQue<QuePosition::VECOUT, 2> out;
+  for (uint32_t i = 0; i < n; ++i) pipe.InitBuffer(ques[i], 2, 1024);
+  pipe.InitBuffer(out, 2, 1024);  // another TPosition: its own 8
+}
+extern "C" __global__ __aicore__ void que_buffers_at_limit(GM_ADDR x) { ManyQueues(4); }
+extern "C" __global__ __aicore__ void too_many_que_buffers(GM_ADDR x) { ManyQueues(5); }
+
+extern "C" __global__ __aicore__ void bf16_cast_odd(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> wide = f.calc.Get<float>(128);
+  LocalTensor<bfloat16_t> narrow = f.calc.GetWithOffset<bfloat16_t>(128, 512);
+  Cast(narrow, wide, RoundMode::CAST_ODD, 128);  // A2 rounds to odd on float -> half only
+}
+
+extern "C" __global__ __aicore__ void duplicate_int8(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<int8_t> a = f.calc.Get<int8_t>();
+  Duplicate(a, int8_t(1), 64);  // A2's Duplicate: 2- and 4-byte types only
+}
+
+// blockCount 0 or blockLen 0 is a NOP for the strided DataCopy forms on A2.
+extern "C" __global__ __aicore__ void strided_copy_empty(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  DataCopy(a, f.gm, DataCopyParams(0, 2, 0, 0));
+  DataCopy(a, f.gm, DataCopyParams(3, 0, 0, 0));
+  DataCopy(a, a[64], DataCopyParams(0, 2, 0, 0));
+  DataCopy(f.gm, a, DataCopyParams(2, 0, 0, 0));
+}
+
 using Kernel = void (*)(GM_ADDR);
 const KernelTable<Kernel>& Kernels() {
   static const KernelTable<Kernel> kernels{{"correct", correct},
@@ -183,6 +262,7 @@ const KernelTable<Kernel>& Kernels() {
                                            {"exp_int32", exp_int32},
                                            {"bf16_cast_without_rounding", bf16_cast_without_rounding},
                                            {"half_to_bf16_cast", half_to_bf16_cast},
+                                           {"half_to_int32_cast", half_to_int32_cast},
                                            {"dequeue_empty", dequeue_empty},
                                            {"double_free", double_free},
                                            {"queue_depth", queue_depth},
@@ -192,7 +272,18 @@ const KernelTable<Kernel>& Kernels() {
                                            {"gather_at_limit", gather_at_limit},
                                            {"gather_repeat_limit", gather_repeat_limit},
                                            {"gather_overlap", gather_overlap},
-                                           {"pad_too_wide", pad_too_wide}};
+                                           {"pad_too_wide", pad_too_wide},
+                                           {"mrgsort_list_too_long", mrgsort_list_too_long},
+                                           {"mrgsort_at_limit", mrgsort_at_limit},
+                                           {"mrgsort_overlap", mrgsort_overlap},
+                                           {"pipe_barrier_scalar", pipe_barrier_scalar},
+                                           {"buffers_at_limit", buffers_at_limit},
+                                           {"too_many_buffers", too_many_buffers},
+                                           {"que_buffers_at_limit", que_buffers_at_limit},
+                                           {"too_many_que_buffers", too_many_que_buffers},
+                                           {"bf16_cast_odd", bf16_cast_odd},
+                                           {"duplicate_int8", duplicate_int8},
+                                           {"strided_copy_empty", strided_copy_empty}};
   return kernels;
 }
 

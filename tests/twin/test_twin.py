@@ -21,6 +21,10 @@ RULES = {
     "exp_int32": ("dtype support", r"Exp does not support int32 .*half and float only"),
     "bf16_cast_without_rounding": ("dtype support", r"Cast float -> bfloat16 with CAST_NONE"),
     "half_to_bf16_cast": ("dtype support", r"Cast half -> bfloat16 .* no Cast on Atlas A2"),
+    "half_to_int32_cast": (
+        "dtype support",
+        r"Cast half -> int32 with CAST_RINT: A2 has this pair .*does not implement",
+    ),
     "dequeue_empty": ("queue discipline", r"DeQue of an empty TQue"),
     "double_free": ("queue discipline", r"double FreeTensor"),
     "queue_depth": ("queue discipline", r"EnQue exceeds the TQue depth of 1"),
@@ -33,9 +37,23 @@ RULES = {
     ),
     "gather_overlap": ("operand overlap", r"Gather reads source UB bytes \[\d+, \d+\) and writes destination bytes"),
     "pad_too_wide": ("data copy params", r"DataCopyPad GM->UB leftPadding 0 / rightPadding 9 float: each at most 32"),
+    "mrgsort_list_too_long": ("sort params", r"MrgSort list 1 of 4096 elements: at most 4095 on A2"),
+    "mrgsort_overlap": ("operand overlap", r"MrgSort source list 1 UB bytes \[\d+, \d+\) overlaps dst"),
+    "pipe_barrier_scalar": ("pipe barrier", r"PipeBarrier<PIPE_S>: A2 has no barrier for the scalar pipe"),
+    "too_many_buffers": ("buffer count", r"InitBuffer\(TBuf, 1\) brings this TPipe to 65 buffers, over the 64"),
+    "too_many_que_buffers": ("buffer count", r"brings this TPipe to 10 TQue buffers at one TPosition; A2 has 8"),
+    "duplicate_int8": ("dtype support", r"Duplicate does not support int8 .*int16, uint16, half, bfloat16, int32"),
+    "bf16_cast_odd": ("dtype support", r"Cast float -> bfloat16 with CAST_ODD: A2 rounds to odd only on float -> half"),
 }
 # kernels that must run clean: the control, and each rule's case exactly at its limit
-VALID = {"correct", "gather_at_limit"}
+VALID = {
+    "correct",
+    "gather_at_limit",
+    "mrgsort_at_limit",
+    "buffers_at_limit",
+    "que_buffers_at_limit",
+    "strided_copy_empty",
+}
 
 
 def test_every_fault_kernel_is_covered():

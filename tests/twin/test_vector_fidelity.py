@@ -89,3 +89,219 @@ def test_reduce_sum_masked_lanes_are_plus_zero():
     neg = torch.full((7,), -0.0)
     assert torch.signbit(reduce_sum(neg, 7, sentinel(torch.float32))[0]).item() is False
     assert torch.signbit(reduce_sum(torch.full((64,), -0.0), 64, sentinel(torch.float32))[0]).item() is True
+
+
+# ---- MulAddDst (count form): the product rounded to T, then the sum ----
+# A2's boundary-value table (docs/zh/api/附录/Memory矢量计算接口边界值汇总.md, 表21) lists the product
+# as an intermediate in T's range: MAX * MAX is +inf, and MAX * MAX + -inf is nan (a fused multiply-add
+# gives -inf). The reference rounds the product to T, then the sum, in NumPy's own T arithmetic.
+mul_add_dst = torch.ops.twin_vector.mul_add_dst
+
+
+def a2_mul_add_dst(a: np.ndarray, b: np.ndarray, d: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore", invalid="ignore"):
+        return (a * b) + d  # NumPy rounds a * b to the dtype, then the sum
+
+
+def bits(x: np.ndarray) -> np.ndarray:
+    return x.view({4: np.uint32, 2: np.uint16}[x.itemsize])
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mul_add_dst_rounds_the_product_first(dtype, seed):
+    a, b, d = (awkward(1024, dtype, seed * 3 + k) for k in range(3))
+    out = mul_add_dst(a, b, d).numpy()
+    want = a2_mul_add_dst(a.numpy(), b.numpy(), d.numpy())
+    assert np.array_equal(bits(out), bits(want)), np.flatnonzero(bits(out) != bits(want))[:8]
+    # The order shows on these inputs: one rounding of a * b + d (in float64) differs somewhere.
+    once = (a.double() * b.double() + d.double()).to(dtype).numpy()
+    assert np.any(bits(once) != bits(want))
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+def test_mul_add_dst_boundary_rows(dtype):
+    """Rows of 表21 (INF/NAN mode): (src0, src1, dst) -> dst out."""
+    big = float(torch.finfo(dtype).max)
+    inf, nan = float("inf"), float("nan")
+    rows = [
+        (big, big, -inf, nan),  # the product overflows to +inf before the add
+        (big, big, -big, inf),
+        (big, 1.0, -big, 0.0),  # src0 * src1 = MAX, dst MIN: +0
+        (0.0, -0.0, -0.0, -0.0),
+        (0.0, -0.0, 0.0, 0.0),
+        (inf, 0.0, 1.0, nan),
+    ]
+    n = 32 // (4 if dtype == torch.float32 else 2) * 2
+    cols = [torch.tensor([r[k] for r in rows] * n, dtype=dtype)[:n] for k in range(4)]
+    out = mul_add_dst(cols[0], cols[1], cols[2])
+    assert torch.equal(torch.isnan(out), torch.isnan(cols[3]))
+    ok = ~torch.isnan(cols[3])
+    assert torch.equal(out[ok], cols[3][ok]) and torch.equal(torch.signbit(out[ok]), torch.signbit(cols[3][ok]))
+
+
+# ---- Cast: A2's modes (Cast.md RoundMode; the A2 dtype-pair table) against models in exact arithmetic ----
+cast = torch.ops.twin_vector.cast
+MODES = {"NONE": 0, "RINT": 1, "FLOOR": 2, "CEIL": 3, "ROUND": 4, "TRUNC": 5, "ODD": 6}
+
+
+def pick(x: float, lo: float, hi: float, lo_bits: int, mode: str, nearest: float) -> float:
+    """x between the neighbours lo < x < hi of the target format; `nearest` is its round-to-nearest-even."""
+    if mode in ("RINT", "NONE"):
+        return nearest
+    if mode == "FLOOR":
+        return lo
+    if mode == "CEIL":
+        return hi
+    if mode == "TRUNC":
+        return lo if x > 0 else hi
+    if mode == "ODD":
+        return lo if lo_bits & 1 else hi
+    # ROUND: nearest, ties away from zero (x, lo, hi exact in Python floats: no overflow in these inputs)
+    if x - lo == hi - x:
+        return hi if x > 0 else lo
+    return lo if x - lo < hi - x else hi
+
+
+def cast_inputs(seed: int) -> np.ndarray:
+    """float32 values inside half's finite range: random, exact half values, and halfway points."""
+    g = np.random.default_rng(seed)
+    h = (g.standard_normal(256) * np.exp2(g.integers(-24, 15, 256))).astype(np.float16)
+    h = h[np.isfinite(h) & (np.abs(h) < 60000)]
+    halfway = (h.astype(np.float32) + np.nextafter(h, np.float16(np.inf)).astype(np.float32)) / np.float32(2)
+    rand = (g.standard_normal(256) * np.exp2(g.integers(-26, 15, 256))).astype(np.float32)
+    x = np.concatenate([halfway[:96], -halfway[96:192], h.astype(np.float32), rand])
+    x = x[np.abs(x) < 65000][:512]
+    return np.resize(x, 512).astype(np.float32)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_cast_float_to_half_modes(mode):
+    x = cast_inputs(MODES[mode])
+    out = cast(torch.from_numpy(x), "half", MODES[mode]).numpy()
+    want = []
+    for v in x:
+        near = np.float16(v)
+        if float(near) == float(v):
+            want.append(near)
+            continue
+        lo, hi = (
+            (near, np.nextafter(near, np.float16(np.inf)))
+            if float(near) < v
+            else (np.nextafter(near, np.float16(-np.inf)), near)
+        )
+        lo_bits = int(np.array(lo, dtype=np.float16).view(np.uint16))
+        want.append(np.float16(pick(float(v), float(lo), float(hi), lo_bits, mode, float(near))))
+    want = np.array(want, dtype=np.float16)
+    assert np.array_equal(bits(out), bits(want)), (x[bits(out) != bits(want)][:4], out[bits(out) != bits(want)][:4])
+
+
+@pytest.mark.parametrize("mode", ["RINT", "FLOOR", "CEIL", "ROUND", "TRUNC"])
+def test_cast_float_to_bf16_modes(mode):
+    x = cast_inputs(10 + MODES[mode]) * np.float32(3.0e4)  # bf16 keeps float's range
+    ties = (np.random.default_rng(MODES[mode]).integers(0x0080, 0x7F00, 128) << 16) | 0x8000  # halfway for bf16
+    x[:128] = ties.astype(np.uint32).view(np.float32) * np.float32(np.resize([1, -1], 128))
+    u = x.view(np.uint32).astype(np.int64)
+    sign, mag = u & 0x80000000, u & 0x7FFFFFFF
+    toward0, rem = mag & 0x7FFF0000, mag & 0xFFFF
+    away = toward0 + 0x10000
+    up = {  # does the magnitude round away from zero?
+        "RINT": (rem > 0x8000) | ((rem == 0x8000) & ((toward0 >> 16) & 1 == 1)),
+        "ROUND": rem >= 0x8000,
+        "TRUNC": np.zeros_like(rem, dtype=bool),
+        "FLOOR": (rem > 0) & (sign != 0),
+        "CEIL": (rem > 0) & (sign == 0),
+    }[mode]
+    want = ((sign | np.where(up, away, toward0)) >> 16).astype(np.uint16)
+    out = cast(torch.from_numpy(x), "bfloat16", MODES[mode]).view(torch.int16).numpy().view(np.uint16)
+    assert np.array_equal(out, want), (x[out != want][:4], out[out != want][:4], want[out != want][:4])
+
+
+@pytest.mark.parametrize("mode", ["RINT", "FLOOR", "CEIL", "ROUND", "TRUNC"])
+def test_cast_float_to_int32_modes_and_saturation(mode):
+    """Halfway and saturating values; nan -> 0 and +-inf / MAX saturate (表32, float/int32_t)."""
+    base = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49999997, 7.75, -7.25, 3.4028235e38, -3.4028235e38]
+    base += [float("inf"), float("-inf"), float("nan"), 2147483520.0, 2147483648.0, -2147483648.0, -0.0]
+    x = np.resize(np.array(base, dtype=np.float32), 64)
+    fn = {
+        "RINT": np.rint,
+        "FLOOR": np.floor,
+        "CEIL": np.ceil,
+        "TRUNC": np.trunc,
+        "ROUND": lambda v: np.sign(v) * np.floor(np.abs(v) + 0.5),
+    }[mode]
+    with np.errstate(invalid="ignore"):
+        r = fn(x.astype(np.float64))
+    want = np.where(np.isnan(r), 0, np.clip(np.nan_to_num(r, posinf=2**31, neginf=-(2**31)), -(2**31), 2**31 - 1))
+    out = cast(torch.from_numpy(x), "int32", MODES[mode]).numpy()
+    assert np.array_equal(out, want.astype(np.int32)), (x[out != want], out[out != want])
+
+
+@pytest.mark.parametrize("mode", ["NONE", "RINT", "FLOOR", "CEIL", "ROUND", "TRUNC"])
+def test_cast_int32_to_float_modes(mode):
+    """int32 -> float honours the mode (Cast.md, A2 table); values past 2^24 need rounding."""
+    g = np.random.default_rng(MODES[mode])
+    x = np.concatenate(
+        [
+            g.integers(-(2**31), 2**31, 48),
+            [
+                2**31 - 1,
+                -(2**31),
+                2**24 + 1,
+                -(2**24 + 1),
+                2**25 + 2,
+                -(2**25 + 2),
+                2**25 + 6,
+                2**25 + 1,
+                0,
+                1,
+                -1,
+                2**30 + 64,
+                -(2**30 + 64),
+                7,
+                8,
+                9,
+            ],
+        ]
+    )
+    x = x.astype(np.int32)
+    want = []
+    for v in x.tolist():
+        near = np.float32(v)
+        if int(near) == v:
+            want.append(near)
+            continue
+        lo, hi = (
+            (near, np.nextafter(near, np.float32(np.inf)))
+            if int(near) < v
+            else (np.nextafter(near, np.float32(-np.inf)), near)
+        )
+        d_lo, d_hi = v - int(lo), int(hi) - v  # exact integers
+        if mode in ("NONE", "RINT"):
+            want.append(near)
+        elif mode == "FLOOR":
+            want.append(lo)
+        elif mode == "CEIL":
+            want.append(hi)
+        elif mode == "TRUNC":
+            want.append(lo if v > 0 else hi)
+        else:
+            want.append((hi if v > 0 else lo) if d_lo == d_hi else (lo if d_lo < d_hi else hi))
+    out = cast(torch.from_numpy(x), "float", MODES[mode]).numpy()
+    want = np.array(want, dtype=np.float32)
+    assert np.array_equal(out, want), (x[out != want], out[out != want], want[out != want])
+
+
+# ---- Sort<float, true> (高阶API Sort.md, 排布方式一 on A2): descending, equal scores in input order ----
+sort = torch.ops.twin_vector.sort
+
+
+@pytest.mark.parametrize("n", [32, 96, 1024])
+def test_full_sort_is_descending_and_stable(n):
+    g = torch.Generator().manual_seed(n)
+    scores = torch.randint(-4, 5, (n,), generator=g).float()  # many ties
+    scores[::7] = -0.0  # -0 ties with +0
+    pairs = sort(scores)
+    order = np.argsort(-scores.numpy(), kind="stable")  # -(-0.0) == 0.0: a tie, input order kept
+    assert np.array_equal(pairs[:, 1].numpy(), order)
+    assert np.array_equal(pairs[:, 0].numpy(), scores.numpy()[order].view(np.int32))  # score bits carried as is
