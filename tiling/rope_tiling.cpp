@@ -27,6 +27,7 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   d.backward = p.backward ? 1 : 0;
   d.rotateByCopy = RopeRotatesByCopy(p.headDim, p.mode) ? 1 : 0;
   d.xBuffers = 2;
+  d.tileLines = 1;
   t.tilingKey = p.mode;
 
   int64_t xStride = 1, rStride = 1;
@@ -72,9 +73,21 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   const int64_t tilesWanted = (platform.vectorCores + lines - 1) / lines;
   const int64_t rowsForBalance = (axisLen + tilesWanted - 1) / tilesWanted;
   d.tileRows = uint32_t(std::max<int64_t>(1, std::min<int64_t>(maxRows, rowsForBalance)));
-  // A tile shrunk for balance leaves UB spare: a third x and y buffer lets the loads run two lines
-  // ahead, where one small tile's compute is shorter than a load's latency.
-  d.xBuffers = uint64_t(d.tileRows) * RopeBytesPerRow(p.headDim, p.dtype, p.mode, 3) <= platform.UbBudget() ? 3 : 2;
+  // The shortest tile that keeps the same number of tasks on the busiest core: its rows, and so the
+  // launch's time, drop where the tasks did not divide evenly (4096 rows on 48 cores: 3 x 29, not 3 x 33).
+  const int64_t rounds =
+      (lines * ((axisLen + d.tileRows - 1) / d.tileRows) + platform.vectorCores - 1) / platform.vectorCores;
+  const int64_t roundTiles = rounds * platform.vectorCores / lines;  // tiles per line the rounds hold
+  d.tileRows = uint32_t((axisLen + roundTiles - 1) / roundTiles);
+  // A tile shrunk for balance leaves UB spare: fill it with more lines sharing the tile's cos/sin
+  // (heads), so each vector instruction covers them all and pays its start and barrier once, in
+  // groups as even as the line count allows.
+  const int64_t fitLines = std::min<int64_t>(d.sharedLines, maxRows / d.tileRows);
+  const int64_t groups = (d.sharedLines + fitLines - 1) / fitLines;
+  d.tileLines = uint32_t((d.sharedLines + groups - 1) / groups);
+  // Where UB is still spare, a third x and y buffer lets the loads run two tiles ahead.
+  const uint64_t tileRowsAll = uint64_t(d.tileRows) * d.tileLines;
+  d.xBuffers = tileRowsAll * RopeBytesPerRow(p.headDim, p.dtype, p.mode, 3) <= platform.UbBudget() ? 3 : 2;
   d.tilesPerLine = uint32_t((axisLen + d.tileRows - 1) / d.tileRows);
   d.taskCount = lines * d.tilesPerLine;
   t.blockDim = uint32_t(std::min<int64_t>(platform.vectorCores, d.taskCount));

@@ -3,7 +3,8 @@
 // along any of those dims. A tile is up to tileRows consecutive indices along tileAxis (the
 // innermost dim along which cos/sin vary); the other two dims ("line" dims) pick the tile's line.
 // A task loads one cos/sin tile and applies it to every line that shares it, i.e. it fixes the
-// line dims along which cos/sin vary and loops over those along which they broadcast.
+// line dims along which cos/sin vary and loops over those along which they broadcast, tileLines
+// of those lines at a time (one UB tile of tileLines x tileRows rows, one vector instruction each).
 #pragma once
 #include <cstdint>
 
@@ -30,7 +31,7 @@ struct RopeTilingData {
   uint32_t tilesPerLine;   // ceil(xDims[tileAxis] / tileRows)
   uint32_t rotateByCopy;   // 1: P is two strided UB->UB copies (half mode, D/2 fp32 whole 32-byte blocks); 0: Gather
   uint32_t xBuffers;  // UB buffers for x and for y: 3 where the tile leaves UB spare (hides DMA latency), else 2
-  uint32_t reserved;  // keeps the int64 fields 8-byte aligned
+  uint32_t tileLines;  // lines that share cos/sin loaded into one UB tile (>= 1); also keeps int64s 8-byte aligned
   int64_t xDims[3];  // row dims of x (and of y)
   int64_t xStrides[3];  // row stride of x per dim
   int64_t rStrides[3];  // row stride of cos/sin per dim; 0 where they broadcast

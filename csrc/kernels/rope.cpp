@@ -9,7 +9,9 @@
 // sinT = sin * s forward and sinT = P(sin) * P(s) = P(sin) * -s backward, built once per table load.
 // P is two strided UB->UB copies of row halves where half a row of fp32 is whole 32-byte blocks
 // (half mode, D % 16 == 0), else one Gather through a precomputed offset table (any D).
-// A task loads one cos/sin tile and reuses it for every x line that shares it (e.g. all heads).
+// A task loads one cos/sin tile and reuses it for every x line that shares it (e.g. all heads),
+// tileLines lines per UB tile with the tables repeated for each, so that a short tile (few rows per
+// core) still makes long vector instructions: each one's start and PIPE_V barrier are paid per tile.
 // fp16 / bf16 are computed in fp32 and rounded once on the way out (CAST_RINT).
 #include "kernel_operator.h"
 #include "kernel_utils.h"
@@ -27,7 +29,7 @@ class KernelRope {
   __aicore__ inline void Init(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, const RopeTilingData& tiling,
                               TPipe* pipe) {
     t_ = tiling;
-    const uint32_t tileElems = t_.tileRows * t_.rowPitch;
+    const uint32_t tileElems = t_.tileLines * t_.tileRows * t_.rowPitch;
     xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.xRows * t_.headDim);
     yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.xRows * t_.headDim);
     cosGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(cos), t_.rRows * t_.headDim);
@@ -59,11 +61,12 @@ class KernelRope {
       const int64_t left = t_.xDims[t_.tileAxis] - first;
       const uint32_t rows = static_cast<uint32_t>(left < t_.tileRows ? left : t_.tileRows);
       LoadTables(ownLine, first, rows);
-      for (int64_t shared = 0; shared < t_.sharedLines; ++shared) {
-        const int64_t xRow = LineRow(ownLine, shared) + first * t_.xStrides[t_.tileAxis];
-        CopyIn(xRow, rows);
-        Compute(rows);
-        CopyOut(xRow, rows);
+      for (int64_t shared = 0; shared < t_.sharedLines; shared += t_.tileLines) {
+        const int64_t left = t_.sharedLines - shared;
+        const uint32_t lines = static_cast<uint32_t>(left < t_.tileLines ? left : t_.tileLines);
+        CopyIn(ownLine, shared, first, rows, lines);
+        Compute(lines * rows);  // the lines' rows lie back to back: one tile of lines x rows rows
+        CopyOut(ownLine, shared, first, rows, lines);
       }
       inCos_.FreeTensor(cos_);
       inSin_.FreeTensor(sin_);
@@ -83,7 +86,7 @@ class KernelRope {
     const bool tutorial = t_.rotaryMode == ROPE_MODE_TUTORIAL, halves = t_.rotaryMode == ROPE_MODE_HALF;
     LocalTensor<int32_t> lanes;
     if (tutorial) lanes = laneBuf_.Get<int32_t>();
-    const uint32_t d = t_.headDim, half = d / 2, total = t_.tileRows * t_.rowPitch;
+    const uint32_t d = t_.headDim, half = d / 2, total = t_.tileLines * t_.tileRows * t_.rowPitch;
     const uint32_t seed = halves ? t_.rowPitch : 32 / sizeof(float);
     const float flip = t_.backward ? -1.0f : 1.0f;
     for (uint32_t j = 0; j < seed; ++j) {
@@ -160,6 +163,18 @@ class KernelRope {
       SignGathered(work, n);
     }
     if (borrow) outY_.FreeTensor(borrowed);
+    RepeatTables(n);
+  }
+
+  // cos and sinT once per line of a tile (the tile's lines are back to back, n elements each).
+  __aicore__ inline void RepeatTables(int32_t n) {
+    if (t_.tileLines < 2) return;
+    PipeBarrier<PIPE_V>();
+    for (uint32_t line = 1; line < t_.tileLines; ++line) {
+      DataCopy(cosf_[line * n], cosf_, static_cast<uint32_t>(n));
+      DataCopy(sinT_[line * n], sinT_, static_cast<uint32_t>(n));
+    }
+    PipeBarrier<PIPE_V>();
   }
 
   // Copy path: forward sinT = [-sin1, sin2], backward P(sin) * -s = [sin2, -sin1].
@@ -233,11 +248,19 @@ class KernelRope {
     que.EnQue(table);
   }
 
-  __aicore__ inline void CopyIn(int64_t xRow, uint32_t rows) {
+  // First x row of the tile's rows in line (ownLine, shared).
+  __aicore__ inline int64_t XRow(int64_t ownLine, int64_t shared, int64_t first) const {
+    return LineRow(ownLine, shared) + first * t_.xStrides[t_.tileAxis];
+  }
+
+  __aicore__ inline void CopyIn(int64_t ownLine, int64_t shared, int64_t first, uint32_t rows, uint32_t lines) {
     const uint32_t rowBytes = t_.headDim * sizeof(T);
     const uint32_t xGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
     LocalTensor<T> x = inX_.AllocTensor<T>();
-    DataCopyPad(x, xGm_[xRow * t_.headDim], DataCopyExtParams(rows, rowBytes, xGap, 0, 0), DataCopyPadExtParams<T>());
+    for (uint32_t line = 0; line < lines; ++line) {
+      DataCopyPad(x[line * rows * t_.rowPitch], xGm_[XRow(ownLine, shared + line, first) * t_.headDim],
+                  DataCopyExtParams(rows, rowBytes, xGap, 0, 0), DataCopyPadExtParams<T>());
+    }
     inX_.EnQue(x);
   }
 
@@ -279,11 +302,14 @@ class KernelRope {
     }
   }
 
-  __aicore__ inline void CopyOut(int64_t xRow, uint32_t rows) {
+  __aicore__ inline void CopyOut(int64_t ownLine, int64_t shared, int64_t first, uint32_t rows, uint32_t lines) {
     const uint32_t rowBytes = t_.headDim * sizeof(T);
     const uint32_t yGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
     LocalTensor<T> y = outY_.DeQue<T>();
-    DataCopyPad(yGm_[xRow * t_.headDim], y, DataCopyExtParams(rows, rowBytes, 0, yGap, 0));
+    for (uint32_t line = 0; line < lines; ++line) {
+      DataCopyPad(yGm_[XRow(ownLine, shared + line, first) * t_.headDim], y[line * rows * t_.rowPitch],
+                  DataCopyExtParams(rows, rowBytes, 0, yGap, 0));
+    }
     outY_.FreeTensor(y);
   }
 

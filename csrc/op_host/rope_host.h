@@ -34,6 +34,7 @@ inline ge::graphStatus TileRopeOp(gert::TilingContext* context, const tiling::Op
       RopeTilingData empty;
       std::memset(&empty, 0, sizeof(empty));
       empty.xBuffers = 2;  // the kernel's Init still carves its queues
+      empty.tileLines = 1;
       return Publish(context, empty, 1, a.mode);
     }
     const tiling::RopeTiling t =

@@ -16,9 +16,11 @@ static void CheckInvariants(const RopeTiling& t, const PlatformInfo& p, DType dt
   EXPECT(t.blockDim >= 1 && t.blockDim <= p.vectorCores);
   EXPECT(d.tasksPerBlock * t.blockDim + d.tasksRemainder == d.taskCount);
   EXPECT(d.tasksRemainder < t.blockDim);
-  EXPECT(uint64_t(d.tileRows) * RopeBytesPerRow(d.headDim, dtype, RopeMode(d.rotaryMode), d.xBuffers) <= p.UbBudget());
+  EXPECT(uint64_t(d.tileRows) * d.tileLines * RopeBytesPerRow(d.headDim, dtype, RopeMode(d.rotaryMode), d.xBuffers) <=
+         p.UbBudget());
   EXPECT(int64_t(d.tilesPerLine) * d.tileRows >= d.xDims[d.tileAxis]);
   EXPECT(int64_t(d.tilesPerLine - 1) * d.tileRows < d.xDims[d.tileAxis]);
+  EXPECT(d.tileLines >= 1 && d.tileLines <= d.sharedLines);
   EXPECT(d.rowPitch * ElementBytes(dtype) % 32 == 0 && d.rowPitch >= d.headDim);
 }
 
@@ -38,14 +40,23 @@ int main() {
     EXPECT(t.data.sharedLines == 32 && t.data.lineVaries[0] == 0 && t.data.lineVaries[1] == 0);
     EXPECT(t.data.taskCount == t.data.tilesPerLine);
   }
-  EXPECT(TileRope(llama, b3).data.tileRows == 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF));
-  // half mode with whole fp32 blocks per half row rotates by copies (no tables); UB-bound: two x/y buffers
-  EXPECT(TileRope(llama, b3).data.rotateByCopy == 1 && TileRope(llama, b3).data.xBuffers == 2);
-  // 512 rows over 48 cores: an 11-row tile leaves UB spare for a third x/y buffer
+  // UB holds 46 rows: 90 tiles, 3 rounds on 40 cores; those 3 rounds hold 120 tiles of 35 rows, so the
+  // busiest core does 105 rows rather than 138, and the shorter tile leaves UB for a third x/y buffer
+  const uint32_t ubRows = 184 * 1024 / RopeBytesPerRow(128, DType::kFloat32, ROPE_MODE_HALF);
+  EXPECT(ubRows == 46 && TileRope(llama, b3).data.tileRows == 35 && TileRope(llama, b3).data.tilesPerLine == 118);
+  // half mode with whole fp32 blocks per half row rotates by copies (no tables)
+  EXPECT(TileRope(llama, b3).data.rotateByCopy == 1 && TileRope(llama, b3).data.xBuffers == 3);
+  EXPECT(TileRope(llama, b3).data.tileLines == 1);
+  // 512 rows over 48 cores: an 11-row tile leaves UB spare for 4 of the 32 heads per tile (46 rows fit)
   RopeProblem short512{{1, 32, 512}, {1, 1, 512}, 128, DType::kBFloat16, ROPE_MODE_HALF, false};
   RopeTiling t512 = TileRope(short512, b2);
   CheckInvariants(t512, b2, DType::kBFloat16);
-  EXPECT(t512.data.tileRows == 11 && t512.data.xBuffers == 3);
+  EXPECT(t512.data.tileRows == 11 && t512.data.tileLines == 4 && t512.data.xBuffers == 2);
+  // its Gather tables take more UB: 3 heads fit (33 rows), so 11 groups of 3 or 2 heads
+  RopeProblem tutorial512{{1, 32, 512}, {1, 1, 512}, 128, DType::kBFloat16, ROPE_MODE_TUTORIAL, false};
+  RopeTiling u512 = TileRope(tutorial512, b2);
+  CheckInvariants(u512, b2, DType::kBFloat16);
+  EXPECT(u512.data.tileRows == 11 && u512.data.tileLines == 3);
   // the Gather path: D = 40 (80-byte fp32 half rows), and the pair modes at any D
   EXPECT(!RopeRotatesByCopy(40, ROPE_MODE_HALF) && RopeRotatesByCopy(80, ROPE_MODE_HALF));
   EXPECT(!RopeRotatesByCopy(128, ROPE_MODE_INTERLEAVE) && !RopeRotatesByCopy(128, ROPE_MODE_TUTORIAL));
