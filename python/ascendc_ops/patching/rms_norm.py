@@ -84,8 +84,9 @@ def _probe(m: nn.Module, eps: float) -> tuple[Variant | None, str]:
     params = probe.random_params(m, gen)
     why = ""
     for v in VARIANTS:
-        why = probe.disagreement(m, lambda part, h: type(part).forward(part, h), lambda p, h, v=v: v.compute(p, h, eps),
-                                 (x,), params)
+        why = probe.disagreement(
+            m, lambda part, h: type(part).forward(part, h), lambda p, h, v=v: v.compute(p, h, eps), (x,), params
+        )
         if why is None:
             return v, ""
     return None, f"not {VARIANTS[-1].formula}: {why}" if len(VARIANTS) == 1 else why
@@ -122,5 +123,10 @@ def patch(model: nn.Module, targets: list) -> list:
 
 
 KERNEL = Kernel(
-    "fused_rmsnorm", BACKENDS, find, patch, "RMSNorm-like modules' forward -> custom::rms_norm (incl. q_norm/k_norm)", op="rms_norm"
+    "fused_rmsnorm",
+    BACKENDS,
+    find,
+    patch,
+    "RMSNorm-like modules' forward -> custom::rms_norm (incl. q_norm/k_norm)",
+    op="rms_norm",
 )

@@ -103,8 +103,9 @@ def _structural_refusal(m: nn.Module, variant: Variant) -> str | None:
 def _probe(m: nn.Module, variant: Variant) -> str | None:
     gen = probe.generator()
     x = torch.randn(2, 3, _in_features(getattr(m, variant.projections[0])), generator=gen, dtype=torch.float64)
-    why = probe.disagreement(m, lambda part, h: type(part).forward(part, h), variant.forward, (x,),
-                             probe.random_params(m, gen))
+    why = probe.disagreement(
+        m, lambda part, h: type(part).forward(part, h), variant.forward, (x,), probe.random_params(m, gen)
+    )
     if why is None:
         return None
     cfg = getattr(m, "config", None) or model_config(m)
@@ -141,5 +142,10 @@ def patch(model: nn.Module, targets: list) -> list:
 
 
 KERNEL = Kernel(
-    "fused_swiglu", BACKENDS, find, patch, "gated MLPs silu(gate)*up (separate or fused gate_up) -> custom::swiglu", op="swiglu"
+    "fused_swiglu",
+    BACKENDS,
+    find,
+    patch,
+    "gated MLPs silu(gate)*up (separate or fused gate_up) -> custom::swiglu",
+    op="swiglu",
 )
