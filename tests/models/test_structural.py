@@ -177,3 +177,24 @@ def test_every_decoder_family_and_the_committed_table(tmp_path):
     assert len(fresh) == len(coverage.decoder_types())
     committed = _doc_rows((patch_coverage.ROOT / "docs" / "coverage.md").read_text())
     assert committed == fresh, "docs/coverage.md is stale: run tools/patch_coverage.py"
+
+
+@pytest.mark.parametrize("family", ["llama", "phi3", "qwen3_moe"])
+def test_probe_parameters_are_probe_width(monkeypatch, family):
+    """The probes' random parameters are HIDDEN x INTERMEDIATE wide whatever the model's sizes (a full-size
+    float64 copy of a large model's MLP or experts would take gigabytes), and still find the parts."""
+    from ascendc_ops.patching import probe
+
+    made, original = [], probe.random_params
+    monkeypatch.setattr(probe, "random_params", lambda *a, **kw: made.append(original(*a, **kw)) or made[-1])
+    if family == "qwen3_moe":
+        model = tiny_moe(family, hidden_size=256, moe_intermediate_size=160, intermediate_size=320)
+    elif family == "phi3":
+        model = coverage.tiny_model("phi3", coverage.decoder_types()["phi3"])  # fused gate_up_proj
+    else:
+        model = tiny(family, hidden_size=256, intermediate_size=320)
+    report = K.apply_default_kernels(model)
+    assert {"fused_rmsnorm", "fused_swiglu"} <= set(report.applied) and not report.left, report
+    assert family != "qwen3_moe" or "fused_moe" in report.applied
+    matrices = [t for params in made for t in params.values() if t.dim() >= 2]
+    assert matrices and all(max(t.shape[-2:]) <= 2 * probe.INTERMEDIATE for t in matrices), [t.shape for t in matrices]

@@ -94,16 +94,23 @@ def _probe_forward(self, hidden_states, top_k_index, top_k_weights):
 
 
 def _probe(m: nn.Module) -> str | None:
-    gen = probe.generator()
-    experts, hidden = m.gate_up_proj.shape[0], m.gate_up_proj.shape[1 if m.is_transposed else 2]
-    k = min(PROBE_TOP_K, experts)
-    x = torch.randn(PROBE_TOKENS, hidden, generator=gen, dtype=torch.float64)
-    idx = torch.stack([torch.randperm(experts, generator=gen)[:k] for _ in range(PROBE_TOKENS)])
-    weights = torch.randn(PROBE_TOKENS, k, generator=gen, dtype=torch.float64).softmax(-1)
     eager = getattr(type(m).forward, "__wrapped__", None)  # the class's own loop, under the interface's dispatch
     if eager is None:
         return "its forward is not wrapped by use_experts_implementation"
-    why = probe.disagreement(m, eager, _probe_forward, (x, idx, weights), probe.random_params(m, gen))
+    experts = m.gate_up_proj.shape[0]
+    hidden = m.gate_up_proj.shape[1 if m.is_transposed else 2]
+    inter = m.gate_up_proj.shape[2 if m.is_transposed else 1] // 2
+    k = min(PROBE_TOP_K, experts)
+    why = None
+    for resize in (probe.widths(hidden, inter, keep=(experts,)), {}):  # probe widths; full size if they fail
+        gen = probe.generator()
+        x = torch.randn(PROBE_TOKENS, resize.get(hidden, hidden), generator=gen, dtype=torch.float64)
+        idx = torch.stack([torch.randperm(experts, generator=gen)[:k] for _ in range(PROBE_TOKENS)])
+        weights = torch.randn(PROBE_TOKENS, k, generator=gen, dtype=torch.float64).softmax(-1)
+        params = probe.random_params(m, gen, resize)
+        why = probe.disagreement(m, eager, _probe_forward, (x, idx, weights), params)
+        if not (resize and why and why.startswith("it fails")):
+            break
     return None if why is None else f"not the gated silu experts formula: {why}"
 
 

@@ -22,6 +22,9 @@ from torch import nn
 from ..harness.precision import check_ratio
 
 SEED = 20260
+# Probe widths: a part's hidden and intermediate sizes are shrunk to these for its random parameters (the formula
+# does not depend on them; a 70B model's MLP at full size would take 5.6 GB of float64 parameters to probe).
+HIDDEN, INTERMEDIATE = 48, 32
 GAIN = 3.0  # random projections give pre-activations of about this std: past GPT-OSS's clamp at 7 in the tails
 
 
@@ -46,13 +49,25 @@ def device_of(part: nn.Module) -> torch.device:
     return p.device if p is not None else torch.device("cpu")
 
 
-def random_params(part: nn.Module, gen: torch.Generator) -> dict[str, torch.Tensor]:
+def widths(hidden: int, intermediate: int, keep: tuple[int, ...] = ()) -> dict[int, int]:
+    """{size: probe size} for a part's hidden, intermediate and 2 x intermediate (fused gate_up) sizes; {} (full
+    size) when two of them, or one and a size in ``keep`` (an expert count), coincide: a dimension's role would
+    be ambiguous."""
+    sizes = (hidden, intermediate, 2 * intermediate)
+    if len(set(sizes + keep)) < len(sizes) + len(set(keep)):
+        return {}
+    h, i = min(hidden, HIDDEN), min(intermediate, INTERMEDIATE)
+    return {hidden: h, intermediate: i, 2 * intermediate: 2 * i}
+
+
+def random_params(part: nn.Module, gen: torch.Generator, resize: dict[int, int] | None = None) -> dict:
     """float64 random stand-ins for every parameter of ``part`` (CPU): N(0, 1) vectors, matrices scaled by
-    GAIN / sqrt(last dim) so outputs stay O(GAIN)."""
+    GAIN / sqrt(last dim) so outputs stay O(GAIN); each dimension of a size in ``resize`` takes the mapped size."""
     out = {}
     for name, p in part.named_parameters():
-        t = torch.randn(p.shape, generator=gen, dtype=torch.float64)
-        out[name] = t if p.dim() < 2 else t * (GAIN / math.sqrt(p.shape[-1]))
+        shape = tuple((resize or {}).get(d, d) for d in p.shape)
+        t = torch.randn(shape, generator=gen, dtype=torch.float64)
+        out[name] = t if p.dim() < 2 else t * (GAIN / math.sqrt(shape[-1]))
     return out
 
 

@@ -100,12 +100,24 @@ def _structural_refusal(m: nn.Module, variant: Variant) -> str | None:
     return None
 
 
+def _out_features(proj: nn.Module) -> int | None:
+    n = getattr(proj, "out_features", None)
+    w = getattr(proj, "weight", None)
+    return n if isinstance(n, int) else (w.shape[0] if isinstance(w, torch.Tensor) and w.dim() == 2 else None)
+
+
 def _probe(m: nn.Module, variant: Variant) -> str | None:
-    gen = probe.generator()
-    x = torch.randn(2, 3, _in_features(getattr(m, variant.projections[0])), generator=gen, dtype=torch.float64)
-    why = probe.disagreement(
-        m, lambda part, h: type(part).forward(part, h), variant.forward, (x,), probe.random_params(m, gen)
-    )
+    first = getattr(m, variant.projections[0])
+    hidden, out = _in_features(first), _out_features(first)
+    inter = out // 2 if variant.projections[0] == "gate_up_proj" and out else out
+    why = None
+    for resize in (probe.widths(hidden, inter), {}) if inter else ({},):  # probe widths; full size if they fail
+        gen = probe.generator()
+        x = torch.randn(2, 3, resize.get(hidden, hidden), generator=gen, dtype=torch.float64)
+        params = probe.random_params(m, gen, resize)
+        why = probe.disagreement(m, lambda part, h: type(part).forward(part, h), variant.forward, (x,), params)
+        if not (resize and why and why.startswith("it fails")):
+            break
     if why is None:
         return None
     cfg = getattr(m, "config", None) or model_config(m)
