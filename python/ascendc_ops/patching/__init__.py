@@ -7,12 +7,15 @@
     K.revert_kernels(model)                          # back to the exact original objects
     K.apply_default_kernels(model, disable_kernels="fused_moe")   # all but one (or ASCENDC_OPS_DISABLE=...)
 
-Kernels (``KERNELS``): ``fused_rope`` (apply_rotary_pos_emb -> rotary_mul), ``fused_rmsnorm`` (RMSNorm
-modules incl. Qwen3 q_norm/k_norm -> rms_norm), ``fused_swiglu`` (silu-gated MLPs -> swiglu). Supported model
-types: llama, qwen2, qwen3, mistral (transformers 5.x; CI runs requirements.txt's and tools/wheel_check.sh's
-versions; on 4.x every kernel skips with that reason); backends: cpu-twin, npu.
-``fused_moe`` (experts -> permute/grouped_matmul/swiglu/unpermute through transformers' experts interface) on
-the MoE families qwen3_moe, mixtral, qwen2_moe, olmoe, which take the three kernels above as well.
+Kernels (``KERNELS``): ``fused_rope`` (apply_rotary_pos_emb -> rotary_mul), ``fused_rmsnorm`` (RMSNorm-like
+modules incl. q_norm/k_norm -> rms_norm), ``fused_swiglu`` (silu-gated MLPs, separate or fused gate_up ->
+swiglu), ``fused_moe`` (experts -> permute/grouped_matmul/swiglu/unpermute through transformers' experts
+interface). No model list: each kernel finds its parts by structure in any model (transformers 5.x; CI runs
+requirements.txt's and tools/wheel_check.sh's versions; on 4.x every kernel skips with that reason) and patches a
+part only after a probe on a small random input agrees with our op within the fp32 accuracy standard
+(``probe.py``); parts that look right but disagree (Gemma's (1 + w) norm, GLM's interleaved RoPE, gelu MLPs) are
+left and listed in the report with the reason. docs/coverage.md (tools/patch_coverage.py) lists what this gives
+on every decoder family of the pinned transformers. Backends: cpu-twin, npu.
 
 Switches: LLaMA-Factory's kernel ids (``ALIASES``: ``npu_fused_rmsnorm``, ``npu_fused_swiglu``, ``npu_fused_rope``,
 ``npu_fused_moe``, from its kernel plugins' ``KernelPlugin(...)`` ids) name the same kernels wherever an id is taken,
@@ -36,7 +39,7 @@ from torch import nn
 
 from .. import backends as _available_backends
 from . import moe as _moe, rms_norm as _rms_norm, rope as _rope, swiglu as _swiglu
-from .base import STATE_ATTR, Kernel, KernelSkip, model_backend, model_type, transformers_unsupported
+from .base import STATE_ATTR, Found, Kernel, KernelSkip, model_backend, model_type, transformers_unsupported
 
 logger = logging.getLogger(__name__)
 
@@ -67,34 +70,47 @@ def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
     return kernel
 
 
-for _k in (_rope.KERNEL, _rms_norm.KERNEL, _swiglu.KERNEL):  # MoE families share these attention/norm/MLP paths
-    register_kernel(dataclasses.replace(_k, model_types=_k.model_types + _moe.MODEL_TYPES))
-register_kernel(_moe.KERNEL)
+for _k in (_rope.KERNEL, _rms_norm.KERNEL, _swiglu.KERNEL, _moe.KERNEL):
+    register_kernel(_k)
 
 
 @dataclasses.dataclass
 class KernelReport:
-    """What a call applied and what it skipped (kernel id -> reason)."""
+    """What a call applied and what it skipped (kernel id -> reason). ``left``: parts an applied kernel found but
+    left unpatched ({kernel id: {part: why}}, e.g. a gated norm next to plain ones); ``absent``: the
+    kernels that found nothing of their kind (a dense model has no experts); with "auto" they leave ``skipped``
+    once another kernel applied."""
 
     model_type: str | None
     backend: str
     applied: list[str] = dataclasses.field(default_factory=list)
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)
     patched_modules: dict[str, int] = dataclasses.field(default_factory=dict)
+    left: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict)
+    absent: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def __str__(self) -> str:
         parts = [f"{k} ({self.patched_modules.get(k, 0)} modules)" for k in self.applied]
         skipped = "; ".join(f"{k}: {why}" for k, why in self.skipped.items())
-        return f"ascendc_ops kernels on {self.model_type} [{self.backend}]: applied {', '.join(parts) or 'nothing'}" + (
-            f"; skipped {skipped}" if skipped else ""
+        left = "; ".join(f"{k} left {p}: {why}" for k, d in self.left.items() for p, why in d.items())
+        return (
+            f"ascendc_ops kernels on {self.model_type} [{self.backend}]: applied {', '.join(parts) or 'nothing'}"
+            + (f"; skipped {skipped}" if skipped else "")
+            + (f"; {left}" if left else "")
         )
 
 
 def list_kernels(model: nn.Module | None = None) -> list[str]:
-    """All kernel ids, or the ones that support this model's type and backend."""
+    """All kernel ids, or the ones applied to this model or that would patch something in it on its backend
+    (finds and probes, patches nothing)."""
     if model is None:
         return list(KERNELS)
-    return [k for k in KERNELS if _unsupported_reason(KERNELS[k], model) is None]
+    applied = applied_kernels(model)
+    return [
+        k
+        for k in KERNELS
+        if k in applied or (_unsupported_reason(KERNELS[k], model) is None and KERNELS[k].find(model).targets)
+    ]
 
 
 def applied_kernels(model: nn.Module) -> list[str]:
@@ -142,13 +158,6 @@ def _disabled(disable_kernels=None, use_flags: dict | None = None) -> dict[str, 
 def _unsupported_reason(kernel: Kernel, model: nn.Module) -> str | None:
     if (why := transformers_unsupported()) is not None:
         return why
-    mt = model_type(model)
-    if mt not in kernel.model_types:
-        return (
-            f"model type {mt!r} is not supported by {kernel.id} (supports {', '.join(kernel.model_types)})"
-            if mt
-            else "the model has no config.model_type (not a Hugging Face PreTrainedModel?)"
-        )
     backend = model_backend(model)
     if backend not in kernel.backends:
         return f"backend {backend!r} is not supported by {kernel.id} (runs on {', '.join(kernel.backends)})"
@@ -166,9 +175,16 @@ def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport, disabled:
         report.skipped[kernel.id] = f"disabled by {disabled[kernel.id]}"
         return
     reason = _unsupported_reason(kernel, model)
+    found = Found()
+    if reason is None:
+        found = kernel.find(model)
+        if not found.targets:
+            reason = found.skip_reason(model)
+            if not found.refused:
+                report.absent[kernel.id] = reason
     if reason is None:
         try:
-            records = kernel.apply(model)
+            records = kernel.patch(model, found.targets)
         except KernelSkip as e:
             reason = str(e)
     if reason is not None:
@@ -176,6 +192,8 @@ def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport, disabled:
         return
     state[kernel.id] = records
     report.applied.append(kernel.id)
+    if found.refused:
+        report.left[kernel.id] = dict(found.refused)
     report.patched_modules[kernel.id] = sum(r.name == "forward" for r in records) or _moe.routed_modules(model)
 
 
@@ -234,11 +252,12 @@ def apply_default_kernels(
         ),
     )
     report = KernelReport(model_type(model), model_backend(model))
-    auto = ids is None  # the kernels made for this model type (fused_moe only on MoE families); else all, for the why
-    if auto:
-        ids = [k for k in KERNELS if report.model_type in KERNELS[k].model_types] or list(KERNELS)
-    for k in ids:
+    auto = ids is None
+    for k in ids if ids is not None else list(KERNELS):
         _apply_one(KERNELS[k], model, report, disabled)
+    if auto and report.applied:  # a kind of part this model does not have is no news once something applied
+        for k in report.absent:
+            report.skipped.pop(k, None)
     if auto and not report.applied:
         logger.warning(
             "ascendc_ops: no kernel applies to this %s model on %s: %s",
@@ -274,6 +293,7 @@ __all__ = [
     "ALIASES",
     "DISABLE_ENV",
     "KERNELS",
+    "Found",
     "Kernel",
     "KernelReport",
     "KernelSkip",

@@ -26,20 +26,38 @@ class KernelSkip(Exception):
     """Raised by a kernel's apply function when it cannot (or need not) patch this model; the message says why."""
 
 
+@dataclasses.dataclass
+class Found:
+    """What a kernel's ``find`` saw in one model: the parts it will patch (``targets``, whatever its ``patch``
+    takes), the parts that looked right but were left alone ({part: why}, e.g. a norm whose probe disagreed),
+    and, when there is nothing of the kind at all, what it looked for."""
+
+    targets: list = dataclasses.field(default_factory=list)
+    refused: dict[str, str] = dataclasses.field(default_factory=dict)
+    looked_for: str = ""
+
+    def skip_reason(self, model: nn.Module) -> str:
+        if self.refused:
+            return "; ".join(f"{part}: {why}" for part, why in self.refused.items())
+        return f"no {self.looked_for} found in this {model_type(model)} model"
+
+
 @dataclasses.dataclass(frozen=True)
 class Kernel:
-    """One registry entry: an id, the HF model types and backends it supports, and its apply function.
+    """One registry entry: an id, the backends it runs on, how it finds its parts and patches them.
 
-    ``apply(model) -> list[PatchRecord]`` patches the instance and returns what it changed, or raises
-    ``KernelSkip(reason)``. ``model_types`` are ``config.model_type`` values; backends are names from
+    ``find(model) -> Found`` looks for the parts by structure (attributes, signatures) and keeps those whose
+    probe (``probe.disagreement``) agrees with our op; ``patch(model, targets) -> list[PatchRecord]`` patches
+    the instance and returns what it changed, or raises ``KernelSkip(reason)``. Backends are names from
     ``ascendc_ops.backends()`` (``ascendc_ops._backends``: CPU_TWIN, NPU).
     """
 
     id: str
-    model_types: tuple[str, ...]
     backends: tuple[str, ...]
-    apply: Callable[[nn.Module], list]
+    find: Callable[[nn.Module], Found]
+    patch: Callable[[nn.Module, list], list]
     description: str = ""
+    op: str = ""  # the custom op (torch.ops.custom.<op>) whose forward call shows the kernel ran
 
 
 @dataclasses.dataclass

@@ -8,7 +8,9 @@ model keeps its own modules, parameters, router and shared experts; revert puts 
 
 The implementation is a config setting, like HF's own ``set_experts_implementation``: models built on one
 shared config object share it. Supported experts: gated (``gate_up_proj`` concatenated gate first, plain or
-``is_transposed``), no bias, no post-expert norm, the default gate with ``hidden_act == "silu"``.
+``is_transposed``), no bias, no post-expert norm, the default gate with ``hidden_act == "silu"``; found by
+structure (the interface's flags on the module, any model type), and used only if the probe
+(``probe.disagreement``: random experts, 6 tokens, top-2) agrees with the class's own eager forward.
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ import torch
 from torch import nn
 
 from .._backends import ALL as BACKENDS
+from ..ops import moe_experts as _experts_op
 from ..ops.moe_experts import moe_experts
-from .base import Kernel, KernelSkip, model_type, set_instance_attr
+from . import probe
+from .base import Found, Kernel, KernelSkip, set_instance_attr
 
 EXPERTS_IMPL = "ascendc_fused_moe"
 CONFIG_ATTR = "_experts_implementation_internal"
-MODEL_TYPES = ("qwen3_moe", "mixtral", "qwen2_moe", "olmoe")
+PROBE_TOKENS, PROBE_TOP_K = 6, 2
 
 
 def fused_experts_forward(
@@ -81,27 +85,68 @@ def routed_modules(model: nn.Module) -> int:
     return sum(getattr(m.config, "_experts_implementation", None) == EXPERTS_IMPL for _, m in _experts_modules(model))
 
 
-def apply(model: nn.Module) -> list:
+def _probe_forward(self, hidden_states, top_k_index, top_k_weights):
+    """fused_experts_forward's computation, calling the op module directly: the probe is not a model call, and
+    counts of calls through this module's ``moe_experts`` (tests/distributed) see the model's calls only."""
+    return _experts_op.moe_experts(
+        hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj, self.is_transposed
+    )
+
+
+def _probe(m: nn.Module) -> str | None:
+    eager = getattr(type(m).forward, "__wrapped__", None)  # the class's own loop, under the interface's dispatch
+    if eager is None:
+        return "its forward is not wrapped by use_experts_implementation"
+    experts = m.gate_up_proj.shape[0]
+    hidden = m.gate_up_proj.shape[1 if m.is_transposed else 2]
+    inter = m.gate_up_proj.shape[2 if m.is_transposed else 1] // 2
+    k = min(PROBE_TOP_K, experts)
+    why = None
+    for resize in (probe.widths(hidden, inter, keep=(experts,)), {}):  # probe widths; full size if they fail
+        gen = probe.generator()
+        x = torch.randn(PROBE_TOKENS, resize.get(hidden, hidden), generator=gen, dtype=torch.float64)
+        idx = torch.stack([torch.randperm(experts, generator=gen)[:k] for _ in range(PROBE_TOKENS)])
+        weights = torch.randn(PROBE_TOKENS, k, generator=gen, dtype=torch.float64).softmax(-1)
+        params = probe.random_params(m, gen, resize)
+        why = probe.disagreement(m, eager, _probe_forward, (x, idx, weights), params)
+        if not (resize and why and why.startswith("it fails")):
+            break
+    return None if why is None else f"not the gated silu experts formula: {why}"
+
+
+def find(model: nn.Module) -> Found:
+    found = Found(looked_for="experts module using transformers' experts interface")
     if not REGISTERED:
-        raise KernelSkip("transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)")
-    refused, configs = {}, {}
+        found.refused["experts"] = "transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)"
+        return found
+    configs, verdicts = {}, {}
     for _, m in _experts_modules(model):
         why = _unsupported(m)
+        if why is None:
+            key = (type(m), tuple(m.gate_up_proj.shape), m.config.hidden_act)
+            if key not in verdicts:
+                verdicts[key] = _probe(m)
+            why = verdicts[key]
         if why is not None:
-            refused[type(m).__name__] = why
+            found.refused[type(m).__name__] = why
             continue
         configs.setdefault(id(m.config), m.config)
-    if refused:  # all experts of a model share one config setting: all or none
-        raise KernelSkip("; ".join(f"{cls} {why}" for cls, why in refused.items()))
-    if not configs:
-        raise KernelSkip(f"no experts module using transformers' experts interface in this {model_type(model)} model")
-    return [set_instance_attr(cfg, CONFIG_ATTR, EXPERTS_IMPL) for cfg in configs.values()]
+    # all experts of a model share one config setting: all or none
+    found.targets = [] if found.refused else list(configs.values())
+    return found
+
+
+def patch(model: nn.Module, targets: list) -> list:
+    if not REGISTERED:
+        raise KernelSkip("transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)")
+    return [set_instance_attr(cfg, CONFIG_ATTR, EXPERTS_IMPL) for cfg in targets]
 
 
 KERNEL = Kernel(
     "fused_moe",
-    MODEL_TYPES,
     BACKENDS,
-    apply,
+    find,
+    patch,
     f"experts -> ALL_EXPERTS_FUNCTIONS[{EXPERTS_IMPL!r}]: permute, grouped_matmul, swiglu, unpermute",
+    op="grouped_matmul",
 )

@@ -11,20 +11,31 @@ is not seen by the patched model until it is reverted and patched again.)
 q, k are ``(B, N, S, D)`` views, cos/sin ``(B, S, R)`` (B = 1 or the batch: per-sequence position ids);
 ``unsqueeze_dim=1`` gives the B1SD / 11SD broadcast layouts the op takes, ``unsqueeze_dim=2`` BS1D / 1S1D.
 Partial rotary (R < D): the first R dims are rotated, the rest pass through unchanged.
+
+Found by structure: any attention module whose class forward calls its modeling module's
+``apply_rotary_pos_emb``, whatever the model type. That function is patched only if it takes
+``(q, k, cos, sin, unsqueeze_dim)`` and its probe agrees with ours (``probe.disagreement``; BNSD and BSND,
+full and, where the function accepts it, partial rotary): GLM's interleaved pairs or a function doing its own
+partial split differently are left with the reason. Another op variant (interleaved, fused q+k) is one more
+``Variant`` entry.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import types
+from collections.abc import Callable
 
 import torch
 from torch import nn
 
 from .._backends import ALL as BACKENDS
-from .base import Kernel, KernelSkip, call_op, model_type, modeling_module, set_instance_attr
+from . import probe
+from .base import Found, Kernel, call_op, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
-MODEL_TYPES = ("llama", "qwen2", "qwen3", "mistral")
+SIGNATURE = ("q", "k", "cos", "sin", "unsqueeze_dim")
 
 
 def _rotary_mul(x, cos, sin):
@@ -71,27 +82,81 @@ def _attention_modules(model: nn.Module):
             yield name, m, mod, fwd
 
 
-def apply(model: nn.Module) -> list:
-    records, globals_copies, foreign = [], {}, []
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """A rotary formula our op computes: its name (for reports) and the drop-in for ``apply_rotary_pos_emb``."""
+
+    formula: str
+    function: Callable  # (q, k, cos, sin, unsqueeze_dim=1) -> (q_rotated, k_rotated)
+
+
+VARIANTS = (Variant("x * cos + rotate_half(x) * sin", apply_rotary_pos_emb),)
+
+
+def _probe_inputs(rotary: int, layout_bsnd: bool):
+    gen = probe.generator()
+    B, N, S, D = 2, 3, 5, 16
+    shape = (B, S, N, D) if layout_bsnd else (B, N, S, D)
+    q, k = (torch.randn(shape, generator=gen, dtype=torch.float64) for _ in range(2))
+    pos = torch.arange(S, dtype=torch.float64)[None, :, None] + torch.tensor([0.0, 9.0])[:, None, None]
+    freqs = pos * 10000.0 ** (-torch.arange(0, rotary, 2, dtype=torch.float64) / rotary)
+    emb = torch.cat((freqs, freqs), dim=-1)  # HF's (B, S, R) layout: the half-split frequencies twice
+    return (q, k, emb.cos(), emb.sin(), 2 if layout_bsnd else 1)
+
+
+def _disagreement(fn: Callable, ours: Callable) -> str | None:
+    """Full rotary in both layouts must agree; partial rotary must agree where fn accepts it at all."""
+    names = tuple(inspect.signature(fn).parameters)
+    if names != SIGNATURE:
+        return f"{GLOBAL_NAME}({', '.join(names)}) is not ({', '.join(SIGNATURE)})"
+    carrier = nn.Module()  # the function has no parameters: an empty part to run it on
+    for rotary, bsnd in ((16, False), (16, True), (8, False)):
+        args = _probe_inputs(rotary, bsnd)
+        why = probe.disagreement(carrier, lambda _, *a: fn(*a), lambda _, *a: ours(*a), args, {})
+        if why is not None and rotary < 16 and why.startswith("it fails"):
+            continue  # fn rotates every dim only: the model cannot be using partial rotary through it
+        if why is not None:
+            return f"{'partial' if rotary < 16 else 'full'} rotary, {'BSND' if bsnd else 'BNSD'}: {why}"
+    return None
+
+
+def find(model: nn.Module) -> Found:
+    found = Found(looked_for=f"attention module calling {GLOBAL_NAME}")
+    globals_copies, verdicts = {}, {}
     for name, m, mod, fwd in _attention_modules(model):
+        part = f"{mod.__name__.rsplit('.', 1)[-1]}.{GLOBAL_NAME}"
         if "forward" in m.__dict__:
-            foreign.append(name)
+            found.refused[type(m).__name__] = f"forward already replaced on {name}"
+            continue
+        fn = getattr(mod, GLOBAL_NAME)
+        if id(fn) not in verdicts:
+            verdicts[id(fn)] = (None, "")
+            for v in VARIANTS:
+                why = _disagreement(fn, v.function)
+                verdicts[id(fn)] = (v, "") if why is None else (None, why)
+                if why is None:
+                    break
+        variant, why = verdicts[id(fn)]
+        if variant is None:
+            found.refused[part] = why
             continue
         g = globals_copies.get(id(mod))
         if g is None:
             g = globals_copies[id(mod)] = dict(vars(mod))
-            g[GLOBAL_NAME] = apply_rotary_pos_emb
-        records.append(set_instance_attr(m, "forward", types.MethodType(_forward_with_global(fwd, g), m)))
-    if not records:
-        why = f" (forward already replaced on {foreign})" if foreign else ""
-        raise KernelSkip(f"no attention module calling {GLOBAL_NAME} found in this {model_type(model)} model{why}")
-    return records
+            g[GLOBAL_NAME] = variant.function
+        found.targets.append((m, _forward_with_global(fwd, g)))
+    return found
+
+
+def patch(model: nn.Module, targets: list) -> list:
+    return [set_instance_attr(m, "forward", types.MethodType(fwd, m)) for m, fwd in targets]
 
 
 KERNEL = Kernel(
     "fused_rope",
-    MODEL_TYPES,
     BACKENDS,
-    apply,
+    find,
+    patch,
     "apply_rotary_pos_emb -> custom::rotary_mul (half mode; partial rotary, per-sequence positions)",
+    op="rotary_mul",
 )

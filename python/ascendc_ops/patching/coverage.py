@@ -1,0 +1,218 @@
+"""What the structural patching gives on each decoder family of the installed transformers: a tiny random model
+per model type (the config class's defaults shrunk: 2 layers, hidden 64, ...), ``apply_default_kernels``, and
+logits and gradient parity against the unpatched model (tools/patch_coverage.py writes docs/coverage.md).
+
+Parity is the fp32 double benchmark of docs/accuracy.md (``harness.precision.check_ratio``), per output:
+golden = the unpatched model in float64, the comparison = the unpatched model in fp32, ours = the patched
+model in fp32; the logits and every parameter's gradient must pass its MARE/MERE/RMSE ratios and the sanity
+bound. Two criteria are read differently for a whole model's outputs, each against the comparison measured in
+the same run: the small-value ErrorCount (2^-30 absolute on |g| < 2^-14) is reported, not judged - an end-to-end
+gradient's small elements carry rounding from every layer upstream, and the counts are a few on either side
+(ours 7 vs the comparison's 2 on a tiny Qwen3-MoE lm_head gradient); and an output whose comparison itself
+misses the sanity bound (a gradient that is zero in exact arithmetic, as a key bias's or DeepSeek-V4's router's:
+rounding noise around 1e-12, where the bound scales with the golden's own ~0 RMS) is judged by the standard's
+small-value rule instead: every element ours misses the bound on must be a small value within 2^-30.
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import time
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from ..harness.precision import SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
+
+VOCAB, BATCH, SEQ, SEED = 128, 2, 12, 0
+# Shrunk values for the config attributes that size a model; set only where the defaults have the attribute.
+SHRINK = {
+    "vocab_size": VOCAB,
+    "hidden_size": 64,
+    "intermediate_size": 96,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "max_position_embeddings": 128,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "num_experts": 4,
+    "num_local_experts": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "n_shared_experts": 1,
+    "n_group": 1,
+    "topk_group": 1,
+    "first_k_dense_replace": 1,
+    "kv_lora_rank": 16,
+    "q_lora_rank": 32,
+    "qk_rope_head_dim": 8,
+    "qk_nope_head_dim": 8,
+    "v_head_dim": 16,
+    "linear_num_key_heads": 2,
+    "linear_num_value_heads": 4,
+    "linear_key_head_dim": 16,
+    "linear_value_head_dim": 16,
+    "tie_word_embeddings": False,
+    # GPT-2 style names
+    "n_embd": 64,
+    "n_layer": 2,
+    "n_head": 4,
+    "n_positions": 128,
+    "n_inner": 96,
+    "num_layers": 2,
+    "d_model": 64,
+    "rotary_dim": 8,  # GPT-J / CodeGen: the rotated part of each 16-wide head
+    # encoder-decoder names (their decoders are causal LMs too)
+    "encoder_layers": 2,
+    "decoder_layers": 2,
+    "encoder_attention_heads": 4,
+    "decoder_attention_heads": 4,
+    "encoder_ffn_dim": 96,
+    "decoder_ffn_dim": 96,
+}
+TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+MAX_PARAMS = 20_000_000  # a shrunk model bigger than this kept some unshrunk size: skipped (runtime)
+
+
+@dataclasses.dataclass
+class Row:
+    """One model type's line of the coverage table."""
+
+    model_type: str
+    model_class: str = ""
+    status: str = "skipped"  # "pass" | "FAIL" | "skipped" (could not be built or run; reason in note)
+    applied: dict[str, int] = dataclasses.field(default_factory=dict)  # kernel id -> patched modules
+    idle: list[str] = dataclasses.field(default_factory=list)  # applied kernels whose op never ran (another path)
+    left: dict[str, str] = dataclasses.field(default_factory=dict)  # kernel id or part -> why not patched
+    logits: str = ""
+    grads: str = ""
+    note: str = ""
+    seconds: float = 0.0
+
+
+def decoder_types() -> dict[str, str]:
+    """model type -> causal-LM class name, for every decoder the installed transformers maps."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return dict(sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.items()))
+
+
+def tiny_config(model_type: str):
+    """The config class's defaults with the sizes in SHRINK; ValueError for a composite (multimodal) config."""
+    from transformers import CONFIG_MAPPING
+
+    cls = CONFIG_MAPPING[model_type]
+    defaults = cls()
+    subs = sorted(getattr(cls, "sub_configs", None) or {})
+    if subs:
+        raise ValueError(f"composite config (sub-configs {', '.join(subs)}): only flat configs are shrunk here")
+    present = defaults.to_dict()
+    kw = {k: v for k, v in SHRINK.items() if k in present}
+    kw.update({k: v for k, v in TOKEN_IDS.items() if k in present})
+    if "qk_rope_head_dim" in present:  # MLA (DeepSeek): head_dim is the rotary part, derived from it
+        kw.pop("head_dim", None)
+    layer_types = present.get("layer_types")
+    if isinstance(layer_types, list) and layer_types:
+        # each kind of layer once (Qwen3-Next's 2 first layers are both linear attention, Gemma 3's both sliding)
+        kinds = list(dict.fromkeys(layer_types))
+        kw["num_hidden_layers"] = max(kw.get("num_hidden_layers", 2), len(kinds))
+        kw["layer_types"] = (kinds * kw["num_hidden_layers"])[: kw["num_hidden_layers"]]
+    return cls(**kw)
+
+
+def tiny_model(model_type: str, class_name: str):
+    import transformers
+
+    config = tiny_config(model_type)
+    torch.manual_seed(SEED)
+    model = getattr(transformers, class_name)(config).float()
+    n = sum(p.numel() for p in model.parameters())
+    if n > MAX_PARAMS:
+        raise ValueError(f"{n / 1e6:.0f}M parameters after shrinking (some size has no SHRINK entry)")
+    with torch.no_grad():  # HF inits norms to 1 (or 0) and routers tiny: make a wrong gamma path or route show
+        for name, p in model.named_parameters():
+            if p.dim() == 1 and "norm" in name:
+                p.add_(0.1 * torch.randn_like(p))
+            elif p.dim() == 2 and (name.endswith("gate.weight") or "router" in name):
+                p.copy_(0.2 * torch.randn_like(p))  # well separated top-k: fp32 noise never flips a choice
+    return model.train(False)
+
+
+class _CustomOpCalls(TorchDispatchMode):
+    """Counts the calls of our custom ops (torch.ops.custom.*) under it: which applied kernels really ran."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: collections.Counter = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        namespace, _, name = func.name().partition("::")
+        if namespace == "custom":
+            self.calls[name.split(".")[0]] += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _fwd_bwd(model, x):
+    model.zero_grad(set_to_none=True)
+    out = model(input_ids=x, labels=x, use_cache=False)  # hybrids' caches need attention layers they may lack
+    out.loss.backward()
+    grads = {n: p.grad.detach().double().numpy().copy() for n, p in model.named_parameters() if p.grad is not None}
+    return out.logits.detach().double().numpy(), grads
+
+
+def _judge(ours, second, golden) -> tuple[bool, str]:
+    """(passed, max |ours - comparison| and the first failed criterion); see the module docstring."""
+    check = check_ratio(ours, second, golden, "float32")
+    failures = [f for f in check.failures if not f.startswith("small-value ErrorCount")]
+    if check.numbers["second_sanity"] > 1:  # ill-conditioned in fp32: the small-value domain's absolute bound
+        failures = [f for f in failures if "sanity bound" not in f]
+        d = np.abs(ours - golden)
+        small_ok = (np.abs(golden) < SMALL_VALUE["float32"]) & (d <= SMALL_ERROR["float32"])
+        if bad := int(np.count_nonzero((d > sanity_bound(golden, "float32")) & ~small_ok)):
+            failures.append(f"ours misses the sanity bound on {bad} elements that are not small values within 2^-30")
+    text = f"{np.abs(ours - second).max():.1e}"
+    return not failures, text + (f" ({failures[0]})" if failures else "")
+
+
+def check_model_type(model_type: str, class_name: str) -> Row:
+    """Build, patch, compare: one row. Never raises for a model that cannot be built or run (status skipped)."""
+    from . import KERNELS, apply_default_kernels, revert_kernels
+
+    row, start = Row(model_type, class_name), time.perf_counter()
+    try:
+        model = tiny_model(model_type, class_name)
+        x = torch.randint(3, VOCAB, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
+        ref_logits, ref_grads = _fwd_bwd(model, x)
+    except Exception as e:  # noqa: BLE001 - a family that does not build or run from defaults is a table row
+        row.note = f"not built/run from shrunk defaults: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+        return row
+    try:
+        gold = copy.deepcopy(model).double()
+        if hasattr(gold, "set_experts_implementation"):  # grouped_mm (the default) takes no float64
+            gold.set_experts_implementation("eager")
+        gold_logits, gold_grads = _fwd_bwd(gold, x)
+    except Exception:  # noqa: BLE001 - no float64 run: the fp32 model is the golden (ratios then floor out)
+        gold_logits, gold_grads, row.note = ref_logits, ref_grads, "no float64 golden (fp32 used)"
+    report = apply_default_kernels(model)
+    row.applied = {k: report.patched_modules.get(k, 0) for k in report.applied}
+    row.left = {k: why for k, why in report.skipped.items()}
+    row.left.update({f"{k}: {part}": why for k, d in report.left.items() for part, why in d.items()})
+    try:
+        with _CustomOpCalls() as ops:
+            logits, grads = _fwd_bwd(model, x)
+        row.idle = [k for k in row.applied if not ops.calls[KERNELS[k].op]]
+    except Exception as e:  # noqa: BLE001 - the patched model fails where the original ran: a failure
+        row.status, row.note = "FAIL", f"patched model fails: {type(e).__name__}: {e}"
+        revert_kernels(model)
+        return row
+    ok, row.logits = _judge(logits, ref_logits, gold_logits)
+    bad = [n for n in ref_grads if n not in grads or not _judge(grads[n], ref_grads[n], gold_grads[n])[0]]
+    row.grads = f"{len(ref_grads) - len(bad)}/{len(ref_grads)}" + (f" (fails: {', '.join(bad[:3])})" if bad else "")
+    row.status = "pass" if ok and not bad and grads.keys() == ref_grads.keys() else "FAIL"
+    row.seconds = time.perf_counter() - start
+    return row

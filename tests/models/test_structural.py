@@ -1,0 +1,200 @@
+"""Patching by structure: the eight families the name list used to cover get exactly the same modules patched;
+new families are patched with parity (ascendc_ops.patching.coverage, the docs/coverage.md rows); parts that look
+right but compute something else (a (1 + w) norm, epsilon outside the root, a gated norm, a gelu MLP) are left
+by the probe with the reason; the coverage tool's table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+transformers = pytest.importorskip("transformers")
+import ascendc_ops.patching as K  # noqa: E402
+from ascendc_ops.patching import coverage  # noqa: E402
+from ascendc_ops.patching.rope import GLOBAL_NAME  # noqa: E402
+from test_moe_models import APPLIED, MOE, tiny_moe  # noqa: E402
+from test_patching import ALL, CONFIGS, fwd_bwd, ids, tiny  # noqa: E402
+
+
+def _name_rule_parts(model) -> dict[str, set[str]]:
+    """The modules the name-based rules patched: *RMSNorm classes (not Gemma), MLPs with
+    gate_proj/up_proj/down_proj/act_fn, attention classes whose forward calls apply_rotary_pos_emb."""
+    parts = {"fused_rmsnorm": set(), "fused_swiglu": set(), "fused_rope": set()}
+    for name, m in model.named_modules():
+        cls = type(m).__name__
+        if cls.endswith("RMSNorm") and "Gemma" not in cls:
+            parts["fused_rmsnorm"].add(name)
+        if all(hasattr(m, a) for a in ("gate_proj", "up_proj", "down_proj", "act_fn")):
+            parts["fused_swiglu"].add(name)
+        if GLOBAL_NAME in getattr(getattr(type(m).forward, "__code__", None), "co_names", ()):
+            parts["fused_rope"].add(name)
+    return {k: v for k, v in parts.items() if v}
+
+
+def _patched(model, kernel_id) -> set[str]:
+    owners = {id(r.owner) for r in getattr(model, K.base.STATE_ATTR)[kernel_id] if r.name == "forward"}
+    return {name for name, m in model.named_modules() if id(m) in owners}
+
+
+@pytest.mark.parametrize("family", list(CONFIGS) + list(MOE))
+def test_known_families_patched_exactly_as_by_name(family):
+    model = tiny(family) if family in CONFIGS else tiny_moe(family)
+    expected = _name_rule_parts(model)
+    report = K.apply_default_kernels(model)
+    assert report.applied == (ALL if family in CONFIGS else APPLIED[family]), report
+    assert not report.skipped and not report.left, report
+    for kernel_id, names in expected.items():
+        assert _patched(model, kernel_id) == names, kernel_id
+    if family in MOE:
+        assert K.moe.routed_modules(model) == model.config.num_hidden_layers - (family == "qwen3_moe")
+
+
+# (model type, the kernels that must apply and run, {kernel: text its "left" reason must contain} for parts it
+# must leave). DeepSeek-V3's default rope_interleave=True calls apply_rotary_pos_emb_interleave: fused_rope
+# patches the plain function, which then never runs (the row says so; deepseek_v3 below has it applied, idle).
+NEW_FAMILIES = [
+    ("qwen3_next", ["fused_rope", "fused_swiglu", "fused_moe"], {"fused_rmsnorm": "differs on the probe"}),
+    ("gemma3_text", ["fused_rope"], {"fused_rmsnorm": "differs on the probe", "fused_swiglu": "gelu"}),
+    ("glm4", ["fused_rmsnorm", "fused_swiglu"], {"fused_rope": "differs on the probe"}),
+    ("granite", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
+    ("phi3", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
+    ("olmo2", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
+    ("deepseek_v3", ["fused_rmsnorm", "fused_swiglu", "fused_moe"], {}),
+    ("glm4_moe", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"], {}),
+]
+
+
+@pytest.mark.parametrize(("model_type", "applied", "left"), NEW_FAMILIES, ids=[f[0] for f in NEW_FAMILIES])
+def test_new_family_patched_with_parity(model_type, applied, left):
+    row = coverage.check_model_type(model_type, coverage.decoder_types()[model_type])
+    assert row.status == "pass", row
+    ran = [k for k in row.applied if k not in row.idle]
+    assert ran == applied, row
+    assert row.idle == (["fused_rope"] if model_type == "deepseek_v3" else []), row
+    assert all(n > 0 for n in row.applied.values()), row
+    for kernel_id, text in left.items():
+        reasons = " ".join(why for k, why in row.left.items() if k.startswith(kernel_id))
+        assert text in reasons, (kernel_id, row.left)
+
+
+class OffsetRMSNorm(nn.Module):
+    """Looks like an RMSNorm (weight, variance_epsilon) but scales by (1 + weight), as Gemma's."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(d))
+        self.variance_epsilon = eps
+
+    def forward(self, x):
+        return (1 + self.weight) * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+
+
+class EpsOutsideRMSNorm(OffsetRMSNorm):
+    """weight * x / (sqrt(mean(x^2)) + eps): the epsilon outside the root."""
+
+    def forward(self, x):
+        return self.weight * x / (x.pow(2).mean(-1, keepdim=True).sqrt() + self.variance_epsilon)
+
+
+class GatedRMSNorm(OffsetRMSNorm):
+    def forward(self, x, gate=None):
+        y = self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+        return y if gate is None else y * torch.nn.functional.silu(gate)
+
+
+@pytest.mark.parametrize(
+    ("cls", "reason"),
+    [
+        (OffsetRMSNorm, "differs on the probe"),
+        (EpsOutsideRMSNorm, "differs on the probe"),
+        (GatedRMSNorm, "takes more than the hidden states (gate)"),
+    ],
+)
+def test_mismatching_norm_left_with_reason(cls, reason):
+    model = tiny("llama")
+    with torch.no_grad():
+        odd = cls(64, eps=1e-2)  # a large eps: its place in the formula matters on every row
+        odd.weight.copy_(torch.randn(64) * 0.1 + (cls is not OffsetRMSNorm))
+    model.model.norm = odd
+    x = ids()
+    ref = fwd_bwd(model, x)
+    report = K.apply_default_kernels(model)
+    assert report.applied == ALL
+    assert reason in report.left["fused_rmsnorm"][cls.__name__], report
+    assert cls.__name__ in str(report)
+    assert "forward" not in odd.__dict__
+    assert report.patched_modules["fused_rmsnorm"] == 2 * 2  # the layers' two norms each
+    logits, loss, grads = fwd_bwd(model, x)
+    assert (logits - ref[0]).abs().max().item() <= 1e-5
+    for n in ref[2]:
+        torch.testing.assert_close(grads[n], ref[2][n], atol=1e-5, rtol=1e-4, msg=n)
+
+
+def test_gelu_mlp_left_by_probe():
+    """hidden_act is not read: the probe sees a gelu gate and leaves the MLP, saying which activation."""
+    report = K.apply_default_kernels(tiny("llama", hidden_act="gelu"))
+    assert report.applied == ["fused_rope", "fused_rmsnorm"]
+    assert "differs on the probe" in report.skipped["fused_swiglu"] and "gelu" in report.skipped["fused_swiglu"]
+
+
+def test_coverage_rows_for_a_handful():
+    """The table's rows: a dense and a MoE family pass with kernels applied, GPT-OSS's clamped experts and
+    Gemma 3's (1 + w) norm are left with their reasons, a composite (vision) config is skipped with its reason."""
+    types = coverage.decoder_types()
+    rows = {t: coverage.check_model_type(t, types[t]) for t in ("llama", "mixtral", "gpt_oss", "gemma3")}
+    assert rows["llama"].status == "pass" and list(rows["llama"].applied) == ALL
+    assert rows["mixtral"].status == "pass" and "fused_moe" in rows["mixtral"].applied
+    assert rows["gpt_oss"].status == "pass" and "fused_moe" not in rows["gpt_oss"].applied
+    assert "interleaved" in rows["gpt_oss"].left["fused_moe"], rows["gpt_oss"].left
+    assert rows["gemma3"].status == "skipped" and "composite config" in rows["gemma3"].note
+    assert "vision_config" in rows["gemma3"].note
+
+
+def _doc_rows(text: str) -> dict[str, tuple[str, str]]:
+    """docs/coverage.md's table: model type -> (result, applied)."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if len(cells) == 7 and cells[2] in ("pass", "FAIL", "skipped"):
+            rows[cells[0]] = (cells[2], cells[3])
+    return rows
+
+
+@pytest.mark.slow
+def test_every_decoder_family_and_the_committed_table(tmp_path):
+    """The whole table (about 3 minutes on 2 shared cores): no family fails parity once patched, and
+    docs/coverage.md says what a fresh run says (results and applied kernels: it is generated, not edited)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    import patch_coverage
+
+    out = tmp_path / "coverage.md"
+    assert patch_coverage.main(["--out", str(out)]) == 0
+    fresh = _doc_rows(out.read_text())
+    assert len(fresh) == len(coverage.decoder_types())
+    committed = _doc_rows((patch_coverage.ROOT / "docs" / "coverage.md").read_text())
+    assert committed == fresh, "docs/coverage.md is stale: run tools/patch_coverage.py"
+
+
+@pytest.mark.parametrize("family", ["llama", "phi3", "qwen3_moe"])
+def test_probe_parameters_are_probe_width(monkeypatch, family):
+    """The probes' random parameters are HIDDEN x INTERMEDIATE wide whatever the model's sizes (a full-size
+    float64 copy of a large model's MLP or experts would take gigabytes), and still find the parts."""
+    from ascendc_ops.patching import probe
+
+    made, original = [], probe.random_params
+    monkeypatch.setattr(probe, "random_params", lambda *a, **kw: made.append(original(*a, **kw)) or made[-1])
+    if family == "qwen3_moe":
+        model = tiny_moe(family, hidden_size=256, moe_intermediate_size=160, intermediate_size=320)
+    elif family == "phi3":
+        model = coverage.tiny_model("phi3", coverage.decoder_types()["phi3"])  # fused gate_up_proj
+    else:
+        model = tiny(family, hidden_size=256, intermediate_size=320)
+    report = K.apply_default_kernels(model)
+    assert {"fused_rmsnorm", "fused_swiglu"} <= set(report.applied) and not report.left, report
+    assert family != "qwen3_moe" or "fused_moe" in report.applied
+    matrices = [t for params in made for t in params.values() if t.dim() >= 2]
+    assert matrices and all(max(t.shape[-2:]) <= 2 * probe.INTERMEDIATE for t in matrices), [t.shape for t in matrices]
