@@ -114,7 +114,7 @@ class CubeIterate {
           mp.cmatrixInitVal = kb == 0;
           mp.kDirectionAlign = align16;
           Mmad(acc, a2, b2, mp, CubeExec::kTrace);
-          if (o == outer - 1 && i == inner - 1 && kb == kSteps - 1) compute();  // every check has passed
+          if (o == outer - 1 && i == inner - 1 && kb == kSteps - 1) compute();  // the stream checked up to here
           if ((curM / kCube) * (curN / kCube) < 10) PipeBarrier<PIPE_M>();  // mmad_compute.h
           SetFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
           if (l0Db_) ping_ ^= 1;
