@@ -26,8 +26,15 @@ def ins(pipe, op, dtype="half", count=0, **kw):
     return {**base, "ub_read": [], "ub_write": [], "event": None, **kw}
 
 
-def copy_l1(nbytes):
-    return ins("MTE2", "DataCopy", count=nbytes // 2, gm_read=nbytes, L1_write=[[0, nbytes]])
+def copy_l1(nbytes, at=0):
+    return ins(
+        "MTE2",
+        "DataCopy",
+        count=nbytes // 2,
+        gm_read=nbytes,
+        gm_read_ranges=[[at, at + nbytes]],
+        L1_write=[[0, nbytes]],
+    )
 
 
 def load(dst, nbytes):
@@ -193,6 +200,16 @@ def test_fixpipe_writes_share_hbm():
     rec = launch(24, [fixpipe(1 << 20)])
     m = model_launch(rec, P910)
     assert m.bound == "HBM" and m.est_us - m.launch_us >= analytic_us(rec)
+
+
+def test_re_reads_are_named():
+    # 24 blocks read one 64 KB weight tile each (an L2 would serve 23 of them), plus a row tile of their own
+    shared = launch(24, [copy_l1(65536)])
+    shared["blocks"] = [[*b, copy_l1(4096, at=(1 << 20) + 4096 * i)] for i, b in enumerate(shared["blocks"])]
+    notes = model_launch(shared, P910).notes
+    assert any("1.67 MB read from GM, 0.16 MB of it distinct" in n for n in notes), notes
+    own = {"kernel": "own_rows", "block_dim": 24, "blocks": [[copy_l1(65536, at=65536 * i)] for i in range(24)]}
+    assert not any("distinct" in n for n in model_launch(own, P910).notes)  # disjoint reads: nothing to say
 
 
 # ---- the example kernel, recorded by the twin ----
