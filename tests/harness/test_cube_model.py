@@ -1,7 +1,8 @@
 """The pipeline model's cube: the MTE2 (GM->L1), MTE1 (L1->L0A/L0B), M (Mmad) and FIX (L0C->GM) costs on
 hand-computed cases, the four stages overlapping under double buffering and not under serialising flags,
-the bound named in compute- and bandwidth-bound launches, no estimate below the analytic roofline, and
-the hand-written example kernel (csrc/kernels/examples/cube_matmul_example.cpp) recorded and estimated."""
+the bound named in compute- and bandwidth-bound launches, no estimate below the analytic roofline, the
+hand-written example kernel (csrc/kernels/examples/cube_matmul_example.cpp) recorded and estimated, and
+grouped_matmul through `estimate`, the bench's model columns and `profile`."""
 
 import json
 
@@ -9,6 +10,9 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
+from ascendc_ops.harness import runner
+from ascendc_ops.harness.estimate import estimate, model_columns
+from ascendc_ops.harness.host_profile import host_profile, unrecorded
 from ascendc_ops.harness.pipeline import load_platform, model_launch, model_launches, simulate_block
 from ascendc_ops.harness.pipeline.trace import chrome_trace
 from ascendc_ops.harness.twin_record import collected
@@ -254,3 +258,34 @@ def test_example_trace_has_the_cube_lanes(example_record):
     names = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
     assert {"DataCopy", "LoadData", "Mmad", "Fixpipe"} <= names
     json.dumps(trace)  # serialisable as written
+
+
+# ---- grouped_matmul through `estimate`, `bench`'s columns and `profile` ----
+GMM_SHAPE = (256, 128, 128, 8)  # M, K, N, E
+
+
+@pytest.mark.parametrize("pass_", ["fwd", "bwd"])
+def test_grouped_matmul_estimate(tmp_path, pass_):
+    info = estimate("grouped_matmul", GMM_SHAPE, "bfloat16", "910B", pass_, str(tmp_path))
+    assert info["flops"] == 2 * 256 * 128 * 128 and info["cube_us"] > 0
+    cols = model_columns("grouped_matmul", runner.make_inputs("grouped_matmul", GMM_SHAPE, "bfloat16")[1], pass_)
+    if not info["modelled"]:  # a twin whose record lacks the Matmul's cube work: no estimate is made up
+        assert "M" not in info["pipes"] and cols == {"est_us_910b": None, "roofline_pct_910b": None}
+        assert any(n.startswith("not modelled") for n in info["notes"])
+        return
+    assert info["cores"] == 24 and info["pipes"]["M"] > 0
+    assert info["roofline"] in ("HBM", "cube FLOP/s") and info["est_us"] >= info["roofline_us"]
+    assert 0 < info["roofline_pct"] <= 100 and cols["est_us_910b"] == pytest.approx(info["est_us"], rel=1e-6)
+    trace = json.loads(open(info["trace"]).read())
+    lanes = {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
+    assert {"MTE2", "MTE1", "M", "FIX"} <= lanes
+
+
+def test_grouped_matmul_profile_runs():
+    info = host_profile("grouped_matmul", GMM_SHAPE, "bfloat16", "fwd", reps=0)
+    apis = {r["op"] for r in info["apis"]}
+    assert info["blocks"] > 0 and info["block_ns"] > 0
+    if any(r["pipe"] == "M" for r in info["apis"]):  # the record holds the Matmul's cube work
+        assert {"DataCopy", "LoadData", "Mmad", "Fixpipe"} <= apis
+    else:
+        assert unrecorded(info)  # and the profile says its GM traffic is missing
