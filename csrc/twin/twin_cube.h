@@ -3,8 +3,9 @@
 // the rules the twin can enforce: the tiling as CANN's host tiling fills it for the kernel's
 // MatmulTypes (tiling/cube_tiling_rules.h: base alignment, L0/L1 capacities, depth = step x db,
 // used sizes), supported dtypes (fp32 accumulation always), ND operands in GM, the runtime
-// transposition flags against ISTRANS, GM bounds of every operand. The block's arithmetic goes to RunGemm
-// (twin_cube_gemm.h).
+// transposition flags against ISTRANS, GM bounds of every operand. IterateAll issues the base-block
+// stream CANN's library issues (twin_cube_iterate.h: MTE2/MTE1/M/FIX through the basic API's checks
+// and record, with its flags); the block's arithmetic is one RunGemm (twin_cube_gemm.h).
 #pragma once
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "cube_tiling_rules.h"
 #include "twin_core.h"
 #include "twin_cube_gemm.h"
+#include "twin_cube_iterate.h"
 #include "twin_tensor.h"
 
 namespace AscendC {
@@ -98,6 +100,7 @@ class Matmul {
     CheckOperand<C_TYPE>("C");
     twin::CheckCubeTiling(*tiling, twin::CubeOperandOf<A_TYPE>(), twin::CubeOperandOf<B_TYPE>());
     tiling_ = *tiling;
+    walk_.Init(tiling_, tpipe != nullptr ? tpipe : GetTPipePtr());
     SetOrgShape(tiling_.M, tiling_.N, tiling_.Ka, tiling_.Kb);
     SetSingleShape(tiling_.singleCoreM, tiling_.singleCoreN, tiling_.singleCoreK);
     inited_ = true;
@@ -149,11 +152,15 @@ class Matmul {
       }
       gm.TwinCheckRange(uint64_t((g.m - 1) * g.ldc + g.n), "Matmul IterateAll");
     }
+    walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_);
     g.a = a_.GetPhyAddr(), g.b = b_.GetPhyAddr(), g.c = gm.GetPhyAddr();
     twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
     twin::RunGemm(g);
   }
-  void End() { hasA_ = hasB_ = false; }
+  void End() {
+    hasA_ = hasB_ = false;
+    walk_.Disarm();
+  }
 
  private:
   template <class TYPE>
@@ -168,6 +175,7 @@ class Matmul {
     return "(M " + std::to_string(m) + ", N " + std::to_string(n) + ", K " + std::to_string(k) + ")";
   }
   TCubeTiling tiling_{};
+  twin::CubeIterate<SrcA, SrcB, Dst> walk_;
   GlobalTensor<SrcA> a_;
   GlobalTensor<SrcB> b_;
   int orgM_ = 0, orgN_ = 0, orgK_ = 0, orgKc_ = 0, singleM_ = 0, singleN_ = 0, singleK_ = 0;

@@ -10,6 +10,9 @@
 // the parameter structs as include/basic_api/kernel_struct_{mm,data_copy,fixpipe}.h declare them.
 // Not modelled (rejected by name): int8/int4 Mmad, bias/BT buffer, Fixpipe quantisation other than
 // the fp32 -> half/bf16 casts, channel split, ndNum > 1, unitFlag, GM -> L0 LoadData.
+// Each call takes a trailing twin::CubeExec: kRun (the default) moves and computes the bytes;
+// kTrace checks and records the call without touching them, for the high-level Matmul (twin_cube.h),
+// whose arithmetic one fast GEMM does: one set of rules and one record for both APIs.
 #pragma once
 #include <cmath>
 #include <cstring>
@@ -153,6 +156,7 @@ constexpr uint32_t kFractalBytes = 512;  // LoadData's unit: one 16 x (32 B / si
 constexpr uint32_t kCube = 16;           // M0 = N0 = 16
 
 inline uint32_t CeilDiv(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
+enum class CubeExec : uint8_t { kRun, kTrace };
 
 // The tensor lives in `want` (its TQue/TBuf's TPosition), or the rule "cube position" fires.
 template <typename T>
@@ -192,7 +196,8 @@ constexpr bool kCubeFloat = std::is_same_v<T, half> || std::is_same_v<T, bfloat1
 // r*dstNzNStride*C0 + c % C0 (C0 = 32 B / sizeof(T)); a last C0 group that dValue does not fill is
 // padded with zeros to 32 bytes. ndNum, nValue or dValue 0: a NOP.
 template <typename T>
-inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p) {
+inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const Nd2NzParams& p,
+                     twin::CubeExec exec = twin::CubeExec::kRun) {
   constexpr const char* kApi = "DataCopy ND2NZ";
   static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "DataCopy ND2NZ: b8/b16/b32 data on A2");
   twin::CheckSpace(dst, twin::Space::L1, kApi, "dst", "A1/B1");
@@ -216,7 +221,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   twin::Observe();
   T* out = dst.TwinPtr();
   const T* in = src.GetPhyAddr();
-  for (uint32_t nd = 0; nd < p.ndNum; ++nd)
+  for (uint32_t nd = 0; nd < (exec == twin::CubeExec::kRun ? p.ndNum : 0u); ++nd)
     for (uint32_t r = 0; r < p.nValue; ++r)
       for (uint32_t g = 0; g < groups; ++g) {
         T* row =
@@ -224,7 +229,7 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
         const T* from = in + nd * p.srcNdMatrixStride + uint64_t(r) * p.srcDValue + uint64_t(g) * c0;
         const uint32_t valid = std::min<uint32_t>(c0, p.dValue - g * c0);
         std::memcpy(row, from, valid * sizeof(T));
-        std::memset(row + valid, 0, (c0 - valid) * sizeof(T));
+        std::memset(static_cast<void*>(row + valid), 0, (c0 - valid) * sizeof(T));
       }
   if (twin::Recording()) {
     twin::Instr in2 =
@@ -245,7 +250,8 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
 // Repeat i copies the 512-byte fractal startIndex + i*srcStride of src to dst + i*(1 + dstGap)*512;
 // ifTranspose transposes each 16 x 16 b16 fractal. repeatTimes 0: a NOP.
 template <typename T>
-inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p) {
+inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LoadData2DParams& p,
+                     twin::CubeExec exec = twin::CubeExec::kRun) {
   constexpr const char* kApi = "LoadData 2D";
   static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4, "LoadData 2D: b8/b16/b32 data on A2");
   twin::CheckSpace(src, twin::Space::L1, kApi, "src", "A1/B1");
@@ -268,7 +274,7 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
   twin::Observe();
   const uint8_t* in = reinterpret_cast<const uint8_t*>(src.TwinPtr());
   uint8_t* out = reinterpret_cast<uint8_t*>(dst.TwinPtr());
-  for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+  for (uint32_t i = 0; i < (exec == twin::CubeExec::kRun ? p.repeatTimes : 0u); ++i) {
     const uint8_t* f = in + (uint64_t(p.startIndex) + uint64_t(i) * p.srcStride) * twin::kFractalBytes;
     uint8_t* o = out + i * dstPitch;
     if (!p.ifTranspose) {
@@ -306,8 +312,8 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 // inside). K0 = 32 B / sizeof(input). m == 1 is GEMV: A is read as an ND row (Mmad.md). C = A x B
 // in fp32 when cmatrixInitVal, else C += A x B (C from L0C; cmatrixSource / bias: not modelled).
 template <typename D, typename S, typename U>
-inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const LocalTensor<U>& filter,
-                 const MmadParams& p) {
+inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const LocalTensor<U>& filter, const MmadParams& p,
+                 twin::CubeExec exec = twin::CubeExec::kRun) {
   constexpr const char* kApi = "Mmad";
   twin::CheckSpace(dst, twin::Space::L0C, kApi, "dst", "CO1");
   twin::CheckSpace(fm, twin::Space::L0A, kApi, "fm", "A2");
@@ -351,8 +357,8 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const Loca
     const U* b = filter.TwinPtr();
     float* c = dst.TwinPtr();
     const bool init = p.cmatrixInitVal;
-    std::vector<float> arow(p.k);
-    for (uint32_t i = 0; i < p.m; ++i) {
+    std::vector<float> arow(exec == twin::CubeExec::kRun ? p.k : 0u);
+    for (uint32_t i = 0; i < (exec == twin::CubeExec::kRun ? p.m : 0u); ++i) {
       for (uint32_t q = 0; q < p.k; ++q)
         arow[q] = float(gemv ? a[q] : a[(uint64_t(i / 16) * k1 + q / k0) * 16 * k0 + (i % 16) * k0 + q % k0]);
       for (uint32_t j = 0; j < p.n; ++j) {
@@ -365,6 +371,7 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const Loca
     }
     if (twin::Recording()) {
       twin::Instr in = twin::OpInstr(twin::Pipe::M, "Mmad", twin::DtypeName<S>(), uint64_t(p.m) * p.n * p.k);
+      in.smallMmad = (p.m / twin::kCube) * (p.n / twin::kCube) < 10;  // Mmad.md 同步优化说明 (twin_sanitizer.cpp)
       in.Add(twin::Access::Read(twin::Space::L0A, fm.TwinOffset(), aBytes, sizeof(S)));
       in.Add(twin::Access::Read(twin::Space::L0B, filter.TwinOffset(), bBytes, sizeof(U)));
       if (!init) in.Add(twin::Access::Read(twin::Space::L0C, dst.TwinOffset(), cBytes, sizeof(float)));
@@ -382,7 +389,8 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const Loca
 // at dst + (j/16)*dstStride*32 B, row i at i*16 elements inside. half/bf16 outputs round with
 // CAST_RINT (quantPre F322F16/F322BF16), float keeps NoQuant; reluEn clamps at 0.
 template <typename T, typename U, const FixpipeConfig& config = CFG_ROW_MAJOR>
-inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p) {
+inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const FixpipeParamsV220& p,
+                    twin::CubeExec exec = twin::CubeExec::kRun) {
   constexpr const char* kApi = "Fixpipe";
   twin::CheckSpace(src, twin::Space::L0C, kApi, "src", "CO1");
   twin::CheckAlign(src, 64, kApi, "src");
@@ -408,8 +416,11 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
       static_assert(config.format != CO2Layout::COLUMN_MAJOR, "Fixpipe NZ2DN is Ascend 950 only");
       twin::CheckRange(kApi, "nSize", p.nSize, 0, 4095);
       twin::CheckRange(kApi, "mSize", p.mSize, 0, kNd ? 8192 : 65535);
-      if (p.nSize % 16 != 0)
-        twin::Violation("cube params", "Fixpipe nSize " + std::to_string(p.nSize) + " must be a multiple of 16");
+      // NZ output: whole 16-column blocks (Fixpipe.md). NZ2ND: CANN's matmul hands its N tail as is
+      // (impl/adv_api/detail/matmul/stage/copy_cube_out/copy_cube_out_utils.h, FixpipeParamsUtil).
+      if (!kNd && p.nSize % 16 != 0)
+        twin::Violation("cube params",
+                        "Fixpipe nSize " + std::to_string(p.nSize) + " must be a multiple of 16 for an NZ output");
       if (p.isChannelSplit || p.unitFlag != 0 || p.ndNum > 1)
         twin::Violation("cube params", "Fixpipe channel split, unitFlag and ndNum > 1 are not modelled by the twin");
       if (p.nSize == 0 || p.mSize == 0 || p.ndNum == 0) return;
@@ -418,7 +429,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
         twin::Violation("cube params", "Fixpipe srcStride " + std::to_string(p.srcStride) +
                                            " (16-element units) is below mSize " + std::to_string(p.mSize) +
                                            ": the Nz column blocks would overlap");
-      const uint32_t blocks = p.nSize / 16;
+      const uint32_t blocks = twin::CeilDiv(p.nSize, 16);
       const uint64_t srcBytes = (uint64_t(blocks - 1) * p.srcStride + p.mSize) * 16 * sizeof(float);
       twin::CheckBytes(src, srcBytes, kApi, "src");
       constexpr uint32_t c0 = twin::kBlockBytes / sizeof(T);
@@ -431,7 +442,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
       twin::Observe();
       const float* c = src.TwinPtr();
       T* out = dst.GetPhyAddr();
-      for (uint32_t i = 0; i < p.mSize; ++i)
+      for (uint32_t i = 0; i < (exec == twin::CubeExec::kRun ? p.mSize : 0u); ++i)
         for (uint32_t j = 0; j < p.nSize; ++j) {
           float v = c[(uint64_t(j / 16) * p.srcStride + i) * 16 + j % 16];
           if (p.reluEn && v < 0.0f) v = 0.0f;

@@ -88,6 +88,7 @@ struct Instr {
   uint64_t count = 0;
   uint32_t repeats = 0;       // 256-byte vector repeats
   bool atomicAdd = false;     // GM writes accumulate (SetAtomicAdd)
+  bool smallMmad = false;     // Mmad with (m/16)*(n/16) < 10: accumulating on it needs PipeBarrier<PIPE_M>
   // synchronisation: kSetFlag/kWaitFlag name src -> dst and the id; kBarrier names pipe
   Pipe src = Pipe::S, dst = Pipe::S;
   int32_t event = -1;

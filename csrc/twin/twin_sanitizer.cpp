@@ -32,6 +32,7 @@ struct BlockSanitizer::State {
     uint32_t epoch;
     const char* via = nullptr;  // TQue call behind a framework flag
     const char* que = nullptr;
+    bool smallMmad = false;  // Instr::smallMmad
   };
   struct Flag {
     bool set = false;
@@ -93,7 +94,7 @@ struct BlockSanitizer::State {
 
   uint32_t Issue(const Instr& in, Pipe p) {
     const int pi = int(p);
-    info.push_back(Info{in.op, p, ++issued[pi], in.via, in.que});
+    info.push_back(Info{in.op, p, ++issued[pi], in.via, in.que, in.smallMmad});
     if (p == Pipe::S) {
       vc[pi][pi] = issued[pi];
     } else {
@@ -137,6 +138,14 @@ struct BlockSanitizer::State {
       return std::min(e, h * kGranule);
     };
     if (w && !Ordered(p, w)) {
+      // Mmad.md 同步优化说明: accumulating onto the L0C of an Mmad with (m/16)*(n/16) < 10 needs
+      // PipeBarrier<PIPE_M> between the two (larger ones the hardware orders itself)
+      if (!a.write && p == Pipe::M && info[w].pipe == Pipe::M && info[w].smallMmad && a.space == Space::L0C)
+        Violation("Mmad accumulation barrier",
+                  Name(serial) + " accumulates onto " +
+                      Bytes(a.space, lo, runEnd([&](uint64_t h) { return sh.write[h] == w; })) + ", written by " +
+                      Name(w) +
+                      " with (m/16)*(n/16) < 10, without PipeBarrier<PIPE_M> between them (Mmad.md 同步优化说明)");
       // same pipe: only MTE2 writes over MTE2 writes need a barrier; V -> V is the compiler's
       if (info[w].pipe != p || (a.write && p == Pipe::MTE2)) {
         Race(a.write ? "WAW" : "RAW", a.space, lo, runEnd([&](uint64_t h) { return sh.write[h] == w; }), serial, w,

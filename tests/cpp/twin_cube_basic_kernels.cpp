@@ -32,7 +32,7 @@ enum Fault : int {
   kFmInL1,            // Mmad's fm from A1
   kMmadKRange,        // Mmad k = 4096
   kFixpipeNoQuant,    // half output without quantPre F322F16
-  kFixpipeNSize,      // nSize 24
+  kFixpipeNSize,      // nSize 24 into an NZ output
   kNd2NzToUb,         // DataCopy ND2NZ into a VECIN buffer
   kNd2NzStride,       // dstNzC0Stride 0
 };
@@ -87,7 +87,8 @@ void Block(GM_ADDR x) {
   }
   FixpipeParamsV220 fp(kFault == kFixpipeNSize ? 24 : kF, kF, kF, kF, false);
   if constexpr (sizeof(OutT) == 2 && kFault != kFixpipeNoQuant) fp.quantPre = QuantMode_t::F322F16;
-  Fixpipe<OutT, float, CFG_ROW_MAJOR>(c, co, fp);
+  if constexpr (kFault == kFixpipeNSize) Fixpipe<OutT, float, CFG_NZ>(c, co, fp);  // ND takes any nSize
+  else Fixpipe<OutT, float, CFG_ROW_MAJOR>(c, co, fp);
 }
 
 // The queue form with one hand-off dropped: Mmad uses the L0A tensor it enqueued without DeQue
@@ -153,24 +154,53 @@ extern "C" __global__ __aicore__ void mmad_half_out(GM_ADDR x) {
   Mmad(coBuf.Get<half>(), a2Buf.Get<half>(), b2Buf.Get<half>(), MmadParams(kF, kF, kF, 0, false, true));
 }
 
+// Two Mmads of one m x n block, the second accumulating onto the first's L0C, with or without
+// PipeBarrier<PIPE_M> between them (Mmad.md 同步优化说明: needed when (m/16)*(n/16) < 10). The
+// operands are never loaded: only the ordering is under test, and nothing leaves L0C.
+template <uint16_t M, uint16_t N, bool kBarrier>
+void Accumulate() {
+  TPipe pipe;
+  TBuf<TPosition::A2> a2Buf;
+  TBuf<TPosition::B2> b2Buf;
+  TBuf<TPosition::CO1> coBuf;
+  pipe.InitBuffer(a2Buf, M * kF * sizeof(half));
+  pipe.InitBuffer(b2Buf, N * kF * sizeof(half));
+  pipe.InitBuffer(coBuf, M * N * sizeof(float));
+  LocalTensor<float> co = coBuf.Get<float>();
+  Mmad(co, a2Buf.Get<half>(), b2Buf.Get<half>(), MmadParams(M, N, kF, 0, false, true));
+  if constexpr (kBarrier) PipeBarrier<PIPE_M>();
+  Mmad(co, a2Buf.Get<half>(), b2Buf.Get<half>(), MmadParams(M, N, kF, 0, false, false));
+}
+#define ACCUMULATE_KERNEL(name, m, n, barrier) \
+  extern "C" __global__ __aicore__ void name(GM_ADDR) { Accumulate<m, n, barrier>(); }
+ACCUMULATE_KERNEL(mmad_accumulate_16x16_with_barrier, 16, 16, true)
+ACCUMULATE_KERNEL(mmad_accumulate_16x16_without_barrier, 16, 16, false)
+ACCUMULATE_KERNEL(mmad_accumulate_48x48_without_barrier, 48, 48, false)  // 3 x 3 = 9 < 10
+ACCUMULATE_KERNEL(mmad_accumulate_32x80_without_barrier, 32, 80, false)  // 2 x 5 = 10: ordered by the hardware
+
 using Kernel = void (*)(GM_ADDR);
 const KernelTable<Kernel>& Kernels() {
-  static const KernelTable<Kernel> kernels{{"correct", cube_basic_correct},
-                                           {"correct_half", cube_basic_correct_half},
-                                           {"loaddata_before_copy_waited", loaddata_before_copy_waited},
-                                           {"mmad_before_loaddata_waited", mmad_before_loaddata_waited},
-                                           {"fixpipe_before_mmad_waited", fixpipe_before_mmad_waited},
-                                           {"queue_mmad_without_deque", queue_mmad_without_deque},
-                                           {"l0a_misaligned", l0a_misaligned},
-                                           {"loaddata_transpose_float", loaddata_transpose_float},
-                                           {"mmad_fm_in_l1", mmad_fm_in_l1},
-                                           {"mmad_k_range", mmad_k_range},
-                                           {"mmad_half_out", mmad_half_out},
-                                           {"fixpipe_half_without_quant", fixpipe_half_without_quant},
-                                           {"fixpipe_nsize_not_16", fixpipe_nsize_not_16},
-                                           {"nd2nz_into_ub", nd2nz_into_ub},
-                                           {"nd2nz_c0_stride_zero", nd2nz_c0_stride_zero},
-                                           {"l0a_capacity", l0a_capacity}};
+  static const KernelTable<Kernel> kernels{
+      {"correct", cube_basic_correct},
+      {"correct_half", cube_basic_correct_half},
+      {"loaddata_before_copy_waited", loaddata_before_copy_waited},
+      {"mmad_before_loaddata_waited", mmad_before_loaddata_waited},
+      {"fixpipe_before_mmad_waited", fixpipe_before_mmad_waited},
+      {"queue_mmad_without_deque", queue_mmad_without_deque},
+      {"l0a_misaligned", l0a_misaligned},
+      {"loaddata_transpose_float", loaddata_transpose_float},
+      {"mmad_fm_in_l1", mmad_fm_in_l1},
+      {"mmad_k_range", mmad_k_range},
+      {"mmad_half_out", mmad_half_out},
+      {"fixpipe_half_without_quant", fixpipe_half_without_quant},
+      {"fixpipe_nsize_not_16", fixpipe_nsize_not_16},
+      {"nd2nz_into_ub", nd2nz_into_ub},
+      {"nd2nz_c0_stride_zero", nd2nz_c0_stride_zero},
+      {"l0a_capacity", l0a_capacity},
+      {"mmad_accumulate_16x16_with_barrier", mmad_accumulate_16x16_with_barrier},
+      {"mmad_accumulate_16x16_without_barrier", mmad_accumulate_16x16_without_barrier},
+      {"mmad_accumulate_48x48_without_barrier", mmad_accumulate_48x48_without_barrier},
+      {"mmad_accumulate_32x80_without_barrier", mmad_accumulate_32x80_without_barrier}};
   return kernels;
 }
 

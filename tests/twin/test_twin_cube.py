@@ -54,3 +54,46 @@ def test_grouped_matmul_fp32_both_layouts(transpose_weight):
     wk = w.transpose(1, 2) if transpose_weight else w
     ref = torch.cat([x[s:t].double() @ wk[i].double() for i, (s, t) in enumerate([(0, 10), (10, 30), (30, 50)])])
     torch.testing.assert_close(y.double(), ref, rtol=1e-4, atol=1e-4)
+
+
+def cube_stream(launch):
+    """Per pipe and op of one recorded launch: (instructions, summed count)."""
+    seen = {}
+    for block in launch["blocks"]:
+        for ins in block:
+            n, total = seen.get((ins["pipe"], ins["op"]), (0, 0))
+            seen[(ins["pipe"], ins["op"])] = (n + 1, total + ins["count"])
+    return seen
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("transpose_weight", [False, True])
+def test_grouped_matmul_records_the_cube_stream(monkeypatch, dtype, transpose_weight):
+    """IterateAll issues CANN's base-block stream through the basic API (twin_cube_iterate.h): the
+    sanitizer checks it (on here) and the record carries it. The Mmads' m*n*k add up to every group's
+    product and the Fixpipes' m*n to every output element: forward, dx and the weight gradient."""
+    monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
+    torch.manual_seed(0)
+    e, k, n, rows = 3, 200, 150, [70, 1, 140]  # K and N tails past base blocks; a 1-row group
+    x = torch.randn(sum(rows), k, dtype=dtype, requires_grad=True)
+    w = torch.randn(e, n, k, dtype=dtype) if transpose_weight else torch.randn(e, k, n, dtype=dtype)
+    w.requires_grad_(True)
+    group_list = torch.tensor(rows).cumsum(0)
+
+    from test_sanitizer import record
+
+    out = {}
+    forward = record(lambda: out.setdefault("y", ascendc_ops.grouped_matmul(x, w, group_list, 0, transpose_weight)))
+    backward = record(lambda: out["y"].backward(torch.randn_like(out["y"])))
+    t = sum(rows)
+    launches = [(rec, t * n) for rec in forward]  # y = x @ w_e per group
+    for rec in backward:  # dx = dy @ w_e^T per group; dw_e = x_e^T @ dy_e
+        launches.append((rec, t * k if rec["kernel"] == "grouped_matmul" else e * k * n))
+    kernels = sorted(rec["kernel"] for rec, _ in launches)
+    assert kernels == ["grouped_matmul", "grouped_matmul", "grouped_matmul_weight_grad"], kernels
+    for rec, outputs in launches:
+        stream = cube_stream(rec)
+        assert stream[("M", "Mmad")][1] == t * k * n, (rec["kernel"], stream)
+        assert stream[("FIX", "Fixpipe")][1] == outputs, (rec["kernel"], stream)
+        assert stream[("MTE2", "DataCopy")][0] > 0 and stream[("MTE1", "LoadData")][0] > 0, (rec["kernel"], stream)
+        assert stream[("M", "SetFlag")][0] > 0 and stream[("FIX", "SetFlag")][0] > 0, (rec["kernel"], stream)

@@ -22,7 +22,7 @@ RULES = {
     "mmad_k_range": ("cube params", r"Mmad k 4096 outside \[0, 4095\]"),
     "mmad_half_out": ("cube dtype", r"Mmad half x half -> half is not an A2 combination"),
     "fixpipe_half_without_quant": ("cube params", r"Fixpipe float -> half needs quantPre F322F16"),
-    "fixpipe_nsize_not_16": ("cube params", r"Fixpipe nSize 24 must be a multiple of 16"),
+    "fixpipe_nsize_not_16": ("cube params", r"Fixpipe nSize 24 must be a multiple of 16 for an NZ output"),
     "nd2nz_into_ub": ("cube position", r"DataCopy ND2NZ dst must be in L1 \(TPosition A1/B1\), not UB"),
     "nd2nz_c0_stride_zero": ("cube params", r"DataCopy ND2NZ dstNzC0Stride 0 outside \[1, 16384\]"),
     "l0a_capacity": ("L0A capacity", r"brings this TPipe to 65600 B, over the 65536 B L0A"),
@@ -48,6 +48,15 @@ RACES = {
 }
 
 
+# Mmad.md 同步优化说明: an Mmad accumulating onto the L0C of one with (m/16)*(n/16) < 10 needs
+# PipeBarrier<PIPE_M> between them (the sanitizer's rule "Mmad accumulation barrier")
+ACCUMULATE_CLEAN = ["mmad_accumulate_16x16_with_barrier", "mmad_accumulate_32x80_without_barrier"]
+ACCUMULATE_FAULTS = {
+    "mmad_accumulate_16x16_without_barrier": r"L0C bytes \[0, 1024\)",
+    "mmad_accumulate_48x48_without_barrier": r"L0C bytes \[0, 9216\)",
+}
+
+
 def block_input(seed=0):
     torch.manual_seed(seed)
     x = torch.zeros(4 * 256, dtype=torch.half)
@@ -56,7 +65,8 @@ def block_input(seed=0):
 
 
 def test_every_kernel_is_covered():
-    assert set(cube.names()) == set(RULES) | set(RACES) | {"correct", "correct_half"}
+    names = set(RULES) | set(RACES) | set(ACCUMULATE_CLEAN) | set(ACCUMULATE_FAULTS) | {"correct", "correct_half"}
+    assert set(cube.names()) == names
 
 
 @pytest.mark.parametrize("half_out", [False, True])
@@ -102,3 +112,22 @@ def test_race_found(monkeypatch, name):
     rule = "synccheck" if name == "queue_mmad_without_deque" else "racecheck"
     assert f"kernel '{name}' block " in message and f"[{rule}]" in message, message
     assert re.search(RACES[name], message), message
+
+
+@pytest.mark.parametrize("name", ACCUMULATE_CLEAN)
+def test_accumulating_mmads_ordered(monkeypatch, name):
+    monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
+    cube.run(name, block_input())
+
+
+@pytest.mark.parametrize("name", sorted(ACCUMULATE_FAULTS))
+def test_accumulating_mmads_need_pipe_m_barrier(monkeypatch, name):
+    monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
+    with pytest.raises(RuntimeError) as err:
+        cube.run(name, block_input())
+    message = str(err.value)
+    assert f"kernel '{name}' block " in message and "[Mmad accumulation barrier]" in message, message
+    assert re.search(rf"M Mmad {N} accumulates onto {ACCUMULATE_FAULTS[name]}, written by M Mmad {N}", message)
+    assert "PipeBarrier<PIPE_M>" in message, message
+    monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "0")
+    cube.run(name, block_input())  # a sanitizer rule: with the sanitizer off the kernel runs

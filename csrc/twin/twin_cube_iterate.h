@@ -1,0 +1,258 @@
+// CPU twin, the high-level Matmul's IterateAll as CANN's matmul library runs it on A2 (the Norm
+// schedule of asc-devkit impl/adv_api/detail/matmul: scheduler/base/scheduler_norm.h ComputeMultiIter,
+// resource/l0_buffer/tbuf_pool_l0_base.h, resource/cube_out_buffer/cube_out_buffer_no_unit_flag.h,
+// stage/compute/mmad_compute.h, stage/copy_cube_out/copy_cube_out_utils.h; the two M_MTE1 events
+// TPipe sets for it on the AIC: impl/basic_api/kernel_tpipe_impl.h). Per base block of C (baseM x
+// baseN; along M first for iterateOrder 0, along N first for 1):
+//   CO1 AllocTensor (waits FIX -> M of the buffer's last Fixpipe)
+//   per K step of baseK:
+//     A's L1 tile (stepM x stepKa base blocks) and B's (stepKb x stepN) unless resident: A1/B1
+//       AllocTensor, DataCopy ND2NZ (MTE2), EnQue/DeQue (MTE2 -> MTE1); a tile leaves by FreeTensor
+//     WaitFlag<M_MTE1>(ping), LoadData L1 -> the L0A/L0B half `ping` (MTE1), Set/WaitFlag<MTE1_M>(ping)
+//     Mmad into L0C (M), fresh on the first K step; PipeBarrier<PIPE_M> when (m/16)*(n/16) < 10
+//     SetFlag<M_MTE1>(ping); ping flips when dbL0A and dbL0B are both 2
+//   CO1 EnQue/DeQue (M -> FIX), Fixpipe NZ2ND to GM (FIX), FreeTensor (FIX -> M)
+// Every call is the basic API's (twin_cube_basic.h) with CubeExec::kTrace: checked and recorded with
+// its spans, bytes untouched; the block's arithmetic is one RunGemm (twin_cube_gemm.h) in Matmul.
+// Simplifications: L1 tiles stay while later base blocks use them (least recently used one leaves);
+// L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues
+// LoadData 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h);
+// fp32 Mmads whose operands need that transpose align K to 16 (kDirectionAlign; the library sets
+// it for a transposed A only).
+#pragma once
+#include <algorithm>
+#include <string>
+
+#include "cube_tiling.h"
+#include "twin_cube_basic.h"
+#include "twin_sync.h"
+#include "twin_tensor.h"
+
+namespace AscendC {
+namespace twin {
+
+// One operand's ND matrix in GM as IterateAll reads it: `rows` x `cols` with row pitch `ld`.
+template <typename T>
+struct CubeNd {
+  GlobalTensor<T> gm;
+  int64_t ld = 0;
+  bool trans = false;  // stored transposed: rows run along K for A, along N for B
+};
+
+template <typename SrcA, typename SrcB, typename Dst>
+class CubeIterate {
+  static constexpr uint32_t kC0 = kBlockBytes / sizeof(SrcA);  // elements per 32 B (K0 of a fractal)
+  static constexpr uint32_t kFrac = kFractalBytes / sizeof(SrcA);
+  static constexpr bool kB32 = sizeof(SrcA) == 4;
+
+ public:
+  // The buffers CANN's matmul carves from the kernel's TPipe, and TPipe's M_MTE1 events 0/1.
+  void Init(const TCubeTiling& t, TPipe* pipe) {
+    if (pipe == nullptr) Violation("cube order", "Matmul Init without a TPipe (REGIST_MATMUL_OBJ passes the kernel's)");
+    t_ = t;
+    aTileBytes_ = uint32_t(t.stepM * t.baseM) * uint32_t(t.stepKa * t.baseK) * sizeof(SrcA);
+    bTileBytes_ = uint32_t(t.stepKb * t.baseK) * uint32_t(t.stepN * t.baseN) * sizeof(SrcB);
+    aTiles_ = std::max(1, t.depthA1 / std::max(1, t.stepM * t.stepKa));
+    bTiles_ = std::max(1, t.depthB1 / std::max(1, t.stepKb * t.stepN));
+    pipe->InitBuffer(a1_, uint8_t(aTiles_), aTileBytes_);
+    pipe->InitBuffer(b1_, uint8_t(bTiles_), bTileBytes_);
+    pipe->InitBuffer(l0a_, kL0aBytes);
+    pipe->InitBuffer(l0b_, kL0bBytes);
+    pipe->InitBuffer(co1_, uint8_t(t.dbL0C == 2 ? 2 : 1), uint32_t(t.baseM * t.baseN) * sizeof(float));
+    l0Db_ = t.dbL0A == 2 && t.dbL0B == 2;
+    for (int i = 0; i < 2; ++i) mte1Evt_[i] = pipe->AllocEventID<HardEvent::M_MTE1>();
+    pipe_ = pipe;
+    Arm();
+  }
+  // The M_MTE1 events TPipe sets at its start and waits at Destroy (here: End or destruction).
+  void Arm() {
+    if (armed_ || pipe_ == nullptr) return;
+    for (int i = 0; i < 2; ++i) SetFlag<HardEvent::M_MTE1>(mte1Evt_[i]);
+    armed_ = true;
+  }
+  void Disarm() {
+    if (!armed_) return;
+    for (int i = 0; i < 2; ++i) WaitFlag<HardEvent::M_MTE1>(mte1Evt_[i]);
+    armed_ = false;
+  }
+  ~CubeIterate() {
+    DeferErrors hold;  // a destructor must not throw
+    Disarm();
+  }
+
+  // C[m, n] (row pitch ldc) = A[m, k] x B[k, n]: the block's instruction stream, bytes untouched.
+  void Run(const CubeNd<SrcA>& a, const CubeNd<SrcB>& b, const GlobalTensor<Dst>& c, int64_t ldc, int32_t m, int32_t n,
+           int32_t k) {
+    if (m <= 0 || n <= 0 || k <= 0) return;  // nothing to issue (k 0: RunGemm writes the zeros)
+    Arm();
+    const int32_t mBlocks = CeilDiv(m, t_.baseM), nBlocks = CeilDiv(n, t_.baseN), kSteps = CeilDiv(k, t_.baseK);
+    const bool mFirst = t_.iterateOrder == 0;
+    const int32_t outer = mFirst ? nBlocks : mBlocks, inner = mFirst ? mBlocks : nBlocks;
+    for (int32_t o = 0; o < outer; ++o)
+      for (int32_t i = 0; i < inner; ++i) {
+        const int32_t mb = mFirst ? i : o, nb = mFirst ? o : i;
+        const int32_t curM = std::min(t_.baseM, m - mb * t_.baseM), curN = std::min(t_.baseN, n - nb * t_.baseN);
+        LocalTensor<float> acc = co1_.template AllocTensor<float>();
+        for (int32_t kb = 0; kb < kSteps; ++kb) {
+          const int32_t curK = std::min(t_.baseK, k - kb * t_.baseK);
+          const LocalTensor<SrcA>& a1 = TileA(a, mb, kb, m, k);
+          const LocalTensor<SrcB>& b1 = TileB(b, kb, nb, k, n);
+          WaitFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
+          LocalTensor<SrcA> a2 = l0a_.template Get<SrcA>();
+          LocalTensor<SrcB> b2 = l0b_.template Get<SrcB>();
+          if (ping_) a2 = a2[kL0aBytes / 2 / sizeof(SrcA)], b2 = b2[kL0bBytes / 2 / sizeof(SrcB)];
+          const bool align16 = kB32 && (a.trans || !b.trans);
+          LoadA(a2, a1, a.trans, (mb % t_.stepM) * t_.baseM, (kb % t_.stepKa) * t_.baseK, curM, curK, align16);
+          LoadB(b2, b1, b.trans, (kb % t_.stepKb) * t_.baseK, (nb % t_.stepN) * t_.baseN, curK, curN, align16);
+          SetFlag<HardEvent::MTE1_M>(ping_);
+          WaitFlag<HardEvent::MTE1_M>(ping_);
+          MmadParams mp;
+          mp.m = uint16_t(curM), mp.n = uint16_t(curN), mp.k = uint16_t(curK);
+          mp.cmatrixInitVal = kb == 0;
+          mp.kDirectionAlign = align16;
+          Mmad(acc, a2, b2, mp, CubeExec::kTrace);
+          if ((curM / kCube) * (curN / kCube) < 10) PipeBarrier<PIPE_M>();  // mmad_compute.h
+          SetFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
+          if (l0Db_) ping_ ^= 1;
+        }
+        co1_.EnQue(acc);
+        acc = co1_.template DeQue<float>();
+        FixpipeParamsV220 fp;
+        fp.nSize = uint16_t(curN), fp.mSize = uint16_t(curM);
+        fp.srcStride = uint16_t(CeilDiv(curM, kCube) * kCube), fp.dstStride = uint32_t(ldc);
+        fp.quantPre = std::is_same_v<Dst, half>         ? QuantMode_t::F322F16
+                      : std::is_same_v<Dst, bfloat16_t> ? QuantMode_t::F322BF16
+                                                        : QuantMode_t::NoQuant;
+        Fixpipe<Dst, float, CFG_ROW_MAJOR>(c[uint64_t(mb) * t_.baseM * ldc + uint64_t(nb) * t_.baseN], acc, fp,
+                                           CubeExec::kTrace);
+        co1_.FreeTensor(acc);
+      }
+    a1Cache_.Clear(a1_);  // the next SetTensorA/B may name other matrices
+    b1Cache_.Clear(b1_);
+  }
+
+ private:
+  // The L1 tiles one operand holds, by tile key; the least recently used one leaves for a new one.
+  template <typename T>
+  struct L1Cache {
+    static constexpr int kMax = 2;
+    int64_t key[kMax] = {-1, -1};
+    uint64_t used[kMax] = {};
+    LocalTensor<T> tile[kMax];
+    uint64_t clock = 0;
+    template <class Que, class Load>
+    const LocalTensor<T>& Get(Que& que, int count, int64_t want, Load load) {
+      int slot = -1;
+      for (int s = 0; s < count; ++s)
+        if (key[s] == want) slot = s;
+      if (slot < 0) {
+        slot = 0;
+        for (int s = 0; s < count; ++s)
+          if (key[s] < 0 || (key[slot] >= 0 && used[s] < used[slot])) slot = s;
+        if (key[slot] >= 0) que.FreeTensor(tile[slot]);
+        LocalTensor<T> t = que.template AllocTensor<T>();
+        load(t);  // MTE2
+        que.EnQue(t);
+        tile[slot] = que.template DeQue<T>();
+        key[slot] = want;
+      }
+      used[slot] = ++clock;
+      return tile[slot];
+    }
+    template <class Que>
+    void Clear(Que& que) {
+      for (int s = 0; s < kMax; ++s)
+        if (key[s] >= 0) que.FreeTensor(tile[s]), key[s] = -1;
+    }
+  };
+
+  // GM rows [r0, r0 + rows) x cols [c0, c0 + cols) of an ND matrix into an L1 tile in Nz (C0 columns
+  // per fractal column, ceil16(rows) rows per fractal column).
+  template <typename T>
+  static void CopyTile(const LocalTensor<T>& dst, const CubeNd<T>& src, int64_t r0, int64_t c0, int32_t rows,
+                       int32_t cols) {
+    const Nd2NzParams p(1, uint16_t(rows), uint16_t(cols), 0, uint16_t(src.ld),
+                        uint16_t(CeilDiv(uint32_t(rows), kCube) * kCube), 1, 0);
+    DataCopy(dst, src.gm[uint64_t(r0 * src.ld + c0)], p, CubeExec::kTrace);
+  }
+  const LocalTensor<SrcA>& TileA(const CubeNd<SrcA>& a, int32_t mb, int32_t kb, int32_t m, int32_t k) {
+    const int32_t mt = mb / t_.stepM, kt = kb / t_.stepKa;
+    const int32_t m0 = mt * t_.stepM * t_.baseM, k0 = kt * t_.stepKa * t_.baseK;
+    const int32_t mLen = std::min(t_.stepM * t_.baseM, m - m0), kLen = std::min(t_.stepKa * t_.baseK, k - k0);
+    aRows_ = CeilDiv(a.trans ? kLen : mLen, kCube) * kCube;
+    return a1Cache_.Get(a1_, aTiles_, int64_t(mt) * CeilDiv(k, t_.stepKa * t_.baseK) + kt, [&](auto& t) {
+      if (a.trans) CopyTile(t, a, k0, m0, kLen, mLen);
+      else CopyTile(t, a, m0, k0, mLen, kLen);
+    });
+  }
+  const LocalTensor<SrcB>& TileB(const CubeNd<SrcB>& b, int32_t kb, int32_t nb, int32_t k, int32_t n) {
+    const int32_t kt = kb / t_.stepKb, nt = nb / t_.stepN;
+    const int32_t k0 = kt * t_.stepKb * t_.baseK, n0 = nt * t_.stepN * t_.baseN;
+    const int32_t kLen = std::min(t_.stepKb * t_.baseK, k - k0), nLen = std::min(t_.stepN * t_.baseN, n - n0);
+    bRows_ = CeilDiv(b.trans ? nLen : kLen, kCube) * kCube;
+    return b1Cache_.Get(b1_, bTiles_, int64_t(kt) * CeilDiv(n, t_.stepN * t_.baseN) + nt, [&](auto& t) {
+      if (b.trans) CopyTile(t, b, n0, k0, nLen, kLen);
+      else CopyTile(t, b, k0, n0, kLen, nLen);
+    });
+  }
+  // Fractal number of (row block r, C0 column group g) in an Nz L1 tile of `rows` (16-aligned) rows.
+  static uint32_t Nz(uint32_t rows, uint32_t r, uint32_t g) { return g * (rows / kCube) + r; }
+  static LoadData2DParams Load(uint32_t start, uint32_t repeat, uint32_t srcStride, uint32_t dstGap, bool trans) {
+    return LoadData2DParams(uint16_t(start), uint8_t(repeat), uint16_t(srcStride), 0, uint16_t(dstGap), trans, 0);
+  }
+  // L0A in Zz: fractal (m block i, K0 group q) at i*K1 + q. mOff/kOff: the base block inside the tile.
+  void LoadA(const LocalTensor<SrcA>& a2, const LocalTensor<SrcA>& a1, bool trans, uint32_t mOff, uint32_t kOff,
+             uint32_t curM, uint32_t curK, bool align16) {
+    const uint32_t m1 = CeilDiv(curM, kCube), k16 = CeilDiv(curK, kCube);
+    const uint32_t k1 = align16 ? 2 * k16 : CeilDiv(curK, kC0), h = aRows_;
+    for (uint32_t i = 0; i < m1; ++i) {
+      if (!trans) {  // the tile's fractals (i, q) run down a column group: stride rows/16
+        LoadData(a2[i * k1 * kFrac], a1, Load(Nz(h, mOff / kCube + i, kOff / kC0), k1, h / kCube, 0, false),
+                 CubeExec::kTrace);
+      } else if constexpr (!kB32) {  // b16: each 16 x 16 fractal transposed on the way
+        LoadData(a2[i * k1 * kFrac], a1, Load(Nz(h, kOff / kCube, mOff / kCube + i), k1, 1, 0, true), CubeExec::kTrace);
+      } else {  // b32: a 16 x 16 square is two fractals of two column groups
+        for (uint32_t j = 0; j < k16; ++j)
+          LoadData(a2[(i * k1 + 2 * j) * kFrac], a1,
+                   Load(Nz(h, kOff / kCube + j, mOff / kC0 + 2 * i), 2, h / kCube, 0, false), CubeExec::kTrace);
+      }
+    }
+  }
+  // L0B in Zn: fractal (K0 group q, n block j) at q*N1 + j.
+  void LoadB(const LocalTensor<SrcB>& b2, const LocalTensor<SrcB>& b1, bool trans, uint32_t kOff, uint32_t nOff,
+             uint32_t curK, uint32_t curN, bool align16) {
+    const uint32_t n1 = CeilDiv(curN, kCube), k16 = CeilDiv(curK, kCube);
+    const uint32_t k1 = align16 ? 2 * k16 : CeilDiv(curK, kC0), h = bRows_;
+    if (trans) {  // rows run along N: fractal (j, q) is already Zn's
+      for (uint32_t q = 0; q < k1; ++q)
+        LoadData(b2[q * n1 * kFrac], b1, Load(Nz(h, nOff / kCube, kOff / kC0 + q), n1, 1, 0, false), CubeExec::kTrace);
+    } else if constexpr (!kB32) {
+      for (uint32_t q = 0; q < k1; ++q)
+        LoadData(b2[q * n1 * kFrac], b1, Load(Nz(h, kOff / kCube + q, nOff / kCube), n1, h / kCube, 0, true),
+                 CubeExec::kTrace);
+    } else {
+      for (uint32_t q = 0; q < k16; ++q)
+        for (uint32_t j = 0; j < n1; ++j)
+          LoadData(b2[(2 * q * n1 + j) * kFrac], b1,
+                   Load(Nz(h, kOff / kCube + q, nOff / kC0 + 2 * j), 2, h / kCube, n1 - 1, false), CubeExec::kTrace);
+    }
+  }
+
+  TCubeTiling t_{};
+  TPipe* pipe_ = nullptr;
+  TQue<TPosition::A1, 1> a1_;
+  TQue<TPosition::B1, 1> b1_;
+  TBuf<TPosition::A2> l0a_;
+  TBuf<TPosition::B2> l0b_;
+  TQue<TPosition::CO1, 1> co1_;
+  L1Cache<SrcA> a1Cache_;
+  L1Cache<SrcB> b1Cache_;
+  uint32_t aTileBytes_ = 0, bTileBytes_ = 0, aRows_ = 0, bRows_ = 0;
+  int aTiles_ = 1, bTiles_ = 1;
+  int32_t mte1Evt_[2] = {0, 1};
+  uint32_t ping_ = 0;
+  bool l0Db_ = false, armed_ = false;
+};
+
+}  // namespace twin
+}  // namespace AscendC
