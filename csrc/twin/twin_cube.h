@@ -152,10 +152,11 @@ class Matmul {
       }
       gm.TwinCheckRange(uint64_t((g.m - 1) * g.ldc + g.n), "Matmul IterateAll");
     }
-    walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_);
     g.a = a_.GetPhyAddr(), g.b = b_.GetPhyAddr(), g.c = gm.GetPhyAddr();
-    twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
-    twin::RunGemm(g);
+    walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_, [&] {
+      twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
+      twin::RunGemm(g);
+    });
   }
   void End() {
     hasA_ = hasB_ = false;

@@ -13,7 +13,8 @@
 //     SetFlag<M_MTE1>(ping); ping flips when dbL0A and dbL0B are both 2
 //   CO1 EnQue/DeQue (M -> FIX), Fixpipe NZ2ND to GM (FIX), FreeTensor (FIX -> M)
 // Every call is the basic API's (twin_cube_basic.h) with CubeExec::kTrace: checked and recorded with
-// its spans, bytes untouched; the block's arithmetic is one RunGemm (twin_cube_gemm.h) in Matmul.
+// its spans, bytes untouched; the block's arithmetic is one GEMM (`compute`, Matmul's RunGemm), run
+// right after the last Mmad is recorded so the host profile times it as Mmad's.
 // Simplifications: L1 tiles stay while later base blocks use them (least recently used one leaves);
 // L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues
 // LoadData 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h);
@@ -80,10 +81,12 @@ class CubeIterate {
     Disarm();
   }
 
-  // C[m, n] (row pitch ldc) = A[m, k] x B[k, n]: the block's instruction stream, bytes untouched.
+  // C[m, n] (row pitch ldc) = A[m, k] x B[k, n]: the block's instruction stream, and `compute` for
+  // the bytes (also when there is nothing to issue: k 0 writes zeros).
+  template <class Compute>
   void Run(const CubeNd<SrcA>& a, const CubeNd<SrcB>& b, const GlobalTensor<Dst>& c, int64_t ldc, int32_t m, int32_t n,
-           int32_t k) {
-    if (m <= 0 || n <= 0 || k <= 0) return;  // nothing to issue (k 0: RunGemm writes the zeros)
+           int32_t k, Compute compute) {
+    if (m <= 0 || n <= 0 || k <= 0) return compute();
     Arm();
     const int32_t mBlocks = CeilDiv(m, t_.baseM), nBlocks = CeilDiv(n, t_.baseN), kSteps = CeilDiv(k, t_.baseK);
     const bool mFirst = t_.iterateOrder == 0;
@@ -111,6 +114,7 @@ class CubeIterate {
           mp.cmatrixInitVal = kb == 0;
           mp.kDirectionAlign = align16;
           Mmad(acc, a2, b2, mp, CubeExec::kTrace);
+          if (o == outer - 1 && i == inner - 1 && kb == kSteps - 1) compute();  // every check has passed
           if ((curM / kCube) * (curN / kCube) < 10) PipeBarrier<PIPE_M>();  // mmad_compute.h
           SetFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
           if (l0Db_) ping_ ^= 1;
