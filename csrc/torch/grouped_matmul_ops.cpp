@@ -152,10 +152,18 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
 
 namespace {
 
+// The cube cores the tiling targets: the modelled chip's (set_tiling_platform), else one per torch thread.
+tiling::CubePlatform TwinCubePlatform() {
+  tiling::CubePlatform p = tiling::CpuTwinCube(uint32_t(at::get_num_threads()));
+  uint32_t cores = 0;
+  if (TilingCubeCoresOverride(&cores)) p.cubeCores = cores;
+  return p;
+}
+
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
                      int64_t groupListType, bool transposeWeight, bool weightGrad) {
-  GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad,
-                                               tiling::CpuTwinCube(uint32_t(at::get_num_threads())));
+  GroupedMatmulLaunch l =
+      PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad, TwinCubePlatform());
   if (l.tiling.blockDim == 0) return l.out;
   const at::ScalarType dtype = l.a.scalar_type();
   const auto kernel = weightGrad ? PickEntry(twin_entries::grouped_matmul_weight_grad, dtype).fn

@@ -15,6 +15,7 @@ namespace {
 std::mutex gMutex;
 std::string gName;  // PlatformInfo::name points here while the override is set
 std::optional<tiling::PlatformInfo> gOverride;
+uint32_t gCubeCores = 0;  // the modelled chip's cube cores (0: none given)
 
 void SetTilingPlatform(const std::string& name, int64_t vectorCores, int64_t cubeCores, int64_t ubBytes) {
   TORCH_CHECK_VALUE(vectorCores >= 1 && vectorCores <= 4096,
@@ -27,11 +28,13 @@ void SetTilingPlatform(const std::string& name, int64_t vectorCores, int64_t cub
   std::lock_guard<std::mutex> lock(gMutex);
   gName = name;
   gOverride = tiling::PlatformInfo{gName.c_str(), uint32_t(vectorCores), uint32_t(ubBytes), tiling::kA2UbReserve};
+  gCubeCores = uint32_t(cubeCores);
 }
 
 void ResetTilingPlatform() {
   std::lock_guard<std::mutex> lock(gMutex);
   gOverride.reset();
+  gCubeCores = 0;
 }
 
 // Tests and benchmarks force either launch path: 0 sends every multi-block launch to the pool.
@@ -47,6 +50,13 @@ bool TilingPlatformOverride(tiling::PlatformInfo* out) {
   std::lock_guard<std::mutex> lock(gMutex);
   if (!gOverride) return false;
   *out = *gOverride;
+  return true;
+}
+
+bool TilingCubeCoresOverride(uint32_t* out) {
+  std::lock_guard<std::mutex> lock(gMutex);
+  if (!gOverride || gCubeCores == 0) return false;
+  *out = gCubeCores;
   return true;
 }
 

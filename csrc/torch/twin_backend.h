@@ -14,6 +14,7 @@
 namespace ascendc_ops {
 
 bool TilingPlatformOverride(tiling::PlatformInfo* out);  // set_tiling_platform (platform_ops.cpp)
+bool TilingCubeCoresOverride(uint32_t* out);             // its cube_cores, when given (> 0)
 inline tiling::PlatformInfo TwinPlatform() {
   tiling::PlatformInfo p;
   return TilingPlatformOverride(&p) ? p : tiling::CpuTwin(uint32_t(at::get_num_threads()));

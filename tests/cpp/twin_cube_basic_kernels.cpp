@@ -3,6 +3,8 @@
 //   torch.ops.twin_cube_basic.run(name)                one 16 x 16 x 16 half block written with TBufs and
 //                                                      manual flags; "correct" is clean, every other
 //                                                      kernel breaks one rule or drops one hand-off.
+//   torch.ops.twin_cube_basic.record(on) / record_take()  this library's twin record export
+//                                                      (tests/harness/test_cube_model.py models it).
 #include <torch/library.h>
 #include <torch/torch.h>
 
@@ -12,6 +14,7 @@
 #include "kernel_operator.h"
 #include "kernel_table.h"
 #include "twin_launch.h"
+#include "twin_record.h"
 
 extern "C" void cube_matmul_example(GM_ADDR a, GM_ADDR b, GM_ADDR c);
 extern "C" void cube_matmul_example_half(GM_ADDR a, GM_ADDR b, GM_ADDR c);
@@ -227,10 +230,15 @@ torch::Tensor Example(torch::Tensor a, torch::Tensor b, bool halfOut) {
 }
 
 std::vector<std::string> Names() { return KernelNames(Kernels()); }
+// This library links its own copy of the twin: its record export, for the pipeline model's tests.
+void Record(bool on) { AscendC::twin::SetRecordExport(on); }
+std::vector<std::string> RecordTake() { return AscendC::twin::TakeRecordedLaunches(); }
 }  // namespace
 
 TORCH_LIBRARY(twin_cube_basic, m) {
   m.def("run(str name, Tensor x) -> Tensor", &Run);
   m.def("example(Tensor a, Tensor b, bool half_out) -> Tensor", &Example);
   m.def("names() -> str[]", &Names);
+  m.def("record(bool on) -> ()", &Record);
+  m.def("record_take() -> str[]", &RecordTake);
 }

@@ -391,7 +391,9 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
         + "bwd = torch.autograd.grad(y, x, dy) with a fixed dy (dx only); full = forward with grad + that "
         "backward in each call. GB/s = (inputs read once + outputs written once, both passes for full) / median; "
         "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % HBM roofline: the pipeline "
-        "model's estimate for the same call with the 910B tiling (a model, not a measurement; README). "
+        "model's estimate for the same call with the 910B tiling (a model, not a measurement; README); "
+        "for a cube op (grouped_matmul) the roofline is the larger of its bytes at HBM bandwidth and its "
+        "FLOPs at the cube's peak. "
         f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
         file=out,
     )

@@ -1,13 +1,14 @@
 """`ascendc-ops estimate`: an op run on the CPU twin with the tiling of a modelled chip (910B: 48 blocks),
 every instruction recorded, and the pipeline model's estimate of its time on that chip: the bound, per-pipe
-utilisation, % of the HBM roofline, a Chrome trace and (with matplotlib) a PNG timeline. These are model
-estimates (harness/platforms/*.json lists each parameter's source), not measurements; the measured host
-profile is host_profile.py."""
+utilisation, % of the roofline (HBM; for a cube op the larger of HBM and the cube's peak FLOP/s), a Chrome
+trace and (with matplotlib) a PNG timeline. These are model estimates (harness/platforms/*.json lists each
+parameter's source), not measurements; the measured host profile is host_profile.py."""
 
 from __future__ import annotations
 
 import os
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch
 
@@ -48,29 +49,55 @@ def run_and_record(name: str, inputs: tuple, pass_: str, plat: Platform) -> tupl
     return records, runner.output_shapes(box["out"])
 
 
+@dataclass(frozen=True)
+class Roofline:
+    """The least time a call can take on the chip: the bytes it must move at HBM bandwidth and, for a cube
+    op, its FLOPs at every cube core's peak for its dtype; the larger is the roofline."""
+
+    must_bytes: int
+    flops: int
+    hbm_us: float
+    cube_us: float
+
+    @property
+    def us(self) -> float:
+        return max(self.hbm_us, self.cube_us)
+
+    @property
+    def kind(self) -> str:
+        return "cube FLOP/s" if self.cube_us > self.hbm_us else "HBM"
+
+    def pct(self, est_us: float) -> float:
+        return 100.0 * self.us / est_us if est_us else 0.0
+
+
+def roofline(name: str, inputs: tuple, pass_: str, plat: Platform) -> Roofline:
+    op = runner.OPS[name]
+    must = op.bytes_moved(inputs, None, pass_)
+    flops = op.flops(inputs, pass_) if op.flops else 0
+    cube_us = flops / plat.cube_peak_flops(str(inputs[0].dtype)) * 1e6 if flops else 0.0
+    return Roofline(must, flops, must / plat.hbm_bytes_per_s * 1e6, cube_us)
+
+
 def model_call(name: str, inputs: tuple, pass_: str, plat: Platform, keep_events: bool = False):
-    """(OpModel, bytes the op must move, output shapes); full = fwd then bwd."""
+    """(OpModel, the call's Roofline, output shapes); full = fwd then bwd."""
     passes = ("fwd", "bwd") if pass_ == "full" else (pass_,)
     records, outs = [], []
     for p in passes:
         r, o = run_and_record(name, inputs, p, plat)
         records += r
         outs = o
-    must = runner.OPS[name].bytes_moved(inputs, None, pass_)
-    return model_launches(records, plat, keep_events), must, outs
+    return model_launches(records, plat, keep_events), roofline(name, inputs, pass_, plat), outs
 
 
 def unmodelled(model: OpModel, must_bytes: int) -> bool:
-    """True when the record holds none of the op's GM traffic: the cube unit's Matmul work is not
-    in the twin's record yet, so a cube kernel's estimate would be a scalar-only fiction."""
+    """True when the record holds none of the op's GM traffic (a kernel whose work the twin does not
+    record): its estimate would be a scalar-only fiction."""
     return model.gm_bytes == 0 and must_bytes > 0
 
 
-def roofline_pct(model: OpModel, must_bytes: int, plat: Platform) -> float:
-    return 100.0 * must_bytes / plat.hbm_bytes_per_s * 1e6 / model.est_us if model.est_us else 0.0
-
-
-def summary(name, shape, dtype, pass_, plat, model: OpModel, must, inputs, outs, trace, png) -> dict:
+def summary(name, shape, dtype, pass_, plat, model: OpModel, roof: Roofline, inputs, outs, trace, png) -> dict:
+    must = roof.must_bytes
     return {
         "op": name,
         "platform": plat.name,
@@ -83,10 +110,14 @@ def summary(name, shape, dtype, pass_, plat, model: OpModel, must, inputs, outs,
         "must_bytes": must,
         "hbm_bytes_per_s": plat.hbm_bytes_per_s,
         "est_us": round(model.est_us, 3),
-        "hbm_us": round(must / plat.hbm_bytes_per_s * 1e6, 3),
+        "hbm_us": round(roof.hbm_us, 3),
+        "flops": roof.flops,
+        "cube_us": round(roof.cube_us, 3),
+        "roofline": roof.kind,
+        "roofline_us": round(roof.us, 3),
         "bound": model.bound,
         "modelled": not unmodelled(model, must),
-        "roofline_pct": round(roofline_pct(model, must, plat), 1),
+        "roofline_pct": round(roof.pct(model.est_us), 1),
         "blocks": max((m.block_dim for m in model.launches), default=0),
         "cores": max((m.cores for m in model.launches), default=plat.vector_cores),
         "pipes": {p: round(u, 3) for p, u in model.pipes.items()},
@@ -108,10 +139,7 @@ def summary(name, shape, dtype, pass_, plat, model: OpModel, must, inputs, outs,
         ],
         "notes": model.notes
         + (
-            [
-                "not modelled: the record holds none of this op's GM traffic "
-                "(the cube unit's Matmul work is not recorded); est_us is not an estimate"
-            ]
+            ["not modelled: the record holds none of this op's GM traffic; est_us is not an estimate"]
             if unmodelled(model, must)
             else []
         ),
@@ -133,19 +161,19 @@ def estimate(
     out_dir; the summary as a dict."""
     plat = load_platform(platform)
     shape, inputs = runner.make_inputs(name, shape, dtype)
-    model, must, outs = model_call(name, inputs, pass_, plat, keep_events=True)
+    model, roof, outs = model_call(name, inputs, pass_, plat, keep_events=True)
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, f"{name}_{'x'.join(map(str, shape))}_{dtype}_{pass_}_{plat.name}")
     trace = stem + ".trace.json"
     png = stem + ".png" if plot.available() else None  # the timeline is extra: no matplotlib, no PNG
-    info = summary(name, shape, dtype, pass_, plat, model, must, inputs, outs, trace, png)
+    info = summary(name, shape, dtype, pass_, plat, model, roof, inputs, outs, trace, png)
     write_trace(model, plat.hz, {k: v for k, v in info.items() if k not in ("launches",)}, trace)
     if png:
         plot.timeline(
             model,
             plat.hz,
             f"{name} {pass_} {dtype} {'x'.join(map(str, shape))} on {plat.name} (model): "
-            f"{info['est_us']:.1f} us, {info['roofline_pct']:.0f}% of HBM roofline, "
+            f"{info['est_us']:.1f} us, {info['roofline_pct']:.0f}% of {roof.kind} roofline, "
             f"{model.bound}",
             png,
         )
@@ -166,10 +194,11 @@ def text(info: dict) -> str:
             f"bound {m['bound']}, MTE bandwidth share {m['mte_share']:.2f}; pipes {pipes}"
         )
         lines += [f"    note: {n}" for n in m["notes"]]
+    cube = f"; {info['flops'] / 1e9:.2f} GFLOP: {info['cube_us']:.2f} us at the cube's peak" if info["flops"] else ""
     lines.append(
-        f"  total: est {info['est_us']:.2f} us, bound {info['bound']}, {info['roofline_pct']:.1f}% of the HBM "
-        f"roofline (must move {info['must_bytes'] / mb:.2f} MB: {info['hbm_us']:.2f} us at "
-        f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s)"
+        f"  total: est {info['est_us']:.2f} us, bound {info['bound']}, {info['roofline_pct']:.1f}% of the "
+        f"{info['roofline']} roofline (must move {info['must_bytes'] / mb:.2f} MB: {info['hbm_us']:.2f} us at "
+        f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s{cube})"
     )
     if not info["modelled"]:
         lines.append("  " + info["notes"][-1])
@@ -179,9 +208,10 @@ def text(info: dict) -> str:
 
 
 def model_columns(name: str, inputs: tuple, pass_: str, platform: str = "910B") -> dict:
-    """The bench's model columns for one row: estimated us and % of the HBM roofline on `platform`."""
+    """The bench's model columns for one row: estimated us and % of the roofline on `platform` (HBM; a cube
+    op's the larger of HBM and its FLOPs at the cube's peak)."""
     plat = load_platform(platform)
-    model, must, _ = model_call(name, inputs, pass_, plat)
-    if unmodelled(model, must):
+    model, roof, _ = model_call(name, inputs, pass_, plat)
+    if unmodelled(model, roof.must_bytes):
         return {"est_us_910b": None, "roofline_pct_910b": None}
-    return {"est_us_910b": model.est_us, "roofline_pct_910b": roofline_pct(model, must, plat)}
+    return {"est_us_910b": model.est_us, "roofline_pct_910b": roof.pct(model.est_us)}

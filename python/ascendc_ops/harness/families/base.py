@@ -66,6 +66,7 @@ class OpBench:
     default_shapes: tuple  # shapes timed without --shape/--preset
     targets: dict  # pass -> Targets
     all_outputs: Callable | None = None  # (*inputs) -> every output, when `ours` returns only some
+    flops: Callable | None = None  # (inputs, pass) -> the cube's floating-point operations (cube ops only)
 
 
 def case_tensor(name: str, shape, types, **fields) -> dict:

@@ -165,6 +165,13 @@ def gmm_bytes(inputs, out, pass_) -> int:
     return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
 
 
+def gmm_flops(inputs, pass_) -> int:
+    """2 FLOPs per multiply-add of the routed rows: fwd x @ w, bwd dx = dy @ w^T (the bench's bwd), same count."""
+    x, w, counts = inputs
+    one = 2 * int(counts.sum()) * x.shape[1] * w.shape[2]
+    return {"fwd": one, "bwd": one, "full": 2 * one}[pass_]
+
+
 def check_experts(shape) -> None:
     if len(shape) != 4 or min(shape) < 1:
         raise ValueError(f"needs 4 positive dims M,K,N,E, got {','.join(map(str, shape))}")
@@ -184,5 +191,6 @@ BENCH: dict[str, OpBench] = {
         "M,K,N,E",
         ((2048, 512, 512, 64),),
         GMM_TARGETS,
+        flops=gmm_flops,
     ),
 }

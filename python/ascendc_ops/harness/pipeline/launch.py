@@ -6,6 +6,8 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .platform import PIPES, Platform
 from .timeline import BlockTimeline, compile_block, simulate_block
 
@@ -78,6 +80,17 @@ def _contention_share(blocks, plat, cores, hbm_cycles, t_full) -> float:
     return s
 
 
+def distinct_read_bytes(record: dict) -> int:
+    """The GM bytes the launch reads at least once (the union of every block's read ranges)."""
+    spans = np.array([r for b in record["blocks"] for i in b for r in i.get("gm_read_ranges") or []], dtype=np.int64)
+    if not len(spans):
+        return 0
+    spans = spans[np.argsort(spans[:, 0], kind="stable")]
+    ends = np.maximum.accumulate(spans[:, 1])
+    starts = np.maximum(spans[:, 0], np.concatenate(([spans[0, 0]], ends[:-1])))  # past what came before
+    return int(np.clip(spans[:, 1] - starts, 0, None).sum())
+
+
 def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> LaunchModel:
     """The modelled time of one recorded launch ({"kernel", "block_dim", "blocks"}) on `plat`."""
     cube = any(i.get("pipe") in CUBE_PIPES for b in record["blocks"] for i in b)
@@ -124,6 +137,13 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
         m.notes.append(f"{cores - used} of {cores} cores idle (block_dim {len(blocks)})")
     elif len(blocks) % cores and len(blocks) > cores:
         m.notes.append(f"{len(blocks)} blocks on {cores} cores: the last of {m.waves} waves uses {len(blocks) % cores}")
+    read = sum(tl.gm_read for tl in tls)
+    distinct = distinct_read_bytes(record)
+    if read > 1.1 * distinct:  # re-reads an L2 would serve; the model charges each at HBM bandwidth
+        m.notes.append(
+            f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the L2 cache is not "
+            "modelled, so the re-reads count as HBM traffic (the HBM time is an upper bound)"
+        )
     uncosted = set().union(*(tl.uncosted for tl in tls)) if tls else set()
     if uncosted:
         m.notes.append(f"vector ops costed by the default row: {', '.join(sorted(uncosted))}")

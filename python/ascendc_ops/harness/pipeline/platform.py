@@ -11,6 +11,9 @@ from ..dtypes import BYTES, canonical
 
 PLATFORM_DIR = Path(__file__).resolve().parent.parent / "platforms"
 PIPES = ("S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX")
+GM_PIPES = ("MTE2", "MTE3", "FIX")  # the pipes whose bytes come from or go to GM (HBM shares them)
+FRACTAL = 16  # a cube fractal is 16 rows x 32 bytes of K x 16 columns (M0 = N0 = 16)
+FRACTAL_K_BYTES = 32
 
 
 def platform_files() -> dict[str, Path]:
@@ -31,7 +34,7 @@ class Platform:
     cube_cores: int
     ub_bytes: int
     hbm_bytes_per_s: float
-    rates: dict  # bytes per cycle of each data-moving pipe
+    rates: dict  # bytes per cycle of each data path ("GM->UB", "GM->L1", "L1->L0A", ...)
     latency: dict  # completion latency of each data-moving pipe, cycles
     costs: dict  # the remaining scalar parameters (setup, issue, sync, launch, ...)
     vector: dict = field(repr=False)  # op name -> class -> dtype -> (start, per repeat)
@@ -49,11 +52,32 @@ class Platform:
         """The same chip with another HBM bandwidth (what-if and model sanity checks)."""
         return replace(self, hbm_bytes_per_s=bytes_per_s)
 
+    def cube_macs_per_cycle(self, dtype: str) -> float:
+        """The cube's peak multiply-accumulates per cycle for inputs of `dtype`: one fractal's MACs over
+        the cycles a fractal takes."""
+        k0 = FRACTAL_K_BYTES // dtype_bytes(dtype)
+        return FRACTAL * FRACTAL * k0 / self.costs["cube_fractal_cycles"][dtype_key(dtype)]
+
+    def cube_peak_flops(self, dtype: str) -> float:
+        """FLOP/s of every cube core at peak (a MAC is 2 FLOPs)."""
+        return 2 * self.cube_macs_per_cycle(dtype) * self.cube_cores * self.hz
+
     def vector_cycles(self, op: str, dtype_key: str, repeats: int) -> tuple[float, float]:
         """(cycles the V queue is held, completion latency after that) of one vector instruction."""
         cls = self.vector.get(op, self.vector["__default__"])
         start, per = cls.get(dtype_key) or cls.get("float32")
         return per * repeats, start
+
+
+# data path -> its platform-file key (bytes per cycle per core)
+PATH_RATES = {
+    "GM->UB": "mte2_bytes_per_cycle",
+    "GM->L1": "mte2_l1_bytes_per_cycle",
+    "UB->GM": "mte3_bytes_per_cycle",
+    "L1->L0A": "mte1_bytes_per_cycle",
+    "L1->L0B": "mte1_l0b_bytes_per_cycle",
+    "L0C->GM": "fix_bytes_per_cycle",
+}
 
 
 def _value(raw: dict, key: str):
@@ -91,7 +115,8 @@ def load_platform(name: str = "910B") -> Platform:
             "launch_us",
             "launch_us_per_core",
             "repeat_bytes",
-            "cube_macs_per_cycle",
+            "cube_fractal_cycles",
+            "cube_start_cycles",
         )
     }
     return Platform(
@@ -101,17 +126,12 @@ def load_platform(name: str = "910B") -> Platform:
         cube_cores=int(_value(raw, "cube_cores")),
         ub_bytes=int(_value(raw, "ub_bytes")),
         hbm_bytes_per_s=float(_value(raw, "hbm_bytes_per_s")),
-        rates={
-            "MTE2": float(_value(raw, "mte2_bytes_per_cycle")),
-            "MTE3": float(_value(raw, "mte3_bytes_per_cycle")),
-            "MTE1": float(_value(raw, "mte1_bytes_per_cycle")),
-            "FIX": float(_value(raw, "fix_bytes_per_cycle")),
-        },
+        rates={path: float(_value(raw, key)) for path, key in PATH_RATES.items()},
         latency={
             "MTE2": float(_value(raw, "mte2_latency_cycles")),
             "MTE3": float(_value(raw, "mte3_latency_cycles")),
-            "MTE1": 0.0,
-            "FIX": 0.0,
+            "MTE1": 0.0,  # L1 -> L0 stays on the core; no figure is published, none is assumed
+            "FIX": float(_value(raw, "fix_latency_cycles")),
         },
         costs=costs,
         vector=table,

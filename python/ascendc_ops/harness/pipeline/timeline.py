@@ -12,10 +12,11 @@ pipeline fill), so back-to-back independent work overlaps and dependent work pay
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from .platform import PIPES, Platform, dtype_key, repeats_of
+from .platform import FRACTAL, FRACTAL_K_BYTES, GM_PIPES, PIPES, Platform, dtype_bytes, dtype_key, repeats_of
 
 SCALAR_OPS = ("GetValue", "SetValue")
 SYNC_OPS = ("SetFlag", "WaitFlag", "PipeBarrier")
@@ -68,26 +69,60 @@ def vector_cost(plat: Platform, ins: dict, uncosted: set) -> tuple[float, float]
     return plat.vector_cycles(op, key, reps)
 
 
-def instruction_cost(plat: Platform, ins: dict, pipe: str, mte_scale: float, uncosted: set) -> tuple[float, float]:
-    """(cycles the pipe is held, latency until the result is visible) of one instruction."""
-    if pipe in ("MTE2", "MTE3", "MTE1", "FIX"):
-        nbytes = int(ins.get("gm_read") or 0) + int(ins.get("gm_write") or 0)
-        if not nbytes:  # on-chip moves: the UB bytes touched
-            nbytes = sum(e - b for b, e in ins.get("ub_write") or ins.get("ub_read") or [])
-        scale = mte_scale if pipe in ("MTE2", "MTE3") else 1.0
-        return plat.costs["mte_setup_cycles"] + nbytes / (plat.rates[pipe] * scale), plat.latency[pipe]
+def _span_bytes(ins: dict, key: str) -> int:
+    return sum(e - b for b, e in ins.get(key) or [])
+
+
+def transfer_path(ins: dict, pipe: str) -> str:
+    """The data path of one MTE/FIX instruction (its rate's key), from where its bytes go."""
+    if pipe == "MTE2":
+        return "GM->L1" if ins.get("L1_write") else "GM->UB"
+    if pipe == "MTE1":
+        return "L1->L0B" if ins.get("L0B_write") else "L1->L0A"
+    return "UB->GM" if pipe == "MTE3" else "L0C->GM"
+
+
+def transfer_bytes(ins: dict, pipe: str) -> int:
+    """The bytes one transfer moves: its GM bytes, else (on-chip moves) the bytes it writes."""
+    gm = int(ins.get("gm_read") or 0) + int(ins.get("gm_write") or 0)
+    if gm:
+        return gm
+    if pipe == "MTE1":
+        return _span_bytes(ins, "L0A_write") + _span_bytes(ins, "L0B_write")
+    return _span_bytes(ins, "ub_write") or _span_bytes(ins, "ub_read")
+
+
+def mmad_fractals(ins: dict) -> int:
+    """The fractals one Mmad multiplies, m1 x k1 x n1 (M, N in 16s, K in 32-byte steps), from the L0
+    spans it reads and writes: L0A m1*k1, L0B k1*n1 fractals of 512 B, L0C m1*n1 of 16 x 16 fp32.
+    GEMV (m = 1, A read as one ND row) has m1 = 1: k1*n1. Without spans: count / the MACs of a fractal."""
+    a, b, c = _span_bytes(ins, "L0A_read"), _span_bytes(ins, "L0B_read"), _span_bytes(ins, "L0C_write")
+    ab_bytes = FRACTAL * FRACTAL_K_BYTES
+    if b and c:
+        if a and a % ab_bytes == 0:
+            square = (a // ab_bytes) * (b // ab_bytes) * (c // (FRACTAL * FRACTAL * 4))
+            root = math.isqrt(square)
+            if root * root == square:
+                return root
+        return b // ab_bytes
+    k0 = FRACTAL_K_BYTES // dtype_bytes(ins.get("dtype", "half"))
+    return math.ceil(int(ins.get("count") or 0) / (FRACTAL * FRACTAL * k0))
+
+
+def instruction_cost(plat: Platform, ins: dict, pipe: str, uncosted: set) -> tuple[float, float]:
+    """(cycles the pipe is held, latency until the result is visible) of one V, M or S instruction."""
     if pipe == "V":
         return vector_cost(plat, ins, uncosted)
-    if pipe == "M":  # cube: MACs over the fractal rate (fp32 a quarter of it)
-        macs = int(ins.get("macs") or ins.get("count") or 0)
-        rate = plat.costs["cube_macs_per_cycle"] / (4 if dtype_key(ins.get("dtype", "")) == "float32" else 1)
-        return 6 + macs / rate, 0.0
+    if pipe == "M":  # cube: the fractals, each 1 cycle (fp32 2), after a fixed start
+        per = plat.costs["cube_fractal_cycles"][dtype_key(ins.get("dtype", ""))]
+        return mmad_fractals(ins) * per, float(plat.costs["cube_start_cycles"])
     gm = ins.get("gm_read") or ins.get("gm_write")  # S: a scalar access to GM (data cache) or UB
     return float(plat.costs["scalar_gm_cycles" if gm else "scalar_ub_cycles"]), 0.0
 
 
-# Compiled instruction kinds: (kind, pipe, fixed cycles, MTE bytes, latency, a, b, label, detail)
+# Compiled instruction kinds: (kind, pipe, fixed cycles, bytes, bytes per cycle, latency, a, b, label, detail)
 RUN, SET, WAIT, BARRIER, SCALAR = range(5)
+TRANSFER_PIPES = ("MTE2", "MTE3", "MTE1", "FIX")
 
 
 def compile_block(instrs: list, plat: Platform) -> tuple[tuple, dict]:
@@ -101,29 +136,32 @@ def compile_block(instrs: list, plat: Platform) -> tuple[tuple, dict]:
             src, dst = src or pipe, dst or pipe
             label = f"wait {src}->{dst}" + (f" ({ins['que']})" if ins.get("que") else "")
             key = (ident, ins.get("slot", -1))  # a queue hand-off pairs per buffer
-            code.append((SET if op == "SetFlag" else WAIT, pipe, 0.0, 0, 0.0, src, dst, label, key))
+            code.append((SET if op == "SetFlag" else WAIT, pipe, 0.0, 0, 0.0, 0.0, src, dst, label, key))
         elif op == "PipeBarrier" or pipe == "ALL":
-            code.append((BARRIER, pipe, 0.0, 0, 0.0, None, None, op, None))
+            code.append((BARRIER, pipe, 0.0, 0, 0.0, 0.0, None, None, op, None))
         elif pipe == "S" or op in SCALAR_OPS:
-            occ, _ = instruction_cost(plat, ins, "S", 1.0, uncosted)
-            code.append((SCALAR, "S", occ, 0, 0.0, None, None, op, None))
+            occ, _ = instruction_cost(plat, ins, "S", uncosted)
+            code.append((SCALAR, "S", occ, 0, 0.0, 0.0, None, None, op, None))
         else:
-            r, w = int(ins.get("gm_read") or 0), int(ins.get("gm_write") or 0)
-            gm_read, gm_write = gm_read + r, gm_write + w
-            if pipe in ("MTE2", "MTE3"):
-                nbytes = r + w or sum(e - b for b, e in ins.get("ub_write") or ins.get("ub_read") or [])
-                fixed, lat, detail = plat.costs["mte_setup_cycles"], plat.latency[pipe], f"{nbytes} B"
+            gm_read += int(ins.get("gm_read") or 0)
+            gm_write += int(ins.get("gm_write") or 0)
+            if pipe in TRANSFER_PIPES:
+                path, nbytes = transfer_path(ins, pipe), transfer_bytes(ins, pipe)
+                fixed, rate, lat = plat.costs["mte_setup_cycles"], plat.rates[path], plat.latency[pipe]
+                detail = f"{nbytes} B {path}"
             else:
-                nbytes = 0
-                fixed, lat = instruction_cost(plat, ins, pipe, 1.0, uncosted)
+                nbytes, rate = 0, 0.0
+                fixed, lat = instruction_cost(plat, ins, pipe, uncosted)
                 detail = f"{ins.get('count', 0)} x {ins.get('dtype', '')}"
-            code.append((RUN, pipe, fixed, nbytes, lat, None, None, op, detail))
+                if pipe == "M":
+                    detail = f"{mmad_fractals(ins)} fractals, {ins.get('count', 0)} MACs of {ins.get('dtype', '')}"
+            code.append((RUN, pipe, fixed, nbytes, rate, lat, None, None, op, detail))
     return tuple(code), {"gm_read": gm_read, "gm_write": gm_write, "uncosted": uncosted}
 
 
 def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: bool = False) -> BlockTimeline:
     """Places every instruction of one block (recorded, or compiled by compile_block) in time, in
-    cycles from the block's start; MTE2/MTE3 run at mte_scale of their per-core bandwidth."""
+    cycles from the block's start; the GM pipes (MTE2/MTE3/FIX) run at mte_scale of their per-core bandwidth."""
     if instrs and isinstance(instrs[0], dict):
         code, totals = compile_block(instrs, plat)
     else:
@@ -137,13 +175,13 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
     flags = defaultdict(deque)  # (src, dst, id) -> fire times of SetFlags not yet waited for
     issue_cost, sync_cost = plat.costs["scalar_issue_cycles"], plat.costs["sync_cycles"]
     barrier_v = plat.costs["pipe_barrier_v_cycles"]
-    rate = {p: plat.rates.get(p, 1.0) * (mte_scale if p in ("MTE2", "MTE3") else 1.0) for p in PIPES}
+    scale = {p: mte_scale if p in GM_PIPES else 1.0 for p in PIPES}
     busy, stall, by_op, by_wait = out.busy, out.stall, out.by_op, out.by_wait
     events = out.events if keep_events else None
-    for kind, pipe, fixed, nbytes, lat, src, dst, label, detail in code:
+    for kind, pipe, fixed, nbytes, rate, lat, src, dst, label, detail in code:
         issue += issue_cost
         if kind == RUN:
-            occ = fixed + (nbytes / rate[pipe] if nbytes else 0.0)
+            occ = fixed + (nbytes / (rate * scale[pipe]) if nbytes else 0.0)
             hist = started[pipe]
             if len(hist) == depth:  # the pipe's queue is full: the scalar waits for a slot
                 issue = max(issue, hist[0])
