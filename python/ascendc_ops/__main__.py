@@ -282,13 +282,28 @@ def _estimate(args) -> int:
 def _profile(args) -> int:
     import json
 
-    from .harness import host_profile
+    from .harness import estimate, host_profile
 
     try:
         info = host_profile.host_profile(args.op, args.shape, args.dtype, args.mode)
+        # Beside the measurement, the same call as the pipeline model sees it on the 910B (`estimate`).
+        modelled = (
+            None
+            if args.no_estimate
+            else estimate.estimate(args.op, args.shape, args.dtype, "910B", args.mode, args.out)
+        )
     except ValueError as e:
         raise UsageError(str(e)) from None
-    print(json.dumps(info, indent=1, default=str) if args.json else host_profile.text(info))
+    if args.json:
+        print(json.dumps({**info, "estimate": modelled}, indent=1, default=str))
+        return 0
+    print(host_profile.text(info))
+    if modelled is not None:
+        print(
+            f"  910B model (an estimate, not a measurement; `ascendc-ops estimate` in full): est "
+            f"{modelled['est_us']:.2f} us, bound {modelled['bound']}, {modelled['roofline_pct']:.1f}% of the "
+            f"{modelled['roofline']} roofline; trace: {modelled['trace']}"
+        )
     return 0
 
 
@@ -495,6 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
         "host (`estimate` models an Ascend chip).",
     )
     _one_call_args(p)
+    p.add_argument("--no-estimate", action="store_true", help="skip the 910B model's estimate after the profile")
+    p.add_argument(
+        "--out", default="estimate", metavar="DIR", help="folder for the estimate's trace (default: ./estimate)"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
     p.set_defaults(func=_profile)
 

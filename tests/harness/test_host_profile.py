@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 
 import torch
 
@@ -36,7 +37,7 @@ def test_nothing_is_profiled_outside():
     assert torch.ops.ascendc_ops.twin_host_profile_take() == []
 
 
-def test_bwd_and_cli_json():
+def test_bwd_and_cli_json(tmp_path):
     info = host_profile("swiglu", (7, 2 * 80), "bfloat16", "bwd")
     assert info["blocks"] >= 1 and info["apis"]
     out = subprocess.run(
@@ -50,6 +51,8 @@ def test_bwd_and_cli_json():
             "7,769",
             "--dtype",
             "float16",
+            "--out",
+            str(tmp_path),
             "--json",
         ],
         capture_output=True,
@@ -58,3 +61,31 @@ def test_bwd_and_cli_json():
     ).stdout
     data = json.loads(out)
     assert data["op"] == "rms_norm" and data["must_bytes"] > 0 and data["wall_ns"] > 0
+    # The 910B model's estimate of the same call comes along, with its bound and trace.
+    modelled = data["estimate"]
+    assert modelled["est_us"] > 0 and modelled["bound"] and Path(modelled["trace"]).parent == tmp_path
+
+
+def test_cube_profile_gives_the_910b_estimate_bound_and_trace(tmp_path):
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ascendc_ops",
+            "profile",
+            "grouped_matmul",
+            "--shape",
+            "256,128,128,4",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| Mmad | M |" in out  # the measured half: the cube's instructions are in the record
+    line = next(x for x in out.splitlines() if x.strip().startswith("910B model"))
+    assert "bound " in line and "roofline" in line
+    trace = json.loads(next(tmp_path.glob("grouped_matmul_*.trace.json")).read_text())
+    lanes = json.dumps(trace)
+    assert all(pipe in lanes for pipe in ("MTE1", "FIX")), "the trace has the cube's lanes"
