@@ -232,6 +232,24 @@ class KernelRope {
     }
   }
 
+  // The pair modes' P on a 16-bit tile is exact on the raw bits, and cheaper than an fp32 Gather.
+  __aicore__ inline bool SwapsByShift() const { return !IsFloat() && t_.rotaryMode != ROPE_MODE_HALF; }
+
+  // acc = widen(P(x)) for 16-bit x: seen as uint32 words (the row pitch is even, so no pair straddles
+  // two), (w << 16) | (w >> 16) swaps each word's two lanes; Or is 16-bit only on A2, so it runs on the
+  // halves' uint16 view. The shifted words borrow the front of acc and the (not yet written) output tile.
+  __aicore__ inline void SwapPairs(const LocalTensor<float>& acc, LocalTensor<T>& x, LocalTensor<T>& y, int32_t n) {
+    const uint32_t halfWidth = 16;
+    LocalTensor<uint32_t> words = x.template ReinterpretCast<uint32_t>();
+    ShiftLeft(acc.template ReinterpretCast<uint32_t>(), words, halfWidth, n / 2);
+    ShiftRight(y.template ReinterpretCast<uint32_t>(), words, halfWidth, n / 2);
+    PipeBarrier<PIPE_V>();
+    LocalTensor<uint16_t> swapped = y.template ReinterpretCast<uint16_t>();
+    Or(swapped, swapped, acc.template ReinterpretCast<uint16_t>(), n);
+    PipeBarrier<PIPE_V>();
+    Cast(acc, y, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+  }
+
   // cos/sin rows of a tile: one contiguous run, or one row repeated where they broadcast along the tile.
   __aicore__ inline void LoadTable(TQue<QuePosition::VECIN, BUFFER_NUM>& que, GlobalTensor<T>& gm, int64_t rRow,
                                    uint32_t rows) {
@@ -277,8 +295,12 @@ class KernelRope {
     } else {
       acc = accBuf_.Get<float>();
     }
-    PipeBarrier<PIPE_V>();
-    Rotate(acc, xf, rows);
+    if (SwapsByShift()) {
+      SwapPairs(acc, x, y, n);
+    } else {
+      PipeBarrier<PIPE_V>();
+      Rotate(acc, xf, rows);
+    }
     PipeBarrier<PIPE_V>();
     Mul(acc, acc, sinT_, n);
     PipeBarrier<PIPE_V>();
