@@ -68,8 +68,8 @@ inline T ShiftRightElem(T a, uint32_t s) {
 }
 
 template <typename T, typename F>
-inline void Shift(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, T scalarValue,
-                  int32_t count, F elem) {
+inline void Shift(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src, T scalarValue, int32_t count,
+                  F elem) {
   if constexpr (!IsShiftDtype<T>())
     Violation("dtype support", std::string(api) + " does not support " + DtypeName<T>() +
                                    " on Atlas A2 (int16, uint16, int32 and uint32 only)");
@@ -99,7 +99,8 @@ inline void ShiftLeft(const LocalTensor<T>& dst, const LocalTensor<T>& src, cons
 template <typename T, bool isSetMask = true>
 inline void ShiftRight(const LocalTensor<T>& dst, const LocalTensor<T>& src, const T& scalarValue,
                        const int32_t& count) {
-  twin::Shift("ShiftRight", dst, src, scalarValue, count, [](auto a, uint32_t s) { return twin::ShiftRightElem(a, s); });
+  twin::Shift("ShiftRight", dst, src, scalarValue, count,
+              [](auto a, uint32_t s) { return twin::ShiftRightElem(a, s); });
 }
 
 // dst = src0 | src1, 16-bit only: Or.md advises ReinterpretCast to uint16 for 32-bit data, which the
@@ -117,8 +118,7 @@ inline void Or(const LocalTensor<T>& dst, const LocalTensor<T>& src0, const Loca
     twin::RecordVector(api, twin::DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, twin::Init::kElementwise),
                        {src0.TwinRead(count), src1.TwinRead(count)});
   if constexpr (twin::IsOrDtype<T>())
-    twin::FuseBinary(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count),
-                     [](T a, T b) { return T(a | b); });
+    twin::FuseBinary(dst.TwinPtr(), src0.TwinPtr(), src1.TwinPtr(), uint32_t(count), [](T a, T b) { return T(a | b); });
 }
 
 }  // namespace AscendC

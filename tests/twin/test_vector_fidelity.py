@@ -341,7 +341,10 @@ def test_shift_matches_numpy(dtype, unsigned, left):
         out = shift(x, left, by, unsigned).numpy()
         want = a2_shift(x.numpy(), left, by, unsigned)
         view = INT_DTYPES[dtype][1]
-        assert np.array_equal(out.view(view), want.view(view)), (by, np.flatnonzero(out.view(view) != want.view(view))[:8])
+        assert np.array_equal(out.view(view), want.view(view)), (
+            by,
+            np.flatnonzero(out.view(view) != want.view(view))[:8],
+        )
 
 
 def test_signed_left_shift_keeps_the_sign_bit():
