@@ -172,6 +172,53 @@ extern "C" __global__ __aicore__ void gather_overlap(GM_ADDR x) {
   Gather(a, a, offsets, 0, 128);  // ... which element 64 of the write overwrites
 }
 
+// The 16-bit pair swap rope uses: (w << 16) | (w >> 16) on uint32 words, Or on their uint16 halves.
+// `shiftBy` and `orWords` vary one rule at a time; the defaults are the valid kernel.
+void PairSwap(GM_ADDR x, uint32_t shiftBy = 16, bool orWords = false) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  LocalTensor<uint32_t> words = a.ReinterpretCast<uint32_t>(), hi = f.outQ.AllocTensor<uint32_t>();
+  DataCopy(a, f.gm, kElems);
+  SyncPipes<HardEvent::MTE2_V>();
+  ShiftLeft(hi, words, shiftBy, 128);
+  ShiftRight(words[128], words, uint32_t(16), 128);
+  PipeBarrier<PIPE_V>();
+  if (orWords) {
+    Or(words, words[128], hi, 128);
+  } else {
+    LocalTensor<uint16_t> halves = words.ReinterpretCast<uint16_t>();
+    Or(halves, halves[256], hi.ReinterpretCast<uint16_t>(), 256);
+  }
+}
+
+extern "C" __global__ __aicore__ void pair_swap(GM_ADDR x) { PairSwap(x); }
+extern "C" __global__ __aicore__ void shift_full_width(GM_ADDR x) { PairSwap(x, 32); }
+extern "C" __global__ __aicore__ void shift_past_width(GM_ADDR x) { PairSwap(x, 33); }
+extern "C" __global__ __aicore__ void or_uint32(GM_ADDR x) { PairSwap(x, 16, true); }
+
+// A float shift: A2 shifts int16/uint16/int32/uint32 only.
+extern "C" __global__ __aicore__ void shift_float(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> a = f.calc.Get<float>();
+  ShiftLeft(a, a, 1.0f, 64);
+}
+
+// A shift whose source starts 8 words (32 bytes) past its destination: partial overlap inside a repeat.
+extern "C" __global__ __aicore__ void shift_partial_overlap(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<uint32_t> w = f.calc.Get<uint32_t>();
+  ShiftRight(w, w[8], uint32_t(1), 128);
+}
+
+// ... and a whole repeat (64 words) past it: allowed.
+extern "C" __global__ __aicore__ void shift_repeat_ahead(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<uint32_t> w = f.calc.Get<uint32_t>();
+  Duplicate(w, uint32_t(6), 192);
+  PipeBarrier<PIPE_V>();
+  ShiftRight(w, w[64], uint32_t(1), 128);
+}
+
 // DataCopyPad GM->UB with 9 floats (36 bytes) of right padding: at most 32 bytes on A2.
 extern "C" __global__ __aicore__ void pad_too_wide(GM_ADDR x) {
   Fixture f(x);
@@ -283,7 +330,14 @@ const KernelTable<Kernel>& Kernels() {
                                            {"too_many_que_buffers", too_many_que_buffers},
                                            {"bf16_cast_odd", bf16_cast_odd},
                                            {"duplicate_int8", duplicate_int8},
-                                           {"strided_copy_empty", strided_copy_empty}};
+                                           {"strided_copy_empty", strided_copy_empty},
+                                           {"pair_swap", pair_swap},
+                                           {"shift_full_width", shift_full_width},
+                                           {"shift_past_width", shift_past_width},
+                                           {"or_uint32", or_uint32},
+                                           {"shift_float", shift_float},
+                                           {"shift_partial_overlap", shift_partial_overlap},
+                                           {"shift_repeat_ahead", shift_repeat_ahead}};
   return kernels;
 }
 

@@ -160,9 +160,41 @@ at::Tensor SortOp(const at::Tensor& scores) {
 }
 }  // namespace
 
+// ShiftLeft / ShiftRight by `by` over int16 or int32 x, run on the unsigned view when `isUnsigned`.
+at::Tensor ShiftOp(const at::Tensor& x, bool left, int64_t by, bool isUnsigned) {
+  TORCH_CHECK(x.dim() == 1, "1-D x");
+  at::Tensor out = at::zeros_like(x);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    Elementwise<T, T>("shift", {x.contiguous()}, out, [&](LocalTensor<T>& d, LocalTensor<T>* in, int32_t n) {
+      if (left) ShiftLeft(d, in[0], T(by), n);
+      else ShiftRight(d, in[0], T(by), n);
+    });
+  };
+  if (x.scalar_type() == at::kShort) isUnsigned ? run(uint16_t()) : run(int16_t());
+  else if (x.scalar_type() == at::kInt) isUnsigned ? run(uint32_t()) : run(int32_t());
+  else TORCH_CHECK(false, "int16 or int32");
+  return out;
+}
+
+// a | b with Or's count form on int16 (uint16 when `isUnsigned`).
+at::Tensor OrOp(const at::Tensor& a, const at::Tensor& b, bool isUnsigned) {
+  TORCH_CHECK(a.sizes() == b.sizes() && a.dim() == 1 && a.scalar_type() == at::kShort, "1-D int16 a, b");
+  at::Tensor out = at::zeros_like(a);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    Elementwise<T, T>("or", {a.contiguous(), b.contiguous()}, out,
+                      [](LocalTensor<T>& d, LocalTensor<T>* in, int32_t n) { Or(d, in[0], in[1], n); });
+  };
+  isUnsigned ? run(uint16_t()) : run(int16_t());
+  return out;
+}
+
 TORCH_LIBRARY(twin_vector, m) {
   m.def("reduce_sum(Tensor x, int count, Tensor dst) -> Tensor", &ReduceSumOp);
   m.def("mul_add_dst(Tensor a, Tensor b, Tensor dst) -> Tensor", &MulAddDstOp);
   m.def("cast(Tensor x, str to, int mode) -> Tensor", &CastOp);
   m.def("sort(Tensor scores) -> Tensor", &SortOp);
+  m.def("shift(Tensor x, bool left, int by, bool is_unsigned) -> Tensor", &ShiftOp);
+  m.def("bitwise_or(Tensor a, Tensor b, bool is_unsigned) -> Tensor", &OrOp);
 }

@@ -1,6 +1,7 @@
 """Which instructions the RoPE kernel rotates with, read from the twin's instruction record: rotate_half
 is two strided UB->UB copies where half a row of fp32 is whole 32-byte blocks (D % 16 == 0), a
-Gather otherwise and in the pair modes; both directions, results checked against the reference."""
+Gather otherwise and in fp32's pair modes, ShiftLeft/ShiftRight/Or on 16-bit pairs; both directions,
+results checked against the reference."""
 
 from __future__ import annotations
 
@@ -31,10 +32,14 @@ def test_rotation_instructions(mode, D, by_copy, backward, dtype):
     ops = v_ops(records)
     gathers = [i for i in ops if i["op"] == "Gather"]
     copies = [i for i in ops if i["op"] == "DataCopy"]
+    swaps = [i["op"] for i in ops if i["op"] in ("ShiftLeft", "ShiftRight", "Or")]
     if by_copy:  # no Gather at all: the tables need none either
-        assert not gathers and copies
-    else:  # the Gather path: one per x tile (plus one per table load backward)
-        assert gathers
+        assert not gathers and copies and not swaps
+    elif mode == "half" or dtype == torch.float32:  # the Gather path: one per x tile (plus one per table load backward)
+        assert gathers and not swaps
+    else:  # 16-bit pair swap: shifts and Or per x tile; Gather only for the table backward
+        assert swaps and swaps.count("Or") == swaps.count("ShiftLeft") == swaps.count("ShiftRight")
+        assert bool(gathers) == backward
     want = (
         R.rotary_mul_backward(np64(x), np64(x), np64(cos), np64(sin), mode)[0]
         if backward
@@ -47,7 +52,7 @@ def test_rotation_instructions(mode, D, by_copy, backward, dtype):
 @pytest.mark.parametrize("backward", (False, True))
 def test_heads_share_a_tile_on_the_910b_tiling(backward):
     """910B tiling of 97 rows over 48 cores: 3-row tiles (the last 1 row) and UB for 33 rows, so the 34
-    heads sharing each cos/sin tile go through UB 9 at a time (9, 9, 9, 7): one Gather per 9 heads.
+    heads sharing each cos/sin tile go through UB 9 at a time (9, 9, 9, 7): one pair swap per 9 heads.
     Output bit for bit that of the CPU twin's tiling (one head per tile there), and the reference's."""
     from ascendc_ops.harness.estimate import tiling_platform
     from ascendc_ops.harness.pipeline import load_platform
@@ -59,8 +64,10 @@ def test_heads_share_a_tile_on_the_910b_tiling(backward):
     with tiling_platform(load_platform("910B")), recording() as records:
         y = op(x, cos, sin)
     gathers = sorted({i["count"] for i in v_ops(records) if i["op"] == "Gather"})
-    # the tables' 1 or 3 rows, then 7 or 9 heads of 1 or 3 rows
-    assert gathers == [128, 384, 7 * 128, 9 * 128, 7 * 3 * 128, 9 * 3 * 128]
+    swaps = sorted({i["count"] for i in v_ops(records) if i["op"] == "Or"})
+    assert gathers == [128, 384]  # the tables' 1 or 3 rows (the tutorial's even-lane reads)
+    # the x pairs swapped by ShiftLeft/ShiftRight/Or: 7 or 9 heads of 1 or 3 rows
+    assert swaps == [7 * 128, 9 * 128, 7 * 3 * 128, 9 * 3 * 128]
     assert torch.equal(y, mine)
     xf, c, s = np64(x), np64(cos), np64(sin)
     want = R.rope_tutorial_backward(xf, xf, c, s)[0] if backward else R.rope_tutorial(xf, c, s)

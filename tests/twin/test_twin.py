@@ -43,6 +43,10 @@ RULES = {
     "too_many_buffers": ("buffer count", r"InitBuffer\(TBuf, 1\) brings this TPipe to 65 buffers, over the 64"),
     "too_many_que_buffers": ("buffer count", r"brings this TPipe to 10 TQue buffers at one TPosition; A2 has 8"),
     "duplicate_int8": ("dtype support", r"Duplicate does not support int8 .*int16, uint16, half, bfloat16, int32"),
+    "shift_past_width": ("scalar range", r"ShiftLeft by 33 on uint32: A2 takes \[0, 32\]"),
+    "or_uint32": ("dtype support", r"Or does not support uint32 on Atlas A2 \(int16 and uint16 only"),
+    "shift_float": ("dtype support", r"ShiftLeft does not support float on Atlas A2"),
+    "shift_partial_overlap": ("operand overlap", r"ShiftRight source UB bytes \[\d+, \d+\) partly overlap"),
     "bf16_cast_odd": ("dtype support", r"Cast float -> bfloat16 with CAST_ODD: A2 rounds to odd only on float -> half"),
 }
 # kernels that must run clean: the control, and each rule's case exactly at its limit
@@ -53,6 +57,9 @@ VALID = {
     "buffers_at_limit",
     "que_buffers_at_limit",
     "strided_copy_empty",
+    "pair_swap",
+    "shift_full_width",
+    "shift_repeat_ahead",
 }
 
 

@@ -305,3 +305,67 @@ def test_full_sort_is_descending_and_stable(n):
     order = np.argsort(-scores.numpy(), kind="stable")  # -(-0.0) == 0.0: a tie, input order kept
     assert np.array_equal(pairs[:, 1].numpy(), order)
     assert np.array_equal(pairs[:, 0].numpy(), scores.numpy()[order].view(np.int32))  # score bits carried as is
+
+
+# ShiftLeft / ShiftRight / Or (Memory矢量计算/逻辑计算/*.md): unsigned shifts are logical; signed right
+# shifts copy the sign in; a signed left shift keeps the sign bit and drops the bit below it (ShiftLeft.md
+# 功能说明: 0b1010101010101010 int16 << 1 is 0b1101010101010100). A shift by the full width leaves 0.
+shift = torch.ops.twin_vector.shift
+bitwise_or = torch.ops.twin_vector.bitwise_or
+INT_DTYPES = {torch.int16: (np.int16, np.uint16), torch.int32: (np.int32, np.uint32)}
+
+
+def a2_shift(x: np.ndarray, left: bool, by: int, unsigned: bool) -> np.ndarray:
+    signed_t, unsigned_t = INT_DTYPES[torch.int16 if x.itemsize == 2 else torch.int32]
+    u = x.view(unsigned_t).astype(np.uint64)
+    width = x.itemsize * 8
+    mask = (1 << width) - 1
+    if left:
+        moved = (u << by) & mask if by < width else np.zeros_like(u)
+        if not unsigned:  # the sign bit stays, the bit below it is dropped
+            sign = 1 << (width - 1)
+            moved = (u & sign) | (moved & (mask ^ sign))
+        return moved.astype(unsigned_t).view(unsigned_t if unsigned else signed_t)
+    if unsigned:
+        return (u >> by if by < width else np.zeros_like(u)).astype(unsigned_t)
+    return x.view(signed_t) >> min(by, width - 1)
+
+
+@pytest.mark.parametrize("dtype", list(INT_DTYPES))
+@pytest.mark.parametrize("unsigned", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+def test_shift_matches_numpy(dtype, unsigned, left):
+    width = torch.iinfo(dtype).bits
+    x = torch.randint(torch.iinfo(dtype).min, torch.iinfo(dtype).max, (256,), dtype=dtype)
+    for by in (0, 1, 3, width // 2, width - 1, width):
+        out = shift(x, left, by, unsigned).numpy()
+        want = a2_shift(x.numpy(), left, by, unsigned)
+        view = INT_DTYPES[dtype][1]
+        assert np.array_equal(out.view(view), want.view(view)), (
+            by,
+            np.flatnonzero(out.view(view) != want.view(view))[:8],
+        )
+
+
+def test_signed_left_shift_keeps_the_sign_bit():
+    """ShiftLeft.md's own example, which a plain C++ shift gets wrong (0b0101010101010100 for << 1)."""
+    x = torch.tensor([np.int16(np.uint16(0b1010101010101010).view(np.int16))] * 16, dtype=torch.int16)
+    assert shift(x, True, 1, False).numpy().view(np.uint16)[0] == 0b1101010101010100
+    assert shift(x, True, 3, False).numpy().view(np.uint16)[0] == 0b1101010101010000
+    assert shift(x, False, 3, False).numpy().view(np.uint16)[0] == 0b1111010101010101
+
+
+@pytest.mark.parametrize("unsigned", [False, True])
+def test_or_matches_numpy(unsigned):
+    a, b = (torch.randint(-(2**15), 2**15 - 1, (512,), dtype=torch.int16) for _ in range(2))
+    assert np.array_equal(bitwise_or(a, b, unsigned).numpy(), a.numpy() | b.numpy())
+
+
+def test_pair_swap_by_shifts_is_the_gather_permutation():
+    """rope's 16-bit swap: (w << 16) | (w >> 16) on uint32 words is x[i ^ 1], bit for bit (bf16 bits)."""
+    x = torch.randn(1024).to(torch.bfloat16).view(torch.int16)
+    words = x.view(torch.int32)
+    hi = shift(words, True, 16, True).view(torch.int16)
+    lo = shift(words, False, 16, True).view(torch.int16)
+    swapped = bitwise_or(lo, hi, True).numpy()
+    assert np.array_equal(swapped, x.numpy()[np.arange(1024) ^ 1])
