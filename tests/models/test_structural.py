@@ -168,7 +168,10 @@ def _doc_rows(text: str) -> dict[str, tuple[str, str]]:
 def test_every_decoder_family_and_the_committed_table(tmp_path):
     """The whole table (about 3 minutes on 2 shared cores): no family fails parity once patched, and
     docs/coverage.md says what a fresh run says (results and applied kernels: it is generated, not edited)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    tools = Path(__file__).resolve().parents[2] / "tools"
+    if not (tools / "patch_coverage.py").exists():  # tools/wheel_check.sh runs a copy of tests/ alone
+        pytest.skip("needs the checkout's tools/ and docs/ (the committed table)")
+    sys.path.insert(0, str(tools))
     import patch_coverage
 
     out = tmp_path / "coverage.md"
