@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dtypes import torch_dtype
 from .precision import Check, dtype_name
 
 DEFAULT = (0.01, 0.05)  # msOpST's error_threshold when a case gives none
@@ -25,19 +26,12 @@ NAME = "msOpST error_threshold"
 
 
 def round_to(values, dtype: str) -> np.ndarray:
-    """float64 values rounded to `dtype` (round to nearest even), returned as float32."""
-    v = np.asarray(values, dtype=np.float64)
-    name = dtype_name(dtype) if dtype not in ("int32", "int64") else dtype
-    if name in ("int32", "int64"):
-        return v.astype(name).astype(np.float32)
-    if name == "float16":
-        return v.astype(np.float16).astype(np.float32)
-    f = v.astype(np.float32)
-    if name == "bfloat16":  # keep the top 16 bits of the fp32, rounded to nearest even
-        bits = f.view(np.uint32).astype(np.uint64)
-        bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
-        f = np.where(np.isfinite(f), bits.view(np.float32), f)
-    return f
+    """float64 values rounded to `dtype` (torch's conversion, round to nearest even), returned as float32."""
+    import torch
+
+    v = torch.from_numpy(np.asarray(values, dtype=np.float64))
+    name = dtype if dtype in ("int32", "int64") else dtype_name(dtype)
+    return v.to(torch_dtype(name)).to(torch.float32).numpy()
 
 
 def check_error_threshold(actual, golden, dtype, threshold: tuple[float, float] | None = None) -> Check:
