@@ -142,16 +142,19 @@ def test_gelu_mlp_left_by_probe():
 
 
 def test_coverage_rows_for_a_handful():
-    """The table's rows: a dense and a MoE family pass with kernels applied, GPT-OSS's clamped experts and
-    Gemma 3's (1 + w) norm are left with their reasons, a composite (vision) config is skipped with its reason."""
+    """The table's rows: a dense and a MoE family pass with kernels applied, GPT-OSS's clamped experts are left
+    with their reason; a composite (vision + text) config is shrunk part by part and runs on text alone, and a
+    multimodal type whose causal LM is its text model gets the text sub-config."""
     types = coverage.decoder_types()
-    rows = {t: coverage.check_model_type(t, types[t]) for t in ("llama", "mixtral", "gpt_oss", "gemma3")}
+    names = ("llama", "mixtral", "gpt_oss", "gemma3", "qwen3_5")
+    rows = {t: coverage.check_model_type(t, types[t]) for t in names}
     assert rows["llama"].status == "pass" and list(rows["llama"].applied) == ALL
     assert rows["mixtral"].status == "pass" and "fused_moe" in rows["mixtral"].applied
     assert rows["gpt_oss"].status == "pass" and "fused_moe" not in rows["gpt_oss"].applied
     assert "interleaved" in rows["gpt_oss"].left["fused_moe"], rows["gpt_oss"].left
-    assert rows["gemma3"].status == "skipped" and "composite config" in rows["gemma3"].note
-    assert "vision_config" in rows["gemma3"].note
+    assert rows["gemma3"].model_class == "Gemma3ForConditionalGeneration"
+    assert rows["gemma3"].status == "pass" and "fused_rope" in rows["gemma3"].applied, rows["gemma3"]
+    assert rows["qwen3_5"].status == "pass" and "fused_swiglu" in rows["qwen3_5"].applied, rows["qwen3_5"]
 
 
 def _doc_rows(text: str) -> dict[str, tuple[str, str]]:

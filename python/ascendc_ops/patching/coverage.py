@@ -74,6 +74,18 @@ SHRINK = {
     "decoder_attention_heads": 4,
     "encoder_ffn_dim": 96,
     "decoder_ffn_dim": 96,
+    # family-specific sizes that stay large otherwise
+    "vocab_size_per_layer_input": VOCAB,  # Gemma 3n/4 per-layer embeddings
+    "hidden_size_per_layer_input": 16,
+    "encoder_hash_byte_group_vocab": VOCAB,  # BLT hash embeddings
+    "emb_dim": 64,  # XLM
+    "n_layers": 2,
+    "ffn_hidden_size": 96,  # LongCat-Flash
+    "expert_ffn_hidden_size": 32,
+    "zero_expert_num": 2,
+    "index_n_heads": 4,  # DeepSeek-V3.2 / GLM-DSA sparse-attention indexer
+    "index_head_dim": 16,
+    "index_topk": 8,
 }
 TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
 MAX_PARAMS = 20_000_000  # a shrunk model bigger than this kept some unshrunk size: skipped (runtime)
@@ -103,34 +115,42 @@ def decoder_types() -> dict[str, str]:
 
 
 def tiny_config(model_type: str):
-    """The config class's defaults with the sizes in SHRINK; ValueError for a composite (multimodal) config."""
+    """The config class's defaults with the sizes in SHRINK; a composite (multimodal) config has each of its
+    sub-configs shrunk the same way (the model then runs on text alone)."""
     from transformers import CONFIG_MAPPING
 
-    cls = CONFIG_MAPPING[model_type]
-    defaults = cls()
-    subs = sorted(getattr(cls, "sub_configs", None) or {})
-    if subs:
-        raise ValueError(f"composite config (sub-configs {', '.join(subs)}): only flat configs are shrunk here")
+    return _shrunk(CONFIG_MAPPING[model_type]())
+
+
+def _shrunk(defaults, inherited: bool = False):
+    subs = sorted(getattr(type(defaults), "sub_configs", None) or {})
     present = defaults.to_dict()
     kw = {k: v for k, v in SHRINK.items() if k in present}
     kw.update({k: v for k, v in TOKEN_IDS.items() if k in present})
-    if "qk_rope_head_dim" in present:  # MLA (DeepSeek): head_dim is the rotary part, derived from it
-        kw.pop("head_dim", None)
+    kw.update({s: _shrunk(getattr(defaults, s), True) for s in subs if getattr(defaults, s, None) is not None})
+    if "qk_rope_head_dim" in present:  # MLA (DeepSeek): head_dim is the rotary part; one KV head per query head
+        kw.update({k: kw["qk_rope_head_dim"] for k in ("head_dim",) if k in present})
+        kw["num_key_value_heads"] = kw["num_attention_heads"]
     layer_types = present.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
         # each kind of layer once (Qwen3-Next's 2 first layers are both linear attention, Gemma 3's both sliding)
         kinds = list(dict.fromkeys(layer_types))
         kw["num_hidden_layers"] = max(kw.get("num_hidden_layers", 2), len(kinds))
         kw["layer_types"] = (kinds * kw["num_hidden_layers"])[: kw["num_hidden_layers"]]
-    return cls(**kw)
+    if inherited:  # a sub-config keeps what its parent set in it (DBRX's attention config its rope_theta)
+        kw = {**{k: v for k, v in present.items() if k not in ("model_type", "transformers_version")}, **kw}
+    return type(defaults)(**kw)
 
 
 def tiny_model(model_type: str, class_name: str):
     import transformers
 
-    config = tiny_config(model_type)
+    config, cls = tiny_config(model_type), getattr(transformers, class_name)
+    for sub in getattr(type(config), "sub_configs", None) or {}:  # a causal LM of a multimodal type's text part
+        if isinstance(getattr(config, sub, None), cls.config_class) and not isinstance(config, cls.config_class):
+            config = getattr(config, sub)
     torch.manual_seed(SEED)
-    model = getattr(transformers, class_name)(config).float()
+    model = cls(config).float()
     n = sum(p.numel() for p in model.parameters())
     if n > MAX_PARAMS:
         raise ValueError(f"{n / 1e6:.0f}M parameters after shrinking (some size has no SHRINK entry)")
