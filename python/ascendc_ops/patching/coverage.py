@@ -44,6 +44,7 @@ SHRINK = {
     "num_local_experts": 4,
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
+    "num_experts_per_token": 2,  # Kimi-Linear
     "n_shared_experts": 1,
     "n_group": 1,
     "topk_group": 1,
@@ -83,6 +84,7 @@ SHRINK = {
     "ffn_hidden_size": 96,  # LongCat-Flash
     "expert_ffn_hidden_size": 32,
     "zero_expert_num": 2,
+    "moe_topk": 2,
     "index_n_heads": 4,  # DeepSeek-V3.2 / GLM-DSA sparse-attention indexer
     "index_head_dim": 16,
     "index_topk": 8,
