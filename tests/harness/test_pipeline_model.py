@@ -221,7 +221,9 @@ def test_a_platform_refuses_apis_it_lacks():
     recs = record(lambda: ascendc_ops.rope_customer(x, cos, sin), P910)
     rec = next(r for r in recs if {"ShiftLeft", "ShiftRight"} <= {i["op"] for b in r["blocks"] for i in b})
     model_launch(rec, P910)
-    with pytest.raises(ValueError, match=r"calls .*ShiftLeft, ShiftRight, which Ascend310P3 does not have .*ShiftLeft\.md"):
+    with pytest.raises(
+        ValueError, match=r"calls .*ShiftLeft, ShiftRight, which Ascend310P3 does not have .*ShiftLeft\.md"
+    ):
         model_launch(rec, p310)
     add = {"kernel": "k", "block_dim": 1, "blocks": [[ins("V", "Add", count=64, dtype="float")]]}
     assert model_launch(add, p310).est_us > 0
