@@ -195,6 +195,7 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
   const char* api = "Cast";
   twin::RequireOperand(dst, count, api);
   twin::RequireOperand(src, count, api);
+  twin::RequireOverlapRule(api, dst, src, count);
   if (twin::Recording())
     twin::RecordVector(api, twin::DtypeName<T>(), count, std::max(sizeof(T), sizeof(U)),
                        dst.TwinWrite(count, twin::Init::kElementwise), {src.TwinRead(count)});

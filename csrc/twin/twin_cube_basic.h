@@ -221,16 +221,17 @@ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>& src, cons
   twin::Observe();
   T* out = dst.TwinPtr();
   const T* in = src.GetPhyAddr();
-  for (uint32_t nd = 0; nd < (exec == twin::CubeExec::kRun ? p.ndNum : 0u); ++nd)
-    for (uint32_t r = 0; r < p.nValue; ++r)
-      for (uint32_t g = 0; g < groups; ++g) {
-        T* row =
-            out + nd * p.dstNzMatrixStride + uint64_t(g) * p.dstNzC0Stride * c0 + uint64_t(r) * p.dstNzNStride * c0;
-        const T* from = in + nd * p.srcNdMatrixStride + uint64_t(r) * p.srcDValue + uint64_t(g) * c0;
-        const uint32_t valid = std::min<uint32_t>(c0, p.dValue - g * c0);
-        std::memcpy(row, from, valid * sizeof(T));
-        std::memset(static_cast<void*>(row + valid), 0, (c0 - valid) * sizeof(T));
-      }
+  if (exec == twin::CubeExec::kRun)
+    for (uint32_t nd = 0; nd < p.ndNum; ++nd)
+      for (uint32_t r = 0; r < p.nValue; ++r)
+        for (uint32_t g = 0; g < groups; ++g) {
+          T* row =
+              out + nd * p.dstNzMatrixStride + uint64_t(g) * p.dstNzC0Stride * c0 + uint64_t(r) * p.dstNzNStride * c0;
+          const T* from = in + nd * p.srcNdMatrixStride + uint64_t(r) * p.srcDValue + uint64_t(g) * c0;
+          const uint32_t valid = std::min<uint32_t>(c0, p.dValue - g * c0);
+          std::memcpy(row, from, valid * sizeof(T));
+          std::memset(static_cast<void*>(row + valid), 0, (c0 - valid) * sizeof(T));
+        }
   if (twin::Recording()) {
     twin::Instr in2 =
         twin::OpInstr(twin::Pipe::MTE2, "DataCopy", twin::DtypeName<T>(), uint64_t(p.ndNum) * p.nValue * p.dValue);
@@ -274,19 +275,20 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
   twin::Observe();
   const uint8_t* in = reinterpret_cast<const uint8_t*>(src.TwinPtr());
   uint8_t* out = reinterpret_cast<uint8_t*>(dst.TwinPtr());
-  for (uint32_t i = 0; i < (exec == twin::CubeExec::kRun ? p.repeatTimes : 0u); ++i) {
-    const uint8_t* f = in + (uint64_t(p.startIndex) + uint64_t(i) * p.srcStride) * twin::kFractalBytes;
-    uint8_t* o = out + i * dstPitch;
-    if (!p.ifTranspose) {
-      std::memmove(o, f, twin::kFractalBytes);
-      continue;
+  if (exec == twin::CubeExec::kRun)
+    for (uint32_t i = 0; i < p.repeatTimes; ++i) {
+      const uint8_t* f = in + (uint64_t(p.startIndex) + uint64_t(i) * p.srcStride) * twin::kFractalBytes;
+      uint8_t* o = out + i * dstPitch;
+      if (!p.ifTranspose) {
+        std::memmove(o, f, twin::kFractalBytes);
+        continue;
+      }
+      uint16_t tmp[256];
+      std::memcpy(tmp, f, sizeof(tmp));
+      uint16_t* t = reinterpret_cast<uint16_t*>(o);
+      for (uint32_t r = 0; r < 16; ++r)
+        for (uint32_t c = 0; c < 16; ++c) t[c * 16 + r] = tmp[r * 16 + c];
     }
-    uint16_t tmp[256];
-    std::memcpy(tmp, f, sizeof(tmp));
-    uint16_t* t = reinterpret_cast<uint16_t*>(o);
-    for (uint32_t r = 0; r < 16; ++r)
-      for (uint32_t c = 0; c < 16; ++c) t[c * 16 + r] = tmp[r * 16 + c];
-  }
   if (twin::Recording()) {
     twin::Instr in2 = twin::OpInstr(twin::Pipe::MTE1, "LoadData", twin::DtypeName<T>(),
                                     uint64_t(p.repeatTimes) * twin::kFractalBytes / sizeof(T));
@@ -357,16 +359,18 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const Loca
     const U* b = filter.TwinPtr();
     float* c = dst.TwinPtr();
     const bool init = p.cmatrixInitVal;
-    std::vector<float> arow(exec == twin::CubeExec::kRun ? p.k : 0u);
-    for (uint32_t i = 0; i < (exec == twin::CubeExec::kRun ? p.m : 0u); ++i) {
-      for (uint32_t q = 0; q < p.k; ++q)
-        arow[q] = float(gemv ? a[q] : a[(uint64_t(i / 16) * k1 + q / k0) * 16 * k0 + (i % 16) * k0 + q % k0]);
-      for (uint32_t j = 0; j < p.n; ++j) {
-        float acc = 0.0f;
+    if (exec == twin::CubeExec::kRun) {
+      std::vector<float> arow(p.k);
+      for (uint32_t i = 0; i < p.m; ++i) {
         for (uint32_t q = 0; q < p.k; ++q)
-          acc += arow[q] * float(b[(uint64_t(q / k0) * n1 + j / 16) * 16 * k0 + (j % 16) * k0 + q % k0]);
-        float& out = c[(uint64_t(j / 16) * m1 + i / 16) * 256 + (i % 16) * 16 + j % 16];
-        out = init ? acc : out + acc;
+          arow[q] = float(gemv ? a[q] : a[(uint64_t(i / 16) * k1 + q / k0) * 16 * k0 + (i % 16) * k0 + q % k0]);
+        for (uint32_t j = 0; j < p.n; ++j) {
+          float acc = 0.0f;
+          for (uint32_t q = 0; q < p.k; ++q)
+            acc += arow[q] * float(b[(uint64_t(q / k0) * n1 + j / 16) * 16 * k0 + (j % 16) * k0 + q % k0]);
+          float& out = c[(uint64_t(j / 16) * m1 + i / 16) * 256 + (i % 16) * 16 + j % 16];
+          out = init ? acc : out + acc;
+        }
       }
     }
     if (twin::Recording()) {
@@ -442,15 +446,16 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
       twin::Observe();
       const float* c = src.TwinPtr();
       T* out = dst.GetPhyAddr();
-      for (uint32_t i = 0; i < (exec == twin::CubeExec::kRun ? p.mSize : 0u); ++i)
-        for (uint32_t j = 0; j < p.nSize; ++j) {
-          float v = c[(uint64_t(j / 16) * p.srcStride + i) * 16 + j % 16];
-          if (p.reluEn && v < 0.0f) v = 0.0f;
-          const uint64_t at =
-              kNd ? uint64_t(i) * p.dstStride + j : uint64_t(j / 16) * p.dstStride * c0 + i * 16 + j % 16;
-          if constexpr (std::is_same_v<T, bfloat16_t>) out[at] = bfloat16_t(v);
-          else out[at] = static_cast<T>(v);
-        }
+      if (exec == twin::CubeExec::kRun)
+        for (uint32_t i = 0; i < p.mSize; ++i)
+          for (uint32_t j = 0; j < p.nSize; ++j) {
+            float v = c[(uint64_t(j / 16) * p.srcStride + i) * 16 + j % 16];
+            if (p.reluEn && v < 0.0f) v = 0.0f;
+            const uint64_t at =
+                kNd ? uint64_t(i) * p.dstStride + j : uint64_t(j / 16) * p.dstStride * c0 + i * 16 + j % 16;
+            if constexpr (std::is_same_v<T, bfloat16_t>) out[at] = bfloat16_t(v);
+            else out[at] = static_cast<T>(v);
+          }
       if (twin::Recording()) {
         twin::Instr in = twin::OpInstr(twin::Pipe::FIX, "Fixpipe", twin::DtypeName<T>(), uint64_t(p.mSize) * p.nSize);
         twin::Access r;

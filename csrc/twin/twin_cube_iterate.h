@@ -98,8 +98,10 @@ class CubeIterate {
         LocalTensor<float> acc = co1_.template AllocTensor<float>();
         for (int32_t kb = 0; kb < kSteps; ++kb) {
           const int32_t curK = std::min(t_.baseK, k - kb * t_.baseK);
-          const LocalTensor<SrcA>& a1 = TileA(a, mb, kb, m, k);
-          const LocalTensor<SrcB>& b1 = TileB(b, kb, nb, k, n);
+          const LocalTensor<SrcA>& a1 =
+              Tile(a1Cache_, a1_, aTiles_, a, {t_.baseM, t_.stepM, mb, m}, {t_.baseK, t_.stepKa, kb, k}, aRows_);
+          const LocalTensor<SrcB>& b1 =
+              Tile(b1Cache_, b1_, bTiles_, b, {t_.baseK, t_.stepKb, kb, k}, {t_.baseN, t_.stepN, nb, n}, bRows_);
           WaitFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
           LocalTensor<SrcA> a2 = l0a_.template Get<SrcA>();
           LocalTensor<SrcB> b2 = l0b_.template Get<SrcB>();
@@ -179,24 +181,24 @@ class CubeIterate {
                         uint16_t(CeilDiv(uint32_t(rows), kCube) * kCube), 1, 0);
     DataCopy(dst, src.gm[uint64_t(r0 * src.ld + c0)], p, CubeExec::kTrace);
   }
-  const LocalTensor<SrcA>& TileA(const CubeNd<SrcA>& a, int32_t mb, int32_t kb, int32_t m, int32_t k) {
-    const int32_t mt = mb / t_.stepM, kt = kb / t_.stepKa;
-    const int32_t m0 = mt * t_.stepM * t_.baseM, k0 = kt * t_.stepKa * t_.baseK;
-    const int32_t mLen = std::min(t_.stepM * t_.baseM, m - m0), kLen = std::min(t_.stepKa * t_.baseK, k - k0);
-    aRows_ = CeilDiv(a.trans ? kLen : mLen, kCube) * kCube;
-    return a1Cache_.Get(a1_, aTiles_, int64_t(mt) * CeilDiv(k, t_.stepKa * t_.baseK) + kt, [&](auto& t) {
-      if (a.trans) CopyTile(t, a, k0, m0, kLen, mLen);
-      else CopyTile(t, a, m0, k0, mLen, kLen);
-    });
-  }
-  const LocalTensor<SrcB>& TileB(const CubeNd<SrcB>& b, int32_t kb, int32_t nb, int32_t k, int32_t n) {
-    const int32_t kt = kb / t_.stepKb, nt = nb / t_.stepN;
-    const int32_t k0 = kt * t_.stepKb * t_.baseK, n0 = nt * t_.stepN * t_.baseN;
-    const int32_t kLen = std::min(t_.stepKb * t_.baseK, k - k0), nLen = std::min(t_.stepN * t_.baseN, n - n0);
-    bRows_ = CeilDiv(b.trans ? nLen : kLen, kCube) * kCube;
-    return b1Cache_.Get(b1_, bTiles_, int64_t(kt) * CeilDiv(n, t_.stepN * t_.baseN) + nt, [&](auto& t) {
-      if (b.trans) CopyTile(t, b, n0, k0, nLen, kLen);
-      else CopyTile(t, b, k0, n0, kLen, nLen);
+  // One axis of an operand's ND matrix as its L1 tiles cut it: base blocks of `base`, `step` of them
+  // per tile, the base block wanted, the matrix's extent.
+  struct TileAxis {
+    int32_t base, step, block, extent;
+    int32_t Index() const { return block / step; }
+    int32_t Start() const { return Index() * step * base; }
+    int32_t Len() const { return std::min(step * base, extent - Start()); }
+    int32_t Count() const { return CeilDiv(extent, step * base); }
+  };
+  // The L1 tile of rows x cols (M x K for A, K x N for B) holding the wanted base block, loaded unless
+  // resident; `rows16` gets the tile's stored row count, 16-aligned.
+  template <typename T, class Que>
+  static const LocalTensor<T>& Tile(L1Cache<T>& cache, Que& que, int tiles, const CubeNd<T>& x, TileAxis rows,
+                                    TileAxis cols, uint32_t& rows16) {
+    rows16 = CeilDiv(x.trans ? cols.Len() : rows.Len(), kCube) * kCube;
+    return cache.Get(que, tiles, int64_t(rows.Index()) * cols.Count() + cols.Index(), [&](auto& t) {
+      if (x.trans) CopyTile(t, x, cols.Start(), rows.Start(), cols.Len(), rows.Len());
+      else CopyTile(t, x, rows.Start(), cols.Start(), rows.Len(), cols.Len());
     });
   }
   // Fractal number of (row block r, C0 column group g) in an Nz L1 tile of `rows` (16-aligned) rows.

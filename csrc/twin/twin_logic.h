@@ -1,7 +1,7 @@
 // CPU twin, vector logic instructions (count form): ShiftLeft, ShiftRight by a scalar, and Or, with
 // the A2 rules of asc-devkit docs/zh/api/SIMD-API/基础API/Memory矢量计算/逻辑计算/{ShiftLeft,ShiftRight,Or}.md:
 // dtypes (shifts int16/uint16/int32/uint32, Or int16/uint16), the shift range [0, bits], 32-byte aligned
-// operands, count within them, count 0 a NOP, and the address-overlap rule (通用地址重叠约束).
+// operands, count within them, count 0 a NOP, and the address-overlap rule (twin::RequireOverlapRule).
 #pragma once
 #include <string>
 #include <type_traits>
@@ -22,20 +22,6 @@ constexpr bool IsOrDtype() {
   return std::is_same_v<T, int16_t> || std::is_same_v<T, uint16_t>;
 }
 
-// 通用地址重叠约束: within one 256-byte repeat a source and the destination overlap 100% or not at all,
-// and a later repeat may not read what an earlier one wrote. In the count form both hold iff the
-// operands are the same bytes, disjoint, or the source lies at least one repeat past the destination.
-template <typename T>
-inline void RequireNoPartialOverlap(const char* api, const LocalTensor<T>& dst, const LocalTensor<T>& src,
-                                    int32_t count) {
-  const uint64_t bytes = uint64_t(count) * sizeof(T), d = dst.TwinUbOffset(), s = src.TwinUbOffset();
-  if (d == s || d + bytes <= s || s + bytes <= d || s >= d + 256) return;
-  Violation("operand overlap", std::string(api) + " source UB bytes [" + std::to_string(s) + ", " +
-                                   std::to_string(s + bytes) + ") partly overlap destination bytes [" +
-                                   std::to_string(d) + ", " + std::to_string(d + bytes) +
-                                   "): A2 needs them identical, disjoint, or the source a whole repeat ahead");
-}
-
 template <typename T>
 inline void CheckLogic(const char* api, const LocalTensor<T>& dst, std::initializer_list<const LocalTensor<T>*> srcs,
                        int32_t count) {
@@ -43,7 +29,7 @@ inline void CheckLogic(const char* api, const LocalTensor<T>& dst, std::initiali
   RequireOperand(dst, count, api);
   for (const LocalTensor<T>* s : srcs) {
     RequireOperand(*s, count, api);
-    RequireNoPartialOverlap(api, dst, *s, count);
+    RequireOverlapRule(api, dst, *s, uint64_t(count));
   }
 }
 

@@ -56,6 +56,35 @@ inline void RequireOperand(const LocalTensor<T>& t, int64_t count, const char* a
   t.TwinCheckCount(uint64_t(count), api);
 }
 
+// 通用地址重叠约束 (asc-devkit docs/zh/api/SIMD-API/通用说明和约束.md), which Add.md, Exp.md, Cast.md, ...
+// refer to, for a count-form instruction: 256-byte repeats of the wider operand. Within a repeat a source
+// and the destination overlap 100% or not at all; no repeat reads what an earlier repeat wrote. (The
+// Add/Sub/Mul/Max/Min exception needs a repeat stride of 0, which the count form does not have.) For a
+// narrowing Cast "100%" is read as the same start, which CANN's Cast check (CheckCastOverlappingHigh,
+// impl/basic_api/utils/kernel_utils_constants.h) passes; a widening Cast may not overlap (Cast.md).
+template <typename T, typename U>
+inline void RequireOverlapRule(const char* api, const LocalTensor<T>& dst, const LocalTensor<U>& src, uint64_t count) {
+  const uint64_t d = dst.TwinUbOffset(), s = src.TwinUbOffset(), dBytes = count * sizeof(T), sBytes = count * sizeof(U);
+  if (d + dBytes <= s || s + sBytes <= d || (d == s && sizeof(T) <= sizeof(U))) return;
+  if (sizeof(T) == sizeof(U) && s >= d + 256) return;  // the loop below's verdict, without the loop
+  const auto fail = [&](const std::string& why) {
+    Violation("operand overlap", std::string(api) + " source UB bytes [" + std::to_string(s) + ", " +
+                                     std::to_string(s + sBytes) + ") partly overlap destination bytes [" +
+                                     std::to_string(d) + ", " + std::to_string(d + dBytes) + "): " + why +
+                                     " (A2: identical, disjoint, or the source a whole 256-byte repeat ahead)");
+  };
+  if (sizeof(T) > sizeof(U)) fail("a widening Cast's destination may not overlap its source (Cast.md)");
+  const uint64_t lanes = 256 / std::max(sizeof(T), sizeof(U));
+  for (uint64_t at = 0, r = 0; at < count; at += lanes, ++r) {
+    const uint64_t n = std::min(lanes, count - at);
+    const uint64_t s0 = s + at * sizeof(U), s1 = s0 + n * sizeof(U), d0 = d + at * sizeof(T), d1 = d0 + n * sizeof(T);
+    if (s0 < d1 && d0 < s1 && s0 != d0)
+      fail("repeat " + std::to_string(r) + "'s source and destination overlap without being the same bytes");
+    if (s0 < d0 && d < s1)  // the earlier repeats wrote [d, d0)
+      fail("repeat " + std::to_string(r) + " reads bytes an earlier repeat wrote");
+  }
+}
+
 // A vector instruction for the record: the reads, then the write (element-wise unless told).
 inline void RecordVector(const char* api, const char* dtype, uint64_t count, uint32_t elemBytes, const Access& write,
                          std::initializer_list<Access> reads, Init init = Init::kElementwise) {
@@ -79,6 +108,8 @@ inline void CheckBinary(const char* api, const LocalTensor<T>& dst, const LocalT
   RequireOperand(dst, count, api);
   RequireOperand(a, count, api);
   RequireOperand(b, count, api);
+  RequireOverlapRule(api, dst, a, uint64_t(count));
+  RequireOverlapRule(api, dst, b, uint64_t(count));
   if (Recording()) {
     const Access w = dst.TwinWrite(count, Init::kElementwise);
     if (acc)
@@ -102,6 +133,7 @@ inline void Unary(const char* api, const LocalTensor<T>& dst, const LocalTensor<
   RequireCount(count, api);
   RequireOperand(dst, count, api);
   RequireOperand(src, count, api);
+  RequireOverlapRule(api, dst, src, uint64_t(count));
   if (Recording())
     RecordVector(api, DtypeName<T>(), count, sizeof(T), dst.TwinWrite(count, Init::kElementwise),
                  {src.TwinRead(count)});

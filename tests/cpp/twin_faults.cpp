@@ -299,6 +299,50 @@ extern "C" __global__ __aicore__ void strided_copy_empty(GM_ADDR x) {
   DataCopy(f.gm, a, DataCopyParams(2, 0, 0, 0));
 }
 
+// The address-overlap rule (通用地址重叠约束) on the shared vector check, one kernel per form.
+// Within a repeat: Add's first source starts 8 floats (32 bytes) past its destination.
+extern "C" __global__ __aicore__ void add_partial_overlap(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> w = f.calc.Get<float>();
+  Add(w, w[8], w[128], 64);
+}
+
+// Across repeats: Muls writes a whole repeat (64 floats) ahead of what it reads, so repeat 1 reads
+// what repeat 0 wrote.
+extern "C" __global__ __aicore__ void muls_reads_earlier_repeat(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> w = f.calc.Get<float>();
+  Muls(w[64], w, 2.0f, 128);
+}
+
+// A widening Cast in place: repeat 0 writes the halves repeat 1 reads.
+extern "C" __global__ __aicore__ void cast_widening_in_place(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> w = f.calc.Get<float>();
+  Cast(w, w.ReinterpretCast<half>(), RoundMode::CAST_NONE, 128);
+}
+
+// A narrowing Cast whose halves start 32 bytes into its floats: not the same start.
+extern "C" __global__ __aicore__ void cast_narrowing_shifted(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> w = f.calc.Get<float>();
+  Cast(w[8].ReinterpretCast<half>(), w, RoundMode::CAST_RINT, 128);
+}
+
+// What the rule allows, each at its limit: in place (Exp, Add and MulAddDst over their destination,
+// a narrowing Cast from the same start) and a source exactly one repeat ahead.
+extern "C" __global__ __aicore__ void overlap_at_limit(GM_ADDR x) {
+  Fixture f(x);
+  LocalTensor<float> w = f.calc.Get<float>();
+  Duplicate(w, 0.5f, 256);
+  PipeBarrier<PIPE_V>();
+  Exp(w, w, 128);
+  Add(w, w, w[128], 128);
+  MulAddDst(w, w, w[128], 128);
+  Muls(w, w[64], 2.0f, 192);
+  Cast(w.ReinterpretCast<half>(), w, RoundMode::CAST_RINT, 256);
+}
+
 using Kernel = void (*)(GM_ADDR);
 const KernelTable<Kernel>& Kernels() {
   static const KernelTable<Kernel> kernels{{"correct", correct},
@@ -337,7 +381,12 @@ const KernelTable<Kernel>& Kernels() {
                                            {"or_uint32", or_uint32},
                                            {"shift_float", shift_float},
                                            {"shift_partial_overlap", shift_partial_overlap},
-                                           {"shift_repeat_ahead", shift_repeat_ahead}};
+                                           {"shift_repeat_ahead", shift_repeat_ahead},
+                                           {"add_partial_overlap", add_partial_overlap},
+                                           {"muls_reads_earlier_repeat", muls_reads_earlier_repeat},
+                                           {"cast_widening_in_place", cast_widening_in_place},
+                                           {"cast_narrowing_shifted", cast_narrowing_shifted},
+                                           {"overlap_at_limit", overlap_at_limit}};
   return kernels;
 }
 

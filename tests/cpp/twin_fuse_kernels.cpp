@@ -65,11 +65,12 @@ extern "C" __global__ __aicore__ void war_shift(GM_ADDR x, GM_ADDR y) {
   k.Store();
 }
 
-// One instruction whose destination overlaps its own source, shifted: a serial recurrence.
+// One instruction whose source is its own destination a repeat further on (what A2 allows of a
+// shifted self-overlap): each element is read before the instruction overwrites it.
 extern "C" __global__ __aicore__ void self_overlap(GM_ADDR x, GM_ADDR y) {
   Bufs k(x, y);
   Muls(k.b, k.a, 2.0f, kN);
-  Add(k.b[kShift], k.b, k.a[kShift], kN - kShift);
+  Add(k.b, k.b[kShift], k.a, kN - kShift);
   DataCopy(k.c, k.b, kN);
   k.Store();
 }

@@ -5,6 +5,7 @@ instruction streams in the recorder's format."""
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -102,7 +103,9 @@ def test_platform_files_give_every_value_a_source():
 
 
 def test_the_platform_file_is_all_that_changes(copy2):
-    p310 = load_platform("310P")
+    with pytest.raises(ValueError, match="calls DataCopyPad, which Ascend310P3 does not have"):
+        model_launch(copy2, load_platform("310P"))
+    p310 = replace(load_platform("310P"), lacks={})  # its numbers, without the API table that refuses the copy
     m910, m310 = model_launch(copy2, P910), model_launch(copy2, p310)
     assert m310.cores == 8 and m310.waves == 6  # the same 48 blocks, in waves on 8 cores
     assert m310.est_us > 4 * m910.est_us
@@ -206,3 +209,21 @@ def test_estimate_command_json(tmp_path):
         assert open(info["timeline_png"], "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     else:
         assert info["timeline_png"] is None and not list(tmp_path.glob("*.png"))
+
+
+def test_a_platform_refuses_apis_it_lacks():
+    """310P has no ShiftLeft/ShiftRight (nor DataCopyPad): the 16-bit pair-mode rope, which swaps lanes
+    by shifts, is refused there by name; the same record models on 910B, and Add models on 310P."""
+    p310 = load_platform("310P")
+    assert {"ShiftLeft", "ShiftRight", "DataCopyPad"} <= p310.lacks.keys() and not P910.lacks
+    x = torch.randn(1, 2, 8, 64).to(torch.bfloat16)
+    cos, sin = torch.randn(8, 64).to(torch.bfloat16), torch.randn(8, 64).to(torch.bfloat16)
+    recs = record(lambda: ascendc_ops.rope_customer(x, cos, sin), P910)
+    rec = next(r for r in recs if {"ShiftLeft", "ShiftRight"} <= {i["op"] for b in r["blocks"] for i in b})
+    model_launch(rec, P910)
+    with pytest.raises(
+        ValueError, match=r"calls .*ShiftLeft, ShiftRight, which Ascend310P3 does not have .*ShiftLeft\.md"
+    ):
+        model_launch(rec, p310)
+    add = {"kernel": "k", "block_dim": 1, "blocks": [[ins("V", "Add", count=64, dtype="float")]]}
+    assert model_launch(add, p310).est_us > 0

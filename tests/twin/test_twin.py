@@ -47,6 +47,13 @@ RULES = {
     "or_uint32": ("dtype support", r"Or does not support uint32 on Atlas A2 \(int16 and uint16 only"),
     "shift_float": ("dtype support", r"ShiftLeft does not support float on Atlas A2"),
     "shift_partial_overlap": ("operand overlap", r"ShiftRight source UB bytes \[\d+, \d+\) partly overlap"),
+    "add_partial_overlap": (
+        "operand overlap",
+        r"Add source UB bytes \[\d+, \d+\) partly overlap destination bytes \[\d+, \d+\): repeat 0's source",
+    ),
+    "muls_reads_earlier_repeat": ("operand overlap", r"Muls source .*: repeat 1 reads bytes an earlier repeat wrote"),
+    "cast_widening_in_place": ("operand overlap", r"Cast source .*: a widening Cast's destination may not overlap"),
+    "cast_narrowing_shifted": ("operand overlap", r"Cast source .*: repeat 0's source and destination overlap"),
     "bf16_cast_odd": ("dtype support", r"Cast float -> bfloat16 with CAST_ODD: A2 rounds to odd only on float -> half"),
 }
 # kernels that must run clean: the control, and each rule's case exactly at its limit
@@ -60,6 +67,7 @@ VALID = {
     "pair_swap",
     "shift_full_width",
     "shift_repeat_ahead",
+    "overlap_at_limit",
 }
 
 

@@ -91,8 +91,21 @@ def distinct_read_bytes(record: dict) -> int:
     return int(np.clip(spans[:, 1] - starts, 0, None).sum())
 
 
+def require_apis(record: dict, plat: Platform) -> None:
+    """Refuses a launch that calls an API `plat` lacks: the twin runs A2's API set, which is no
+    promise that another chip has it."""
+    missing = sorted({i.get("op", "") for b in record["blocks"] for i in b} & plat.lacks.keys())
+    if missing:
+        pages = "; ".join(f"{api}: asc-devkit {plat.lacks[api]}" for api in missing)
+        raise ValueError(
+            f"kernel {record.get('kernel', '?')!r} calls {', '.join(missing)}, which {plat.name} does not have "
+            f"({pages}); it cannot run there as written, so it has no {plat.name} estimate"
+        )
+
+
 def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> LaunchModel:
     """The modelled time of one recorded launch ({"kernel", "block_dim", "blocks"}) on `plat`."""
+    require_apis(record, plat)
     cube = any(i.get("pipe") in CUBE_PIPES for b in record["blocks"] for i in b)
     cores = plat.cube_cores if cube else plat.vector_cores
     blocks = [compile_block(b, plat) for b in record["blocks"]]

@@ -40,6 +40,7 @@ class Platform:
     vector: dict = field(repr=False)  # op name -> class -> dtype -> (start, per repeat)
     composite: dict = field(repr=False)  # activation API -> the vector ops it expands to
     sources: dict = field(repr=False)  # parameter -> its source text
+    lacks: dict = field(default_factory=dict, repr=False)  # recorded API the chip does not have -> its doc page
 
     @property
     def hz(self) -> float:
@@ -137,6 +138,7 @@ def load_platform(name: str = "910B") -> Platform:
         vector=table,
         composite=composite,
         sources=sources,
+        lacks=dict(_value(raw, "lacks")) if "lacks" in raw else {},
     )
 
 
