@@ -29,6 +29,7 @@ CALIBRATION_DIR = PLATFORM_DIR / "calibration"
 LARGE = 4.0  # a bound's term must be this many fixed costs for the case to test that term
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float": 4, "int64": 8, "int32": 4}
 FITTED = ("launch_us", "hbm_bytes_per_s")
+ROUNDS = 4  # alternations of the two fits (each moves the other by < 1e-4 after the first)
 
 
 @dataclass(frozen=True)
@@ -155,13 +156,17 @@ def fit_hbm(cases: list[dict], plat: Platform) -> float:
 
 def calibrate(cases: list[dict], prior: Platform) -> dict:
     """The fit on the calibration cases (odd ids): launch_us from the launch-bound ones, then the effective
-    HBM bandwidth from the HBM-bound ones chosen with that launch cost. Held-out cases are never read."""
+    HBM bandwidth from the HBM-bound ones chosen with that launch cost, then both again in turn until
+    settled. Held-out cases are never read."""
     fit = [c for c in cases if not held_out(c["case_id"])]
     launch_set = [c for c in fit if bound(c["work"], prior, prior.launch_us(0)) == "launch"]
     launch_us = fit_launch(launch_set, prior) if launch_set else prior.costs["launch_us"]
     p = prior.with_costs(launch_us=launch_us)
     hbm_set = [c for c in fit if bound(c["work"], prior, p.launch_us(p.vector_cores)) == "HBM"]
-    hbm = fit_hbm(hbm_set, p) if hbm_set else prior.hbm_bytes_per_s
+    for _ in range(ROUNDS):  # the launch cases' small work depends on the bandwidth, and back
+        hbm = fit_hbm(hbm_set, p) if hbm_set else prior.hbm_bytes_per_s
+        launch_us = fit_launch(launch_set, p.with_hbm(hbm)) if launch_set else launch_us
+        p = p.with_values({"launch_us": launch_us, "hbm_bytes_per_s": hbm})
     return {
         "launch_us": {"value": launch_us, "cases": [_name(c) for c in launch_set]},
         "hbm_bytes_per_s": {"value": hbm, "cases": [_name(c) for c in hbm_set]},
