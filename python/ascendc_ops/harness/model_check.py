@@ -17,7 +17,6 @@ Rules (fixed, so the split cannot follow the results):
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -279,20 +278,18 @@ def calibration_doc(facts: dict, prior: Platform) -> dict:
             k: {
                 "value": _sig(fit[k]["value"]),
                 "prior": prior_values[k],
-                "source": f"fitted (least squares in log time) to the measured built-in times of {', '.join(fit[k]['cases'])} ({src})",
+                "source": "fitted (least squares in log time) to the measured built-in times of "
+                f"{', '.join(fit[k]['cases'])} ({src})",
             }
             for k in FITTED
         },
         "held_out_error": {
-            k: {n: _sig(x) for n, x in v.items()} for k, v in error_summary(rows(facts, prior, cal)).items() if "held out" in k
+            k: {n: _sig(x) for n, x in v.items()}
+            for k, v in error_summary(rows(facts, prior, cal)).items()
+            if "held out" in k
         },
         "left_out": left,
     }
-
-
-def load_calibration(plat_name: str) -> dict | None:
-    path = calibration_path(plat_name)
-    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _sig(v: float) -> float:
@@ -301,10 +298,17 @@ def _sig(v: float) -> float:
 
 
 def same_calibration(a: dict, b: dict) -> bool:
-    """The two calibration files agree: the same cases and values within rounding."""
-    if json.dumps({**a, "values": None, "held_out_error": None}) != json.dumps({**b, "values": None, "held_out_error": None}):
+    """The two calibration files agree: the same text, cases and sources, the numbers within rounding."""
+
+    def skeleton(d):
+        return {**d, "values": {k: v["source"] for k, v in d["values"].items()},
+                "held_out_error": {k: sorted(v) for k, v in d["held_out_error"].items()}}  # fmt: skip
+
+    def numbers(d):
+        return [v[f] for v in d["values"].values() for f in ("value", "prior")] + [
+            x for v in d["held_out_error"].values() for x in v.values()
+        ]
+
+    if skeleton(a) != skeleton(b):
         return False
-    pairs = [(a["values"][k][f], b["values"][k][f]) for k in FITTED for f in ("value", "prior")]
-    pairs += [(a["held_out_error"][k][f], b["held_out_error"].get(k, {}).get(f, math.nan)) for k in a["held_out_error"] for f in a["held_out_error"][k]]
-    same_src = all(a["values"][k]["source"] == b["values"][k]["source"] for k in FITTED)
-    return same_src and a["held_out_error"].keys() == b["held_out_error"].keys() and all(math.isclose(x, y, rel_tol=2e-3) for x, y in pairs)
+    return all(math.isclose(x, y, rel_tol=2e-3) for x, y in zip(numbers(a), numbers(b), strict=True))
