@@ -109,6 +109,12 @@ def test_committed_calibration_is_a_fresh_fit_of_the_snapshot():
     assert cal.costs["launch_us"] == committed["values"]["launch_us"]["value"]
     assert "fitted" in cal.sources["launch_us"] and "d59d44ca" in cal.sources["hbm_bytes_per_s"]
     assert cal.rates == PRIOR.rates and cal.cube_peak_flops("float16") == PRIOR.cube_peak_flops("float16")
+    fit = M.calibrate(M.check_cases(D.load())[0], PRIOR)
+    by_row = {(r["bound"], r["set"]): [] for r in M.rows(D.load(), PRIOR, cal)}
+    for r in M.rows(D.load(), PRIOR, cal):
+        by_row[(r["bound"], r["set"])].append(f"{r['task']}:{r['case_id']}")
+    assert by_row[("HBM", "calibration")] == fit["hbm_bytes_per_s"]["cases"]  # the table's bound is the fit's
+    assert by_row[("launch", "calibration")] == fit["launch_us"]["cases"]
     with pytest.raises(ValueError, match="no calibration"):
         load_platform("310P", calibrated=True)
 
