@@ -94,7 +94,7 @@ setup(
     package_dir={"": "python"},
     packages=find_packages("python"),  # ascendc_ops and its subpackages (ops, harness, patching, ...)
     # The harness's facts: the pipeline model's platform tables and the imported cann-bench cases.
-    package_data={"ascendc_ops.harness": ["platforms/*.json", "data/*.json"]},
+    package_data={"ascendc_ops.harness": ["platforms/*.json", "platforms/calibration/*.json", "data/*.json"]},
     ext_modules=[Extension("ascendc_ops._C", sources=[])],
     cmdclass={"build_ext": CMakeBuildRecordingTorch, "build_py": BuildPyWithProtos},
     install_requires=[TORCH, "numpy"],

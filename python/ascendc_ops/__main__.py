@@ -80,8 +80,8 @@ def _verify(args) -> int:
 
     if args.preset:
         return _verify_cann_bench(args)
-    if args.cann_case or args.cann_bench_checkout:
-        raise UsageError("--cann-case, --cann-bench-checkout: only with --preset cann-bench")
+    if args.cann_case or args.cann_bench_checkout or args.uncalibrated:
+        raise UsageError("--cann-case, --cann-bench-checkout, --uncalibrated: only with --preset cann-bench")
     try:
         cases = verify.load_cases(args.cases, ops=args.op, dtypes=args.dtype, quick=args.quick)
     except CaseError as e:
@@ -106,7 +106,7 @@ def _cann_bench_facts(args):
 
 
 def _verify_cann_bench(args) -> int:
-    from .harness import cann_bench, verify
+    from .harness import cann_bench, cann_bench_report, verify
     from .harness.cases import CaseError
     from .harness.environment import progress
 
@@ -125,7 +125,9 @@ def _verify_cann_bench(args) -> int:
     s = facts["source"]
     print(f"cases: {s['repository']} @ {s['commit']} ({len(cases)} run, {len(skipped)} not run)")
     show = progress if sys.stderr.isatty() and not args.no_progress else None
-    return verify.run(cases, args.standard, args.json, out=sys.stdout, progress=show)
+    rc = verify.run(cases, args.standard, args.json, out=sys.stdout, progress=show)
+    cann_bench_report.print_model_check(facts, not args.uncalibrated, sys.stdout)
+    return rc
 
 
 def _bench_cann(args) -> int:
@@ -142,7 +144,13 @@ def _bench_cann(args) -> int:
     facts, only = _cann_bench_facts(args)
     show = progress if sys.stderr.isatty() and not args.no_progress else None
     return cann_bench_report.run_bench(
-        facts, only, args.quick, accuracy=not args.no_accuracy, json_path=args.json, progress=show
+        facts,
+        only,
+        args.quick,
+        accuracy=not args.no_accuracy,
+        json_path=args.json,
+        progress=show,
+        calibrated=not args.uncalibrated,
     )
 
 
@@ -167,7 +175,16 @@ SUITE_OPTIONS = {
     "moe": {"quick", "case", "dtype", "no_eager", "no_memory", "no_model", "no_gmm"},
     "model": {"quick", "rounds", "no_profile"},
 }
-CANN_BENCH_OPTIONS = {"preset", "quick", "no_progress", "cann_case", "cann_bench_checkout", "no_accuracy", "json"}
+CANN_BENCH_OPTIONS = {
+    "preset",
+    "quick",
+    "no_progress",
+    "cann_case",
+    "cann_bench_checkout",
+    "no_accuracy",
+    "json",
+    "uncalibrated",
+}
 BENCH_DEFAULTS = {
     "suite": "ops",
     "op": None,
@@ -195,6 +212,7 @@ BENCH_DEFAULTS = {
     "cann_bench_checkout": None,
     "no_accuracy": False,
     "json": None,
+    "uncalibrated": False,
 }
 
 
@@ -341,6 +359,12 @@ def _cann_bench_args(parser) -> None:
         metavar="DIR",
         help="cann-bench: read the cases and times from this checkout (work tree or git dir) instead of our "
         "snapshot (harness/data/cann_bench_910b2.json)",
+    )
+    parser.add_argument(
+        "--uncalibrated",
+        action="store_true",
+        help="cann-bench: the 910B model with the platform file's prior launch and HBM values instead of those "
+        "fitted to the built-in kernels' measured times (platforms/calibration/)",
     )
 
 

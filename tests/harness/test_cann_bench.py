@@ -183,6 +183,7 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "verify: 2 cases, 3 outputs, 3 passed" in out and "hicann/cann-bench @ " in out
+    assert "model check:" in out and "error (calibrated)" in out and "model: Ascend910B2 calibrated" in out
     js = tmp_path / "rows.json"
     rc = cli.main(["bench", "--preset", "cann-bench", "--cann-case", "rms_norm:16", "apply_rotary_pos_emb:14",
                    "--json", str(js), "--no-progress"])  # fmt: skip
@@ -195,6 +196,10 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     assert next(r for r in rows if r["task"] == "apply_rotary_pos_emb")["not_run"] == "not implemented yet"
     assert "accuracy (twin vs float64 golden, Ascend standards): 1 / 1 passed" in out
     assert "measured baselines: ours >= 1.0x on 0 / 0" in out and "run on " in out
+    assert "| HAP | model error on built-in |" in out and "model check:" in out
+    doc = json.loads(js.read_text())
+    assert "calibrated" in doc["model"] and rms["model_err"] is None  # case 16's baseline is the cap: no check
+    assert {r["set"] for r in doc["model_check"]} == {"calibration", "held out"}
 
 
 def test_preset_usage_errors(capsys):
@@ -203,6 +208,7 @@ def test_preset_usage_errors(capsys):
         ["verify", "--preset", "cann-bench", "--cann-case", "layer_norm"],
         ["bench", "--preset", "cann-bench", "--no-compile"],
         ["bench", "--preset", "cann-bench", "llama-7b"],
+        ["verify", "--uncalibrated"],
     ):
         assert cli.main(args) == 2
     assert "--no-compile: not an option of --preset cann-bench" in capsys.readouterr().err

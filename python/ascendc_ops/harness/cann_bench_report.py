@@ -1,7 +1,10 @@
 """`bench --preset cann-bench`: per cann-bench case our kernel's 910B estimate (the pipeline model, estimate.py)
 beside the built-in kernel's published 910B2 time (measured, or the cap, which is no measurement), cann-bench's
 t_hw_us, the speedup and HAP, after (unless skipped) the case's accuracy on the twin; the machine, our commit
-and cann-bench's commit with it. `verify --preset cann-bench` is verify.run on cann_bench.verify_cases."""
+and cann-bench's commit with it; then the model check (model_check.py): the same model's estimate of each
+built-in kernel's least work against its measured time. The model runs calibrated (the values fitted in that
+check) unless asked not to. `verify --preset cann-bench` is verify.run on cann_bench.verify_cases, then the
+model check."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ import sys
 import numpy as np
 import torch
 
-from . import cann_bench as CB, cann_bench_data as D, estimate, verify
+from . import cann_bench as CB, cann_bench_data as D, estimate, model_check, verify
 from .dtypes import BYTES, torch_dtype
 from .environment import cpu_model, git_commit
 from .families import VERIFY_OPS
@@ -86,7 +89,7 @@ def _f(v, fmt="{:.1f}") -> str:
 
 def table(rows) -> str:
     head = ["task", "case", "shapes", "dtype", "attrs", "accuracy", "ours 910B est us", "binds", "HBM floor us",
-            "baseline us", "baseline", "t_hw us", "speedup", "HAP"]  # fmt: skip
+            "baseline us", "baseline", "t_hw us", "speedup", "HAP", "model error on built-in"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         attrs = ",".join(f"{k}={v}" for k, v in r["attrs"].items() if k != "group_list") or "-"
@@ -111,6 +114,7 @@ def table(rows) -> str:
                     _f(r["t_hw_us"], "{:.2f}"),
                     speed if r["baseline_kind"] == "measured" else f"({speed})",
                     _f(r.get("hap"), "{:.2f}"),
+                    _f(r.get("model_err"), "{:+.0%}"),
                 ]  # fmt: skip
             )
             + " |"
@@ -129,22 +133,60 @@ def summary(rows, facts: dict, plat) -> list[str]:
         f"{len(judged)} passed" + ("" if judged else " (skipped)"),
         f"measured baselines: ours >= 1.0x on {sum(r['speedup'] >= 1.0 for r in measured)} / {len(measured)} "
         "(capped baselines are no measurement: their speedups are in parentheses and not counted)",
-        f"ours: pipeline model estimate on {plat.name} ({plat.vector_cores} vector cores, "
-        f"{plat.hbm_bytes_per_s / 1e12:.2f} TB/s HBM), not a measurement; commit {git_commit()}; run on {cpu_model()}",
+        f"ours: pipeline model estimate on {model_name(plat)}, not a measurement; commit {git_commit()}; "
+        f"run on {cpu_model()}",
         f"baseline, t_hw: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} "
         f"(built-in kernels measured on Ascend {s['hardware']}); HAP as defined in {', '.join(s['hap_defined_in'])}",
     ]
 
 
-def run_bench(facts: dict, only=None, quick=False, accuracy=True, json_path=None, out=None, progress=None) -> int:
+def model_name(plat) -> str:
+    how = "calibrated" if "fitted" in plat.sources.get("launch_us", "") else "uncalibrated (prior values)"
+    return (
+        f"{plat.name} {how}: {plat.vector_cores} vector cores, {plat.hbm_bytes_per_s / 1e12:.3g} TB/s HBM, "
+        f"launch {plat.launch_us(plat.vector_cores):.3g} us"
+    )
+
+
+def check_rows(facts: dict) -> list[dict]:
+    return model_check.rows(facts, load_platform(PLATFORM), load_platform(PLATFORM, calibrated=True))
+
+
+def print_model_check(facts: dict, calibrated: bool, out) -> list[dict]:
+    """The model check: per measured built-in case the model's error, before and after calibration; the
+    summary per bound and set; the data's commit, ours and the machine."""
+    rows = check_rows(facts)
+    s = facts["source"]
+    cal = model_check.calibration_path(PLATFORM)
+    print(
+        f"\nmodel check: the {PLATFORM} model's estimate of each built-in kernel's least work (bytes read and "
+        f"written once at HBM, a GEMM's FLOPs at the cube's peak, one kernel start) against its measured time; "
+        f"calibrated = {cal.parent.name}/{cal.name} (fitted on the 'calibration' rows only)",
+        file=out,
+    )
+    print(model_check.table(rows), file=out)
+    print("", *model_check.summary_lines(rows), sep="\n", file=out)
+    print(
+        f"measured: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} (Ascend "
+        f"{s['hardware']}); model: {model_name(load_platform(PLATFORM, calibrated))}; commit {git_commit()}; "
+        f"run on {cpu_model()}",
+        file=out,
+    )
+    return rows
+
+
+def run_bench(
+    facts: dict, only=None, quick=False, accuracy=True, json_path=None, out=None, progress=None, calibrated=True
+) -> int:
     out = out or sys.stdout  # looked up at call time: a redirected stdout is honoured
-    plat = load_platform(PLATFORM)
+    plat = load_platform(PLATFORM, calibrated)
+    errors = {(r["task"], r["case_id"]): r["calibrated_err" if calibrated else "prior_err"] for r in check_rows(facts)}
     todo = CB.select(facts, only, quick)
     rows = []
     for i, (task, c) in enumerate(todo):
         if progress:
             progress(i, len(todo), CB.case_name(task, c["case_id"]))
-        rows.append(bench_row(task, c, facts, plat, accuracy))
+        rows.append(bench_row(task, c, facts, plat, accuracy) | {"model_err": errors.get((task, c["case_id"]))})
     if progress:
         progress(len(todo), len(todo), "done")
     print(table(rows), file=out)
@@ -152,8 +194,10 @@ def run_bench(facts: dict, only=None, quick=False, accuracy=True, json_path=None
         for f in r.get("failures", []):
             print(f"FAIL {CB.case_name(r['task'], r['case_id'])} {f}", file=out)
     print("", *summary(rows, facts, plat), sep="\n", file=out)
+    check = print_model_check(facts, calibrated, out)
     if json_path:
         with open(json_path, "w") as f:
-            json.dump(D.encode({"source": facts["source"], "rows": rows}), f, indent=1, default=float)
+            doc = {"source": facts["source"], "model": model_name(plat), "rows": rows, "model_check": check}
+            json.dump(D.encode(doc), f, indent=1, default=float)
         print(f"wrote {json_path}", file=out)
     return 1 if any(r.get("accuracy") is False for r in rows) else 0

@@ -53,6 +53,21 @@ class Platform:
         """The same chip with another HBM bandwidth (what-if and model sanity checks)."""
         return replace(self, hbm_bytes_per_s=bytes_per_s)
 
+    def with_costs(self, **costs) -> Platform:
+        """The same chip with other scalar costs (e.g. launch_us)."""
+        return replace(self, costs={**self.costs, **costs})
+
+    def with_values(self, values: dict) -> Platform:
+        """The same chip with other parameter values ({platform-file key: value or {"value", "source"}}):
+        hbm_bytes_per_s or a scalar cost; a value's source replaces the file's."""
+        v = {k: (x["value"] if isinstance(x, dict) else x) for k, x in values.items()}
+        hbm = v.pop("hbm_bytes_per_s", self.hbm_bytes_per_s)
+        unknown = [k for k in v if k not in self.costs]
+        if unknown:
+            raise ValueError(f"{self.name}: {', '.join(unknown)}: not a value the model takes from outside")
+        src = {k: x["source"] for k, x in values.items() if isinstance(x, dict) and "source" in x}
+        return replace(self, hbm_bytes_per_s=hbm, costs={**self.costs, **v}, sources={**self.sources, **src})
+
     def cube_macs_per_cycle(self, dtype: str) -> float:
         """The cube's peak multiply-accumulates per cycle for inputs of `dtype`: one fractal's MACs over
         the cycles a fractal takes."""
@@ -86,8 +101,10 @@ def _value(raw: dict, key: str):
     return entry["value"] if isinstance(entry, dict) else entry
 
 
-def load_platform(name: str = "910B") -> Platform:
-    """The platform file named `name` (a file stem, chip name or alias such as 910B / 310P)."""
+def load_platform(name: str = "910B", calibrated: bool = False) -> Platform:
+    """The platform file named `name` (a file stem, chip name or alias such as 910B / 310P); calibrated:
+    with the values fitted to measured times (platforms/calibration/<stem>.json, model_check.py) in place
+    of the file's."""
     files = platform_files()
     path = files.get(name.lower())
     if path is None:
@@ -120,7 +137,7 @@ def load_platform(name: str = "910B") -> Platform:
             "cube_start_cycles",
         )
     }
-    return Platform(
+    plat = Platform(
         name=raw["name"],
         clock_mhz=float(_value(raw, "clock_mhz")),
         vector_cores=int(_value(raw, "vector_cores")),
@@ -140,6 +157,14 @@ def load_platform(name: str = "910B") -> Platform:
         sources=sources,
         lacks=dict(_value(raw, "lacks")) if "lacks" in raw else {},
     )
+    return _calibrated(plat, path) if calibrated else plat
+
+
+def _calibrated(plat: Platform, path: Path) -> Platform:
+    cal_path = PLATFORM_DIR / "calibration" / path.name
+    if not cal_path.exists():
+        raise ValueError(f"{plat.name}: no calibration ({cal_path.name} not in {cal_path.parent})")
+    return plat.with_values(json.loads(cal_path.read_text())["values"])
 
 
 def dtype_bytes(dtype: str) -> int:
