@@ -9,7 +9,7 @@ that tools/op_plugin_tests.py loads before their files are collected. Written he
 
 ASCENDC_OPP_DEVICE picks where "npu" tensors live: ``cpu`` (default: ``.npu()`` and ``.to("npu")`` copy on
 the CPU, so the ops run their CPU kernels) or ``sim`` (ascendc_ops.testing's simulated NPU: real "npu"
-tensors, the PrivateUse1 launchers).
+tensors, the PrivateUse1 launchers). ASCENDC_OPP_UNSKIP=1 also runs what op-plugin skips.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import sys
 import types
 import unittest
 from collections.abc import Sequence
-from numbers import Number
 
 import numpy as np
 import torch
@@ -29,6 +28,8 @@ import torch
 import ascendc_ops.npu as _npu
 
 DEVICE = os.environ.get("ASCENDC_OPP_DEVICE", "cpu")
+# ASCENDC_OPP_UNSKIP=1 also runs what op-plugin skips (unittest.skip) or runs on other SoCs only
+UNSKIP = os.environ.get("ASCENDC_OPP_UNSKIP") == "1"
 # the SoC the twin and the simulated NPU model (ascendc_ops.testing: an Ascend910B2's core counts)
 SOC = "Ascend910B2"
 
@@ -90,7 +91,7 @@ def SupportedDevices(devices):  # noqa: N802 (torch_npu's name)
     def wrap(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            if not any(SOC.startswith(d) for d in devices):
+            if not UNSKIP and not any(SOC.startswith(d) for d in devices):
                 raise unittest.SkipTest(f"op-plugin runs it on {devices} only; ascendc_ops models {SOC}")
             return fn(*args, **kwargs)
 
@@ -153,6 +154,8 @@ def _module(name: str, **attrs) -> types.ModuleType:
 
 
 def install() -> types.ModuleType:
+    if UNSKIP:
+        unittest.skip = lambda reason: lambda fn: fn
     device = _device()
     torch.npu = device
     root = _module("torch_npu", npu=device, **{n: getattr(_npu, n) for n in _npu.PROVIDED})
@@ -175,4 +178,5 @@ def pytest_configure(config):
 
 
 def pytest_report_header(config):
-    return f"torch_npu: ascendc_ops.npu stand-in ({', '.join(_npu.PROVIDED)}); device {DEVICE}, SoC {SOC}"
+    extra = ", op-plugin's skips ignored" if UNSKIP else ""
+    return f"torch_npu: ascendc_ops.npu stand-in ({', '.join(_npu.PROVIDED)}); device {DEVICE}, SoC {SOC}{extra}"

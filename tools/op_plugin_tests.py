@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Runs Ascend/op-plugin's own tests for the torch_npu names ascendc_ops.npu provides, from a checkout, on CPU.
 
-    .venv/bin/python tools/op_plugin_tests.py /path/to/op-plugin [--rev HEAD] [--device cpu|sim] [-k EXPR]
+    .venv/bin/python tools/op_plugin_tests.py /path/to/op-plugin [--rev HEAD] [--device cpu|sim] [-k EXPR] [--unskip]
 
 The checkout may be a work tree or a bare git directory; nothing of it is copied into this repository. The test
 files are those under test/test_custom_ops/ that call a name of ascendc_ops.npu.PROVIDED (read at run time, so
@@ -83,7 +83,9 @@ def outcome(case: ET.Element) -> tuple[str, str]:
     return "pass", ""
 
 
-def run(checkout: Path, rev: str, device: str, select: str | None, files: list[str] | None) -> list[dict]:
+def run(
+    checkout: Path, rev: str, device: str, select: str | None, files: list[str] | None, unskip: bool = False
+) -> list[dict]:
     names = provided()
     files = files or test_files(checkout, rev, names)
     if not files:
@@ -94,7 +96,7 @@ def run(checkout: Path, rev: str, device: str, select: str | None, files: list[s
             dst.parent.mkdir(parents=True, exist_ok=True)
             dst.write_text(git(checkout, "show", f"{rev}:{f}"))
         report = Path(tmp, "report.xml")
-        env = dict(os.environ, ASCENDC_OPP_DEVICE=device)
+        env = dict(os.environ, ASCENDC_OPP_DEVICE=device, ASCENDC_OPP_UNSKIP="1" if unskip else "0")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TOOLS), env.get("PYTHONPATH")]))
         cmd = [sys.executable, "-m", "pytest", "-p", "op_plugin_shim", "-p", "no:cacheprovider", "-q", "-rs"]
         cmd += ["--continue-on-collection-errors"]
@@ -106,15 +108,28 @@ def run(checkout: Path, rev: str, device: str, select: str | None, files: list[s
         for case in root.iter("testcase"):
             status, why = outcome(case)
             file = case.get("file") or case.get("classname", "").replace(".", "/")
-            cases.append({"file": file, "case": f"{case.get('classname')}::{case.get('name')}", "status": status, "why": why})
+            cases.append(
+                {"file": file, "case": f"{case.get('classname')}::{case.get('name')}", "status": status, "why": why}
+            )
         return cases
 
 
+STATUSES = ("pass", "fail", "out of scope")
+
+
 def table(cases: list[dict], rev_id: str) -> str:
+    """Every case, then the counts per file and in all."""
     lines = [f"op-plugin {rev_id}", "", "| status | case | reason |", "|---|---|---|"]
     lines += [f"| {c['status']} | {c['case']} | {c['why']} |" for c in sorted(cases, key=lambda c: c["case"])]
-    counts = {s: sum(c["status"] == s for c in cases) for s in ("pass", "fail", "out of scope")}
-    lines += ["", ", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(cases)} cases"]
+    lines += ["", "| file | " + " | ".join(STATUSES) + " |", "|---" * (len(STATUSES) + 1) + "|"]
+    files = sorted({c["case"].split("::")[0].rsplit(".", 1)[0] for c in cases})
+    for f in files + ["all"]:
+        mine = [c for c in cases if f == "all" or c["case"].split("::")[0].rsplit(".", 1)[0] == f]
+        lines.append(
+            f"| {f.rsplit('.', 1)[-1]} | "
+            + " | ".join(str(sum(c["status"] == s for c in mine)) for s in STATUSES)
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -126,12 +141,13 @@ def main(argv=None) -> int:
     p.add_argument("-k", dest="select", help="pytest -k expression")
     p.add_argument("--file", action="append", dest="files", help=f"a file under {TEST_DIR} (default: found)")
     p.add_argument("--json", type=Path, help="write every case here")
+    p.add_argument("--unskip", action="store_true", help="also run what op-plugin skips or runs on other SoCs only")
     a = p.parse_args(argv)
     if not a.checkout:
         p.error("give the op-plugin checkout (or set ASCENDC_OPS_OP_PLUGIN)")
     checkout = Path(a.checkout)
     rev_id = git(checkout, "rev-parse", a.rev).strip()
-    cases = run(checkout, a.rev, a.device, a.select, a.files)
+    cases = run(checkout, a.rev, a.device, a.select, a.files, a.unskip)
     print(table(cases, rev_id))
     if a.json:
         a.json.write_text(json.dumps({"commit": rev_id, "device": a.device, "cases": cases}, indent=1))

@@ -53,7 +53,11 @@ def npu_rotary_mul(input, r1, r2, rotary_mode="half", rotate=None):
     if rotate is not None:
         _fail(NotImplementedError, "npu_rotary_mul", "the explicit rotate matrix is not supported; pass rotate=None")
     if rotary_mode not in ("half", "interleave"):  # torch_npu's message, which its callers match
-        _fail(ValueError, "npu_rotary_mul", f"The rotary_mode of npu_rotary_mul should be half or interleave, but got {rotary_mode!r}")
+        _fail(
+            ValueError,
+            "npu_rotary_mul",
+            f"The rotary_mode of npu_rotary_mul should be half or interleave, but got {rotary_mode!r}",
+        )
     if torch.is_tensor(input) and torch.is_tensor(r1) and r1.dtype != input.dtype and r1.dtype.is_floating_point:
         r1, r2 = r1.to(input.dtype), r2.to(input.dtype)
     return _rotary_mul(input, r1, r2, rotary_mode)

@@ -161,22 +161,28 @@ def judge_biased(run, golden, rows, label):
         assert torch.equal(o, p + rows(i)), f"{label} [{i}]: not the kernel's result plus the bias"
 
 
+INDEPENDENT = {  # (x shapes, weight shapes): their _0 (K and N of their own) and _0_multi_dim (3-D x)
+    "2-D": ([(32, 256), (64, 256), (48, 1024)], [(256, 256), (256, 1024), (1024, 128)]),
+    "3-D": ([(7, 16, 96), (7, 16, 32)], [(96, 640), (32, 256)]),
+}
+
+
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
-def test_gmm_independent_pairs_with_bias(dtype):  # their _0 (group_type -1) and _0_multi_dim
-    for xs, ws, bs in (
-        ([randn(32, 256), randn(64, 256), randn(48, 1024)], [randn(256, 256), randn(256, 1024), randn(1024, 128)],
-         [randn(256), randn(1024), randn(128)]),
-        ([randn(7, 16, 96), randn(7, 16, 32)], [randn(96, 640), randn(32, 256)], [randn(640), randn(256)]),
-    ):
-        xs, ws, bs = ([t.to(dtype) for t in ts] for ts in (xs, ws, bs))
-        out = torch_npu.npu_grouped_matmul(xs, ws, bias=bs, group_list=None, split_item=0, group_type=-1)
-        assert [o.shape for o in out] == [(*x.shape[:-1], w.shape[1]) for x, w in zip(xs, ws, strict=True)]
-        judge_biased(
-            lambda biased: torch_npu.npu_grouped_matmul(xs, ws, bias=bs if biased else None, split_item=0, group_type=-1),
-            lambda d, biased: [mm(as_(x, d), as_(w, d), as_(b, d) if biased else None) for x, w, b in zip(xs, ws, bs, strict=True)],
-            lambda i: bs[i],
-            f"-1 {xs[0].dim()}-D",
-        )
+@pytest.mark.parametrize("case", INDEPENDENT)
+def test_gmm_independent_pairs_with_bias(case, dtype):  # group_type -1
+    xs = [randn(*s, dtype=dtype) for s in INDEPENDENT[case][0]]
+    ws = [randn(*s, dtype=dtype) for s in INDEPENDENT[case][1]]
+    bs = [randn(w.shape[1], dtype=dtype) for w in ws]
+    out = torch_npu.npu_grouped_matmul(xs, ws, bias=bs, group_list=None, split_item=0, group_type=-1)
+    assert [o.shape for o in out] == [(*x.shape[:-1], w.shape[1]) for x, w in zip(xs, ws, strict=True)]
+    judge_biased(
+        lambda biased: torch_npu.npu_grouped_matmul(xs, ws, bias=bs if biased else None, split_item=0, group_type=-1),
+        lambda d, biased: [
+            mm(as_(x, d), as_(w, d), as_(b, d) if biased else None) for x, w, b in zip(xs, ws, bs, strict=True)
+        ],
+        lambda i: bs[i],
+        f"-1 {case}",
+    )
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
@@ -188,7 +194,11 @@ def test_gmm_lists_without_group_list(dtype):  # their _2: group_type 0, three x
     assert len(out) == 1 and out[0].shape == (144, 256)
     judge_biased(
         lambda biased: torch_npu.npu_grouped_matmul(xs, ws, bias=bs if biased else None, split_item=2, group_type=0),
-        lambda d, biased: [torch.cat([mm(as_(x, d), as_(w, d), as_(b, d) if biased else None) for x, w, b in zip(xs, ws, bs, strict=True)])],
+        lambda d, biased: [
+            torch.cat(
+                [mm(as_(x, d), as_(w, d), as_(b, d) if biased else None) for x, w, b in zip(xs, ws, bs, strict=True)]
+            )
+        ],
         lambda i: torch.cat([b.expand(x.shape[0], -1) for x, b in zip(xs, bs, strict=True)]),
         "no group_list",
     )
@@ -203,14 +213,22 @@ def test_gmm_split_m_bias_forms(dtype, bias_form):
     weight = [w] if bias_form != "list" else [w[0], w[1], w[2]]  # their E 2-D weights or one [E, K, N]
 
     def run(biased):
-        return torch_npu.npu_grouped_matmul([x], weight, bias=bias if biased else None, group_list=ends, split_item=3, group_type=0)
+        return torch_npu.npu_grouped_matmul(
+            [x], weight, bias=bias if biased else None, group_list=ends, split_item=3, group_type=0
+        )
 
     def golden(d, biased):
         parts = x.split(counts)
-        return [torch.cat([mm(as_(p, d), as_(w[e], d), as_(b[e], d) if biased and bias else None) for e, p in enumerate(parts)])]
+        return [
+            torch.cat(
+                [mm(as_(p, d), as_(w[e], d), as_(b[e], d) if biased and bias else None) for e, p in enumerate(parts)]
+            )
+        ]
 
     assert run(True)[0].shape == (224, 128)
-    judge_biased(run, golden, lambda i: b.repeat_interleave(torch.tensor(counts), 0) if bias else 0, f"bias={bias_form}")
+    judge_biased(
+        run, golden, lambda i: b.repeat_interleave(torch.tensor(counts), 0) if bias else 0, f"bias={bias_form}"
+    )
 
 
 def test_gmm_split_k():  # their _6: x=[x.T], weight=[dy], cumulative group_list -> [E, K, N]
