@@ -39,8 +39,12 @@ _QUANT_ARGS = (
 )
 
 
+# torch_npu's argument checks raise RuntimeError (TORCH_CHECK); ours are that and the kind that names the fault
+_ERRORS = {kind: type(kind.__name__, (RuntimeError, kind), {}) for kind in (ValueError, TypeError)}
+
+
 def _fail(kind, op: str, msg: str):
-    raise kind(f"{op}: {msg}")
+    raise _ERRORS.get(kind, kind)(f"{op}: {msg}")
 
 
 # ---- RoPE, RMSNorm, SwiGLU ----
@@ -48,6 +52,12 @@ def npu_rotary_mul(input, r1, r2, rotary_mode="half", rotate=None):
     """``input * r1 + rotate(input) * r2``; r1/r2 of another dtype are cast to input's dtype as torch_npu does."""
     if rotate is not None:
         _fail(NotImplementedError, "npu_rotary_mul", "the explicit rotate matrix is not supported; pass rotate=None")
+    if rotary_mode not in ("half", "interleave"):  # torch_npu's message, which its callers match
+        _fail(
+            ValueError,
+            "npu_rotary_mul",
+            f"The rotary_mode of npu_rotary_mul should be half or interleave, but got {rotary_mode!r}",
+        )
     if torch.is_tensor(input) and torch.is_tensor(r1) and r1.dtype != input.dtype and r1.dtype.is_floating_point:
         r1, r2 = r1.to(input.dtype), r2.to(input.dtype)
     return _rotary_mul(input, r1, r2, rotary_mode)
@@ -187,19 +197,29 @@ def _gmm(x: torch.Tensor, w: torch.Tensor, gl: torch.Tensor, group_list_type: in
 
 def _add_bias(y, bias, counts, n):
     bias = _tensors("bias", bias)
-    if len(bias) != len(counts) or any(b.shape != (n,) for b in bias):
+    if len(bias) == 1 and tuple(bias[0].shape) == (len(counts), n):  # one [E, N] tensor, as torch_npu also takes
+        table = bias[0]
+    elif len(bias) == len(counts) and all(b.shape == (n,) for b in bias):
+        table = torch.stack(bias)
+    else:
         _fail(
-            ValueError, GMM, f"bias must be {len(counts)} tensors of shape [{n}], got {[list(b.shape) for b in bias]}"
+            ValueError,
+            GMM,
+            f"bias must be one [{len(counts)}, {n}] tensor or {len(counts)} tensors of shape [{n}], "
+            f"got {[list(b.shape) for b in bias]}",
         )
     # the bias is an epilogue added after the kernel (torch_npu adds it inside); one row per grouped row
-    rows = torch.repeat_interleave(torch.stack(bias).to(y.dtype), torch.tensor(counts, device=y.device), dim=0)
+    rows = torch.repeat_interleave(table.to(y.dtype), torch.tensor(counts, device=y.device), dim=0)
     return torch.cat((y[: rows.shape[0]] + rows, y[rows.shape[0] :]))
 
 
 def _split_m(xs, ws, gl, group_list_type, split_item, bias):
-    """group_type 0: rows of x grouped by group_list, weight [E, K, N] (one 3-D or E 2-D tensors)."""
+    """group_type 0: rows of x grouped by group_list, weight [E, K, N] (one 3-D or E 2-D tensors).
+    Without group_list, E x tensors pair with E 2-D weights as in group_type -1 (torch_npu's 'multi x' form)."""
     if gl is None:
-        _fail(ValueError, GMM, "group_type=0 (split M) needs group_list")
+        if len(xs) == len(ws) and all(w.dim() == 2 for w in ws):
+            return _independent(xs, ws, None, split_item, bias)
+        _fail(ValueError, GMM, "group_type=0 (split M) needs group_list unless x and weight are lists of equal length")
     w = ws[0] if len(ws) == 1 and ws[0].dim() == 3 else _stack(ws)
     if w.dim() != 3:
         _fail(ValueError, GMM, f"weight must be one [E, K, N] tensor or E tensors [K, N], got {list(w.shape)}")
@@ -353,6 +373,8 @@ def npu_grouped_matmul(
             "group_type must be passed (-1, 0 or 2) when group_list is a tensor or None, "
             "as torch_npu requires ('Requires manual passing group_type')",
         )
+    if group_type not in (-1, 0, 2):
+        _fail(ValueError, GMM, f"The group type must be -1 (none), 0 (split M) or 2 (split K), got {group_type}")
     if group_list_type not in (0, 1):
         _fail(
             NotImplementedError,
@@ -364,11 +386,9 @@ def npu_grouped_matmul(
         return _split_m(xs, ws, gl, group_list_type, split_item, bias)
     if group_type == 2:
         return _split_k(xs, ws, gl, group_list_type, split_item, bias)
-    if group_type == -1:
-        if gl is not None:
-            _fail(ValueError, GMM, "group_type=-1 (independent matmuls) takes group_list=None")
-        return _independent(xs, ws, None, split_item, bias)
-    _fail(ValueError, GMM, f"group_type must be -1 (none), 0 (split M) or 2 (split K), got {group_type}")
+    if gl is not None:  # group_type -1
+        _fail(ValueError, GMM, "group_type=-1 (independent matmuls) takes group_list=None")
+    return _independent(xs, ws, None, split_item, bias)
 
 
 PROVIDED = (

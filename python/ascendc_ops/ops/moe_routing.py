@@ -49,11 +49,16 @@ def _unpermute_setup(ctx, inputs, output):
     probs = inputs[2] if len(inputs) > 2 else None
     ctx.restore_shape = inputs[4] if len(inputs) > 4 else None
     ctx.has_probs = probs is not None
-    ctx.save_for_backward(permuted, sorted_indices, probs)
+    # without probs the grad reads only permuted's shape and dtype (no dprobs): it is not kept alive for backward
+    ctx.permuted_meta = (permuted.shape, permuted.dtype)
+    ctx.save_for_backward(permuted if ctx.has_probs else None, sorted_indices, probs)
 
 
 def _unpermute_backward(ctx, dout):
     permuted, sorted_indices, probs = ctx.saved_tensors
+    if permuted is None:
+        shape, dtype = ctx.permuted_meta
+        permuted = dout.new_empty(shape, dtype=dtype)  # never read by the kernel when probs is None
     dperm, dprobs = torch.ops.custom.moe_token_unpermute_grad(
         permuted, dout.contiguous(), sorted_indices, probs, False, ctx.restore_shape
     )
