@@ -91,7 +91,9 @@ NormArgs<Int> CheckRmsNormGrad(const OpSpec& op, const TensorArg<Int>& dy, const
 }
 
 // The gemma_rms_norm ops weight by (1 + gamma) (Gemma's RMSNorm); the others by gamma.
-inline float NormGammaOffset(const OpSpec& op) { return std::string_view(op.name).rfind("gemma_", 0) == 0 ? 1.0f : 0.0f; }
+inline float NormGammaOffset(const OpSpec& op) {
+  return std::string_view(op.name).rfind("gemma_", 0) == 0 ? 1.0f : 0.0f;
+}
 
 // `add`: add_rms_norm[_grad]; the backward ops have no epsilon (0); `gammaOffset`: 1 for gemma_rms_norm[_grad].
 inline NormProblem NormProblemOf(const NormArgs<int64_t>& a, bool add, bool backward, double epsilon,

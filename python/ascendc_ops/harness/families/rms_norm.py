@@ -148,7 +148,8 @@ def norm_suite(op: str) -> Callable:
     all cancellation (condition number x^2/eps for every element, no dtype evaluation comes near it): the
     hidden-1 backward cases use eps 1 ("rstd_of_x_eps1"), as tests/test_norm.py does.
     Cancellation-prone cases ("_cancel", rows x hidden 83x8 and 7x769): rms_norm, gamma in [-2^-8, 2^-8]
-    (y mostly small values); gemma_rms_norm, gamma in -1 + [-2^-8, 2^-8] (1 + gamma cancels); add_rms_norm, x2 = -x1 + uniform [-2^-6, 2^-6] ("minus_x1": x1 + x2 cancels);
+    (y mostly small values); gemma_rms_norm, gamma in -1 + [-2^-8, 2^-8] (1 + gamma cancels); add_rms_norm,
+    x2 = -x1 + uniform [-2^-6, 2^-6] ("minus_x1": x1 + x2 cancels);
     the grads, the default data at small hidden, where rstd*dg and x*rstd^3*mean(dg*x) (and dx_out) are of
     one size and cancel element by element."""
     grad = op.endswith("_grad")
