@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string_view>
 
 #include "op_spec.h"
 #include "rms_norm_tiling.h"
@@ -89,9 +90,15 @@ NormArgs<Int> CheckRmsNormGrad(const OpSpec& op, const TensorArg<Int>& dy, const
   return a;
 }
 
-// `add`: add_rms_norm[_grad]; the backward ops have no epsilon (0).
-inline NormProblem NormProblemOf(const NormArgs<int64_t>& a, bool add, bool backward, double epsilon) {
-  return {a.rows, uint32_t(a.hidden), a.xDtype, a.gammaDtype, add, backward, float(epsilon)};
+// The gemma_rms_norm ops weight by (1 + gamma) (Gemma's RMSNorm); the others by gamma.
+inline float NormGammaOffset(const OpSpec& op) {
+  return std::string_view(op.name).rfind("gemma_", 0) == 0 ? 1.0f : 0.0f;
+}
+
+// `add`: add_rms_norm[_grad]; the backward ops have no epsilon (0); `gammaOffset`: 1 for gemma_rms_norm[_grad].
+inline NormProblem NormProblemOf(const NormArgs<int64_t>& a, bool add, bool backward, double epsilon,
+                                 float gammaOffset = 0.0f) {
+  return {a.rows, uint32_t(a.hidden), a.xDtype, a.gammaDtype, add, backward, float(epsilon), gammaOffset};
 }
 
 }  // namespace tiling

@@ -71,6 +71,7 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   d.hidden = p.hidden;
   d.rowPitch = RowPitch(p.hidden, p.xDtype);
   d.epsilon = p.epsilon;
+  d.gammaOffset = p.gammaOffset;
   d.invHidden = p.hidden ? 1.0f / float(p.hidden) : 0.0f;
   d.rows = p.rows;
   t.tilingKey = NORM_SINGLE_PASS;

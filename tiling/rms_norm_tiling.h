@@ -15,6 +15,7 @@ struct NormProblem {
   bool add;           // add_rms_norm (forward: second input and x output; backward: dx_out input)
   bool backward;
   float epsilon;
+  float gammaOffset;  // the weight is (gammaOffset + gamma): 1 for gemma_rms_norm[_grad], else 0
 };
 
 struct NormTiling {

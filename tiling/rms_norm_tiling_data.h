@@ -54,4 +54,5 @@ struct NormTilingData {
                        // whole-row tile fits (one read of x beats the split-row mode's two)
   uint32_t dxOutLate;  // add_rms_norm_grad single-pass, single-buffered, when a whole row fits only this
                        // way: dx_out is loaded into x's queue buffer after x's last read (no fourth queue)
+  float gammaOffset;  // added to gamma as loaded (fp32): 0, or 1 for gemma_rms_norm[_grad]'s (1 + gamma)
 };

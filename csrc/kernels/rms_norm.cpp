@@ -79,7 +79,7 @@ class KernelRmsNorm {
   }
 
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
-    LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len);
+    LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len, t_.gammaOffset);
   }
 
   // `rows` rows of x1 (and x2), columns [col, col + len), into the input queues.

@@ -10,11 +10,13 @@ __aicore__ inline uint32_t NormChunkLen(const NormTilingData& t, uint32_t col) {
   return left < t.chunk ? left : t.chunk;
 }
 
-// gamma[col, col + len) in fp32 into gammaF; a narrower gamma goes through rawBuf and a Cast.
+// offset + gamma[col, col + len) in fp32 into gammaF; a narrower gamma goes through rawBuf and a Cast.
+// Gemma's weight is (1 + gamma) formed in fp32 (HF: `1.0 + weight.float()`), before any product uses it.
 template <typename G>
 __aicore__ inline void LoadGammaFp32(const AscendC::LocalTensor<float>& gammaF,
                                      AscendC::TBuf<AscendC::TPosition::VECCALC>& rawBuf,
-                                     const AscendC::GlobalTensor<G>& gammaGm, uint32_t col, uint32_t len) {
+                                     const AscendC::GlobalTensor<G>& gammaGm, uint32_t col, uint32_t len,
+                                     float offset) {
   using namespace AscendC;
   SyncPipes<HardEvent::V_MTE2>();  // the previous chunk's gamma has been used
   const DataCopyExtParams params(1, len * sizeof(G), 0, 0, 0);
@@ -26,6 +28,10 @@ __aicore__ inline void LoadGammaFp32(const AscendC::LocalTensor<float>& gammaF,
     DataCopyPad(raw, gammaGm[col], params, DataCopyPadExtParams<G>());
     SyncPipes<HardEvent::MTE2_V>();
     Cast(gammaF, raw, RoundMode::CAST_NONE, len);
+  }
+  if (offset != 0.0f) {
+    PipeBarrier<PIPE_V>();
+    Adds(gammaF, gammaF, offset, static_cast<int32_t>(len));
   }
   PipeBarrier<PIPE_V>();
 }

@@ -94,7 +94,7 @@ class KernelRmsNormGrad {
   __aicore__ inline uint32_t ChunkLen(uint32_t col) const { return NormChunkLen(t_, col); }
 
   __aicore__ inline void LoadGamma(uint32_t col, uint32_t len) {
-    LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len);
+    LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len, t_.gammaOffset);
   }
 
   __aicore__ inline void CopyIn(int64_t row, uint32_t rows, uint32_t col, uint32_t len, bool withDxOut) {

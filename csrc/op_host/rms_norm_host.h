@@ -36,8 +36,9 @@ tiling::NormArgs<int64_t> NormArgsOf(const Context* context, const tiling::OpSpe
 inline ge::graphStatus TileNormOp(gert::TilingContext* context, const tiling::OpSpec& op, bool add, bool backward) {
   return Checked([&] {
     const tiling::NormArgs<int64_t> a = NormArgsOf(context, op, add, backward);
-    const tiling::NormTiling t =
-        tiling::TileNorm(tiling::NormProblemOf(a, add, backward, NormEpsilon(context, backward)), NpuPlatform(context));
+    const tiling::NormTiling t = tiling::TileNorm(
+        tiling::NormProblemOf(a, add, backward, NormEpsilon(context, backward), tiling::NormGammaOffset(op)),
+        NpuPlatform(context));
     // No rows or empty rows: the torch path fills rstd / dgamma without a kernel; the op
     // package does not take such shapes.
     if (t.blockDim == 0) return ge::GRAPH_FAILED;

@@ -54,7 +54,9 @@ tiling::NormArgs<Int> BackwardArgs(const OpProto& op, const at::Tensor& dy, cons
 
 tiling::NormTiling Tile(const OpProto& op, const tiling::NormArgs<int64_t>& a, bool add, bool backward, double epsilon,
                         const tiling::PlatformInfo& platform) {
-  return Checked(op, [&] { return tiling::TileNorm(tiling::NormProblemOf(a, add, backward, epsilon), platform); });
+  return Checked(op, [&] {
+    return tiling::TileNorm(tiling::NormProblemOf(a, add, backward, epsilon, tiling::NormGammaOffset(op)), platform);
+  });
 }
 
 }  // namespace

@@ -53,6 +53,15 @@ void ImplNormOps(torch::Library& m) {
   m.impl("add_rms_norm_grad",
          [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma,
             const at::Tensor& dxOut) { return Backward(kAddRmsNormGrad, dy, x, rstd, gamma, &dxOut); });
+  // Gemma's (1 + gamma): the rms_norm kernels with NormTilingData::gammaOffset = 1 (tiling::NormGammaOffset)
+  m.impl("gemma_rms_norm", [](const at::Tensor& x, const at::Tensor& gamma, double epsilon) {
+    auto [y, rstd, unused] = Forward(kGemmaRmsNorm, x, nullptr, gamma, epsilon);
+    return std::make_tuple(y, rstd);
+  });
+  m.impl("gemma_rms_norm_grad",
+         [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma) {
+           return Backward(kGemmaRmsNormGrad, dy, x, rstd, gamma, nullptr);
+         });
 }
 
 }  // namespace ascendc_ops

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 
 from . import add_rms_norm as _add_rms_norm, rms_norm as _rms_norm, rotary_mul as _rotary_mul, swiglu as _swiglu
-from .ops.rms_norm import EPSILON as _EPSILON
+from .ops.rms_norm import EPSILON as _EPSILON, gemma_rms_norm as _gemma_rms_norm
 
 GMM = "npu_grouped_matmul"
 # npu_grouped_matmul arguments that only the quantized / fused-activation kernels use
@@ -84,6 +84,12 @@ def npu_rms_norm_backward(dy, input, gamma, rstd):
 def npu_add_rms_norm(x1, x2, gamma, epsilon=_EPSILON):
     """-> (y, rstd, x) with x = x1 + x2."""
     return _add_rms_norm(x1, x2, gamma, epsilon)
+
+
+def npu_gemma_rms_norm(input, gamma, epsilon=_EPSILON):
+    """-> (y, rstd) with the weight 1 + gamma (op-plugin's op_plugin_functions.yaml since Ascend/op-plugin#2208:
+    ``npu_gemma_rms_norm(Tensor self, Tensor gamma, float epsilon=1e-06) -> (Tensor, Tensor)``)."""
+    return _gemma_rms_norm(input, gamma, epsilon)
 
 
 def npu_swiglu(input, dim=-1):
@@ -403,6 +409,7 @@ PROVIDED = (
     "npu_moe_token_permute",
     "npu_moe_token_unpermute",
     "npu_moe_token_unpermute_grad",
+    "npu_gemma_rms_norm",
 )
 __all__ = list(PROVIDED)
 

@@ -52,6 +52,11 @@ int main() {
       }
     }
   }
+  // Gemma's (1 + gamma): the offset reaches the kernel; the UB plan is rms_norm's (the Adds is in place)
+  const NormTiling gemma = TileNorm({83, 769, bf16, bf16, false, true, 0.0f, 1.0f}, b3);
+  const NormTiling plain = TileNorm({83, 769, bf16, bf16, false, true, 0.0f}, b3);
+  EXPECT(gemma.data.gammaOffset == 1.0f && plain.data.gammaOffset == 0.0f &&
+         gemma.data.tileRows == plain.data.tileRows);
   // Llama hidden 4096 fp32 forward: whole rows fit, every core gets rows; two per tile, as x is read
   // where it landed (no fp32 copy of it).
   NormTiling l = TileNorm({8192, 4096, f32, f32, false, false, 1e-6f}, b3);

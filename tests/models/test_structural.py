@@ -1,7 +1,7 @@
 """Patching by structure: the eight families the name list used to cover get exactly the same modules patched;
-new families are patched with parity (ascendc_ops.patching.coverage, the docs/coverage.md rows); parts that look
-right but compute something else (a (1 + w) norm, epsilon outside the root, a gated norm, a gelu MLP) are left
-by the probe with the reason; the coverage tool's table."""
+new families are patched with parity (ascendc_ops.patching.coverage, the docs/coverage.md rows), (1 + w) norms
+(Gemma's) with custom.gemma_rms_norm; parts that look right but compute something else (epsilon outside the root, a
+gated norm, a gelu MLP) are left by the probe with the reason; the coverage tool's table."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from torch import nn
 
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
-from ascendc_ops.patching import coverage  # noqa: E402
+from ascendc_ops.patching import coverage, rms_norm as patching_norm  # noqa: E402
 from ascendc_ops.patching.rope import GLOBAL_NAME  # noqa: E402
 from test_moe_models import APPLIED, MOE, tiny_moe  # noqa: E402
 from test_patching import ALL, CONFIGS, fwd_bwd, ids, tiny  # noqa: E402
@@ -57,8 +57,11 @@ def test_known_families_patched_exactly_as_by_name(family):
 # must leave). DeepSeek-V3's default rope_interleave=True calls apply_rotary_pos_emb_interleave: fused_rope
 # patches the plain function, which then never runs (the row says so; deepseek_v3 below has it applied, idle).
 NEW_FAMILIES = [
-    ("qwen3_next", ["fused_rope", "fused_swiglu", "fused_moe"], {"fused_rmsnorm": "differs on the probe"}),
-    ("gemma3_text", ["fused_rope"], {"fused_rmsnorm": "differs on the probe", "fused_swiglu": "gelu"}),
+    ("qwen3_next", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"], {"fused_rmsnorm": "(gate)"}),
+    ("qwen3_5_text", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {"fused_rmsnorm": "(gate)"}),
+    ("gemma", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu"}),
+    ("gemma2", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu"}),
+    ("gemma3_text", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu"}),
     ("glm4", ["fused_rmsnorm", "fused_swiglu"], {"fused_rope": "differs on the probe"}),
     ("granite", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
     ("phi3", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
@@ -109,7 +112,6 @@ class GatedRMSNorm(OffsetRMSNorm):
 @pytest.mark.parametrize(
     ("cls", "reason"),
     [
-        (OffsetRMSNorm, "differs on the probe"),
         (EpsOutsideRMSNorm, "differs on the probe"),
         (GatedRMSNorm, "takes more than the hidden states (gate)"),
     ],
@@ -118,7 +120,7 @@ def test_mismatching_norm_left_with_reason(cls, reason):
     model = tiny("llama")
     with torch.no_grad():
         odd = cls(64, eps=1e-2)  # a large eps: its place in the formula matters on every row
-        odd.weight.copy_(torch.randn(64) * 0.1 + (cls is not OffsetRMSNorm))
+        odd.weight.copy_(torch.randn(64) * 0.1 + 1)
     model.model.norm = odd
     x = ids()
     ref = fwd_bwd(model, x)
@@ -129,6 +131,27 @@ def test_mismatching_norm_left_with_reason(cls, reason):
     assert "forward" not in odd.__dict__
     assert report.patched_modules["fused_rmsnorm"] == 2 * 2  # the layers' two norms each
     logits, loss, grads = fwd_bwd(model, x)
+    assert (logits - ref[0]).abs().max().item() <= 1e-5
+    for n in ref[2]:
+        torch.testing.assert_close(grads[n], ref[2][n], atol=1e-5, rtol=1e-4, msg=n)
+
+
+def test_offset_norm_patched_with_gemma_op():
+    """A (1 + w) norm of any name is patched by the probe's second variant, onto custom.gemma_rms_norm."""
+    model = tiny("llama")
+    with torch.no_grad():
+        odd = OffsetRMSNorm(64, eps=1e-2)
+        odd.weight.copy_(torch.randn(64) * 0.1)
+    model.model.norm = odd
+    x = ids()
+    ref = fwd_bwd(model, x)
+    report = K.apply_default_kernels(model)
+    assert report.applied == ALL and "fused_rmsnorm" not in report.left, report
+    assert report.patched_modules["fused_rmsnorm"] == 2 * 2 + 1
+    assert odd.forward.__func__ is patching_norm.gemma_rms_norm_forward
+    with coverage._CustomOpCalls() as ops:
+        logits, loss, grads = fwd_bwd(model, x)
+    assert ops.calls["gemma_rms_norm"] == 1 and ops.calls["gemma_rms_norm_grad"] == 1, ops.calls
     assert (logits - ref[0]).abs().max().item() <= 1e-5
     for n in ref[2]:
         torch.testing.assert_close(grads[n], ref[2][n], atol=1e-5, rtol=1e-4, msg=n)

@@ -114,6 +114,9 @@ def test_rotary_mul_rms_norm_swiglu(torch_npu):
     close(dg, gg.grad)
     y, rstd, s = torch_npu.npu_add_rms_norm(h, h * 0.5, g)
     close(s, h.double() * 1.5)
+    y, rstd = torch_npu.npu_gemma_rms_norm(h, g - 1, 1e-5)  # weight 1 + (g - 1)
+    close(rstd, want_rstd)
+    close(y, h.double() * want_rstd * (1 + (g - 1).double()))
 
     u = torch.randn(4, 6, 32)
     close(torch_npu.npu_swiglu(u, dim=-1), F.silu(u[..., :16].double()) * u[..., 16:].double())

@@ -5,7 +5,7 @@ and the Meta (fake) kernels are C++: the problem functions in tiling/<family>_pr
 ascendc_ops.swiglu / rms_norm / ... are the wrappers."""
 
 from . import grouped_matmul, moe_routing, rms_norm, rope, swiglu  # noqa: F401  (autograd)
-from .rms_norm import add_rms_norm
+from .rms_norm import add_rms_norm, gemma_rms_norm
 from .rope import rope_customer, rotary_mul
 
-__all__ = ["add_rms_norm", "rope_customer", "rotary_mul"]
+__all__ = ["add_rms_norm", "gemma_rms_norm", "rope_customer", "rotary_mul"]

@@ -15,6 +15,10 @@ Backward ops (from op_proto/*.json like the forward ones):
   fp32 (per-block partials, then a deterministic reduction) and returned in gamma's dtype.
 - ``add_rms_norm_grad(dy, x, rstd, gamma, dx_out) -> (dx, dgamma)``: the same plus ``dx_out``, the
   gradient flowing into the x output; dx1 = dx2 = dx.
+- ``gemma_rms_norm(x, gamma, epsilon=1e-6) -> (y, rstd)``: torch_npu's ``npu_gemma_rms_norm``, rms_norm with
+  the weight ``1 + gamma`` (formed in fp32, as Gemma's RMSNorm does): ``y = (x * rstd) * (1 + gamma)``.
+  ``gemma_rms_norm_grad(dy, x, rstd, gamma) -> (dx, dgamma)``: rms_norm_grad with ``1 + gamma`` in dx
+  (dgamma is rms_norm's: d(1 + gamma)/dgamma = 1). The same kernels; the tiling carries the offset.
 rstd is an output without a gradient (marked non-differentiable), as in torch_npu.
 
 The argument rules and the output shapes (also for FakeTensor / torch.compile, through C++ Meta
@@ -41,6 +45,11 @@ def add_rms_norm(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """npu_add_rms_norm: ``(y, rstd, x)`` with x = x1 + x2 and (y, rstd) = rms_norm(x, gamma, epsilon)."""
     return torch.ops.custom.add_rms_norm(x1, x2, gamma, epsilon)
+
+
+def gemma_rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = EPSILON) -> tuple[torch.Tensor, torch.Tensor]:
+    """npu_gemma_rms_norm: ``(y, rstd)``, y = x * rsqrt(mean(x^2) + eps) * (1 + gamma) over gamma's dims."""
+    return torch.ops.custom.gemma_rms_norm(x, gamma, epsilon)
 
 
 # ---- autograd ----
@@ -73,5 +82,12 @@ def _add_rms_norm_backward(ctx, dy, _drstd, dx_out):
     )
 
 
+def _gemma_rms_norm_backward(ctx, dy, _drstd):
+    x, rstd, gamma = ctx.saved_tensors
+    dx, dgamma = torch.ops.custom.gemma_rms_norm_grad(dy.contiguous(), x, rstd, gamma)
+    return (dx if ctx.needs_input_grad[0] else None, dgamma if ctx.needs_input_grad[1] else None, None)
+
+
 torch.library.register_autograd("custom::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup)
+torch.library.register_autograd("custom::gemma_rms_norm", _gemma_rms_norm_backward, setup_context=_rms_norm_setup)
 torch.library.register_autograd("custom::add_rms_norm", _add_rms_norm_backward, setup_context=_add_rms_norm_setup)

@@ -61,3 +61,14 @@ def add_rms_norm_backward(
     dx, dgamma = rms_norm_backward(dy, _f64(x1) + _f64(x2), gamma, epsilon)
     dx = dx + _f64(dx_out)
     return dx, dx.copy(), dgamma
+
+
+# gemma_rms_norm (torch_npu npu_gemma_rms_norm, HF GemmaRMSNorm): rms_norm with the weight (1 + gamma).
+def gemma_rms_norm(x, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """(y, rstd) of y = x * rstd * (1 + gamma) (float64)."""
+    return rms_norm(x, 1.0 + _f64(gamma), epsilon)
+
+
+def gemma_rms_norm_backward(dy, x, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """(dx, dgamma) of gemma_rms_norm: rms_norm's with the weight 1 + gamma (d(1 + gamma)/dgamma = 1)."""
+    return rms_norm_backward(dy, x, 1.0 + _f64(gamma), epsilon)

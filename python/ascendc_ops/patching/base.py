@@ -58,6 +58,7 @@ class Kernel:
     patch: Callable[[nn.Module, list], list]
     description: str = ""
     op: str = ""  # the custom op (torch.ops.custom.<op>) whose forward call shows the kernel ran
+    variant_ops: tuple[str, ...] = ()  # further ops it may call instead (a variant's: gemma_rms_norm)
 
 
 @dataclasses.dataclass

@@ -227,7 +227,7 @@ def check_model_type(model_type: str, class_name: str) -> Row:
     try:
         with _CustomOpCalls() as ops:
             logits, grads = _fwd_bwd(model, x)
-        row.idle = [k for k in row.applied if not ops.calls[KERNELS[k].op]]
+        row.idle = [k for k in row.applied if not any(ops.calls[o] for o in (KERNELS[k].op, *KERNELS[k].variant_ops))]
     except Exception as e:  # noqa: BLE001 - the patched model fails where the original ran: a failure
         row.status, row.note = "FAIL", f"patched model fails: {type(e).__name__}: {e}"
         revert_kernels(model)

@@ -4,13 +4,15 @@ A candidate is any module with a 1-D ``weight`` parameter, a float epsilon attri
 ``epsilon``), no ``bias`` and a one-tensor forward - whatever its class is called: the decoder norms, Qwen3's
 ``q_norm`` / ``k_norm`` (over head_dim, on ``(B, S, N, D)``), OLMo 2's full-width q/k norms. It is patched only
 if its probe (``probe.disagreement``: random weight, rows whose RMS is near sqrt(eps) so the epsilon's place
-shows) agrees with one of ``VARIANTS``; Gemma's ``(1 + weight)`` norms and gated norms are left with the reason.
-A new op variant (Gemma's offset weight, gated RMSNorm) is one more ``Variant`` entry with its forward.
+shows) agrees with one of ``VARIANTS``: the plain weight (``custom.rms_norm``) or Gemma's ``(1 + weight)``
+(``custom.gemma_rms_norm``: Gemma, Gemma 2/3, Qwen3-Next / Qwen3.5's decoder norms); gated norms are left with the
+reason. A new op variant (gated RMSNorm) is one more ``Variant`` entry with its forward.
 The epsilon is the module's own attribute, read at every call.
 
 Numerics vs HF: HF rounds ``x * rstd`` to the input dtype before multiplying by the weight; the op multiplies
 by the weight in fp32 and rounds once (bit-equal in fp32 up to summation order, <= 1 ulp in bf16). The output
-dtype follows HF: ``promote_types(weight.dtype, x.dtype)``.
+dtype follows HF: ``promote_types(weight.dtype, x.dtype)``. Gemma's norm computes all in fp32 and rounds once to
+x's dtype, as the op does.
 """
 
 from __future__ import annotations
@@ -51,6 +53,18 @@ def rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
     return rms_norm(self, hidden_states, getattr(self, self._ascendc_eps_attr))
 
 
+def gemma_rms_norm(self, hidden_states: torch.Tensor, eps: float) -> torch.Tensor:
+    weight = self.weight
+    if weight.dtype not in (hidden_states.dtype, torch.float32):
+        weight = weight.float()  # a pair the op lacks: exact, and the op forms 1 + weight in fp32 either way (as HF)
+    y, _ = call_op(torch.ops.custom.gemma_rms_norm.default, hidden_states, weight, eps)
+    return y  # HF: .type_as(x)
+
+
+def gemma_rms_norm_forward(self, hidden_states: torch.Tensor) -> torch.Tensor:
+    return gemma_rms_norm(self, hidden_states, getattr(self, self._ascendc_eps_attr))
+
+
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """A formula our ops compute: its name (for reports) and the forward installed on a module that has it."""
@@ -60,7 +74,10 @@ class Variant:
     compute: Callable  # (module, hidden_states, eps) -> tensor: the same, for the probe
 
 
-VARIANTS = (Variant("weight * x * rsqrt(mean(x^2) + eps)", rms_norm_forward, rms_norm),)
+VARIANTS = (
+    Variant("weight * x * rsqrt(mean(x^2) + eps)", rms_norm_forward, rms_norm),
+    Variant("(1 + weight) * x * rsqrt(mean(x^2) + eps)", gemma_rms_norm_forward, gemma_rms_norm),
+)
 
 
 def _is_candidate(m: nn.Module) -> bool:
@@ -89,7 +106,7 @@ def _probe(m: nn.Module, eps: float) -> tuple[Variant | None, str]:
         )
         if why is None:
             return v, ""
-    return None, f"not {VARIANTS[-1].formula}: {why}" if len(VARIANTS) == 1 else why
+    return None, f"not {' nor '.join(v.formula for v in VARIANTS)}: {why}"
 
 
 def find(model: nn.Module) -> Found:
@@ -127,6 +144,7 @@ KERNEL = Kernel(
     BACKENDS,
     find,
     patch,
-    "RMSNorm-like modules' forward -> custom::rms_norm (incl. q_norm/k_norm)",
+    "RMSNorm-like modules' forward -> custom::rms_norm (incl. q_norm/k_norm), (1 + w) norms -> custom::gemma_rms_norm",
     op="rms_norm",
+    variant_ops=("gemma_rms_norm",),
 )

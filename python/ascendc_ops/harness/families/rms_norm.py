@@ -1,4 +1,4 @@
-"""The RMSNorm family's harness knowledge: rms_norm, add_rms_norm and their grads (how to run each op,
+"""The RMSNorm family's harness knowledge: rms_norm, add_rms_norm, gemma_rms_norm and their grads (how to run each op,
 PyTorch's own same-dtype computation, the float64 golden, the shape fuzzer, the default suite, the named value
 generators) and the benchmark setup of rms_norm and add_rms_norm."""
 
@@ -98,6 +98,17 @@ def torch_rms_norm_grad(dy, x, rstd, gamma, dx_out=None):
     return dx, dgamma.to(gamma.dtype)
 
 
+def torch_gemma_rms_norm(x, gamma, eps):
+    """torch_rms_norm with the weight 1 + gamma (formed in fp32, as Gemma's RMSNorm does)."""
+    return torch_rms_norm(x, 1.0 + gamma.float(), eps)
+
+
+def torch_gemma_rms_norm_grad(dy, x, rstd, gamma):
+    """torch_rms_norm_grad with the weight 1 + gamma in dx; dgamma (in gamma's dtype) is rms_norm's."""
+    dx, dgamma = torch_rms_norm_grad(dy, x, rstd, 1.0 + gamma.float())
+    return dx, dgamma.to(gamma.dtype)
+
+
 def golden_rms_norm_grad(dy, x, rstd, gamma, dx_out=None):
     """float64 (dx, dgamma) of the documented backward (op-semantics.md) for the given rstd:
     dx = rstd*dy*g - x*rstd^3*sum(dy*g*x)/N (+ dx_out), dgamma = sum over rows of dy*x*rstd. With the exact
@@ -125,6 +136,7 @@ QUICK_NORM_ROWS, QUICK_NORM_HIDDEN = (1, 7), (8, 769)
 X_RANGE, GAMMA_RANGE = [-2.0, 2.0], [-1.5, 1.5]
 CANCEL_SHAPES = ((83, 8), (7, 769))
 SMALL_GAMMA, X2_NOISE = [-(2.0**-8), 2.0**-8], [-(2.0**-6), 2.0**-6]
+GEMMA_SMALL_WEIGHT = [-1.0 - 2.0**-8, -1.0 + 2.0**-8]  # gemma_rms_norm: 1 + gamma in [-2^-8, 2^-8]
 
 
 def norm_suite(op: str) -> Callable:
@@ -136,7 +148,8 @@ def norm_suite(op: str) -> Callable:
     all cancellation (condition number x^2/eps for every element, no dtype evaluation comes near it): the
     hidden-1 backward cases use eps 1 ("rstd_of_x_eps1"), as tests/test_norm.py does.
     Cancellation-prone cases ("_cancel", rows x hidden 83x8 and 7x769): rms_norm, gamma in [-2^-8, 2^-8]
-    (y mostly small values); add_rms_norm, x2 = -x1 + uniform [-2^-6, 2^-6] ("minus_x1": x1 + x2 cancels);
+    (y mostly small values); gemma_rms_norm, gamma in -1 + [-2^-8, 2^-8] (1 + gamma cancels); add_rms_norm,
+    x2 = -x1 + uniform [-2^-6, 2^-6] ("minus_x1": x1 + x2 cancels);
     the grads, the default data at small hidden, where rstd*dg and x*rstd^3*mean(dg*x) (and dx_out) are of
     one size and cancel element by element."""
     grad = op.endswith("_grad")
@@ -155,7 +168,8 @@ def norm_suite(op: str) -> Callable:
         xs = [list(s) for s in shapes]
         gs = [list(s[-1:]) for s in shapes]
         rs = [list(s[:-1]) + [1] for s in shapes]
-        g = tensor("gamma", gt, gs, rng=SMALL_GAMMA if cancel and op == "rms_norm" else GAMMA_RANGE)
+        small = {"rms_norm": SMALL_GAMMA, "gemma_rms_norm": GEMMA_SMALL_WEIGHT}.get(op) if cancel else None
+        g = tensor("gamma", gt, gs, rng=small or GAMMA_RANGE)
         if grad:
             ins = [
                 tensor("dy", xt, xs),
@@ -258,6 +272,22 @@ VERIFY: dict[str, OpSpec] = {
         default_cases=norm_suite("add_rms_norm_grad"),
         values=NORM_VALUES,
     ),
+    "gemma_rms_norm": OpSpec(
+        run=lambda t, a: ascendc_ops.gemma_rms_norm(t["x"], t["gamma"], _eps(a)),
+        second=lambda t, a: torch_gemma_rms_norm(t["x"], t["gamma"], _eps(a)),
+        golden=lambda g, a: R.gemma_rms_norm(g["x"], g["gamma"], _eps(a)),
+        fuzz=fuzz_norm("gemma_rms_norm"),
+        default_cases=norm_suite("gemma_rms_norm"),
+        values=NORM_VALUES,
+    ),
+    "gemma_rms_norm_grad": OpSpec(
+        run=lambda t, a: torch.ops.custom.gemma_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
+        second=lambda t, a: torch_gemma_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
+        golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], 1.0 + g["gamma"]),
+        fuzz=fuzz_norm("gemma_rms_norm_grad"),
+        default_cases=norm_suite("gemma_rms_norm_grad"),
+        values=NORM_VALUES,
+    ),
 }
 
 
@@ -285,6 +315,14 @@ def hf_add_rms_norm(x1, x2, weight, eps=EPS):
     output (the next layer adds to it), so every provider writes it."""
     h = x1 + x2
     return hf_rms_norm(h, weight, eps), h
+
+
+def hf_gemma_rms_norm(x, weight, eps=EPS):
+    """transformers' GemmaRMSNorm.forward (Gemma 2/3 and Qwen3-Next's RMSNorm the same) written out: fp32
+    throughout, the weight (1 + weight) in fp32, one cast to the input dtype at the end."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    return (h * (1.0 + weight.float())).type_as(x)
 
 
 def norm_inputs(n_x: int):
@@ -339,5 +377,17 @@ BENCH: dict[str, OpBench] = {
         ((8192, 4096), (2048, 8192)),
         TARGETS,
         lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS),
+    ),
+    "gemma_rms_norm": OpBench(
+        lambda x, g: ascendc_ops.gemma_rms_norm(x, g, EPS)[0],
+        hf_gemma_rms_norm,
+        norm_inputs(1),
+        check_rows_hidden,
+        lambda m, seq: [(seq, m.hidden)],
+        norm_bytes(1),
+        "T,H",
+        ((8192, 4096), (2048, 8192)),
+        TARGETS,
+        lambda x, g: ascendc_ops.gemma_rms_norm(x, g, EPS),
     ),
 }
