@@ -54,7 +54,8 @@ uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBuff
   if (shortRows) {
     bytes += 2 * padded * pitch * 4;                       // the folds' second buffer; gamma per row
     const uint32_t cols = std::min(p.hidden, NORM_SHORT_GATHER_COLS);
-    bytes += (1 + cols) * padded * 4 + (cols + cols / 2) * padded * 4;  // gather offsets; partial sums, halved
+    bytes += (1 + cols + pitch) * padded * 4;       // gather offsets: rows, partial sums, rstd spread
+    bytes += (cols + cols / 2) * padded * 4;        // partial sums, halved
   }
   return bytes;
 }
@@ -119,6 +120,8 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
     d.shortRows = NormShortRows(p) ? 1 : 0;
     d.tileRows = uint32_t(std::min<int64_t>(fit, mostRows));
     // short rows: whole blocks of 8 rows per tile (the gather table's layout), but for a short block
+    // and at most 255 full repeats per Gather (its count form, twin_vector.h)
+    if (d.shortRows) d.tileRows = std::min(d.tileRows, 255u * 64u / p.hidden);
     if (d.shortRows && d.tileRows > 8) d.tileRows = d.tileRows / 8 * 8;
     d.chunk = d.rowPitch;
     d.chunkCount = 1;

@@ -45,7 +45,7 @@ class KernelRmsNorm {
     pipe->InitBuffer(workBuf_, workElems * sizeof(float));
     if (t_.shortRows) {
       pipe->InitBuffer(foldBuf_, workElems * sizeof(float));
-      pipe->InitBuffer(offBuf_, (1 + GatherCols()) * PaddedRows(t_.tileRows) * sizeof(int32_t));
+      pipe->InitBuffer(offBuf_, (1 + GatherCols() + t_.hidden) * PaddedRows(t_.tileRows) * sizeof(int32_t));
       pipe->InitBuffer(partBuf_, (GatherCols() * 3 / 2) * PaddedRows(t_.tileRows) * sizeof(float));
       pipe->InitBuffer(gammaTileBuf_, workElems * sizeof(float));
     }
@@ -101,6 +101,15 @@ class KernelRmsNorm {
       PipeBarrier<PIPE_V>();
     }
     const int32_t workElems = static_cast<int32_t>(padded * t_.chunk);
+    // the broadcast table: every element of row r reads rstd r (byte 4 r), rows doubled as above
+    LocalTensor<int32_t> spread = SpreadTable();
+    Duplicate(spread, 0, static_cast<int32_t>(t_.hidden));
+    PipeBarrier<PIPE_V>();
+    for (uint32_t k = 1; k < padded; k *= 2) {
+      Adds(spread[k * t_.hidden], spread, static_cast<int32_t>(k * sizeof(float)),
+           static_cast<int32_t>((k < padded - k ? k : padded - k) * t_.hidden));
+      PipeBarrier<PIPE_V>();
+    }
     Duplicate(workBuf_.Get<float>(), 0.0f, workElems);
     Duplicate(foldBuf_.Get<float>(), 0.0f, workElems);
     // gamma once per row of the tile (by doubling): one Mul applies it to a whole tile
@@ -112,6 +121,10 @@ class KernelRmsNorm {
       PipeBarrier<PIPE_V>();
     }
     tableRows_ = 0;
+  }
+
+  __aicore__ inline LocalTensor<int32_t> SpreadTable() {
+    return offBuf_.Get<int32_t>()[(1 + GatherCols()) * PaddedRows(t_.tileRows)];
   }
 
   // The gather table for tiles of `padded` rows: entry j * padded + r is row r's column j (j < GatherCols()),
@@ -289,8 +302,19 @@ class KernelRmsNorm {
       yf = work;
     }
     LocalTensor<float> gammaF = gammaBuf_.Get<float>();
-    if (t_.shortRows) DataCopy(rstdOut, sums, PaddedRows(rows));  // no scalar write per row
-    for (uint32_t r = 0; r < rows; ++r) {  // all rows' scaling, then one barrier, then all rows' gamma
+    // Short rows: rstd out by a vector copy; the later half of the rows scaled by a Gather that spreads each
+    // rstd over its row (the vector unit works on it while the scalar unit issues the first half's Muls)
+    const uint32_t scalarRows = t_.shortRows ? rows * 2 / 3 : rows;
+    if (t_.shortRows) {
+      DataCopy(rstdOut, sums, PaddedRows(rows));
+      const uint32_t at = scalarRows * pitch;
+      LocalTensor<float> rstdSpread = foldBuf_.Get<float>();  // the folds are done with it
+      Gather(rstdSpread[at], sums, SpreadTable()[at].template ReinterpretCast<uint32_t>(), 0,
+             static_cast<uint32_t>(tileElems) - at);
+      PipeBarrier<PIPE_V>();
+      Mul(yf[at], xf[at], rstdSpread[at], tileElems - static_cast<int32_t>(at));
+    }
+    for (uint32_t r = 0; r < scalarRows; ++r) {  // all rows' scaling, then one barrier, then all rows' gamma
       const float rstd = sums.GetValue(r * slot);
       if (!t_.shortRows) rstdOut.SetValue(r, rstd);
       Muls(yf[r * pitch], xf[r * pitch], rstd, static_cast<int32_t>(n));
@@ -311,7 +335,7 @@ class KernelRmsNorm {
       Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(tileElems));
     }
     outY_.EnQue(y);
-    SyncPipes<HardEvent::S_MTE3>();  // rstdOut was written by the scalar unit
+    if (!t_.shortRows) SyncPipes<HardEvent::S_MTE3>();  // rstdOut was written by the scalar unit
     outRstd_.EnQue(rstdOut);
     CopyOutY(row, rows, 0, n);
     CopyOutRstd(row, rows);

@@ -25,6 +25,7 @@ static void CheckInvariants(const NormProblem& p, const NormTiling& t, const Pla
     EXPECT(d.chunkCount == 1 && d.chunk == d.rowPitch);
     EXPECT(d.shortRows == (NormShortRows(p) ? 1u : 0u));
     EXPECT(!d.shortRows || d.tileRows <= 8 || d.tileRows % 8 == 0);  // whole blocks of 8 rows
+    EXPECT(!d.shortRows || d.tileRows * d.hidden <= 255u * 64u);       // one Gather spreads a tile's rstd
   } else {
     EXPECT(d.tileRows == 1 && d.chunk % 16 == 0 && d.chunk > 0);
     EXPECT(NormSplitRowBytes(p, d.chunk) <= plat.UbBudget() && d.dxOutLate == 0);
@@ -103,6 +104,7 @@ int main() {
   EXPECT(TileNorm({100000, 8, bf16, bf16, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows);
   // ... in whole blocks of 8 rows with short rows
   EXPECT(TileNorm({100000, 8, f32, f32, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows / 8 * 8);
+  EXPECT(TileNorm({100000, 128, f32, f32, false, false, 1e-6f}, cpu).data.tileRows <= 127);
   // Empty problems launch nothing.
   EXPECT(TileNorm({0, 64, f32, f32, false, false, 1e-6f}, b3).blockDim == 0);
   EXPECT(TileNorm({5, 0, f32, f32, false, true, 1e-6f}, b3).blockDim == 0);
