@@ -34,7 +34,7 @@ inline uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 inline uint32_t NormReduceTmpElems(uint32_t count) { return AlignUp((count + 63) / 64, 8) + 8; }
 
 // Forward rows summed by whole-tile folds (NormTilingData::shortRows): a power-of-two row of 8 to
-// kNormShortRowMax floats with no padding in UB, so each fold level's halves are 32-byte aligned.
+// kNormShortRowMax elements with no padding in UB, so each fold level's halves are 32-byte aligned.
 constexpr uint32_t kNormShortRowMax = 128;
 bool NormShortRows(const NormProblem& p);
 // UB bytes the row kernel uses with tiles of `tileRows` full rows (single-pass); `dxOutLate`: backward add
