@@ -33,17 +33,30 @@ uint32_t Fp32WorkSplitRow(const NormProblem& p) { return p.backward ? 4 : Fp32Wo
 
 }  // namespace
 
+bool NormShortRows(const NormProblem& p) {
+  const uint32_t n = p.hidden;
+  return !p.backward && n >= 8 && n <= kNormShortRowMax && (n & (n - 1)) == 0 && RowPitch(n, p.xDtype) == n;
+}
+
 uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBufferNum, bool dxOutLate) {
   const uint32_t pitch = RowPitch(p.hidden, p.xDtype);
   const uint32_t elems = rows * pitch;
   const uint32_t queues = QueuesOfT(p) - (dxOutLate && p.backward && p.add ? 1 : 0);
   uint32_t bytes = kBufferNum * AlignUp(elems * ElementBytes(p.xDtype), 32) * queues;
-  bytes += Fp32WorkSinglePass(p) * elems * 4;
+  const bool shortRows = NormShortRows(p);
+  const uint32_t padded = AlignUp(rows, 8);  // short rows: the folds take whole blocks of 8 rows
+  bytes += Fp32WorkSinglePass(p) * (shortRows ? padded * pitch : elems) * 4;
   bytes += AlignUp(rows * 8 * 4, 32);                                     // per-row sums, 32 B apart
   if (!p.backward) bytes += kBufferNum * AlignUp(rows * 4, 32);           // rstd out
   bytes += NormReduceTmpElems(pitch) * 4;                                 // ReduceSum scratch
   bytes += GammaRawBytes(p, pitch) + pitch * 4;                           // gamma as loaded, and in fp32
   if (p.backward) bytes += pitch * 4;                                     // dgamma accumulator
+  if (shortRows) {
+    bytes += 2 * padded * pitch * 4;                       // the folds' second buffer; gamma per row
+    const uint32_t cols = std::min(p.hidden, NORM_SHORT_GATHER_COLS);
+    bytes += (1 + cols + pitch) * padded * 4;       // gather offsets: rows, partial sums, rstd spread
+    bytes += (cols + cols / 2) * padded * 4;        // partial sums, halved
+  }
   return bytes;
 }
 
@@ -105,7 +118,12 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   }
   if (fit > 0) {
     d.tilingKey = NORM_SINGLE_PASS;
+    d.shortRows = NormShortRows(p) ? 1 : 0;
     d.tileRows = uint32_t(std::min<int64_t>(fit, mostRows));
+    // short rows: whole blocks of 8 rows per tile (the gather table's layout), but for a short block
+    // and at most 255 full repeats per Gather (its count form, twin_vector.h)
+    if (d.shortRows) d.tileRows = std::min(d.tileRows, 255u * 64u / p.hidden);
+    if (d.shortRows && d.tileRows > 8) d.tileRows = d.tileRows / 8 * 8;
     d.chunk = d.rowPitch;
     d.chunkCount = 1;
     d.reduceTmpElems = NormReduceTmpElems(d.rowPitch);

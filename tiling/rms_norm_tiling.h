@@ -34,8 +34,12 @@ inline uint32_t AlignUp(uint32_t v, uint32_t a) { return (v + a - 1) / a * a; }
 // Floats of ReduceSum's scratch for `count` inputs: one per 64-float repeat, in whole blocks, plus a block.
 inline uint32_t NormReduceTmpElems(uint32_t count) { return AlignUp((count + 63) / 64, 8) + 8; }
 
+// Forward rows summed by whole-tile folds (NormTilingData::shortRows): a power-of-two row of 8 to
+// kNormShortRowMax elements with no padding in UB, so each fold level's halves are 32-byte aligned.
+constexpr uint32_t kNormShortRowMax = 128;
+bool NormShortRows(const NormProblem& p);
 // UB bytes the row kernel uses with tiles of `tileRows` full rows (single-pass); `dxOutLate`: backward add
-// without dx_out's queue (NormTilingData::dxOutLate).
+// without dx_out's queue (NormTilingData::dxOutLate); with NormShortRows, the folds' buffers too.
 uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t tileRows, uint32_t bufferNum = 2, bool dxOutLate = false);
 // UB bytes the row kernel uses with one row in chunks of `chunk` columns (split-row).
 uint32_t NormSplitRowBytes(const NormProblem& p, uint32_t chunk);

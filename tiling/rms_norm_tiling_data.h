@@ -28,6 +28,9 @@ enum NormTilingKey : uint32_t { NORM_SINGLE_PASS = 0, NORM_SPLIT_ROW = 1 };
 constexpr uint32_t NORM_MAX_TILE_ROWS = 255;
 // Rows of one split-row backward group: their rstd and mean(dg * xhat) stay in scalar registers.
 constexpr uint32_t NORM_SPLIT_GROUP_ROWS = 32;
+// Short rows: columns per row left by the whole-tile folds for the Gather to transpose (at most). Each fold
+// level costs the whole tile, the Gather 6x an Add per element (pipeline model): 32 is the cheaper split.
+constexpr uint32_t NORM_SHORT_GATHER_COLS = 32;
 // dgamma reduction: partial rows in flight (each load is short: several hide the GM latency).
 constexpr uint32_t NORM_REDUCE_BUFFER_NUM = 8;
 
@@ -55,4 +58,6 @@ struct NormTilingData {
   uint32_t dxOutLate;  // add_rms_norm_grad single-pass, single-buffered, when a whole row fits only this
                        // way: dx_out is loaded into x's queue buffer after x's last read (no fourth queue)
   float gammaOffset;  // added to gamma as loaded (fp32): 0, or 1 for gemma_rms_norm[_grad]'s (1 + gamma)
+  uint32_t shortRows;  // forward single-pass, many short rows (NormShortRows): each tile's row sums by
+                       // whole-tile folds and a Gather, not by per-row instructions
 };

@@ -40,9 +40,18 @@ class KernelRmsNorm {
     }
     const bool xfUsed = !XInPlace() || t_.tilingKey != NORM_SINGLE_PASS;  // the tiling counts it only then
     pipe->InitBuffer(xfBuf_, xfUsed ? elems * sizeof(float) : 32);
-    pipe->InitBuffer(workBuf_, elems * sizeof(float));
+    // short rows: the folds read whole blocks of 8 rows (a short tile's last block too)
+    const uint32_t workElems = t_.shortRows ? PaddedRows(t_.tileRows) * t_.chunk : elems;
+    pipe->InitBuffer(workBuf_, workElems * sizeof(float));
+    if (t_.shortRows) {
+      pipe->InitBuffer(foldBuf_, workElems * sizeof(float));
+      pipe->InitBuffer(offBuf_, (1 + GatherCols() + t_.hidden) * PaddedRows(t_.tileRows) * sizeof(int32_t));
+      pipe->InitBuffer(partBuf_, (GatherCols() * 3 / 2) * PaddedRows(t_.tileRows) * sizeof(float));
+      pipe->InitBuffer(gammaTileBuf_, workElems * sizeof(float));
+    }
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
-    pipe->InitBuffer(outRstd_, static_cast<uint8_t>(t_.bufferNum), t_.tileRows * sizeof(float));
+    const uint32_t rstdSlots = t_.shortRows ? PaddedRows(t_.tileRows) : t_.tileRows;  // short rows: a vector copy
+    pipe->InitBuffer(outRstd_, static_cast<uint8_t>(t_.bufferNum), rstdSlots * sizeof(float));
     pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
     pipe->InitBuffer(gammaRawBuf_, sizeof(G) == sizeof(float) ? 32 : t_.chunk * sizeof(G));  // fp32: unused
     pipe->InitBuffer(gammaBuf_, t_.chunk * sizeof(float));
@@ -52,6 +61,7 @@ class KernelRmsNorm {
     if (rowCount_ <= 0) return;
     if (t_.tilingKey == NORM_SINGLE_PASS) {
       LoadGamma(0, t_.hidden);  // one gamma row serves every tile of the block
+      if (t_.shortRows) InitShortRows();
       // With two buffers tile i+1 is loaded before tile i is computed: its load is issued before
       // the scalar unit waits for tile i's row sums (V_S), so MTE2 streams while V works.
       const bool prefetch = t_.bufferNum >= 2;
@@ -72,6 +82,94 @@ class KernelRmsNorm {
   // in its input buffer, add_rms_norm in its x output (sent out after y's scaling instead of first).
   // The buffer is held until the tile's last read of x; with two buffers the next load went to the other.
   static constexpr bool XInPlace() { return IsFloat(); }
+
+  static __aicore__ inline uint32_t PaddedRows(uint32_t rows) { return (rows + 7) / 8 * 8; }
+  __aicore__ inline uint32_t GatherCols() const {
+    return t_.hidden < NORM_SHORT_GATHER_COLS ? t_.hidden : NORM_SHORT_GATHER_COLS;
+  }
+
+  // Short rows: offBuf_'s first PaddedRows(tileRows) ints are each row's byte offset in a tile; the fold
+  // buffers start defined, since a short tile's last block of 8 rows is folded and gathered whole.
+  __aicore__ inline void InitShortRows() {
+    LocalTensor<int32_t> base = offBuf_.Get<int32_t>();
+    const uint32_t padded = PaddedRows(t_.tileRows);
+    const int32_t rowBytes = static_cast<int32_t>(t_.hidden * sizeof(float));
+    for (uint32_t r = 0; r < 8; ++r) base.SetValue(r, static_cast<int32_t>(r) * rowBytes);
+    SyncPipes<HardEvent::S_V>();
+    for (uint32_t k = 8; k < padded; k *= 2) {  // doubling: rows [k, 2k) are rows [0, k) plus k rows
+      Adds(base[k], base, static_cast<int32_t>(k) * rowBytes, static_cast<int32_t>(k < padded - k ? k : padded - k));
+      PipeBarrier<PIPE_V>();
+    }
+    const int32_t workElems = static_cast<int32_t>(padded * t_.chunk);
+    // the broadcast table: every element of row r reads rstd r (byte 4 r), rows doubled as above
+    LocalTensor<int32_t> spread = SpreadTable();
+    Duplicate(spread, 0, static_cast<int32_t>(t_.hidden));
+    PipeBarrier<PIPE_V>();
+    for (uint32_t k = 1; k < padded; k *= 2) {
+      Adds(spread[k * t_.hidden], spread, static_cast<int32_t>(k * sizeof(float)),
+           static_cast<int32_t>((k < padded - k ? k : padded - k) * t_.hidden));
+      PipeBarrier<PIPE_V>();
+    }
+    Duplicate(workBuf_.Get<float>(), 0.0f, workElems);
+    Duplicate(foldBuf_.Get<float>(), 0.0f, workElems);
+    // gamma once per row of the tile (by doubling): one Mul applies it to a whole tile
+    LocalTensor<float> gammaTile = gammaTileBuf_.Get<float>();
+    DataCopy(gammaTile, gammaBuf_.Get<float>(), t_.hidden);
+    PipeBarrier<PIPE_V>();
+    for (uint32_t k = 1; k < padded; k *= 2) {
+      DataCopy(gammaTile[k * t_.hidden], gammaTile, (k < padded - k ? k : padded - k) * t_.hidden);
+      PipeBarrier<PIPE_V>();
+    }
+    tableRows_ = 0;
+  }
+
+  __aicore__ inline LocalTensor<int32_t> SpreadTable() {
+    return offBuf_.Get<int32_t>()[(1 + GatherCols()) * PaddedRows(t_.tileRows)];
+  }
+
+  // The gather table for tiles of `padded` rows: entry j * padded + r is row r's column j (j < GatherCols()),
+  // so the gather lays each row's partial sums out column by column.
+  __aicore__ inline void BuildTable(uint32_t padded) {
+    LocalTensor<int32_t> base = offBuf_.Get<int32_t>();
+    LocalTensor<int32_t> table = base[PaddedRows(t_.tileRows)];
+    for (uint32_t j = 0; j < GatherCols(); ++j)
+      Adds(table[j * padded], base, static_cast<int32_t>(j * sizeof(float)), static_cast<int32_t>(padded));
+    PipeBarrier<PIPE_V>();
+    tableRows_ = padded;
+  }
+
+  // sums[r] = sum of row r's squares in `sq` (rows of N floats, N a power of two): each level adds every
+  // row's upper half onto its lower half with one instruction over the whole tile (the sums it also forms
+  // across row boundaries are never read), down to GatherCols() columns; one Gather transposes those to
+  // GatherCols() x padded, and Adds of column halves finish. ~log2(N) + 3 instructions per tile, not ~3 per row.
+  __aicore__ inline void SumShortRows(const LocalTensor<float>& sums, const LocalTensor<float>& sq, uint32_t rows) {
+    const uint32_t padded = PaddedRows(rows);
+    LocalTensor<float> a = sq, b = foldBuf_.Get<float>();
+    int32_t count = static_cast<int32_t>(rows * t_.hidden);
+    for (uint32_t h = t_.hidden / 2; h >= GatherCols(); h /= 2) {
+      count -= static_cast<int32_t>(h);
+      Add(b, a, a[h], count);
+      PipeBarrier<PIPE_V>();
+      const LocalTensor<float> c = a;
+      a = b;
+      b = c;
+    }
+    if (tableRows_ != padded) BuildTable(padded);
+    uint32_t cols = GatherCols();
+    LocalTensor<float> part = partBuf_.Get<float>();
+    LocalTensor<float> other = part[cols * padded];
+    LocalTensor<uint32_t> table = offBuf_.Get<uint32_t>()[PaddedRows(t_.tileRows)];
+    Gather(part, a, table, 0, cols * padded);
+    PipeBarrier<PIPE_V>();
+    for (; cols > 1; cols /= 2) {  // column j + cols / 2 onto column j; the last level writes sums
+      const LocalTensor<float> dst = cols == 2 ? sums : other;
+      Add(dst, part, part[cols / 2 * padded], static_cast<int32_t>(cols / 2 * padded));
+      PipeBarrier<PIPE_V>();
+      const LocalTensor<float> c = part;
+      part = other;
+      other = c;
+    }
+  }
 
   __aicore__ inline uint32_t TileRows(int64_t done) const {
     const int64_t left = rowCount_ - done;
@@ -185,9 +283,14 @@ class KernelRmsNorm {
     LocalTensor<float> tmp = tmpBuf_.Get<float>();
     Mul(work, xf, xf, tileElems);
     PipeBarrier<PIPE_V>();
-    FoldSumRows(sums, work, tmp, n, rows, pitch);
-    // 3. rstd per row
-    RstdFromSums(sums, rows);
+    if (t_.shortRows) {
+      SumShortRows(sums, work, rows);
+    } else {
+      FoldSumRows(sums, work, tmp, n, rows, pitch);
+    }
+    // 3. rstd per row: sums 8 floats apart, or (short rows) adjacent
+    const uint32_t slot = t_.shortRows ? 1 : 8;
+    RstdFromSums(sums, t_.shortRows ? PaddedRows(rows) / 8 : rows);
 
     // 4. y = (x * rstd) * gamma in fp32; 5. one rounding to T
     LocalTensor<T> y = outY_.AllocTensor<T>();
@@ -199,9 +302,21 @@ class KernelRmsNorm {
       yf = work;
     }
     LocalTensor<float> gammaF = gammaBuf_.Get<float>();
-    for (uint32_t r = 0; r < rows; ++r) {  // all rows' scaling, then one barrier, then all rows' gamma
-      const float rstd = sums.GetValue(r * 8);
-      rstdOut.SetValue(r, rstd);
+    // Short rows: rstd out by a vector copy; the later half of the rows scaled by a Gather that spreads each
+    // rstd over its row (the vector unit works on it while the scalar unit issues the first half's Muls)
+    const uint32_t scalarRows = t_.shortRows ? rows * 2 / 3 : rows;
+    if (t_.shortRows) {
+      DataCopy(rstdOut, sums, PaddedRows(rows));
+      const uint32_t at = scalarRows * pitch;
+      LocalTensor<float> rstdSpread = foldBuf_.Get<float>();  // the folds are done with it
+      Gather(rstdSpread[at], sums, SpreadTable()[at].template ReinterpretCast<uint32_t>(), 0,
+             static_cast<uint32_t>(tileElems) - at);
+      PipeBarrier<PIPE_V>();
+      Mul(yf[at], xf[at], rstdSpread[at], tileElems - static_cast<int32_t>(at));
+    }
+    for (uint32_t r = 0; r < scalarRows; ++r) {  // all rows' scaling, then one barrier, then all rows' gamma
+      const float rstd = sums.GetValue(r * slot);
+      if (!t_.shortRows) rstdOut.SetValue(r, rstd);
       Muls(yf[r * pitch], xf[r * pitch], rstd, static_cast<int32_t>(n));
     }
     if constexpr (XInPlace() && !ADD) inX1_.FreeTensor(x1);  // x's last read was issued
@@ -210,13 +325,17 @@ class KernelRmsNorm {
       CopyOutX(row, rows, 0, n);
     }
     PipeBarrier<PIPE_V>();
-    for (uint32_t r = 0; r < rows; ++r) Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
+    if (t_.shortRows) {
+      Mul(yf, yf, gammaTileBuf_.Get<float>(), tileElems);  // rows are unpadded: the tile is one run
+    } else {
+      for (uint32_t r = 0; r < rows; ++r) Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
+    }
     if constexpr (!IsFloat()) {
       PipeBarrier<PIPE_V>();
       Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(tileElems));
     }
     outY_.EnQue(y);
-    SyncPipes<HardEvent::S_MTE3>();  // rstdOut was written by the scalar unit
+    if (!t_.shortRows) SyncPipes<HardEvent::S_MTE3>();  // rstdOut was written by the scalar unit
     outRstd_.EnQue(rstdOut);
     CopyOutY(row, rows, 0, n);
     CopyOutRstd(row, rows);
@@ -313,6 +432,8 @@ class KernelRmsNorm {
   TQue<QuePosition::VECIN, NORM_BUFFER_NUM> inX1_, inX2_;
   TQue<QuePosition::VECOUT, NORM_BUFFER_NUM> outY_, outX_, outRstd_;
   TBuf<TPosition::VECCALC> xfBuf_, workBuf_, sumBuf_, tmpBuf_, gammaRawBuf_, gammaBuf_;
+  TBuf<TPosition::VECCALC> foldBuf_, offBuf_, partBuf_, gammaTileBuf_;  // short rows only
+  uint32_t tableRows_ = 0;                              // rows the gather table is built for
 };
 
 template <typename T, typename G, bool ADD>

@@ -23,6 +23,9 @@ static void CheckInvariants(const NormProblem& p, const NormTiling& t, const Pla
     // dx_out loaded late only for add backward, single-buffered, when its own queue does not fit
     EXPECT(!d.dxOutLate || (p.add && p.backward && d.bufferNum == 1 && NormSinglePassBytes(p, 1, 1) > plat.UbBudget()));
     EXPECT(d.chunkCount == 1 && d.chunk == d.rowPitch);
+    EXPECT(d.shortRows == (NormShortRows(p) ? 1u : 0u));
+    EXPECT(!d.shortRows || d.tileRows <= 8 || d.tileRows % 8 == 0);  // whole blocks of 8 rows
+    EXPECT(!d.shortRows || d.tileRows * d.hidden <= 255u * 64u);       // one Gather spreads a tile's rstd
   } else {
     EXPECT(d.tileRows == 1 && d.chunk % 16 == 0 && d.chunk > 0);
     EXPECT(NormSplitRowBytes(p, d.chunk) <= plat.UbBudget() && d.dxOutLate == 0);
@@ -41,7 +44,7 @@ int main() {
   for (const PlatformInfo& plat : {b3, b2, cpu}) {
     for (bool backward : {false, true}) {
       for (bool add : {false, true}) {
-        for (uint32_t hidden : {1u, 8u, 769u, 4096u, 5125u, 16384u, 32768u}) {
+        for (uint32_t hidden : {1u, 8u, 16u, 128u, 769u, 4096u, 5125u, 16384u, 32768u}) {
           for (int64_t rows : {int64_t(1), int64_t(7), int64_t(83), int64_t(4096)}) {
             for (auto pair : {std::pair{f32, f32}, std::pair{f16, f32}, std::pair{bf16, bf16}}) {
               NormProblem p{rows, hidden, pair.first, pair.second, add, backward, 1e-6f};
@@ -57,6 +60,15 @@ int main() {
   const NormTiling plain = TileNorm({83, 769, bf16, bf16, false, true, 0.0f}, b3);
   EXPECT(gemma.data.gammaOffset == 1.0f && plain.data.gammaOffset == 0.0f &&
          gemma.data.tileRows == plain.data.tileRows);
+  // Many short rows (cann-bench RmsNorm case 20, 104,448 rows of 128 fp32): the short-rows tiling, tiles of
+  // whole blocks of 8 rows; not for a padded row (bf16 8), a row that is no power of two, or backward.
+  NormTiling sr = TileNorm({104448, 128, f32, f32, false, false, 1e-6f}, b2);
+  EXPECT(sr.tilingKey == NORM_SINGLE_PASS && sr.data.shortRows == 1 && sr.data.tileRows % 8 == 0);
+  EXPECT(sr.data.tileRows >= 32);
+  EXPECT(!TileNorm({4096, 8, bf16, bf16, false, false, 1e-6f}, b2).data.shortRows);
+  EXPECT(!TileNorm({4096, 96, f32, f32, false, false, 1e-6f}, b2).data.shortRows);
+  EXPECT(!TileNorm({4096, 128, f32, f32, false, true, 1e-6f}, b2).data.shortRows);
+  EXPECT(TileNorm({4096, 16, bf16, bf16, true, false, 1e-6f}, b2).data.shortRows == 1);
   // Llama hidden 4096 fp32 forward: whole rows fit, every core gets rows; two per tile, as x is read
   // where it landed (no fp32 copy of it).
   NormTiling l = TileNorm({8192, 4096, f32, f32, false, false, 1e-6f}, b3);
@@ -94,7 +106,10 @@ int main() {
   // Small hidden: the tile is capped by the scratch rows and by the rows per block.
   NormTiling tiny = TileNorm({83, 8, bf16, bf16, false, false, 1e-6f}, b2);
   EXPECT(tiny.blockDim == 48 && tiny.data.tileRows == 2 && tiny.data.rowPitch == 16);
-  EXPECT(TileNorm({100000, 8, f32, f32, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows);
+  EXPECT(TileNorm({100000, 8, bf16, bf16, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows);
+  // ... in whole blocks of 8 rows with short rows
+  EXPECT(TileNorm({100000, 8, f32, f32, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows / 8 * 8);
+  EXPECT(TileNorm({100000, 128, f32, f32, false, false, 1e-6f}, cpu).data.tileRows <= 127);
   // Empty problems launch nothing.
   EXPECT(TileNorm({0, 64, f32, f32, false, false, 1e-6f}, b3).blockDim == 0);
   EXPECT(TileNorm({5, 0, f32, f32, false, true, 1e-6f}, b3).blockDim == 0);

@@ -123,6 +123,31 @@ def test_rms_norm_forward_4096_rows(pair, hidden):
     check_forward(make((4096, hidden), xd), make((hidden,), gd), f"rms_norm {pair_id(pair)} [4096, {hidden}]")
 
 
+# Power-of-two rows of 8..128 floats with no UB padding take the short-rows tiling (whole-tile folds and a
+# Gather). 4099 rows: blocks of many tiles ending in a tile that is not a whole block of 8 rows.
+@pytest.mark.parametrize("hidden", (16, 64, 128))
+@pytest.mark.parametrize("rows", (3, 83, 4099))
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_rms_norm_forward_short_rows(pair, rows, hidden):
+    xd, gd = pair
+    check_forward(make((rows, hidden), xd), make((hidden,), gd), f"rms_norm {pair_id(pair)} [{rows}, {hidden}]")
+
+
+@pytest.mark.parametrize("hidden", (8, 128))
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_add_rms_norm_forward_short_rows(pair, hidden):
+    xd, gd = pair
+    x1, x2, g = make((1027, hidden), xd), make((1027, hidden), xd), make((hidden,), gd)
+    label = f"add_rms_norm {pair_id(pair)} [1027, {hidden}]"
+    y, rstd, xo = N.add_rms_norm(x1, x2, g, EPS)
+    gy, grstd, gx = R.add_rms_norm(np64(x1), np64(x2), np64(g), EPS)
+    assert_accurate(xo, gx, x1 + x2, xd, f"{label} x", bound=gamma_k(1) * np.abs(gx))
+    assert_accurate(
+        y, gy, torch_rms_norm(x1 + x2, g), xd, f"{label} y", bound=y_bound(x1 + x2, g) + gamma_k(3) * np.abs(gy)
+    )
+    np.testing.assert_allclose(np64(rstd), grstd, rtol=2**-6 if xd != torch.float32 else 1e-5)
+
+
 @pytest.mark.parametrize("hidden", SPLIT_HIDDEN)
 def test_rms_norm_forward_split_row(hidden):
     check_forward(make((3, hidden), torch.float32), make((hidden,), torch.float32), f"rms_norm split [3, {hidden}]")
