@@ -178,7 +178,7 @@ def test_snapshot_is_the_mirror_and_the_mapping():
 
 def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     """Two small real cases with special values (RmsNorm fp16 NaN, SwiGlu fp32 NaN split along dim 2) pass
-    verify; bench prints the estimate, the baseline, HAP and the sources; RoPE's case is listed as not run."""
+    verify; bench prints the estimate, the baseline, HAP and the sources, also for RoPE's fused q+k case."""
     rc = cli.main(["verify", "--preset", "cann-bench", "--cann-case", "rms_norm:16", "swi_glu:13", "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -192,8 +192,9 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     rms = next(r for r in rows if r["task"] == "rms_norm")
     assert rms["accuracy"] is True and rms["est_us"] > 0 and rms["baseline_kind"] == "cap"  # 10 us = max(10, 10)
     assert rms["hap"] == pytest.approx(D.hap(rms["baseline_us"], rms["est_us"], rms["t_hw_us"]))
-    assert next(r for r in rows if r["task"] == "apply_rotary_pos_emb")["not_run"] == "not implemented yet"
-    assert "accuracy (twin vs float64 golden, Ascend standards): 1 / 1 passed" in out
+    rope = next(r for r in rows if r["task"] == "apply_rotary_pos_emb")  # fp32 NaN in every input
+    assert rope["not_run"] is None and rope["accuracy"] is True and rope["est_us"] > 0
+    assert "accuracy (twin vs float64 golden, Ascend standards): 2 / 2 passed" in out
     assert "measured baselines: ours >= 1.0x on 0 / 0" in out and "run on " in out
 
 
