@@ -117,8 +117,10 @@ ApplyRopeArgs<Int> CheckApplyRope(const OpSpec& op, const TensorArg<Int>& q, con
            " and ", q.shape);
   bool same = cos.shape.size() == sin.shape.size();
   for (size_t i = 0; same && i < cos.shape.size(); ++i) same = cos.shape[i] == sin.shape[i];
-  if (!same) Fail(ArgError::kValue, op, cName, " and ", sName, " must have one shape, got ", cos.shape, " and ", sin.shape);
-  if (cos.dim() != rank) Fail(ArgError::kValue, op, cName, " must have rank ", rank, " (", lay, "), got shape ", cos.shape);
+  if (!same)
+    Fail(ArgError::kValue, op, cName, " and ", sName, " must have one shape, got ", cos.shape, " and ", sin.shape);
+  if (cos.dim() != rank)
+    Fail(ArgError::kValue, op, cName, " must have rank ", rank, " (", lay, "), got shape ", cos.shape);
   const Int& d = q.shape.back();
   const Int& r = cos.shape.back();
   if (r % 2 != 0 || r > d || r < 2)

@@ -395,10 +395,10 @@ __aicore__ inline void RunApplyRope(GM_ADDR query, GM_ADDR key, GM_ADDR cos, GM_
   }
 }
 
-#define APPLY_ROPE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                              \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(APPLY_ROPE_PARAMS(GM_ADDR)) {       \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                       \
-    RunApplyRope<T>(query, key, cos, sin, tiling);                                        \
+#define APPLY_ROPE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(APPLY_ROPE_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                 \
+    RunApplyRope<T>(query, key, cos, sin, tiling);                                  \
   }
 ROPE_DTYPES(APPLY_ROPE_ENTRY, apply_rope)
 #undef APPLY_ROPE_ENTRY

@@ -53,7 +53,9 @@ ApplyRopeLaunch PrepareApplyRope(const OpProto& op, const at::Tensor& query, con
       Checked(op, [&] { return tiling::CheckApplyRope(op, qArg, kArg, cosArg, sinArg, layout, rotaryMode); });
   // both written in place: one tensor twice would be rotated twice
   if (query.numel() > 0 && query.data_ptr() == key.data_ptr())
-    Checked(op, [&] { tiling::Fail(tiling::ArgError::kValue, op, op.inputs[0], " and ", op.inputs[1], " must not share memory"); });
+    Checked(op, [&] {
+      tiling::Fail(tiling::ArgError::kValue, op, op.inputs[0], " and ", op.inputs[1], " must not share memory");
+    });
   ApplyRopeLaunch l;
   l.query = query.contiguous();
   l.key = key.contiguous();
@@ -148,14 +150,12 @@ void ApplyRopeMeta(const OpProto& op, const at::Tensor& query, const at::Tensor&
 }
 
 TORCH_LIBRARY_IMPL(custom, Meta, m) {
-  m.impl("apply_rotary_pos_emb", [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s,
-                                    c10::string_view layout, c10::string_view mode) {
-    ApplyRopeMeta(kApplyRotaryPosEmb, q, k, c, s, layout, mode);
-  });
-  m.impl("apply_rotary_pos_emb_grad", [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s,
-                                         c10::string_view layout, c10::string_view mode) {
-    ApplyRopeMeta(kApplyRotaryPosEmbGrad, q, k, c, s, layout, mode);
-  });
+  m.impl("apply_rotary_pos_emb",
+         [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s, c10::string_view layout,
+            c10::string_view mode) { ApplyRopeMeta(kApplyRotaryPosEmb, q, k, c, s, layout, mode); });
+  m.impl("apply_rotary_pos_emb_grad",
+         [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s, c10::string_view layout,
+            c10::string_view mode) { ApplyRopeMeta(kApplyRotaryPosEmbGrad, q, k, c, s, layout, mode); });
   m.impl("rotary_mul", [](const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode) {
     return RopeMeta(kRotaryMul, x, r1, r2, mode);
   });

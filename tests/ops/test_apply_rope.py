@@ -12,13 +12,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from test_rope import DTYPES, MODES, dname, dx_bound, fwd_bound, make_x, rope_tables, torch_rope, torch_rotate
 
 import ascendc_ops
 import ascendc_ops.npu as torch_npu
 from accuracy import assert_accurate, np64
 from ascendc_ops.harness.twin_record import recording
 from ascendc_ops.ops import rope_reference as R
+from test_rope import DTYPES, MODES, dname, dx_bound, fwd_bound, make_x, rope_tables, torch_rope, torch_rotate
 
 B, S, NQ, NK = 2, 7, 4, 2
 
@@ -127,7 +127,9 @@ def test_backward(dtype, mode, layout, D, R_):
         label = f"apply_rotary_pos_emb {mode} {layout} D={D} R={R_} {name}"
         part = dy[..., :r]
         second = part * cos + _torch_rotate_t(part * sin, mode)
-        assert_accurate(got[..., :r].contiguous(), golden[..., :r], second, dtype, label, bound=dx_bound(part, cos, sin, mode))
+        assert_accurate(
+            got[..., :r].contiguous(), golden[..., :r], second, dtype, label, bound=dx_bound(part, cos, sin, mode)
+        )
         assert torch.equal(got[..., r:], dy[..., r:]), label
 
 
@@ -180,7 +182,8 @@ def test_opcheck():
 def test_torch_compile_matches_eager():
     q, k, cos, sin = inputs("BNSD", 32, 32, "half", torch.float32)
     fn = torch.compile(ascendc_ops.apply_rotary_pos_emb, fullgraph=True, backend="aot_eager")
-    for got, want in zip(fn(q, k, cos, sin, "BNSD"), ascendc_ops.apply_rotary_pos_emb(q, k, cos, sin, "BNSD")):
+    eager = ascendc_ops.apply_rotary_pos_emb(q, k, cos, sin, "BNSD")
+    for got, want in zip(fn(q, k, cos, sin, "BNSD"), eager, strict=True):
         assert torch.equal(got, want)
 
 

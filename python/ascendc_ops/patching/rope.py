@@ -31,8 +31,8 @@ import torch
 from torch import nn
 
 from .._backends import ALL as BACKENDS
-from . import probe
 from ..ops.rope import apply_rotary_pos_emb as _apply
+from . import probe
 from .base import Found, Kernel, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
