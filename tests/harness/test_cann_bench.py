@@ -120,7 +120,7 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     facts = D.import_checkout(tmp_path)
     ours = CB.mapping_doc(facts)
     assert ours["grouped_matmul"]["not_run"] == {"1": "bias not implemented (our grouped_matmul takes no bias)"}
-    assert ours["apply_rotary_pos_emb"]["ours"] is None
+    assert ours["apply_rotary_pos_emb"]["ours"] == "apply_rotary_pos_emb"
     cases, skipped = CB.verify_cases(facts)
     assert [c.name for c in cases] == ["cann_bench_rms_norm_1", "cann_bench_rms_norm_2", "cann_bench_swi_glu_1",
                                        "cann_bench_grouped_matmul_2"]  # fmt: skip
@@ -130,6 +130,21 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
     assert gmm.attrs == {"group_list_type": 0, "transpose_weight": True} and gmm.outputs[0].shape == (8, 6)
     assert gmm.inputs[2].value == [0, 8]
+
+
+@pytest.mark.parametrize("mode, layout", [("half", 0), ("interleaved", 1)])
+def test_rope_half_tables_are_widened(mode, layout):
+    """cann-bench's [S, D/2] cos/sin become our [1, S, 1, D] (BSND) / [1, 1, S, D] (BNSD) tables, widened as its
+    golden does: half [c, c], interleaved each value twice."""
+    q = [2, 4, 3, 8] if layout else [2, 3, 4, 8]  # S = 3
+    case = {"case_id": 1, "input_shape": [q, q, [3, 4], [3, 4]], "dtype": ["float32"] * 4,
+            "attrs": {"layout": layout, "rotaryMode": mode}, "value_range": [[-1, 1]] * 4}  # fmt: skip
+    c = CB.to_case("apply_rotary_pos_emb", case, "fixture")
+    cos = np.asarray(c.inputs[2].value)
+    assert c.attrs == {"layout": ("BNSD" if layout else "BSND"), "rotary_mode": mode.removesuffix("d")}
+    assert cos.shape == ((1, 1, 3, 8) if layout else (1, 3, 1, 8))
+    half = cos.reshape(3, 8)
+    assert np.array_equal(half[:, :4], half[:, 4:]) if mode == "half" else np.array_equal(half[:, 0::2], half[:, 1::2])
 
 
 @pytest.mark.parametrize(
