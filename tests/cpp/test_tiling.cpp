@@ -113,7 +113,7 @@ int main() {
       EXPECT(d->tasksPerBlock * t.blockDim + d->tasksRemainder == d->taskCount);
       EXPECT(d->tasksRemainder < int64_t(t.blockDim) && d->xRowElems == 128 && d->headDim == 64);
     }
-    k.xDims = {1, 0, 2};  // no key rows: query alone
+    k.xDims = {1, 4096, 0};  // no key heads: query alone
     const ApplyRopeTiling e = TileApplyRope(q, k, b3);
     EXPECT(e.data.key.taskCount == 0 && e.data.key.tasksPerBlock == 0 && e.blockDim == TileRope(q, b3).blockDim);
     q.rowElems = 32;  // rows shorter than the rotated part
