@@ -81,6 +81,67 @@ RopeArgs<Int> CheckRope(const OpSpec& op, const TensorArg<Int>& x, const TensorA
   return {detail::RopeRowDims(x.shape, x.dim()), detail::RopeRowDims(cos.shape, x.dim()), d, mode, x.shape};
 }
 
+// apply_rotary_pos_emb(_grad): query's and key's RoPE problems over one cos/sin. Partial rotary
+// (cos/sin's last dim R < head_dim D): the first R elements of each row rotate, the rest stay (in place).
+template <class Int>
+struct ApplyRopeArgs {
+  RopeArgs<Int> query, key;  // headDim: R, the rotated elements per row
+  Int rowElems;              // D, the elements per row of query and key
+};
+
+// layout attr -> the index of the head dim N in query/key (rank 4, or 3 for TND).
+inline int64_t ApplyRopeHeadDimIndex(const OpSpec& op, std::string_view layout, int64_t& rank) {
+  rank = layout == "TND" ? 3 : 4;
+  if (layout == "BSND" || layout == "SBND") return 2;
+  if (layout == "BNSD" || layout == "TND") return 1;
+  Fail(ArgError::kValue, op, "layout must be 'BSND', 'SBND', 'BNSD' or 'TND', got '", std::string(layout), "'");
+}
+
+// query/key (dquery/dkey): inputs 0, 1; cos, sin: 2, 3. query and key differ only in N (GQA); cos/sin
+// have query's rank with N = 1 and every other dim 1 or query's (torch_npu's 11SD, B1SD, 1S1D, BS1D,
+// S11D, SB1D, T1D tables).
+template <class Int>
+ApplyRopeArgs<Int> CheckApplyRope(const OpSpec& op, const TensorArg<Int>& q, const TensorArg<Int>& k,
+                                  const TensorArg<Int>& cos, const TensorArg<Int>& sin, std::string_view layout,
+                                  std::string_view rotaryMode) {
+  const char *qName = op.inputs[0], *kName = op.inputs[1], *cName = op.inputs[2], *sName = op.inputs[3];
+  int64_t rank = 4;
+  const int64_t n = ApplyRopeHeadDimIndex(op, layout, rank);
+  const RopeMode mode = RopeModeOf(op, rotaryMode);
+  const std::string lay(layout);
+  if (q.dim() != rank) Fail(ArgError::kValue, op, qName, " must have rank ", rank, " (", lay, "), got shape ", q.shape);
+  if (k.dim() != rank) Fail(ArgError::kValue, op, kName, " must have rank ", rank, " (", lay, "), got shape ", k.shape);
+  for (int64_t i = 0; i < rank; ++i)
+    if (i != n && k.shape[i] != q.shape[i])
+      Fail(ArgError::kValue, op, kName, " must match ", qName, " in every dim but N (", lay, "), got ", k.shape,
+           " and ", q.shape);
+  bool same = cos.shape.size() == sin.shape.size();
+  for (size_t i = 0; same && i < cos.shape.size(); ++i) same = cos.shape[i] == sin.shape[i];
+  if (!same)
+    Fail(ArgError::kValue, op, cName, " and ", sName, " must have one shape, got ", cos.shape, " and ", sin.shape);
+  if (cos.dim() != rank)
+    Fail(ArgError::kValue, op, cName, " must have rank ", rank, " (", lay, "), got shape ", cos.shape);
+  const Int& d = q.shape.back();
+  const Int& r = cos.shape.back();
+  if (r % 2 != 0 || r > d || r < 2)
+    Fail(ArgError::kValue, op, "the last dim of ", cName, " (rotary dim) must be even and in [2, ", d,
+         "] (head_dim of ", qName, "), got ", r);
+  for (int64_t i = 0; i + 1 < rank; ++i) {
+    const bool ok = i == n ? cos.shape[i] == 1 : (cos.shape[i] == 1 || cos.shape[i] == q.shape[i]);
+    if (!ok)
+      Fail(ArgError::kValue, op, cName, " of shape ", cos.shape, " does not fit ", qName, " of shape ", q.shape, " (",
+           lay, "): dim ", i, " is ", cos.shape[i], ", expected ", i == n ? "1" : "1 or the same");
+  }
+  CheckDtype(op, 0, q.dtype);
+  CheckSameDtype(op, 1, k.dtype, 0, q.dtype);
+  if (!detail::IsFloating(cos.dtype)) Fail(ArgError::kType, op, cName, " must be floating point, got ", cos.dtype);
+  if (!detail::IsFloating(sin.dtype)) Fail(ArgError::kType, op, sName, " must be floating point, got ", sin.dtype);
+  auto part = [&](const TensorArg<Int>& x) {
+    return RopeArgs<Int>{detail::RopeRowDims(x.shape, rank), detail::RopeRowDims(cos.shape, rank), r, mode, x.shape};
+  };
+  return {part(q), part(k), d};
+}
+
 inline RopeProblem RopeProblemOf(const RopeArgs<int64_t>& a, DType dtype, bool backward) {
   return {a.xDims, a.rDims, uint32_t(a.headDim), dtype, a.mode, backward};
 }

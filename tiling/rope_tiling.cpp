@@ -28,6 +28,10 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   d.rotateByCopy = RopeRotatesByCopy(p.headDim, p.mode) ? 1 : 0;
   d.xBuffers = 2;
   d.tileLines = 1;
+  d.xRowElems = p.rowElems != 0 ? p.rowElems : p.headDim;
+  if (d.xRowElems < p.headDim)
+    throw TilingError("rows of " + std::to_string(d.xRowElems) + " elements cannot hold head_dim " +
+                      std::to_string(p.headDim));
   t.tilingKey = p.mode;
 
   int64_t xStride = 1, rStride = 1;
@@ -93,6 +97,18 @@ RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {
   t.blockDim = uint32_t(std::min<int64_t>(platform.vectorCores, d.taskCount));
   d.tasksPerBlock = d.taskCount / t.blockDim;
   d.tasksRemainder = d.taskCount % t.blockDim;
+  return t;
+}
+
+ApplyRopeTiling TileApplyRope(const RopeProblem& query, const RopeProblem& key, const PlatformInfo& platform) {
+  const RopeTiling q = TileRope(query, platform), k = TileRope(key, platform);
+  ApplyRopeTiling t{{q.data, k.data}, std::max(q.blockDim, k.blockDim), query.mode};
+  // Each part keeps its tiles but spreads its tasks over all the launch's blocks; key's remainder
+  // goes to the last blocks, so a block rarely takes both parts' extra task.
+  for (RopeTilingData* d : {&t.data.query, &t.data.key}) {
+    d->tasksPerBlock = t.blockDim == 0 ? 0 : d->taskCount / t.blockDim;
+    d->tasksRemainder = t.blockDim == 0 ? 0 : d->taskCount % t.blockDim;
+  }
   return t;
 }
 

@@ -15,6 +15,7 @@ struct RopeProblem {
   DType dtype;
   RopeMode mode;
   bool backward;
+  uint32_t rowElems = 0;  // GM elements per x row when more than headDim (partial rotary, in place); 0: headDim
 };
 
 struct RopeTiling {
@@ -32,5 +33,14 @@ bool RopeRotatesByCopy(uint32_t headDim, RopeMode mode);
 uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype, RopeMode mode, uint32_t xBuffers = 2);
 
 RopeTiling TileRope(const RopeProblem& problem, const PlatformInfo& platform);
+
+struct ApplyRopeTiling {
+  ApplyRopeTilingData data;
+  uint32_t blockDim;  // 0 when both query and key are empty
+  RopeMode tilingKey;
+};
+
+// query's and key's tilings for one launch of max(their blockDims) blocks.
+ApplyRopeTiling TileApplyRope(const RopeProblem& query, const RopeProblem& key, const PlatformInfo& platform);
 
 }  // namespace tiling

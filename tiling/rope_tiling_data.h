@@ -14,6 +14,8 @@
 // One kernel serves rotary_mul, rope_customer and their grads (x, cos, sin, y share the dtype).
 #define ROPE_DTYPES ASCENDC_FLOAT_DTYPES
 #define ROPE_PARAMS(GM) GM x, GM cos, GM sin, GM y, GM workspace, GM tiling
+// apply_rotary_pos_emb(_grad): query and key rotated in place by one launch.
+#define APPLY_ROPE_PARAMS(GM) GM query, GM key, GM cos, GM sin, GM workspace, GM tiling
 
 // TUTORIAL: the pair rotation of INTERLEAVE, with both lanes of pair i reading cos/sin at lane 2i
 // (rope_customer, as the Ascend C tutorial's kernel reads its pair-repeated tables).
@@ -41,4 +43,12 @@ struct RopeTilingData {
   int64_t taskCount;  // (lines / sharedLines) * tilesPerLine
   int64_t tasksPerBlock;  // every block takes this many tasks ...
   int64_t tasksRemainder;  // ... and the first tasksRemainder blocks one more
+  int64_t xRowElems;  // GM elements from one x row to the next: headDim, or more under partial rotary
+};
+
+// apply_rotary_pos_emb: query's and key's RoPE tilings, run one after the other by every block of
+// one launch; each part's tasks are split over the launch's blocks (tasksPerBlock may be 0).
+struct ApplyRopeTilingData {
+  RopeTilingData query;
+  RopeTilingData key;
 };

@@ -32,8 +32,8 @@ class KernelRope {
                               TPipe* pipe) {
     t_ = tiling;
     const uint32_t tileElems = t_.tileLines * t_.tileRows * t_.rowPitch;
-    xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.xRows * t_.headDim);
-    yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.xRows * t_.headDim);
+    xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.xRows * t_.xRowElems);
+    yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.xRows * t_.xRowElems);
     cosGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(cos), t_.rRows * t_.headDim);
     sinGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(sin), t_.rRows * t_.headDim);
     pipe->InitBuffer(inX_, static_cast<uint8_t>(t_.xBuffers), tileElems * sizeof(T));
@@ -54,9 +54,17 @@ class KernelRope {
     }
   }
 
-  __aicore__ inline void Process() {
+  // fromLastBlock: blocks take their tasks in reverse block order (apply_rotary_pos_emb's key part,
+  // so the remainders of query and key land on different blocks).
+  __aicore__ inline void Process(bool fromLastBlock = false) {
     int64_t begin = 0, count = 0;
-    BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
+    if (fromLastBlock) {
+      const int64_t b = static_cast<int64_t>(GetBlockNum()) - 1 - static_cast<int64_t>(GetBlockIdx());
+      count = t_.tasksPerBlock + (b < t_.tasksRemainder ? 1 : 0);
+      begin = b * t_.tasksPerBlock + (b < t_.tasksRemainder ? b : t_.tasksRemainder);
+    } else {
+      BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
+    }
     for (int64_t task = begin; task < begin + count; ++task) {
       const int64_t ownLine = task / t_.tilesPerLine;
       const int64_t first = (task % t_.tilesPerLine) * t_.tileRows;
@@ -275,10 +283,10 @@ class KernelRope {
 
   __aicore__ inline void CopyIn(int64_t ownLine, int64_t shared, int64_t first, uint32_t rows, uint32_t lines) {
     const uint32_t rowBytes = t_.headDim * sizeof(T);
-    const uint32_t xGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
+    const uint32_t xGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] * t_.xRowElems - t_.headDim) * sizeof(T));
     LocalTensor<T> x = inX_.AllocTensor<T>();
     for (uint32_t line = 0; line < lines; ++line) {
-      DataCopyPad(x[line * rows * t_.rowPitch], xGm_[XRow(ownLine, shared + line, first) * t_.headDim],
+      DataCopyPad(x[line * rows * t_.rowPitch], xGm_[XRow(ownLine, shared + line, first) * t_.xRowElems],
                   DataCopyExtParams(rows, rowBytes, xGap, 0, 0), DataCopyPadExtParams<T>());
     }
     inX_.EnQue(x);
@@ -328,10 +336,10 @@ class KernelRope {
 
   __aicore__ inline void CopyOut(int64_t ownLine, int64_t shared, int64_t first, uint32_t rows, uint32_t lines) {
     const uint32_t rowBytes = t_.headDim * sizeof(T);
-    const uint32_t yGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] - 1) * rowBytes);
+    const uint32_t yGap = static_cast<uint32_t>((t_.xStrides[t_.tileAxis] * t_.xRowElems - t_.headDim) * sizeof(T));
     LocalTensor<T> y = outY_.DeQue<T>();
     for (uint32_t line = 0; line < lines; ++line) {
-      DataCopyPad(yGm_[XRow(ownLine, shared + line, first) * t_.headDim], y[line * rows * t_.rowPitch],
+      DataCopyPad(yGm_[XRow(ownLine, shared + line, first) * t_.xRowElems], y[line * rows * t_.rowPitch],
                   DataCopyExtParams(rows, rowBytes, 0, yGap, 0));
     }
     outY_.FreeTensor(y);
@@ -365,3 +373,32 @@ __aicore__ inline void RunRope(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, G
   }
 ROPE_DTYPES(ROPE_ENTRY, rope)
 #undef ROPE_ENTRY
+
+// apply_rotary_pos_emb(_grad): query, then key, in place (y = x), by every block of one launch. Each
+// part has its own pipe: their tiles differ (head counts, so tile lines), and a pipe's Destroy at the
+// end of its scope drains every queue before the next part carves the same UB.
+template <typename T>
+__aicore__ inline void RunApplyRope(GM_ADDR query, GM_ADDR key, GM_ADDR cos, GM_ADDR sin, GM_ADDR tiling) {
+  ApplyRopeTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  if (tilingData.query.taskCount > 0) {
+    TPipe pipe;
+    KernelRope<T> op;
+    op.Init(query, cos, sin, query, tilingData.query, &pipe);
+    op.Process();
+  }
+  if (tilingData.key.taskCount > 0) {
+    TPipe pipe;
+    KernelRope<T> op;
+    op.Init(key, cos, sin, key, tilingData.key, &pipe);
+    op.Process(true);
+  }
+}
+
+#define APPLY_ROPE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(APPLY_ROPE_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                 \
+    RunApplyRope<T>(query, key, cos, sin, tiling);                                  \
+  }
+ROPE_DTYPES(APPLY_ROPE_ENTRY, apply_rope)
+#undef APPLY_ROPE_ENTRY

@@ -11,6 +11,7 @@
 
 // The kernel entry points of csrc/kernels/rope.cpp, compiled for the twin into this library, from their list.
 ASCENDC_TWIN_KERNELS(ROPE_DTYPES, rope, ROPE_PARAMS)
+ASCENDC_TWIN_KERNELS(ROPE_DTYPES, apply_rope, APPLY_ROPE_PARAMS)
 
 namespace ascendc_ops {
 namespace {
@@ -43,7 +44,61 @@ RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor&
   return l;
 }
 
+ApplyRopeLaunch PrepareApplyRope(const OpProto& op, const at::Tensor& query, const at::Tensor& key,
+                                 const at::Tensor& cos, const at::Tensor& sin, std::string_view layout,
+                                 std::string_view rotaryMode, bool backward, const tiling::PlatformInfo& platform) {
+  CheckSameDevice(op, {query, key, cos, sin});
+  const tiling::TensorArg<int64_t> qArg = Arg(query), kArg = Arg(key), cosArg = Arg(cos), sinArg = Arg(sin);
+  const tiling::ApplyRopeArgs<int64_t> a =
+      Checked(op, [&] { return tiling::CheckApplyRope(op, qArg, kArg, cosArg, sinArg, layout, rotaryMode); });
+  // both written in place: one tensor twice would be rotated twice
+  if (query.numel() > 0 && query.data_ptr() == key.data_ptr())
+    Checked(op, [&] {
+      tiling::Fail(tiling::ArgError::kValue, op, op.inputs[0], " and ", op.inputs[1], " must not share memory");
+    });
+  ApplyRopeLaunch l;
+  l.query = query.contiguous();
+  l.key = key.contiguous();
+  l.cos = cos.to(query.scalar_type()).contiguous();
+  l.sin = sin.to(query.scalar_type()).contiguous();
+  l.tiling.blockDim = 0;
+  if (query.numel() == 0 && key.numel() == 0) return l;
+  Checked(op, [&] {
+    tiling::RopeProblem q = tiling::RopeProblemOf(a.query, qArg.dtype, backward);
+    tiling::RopeProblem k = tiling::RopeProblemOf(a.key, qArg.dtype, backward);
+    q.rowElems = k.rowElems = uint32_t(a.rowElems);
+    l.tiling = tiling::TileApplyRope(q, k, platform);
+  });
+  return l;
+}
+
+void FinishApplyRope(const ApplyRopeLaunch& l, const at::Tensor& query, const at::Tensor& key) {
+  if (!l.query.is_same(query)) const_cast<at::Tensor&>(query).copy_(l.query);
+  if (!l.key.is_same(key)) const_cast<at::Tensor&>(key).copy_(l.key);
+}
+
 namespace {
+
+void ApplyRopeOnTwin(const OpProto& op, const at::Tensor& query, const at::Tensor& key, const at::Tensor& cos,
+                     const at::Tensor& sin, c10::string_view layout, c10::string_view mode, bool backward) {
+  ApplyRopeLaunch l = PrepareApplyRope(op, query, key, cos, sin, std::string_view(layout.data(), layout.size()),
+                                       std::string_view(mode.data(), mode.size()), backward, TwinPlatform());
+  if (l.tiling.blockDim == 0) return;
+  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
+  const auto& e = PickEntry(twin_entries::apply_rope, l.query.scalar_type());
+  LaunchOnTwin(GmBytes(l.query, l.key, l.cos, l.sin), e.name, l.tiling.blockDim, e.fn, Gm(l.query), Gm(l.key),
+               Gm(l.cos), Gm(l.sin), static_cast<uint8_t*>(nullptr), tilingGm);
+  FinishApplyRope(l, query, key);
+}
+
+void ApplyRotaryPosEmb(at::Tensor& query, at::Tensor& key, const at::Tensor& cos, const at::Tensor& sin,
+                       c10::string_view layout, c10::string_view mode) {
+  ApplyRopeOnTwin(kApplyRotaryPosEmb, query, key, cos, sin, layout, mode, false);
+}
+void ApplyRotaryPosEmbGrad(at::Tensor& dquery, at::Tensor& dkey, const at::Tensor& cos, const at::Tensor& sin,
+                           c10::string_view layout, c10::string_view mode) {
+  ApplyRopeOnTwin(kApplyRotaryPosEmbGrad, dquery, dkey, cos, sin, layout, mode, true);
+}
 
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                      std::optional<std::string_view> mode, bool backward) {
@@ -82,7 +137,25 @@ at::Tensor RopeMeta(const OpProto& op, const at::Tensor& x, const at::Tensor& co
   });
 }
 
+// apply_rotary_pos_emb(_grad) on Meta: the checks only (the op writes its inputs, creates nothing).
+void ApplyRopeMeta(const OpProto& op, const at::Tensor& query, const at::Tensor& key, const at::Tensor& cos,
+                   const at::Tensor& sin, c10::string_view layout, c10::string_view mode) {
+  CheckSameDevice(op, {query, key, cos, sin});
+  const tiling::TensorArg<c10::SymInt> qArg = SymArg(query), kArg = SymArg(key), cosArg = SymArg(cos),
+                                       sinArg = SymArg(sin);
+  Checked(op, [&] {
+    tiling::CheckApplyRope(op, qArg, kArg, cosArg, sinArg, std::string_view(layout.data(), layout.size()),
+                           std::string_view(mode.data(), mode.size()));
+  });
+}
+
 TORCH_LIBRARY_IMPL(custom, Meta, m) {
+  m.impl("apply_rotary_pos_emb",
+         [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s, c10::string_view layout,
+            c10::string_view mode) { ApplyRopeMeta(kApplyRotaryPosEmb, q, k, c, s, layout, mode); });
+  m.impl("apply_rotary_pos_emb_grad",
+         [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s, c10::string_view layout,
+            c10::string_view mode) { ApplyRopeMeta(kApplyRotaryPosEmbGrad, q, k, c, s, layout, mode); });
   m.impl("rotary_mul", [](const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode) {
     return RopeMeta(kRotaryMul, x, r1, r2, mode);
   });
@@ -97,6 +170,8 @@ TORCH_LIBRARY_IMPL(custom, Meta, m) {
 }
 
 TORCH_LIBRARY_IMPL(custom, CPU, m) {
+  m.impl("apply_rotary_pos_emb", &ApplyRotaryPosEmb);
+  m.impl("apply_rotary_pos_emb_grad", &ApplyRotaryPosEmbGrad);
   m.impl("rotary_mul", &RotaryMul);
   m.impl("rotary_mul_grad", &RotaryMulGrad);
   m.impl("rope_customer", &RopeCustomer);

@@ -23,4 +23,19 @@ ASCENDC_OPS_API RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, c
                                        const at::Tensor& sin, std::optional<std::string_view> rotaryMode, bool backward,
                                        const tiling::PlatformInfo& platform);
 
+// apply_rotary_pos_emb(_grad): query and key as the kernel rotates them in place (the arguments
+// themselves, or contiguous copies the launcher writes back), cos/sin in query's dtype, the tiling.
+struct ApplyRopeLaunch {
+  at::Tensor query, key, cos, sin;
+  tiling::ApplyRopeTiling tiling;
+};
+
+ASCENDC_OPS_API ApplyRopeLaunch PrepareApplyRope(const OpProto& op, const at::Tensor& query, const at::Tensor& key,
+                                                 const at::Tensor& cos, const at::Tensor& sin, std::string_view layout,
+                                                 std::string_view rotaryMode, bool backward,
+                                                 const tiling::PlatformInfo& platform);
+
+// After the launch: query and key get the rotated rows where the kernel worked on copies.
+ASCENDC_OPS_API void FinishApplyRope(const ApplyRopeLaunch& l, const at::Tensor& query, const at::Tensor& key);
+
 }  // namespace ascendc_ops

@@ -19,6 +19,7 @@ import torch
 
 from . import add_rms_norm as _add_rms_norm, rms_norm as _rms_norm, rotary_mul as _rotary_mul, swiglu as _swiglu
 from .ops.rms_norm import EPSILON as _EPSILON, gemma_rms_norm as _gemma_rms_norm
+from .ops.rope import apply_rotary_pos_emb_ as _apply_rotary_pos_emb_
 
 GMM = "npu_grouped_matmul"
 # npu_grouped_matmul arguments that only the quantized / fused-activation kernels use
@@ -69,6 +70,12 @@ def npu_rotary_mul_backward(grad, input, r1, r2, rotary_mode="half"):
         x, c, s = (t.detach().requires_grad_() for t in (input, r1, r2))
         y = npu_rotary_mul(x, c, s, rotary_mode)
         return torch.autograd.grad(y, (x, c, s), grad)
+
+
+def npu_apply_rotary_pos_emb(query, key, cos, sin, layout="BSND", rotary_mode="half"):
+    """-> (query, key), both rotated in place by one launch (torch_npu's inference op). Not differentiable
+    in place: training code takes ``ascendc_ops.apply_rotary_pos_emb``, the functional form."""
+    return _apply_rotary_pos_emb_(query, key, cos, sin, layout, rotary_mode)
 
 
 def npu_rms_norm(input, gamma, epsilon=_EPSILON):
@@ -400,6 +407,7 @@ def npu_grouped_matmul(
 PROVIDED = (
     "npu_rotary_mul",
     "npu_rotary_mul_backward",
+    "npu_apply_rotary_pos_emb",
     "npu_rms_norm",
     "npu_rms_norm_backward",
     "npu_add_rms_norm",

@@ -68,10 +68,25 @@ class OpProto:
         """The torch op name: RotaryMulGrad -> rotary_mul_grad."""
         return re.sub(r"(?<!^)(?=[A-Z])", "_", self.op).lower()
 
+    @property
+    def mutated(self) -> tuple[str, ...]:
+        """Inputs the op writes in place: an output named like an input is that input (msopgen's ref
+        tensors, as CANN's ApplyRotaryPosEmb declares query and key)."""
+        names = {t.name for t in self.inputs}
+        return tuple(t.name for t in self.outputs if t.name in names)
+
     def schema(self) -> str:
-        args = [f"Tensor? {t.name}=None" if t.param_type == "optional" else f"Tensor {t.name}" for t in self.inputs]
+        alias = {name: f"({chr(ord('a') + i)}!)" for i, name in enumerate(self.mutated)}
+        args = [
+            f"Tensor? {t.name}=None" if t.param_type == "optional" else f"Tensor{alias.get(t.name, '')} {t.name}"
+            for t in self.inputs
+        ]
         args += [f"{a.schema_type()} {a.name}{a.schema_default()}" for a in self.attrs]
-        if len(self.outputs) == 1:
+        if self.mutated:
+            if len(self.mutated) != len(self.outputs):
+                raise ValueError(f"{self.op}: outputs mix in-place and new tensors")
+            ret = "()"  # torch.library: a mutating op returns nothing; the wrapper returns the inputs
+        elif len(self.outputs) == 1:
             ret = "Tensor"
         else:
             ret = "(" + ", ".join(f"Tensor {t.name}" for t in self.outputs) + ")"

@@ -102,6 +102,24 @@ int main() {
   // Empty x: nothing to launch.
   EXPECT(TileRope({{0, 32, 16}, {1, 1, 16}, 64, DType::kFloat32, ROPE_MODE_HALF, false}, b3).blockDim == 0);
 
+  // apply_rotary_pos_emb: one launch of the wider part's blocks; each part's tasks cover all of them
+  // exactly once; partial rotary keeps the rows D apart in GM.
+  {
+    RopeProblem q{{1, 4096, 32}, {1, 4096, 1}, 64, DType::kBFloat16, ROPE_MODE_HALF, false, 128};
+    RopeProblem k{{1, 4096, 2}, {1, 4096, 1}, 64, DType::kBFloat16, ROPE_MODE_HALF, false, 128};
+    const ApplyRopeTiling t = TileApplyRope(q, k, b3);
+    EXPECT(t.blockDim == std::max(TileRope(q, b3).blockDim, TileRope(k, b3).blockDim));
+    for (const RopeTilingData* d : {&t.data.query, &t.data.key}) {
+      EXPECT(d->tasksPerBlock * t.blockDim + d->tasksRemainder == d->taskCount);
+      EXPECT(d->tasksRemainder < int64_t(t.blockDim) && d->xRowElems == 128 && d->headDim == 64);
+    }
+    k.xDims = {1, 4096, 0};  // no key heads: query alone
+    const ApplyRopeTiling e = TileApplyRope(q, k, b3);
+    EXPECT(e.data.key.taskCount == 0 && e.data.key.tasksPerBlock == 0 && e.blockDim == TileRope(q, b3).blockDim);
+    q.rowElems = 32;  // rows shorter than the rotated part
+    EXPECT(Throws([&] { TileRope(q, b3); }));
+  }
+
   // The problem function (no torch): the argument rules and the output shape every layer uses.
   const std::vector<DType> f16{DType::kFloat16, DType::kFloat16, DType::kFloat16};
   const std::vector<DType> f32{DType::kFloat32, DType::kFloat32, DType::kFloat32};

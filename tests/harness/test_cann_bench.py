@@ -120,7 +120,7 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     facts = D.import_checkout(tmp_path)
     ours = CB.mapping_doc(facts)
     assert ours["grouped_matmul"]["not_run"] == {"1": "bias not implemented (our grouped_matmul takes no bias)"}
-    assert ours["apply_rotary_pos_emb"]["ours"] is None
+    assert ours["apply_rotary_pos_emb"]["ours"] == "apply_rotary_pos_emb"
     cases, skipped = CB.verify_cases(facts)
     assert [c.name for c in cases] == ["cann_bench_rms_norm_1", "cann_bench_rms_norm_2", "cann_bench_swi_glu_1",
                                        "cann_bench_grouped_matmul_2"]  # fmt: skip
@@ -130,6 +130,21 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
     assert gmm.attrs == {"group_list_type": 0, "transpose_weight": True} and gmm.outputs[0].shape == (8, 6)
     assert gmm.inputs[2].value == [0, 8]
+
+
+@pytest.mark.parametrize("mode, layout", [("half", 0), ("interleaved", 1)])
+def test_rope_half_tables_are_widened(mode, layout):
+    """cann-bench's [S, D/2] cos/sin become our [1, S, 1, D] (BSND) / [1, 1, S, D] (BNSD) tables, widened as its
+    golden does: half [c, c], interleaved each value twice."""
+    q = [2, 4, 3, 8] if layout else [2, 3, 4, 8]  # S = 3
+    case = {"case_id": 1, "input_shape": [q, q, [3, 4], [3, 4]], "dtype": ["float32"] * 4,
+            "attrs": {"layout": layout, "rotaryMode": mode}, "value_range": [[-1, 1]] * 4}  # fmt: skip
+    c = CB.to_case("apply_rotary_pos_emb", case, "fixture")
+    cos = np.asarray(c.inputs[2].value)
+    assert c.attrs == {"layout": ("BNSD" if layout else "BSND"), "rotary_mode": mode.removesuffix("d")}
+    assert cos.shape == ((1, 1, 3, 8) if layout else (1, 3, 1, 8))
+    half = cos.reshape(3, 8)
+    assert np.array_equal(half[:, :4], half[:, 4:]) if mode == "half" else np.array_equal(half[:, 0::2], half[:, 1::2])
 
 
 @pytest.mark.parametrize(
@@ -178,7 +193,7 @@ def test_snapshot_is_the_mirror_and_the_mapping():
 
 def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     """Two small real cases with special values (RmsNorm fp16 NaN, SwiGlu fp32 NaN split along dim 2) pass
-    verify; bench prints the estimate, the baseline, HAP and the sources; RoPE's case is listed as not run."""
+    verify; bench prints the estimate, the baseline, HAP and the sources, also for RoPE's fused q+k case."""
     rc = cli.main(["verify", "--preset", "cann-bench", "--cann-case", "rms_norm:16", "swi_glu:13", "--no-progress"])
     out = capsys.readouterr().out
     assert rc == 0, out
@@ -193,8 +208,9 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     rms = next(r for r in rows if r["task"] == "rms_norm")
     assert rms["accuracy"] is True and rms["est_us"] > 0 and rms["baseline_kind"] == "cap"  # 10 us = max(10, 10)
     assert rms["hap"] == pytest.approx(D.hap(rms["baseline_us"], rms["est_us"], rms["t_hw_us"]))
-    assert next(r for r in rows if r["task"] == "apply_rotary_pos_emb")["not_run"] == "not implemented yet"
-    assert "accuracy (twin vs float64 golden, Ascend standards): 1 / 1 passed" in out
+    rope = next(r for r in rows if r["task"] == "apply_rotary_pos_emb")  # fp32 NaN in every input
+    assert rope["not_run"] is None and rope["accuracy"] is True and rope["est_us"] > 0
+    assert "accuracy (twin vs float64 golden, Ascend standards): 2 / 2 passed" in out
     assert "measured baselines: ours >= 1.0x on 0 / 0" in out and "run on " in out
     assert "| HAP | model error on built-in |" in out and "model check:" in out
     doc = json.loads(js.read_text())

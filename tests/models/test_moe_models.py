@@ -301,7 +301,7 @@ def test_torch_compile_fullgraph_train_step():
         "custom.grouped_matmul",
         "custom.swiglu",
         "custom.moe_token_unpermute",
-        "custom.rotary_mul",
+        "custom.apply_rotary_pos_emb",
         "custom.rms_norm",
     ):
         assert any(o.startswith(op) for o in ops), (op, sorted(ops))

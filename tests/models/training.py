@@ -34,4 +34,6 @@ class CompileRecorder:
         return torch._dynamo.lookup_backend("aot_eager")(gm, example_inputs)
 
     def ops(self):
-        return {str(n.target) for g in self.graphs for n in g.graph.nodes if n.op == "call_function"}
+        """Every called op, also inside the subgraphs of higher-order ops (an autograd.Function's forward)."""
+        mods = [m for g in self.graphs for m in g.modules() if isinstance(m, torch.fx.GraphModule)]
+        return {str(n.target) for m in mods for n in m.graph.nodes if n.op == "call_function"}

@@ -99,6 +99,12 @@ def test_npu_names_forward_and_backward(npu, dtype):
     )
     with launched(f"rope_{suffix}"):
         same(tnpu.npu_rotary_mul(q.to(npu), cos.to(npu), sin.to(npu)), tnpu.npu_rotary_mul(q, cos, sin))
+    k = torch.randn(2, 6, 2, 16, dtype=dtype)
+    with launched(f"apply_rope_{suffix}"):  # in place: the "npu" tensors themselves hold the result
+        qn, kn = q.to(npu), k.to(npu)
+        got = tnpu.npu_apply_rotary_pos_emb(qn, kn, cos.to(npu), sin.to(npu))
+        assert got[0] is qn and got[1] is kn
+        same((qn, kn), tnpu.npu_apply_rotary_pos_emb(q.clone(), k.clone(), cos, sin))
     g = torch.rand(64, dtype=dtype) + 0.5
     with launched(f"rms_norm_{suffix}_{suffix}"):
         same(tnpu.npu_rms_norm(x.to(npu), g.to(npu)), tnpu.npu_rms_norm(x, g))
@@ -175,7 +181,7 @@ def test_patching_a_model_on_npu_applies_every_kernel(npu):
     on_npu = tiny().to(npu)
     report = K.apply_default_kernels(on_npu)
     assert report.applied == DENSE_KERNELS and not report.skipped, report
-    with launched("rope_float"), launched("rms_norm_grad_float_float"), launched("swiglu_grad_float"):
+    with launched("apply_rope_float"), launched("rms_norm_grad_float_float"), launched("swiglu_grad_float"):
         got = fwd_bwd(on_npu, x.to(npu))
     (logits, loss, grads), (ref_logits, ref_loss, ref_grads) = got, ref
     torch.testing.assert_close(logits.cpu(), ref_logits, atol=1e-5, rtol=0)

@@ -50,11 +50,32 @@ MAPPINGS = {
         _gmm_unsupported,
     ),
     "apply_rotary_pos_emb": Mapping(
-        None,
-        "not implemented yet: fused RoPE of query and key with half-width cos/sin tables ([S, D/2] or "
-        "[B, S, D/2]) in layout BSND or BNSD (the fused q+k RoPE is planned)",
+        "apply_rotary_pos_emb",
+        "query and key rotated as cann-bench's golden: its half-width cos/sin ([S, D/2] or [B, S, D/2]) "
+        "widened to our op's [.., D] tables (half: [c, c]; interleaved: each value twice, as its golden and "
+        "its baseline's ConcatD / RepeatInterleaveV2 do), layout 0 -> BSND, 1 -> BNSD; widening not timed",
     ),
 }
+OUTPUTS = {"apply_rotary_pos_emb": 2}  # outputs cann-bench's op writes (default 1)
+
+
+class WideTable:
+    """A cos/sin table as our op takes it from cann-bench's half-width one: the half table drawn uniform in
+    [lo, hi] (seeded), widened along the last dim (half: cat(t, t); interleave: each value twice) and
+    reshaped to `shape`. An array-like made when asked, so a case holds no data."""
+
+    def __init__(self, lo: float, hi: float, half_shape: tuple, shape: tuple, mode: str, seed: int):
+        lo, hi = float(lo), float(hi)
+        self.lo, self.hi, self.half_shape, self.shape, self.mode, self.seed = lo, hi, half_shape, shape, mode, seed
+
+    def __array__(self, dtype=None, copy=None):
+        if all(math.isfinite(v) for v in (self.lo, self.hi)):
+            t = np.random.default_rng(self.seed).uniform(self.lo, self.hi, self.half_shape)
+        else:  # cann-bench's special values (NaN, infinities) in the half table
+            t = np.asarray(SpecialValues(self.lo, self.hi, self.half_shape, self.seed))
+        t = np.repeat(t, 2, axis=-1) if self.mode == "interleave" else np.concatenate((t, t), axis=-1)
+        v = t.reshape(self.shape)
+        return v if dtype is None else v.astype(dtype)
 
 
 def support(task: str, case: dict) -> str | None:
@@ -155,6 +176,19 @@ def _specs(task: str, case: dict, name: str):
         ]
         n = w[1] if trans else w[2]
         return ins, [TensorSpec("y", dtypes[0], (x[0], n))], {"group_list_type": 0, "transpose_weight": trans}
+    if task == "apply_rotary_pos_emb":
+        mode = "interleave" if attrs.get("rotaryMode", "half") == "interleaved" else "half"
+        layout = "BNSD" if int(attrs.get("layout", 0)) == 1 else "BSND"
+        q, k, half = shapes[0], shapes[1], tuple(shapes[2])
+        b, s_, d = (1, *half) if len(half) == 2 else half
+        wide = (b, 1, s_, 2 * d) if layout == "BNSD" else (b, s_, 1, 2 * d)
+        ins = [_tensor(n, shapes[i], dtypes[i], ranges[i], seed + i) for i, n in enumerate(("query", "key"))]
+        ins += [
+            TensorSpec(n, dtypes[i], wide, value=WideTable(*ranges[i], half, wide, mode, seed + i))
+            for i, n in ((2, "cos"), (3, "sin"))
+        ]
+        outs = [TensorSpec("query", dtypes[0], tuple(q)), TensorSpec("key", dtypes[1], tuple(k))]
+        return ins, outs, {"layout": layout, "rotary_mode": mode}
     raise ValueError(f"{task}: no op of ours")
 
 

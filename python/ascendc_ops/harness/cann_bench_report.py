@@ -34,9 +34,11 @@ def make_tensors(case) -> dict:
 
 
 def must_bytes(case) -> int:
-    """What cann-bench's op must move at least: its float inputs read and its output (y, our first) written once."""
+    """What cann-bench's op must move at least: its float inputs read and its outputs (y, our first; query and
+    key for ApplyRotaryPosEmb) written once."""
     ins = [t for t in case.inputs if t.dtype in BYTES and t.dtype != "int64"]
-    return sum(math.prod(t.shape) * BYTES[t.dtype] for t in [*ins, case.outputs[0]])
+    outs = case.outputs[: CB.OUTPUTS.get(case.op, 1)]
+    return sum(math.prod(t.shape) * BYTES[t.dtype] for t in [*ins, *outs])
 
 
 def estimate_case(case, plat) -> dict:

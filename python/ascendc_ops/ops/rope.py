@@ -6,6 +6,12 @@
 - ``torch.ops.custom.rotary_mul(x, r1, r2, rotary_mode='half')``: torch_npu's ``npu_rotary_mul``,
   ``y = x * r1 + rotate(x) * r2`` with cos/sin broadcast over x's layout (BNSD, BSND, SBND, TND).
 
+- ``torch.ops.custom.apply_rotary_pos_emb(query, key, cos, sin, layout='BSND', rotary_mode='half')``:
+  torch_npu's ``npu_apply_rotary_pos_emb``, query and key rotated in place by one kernel launch (layouts
+  BSND, SBND, BNSD, TND; GQA head counts; partial rotary where cos/sin's last dim is below head_dim).
+  ``apply_rotary_pos_emb_`` is that in-place call; ``apply_rotary_pos_emb`` its differentiable functional
+  form (new tensors; the backward is ``apply_rotary_pos_emb_grad``, the same kernel in place on the grads).
+
 Schemas come from op_proto/rotary_mul*.json and rope_customer*.json; the argument rules and the
 output shapes (also for FakeTensor / torch.compile, through a C++ Meta kernel) from
 tiling/rope_problem.h.
@@ -29,6 +35,81 @@ def rope_customer(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torc
     """The tutorial's RoPE: x [B, H, L, D], cos/sin [L, D]; pair (2i, 2i+1) reads cos[2i] and sin[2i] for
     both lanes, as the tutorial's kernel does (its tables repeat each value for its pair)."""
     return torch.ops.custom.rope_customer(x, cos, sin)
+
+
+def apply_rotary_pos_emb_(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str = "BSND",
+    rotary_mode: str = "half",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """npu_apply_rotary_pos_emb: rotates query and key in place, in one launch; returns them. Not
+    differentiable (the op writes its inputs): use ``apply_rotary_pos_emb`` where grads are needed."""
+    torch.ops.custom.apply_rotary_pos_emb(query, key, cos, sin, layout, rotary_mode)
+    return query, key
+
+
+def apply_rotary_pos_emb(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    cos: torch.Tensor,
+    sin: torch.Tensor,
+    layout: str = "BSND",
+    rotary_mode: str = "half",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The functional, differentiable form: new (query, key) rotated by the fused kernel (on copies)."""
+    return _ApplyRope.apply(query, key, cos, sin, layout, rotary_mode)
+
+
+class _ApplyRope(torch.autograd.Function):
+    """Forward and backward are the in-place op on fresh copies: the rotation's transpose (P(sin) with
+    the sign flipped, rope.cpp) comes from apply_rotary_pos_emb_grad; dcos/dsin, when asked for, are the
+    broadcast-summed ``dy * x`` and ``dy * rotate(x)`` over query and key, accumulated in fp32."""
+
+    @staticmethod
+    def forward(ctx, query, key, cos, sin, layout, mode):
+        q = query.detach().clone(memory_format=torch.contiguous_format)
+        k = key.detach().clone(memory_format=torch.contiguous_format)
+        torch.ops.custom.apply_rotary_pos_emb(q, k, cos.detach(), sin.detach(), layout, mode)
+        ctx.layout, ctx.mode = layout, mode
+        ctx.like = ((query.shape, query.dtype), (key.shape, key.dtype))
+        tables = ctx.needs_input_grad[2] or ctx.needs_input_grad[3]
+        ctx.save_for_backward(query if tables else None, key if tables else None, cos, sin)
+        return q, k
+
+    @staticmethod
+    def backward(ctx, dq, dk):
+        query, key, cos, sin = ctx.saved_tensors
+        q_like, k_like = ctx.like
+        # an unused output's grad is None: zero, which rotates to zero
+        dq = torch.zeros(q_like[0], dtype=q_like[1], device=cos.device) if dq is None else dq
+        dk = torch.zeros(k_like[0], dtype=k_like[1], device=cos.device) if dk is None else dk
+        dcos = dsin = None
+        if ctx.needs_input_grad[2] or ctx.needs_input_grad[3]:
+            dcos, dsin = _rope_table_grads(ctx, (dq, dk), (query, key), cos, sin)
+        dq = dq.clone(memory_format=torch.contiguous_format)
+        dk = dk.clone(memory_format=torch.contiguous_format)
+        torch.ops.custom.apply_rotary_pos_emb_grad(dq, dk, cos.detach(), sin.detach(), ctx.layout, ctx.mode)
+        return dq, dk, dcos, dsin, None, None
+
+
+def _rope_table_grads(ctx, grads, inputs, cos, sin):
+    """dcos = sum(dy * x), dsin = sum(dy * rotate(x)) over the rotated part of query and key, summed to
+    cos's shape; query and key differ in N, which cos/sin broadcast along (N = 1)."""
+    r = cos.shape[-1]
+    dcos = torch.zeros(cos.shape, dtype=torch.float32, device=cos.device)
+    dsin = torch.zeros_like(dcos)
+    for dy, x in zip(grads, inputs, strict=True):
+        if dy is None:
+            continue
+        dy, x = dy[..., :r].float(), x[..., :r].float()
+        dcos += (dy * x).sum_to_size(cos.shape)
+        dsin += (dy * rotate(x, ctx.mode)).sum_to_size(sin.shape)
+    return (dcos.to(cos.dtype) if ctx.needs_input_grad[2] else None), (
+        dsin.to(sin.dtype) if ctx.needs_input_grad[3] else None
+    )
 
 
 def rotate(x: torch.Tensor, mode: str) -> torch.Tensor:

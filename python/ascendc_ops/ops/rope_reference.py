@@ -139,3 +139,32 @@ def rotary_mul_backward(dy, x, r1, r2, mode: str = "half") -> tuple[np.ndarray, 
     dr1 = sum_to_shape(dy * x, r1.shape)
     dr2 = sum_to_shape(dy * rotate(x, mode), r2.shape)
     return dx, dr1, dr2
+
+
+def apply_rotary_pos_emb(q, k, cos, sin, mode: str = "half") -> tuple[np.ndarray, np.ndarray]:
+    """torch_npu ``npu_apply_rotary_pos_emb``'s result (query, key) in float64: ``rotary_mul`` of each on the
+    first R = cos.shape[-1] elements of the last dim (all of it in torch_npu; R < D is HF's partial
+    rotary), the rest passed through. cos/sin broadcast against q and k (NumPy rules: same rank, 1s)."""
+    cos, sin = _f64(cos), _f64(sin)
+    r = cos.shape[-1]
+
+    def one(x):
+        x = _f64(x).copy()
+        x[..., :r] = rotary_mul(x[..., :r], cos, sin, mode)
+        return x
+
+    return one(q), one(k)
+
+
+def apply_rotary_pos_emb_backward(dq, dk, cos, sin, mode: str = "half") -> tuple[np.ndarray, np.ndarray]:
+    """(dquery, dkey) of ``apply_rotary_pos_emb`` for upstream (dq, dk): ``dy*cos + rotate^T(dy*sin)`` on the
+    rotated part (rotary_mul_backward's dx, written out again here), the pass-through part unchanged."""
+    cos, sin = _f64(cos), _f64(sin)
+    r = cos.shape[-1]
+
+    def one(dy):
+        dy = _f64(dy).copy()
+        dy[..., :r] = dy[..., :r] * cos + rotate_t(dy[..., :r] * sin, mode)
+        return dy
+
+    return one(dq), one(dk)

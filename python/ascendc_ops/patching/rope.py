@@ -1,4 +1,5 @@
-"""fused_rope: HF ``apply_rotary_pos_emb`` on ``torch.ops.custom.rotary_mul`` (npu_rotary_mul, 'half' mode).
+"""fused_rope: HF ``apply_rotary_pos_emb`` on ``torch.ops.custom.apply_rotary_pos_emb`` (npu_apply_rotary_pos_emb:
+q and k in one launch; 'half' or 'interleave' mode, whichever the probe shows the model's function computes).
 
 HF transformers 5 attention modules call the module global ``apply_rotary_pos_emb(q, k, cos, sin)`` of
 their ``modeling_<model>.py``. Rebinding that global would patch every model of that type in the process,
@@ -16,8 +17,7 @@ Found by structure: any attention module whose class forward calls its modeling 
 ``apply_rotary_pos_emb``, whatever the model type. That function is patched only if it takes
 ``(q, k, cos, sin, unsqueeze_dim)`` and its probe agrees with ours (``probe.disagreement``; BNSD and BSND,
 full and, where the function accepts it, partial rotary): GLM's interleaved pairs or a function doing its own
-partial split differently are left with the reason. Another op variant (interleaved, fused q+k) is one more
-``Variant`` entry.
+partial split differently are left with the reason. Another op variant is one more ``Variant`` entry.
 """
 
 from __future__ import annotations
@@ -31,33 +31,36 @@ import torch
 from torch import nn
 
 from .._backends import ALL as BACKENDS
+from ..ops.rope import apply_rotary_pos_emb as _apply
 from . import probe
-from .base import Found, Kernel, call_op, modeling_module, set_instance_attr
+from .base import Found, Kernel, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
 SIGNATURE = ("q", "k", "cos", "sin", "unsqueeze_dim")
 
 
-def _rotary_mul(x, cos, sin):
-    return call_op(torch.ops.custom.rotary_mul.default, x, cos, sin, "half")
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    rot = cos.shape[-1]
-    if rot == x.shape[-1]:
-        if x.dim() == 4 and not x.is_contiguous() and x.transpose(1, 2).is_contiguous():
-            # HF's q/k are BNSD views of BSND projections: rotate them as BSND (cos as BS1D), no copy
-            return _rotary_mul(x.transpose(1, 2), cos.transpose(1, 2), sin.transpose(1, 2)).transpose(1, 2)
-        return _rotary_mul(x, cos, sin)
-    x_rot, x_pass = x[..., :rot], x[..., rot:]
-    return torch.cat((_rotary_mul(x_rot, cos, sin), x_pass), dim=-1)
+def _fused(q, k, cos, sin, unsqueeze_dim, mode):
+    """(q, k) rotated by custom::apply_rotary_pos_emb, one launch for both, through its functional form
+    (fresh outputs: HF's function leaves q and k alone, and a model may still read them)."""
+    cos = cos.unsqueeze(unsqueeze_dim)
+    sin = sin.unsqueeze(unsqueeze_dim)
+    layout = "BNSD" if unsqueeze_dim == 1 else "BSND"
+    if layout == "BNSD" and all(x.dim() == 4 and x.transpose(1, 2).is_contiguous() for x in (q, k)):
+        # HF's q/k are BNSD views of BSND projections: rotate them as BSND (cos as BS1D), no copy to BNSD
+        qo, ko = _apply(q.transpose(1, 2), k.transpose(1, 2), cos.transpose(1, 2), sin.transpose(1, 2), "BSND", mode)
+        return qo.transpose(1, 2), ko.transpose(1, 2)
+    return _apply(q, k, cos, sin, layout, mode)
 
 
 def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
-    """Drop-in for HF's ``apply_rotary_pos_emb``: ``x * cos + rotate_half(x) * sin`` on the fused op."""
-    cos = cos.unsqueeze(unsqueeze_dim)
-    sin = sin.unsqueeze(unsqueeze_dim)
-    return _rotate(q, cos, sin), _rotate(k, cos, sin)
+    """Drop-in for HF's ``apply_rotary_pos_emb``: ``x * cos + rotate_half(x) * sin`` on the fused q+k op;
+    partial rotary (cos narrower than q): the first dims rotate, the rest pass through."""
+    return _fused(q, k, cos, sin, unsqueeze_dim, "half")
+
+
+def apply_rotary_pos_emb_interleave(q, k, cos, sin, unsqueeze_dim=1):
+    """The same with the pair rotation ``(-x[2i+1], x[2i])`` (Cohere's and similar ``rotate_half``)."""
+    return _fused(q, k, cos, sin, unsqueeze_dim, "interleave")
 
 
 def _forward_with_global(cls_forward: types.FunctionType, fn_globals: dict) -> types.FunctionType:
@@ -90,7 +93,10 @@ class Variant:
     function: Callable  # (q, k, cos, sin, unsqueeze_dim=1) -> (q_rotated, k_rotated)
 
 
-VARIANTS = (Variant("x * cos + rotate_half(x) * sin", apply_rotary_pos_emb),)
+VARIANTS = (
+    Variant("x * cos + rotate_half(x) * sin", apply_rotary_pos_emb),
+    Variant("x * cos + rotate_interleave(x) * sin", apply_rotary_pos_emb_interleave),
+)
 
 
 def _probe_inputs(rotary: int, layout_bsnd: bool):
@@ -157,6 +163,7 @@ KERNEL = Kernel(
     BACKENDS,
     find,
     patch,
-    "apply_rotary_pos_emb -> custom::rotary_mul (half mode; partial rotary, per-sequence positions)",
-    op="rotary_mul",
+    "apply_rotary_pos_emb -> custom::apply_rotary_pos_emb (q and k in one launch; half or interleave mode; "
+    "partial rotary, per-sequence positions, GQA)",
+    op="apply_rotary_pos_emb",
 )

@@ -14,7 +14,7 @@ import ascendc_ops
 
 from ...ops import rope_reference as R
 from ...ops.rope import rotate as torch_rotate
-from .base import DTYPES, OpBench, OpSpec, Targets
+from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
 
 
 # ---------------------------------------------------------------- verify
@@ -148,7 +148,115 @@ def _rope_values(layout):
     return {"rope_cos": rope_table("cos", layout), "rope_sin": rope_table("sin", layout)}
 
 
+# ---- apply_rotary_pos_emb(_grad): query and key in place, in one launch
+QK_LAYOUTS = {  # layout -> (query/key shape from (B, S, N, D), cos/sin shape from (B, S, R))
+    "BSND": (lambda B, S, N, D: [B, S, N, D], lambda B, S, R: [1, S, 1, R]),
+    "SBND": (lambda B, S, N, D: [S, B, N, D], lambda B, S, R: [S, B, 1, R]),
+    "BNSD": (lambda B, S, N, D: [B, N, S, D], lambda B, S, R: [B, 1, S, R]),
+    "TND": (lambda B, S, N, D: [B * S, N, D], lambda B, S, R: [B * S, 1, R]),
+}
+QK_HEADS = (4, 2)  # query heads, key heads (GQA)
+
+
+def _layout(attrs):
+    return attrs.get("layout", "BSND")
+
+
+def qk_suite(op: str, names: tuple[str, str]) -> Callable:
+    """Per layout: head dims 40 / 80 / 128 x rows 1 / 7 / 83 with 4 query and 2 key heads (RoPE tables),
+    partial rotary (D 128 rotating 64, D 80 rotating 40), and the cancellation-prone random tables."""
+
+    def entry(name, layout, dims, random_tables=False):
+        qs, cs = QK_LAYOUTS[layout]
+        shapes = [(qs(b, s, QK_HEADS[0], d), qs(b, s, QK_HEADS[1], d), cs(b, s, r)) for b, s, d, r in dims]
+        table = {"value_range": [[-1, 1]], "data_distribute": "uniform"} if random_tables else {}
+        x = {"value_range": [[-2, 2]], "data_distribute": "uniform"}
+        types = list(DTYPES)
+        return {
+            "case_name": name,
+            "op": op,
+            "input_desc": [
+                case_tensor(names[0], [q for q, _, _ in shapes], types, **x),
+                case_tensor(names[1], [k for _, k, _ in shapes], types, **x),
+                case_tensor("cos", [c for _, _, c in shapes], types, **(table or {"value": "rope_cos"})),
+                case_tensor("sin", [c for _, _, c in shapes], types, **(table or {"value": "rope_sin"})),
+            ],
+            "output_desc": [
+                case_tensor(names[0], [q for q, _, _ in shapes], types),
+                case_tensor(names[1], [k for _, k, _ in shapes], types),
+            ],
+            "attr": [
+                {"name": "layout", "type": "string", "value": layout},
+                {"name": "rotary_mode", "type": "string", "value": ["half", "interleave"]},
+            ],
+        }
+
+    def cases(quick: bool) -> list[dict]:
+        ds, rows = (QUICK_D, QUICK_ROWS) if quick else (SUITE_D, SUITE_ROWS)
+        tag = "_quick" if quick else ""
+        out = []
+        for layout in QK_LAYOUTS if not quick else ("BSND", "BNSD"):
+            full = [(SUITE_B, r, d, d) for d in ds for r in rows]
+            out.append(entry(f"{op}_{layout}{tag}", layout, full + [(SUITE_B, 7, 128, 64), (SUITE_B, 7, 80, 40)]))
+        out.append(entry(f"{op}_cancel{tag}", "BSND", [(SUITE_B, 7, 40, 40), (SUITE_B, 83, 128, 128)], True))
+        return out
+
+    return cases
+
+
+def fuzz_qk(names: tuple[str, str]) -> Callable:
+    def fuzz(rng, attrs):
+        qs, cs = QK_LAYOUTS[_layout(attrs)]
+        B, nq, S, D = _fuzz_bnsd(rng)
+        nk = int(rng.integers(1, nq + 1))
+        R_ = 2 * int(rng.integers(1, D // 2 + 1))
+        return {names[0]: qs(B, S, nq, D), names[1]: qs(B, S, nk, D), "cos": cs(B, S, R_), "sin": cs(B, S, R_)}
+
+    return fuzz
+
+
+def _qk_run(op: str):
+    """The in-place op on copies, returning them (verify also runs this on meta tensors)."""
+
+    def run(t, a, names):
+        q, k = t[names[0]].clone(), t[names[1]].clone()
+        getattr(torch.ops.custom, op)(q, k, t["cos"], t["sin"], _layout(a), _mode(a))
+        return q, k
+
+    return run
+
+
+def _qk_second(backward: bool):
+    """PyTorch in the tensors' dtype: the rotated part by the formula (its autograd backward), the rest kept."""
+
+    def second(t, a, names):
+        out = []
+        for x in (t[names[0]], t[names[1]]):
+            r, cos, sin = t["cos"].shape[-1], t["cos"], t["sin"]
+            part = x[..., :r]
+            f = lambda y, c, s: torch_rope(y, c, s, _mode(a))  # noqa: E731
+            rot = torch_dx(f, part.contiguous(), cos, sin) if backward else f(part, cos, sin)
+            out.append(torch.cat((rot, x[..., r:]), -1))
+        return tuple(out)
+
+    return second
+
+
+def qk_spec(op: str, names: tuple[str, str], backward: bool) -> OpSpec:
+    golden = R.apply_rotary_pos_emb_backward if backward else R.apply_rotary_pos_emb
+    return OpSpec(
+        run=lambda t, a: _qk_run(op)(t, a, names),
+        second=lambda t, a: _qk_second(backward)(t, a, names),
+        golden=lambda g, a: golden(g[names[0]], g[names[1]], g["cos"], g["sin"], _mode(a)),
+        fuzz=fuzz_qk(names),
+        default_cases=qk_suite(op, names),
+        values=_rope_values(_mode),
+    )
+
+
 VERIFY: dict[str, OpSpec] = {
+    "apply_rotary_pos_emb": qk_spec("apply_rotary_pos_emb", ("query", "key"), False),
+    "apply_rotary_pos_emb_grad": qk_spec("apply_rotary_pos_emb_grad", ("dquery", "dkey"), True),
     "rotary_mul": OpSpec(
         run=lambda t, a: (ascendc_ops.rotary_mul(t["x"], t["r1"], t["r2"], _mode(a)),),
         second=lambda t, a: (torch_rope(t["x"], t["r1"], t["r2"], _mode(a)),),
@@ -239,7 +347,37 @@ def rope_bytes(inputs, out, pass_) -> int:
     return 2 * one if pass_ == "full" else one
 
 
+def qk_step(q, k, cos, sin):
+    """HF apply_rotary_pos_emb of query and key (BSND, cos/sin [1, S, 1, D])."""
+    return rotary_mul_torch(q, cos, sin), rotary_mul_torch(k, cos, sin)
+
+
+def qk_inputs(shape, dtype, gen):
+    """query [B, S, N, D], key [B, S, N, D], HF's cat tables as [1, S, 1, D]."""
+    q, k = (torch.randn(shape, generator=gen).to(dtype) for _ in range(2))
+    cos, sin = (t.transpose(1, 2) for t in rope_tables(shape[1], shape[-1], dtype, "cat"))
+    return q, k, cos, sin
+
+
+def qk_bytes(inputs, out, pass_) -> int:
+    """query and key read and written, cos and sin read, per pass (dquery/dkey alike)."""
+    q, k, cos, sin = inputs
+    one = 2 * (q.nbytes + k.nbytes) + cos.nbytes + sin.nbytes
+    return 2 * one if pass_ == "full" else one
+
+
 BENCH: dict[str, OpBench] = {
+    "apply_rotary_pos_emb": OpBench(
+        lambda q, k, c, s: ascendc_ops.apply_rotary_pos_emb(q, k, c, s, "BSND", "half"),
+        qk_step,
+        qk_inputs,
+        check_bnsd,
+        lambda m, seq: [(1, seq, m.heads, m.head_dim)],
+        qk_bytes,
+        "B,S,N,D",
+        ((1, 512, 32, 128), (1, 4096, 32, 128)),
+        TARGETS,
+    ),
     "rope_customer": OpBench(
         lambda x, c, s: ascendc_ops.rope_customer(x, c, s),
         rope_customer_torch,
