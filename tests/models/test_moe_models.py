@@ -53,10 +53,10 @@ MOE = {  # model type -> (config class, model class, overrides giving E=8, top-2
 }
 # what apply_default_kernels applies per family (Mixtral and OLMoE have no dense gated MLP)
 APPLIED = {
-    "qwen3_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
-    "mixtral": ["fused_rope", "fused_rmsnorm", "fused_moe"],
-    "qwen2_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
-    "olmoe": ["fused_rope", "fused_rmsnorm", "fused_moe"],
+    "qwen3_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"],
+    "mixtral": ["fused_rope", "fused_rmsnorm", "fused_moe", "fused_add_rmsnorm"],
+    "qwen2_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"],
+    "olmoe": ["fused_rope", "fused_rmsnorm", "fused_moe", "fused_add_rmsnorm"],
 }
 
 

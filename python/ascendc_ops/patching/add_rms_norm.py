@@ -8,10 +8,10 @@ Found by structure in the layer's own forward: any module whose class forward ha
     h = self.<norm>(h) # and feeds a norm
 
 (Llama/Qwen's ``post_attention_layernorm``, Gemma's ``pre_feedforward_layernorm``: whatever the names). Each such
-triple is rewritten to ``h, r = add_rms_norm_pair(self.<norm>, r, h)`` - the forward's source parsed, the triples
-replaced, the function compiled over a copy of its globals (its wrappers, HF's gradient checkpointing, re-created
-around it) and set as the layer's instance
-``forward`` (as fused_rope does; class, module and other models untouched; revert deletes it). A triple is
+triple becomes ``h, r = self._ascendc_add_rms_norm_pair(self.<norm>, r, h)`` (``add_rms_norm_pair``): the forward's
+source parsed, the triples replaced, the def compiled over its own globals, its wrappers (HF's gradient
+checkpointing) re-created around it, and the result set as the layer's instance ``forward`` (as fused_rope does;
+class, module and other models untouched; revert deletes it). A triple is
 rewritten only if ``self.<norm>`` is RMSNorm-like (``rms_norm._is_candidate``) and the probe agrees: the original
 three statements, run with the norm's class forward, against our op (``probe.disagreement``, random weight, a row
 whose mean square is about eps); Gemma's (1 + w) norms are left with the reason.
@@ -38,7 +38,9 @@ from . import probe
 from .base import Found, Kernel, call_op, set_instance_attr
 from .rms_norm import _eps_attr, _is_candidate
 
-GLOBAL_NAME = "_ascendc_add_rms_norm_pair"
+# The rewritten forward reaches the helper as an instance attribute of the layer: a name added to a copy of the
+# modeling module's globals is not found by torch.compile's guards, which look globals up in the module itself.
+HELPER_ATTR = "_ascendc_add_rms_norm_pair"
 _FUSED_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 
 
@@ -120,7 +122,7 @@ def _match(a, b, c) -> Pair | None:
 
 def _replacement(pair: Pair) -> ast.stmt:
     x1, x2 = pair.addends
-    src = f"{pair.hidden}, {pair.residual} = {GLOBAL_NAME}(self.{pair.norm}, {x1}, {x2})"
+    src = f"{pair.hidden}, {pair.residual} = self.{HELPER_ATTR}(self.{pair.norm}, {x1}, {x2})"
     stmt = ast.parse(src).body[0]
     return ast.copy_location(stmt, pair.original[0])
 
@@ -215,7 +217,7 @@ def _rewrap(chain: list, new_inner: types.FunctionType) -> types.FunctionType:
 
 
 def _compile(form: LayerForm, keep: set[int]) -> types.FunctionType:
-    """The forward with the triples at indices ``keep`` replaced, over a copy of its globals, in its wrappers."""
+    """The forward with the triples at indices ``keep`` replaced, in its wrappers."""
     inner = form.chain[-1]
     tree = copy.deepcopy(form.tree)
     ast.increment_lineno(tree, inner.__code__.co_firstlineno - 1)  # tracebacks point into the source file
@@ -227,10 +229,8 @@ def _compile(form: LayerForm, keep: set[int]) -> types.FunctionType:
         stmts[i : i + 3] = [_replacement(pair)]
     ast.fix_missing_locations(tree)
     code = compile(tree, inspect.getsourcefile(inner) or "<ascendc_ops>", "exec")
-    g = dict(inner.__globals__)
-    g[GLOBAL_NAME] = add_rms_norm_pair
     ns: dict = {}
-    exec(code, g, ns)  # noqa: S102 - the layer's own source, rewritten: defines its forward only
+    exec(code, inner.__globals__, ns)  # noqa: S102 - the layer's own source, rewritten: defines its forward only
     f = ns[fn.name]
     f.__qualname__, f.__doc__ = inner.__qualname__, inner.__doc__
     f.__dict__.update(inner.__dict__)
@@ -302,8 +302,7 @@ def find(model: nn.Module) -> Found:
         for k, (_, _, pair) in enumerate(form.pairs):
             norm = getattr(m, pair.norm, None)
             if not isinstance(norm, nn.Module) or not _is_candidate(norm):
-                found.refused[f"{part}.{pair.norm}"] = "not an RMSNorm-like module (1-D weight, float epsilon, no bias)"
-                continue
+                continue  # the add feeds something else (OLMo 2's post-norm layers: the MLP): no add + norm pair
             if "forward" in norm.__dict__ and getattr(norm.forward, "__module__", "").split(".")[0] != "ascendc_ops":
                 found.refused[f"{part}.{pair.norm}"] = "its forward was replaced by someone else"
                 continue
@@ -323,7 +322,11 @@ def find(model: nn.Module) -> Found:
 
 
 def patch(model: nn.Module, targets: list) -> list:
-    return [set_instance_attr(m, "forward", types.MethodType(fwd, m)) for m, fwd in targets]
+    records = []
+    for m, fwd in targets:
+        records.append(set_instance_attr(m, HELPER_ATTR, add_rms_norm_pair))  # a plain function: not bound
+        records.append(set_instance_attr(m, "forward", types.MethodType(fwd, m)))
+    return records
 
 
 KERNEL = Kernel(
