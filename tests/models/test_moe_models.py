@@ -303,6 +303,7 @@ def test_torch_compile_fullgraph_train_step():
         "custom.moe_token_unpermute",
         "custom.rotary_mul",
         "custom.rms_norm",
+        "custom.add_rms_norm",
     ):
         assert any(o.startswith(op) for o in ops), (op, sorted(ops))
     assert_parity(got, ref)

@@ -288,7 +288,7 @@ def test_torch_compile_fullgraph_train_step(model_type):
     logits, loss, grads = fwd_bwd(compiled, x)
     assert len(rec.graphs) == 1
     ops = rec.ops()
-    for op in ("custom.rotary_mul", "custom.rms_norm", "custom.swiglu"):
+    for op in ("custom.rotary_mul", "custom.rms_norm", "custom.swiglu", "custom.add_rms_norm"):
         assert any(o.startswith(op) for o in ops), (op, ops)
     torch.testing.assert_close(logits, ref_logits, atol=1e-5, rtol=0)
     for n in ref_grads:
