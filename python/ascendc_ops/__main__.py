@@ -165,7 +165,7 @@ SUITE_OPTIONS = {
         "no_progress",
     },
     "moe": {"quick", "case", "dtype", "no_eager", "no_memory", "no_model", "no_gmm"},
-    "model": {"quick", "rounds", "no_profile"},
+    "model": {"quick", "rounds", "no_profile", "steps_only"},
 }
 CANN_BENCH_OPTIONS = {"preset", "quick", "no_progress", "cann_case", "cann_bench_checkout", "no_accuracy", "json"}
 BENCH_DEFAULTS = {
@@ -191,6 +191,7 @@ BENCH_DEFAULTS = {
     "no_gmm": False,
     "rounds": None,
     "no_profile": False,
+    "steps_only": False,
     "cann_case": None,
     "cann_bench_checkout": None,
     "no_accuracy": False,
@@ -263,7 +264,12 @@ def _bench_moe(args) -> int:
 def _bench_model(args) -> int:
     from .harness import bench_model
 
-    return bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
+    return bench_model.run(
+        quick=args.quick,
+        rounds=args.rounds or bench_model.ROUNDS,
+        profile_ops=not args.no_profile,
+        llama=not args.steps_only,
+    )
 
 
 def _estimate(args) -> int:
@@ -479,6 +485,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="model: subprocess runs per variant, interleaved, the best shown (default: 2)",
     )
     b.add_argument("--no-profile", action="store_true", help="model: skip the per-op profile")
+    b.add_argument(
+        "--steps-only",
+        action="store_true",
+        help="model: only the Qwen3 / Qwen3-MoE training steps by fusion level (not the Llama table)",
+    )
     b.add_argument("--no-accuracy", action="store_true", help="cann-bench: skip each case's accuracy run on the twin")
     b.add_argument("--json", type=_out_path, metavar="OUT", help="cann-bench: also write the rows as JSON")
     _cann_bench_args(b)

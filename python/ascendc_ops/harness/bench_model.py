@@ -2,6 +2,7 @@
 
     ascendc-ops bench --suite model            # ~3 min on 2 cores
     ascendc-ops bench --suite model --quick    # < 1 min, smaller shapes
+    ascendc-ops bench --suite model --steps-only   # only the Qwen3 / Qwen3-MoE steps by fusion level
 
 For fp32 and bf16, with and without ``apply_default_kernels`` (fused_rope, fused_rmsnorm, fused_swiglu):
 training step (forward + backward) tokens/s, the step's peak memory, and greedy-generation tokens/s.
@@ -183,8 +184,17 @@ def _fmt(v, spec):
     return "n/a" if v is None else format(v, spec)
 
 
-def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True) -> int:
-    """The table (and with profile_ops the fp32 per-op profile), printed; `rounds` >= 1."""
+def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True, llama: bool = True) -> int:
+    """The Llama table (and with profile_ops the fp32 per-op profile), then the Qwen3 / Qwen3-MoE training steps
+    by fusion level (bench_fusions), printed; `rounds` >= 1; llama=False: the steps only."""
+    from . import bench_fusions
+
+    if llama:
+        _run_llama(quick, rounds, profile_ops)
+    return bench_fusions.run(quick, rounds)
+
+
+def _run_llama(quick: bool, rounds: int, profile_ops: bool) -> None:
     plans = PLANS["quick" if quick else "default"]
     env_line = _environment()
     t_start = time.perf_counter()
@@ -249,4 +259,3 @@ def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True) -> 
             f"{tot(fused['profile'], mm):.0f} ms of the patched one; the kernels only replace the "
             "element-wise parts (RoPE, RMSNorm, SiLU*mul), so the step speedup is bounded by their share."
         )
-    return 0
