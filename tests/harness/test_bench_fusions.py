@@ -25,6 +25,8 @@ def test_levels_apply_their_kernels_and_save_launches(family):
     assert res["previous"]["launches"] - res["all"]["launches"] == 2 * layers
     assert res["unpatched"]["launches"] > res["previous"]["launches"]
     # the same model and data: the losses agree to the fp32 relative threshold (docs/accuracy.md)
-    assert all(abs(r["loss"] - res["unpatched"]["loss"]) <= 2**-13 * abs(res["unpatched"]["loss"]) for r in res.values())
+    assert all(
+        abs(r["loss"] - res["unpatched"]["loss"]) <= 2**-13 * abs(res["unpatched"]["loss"]) for r in res.values()
+    )
     text = B.table({(family, lv): r for lv, r in res.items()}, PLAN)
     assert text.count(f"| {family} |") == len(B.LEVELS)

@@ -190,7 +190,7 @@ def run(quick: bool = False, rounds: int = ROUNDS) -> int:
     print(table(results, plan))
     print(
         f"\nops = every op dispatched in one step (dispatch mode), launches = the non-view ones; time = best of "
-        f"{plan['steps']} steps, best of {max(1, rounds)} interleaved subprocess rounds; previous = {', '.join(PREVIOUS)}; "
-        "all = apply_default_kernels' choice."
+        f"{plan['steps']} steps, best of {max(1, rounds)} interleaved subprocess rounds; "
+        f"previous = {', '.join(PREVIOUS)}; all = apply_default_kernels' choice."
     )
     return 0
