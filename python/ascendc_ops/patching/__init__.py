@@ -15,8 +15,8 @@ residual stream carried through). No model list: each kernel finds its parts by 
 (transformers 5.x; CI runs requirements.txt's and tools/wheel_check.sh's versions; on 4.x every kernel skips with
 that reason) and patches a part only after a probe on a small random input agrees with our op within the fp32
 accuracy standard (``probe.py``); parts that look right but disagree (Gemma's (1 + w) norm, GLM's interleaved
-RoPE, gelu MLPs) are left and listed in the report with the reason. docs/coverage.md (tools/patch_coverage.py) lists what this gives
-on every decoder family of the pinned transformers. Backends: cpu-twin, npu.
+RoPE, gelu MLPs) are left and listed in the report with the reason. docs/coverage.md (tools/patch_coverage.py)
+lists what this gives on every decoder family of the pinned transformers. Backends: cpu-twin, npu.
 
 Switches: LLaMA-Factory's kernel ids (``ALIASES``: ``npu_fused_rmsnorm``, ``npu_fused_swiglu``, ``npu_fused_rope``,
 ``npu_fused_moe``, from its kernel plugins' ``KernelPlugin(...)`` ids) name the same kernels wherever an id is taken,
