@@ -16,6 +16,10 @@ rewritten only if ``self.<norm>`` is RMSNorm-like (``rms_norm._is_candidate``) a
 three statements, run with the norm's class forward, against our op (``probe.disagreement``, random weight, a row
 whose mean square is about eps); Gemma's (1 + w) norms are left with the reason.
 
+HF's checkpointing wrapper checkpoints only when it is the class's outermost ``forward``: FSDP2's ``fully_shard``
+swaps in a subclass with its own wrapper, so with gradient checkpointing and FSDP2, apply this kernel after
+``fully_shard`` (measured: patched before, the layers ran un-checkpointed; after, both checkpointed).
+
 At run time the fused op is used when both addends have one dtype and shape and the norm has no hooks; otherwise
 (mixed dtypes, a hooked norm) the two plain steps run, the norm through its own module call.
 """
