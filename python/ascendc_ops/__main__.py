@@ -262,14 +262,11 @@ def _bench_moe(args) -> int:
 
 
 def _bench_model(args) -> int:
-    from .harness import bench_model
+    from .harness import bench_fusions, bench_model
 
-    return bench_model.run(
-        quick=args.quick,
-        rounds=args.rounds or bench_model.ROUNDS,
-        profile_ops=not args.no_profile,
-        llama=not args.steps_only,
-    )
+    if not args.steps_only:  # the Llama table, then the Qwen3 / Qwen3-MoE steps by fusion level
+        bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
+    return bench_fusions.run(quick=args.quick, rounds=args.rounds or bench_fusions.ROUNDS)
 
 
 def _estimate(args) -> int:

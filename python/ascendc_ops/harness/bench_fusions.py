@@ -91,7 +91,7 @@ def worker(family: str, level: str, plan: dict) -> dict:
 
     import ascendc_ops.patching as K
 
-    from .bench_model import _reset_peak, _status
+    from .bench_model import reset_peak, status_bytes
 
     model = build(family)
     report = None
@@ -111,15 +111,15 @@ def worker(family: str, level: str, plan: dict) -> dict:
     loss = step().item()  # warm-up
     counts = count_ops(step)
     gc.collect()
-    ok = _reset_peak()
-    rss0 = _status("VmRSS")
+    ok = reset_peak()
+    rss0 = status_bytes("VmRSS")
     times = []
     for i in range(plan["steps"]):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
         if i == 0:
-            peak = _status("VmHWM") - rss0 if ok else None
+            peak = status_bytes("VmHWM") - rss0 if ok else None
     return dict(
         family=family,
         level=level,
