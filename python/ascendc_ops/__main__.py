@@ -173,7 +173,7 @@ SUITE_OPTIONS = {
         "no_progress",
     },
     "moe": {"quick", "case", "dtype", "no_eager", "no_memory", "no_model", "no_gmm"},
-    "model": {"quick", "rounds", "no_profile"},
+    "model": {"quick", "rounds", "no_profile", "steps_only"},
 }
 CANN_BENCH_OPTIONS = {
     "preset",
@@ -208,6 +208,7 @@ BENCH_DEFAULTS = {
     "no_gmm": False,
     "rounds": None,
     "no_profile": False,
+    "steps_only": False,
     "cann_case": None,
     "cann_bench_checkout": None,
     "no_accuracy": False,
@@ -279,9 +280,11 @@ def _bench_moe(args) -> int:
 
 
 def _bench_model(args) -> int:
-    from .harness import bench_model
+    from .harness import bench_fusions, bench_model
 
-    return bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
+    if not args.steps_only:  # the Llama table, then the Qwen3 / Qwen3-MoE steps by fusion level
+        bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
+    return bench_fusions.run(quick=args.quick, rounds=args.rounds or bench_fusions.ROUNDS)
 
 
 def _estimate(args) -> int:
@@ -503,6 +506,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="model: subprocess runs per variant, interleaved, the best shown (default: 2)",
     )
     b.add_argument("--no-profile", action="store_true", help="model: skip the per-op profile")
+    b.add_argument(
+        "--steps-only",
+        action="store_true",
+        help="model: only the Qwen3 / Qwen3-MoE training steps by fusion level (not the Llama table)",
+    )
     b.add_argument("--no-accuracy", action="store_true", help="cann-bench: skip each case's accuracy run on the twin")
     b.add_argument("--json", type=_out_path, metavar="OUT", help="cann-bench: also write the rows as JSON")
     _cann_bench_args(b)

@@ -52,14 +52,17 @@ def _worker(rank, world, port, out_dir, kind):
     from torch.distributed.tensor import DTensor
 
     import ascendc_ops.patching as K
-    from ascendc_ops.patching import moe as moe_kernel
+    from ascendc_ops.patching import add_rms_norm as add_norm_kernel, moe as moe_kernel
 
     calls, fused = [], moe_kernel.moe_experts
     moe_kernel.moe_experts = lambda *a, **kw: calls.append(1) or fused(*a, **kw)  # this process only
     with gloo_group(rank, world, port, out_dir):
         model, data = _model_and_data(kind)
         applied = K.apply_default_kernels(model).applied
-        assert applied == (["fused_rope", "fused_rmsnorm", "fused_swiglu"] + (["fused_moe"] if kind == "moe" else []))
+        moe = ["fused_moe"] if kind == "moe" else []
+        assert applied == ["fused_rope", "fused_rmsnorm", "fused_swiglu", *moe, "fused_add_rmsnorm"]
+        add_calls, add_fused = [], add_norm_kernel._fused  # counted from here: the probe ran it once
+        add_norm_kernel._fused = lambda *a: add_calls.append(1) or add_fused(*a)
         for layer in model.model.layers:
             fully_shard(layer)
         fully_shard(model)
@@ -67,6 +70,7 @@ def _worker(rank, world, port, out_dir, kind):
         # full_tensor() all-gathers each gradient shard (FSDP2 reduce-scatters with the mean over ranks)
         losses, grads = _steps(model, data, world, rank, full=lambda g: g.full_tensor())
         assert len(calls) == (STEPS if kind == "moe" else 0)  # one MoE layer: our experts block ran at each step
+        assert len(add_calls) == STEPS * len(model.model.layers)  # the fused add + norm in every layer
         torch.save({"losses": losses, "grads": grads if rank == 0 else None}, os.path.join(out_dir, f"rank{rank}.pt"))
 
 

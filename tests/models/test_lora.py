@@ -107,7 +107,7 @@ def test_lora_torch_compile_fullgraph():
     loss.backward()
     assert len(rec.graphs) == 1
     ops = rec.ops()
-    for op in ("custom.apply_rotary_pos_emb", "custom.rms_norm", "custom.swiglu"):
+    for op in ("custom.apply_rotary_pos_emb", "custom.rms_norm", "custom.swiglu", "custom.add_rms_norm"):
         assert any(o.startswith(op) for o in ops), (op, sorted(ops))
     grads = lora_grads(model)
     for n in ref_grads:

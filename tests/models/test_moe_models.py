@@ -53,10 +53,10 @@ MOE = {  # model type -> (config class, model class, overrides giving E=8, top-2
 }
 # what apply_default_kernels applies per family (Mixtral and OLMoE have no dense gated MLP)
 APPLIED = {
-    "qwen3_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
-    "mixtral": ["fused_rope", "fused_rmsnorm", "fused_moe"],
-    "qwen2_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
-    "olmoe": ["fused_rope", "fused_rmsnorm", "fused_moe"],
+    "qwen3_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"],
+    "mixtral": ["fused_rope", "fused_rmsnorm", "fused_moe", "fused_add_rmsnorm"],
+    "qwen2_moe": ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"],
+    "olmoe": ["fused_rope", "fused_rmsnorm", "fused_moe", "fused_add_rmsnorm"],
 }
 
 
@@ -303,6 +303,7 @@ def test_torch_compile_fullgraph_train_step():
         "custom.moe_token_unpermute",
         "custom.apply_rotary_pos_emb",
         "custom.rms_norm",
+        "custom.add_rms_norm",
     ):
         assert any(o.startswith(op) for o in ops), (op, sorted(ops))
     assert_parity(got, ref)

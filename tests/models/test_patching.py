@@ -22,7 +22,7 @@ CONFIGS = {
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM"),
     "mistral": ("MistralConfig", "MistralForCausalLM"),
 }
-ALL = ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
+ALL = ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_add_rmsnorm"]
 VOCAB, SEQ = 128, 16
 
 
@@ -184,7 +184,7 @@ def test_swiglu_skipped_when_hidden_act_not_silu(caplog):
     x = ids()
     ref = model(x).logits
     report = K.apply_default_kernels(model)
-    assert report.applied == ["fused_rope", "fused_rmsnorm"]
+    assert report.applied == ["fused_rope", "fused_rmsnorm", "fused_add_rmsnorm"]
     assert "silu" in report.skipped["fused_swiglu"] and "gelu" in report.skipped["fused_swiglu"]
     assert "forward" not in model.model.layers[0].mlp.__dict__
     torch.testing.assert_close(model(x).logits, ref, atol=1e-5, rtol=0)
@@ -288,7 +288,7 @@ def test_torch_compile_fullgraph_train_step(model_type):
     logits, loss, grads = fwd_bwd(compiled, x)
     assert len(rec.graphs) == 1
     ops = rec.ops()
-    for op in ("custom.apply_rotary_pos_emb", "custom.rms_norm", "custom.swiglu"):
+    for op in ("custom.apply_rotary_pos_emb", "custom.rms_norm", "custom.swiglu", "custom.add_rms_norm"):
         assert any(o.startswith(op) for o in ops), (op, ops)
     torch.testing.assert_close(logits, ref_logits, atol=1e-5, rtol=0)
     for n in ref_grads:

@@ -49,4 +49,9 @@ def test_every_kernel_skips_on_transformers_4(transformers4):
 def test_transformers_5_is_patched():
     if int(transformers.__version__.split(".")[0]) < 5:
         pytest.skip(f"transformers {transformers.__version__}: the kernels skip there (test above)")
-    assert K.apply_default_kernels(tiny_llama()).applied == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
+    assert K.apply_default_kernels(tiny_llama()).applied == [
+        "fused_rope",
+        "fused_rmsnorm",
+        "fused_swiglu",
+        "fused_add_rmsnorm",
+    ]

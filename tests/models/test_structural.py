@@ -57,17 +57,29 @@ def test_known_families_patched_exactly_as_by_name(family):
 # must leave). DeepSeek-V3's default rope_interleave=True calls apply_rotary_pos_emb_interleave: fused_rope
 # patches the plain function, which then never runs (the row says so; deepseek_v3 below has it applied, idle).
 NEW_FAMILIES = [
-    ("qwen3_next", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"], {"fused_rmsnorm": "(gate)"}),
-    ("qwen3_5_text", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {"fused_rmsnorm": "(gate)"}),
-    ("gemma", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu"}),
-    ("gemma2", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu"}),
-    ("gemma3_text", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu"}),
-    ("glm4", ["fused_rmsnorm", "fused_swiglu"], {"fused_rope": "differs on the probe"}),
+    (
+        "qwen3_next",
+        ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"],
+        {"fused_rmsnorm": "(gate)", "fused_add_rmsnorm": "differs on the probe"},
+    ),
+    (
+        "qwen3_5_text",
+        ["fused_rope", "fused_rmsnorm", "fused_swiglu"],
+        {"fused_rmsnorm": "(gate)", "fused_add_rmsnorm": "differs on the probe"},
+    ),
+    ("gemma", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu", "fused_add_rmsnorm": "differs on the probe"}),
+    ("gemma2", ["fused_rope", "fused_rmsnorm"], {"fused_swiglu": "gelu", "fused_add_rmsnorm": "differs on the probe"}),
+    (
+        "gemma3_text",
+        ["fused_rope", "fused_rmsnorm"],
+        {"fused_swiglu": "gelu", "fused_add_rmsnorm": "differs on the probe"},
+    ),
+    ("glm4", ["fused_rmsnorm", "fused_swiglu", "fused_add_rmsnorm"], {"fused_rope": "differs on the probe"}),
     ("granite", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
     ("phi3", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
     ("olmo2", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
-    ("deepseek_v3", ["fused_rmsnorm", "fused_swiglu", "fused_moe"], {}),
-    ("glm4_moe", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe"], {}),
+    ("deepseek_v3", ["fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"], {}),
+    ("glm4_moe", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"], {}),
 ]
 
 
@@ -160,7 +172,7 @@ def test_offset_norm_patched_with_gemma_op():
 def test_gelu_mlp_left_by_probe():
     """hidden_act is not read: the probe sees a gelu gate and leaves the MLP, saying which activation."""
     report = K.apply_default_kernels(tiny("llama", hidden_act="gelu"))
-    assert report.applied == ["fused_rope", "fused_rmsnorm"]
+    assert report.applied == ["fused_rope", "fused_rmsnorm", "fused_add_rmsnorm"]
     assert "differs on the probe" in report.skipped["fused_swiglu"] and "gelu" in report.skipped["fused_swiglu"]
 
 

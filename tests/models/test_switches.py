@@ -62,7 +62,7 @@ def test_env_switch_skips_with_reason(monkeypatch, caplog):
     x = ids()
     with caplog.at_level(logging.WARNING, logger="ascendc_ops.patching"):
         report = K.apply_default_kernels(model)
-    assert report.applied == ["fused_rmsnorm", "fused_swiglu"]
+    assert report.applied == ["fused_rmsnorm", "fused_swiglu", "fused_add_rmsnorm"]
     why = f"disabled by {K.DISABLE_ENV}=fused_rope,npu_fused_moe"
     assert report.skipped == {"fused_rope": why, "fused_moe": why}
     assert why in str(report)
@@ -79,11 +79,14 @@ def test_env_switch_skips_with_reason(monkeypatch, caplog):
 
 def test_argument_and_use_flags_skip_with_reason():
     report = K.apply_default_kernels(tiny("llama"), disable_kernels=["npu_fused_swiglu"])
-    assert report.applied == ["fused_rope", "fused_rmsnorm"]
+    assert report.applied == ["fused_rope", "fused_rmsnorm", "fused_add_rmsnorm"]
     assert report.skipped == {"fused_swiglu": "disabled by disable_kernels=npu_fused_swiglu"}
     report = K.apply_default_kernels(tiny("llama"), use_fused_rms_norm=False, use_fused_rope=True)
-    assert report.applied == ["fused_rope", "fused_swiglu"]
+    assert report.applied == ["fused_rope", "fused_swiglu", "fused_add_rmsnorm"]
     assert report.skipped == {"fused_rmsnorm": "disabled by use_fused_rms_norm=False"}
+    report = K.apply_default_kernels(tiny("llama"), use_fused_add_rms_norm=False)
+    assert report.applied == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
+    assert report.skipped == {"fused_add_rmsnorm": "disabled by use_fused_add_rms_norm=False"}
     # a switch beats include_kernels; nothing disabled: everything as before
     report = K.apply_default_kernels(tiny("llama"), "fused_rope,fused_swiglu", disable_kernels="fused_rope")
     assert report.applied == ["fused_swiglu"] and "disable_kernels=fused_rope" in report.skipped["fused_rope"]

@@ -2,6 +2,7 @@
 
     ascendc-ops bench --suite model            # ~3 min on 2 cores
     ascendc-ops bench --suite model --quick    # < 1 min, smaller shapes
+    ascendc-ops bench --suite model --steps-only   # only the Qwen3 / Qwen3-MoE steps by fusion level (bench_fusions)
 
 For fp32 and bf16, with and without ``apply_default_kernels`` (fused_rope, fused_rmsnorm, fused_swiglu):
 training step (forward + backward) tokens/s, the step's peak memory, and greedy-generation tokens/s.
@@ -59,12 +60,12 @@ WORKER = (
 )
 
 
-def _status(key: str) -> int:
+def status_bytes(key: str) -> int:
     with open("/proc/self/status") as f:
         return int(re.search(rf"{key}:\s+(\d+)", f.read()).group(1)) * 1024
 
 
-def _reset_peak() -> bool:
+def reset_peak() -> bool:
     try:
         with open("/proc/self/clear_refs", "w") as f:
             f.write("5")
@@ -94,12 +95,12 @@ def worker(dtype_name: str, kernels: bool, plan: dict, profile: bool) -> dict:
     model.train()
     step()  # warm-up
     gc.collect()
-    ok = _reset_peak()
-    rss0 = _status("VmRSS")
+    ok = reset_peak()
+    rss0 = status_bytes("VmRSS")
     t0 = time.perf_counter()
     step()
     times = [time.perf_counter() - t0]
-    peak = _status("VmHWM") - rss0 if ok else None
+    peak = status_bytes("VmHWM") - rss0 if ok else None
     for _ in range(plan["steps"] - 1):
         t0 = time.perf_counter()
         step()
