@@ -353,6 +353,7 @@ def _cann_bench_args(parser) -> None:
     parser.add_argument(
         "--cann-case",
         nargs="+",
+        action="extend",
         metavar="TASK[:ID,...]",
         help="cann-bench: only these tasks / case ids, e.g. rms_norm:1,5 swi_glu (default: all; --quick: "
         "the cases whose largest tensor holds at most 4 Mi elements)",
@@ -389,12 +390,17 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument(
         "--op",
         nargs="+",
+        action="extend",
         type=_op_name,
         choices=list(verify.OPS),
         help="only these ops, by torch name or op type (RopeCustomer), any case (default: all)",
     )
-    v.add_argument("--dtype", nargs="+", choices=list(verify.DTYPES), help="only cases of these dtypes")
-    v.add_argument("--cases", nargs="+", type=_in_file, metavar="FILE.json", help="msOpST-style case files")
+    v.add_argument(
+        "--dtype", nargs="+", action="extend", choices=list(verify.DTYPES), help="only cases of these dtypes"
+    )
+    v.add_argument(
+        "--cases", nargs="+", action="extend", type=_in_file, metavar="FILE.json", help="msOpST-style case files"
+    )
     v.add_argument(
         "--standard",
         choices=verify.STANDARDS,
@@ -440,6 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--op",
         nargs="+",
+        action="extend",
         type=_op_name,
         choices=list(bench.OPS),
         help="ops: these ops, by torch name or op type (RmsNorm), any case (default: all)",
@@ -447,6 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--preset",
         nargs="+",
+        action="extend",
         choices=[*bench.PRESETS, CANN_BENCH],
         help="ops: cann-bench: the cases of hicann/cann-bench's tasks our ops implement, with the built-in "
         "kernels' 910B2 times, our 910B estimates and HAP (docs/benchmarks.md); or model shapes (RoPE: q "
@@ -457,6 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--shape",
         nargs="+",
+        action="extend",
         type=_shape,
         metavar="DIMS",
         help="ops: comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; "
@@ -465,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--mode",
         nargs="+",
+        action="extend",
         choices=list(bench.PASSES),
         help="ops: fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd",
     )

@@ -29,7 +29,7 @@ def _model_and_batch():
 def _worker(rank, world, port, out_dir):
     with gloo_group(rank, world, port, out_dir):
         model, x = _model_and_batch()
-        assert K.applied_kernels(model) == ["fused_rope", "fused_rmsnorm", "fused_swiglu"]
+        assert K.applied_kernels(model) == ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_add_rmsnorm"]
         ddp = torch.nn.parallel.DistributedDataParallel(model)
         shard = x.chunk(world)[rank]
         loss = ddp(shard, labels=shard).loss

@@ -604,3 +604,12 @@ def test_bench_csv_with_other_columns_is_refused(tmp_path, capsys):
     other.write_text("a,b\n1,2\n")
     rc = cli.main(["bench", "--op", "rotary_mul", "--shape", "1,1,2,8", "--csv", str(other)])
     assert "other columns" in assert_clean_error(rc, capsys.readouterr().err)
+
+
+def test_repeated_list_options_accumulate():
+    """`--op a --op b` means both ops (as `--op a b`), not only the last one given."""
+    parser = cli.build_parser()
+    args = parser.parse_args(["verify", "--op", "swiglu", "--op", "rms_norm", "--dtype", "float32"])
+    assert args.op == ["swiglu", "rms_norm"] and args.dtype == ["float32"]
+    args = parser.parse_args(["bench", "--op", "swiglu", "--op", "rms_norm", "rope_customer"])
+    assert args.op == ["swiglu", "rms_norm", "rope_customer"]

@@ -8,4 +8,11 @@ from . import grouped_matmul, moe_routing, rms_norm, rope, swiglu  # noqa: F401 
 from .rms_norm import add_rms_norm, gemma_rms_norm
 from .rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul
 
-__all__ = ["add_rms_norm", "apply_rotary_pos_emb", "apply_rotary_pos_emb_", "gemma_rms_norm", "rope_customer", "rotary_mul"]
+__all__ = [
+    "add_rms_norm",
+    "apply_rotary_pos_emb",
+    "apply_rotary_pos_emb_",
+    "gemma_rms_norm",
+    "rope_customer",
+    "rotary_mul",
+]
