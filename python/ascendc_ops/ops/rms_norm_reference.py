@@ -72,3 +72,36 @@ def gemma_rms_norm(x, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndar
 def gemma_rms_norm_backward(dy, x, gamma, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
     """(dx, dgamma) of gemma_rms_norm: rms_norm's with the weight 1 + gamma (d(1 + gamma)/dgamma = 1)."""
     return rms_norm_backward(dy, x, 1.0 + _f64(gamma), epsilon)
+
+
+# gated_rms_norm (HF Qwen3NextRMSNormGated, Qwen3_5RMSNormGated): y = rms_norm(x, gamma) * silu(z),
+# z (the gate) of x's shape. Backward, with s = sigmoid(z) and silu'(z) = s * (1 + z * (1 - s)):
+#   dx, dgamma = rms_norm_backward(dy * silu(z), x, gamma),  dz = dy * x * rstd * gamma * silu'(z)
+def sigmoid(z) -> np.ndarray:
+    """1 / (1 + exp(-z)) without overflow: exp of -|z| only."""
+    z = _f64(z)
+    e = np.exp(-np.abs(z))
+    return np.where(z >= 0, 1.0, e) / (1.0 + e)
+
+
+def _gate(x, z) -> tuple[np.ndarray, np.ndarray]:
+    x, z = _f64(x), _f64(z)
+    if z.shape != x.shape:
+        raise ValueError(f"z of shape {z.shape} must have x's shape {x.shape}")
+    return z, sigmoid(z)
+
+
+def gated_rms_norm(x, gamma, z, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray]:
+    """(y, rstd) of y = x * rstd * gamma * silu(z) (float64)."""
+    z, s = _gate(x, z)
+    y, rstd = rms_norm(x, gamma, epsilon)
+    return y * z * s, rstd
+
+
+def gated_rms_norm_backward(dy, x, gamma, z, epsilon: float = 1e-6) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(dx, dgamma, dz) of gated_rms_norm for upstream dy (float64)."""
+    z, s = _gate(x, z)
+    dy = _f64(dy)
+    dx, dgamma = rms_norm_backward(dy * z * s, x, gamma, epsilon)
+    normed, _ = rms_norm(x, gamma, epsilon)
+    return dx, dgamma, dy * normed * s * (1.0 + z * (1.0 - s))

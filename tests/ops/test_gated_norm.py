@@ -1,0 +1,163 @@
+"""Gated RMSNorm y = rms_norm(x, gamma) * silu(z) (issue 23 item 2): the float64 golden
+(rms_norm_reference.gated_rms_norm[_backward]) against transformers' RMSNormGated modules, and PyTorch's
+same-dtype computation (the double benchmark's second implementation for the op's tests).
+
+The modules compute in fp32; in fp32 they, and the second implementation, must be within the fp32
+evaluation bound of the golden (each bound sums the magnitudes of the terms it rounds, as test_norm.py's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearRMSNormGated
+from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5RMSNormGated
+from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRMSNormGated
+
+from accuracy import np64
+from ascendc_ops.harness import precision as P
+from ascendc_ops.ops import rms_norm_reference as R
+from test_norm import EPS, make
+
+# transformers' silu-gated RMSNorms (KimiLinearRMSNormGated gates by sigmoid: not this op)
+HF_SILU_GATED = (Qwen3NextRMSNormGated, Qwen3_5RMSNormGated)
+SHAPES = ((7, 769), (2, 3, 128), (1, 1))
+# the gate z (scaled by 3): both signs, saturation, and silu' changing sign near z = -1.28
+GATE_SCALE = 3.0
+# fp32 roundings of the gate: exp (torch's vectorized expf, within 1 ulp), add, divide, multiplies
+GATE_ROUNDINGS = 8
+
+
+# ---------------------------------------------------------------- PyTorch's own same-dtype computation
+def torch_gated(x, gamma, z, eps=EPS):
+    """The double benchmark's second implementation: the formula step by step in x's dtype."""
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gamma.to(x.dtype) * F.silu(z)
+
+
+def torch_gated_grads(dy, x, gamma, z, eps=EPS):
+    """dx, dgamma (gamma's dtype), dz of torch_gated by PyTorch autograd, in x's dtype."""
+    x, z = x.detach().requires_grad_(), z.detach().requires_grad_()
+    g = gamma.detach().to(x.dtype).requires_grad_()
+    dx, dg, dz = torch.autograd.grad(torch_gated(x, g, z, eps), (x, g, z), dy)
+    return dx, dg.to(gamma.dtype), dz
+
+
+def hf_module(cls, gamma, eps=EPS):
+    m = cls(gamma.numel(), eps=eps)
+    with torch.no_grad():
+        m.weight.copy_(gamma)
+    return m
+
+
+def inputs(shape):
+    x, z = make(shape, torch.float32), make(shape, torch.float32, GATE_SCALE)
+    return x, (1 + 0.3 * torch.randn(shape[-1])), z
+
+
+# ---------------------------------------------------------------- fp32 evaluation bounds of the golden
+def y_bound(x, gamma, z) -> np.ndarray:
+    """rms_norm's gamma(N + 8) (test_norm.y_bound) plus the gate's roundings, relative to |y|."""
+    y, _ = R.gated_rms_norm(np64(x), np64(gamma), np64(z), EPS)
+    return P.gamma(gamma.numel() + 8 + GATE_ROUNDINGS) * np.abs(y)
+
+
+def grad_bounds(dy, x, gamma, z) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bounds of (dx, dgamma, dz): rms_norm_grad's terms with dy * silu(z) as the upstream gradient, and
+    dz = dy * normed * s * (1 + z * (1 - s)) summed over |terms| (it cancels where silu' crosses 0)."""
+    n, rows = gamma.numel(), x.numel() // gamma.numel()
+    dy, x, g, z = np64(dy), np64(x).reshape(-1, n), np64(gamma), np64(z)
+    s = R.sigmoid(z)
+    dyg = (dy * z * s).reshape(-1, n)
+    rstd = 1 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
+    xh, dg = x * rstd, dyg * g
+    mean_abs = np.sum(np.abs(dg * xh), axis=-1, keepdims=True) / n
+    extra = n + 12 + GATE_ROUNDINGS
+    bdx = (P.gamma(extra) * rstd * (np.abs(dg) + np.abs(xh) * mean_abs)).reshape(dy.shape)
+    bdg = P.gamma(rows + n + 10 + GATE_ROUNDINGS) * np.sum(np.abs(dyg * xh), axis=0)
+    normed = (xh * g).reshape(dy.shape)
+    bdz = P.gamma(extra) * np.abs(dy * normed) * s * (1 + np.abs(z) * (1 - s))
+    return bdx, bdg, bdz
+
+
+def assert_within(actual, golden, bound, label):
+    err = np.abs(np64(actual) - golden)
+    worst = float(np.max(err / np.maximum(bound, np.finfo(np.float64).tiny)))
+    assert bool(np.all(err <= bound)), f"{label}: error up to {worst:.3g} x the fp32 bound"
+
+
+# ---------------------------------------------------------------- the golden against transformers
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("cls", HF_SILU_GATED, ids=lambda c: c.__name__)
+def test_golden_matches_hf_forward(cls, shape):
+    x, gamma, z = inputs(shape)
+    gy, grstd = R.gated_rms_norm(np64(x), np64(gamma), np64(z), EPS)
+    assert grstd.shape == (*shape[:-1], 1)
+    assert_within(hf_module(cls, gamma)(x, z).detach(), gy, y_bound(x, gamma, z), f"{cls.__name__} {shape}")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("cls", HF_SILU_GATED, ids=lambda c: c.__name__)
+def test_golden_matches_hf_backward(cls, shape):
+    x, gamma, z = inputs(shape)
+    dy = make(shape, torch.float32)
+    m = hf_module(cls, gamma)
+    xr, zr = x.clone().requires_grad_(), z.clone().requires_grad_()
+    dx, dg, dz = torch.autograd.grad(m(xr, zr), (xr, m.weight, zr), dy)
+    golden = R.gated_rms_norm_backward(np64(dy), np64(x), np64(gamma), np64(z), EPS)
+    for name, got, want, bound in zip(
+        ("dx", "dgamma", "dz"), (dx, dg, dz), golden, grad_bounds(dy, x, gamma, z), strict=True
+    ):
+        assert_within(got, want, bound, f"{cls.__name__} {shape} {name}")
+
+
+def test_sigmoid_gate_is_outside_the_bound():
+    """The check discriminates: Kimi's sigmoid-gated module (and an ungated rms_norm) fail it."""
+    x, gamma, z = inputs((7, 769))
+    gy, _ = R.gated_rms_norm(np64(x), np64(gamma), np64(z), EPS)
+    bound = y_bound(x, gamma, z)
+    kimi = hf_module(KimiLinearRMSNormGated, gamma)(x, z).detach()
+    ungated, _ = R.rms_norm(np64(x), np64(gamma), EPS)
+    for other in (kimi, ungated):
+        assert not bool(np.all(np.abs(np64(other) - gy) <= bound))
+
+
+# ---------------------------------------------------------------- the second implementation
+@pytest.mark.parametrize("shape", SHAPES)
+def test_second_implementation_in_fp32(shape):
+    """torch_gated(_grads) compute the golden's formula: in fp32 within the same bounds."""
+    x, gamma, z = inputs(shape)
+    dy = make(shape, torch.float32)
+    assert_within(
+        torch_gated(x, gamma, z),
+        R.gated_rms_norm(*map(np64, (x, gamma, z)), EPS)[0],
+        y_bound(x, gamma, z),
+        f"torch_gated {shape}",
+    )
+    golden = R.gated_rms_norm_backward(*map(np64, (dy, x, gamma, z)), EPS)
+    for name, got, want, bound in zip(
+        ("dx", "dgamma", "dz"), torch_gated_grads(dy, x, gamma, z), golden, grad_bounds(dy, x, gamma, z), strict=True
+    ):
+        assert_within(got, want, bound, f"torch_gated_grads {shape} {name}")
+
+
+@pytest.mark.parametrize("dtype", (torch.float16, torch.bfloat16))
+def test_second_implementation_keeps_the_dtype(dtype):
+    x, gamma, z = (t.to(dtype) for t in inputs((3, 64)))
+    grads = torch_gated_grads(make(x.shape, dtype), x, gamma.float(), z)
+    assert torch_gated(x, gamma, z).dtype == dtype
+    assert [t.dtype for t in grads] == [dtype, torch.float32, dtype]
+
+
+# ---------------------------------------------------------------- the reference's own edges
+def test_sigmoid_is_stable_and_exact():
+    z = np.array([-1000.0, -40.0, -1.0, 0.0, 1.0, 40.0, 1000.0])
+    with np.errstate(over="raise", divide="raise", invalid="raise"):
+        s = R.sigmoid(z)
+    assert s[0] == 0.0 and s[-1] == 1.0 and s[3] == 0.5
+    np.testing.assert_allclose(s[1:-1], 1 / (1 + np.exp(-z[1:-1])), rtol=4 * np.finfo(np.float64).eps)
+
+
+def test_gate_shape_must_be_x_shape():
+    with pytest.raises(ValueError, match=r"z of shape \(4, 7\) must have x's shape \(4, 8\)"):
+        R.gated_rms_norm(np.ones((4, 8)), np.ones(8), np.ones((4, 7)))
