@@ -1,4 +1,4 @@
-// rms_norm / add_rms_norm / rms_norm_grad / add_rms_norm_grad arguments -> the problem (x viewed as
+// rms_norm / add_rms_norm / gated_rms_norm / rms_norm_grad / add_rms_norm_grad arguments -> the problem (x viewed as
 // [rows, hidden]: gamma's dims are x's trailing dims, hidden their product) and the outputs' shapes,
 // or an ArgError. Called by the torch bindings, their Meta kernels and the op_host.
 #pragma once
@@ -71,6 +71,19 @@ NormArgs<Int> CheckRmsNorm(const OpSpec& op, const TensorArg<Int>& x1, const Not
   return norm_detail::Shapes(op, 0, x1, x2 ? 2 : 1, gamma);
 }
 
+// gated_rms_norm (inputs x, gamma, z): rms_norm's checks, and the gate z of x's shape (and dtype, the prototype's).
+template <class Int>
+NormArgs<Int> CheckGatedRmsNorm(const OpSpec& op, const TensorArg<Int>& x, const TensorArg<Int>& gamma,
+                                const TensorArg<Int>& z, double epsilon) {
+  CheckDtypes(op, {x.dtype, gamma.dtype, z.dtype});
+  if (!(std::isfinite(epsilon) && epsilon >= 0))
+    Fail(ArgError::kValue, op, "epsilon must be finite and >= 0, got ", epsilon);
+  NormArgs<Int> a = norm_detail::Shapes(op, 0, x, 1, gamma);
+  if (!norm_detail::SameShape(z.shape, x.shape))
+    Fail(ArgError::kValue, op, op.inputs[2], " must have ", op.inputs[0], "'s shape ", x.shape, ", got ", z.shape);
+  return a;
+}
+
 // rms_norm_grad (dxOut nullptr: inputs dy, x, rstd, gamma) and add_rms_norm_grad (then dx_out).
 template <class Int>
 NormArgs<Int> CheckRmsNormGrad(const OpSpec& op, const TensorArg<Int>& dy, const TensorArg<Int>& x,
@@ -95,10 +108,14 @@ inline float NormGammaOffset(const OpSpec& op) {
   return std::string_view(op.name).rfind("gemma_", 0) == 0 ? 1.0f : 0.0f;
 }
 
-// `add`: add_rms_norm[_grad]; the backward ops have no epsilon (0); `gammaOffset`: 1 for gemma_rms_norm[_grad].
+// The gated_rms_norm ops multiply by silu(z), z an input of x's shape.
+inline bool NormGated(const OpSpec& op) { return std::string_view(op.name).rfind("gated_", 0) == 0; }
+
+// `add`: add_rms_norm[_grad]; the backward ops have no epsilon (0); `gammaOffset`: 1 for gemma_rms_norm[_grad];
+// `gated`: gated_rms_norm[_grad].
 inline NormProblem NormProblemOf(const NormArgs<int64_t>& a, bool add, bool backward, double epsilon,
-                                 float gammaOffset = 0.0f) {
-  return {a.rows, uint32_t(a.hidden), a.xDtype, a.gammaDtype, add, backward, float(epsilon), gammaOffset};
+                                 float gammaOffset = 0.0f, bool gated = false) {
+  return {a.rows, uint32_t(a.hidden), a.xDtype, a.gammaDtype, add, backward, float(epsilon), gammaOffset, gated};
 }
 
 }  // namespace tiling

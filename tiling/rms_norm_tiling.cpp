@@ -6,10 +6,10 @@
 namespace tiling {
 namespace {
 
-// T-typed queues of a row kernel: forward x (+ x2), y (+ x out); backward dy, x (+ dx_out), dx.
+// T-typed queues of a row kernel: forward x (+ x2, or z), y (+ x out); backward dy, x (+ dx_out), dx.
 uint32_t QueuesOfT(const NormProblem& p) {
   if (p.backward) return p.add ? 4 : 3;
-  return p.add ? 4 : 2;
+  return p.add ? 4 : p.gated ? 3 : 2;
 }
 // gamma as loaded: an fp32 gamma lands in its fp32 buffer directly (LoadGammaFp32), one block reserved.
 uint32_t GammaRawBytes(const NormProblem& p, uint32_t cols) {
@@ -17,13 +17,14 @@ uint32_t GammaRawBytes(const NormProblem& p, uint32_t cols) {
 }
 // fp32 work buffers per element: forward xf, work; backward none for fp32 x (rms_norm_grad.cpp computes
 // on dy and x where they landed, with its scratch in the dx output buffer), else dyf, xf, work.
+// The gated forward adds the gate's buffer (silu(z) in fp32; z itself is widened into xf once x is read).
 uint32_t Fp32Work(const NormProblem& p) {
   if (p.backward) return p.xDtype == DType::kFloat32 ? 0 : 3;
-  return 2;
+  return p.gated ? 3 : 2;
 }
-// Single-pass fp32 forward tiles read x where it landed (rms_norm.cpp XInPlace): work only.
+// Single-pass fp32 forward tiles read x (and z) where they landed (rms_norm.cpp XInPlace): no xf.
 uint32_t Fp32WorkSinglePass(const NormProblem& p) {
-  return !p.backward && p.xDtype == DType::kFloat32 ? 1 : Fp32Work(p);
+  return !p.backward && p.xDtype == DType::kFloat32 ? Fp32Work(p) - 1 : Fp32Work(p);
 }
 // Split-row backward chunks keep the width four fp32 buffers gave them (the kernel uses fewer, so this
 // over-counts): the chunk width sets the order each row's sum(dg * x) is added in, and keeping it keeps
@@ -35,7 +36,7 @@ uint32_t Fp32WorkSplitRow(const NormProblem& p) { return p.backward ? 4 : Fp32Wo
 
 bool NormShortRows(const NormProblem& p) {
   const uint32_t n = p.hidden;
-  return !p.backward && n >= 8 && n <= kNormShortRowMax && (n & (n - 1)) == 0 && RowPitch(n, p.xDtype) == n;
+  return !p.backward && !p.gated && n >= 8 && n <= kNormShortRowMax && (n & (n - 1)) == 0 && RowPitch(n, p.xDtype) == n;
 }
 
 uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBufferNum, bool dxOutLate) {
@@ -79,6 +80,7 @@ uint32_t NormReduceBytes(DType gammaDtype, uint32_t chunk) {
 
 NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   if (p.rows < 0) throw TilingError("rows must be >= 0, got " + std::to_string(p.rows));
+  if (p.gated && (p.add || p.backward)) throw TilingError("the gated norm has a forward kernel only");
   NormTiling t{};
   NormTilingData& d = t.data;
   d.hidden = p.hidden;

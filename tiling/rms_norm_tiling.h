@@ -16,6 +16,7 @@ struct NormProblem {
   bool backward;
   float epsilon;
   float gammaOffset;  // the weight is (gammaOffset + gamma): 1 for gemma_rms_norm[_grad], else 0
+  bool gated = false; // gated_rms_norm: y is multiplied by silu(z), z a third input of x's shape and dtype
 };
 
 struct NormTiling {

@@ -49,6 +49,10 @@ int main() {
             for (auto pair : {std::pair{f32, f32}, std::pair{f16, f32}, std::pair{bf16, bf16}}) {
               NormProblem p{rows, hidden, pair.first, pair.second, add, backward, 1e-6f};
               CheckInvariants(p, TileNorm(p, plat), plat);
+              if (!add && !backward) {  // gated_rms_norm (forward only so far)
+                p.gated = true;
+                CheckInvariants(p, TileNorm(p, plat), plat);
+              }
             }
           }
         }
@@ -172,6 +176,42 @@ int main() {
   EXPECT(CheckRmsNormGrad(addBwd, dy, xb, rstd, gh, &dxOut).gammaDtype == f16);
   EXPECT(expect::ArgErrorOf([&] { CheckRmsNormGrad(addBwd, dy, xb, rstd, gh, &dxOutBad); }) ==
          "add_rms_norm_grad: dx_out must have x's shape [3, 8], got [3, 9]");
+  // gated_rms_norm: z (input 2) of x's shape and dtype; the tiling counts z's queue and the gate's fp32 buffer.
+  const OpSpec gated{"gated_rms_norm", "", {"x", "gamma", "z"}, {{f16, f32, f16}, {f32, f32, f32}}};
+  const NormArgs<int64_t> ga = CheckGatedRmsNorm(gated, x, g, Arg{x.shape, f16}, 1e-6);
+  EXPECT(ga.rows == 14 && ga.hidden == 64 && (ga.rstd == Shape{2, 7, 1, 1}) && NormGated(gated) && !NormGated(fwd));
+  EXPECT(expect::ArgErrorOf([&] { CheckGatedRmsNorm(gated, x, g, Arg{{2, 7, 64}, f16}, 1e-6); }, &kind) ==
+         "gated_rms_norm: z must have x's shape [2, 7, 4, 16], got [2, 7, 64]");
+  EXPECT(kind == ArgError::kValue);
+  EXPECT(expect::ArgErrorOf([&] { CheckGatedRmsNorm(gated, x, g, Arg{x.shape, f32}, 1e-6); }, &kind) ==
+         "gated_rms_norm: unsupported dtypes (x=float16, gamma=float32, z=float32); supported: (float16, float32, "
+         "float16) (float32, float32, float32)");
+  EXPECT(kind == ArgError::kType);
+  EXPECT(expect::ArgErrorOf([&] { CheckGatedRmsNorm(gated, x, Arg{{7}, f32}, x, 1e-6); }) ==
+         "gated_rms_norm: gamma of shape [7] must equal the trailing dims of x of shape [2, 7, 4, 16]");
+  for (DType t : {f16, bf16, f32}) {
+    for (uint32_t hidden : {64u, 769u, 5125u}) {
+      const NormProblem plain{1000, hidden, t, f32, false, false, 1e-6f};
+      const NormProblem gate =
+          NormProblemOf(NormArgs<int64_t>{1000, hidden, {}, {}, {}, t, f32}, false, false, 1e-6, 0.0f, true);
+      EXPECT(gate.gated && !NormShortRows(gate));
+      // one more T queue (z), double-buffered, and one more fp32 buffer (the gate) per tile element
+      const uint32_t pitch = RowPitch(hidden, t), perRow = 2 * AlignUp(pitch * ElementBytes(t), 32) + pitch * 4;
+      const NormTiling tg = TileNorm(gate, b3), tp = TileNorm(plain, b3);
+      if (!NormShortRows(plain)) {  // (short rows have buffers of their own)
+        EXPECT(NormSinglePassBytes(gate, 8) == NormSinglePassBytes(plain, 8) + 8 * perRow);
+        EXPECT(tg.data.tileRows <= tp.data.tileRows);
+      }
+      EXPECT(NormSinglePassBytes(gate, tg.data.tileRows) <= b3.UbBudget());
+      EXPECT(tg.data.shortRows == 0);
+    }
+  }
+  NormProblem gatedBig{4, 32768, f32, f32, false, false, 1e-6f, 0.0f, true};
+  const NormTiling split = TileNorm(gatedBig, b3);
+  EXPECT(split.tilingKey == NORM_SPLIT_ROW && NormSplitRowBytes(gatedBig, split.data.chunk) <= b3.UbBudget());
+  EXPECT(NormSplitRowBytes(gatedBig, 1024) ==
+         NormSplitRowBytes({4, 32768, f32, f32, false, false, 1e-6f}, 1024) + 2 * 1024 * 4 + 1024 * 4);
+  EXPECT(expect::Throws([&] { TileNorm({4, 64, f32, f32, false, true, 0.0f, 0.0f, true}, b3); }));
   // An empty x: rows 0, nothing to launch; rstd [0, 1].
   const NormArgs<int64_t> e = CheckRmsNorm(fwd, Arg{{0, 16}, f32}, nullptr, Arg{{16}, f32}, 1e-6);
   EXPECT(e.rows == 0 && (e.rstd == Shape{0, 1}) && TileNorm(NormProblemOf(e, false, false, 1e-6), b3).blockDim == 0);
