@@ -12,12 +12,14 @@
 // rms_norm, add_rms_norm and their grads: one entry per (x, gamma) dtype pair of op_proto/rms_norm.json.
 #define RMS_NORM_DTYPES ASCENDC_FLOAT_PAIR_DTYPES
 #define ADD_RMS_NORM_DTYPES RMS_NORM_DTYPES
+#define GATED_RMS_NORM_DTYPES RMS_NORM_DTYPES  // z: x's dtype (op_proto/gated_rms_norm.json)
 #define RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
 #define ADD_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
 // The dgamma reduction: one entry per gamma dtype.
 #define RMS_NORM_DGAMMA_DTYPES ASCENDC_FLOAT_DTYPES
 #define RMS_NORM_PARAMS(GM) GM x, GM gamma, GM y, GM rstd, GM workspace, GM tiling
 #define ADD_RMS_NORM_PARAMS(GM) GM x1, GM x2, GM gamma, GM y, GM rstd, GM x, GM workspace, GM tiling
+#define GATED_RMS_NORM_PARAMS(GM) GM x, GM gamma, GM z, GM y, GM rstd, GM workspace, GM tiling
 #define RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dx, GM workspace, GM tiling
 #define ADD_RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dxOut, GM dx, GM workspace, GM tiling
 #define RMS_NORM_DGAMMA_PARAMS(GM) GM partials, GM dgamma, GM workspace, GM tiling

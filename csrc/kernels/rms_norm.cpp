@@ -3,6 +3,8 @@
 //   add_rms_norm only:  x    = round_T(x1 + x2)             (the x output; the value normalized)
 //                       rstd = 1 / sqrt(sum(x^2) / N + eps)  (fp32, one per row)
 //                       y    = round_T((x * rstd) * gamma)    (fp32 throughout, one rounding)
+// gated_rms_norm (HF Qwen3NextRMSNormGated) rounds as HF does:
+//                       y    = round_T(round_G(gamma * round_T(x * rstd)) * silu(z))  (round_G: fp32 gamma none)
 // NORM_SINGLE_PASS: tiles of whole rows; NORM_SPLIT_ROW: a row longer than UB is read twice in
 // column chunks (pass 1 sums the squares, pass 2 normalizes). Reductions cover only the N valid
 // columns (ReduceSum count form): DataCopyPad's padding past the row end is never summed.
@@ -15,13 +17,13 @@ using namespace AscendC;
 
 constexpr int32_t NORM_BUFFER_NUM = 2;  // double buffering: load tile i+1 while computing tile i
 
-template <typename T, typename G, bool ADD>
+template <typename T, typename G, bool ADD, bool GATE = false>
 class KernelRmsNorm {
  public:
   __aicore__ inline KernelRmsNorm() {}
 
   __aicore__ inline void Init(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
-                              const NormTilingData& tiling, TPipe* pipe) {
+                              const NormTilingData& tiling, TPipe* pipe, GM_ADDR z = nullptr) {
     t_ = tiling;
     BlockTaskRange(t_.rowsPerBlock, t_.rowsRemainder, rowBegin_, rowCount_);
     const uint64_t total = static_cast<uint64_t>(t_.rows) * t_.hidden;
@@ -37,6 +39,11 @@ class KernelRmsNorm {
       xOutGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(xOut), total);
       pipe->InitBuffer(inX2_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
       pipe->InitBuffer(outX_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+    }
+    if constexpr (GATE) {
+      zGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(z), total);
+      pipe->InitBuffer(inZ_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+      pipe->InitBuffer(gateBuf_, elems * sizeof(float));
     }
     const bool xfUsed = !XInPlace() || t_.tilingKey != NORM_SINGLE_PASS;  // the tiling counts it only then
     pipe->InitBuffer(xfBuf_, xfUsed ? elems * sizeof(float) : 32);
@@ -66,9 +73,9 @@ class KernelRmsNorm {
       // the scalar unit waits for tile i's row sums (V_S), so MTE2 streams while V works.
       const bool prefetch = t_.bufferNum >= 2;
       for (int64_t done = 0; done < rowCount_; done += t_.tileRows) {
-        if (done == 0 || !prefetch) CopyIn(rowBegin_ + done, TileRows(done), 0, t_.hidden);
+        if (done == 0 || !prefetch) CopyIn(rowBegin_ + done, TileRows(done), 0, t_.hidden, GATE);
         const int64_t next = done + t_.tileRows;
-        if (prefetch && next < rowCount_) CopyIn(rowBegin_ + next, TileRows(next), 0, t_.hidden);
+        if (prefetch && next < rowCount_) CopyIn(rowBegin_ + next, TileRows(next), 0, t_.hidden, GATE);
         ProcessTile(rowBegin_ + done, TileRows(done));
       }
     } else {
@@ -180,8 +187,8 @@ class KernelRmsNorm {
     LoadGammaFp32(gammaBuf_.Get<float>(), gammaRawBuf_, gammaGm_, col, len, t_.gammaOffset);
   }
 
-  // `rows` rows of x1 (and x2), columns [col, col + len), into the input queues.
-  __aicore__ inline void CopyIn(int64_t row, uint32_t rows, uint32_t col, uint32_t len) {
+  // `rows` rows of x1 (and x2; and z `withZ`), columns [col, col + len), into the input queues.
+  __aicore__ inline void CopyIn(int64_t row, uint32_t rows, uint32_t col, uint32_t len, bool withZ = false) {
     const DataCopyExtParams params(static_cast<uint16_t>(rows), len * sizeof(T), (t_.hidden - len) * sizeof(T), 0, 0);
     const uint64_t at = static_cast<uint64_t>(row) * t_.hidden + col;
     LocalTensor<T> x1 = inX1_.AllocTensor<T>();
@@ -192,6 +199,54 @@ class KernelRmsNorm {
       DataCopyPad(x2, x2Gm_[at], params, DataCopyPadExtParams<T>());
       inX2_.EnQue(x2);
     }
+    if constexpr (GATE) {
+      if (withZ) {
+        LocalTensor<T> z = inZ_.AllocTensor<T>();
+        DataCopyPad(z, zGm_[at], params, DataCopyPadExtParams<T>());
+        inZ_.EnQue(z);
+      }
+    }
+  }
+
+  // h = round_T(h) in place through the T buffer `t`: HF casts x * rstd to the input dtype before the weight.
+  __aicore__ inline void RoundToT(const LocalTensor<T>& t, const LocalTensor<float>& h, int32_t n) {
+    if constexpr (!IsFloat()) {
+      Cast(t, h, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+      PipeBarrier<PIPE_V>();
+      Cast(h, t, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+      PipeBarrier<PIPE_V>();
+    }
+  }
+
+  // gated_rms_norm, after y = x * rstd: round_T, the weight (rounded to G when G is narrower than fp32, as
+  // HF's `weight * h` in the weight's dtype), then y *= silu(z) in fp32 with silu(z) = z / (1 + exp(-z))
+  // (-0 for z -> -inf, as torch's). `scratch`: n floats free by now (xf) for a narrow z widened.
+  __aicore__ inline void WeightAndGate(const LocalTensor<T>& t, const LocalTensor<float>& yf,
+                                       const LocalTensor<float>& gammaF, const LocalTensor<float>& scratch,
+                                       uint32_t rows, uint32_t pitch, uint32_t len, int32_t n) {
+    RoundToT(t, yf, n);
+    for (uint32_t r = 0; r < rows; ++r) Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(len));
+    PipeBarrier<PIPE_V>();
+    if constexpr (sizeof(G) < sizeof(float)) RoundToT(t, yf, n);  // G narrow: G is T (op_proto)
+    LocalTensor<T> z = inZ_.DeQue<T>();
+    LocalTensor<float> zf = scratch;
+    if constexpr (IsFloat()) {
+      zf = z.template ReinterpretCast<float>();
+    } else {
+      Cast(zf, z, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+      PipeBarrier<PIPE_V>();
+    }
+    LocalTensor<float> e = gateBuf_.Get<float>();
+    Muls(e, zf, -1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Exp(e, e, n);
+    PipeBarrier<PIPE_V>();
+    Adds(e, e, 1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Div(e, zf, e, n);
+    PipeBarrier<PIPE_V>();
+    inZ_.FreeTensor(z);  // z's last read was issued
+    Mul(yf, yf, e, n);
   }
 
   // 1. xf = float(x1), or for add_rms_norm xf = float(round_T(x1 + x2)) with the rounded sum
@@ -325,7 +380,9 @@ class KernelRmsNorm {
       CopyOutX(row, rows, 0, n);
     }
     PipeBarrier<PIPE_V>();
-    if (t_.shortRows) {
+    if constexpr (GATE) {
+      WeightAndGate(y, yf, gammaF, xf, rows, pitch, n, tileElems);  // no short rows (NormShortRows)
+    } else if (t_.shortRows) {
       Mul(yf, yf, gammaTileBuf_.Get<float>(), tileElems);  // rows are unpadded: the tile is one run
     } else {
       for (uint32_t r = 0; r < rows; ++r) Mul(yf[r * pitch], yf[r * pitch], gammaF, static_cast<int32_t>(n));
@@ -379,7 +436,7 @@ class KernelRmsNorm {
       const uint32_t len = ChunkLen(col);
       const int32_t landed = static_cast<int32_t>(PaddedLen<T>(len));
       LoadGamma(col, len);
-      CopyIn(row, 1, col, len);
+      CopyIn(row, 1, col, len, GATE);
       LoadAsFloat(xf, landed, false);
       LocalTensor<T> y = outY_.AllocTensor<T>();
       LocalTensor<float> yf;
@@ -390,7 +447,11 @@ class KernelRmsNorm {
       }
       Muls(yf, xf, rstd, static_cast<int32_t>(len));
       PipeBarrier<PIPE_V>();
-      Mul(yf, yf, gammaF, static_cast<int32_t>(len));
+      if constexpr (GATE) {
+        WeightAndGate(y, yf, gammaF, xf, 1, 0, len, landed);
+      } else {
+        Mul(yf, yf, gammaF, static_cast<int32_t>(len));
+      }
       if constexpr (!IsFloat()) {
         PipeBarrier<PIPE_V>();
         Cast(y, yf, RoundMode::CAST_RINT, static_cast<uint32_t>(landed));
@@ -426,24 +487,25 @@ class KernelRmsNorm {
 
   NormTilingData t_;
   int64_t rowBegin_ = 0, rowCount_ = 0;
-  GlobalTensor<T> x1Gm_, x2Gm_, yGm_, xOutGm_;
+  GlobalTensor<T> x1Gm_, x2Gm_, yGm_, xOutGm_, zGm_;
   GlobalTensor<float> rstdGm_;
   GlobalTensor<G> gammaGm_;
-  TQue<QuePosition::VECIN, NORM_BUFFER_NUM> inX1_, inX2_;
+  TQue<QuePosition::VECIN, NORM_BUFFER_NUM> inX1_, inX2_, inZ_;
   TQue<QuePosition::VECOUT, NORM_BUFFER_NUM> outY_, outX_, outRstd_;
   TBuf<TPosition::VECCALC> xfBuf_, workBuf_, sumBuf_, tmpBuf_, gammaRawBuf_, gammaBuf_;
   TBuf<TPosition::VECCALC> foldBuf_, offBuf_, partBuf_, gammaTileBuf_;  // short rows only
+  TBuf<TPosition::VECCALC> gateBuf_;                                    // gated only: silu(z) in fp32
   uint32_t tableRows_ = 0;                              // rows the gather table is built for
 };
 
-template <typename T, typename G, bool ADD>
+template <typename T, typename G, bool ADD, bool GATE = false>
 __aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
-                                  GM_ADDR tiling) {
+                                  GM_ADDR tiling, GM_ADDR z = nullptr) {
   NormTilingData tilingData;
   CopyTiling(&tilingData, tiling);
   TPipe pipe;
-  KernelRmsNorm<T, G, ADD> op;
-  op.Init(x1, x2, gamma, y, rstd, xOut, tilingData, &pipe);
+  KernelRmsNorm<T, G, ADD, GATE> op;
+  op.Init(x1, x2, gamma, y, rstd, xOut, tilingData, &pipe, z);
   op.Process();
 }
 
@@ -458,7 +520,14 @@ __aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                   \
     RunRmsNorm<T, G, true>(x1, x2, gamma, y, rstd, x, tiling);                        \
   }
+#define GATED_RMS_NORM_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(GATED_RMS_NORM_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                     \
+    RunRmsNorm<T, G, false, true>(x, x, gamma, y, rstd, y, tiling, z);                  \
+  }
 RMS_NORM_DTYPES(RMS_NORM_ENTRY, rms_norm)
 ADD_RMS_NORM_DTYPES(ADD_RMS_NORM_ENTRY, add_rms_norm)
+GATED_RMS_NORM_DTYPES(GATED_RMS_NORM_ENTRY, gated_rms_norm)
 #undef RMS_NORM_ENTRY
 #undef ADD_RMS_NORM_ENTRY
+#undef GATED_RMS_NORM_ENTRY

@@ -19,10 +19,14 @@ double NormEpsilon(const Context* context, bool backward) {
   return eps == nullptr ? 1e-6f : *eps;
 }
 
-// Forward inputs (x1[, x2], gamma); backward (dy, x, rstd, gamma[, dx_out]). `add`: the add_rms_norm ops.
+// Forward inputs (x1[, x2], gamma), gated_rms_norm's (x, gamma, z); backward (dy, x, rstd, gamma[, dx_out]).
+// `add`: the add_rms_norm ops.
 template <typename Context>
 tiling::NormArgs<int64_t> NormArgsOf(const Context* context, const tiling::OpSpec& op, bool add, bool backward) {
   using Arg = tiling::TensorArg<int64_t>;
+  if (!backward && tiling::NormGated(op))
+    return tiling::CheckGatedRmsNorm(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
+                                     NormEpsilon(context, false));
   if (!backward) {
     const Arg x1 = InputArg(context, 0), x2 = add ? InputArg(context, 1) : Arg{},
               gamma = InputArg(context, add ? 2 : 1);
@@ -36,9 +40,10 @@ tiling::NormArgs<int64_t> NormArgsOf(const Context* context, const tiling::OpSpe
 inline ge::graphStatus TileNormOp(gert::TilingContext* context, const tiling::OpSpec& op, bool add, bool backward) {
   return Checked([&] {
     const tiling::NormArgs<int64_t> a = NormArgsOf(context, op, add, backward);
-    const tiling::NormTiling t = tiling::TileNorm(
-        tiling::NormProblemOf(a, add, backward, NormEpsilon(context, backward), tiling::NormGammaOffset(op)),
-        NpuPlatform(context));
+    const tiling::NormTiling t =
+        tiling::TileNorm(tiling::NormProblemOf(a, add, backward, NormEpsilon(context, backward),
+                                               tiling::NormGammaOffset(op), tiling::NormGated(op)),
+                         NpuPlatform(context));
     // No rows or empty rows: the torch path fills rstd / dgamma without a kernel; the op
     // package does not take such shapes.
     if (t.blockDim == 0) return ge::GRAPH_FAILED;

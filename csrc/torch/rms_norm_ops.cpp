@@ -16,6 +16,7 @@
 // The kernels' entry points (csrc/kernels/rms_norm.cpp, rms_norm_grad.cpp), compiled for the twin, from their lists.
 ASCENDC_TWIN_KERNELS(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)
 ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
+ASCENDC_TWIN_KERNELS(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)
 ASCENDC_TWIN_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
 ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
 ASCENDC_TWIN_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
@@ -41,6 +42,15 @@ tiling::NormArgs<Int> ForwardArgs(const OpProto& op, const at::Tensor& x1, const
   return Checked(op, [&] { return tiling::CheckRmsNorm(op, x1Arg, x2 ? &x2Arg : nullptr, gArg, epsilon); });
 }
 
+// The same for gated_rms_norm's (x, gamma, z, epsilon).
+template <class Int>
+tiling::NormArgs<Int> GatedArgs(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& z,
+                                double epsilon) {
+  CheckSameDevice(op, {x, gamma, z});
+  const tiling::TensorArg<Int> xArg = ArgOf<Int>(x), gArg = ArgOf<Int>(gamma), zArg = ArgOf<Int>(z);
+  return Checked(op, [&] { return tiling::CheckGatedRmsNorm(op, xArg, gArg, zArg, epsilon); });
+}
+
 // The same for (dy, x, rstd, gamma[, dxOut]).
 template <class Int>
 tiling::NormArgs<Int> BackwardArgs(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
@@ -55,7 +65,8 @@ tiling::NormArgs<Int> BackwardArgs(const OpProto& op, const at::Tensor& dy, cons
 tiling::NormTiling Tile(const OpProto& op, const tiling::NormArgs<int64_t>& a, bool add, bool backward, double epsilon,
                         const tiling::PlatformInfo& platform) {
   return Checked(op, [&] {
-    return tiling::TileNorm(tiling::NormProblemOf(a, add, backward, epsilon, tiling::NormGammaOffset(op)), platform);
+    return tiling::TileNorm(
+        tiling::NormProblemOf(a, add, backward, epsilon, tiling::NormGammaOffset(op), tiling::NormGated(op)), platform);
   });
 }
 
@@ -75,7 +86,32 @@ NormForwardLaunch PrepareNormForward(const OpProto& op, const at::Tensor& x1In, 
   return {x1, x2, gamma, y, rstd, xOut, Tile(op, a, add, false, epsilon, platform)};
 }
 
+NormForwardLaunch PrepareGatedNormForward(const OpProto& op, const at::Tensor& xIn, const at::Tensor& gammaIn,
+                                          const at::Tensor& zIn, double epsilon, const tiling::PlatformInfo& platform) {
+  const tiling::NormArgs<int64_t> a = GatedArgs<int64_t>(op, xIn, gammaIn, zIn, epsilon);
+  const at::Tensor x = xIn.contiguous(), gamma = gammaIn.contiguous(), z = zIn.contiguous();
+  at::Tensor y = at::empty(a.x, x.options());
+  at::Tensor rstd = at::empty(a.rstd, x.options().dtype(at::kFloat));
+  if (a.rows > 0 && a.hidden == 0) rstd.fill_(std::numeric_limits<float>::quiet_NaN());  // mean of no elements
+  NormForwardLaunch l{x, at::Tensor(), gamma, y, rstd, at::Tensor(), Tile(op, a, false, false, epsilon, platform)};
+  l.z = z;
+  return l;
+}
+
 namespace {
+
+std::tuple<at::Tensor, at::Tensor> GatedForward(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
+                                                const at::Tensor& z, double epsilon) {
+  NormForwardLaunch l = PrepareGatedNormForward(op, x, gamma, z, epsilon, TwinPlatform());
+  const tiling::NormTiling& t = l.tiling;
+  if (t.blockDim == 0) return {l.y, l.rstd};
+  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
+  uint8_t* none = nullptr;
+  LaunchOnTwin(GmBytes(l.x1, l.gamma, l.z, l.y, l.rstd), "gated_rms_norm", t.blockDim,
+               PickEntry(twin_entries::gated_rms_norm, l.x1.scalar_type(), l.gamma.scalar_type()).fn, Gm(l.x1),
+               Gm(l.gamma), Gm(l.z), Gm(l.y), Gm(l.rstd), none, tilingGm);
+  return {l.y, l.rstd};
+}
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1In,
                                                        const at::Tensor* x2In, const at::Tensor& gammaIn,
@@ -154,6 +190,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> ForwardMeta(const OpProto& op, co
           x2 ? at::empty_symint(a.x, x1.options()) : at::Tensor()};
 }
 
+std::tuple<at::Tensor, at::Tensor> GatedForwardMeta(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
+                                                    const at::Tensor& z, double epsilon) {
+  const tiling::NormArgs<c10::SymInt> a = GatedArgs<c10::SymInt>(op, x, gamma, z, epsilon);
+  return {at::empty_symint(a.x, x.options()), at::empty_symint(a.rstd, x.options().dtype(at::kFloat))};
+}
+
 std::tuple<at::Tensor, at::Tensor> BackwardMeta(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
                                                 const at::Tensor& rstd, const at::Tensor& gamma,
                                                 const at::Tensor* dxOut) {
@@ -163,8 +205,8 @@ std::tuple<at::Tensor, at::Tensor> BackwardMeta(const OpProto& op, const at::Ten
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplNormOps<ForwardMeta, BackwardMeta>(m); }
+TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplNormOps<ForwardMeta, BackwardMeta, GatedForwardMeta>(m); }
 
-TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplNormOps<Forward, Backward>(m); }
+TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplNormOps<Forward, Backward, GatedForward>(m); }
 
 }  // namespace ascendc_ops

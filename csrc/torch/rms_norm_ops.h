@@ -14,10 +14,11 @@
 namespace ascendc_ops {
 
 // Contiguous inputs, allocated outputs (rstd already NaN where rows are empty) and the tiling;
-// x2 / xOut are undefined for rms_norm.
+// x2 / xOut are undefined for rms_norm, z (the gate) but for gated_rms_norm.
 struct NormForwardLaunch {
   at::Tensor x1, x2, gamma, y, rstd, xOut;
   tiling::NormTiling tiling;
+  at::Tensor z;
 };
 
 // dxOut is undefined for rms_norm_grad; dgamma starts at zero (the sum over no rows).
@@ -31,15 +32,21 @@ ASCENDC_OPS_API NormForwardLaunch PrepareNormForward(const OpProto& op, const at
                                                      const at::Tensor& gamma, double epsilon,
                                                      const tiling::PlatformInfo& platform);
 
+// Checks (x, gamma, z, epsilon) for gated_rms_norm and tiles it for `platform`.
+ASCENDC_OPS_API NormForwardLaunch PrepareGatedNormForward(const OpProto& op, const at::Tensor& x,
+                                                          const at::Tensor& gamma, const at::Tensor& z, double epsilon,
+                                                          const tiling::PlatformInfo& platform);
+
 // Checks (dy, x, rstd, gamma[, dxOut]) for `op` and tiles it for `platform` (dxOut null: rms_norm_grad).
 ASCENDC_OPS_API NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
                                                        const at::Tensor& rstd, const at::Tensor& gamma,
                                                        const at::Tensor* dxOut, const tiling::PlatformInfo& platform);
 
-// Registers the four ops on one backend (CPU twin, NPU, Meta) from its two functions:
+// Registers the ops on one backend (CPU twin, NPU, Meta) from its three functions:
 //   Forward(op, x1, x2 or nullptr, gamma, epsilon) -> (y, rstd, x out or undefined)
 //   Backward(op, dy, x, rstd, gamma, dx_out or nullptr) -> (dx, dgamma)
-template <auto Forward, auto Backward>
+//   GatedForward(op, x, gamma, z, epsilon) -> (y, rstd)
+template <auto Forward, auto Backward, auto GatedForward>
 void ImplNormOps(torch::Library& m) {
   m.impl("rms_norm", [](const at::Tensor& x, const at::Tensor& gamma, double epsilon) {
     auto [y, rstd, unused] = Forward(kRmsNorm, x, nullptr, gamma, epsilon);
@@ -62,6 +69,10 @@ void ImplNormOps(torch::Library& m) {
          [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma) {
            return Backward(kGemmaRmsNormGrad, dy, x, rstd, gamma, nullptr);
          });
+  // rms_norm(x, gamma) * silu(z): rms_norm's forward kernel with a z queue (KernelRmsNorm's GATE)
+  m.impl("gated_rms_norm", [](const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& z, double epsilon) {
+    return GatedForward(kGatedRmsNorm, x, gamma, z, epsilon);
+  });
 }
 
 }  // namespace ascendc_ops

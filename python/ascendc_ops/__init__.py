@@ -15,7 +15,7 @@ library_path = load()
 from . import op_proto  # noqa: E402
 from .ops.grouped_matmul import grouped_matmul  # noqa: E402
 from .ops.moe_routing import moe_token_permute, moe_token_unpermute  # noqa: E402
-from .ops.rms_norm import add_rms_norm, gemma_rms_norm, rms_norm  # noqa: E402
+from .ops.rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm, rms_norm  # noqa: E402
 from .ops.rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul  # noqa: E402
 from .ops.swiglu import swiglu  # noqa: E402
 from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
@@ -39,6 +39,7 @@ __all__ = [
     "gemma_rms_norm",
     "apply_rotary_pos_emb",
     "apply_rotary_pos_emb_",
+    "gated_rms_norm",
 ]
 
 # torch_npu's names (sys.modules["torch_npu"] = ascendc_ops.npu); after the ops, which npu.py takes from the package

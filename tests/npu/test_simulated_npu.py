@@ -112,6 +112,9 @@ def test_npu_names_forward_and_backward(npu, dtype):
         same(tnpu.npu_add_rms_norm(x.to(npu), x.to(npu), g.to(npu)), tnpu.npu_add_rms_norm(x, x, g))
     with launched(f"rms_norm_{suffix}_{suffix}"):  # the gemma op is rms_norm's kernel with gammaOffset 1
         same(tnpu.npu_gemma_rms_norm(x.to(npu), g.to(npu)), tnpu.npu_gemma_rms_norm(x, g))
+    gated = torch.ops.custom.gated_rms_norm  # no torch_npu name
+    with launched(f"gated_rms_norm_{suffix}_{suffix}"):
+        same(gated(x.to(npu), g.to(npu), x.to(npu)), gated(x, g, x))
     y, rstd = tnpu.npu_rms_norm(x, g)
     with launched(f"rms_norm_dgamma_{suffix}"):
         same(

@@ -1,6 +1,7 @@
 """Gated RMSNorm y = rms_norm(x, gamma) * silu(z) (issue 23 item 2): the float64 golden
-(rms_norm_reference.gated_rms_norm[_backward]) against transformers' RMSNormGated modules, and PyTorch's
-same-dtype computation (the double benchmark's second implementation for the op's tests).
+(rms_norm_reference.gated_rms_norm[_backward]) against transformers' RMSNormGated modules, PyTorch's
+same-dtype computation (the double benchmark's second implementation), and the gated_rms_norm op (forward)
+against the golden, judged as test_norm.py judges rms_norm.
 
 The modules compute in fp32; in fp32 they, and the second implementation, must be within the fp32
 evaluation bound of the golden (each bound sums the magnitudes of the terms it rounds, as test_norm.py's)."""
@@ -15,10 +16,11 @@ from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearRMSNo
 from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5RMSNormGated
 from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRMSNormGated
 
-from accuracy import np64
+from accuracy import assert_accurate, np64
+from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
-from ascendc_ops.ops import rms_norm_reference as R
-from test_norm import EPS, make
+from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
+from test_norm import EPS, PAIRS, make, pair_id
 
 # transformers' silu-gated RMSNorms (KimiLinearRMSNormGated gates by sigmoid: not this op)
 HF_SILU_GATED = (Qwen3NextRMSNormGated, Qwen3_5RMSNormGated)
@@ -32,7 +34,8 @@ GATE_ROUNDINGS = 8
 # ---------------------------------------------------------------- PyTorch's own same-dtype computation
 def torch_gated(x, gamma, z, eps=EPS):
     """The double benchmark's second implementation: the formula step by step in x's dtype."""
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gamma.to(x.dtype) * F.silu(z)
+    dims = tuple(range(-gamma.dim(), 0))  # gamma's dims, the normalized ones
+    return x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps) * gamma.to(x.dtype) * F.silu(z)
 
 
 def torch_gated_grads(dy, x, gamma, z, eps=EPS):
@@ -161,3 +164,112 @@ def test_sigmoid_is_stable_and_exact():
 def test_gate_shape_must_be_x_shape():
     with pytest.raises(ValueError, match=r"z of shape \(4, 7\) must have x's shape \(4, 8\)"):
         R.gated_rms_norm(np.ones((4, 8)), np.ones(8), np.ones((4, 7)))
+
+
+# ---------------------------------------------------------------- the op (forward) against the golden
+MANTISSA = {torch.float16: 10, torch.bfloat16: 7, torch.float32: 23}
+
+
+def kernel_bound(x, gamma, z) -> np.ndarray:
+    """The fp32 bound plus the roundings to x's dtype HF makes before the last (x * rstd; gamma * h when
+    gamma is x's narrow dtype): each within half an ulp, relative 2^-(mantissa + 1)."""
+    roundings = (x.dtype != torch.float32) * (1 + (gamma.dtype == x.dtype))
+    gy, _ = R.gated_rms_norm(np64(x), np64(gamma), np64(z), EPS)
+    return y_bound(x, gamma, z) + roundings * 2.0 ** -(MANTISSA[x.dtype] + 1) * np.abs(gy)
+
+
+def check_op_forward(x, gamma, z, label):
+    y, rstd = N.gated_rms_norm(x, gamma, z, EPS)
+    gy, grstd = R.gated_rms_norm(np64(x), np64(gamma), np64(z), EPS)
+    assert y.dtype == x.dtype and rstd.dtype == torch.float32 and tuple(rstd.shape) == grstd.shape, label
+    assert_accurate(y, gy, torch_gated(x, gamma, z), x.dtype, f"{label} y", bound=kernel_bound(x, gamma, z))
+    # rstd is rms_norm's (the gate does not enter it); rms_norm's short-rows path sums in another order: both
+    # within gamma(N + 6) of the exact rstd
+    _, plain_rstd = N.rms_norm(x, gamma, EPS)
+    torch.testing.assert_close(rstd, plain_rstd, rtol=2 * P.gamma(gamma.numel() + 6), atol=0, msg=label)
+
+
+@pytest.mark.parametrize("hidden", (1, 8, 64, 769, 5125))
+@pytest.mark.parametrize("rows", (1, 7, 83))
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gated_rms_norm_forward(pair, rows, hidden):
+    xd, gd = pair
+    x, gamma, z = make((rows, hidden), xd), make((hidden,), gd), make((rows, hidden), xd, GATE_SCALE)
+    check_op_forward(x, gamma, z, f"gated_rms_norm {pair_id(pair)} [{rows}, {hidden}]")
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gated_rms_norm_split_row(pair):
+    """Rows longer than UB: the split-row mode loads z chunk by chunk in pass 2 only."""
+    xd, gd = pair
+    hidden = 32768 if xd == torch.float32 else 65536
+    x, gamma, z = make((3, hidden), xd), make((hidden,), gd), make((3, hidden), xd, GATE_SCALE)
+    check_op_forward(x, gamma, z, f"gated_rms_norm split-row {pair_id(pair)}")
+
+
+def test_gated_rms_norm_leading_dims_and_non_contiguous():
+    x = make((4, 3, 2, 96), torch.bfloat16).transpose(0, 1)
+    z = make((3, 4, 2, 96), torch.bfloat16, GATE_SCALE)
+    check_op_forward(x, make((2, 96), torch.float32), z, "gated_rms_norm [3, 4, *[2, 96]] non-contiguous x")
+
+
+def test_gate_extremes():
+    """silu(z) = z / (1 + exp(-z)): -0 where exp overflows (z -> -inf), z where it vanishes, as torch's."""
+    x, gamma = make((2, 64), torch.float32), torch.ones(64)
+    z = torch.tensor([-1e4, -100.0, -30.0, 0.0, 30.0, 100.0, 1e4, 0.5]).repeat(16).reshape(2, 64)
+    y, _ = N.gated_rms_norm(x, gamma, z, EPS)
+    want = hf_module(Qwen3NextRMSNormGated, gamma)(x, z).detach()
+    assert bool(torch.isfinite(y).all())
+    torch.testing.assert_close(y, want, rtol=P.gamma(64 + 16), atol=0)
+
+
+@pytest.mark.parametrize("wdtype", (torch.float32, torch.bfloat16), ids=lambda d: str(d).removeprefix("torch."))
+def test_hf_qwen3_next_parity_bf16(wdtype):
+    """HF's module in bf16 (weight fp32, or bf16 as in a bf16 model) against the op: both round h = x * rstd and
+    (bf16 weight) gamma * h to bf16; they differ only by rstd's sum order and exp's last bits, which can move
+    h one bf16 ulp: then y by at most one bf16 ulp of h's relative size besides y's own rounding."""
+    x, z = make((64, 128), torch.bfloat16), make((64, 128), torch.bfloat16, GATE_SCALE)
+    gamma = (1 + 0.1 * torch.randn(128)).to(wdtype)
+    hf = hf_module(Qwen3NextRMSNormGated, gamma.float()).to(wdtype)(x, z).detach()
+    ours, _ = N.gated_rms_norm(x, gamma, z, EPS)
+    assert hf.dtype == ours.dtype == torch.bfloat16
+    a = ours.double()
+    ulp = torch.ldexp(torch.ones_like(a), torch.frexp(a.abs().clamp_min(2.0**-126)).exponent - 8)
+    diff = (a - hf.double()).abs()
+    assert bool((diff <= 2 * ulp).all()), f"max diff in ulps {float((diff / ulp).max())}"
+
+
+def test_gated_errors_are_clear():
+    x, g = make((4, 8), torch.float16), make((8,), torch.float32)
+    with pytest.raises(ValueError, match=r"gated_rms_norm: z must have x's shape \[4, 8\], got \[4, 7\]"):
+        N.gated_rms_norm(x, g, make((4, 7), torch.float16))
+    with pytest.raises(TypeError, match=r"gated_rms_norm: unsupported dtypes \(x=float16, gamma=float32, z=float32\)"):
+        N.gated_rms_norm(x, g, make((4, 8), torch.float32))
+    with pytest.raises(ValueError, match=r"gated_rms_norm: epsilon must be finite and >= 0"):
+        N.gated_rms_norm(x, g, x, float("nan"))
+    xm, zm = (
+        torch.empty(4, 8, device="meta", dtype=torch.float16),
+        torch.empty(4, 9, device="meta", dtype=torch.float16),
+    )
+    with pytest.raises(ValueError, match=r"gated_rms_norm: z must have x's shape"):
+        torch.ops.custom.gated_rms_norm(xm, torch.empty(8, device="meta"), zm)
+
+
+def test_gated_opcheck_and_schema():
+    op = torch.ops.custom.gated_rms_norm.default
+    torch.library.opcheck(
+        op, (make((3, 5, 24), torch.float16), make((24,), torch.float32), make((3, 5, 24), torch.float16), EPS)
+    )
+    torch.library.opcheck(
+        op, (make((4, 40), torch.bfloat16), make((40,), torch.bfloat16), make((4, 40), torch.bfloat16), 1e-5)
+    )
+    registered = str(op._schema)
+    assert registered == str(torch._C.parse_schema("custom::" + op_proto.load_all()["gated_rms_norm"].schema()))
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gated_empty_tensors(pair):
+    xd, gd = pair
+    x = torch.empty(0, 16, dtype=xd)
+    y, rstd = N.gated_rms_norm(x, make((16,), gd), x)
+    assert y.shape == (0, 16) and rstd.shape == (0, 1)

@@ -20,6 +20,11 @@
 #include "aclrtlaunch_add_rms_norm_bfloat16_float.h"
 #include "aclrtlaunch_add_rms_norm_half_half.h"
 #include "aclrtlaunch_add_rms_norm_bfloat16_bfloat16.h"
+#include "aclrtlaunch_gated_rms_norm_float_float.h"
+#include "aclrtlaunch_gated_rms_norm_half_float.h"
+#include "aclrtlaunch_gated_rms_norm_bfloat16_float.h"
+#include "aclrtlaunch_gated_rms_norm_half_half.h"
+#include "aclrtlaunch_gated_rms_norm_bfloat16_bfloat16.h"
 #include "aclrtlaunch_rms_norm_grad_float_float.h"
 #include "aclrtlaunch_rms_norm_grad_half_float.h"
 #include "aclrtlaunch_rms_norm_grad_bfloat16_float.h"
@@ -37,6 +42,7 @@
 // The entries of csrc/kernels/rms_norm.cpp and rms_norm_grad.cpp (their aclrtlaunch_*.h above), from their lists.
 ASCENDC_NPU_KERNELS(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)
 ASCENDC_NPU_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
+ASCENDC_NPU_KERNELS(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)
 ASCENDC_NPU_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
 ASCENDC_NPU_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
 ASCENDC_NPU_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
@@ -60,6 +66,22 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
     else PickEntry(npu_entries::rms_norm, xt, gt).fn(blocks, stream, x1p, gp, yp, rp, nullptr, tp);
   });
   return {l.y, l.rstd, l.xOut};
+}
+
+std::tuple<at::Tensor, at::Tensor> GatedForward(const OpProto& op, const at::Tensor& x, const at::Tensor& gamma,
+                                                const at::Tensor& z, double epsilon) {
+  NormForwardLaunch l = PrepareGatedNormForward(op, x, gamma, z, epsilon, npu::NpuPlatform());
+  if (l.tiling.blockDim == 0) return {l.y, l.rstd};
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
+  const uint32_t blocks = l.tiling.blockDim;
+  const at::ScalarType xt = l.x1.scalar_type(), gt = l.gamma.scalar_type();
+  void *xp = l.x1.data_ptr(), *gp = l.gamma.data_ptr(), *zp = l.z.data_ptr(), *yp = l.y.data_ptr(),
+       *rp = l.rstd.data_ptr(), *tp = tiling.data_ptr();
+  aclrtStream stream = npu::CurrentStream();
+  npu::Enqueue(op.name, [=] {
+    PickEntry(npu_entries::gated_rms_norm, xt, gt).fn(blocks, stream, xp, gp, zp, yp, rp, nullptr, tp);
+  });
+  return {l.y, l.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
@@ -86,6 +108,6 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplNormOps<Forward, Backward>(m); }
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplNormOps<Forward, Backward, GatedForward>(m); }
 
 }  // namespace ascendc_ops

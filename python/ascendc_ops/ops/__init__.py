@@ -5,7 +5,7 @@ and the Meta (fake) kernels are C++: the problem functions in tiling/<family>_pr
 ascendc_ops.swiglu / rms_norm / ... are the wrappers."""
 
 from . import grouped_matmul, moe_routing, rms_norm, rope, swiglu  # noqa: F401  (autograd)
-from .rms_norm import add_rms_norm, gemma_rms_norm
+from .rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm
 from .rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul
 
 __all__ = [
@@ -13,6 +13,7 @@ __all__ = [
     "apply_rotary_pos_emb",
     "apply_rotary_pos_emb_",
     "gemma_rms_norm",
+    "gated_rms_norm",
     "rope_customer",
     "rotary_mul",
 ]

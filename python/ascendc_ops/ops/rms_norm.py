@@ -19,6 +19,10 @@ Backward ops (from op_proto/*.json like the forward ones):
   the weight ``1 + gamma`` (formed in fp32, as Gemma's RMSNorm does): ``y = (x * rstd) * (1 + gamma)``.
   ``gemma_rms_norm_grad(dy, x, rstd, gamma) -> (dx, dgamma)``: rms_norm_grad with ``1 + gamma`` in dx
   (dgamma is rms_norm's: d(1 + gamma)/dgamma = 1). The same kernels; the tiling carries the offset.
+- ``gated_rms_norm(x, gamma, z, epsilon=1e-6) -> (y, rstd)``: HF's Qwen3NextRMSNormGated, rms_norm times
+  ``silu(z)`` (z of x's shape and dtype), rounded as HF does: ``h = round(x * rstd)`` to x's dtype, then
+  ``gamma * h`` (rounded too when gamma is x's narrow dtype), then ``* silu(z)`` in fp32 and one rounding.
+  Forward only so far (no gradient registered).
 rstd is an output without a gradient (marked non-differentiable), as in torch_npu.
 
 The argument rules and the output shapes (also for FakeTensor / torch.compile, through C++ Meta
@@ -50,6 +54,13 @@ def add_rms_norm(
 def gemma_rms_norm(x: torch.Tensor, gamma: torch.Tensor, epsilon: float = EPSILON) -> tuple[torch.Tensor, torch.Tensor]:
     """npu_gemma_rms_norm: ``(y, rstd)``, y = x * rsqrt(mean(x^2) + eps) * (1 + gamma) over gamma's dims."""
     return torch.ops.custom.gemma_rms_norm(x, gamma, epsilon)
+
+
+def gated_rms_norm(
+    x: torch.Tensor, gamma: torch.Tensor, z: torch.Tensor, epsilon: float = EPSILON
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(y, rstd)``, y = rms_norm(x, gamma) * silu(z) with HF's roundings (Qwen3NextRMSNormGated)."""
+    return torch.ops.custom.gated_rms_norm(x, gamma, z, epsilon)
 
 
 # ---- autograd ----
