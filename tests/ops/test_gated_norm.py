@@ -12,9 +12,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers.models.kimi_linear.modeling_kimi_linear import KimiLinearRMSNormGated
-from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5RMSNormGated
-from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextRMSNormGated
 
 from accuracy import assert_accurate, np64
 from ascendc_ops import op_proto
@@ -22,8 +19,9 @@ from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
 from test_norm import EPS, PAIRS, make, pair_id
 
-# transformers' silu-gated RMSNorms (KimiLinearRMSNormGated gates by sigmoid: not this op)
-HF_SILU_GATED = (Qwen3NextRMSNormGated, Qwen3_5RMSNormGated)
+# transformers' silu-gated RMSNorms (KimiLinearRMSNormGated gates by sigmoid: not this op), module.class
+HF_SILU_GATED = ("qwen3_next.Qwen3NextRMSNormGated", "qwen3_5.Qwen3_5RMSNormGated")
+HF_KIMI = "kimi_linear.KimiLinearRMSNormGated"
 SHAPES = ((7, 769), (2, 3, 128), (1, 1))
 # the gate z (scaled by 3): both signs, saturation, and silu' changing sign near z = -1.28
 GATE_SCALE = 3.0
@@ -46,8 +44,10 @@ def torch_gated_grads(dy, x, gamma, z, eps=EPS):
     return dx, dg.to(gamma.dtype), dz
 
 
-def hf_module(cls, gamma, eps=EPS):
-    m = cls(gamma.numel(), eps=eps)
+def hf_module(name, gamma, eps=EPS):
+    """transformers' module `name` ("<model>.<class>") with weight gamma; the test skips without transformers."""
+    model, cls = name.split(".")
+    m = getattr(pytest.importorskip(f"transformers.models.{model}.modeling_{model}"), cls)(gamma.numel(), eps=eps)
     with torch.no_grad():
         m.weight.copy_(gamma)
     return m
@@ -91,27 +91,27 @@ def assert_within(actual, golden, bound, label):
 
 # ---------------------------------------------------------------- the golden against transformers
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("cls", HF_SILU_GATED, ids=lambda c: c.__name__)
-def test_golden_matches_hf_forward(cls, shape):
+@pytest.mark.parametrize("module", HF_SILU_GATED)
+def test_golden_matches_hf_forward(module, shape):
     x, gamma, z = inputs(shape)
     gy, grstd = R.gated_rms_norm(np64(x), np64(gamma), np64(z), EPS)
     assert grstd.shape == (*shape[:-1], 1)
-    assert_within(hf_module(cls, gamma)(x, z).detach(), gy, y_bound(x, gamma, z), f"{cls.__name__} {shape}")
+    assert_within(hf_module(module, gamma)(x, z).detach(), gy, y_bound(x, gamma, z), f"{module} {shape}")
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("cls", HF_SILU_GATED, ids=lambda c: c.__name__)
-def test_golden_matches_hf_backward(cls, shape):
+@pytest.mark.parametrize("module", HF_SILU_GATED)
+def test_golden_matches_hf_backward(module, shape):
     x, gamma, z = inputs(shape)
     dy = make(shape, torch.float32)
-    m = hf_module(cls, gamma)
+    m = hf_module(module, gamma)
     xr, zr = x.clone().requires_grad_(), z.clone().requires_grad_()
     dx, dg, dz = torch.autograd.grad(m(xr, zr), (xr, m.weight, zr), dy)
     golden = R.gated_rms_norm_backward(np64(dy), np64(x), np64(gamma), np64(z), EPS)
     for name, got, want, bound in zip(
         ("dx", "dgamma", "dz"), (dx, dg, dz), golden, grad_bounds(dy, x, gamma, z), strict=True
     ):
-        assert_within(got, want, bound, f"{cls.__name__} {shape} {name}")
+        assert_within(got, want, bound, f"{module} {shape} {name}")
 
 
 def test_sigmoid_gate_is_outside_the_bound():
@@ -119,7 +119,7 @@ def test_sigmoid_gate_is_outside_the_bound():
     x, gamma, z = inputs((7, 769))
     gy, _ = R.gated_rms_norm(np64(x), np64(gamma), np64(z), EPS)
     bound = y_bound(x, gamma, z)
-    kimi = hf_module(KimiLinearRMSNormGated, gamma)(x, z).detach()
+    kimi = hf_module(HF_KIMI, gamma)(x, z).detach()
     ungated, _ = R.rms_norm(np64(x), np64(gamma), EPS)
     for other in (kimi, ungated):
         assert not bool(np.all(np.abs(np64(other) - gy) <= bound))
@@ -218,7 +218,7 @@ def test_gate_extremes():
     x, gamma = make((2, 64), torch.float32), torch.ones(64)
     z = torch.tensor([-1e4, -100.0, -30.0, 0.0, 30.0, 100.0, 1e4, 0.5]).repeat(16).reshape(2, 64)
     y, _ = N.gated_rms_norm(x, gamma, z, EPS)
-    want = hf_module(Qwen3NextRMSNormGated, gamma)(x, z).detach()
+    want = hf_module(HF_SILU_GATED[0], gamma)(x, z).detach()
     assert bool(torch.isfinite(y).all())
     torch.testing.assert_close(y, want, rtol=P.gamma(64 + 16), atol=0)
 
@@ -230,7 +230,7 @@ def test_hf_qwen3_next_parity_bf16(wdtype):
     h one bf16 ulp: then y by at most one bf16 ulp of h's relative size besides y's own rounding."""
     x, z = make((64, 128), torch.bfloat16), make((64, 128), torch.bfloat16, GATE_SCALE)
     gamma = (1 + 0.1 * torch.randn(128)).to(wdtype)
-    hf = hf_module(Qwen3NextRMSNormGated, gamma.float()).to(wdtype)(x, z).detach()
+    hf = hf_module(HF_SILU_GATED[0], gamma.float()).to(wdtype)(x, z).detach()
     ours, _ = N.gated_rms_norm(x, gamma, z, EPS)
     assert hf.dtype == ours.dtype == torch.bfloat16
     a = ours.double()
