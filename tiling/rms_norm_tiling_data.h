@@ -15,6 +15,7 @@
 #define GATED_RMS_NORM_DTYPES RMS_NORM_DTYPES  // z: x's dtype (op_proto/gated_rms_norm.json)
 #define RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
 #define ADD_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
+#define GATED_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES  // z, dz: x's dtype (op_proto/gated_rms_norm_grad.json)
 // The dgamma reduction: one entry per gamma dtype.
 #define RMS_NORM_DGAMMA_DTYPES ASCENDC_FLOAT_DTYPES
 #define RMS_NORM_PARAMS(GM) GM x, GM gamma, GM y, GM rstd, GM workspace, GM tiling
@@ -22,6 +23,7 @@
 #define GATED_RMS_NORM_PARAMS(GM) GM x, GM gamma, GM z, GM y, GM rstd, GM workspace, GM tiling
 #define RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dx, GM workspace, GM tiling
 #define ADD_RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM dxOut, GM dx, GM workspace, GM tiling
+#define GATED_RMS_NORM_GRAD_PARAMS(GM) GM dy, GM x, GM rstd, GM gamma, GM z, GM dx, GM dz, GM workspace, GM tiling
 #define RMS_NORM_DGAMMA_PARAMS(GM) GM partials, GM dgamma, GM workspace, GM tiling
 
 enum NormTilingKey : uint32_t { NORM_SINGLE_PASS = 0, NORM_SPLIT_ROW = 1 };

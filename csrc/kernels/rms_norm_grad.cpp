@@ -3,6 +3,9 @@
 //   dx     = rstd * dg - x * (rstd^3 * sum(dg * x) / N)
 //            [+ dx_out for add_rms_norm_grad: the gradient flowing into its x output]
 //   dgamma = sum over rows of dy * xhat
+// gated_rms_norm_grad (GATE; the forward y = round_T(h * silu(z)), h = round_G(gamma * round_T(x * rstd))):
+//   dy' = dy * silu(z) feeds dx and dgamma above (the roundings' derivatives taken as 1, as autograd does)
+//   dz  = dy * h * silu'(z), silu'(z) = s * (1 + z * (1 - s)), s = sigmoid(z); h rebuilt as the forward made it
 // dgamma is deterministic: each block accumulates its rows in fp32 into its own row of the
 // workspace (partials [blockDim, N]); the second kernel, rms_norm_dgamma_*, sums those rows in
 // block order and rounds once to gamma's dtype.
@@ -22,13 +25,14 @@ using namespace AscendC;
 
 constexpr int32_t NORM_GRAD_BUFFER_NUM = 2;
 
-template <typename T, typename G, bool ADD>
+template <typename T, typename G, bool ADD, bool GATE = false>
 class KernelRmsNormGrad {
  public:
   __aicore__ inline KernelRmsNormGrad() {}
 
   __aicore__ inline void Init(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,
-                              GM_ADDR partials, const NormTilingData& tiling, TPipe* pipe) {
+                              GM_ADDR partials, const NormTilingData& tiling, TPipe* pipe, GM_ADDR z = nullptr,
+                              GM_ADDR dz = nullptr) {
     t_ = tiling;
     BlockTaskRange(t_.rowsPerBlock, t_.rowsRemainder, rowBegin_, rowCount_);
     const uint64_t total = static_cast<uint64_t>(t_.rows) * t_.hidden;
@@ -50,6 +54,14 @@ class KernelRmsNormGrad {
       pipe->InitBuffer(dyfBuf_, elems * sizeof(float));
       pipe->InitBuffer(xfBuf_, elems * sizeof(float));
       pipe->InitBuffer(workBuf_, elems * sizeof(float));
+    }
+    if constexpr (GATE) {  // z in, dz out, the gate's fp32 buffer (and for fp16/bf16 z widened)
+      zGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(z), total);
+      dzGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dz), total);
+      pipe->InitBuffer(inZ_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+      pipe->InitBuffer(outDz_, static_cast<uint8_t>(t_.bufferNum), elems * sizeof(T));
+      pipe->InitBuffer(gateBuf_, elems * sizeof(float));
+      if constexpr (!IsFloat()) pipe->InitBuffer(zfBuf_, elems * sizeof(float));
     }
     pipe->InitBuffer(sumBuf_, t_.tileRows * 8 * sizeof(float));
     pipe->InitBuffer(tmpBuf_, t_.reduceTmpElems * sizeof(float));
@@ -106,6 +118,11 @@ class KernelRmsNormGrad {
     LocalTensor<T> x = inX_.AllocTensor<T>();
     DataCopyPad(x, xGm_[at], params, DataCopyPadExtParams<T>());
     inX_.EnQue(x);
+    if constexpr (GATE) {  // both passes read the gate
+      LocalTensor<T> z = inZ_.AllocTensor<T>();
+      DataCopyPad(z, zGm_[at], params, DataCopyPadExtParams<T>());
+      inZ_.EnQue(z);
+    }
     if constexpr (ADD) {
       if (withDxOut && !t_.dxOutLate) {
         LocalTensor<T> d = inDxOut_.AllocTensor<T>();
@@ -146,6 +163,88 @@ class KernelRmsNormGrad {
       Cast(x_, xIn_, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
       inDy_.FreeTensor(dyIn_);
       inX_.FreeTensor(xIn_);
+      PipeBarrier<PIPE_V>();
+    }
+  }
+
+  // The gate, after Open: dy' = dy * silu(z) over dy_, silu(z) = z * s, s = sigmoid(z) = 1 / (1 + exp(-z)).
+  // `withDz` (single pass; split-row pass 2): first dz = dy * h * silu'(z) out, into work_ (free until
+  // DgammaTerms) and the gate's buffer, h = round_G(gamma * round_T(x * rstd)) rounded through dz's T buffer.
+  __aicore__ inline void Gate(int64_t row, uint32_t rows, uint32_t pitch, uint32_t col, uint32_t len,
+                              const float* rstd, int32_t n, bool withDz) {
+    LocalTensor<T> zIn = inZ_.DeQue<T>();
+    LocalTensor<float> z;
+    if constexpr (IsFloat()) {
+      z = zIn.template ReinterpretCast<float>();
+    } else {
+      z = zfBuf_.Get<float>();
+      Cast(z, zIn, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+      PipeBarrier<PIPE_V>();
+    }
+    LocalTensor<float> s = gateBuf_.Get<float>();
+    Muls(s, z, -1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Exp(s, s, n);  // e = exp(-z)
+    PipeBarrier<PIPE_V>();
+    if (withDz) {
+      // silu'(z) = s * (1 + z * (1 - s)) = (1 + e * (1 + z)) * s * s. Where it crosses 0 (z near -1.28), 1 + z is
+      // exact and e * (1 + z) ~ -1 one rounding: in an fp32 emulation 1/4 of torch's order's small-value errors.
+      // e * (1 + z) held above -FLT_MAX: a large negative z (e = inf) then gives -0, not -inf * 0
+      Adds(work_, z, 1.0f, n);
+      PipeBarrier<PIPE_V>();
+      Mul(work_, work_, s, n);
+      PipeBarrier<PIPE_V>();
+      Maxs(work_, work_, -3.0e38f, n);
+      PipeBarrier<PIPE_V>();
+      Adds(work_, work_, 1.0f, n);
+    }
+    Adds(s, s, 1.0f, n);
+    PipeBarrier<PIPE_V>();
+    Reciprocal(s, s, n);  // sigmoid(z)
+    PipeBarrier<PIPE_V>();
+    if (withDz) {
+      Mul(work_, work_, s, n);
+      PipeBarrier<PIPE_V>();
+      Mul(work_, work_, s, n);
+    }
+    Mul(z, z, s, n);  // silu(z) = z * s, over z
+    if (withDz) {
+      PipeBarrier<PIPE_V>();
+      LocalTensor<T> dz = outDz_.AllocTensor<T>();
+      for (uint32_t r = 0; r < rows; ++r) Muls(s[r * pitch], x_[r * pitch], rstd[r], static_cast<int32_t>(len));
+      PipeBarrier<PIPE_V>();
+      RoundToT(dz, s, n);
+      LocalTensor<float> gammaF = gammaBuf_.Get<float>();
+      for (uint32_t r = 0; r < rows; ++r) Mul(s[r * pitch], s[r * pitch], gammaF, static_cast<int32_t>(len));
+      PipeBarrier<PIPE_V>();
+      if constexpr (sizeof(G) < sizeof(float)) RoundToT(dz, s, n);  // G narrow: G is T (op_proto)
+      Mul(s, s, dy_, n);
+      PipeBarrier<PIPE_V>();
+      if constexpr (IsFloat()) {
+        Mul(dz.template ReinterpretCast<float>(), work_, s, n);
+      } else {
+        Mul(work_, work_, s, n);
+        PipeBarrier<PIPE_V>();
+        Cast(dz, work_, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+      }
+      outDz_.EnQue(dz);
+      dz = outDz_.DeQue<T>();
+      DataCopyPad(dzGm_[static_cast<uint64_t>(row) * t_.hidden + col], dz,
+                  DataCopyExtParams(static_cast<uint16_t>(rows), len * sizeof(T), 0, (t_.hidden - len) * sizeof(T), 0));
+      outDz_.FreeTensor(dz);
+    }
+    PipeBarrier<PIPE_V>();
+    Mul(dy_, dy_, z, n);
+    PipeBarrier<PIPE_V>();
+    inZ_.FreeTensor(zIn);  // z's last read (silu) was issued
+  }
+
+  // h = round_T(h) in place through the T buffer `t` (fp32 T: nothing to round).
+  __aicore__ inline void RoundToT(const LocalTensor<T>& t, const LocalTensor<float>& h, int32_t n) {
+    if constexpr (!IsFloat()) {
+      Cast(t, h, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+      PipeBarrier<PIPE_V>();
+      Cast(h, t, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
       PipeBarrier<PIPE_V>();
     }
   }
@@ -225,6 +324,7 @@ class KernelRmsNormGrad {
     float coef[NORM_MAX_TILE_ROWS];  // c = rstd^3 * S / N
     for (uint32_t r = 0; r < rows; ++r) rstd[r] = rstdGm_.GetValue(row + r);
     Open(tileElems, true);
+    if constexpr (GATE) Gate(row, rows, pitch, 0, n, rstd, tileElems, true);
     DgammaTerms(rows, pitch, n, rstd);
     SumTerms(rows, pitch, n);
     LocalTensor<float> sums = sumBuf_.Get<float>();
@@ -257,6 +357,7 @@ class KernelRmsNormGrad {
       for (uint32_t r = 0; r < rows; ++r) {
         if (r + 1 < rows) CopyIn(row + r + 1, 1, col, len, false);  // the next row loads while this one reduces
         Open(landed, false);
+        if constexpr (GATE) Gate(row + r, 1, 0, col, len, &rstd[r], landed, false);
         Mul(dy_, dy_, gammaBuf_.Get<float>(), static_cast<int32_t>(len));
         PipeBarrier<PIPE_V>();
         Mul(dy_, dy_, x_, static_cast<int32_t>(len));
@@ -297,6 +398,7 @@ class KernelRmsNormGrad {
       for (uint32_t r = 0; r < rows; ++r) {
         if (r + 1 < rows) CopyIn(row + r + 1, 1, col, len, true);
         Open(landed, true);
+        if constexpr (GATE) Gate(row + r, 1, 0, col, len, &rstd[r], landed, true);
         DgammaTerms(1, 0, len, &rstd[r]);
         DxTerms(1, 0, len, &rstd[r], &coef[r]);
         FinishDx(row + r, 1, col, len, landed);
@@ -312,12 +414,13 @@ class KernelRmsNormGrad {
 
   NormTilingData t_;
   int64_t rowBegin_ = 0, rowCount_ = 0;
-  GlobalTensor<T> dyGm_, xGm_, dxGm_, dxOutGm_;
+  GlobalTensor<T> dyGm_, xGm_, dxGm_, dxOutGm_, zGm_, dzGm_;
   GlobalTensor<float> rstdGm_, partGm_;
   GlobalTensor<G> gammaGm_;
-  TQue<QuePosition::VECIN, NORM_GRAD_BUFFER_NUM> inDy_, inX_, inDxOut_;
-  TQue<QuePosition::VECOUT, NORM_GRAD_BUFFER_NUM> outDx_;
+  TQue<QuePosition::VECIN, NORM_GRAD_BUFFER_NUM> inDy_, inX_, inDxOut_, inZ_;
+  TQue<QuePosition::VECOUT, NORM_GRAD_BUFFER_NUM> outDx_, outDz_;
   TBuf<TPosition::VECCALC> dyfBuf_, xfBuf_, workBuf_, sumBuf_, tmpBuf_, gammaRawBuf_, gammaBuf_, accBuf_;
+  TBuf<TPosition::VECCALC> gateBuf_, zfBuf_;  // gated only: sigmoid(z) then h; z widened (fp16/bf16)
   LocalTensor<T> dyIn_, xIn_, dxOut_;  // the tile being computed: its landed inputs and its dx buffer
   LocalTensor<float> dy_, x_, work_;   // ... and its fp32 operands (see Open)
 };
@@ -384,14 +487,14 @@ class KernelDgammaReduce {
   TBuf<TPosition::VECCALC> accBuf_;
 };
 
-template <typename T, typename G, bool ADD>
+template <typename T, typename G, bool ADD, bool GATE = false>
 __aicore__ inline void RunRmsNormGrad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,
-                                      GM_ADDR partials, GM_ADDR tiling) {
+                                      GM_ADDR partials, GM_ADDR tiling, GM_ADDR z = nullptr, GM_ADDR dz = nullptr) {
   NormTilingData tilingData;
   CopyTiling(&tilingData, tiling);
   TPipe pipe;
-  KernelRmsNormGrad<T, G, ADD> op;
-  op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, &pipe);
+  KernelRmsNormGrad<T, G, ADD, GATE> op;
+  op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, &pipe, z, dz);
   op.Process();
 }
 
@@ -417,6 +520,11 @@ __aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                        \
     RunRmsNormGrad<T, G, true>(dy, x, rstd, gamma, dxOut, dx, workspace, tiling);          \
   }
+#define GATED_RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(GATED_RMS_NORM_GRAD_PARAMS(GM_ADDR)) { \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                          \
+    RunRmsNormGrad<T, G, false, true>(dy, x, rstd, gamma, dy, dx, workspace, tiling, z, dz);  \
+  }
 // The dgamma reduction: partials [blockDim, N] fp32 -> dgamma [N] in gamma's dtype (RMS_NORM_DGAMMA_DTYPES).
 #define RMS_NORM_DGAMMA_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
   extern "C" __global__ __aicore__ void OP##_##SUFFIX(RMS_NORM_DGAMMA_PARAMS(GM_ADDR)) { \
@@ -425,7 +533,9 @@ __aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR
   }
 RMS_NORM_GRAD_DTYPES(RMS_NORM_GRAD_ENTRY, rms_norm_grad)
 ADD_RMS_NORM_GRAD_DTYPES(ADD_RMS_NORM_GRAD_ENTRY, add_rms_norm_grad)
+GATED_RMS_NORM_GRAD_DTYPES(GATED_RMS_NORM_GRAD_ENTRY, gated_rms_norm_grad)
 RMS_NORM_DGAMMA_DTYPES(RMS_NORM_DGAMMA_ENTRY, rms_norm_dgamma)
 #undef RMS_NORM_GRAD_ENTRY
 #undef ADD_RMS_NORM_GRAD_ENTRY
+#undef GATED_RMS_NORM_GRAD_ENTRY
 #undef RMS_NORM_DGAMMA_ENTRY

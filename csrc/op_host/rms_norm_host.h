@@ -19,8 +19,8 @@ double NormEpsilon(const Context* context, bool backward) {
   return eps == nullptr ? 1e-6f : *eps;
 }
 
-// Forward inputs (x1[, x2], gamma), gated_rms_norm's (x, gamma, z); backward (dy, x, rstd, gamma[, dx_out]).
-// `add`: the add_rms_norm ops.
+// Forward inputs (x1[, x2], gamma), gated_rms_norm's (x, gamma, z); backward (dy, x, rstd, gamma[, dx_out or
+// gated_rms_norm_grad's z]). `add`: the add_rms_norm ops.
 template <typename Context>
 tiling::NormArgs<int64_t> NormArgsOf(const Context* context, const tiling::OpSpec& op, bool add, bool backward) {
   using Arg = tiling::TensorArg<int64_t>;
@@ -32,9 +32,10 @@ tiling::NormArgs<int64_t> NormArgsOf(const Context* context, const tiling::OpSpe
               gamma = InputArg(context, add ? 2 : 1);
     return tiling::CheckRmsNorm(op, x1, add ? &x2 : nullptr, gamma, NormEpsilon(context, false));
   }
+  const bool fifth = add || tiling::NormGated(op);  // dx_out, or z: input 4 of x's shape
   const Arg dy = InputArg(context, 0), x = InputArg(context, 1), rstd = InputArg(context, 2),
-            gamma = InputArg(context, 3), dxOut = add ? InputArg(context, 4) : Arg{};
-  return tiling::CheckRmsNormGrad(op, dy, x, rstd, gamma, add ? &dxOut : nullptr);
+            gamma = InputArg(context, 3), dxOut = fifth ? InputArg(context, 4) : Arg{};
+  return tiling::CheckRmsNormGrad(op, dy, x, rstd, gamma, fifth ? &dxOut : nullptr);
 }
 
 inline ge::graphStatus TileNormOp(gert::TilingContext* context, const tiling::OpSpec& op, bool add, bool backward) {
@@ -57,14 +58,16 @@ inline ge::graphStatus TileNormOp(gert::TilingContext* context, const tiling::Op
 }
 
 // Forward outputs: y (x's shape), rstd (x's shape with gamma's dims set to 1) and for add_rms_norm
-// x (x1's shape); backward: dx (x's shape), dgamma (gamma's shape).
+// x (x1's shape); backward: dx (x's shape), dgamma (gamma's shape), gated_rms_norm_grad's dz (x's shape).
 inline ge::graphStatus InferNormShape(gert::InferShapeContext* context, const tiling::OpSpec& op, bool add,
                                       bool backward) {
   return Checked([&] {
     const tiling::NormArgs<int64_t> a = NormArgsOf(context, op, add, backward);
-    if (backward)
-      return SetOutputShape(context, 0, a.x) == ge::GRAPH_SUCCESS ? SetOutputShape(context, 1, a.gamma)
-                                                                  : ge::GRAPH_FAILED;
+    if (backward) {
+      if (SetOutputShape(context, 0, a.x) != ge::GRAPH_SUCCESS || SetOutputShape(context, 1, a.gamma) != ge::GRAPH_SUCCESS)
+        return ge::GRAPH_FAILED;
+      return tiling::NormGated(op) ? SetOutputShape(context, 2, a.x) : ge::GRAPH_SUCCESS;
+    }
     if (SetOutputShape(context, 0, a.x) != ge::GRAPH_SUCCESS || SetOutputShape(context, 1, a.rstd) != ge::GRAPH_SUCCESS)
       return ge::GRAPH_FAILED;
     return add ? SetOutputShape(context, 2, a.x) : ge::GRAPH_SUCCESS;
@@ -78,10 +81,11 @@ inline ge::graphStatus InferNormForwardDtype(gert::InferDataTypeContext* context
   return add ? SameDtype(context, 0, 2) : ge::GRAPH_SUCCESS;
 }
 
-// Backward inputs (dy, x, rstd, gamma[, dx_out]) -> outputs dx (x's dtype), dgamma (gamma's).
-inline ge::graphStatus InferNormBackwardDtype(gert::InferDataTypeContext* context) {
-  if (SameDtype(context, 1, 0) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-  return SameDtype(context, 3, 1);
+// Backward inputs (dy, x, rstd, gamma[, dx_out or z]) -> outputs dx (x's dtype), dgamma (gamma's)[, `gated`: dz (x's)].
+inline ge::graphStatus InferNormBackwardDtype(gert::InferDataTypeContext* context, bool gated = false) {
+  if (SameDtype(context, 1, 0) != ge::GRAPH_SUCCESS || SameDtype(context, 3, 1) != ge::GRAPH_SUCCESS)
+    return ge::GRAPH_FAILED;
+  return gated ? SameDtype(context, 1, 2) : ge::GRAPH_SUCCESS;
 }
 
 }  // namespace ascendc_ops_host

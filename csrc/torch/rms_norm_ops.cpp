@@ -19,6 +19,7 @@ ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
 ASCENDC_TWIN_KERNELS(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)
 ASCENDC_TWIN_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
 ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
+ASCENDC_TWIN_KERNELS(GATED_RMS_NORM_GRAD_DTYPES, gated_rms_norm_grad, GATED_RMS_NORM_GRAD_PARAMS)
 ASCENDC_TWIN_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
 
 namespace ascendc_ops {
@@ -141,17 +142,46 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
 NormBackwardLaunch PrepareNormBackward(const OpProto& op, const at::Tensor& dyIn, const at::Tensor& xIn,
                                        const at::Tensor& rstdIn, const at::Tensor& gammaIn, const at::Tensor* dxOutIn,
                                        const tiling::PlatformInfo& platform) {
-  const bool add = dxOutIn != nullptr;
+  const bool add = dxOutIn != nullptr && !tiling::NormGated(op);  // gated_rms_norm_grad passes z there
   const tiling::NormArgs<int64_t> a = BackwardArgs<int64_t>(op, dyIn, xIn, rstdIn, gammaIn, dxOutIn);
   const at::Tensor dy = dyIn.contiguous(), x = xIn.contiguous(), rstd = rstdIn.contiguous(),
                    gamma = gammaIn.contiguous();
-  const at::Tensor dxOut = add ? dxOutIn->contiguous() : at::Tensor();
+  const at::Tensor dxOut = dxOutIn ? dxOutIn->contiguous() : at::Tensor();  // (or z)
   at::Tensor dx = at::empty(a.x, x.options());
   at::Tensor dgamma = at::zeros(a.gamma, gamma.options());  // no rows: dgamma is an empty sum
   return {dy, x, rstd, gamma, dxOut, dx, dgamma, Tile(op, a, add, true, 0.0, platform)};
 }
 
+NormBackwardLaunch PrepareGatedNormBackward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
+                                            const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor& zIn,
+                                            const tiling::PlatformInfo& platform) {
+  // z takes dx_out's place in the checks (input 4 of x's shape); the tiling is the gated one (NormGated(op))
+  NormBackwardLaunch l = PrepareNormBackward(op, dy, x, rstd, gamma, &zIn, platform);
+  l.z = l.dxOut;
+  l.dxOut = at::Tensor();
+  l.dz = at::empty_like(l.dx);
+  return l;
+}
+
 namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> GatedBackward(const OpProto& op, const at::Tensor& dyIn,
+                                                             const at::Tensor& xIn, const at::Tensor& rstdIn,
+                                                             const at::Tensor& gammaIn, const at::Tensor& zIn) {
+  NormBackwardLaunch l = PrepareGatedNormBackward(op, dyIn, xIn, rstdIn, gammaIn, zIn, TwinPlatform());
+  const tiling::NormTiling& t = l.tiling;
+  if (t.blockDim == 0) return {l.dx, l.dgamma, l.dz};
+  at::Tensor partials = at::empty({int64_t(t.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
+  const auto& reduce = PickEntry(twin_entries::rms_norm_dgamma, l.gamma.scalar_type());
+  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
+  uint8_t* none = nullptr;
+  LaunchOnTwin(GmBytes(l.dy, l.x, l.rstd, l.gamma, l.z, l.dx, l.dz, partials), "gated_rms_norm_grad", t.blockDim,
+               PickEntry(twin_entries::gated_rms_norm_grad, l.x.scalar_type(), l.gamma.scalar_type()).fn, Gm(l.dy),
+               Gm(l.x), Gm(l.rstd), Gm(l.gamma), Gm(l.z), Gm(l.dx), Gm(l.dz), Gm(partials), tilingGm);
+  LaunchOnTwin(GmBytes(partials, l.dgamma), reduce.name, t.reduceBlockDim, reduce.fn, Gm(partials), Gm(l.dgamma), none,
+               tilingGm);
+  return {l.dx, l.dgamma, l.dz};
+}
 
 std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dyIn, const at::Tensor& xIn,
                                             const at::Tensor& rstdIn, const at::Tensor& gammaIn,
@@ -203,10 +233,18 @@ std::tuple<at::Tensor, at::Tensor> BackwardMeta(const OpProto& op, const at::Ten
   return {at::empty_symint(a.x, x.options()), at::empty_symint(a.gamma, gamma.options())};
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> GatedBackwardMeta(const OpProto& op, const at::Tensor& dy,
+                                                                 const at::Tensor& x, const at::Tensor& rstd,
+                                                                 const at::Tensor& gamma, const at::Tensor& z) {
+  const tiling::NormArgs<c10::SymInt> a = BackwardArgs<c10::SymInt>(op, dy, x, rstd, gamma, &z);
+  return {at::empty_symint(a.x, x.options()), at::empty_symint(a.gamma, gamma.options()),
+          at::empty_symint(a.x, x.options())};
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplNormOps<ForwardMeta, BackwardMeta, GatedForwardMeta>(m); }
+TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplNormOps<ForwardMeta, BackwardMeta, GatedForwardMeta, GatedBackwardMeta>(m); }
 
-TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplNormOps<Forward, Backward, GatedForward>(m); }
+TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplNormOps<Forward, Backward, GatedForward, GatedBackward>(m); }
 
 }  // namespace ascendc_ops

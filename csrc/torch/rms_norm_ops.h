@@ -21,10 +21,12 @@ struct NormForwardLaunch {
   at::Tensor z;
 };
 
-// dxOut is undefined for rms_norm_grad; dgamma starts at zero (the sum over no rows).
+// dxOut is undefined for rms_norm_grad; dgamma starts at zero (the sum over no rows); z and dz (the gate and
+// its gradient) but for gated_rms_norm_grad.
 struct NormBackwardLaunch {
   at::Tensor dy, x, rstd, gamma, dxOut, dx, dgamma;
   tiling::NormTiling tiling;
+  at::Tensor z, dz;
 };
 
 // Checks (x1[, x2], gamma, epsilon) for `op` and tiles it for `platform` (x2 null: rms_norm).
@@ -42,11 +44,18 @@ ASCENDC_OPS_API NormBackwardLaunch PrepareNormBackward(const OpProto& op, const 
                                                        const at::Tensor& rstd, const at::Tensor& gamma,
                                                        const at::Tensor* dxOut, const tiling::PlatformInfo& platform);
 
-// Registers the ops on one backend (CPU twin, NPU, Meta) from its three functions:
+// Checks (dy, x, rstd, gamma, z) for gated_rms_norm_grad and tiles it for `platform`.
+ASCENDC_OPS_API NormBackwardLaunch PrepareGatedNormBackward(const OpProto& op, const at::Tensor& dy,
+                                                            const at::Tensor& x, const at::Tensor& rstd,
+                                                            const at::Tensor& gamma, const at::Tensor& z,
+                                                            const tiling::PlatformInfo& platform);
+
+// Registers the ops on one backend (CPU twin, NPU, Meta) from its four functions:
 //   Forward(op, x1, x2 or nullptr, gamma, epsilon) -> (y, rstd, x out or undefined)
 //   Backward(op, dy, x, rstd, gamma, dx_out or nullptr) -> (dx, dgamma)
 //   GatedForward(op, x, gamma, z, epsilon) -> (y, rstd)
-template <auto Forward, auto Backward, auto GatedForward>
+//   GatedBackward(op, dy, x, rstd, gamma, z) -> (dx, dgamma, dz)
+template <auto Forward, auto Backward, auto GatedForward, auto GatedBackward>
 void ImplNormOps(torch::Library& m) {
   m.impl("rms_norm", [](const at::Tensor& x, const at::Tensor& gamma, double epsilon) {
     auto [y, rstd, unused] = Forward(kRmsNorm, x, nullptr, gamma, epsilon);
@@ -72,6 +81,10 @@ void ImplNormOps(torch::Library& m) {
   // rms_norm(x, gamma) * silu(z): rms_norm's forward kernel with a z queue (KernelRmsNorm's GATE)
   m.impl("gated_rms_norm", [](const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& z, double epsilon) {
     return GatedForward(kGatedRmsNorm, x, gamma, z, epsilon);
+  });
+  m.impl("gated_rms_norm_grad", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
+                                   const at::Tensor& gamma, const at::Tensor& z) {
+    return GatedBackward(kGatedRmsNormGrad, dy, x, rstd, gamma, z);
   });
 }
 

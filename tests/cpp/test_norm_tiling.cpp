@@ -49,7 +49,7 @@ int main() {
             for (auto pair : {std::pair{f32, f32}, std::pair{f16, f32}, std::pair{bf16, bf16}}) {
               NormProblem p{rows, hidden, pair.first, pair.second, add, backward, 1e-6f};
               CheckInvariants(p, TileNorm(p, plat), plat);
-              if (!add && !backward) {  // gated_rms_norm (forward only so far)
+              if (!add) {  // gated_rms_norm and its grad
                 p.gated = true;
                 CheckInvariants(p, TileNorm(p, plat), plat);
               }
@@ -211,7 +211,27 @@ int main() {
   EXPECT(split.tilingKey == NORM_SPLIT_ROW && NormSplitRowBytes(gatedBig, split.data.chunk) <= b3.UbBudget());
   EXPECT(NormSplitRowBytes(gatedBig, 1024) ==
          NormSplitRowBytes({4, 32768, f32, f32, false, false, 1e-6f}, 1024) + 2 * 1024 * 4 + 1024 * 4);
-  EXPECT(expect::Throws([&] { TileNorm({4, 64, f32, f32, false, true, 0.0f, 0.0f, true}, b3); }));
+  EXPECT(expect::Throws([&] { TileNorm({4, 64, f32, f32, true, false, 0.0f, 0.0f, true}, b3); }));  // no add form
+  // gated_rms_norm_grad: z in and dz out (two more T queues); fp32 works on z where it landed and puts silu'(z)
+  // in dx's buffer (one more fp32 buffer: the gate's), fp16/bf16 also widen z (two more)
+  for (DType t : {f16, bf16, f32}) {
+    const uint32_t hidden = 769, pitch = RowPitch(hidden, t), fp32More = t == f32 ? 1 : 2;
+    const NormProblem plainBwd{83, hidden, t, t, false, true, 0.0f};
+    NormProblem gateBwd = plainBwd;
+    gateBwd.gated = true;
+    EXPECT(NormSinglePassBytes(gateBwd, 8) ==
+           NormSinglePassBytes(plainBwd, 8) + 8 * (2 * 2 * AlignUp(pitch * ElementBytes(t), 32) + fp32More * pitch * 4));
+    const NormTiling tb = TileNorm(gateBwd, b3);
+    EXPECT(tb.tilingKey == NORM_SINGLE_PASS && tb.reduceBlockDim >= 1 &&
+           NormSinglePassBytes(gateBwd, tb.data.tileRows, tb.data.bufferNum) <= b3.UbBudget());
+    // split-row: the fp32 buffers counted are at least the kernel's (dyf, xf, work, zf, gate for fp16/bf16)
+    NormProblem bigBwd{4, 65536, t, t, false, true, 0.0f, 0.0f, true};
+    const NormTiling sb = TileNorm(bigBwd, b3);
+    EXPECT(sb.tilingKey == NORM_SPLIT_ROW && NormSplitRowBytes(bigBwd, sb.data.chunk) <= b3.UbBudget());
+    bigBwd.gated = false;
+    EXPECT(NormSplitRowBytes({4, 65536, t, t, false, true, 0.0f, 0.0f, true}, 1024) ==
+           NormSplitRowBytes(bigBwd, 1024) + 2 * 2 * AlignUp(1024 * ElementBytes(t), 32) + (t == f32 ? 0 : 1024 * 4));
+  }
   // An empty x: rows 0, nothing to launch; rstd [0, 1].
   const NormArgs<int64_t> e = CheckRmsNorm(fwd, Arg{{0, 16}, f32}, nullptr, Arg{{16}, f32}, 1e-6);
   EXPECT(e.rows == 0 && (e.rstd == Shape{0, 1}) && TileNorm(NormProblemOf(e, false, false, 1e-6), b3).blockDim == 0);

@@ -1,7 +1,8 @@
 """Gated RMSNorm y = rms_norm(x, gamma) * silu(z) (issue 23 item 2): the float64 golden
 (rms_norm_reference.gated_rms_norm[_backward]) against transformers' RMSNormGated modules, PyTorch's
-same-dtype computation (the double benchmark's second implementation), and the gated_rms_norm op (forward)
-against the golden, judged as test_norm.py judges rms_norm.
+same-dtype computation (the double benchmark's second implementation, shared with the harness), and the
+gated_rms_norm op and its grad (direct and through autograd) against the golden, judged as test_norm.py judges
+rms_norm.
 
 The modules compute in fp32; in fp32 they, and the second implementation, must be within the fp32
 evaluation bound of the golden (each bound sums the magnitudes of the terms it rounds, as test_norm.py's)."""
@@ -11,11 +12,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
+import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops import op_proto
 from ascendc_ops.harness import precision as P
+from ascendc_ops.harness.families.rms_norm import torch_gated, torch_gated_grads  # the second implementation
 from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
 from test_norm import EPS, PAIRS, make, pair_id
 
@@ -27,21 +29,6 @@ SHAPES = ((7, 769), (2, 3, 128), (1, 1))
 GATE_SCALE = 3.0
 # fp32 roundings of the gate: exp (torch's vectorized expf, within 1 ulp), add, divide, multiplies
 GATE_ROUNDINGS = 8
-
-
-# ---------------------------------------------------------------- PyTorch's own same-dtype computation
-def torch_gated(x, gamma, z, eps=EPS):
-    """The double benchmark's second implementation: the formula step by step in x's dtype."""
-    dims = tuple(range(-gamma.dim(), 0))  # gamma's dims, the normalized ones
-    return x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps) * gamma.to(x.dtype) * F.silu(z)
-
-
-def torch_gated_grads(dy, x, gamma, z, eps=EPS):
-    """dx, dgamma (gamma's dtype), dz of torch_gated by PyTorch autograd, in x's dtype."""
-    x, z = x.detach().requires_grad_(), z.detach().requires_grad_()
-    g = gamma.detach().to(x.dtype).requires_grad_()
-    dx, dg, dz = torch.autograd.grad(torch_gated(x, g, z, eps), (x, g, z), dy)
-    return dx, dg.to(gamma.dtype), dz
 
 
 def hf_module(name, gamma, eps=EPS):
@@ -69,7 +56,7 @@ def grad_bounds(dy, x, gamma, z) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bounds of (dx, dgamma, dz): rms_norm_grad's terms with dy * silu(z) as the upstream gradient, and
     dz = dy * normed * s * (1 + z * (1 - s)) summed over |terms| (it cancels where silu' crosses 0)."""
     n, rows = gamma.numel(), x.numel() // gamma.numel()
-    dy, x, g, z = np64(dy), np64(x).reshape(-1, n), np64(gamma), np64(z)
+    dy, x, g, z = np64(dy), np64(x).reshape(-1, n), np64(gamma).reshape(-1), np64(z)  # gamma's dims flattened
     s = R.sigmoid(z)
     dyg = (dy * z * s).reshape(-1, n)
     rstd = 1 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
@@ -77,7 +64,7 @@ def grad_bounds(dy, x, gamma, z) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     mean_abs = np.sum(np.abs(dg * xh), axis=-1, keepdims=True) / n
     extra = n + 12 + GATE_ROUNDINGS
     bdx = (P.gamma(extra) * rstd * (np.abs(dg) + np.abs(xh) * mean_abs)).reshape(dy.shape)
-    bdg = P.gamma(rows + n + 10 + GATE_ROUNDINGS) * np.sum(np.abs(dyg * xh), axis=0)
+    bdg = (P.gamma(rows + n + 10 + GATE_ROUNDINGS) * np.sum(np.abs(dyg * xh), axis=0)).reshape(gamma.shape)
     normed = (xh * g).reshape(dy.shape)
     bdz = P.gamma(extra) * np.abs(dy * normed) * s * (1 + np.abs(z) * (1 - s))
     return bdx, bdg, bdz
@@ -273,3 +260,125 @@ def test_gated_empty_tensors(pair):
     x = torch.empty(0, 16, dtype=xd)
     y, rstd = N.gated_rms_norm(x, make((16,), gd), x)
     assert y.shape == (0, 16) and rstd.shape == (0, 1)
+
+
+# ---------------------------------------------------------------- the backward op against the golden
+def kernel_grad_bounds(dy, x, gamma, z) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """grad_bounds, and for dz the roundings of h the forward made (dz = dy * h * silu'(z) with h as the forward
+    multiplied it): each within half an ulp of x's dtype, relative u = 2^-(mantissa + 1), compounding to
+    k u / (1 - k u). dx and dgamma take dy * silu(z) in fp32: no rounding beyond their last."""
+    bdx, bdg, bdz = grad_bounds(dy, x, gamma, z)
+    k = (x.dtype != torch.float32) * (1 + (gamma.dtype == x.dtype))
+    u = 2.0 ** -(MANTISSA[x.dtype] + 1)
+    golden_terms = np.abs(np64(dy) * R.rms_norm(np64(x), np64(gamma), EPS)[0]) * R.sigmoid(np64(z))
+    golden_terms = golden_terms * (1 + np.abs(np64(z)) * (1 - R.sigmoid(np64(z))))
+    return bdx, bdg, bdz + k * u / (1 - k * u) * golden_terms
+
+
+def check_op_backward(dy, x, gamma, z, label, grads=None):
+    """gated_rms_norm_grad (or `grads`, the same from autograd) against the golden and torch_gated_grads."""
+    _, rstd = N.gated_rms_norm(x, gamma, z, EPS)
+    if grads is None:
+        grads = torch.ops.custom.gated_rms_norm_grad(dy, x, rstd, gamma, z)
+    golden = R.gated_rms_norm_backward(*map(np64, (dy, x, gamma, z)), EPS)
+    second = torch_gated_grads(dy, x, gamma, z)
+    dtypes = (x.dtype, gamma.dtype, x.dtype)
+    for name, got, want, sec, dtype, bound in zip(
+        ("dx", "dgamma", "dz"), grads, golden, second, dtypes, kernel_grad_bounds(dy, x, gamma, z), strict=True
+    ):
+        compute = x.dtype if name == "dgamma" else None
+        assert_accurate(got, want, sec, dtype, f"{label} {name}", bound=bound, compute_dtype=compute)
+
+
+@pytest.mark.parametrize("hidden", (8, 769, 5125))
+@pytest.mark.parametrize("rows", (1, 7, 83))
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gated_rms_norm_backward(pair, rows, hidden):
+    xd, gd = pair
+    x, gamma, z = make((rows, hidden), xd), make((hidden,), gd), make((rows, hidden), xd, GATE_SCALE)
+    check_op_backward(make((rows, hidden), xd), x, gamma, z, f"gated_rms_norm_grad {pair_id(pair)} [{rows}, {hidden}]")
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gated_rms_norm_backward_split_row(pair):
+    """Rows longer than UB: pass 1 gates dy for sum(dg * x), pass 2 gates it again and writes dz chunk by chunk."""
+    xd, gd = pair
+    hidden = 32768 if xd == torch.float32 else 65536
+    x, gamma, z = make((3, hidden), xd), make((hidden,), gd), make((3, hidden), xd, GATE_SCALE)
+    check_op_backward(make((3, hidden), xd), x, gamma, z, f"gated_rms_norm_grad split-row {pair_id(pair)}")
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gated_autograd(pair):
+    """ascendc_ops.gated_rms_norm trains: autograd reaches x, gamma and z through gated_rms_norm_grad, leading
+    dims and a multi-dim gamma included; rstd has no gradient."""
+    xd, gd = pair
+    x, z = make((5, 3, 2, 40), xd).requires_grad_(), make((5, 3, 2, 40), xd, GATE_SCALE).requires_grad_()
+    gamma = make((2, 40), gd).requires_grad_()
+    dy = make(x.shape, xd)
+    y, rstd = ascendc_ops.gated_rms_norm(x, gamma, z)
+    assert not rstd.requires_grad and y.requires_grad
+    grads = torch.autograd.grad(y, (x, gamma, z), dy)
+    check_op_backward(dy, x.detach(), gamma.detach(), z.detach(), f"autograd {pair_id(pair)}", grads)
+    direct = torch.ops.custom.gated_rms_norm_grad(dy, x.detach(), rstd, gamma.detach(), z.detach())
+    assert all(torch.equal(a, b) for a, b in zip(grads, direct, strict=True))
+
+
+def test_gated_autograd_only_what_is_needed():
+    x, z = make((4, 24), torch.float32).requires_grad_(), make((4, 24), torch.float32)
+    gamma = make((24,), torch.float32)
+    (dx,) = torch.autograd.grad(ascendc_ops.gated_rms_norm(x, gamma, z)[0].sum(), x)
+    assert dx.shape == x.shape and bool(torch.isfinite(dx).all())
+
+
+def test_gated_grad_gate_extremes():
+    """dz at a saturated gate: silu'(z) -> 1 (z -> +inf) and -> 0 (z -> -inf, exp overflowing), finite, as
+    autograd of HF's module gives it."""
+    x, gamma, dy = make((2, 64), torch.float32), torch.ones(64), make((2, 64), torch.float32)
+    z = torch.tensor([-1e4, -100.0, -30.0, 0.0, 30.0, 100.0, 1e4, 0.5]).repeat(16).reshape(2, 64)
+    _, rstd = N.gated_rms_norm(x, gamma, z, EPS)
+    dx, dg, dz = torch.ops.custom.gated_rms_norm_grad(dy, x, rstd, gamma, z)
+    m = hf_module(HF_SILU_GATED[0], gamma)
+    xr, zr = x.clone().requires_grad_(), z.clone().requires_grad_()
+    want = torch.autograd.grad(m(xr, zr), (xr, m.weight, zr), dy)
+    for got, ref in zip((dx, dg, dz), want, strict=True):
+        assert bool(torch.isfinite(got).all())
+        torch.testing.assert_close(got, ref, rtol=P.gamma(2 * 64 + 32), atol=P.gamma(64) * float(ref.abs().max()))
+
+
+def test_gated_grad_errors_are_clear():
+    x, g, r = make((4, 8), torch.float16), make((8,), torch.float32), torch.ones(4, 1)
+    grad = torch.ops.custom.gated_rms_norm_grad
+    with pytest.raises(ValueError, match=r"gated_rms_norm_grad: z must have x's shape \[4, 8\], got \[4, 7\]"):
+        grad(x, x, r, g, make((4, 7), torch.float16))
+    with pytest.raises(TypeError, match=r"gated_rms_norm_grad: unsupported dtypes"):
+        grad(x, x, r, g, make((4, 8), torch.float32))
+    with pytest.raises(ValueError, match=r"gated_rms_norm_grad: rstd must have shape \[4, 1\]"):
+        grad(x, x, torch.ones(4), g, x)
+    xm = torch.empty(4, 8, device="meta", dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"gated_rms_norm_grad: z must have x's shape"):
+        grad(xm, xm, torch.empty(4, 1, device="meta"), torch.empty(8, device="meta"), xm[:, :7])
+
+
+def test_gated_grad_opcheck_and_schema():
+    op = torch.ops.custom.gated_rms_norm_grad.default
+    for xd, gd, shape in ((torch.float16, torch.float32, (3, 5, 24)), (torch.bfloat16, torch.bfloat16, (4, 40))):
+        x, g, z = make(shape, xd), make(shape[-1:], gd), make(shape, xd, GATE_SCALE)
+        _, rstd = N.gated_rms_norm(x, g, z, EPS)
+        torch.library.opcheck(op, (make(shape, xd), x, rstd, g, z))
+    # the forward with inputs that need a gradient: opcheck also checks the autograd registration
+    x = make((3, 24), torch.float32).requires_grad_()
+    torch.library.opcheck(
+        torch.ops.custom.gated_rms_norm.default,
+        (x, make((24,), torch.float32).requires_grad_(), make((3, 24), torch.float32).requires_grad_(), EPS),
+    )
+    registered = str(op._schema)
+    assert registered == str(torch._C.parse_schema("custom::" + op_proto.load_all()["gated_rms_norm_grad"].schema()))
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_gated_grad_empty_tensors(pair):
+    xd, gd = pair
+    x = torch.empty(0, 16, dtype=xd)
+    dx, dg, dz = torch.ops.custom.gated_rms_norm_grad(x, x, torch.empty(0, 1), make((16,), gd), x)
+    assert dx.shape == dz.shape == (0, 16) and dg.shape == (16,) and dg.dtype == gd and not bool(dg.any())

@@ -122,7 +122,9 @@ def test_real_kernels_run_clean_on_split_row_and_odd_shapes(monkeypatch):
         ascendc_ops.add_rms_norm(x, x, g, 1e-6)[0].sum().backward()
         ascendc_ops.rms_norm(x, g, 1e-6)[0].sum().backward()
         ascendc_ops.gemma_rms_norm(x, g, 1e-6)[0].sum().backward()
-        ascendc_ops.gated_rms_norm(x.detach(), g.detach(), x.detach(), 1e-6)  # forward only so far
+        ascendc_ops.gated_rms_norm(x, g, 3 * x, 1e-6)[0].sum().backward()
+        xs = torch.randn(7, 769, dtype=dtype, requires_grad=True)  # the gated grad's single-pass tiles
+        ascendc_ops.gated_rms_norm(xs, g[:769], 3 * xs, 1e-6)[0].sum().backward()
         q = torch.randn(2, 3, 7, 40, dtype=dtype, requires_grad=True)
         ascendc_ops.rotary_mul(
             q, torch.randn(1, 1, 7, 40, dtype=dtype), torch.randn(1, 1, 7, 40, dtype=dtype), rotary_mode="interleave"

@@ -6,15 +6,16 @@
 #pragma once
 #include "kernels/rms_norm_grad.cpp"
 
-template <typename T, typename G, bool ADD>
+template <typename T, typename G, bool ADD, bool GATE = false>
 __aicore__ inline void RmsNormGradOneLaunch(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dxOut,
                                             GM_ADDR dx, GM_ADDR dgamma, GM_ADDR workspace,
-                                            const NormTilingData& tilingData) {
+                                            const NormTilingData& tilingData, GM_ADDR z = nullptr,
+                                            GM_ADDR dz = nullptr) {
   GM_ADDR partials = GetUserWorkspace(workspace);
   if (GetBlockIdx() < tilingData.blockDim) {
     TPipe pipe;
-    KernelRmsNormGrad<T, G, ADD> op;
-    op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, &pipe);
+    KernelRmsNormGrad<T, G, ADD, GATE> op;
+    op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, &pipe, z, dz);
     op.Process();
   }
   SyncAll();  // every block's dgamma partial row is in GM

@@ -35,6 +35,11 @@
 #include "aclrtlaunch_add_rms_norm_grad_bfloat16_float.h"
 #include "aclrtlaunch_add_rms_norm_grad_half_half.h"
 #include "aclrtlaunch_add_rms_norm_grad_bfloat16_bfloat16.h"
+#include "aclrtlaunch_gated_rms_norm_grad_float_float.h"
+#include "aclrtlaunch_gated_rms_norm_grad_half_float.h"
+#include "aclrtlaunch_gated_rms_norm_grad_bfloat16_float.h"
+#include "aclrtlaunch_gated_rms_norm_grad_half_half.h"
+#include "aclrtlaunch_gated_rms_norm_grad_bfloat16_bfloat16.h"
 #include "aclrtlaunch_rms_norm_dgamma_float.h"
 #include "aclrtlaunch_rms_norm_dgamma_half.h"
 #include "aclrtlaunch_rms_norm_dgamma_bfloat16.h"
@@ -45,6 +50,7 @@ ASCENDC_NPU_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
 ASCENDC_NPU_KERNELS(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)
 ASCENDC_NPU_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
 ASCENDC_NPU_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
+ASCENDC_NPU_KERNELS(GATED_RMS_NORM_GRAD_DTYPES, gated_rms_norm_grad, GATED_RMS_NORM_GRAD_PARAMS)
 ASCENDC_NPU_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
 
 namespace ascendc_ops {
@@ -106,8 +112,28 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   return {l.dx, l.dgamma};
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> GatedBackward(const OpProto& op, const at::Tensor& dy,
+                                                             const at::Tensor& x, const at::Tensor& rstd,
+                                                             const at::Tensor& gamma, const at::Tensor& z) {
+  NormBackwardLaunch l = PrepareGatedNormBackward(op, dy, x, rstd, gamma, z, npu::NpuPlatform());
+  if (l.tiling.blockDim == 0) return {l.dx, l.dgamma, l.dz};
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
+  const at::Tensor partials = at::empty({int64_t(l.tiling.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
+  const uint32_t blocks = l.tiling.blockDim, reduceBlocks = l.tiling.reduceBlockDim;
+  const at::ScalarType xt = l.x.scalar_type(), gt = l.gamma.scalar_type();
+  void *dyp = l.dy.data_ptr(), *xp = l.x.data_ptr(), *rp = l.rstd.data_ptr(), *gp = l.gamma.data_ptr(),
+       *zp = l.z.data_ptr(), *dxp = l.dx.data_ptr(), *dzp = l.dz.data_ptr(), *dgp = l.dgamma.data_ptr(),
+       *pp = partials.data_ptr(), *tp = tiling.data_ptr();
+  aclrtStream stream = npu::CurrentStream();
+  npu::Enqueue(op.name, [=] {
+    PickEntry(npu_entries::gated_rms_norm_grad, xt, gt).fn(blocks, stream, dyp, xp, rp, gp, zp, dxp, dzp, pp, tp);
+    PickEntry(npu_entries::rms_norm_dgamma, gt).fn(reduceBlocks, stream, pp, dgp, nullptr, tp);
+  });
+  return {l.dx, l.dgamma, l.dz};
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplNormOps<Forward, Backward, GatedForward>(m); }
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplNormOps<Forward, Backward, GatedForward, GatedBackward>(m); }
 
 }  // namespace ascendc_ops

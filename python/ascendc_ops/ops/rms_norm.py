@@ -22,7 +22,9 @@ Backward ops (from op_proto/*.json like the forward ones):
 - ``gated_rms_norm(x, gamma, z, epsilon=1e-6) -> (y, rstd)``: HF's Qwen3NextRMSNormGated, rms_norm times
   ``silu(z)`` (z of x's shape and dtype), rounded as HF does: ``h = round(x * rstd)`` to x's dtype, then
   ``gamma * h`` (rounded too when gamma is x's narrow dtype), then ``* silu(z)`` in fp32 and one rounding.
-  Forward only so far (no gradient registered).
+  ``gated_rms_norm_grad(dy, x, rstd, gamma, z) -> (dx, dgamma, dz)``: rms_norm_grad of ``dy * silu(z)``
+  (the roundings' derivatives taken as 1, as autograd of HF's module takes them) and
+  ``dz = dy * h * silu'(z)`` with h = ``gamma * h`` exactly as the forward rounded it.
 rstd is an output without a gradient (marked non-differentiable), as in torch_npu.
 
 The argument rules and the output shapes (also for FakeTensor / torch.compile, through C++ Meta
@@ -93,6 +95,19 @@ def _add_rms_norm_backward(ctx, dy, _drstd, dx_out):
     )
 
 
+def _gated_rms_norm_setup(ctx, inputs, output):
+    x, gamma, z = inputs[0], inputs[1], inputs[2]
+    ctx.mark_non_differentiable(output[1])
+    ctx.save_for_backward(x, output[1], gamma, z)
+
+
+def _gated_rms_norm_backward(ctx, dy, _drstd):
+    x, rstd, gamma, z = ctx.saved_tensors
+    dx, dgamma, dz = torch.ops.custom.gated_rms_norm_grad(dy.contiguous(), x, rstd, gamma, z)
+    need = ctx.needs_input_grad
+    return (dx if need[0] else None, dgamma if need[1] else None, dz if need[2] else None, None)
+
+
 def _gemma_rms_norm_backward(ctx, dy, _drstd):
     x, rstd, gamma = ctx.saved_tensors
     dx, dgamma = torch.ops.custom.gemma_rms_norm_grad(dy.contiguous(), x, rstd, gamma)
@@ -102,3 +117,6 @@ def _gemma_rms_norm_backward(ctx, dy, _drstd):
 torch.library.register_autograd("custom::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup)
 torch.library.register_autograd("custom::gemma_rms_norm", _gemma_rms_norm_backward, setup_context=_rms_norm_setup)
 torch.library.register_autograd("custom::add_rms_norm", _add_rms_norm_backward, setup_context=_add_rms_norm_setup)
+torch.library.register_autograd(
+    "custom::gated_rms_norm", _gated_rms_norm_backward, setup_context=_gated_rms_norm_setup
+)

@@ -1,4 +1,4 @@
-"""The RMSNorm family's harness knowledge: rms_norm, add_rms_norm, gemma_rms_norm and their grads (how to run each op,
+"""The RMSNorm family's harness knowledge: rms_norm, add_rms_norm, gemma_rms_norm, gated_rms_norm and their grads (how to run each op,
 PyTorch's own same-dtype computation, the float64 golden, the shape fuzzer, the default suite, the named value
 generators) and the benchmark setup of rms_norm and add_rms_norm."""
 
@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 import ascendc_ops
 
@@ -109,6 +110,29 @@ def torch_gemma_rms_norm_grad(dy, x, rstd, gamma):
     return dx, dgamma.to(gamma.dtype)
 
 
+def torch_gated(x, gamma, z, eps=1e-6):
+    """gated_rms_norm's second implementation (also tests/ops/test_gated_norm.py's): the formula step by step in
+    x's dtype, normalizing over gamma's dims."""
+    dims = tuple(range(-gamma.dim(), 0))
+    return x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps) * gamma.to(x.dtype) * F.silu(z)
+
+
+def torch_gated_grads(dy, x, gamma, z, eps=1e-6):
+    """dx, dgamma (gamma's dtype), dz of torch_gated by PyTorch autograd, in x's dtype."""
+    x, z = x.detach().requires_grad_(), z.detach().requires_grad_()
+    g = gamma.detach().to(x.dtype).requires_grad_()
+    dx, dg, dz = torch.autograd.grad(torch_gated(x, g, z, eps), (x, g, z), dy)
+    return dx, dg.to(gamma.dtype), dz
+
+
+def golden_gated_rms_norm_grad(dy, x, rstd, gamma, z):
+    """float64 (dx, dgamma, dz) of gated_rms_norm for the given rstd (as golden_rms_norm_grad): rms_norm's of
+    dy * silu(z), and dz = dy * x * rstd * gamma * silu'(z); with the exact rstd, reference.gated_rms_norm_backward."""
+    s = R.sigmoid(z)
+    dx, dgamma = golden_rms_norm_grad(dy * z * s, x, rstd, gamma)
+    return dx, dgamma, dy * x * rstd * gamma * s * (1.0 + z * (1.0 - s))
+
+
 def golden_rms_norm_grad(dy, x, rstd, gamma, dx_out=None):
     """float64 (dx, dgamma) of the documented backward (op-semantics.md) for the given rstd:
     dx = rstd*dy*g - x*rstd^3*sum(dy*g*x)/N (+ dx_out), dgamma = sum over rows of dy*x*rstd. With the exact
@@ -137,6 +161,8 @@ X_RANGE, GAMMA_RANGE = [-2.0, 2.0], [-1.5, 1.5]
 CANCEL_SHAPES = ((83, 8), (7, 769))
 SMALL_GAMMA, X2_NOISE = [-(2.0**-8), 2.0**-8], [-(2.0**-6), 2.0**-6]
 GEMMA_SMALL_WEIGHT = [-1.0 - 2.0**-8, -1.0 + 2.0**-8]  # gemma_rms_norm: 1 + gamma in [-2^-8, 2^-8]
+# gated_rms_norm's gate z: both signs, silu saturating (|z| ~ 6) and silu' crossing 0 near z = -1.28
+Z_RANGE = [-6.0, 6.0]
 
 
 def norm_suite(op: str) -> Callable:
@@ -151,9 +177,12 @@ def norm_suite(op: str) -> Callable:
     (y mostly small values); gemma_rms_norm, gamma in -1 + [-2^-8, 2^-8] (1 + gamma cancels); add_rms_norm,
     x2 = -x1 + uniform [-2^-6, 2^-6] ("minus_x1": x1 + x2 cancels);
     the grads, the default data at small hidden, where rstd*dg and x*rstd^3*mean(dg*x) (and dx_out) are of
-    one size and cancel element by element."""
+    one size and cancel element by element.
+    gated_rms_norm[_grad] add the gate z (x's shape and dtype, uniform in Z_RANGE); the gated grad has no
+    hidden-1 cases (its second implementation, autograd of torch_gated, recomputes rstd with eps 1e-6)."""
     grad = op.endswith("_grad")
     add = op.startswith("add_")
+    gated = op.startswith("gated_")
 
     def tensor(name, t, shapes, value=None, rng=X_RANGE):
         d = {"name": name, "format": "ND", "type": t, "shape": shapes}
@@ -168,7 +197,8 @@ def norm_suite(op: str) -> Callable:
         xs = [list(s) for s in shapes]
         gs = [list(s[-1:]) for s in shapes]
         rs = [list(s[:-1]) + [1] for s in shapes]
-        small = {"rms_norm": SMALL_GAMMA, "gemma_rms_norm": GEMMA_SMALL_WEIGHT}.get(op) if cancel else None
+        small = {"rms_norm": SMALL_GAMMA, "gemma_rms_norm": GEMMA_SMALL_WEIGHT, "gated_rms_norm": SMALL_GAMMA}.get(op)
+        small = small if cancel else None
         g = tensor("gamma", gt, gs, rng=small or GAMMA_RANGE)
         if grad:
             ins = [
@@ -179,10 +209,16 @@ def norm_suite(op: str) -> Callable:
             ]
             if add:
                 ins.append(tensor("dx_out", xt, xs))
+            if gated:
+                ins.append(tensor("z", xt, xs, rng=Z_RANGE))
             outs = [tensor("dx", xt, xs, rng=None), tensor("dgamma", gt, gs, rng=None)]
+            if gated:
+                outs.append(tensor("dz", xt, xs, rng=None))
         else:
             x2 = tensor("x2", xt, xs, "minus_x1", X2_NOISE) if cancel else tensor("x2", xt, xs)
             ins = ([tensor("x1", xt, xs), x2] if add else [tensor("x", xt, xs)]) + [g]
+            if gated:
+                ins.append(tensor("z", xt, xs, rng=Z_RANGE))
             outs = [tensor("y", xt, xs, rng=None), tensor("rstd", "float32", rs, rng=None)]
             if add:
                 outs.append(tensor("x", xt, xs, rng=None))
@@ -201,7 +237,7 @@ def norm_suite(op: str) -> Callable:
                 )
             )
             if not quick:
-                if grad:
+                if grad and not gated:
                     out.append(entry(tag + "_hidden1_eps1", pair, [(r, 1) for r in rows], eps_one=True))
                 out.append(entry(tag + "_model", pair, [NORM_MODEL]))
         return out
@@ -212,7 +248,7 @@ def norm_suite(op: str) -> Callable:
 def fuzz_norm(op: str) -> Callable:
     """x rank 2..4, gamma its last 1 or 2 dims, hidden up to ~6000 (grads: >= 8, see norm_suite on
     hidden 1), at most ~150k elements."""
-    grad, add = op.endswith("_grad"), op.startswith("add_")
+    grad, add, gated = op.endswith("_grad"), op.startswith("add_"), op.startswith("gated_")
 
     def fuzz(rng, attrs):
         rank = int(rng.integers(2, 5))
@@ -229,7 +265,11 @@ def fuzz_norm(op: str) -> Callable:
             out = {"dy": x, "x": x, "rstd": r, "gamma": g}
             if add:
                 out["dx_out"] = x
+            if gated:
+                out["z"] = x
             return out
+        if gated:
+            return {"x": x, "gamma": g, "z": x}
         return {"x1": x, "x2": x, "gamma": g} if add else {"x": x, "gamma": g}
 
     return fuzz
@@ -288,6 +328,25 @@ VERIFY: dict[str, OpSpec] = {
         default_cases=norm_suite("gemma_rms_norm_grad"),
         values=NORM_VALUES,
     ),
+    "gated_rms_norm": OpSpec(
+        run=lambda t, a: ascendc_ops.gated_rms_norm(t["x"], t["gamma"], t["z"], _eps(a)),
+        second=lambda t, a: (
+            torch_gated(t["x"], t["gamma"], t["z"], _eps(a)),
+            torch_rms_norm(t["x"], t["gamma"], _eps(a))[1],
+        ),
+        golden=lambda g, a: R.gated_rms_norm(g["x"], g["gamma"], g["z"], _eps(a)),
+        fuzz=fuzz_norm("gated_rms_norm"),
+        default_cases=norm_suite("gated_rms_norm"),
+        values=NORM_VALUES,
+    ),
+    "gated_rms_norm_grad": OpSpec(
+        run=lambda t, a: torch.ops.custom.gated_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["z"]),
+        second=lambda t, a: torch_gated_grads(t["dy"], t["x"], t["gamma"], t["z"]),
+        golden=lambda g, a: golden_gated_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"], g["z"]),
+        fuzz=fuzz_norm("gated_rms_norm_grad"),
+        default_cases=norm_suite("gated_rms_norm_grad"),
+        values=NORM_VALUES,
+    ),
 }
 
 
@@ -323,6 +382,25 @@ def hf_gemma_rms_norm(x, weight, eps=EPS):
     h = x.float()
     h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
     return (h * (1.0 + weight.float())).type_as(x)
+
+
+def hf_gated_rms_norm(x, z, weight, eps=EPS):
+    """transformers' Qwen3NextRMSNormGated.forward (Qwen3.5's the same) written out: fp32 statistics, h cast to
+    the input dtype before the weight, the gate silu(z) in fp32, one cast to the input dtype at the end."""
+    input_dtype = x.dtype
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    h = weight * h.to(input_dtype)
+    return (h * F.silu(z.float())).to(input_dtype)
+
+
+def gated_bytes(inputs, out, pass_) -> int:
+    """fwd: x, z, gamma read, y and rstd written; bwd (dx only): dy, x, z, rstd, gamma read, dx written."""
+    x, gamma = inputs[0], inputs[-1]
+    rstd = x.numel() // x.shape[-1] * 4
+    fwd = 2 * x.nbytes + gamma.nbytes + x.nbytes + rstd
+    bwd = 3 * x.nbytes + rstd + gamma.nbytes + x.nbytes
+    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
 
 
 def norm_inputs(n_x: int):
@@ -389,5 +467,17 @@ BENCH: dict[str, OpBench] = {
         ((8192, 4096), (2048, 8192)),
         TARGETS,
         lambda x, g: ascendc_ops.gemma_rms_norm(x, g, EPS),
+    ),
+    "gated_rms_norm": OpBench(
+        lambda x, z, g: ascendc_ops.gated_rms_norm(x, g, z, EPS)[0],
+        hf_gated_rms_norm,
+        norm_inputs(2),  # (x, z, gamma)
+        check_rows_hidden,
+        lambda m, seq: [(seq, m.hidden)],
+        gated_bytes,
+        "T,H",
+        ((8192, 4096), (2048, 8192)),
+        TARGETS,
+        lambda x, z, g: ascendc_ops.gated_rms_norm(x, g, z, EPS),
     ),
 }
