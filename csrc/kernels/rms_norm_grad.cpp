@@ -170,8 +170,8 @@ class KernelRmsNormGrad {
   // The gate, after Open: dy' = dy * silu(z) over dy_, silu(z) = z * s, s = sigmoid(z) = 1 / (1 + exp(-z)).
   // `withDz` (single pass; split-row pass 2): first dz = dy * h * silu'(z) out, into work_ (free until
   // DgammaTerms) and the gate's buffer, h = round_G(gamma * round_T(x * rstd)) rounded through dz's T buffer.
-  __aicore__ inline void Gate(int64_t row, uint32_t rows, uint32_t pitch, uint32_t col, uint32_t len,
-                              const float* rstd, int32_t n, bool withDz) {
+  __aicore__ inline void Gate(int64_t row, uint32_t rows, uint32_t pitch, uint32_t col, uint32_t len, const float* rstd,
+                              int32_t n, bool withDz) {
     LocalTensor<T> zIn = inZ_.DeQue<T>();
     LocalTensor<float> z;
     if constexpr (IsFloat()) {
@@ -523,7 +523,7 @@ __aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR
 #define GATED_RMS_NORM_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
   extern "C" __global__ __aicore__ void OP##_##SUFFIX(GATED_RMS_NORM_GRAD_PARAMS(GM_ADDR)) { \
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                          \
-    RunRmsNormGrad<T, G, false, true>(dy, x, rstd, gamma, dy, dx, workspace, tiling, z, dz);  \
+    RunRmsNormGrad<T, G, false, true>(dy, x, rstd, gamma, dy, dx, workspace, tiling, z, dz); \
   }
 // The dgamma reduction: partials [blockDim, N] fp32 -> dgamma [N] in gamma's dtype (RMS_NORM_DGAMMA_DTYPES).
 #define RMS_NORM_DGAMMA_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \

@@ -64,7 +64,8 @@ inline ge::graphStatus InferNormShape(gert::InferShapeContext* context, const ti
   return Checked([&] {
     const tiling::NormArgs<int64_t> a = NormArgsOf(context, op, add, backward);
     if (backward) {
-      if (SetOutputShape(context, 0, a.x) != ge::GRAPH_SUCCESS || SetOutputShape(context, 1, a.gamma) != ge::GRAPH_SUCCESS)
+      if (SetOutputShape(context, 0, a.x) != ge::GRAPH_SUCCESS ||
+          SetOutputShape(context, 1, a.gamma) != ge::GRAPH_SUCCESS)
         return ge::GRAPH_FAILED;
       return tiling::NormGated(op) ? SetOutputShape(context, 2, a.x) : ge::GRAPH_SUCCESS;
     }

@@ -82,10 +82,9 @@ void ImplNormOps(torch::Library& m) {
   m.impl("gated_rms_norm", [](const at::Tensor& x, const at::Tensor& gamma, const at::Tensor& z, double epsilon) {
     return GatedForward(kGatedRmsNorm, x, gamma, z, epsilon);
   });
-  m.impl("gated_rms_norm_grad", [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd,
-                                   const at::Tensor& gamma, const at::Tensor& z) {
-    return GatedBackward(kGatedRmsNormGrad, dy, x, rstd, gamma, z);
-  });
+  m.impl("gated_rms_norm_grad",
+         [](const at::Tensor& dy, const at::Tensor& x, const at::Tensor& rstd, const at::Tensor& gamma,
+            const at::Tensor& z) { return GatedBackward(kGatedRmsNormGrad, dy, x, rstd, gamma, z); });
 }
 
 }  // namespace ascendc_ops

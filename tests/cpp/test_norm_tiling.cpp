@@ -220,7 +220,8 @@ int main() {
     NormProblem gateBwd = plainBwd;
     gateBwd.gated = true;
     EXPECT(NormSinglePassBytes(gateBwd, 8) ==
-           NormSinglePassBytes(plainBwd, 8) + 8 * (2 * 2 * AlignUp(pitch * ElementBytes(t), 32) + fp32More * pitch * 4));
+           NormSinglePassBytes(plainBwd, 8) +
+               8 * (2 * 2 * AlignUp(pitch * ElementBytes(t), 32) + fp32More * pitch * 4));
     const NormTiling tb = TileNorm(gateBwd, b3);
     EXPECT(tb.tilingKey == NORM_SINGLE_PASS && tb.reduceBlockDim >= 1 &&
            NormSinglePassBytes(gateBwd, tb.data.tileRows, tb.data.bufferNum) <= b3.UbBudget());

@@ -118,7 +118,10 @@ def test_npu_names_forward_and_backward(npu, dtype):
     _, grstd = gated(x, g, x)
     with launched(f"gated_rms_norm_grad_{suffix}_{suffix}"), launched(f"rms_norm_dgamma_{suffix}"):
         args = (x, x, grstd, g, x)
-        same(torch.ops.custom.gated_rms_norm_grad(*(t.to(npu) for t in args)), torch.ops.custom.gated_rms_norm_grad(*args))
+        same(
+            torch.ops.custom.gated_rms_norm_grad(*(t.to(npu) for t in args)),
+            torch.ops.custom.gated_rms_norm_grad(*args),
+        )
     y, rstd = tnpu.npu_rms_norm(x, g)
     with launched(f"rms_norm_dgamma_{suffix}"):
         same(

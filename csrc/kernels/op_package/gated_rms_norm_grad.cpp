@@ -1,12 +1,12 @@
 // gated_rms_norm_grad for the op package: rms_norm_grad's one launch with the gate (KernelRmsNormGrad's GATE).
 #include "rms_norm_grad_one_launch.h"
 
-extern "C" __global__ __aicore__ void gated_rms_norm_grad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma,
-                                                          GM_ADDR z, GM_ADDR dx, GM_ADDR dgamma, GM_ADDR dz,
-                                                          GM_ADDR workspace, GM_ADDR tiling) {
+extern "C" __global__ __aicore__ void gated_rms_norm_grad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR z,
+                                                          GM_ADDR dx, GM_ADDR dgamma, GM_ADDR dz, GM_ADDR workspace,
+                                                          GM_ADDR tiling) {
   REGISTER_TILING_DEFAULT(NormTilingData);
   GET_TILING_DATA_WITH_STRUCT(NormTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  RmsNormGradOneLaunch<DTYPE_X, DTYPE_GAMMA, false, true>(dy, x, rstd, gamma, dy, dx, dgamma, workspace, tilingData,
-                                                          z, dz);
+  RmsNormGradOneLaunch<DTYPE_X, DTYPE_GAMMA, false, true>(dy, x, rstd, gamma, dy, dx, dgamma, workspace, tilingData, z,
+                                                          dz);
 }

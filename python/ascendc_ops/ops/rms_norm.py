@@ -117,6 +117,4 @@ def _gemma_rms_norm_backward(ctx, dy, _drstd):
 torch.library.register_autograd("custom::rms_norm", _rms_norm_backward, setup_context=_rms_norm_setup)
 torch.library.register_autograd("custom::gemma_rms_norm", _gemma_rms_norm_backward, setup_context=_rms_norm_setup)
 torch.library.register_autograd("custom::add_rms_norm", _add_rms_norm_backward, setup_context=_add_rms_norm_setup)
-torch.library.register_autograd(
-    "custom::gated_rms_norm", _gated_rms_norm_backward, setup_context=_gated_rms_norm_setup
-)
+torch.library.register_autograd("custom::gated_rms_norm", _gated_rms_norm_backward, setup_context=_gated_rms_norm_setup)

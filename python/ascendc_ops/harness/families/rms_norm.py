@@ -1,6 +1,6 @@
-"""The RMSNorm family's harness knowledge: rms_norm, add_rms_norm, gemma_rms_norm, gated_rms_norm and their grads (how to run each op,
-PyTorch's own same-dtype computation, the float64 golden, the shape fuzzer, the default suite, the named value
-generators) and the benchmark setup of rms_norm and add_rms_norm."""
+"""The RMSNorm family's harness knowledge: rms_norm, add_rms_norm, gemma_rms_norm, gated_rms_norm and their grads
+(how to run each op, PyTorch's own same-dtype computation, the float64 golden, the shape fuzzer, the default suite,
+the named value generators) and the benchmark setup of the forward ops."""
 
 from __future__ import annotations
 
