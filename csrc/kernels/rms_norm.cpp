@@ -9,6 +9,7 @@
 #include "kernel_operator.h"
 #include "kernel_utils.h"
 #include "rms_norm_common.h"
+#include "rms_norm_packed.h"
 #include "rms_norm_tiling_data.h"
 
 using namespace AscendC;
@@ -436,15 +437,30 @@ class KernelRmsNorm {
   uint32_t tableRows_ = 0;                              // rows the gather table is built for
 };
 
+// The forward kernel the tiling chose (also the op package's entries, csrc/kernels/op_package/).
+template <typename T, typename G, bool ADD>
+__aicore__ inline void ProcessRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
+                                      const NormTilingData& tilingData, TPipe* pipe) {
+  if constexpr (!ADD) {
+    if (tilingData.packedRows) {  // rows shorter than a 32-byte block (rms_norm_packed.h)
+      KernelRmsNormPacked<T, G> packed;
+      packed.Init(x1, gamma, y, rstd, tilingData, pipe);
+      packed.Process();
+      return;
+    }
+  }
+  KernelRmsNorm<T, G, ADD> op;
+  op.Init(x1, x2, gamma, y, rstd, xOut, tilingData, pipe);
+  op.Process();
+}
+
 template <typename T, typename G, bool ADD>
 __aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
                                   GM_ADDR tiling) {
   NormTilingData tilingData;
   CopyTiling(&tilingData, tiling);
   TPipe pipe;
-  KernelRmsNorm<T, G, ADD> op;
-  op.Init(x1, x2, gamma, y, rstd, xOut, tilingData, &pipe);
-  op.Process();
+  ProcessRmsNorm<T, G, ADD>(x1, x2, gamma, y, rstd, xOut, tilingData, &pipe);
 }
 
 // One entry per (x, gamma) dtype pair (RMS_NORM_DTYPES, tiling/rms_norm_tiling_data.h).
