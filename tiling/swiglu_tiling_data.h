@@ -33,5 +33,5 @@ struct SwigluTilingData {
   uint32_t tileCols;       // columns per tile: inner, or a whole number of 32-byte blocks when rows are split
   uint32_t tilePitch;  // tileCols rounded up to whole 32-byte blocks of the input dtype: UB elements per tile row
   uint32_t backward;  // 0: forward (x -> y); 1: backward ((dy, x) -> dx)
-  uint32_t packed;    // SWIGLU_KEY_FORWARD_PACKED: tiles of tileRows pairs, de-interleaved by Gather (swiglu_packed.h)
+  uint32_t packed;  // SWIGLU_KEY_FORWARD_PACKED: tiles of tileRows pairs, de-interleaved by Gather (swiglu_packed.h)
 };

@@ -119,8 +119,7 @@ class KernelRmsNormPacked {
     using namespace AscendC;
     LocalTensor<int32_t> table = transposeBuf_.Get<int32_t>();
     for (uint32_t k = 1; k < t_.hidden; ++k)
-      Adds(table[k * padded], table, static_cast<int32_t>(BitReverse(k) * sizeof(float)),
-           static_cast<int32_t>(padded));
+      Adds(table[k * padded], table, static_cast<int32_t>(BitReverse(k) * sizeof(float)), static_cast<int32_t>(padded));
     PipeBarrier<PIPE_V>();
     transposeRows_ = padded;
   }
@@ -209,7 +208,8 @@ class KernelRmsNormPacked {
   __aicore__ inline void CopyOut(int64_t row, uint32_t rows) {
     using namespace AscendC;
     LocalTensor<T> y = outY_.DeQue<T>();
-    DataCopyPad(yGm_[static_cast<uint64_t>(row) * t_.hidden], y, DataCopyExtParams(1, rows * t_.hidden * sizeof(T), 0, 0, 0));
+    DataCopyPad(yGm_[static_cast<uint64_t>(row) * t_.hidden], y,
+                DataCopyExtParams(1, rows * t_.hidden * sizeof(T), 0, 0, 0));
     outY_.FreeTensor(y);
     LocalTensor<float> rstd = outRstd_.DeQue<float>();
     DataCopyPad(rstdGm_[row], rstd, DataCopyExtParams(1, rows * sizeof(float), 0, 0, 0));

@@ -99,7 +99,8 @@ class KernelSwigluPacked {
   __aicore__ inline void CopyOut(int64_t task) {
     using namespace AscendC;
     LocalTensor<T> y = outY_.DeQue<T>();
-    DataCopyPad(yGm_[static_cast<uint64_t>(task) * t_.tileRows], y, DataCopyExtParams(1, Rows(task) * sizeof(T), 0, 0, 0));
+    DataCopyPad(yGm_[static_cast<uint64_t>(task) * t_.tileRows], y,
+                DataCopyExtParams(1, Rows(task) * sizeof(T), 0, 0, 0));
     outY_.FreeTensor(y);
   }
 
