@@ -41,6 +41,25 @@ bool NormShortRows(const NormProblem& p) {
   return !p.backward && !p.gated && n >= 8 && n <= kNormShortRowMax && (n & (n - 1)) == 0 && RowPitch(n, p.xDtype) == n;
 }
 
+bool NormPackedRows(const NormProblem& p) {
+  const uint32_t n = p.hidden;
+  return !p.backward && !p.add && !p.gated && n >= 1 && (n & (n - 1)) == 0 && n * ElementBytes(p.xDtype) < 32;
+}
+
+uint32_t NormPackedBytes(const NormProblem& p, uint32_t rows) {
+  constexpr uint32_t kBufferNum = 2;
+  const uint32_t elems = rows * p.hidden, floats = elems * 4;
+  const bool fp32 = p.xDtype == DType::kFloat32;
+  uint32_t bytes = kBufferNum * 2 * AlignUp(elems * ElementBytes(p.xDtype), 32);  // x in, y out
+  bytes += kBufferNum * AlignUp(rows * 4, 32);                                   // rstd out
+  bytes += (fp32 ? 32 : floats) + floats;                     // x in fp32 (fp32: read in place), squares
+  bytes += 2 * AlignUp(rows * 4, 32);                         // row sums (then rstd), ones
+  bytes += floats;                                            // gamma once per row of the tile
+  if (p.hidden > 1) bytes += floats / 2 * 3 + 2 * floats;     // transposed squares and their halves; 2 tables
+  bytes += GammaRawBytes(p, p.hidden) + AlignUp(p.hidden * 4, 32);
+  return bytes;
+}
+
 uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t rows, uint32_t kBufferNum, bool dxOutLate) {
   const uint32_t pitch = RowPitch(p.hidden, p.xDtype);
   const uint32_t elems = rows * pitch;
@@ -100,6 +119,21 @@ NormTiling TileNorm(const NormProblem& p, const PlatformInfo& platform) {
   d.rowsPerBlock = p.rows / t.blockDim;
   d.rowsRemainder = p.rows % t.blockDim;
   const int64_t mostRows = d.rowsPerBlock + (d.rowsRemainder ? 1 : 0);
+
+  if (NormPackedRows(p)) {
+    // tiles of whole blocks of 8 rows (the transposed columns stay 32-byte aligned), as many as fit
+    const uint32_t most = std::min<uint32_t>(AlignUp(uint32_t(std::min<int64_t>(mostRows, 1 << 20)), 8),
+                                             NORM_PACKED_MAX_ELEMS / p.hidden / 8 * 8);
+    uint32_t rows = 8;
+    while (rows + 8 <= most && NormPackedBytes(p, rows + 8) <= budget) rows += 8;
+    if (NormPackedBytes(p, rows) > budget) throw TilingError("no packed tile of 8 rows fits in UB");
+    d.packedRows = 1;
+    d.tileRows = rows;
+    d.chunk = p.hidden;
+    d.chunkCount = 1;
+    d.bufferNum = 2;
+    return t;
+  }
 
   uint32_t fit = 0;
   // Whole rows double-buffered; else whole rows single-buffered; else (add_rms_norm_grad) single-buffered

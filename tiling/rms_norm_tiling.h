@@ -39,6 +39,11 @@ inline uint32_t NormReduceTmpElems(uint32_t count) { return AlignUp((count + 63)
 // kNormShortRowMax elements with no padding in UB, so each fold level's halves are 32-byte aligned.
 constexpr uint32_t kNormShortRowMax = 128;
 bool NormShortRows(const NormProblem& p);
+// Forward rms_norm rows shorter than a 32-byte block, of a power-of-two length (1, 2, 4; 8 for 16-bit x):
+// DataCopyPad would pad each to a block, so tiles are copied and computed as one unpadded run instead.
+bool NormPackedRows(const NormProblem& p);
+// UB bytes of the packed-rows kernel with tiles of `tileRows` rows (a multiple of 8).
+uint32_t NormPackedBytes(const NormProblem& p, uint32_t tileRows);
 // UB bytes the row kernel uses with tiles of `tileRows` full rows (single-pass); `dxOutLate`: backward add
 // without dx_out's queue (NormTilingData::dxOutLate); with NormShortRows, the folds' buffers too.
 uint32_t NormSinglePassBytes(const NormProblem& p, uint32_t tileRows, uint32_t bufferNum = 2, bool dxOutLate = false);

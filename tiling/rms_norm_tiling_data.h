@@ -35,6 +35,9 @@ constexpr uint32_t NORM_SPLIT_GROUP_ROWS = 32;
 // Short rows: columns per row left by the whole-tile folds for the Gather to transpose (at most). Each fold
 // level costs the whole tile, the Gather 6x an Add per element (pipeline model): 32 is the cheaper split.
 constexpr uint32_t NORM_SHORT_GATHER_COLS = 32;
+// Packed rows (NormTilingData::packedRows): floats of a tile at most, so one Gather (count form, at most
+// 255 full repeats of 64 floats) transposes or spreads it.
+constexpr uint32_t NORM_PACKED_MAX_ELEMS = 255 * 64;
 // dgamma reduction: partial rows in flight (each load is short: several hide the GM latency).
 constexpr uint32_t NORM_REDUCE_BUFFER_NUM = 8;
 
@@ -64,4 +67,6 @@ struct NormTilingData {
   float gammaOffset;  // added to gamma as loaded (fp32): 0, or 1 for gemma_rms_norm[_grad]'s (1 + gamma)
   uint32_t shortRows;  // forward single-pass, many short rows (NormShortRows): each tile's row sums by
                        // whole-tile folds and a Gather, not by per-row instructions
+  uint32_t packedRows;  // rms_norm forward, rows shorter than a 32-byte block (NormPackedRows): a tile of
+                        // tileRows rows is one unpadded run in UB (rms_norm_packed.h)
 };

@@ -23,6 +23,37 @@ uint32_t SwigluBytesPerElem(DType dtype, bool backward) {
   return queued + fp32Work;
 }
 
+uint32_t SwigluPackedBytesPerRow(DType dtype) {
+  const uint32_t eb = ElementBytes(dtype);
+  return 2 * 2 * eb + 2 * eb + 2 * eb + (dtype == DType::kFloat32 ? 0 : 3 * 4) + 4;
+}
+
+namespace {
+// Forward with inner 1 (SwiGLU over a last dim of 2): rows are (a, b) pairs, 2 * eb bytes, so the row tiling
+// would pad each half to a 32-byte block. Tiles of whole blocks of 16 rows, a multiple of the cores in number.
+void TileSwigluPacked(SwigluTiling& t, const SwigluProblem& p, const PlatformInfo& platform) {
+  SwigluTilingData& d = t.data;
+  const int64_t cores = platform.vectorCores;
+  // at most what fits in UB, and what one Gather (count form: 255 full repeats of 256 bytes) de-interleaves
+  const int64_t perRepeat = 256 / ElementBytes(p.dtype);
+  const int64_t fit = std::min<int64_t>(platform.UbBudget() / SwigluPackedBytesPerRow(p.dtype), 255 * perRepeat);
+  const int64_t most = AlignDown(fit, 16);
+  if (most < 16) throw TilingError(std::string(platform.name) + " has no room for 16 packed SwiGLU rows");
+  const int64_t tiles = CeilDiv(CeilDiv(p.outer, most), cores) * cores;
+  d.tileRows = uint32_t(std::min(most, CeilDiv(CeilDiv(p.outer, tiles), 16) * 16));
+  d.rowTiles = CeilDiv(p.outer, d.tileRows);
+  d.tileCols = 1;
+  d.colTiles = 1;
+  d.tilePitch = RowPitch(1, p.dtype);
+  d.packed = 1;
+  d.taskCount = d.rowTiles;
+  t.blockDim = uint32_t(std::min<int64_t>(cores, d.taskCount));
+  d.tasksPerBlock = d.taskCount / t.blockDim;
+  d.tasksRemainder = d.taskCount % t.blockDim;
+  t.tilingKey = SWIGLU_KEY_FORWARD_PACKED;
+}
+}  // namespace
+
 SwigluTiling TileSwiglu(const SwigluProblem& p, const PlatformInfo& platform) {
   if (p.outer < 0 || p.inner < 0)
     throw TilingError("outer and inner must be >= 0, got " + std::to_string(p.outer) + " and " +
@@ -41,6 +72,10 @@ SwigluTiling TileSwiglu(const SwigluProblem& p, const PlatformInfo& platform) {
     return t;
   }
 
+  if (!p.backward && p.inner == 1) {
+    TileSwigluPacked(t, p, platform);
+    return t;
+  }
   const int64_t perBlock = 32 / eb;  // elements per 32-byte block
   const uint32_t elemBytes = SwigluBytesPerElem(p.dtype, p.backward);
   const int64_t maxCols = AlignDown(platform.UbBudget() / elemBytes, perBlock);  // one tile row at most

@@ -23,6 +23,10 @@ struct SwigluTiling {
 // dy, A, B in, dA, dB out) plus the fp32 work buffers.
 uint32_t SwigluBytesPerElem(DType dtype, bool backward);
 
+// UB bytes one row of a packed tile (inner 1, forward) costs: the (a, b) pair in and y out, double-buffered;
+// a and b de-interleaved; fp32 a, b and the result (16-bit dtypes); the gather offsets.
+uint32_t SwigluPackedBytesPerRow(DType dtype);
+
 // Below this many columns a row is not split further just to give idle cores work.
 constexpr int64_t kSwigluMinSplitCols = 1024;
 

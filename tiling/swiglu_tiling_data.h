@@ -18,6 +18,7 @@ enum SwigluTilingKey : uint32_t {
   SWIGLU_KEY_FORWARD_SPLIT_ROWS = 1,   // y = silu(A) * B, rows split into column tiles (large inner or few rows)
   SWIGLU_KEY_BACKWARD_WHOLE_ROWS = 2,  // dx = [dy * B * silu'(A), dy * silu(A)], whole rows
   SWIGLU_KEY_BACKWARD_SPLIT_ROWS = 3,  // dx as above, rows split into column tiles
+  SWIGLU_KEY_FORWARD_PACKED = 4,       // y = silu(A) * B, inner 1: a tile of rows is one run of (a, b) pairs
 };
 
 struct SwigluTilingData {
@@ -32,4 +33,5 @@ struct SwigluTilingData {
   uint32_t tileCols;       // columns per tile: inner, or a whole number of 32-byte blocks when rows are split
   uint32_t tilePitch;  // tileCols rounded up to whole 32-byte blocks of the input dtype: UB elements per tile row
   uint32_t backward;  // 0: forward (x -> y); 1: backward ((dy, x) -> dx)
+  uint32_t packed;  // SWIGLU_KEY_FORWARD_PACKED: tiles of tileRows pairs, de-interleaved by Gather (swiglu_packed.h)
 };

@@ -11,6 +11,7 @@
 #include "kernel_operator.h"
 #include "kernel_utils.h"
 #include "rms_norm_common.h"
+#include "rms_norm_packed.h"
 #include "rms_norm_tiling_data.h"
 
 using namespace AscendC;
@@ -498,15 +499,30 @@ class KernelRmsNorm {
   uint32_t tableRows_ = 0;                              // rows the gather table is built for
 };
 
+// The forward kernel the tiling chose (also the op package's entries, csrc/kernels/op_package/).
+template <typename T, typename G, bool ADD, bool GATE = false>
+__aicore__ inline void ProcessRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
+                                      const NormTilingData& tilingData, TPipe* pipe, GM_ADDR z = nullptr) {
+  if constexpr (!ADD && !GATE) {
+    if (tilingData.packedRows) {  // rows shorter than a 32-byte block (rms_norm_packed.h)
+      KernelRmsNormPacked<T, G> packed;
+      packed.Init(x1, gamma, y, rstd, tilingData, pipe);
+      packed.Process();
+      return;
+    }
+  }
+  KernelRmsNorm<T, G, ADD, GATE> op;
+  op.Init(x1, x2, gamma, y, rstd, xOut, tilingData, pipe, z);
+  op.Process();
+}
+
 template <typename T, typename G, bool ADD, bool GATE = false>
 __aicore__ inline void RunRmsNorm(GM_ADDR x1, GM_ADDR x2, GM_ADDR gamma, GM_ADDR y, GM_ADDR rstd, GM_ADDR xOut,
                                   GM_ADDR tiling, GM_ADDR z = nullptr) {
   NormTilingData tilingData;
   CopyTiling(&tilingData, tiling);
   TPipe pipe;
-  KernelRmsNorm<T, G, ADD, GATE> op;
-  op.Init(x1, x2, gamma, y, rstd, xOut, tilingData, &pipe, z);
-  op.Process();
+  ProcessRmsNorm<T, G, ADD, GATE>(x1, x2, gamma, y, rstd, xOut, tilingData, &pipe, z);
 }
 
 // One entry per (x, gamma) dtype pair (RMS_NORM_DTYPES, tiling/rms_norm_tiling_data.h).

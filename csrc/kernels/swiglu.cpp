@@ -85,6 +85,8 @@ __aicore__ inline void SwigluNarrow(LocalTensor<T>& out, LocalTensor<float>& res
   }
 }
 
+#include "swiglu_packed.h"  // uses the helpers above
+
 template <typename T>
 class KernelSwiglu {
  public:
@@ -296,14 +298,26 @@ class KernelSwigluGrad {
   TBuf<TPosition::VECCALC> sigmoidBuf_, onesBuf_, dyFloatBuf_, aFloatBuf_, bFloatBuf_, dbFloatBuf_;
 };
 
+// The forward kernel the tiling chose (also the op package's entry, csrc/kernels/op_package/swiglu.cpp).
+template <typename T>
+__aicore__ inline void ProcessSwiglu(GM_ADDR x, GM_ADDR y, const SwigluTilingData& tilingData, TPipe* pipe) {
+  if (tilingData.packed) {  // inner 1: (a, b) pairs (swiglu_packed.h)
+    KernelSwigluPacked<T> packed;
+    packed.Init(x, y, tilingData, pipe);
+    packed.Process();
+    return;
+  }
+  KernelSwiglu<T> op;
+  op.Init(x, y, tilingData, pipe);
+  op.Process();
+}
+
 template <typename T>
 __aicore__ inline void RunSwiglu(GM_ADDR x, GM_ADDR y, GM_ADDR tiling) {
   SwigluTilingData tilingData;
   CopyTiling(&tilingData, tiling);
   TPipe pipe;
-  KernelSwiglu<T> op;
-  op.Init(x, y, tilingData, &pipe);
-  op.Process();
+  ProcessSwiglu<T>(x, y, tilingData, &pipe);
 }
 
 template <typename T>

@@ -16,7 +16,13 @@ static void CheckInvariants(const NormProblem& p, const NormTiling& t, const Pla
   EXPECT(t.blockDim >= 1 && t.blockDim <= plat.vectorCores);
   EXPECT(d.rowsPerBlock * t.blockDim + d.rowsRemainder == p.rows);
   EXPECT(d.rowsRemainder < t.blockDim);
-  if (t.tilingKey == NORM_SINGLE_PASS) {
+  EXPECT(d.packedRows == (NormPackedRows(p) ? 1u : 0u));
+  if (d.packedRows) {  // one unpadded run per tile: whole blocks of 8 rows, within UB and one Gather
+    EXPECT(t.tilingKey == NORM_SINGLE_PASS && !d.shortRows && d.tileRows >= 8 && d.tileRows % 8 == 0);
+    EXPECT(NormPackedBytes(p, d.tileRows) <= plat.UbBudget());
+    EXPECT(d.tileRows * d.hidden <= NORM_PACKED_MAX_ELEMS && d.chunk == d.hidden && d.chunkCount == 1);
+    EXPECT(d.tileRows < 16 || d.tileRows - 8 < d.rowsPerBlock + (d.rowsRemainder ? 1 : 0));  // no idle tile
+  } else if (t.tilingKey == NORM_SINGLE_PASS) {
     EXPECT(d.tileRows >= 1 && d.tileRows <= kNormMaxTileRows);
     EXPECT(NormSinglePassBytes(p, d.tileRows, d.bufferNum, d.dxOutLate) <= plat.UbBudget());
     EXPECT(d.bufferNum == 2 || NormSinglePassBytes(p, 1, 2) > plat.UbBudget());  // single-buffered only when needed
@@ -44,8 +50,8 @@ int main() {
   for (const PlatformInfo& plat : {b3, b2, cpu}) {
     for (bool backward : {false, true}) {
       for (bool add : {false, true}) {
-        for (uint32_t hidden : {1u, 8u, 16u, 128u, 769u, 4096u, 5125u, 16384u, 32768u}) {
-          for (int64_t rows : {int64_t(1), int64_t(7), int64_t(83), int64_t(4096)}) {
+        for (uint32_t hidden : {1u, 2u, 3u, 4u, 8u, 16u, 128u, 769u, 4096u, 5125u, 16384u, 32768u}) {
+          for (int64_t rows : {int64_t(1), int64_t(7), int64_t(83), int64_t(4096), int64_t(1000003)}) {
             for (auto pair : {std::pair{f32, f32}, std::pair{f16, f32}, std::pair{bf16, bf16}}) {
               NormProblem p{rows, hidden, pair.first, pair.second, add, backward, 1e-6f};
               CheckInvariants(p, TileNorm(p, plat), plat);
@@ -73,6 +79,24 @@ int main() {
   EXPECT(!TileNorm({4096, 96, f32, f32, false, false, 1e-6f}, b2).data.shortRows);
   EXPECT(!TileNorm({4096, 128, f32, f32, false, true, 1e-6f}, b2).data.shortRows);
   EXPECT(TileNorm({4096, 16, bf16, bf16, true, false, 1e-6f}, b2).data.shortRows == 1);
+  // Rows shorter than a 32-byte block (cann-bench RmsNorm case 15, 1,000,003 rows of 2 bf16): the packed
+  // tiling, for power-of-two rows of 1..16 bytes in rms_norm forward only; not for add, backward, a row of
+  // 32 bytes (fp32 8: short rows) or one that is no power of two.
+  const NormTiling pk = TileNorm({1000003, 2, bf16, bf16, false, false, 1e-6f}, b2);
+  EXPECT(pk.data.packedRows == 1 && pk.blockDim == 48 && pk.data.tileRows >= 2048);
+  EXPECT(NormPackedBytes({1000003, 2, bf16, bf16, false, false, 1e-6f}, pk.data.tileRows + 8) > b2.UbBudget() ||
+         (pk.data.tileRows + 8) * 2 > NORM_PACKED_MAX_ELEMS);  // the largest tile that fits
+  for (uint32_t n : {1u, 2u, 4u}) EXPECT(TileNorm({83, n, f32, f32, false, false, 1e-6f}, b2).data.packedRows == 1);
+  EXPECT(TileNorm({83, 8, f16, f32, false, false, 1e-6f}, b2).data.packedRows == 1);
+  EXPECT(TileNorm({83, 8, bf16, bf16, false, false, 1e-6f, 1.0f}, b2).data.packedRows == 1);  // gemma
+  EXPECT(!TileNorm({83, 8, f32, f32, false, false, 1e-6f}, b2).data.packedRows);
+  EXPECT(!TileNorm({83, 16, bf16, bf16, false, false, 1e-6f}, b2).data.packedRows);
+  EXPECT(!TileNorm({83, 3, bf16, bf16, false, false, 1e-6f}, b2).data.packedRows);
+  EXPECT(!TileNorm({83, 2, bf16, bf16, true, false, 1e-6f}, b2).data.packedRows);
+  EXPECT(!TileNorm({83, 2, bf16, bf16, false, true, 1e-6f}, b2).data.packedRows);
+  NormProblem gatedPair{83, 2, bf16, bf16, false, false, 1e-6f};  // the gated norm keeps its z queue
+  gatedPair.gated = true;
+  EXPECT(!NormPackedRows(gatedPair) && !TileNorm(gatedPair, b2).data.packedRows);
   // Llama hidden 4096 fp32 forward: whole rows fit, every core gets rows; two per tile, as x is read
   // where it landed (no fp32 copy of it).
   NormTiling l = TileNorm({8192, 4096, f32, f32, false, false, 1e-6f}, b3);
@@ -107,10 +131,11 @@ int main() {
     NormTiling sb = TileNorm({4, hidden, f32, f32, false, true, 1e-6f}, cpu);
     EXPECT(sb.tilingKey == NORM_SPLIT_ROW && sb.blockDim == 2 && sb.reduceBlockDim >= 1);
   }
-  // Small hidden: the tile is capped by the scratch rows and by the rows per block.
-  NormTiling tiny = TileNorm({83, 8, bf16, bf16, false, false, 1e-6f}, b2);
+  // Small hidden: the tile is capped by the scratch rows and by the rows per block (add_rms_norm: rms_norm
+  // packs these rows).
+  NormTiling tiny = TileNorm({83, 8, bf16, bf16, true, false, 1e-6f}, b2);
   EXPECT(tiny.blockDim == 48 && tiny.data.tileRows == 2 && tiny.data.rowPitch == 16);
-  EXPECT(TileNorm({100000, 8, bf16, bf16, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows);
+  EXPECT(TileNorm({100000, 8, bf16, bf16, true, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows);
   // ... in whole blocks of 8 rows with short rows
   EXPECT(TileNorm({100000, 8, f32, f32, false, false, 1e-6f}, cpu).data.tileRows == kNormMaxTileRows / 8 * 8);
   EXPECT(TileNorm({100000, 128, f32, f32, false, false, 1e-6f}, cpu).data.tileRows <= 127);

@@ -18,6 +18,14 @@ static void CheckInvariants(const SwigluTiling& t, const SwigluProblem& p, const
   EXPECT(d.tasksPerBlock * t.blockDim + d.tasksRemainder == d.taskCount);
   EXPECT(d.tasksRemainder < t.blockDim);
   EXPECT(d.taskCount == d.rowTiles * d.colTiles);
+  EXPECT(d.packed == (!p.backward && p.inner == 1 ? 1u : 0u));
+  if (d.packed) {  // one unpadded run of pairs per tile: whole blocks of 16 rows, within UB and one Gather
+    EXPECT(t.tilingKey == SWIGLU_KEY_FORWARD_PACKED && d.colTiles == 1 && d.tileCols == 1);
+    EXPECT(d.tileRows % 16 == 0 && d.tileRows <= 255u * 256u / ElementBytes(p.dtype));
+    EXPECT(uint64_t(d.tileRows) * SwigluPackedBytesPerRow(p.dtype) <= plat.UbBudget());
+    EXPECT(int64_t(d.rowTiles) * d.tileRows >= d.outer && int64_t(d.rowTiles - 1) * d.tileRows < d.outer);
+    return;
+  }
   EXPECT(d.tileRows >= 1 && d.tileRows <= 4095 && d.tileCols >= 1);
   EXPECT(int64_t(d.rowTiles) * d.tileRows >= d.outer && int64_t(d.rowTiles - 1) * d.tileRows < d.outer);
   EXPECT(int64_t(d.colTiles) * d.tileCols >= d.inner && int64_t(d.colTiles - 1) * d.tileCols < d.inner);
@@ -52,7 +60,7 @@ int main() {
 
   // Sweep: rows x inner x dtype x direction x platform all keep the invariants.
   for (const PlatformInfo& plat : {b3, b2, cpu})
-    for (int64_t outer : {1, 7, 83, 4096, 100000})
+    for (int64_t outer : {1, 7, 83, 4096, 100000, 1000003})
       for (int64_t inner : {1, 8, 769, 5125, 11008, 13824, 100000})
         for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
           for (bool bwd : {false, true}) Tile({outer, inner, dt, bwd}, plat);
@@ -76,6 +84,14 @@ int main() {
   EXPECT(wide.blockDim == 40);
   SwigluTiling narrow = Tile({4096, 8, DType::kFloat32, false}, b2);
   EXPECT(narrow.data.tileRows == 86 && narrow.data.rowTiles == 48 && narrow.blockDim == 48);  // balance-bound
+  // A last dim of 2 forward (cann-bench SwiGlu case 12, 1,000,003 rows bf16): packed pairs, 32 bytes a row,
+  // tiles a multiple of the cores in number (4 per core) and as large as that allows.
+  EXPECT(SwigluPackedBytesPerRow(DType::kBFloat16) == 32 && SwigluPackedBytesPerRow(DType::kFloat32) == 36);
+  SwigluTiling pairs = Tile({1000003, 1, DType::kBFloat16, false}, b2);
+  EXPECT(pairs.blockDim == 48 && pairs.data.taskCount == 192 && pairs.data.tasksRemainder == 0);
+  EXPECT(pairs.data.tileRows == 5216);
+  SwigluTiling fewPairs = Tile({7, 1, DType::kFloat32, false}, b2);
+  EXPECT(fewPairs.data.tileRows == 16 && fewPairs.blockDim == 1);
   SwigluTiling tiny = Tile({100000, 1, DType::kBFloat16, true}, b3);
   EXPECT(tiny.data.tilePitch == 16 && tiny.data.tileRows == budget / (16 * 44));  // 267: UB-bound
 

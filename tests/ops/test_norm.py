@@ -133,6 +133,36 @@ def test_rms_norm_forward_short_rows(pair, rows, hidden):
     check_forward(make((rows, hidden), xd), make((hidden,), gd), f"rms_norm {pair_id(pair)} [{rows}, {hidden}]")
 
 
+# Rows shorter than a 32-byte block (hidden 1, 2, 4; 8 in fp16/bf16) take the packed tiling (rms_norm_packed.h):
+# a tile of rows is one unpadded run. 4099 rows: tiles ending in one that is not a whole block of 8 rows;
+# 100003 rows: several tiles per block (cann-bench RmsNorm case 15 is [1000003, 2] bf16).
+@pytest.mark.parametrize("hidden", (2, 4, 8))
+@pytest.mark.parametrize("rows", (1, 7, 83, 4099, 100003))
+@pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
+def test_rms_norm_forward_packed_rows(pair, rows, hidden):
+    xd, gd = pair
+    check_forward(make((rows, hidden), xd), make((hidden,), gd), f"rms_norm {pair_id(pair)} [{rows}, {hidden}]")
+
+
+@pytest.mark.parametrize("hidden", (1, 2, 4))
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=dname)
+def test_packed_rows_nan_inf_and_zero_rows(dtype, hidden):
+    """A NaN or Inf stays in its row, and an all-zero row gives rstd = 1 / sqrt(eps) and y = 0."""
+    x = make((37, hidden), dtype)
+    x[3, hidden - 1] = float("nan")
+    x[9, 0] = float("inf")
+    x[20] = 0
+    g = make((hidden,), dtype)
+    y, rstd = N.rms_norm(x, g, EPS)
+    with np.errstate(all="ignore"):
+        gy, grstd = R.rms_norm(np64(x), np64(g), EPS)
+    for name, got, want in (("y", y, gy), ("rstd", rstd, grstd)):
+        assert P.metrics(np64(got), want, got.dtype)["nan_inf_match"], f"{name}: NaN/Inf positions differ"
+    assert torch.all(y[20] == 0) and rstd[20].item() == pytest.approx(EPS**-0.5, rel=1e-6)
+    clean = [r for r in range(37) if r not in (3, 9)]
+    assert_accurate(y[clean], gy[clean], torch_rms_norm(x[clean], g), dtype, "clean rows", bound=y_bound(x[clean], g))
+
+
 @pytest.mark.parametrize("hidden", (8, 128))
 @pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
 def test_add_rms_norm_forward_short_rows(pair, hidden):

@@ -86,6 +86,29 @@ def test_forward_sweep(dtype, rows, inner):
     )
 
 
+# A last dim of 2 (inner 1) takes the packed forward tiling (swiglu_packed.h): rows are (a, b) pairs in one run.
+# 4099 / 100003 rows: tiles ending short, several per block (cann-bench SwiGlu case 12 is [1000003, 2] bf16).
+@pytest.mark.parametrize("shape", ((1, 2), (7, 2), (83, 2), (4099, 2), (100003, 2), (3, 37, 2)), ids=str)
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+def test_forward_packed_pairs(dtype, shape):
+    x = torch.randn(shape).to(dtype)
+    x[0, ..., 0] = float("nan") if len(shape) > 2 else x[0, ..., 0]  # one NaN a in the 3-d case
+    y = S.swiglu(x)
+    assert tuple(y.shape) == (*shape[:-1], 1)
+    golden = R.swiglu(np64(x), -1)
+    g = np64(y)
+    np.testing.assert_array_equal(np.isnan(g), np.isnan(golden), err_msg="NaN positions")
+    finite = np.isfinite(golden)
+    assert_accurate(
+        y[torch.from_numpy(finite)],
+        golden[finite],
+        torch_swiglu(x, -1)[torch.from_numpy(finite)],
+        dtype,
+        f"swiglu {dname(dtype)} {list(shape)}",
+        bound=fwd_bound(x, -1)[finite],
+    )
+
+
 @pytest.mark.parametrize("rows,inner", SWEEP, ids=lambda v: str(v))
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
 def test_backward_sweep(dtype, rows, inner):

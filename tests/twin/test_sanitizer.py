@@ -132,6 +132,18 @@ def test_real_kernels_run_clean_on_split_row_and_odd_shapes(monkeypatch):
         ascendc_ops.swiglu(torch.randn(5, 2 * 83, dtype=dtype, requires_grad=True)).sum().backward()
 
 
+def test_real_kernels_run_clean_on_packed_rows(monkeypatch):
+    """The packed paths: rms_norm rows shorter than a block (hidden 1, 2, 4, 8), SwiGLU over a last dim of 2;
+    rows that leave a short last tile, and enough rows for several tiles per block."""
+    monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        for rows in (7, 20011):
+            for hidden in (1, 2, 4, 8):
+                ascendc_ops.rms_norm(torch.randn(rows, hidden, dtype=dtype), torch.rand(hidden, dtype=dtype), 1e-6)
+            ascendc_ops.gemma_rms_norm(torch.randn(rows, 2, dtype=dtype), torch.rand(2, dtype=dtype), 1e-6)
+            ascendc_ops.swiglu(torch.randn(rows, 2, dtype=dtype))
+
+
 def record(fn):
     torch.ops.ascendc_ops.twin_record_take()
     torch.ops.ascendc_ops.twin_record(True)

@@ -7,7 +7,5 @@ extern "C" __global__ __aicore__ void rms_norm(GM_ADDR x, GM_ADDR gamma, GM_ADDR
   GET_TILING_DATA_WITH_STRUCT(NormTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   TPipe pipe;
-  KernelRmsNorm<DTYPE_X, DTYPE_GAMMA, false> op;
-  op.Init(x, x, gamma, y, rstd, y, tilingData, &pipe);
-  op.Process();
+  ProcessRmsNorm<DTYPE_X, DTYPE_GAMMA, false>(x, x, gamma, y, rstd, y, tilingData, &pipe);
 }

@@ -6,7 +6,5 @@ extern "C" __global__ __aicore__ void swiglu(GM_ADDR x, GM_ADDR y, GM_ADDR works
   GET_TILING_DATA_WITH_STRUCT(SwigluTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   TPipe pipe;
-  KernelSwiglu<DTYPE_X> op;
-  op.Init(x, y, tilingData, &pipe);
-  op.Process();
+  ProcessSwiglu<DTYPE_X>(x, y, tilingData, &pipe);
 }
