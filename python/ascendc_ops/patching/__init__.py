@@ -11,7 +11,9 @@ Kernels (``KERNELS``): ``fused_rope`` (apply_rotary_pos_emb -> rotary_mul), ``fu
 modules incl. q_norm/k_norm -> rms_norm), ``fused_swiglu`` (silu-gated MLPs, separate or fused gate_up ->
 swiglu), ``fused_moe`` (experts -> permute/grouped_matmul/swiglu/unpermute through transformers' experts
 interface), ``fused_add_rmsnorm`` (a decoder layer's residual add feeding an RMSNorm -> add_rms_norm, the
-residual stream carried through). No model list: each kernel finds its parts by structure in any model
+residual stream carried through), ``fused_gated_rmsnorm`` (gated norms ``norm(x) * silu(gate)``, Qwen3-Next /
+Qwen3.5's -> gated_rms_norm; in training only once that op has a backward).
+No model list: each kernel finds its parts by structure in any model
 (transformers 5.x; CI runs requirements.txt's and tools/wheel_check.sh's versions; on 4.x every kernel skips with
 that reason) and patches a part only after a probe on a small random input agrees with our op within the fp32
 accuracy standard (``probe.py``); parts that look right but disagree (Gemma's (1 + w) norm, GLM's interleaved
@@ -21,7 +23,8 @@ lists what this gives on every decoder family of the pinned transformers. Backen
 Switches: LLaMA-Factory's kernel ids (``ALIASES``: ``npu_fused_rmsnorm``, ``npu_fused_swiglu``, ``npu_fused_rope``,
 ``npu_fused_moe``, from its kernel plugins' ``KernelPlugin(...)`` ids) name the same kernels wherever an id is taken,
 and reports use our ids. Single fusions are turned off by ``disable_kernels="id1,id2"``, by openMind-style
-``use_fused_rope=False`` (``use_fused_rms_norm``, ``use_fused_swiglu``, ``use_fused_moe``) or, for the whole
+``use_fused_rope=False`` (``use_fused_rms_norm``, ``use_fused_swiglu``, ``use_fused_moe``; ours:
+``use_fused_add_rms_norm``, ``use_fused_gated_rms_norm``) or, for the whole
 process, by the environment variable ``ASCENDC_OPS_DISABLE=id1,id2`` (read at each call); a disabled kernel is
 skipped, and the report says which switch turned it off.
 
@@ -39,7 +42,14 @@ import os
 from torch import nn
 
 from .. import backends as _available_backends
-from . import add_rms_norm as _add_rms_norm, moe as _moe, rms_norm as _rms_norm, rope as _rope, swiglu as _swiglu
+from . import (
+    add_rms_norm as _add_rms_norm,
+    gated_rms_norm as _gated_rms_norm,
+    moe as _moe,
+    rms_norm as _rms_norm,
+    rope as _rope,
+    swiglu as _swiglu,
+)
 from .base import STATE_ATTR, Found, Kernel, KernelSkip, model_backend, model_type, transformers_unsupported
 
 logger = logging.getLogger(__name__)
@@ -62,6 +72,7 @@ USE_FLAGS: dict[str, str] = {
     "use_fused_swiglu": "fused_swiglu",
     "use_fused_moe": "fused_moe",
     "use_fused_add_rms_norm": "fused_add_rmsnorm",  # ours: openMind has no such flag
+    "use_fused_gated_rms_norm": "fused_gated_rmsnorm",  # ours too
 }
 
 
@@ -72,7 +83,7 @@ def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
     return kernel
 
 
-for _k in (_rope.KERNEL, _rms_norm.KERNEL, _swiglu.KERNEL, _moe.KERNEL, _add_rms_norm.KERNEL):
+for _k in (_rope.KERNEL, _rms_norm.KERNEL, _swiglu.KERNEL, _moe.KERNEL, _add_rms_norm.KERNEL, _gated_rms_norm.KERNEL):
     register_kernel(_k)
 
 
@@ -238,6 +249,7 @@ def apply_default_kernels(
     use_fused_swiglu: bool | None = None,
     use_fused_moe: bool | None = None,
     use_fused_add_rms_norm: bool | None = None,
+    use_fused_gated_rms_norm: bool | None = None,
 ) -> KernelReport:
     """Apply several kernels: ``"auto"``/True = all that support this model and backend, None/False = nothing,
     ``"id1,id2"`` (or a list; LLaMA-Factory's ``npu_fused_*`` ids too) = those. Returns (and logs) a KernelReport
@@ -253,6 +265,7 @@ def apply_default_kernels(
             use_fused_swiglu=use_fused_swiglu,
             use_fused_moe=use_fused_moe,
             use_fused_add_rms_norm=use_fused_add_rms_norm,
+            use_fused_gated_rms_norm=use_fused_gated_rms_norm,
         ),
     )
     report = KernelReport(model_type(model), model_backend(model))

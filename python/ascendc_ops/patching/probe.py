@@ -112,3 +112,28 @@ def disagreement(part: nn.Module, theirs: Callable, ours: Callable, args: Sequen
             sanity = [f for f in check.failures if f.startswith("ours misses the sanity bound")]
             return "differs on the probe: " + "; ".join(sanity or check.failures)
     return None
+
+
+def narrow_disagreement(
+    part: nn.Module, theirs: Callable, ours: Callable, args: Sequence, params: dict, dtype: torch.dtype
+) -> str | None:
+    """None when ``ours`` in ``dtype`` (fp16/bf16) meets that dtype's standard (docs/accuracy.md: MERE/MARE, the
+    small-value ErrorCount within 2x the part's own result in ``dtype``) against the golden: the part in float64 on
+    the same inputs and parameters rounded to ``dtype``. The fp32 probe checks the formula; this one a rounding
+    order that costs accuracy in the narrow dtype (the part computing in fp32 where ours rounds to ``dtype``)."""
+    from ..harness.precision import check_mere_mare  # (check_ratio's module: already imported)
+
+    device = torch.device("cpu")
+    rounded = {k: v.to(dtype).double() for k, v in params.items()}
+    rounded_args = [_cast(_cast(a, device, dtype), device, torch.float64) for a in args]
+    try:
+        golden = _run(theirs, part, rounded, rounded_args, torch.float64, device)
+        second = _run(theirs, part, params, args, dtype, device)
+        mine = _run(ours, part, params, args, dtype, device)
+    except Exception as e:  # noqa: BLE001 - the fp32 probe ran both: a failure here is the narrow dtype's
+        return f"in {dtype}: {type(e).__name__}: {e}"
+    for a, b, g in zip(mine, second, golden, strict=True):
+        check = check_mere_mare(a, g, str(dtype), second=b)
+        if not check.passed:
+            return f"in {str(dtype).removeprefix('torch.')}: " + "; ".join(check.failures)
+    return None

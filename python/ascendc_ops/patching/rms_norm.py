@@ -5,8 +5,8 @@ A candidate is any module with a 1-D ``weight`` parameter, a float epsilon attri
 ``q_norm`` / ``k_norm`` (over head_dim, on ``(B, S, N, D)``), OLMo 2's full-width q/k norms. It is patched only
 if its probe (``probe.disagreement``: random weight, rows whose RMS is near sqrt(eps) so the epsilon's place
 shows) agrees with one of ``VARIANTS``: the plain weight (``custom.rms_norm``) or Gemma's ``(1 + weight)``
-(``custom.gemma_rms_norm``: Gemma, Gemma 2/3, Qwen3-Next / Qwen3.5's decoder norms); gated norms are left with the
-reason. A new op variant (gated RMSNorm) is one more ``Variant`` entry with its forward.
+(``custom.gemma_rms_norm``: Gemma, Gemma 2/3, Qwen3-Next / Qwen3.5's decoder norms); norms with other inputs are left
+with the reason; gated norms ``forward(hidden_states, gate)`` are fused_gated_rmsnorm's (gated_rms_norm.py).
 The epsilon is the module's own attribute, read at every call.
 
 Numerics vs HF: HF rounds ``x * rstd`` to the input dtype before multiplying by the weight; the op multiplies
@@ -31,6 +31,8 @@ from . import probe
 from .base import Found, Kernel, call_op, set_instance_attr
 
 EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
+# A gated norm's forward inputs after the hidden states: fused_gated_rmsnorm's part (gated_rms_norm.py), not ours.
+GATED_INPUTS = ["gate"]
 
 
 def _eps_attr(m: nn.Module) -> str | None:
@@ -116,7 +118,9 @@ def find(model: nn.Module) -> Found:
         if not _is_candidate(m) or "forward" in m.__dict__:
             continue
         part = type(m).__name__
-        if extra := _extra_inputs(m):
+        if (extra := _extra_inputs(m)) == GATED_INPUTS:
+            continue
+        if extra:
             found.refused[part] = f"its forward takes more than the hidden states ({', '.join(extra)})"
             continue
         attr = _eps_attr(m)
