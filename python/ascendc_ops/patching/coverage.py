@@ -11,7 +11,10 @@ gradient's small elements carry rounding from every layer upstream, and the coun
 (ours 7 vs the comparison's 2 on a tiny Qwen3-MoE lm_head gradient); and an output whose comparison itself
 misses the sanity bound (a gradient that is zero in exact arithmetic, as a key bias's or DeepSeek-V4's router's:
 rounding noise around 1e-12, where the bound scales with the golden's own ~0 RMS) is judged by the standard's
-small-value rule instead: every element ours misses the bound on must be a small value within 2^-30.
+small-value rule instead: every element ours misses the bound on must be a small value within 2^-30; where every
+element is a small value and the comparison's own rounding exceeds 2^-30 (BLT's encoder cross-attention q/k
+gradients: one key per query, zero in exact arithmetic, fp32 noise ~1e-9 either way) the standard's small-value
+criterion decides, judged here: ours' ErrorCount at most 2x the comparison's.
 """
 
 from __future__ import annotations
@@ -254,7 +257,11 @@ def _judge(ours, second, golden) -> tuple[bool, str]:
         failures = [f for f in failures if "sanity bound" not in f]
         d = np.abs(ours - golden)
         small_ok = (np.abs(golden) < SMALL_VALUE["float32"]) & (d <= SMALL_ERROR["float32"])
-        if bad := int(np.count_nonzero((d > sanity_bound(golden, "float32")) & ~small_ok)):
+        bad = int(np.count_nonzero((d > sanity_bound(golden, "float32")) & ~small_ok))
+        counted = not any(f.startswith("small-value ErrorCount") for f in check.failures)
+        if bad and counted and np.all(np.abs(golden) < SMALL_VALUE["float32"]):
+            bad = 0  # wholly small values: the standard's small-value ErrorCount (<= 2x the comparison's) decides
+        if bad:
             failures.append(f"ours misses the sanity bound on {bad} elements that are not small values within 2^-30")
     text = f"{np.abs(ours - second).max():.1e}"
     return not failures, text + (f" ({failures[0]})" if failures else "")
@@ -278,13 +285,17 @@ def check_model_type(model_type: str, class_name: str) -> Row:
         why = next((line.strip() for line in str(e).splitlines() if line.strip()), "")  # the first said line
         row.note = f"not built/run from shrunk defaults: {type(e).__name__}: {why[:160]}"
         return row
-    try:
-        gold = copy.deepcopy(model).double()
-        if hasattr(gold, "set_experts_implementation"):  # grouped_mm (the default) takes no float64
-            gold.set_experts_implementation("eager")
-        gold_logits, gold_grads = _fwd_bwd(gold, x)
-    except Exception:  # noqa: BLE001 - no float64 run: the fp32 model is the golden (ratios then floor out)
-        gold_logits, gold_grads, row.note = ref_logits, ref_grads, "no float64 golden (fp32 used)"
+    gold_logits, gold_grads = ref_logits, ref_grads  # without a float64 run the ratios floor out
+    if model_type in coverage_types.NO_FLOAT64_GOLDEN:
+        row.note = f"no float64 golden (fp32 used): {coverage_types.NO_FLOAT64_GOLDEN[model_type]}"
+    else:
+        try:
+            gold = copy.deepcopy(model).double()
+            if hasattr(gold, "set_experts_implementation"):  # grouped_mm (the default) takes no float64
+                gold.set_experts_implementation("eager")
+            gold_logits, gold_grads = _fwd_bwd(gold, x)
+        except Exception:  # noqa: BLE001 - no float64 run: the fp32 model is the golden
+            row.note = "no float64 golden (fp32 used)"
     report = apply_default_kernels(model)
     row.applied = {k: report.patched_modules.get(k, 0) for k in report.applied}
     row.left = {k: why for k, why in report.skipped.items()}
