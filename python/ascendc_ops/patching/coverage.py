@@ -28,8 +28,8 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from . import coverage_types
 from ..harness.precision import SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
+from . import coverage_types
 
 VOCAB, BATCH, SEQ, SEED = 128, 2, 12, 0
 # Shrunk values for the config attributes that size a model; set only where the defaults have the attribute.
@@ -148,7 +148,11 @@ def _shrunk(defaults, inherited: bool = False, overrides: dict | None = None):
     kw = {k: v for k, v in SHRINK.items() if k in present}
     kw.update({k: v for k, v in TOKEN_IDS.items() if k in present})
     kw.update(
-        {s: _shrunk(getattr(defaults, s), True, overrides.get(s)) for s in subs if getattr(defaults, s, None) is not None}
+        {
+            s: _shrunk(getattr(defaults, s), True, overrides.get(s))
+            for s in subs
+            if getattr(defaults, s, None) is not None
+        }
     )
     if "qk_rope_head_dim" in present:  # MLA (DeepSeek): head_dim is the rotary part; one KV head per query head
         kw.update({k: kw["qk_rope_head_dim"] for k in ("head_dim",) if k in present})

@@ -34,8 +34,9 @@ CONFIG_OVERRIDES: dict[str, dict] = {
     "zaya": {"num_experts_per_tok": 1},
     "dots3_note_text": {"per_layer_config": DOTS3_SLIDING},
     "dots3_note": {"text_config": {"per_layer_config": DOTS3_SLIDING}},
-    # the LM head needs a decoder (and trains only in train mode: every dropout 0, the LSH hashing seeded); the axial position embeddings factor the sequence (12 = 3 x 4, dims sum to
-    # hidden 64), the chunked attention takes whole chunks of it
+    # the LM head needs a decoder (and trains only in train mode: every dropout 0, the LSH hashing seeded); the
+    # axial position embeddings factor the sequence (12 = 3 x 4, dims sum to hidden 64), the chunked attention
+    # takes whole chunks of it
     "reformer": {
         "is_decoder": True,
         "axial_pos_shape": [3, 4],
@@ -54,7 +55,9 @@ CONFIG_OVERRIDES: dict[str, dict] = {
     # attention layers (as Lfm2Config derives them), and one rotary setting (its M-RoPE split of 16-wide heads)
     "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
     "cohere_compass_text": {
-        "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]}}
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]}
+        }
     },
     # GIT prefixes the image's patch tokens: a 32-pixel image is 2 x 2 patches of 16 (+ CLS)
     "git": {"vision_config": {"image_size": 32}},
