@@ -11,27 +11,43 @@ from ascendc_ops.patching import coverage  # noqa: E402
 
 
 def test_per_layer_settings_keep_the_same_layers():
-    """Each kind of layer once, every per-layer list and the per-layer config indexed by the same kept layers."""
+    """Each combination of attention and MLP kind once, every per-layer list and the per-layer config indexed by
+    the same kept layers, per-layer sizes in proportion."""
     present = {
         "num_hidden_layers": 6,
         "head_dim": 256,
+        "num_attention_heads": 32,
         "layer_types": ["sliding", "sliding", "full", "sliding", "sliding", "full"],
         "mlp_layer_types": ["dense", "sparse", "sparse", "sparse", "sparse", "sparse"],
         "activation_sparsity_pattern": [0.95, 0.9, 0.0, 0.0, 0.0, 0.0],
         "intermediate_size": [512] * 6,
+        "num_attention_heads_per_layer": [32, 32, 64, 32, 32, 64],
         "per_layer_config": {"02": {"head_dim": 512, "window": 7}, "05": {"head_dim": 512, "window": 7}},
         "hybrid_layer_ids": [2, 5],  # not per layer (2 long): left for the config to derive
     }
-    kw = {"num_hidden_layers": 2, "head_dim": 16, "intermediate_size": 96}
+    kw = {"num_hidden_layers": 2, "head_dim": 16, "intermediate_size": 96, "num_attention_heads": 4}
     coverage._cut_layers(present, kw)
-    assert kw["num_hidden_layers"] == 2
-    assert kw["layer_types"] == ["sliding", "full"]
-    assert kw["mlp_layer_types"] == ["dense", "sparse"]
-    assert kw["activation_sparsity_pattern"] == [0.95, 0.0]
-    assert kw["intermediate_size"] == [96, 96]
+    assert kw["num_hidden_layers"] == 3
+    assert kw["layer_types"] == ["sliding", "sliding", "full"]
+    assert kw["mlp_layer_types"] == ["dense", "sparse", "sparse"]
+    assert kw["activation_sparsity_pattern"] == [0.95, 0.9, 0.0]
+    assert kw["intermediate_size"] == [96, 96, 96]
+    assert kw["num_attention_heads_per_layer"] == [4, 4, 8]
     # head_dim 512 where 256 became 16: 32; a setting that is no size stays
-    assert kw["per_layer_config"] == {"01": {"head_dim": 32, "window": 7}}
+    assert kw["per_layer_config"] == {"02": {"head_dim": 32, "window": 7}}
     assert "hybrid_layer_ids" not in kw
+
+
+def test_one_attention_kind_keeps_a_dense_and_a_moe_layer():
+    """DeepSeek-V3.2's layers all indexed attention, the first 3 dense: a dense and a MoE layer are kept."""
+    present = {
+        "num_hidden_layers": 8,
+        "layer_types": ["indexed"] * 8,
+        "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 5,
+    }
+    kw = {"num_hidden_layers": 2}
+    coverage._cut_layers(present, kw)
+    assert kw == {"num_hidden_layers": 2, "layer_types": ["indexed"] * 2, "mlp_layer_types": ["dense", "sparse"]}
 
 
 def test_kinds_from_another_list_and_first_layers_without_one():
@@ -62,7 +78,13 @@ def test_kinds_from_another_list_and_first_layers_without_one():
         ("zamba2", lambda c: c.layers_block_type == ["linear_attention", "hybrid"] and c.hybrid_layer_ids == [1]),
         ("gpt_neo", lambda c: c.attention_layers == ["global", "local"]),
         ("dbrx", lambda c: c.attn_config.rope_theta == 10000.0 and c.d_model == 64),
-        ("bailing_hybrid", lambda c: c.layer_types == ["linear_attention", "full_attention"]),
+        (
+            "bailing_hybrid",
+            lambda c: (
+                c.layer_types == ["linear_attention", "linear_attention", "full_attention"]
+                and c.mlp_layer_types == ["dense", "sparse", "sparse"]
+            ),
+        ),
     ],
 )
 def test_tiny_configs_of_the_formerly_skipped(model_type, check):

@@ -170,8 +170,9 @@ LAYER_COUNTS = ("num_hidden_layers", "num_layers", "n_layer", "n_layers")
 def _cut_layers(present: dict, kw: dict) -> None:
     """Per-layer settings (lists as long as the layer count: layer_types, mlp_layer_types, layers_block_type,
     activation_sparsity_pattern, ...; per_layer_config keyed by layer index) cut to the shrunk count, the same
-    original layers kept in each. The kept layers are each kind of the first list of kinds once (Qwen3-Next's
-    2 first layers are both linear attention, Gemma 3's both sliding), else the first ones."""
+    original layers kept in each. The kept layers are each combination of the lists of kinds once (attention
+    and MLP: Qwen3-Next's 2 first layers are both linear attention, Gemma 3's both sliding, DeepSeek-V3.2's
+    both dense), else the first ones."""
     count_key = next((k for k in LAYER_COUNTS if isinstance(present.get(k), int) and k in kw), None)
     lists = {k: v for k, v in present.items() if isinstance(v, list) and len(v) > 1}
     if count_key is None and "layer_types" in lists:  # layers counted by another name: the list is the count
@@ -180,12 +181,17 @@ def _cut_layers(present: dict, kw: dict) -> None:
         return
     count = present.get(count_key, len(lists.get("layer_types", ())))
     lists = {k: v for k, v in lists.items() if len(v) == count}
-    kinds = lists.get("layer_types") or next((v for v in lists.values() if all(isinstance(x, str) for x in v)), [])
+    named = [v for v in lists.values() if all(isinstance(x, str) for x in v)]  # attention and MLP kinds
+    kinds = list(zip(*named, strict=True))  # all as long as the layer count
     first = [kinds.index(kind) for kind in dict.fromkeys(kinds)]
     n = kw[count_key] = max(kw.get(count_key, 2), len(first))
     keep = (first * n)[:n] if first else list(range(n))
     for k, v in lists.items():
-        kw[k] = [kw[k]] * n if k in kw else [v[i] for i in keep]
+        size = next((s for s in kw if k.startswith(s) and isinstance(present.get(s), int)), None)
+        if k in kw:  # a list-valued size (Gemma 3n's intermediate_size per layer)
+            kw[k] = [kw[k]] * n
+        else:  # per-layer sizes in proportion (Laguna's num_attention_heads_per_layer)
+            kw[k] = [v[i] if size is None else _scaled(size, v[i], present, kw) for i in keep]
     by_layer = present.get("per_layer_config")
     if isinstance(by_layer, dict) and by_layer:  # Gemma 4's full-attention head_dim, dots3's wider heads
         width = len(str(next(iter(by_layer))))

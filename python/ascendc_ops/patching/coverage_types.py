@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import torch
 
-# dots3's sliding-window layers (index 1 of the kept [indexed, sliding]) have head_dim = nope + rope, which the
-# proportional per-layer shrinking cannot keep
+# dots3's sliding-window layers (index 2 of the kept [indexed dense, indexed MoE, sliding MoE]) have head_dim =
+# nope + rope, which the proportional per-layer shrinking cannot keep
 DOTS3_SLIDING = {
-    "01": {
+    "02": {
         "num_attention_heads": 4,
         "num_key_value_heads": 4,
         "q_lora_rank": 32,
