@@ -60,8 +60,10 @@ defaults with the sizes of `coverage.SHRINK`: 2 layers, hidden 64, 4 heads of 16
 python/ascendc_ops/patching/__init__.py), then forward and backward on 2 x 12 tokens. "result" is pass when the
 patched model's logits and every parameter gradient pass the fp32 double benchmark (docs/accuracy.md: golden =
 the unpatched model in float64, comparison = the unpatched model in fp32); "skipped" rows could not be built
-or run from shrunk defaults (configs the shrinking leaves inconsistent), the reason says which. A composite
-(multimodal) config has each sub-config shrunk and the model runs on text alone.
+or run, the reason says why. Per-layer settings (layer_types, per_layer_config, ...) keep the same layers as the
+shrunk count; what a type needs beyond that (a config value its defaults lack, inputs besides token ids) is in
+`python/ascendc_ops/patching/coverage_types.py`. A composite (multimodal) config has each sub-config shrunk and
+the model runs on text alone.
 "logits max abs diff" is patched vs unpatched fp32. "op never ran": the kernel patched its parts but the forward
 took another path (e.g. DeepSeek-V3's `rope_interleave` calls `apply_rotary_pos_emb_interleave`, not the
 patched `apply_rotary_pos_emb`); counted with a dispatch mode over the patched forward and backward.
