@@ -139,7 +139,10 @@ def tiny_config(model_type: str):
     sub-configs shrunk the same way (the model then runs on text alone)."""
     from transformers import CONFIG_MAPPING
 
-    return _shrunk(CONFIG_MAPPING[model_type](), overrides=coverage_types.CONFIG_OVERRIDES.get(model_type, {}))
+    defaults = CONFIG_MAPPING[model_type]()
+    # every row is a causal LM: BERT-like configs default to bidirectional attention unless told is_decoder
+    causal = {"is_decoder": True} if "is_decoder" in defaults.to_dict() else {}
+    return _shrunk(defaults, overrides={**causal, **coverage_types.CONFIG_OVERRIDES.get(model_type, {})})
 
 
 def _shrunk(defaults, inherited: bool = False, overrides: dict | None = None):

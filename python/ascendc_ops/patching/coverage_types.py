@@ -50,7 +50,6 @@ CONFIG_OVERRIDES: dict[str, dict] = {
         "hash_seed": 0,
         "num_buckets": 4,  # what it would set itself on the first forward (2 x 12 / 4, a power of 2)
     },
-    "xmod": {"is_decoder": True},  # causal self-attention: a decoder
     # the defaults leave both unset, and the model reads them per layer type: LFM2's short-convolution and
     # attention layers (as Lfm2Config derives them), and one rotary setting (its M-RoPE split of 16-wide heads)
     "lfm2_moe": {"layer_types": ["conv", "full_attention"]},
