@@ -116,7 +116,7 @@ def main() -> int:
     for name, (names, x0, time) in variants(prior).items():
         p = nelder_mead(lambda p, time=time: _log_err(time, fit, p), x0)
         vals = ", ".join(
-            f"HBM {10 ** v / 1e12:.3g} TB/s" if "log10" in n else f"{n} {v:.3g}" for n, v in zip(names, p, strict=True)
+            f"HBM {10**v / 1e12:.3g} TB/s" if "log10" in n else f"{n} {v:.3g}" for n, v in zip(names, p, strict=True)
         )
         blocks[name] = (vals, lambda w, time=time, p=p: time(w, p))
     for name, (vals, time) in blocks.items():

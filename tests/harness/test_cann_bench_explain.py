@@ -81,9 +81,11 @@ def test_explanations_on_synthetic_rows():
     assert expl[5]["class"] == E.BEYOND and "TB/s over its whole time" in expl[5]["text"]
     assert "band 30%" in expl[5]["text"] and "100% of floor" in expl[5]["text"]
     assert expl[18]["class"] == E.BEYOND and "below the model's launch" in expl[18]["text"]
-    assert expl[20]["class"] == E.MORE_WORK and "binds scalar" in expl[20]["text"] and "2.00x the least" in expl[20][
-        "text"
-    ]
+    assert (
+        expl[20]["class"] == E.MORE_WORK
+        and "binds scalar" in expl[20]["text"]
+        and "2.00x the least" in expl[20]["text"]
+    )
     assert expl[7]["class"] is None and "several kernels" in expl[7]["text"]
     out = E.lines(list(expl.values()))
     assert out[0].startswith("below 1.0x on a measured baseline: 4 case(s)") and len(out) == 5
