@@ -48,8 +48,7 @@ def test_band_is_the_largest_held_out_error_of_the_bound():
 
 
 def _facts(cases):
-    return {"tasks": {"rms_norm": {"cases": [c for c in cases if c["t"] == "rms_norm"]},
-                      "grouped_matmul": {"cases": [c for c in cases if c["t"] == "grouped_matmul"]}}}  # fmt: skip
+    return {"tasks": {t: {"cases": [c for c in cases if c["t"] == t]} for t in {c["t"] for c in cases}}}
 
 
 def _row(task, cid, est, bound, base, pipes=None, kind="measured"):
@@ -64,6 +63,11 @@ def test_explanations_on_synthetic_rows():
             "dtype": ["bfloat16", "bfloat16"], "attrs": {}}  # fmt: skip
     least_big = M.predict(M.builtin_work("rms_norm", big), CAL)
     least_tiny = M.predict(M.builtin_work("grouped_matmul", tiny), CAL)
+    rope = {"t": "apply_rotary_pos_emb", "case_id": 7, "input_shape": [[13, 511, 13, 128]] * 2 + [[511, 64]] * 2,
+            "dtype": ["float16"] * 4, "attrs": {}, "note": "baseline_kernels: ConcatD×2 + RotaryMul×3"}  # fmt: skip
+    rope_work = M.builtin_work("apply_rotary_pos_emb", rope)
+    assert rope_work.bytes == 4 * 13 * 511 * 13 * 128 * 2 + 2 * 511 * 64 * 2  # q, k read and written; cos, sin read
+    least_rope = M.predict(rope_work, CAL)
     check = [_check_row("rms_norm", 5, "HBM", False, 0.44), _check_row("rms_norm", 4, "HBM", True, -0.3),
              _check_row("grouped_matmul", 18, "launch", True, 0.25), _check_row("rms_norm", 20, "mixed", True, 0.1),
              _check_row("rms_norm", 2, "HBM", True, 0.1)]  # fmt: skip
@@ -73,11 +77,20 @@ def test_explanations_on_synthetic_rows():
         _row("rms_norm", 20, 2 * least_big, "scalar", least_big, {"S": 0.66, "V": 0.2}),
         _row("rms_norm", 2, 200.0, "HBM", 210.0),  # ahead: no explanation
         _row("rms_norm", 3, 200.0, "V", 100.0, kind="cap"),  # a cap is no measurement: none either
-        _row("rms_norm", 7, 200.0, "V", 100.0),  # not in the check (several kernels): said so
+        _row("apply_rotary_pos_emb", 7, 2 * least_rope, "HBM", least_rope),  # not in the check: one kernel's work
+        _row("layer_norm", 9, 20.0, "V", 10.0),  # no work model: said so
     ]
-    facts = _facts([big, tiny, {**big, "case_id": 20}])
+    facts = _facts(
+        [
+            big,
+            tiny,
+            {**big, "case_id": 20},
+            rope,
+            {"t": "layer_norm", "case_id": 9, "input_shape": [[4, 8]], "dtype": ["float16"]},
+        ]
+    )
     expl = {e["case_id"]: e for e in E.explanations(rows, check, facts, CAL, "calibrated_err")}
-    assert sorted(expl) == [5, 7, 18, 20]
+    assert sorted(expl) == [5, 7, 9, 18, 20]
     assert expl[5]["class"] == E.BEYOND and "TB/s over its whole time" in expl[5]["text"]
     assert "band 30%" in expl[5]["text"] and "100% of floor" in expl[5]["text"]
     assert expl[18]["class"] == E.BEYOND and "below the model's launch" in expl[18]["text"]
@@ -86,9 +99,10 @@ def test_explanations_on_synthetic_rows():
         and "binds scalar" in expl[20]["text"]
         and "2.00x the least" in expl[20]["text"]
     )
-    assert expl[7]["class"] is None and "several kernels" in expl[7]["text"]
+    assert expl[7]["class"] == E.MORE_WORK and "its baseline ran 5 kernels, the least work is one's" in expl[7]["text"]
+    assert expl[9]["class"] is None and "no least-work model" in expl[9]["text"]
     out = E.lines(list(expl.values()))
-    assert out[0].startswith("below 1.0x on a measured baseline: 4 case(s)") and len(out) == 5
+    assert out[0].startswith("below 1.0x on a measured baseline: 5 case(s)") and len(out) == 6
 
 
 def test_one_default_platform_and_both_spellings(tmp_path, capsys):

@@ -18,6 +18,7 @@ one."""
 from __future__ import annotations
 
 from . import model_check
+from .pipeline import load_platform
 
 TIE = "tie within the model's measured error"
 MORE_WORK = "ours does more work"
@@ -61,10 +62,9 @@ def _implied(work: model_check.Work, measured: float, plat) -> str:
     )
 
 
-def explain(row: dict, case: dict, check: dict, tol: float, plat) -> dict:
-    """One below-1.0x row's explanation: the figures and the class (`case`: cann-bench's case; `check`: its
-    model-check error and bound)."""
-    work = model_check.builtin_work(row["task"], case)
+def explain(row: dict, work: model_check.Work, bound: str, tol: float, plat, note: str = "") -> dict:
+    """One below-1.0x row's explanation: the figures and the class (`work`: the built-in's least work,
+    `bound`: its bound in the model check's rule; `note`: said before the class)."""
     least = model_check.predict(work, plat)
     est, base = row["est_us"], row["baseline_us"]
     cls = classify(est, row["bound"], least, base, tol)
@@ -86,7 +86,7 @@ def explain(row: dict, case: dict, check: dict, tol: float, plat) -> dict:
             f"{ours}; least work {work.bytes / 1e6:.1f} MB"
             + (f", {work.flops / 1e9:.2f} GFLOP" if work.flops else "")
             + f" = {least:.1f} us; built-in {base:.2f} us: {_implied(work, base, plat)}; model error on the "
-            f"built-in {check['err']:+.0%} ({check['bound']}-bound, held-out band {tol:.0%}) -> {cls}"
+            f"built-in {least / base - 1:+.0%} ({bound}-bound, held-out band {tol:.0%}){note} -> {cls}"
         ),
     }
 
@@ -97,20 +97,25 @@ def behind(rows: list[dict]) -> list[dict]:
 
 
 def explanations(rows: list[dict], check_rows: list[dict], facts: dict, plat, err_key: str) -> list[dict]:
-    """An explanation per measured row below 1.0x; a row whose baseline is not in the model check (several
-    built-in kernels) gets its reason instead of a class."""
+    """An explanation per measured row below 1.0x. A baseline outside the model check (several built-in
+    kernels) is compared with the least work of one kernel, its bound by the check's rule, and says so; a
+    task without a work model gets that reason instead of a class."""
     by_case = {(r["task"], r["case_id"]): r for r in check_rows}
+    prior = load_platform(plat.name)
+    fixed = load_platform(plat.name, calibrated=True).launch_us(prior.vector_cores)  # the check's rule
     out = []
     for r in behind(rows):
-        chk = by_case.get((r["task"], r["case_id"]))
-        if chk is None:
-            out.append({"task": r["task"], "case_id": r["case_id"], "speedup": r["speedup"], "class": None,
-                        "text": "not in the model check (its baseline ran several kernels): no least work to "
-                        "compare"})  # fmt: skip
-            continue
         case = next(c for c in facts["tasks"][r["task"]]["cases"] if c["case_id"] == r["case_id"])
-        tol = band(check_rows, chk["bound"], err_key)
-        out.append(explain(r, case, {"err": chk[err_key], "bound": chk["bound"]}, tol, plat))
+        work = model_check.builtin_work(r["task"], case)
+        if work is None:
+            out.append({"task": r["task"], "case_id": r["case_id"], "speedup": r["speedup"], "class": None,
+                        "text": f"no least-work model for {r['task']}"})  # fmt: skip
+            continue
+        chk = by_case.get((r["task"], r["case_id"]))
+        bound = chk["bound"] if chk else model_check.bound(work, prior, fixed)
+        n = model_check.kernels(case)
+        note = "" if chk else f"; its baseline ran {n or 'an unknown number of'} kernels, the least work is one's"
+        out.append(explain(r, work, bound, band(check_rows, bound, err_key), plat, note))
     return out
 
 
