@@ -9,7 +9,8 @@ import json
 import pytest
 
 from ascendc_ops import __main__ as cli
-from ascendc_ops.harness import cann_bench_explain as E, model_check as M
+from ascendc_ops.harness import bench, cann_bench_explain as E, model_check as M, runner
+from ascendc_ops.harness.estimate import model_columns
 from ascendc_ops.harness.pipeline import is_calibrated, load_platform, model_platform
 
 CAL = load_platform("910B", calibrated=True)
@@ -105,7 +106,7 @@ def test_explanations_on_synthetic_rows():
     assert out[0].startswith("below 1.0x on a measured baseline: 5 case(s)") and len(out) == 6
 
 
-def test_one_default_platform_and_both_spellings(tmp_path, capsys):
+def test_one_default_platform_and_both_spellings(tmp_path, capsys, monkeypatch):
     assert is_calibrated(model_platform("910B")) and not is_calibrated(model_platform("910B", calibrated=False))
     assert not is_calibrated(model_platform("310P"))  # no calibration for that chip: its file's values
     runs = {}
@@ -119,8 +120,12 @@ def test_one_default_platform_and_both_spellings(tmp_path, capsys):
         profile = ["profile", "rms_norm", "--shape", "8,64", "--dtype", "float32", "--out", str(tmp_path)]
         assert cli.main(profile + flag) == 0
         assert f"910B model, {word} (" in capsys.readouterr().out
-    bench = ["bench", "--op", "rms_norm", "--shape", "8,64", "--dtype", "float32", "--mode", "fwd", "--quick",
-             "--no-compile", "--no-explain", "--no-progress"]  # fmt: skip
-    for flag, word in (([], "calibrated;"), (["--uncalibrated"], "uncalibrated (prior values);")):
-        assert cli.main(bench + flag) == 0
-        assert f"README), {word}" in capsys.readouterr().out
+    # the ops bench: the flag reaches its Config, and its 910B columns follow it
+    seen = []
+    monkeypatch.setattr(bench, "run", lambda cfg, out=None: seen.append(cfg.calibrated))
+    for flag in ([], ["--uncalibrated"]):
+        assert cli.main(["bench", "--op", "rms_norm", "--shape", "8,64", "--no-progress", *flag]) == 0
+    assert seen == [True, False]
+    inputs = runner.make_inputs("rms_norm", (8, 64), "float32")[1]
+    cal, prior = (model_columns("rms_norm", inputs, "fwd", calibrated=c)["est_us_910b"] for c in (True, False))
+    assert cal > prior
