@@ -125,8 +125,10 @@ def _verify_cann_bench(args) -> int:
     s = facts["source"]
     print(f"cases: {s['repository']} @ {s['commit']} ({len(cases)} run, {len(skipped)} not run)")
     show = progress if sys.stderr.isatty() and not args.no_progress else None
-    rc = verify.run(cases, args.standard, args.json, out=sys.stdout, progress=show)
-    cann_bench_report.print_model_check(facts, not args.uncalibrated, sys.stdout)
+    records: list = []
+    rc = verify.run(cases, args.standard, args.json, out=sys.stdout, progress=show, records=records)
+    # the same run as bench reports it: our estimate, the baseline and HAP per case, then the model check
+    cann_bench_report.verify_report(facts, cases, records, not args.uncalibrated, sys.stdout)
     return rc
 
 
@@ -168,6 +170,7 @@ SUITE_OPTIONS = {
         "quick",
         "no_compile",
         "no_explain",
+        "uncalibrated",
         "threads",
         "keep_malloc",
         "no_progress",
@@ -247,6 +250,7 @@ def _bench_ops(args) -> int:
         plot=args.plot,
         progress=not args.no_progress,
         explain=not args.no_explain,
+        calibrated=not args.uncalibrated,
     )
     if args.quick:
         cfg.target_s, cfg.min_reps, cfg.warmup = 0.1, 5, 1
@@ -293,7 +297,9 @@ def _estimate(args) -> int:
     from .harness import estimate
 
     try:
-        info = estimate.estimate(args.op, args.shape, args.dtype, args.platform, args.mode, args.out)
+        info = estimate.estimate(
+            args.op, args.shape, args.dtype, args.platform, args.mode, args.out, calibrated=not args.uncalibrated
+        )
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(json.dumps(info, indent=1, default=str) if args.json else estimate.text(info))
@@ -311,7 +317,9 @@ def _profile(args) -> int:
         modelled = (
             None
             if args.no_estimate
-            else estimate.estimate(args.op, args.shape, args.dtype, "910B", args.mode, args.out)
+            else estimate.estimate(
+                args.op, args.shape, args.dtype, "910B", args.mode, args.out, calibrated=not args.uncalibrated
+            )
         )
     except ValueError as e:
         raise UsageError(str(e)) from None
@@ -321,7 +329,8 @@ def _profile(args) -> int:
     print(host_profile.text(info))
     if modelled is not None:
         print(
-            f"  910B model (an estimate, not a measurement; `ascendc-ops estimate` in full): est "
+            f"  910B model, {'calibrated' if modelled['calibrated'] else 'uncalibrated'} (an estimate, not a "
+            "measurement; `ascendc-ops estimate` in full): est "
             f"{modelled['est_us']:.2f} us, bound {modelled['bound']}, {modelled['roofline_pct']:.1f}% of the "
             f"{modelled['roofline']} roofline; trace: {modelled['trace']}"
         )
@@ -347,6 +356,13 @@ def _one_call_args(parser) -> None:
     )
     parser.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
     parser.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
+    parser.add_argument("--uncalibrated", action="store_true", help=UNCALIBRATED_HELP)
+
+
+UNCALIBRATED_HELP = (
+    "the 910B model with the platform file's prior launch and HBM values instead of those fitted to the "
+    "built-in kernels' measured times (platforms/calibration/; the default everywhere)"
+)
 
 
 def _cann_bench_args(parser) -> None:
@@ -364,12 +380,7 @@ def _cann_bench_args(parser) -> None:
         help="cann-bench: read the cases and times from this checkout (work tree or git dir) instead of our "
         "snapshot (harness/data/cann_bench_910b2.json)",
     )
-    parser.add_argument(
-        "--uncalibrated",
-        action="store_true",
-        help="cann-bench: the 910B model with the platform file's prior launch and HBM values instead of those "
-        "fitted to the built-in kernels' measured times (platforms/calibration/)",
-    )
+    parser.add_argument("--uncalibrated", action="store_true", help="cann-bench, ops: " + UNCALIBRATED_HELP)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -199,6 +199,13 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     assert rc == 0, out
     assert "verify: 2 cases, 3 outputs, 3 passed" in out and "hicann/cann-bench @ " in out
     assert "model check:" in out and "error (calibrated)" in out and "model: Ascend910B2 calibrated" in out
+    # verify reports the same run as bench: our estimate, the baseline and HAP per case, commit and machine
+    table = out.split("| HAP | model error on built-in |")[1]
+    assert "| rms_norm | 16 |" in table and "| swi_glu | 13 |" in table and "| PASS |" in table
+    assert "accuracy (twin vs float64 golden, Ascend standards): 2 / 2 passed" in out
+    assert "; commit " in out and "run on " in out and "below 1.0x on a measured baseline: 0 case(s)" in out
+    rc = cli.main(["verify", "--preset", "cann-bench", "--cann-case", "rms_norm:16", "--no-progress", "--uncalibrated"])
+    assert rc == 0 and "uncalibrated (prior values)" in capsys.readouterr().out
     js = tmp_path / "rows.json"
     rc = cli.main(["bench", "--preset", "cann-bench", "--cann-case", "rms_norm:16", "apply_rotary_pos_emb:14",
                    "--json", str(js), "--no-progress"])  # fmt: skip

@@ -35,7 +35,9 @@ def test_builtin_work_by_hand():
     assert (w.bytes, w.flops, w.cube) == (64 + 96 + 24 + 8 * 6 * 2, 2 * 8 * 4 * 6, True)
     gmm_t = _case(1, [[8, 4], [2, 6, 4]], ["float32"] * 2, 1.0, {"transpose_weight": True})
     assert M.builtin_work("grouped_matmul", gmm_t).flops == 2 * 8 * 4 * 6  # N from weight[1] when transposed
-    assert M.builtin_work("apply_rotary_pos_emb", gmm) is None
+    rope = _case(1, [[1, 3, 2, 8], [1, 3, 1, 8], [3, 4], [3, 4]], ["float16"] * 4, 1.0)
+    assert M.builtin_work("apply_rotary_pos_emb", rope).bytes == (48 + 24 + 12 + 12) * 2 + (48 + 24) * 2  # q, k
+    assert M.builtin_work("layer_norm", gmm) is None
 
 
 def test_kernel_count_from_the_note():

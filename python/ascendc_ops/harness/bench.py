@@ -77,6 +77,7 @@ class Config:
     plot: str | None = None
     progress: bool = True
     explain: bool = True  # profile each row that misses a target (harness/explain.py)
+    calibrated: bool = True  # the 910B model with the values fitted to measured times (--uncalibrated: priors)
 
 
 def cases(cfg: Config) -> list[tuple]:
@@ -249,7 +250,8 @@ def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str 
     row["t_compile"] = "n/a" if compiled is None else verdict(row["vs_compile"], t.compile, "x")
     row["t_copy"] = verdict(row["pct_copy"], t.copy_pct, "%")
     row["mismatch"] = ",".join(mismatch)
-    row.update(model_columns(name, inputs, pass_))  # the pipeline model's 910B estimate of the same call
+    # the pipeline model's 910B estimate of the same call
+    row.update(model_columns(name, inputs, pass_, calibrated=cfg.calibrated))
     return row
 
 
@@ -391,8 +393,9 @@ def run(cfg: Config, out=sys.stdout) -> list[dict]:
         + "bwd = torch.autograd.grad(y, x, dy) with a fixed dy (dx only); full = forward with grad + that "
         "backward in each call. GB/s = (inputs read once + outputs written once, both passes for full) / median; "
         "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % HBM roofline: the pipeline "
-        "model's estimate for the same call with the 910B tiling (a model, not a measurement; README); "
-        "for a cube op (grouped_matmul) the roofline is the larger of its bytes at HBM bandwidth and its "
+        "model's estimate for the same call with the 910B tiling (a model, not a measurement; README), "
+        + ("calibrated; " if cfg.calibrated else "uncalibrated (prior values); ")
+        + "for a cube op (grouped_matmul) the roofline is the larger of its bytes at HBM bandwidth and its "
         "FLOPs at the cube's peak. "
         f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
         file=out,

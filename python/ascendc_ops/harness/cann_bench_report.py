@@ -15,11 +15,11 @@ import sys
 import numpy as np
 import torch
 
-from . import cann_bench as CB, cann_bench_data as D, estimate, model_check, verify
+from . import cann_bench as CB, cann_bench_data as D, cann_bench_explain as E, estimate, model_check, verify
 from .dtypes import BYTES, torch_dtype
 from .environment import cpu_model, git_commit
 from .families import VERIFY_OPS
-from .pipeline import load_platform, model_launches
+from .pipeline import is_calibrated, load_platform, model_launches, model_platform
 from .values import make_values
 
 PLATFORM = "910B"  # our model's chip; cann-bench measured on a 910B2
@@ -54,7 +54,7 @@ def estimate_case(case, plat) -> dict:
     return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes, **floor}
 
 
-def bench_row(task: str, c: dict, facts: dict, plat, accuracy: bool) -> dict:
+def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
     row = {
         "task": task,
         "case_id": c["case_id"],
@@ -69,8 +69,8 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy: bool) -> dict:
     if row["not_run"]:
         return row
     case = CB.to_case(task, c, CB.source_of(facts, task))
-    if accuracy:
-        recs = verify.run_case(case, "auto")
+    if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
+        recs = accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto")
         row["accuracy"] = all(r["passed"] for r in recs)
         row["failures"] = [f"{r['output']}: {'; '.join(r['failures'])}" for r in recs if not r["passed"]]
     row.update(estimate_case(case, plat))
@@ -143,7 +143,7 @@ def summary(rows, facts: dict, plat) -> list[str]:
 
 
 def model_name(plat) -> str:
-    how = "calibrated" if "fitted" in plat.sources.get("launch_us", "") else "uncalibrated (prior values)"
+    how = "calibrated" if is_calibrated(plat) else "uncalibrated (prior values)"
     return (
         f"{plat.name} {how}: {plat.vector_cores} vector cores, {plat.hbm_bytes_per_s / 1e12:.3g} TB/s HBM, "
         f"launch {plat.launch_us(plat.vector_cores):.3g} us"
@@ -170,20 +170,17 @@ def print_model_check(facts: dict, calibrated: bool, out) -> list[dict]:
     print("", *model_check.summary_lines(rows), sep="\n", file=out)
     print(
         f"measured: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} (Ascend "
-        f"{s['hardware']}); model: {model_name(load_platform(PLATFORM, calibrated))}; commit {git_commit()}; "
+        f"{s['hardware']}); model: {model_name(model_platform(PLATFORM, calibrated))}; commit {git_commit()}; "
         f"run on {cpu_model()}",
         file=out,
     )
     return rows
 
 
-def run_bench(
-    facts: dict, only=None, quick=False, accuracy=True, json_path=None, out=None, progress=None, calibrated=True
-) -> int:
-    out = out or sys.stdout  # looked up at call time: a redirected stdout is honoured
-    plat = load_platform(PLATFORM, calibrated)
-    errors = {(r["task"], r["case_id"]): r["calibrated_err" if calibrated else "prior_err"] for r in check_rows(facts)}
-    todo = CB.select(facts, only, quick)
+def make_rows(facts: dict, todo, plat, accuracy, check: list[dict], calibrated: bool, progress=None) -> list[dict]:
+    """The bench rows of `todo` ((task, case) pairs); accuracy: True runs each case on the twin, False skips
+    it, a dict {case name: verify records} takes verify's verdicts."""
+    errors = {(r["task"], r["case_id"]): r["calibrated_err" if calibrated else "prior_err"] for r in check}
     rows = []
     for i, (task, c) in enumerate(todo):
         if progress:
@@ -191,15 +188,51 @@ def run_bench(
         rows.append(bench_row(task, c, facts, plat, accuracy) | {"model_err": errors.get((task, c["case_id"]))})
     if progress:
         progress(len(todo), len(todo), "done")
+    return rows
+
+
+def report(rows, facts: dict, plat, calibrated: bool, check: list[dict], out, failures=True) -> list[dict]:
+    """The table, the failures, the summary, the explanation of each measured case below 1.0x and the model
+    check; returns the explanations."""
     print(table(rows), file=out)
-    for r in rows:
+    for r in rows if failures else []:
         for f in r.get("failures", []):
             print(f"FAIL {CB.case_name(r['task'], r['case_id'])} {f}", file=out)
     print("", *summary(rows, facts, plat), sep="\n", file=out)
-    check = print_model_check(facts, calibrated, out)
+    expl = E.explanations(rows, check, facts, plat, "calibrated_err" if calibrated else "prior_err")
+    print("", *E.lines(expl), sep="\n", file=out)
+    print_model_check(facts, calibrated, out)
+    return expl
+
+
+def run_bench(
+    facts: dict, only=None, quick=False, accuracy=True, json_path=None, out=None, progress=None, calibrated=True
+) -> int:
+    out = out or sys.stdout  # looked up at call time: a redirected stdout is honoured
+    plat = model_platform(PLATFORM, calibrated)
+    check = check_rows(facts)
+    rows = make_rows(facts, CB.select(facts, only, quick), plat, accuracy, check, calibrated, progress)
+    expl = report(rows, facts, plat, calibrated, check, out)
     if json_path:
         with open(json_path, "w") as f:
-            doc = {"source": facts["source"], "model": model_name(plat), "rows": rows, "model_check": check}
+            doc = {"source": facts["source"], "model": model_name(plat), "rows": rows, "explanations": expl,
+                   "model_check": check}  # fmt: skip
             json.dump(D.encode(doc), f, indent=1, default=float)
         print(f"wrote {json_path}", file=out)
     return 1 if any(r.get("accuracy") is False for r in rows) else 0
+
+
+def verify_report(facts: dict, cases, records: list[dict], calibrated: bool = True, out=None) -> None:
+    """After `verify --preset cann-bench`: the bench table of the verified cases, their accuracy from
+    verify's records, with our estimate, the baseline and HAP; then the summary and the model check."""
+    out = out or sys.stdout
+    plat = model_platform(PLATFORM, calibrated)
+    names = {c.name for c in cases}
+    todo = [(t, c) for t, c in CB.select(facts) if CB.case_name(t, c["case_id"]) in names]
+    verdicts: dict = {}
+    for r in records:
+        verdicts.setdefault(r["case"], []).append(r)
+    check = check_rows(facts)
+    print("", file=out)
+    rows = make_rows(facts, todo, plat, verdicts, check, calibrated)
+    report(rows, facts, plat, calibrated, check, out, failures=False)  # verify has printed its failures

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from . import plot, runner
-from .pipeline import OpModel, Platform, load_platform, model_launches
+from .pipeline import OpModel, Platform, is_calibrated, model_launches, model_platform
 from .pipeline.trace import write_trace
 from .twin_record import recording
 
@@ -101,6 +101,7 @@ def summary(name, shape, dtype, pass_, plat, model: OpModel, roof: Roofline, inp
     return {
         "op": name,
         "platform": plat.name,
+        "calibrated": is_calibrated(plat),
         "dtype": dtype,
         "pass": pass_,
         "shape": list(shape),
@@ -156,10 +157,12 @@ def estimate(
     platform: str = "910B",
     pass_: str = "fwd",
     out_dir: str = "estimate",
+    calibrated: bool = True,
 ) -> dict:
-    """The estimate of one call on `platform`, its Chrome trace and (matplotlib installed) PNG timeline in
-    out_dir; the summary as a dict."""
-    plat = load_platform(platform)
+    """The estimate of one call on `platform` (calibrated: with the values fitted to measured times, where
+    the chip has them), its Chrome trace and (matplotlib installed) PNG timeline in out_dir; the summary as
+    a dict."""
+    plat = model_platform(platform, calibrated)
     shape, inputs = runner.make_inputs(name, shape, dtype)
     model, roof, outs = model_call(name, inputs, pass_, plat, keep_events=True)
     os.makedirs(out_dir, exist_ok=True)
@@ -184,7 +187,8 @@ def text(info: dict) -> str:
     mb = 1e6
     lines = [
         f"{info['op']} {info['pass']} {info['dtype']} inputs {info['inputs']} -> outputs {info['outputs']} "
-        f"on {info['platform']} (pipeline model estimate, not a measurement)"
+        f"on {info['platform']}, {'calibrated' if info['calibrated'] else 'uncalibrated (prior values)'} "
+        "(pipeline model estimate, not a measurement)"
     ]
     for m in info["launches"]:
         pipes = " ".join(f"{p} {100 * u:.0f}%" for p, u in m["pipes"].items())
@@ -207,10 +211,10 @@ def text(info: dict) -> str:
     return "\n".join(lines)
 
 
-def model_columns(name: str, inputs: tuple, pass_: str, platform: str = "910B") -> dict:
+def model_columns(name: str, inputs: tuple, pass_: str, platform: str = "910B", calibrated: bool = True) -> dict:
     """The bench's model columns for one row: estimated us and % of the roofline on `platform` (HBM; a cube
     op's the larger of HBM and its FLOPs at the cube's peak)."""
-    plat = load_platform(platform)
+    plat = model_platform(platform, calibrated)
     model, roof, _ = model_call(name, inputs, pass_, plat)
     if unmodelled(model, roof.must_bytes):
         return {"est_us_910b": None, "roofline_pct_910b": None}

@@ -47,7 +47,9 @@ def _nbytes(shape, dtype) -> int:
 
 def builtin_work(task: str, case: dict) -> Work | None:
     """The minimal work of cann-bench's built-in for `case` (its reference call, scripts/baseline/refs):
-    npu_rms_norm writes y and rstd (fp32, one per row), npu_swiglu half of x, npu_grouped_matmul y [M, N]."""
+    npu_rms_norm writes y and rstd (fp32, one per row), npu_swiglu half of x, npu_grouped_matmul y [M, N],
+    npu_apply_rotary_pos_emb query and key (its baselines run several kernels: not in the check, but the
+    least work of one kernel is what the below-1.0x explanations compare against)."""
     shapes, dtypes = case["input_shape"], [("float32" if d == "float" else d) for d in case["dtype"]]
     read = sum(_nbytes(s, d) for s, d in zip(shapes, dtypes, strict=False) if s is not None)
     x = shapes[0]
@@ -60,6 +62,8 @@ def builtin_work(task: str, case: dict) -> Work | None:
         w = shapes[1]
         n = w[1] if case["attrs"].get("transpose_weight") else w[2]
         return Work(read + x[0] * n * DTYPE_BYTES[dtypes[0]], 2 * x[0] * x[1] * n, dtypes[0], True)
+    if task == "apply_rotary_pos_emb":
+        return Work(read + _nbytes(x, dtypes[0]) + _nbytes(shapes[1], dtypes[1]), 0, dtypes[0], False)
     return None
 
 

@@ -298,9 +298,12 @@ def _finite(v):
     return v
 
 
-def run(cases: list[Case], standard: str = "auto", json_path: str | None = None, out=sys.stdout, progress=None) -> int:
-    """Run the cases, print the table and a summary, write JSON; 0 when every output passes, else 1."""
-    records = []
+def run(
+    cases: list[Case], standard: str = "auto", json_path: str | None = None, out=sys.stdout, progress=None, records=None
+) -> int:
+    """Run the cases, print the table and a summary, write JSON; 0 when every output passes, else 1.
+    `records`: a list that receives every output's record (a caller reporting more of the same run)."""
+    records = [] if records is None else records
     for i, case in enumerate(cases):
         if progress:
             progress(i, len(cases), case.name)

@@ -5,16 +5,18 @@ on cores, HBM shared) -> trace.py (Chrome trace). Estimates from a model, not me
 """
 
 from .launch import LaunchModel, OpModel, model_launch, model_launches
-from .platform import Platform, load_platform, platform_files
+from .platform import Platform, is_calibrated, load_platform, model_platform, platform_files
 from .timeline import simulate_block
 
 __all__ = [
     "LaunchModel",
     "OpModel",
     "Platform",
+    "is_calibrated",
     "load_platform",
     "model_launch",
     "model_launches",
+    "model_platform",
     "platform_files",
     "simulate_block",
 ]

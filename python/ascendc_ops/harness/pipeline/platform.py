@@ -160,6 +160,23 @@ def load_platform(name: str = "910B", calibrated: bool = False) -> Platform:
     return _calibrated(plat, path) if calibrated else plat
 
 
+# The harness's estimates (estimate, profile, the ops bench, the cann-bench preset) use the values fitted to
+# measured times by default, `--uncalibrated` the platform file's priors (docs/harness.md says why).
+CALIBRATED_BY_DEFAULT = True
+
+
+def model_platform(name: str = "910B", calibrated: bool = CALIBRATED_BY_DEFAULT) -> Platform:
+    """The chip the harness's estimates run on: calibrated when asked and the chip has a calibration (the
+    310P has none: its file's values); `is_calibrated` tells which."""
+    path = platform_files().get(name.lower())
+    has = path is not None and (PLATFORM_DIR / "calibration" / path.name).exists()
+    return load_platform(name, calibrated and has)
+
+
+def is_calibrated(plat: Platform) -> bool:
+    return "fitted" in plat.sources.get("launch_us", "")
+
+
 def _calibrated(plat: Platform, path: Path) -> Platform:
     cal_path = PLATFORM_DIR / "calibration" / path.name
     if not cal_path.exists():

@@ -1,0 +1,128 @@
+"""Why a measured cann-bench case is below 1.0x, from the model (issue 25): for each such row of
+`bench --preset cann-bench`, what binds our kernel and how far it is from the least work either kernel must
+do (model_check's figure: one kernel start plus its bytes at HBM or its FLOPs at the cube's peak), what the
+built-in's measured time implies against that least work, and a class:
+
+- "tie within the model's measured error": our kernel sits at the least work's floor (bound by HBM, the
+  launch or the cube, and at most the band above the least work) and its estimate is at most the band
+  above the built-in's measured time;
+- "ours does more work": a pipe binds ours, or ours is more than the band above the least work (a kernel
+  deficit: the pipe and the excess are named);
+- "built-in beyond the model's measured error": ours sits at the floor, but the built-in ran faster than
+  the floor by more than the band (the model, not our kernel, is what the case questions).
+
+The band is the model's largest |error| on the held-out built-in cases of the built-in's bound
+(model_check.error_summary; all held-out cases when that bound has none): a measured figure, not a chosen
+one."""
+
+from __future__ import annotations
+
+from . import model_check
+from .pipeline import load_platform
+
+TIE = "tie within the model's measured error"
+MORE_WORK = "ours does more work"
+BEYOND = "built-in beyond the model's measured error"
+FLOOR_BOUNDS = ("HBM", "launch overhead", "cube")  # ours binds on what the least work is priced by
+
+
+def band(check_rows: list[dict], bound: str, err_key: str) -> float:
+    """The largest |error| on the held-out cases of `bound` (all held-out cases if none has it)."""
+    held = [r for r in check_rows if r["set"] == "held out"]
+    same = [r for r in held if r["bound"] == bound] or held
+    return max(abs(r[err_key]) for r in same)
+
+
+def classify(est_us: float, ours_bound: str, least_us: float, baseline_us: float, tol: float) -> str:
+    """The class of a case below 1.0x (see the module); tol is the band, a fraction."""
+    at_floor = ours_bound in FLOOR_BOUNDS and est_us <= least_us * (1 + tol)
+    if not at_floor:
+        return MORE_WORK
+    return TIE if est_us <= baseline_us * (1 + tol) else BEYOND
+
+
+def _busiest(pipes: dict) -> str:
+    if not pipes:
+        return ""
+    p = max(pipes, key=pipes.get)
+    return f"{p} {100 * pipes[p]:.0f}% busy"
+
+
+def _implied(work: model_check.Work, measured: float, plat) -> str:
+    """What the built-in's measured time says against the model's fitted figures."""
+    launch = model_check.terms(work, plat)["launch"]
+    if measured <= launch:
+        return f"its whole time is below the model's launch ({launch:.2f} us)"
+    if work.flops and work.flops / plat.cube_peak_flops(work.dtype) > work.bytes / plat.hbm_bytes_per_s:
+        peak = plat.cube_peak_flops(work.dtype) / 1e12
+        return f"{work.flops / measured / 1e6:.0f} TFLOPS over its whole time (cube peak {peak:.0f})"
+    return (
+        f"{work.bytes / measured / 1e6:.2f} TB/s over its whole time, {work.bytes / (measured - launch) / 1e6:.2f} "
+        f"after the model's launch (model HBM {plat.hbm_bytes_per_s / 1e12:.3g} TB/s)"
+    )
+
+
+def explain(row: dict, work: model_check.Work, bound: str, tol: float, plat, note: str = "") -> dict:
+    """One below-1.0x row's explanation: the figures and the class (`work`: the built-in's least work,
+    `bound`: its bound in the model check's rule; `note`: said before the class)."""
+    least = model_check.predict(work, plat)
+    est, base = row["est_us"], row["baseline_us"]
+    cls = classify(est, row["bound"], least, base, tol)
+    ours = f"ours {est:.1f} us, binds {row['bound']}" + (
+        f" ({_busiest(row['pipes'])})" if row["bound"] in FLOOR_BOUNDS and row["pipes"] else ""
+    )
+    if cls == MORE_WORK:
+        ours += f", {est / least:.2f}x the least work (+{est - least:.1f} us)"
+    else:
+        ours += f", {100 * least / est:.0f}% of floor"
+    return {
+        "task": row["task"],
+        "case_id": row["case_id"],
+        "speedup": row["speedup"],
+        "class": cls,
+        "least_us": least,
+        "band": tol,
+        "text": (
+            f"{ours}; least work {work.bytes / 1e6:.1f} MB"
+            + (f", {work.flops / 1e9:.2f} GFLOP" if work.flops else "")
+            + f" = {least:.1f} us; built-in {base:.2f} us: {_implied(work, base, plat)}; model error on the "
+            f"built-in {least / base - 1:+.0%} ({bound}-bound, held-out band {tol:.0%}){note} -> {cls}"
+        ),
+    }
+
+
+def behind(rows: list[dict]) -> list[dict]:
+    """The rows below 1.0x on a measured baseline."""
+    return [r for r in rows if r["baseline_kind"] == "measured" and r.get("speedup") is not None and r["speedup"] < 1]
+
+
+def explanations(rows: list[dict], check_rows: list[dict], facts: dict, plat, err_key: str) -> list[dict]:
+    """An explanation per measured row below 1.0x. A baseline outside the model check (several built-in
+    kernels) is compared with the least work of one kernel, its bound by the check's rule, and says so; a
+    task without a work model gets that reason instead of a class."""
+    by_case = {(r["task"], r["case_id"]): r for r in check_rows}
+    prior = load_platform(plat.name)
+    fixed = load_platform(plat.name, calibrated=True).launch_us(prior.vector_cores)  # the check's rule
+    out = []
+    for r in behind(rows):
+        case = next(c for c in facts["tasks"][r["task"]]["cases"] if c["case_id"] == r["case_id"])
+        work = model_check.builtin_work(r["task"], case)
+        if work is None:
+            out.append({"task": r["task"], "case_id": r["case_id"], "speedup": r["speedup"], "class": None,
+                        "text": f"no least-work model for {r['task']}"})  # fmt: skip
+            continue
+        chk = by_case.get((r["task"], r["case_id"]))
+        bound = chk["bound"] if chk else model_check.bound(work, prior, fixed)
+        n = model_check.kernels(case)
+        note = "" if chk else f"; its baseline ran {n or 'an unknown number of'} kernels, the least work is one's"
+        out.append(explain(r, work, bound, band(check_rows, bound, err_key), plat, note))
+    return out
+
+
+def lines(expl: list[dict]) -> list[str]:
+    counts = {c: sum(e["class"] == c for e in expl) for c in (TIE, MORE_WORK, BEYOND)}
+    out = [
+        f"below 1.0x on a measured baseline: {len(expl)} case(s), explained from the model: "
+        + ", ".join(f"{n} {c}" for c, n in counts.items())
+    ]
+    return out + [f"  {e['task']} {e['case_id']} ({e['speedup']:.2f}x): {e['text']}" for e in expl]
