@@ -1,7 +1,8 @@
 // Grouped matmul tiling: base blocks sized to A2's L0A / L0B / L0C, double-buffered L0A/L0B and
 // four K-steps of both operands in L1, the used sizes filled as CANN fills them and every rule of
-// tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition; output blocks (singleCoreM x
-// singleCoreN) as large as the cores allow, halved while there are fewer than two blocks per core.
+// tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition. The weight
+// grad's output blocks (singleCoreM x singleCoreN) are as large as the cores allow, halved while
+// there are fewer than two blocks per core. The forward keeps x's rows resident (ResidentA).
 #include "grouped_matmul_tiling.h"
 
 #include <algorithm>
@@ -27,6 +28,24 @@ void FillBase(TCubeTiling& mm, DType dtype) {
   mm.depthA1 = mm.stepM * mm.stepKa * 2, mm.depthB1 = mm.stepN * mm.stepKb * 2;  // double-buffered in L1
   mm.iterateOrder = 0;
   mm.isBias = 0;
+}
+
+// Forward: one base block of x's rows over the whole K in L1, as two tiles of half K each that both
+// stay, walked along N (iterateOrder 1): a block reads its rows once, not once per K tile and base
+// block of N, and its MTE2 waits on half as many A tiles. Kept only where it fits L1
+// (cube_tiling_rules.h) beside the weight's four K steps double-buffered; false leaves `mm` as it was.
+bool ResidentA(TCubeTiling& mm, int64_t k, const cube_rules::Operand& a, const cube_rules::Operand& b,
+               const CubePlatform& platform) {
+  const TCubeTiling keep = mm;
+  mm.stepKa = int32_t(std::max<int64_t>(1, CeilDiv(CeilDiv(k, mm.baseK), 2)));
+  mm.depthA1 = 2 * mm.stepM * mm.stepKa;
+  mm.iterateOrder = 1;
+  cube_rules::FillUsedSize(mm, a, b);
+  if (cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes})
+          .empty())
+    return true;
+  mm = keep;
+  return false;
 }
 
 }  // namespace
@@ -73,8 +92,19 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
     return mBlocks * CeilDiv(pr.n, sn);
   };
   const int64_t want = 2 * int64_t(platform.cubeCores);
-  while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
-  while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);
+  if (!pr.weightGrad && ResidentA(mm, reduce, a, b, platform)) {
+    // One base block of rows per block (more would not stay resident) and the fewest column blocks
+    // that still give two blocks per core: each more column block reads x again. Every group may
+    // start a partial row block, so the host counts ceil(M / baseM) + E - 1 row blocks.
+    singleM = mm.baseM;
+    const int64_t rowBlocks = CeilDiv(pr.m, singleM) + pr.groups - 1, nBase = CeilDiv(pr.n, mm.baseN);
+    int64_t cols = 1;
+    while (cols < nBase && rowBlocks * cols < want) ++cols;
+    singleN = AlignUp(CeilDiv(pr.n, cols), 16);
+  } else {
+    while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
+    while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);
+  }
   mm.singleCoreM = int32_t(singleM), mm.singleCoreN = int32_t(singleN), mm.singleCoreK = int32_t(reduce);
   // Every group can add one partial row block, so this bounds the blocks the device will find.
   const int64_t bound =
