@@ -1,8 +1,8 @@
 // Grouped matmul tiling: base blocks sized to A2's L0A / L0B / L0C, double-buffered L0A/L0B and
 // four K-steps of both operands in L1, the used sizes filled as CANN fills them and every rule of
-// tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition. The weight
-// grad's output blocks (singleCoreM x singleCoreN) are as large as the cores allow, halved while
-// there are fewer than two blocks per core. The forward keeps x's rows resident (ResidentA).
+// tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition; output blocks (singleCoreM x
+// singleCoreN) as large as the cores allow, halved while there are fewer than two blocks per core.
+// The forward keeps x's rows resident over K where they fit L1 (ResidentA).
 #include "grouped_matmul_tiling.h"
 
 #include <algorithm>
@@ -91,20 +91,11 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
     const int64_t mBlocks = pr.weightGrad ? pr.groups * CeilDiv(pr.k, sm) : CeilDiv(pr.m, sm);
     return mBlocks * CeilDiv(pr.n, sn);
   };
+  // Forward with x's rows resident: one base block of rows per block, since more would not stay.
+  if (!pr.weightGrad && ResidentA(mm, reduce, a, b, platform)) singleM = mm.baseM;
   const int64_t want = 2 * int64_t(platform.cubeCores);
-  if (!pr.weightGrad && ResidentA(mm, reduce, a, b, platform)) {
-    // One base block of rows per block (more would not stay resident) and the fewest column blocks
-    // that still give two blocks per core: each more column block reads x again. Every group may
-    // start a partial row block, so the host counts ceil(M / baseM) + E - 1 row blocks.
-    singleM = mm.baseM;
-    const int64_t rowBlocks = CeilDiv(pr.m, singleM) + pr.groups - 1, nBase = CeilDiv(pr.n, mm.baseN);
-    int64_t cols = 1;
-    while (cols < nBase && rowBlocks * cols < want) ++cols;
-    singleN = AlignUp(CeilDiv(pr.n, cols), 16);
-  } else {
-    while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
-    while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);
-  }
+  while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
+  while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);
   mm.singleCoreM = int32_t(singleM), mm.singleCoreN = int32_t(singleN), mm.singleCoreK = int32_t(reduce);
   // Every group can add one partial row block, so this bounds the blocks the device will find.
   const int64_t bound =
