@@ -99,7 +99,7 @@ static void TestResidentRows() {
   for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (bool trans : {false, true}) {
       for (auto [m, k, n, e] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1009, 1024, 1024, 8},  // cann-bench 15
-                                {256, 512, 1024, 8},                                                  // cann-bench 2
+                                {256, 512, 1024, 8},  // cann-bench 2
                                 {200, 64, 128, 4},
                                 {2047, 1023, 2047, 8},
                                 {64, 40, 5000, 1}}) {
