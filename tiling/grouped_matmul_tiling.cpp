@@ -2,6 +2,7 @@
 // four K-steps of both operands in L1, the used sizes filled as CANN fills them and every rule of
 // tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition; output blocks (singleCoreM x
 // singleCoreN) as large as the cores allow, halved while there are fewer than two blocks per core.
+// The forward keeps x's rows resident over K where they fit L1 (ResidentA).
 #include "grouped_matmul_tiling.h"
 
 #include <algorithm>
@@ -27,6 +28,24 @@ void FillBase(TCubeTiling& mm, DType dtype) {
   mm.depthA1 = mm.stepM * mm.stepKa * 2, mm.depthB1 = mm.stepN * mm.stepKb * 2;  // double-buffered in L1
   mm.iterateOrder = 0;
   mm.isBias = 0;
+}
+
+// Forward: one base block of x's rows over the whole K in L1, as two tiles of half K each that both
+// stay, walked along N (iterateOrder 1): a block reads its rows once, not once per K tile and base
+// block of N, and its MTE2 waits on half as many A tiles. Kept only where it fits L1
+// (cube_tiling_rules.h) beside the weight's four K steps double-buffered; false leaves `mm` as it was.
+bool ResidentA(TCubeTiling& mm, int64_t k, const cube_rules::Operand& a, const cube_rules::Operand& b,
+               const CubePlatform& platform) {
+  const TCubeTiling keep = mm;
+  mm.stepKa = int32_t(std::max<int64_t>(1, CeilDiv(CeilDiv(k, mm.baseK), 2)));
+  mm.depthA1 = 2 * mm.stepM * mm.stepKa;
+  mm.iterateOrder = 1;
+  cube_rules::FillUsedSize(mm, a, b);
+  if (cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes})
+          .empty())
+    return true;
+  mm = keep;
+  return false;
 }
 
 }  // namespace
@@ -72,6 +91,8 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
     const int64_t mBlocks = pr.weightGrad ? pr.groups * CeilDiv(pr.k, sm) : CeilDiv(pr.m, sm);
     return mBlocks * CeilDiv(pr.n, sn);
   };
+  // Forward with x's rows resident: one base block of rows per block, since more would not stay.
+  if (!pr.weightGrad && ResidentA(mm, reduce, a, b, platform)) singleM = mm.baseM;
   const int64_t want = 2 * int64_t(platform.cubeCores);
   while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
   while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);

@@ -25,8 +25,8 @@ static TCubeTiling Forward(DType dt, bool transW, int64_t m = 256, int64_t k = 5
 // transLength / shareMode / shareL1Size / shareL0CSize / shareUbSize as GetTransLength and
 // GetUsedSize fill them on 910B (ND in GM, no bias), numbers worked by hand.
 static void TestUsedSize() {
-  const TCubeTiling f = Forward(DType::kFloat32, false);  // 128 x 128 x 32, depth 8 / 8
-  EXPECT(f.shareL1Size == 8 * 128 * 32 * 4 + 8 * 128 * 32 * 4);
+  const TCubeTiling f = Forward(DType::kFloat32, false);  // 128 x 128 x 32, depth 16 / 8 (x's rows resident)
+  EXPECT(f.shareL1Size == 16 * 128 * 32 * 4 + 8 * 128 * 32 * 4);
   EXPECT(f.shareL0CSize == 128 * 128 * 4);
   EXPECT(f.transLength == 0 && f.shareMode == 0 && f.shareUbSize == 0);
   const TCubeTiling h = Forward(DType::kFloat16, true);  // 128 x 256 x 64, depth 8 / 8

@@ -89,6 +89,55 @@ static void TestGroupedMatmulTiling() {
       Throws([] { TileGroupedMatmul({int64_t(1) << 32, 8, 8, 2, DType::kFloat32, 1, false, false}, CpuTwinCube(2)); }));
 }
 
+// The forward's resident rows (ResidentA): x's base block of rows over the whole K in two L1 tiles,
+// walked along N, one base block of rows per block, columns halved (not below baseN) while there are
+// fewer than two blocks per core; where the rows over K do not fit L1, and for the weight grad, the
+// K-stepped tiling.
+static void TestResidentRows() {
+  const CubePlatform p = Ascend910BCube();
+  const int64_t want = 2 * int64_t(p.cubeCores);
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (bool trans : {false, true}) {
+      for (auto [m, k, n, e] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1009, 1024, 1024, 8},  // cann-bench 15
+                                {256, 512, 1024, 8},  // cann-bench 2
+                                {200, 64, 128, 4},
+                                {2047, 1023, 2047, 8},
+                                {64, 40, 5000, 1}}) {
+        const TCubeTiling mm = TileGroupedMatmul({m, k, n, e, dt, 0, trans, false}, p).data.mm;
+        cube_rules::Operand a, b;
+        GroupedMatmulOperands({m, k, n, e, dt, 0, trans, false}, a, b);
+        EXPECT(cube_rules::Violation(mm, a, b, {p.l1Bytes, p.l0aBytes, p.l0bBytes, p.l0cBytes}).empty());
+        const int64_t aBytes = 2 * int64_t(mm.stepKa) * cube_rules::AL1BlockBytes(mm, a);
+        const int64_t bBytes = int64_t(mm.depthB1) * cube_rules::BL1BlockBytes(mm, b);
+        if (mm.iterateOrder != 1) {  // no room: only where the rows over K would overflow L1
+          const int64_t halfK = ((k + mm.baseK - 1) / mm.baseK + 1) / 2;  // K steps in each resident tile
+          EXPECT(mm.stepKa == 4 && mm.singleCoreM >= mm.baseM);
+          EXPECT(2 * halfK * cube_rules::AL1BlockBytes(mm, a) + 8 * cube_rules::BL1BlockBytes(mm, b) > p.l1Bytes);
+          continue;
+        }
+        EXPECT(2 * int64_t(mm.stepKa) * mm.baseK >= k && 2 * int64_t(mm.stepKa - 1) * mm.baseK < k + mm.baseK);
+        EXPECT(mm.depthA1 == 2 * mm.stepKa && mm.stepM == 1 && mm.stepKb == 4 && mm.depthB1 == 8);
+        EXPECT(aBytes + bBytes <= p.l1Bytes && mm.singleCoreM == mm.baseM);
+        const int64_t rowBlocks = (m + mm.baseM - 1) / mm.baseM, cols = (n + mm.singleCoreN - 1) / mm.singleCoreN;
+        EXPECT(mm.singleCoreN <= 1024 && (mm.singleCoreN <= mm.baseN || rowBlocks * cols >= want));
+        EXPECT(mm.singleCoreN * 2 > 1024 || rowBlocks * ((n + 2 * mm.singleCoreN - 1) / (2 * mm.singleCoreN)) < want);
+      }
+    }
+  }
+  // cann-bench case 15 (fp16, K 1024): both half-K tiles of 128 rows stay; 8 row blocks x 4 columns
+  const TCubeTiling c15 = TileGroupedMatmul({1009, 1024, 1024, 8, DType::kFloat16, 0, true, false}, p).data.mm;
+  EXPECT(c15.iterateOrder == 1 && c15.stepKa == 8 && c15.singleCoreM == 128 && c15.singleCoreN == 256);
+  // cann-bench case 10 (bf16, K 1023, N 2047): 16 row blocks x 4 column blocks of 512
+  const TCubeTiling c10 = TileGroupedMatmul({2047, 1023, 2047, 8, DType::kBFloat16, 0, false, false}, p).data.mm;
+  EXPECT(c10.iterateOrder == 1 && c10.stepKa == 8 && c10.singleCoreN == 512);
+  // fp32 K 4096: 128 rows x 4096 x 4 B = 2 MiB of rows, over L1: the K-stepped tiling
+  const TCubeTiling big = TileGroupedMatmul({512, 4096, 512, 4, DType::kFloat32, 0, false, false}, p).data.mm;
+  EXPECT(big.iterateOrder == 0 && big.stepKa == 4 && big.depthA1 == 8);
+  // the weight grad keeps the K-stepped tiling
+  const TCubeTiling wg = TileGroupedMatmul({1009, 1024, 1024, 8, DType::kFloat16, 0, false, true}, p).data.mm;
+  EXPECT(wg.iterateOrder == 0 && wg.stepKa == 4);
+}
+
 static void TestRoutingTiling() {
   for (int64_t tokens : {0, 1, 7, 4096, 20000}) {
     MoeRoutingTiling t = TileMoeRouting({tokens, 8, 33, tokens * 8, DType::kBFloat16, false, false}, Ascend910B(48));
@@ -357,6 +406,7 @@ int main() {
   TestGroupedMatmulProblem();
   TestMoeRoutingProblem();
   TestGroupedMatmulTiling();
+  TestResidentRows();
   TestRoutingTiling();
   TestTwinCube();
   TestTwinSort();
