@@ -1,6 +1,6 @@
 """RoPE patching beyond HF's plain ``apply_rotary_pos_emb``: GLM's pair rotation over half-split tables (GLM,
 GLM-4, Helium), Ernie 4.5's (the same at the tables' fp32 precision, returned in q's dtype), GPT-OSS's
-half-width tables, DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` (and the families that copy it).
+half-width tables, NanoChat's negated rotation, DeepSeek-V2's and Llama 4's complex freqs_cis, DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` (and the families that copy it).
 
 Each function: ours vs transformers' own, outputs and the grads of q and k, by the double benchmark of
 docs/accuracy.md (golden = their function in float64, comparison = theirs in the test's dtype). Each family:
@@ -31,15 +31,16 @@ def _inputs(dtype, unsqueeze_dim, rotary, head_dim=24, tables="full", table_dtyp
     k = torch.randn(shape(NK), generator=gen, dtype=torch.float64)
     pos = torch.arange(S, dtype=torch.float64)[None, :, None] + torch.tensor([0.0, 5.0])[:, None, None]
     freqs = pos * 10000.0 ** (-torch.arange(0, rotary, 2, dtype=torch.float64) / rotary)
-    emb = freqs if tables == "half" else torch.cat((freqs, freqs), -1)
+    emb = torch.cat((freqs, freqs), -1) if tables == "full" else freqs  # half, complex: each once
     cos, sin = emb.cos(), emb.sin()
     return q, k, cos, sin, table_dtype or dtype
 
 
-def _run(fn, q, k, cos, sin, unsqueeze_dim, dtype, table_dtype, grads):
-    """fn's outputs and the grads of q, k for the output cotangents ``grads``, all as float64."""
+def _run(call, q, k, cos, sin, unsqueeze_dim, dtype, table_dtype, grads):
+    """The outputs of call(q, k, cos, sin, unsqueeze_dim) and the grads of q, k for the output cotangents
+    ``grads``, all as float64."""
     q, k = (t.to(dtype).requires_grad_() for t in (q, k))
-    outs = fn(q, k, cos.to(table_dtype), sin.to(table_dtype), unsqueeze_dim=unsqueeze_dim)
+    outs = call(q, k, cos.to(table_dtype), sin.to(table_dtype), unsqueeze_dim)
     dq, dk = torch.autograd.grad(outs, (q, k), [g.to(o.dtype) for g, o in zip(grads, outs, strict=True)])
     return [t.detach().double() for t in (*outs, dq, dk)], [o.dtype for o in outs]
 
@@ -48,6 +49,7 @@ def _assert_parity(theirs, ours, dtype, unsqueeze_dim, rotary, tables="full", ta
     q, k, cos, sin, table_dtype = _inputs(dtype, unsqueeze_dim, rotary, tables=tables, table_dtype=table_dtype)
     gen = torch.Generator().manual_seed(1)
     grads = [torch.randn(t.shape, generator=gen, dtype=torch.float64) for t in (q, k)]
+    theirs, ours = rope._call(theirs, tables), rope._call(ours, tables)
     golden, _ = _run(theirs, q, k, cos, sin, unsqueeze_dim, torch.float64, torch.float64, grads)
     second, their_dtypes = _run(theirs, q, k, cos, sin, unsqueeze_dim, dtype, table_dtype, grads)
     mine, my_dtypes = _run(ours, q, k, cos, sin, unsqueeze_dim, dtype, table_dtype, grads)
@@ -97,6 +99,13 @@ def test_gpt_oss_half_width_tables(dtype, unsqueeze_dim):
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("unsqueeze_dim", [1, 2])
+def test_nanochat_negated_rotation(dtype, unsqueeze_dim):
+    theirs = _theirs("nanochat", "apply_rotary_pos_emb")
+    _assert_parity(theirs, rope.apply_rotary_pos_emb_negated, dtype, unsqueeze_dim, 24)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("unsqueeze_dim", [1, 2])
 @pytest.mark.parametrize("family", ["deepseek_v3", "mistral_large4"])
 def test_deepseek_interleave(family, dtype, unsqueeze_dim):
     """DeepSeek-V3's apply_rotary_pos_emb_interleave: pairs rotated, written out as halves."""
@@ -104,6 +113,17 @@ def test_deepseek_interleave(family, dtype, unsqueeze_dim):
     ours, _ = rope._verdict(theirs, rope.INTERLEAVE_NAME)
     assert ours is not None
     _assert_parity(theirs, ours.function, dtype, unsqueeze_dim, 24)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize(("family", "unsqueeze_dim"), [("deepseek_v2", 1), ("llama4", 2)])
+def test_complex_freqs_cis(family, unsqueeze_dim, dtype):
+    """DeepSeek-V2's and Llama 4's apply_rotary_emb: q's pairs as complex numbers times freqs_cis (complex64
+    tables, computed in fp32, returned in q's dtype); the layout is the function's own."""
+    theirs = _theirs(family, rope.COMPLEX_NAME)
+    ours, _ = rope._verdict(theirs, rope.COMPLEX_NAME)
+    assert ours is not None and ours.layouts == (("BNSD",) if unsqueeze_dim == 1 else ("BSND",))
+    _assert_parity(theirs, ours.function, dtype, unsqueeze_dim, 24, tables="complex", table_dtype=torch.float32)
 
 
 def test_deepseek_interleave_without_key():
@@ -124,6 +144,9 @@ FAMILIES = [
     ("ernie4_5", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs_in_q_dtype),
     ("ernie4_5_moe", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs_in_q_dtype),
     ("gpt_oss", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_half_tables),
+    ("nanochat", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_negated),
+    ("deepseek_v2", rope.COMPLEX_NAME, rope.apply_rotary_emb_bnsd),
+    ("llama4_text", rope.COMPLEX_NAME, rope.apply_rotary_emb_bsnd),
     ("deepseek_v3", rope.INTERLEAVE_NAME, rope.apply_rotary_pos_emb_deinterleave),
     ("glm4_moe_lite", rope.INTERLEAVE_NAME, rope.apply_rotary_pos_emb_deinterleave),
 ]
@@ -131,7 +154,8 @@ FAMILIES = [
 
 @pytest.mark.parametrize(("family", "name", "variant"), FAMILIES, ids=[f[0] for f in FAMILIES])
 def test_family_patched_and_run_with_parity(family, name, variant):
-    assert rope._verdict(_theirs(family, name), name)[0].function is variant
+    module = family.removesuffix("_text")
+    assert rope._verdict(_theirs(module, name), name)[0].function is variant
     row = coverage.check_model_type(family, coverage.decoder_types()[family])
     assert row.status == "pass", row
     assert row.applied.get("fused_rope", 0) > 0 and "fused_rope" not in row.idle, row

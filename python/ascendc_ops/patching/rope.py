@@ -39,6 +39,7 @@ from .base import Found, Kernel, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
 INTERLEAVE_NAME = "apply_rotary_pos_emb_interleave"  # DeepSeek-V3's (and its descendants') de-interleaving form
+COMPLEX_NAME = "apply_rotary_emb"  # DeepSeek-V2's and Llama 4's: complex freqs_cis times q's pairs as complex
 
 
 def _fused(q, k, cos, sin, unsqueeze_dim, mode):
@@ -98,6 +99,11 @@ def apply_rotary_pos_emb_half_tables(q, k, cos, sin, unsqueeze_dim=1):
     return _fused(q, k, torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1), unsqueeze_dim, "half")
 
 
+def apply_rotary_pos_emb_negated(q, k, cos, sin, unsqueeze_dim=1):
+    """NanoChat's: ``rotate_half`` with the signs flipped, i.e. ours with the sine table negated (exact)."""
+    return _fused(q, k, cos, -sin, unsqueeze_dim, "half")
+
+
 def apply_rotary_pos_emb_deinterleave(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
     """DeepSeek-V3's ``apply_rotary_pos_emb_interleave``: the pairs (x[2i], x[2i+1]) rotated by frequency i and
     written out as halves (rotated evens, then odds), i.e. ``rotate_half`` on the gathered input; the gather
@@ -109,6 +115,24 @@ def apply_rotary_pos_emb_deinterleave(q, k, cos, sin, position_ids=None, unsquee
 def apply_rotary_pos_emb_deinterleave_k_optional(q, k, cos, sin, unsqueeze_dim=1):
     """The same without position_ids (Mistral-Large-4's; its indexer passes k=None, rotating q alone)."""
     return apply_rotary_pos_emb_deinterleave(q, k, cos, sin, None, unsqueeze_dim)
+
+
+def _rotate_complex(xq, xk, freqs_cis, unsqueeze_dim):
+    """(x[2i] + i x[2i+1]) * freqs_cis[i] in fp32, returned in x's dtype: the pair rotation with the real and
+    imaginary parts as pair tables (a copy of the small table, exact)."""
+    cos, sin = (t.float().repeat_interleave(2, dim=-1) for t in (freqs_cis.real, freqs_cis.imag))
+    qo, ko = _fused(xq.float(), xk.float(), cos, sin, unsqueeze_dim, "interleave")
+    return qo.type_as(xq), ko.type_as(xk)
+
+
+def apply_rotary_emb_bnsd(xq, xk, freqs_cis):
+    """DeepSeek-V2's ``apply_rotary_emb``: q, k (B, N, S, D), freqs_cis (B, S, D/2)."""
+    return _rotate_complex(xq, xk, freqs_cis, 1)
+
+
+def apply_rotary_emb_bsnd(xq, xk, freqs_cis):
+    """Llama 4's: q, k (B, S, N, D), freqs_cis (B, S, D/2)."""
+    return _rotate_complex(xq, xk, freqs_cis, 2)
 
 
 def _forward_with_global(cls_forward: types.FunctionType, fn_globals: dict) -> types.FunctionType:
@@ -137,12 +161,14 @@ def _attention_modules(model: nn.Module):
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """A rotary formula our op computes: its name (for reports), the drop-in (the replaced function's parameter
-    names, returning (q_rotated, k_rotated)) and the tables the probe gives it: 'full' (HF's cat(freqs, freqs))
-    or 'half' (each frequency once, GPT-OSS's)."""
+    names, returning (q_rotated, k_rotated)), the tables the probe gives it: 'full' (HF's cat(freqs, freqs)),
+    'half' (each frequency once, GPT-OSS's) or 'complex' (freqs_cis = cos + i sin, each frequency once), and the
+    layouts it is probed in (a function without unsqueeze_dim has one)."""
 
     formula: str
     function: Callable
     tables: str = "full"
+    layouts: tuple[str, ...] = ("BNSD", "BSND")
 
 
 _PAIRS = "x * c + rotate_interleave(x) * s, c = repeat_interleave(cos[..., :R/2], 2)"
@@ -154,10 +180,15 @@ VARIANTS = {
         Variant(_PAIRS, apply_rotary_pos_emb_pairs),
         Variant(f"{_PAIRS} at the tables' precision, in q's dtype", apply_rotary_pos_emb_pairs_in_q_dtype),
         Variant("x * c + rotate_half(x) * s, c = cat(cos, cos)", apply_rotary_pos_emb_half_tables, "half"),
+        Variant("x * cos - rotate_half(x) * sin", apply_rotary_pos_emb_negated),
     ),
     INTERLEAVE_NAME: (
         Variant("rotate_half rope of cat(x[..., 0::2], x[..., 1::2])", apply_rotary_pos_emb_deinterleave),
         Variant("the same, k optional", apply_rotary_pos_emb_deinterleave_k_optional),
+    ),
+    COMPLEX_NAME: (
+        Variant("complex(x[0::2], x[1::2]) * freqs_cis, BNSD", apply_rotary_emb_bnsd, "complex", ("BNSD",)),
+        Variant("complex(x[0::2], x[1::2]) * freqs_cis, BSND", apply_rotary_emb_bsnd, "complex", ("BSND",)),
     ),
 }
 
@@ -169,45 +200,49 @@ def _probe_inputs(rotary: int, layout_bsnd: bool, tables: str = "full"):
     q, k = (torch.randn(shape, generator=gen, dtype=torch.float64) for _ in range(2))
     pos = torch.arange(S, dtype=torch.float64)[None, :, None] + torch.tensor([0.0, 9.0])[:, None, None]
     freqs = pos * 10000.0 ** (-torch.arange(0, rotary, 2, dtype=torch.float64) / rotary)
-    # HF's (B, S, R) layout: the half-split frequencies twice ('half': once)
-    emb = freqs if tables == "half" else torch.cat((freqs, freqs), dim=-1)
+    # HF's (B, S, R) layout: the half-split frequencies twice ('half', 'complex': once)
+    emb = torch.cat((freqs, freqs), dim=-1) if tables == "full" else freqs
     return (q, k, emb.cos(), emb.sin(), 2 if layout_bsnd else 1)
 
 
-def _dtype_disagreement(fn: Callable, ours: Callable, tables: str) -> str | None:
+def _call(fn: Callable, tables: str) -> Callable:
+    """fn(q, k, cos, sin, unsqueeze_dim) as the models call it: unsqueeze_dim by name (DeepSeek's function takes
+    position_ids before it); a complex-table function gets freqs_cis = cos + i sin and no unsqueeze_dim."""
+    if tables == "complex":
+        return lambda q, k, cos, sin, dim: fn(q, k, torch.complex(cos, sin))
+    return lambda q, k, cos, sin, dim: fn(q, k, cos, sin, unsqueeze_dim=dim)
+
+
+def _dtype_disagreement(fn: Callable, v: Variant) -> str | None:
     """bf16 q and k with fp32 tables (Ernie's): eager promotes to fp32 where ``q * cos`` does, a function casting
     back returns bf16; ours must return what fn does (the values are the fp32 probe's formula)."""
-    q, k, cos, sin, dim = _probe_inputs(16, False, tables)
-    args = (q.bfloat16(), k.bfloat16(), cos.float(), sin.float())
+    q, k, cos, sin, dim = _probe_inputs(16, v.layouts[0] == "BSND", v.tables)
+    args = (q.bfloat16(), k.bfloat16(), cos.float(), sin.float(), dim)
     try:
-        theirs = [t.dtype for t in fn(*args, unsqueeze_dim=dim)]
+        theirs = [t.dtype for t in _call(fn, v.tables)(*args)]
     except Exception:  # noqa: BLE001 - a function that cannot mix dtypes is never given mixed ones
         return None
-    mine = [t.dtype for t in ours(*args, unsqueeze_dim=dim)]
+    mine = [t.dtype for t in _call(v.function, v.tables)(*args)]
     return None if mine == theirs else f"returns {theirs} for bf16 q, k with fp32 cos, sin (ours {mine})"
 
 
-def _by_name(fn: Callable) -> Callable:
-    """fn(part, q, k, cos, sin, unsqueeze_dim) for the probe, unsqueeze_dim passed by name as the models do
-    (DeepSeek's function takes position_ids before it)."""
-    return lambda _, q, k, cos, sin, dim: fn(q, k, cos, sin, unsqueeze_dim=dim)
-
-
 def _disagreement(fn: Callable, v: Variant) -> str | None:
-    """Full rotary in both layouts must agree; partial rotary must agree where fn accepts it at all; and the
-    result's dtype on mixed-precision inputs."""
+    """Full rotary in the variant's layouts must agree; partial rotary must agree where fn accepts it at all;
+    and the result's dtype on mixed-precision inputs."""
     names, want = tuple(inspect.signature(fn).parameters), tuple(inspect.signature(v.function).parameters)
     if names != want:
         return f"{fn.__name__}({', '.join(names)}) is not ({', '.join(want)})"
     carrier = nn.Module()  # the function has no parameters: an empty part to run it on
-    for rotary, bsnd in ((16, False), (16, True), (8, False)):
-        args = _probe_inputs(rotary, bsnd, v.tables)
-        why = probe.disagreement(carrier, _by_name(fn), _by_name(v.function), args, {})
+    theirs, ours = (lambda _, *a, f=f: _call(f, v.tables)(*a) for f in (fn, v.function))
+    cases = [(16, layout) for layout in v.layouts] + [(8, v.layouts[0])]
+    for rotary, layout in cases:
+        args = _probe_inputs(rotary, layout == "BSND", v.tables)
+        why = probe.disagreement(carrier, theirs, ours, args, {})
         if why is not None and rotary < 16 and why.startswith("it fails"):
             continue  # fn rotates every dim only: the model cannot be using partial rotary through it
         if why is not None:
-            return f"{'partial' if rotary < 16 else 'full'} rotary, {'BSND' if bsnd else 'BNSD'}: {why}"
-    return _dtype_disagreement(fn, v.function, v.tables)
+            return f"{'partial' if rotary < 16 else 'full'} rotary, {layout}: {why}"
+    return _dtype_disagreement(fn, v)
 
 
 def _verdict(fn: Callable, name: str) -> tuple[Variant | None, str]:
@@ -224,7 +259,7 @@ def _verdict(fn: Callable, name: str) -> tuple[Variant | None, str]:
 
 
 def find(model: nn.Module) -> Found:
-    found = Found(looked_for=f"attention module calling {' or '.join(VARIANTS)}")
+    found = Found(looked_for=f"attention module calling {GLOBAL_NAME}")  # or its _interleave form
     globals_copies, verdicts = {}, {}
     for name, m, mod, fwd, called in _attention_modules(model):
         if "forward" in m.__dict__:
