@@ -1,6 +1,7 @@
 """RoPE patching beyond HF's plain ``apply_rotary_pos_emb``: GLM's pair rotation over half-split tables (GLM,
-GLM-4, Helium), Ernie 4.5's (the same at the tables' fp32 precision, returned in q's dtype), GPT-OSS's
-half-width tables, NanoChat's negated rotation, DeepSeek-V2's and Llama 4's complex freqs_cis, DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` (and the families that copy it).
+GLM-4, Helium), Ernie 4.5's (the same at the tables' fp32 precision, returned in q's dtype, as Cohere's and
+OLMo 2's functions return theirs), GPT-OSS's half-width tables, NanoChat's negated rotation, DeepSeek-V2's and
+Llama 4's complex freqs_cis, DeepSeek-V3's ``apply_rotary_pos_emb_interleave`` (and the families copying it).
 
 Each function: ours vs transformers' own, outputs and the grads of q and k, by the double benchmark of
 docs/accuracy.md (golden = their function in float64, comparison = theirs in the test's dtype). Each family:
@@ -78,12 +79,14 @@ def test_glm_pairs(family, rotary, dtype, unsqueeze_dim):
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=str)
 @pytest.mark.parametrize("unsqueeze_dim", [1, 2])
-@pytest.mark.parametrize("family", ["ernie4_5", "ernie4_5_moe"])
-def test_ernie_rotates_at_table_precision(family, dtype, unsqueeze_dim):
-    """Ernie 4.5 keeps its tables in fp32 and rotates bf16 q, k in fp32, returning bf16: ours too (the op in
-    fp32); GLM's drop-in would return fp32 there, as eager promotion does for GLM's function."""
+@pytest.mark.parametrize("family", ["ernie4_5", "ernie4_5_moe", "cohere", "olmo2"])
+def test_functions_casting_back(family, dtype, unsqueeze_dim):
+    """Ernie 4.5 keeps its tables in fp32 and rotates bf16 q, k in fp32, returning bf16 (Cohere and OLMo 2 cast
+    back the same way): ours too (the op in fp32, cast back); GLM's function, without the cast, returns fp32
+    there, as eager promotion does, and so does our drop-in for it."""
     theirs = _theirs(family, "apply_rotary_pos_emb")
-    ours = rope.apply_rotary_pos_emb_pairs_in_q_dtype
+    ours = rope._verdict(theirs, rope.GLOBAL_NAME)[0].function
+    assert hasattr(ours, "__wrapped__")  # rope._cast_back's form
     _assert_parity(theirs, ours, dtype, unsqueeze_dim, 24, table_dtype=torch.float32)
     _assert_parity(theirs, ours, dtype, unsqueeze_dim, 24)  # tables in q's dtype
     glm = _theirs("glm4", "apply_rotary_pos_emb")
@@ -141,8 +144,8 @@ FAMILIES = [
     ("glm", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs),
     ("glm4", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs),
     ("helium", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs),
-    ("ernie4_5", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs_in_q_dtype),
-    ("ernie4_5_moe", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs_in_q_dtype),
+    ("ernie4_5", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs),  # returned in q's dtype
+    ("ernie4_5_moe", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_pairs),
     ("gpt_oss", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_half_tables),
     ("nanochat", "apply_rotary_pos_emb", rope.apply_rotary_pos_emb_negated),
     ("deepseek_v2", rope.COMPLEX_NAME, rope.apply_rotary_emb_bnsd),
@@ -155,7 +158,8 @@ FAMILIES = [
 @pytest.mark.parametrize(("family", "name", "variant"), FAMILIES, ids=[f[0] for f in FAMILIES])
 def test_family_patched_and_run_with_parity(family, name, variant):
     module = family.removesuffix("_text")
-    assert rope._verdict(_theirs(module, name), name)[0].function is variant
+    chosen = rope._verdict(_theirs(module, name), name)[0].function
+    assert getattr(chosen, "__wrapped__", chosen) is variant
     row = coverage.check_model_type(family, coverage.decoder_types()[family])
     assert row.status == "pass", row
     assert row.applied.get("fused_rope", 0) > 0 and "fused_rope" not in row.idle, row

@@ -25,6 +25,7 @@ with the reason. Table re-layouts (GLM's pair tables, GPT-OSS's half-width ones)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import types
 from collections.abc import Callable
@@ -85,13 +86,6 @@ def apply_rotary_pos_emb_interleave(q, k, cos, sin, unsqueeze_dim=1):
 def apply_rotary_pos_emb_pairs(q, k, cos, sin, unsqueeze_dim=1):
     """GLM's: the pair rotation with HF's half-split tables re-laid as pairs (partial rotary as above)."""
     return _fused(q, k, _pair_tables(cos), _pair_tables(sin), unsqueeze_dim, "interleave")
-
-
-def apply_rotary_pos_emb_pairs_in_q_dtype(q, k, cos, sin, unsqueeze_dim=1):
-    """Ernie 4.5's: GLM's rotation computed at the tables' precision (its fp32 tables: fp32) and returned in
-    q's dtype."""
-    qo, ko = apply_rotary_pos_emb_pairs(q, k, cos, sin, unsqueeze_dim)
-    return qo.to(q.dtype), ko.to(k.dtype)
 
 
 def apply_rotary_pos_emb_half_tables(q, k, cos, sin, unsqueeze_dim=1):
@@ -171,14 +165,27 @@ class Variant:
     layouts: tuple[str, ...] = ("BNSD", "BSND")
 
 
+def _cast_back(v: Variant) -> Variant:
+    """v returning q's and k's own dtypes (Cohere's, OLMo 2's, Ernie 4.5's functions compute in fp32 or the
+    tables' precision and cast back; eager promotion would return fp32 for bf16 q with fp32 tables)."""
+    f = v.function
+
+    @functools.wraps(f)  # the signature the probe compares is f's
+    def in_q_dtype(q, k, *args, **kwargs):
+        qo, ko = f(q, k, *args, **kwargs)
+        return qo.to(q.dtype), (None if ko is None else ko.to(k.dtype))
+
+    return dataclasses.replace(v, formula=f"{v.formula}, returned in q's dtype", function=in_q_dtype)
+
+
 _PAIRS = "x * c + rotate_interleave(x) * s, c = repeat_interleave(cos[..., :R/2], 2)"
-# {module global: the variants tried in order, the first the probe agrees with patches it}
+# {module global: the variants tried in order, the first the probe agrees with patches it; each is followed by
+# its _cast_back form}
 VARIANTS = {
     GLOBAL_NAME: (
         Variant("x * cos + rotate_half(x) * sin", apply_rotary_pos_emb),
         Variant("x * cos + rotate_interleave(x) * sin", apply_rotary_pos_emb_interleave),
         Variant(_PAIRS, apply_rotary_pos_emb_pairs),
-        Variant(f"{_PAIRS} at the tables' precision, in q's dtype", apply_rotary_pos_emb_pairs_in_q_dtype),
         Variant("x * c + rotate_half(x) * s, c = cat(cos, cos)", apply_rotary_pos_emb_half_tables, "half"),
         Variant("x * cos - rotate_half(x) * sin", apply_rotary_pos_emb_negated),
     ),
@@ -191,6 +198,7 @@ VARIANTS = {
         Variant("complex(x[0::2], x[1::2]) * freqs_cis, BSND", apply_rotary_emb_bsnd, "complex", ("BSND",)),
     ),
 }
+VARIANTS = {name: tuple(w for v in vs for w in (v, _cast_back(v))) for name, vs in VARIANTS.items()}
 
 
 def _probe_inputs(rotary: int, layout_bsnd: bool, tables: str = "full"):
