@@ -14,12 +14,13 @@ q, k are ``(B, N, S, D)`` views, cos/sin ``(B, S, R)`` (B = 1 or the batch: per-
 Partial rotary (R < D): the first R dims are rotated, the rest pass through unchanged.
 
 Found by structure: any attention module whose class forward calls a rotary global of its modeling module
-(``VARIANTS``' keys: ``apply_rotary_pos_emb``, DeepSeek-V3's ``apply_rotary_pos_emb_interleave``), whatever the
-model type. A function is patched with the first variant taking its parameters whose probe agrees
-(``probe.disagreement``; BNSD and BSND, full and, where the function accepts it, partial rotary; and the result
-dtype for bf16 q with fp32 tables, which tells Ernie 4.5's cast back from eager promotion); otherwise it is left
-with the reason. Table re-layouts (GLM's pair tables, GPT-OSS's half-width ones) are copies of the small
-(B, S, R) tables, as the model's own function makes them; DeepSeek's de-interleave gathers q and k once.
+(``VARIANTS``' keys: ``apply_rotary_pos_emb``, DeepSeek-V3's ``apply_rotary_pos_emb_interleave``, DeepSeek-V2's
+and Llama 4's complex ``apply_rotary_emb``), whatever the model type. A function is patched with the first
+variant taking its parameters whose probe agrees (``probe.disagreement``; BNSD and BSND, full and, where the
+function accepts it, partial rotary; and the result dtype for bf16 q with fp32 tables, which tells a function
+casting back to q's dtype, as Ernie 4.5's, Cohere's and OLMo 2's do, from eager promotion); otherwise it is left
+with the reason. Table re-layouts (GLM's pair tables, GPT-OSS's half-width ones, freqs_cis' parts) are copies of
+the small (B, S, R) tables, as the model's own function makes them; DeepSeek-V3's de-interleave gathers q and k.
 """
 
 from __future__ import annotations
