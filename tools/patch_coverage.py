@@ -65,8 +65,8 @@ shrunk count; what a type needs beyond that (a config value its defaults lack, i
 `python/ascendc_ops/patching/coverage_types.py`. A composite (multimodal) config has each sub-config shrunk and
 the model runs on text alone.
 "logits max abs diff" is patched vs unpatched fp32. "op never ran": the kernel patched its parts but the forward
-took another path (e.g. DeepSeek-V3's `rope_interleave` calls `apply_rotary_pos_emb_interleave`, not the
-patched `apply_rotary_pos_emb`); counted with a dispatch mode over the patched forward and backward.
+took another path (a config switch calling a function the kernel did not patch); counted with a dispatch mode
+over the patched forward and backward.
 How parity is judged (the double benchmark per output, the small-value ErrorCount reported rather than judged for
 end-to-end gradients, gradients zero in exact arithmetic): `python/ascendc_ops/patching/coverage.py`.
 

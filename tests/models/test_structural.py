@@ -14,7 +14,7 @@ from torch import nn
 
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
-from ascendc_ops.patching import coverage, gated_rms_norm, rms_norm as patching_norm  # noqa: E402
+from ascendc_ops.patching import coverage, rms_norm as patching_norm  # noqa: E402
 from ascendc_ops.patching.rope import GLOBAL_NAME  # noqa: E402
 from test_moe_models import APPLIED, MOE, tiny_moe  # noqa: E402
 from test_patching import ALL, CONFIGS, fwd_bwd, ids, tiny  # noqa: E402
@@ -54,8 +54,7 @@ def test_known_families_patched_exactly_as_by_name(family):
 
 
 # (model type, the kernels that must apply and run, {kernel: text its "left" reason must contain} for parts it
-# must leave). DeepSeek-V3's default rope_interleave=True calls apply_rotary_pos_emb_interleave: fused_rope
-# patches the plain function, which then never runs (the row says so; deepseek_v3 below has it applied, idle).
+# must leave). DeepSeek-V3's default rope_interleave=True calls apply_rotary_pos_emb_interleave: patched too.
 NEW_FAMILIES = [
     (
         "qwen3_next",
@@ -74,11 +73,11 @@ NEW_FAMILIES = [
         ["fused_rope", "fused_rmsnorm"],
         {"fused_swiglu": "gelu", "fused_add_rmsnorm": "differs on the probe"},
     ),
-    ("glm4", ["fused_rmsnorm", "fused_swiglu", "fused_add_rmsnorm"], {"fused_rope": "differs on the probe"}),
+    ("glm4", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_add_rmsnorm"], {}),
     ("granite", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
     ("phi3", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
     ("olmo2", ["fused_rope", "fused_rmsnorm", "fused_swiglu"], {}),
-    ("deepseek_v3", ["fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"], {}),
+    ("deepseek_v3", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"], {}),
     ("glm4_moe", ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_moe", "fused_add_rmsnorm"], {}),
 ]
 
@@ -87,14 +86,9 @@ NEW_FAMILIES = [
 def test_new_family_patched_with_parity(model_type, applied, left):
     row = coverage.check_model_type(model_type, coverage.decoder_types()[model_type])
     assert row.status == "pass", row
-    # the gated norms' op runs in this forward + backward only once it has a backward (gated_rms_norm.py)
-    idle = ["fused_rope"] if model_type == "deepseek_v3" else []
-    idle += (
-        [] if gated_rms_norm.op_differentiable() or "fused_gated_rmsnorm" not in applied else ["fused_gated_rmsnorm"]
-    )
     ran = [k for k in row.applied if k not in row.idle]
-    assert ran == [k for k in applied if k not in idle] and set(applied) <= set(row.applied), row
-    assert row.idle == idle, row
+    assert ran == applied, row
+    assert row.idle == [], row
     assert all(n > 0 for n in row.applied.values()), row
     for kernel_id, text in left.items():
         reasons = " ".join(why for k, why in row.left.items() if k.startswith(kernel_id))

@@ -16,10 +16,7 @@ attribute, read at every call.
 
 At run time the op runs when the gate is a tensor of x's shape and dtype (fp16, bf16, fp32) and the weight spans
 x's last dim; anything else (``gate=None``, an fp32 gate next to bf16 states) runs the module's class forward, as
-unpatched. Gradients: the op has no backward yet (custom::gated_rms_norm has no autograd kernel), so a module
-patched then (``_ascendc_gated_trainable`` False, decided at patch time) runs the class forward whenever a
-gradient is needed (training keeps HF's math, inference gets the op); patched once the op is differentiable, it
-runs the op in training too.
+unpatched. Gradients go through the op's backward (gated_rms_norm_grad: dx, dgamma, dz).
 """
 
 from __future__ import annotations
@@ -36,7 +33,6 @@ from .base import Found, Kernel, call_op, set_instance_attr
 from .rms_norm import GATED_INPUTS, _eps_attr, _extra_inputs, _is_candidate
 
 FORMULA = "weight * x * rsqrt(mean(x^2) + eps) * silu(gate)"
-OP = "custom::gated_rms_norm"
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 _NOT_GIVEN = object()
 NARROW = (torch.bfloat16, torch.float16)  # probed too: the op's roundings to x's dtype must not cost accuracy
@@ -47,11 +43,6 @@ _HINTS = {
     "n_groups": lambda m, v: v != 1,
     "norm_before_gate": lambda m, v: not v,
 }
-
-
-def op_differentiable() -> bool:
-    """Whether custom::gated_rms_norm has an autograd kernel (its backward registered)."""
-    return torch._C._dispatch_has_kernel_for_dispatch_key(OP, "Autograd")
 
 
 def is_gated_candidate(m: nn.Module) -> bool:
@@ -68,7 +59,7 @@ def gated_rms_norm(self, hidden_states: torch.Tensor, gate: torch.Tensor, eps: f
 
 
 def _fusable(self, x: torch.Tensor, gate) -> bool:
-    if not (
+    return (
         isinstance(gate, torch.Tensor)
         and gate.shape == x.shape
         and gate.dtype == x.dtype
@@ -76,11 +67,7 @@ def _fusable(self, x: torch.Tensor, gate) -> bool:
         and gate.device == x.device
         and x.dim() > 0
         and x.shape[-1] == self.weight.shape[0]
-    ):
-        return False
-    if self._ascendc_gated_trainable or not torch.is_grad_enabled():
-        return True
-    return not (x.requires_grad or gate.requires_grad or self.weight.requires_grad)
+    )
 
 
 def gated_rms_norm_forward(self, hidden_states: torch.Tensor, gate=_NOT_GIVEN) -> torch.Tensor:
@@ -131,11 +118,9 @@ def find(model: nn.Module) -> Found:
 
 
 def patch(model: nn.Module, targets: list) -> list:
-    trainable = op_differentiable()
     records = []
     for m, attr in targets:
         records.append(set_instance_attr(m, "_ascendc_eps_attr", attr))
-        records.append(set_instance_attr(m, "_ascendc_gated_trainable", trainable))
         records.append(set_instance_attr(m, "forward", types.MethodType(gated_rms_norm_forward, m)))
     return records
 

@@ -13,16 +13,20 @@ q, k are ``(B, N, S, D)`` views, cos/sin ``(B, S, R)`` (B = 1 or the batch: per-
 ``unsqueeze_dim=1`` gives the B1SD / 11SD broadcast layouts the op takes, ``unsqueeze_dim=2`` BS1D / 1S1D.
 Partial rotary (R < D): the first R dims are rotated, the rest pass through unchanged.
 
-Found by structure: any attention module whose class forward calls its modeling module's
-``apply_rotary_pos_emb``, whatever the model type. That function is patched only if it takes
-``(q, k, cos, sin, unsqueeze_dim)`` and its probe agrees with ours (``probe.disagreement``; BNSD and BSND,
-full and, where the function accepts it, partial rotary): GLM's interleaved pairs or a function doing its own
-partial split differently are left with the reason. Another op variant is one more ``Variant`` entry.
+Found by structure: any attention module whose class forward calls a rotary global of its modeling module
+(``VARIANTS``' keys: ``apply_rotary_pos_emb``, DeepSeek-V3's ``apply_rotary_pos_emb_interleave``, DeepSeek-V2's
+and Llama 4's complex ``apply_rotary_emb``), whatever the model type. A function is patched with the first
+variant taking its parameters whose probe agrees (``probe.disagreement``; BNSD and BSND, full and, where the
+function accepts it, partial rotary; and the result dtype for bf16 q with fp32 tables, which tells a function
+casting back to q's dtype, as Ernie 4.5's, Cohere's and OLMo 2's do, from eager promotion); otherwise it is left
+with the reason. Table re-layouts (GLM's pair tables, GPT-OSS's half-width ones, freqs_cis' parts) are copies of
+the small (B, S, R) tables, as the model's own function makes them; DeepSeek-V3's de-interleave gathers q and k.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import types
 from collections.abc import Callable
@@ -36,12 +40,18 @@ from . import probe
 from .base import Found, Kernel, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
-SIGNATURE = ("q", "k", "cos", "sin", "unsqueeze_dim")
+INTERLEAVE_NAME = "apply_rotary_pos_emb_interleave"  # DeepSeek-V3's (and its descendants') de-interleaving form
+COMPLEX_NAME = "apply_rotary_emb"  # DeepSeek-V2's and Llama 4's: complex freqs_cis times q's pairs as complex
 
 
 def _fused(q, k, cos, sin, unsqueeze_dim, mode):
     """(q, k) rotated by custom::apply_rotary_pos_emb, one launch for both, through its functional form
-    (fresh outputs: HF's function leaves q and k alone, and a model may still read them)."""
+    (fresh outputs: HF's function leaves q and k alone, and a model may still read them). q and k are
+    rotated in eager's promoted dtype (bf16 q with fp32 tables: fp32, as ``q * cos`` would be); k None
+    (an indexer rotating q alone) is a key of no heads."""
+    dtype = torch.promote_types(q.dtype, cos.dtype)
+    q = q.to(dtype)
+    k = q.narrow(-2 if unsqueeze_dim == 2 else 1, 0, 0) if k is None else k.to(dtype)
     cos = cos.unsqueeze(unsqueeze_dim)
     sin = sin.unsqueeze(unsqueeze_dim)
     layout = "BNSD" if unsqueeze_dim == 1 else "BSND"
@@ -50,6 +60,17 @@ def _fused(q, k, cos, sin, unsqueeze_dim, mode):
         qo, ko = _apply(q.transpose(1, 2), k.transpose(1, 2), cos.transpose(1, 2), sin.transpose(1, 2), "BSND", mode)
         return qo.transpose(1, 2), ko.transpose(1, 2)
     return _apply(q, k, cos, sin, layout, mode)
+
+
+def _pair_tables(t):
+    """HF's ``cat(freqs, freqs)`` table as the pair layout ``(f0, f0, f1, f1, ...)`` of the interleave mode
+    (GLM's ``t[..., :R/2].repeat_interleave(2)``: a copy, exact)."""
+    return t[..., : t.shape[-1] // 2].repeat_interleave(2, dim=-1)
+
+
+def _gather_pairs(x):
+    """DeepSeek's layout: the interleaved pairs (x[2i], x[2i+1]) gathered into halves (x[0::2], x[1::2])."""
+    return None if x is None else torch.cat((x[..., 0::2], x[..., 1::2]), dim=-1)
 
 
 def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
@@ -61,6 +82,52 @@ def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
 def apply_rotary_pos_emb_interleave(q, k, cos, sin, unsqueeze_dim=1):
     """The same with the pair rotation ``(-x[2i+1], x[2i])`` (Cohere's and similar ``rotate_half``)."""
     return _fused(q, k, cos, sin, unsqueeze_dim, "interleave")
+
+
+def apply_rotary_pos_emb_pairs(q, k, cos, sin, unsqueeze_dim=1):
+    """GLM's: the pair rotation with HF's half-split tables re-laid as pairs (partial rotary as above)."""
+    return _fused(q, k, _pair_tables(cos), _pair_tables(sin), unsqueeze_dim, "interleave")
+
+
+def apply_rotary_pos_emb_half_tables(q, k, cos, sin, unsqueeze_dim=1):
+    """GPT-OSS's: ``rotate_half`` with tables of the half width (each frequency once), widened to ours."""
+    return _fused(q, k, torch.cat((cos, cos), dim=-1), torch.cat((sin, sin), dim=-1), unsqueeze_dim, "half")
+
+
+def apply_rotary_pos_emb_negated(q, k, cos, sin, unsqueeze_dim=1):
+    """NanoChat's: ``rotate_half`` with the signs flipped, i.e. ours with the sine table negated (exact)."""
+    return _fused(q, k, cos, -sin, unsqueeze_dim, "half")
+
+
+def apply_rotary_pos_emb_deinterleave(q, k, cos, sin, position_ids=None, unsqueeze_dim=1):
+    """DeepSeek-V3's ``apply_rotary_pos_emb_interleave``: the pairs (x[2i], x[2i+1]) rotated by frequency i and
+    written out as halves (rotated evens, then odds), i.e. ``rotate_half`` on the gathered input; the gather
+    is the copy the functional op would make anyway (position_ids: unused there too)."""
+    qo, ko = _fused(_gather_pairs(q), _gather_pairs(k), cos, sin, unsqueeze_dim, "half")
+    return qo, (None if k is None else ko)
+
+
+def apply_rotary_pos_emb_deinterleave_k_optional(q, k, cos, sin, unsqueeze_dim=1):
+    """The same without position_ids (Mistral-Large-4's; its indexer passes k=None, rotating q alone)."""
+    return apply_rotary_pos_emb_deinterleave(q, k, cos, sin, None, unsqueeze_dim)
+
+
+def _rotate_complex(xq, xk, freqs_cis, unsqueeze_dim):
+    """(x[2i] + i x[2i+1]) * freqs_cis[i] in fp32, returned in x's dtype: the pair rotation with the real and
+    imaginary parts as pair tables (a copy of the small table, exact)."""
+    cos, sin = (t.float().repeat_interleave(2, dim=-1) for t in (freqs_cis.real, freqs_cis.imag))
+    qo, ko = _fused(xq.float(), xk.float(), cos, sin, unsqueeze_dim, "interleave")
+    return qo.type_as(xq), ko.type_as(xk)
+
+
+def apply_rotary_emb_bnsd(xq, xk, freqs_cis):
+    """DeepSeek-V2's ``apply_rotary_emb``: q, k (B, N, S, D), freqs_cis (B, S, D/2)."""
+    return _rotate_complex(xq, xk, freqs_cis, 1)
+
+
+def apply_rotary_emb_bsnd(xq, xk, freqs_cis):
+    """Llama 4's: q, k (B, S, N, D), freqs_cis (B, S, D/2)."""
+    return _rotate_complex(xq, xk, freqs_cis, 2)
 
 
 def _forward_with_global(cls_forward: types.FunctionType, fn_globals: dict) -> types.FunctionType:
@@ -75,83 +142,156 @@ def _forward_with_global(cls_forward: types.FunctionType, fn_globals: dict) -> t
 
 
 def _attention_modules(model: nn.Module):
+    """(name, module, modeling module, class forward, the rotary globals that forward calls)."""
     for name, m in model.named_modules():
         mod = modeling_module(m)
-        if mod is None or not callable(getattr(mod, GLOBAL_NAME, None)):
+        code = getattr(getattr(type(m), "forward", None), "__code__", None)
+        if mod is None or code is None:
             continue
-        fwd = getattr(type(m), "forward", None)
-        code = getattr(fwd, "__code__", None)
-        if code is not None and GLOBAL_NAME in code.co_names:
-            yield name, m, mod, fwd
+        names = [n for n in VARIANTS if n in code.co_names and callable(getattr(mod, n, None))]
+        if names:
+            yield name, m, mod, type(m).forward, names
 
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """A rotary formula our op computes: its name (for reports) and the drop-in for ``apply_rotary_pos_emb``."""
+    """A rotary formula our op computes: its name (for reports), the drop-in (the replaced function's parameter
+    names, returning (q_rotated, k_rotated)), the tables the probe gives it: 'full' (HF's cat(freqs, freqs)),
+    'half' (each frequency once, GPT-OSS's) or 'complex' (freqs_cis = cos + i sin, each frequency once), and the
+    layouts it is probed in (a function without unsqueeze_dim has one)."""
 
     formula: str
-    function: Callable  # (q, k, cos, sin, unsqueeze_dim=1) -> (q_rotated, k_rotated)
+    function: Callable
+    tables: str = "full"
+    layouts: tuple[str, ...] = ("BNSD", "BSND")
 
 
-VARIANTS = (
-    Variant("x * cos + rotate_half(x) * sin", apply_rotary_pos_emb),
-    Variant("x * cos + rotate_interleave(x) * sin", apply_rotary_pos_emb_interleave),
-)
+def _cast_back(v: Variant) -> Variant:
+    """v returning q's and k's own dtypes (Cohere's, OLMo 2's, Ernie 4.5's functions compute in fp32 or the
+    tables' precision and cast back; eager promotion would return fp32 for bf16 q with fp32 tables)."""
+    f = v.function
+
+    @functools.wraps(f)  # the signature the probe compares is f's
+    def in_q_dtype(q, k, *args, **kwargs):
+        qo, ko = f(q, k, *args, **kwargs)
+        return qo.to(q.dtype), (None if ko is None else ko.to(k.dtype))
+
+    return dataclasses.replace(v, formula=f"{v.formula}, returned in q's dtype", function=in_q_dtype)
 
 
-def _probe_inputs(rotary: int, layout_bsnd: bool):
+_PAIRS = "x * c + rotate_interleave(x) * s, c = repeat_interleave(cos[..., :R/2], 2)"
+# {module global: the variants tried in order, the first the probe agrees with patches it; each is followed by
+# its _cast_back form}
+VARIANTS = {
+    GLOBAL_NAME: (
+        Variant("x * cos + rotate_half(x) * sin", apply_rotary_pos_emb),
+        Variant("x * cos + rotate_interleave(x) * sin", apply_rotary_pos_emb_interleave),
+        Variant(_PAIRS, apply_rotary_pos_emb_pairs),
+        Variant("x * c + rotate_half(x) * s, c = cat(cos, cos)", apply_rotary_pos_emb_half_tables, "half"),
+        Variant("x * cos - rotate_half(x) * sin", apply_rotary_pos_emb_negated),
+    ),
+    INTERLEAVE_NAME: (
+        Variant("rotate_half rope of cat(x[..., 0::2], x[..., 1::2])", apply_rotary_pos_emb_deinterleave),
+        Variant("the same, k optional", apply_rotary_pos_emb_deinterleave_k_optional),
+    ),
+    COMPLEX_NAME: (
+        Variant("complex(x[0::2], x[1::2]) * freqs_cis, BNSD", apply_rotary_emb_bnsd, "complex", ("BNSD",)),
+        Variant("complex(x[0::2], x[1::2]) * freqs_cis, BSND", apply_rotary_emb_bsnd, "complex", ("BSND",)),
+    ),
+}
+VARIANTS = {name: tuple(w for v in vs for w in (v, _cast_back(v))) for name, vs in VARIANTS.items()}
+
+
+def _probe_inputs(rotary: int, layout_bsnd: bool, tables: str = "full"):
     gen = probe.generator()
     B, N, S, D = 2, 3, 5, 16
     shape = (B, S, N, D) if layout_bsnd else (B, N, S, D)
     q, k = (torch.randn(shape, generator=gen, dtype=torch.float64) for _ in range(2))
     pos = torch.arange(S, dtype=torch.float64)[None, :, None] + torch.tensor([0.0, 9.0])[:, None, None]
     freqs = pos * 10000.0 ** (-torch.arange(0, rotary, 2, dtype=torch.float64) / rotary)
-    emb = torch.cat((freqs, freqs), dim=-1)  # HF's (B, S, R) layout: the half-split frequencies twice
+    # HF's (B, S, R) layout: the half-split frequencies twice ('half', 'complex': once)
+    emb = torch.cat((freqs, freqs), dim=-1) if tables == "full" else freqs
     return (q, k, emb.cos(), emb.sin(), 2 if layout_bsnd else 1)
 
 
-def _disagreement(fn: Callable, ours: Callable) -> str | None:
-    """Full rotary in both layouts must agree; partial rotary must agree where fn accepts it at all."""
-    names = tuple(inspect.signature(fn).parameters)
-    if names != SIGNATURE:
-        return f"{GLOBAL_NAME}({', '.join(names)}) is not ({', '.join(SIGNATURE)})"
-    if inspect.signature(fn).parameters["k"].default is not inspect.Parameter.empty:  # Qwen4-Exp's indexer
-        return f"{GLOBAL_NAME}'s k is optional: the model also rotates a tensor alone through it"
+def _call(fn: Callable, tables: str) -> Callable:
+    """fn(q, k, cos, sin, unsqueeze_dim) as the models call it: unsqueeze_dim by name (DeepSeek's function takes
+    position_ids before it); a complex-table function gets freqs_cis = cos + i sin and no unsqueeze_dim."""
+    if tables == "complex":
+        return lambda q, k, cos, sin, dim: fn(q, k, torch.complex(cos, sin))
+    return lambda q, k, cos, sin, dim: fn(q, k, cos, sin, unsqueeze_dim=dim)
+
+
+def _dtype_disagreement(fn: Callable, v: Variant) -> str | None:
+    """bf16 q and k with fp32 tables (Ernie's): eager promotes to fp32 where ``q * cos`` does, a function casting
+    back returns bf16; ours must return what fn does (the values are the fp32 probe's formula)."""
+    q, k, cos, sin, dim = _probe_inputs(16, v.layouts[0] == "BSND", v.tables)
+    args = (q.bfloat16(), k.bfloat16(), cos.float(), sin.float(), dim)
+    try:
+        theirs = [t.dtype for t in _call(fn, v.tables)(*args)]
+    except Exception:  # noqa: BLE001 - a function that cannot mix dtypes is never given mixed ones
+        return None
+    mine = [t.dtype for t in _call(v.function, v.tables)(*args)]
+    return None if mine == theirs else f"returns {theirs} for bf16 q, k with fp32 cos, sin (ours {mine})"
+
+
+def _disagreement(fn: Callable, v: Variant) -> str | None:
+    """Full rotary in the variant's layouts must agree; partial rotary must agree where fn accepts it at all;
+    and the result's dtype on mixed-precision inputs."""
+    names, want = tuple(inspect.signature(fn).parameters), tuple(inspect.signature(v.function).parameters)
+    if names != want:
+        return f"{fn.__name__}({', '.join(names)}) is not ({', '.join(want)})"
+    k_default = [getattr(inspect.signature(f).parameters.get(names[1]), "default", None) for f in (fn, v.function)]
+    if [d is not inspect.Parameter.empty for d in k_default] == [True, False]:  # Qwen4-Exp's indexer calls it on q alone
+        return f"{fn.__name__}'s k is optional: the model also rotates a tensor alone through it"
     carrier = nn.Module()  # the function has no parameters: an empty part to run it on
-    for rotary, bsnd in ((16, False), (16, True), (8, False)):
-        args = _probe_inputs(rotary, bsnd)
-        why = probe.disagreement(carrier, lambda _, *a: fn(*a), lambda _, *a: ours(*a), args, {})
+    theirs, ours = (lambda _, *a, f=f: _call(f, v.tables)(*a) for f in (fn, v.function))
+    cases = [(16, layout) for layout in v.layouts] + [(8, v.layouts[0])]
+    for rotary, layout in cases:
+        args = _probe_inputs(rotary, layout == "BSND", v.tables)
+        why = probe.disagreement(carrier, theirs, ours, args, {})
         if why is not None and rotary < 16 and why.startswith("it fails"):
             continue  # fn rotates every dim only: the model cannot be using partial rotary through it
         if why is not None:
-            return f"{'partial' if rotary < 16 else 'full'} rotary, {'BSND' if bsnd else 'BNSD'}: {why}"
-    return None
+            return f"{'partial' if rotary < 16 else 'full'} rotary, {layout}: {why}"
+    return _dtype_disagreement(fn, v)
+
+
+def _verdict(fn: Callable, name: str) -> tuple[Variant | None, str]:
+    """The first variant the probe agrees with, else why not: the reason for the first variant taking fn's
+    parameters (the closest formula), or the parameter mismatch."""
+    whys = []
+    for v in VARIANTS[name]:
+        why = _disagreement(fn, v)
+        if why is None:
+            return v, ""
+        whys.append(why)
+    same_args = [w for w in whys if " is not (" not in w]
+    return None, (same_args or whys)[0]
 
 
 def find(model: nn.Module) -> Found:
-    found = Found(looked_for=f"attention module calling {GLOBAL_NAME}")
+    found = Found(looked_for=f"attention module calling {GLOBAL_NAME}")  # or its _interleave form
     globals_copies, verdicts = {}, {}
-    for name, m, mod, fwd in _attention_modules(model):
-        part = f"{mod.__name__.rsplit('.', 1)[-1]}.{GLOBAL_NAME}"
+    for name, m, mod, fwd, called in _attention_modules(model):
         if "forward" in m.__dict__:
             found.refused[type(m).__name__] = f"forward already replaced on {name}"
             continue
-        fn = getattr(mod, GLOBAL_NAME)
-        if id(fn) not in verdicts:
-            verdicts[id(fn)] = (None, "")
-            for v in VARIANTS:
-                why = _disagreement(fn, v.function)
-                verdicts[id(fn)] = (v, "") if why is None else (None, why)
-                if why is None:
-                    break
-        variant, why = verdicts[id(fn)]
-        if variant is None:
-            found.refused[part] = why
+        ours = {}
+        for fn_name in called:
+            fn = getattr(mod, fn_name)
+            if id(fn) not in verdicts:
+                verdicts[id(fn)] = _verdict(fn, fn_name)
+            variant, why = verdicts[id(fn)]
+            if variant is None:
+                found.refused[f"{mod.__name__.rsplit('.', 1)[-1]}.{fn_name}"] = why
+            else:
+                ours[fn_name] = variant.function
+        if not ours:
             continue
-        g = globals_copies.get(id(mod))
-        if g is None:
-            g = globals_copies[id(mod)] = dict(vars(mod))
-            g[GLOBAL_NAME] = variant.function
+        # one globals copy per modeling module, holding every rotary function of it that passed
+        g = globals_copies.setdefault(id(mod), dict(vars(mod)))
+        g.update(ours)
         found.targets.append((m, _forward_with_global(fwd, g)))
     return found
 
@@ -165,7 +305,7 @@ KERNEL = Kernel(
     BACKENDS,
     find,
     patch,
-    "apply_rotary_pos_emb -> custom::apply_rotary_pos_emb (q and k in one launch; half or interleave mode; "
-    "partial rotary, per-sequence positions, GQA)",
+    "apply_rotary_pos_emb(_interleave) -> custom::apply_rotary_pos_emb (q and k in one launch; half or "
+    "interleave mode; partial rotary, per-sequence positions, GQA)",
     op="apply_rotary_pos_emb",
 )
