@@ -313,8 +313,8 @@ class Checker:
         bad = mutate(
             "op_package_tiling",
             kernels / "op_package" / "swiglu.cpp",
-            "op.Init(x, y, tilingData, &pipe);",
-            "op.Init(x, y, tiling, &pipe);",
+            "ProcessSwiglu<DTYPE_X>(x, y, tilingData, &pipe);",
+            "ProcessSwiglu<DTYPE_X>(x, y, tiling, &pipe);",
             "op_package",
         )
         controls.append(
