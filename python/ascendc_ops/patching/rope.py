@@ -21,6 +21,9 @@ function accepts it, partial rotary; and the result dtype for bf16 q with fp32 t
 casting back to q's dtype, as Ernie 4.5's, Cohere's and OLMo 2's do, from eager promotion); otherwise it is left
 with the reason. Table re-layouts (GLM's pair tables, GPT-OSS's half-width ones, freqs_cis' parts) are copies of
 the small (B, S, R) tables, as the model's own function makes them; DeepSeek-V3's de-interleave gathers q and k.
+Functions rotating ONE tensor under the same global name (Gemma 4's ``(x, cos, sin, unsqueeze_dim)``, DeepSeek-V4's
+trailing-dims form of that signature, GPT-J's and CodeGen's ``(tensor, sin, cos)``) are probed the same way, on q
+alone, and run on ``custom::rotary_mul`` (npu_rotary_mul: one tensor, half or interleave mode).
 """
 
 from __future__ import annotations
@@ -35,8 +38,7 @@ import torch
 from torch import nn
 
 from .._backends import ALL as BACKENDS
-from ..ops.rope import apply_rotary_pos_emb as _apply
-from ..ops.rope import rotary_mul
+from ..ops.rope import apply_rotary_pos_emb as _apply, rotary_mul
 from . import probe
 from .base import Found, Kernel, modeling_module, set_instance_attr
 
@@ -285,7 +287,10 @@ def _disagreement(fn: Callable, v: Variant) -> str | None:
     if names != want:
         return f"{fn.__name__}({', '.join(names)}) is not ({', '.join(want)})"
     k_default = [getattr(inspect.signature(f).parameters.get(names[1]), "default", None) for f in (fn, v.function)]
-    if [d is not inspect.Parameter.empty for d in k_default] == [True, False]:  # Qwen4-Exp's indexer calls it on q alone
+    if [d is not inspect.Parameter.empty for d in k_default] == [
+        True,
+        False,
+    ]:  # Qwen4-Exp's indexer calls it on q alone
         return f"{fn.__name__}'s k is optional: the model also rotates a tensor alone through it"
     carrier = nn.Module()  # the function has no parameters: an empty part to run it on
     theirs, ours = (lambda _, *a, f=f: _call(f, v.tables, v.form)(*a) for f in (fn, v.function))
