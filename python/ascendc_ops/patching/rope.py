@@ -287,10 +287,8 @@ def _disagreement(fn: Callable, v: Variant) -> str | None:
     if names != want:
         return f"{fn.__name__}({', '.join(names)}) is not ({', '.join(want)})"
     k_default = [getattr(inspect.signature(f).parameters.get(names[1]), "default", None) for f in (fn, v.function)]
-    if [d is not inspect.Parameter.empty for d in k_default] == [
-        True,
-        False,
-    ]:  # Qwen4-Exp's indexer calls it on q alone
+    optional = [d is not inspect.Parameter.empty for d in k_default]
+    if optional == [True, False]:  # Qwen4-Exp's indexer calls it on q alone
         return f"{fn.__name__}'s k is optional: the model also rotates a tensor alone through it"
     carrier = nn.Module()  # the function has no parameters: an empty part to run it on
     theirs, ours = (lambda _, *a, f=f: _call(f, v.tables, v.form)(*a) for f in (fn, v.function))
