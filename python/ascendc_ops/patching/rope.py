@@ -21,6 +21,9 @@ function accepts it, partial rotary; and the result dtype for bf16 q with fp32 t
 casting back to q's dtype, as Ernie 4.5's, Cohere's and OLMo 2's do, from eager promotion); otherwise it is left
 with the reason. Table re-layouts (GLM's pair tables, GPT-OSS's half-width ones, freqs_cis' parts) are copies of
 the small (B, S, R) tables, as the model's own function makes them; DeepSeek-V3's de-interleave gathers q and k.
+Functions rotating ONE tensor under the same global name (Gemma 4's ``(x, cos, sin, unsqueeze_dim)``, DeepSeek-V4's
+trailing-dims form of that signature, GPT-J's and CodeGen's ``(tensor, sin, cos)``) are probed the same way, on q
+alone, and run on ``custom::rotary_mul`` (npu_rotary_mul: one tensor, half or interleave mode).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ import torch
 from torch import nn
 
 from .._backends import ALL as BACKENDS
-from ..ops.rope import apply_rotary_pos_emb as _apply
+from ..ops.rope import apply_rotary_pos_emb as _apply, rotary_mul
 from . import probe
 from .base import Found, Kernel, modeling_module, set_instance_attr
 
@@ -112,6 +115,34 @@ def apply_rotary_pos_emb_deinterleave_k_optional(q, k, cos, sin, unsqueeze_dim=1
     return apply_rotary_pos_emb_deinterleave(q, k, cos, sin, None, unsqueeze_dim)
 
 
+def _rotated(x, cos, sin, mode):
+    """One tensor through custom::rotary_mul (which casts its tables to x's dtype, as npu_rotary_mul does) in
+    eager's promoted dtype, as ``x * cos`` would be; slices and transposes the models pass are made dense."""
+    dtype = torch.promote_types(x.dtype, cos.dtype)
+    return rotary_mul(x.to(dtype).contiguous(), cos.to(dtype), sin.to(dtype), mode)
+
+
+def apply_rotary_pos_emb_one(x, cos, sin, unsqueeze_dim=1):
+    """Gemma 4's single-tensor ``apply_rotary_pos_emb``: ``x * cos + rotate_half(x) * sin`` (full rotary)."""
+    return _rotated(x, cos.unsqueeze(unsqueeze_dim), sin.unsqueeze(unsqueeze_dim), "half")
+
+
+def apply_rotary_pos_emb_one_trailing_pairs(x, cos, sin, unsqueeze_dim=1):
+    """DeepSeek-V4's: the trailing 2R' dims of x rotated pairwise by (R'-wide) tables each frequency once, at
+    the tables' precision and at least fp32, returned in x's dtype; the leading dims pass through."""
+    cos, sin = (t.repeat_interleave(2, dim=-1).unsqueeze(unsqueeze_dim) for t in (cos, sin))
+    r, dtype = cos.shape[-1], torch.promote_types(torch.float32, cos.dtype)
+    rotated = _rotated(x[..., -r:].to(dtype), cos, sin, "interleave").to(x.dtype)
+    return torch.cat((x[..., :-r], rotated), dim=-1)
+
+
+def apply_rotary_pos_emb_sin_cos(tensor, sin, cos):
+    """GPT-J's and CodeGen's ``(tensor, sin, cos)``: x (B, S, N, D), tables (B, S, D/2) each frequency once,
+    ``rotate_every_two``, i.e. the pair rotation over the tables re-laid as pairs (a copy of the small tables)."""
+    cos, sin = (t[:, :, None, :].repeat_interleave(2, dim=3) for t in (cos, sin))
+    return _rotated(tensor, cos, sin, "interleave")
+
+
 def _rotate_complex(xq, xk, freqs_cis, unsqueeze_dim):
     """(x[2i] + i x[2i+1]) * freqs_cis[i] in fp32, returned in x's dtype: the pair rotation with the real and
     imaginary parts as pair tables (a copy of the small table, exact)."""
@@ -164,6 +195,7 @@ class Variant:
     function: Callable
     tables: str = "full"
     layouts: tuple[str, ...] = ("BNSD", "BSND")
+    form: str = "qk"  # how it is called: (q, k, cos, sin, ...), one tensor (x, cos, sin, ...) or (tensor, sin, cos)
 
 
 def _cast_back(v: Variant) -> Variant:
@@ -173,6 +205,8 @@ def _cast_back(v: Variant) -> Variant:
 
     @functools.wraps(f)  # the signature the probe compares is f's
     def in_q_dtype(q, k, *args, **kwargs):
+        if v.form != "qk":  # one tensor: k is a table
+            return f(q, k, *args, **kwargs).to(q.dtype)
         qo, ko = f(q, k, *args, **kwargs)
         return qo.to(q.dtype), (None if ko is None else ko.to(k.dtype))
 
@@ -180,6 +214,8 @@ def _cast_back(v: Variant) -> Variant:
 
 
 _PAIRS = "x * c + rotate_interleave(x) * s, c = repeat_interleave(cos[..., :R/2], 2)"
+_TRAILING = "one tensor, its trailing dims: x * c + rotate_interleave(x) * s, c = repeat_interleave(cos, 2), fp32"
+_SIN_COS = "one tensor (tensor, sin, cos), BSND: x * c + rotate_interleave(x) * s, c = repeat_interleave(cos, 2)"
 # {module global: the variants tried in order, the first the probe agrees with patches it; each is followed by
 # its _cast_back form}
 VARIANTS = {
@@ -189,6 +225,10 @@ VARIANTS = {
         Variant(_PAIRS, apply_rotary_pos_emb_pairs),
         Variant("x * c + rotate_half(x) * s, c = cat(cos, cos)", apply_rotary_pos_emb_half_tables, "half"),
         Variant("x * cos - rotate_half(x) * sin", apply_rotary_pos_emb_negated),
+        # single-tensor forms, on custom::rotary_mul
+        Variant("one tensor: x * cos + rotate_half(x) * sin", apply_rotary_pos_emb_one, form="one"),
+        Variant(_TRAILING, apply_rotary_pos_emb_one_trailing_pairs, "half", form="one"),
+        Variant(_SIN_COS, apply_rotary_pos_emb_sin_cos, "half", ("BSND",), form="sin_cos"),
     ),
     INTERLEAVE_NAME: (
         Variant("rotate_half rope of cat(x[..., 0::2], x[..., 1::2])", apply_rotary_pos_emb_deinterleave),
@@ -214,9 +254,14 @@ def _probe_inputs(rotary: int, layout_bsnd: bool, tables: str = "full"):
     return (q, k, emb.cos(), emb.sin(), 2 if layout_bsnd else 1)
 
 
-def _call(fn: Callable, tables: str) -> Callable:
+def _call(fn: Callable, tables: str, form: str = "qk") -> Callable:
     """fn(q, k, cos, sin, unsqueeze_dim) as the models call it: unsqueeze_dim by name (DeepSeek's function takes
-    position_ids before it); a complex-table function gets freqs_cis = cos + i sin and no unsqueeze_dim."""
+    position_ids before it); a complex-table function gets freqs_cis = cos + i sin and no unsqueeze_dim; a
+    single-tensor one rotates q alone (its result as a 1-tuple)."""
+    if form == "one":
+        return lambda q, k, cos, sin, dim: (fn(q, cos, sin, unsqueeze_dim=dim),)
+    if form == "sin_cos":
+        return lambda q, k, cos, sin, dim: (fn(q, sin, cos),)
     if tables == "complex":
         return lambda q, k, cos, sin, dim: fn(q, k, torch.complex(cos, sin))
     return lambda q, k, cos, sin, dim: fn(q, k, cos, sin, unsqueeze_dim=dim)
@@ -228,10 +273,10 @@ def _dtype_disagreement(fn: Callable, v: Variant) -> str | None:
     q, k, cos, sin, dim = _probe_inputs(16, v.layouts[0] == "BSND", v.tables)
     args = (q.bfloat16(), k.bfloat16(), cos.float(), sin.float(), dim)
     try:
-        theirs = [t.dtype for t in _call(fn, v.tables)(*args)]
+        theirs = [t.dtype for t in _call(fn, v.tables, v.form)(*args)]
     except Exception:  # noqa: BLE001 - a function that cannot mix dtypes is never given mixed ones
         return None
-    mine = [t.dtype for t in _call(v.function, v.tables)(*args)]
+    mine = [t.dtype for t in _call(v.function, v.tables, v.form)(*args)]
     return None if mine == theirs else f"returns {theirs} for bf16 q, k with fp32 cos, sin (ours {mine})"
 
 
@@ -242,13 +287,11 @@ def _disagreement(fn: Callable, v: Variant) -> str | None:
     if names != want:
         return f"{fn.__name__}({', '.join(names)}) is not ({', '.join(want)})"
     k_default = [getattr(inspect.signature(f).parameters.get(names[1]), "default", None) for f in (fn, v.function)]
-    if [d is not inspect.Parameter.empty for d in k_default] == [
-        True,
-        False,
-    ]:  # Qwen4-Exp's indexer calls it on q alone
+    optional = [d is not inspect.Parameter.empty for d in k_default]
+    if optional == [True, False]:  # Qwen4-Exp's indexer calls it on q alone
         return f"{fn.__name__}'s k is optional: the model also rotates a tensor alone through it"
     carrier = nn.Module()  # the function has no parameters: an empty part to run it on
-    theirs, ours = (lambda _, *a, f=f: _call(f, v.tables)(*a) for f in (fn, v.function))
+    theirs, ours = (lambda _, *a, f=f: _call(f, v.tables, v.form)(*a) for f in (fn, v.function))
     cases = [(16, layout) for layout in v.layouts] + [(8, v.layouts[0])]
     for rotary, layout in cases:
         args = _probe_inputs(rotary, layout == "BSND", v.tables)
@@ -311,4 +354,5 @@ KERNEL = Kernel(
     "apply_rotary_pos_emb(_interleave) -> custom::apply_rotary_pos_emb (q and k in one launch; half or "
     "interleave mode; partial rotary, per-sequence positions, GQA)",
     op="apply_rotary_pos_emb",
+    variant_ops=("rotary_mul",),  # the single-tensor functions'
 )
