@@ -7,7 +7,11 @@ import pytest
 
 pytest.importorskip("transformers")
 
+from pinned import only_pinned  # noqa: E402
+
 from ascendc_ops.patching import coverage  # noqa: E402
+
+pytestmark = only_pinned  # the families of the pinned transformers
 
 
 def test_per_layer_settings_keep_the_same_layers():
