@@ -209,16 +209,6 @@ class KernelRmsNorm {
     }
   }
 
-  // h = round_T(h) in place through the T buffer `t`: HF casts x * rstd to the input dtype before the weight.
-  __aicore__ inline void RoundToT(const LocalTensor<T>& t, const LocalTensor<float>& h, int32_t n) {
-    if constexpr (!IsFloat()) {
-      Cast(t, h, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
-      PipeBarrier<PIPE_V>();
-      Cast(h, t, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
-      PipeBarrier<PIPE_V>();
-    }
-  }
-
   // gated_rms_norm, after y = x * rstd: round_T, the weight (rounded to G when G is narrower than fp32, as
   // HF's `weight * h` in the weight's dtype), then y *= silu(z) in fp32 with silu(z) = z / (1 + exp(-z))
   // (-0 for z -> -inf, as torch's). `scratch`: n floats free by now (xf) for a narrow z widened.

@@ -120,3 +120,16 @@ __aicore__ inline void AccumulateChunk(float& hi, float& lo, const AscendC::Loca
   for (uint32_t i = 0; i < k; ++i) AccumulateCompensated(hi, lo, src.GetValue(i), 0.0f);
   if (n > 8) lo += scratch.GetValue(0);
 }
+
+// h = round_T(h) in place through the T buffer `t` (the gated norms: HF casts x * rstd to the input dtype
+// before the weight); fp32 T: nothing to round.
+template <typename T>
+__aicore__ inline void RoundToT(const AscendC::LocalTensor<T>& t, const AscendC::LocalTensor<float>& h, int32_t n) {
+  using namespace AscendC;
+  if constexpr (sizeof(T) < sizeof(float)) {
+    Cast(t, h, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
+    PipeBarrier<PIPE_V>();
+    Cast(h, t, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
+    PipeBarrier<PIPE_V>();
+  }
+}

@@ -239,16 +239,6 @@ class KernelRmsNormGrad {
     inZ_.FreeTensor(zIn);  // z's last read (silu) was issued
   }
 
-  // h = round_T(h) in place through the T buffer `t` (fp32 T: nothing to round).
-  __aicore__ inline void RoundToT(const LocalTensor<T>& t, const LocalTensor<float>& h, int32_t n) {
-    if constexpr (!IsFloat()) {
-      Cast(t, h, RoundMode::CAST_RINT, static_cast<uint32_t>(n));
-      PipeBarrier<PIPE_V>();
-      Cast(h, t, RoundMode::CAST_NONE, static_cast<uint32_t>(n));
-      PipeBarrier<PIPE_V>();
-    }
-  }
-
   // fp32: dy and x were computed on in their input buffers; they go back once their last read is issued.
   __aicore__ inline void CloseInputs() {
     if constexpr (IsFloat()) {
