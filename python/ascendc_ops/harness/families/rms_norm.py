@@ -394,15 +394,6 @@ def hf_gated_rms_norm(x, z, weight, eps=EPS):
     return (h * F.silu(z.float())).to(input_dtype)
 
 
-def gated_bytes(inputs, out, pass_) -> int:
-    """fwd: x, z, gamma read, y and rstd written; bwd (dx only): dy, x, z, rstd, gamma read, dx written."""
-    x, gamma = inputs[0], inputs[-1]
-    rstd = x.numel() // x.shape[-1] * 4
-    fwd = 2 * x.nbytes + gamma.nbytes + x.nbytes + rstd
-    bwd = 3 * x.nbytes + rstd + gamma.nbytes + x.nbytes
-    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
-
-
 def norm_inputs(n_x: int):
     def make(shape, dtype, gen):
         xs = tuple(torch.randn(shape, generator=gen).to(dtype) for _ in range(n_x))
@@ -417,67 +408,61 @@ def check_rows_hidden(shape) -> None:
         raise ValueError(f"needs at least 2 positive dims (rows..., hidden), got {','.join(map(str, shape))}")
 
 
-def norm_bytes(n_x: int) -> Callable:
-    """fwd: x (add: x1, x2) and gamma read, y and rstd (fp32, one per row) written (add: also x);
-    bwd (dx only): dy, x, rstd and gamma read, dx written; full: both."""
+def norm_bytes(op: str) -> Callable:
+    """fwd: x (add: x1, x2; gated: x, z) and gamma read, y and rstd (fp32, one per row) written (add: also x);
+    bwd (dx only): dy, x (gated: and z), rstd and gamma read, dx written; full: both."""
+    add, gated = op == "add_rms_norm", op == "gated_rms_norm"
 
     def count(inputs, out, pass_) -> int:
         x, gamma = inputs[0], inputs[-1]
         rstd = x.numel() // x.shape[-1] * 4
-        fwd = n_x * x.nbytes + gamma.nbytes + x.nbytes + rstd + (x.nbytes if n_x == 2 else 0)
-        bwd = 2 * x.nbytes + rstd + gamma.nbytes + x.nbytes
+        fwd = (2 if add or gated else 1) * x.nbytes + gamma.nbytes + x.nbytes + rstd + (x.nbytes if add else 0)
+        bwd = (3 if gated else 2) * x.nbytes + rstd + gamma.nbytes + x.nbytes
         return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
 
     return count
 
 
+def _norm_bench(op: str, ours: Callable, all_outputs: Callable, step: Callable) -> OpBench:
+    """A norm op's bench: the shapes, targets and byte counts every norm shares (x, then z or x2, then gamma)."""
+    n_x = 2 if op in ("add_rms_norm", "gated_rms_norm") else 1
+    return OpBench(
+        ours,
+        step,
+        norm_inputs(n_x),
+        check_rows_hidden,
+        lambda m, seq: [(seq, m.hidden)],
+        norm_bytes(op),
+        "T,H",
+        ((8192, 4096), (2048, 8192)),
+        TARGETS,
+        all_outputs,
+    )
+
+
 BENCH: dict[str, OpBench] = {
-    "rms_norm": OpBench(
+    "rms_norm": _norm_bench(
+        "rms_norm",
         lambda x, g: ascendc_ops.rms_norm(x, g, EPS)[0],
-        hf_rms_norm,
-        norm_inputs(1),
-        check_rows_hidden,
-        lambda m, seq: [(seq, m.hidden)],
-        norm_bytes(1),
-        "T,H",
-        ((8192, 4096), (2048, 8192)),
-        TARGETS,
         lambda x, g: ascendc_ops.rms_norm(x, g, EPS),
+        hf_rms_norm,
     ),
-    "add_rms_norm": OpBench(
+    "add_rms_norm": _norm_bench(
+        "add_rms_norm",
         lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS)[::2],
-        hf_add_rms_norm,
-        norm_inputs(2),
-        check_rows_hidden,
-        lambda m, seq: [(seq, m.hidden)],
-        norm_bytes(2),
-        "T,H",
-        ((8192, 4096), (2048, 8192)),
-        TARGETS,
         lambda x1, x2, g: ascendc_ops.add_rms_norm(x1, x2, g, EPS),
+        hf_add_rms_norm,
     ),
-    "gemma_rms_norm": OpBench(
+    "gemma_rms_norm": _norm_bench(
+        "gemma_rms_norm",
         lambda x, g: ascendc_ops.gemma_rms_norm(x, g, EPS)[0],
-        hf_gemma_rms_norm,
-        norm_inputs(1),
-        check_rows_hidden,
-        lambda m, seq: [(seq, m.hidden)],
-        norm_bytes(1),
-        "T,H",
-        ((8192, 4096), (2048, 8192)),
-        TARGETS,
         lambda x, g: ascendc_ops.gemma_rms_norm(x, g, EPS),
+        hf_gemma_rms_norm,
     ),
-    "gated_rms_norm": OpBench(
+    "gated_rms_norm": _norm_bench(
+        "gated_rms_norm",
         lambda x, z, g: ascendc_ops.gated_rms_norm(x, g, z, EPS)[0],
-        hf_gated_rms_norm,
-        norm_inputs(2),  # (x, z, gamma)
-        check_rows_hidden,
-        lambda m, seq: [(seq, m.hidden)],
-        gated_bytes,
-        "T,H",
-        ((8192, 4096), (2048, 8192)),
-        TARGETS,
         lambda x, z, g: ascendc_ops.gated_rms_norm(x, g, z, EPS),
+        hf_gated_rms_norm,
     ),
 }
