@@ -7,7 +7,5 @@ extern "C" __global__ __aicore__ void add_rms_norm(GM_ADDR x1, GM_ADDR x2, GM_AD
   GET_TILING_DATA_WITH_STRUCT(NormTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   TPipe pipe;
-  KernelRmsNorm<DTYPE_X1, DTYPE_GAMMA, true> op;
-  op.Init(x1, x2, gamma, y, rstd, x, tilingData, &pipe);
-  op.Process();
+  ProcessRmsNorm<DTYPE_X1, DTYPE_GAMMA, true>(x1, x2, gamma, y, rstd, x, tilingData, &pipe);
 }

@@ -1,4 +1,4 @@
-// gated_rms_norm for the op package: rms_norm's kernel with its z queue (KernelRmsNorm's GATE).
+// gated_rms_norm for the op package: rms_norm's kernel with its z queue (GATE), by the same dispatch.
 #include "kernels/rms_norm.cpp"
 
 extern "C" __global__ __aicore__ void gated_rms_norm(GM_ADDR x, GM_ADDR gamma, GM_ADDR z, GM_ADDR y, GM_ADDR rstd,
@@ -7,7 +7,5 @@ extern "C" __global__ __aicore__ void gated_rms_norm(GM_ADDR x, GM_ADDR gamma, G
   GET_TILING_DATA_WITH_STRUCT(NormTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   TPipe pipe;
-  KernelRmsNorm<DTYPE_X, DTYPE_GAMMA, false, true> op;
-  op.Init(x, x, gamma, y, rstd, y, tilingData, &pipe, z);
-  op.Process();
+  ProcessRmsNorm<DTYPE_X, DTYPE_GAMMA, false, true>(x, x, gamma, y, rstd, y, tilingData, &pipe, z);
 }
