@@ -24,6 +24,10 @@ Standards (``--standard``):
   terms of size ~1 cancel (an ulp of the terms is 2^-24; see tests/test_rope.py
   test_small_values_where_relative_error_is_out_of_reach), so its ErrorCount means something only next
   to a comparison's: fp32 is judged against PyTorch's own fp32 result; the MERE/MARE numbers are printed.
+  A cann-bench case (``--preset cann-bench``) is judged as cann-bench judges it (``cann_bench``); the verdict
+  of the rule above is kept beside it in the record (``default_verdict``) and the summary lists where they
+  differ.
+- ``cann_bench``: cann-bench's own rule (cann_bench_judge.py), PyTorch's same-dtype result as its control.
 mere_mare and ratio use the small-value domain: outputs with |golden|
 below the dtype's threshold are judged by absolute error (ErrorCount vs PyTorch's) instead of MERE/MARE/RMSE.
 Each row reports the share of small values, both ErrorCounts and both sanity figures (worst error / bound).
@@ -33,6 +37,7 @@ No waiver is applied: the numbers and verdicts are the literal ones.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import math
@@ -45,6 +50,7 @@ import torch
 import ascendc_ops
 
 from . import precision as P
+from .cann_bench_judge import check_cann_bench
 from .cases import Case, CaseError, expand, load_file
 from .dtypes import torch_dtype
 from .error_threshold import DEFAULT as MSOPST_DEFAULT, check_error_threshold
@@ -52,7 +58,7 @@ from .families import VERIFY_OPS as OPS
 from .families.base import DTYPES, OpSpec
 from .values import GenContext, make_values
 
-STANDARDS = ("auto", "mere_mare", "ratio", "double_thousandth", "error_threshold")
+STANDARDS = ("auto", "mere_mare", "ratio", "double_thousandth", "error_threshold", "cann_bench")
 
 
 # ---------------------------------------------------------------- running
@@ -84,6 +90,8 @@ def _f64(t: torch.Tensor) -> np.ndarray:
 
 
 def judge(standard: str, case: Case, dtype: str, a, second, golden, compute_dtype=None) -> P.Check:
+    if standard == "cann_bench" or (standard == "auto" and "cann_bench" in case.meta):
+        return check_cann_bench(a, golden, dtype, second)
     if standard == "auto":
         if case.error_threshold is not None:
             return check_error_threshold(a, golden, dtype, case.error_threshold)
@@ -202,6 +210,9 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         theirs = P.metrics(s64, g, dt, coarse)
         ratio = P.check_ratio(a, s64, g, dt, coarse)
         check = judge(standard, case, dt, a, s64, g, coarse)
+        if standard == "auto" and "cann_bench" in case.meta:  # the project's own rule, kept beside it
+            own = judge("auto", _without_meta(case), dt, a, s64, g, coarse)
+            rec["default_verdict"] = {"standard": own.standard, "passed": own.passed, "failures": list(own.failures)}
         rec.update(
             {
                 **P.reported(m),
@@ -221,6 +232,10 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         )
         records.append(rec)
     return records
+
+
+def _without_meta(case: Case) -> Case:
+    return dataclasses.replace(case, meta={})
 
 
 def digest(y: torch.Tensor) -> str:
@@ -323,6 +338,7 @@ def run(
         "same dtype, no waivers)",
         file=out,
     )
+    _print_default_verdicts(records, out)
     if json_path:
         from .environment import git_commit
 
@@ -343,6 +359,27 @@ def run(
             json.dump(_finite(doc), f, indent=1)
         print(f"wrote {json_path}", file=out)
     return 1 if failed else 0
+
+
+def _print_default_verdicts(records, out) -> None:
+    """Where cann-bench's rule judged an output: how many of those the project's default rule passes, and why
+    it fails the others."""
+    both = [r for r in records if "default_verdict" in r]
+    if not both:
+        return
+    differ = [r for r in both if r["default_verdict"]["passed"] != r["passed"]]
+    print(
+        f"{len(both)} outputs judged by cann-bench's rule (its control: PyTorch in the same dtype); under this "
+        f"project's default rule {sum(r['default_verdict']['passed'] for r in both)} pass",
+        file=out,
+    )
+    for r in differ:
+        v = r["default_verdict"]
+        verdict = "PASS" if v["passed"] else "FAIL (" + "; ".join(v["failures"]) + ")"
+        print(
+            f"  {r['case']} {r['output']}: cann-bench {'PASS' if r['passed'] else 'FAIL'}, {v['standard']} {verdict}",
+            file=out,
+        )
 
 
 __all__ = ["DTYPES", "OPS", "OpSpec", "STANDARDS", "CaseError", "load_cases", "run", "run_case"]
