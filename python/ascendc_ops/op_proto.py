@@ -92,11 +92,6 @@ class OpProto:
             ret = "(" + ", ".join(f"Tensor {t.name}" for t in self.outputs) + ")"
         return f"{self.name}({', '.join(args)}) -> {ret}"
 
-    def dtype_combos(self) -> list[tuple[str, ...]]:
-        """Supported (input dtypes..., output dtypes...) as torch dtype names, one per combination."""
-        columns = [t.types for t in self.inputs + self.outputs]
-        return [tuple(DTYPES[col[i]][0] for col in columns) for i in range(len(columns[0]))]
-
 
 def parse(path: Path) -> OpProto:
     entries = json.loads(Path(path).read_text())

@@ -143,7 +143,3 @@ def model_backend(model: nn.Module) -> str:
 def modeling_module(obj: object):
     """The Python module (e.g. transformers.models.llama.modeling_llama) that defines obj's class."""
     return sys.modules.get(type(obj).__module__)
-
-
-def is_patched(module: nn.Module) -> bool:
-    return "forward" in module.__dict__
