@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fit the 910B model's launch cost and effective HBM bandwidth to the built-in kernels' measured cann-bench
-times (harness/model_check.py: the rules, the split, the fit) and write the calibration file
-(python/ascendc_ops/harness/platforms/calibration/ascend910b.json), or check that it is up to date.
+times (harness/model_check.py: the rules, the split, the fit; harness/l2_check.py: the L2 state) and write the
+calibration file (python/ascendc_ops/harness/platforms/calibration/ascend910b.json), or check that it is up to date.
 
     tools/calibrate_platform.py           # write it from our snapshot (harness/data/cann_bench_910b2.json)
     tools/calibrate_platform.py --check   # exit 1 when the file differs from a fresh fit
@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     path.write_text(text)
     print(f"wrote {path}")
     for k, v in doc["values"].items():
-        print(f"  {k}: {v['value']:.6g} (prior {v['prior']:.6g})")
+        print(f"  {k}: {v['value']:.6g} (prior {v['prior']:.6g})" if k != "l2_warm" else f"  {k}: {v['value']}")
     return 0
 
 

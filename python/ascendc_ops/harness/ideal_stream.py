@@ -1,13 +1,15 @@
 """A control for model-vs-model comparisons: the record of an ideal streaming kernel (each byte read once
 and written once, whole-UB tiles double-buffered, one block per core) and how far the pipeline model puts
 it above the least work of the same bytes. No kernel moves bytes with less overhead in the model, so that
-excess is the slack "at the floor" may allow our kernel (cann_bench_explain.py)."""
+excess, plus the model's own resolution (its contention solve stops within CONTENTION_TOL of the memory
+floor), is the slack "at the floor" may allow our kernel (cann_bench_explain.py)."""
 
 from __future__ import annotations
 
 import math
 
 from .pipeline import model_launch
+from .pipeline.launch import CONTENTION_TOL
 from .pipeline.platform import Platform
 
 BUFFERS = 2  # double buffering: the load of one tile overlaps the store of the one before
@@ -50,7 +52,7 @@ def ideal_stream(nbytes: int, plat: Platform) -> dict:
 
 def stream_slack(nbytes: int, plat: Platform) -> float:
     """The ideal stream's modelled time over its least work (its launch plus its bytes at the shared
-    memory's rate), less 1."""
+    memory's rate), less 1, plus the model's resolution."""
     m = model_launch(ideal_stream(nbytes, plat), plat)
     least = m.launch_us + max(m.hbm_us, m.l2_us)
-    return m.est_us / least - 1
+    return m.est_us / least - 1 + CONTENTION_TOL

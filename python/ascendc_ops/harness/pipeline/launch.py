@@ -14,6 +14,7 @@ from .platform import PIPES, Platform
 from .timeline import BlockTimeline, compile_block, simulate_block
 
 CUBE_PIPES = ("M", "MTE1", "FIX")
+CONTENTION_TOL = 0.005  # the contention solve stops within this share of the memory floor: the model's resolution
 BOUND_NAMES = {"MTE2": "MTE2", "MTE3": "MTE3", "V": "V", "S": "scalar", "M": "cube", "MTE1": "MTE1", "FIX": "FIX"}
 
 
@@ -76,7 +77,7 @@ def _contention_share(blocks, plat, cores, hbm_cycles, t_full) -> float:
         t = _run(blocks, plat, cores, s)[0]
         pts.append((s, t))
         (s0, t0), (s1, t1) = pts[-2], pts[-1]
-        if abs(t1 - hbm_cycles) <= 0.005 * hbm_cycles or s0 == s1:
+        if abs(t1 - hbm_cycles) <= CONTENTION_TOL * hbm_cycles or s0 == s1:
             return s1
         b = (t1 - t0) / (1 / s1 - 1 / s0)
         a = t1 - b / s1
