@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from ascendc_ops.harness import cann_bench_data as D, model_check as M  # noqa: E402
+from ascendc_ops.harness import cann_bench_data as D, l2_check as L, model_check as M  # noqa: E402
 from ascendc_ops.harness.pipeline import load_platform  # noqa: E402
 
 
@@ -25,7 +25,8 @@ def main(argv=None) -> int:
     ap.add_argument("--platform", default="910B")
     ap.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
     args = ap.parse_args(argv)
-    doc = M.calibration_doc(D.load(), load_platform(args.platform))
+    facts, prior = D.load(), load_platform(args.platform)
+    doc = M.calibration_doc(facts, prior, L.decide(facts, prior))
     path = M.calibration_path(args.platform)
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if args.check:

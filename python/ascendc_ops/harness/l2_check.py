@@ -18,13 +18,13 @@ def state_fit(facts: dict, prior: Platform, warm: bool) -> dict:
     p = prior.with_l2_warm(warm)
     cases, _ = M.check_cases(facts)
     fit = M.calibrate(cases, p)
-    cal = p.with_values({k: M._sig(fit[k]["value"]) for k in M.FITTED})
+    cal = p.with_values({k: M.sig(fit[k]["value"]) for k in M.FITTED})
     return {"fit": fit, "platform": cal, "rows": M.rows(facts, p, cal)}
 
 
 def _abs_errs(rows: list[dict], held: bool) -> tuple[float, float]:
     v = sorted(abs(r["calibrated_err"]) for r in rows if (r["set"] == "held out") == held)
-    return M._median(v), v[-1]
+    return M.median(v), v[-1]
 
 
 def decide(facts: dict, prior: Platform) -> dict:
@@ -46,12 +46,12 @@ def decide(facts: dict, prior: Platform) -> dict:
     for name, s in per.items():
         held = _abs_errs(s["rows"], held=True)
         states[name] = {
-            "launch_us": M._sig(s["fit"]["launch_us"]["value"]),
-            "hbm_bytes_per_s": M._sig(s["fit"]["hbm_bytes_per_s"]["value"]),
-            "calibration_abs_err_median": M._sig(calib[name][0]),
-            "calibration_abs_err_max": M._sig(calib[name][1]),
-            "held_out_abs_err_median": M._sig(held[0]),
-            "held_out_abs_err_max": M._sig(held[1]),
+            "launch_us": M.sig(s["fit"]["launch_us"]["value"]),
+            "hbm_bytes_per_s": M.sig(s["fit"]["hbm_bytes_per_s"]["value"]),
+            "calibration_abs_err_median": M.sig(calib[name][0]),
+            "calibration_abs_err_max": M.sig(calib[name][1]),
+            "held_out_abs_err_median": M.sig(held[0]),
+            "held_out_abs_err_max": M.sig(held[1]),
         }
     return {"chosen": chosen, "warm": STATES[chosen], "states": states, "support": support, "against": against,
             "hbm_cases": {n: s["fit"]["hbm_bytes_per_s"]["cases"] for n, s in per.items()}}  # fmt: skip
@@ -68,5 +68,7 @@ def lines(evidence: dict) -> list[str]:
             f"held out {100 * s['held_out_abs_err_median']:.0f}%, {100 * s['held_out_abs_err_max']:.0f}%"
         )
     n = len(evidence["support"]) + len(evidence["against"])
-    out.append(f"  of the {n} cases whose bytes fit the L2, warm fits better: {', '.join(evidence['support']) or 'none'}")
+    out.append(
+        f"  of the {n} cases whose bytes fit the L2, warm fits better: {', '.join(evidence['support']) or 'none'}"
+    )
     return out

@@ -225,13 +225,13 @@ def error_summary(check_rows: list[dict]) -> dict:
             **{
                 f"{k}_abs_err_{stat}": fn(sorted(abs(r[f"{k}_err"]) for r in rs))
                 for k in ("prior", "calibrated")
-                for stat, fn in (("median", _median), ("max", max))
+                for stat, fn in (("median", median), ("max", max))
             },
         }
     return summary
 
 
-def _median(v: list) -> float:
+def median(v: list) -> float:
     n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
@@ -269,16 +269,14 @@ def calibration_path(plat_name: str) -> Path:
     return CALIBRATION_DIR / platform_files()[plat_name.lower()].name
 
 
-def calibration_doc(facts: dict, prior: Platform) -> dict:
-    """The calibration file's content: the fitted values with their cases, the data's source, the rules,
-    and the error before and after on the held-out cases."""
-    from . import l2_check  # it fits through this module
-
-    evidence = l2_check.decide(facts, prior)
+def calibration_doc(facts: dict, prior: Platform, evidence: dict) -> dict:
+    """The calibration file's content: the fitted values with their cases (in the L2 state `evidence`,
+    l2_check.decide, chose), the data's source, the rules, and the error before and after on the held-out
+    cases."""
     file_warm, prior = prior.l2_warm, prior.with_l2_warm(evidence["warm"])
     cases, left = check_cases(facts)
     fit = calibrate(cases, prior)
-    cal = prior.with_values({k: _sig(fit[k]["value"]) for k in FITTED})
+    cal = prior.with_values({k: sig(fit[k]["value"]) for k in FITTED})
     s = facts["source"]
     src = f"{s['repository']} @ {s['commit']}, {s['times_file']}"
     prior_values = {"launch_us": prior.costs["launch_us"], "hbm_bytes_per_s": prior.hbm_bytes_per_s}
@@ -291,7 +289,7 @@ def calibration_doc(facts: dict, prior: Platform) -> dict:
         "rules": (__doc__ or "").split("Rules (fixed, so the split cannot follow the results):")[1].strip(),
         "values": {
             k: {
-                "value": _sig(fit[k]["value"]),
+                "value": sig(fit[k]["value"]),
                 "prior": prior_values[k],
                 "source": "fitted (least squares in log time) to the measured built-in times of "
                 f"{', '.join(fit[k]['cases'])} ({src})",
@@ -308,7 +306,7 @@ def calibration_doc(facts: dict, prior: Platform) -> dict:
         },
         "l2_state": {k: evidence[k] for k in ("chosen", "states", "support", "against", "hbm_cases")},
         "held_out_error": {
-            k: {n: _sig(x) for n, x in v.items()}
+            k: {n: sig(x) for n, x in v.items()}
             for k, v in error_summary(rows(facts, prior, cal)).items()
             if "held out" in k
         },
@@ -316,7 +314,7 @@ def calibration_doc(facts: dict, prior: Platform) -> dict:
     }
 
 
-def _sig(v: float) -> float:
+def sig(v: float) -> float:
     """4 significant digits: the fit's precision is far coarser, and the file stays the same across libms."""
     return float(f"{v:.4g}")
 
@@ -330,9 +328,11 @@ def same_calibration(a: dict, b: dict) -> bool:
                 "held_out_error": {k: sorted(v) for k, v in d["held_out_error"].items()}}  # fmt: skip
 
     def numbers(d):
-        return [v[f] for v in d["values"].values() for f in ("value", "prior")] + [
-            x for part in ("held_out_error",) for v in d[part].values() for x in v.values()
-        ] + [x for v in d["l2_state"]["states"].values() for x in v.values()]
+        return (
+            [v[f] for v in d["values"].values() for f in ("value", "prior")]
+            + [x for part in ("held_out_error",) for v in d[part].values() for x in v.values()]
+            + [x for v in d["l2_state"]["states"].values() for x in v.values()]
+        )
 
     if skeleton(a) != skeleton(b):
         return False
