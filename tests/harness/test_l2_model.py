@@ -61,14 +61,16 @@ def test_rereads_within_capacity_cost_the_l2_rate():
     assert none.hbm_us == pytest.approx((read + write) / P910.hbm_bytes_per_s * 1e6)
     assert m.l2_us == pytest.approx((read + write) / P910.l2_bytes_per_s * 1e6)
     assert m.est_us < 0.75 * none.est_us and none.bound == "HBM"  # 432 MB of HBM traffic against 196 MB
-    assert any(f"the L2 (cold) serves {(read - distinct) / 1e6:.2f} MB" in n for n in m.notes)
+    assert any(
+        f"the L2 (cold) serves {(read - distinct) / 1e6:.2f} MB" in n and "fit its 192 MiB" in n for n in m.notes
+    )
 
 
 def test_rereads_beyond_capacity_cost_hbm():
     small = replace(P910, l2_bytes=64 * MB)  # the 100 MB touched no longer fit
     m, none = model_launch(rereading(), small), model_launch(rereading(), replace(P910, l2_bytes=0))
     assert m.l2_hit_bytes == 0 and m.est_us == pytest.approx(none.est_us)
-    assert any("exceed the L2 (67 MB), so the re-reads count as HBM traffic" in n for n in m.notes)
+    assert any("exceed the L2 (64 MiB), so the re-reads count as HBM traffic" in n for n in m.notes)
 
 
 def test_warm_l2_serves_every_byte_that_fits():

@@ -14,6 +14,7 @@ from .platform import PIPES, Platform
 from .timeline import BlockTimeline, compile_block, simulate_block
 
 CUBE_PIPES = ("M", "MTE1", "FIX")
+MIB = 1 << 20
 CONTENTION_TOL = 0.005  # the contention solve stops within this share of the memory floor: the model's resolution
 BOUND_NAMES = {"MTE2": "MTE2", "MTE3": "MTE3", "V": "V", "S": "scalar", "M": "cube", "MTE1": "MTE1", "FIX": "FIX"}
 
@@ -165,12 +166,12 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
         m.notes.append(
             f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the L2 ({state}) serves "
             f"{traffic.hit_bytes / 1e6:.2f} MB (the {traffic.footprint / 1e6:.2f} MB touched fit its "
-            f"{plat.l2_bytes / 1e6:.0f} MB)"
+            f"{plat.l2_bytes / MIB:.0f} MiB)"
         )
     elif read > 1.1 * distinct:  # re-reads the L2 cannot hold: charged at HBM bandwidth again
         m.notes.append(
             f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the "
-            f"{traffic.footprint / 1e6:.2f} MB touched exceed the L2 ({plat.l2_bytes / 1e6:.0f} MB), so the "
+            f"{traffic.footprint / 1e6:.2f} MB touched exceed the L2 ({plat.l2_bytes / MIB:.0f} MiB), so the "
             "re-reads count as HBM traffic"
         )
     uncosted = set().union(*(tl.uncosted for tl in tls)) if tls else set()
