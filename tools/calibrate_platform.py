@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fit the 910B model's launch cost and effective HBM bandwidth to the built-in kernels' measured cann-bench
-times (harness/model_check.py: the rules, the split, the fit) and write the calibration file
-(python/ascendc_ops/harness/platforms/calibration/ascend910b.json), or check that it is up to date.
+times (harness/model_check.py: the rules, the split, the fit; harness/l2_check.py: the L2 state) and write the
+calibration file (python/ascendc_ops/harness/platforms/calibration/ascend910b.json), or check that it is up to date.
 
     tools/calibrate_platform.py           # write it from our snapshot (harness/data/cann_bench_910b2.json)
     tools/calibrate_platform.py --check   # exit 1 when the file differs from a fresh fit
@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from ascendc_ops.harness import cann_bench_data as D, model_check as M  # noqa: E402
+from ascendc_ops.harness import cann_bench_data as D, l2_check as L, model_check as M  # noqa: E402
 from ascendc_ops.harness.pipeline import load_platform  # noqa: E402
 
 
@@ -25,7 +25,8 @@ def main(argv=None) -> int:
     ap.add_argument("--platform", default="910B")
     ap.add_argument("--check", action="store_true", help="compare with the committed file instead of writing")
     args = ap.parse_args(argv)
-    doc = M.calibration_doc(D.load(), load_platform(args.platform))
+    facts, prior = D.load(), load_platform(args.platform)
+    doc = M.calibration_doc(facts, prior, L.decide(facts, prior))
     path = M.calibration_path(args.platform)
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if args.check:
@@ -36,7 +37,7 @@ def main(argv=None) -> int:
     path.write_text(text)
     print(f"wrote {path}")
     for k, v in doc["values"].items():
-        print(f"  {k}: {v['value']:.6g} (prior {v['prior']:.6g})")
+        print(f"  {k}: {v['value']:.6g} (prior {v['prior']:.6g})" if k != "l2_warm" else f"  {k}: {v['value']}")
     return 0
 
 

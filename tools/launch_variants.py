@@ -103,7 +103,7 @@ def scored(cases, prior, time) -> dict:
         key = f"{M.bound(c['work'], prior, fixed.launch_us(fixed.vector_cores))}, "
         key += "held out" if M.held_out(c["case_id"]) else "calibration"
         out.setdefault(key, []).append(abs(time(c["work"]) / c["measured_us"] - 1))
-    return {k: (len(v), M._median(sorted(v)), max(v)) for k, v in sorted(out.items())}
+    return {k: (len(v), M.median(sorted(v)), max(v)) for k, v in sorted(out.items())}
 
 
 def main() -> int:
@@ -124,7 +124,7 @@ def main() -> int:
         for key, (n, med, top) in scored(cases, prior, time).items():
             print(f"  {key} ({n}): median {100 * med:.0f}%, largest {100 * top:.0f}%")
         held = sorted(abs(time(c["work"]) / c["measured_us"] - 1) for c in cases if M.held_out(c["case_id"]))
-        med, top = 100 * M._median(held), 100 * held[-1]
+        med, top = 100 * M.median(held), 100 * held[-1]
         print(f"  every held-out case ({len(held)}): median {med:.0f}%, largest {top:.0f}%")
     return 0
 

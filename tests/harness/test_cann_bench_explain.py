@@ -17,22 +17,39 @@ CAL = load_platform("910B", calibrated=True)
 TOL = 0.3
 
 
+SLACK = 0.02
+
+
 @pytest.mark.parametrize(
     ("est", "bound", "least", "base", "cls"),
     [
-        (100.0, "HBM", 100.0, 100.0 / 1.3, E.TIE),  # ours at the floor, exactly the band above the built-in
+        (100.0, "HBM", 100.0, 100.0 / 1.3, E.TIE),  # ours at the floor, the floor exactly the band above the built-in
         (100.0, "HBM", 100.0, 100.0 / 1.3 - 0.01, E.BEYOND),  # just past the band: the model is questioned
-        (130.0, "HBM", 100.0, 120.0, E.TIE),  # the band above the least work still counts as the floor
-        (130.01, "HBM", 100.0, 120.0, E.MORE_WORK),  # past it: ours moves or waits more than it must
-        (9.0, "launch overhead", 8.6, 7.0, E.TIE),
+        (150.0, "V", 100.0, 100.0 / 1.3 - 0.01, E.BEYOND),  # whatever ours does: no kernel ties it in this model
+        (102.0, "HBM", 100.0, 90.0, E.TIE),  # the slack above the least work still counts as the floor
+        (102.01, "HBM", 100.0, 90.0, E.MORE_WORK),  # past it: ours moves or waits more than it must
+        (129.0, "HBM", 100.0, 120.0, E.MORE_WORK),  # within the band, but the band is not the slack
+        (8.77, "launch overhead", 8.6, 7.0, E.TIE),
+        (8.78, "launch overhead", 8.6, 7.0, E.MORE_WORK),
         (9.0, "launch overhead", 8.6, 6.5, E.BEYOND),
         (101.0, "V", 100.0, 100.0, E.MORE_WORK),  # a pipe binds: a kernel deficit however close
         (101.0, "latency/sync (busiest pipe MTE2 40% busy)", 100.0, 100.0, E.MORE_WORK),
-        (50.0, "cube", 49.0, 45.0, E.TIE),
+        (49.9, "cube", 49.0, 45.0, E.TIE),
+        (49.9, "L2", 49.0, 45.0, E.TIE),
     ],
 )
 def test_classify(est, bound, least, base, cls):
-    assert E.classify(est, bound, least, base, TOL) == cls
+    assert E.classify(est, bound, least, base, TOL, SLACK) == cls
+
+
+def test_grouped_matmul_15_shape_is_more_work_not_a_tie():
+    """The case the old rule called a tie: least work 63% of ours, within the model-vs-measurement band (75%)
+    but far past the slack an ideal stream of its bytes needs."""
+    least, est, base = 24.0, 38.1, 31.08
+    slack = E.stream_slack(int(20.9e6), CAL)
+    assert slack < 0.01 and least * (1 + slack) < est <= least * (1 + 0.75)  # the old rule's tie
+    assert E.classify(est, "HBM", least, base, 0.75, slack) == E.MORE_WORK
+    assert E.classify(least * (1 + slack), "HBM", least, base, 0.75, slack) == E.TIE
 
 
 def _check_row(task, cid, bound, held, err):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ascendc_ops.harness import cann_bench_data as D, cann_bench_report as R, model_check as M
+from ascendc_ops.harness import cann_bench_data as D, cann_bench_report as R, l2_check as L, model_check as M
 from ascendc_ops.harness.pipeline import load_platform
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,7 +105,7 @@ def test_committed_calibration_is_a_fresh_fit_of_the_snapshot():
     spec.loader.exec_module(tool)
     assert tool.main(["--check"]) == 0
     committed = json.loads(M.calibration_path("910B").read_text())
-    assert M.same_calibration(committed, M.calibration_doc(D.load(), PRIOR))
+    assert M.same_calibration(committed, M.calibration_doc(D.load(), PRIOR, L.decide(D.load(), PRIOR)))
     cal = load_platform("910B", calibrated=True)
     assert cal.hbm_bytes_per_s == committed["values"]["hbm_bytes_per_s"]["value"]
     assert cal.costs["launch_us"] == committed["values"]["launch_us"]["value"]

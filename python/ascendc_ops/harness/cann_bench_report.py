@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import torch
 
-from . import cann_bench as CB, cann_bench_data as D, cann_bench_explain as E, estimate, model_check, verify
+from . import cann_bench as CB, cann_bench_data as D, cann_bench_explain as E, estimate, l2_check, model_check, verify
 from .dtypes import BYTES, torch_dtype
 from .environment import cpu_model, git_commit
 from .families import VERIFY_OPS
@@ -179,6 +179,8 @@ def print_model_check(facts: dict, calibrated: bool, out) -> list[dict]:
     )
     print(model_check.table(rows), file=out)
     print("", *model_check.summary_lines(rows), sep="\n", file=out)
+    if cal.exists() and "l2_state" in (doc := json.loads(cal.read_text())):
+        print(*l2_check.lines(doc["l2_state"]), sep="\n", file=out)  # the warm/cold evidence, as fitted
     print(
         f"measured: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} (Ascend "
         f"{s['hardware']}); model: {model_name(model_platform(PLATFORM, calibrated))}; commit {git_commit()}; "

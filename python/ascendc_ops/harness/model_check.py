@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .pipeline.l2 import floor_seconds, l2_traffic
 from .pipeline.platform import PLATFORM_DIR, Platform
 
 CALIBRATION_DIR = PLATFORM_DIR / "calibration"
@@ -73,19 +74,25 @@ def kernels(case: dict) -> int:
     return sum(int(n) for n in re.findall(r"×(\d+)", m.group(1))) if m else 0
 
 
+WORK_TERMS = ("HBM", "L2", "cube")
+
+
 def terms(work: Work, plat: Platform) -> dict:
-    """The model's time terms for the work, us: the kernel's start, the bytes at HBM, the FLOPs at the cube's
-    peak; the prediction is the start plus the larger work term."""
+    """The model's time terms for the work, us: the kernel's start, the bytes that reach HBM at its rate and
+    every byte at the L2's (each byte once: no re-reads; a warm L2 holding all of them sends none to HBM:
+    pipeline/l2.py), the FLOPs at the cube's peak; the prediction is the start plus the largest work term."""
+    memory = floor_seconds(l2_traffic(work.bytes, work.bytes, 0, plat), plat)
     return {
         "launch": plat.launch_us(plat.cube_cores if work.cube else plat.vector_cores),
-        "HBM": work.bytes / plat.hbm_bytes_per_s * 1e6,
+        "HBM": memory["HBM"] * 1e6,
+        "L2": memory["L2"] * 1e6,
         "cube": work.flops / plat.cube_peak_flops(work.dtype) * 1e6 if work.flops else 0.0,
     }
 
 
 def predict(work: Work, plat: Platform) -> float:
     t = terms(work, plat)
-    return t["launch"] + max(t["HBM"], t["cube"])
+    return t["launch"] + max(t[k] for k in WORK_TERMS)
 
 
 def held_out(case_id: int) -> bool:
@@ -112,9 +119,9 @@ def check_cases(facts: dict) -> tuple[list[dict], list[str]]:
 
 
 def bound(work: Work, prior: Platform, launch_us: float) -> str:
-    """launch / HBM / cube / mixed under the prior parameters (see the module's rules)."""
+    """launch / HBM / L2 / cube / mixed under the prior parameters (see the module's rules)."""
     t = terms(work, prior)
-    big = max(("HBM", "cube"), key=lambda k: t[k])
+    big = max(WORK_TERMS, key=lambda k: t[k])
     if t[big] <= t["launch"]:
         return "launch"
     return big if t[big] >= LARGE * launch_us else "mixed"
@@ -218,13 +225,13 @@ def error_summary(check_rows: list[dict]) -> dict:
             **{
                 f"{k}_abs_err_{stat}": fn(sorted(abs(r[f"{k}_err"]) for r in rs))
                 for k in ("prior", "calibrated")
-                for stat, fn in (("median", _median), ("max", max))
+                for stat, fn in (("median", median), ("max", max))
             },
         }
     return summary
 
 
-def _median(v: list) -> float:
+def median(v: list) -> float:
     n = len(v)
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
@@ -262,12 +269,14 @@ def calibration_path(plat_name: str) -> Path:
     return CALIBRATION_DIR / platform_files()[plat_name.lower()].name
 
 
-def calibration_doc(facts: dict, prior: Platform) -> dict:
-    """The calibration file's content: the fitted values with their cases, the data's source, the rules,
-    and the error before and after on the held-out cases."""
+def calibration_doc(facts: dict, prior: Platform, evidence: dict) -> dict:
+    """The calibration file's content: the fitted values with their cases (in the L2 state `evidence`,
+    l2_check.decide, chose), the data's source, the rules, and the error before and after on the held-out
+    cases."""
+    file_warm, prior = prior.l2_warm, prior.with_l2_warm(evidence["warm"])
     cases, left = check_cases(facts)
     fit = calibrate(cases, prior)
-    cal = prior.with_values({k: _sig(fit[k]["value"]) for k in FITTED})
+    cal = prior.with_values({k: sig(fit[k]["value"]) for k in FITTED})
     s = facts["source"]
     src = f"{s['repository']} @ {s['commit']}, {s['times_file']}"
     prior_values = {"launch_us": prior.costs["launch_us"], "hbm_bytes_per_s": prior.hbm_bytes_per_s}
@@ -280,15 +289,24 @@ def calibration_doc(facts: dict, prior: Platform) -> dict:
         "rules": (__doc__ or "").split("Rules (fixed, so the split cannot follow the results):")[1].strip(),
         "values": {
             k: {
-                "value": _sig(fit[k]["value"]),
+                "value": sig(fit[k]["value"]),
                 "prior": prior_values[k],
                 "source": "fitted (least squares in log time) to the measured built-in times of "
                 f"{', '.join(fit[k]['cases'])} ({src})",
             }
             for k in FITTED
+        }
+        | {
+            "l2_warm": {
+                "value": evidence["warm"],
+                "prior": file_warm,
+                "source": "decided on the calibration cases (harness/l2_check.py): the L2 state whose fit has the "
+                f"smaller |error| there; see l2_state ({src})",
+            }
         },
+        "l2_state": {k: evidence[k] for k in ("chosen", "states", "support", "against", "hbm_cases")},
         "held_out_error": {
-            k: {n: _sig(x) for n, x in v.items()}
+            k: {n: sig(x) for n, x in v.items()}
             for k, v in error_summary(rows(facts, prior, cal)).items()
             if "held out" in k
         },
@@ -296,7 +314,7 @@ def calibration_doc(facts: dict, prior: Platform) -> dict:
     }
 
 
-def _sig(v: float) -> float:
+def sig(v: float) -> float:
     """4 significant digits: the fit's precision is far coarser, and the file stays the same across libms."""
     return float(f"{v:.4g}")
 
@@ -305,13 +323,16 @@ def same_calibration(a: dict, b: dict) -> bool:
     """The two calibration files agree: the same text, cases and sources, the numbers within rounding."""
 
     def skeleton(d):
-        return {**d, "values": {k: v["source"] for k, v in d["values"].items()},
+        l2 = {**d["l2_state"], "states": {k: sorted(v) for k, v in d["l2_state"]["states"].items()}}
+        return {**d, "values": {k: v["source"] for k, v in d["values"].items()}, "l2_state": l2,
                 "held_out_error": {k: sorted(v) for k, v in d["held_out_error"].items()}}  # fmt: skip
 
     def numbers(d):
-        return [v[f] for v in d["values"].values() for f in ("value", "prior")] + [
-            x for v in d["held_out_error"].values() for x in v.values()
-        ]
+        return (
+            [v[f] for v in d["values"].values() for f in ("value", "prior")]
+            + [x for part in ("held_out_error",) for v in d[part].values() for x in v.values()]
+            + [x for v in d["l2_state"]["states"].values() for x in v.values()]
+        )
 
     if skeleton(a) != skeleton(b):
         return False

@@ -1,5 +1,6 @@
-"""One launch on the chip: blocks placed on the cores (in waves past the core count), the chip's HBM
-shared by every core's MTE2/MTE3 traffic, the launch overhead, and what bounds the result."""
+"""One launch on the chip: blocks placed on the cores (in waves past the core count), the chip's HBM and L2
+shared by every core's MTE2/MTE3 traffic (re-reads that fit the L2 are hits: l2.py), the launch overhead,
+and what bounds the result."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .l2 import floor_seconds, l2_traffic
 from .platform import PIPES, Platform
 from .timeline import BlockTimeline, compile_block, simulate_block
 
 CUBE_PIPES = ("M", "MTE1", "FIX")
+MIB = 1 << 20
+CONTENTION_TOL = 0.005  # the contention solve stops within this share of the memory floor: the model's resolution
 BOUND_NAMES = {"MTE2": "MTE2", "MTE3": "MTE3", "V": "V", "S": "scalar", "M": "cube", "MTE1": "MTE1", "FIX": "FIX"}
 
 
@@ -24,7 +28,7 @@ class LaunchModel:
     waves: int
     cycles: float  # blocks start to last block done, HBM floor included
     gm_bytes: int
-    hbm_us: float  # gm_bytes at the chip's HBM bandwidth
+    hbm_us: float  # the bytes that reach HBM (gm_bytes less the L2 hits) at the chip's HBM bandwidth
     launch_us: float
     est_us: float
     bound: str
@@ -36,6 +40,8 @@ class LaunchModel:
     top_waits: list  # [(wait label, cycles per block on average)], longest first
     timelines: list = field(repr=False)  # BlockTimeline per block (with events when asked)
     notes: list = field(default_factory=list)
+    l2_hit_bytes: int = 0  # GM bytes the L2 served
+    l2_us: float = 0.0  # gm_bytes at the chip's L2 bandwidth
 
 
 def _schedule(timelines: list[BlockTimeline], cores: int) -> tuple[float, list]:
@@ -72,7 +78,7 @@ def _contention_share(blocks, plat, cores, hbm_cycles, t_full) -> float:
         t = _run(blocks, plat, cores, s)[0]
         pts.append((s, t))
         (s0, t0), (s1, t1) = pts[-2], pts[-1]
-        if abs(t1 - hbm_cycles) <= 0.005 * hbm_cycles or s0 == s1:
+        if abs(t1 - hbm_cycles) <= CONTENTION_TOL * hbm_cycles or s0 == s1:
             return s1
         b = (t1 - t0) / (1 / s1 - 1 / s0)
         a = t1 - b / s1
@@ -109,14 +115,17 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     cube = any(i.get("pipe") in CUBE_PIPES for b in record["blocks"] for i in b)
     cores = plat.cube_cores if cube else plat.vector_cores
     blocks = [compile_block(b, plat) for b in record["blocks"]]
-    gm = sum(t["gm_read"] + t["gm_write"] for _, t in blocks)
-    hbm_cycles = gm / plat.hbm_bytes_per_s * plat.hz
+    read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
+    gm, distinct = read + write, distinct_read_bytes(record)
+    traffic = l2_traffic(read, distinct, write, plat)
+    floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
+    memory_cycles = max(floor.values())  # the shared memory's floor: HBM's misses or the L2's every byte
     t_full = _run(blocks, plat, cores, 1.0)[0] if blocks else 0.0
     share = 1.0
-    if blocks and hbm_cycles > t_full:  # the cores together ask for more than HBM gives
-        share = _contention_share(blocks, plat, cores, hbm_cycles, t_full)
+    if blocks and memory_cycles > t_full:  # the cores together ask for more than HBM gives
+        share = _contention_share(blocks, plat, cores, memory_cycles, t_full)
     end, placement, tls = _run(blocks, plat, cores, share, keep_events) if blocks else (0.0, [], [])
-    cycles = max(end, hbm_cycles)
+    cycles = max(end, memory_cycles)
     used = len({c for c, _ in placement})
     launch_us = plat.launch_us(used) if blocks else 0.0
     est_us = cycles / plat.hz * 1e6 + launch_us
@@ -133,7 +142,7 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
         waves=-(-len(blocks) // cores) if blocks else 0,
         cycles=cycles,
         gm_bytes=gm,
-        hbm_us=hbm_cycles / plat.hz * 1e6,
+        hbm_us=floor["HBM"] / plat.hz * 1e6,
         launch_us=launch_us,
         est_us=est_us,
         bound="",
@@ -144,18 +153,26 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
         timelines=tls,
         top_ops=_top_ops(tls, busy),
         top_waits=_top_waits(tls),
+        l2_hit_bytes=traffic.hit_bytes,
+        l2_us=floor["L2"] / plat.hz * 1e6,
     )
-    m.bound = _bound(m, plat, end, hbm_cycles)
+    m.bound = _bound(m, plat, end, memory_cycles, "L2" if floor["L2"] > floor["HBM"] else "HBM")
     if used < cores:
         m.notes.append(f"{cores - used} of {cores} cores idle (block_dim {len(blocks)})")
     elif len(blocks) % cores and len(blocks) > cores:
         m.notes.append(f"{len(blocks)} blocks on {cores} cores: the last of {m.waves} waves uses {len(blocks) % cores}")
-    read = sum(tl.gm_read for tl in tls)
-    distinct = distinct_read_bytes(record)
-    if read > 1.1 * distinct:  # re-reads an L2 would serve; the model charges each at HBM bandwidth
+    if traffic.hit_bytes:
+        state = "warm: the previous launch left it resident" if plat.l2_warm else "cold"
         m.notes.append(
-            f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the L2 cache is not "
-            "modelled, so the re-reads count as HBM traffic (the HBM time is an upper bound)"
+            f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the L2 ({state}) serves "
+            f"{traffic.hit_bytes / 1e6:.2f} MB (the {traffic.footprint / 1e6:.2f} MB touched fit its "
+            f"{plat.l2_bytes / MIB:.0f} MiB)"
+        )
+    elif read > 1.1 * distinct:  # re-reads the L2 cannot hold: charged at HBM bandwidth again
+        m.notes.append(
+            f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the "
+            f"{traffic.footprint / 1e6:.2f} MB touched exceed the L2 ({plat.l2_bytes / MIB:.0f} MiB), so the "
+            "re-reads count as HBM traffic"
         )
     uncosted = set().union(*(tl.uncosted for tl in tls)) if tls else set()
     if uncosted:
@@ -183,14 +200,15 @@ def _top_waits(tls) -> list:
     return sorted(waits.items(), key=lambda kv: -kv[1])[:5]
 
 
-def _bound(m: LaunchModel, plat: Platform, end: float, hbm_cycles: float) -> str:
-    """What limits the launch: launch overhead, HBM, or the busiest pipe of the last core to finish."""
+def _bound(m: LaunchModel, plat: Platform, end: float, hbm_cycles: float, memory: str = "HBM") -> str:
+    """What limits the launch: launch overhead, the shared memory (`memory`: HBM, or L2 when its floor is
+    the larger), or the busiest pipe of the last core to finish."""
     if not m.timelines:
         return "launch overhead"
     if m.launch_us >= m.est_us - m.launch_us:
         return "launch overhead"
     if m.mte_share < 0.999 or hbm_cycles >= 0.98 * end:
-        return "HBM"
+        return memory
     last = max(range(len(m.timelines)), key=lambda i: m.placement[i][1] + m.timelines[i].cycles)
     core = m.placement[last][0]
     mine = [tl for tl, (c, _) in zip(m.timelines, m.placement, strict=True) if c == core]

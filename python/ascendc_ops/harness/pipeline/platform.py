@@ -41,6 +41,9 @@ class Platform:
     composite: dict = field(repr=False)  # activation API -> the vector ops it expands to
     sources: dict = field(repr=False)  # parameter -> its source text
     lacks: dict = field(default_factory=dict, repr=False)  # recorded API the chip does not have -> its doc page
+    l2_bytes: int = 0  # the chip's L2 cache (0: none modelled)
+    l2_bytes_per_cycle: float = 0.0  # L2 bandwidth per AI core (an AIC and its AIVs)
+    l2_warm: bool = False  # the previous identical launch left what fits in L2 resident (pipeline/l2.py)
 
     @property
     def hz(self) -> float:
@@ -48,6 +51,15 @@ class Platform:
 
     def launch_us(self, cores_used: int) -> float:
         return self.costs["launch_us"] + self.costs["launch_us_per_core"] * cores_used
+
+    @property
+    def l2_bytes_per_s(self) -> float:
+        """The chip's L2 bandwidth: the per-core figure on every AI core (the cube cores count them)."""
+        return self.l2_bytes_per_cycle * self.cube_cores * self.hz
+
+    def with_l2_warm(self, warm: bool) -> Platform:
+        """The same chip with L2 warm (repeated identical launches) or cold (pipeline/l2.py)."""
+        return replace(self, l2_warm=bool(warm))
 
     def with_hbm(self, bytes_per_s: float) -> Platform:
         """The same chip with another HBM bandwidth (what-if and model sanity checks)."""
@@ -59,14 +71,17 @@ class Platform:
 
     def with_values(self, values: dict) -> Platform:
         """The same chip with other parameter values ({platform-file key: value or {"value", "source"}}):
-        hbm_bytes_per_s or a scalar cost; a value's source replaces the file's."""
+        hbm_bytes_per_s, l2_warm or a scalar cost; a value's source replaces the file's."""
         v = {k: (x["value"] if isinstance(x, dict) else x) for k, x in values.items()}
         hbm = v.pop("hbm_bytes_per_s", self.hbm_bytes_per_s)
+        warm = bool(v.pop("l2_warm", self.l2_warm))
         unknown = [k for k in v if k not in self.costs]
         if unknown:
             raise ValueError(f"{self.name}: {', '.join(unknown)}: not a value the model takes from outside")
         src = {k: x["source"] for k, x in values.items() if isinstance(x, dict) and "source" in x}
-        return replace(self, hbm_bytes_per_s=hbm, costs={**self.costs, **v}, sources={**self.sources, **src})
+        return replace(
+            self, hbm_bytes_per_s=hbm, l2_warm=warm, costs={**self.costs, **v}, sources={**self.sources, **src}
+        )
 
     def cube_macs_per_cycle(self, dtype: str) -> float:
         """The cube's peak multiply-accumulates per cycle for inputs of `dtype`: one fractal's MACs over
@@ -156,6 +171,9 @@ def load_platform(name: str = "910B", calibrated: bool = False) -> Platform:
         composite=composite,
         sources=sources,
         lacks=dict(_value(raw, "lacks")) if "lacks" in raw else {},
+        l2_bytes=int(_value(raw, "l2_bytes")) if "l2_bytes" in raw else 0,
+        l2_bytes_per_cycle=float(_value(raw, "l2_bytes_per_cycle")) if "l2_bytes_per_cycle" in raw else 0.0,
+        l2_warm=bool(_value(raw, "l2_warm")) if "l2_warm" in raw else False,
     )
     return _calibrated(plat, path) if calibrated else plat
 

@@ -1,0 +1,49 @@
+"""The chip's L2 cache in the model: which of a launch's GM bytes come from L2 rather than HBM.
+
+- Within a launch (always): a byte read again after its first read is an L2 hit when everything the
+  launch touches (its distinct reads plus its writes) fits in the L2; beyond that capacity none is
+  (a sweep larger than the cache evicts a line before its reuse), and the re-read costs HBM again.
+- Across launches (`Platform.l2_warm`): a benchmark that repeats the same kernel on the same tensors
+  finds what the previous launch touched still resident when it fits, so every access is a hit.
+  Whether cann-bench's times are warm is decided from the measurements (harness/model_check.py).
+
+Every GM byte, hit or miss, passes the L2, so its bandwidth is a floor too (all bytes / L2 rate)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .platform import Platform
+
+
+@dataclass(frozen=True)
+class L2Traffic:
+    hbm_bytes: int  # bytes that reach HBM
+    hit_bytes: int  # bytes the L2 serves
+    footprint: int  # distinct bytes read plus bytes written
+    fits: bool  # the footprint fits in the L2
+
+    @property
+    def gm_bytes(self) -> int:
+        return self.hbm_bytes + self.hit_bytes
+
+
+def l2_traffic(read: int, distinct_read: int, write: int, plat: Platform) -> L2Traffic:
+    """The split of a launch's GM traffic (`read` bytes, `distinct_read` of them distinct, `write`
+    bytes, taken as distinct) between HBM and L2 hits on `plat`."""
+    footprint = distinct_read + write
+    fits = plat.l2_bytes > 0 and footprint <= plat.l2_bytes
+    if not fits:
+        hits = 0
+    elif plat.l2_warm:
+        hits = read + write
+    else:
+        hits = read - distinct_read
+    return L2Traffic(read + write - hits, hits, footprint, fits)
+
+
+def floor_seconds(traffic: L2Traffic, plat: Platform) -> dict:
+    """The time the chip's shared memory needs for the traffic: {"HBM": misses at HBM rate, "L2": every
+    byte at the L2 rate (0 without an L2)}."""
+    l2 = traffic.gm_bytes / plat.l2_bytes_per_s if plat.l2_bytes_per_cycle else 0.0
+    return {"HBM": traffic.hbm_bytes / plat.hbm_bytes_per_s, "L2": l2}
