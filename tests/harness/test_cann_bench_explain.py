@@ -27,12 +27,15 @@ SLACK = 0.02
         (100.0, "HBM", 100.0, 100.0 / 1.3 - 0.01, E.BEYOND),  # just past the band: the model is questioned
         (150.0, "V", 100.0, 100.0 / 1.3 - 0.01, E.BEYOND),  # whatever ours does: no kernel ties it in this model
         (102.0, "HBM", 100.0, 90.0, E.TIE),  # the slack above the least work still counts as the floor
-        (102.01, "HBM", 100.0, 90.0, E.MORE_WORK),  # past it: ours moves or waits more than it must
+        (102.01, "HBM", 100.0, 90.0, E.ABOVE),  # past it, but even the least work is slower than the built-in
+        (102.01, "HBM", 100.0, 100.0, E.MORE_WORK),  # past it, and the least work would reach 1.0x
         (129.0, "HBM", 100.0, 120.0, E.MORE_WORK),  # within the band, but the band is not the slack
         (8.77, "launch overhead", 8.6, 7.0, E.TIE),
-        (8.78, "launch overhead", 8.6, 7.0, E.MORE_WORK),
+        (8.78, "launch overhead", 8.6, 7.0, E.ABOVE),
+        (8.78, "launch overhead", 8.6, 8.7, E.MORE_WORK),
         (9.0, "launch overhead", 8.6, 6.5, E.BEYOND),
         (101.0, "V", 100.0, 100.0, E.MORE_WORK),  # a pipe binds: a kernel deficit however close
+        (101.0, "V", 100.0, 99.9, E.ABOVE),  # ... unless the least work is already slower than the built-in
         (101.0, "latency/sync (busiest pipe MTE2 40% busy)", 100.0, 100.0, E.MORE_WORK),
         (49.9, "cube", 49.0, 45.0, E.TIE),
         (49.9, "L2", 49.0, 45.0, E.TIE),
