@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cube_tiling.h"
+#include "platform.h"
 
 namespace cube_rules {
 
@@ -25,9 +26,9 @@ struct Chip {  // A2's cube buffers (tiling/platform.h)
   int64_t l1 = 512 * 1024, l0a = 64 * 1024, l0b = 64 * 1024, l0c = 128 * 1024;
 };
 
-// The bias table (BT, TPosition::C2): 1 KB on A2 (DataCopy（L1ToBiasTable-Buffer数据搬运）.md); it holds
-// one base block's bias as fp32 whatever the bias dtype (load_bias_to_c2.h converts half on the way).
-constexpr int64_t kBiasTableBytes = 1024;
+// The bias table (tiling/platform.h) holds one base block's bias as fp32 whatever the bias dtype
+// (load_bias_to_c2.h converts half on the way).
+constexpr int64_t kBiasTableBytes = ::tiling::kA2BiasTableBytes;
 
 constexpr int32_t kCubeBlock = 16;    // BLOCK_CUBE: the fractal's 16 rows
 constexpr int32_t kC0Bytes = 32;      // C0_BYTE_SIZE: a fractal row is 32 bytes

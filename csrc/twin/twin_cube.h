@@ -6,8 +6,8 @@
 // transposition flags against ISTRANS, GM bounds of every operand. IterateAll issues the base-block
 // stream CANN's library issues (twin_cube_iterate.h: MTE2/MTE1/M/FIX through the basic API's checks
 // and record, with its flags); the block's arithmetic is one RunGemm (twin_cube_gemm.h). A bias (GM, ND,
-// half or float: SetBias.md's A2 pairs) starts the fp32 accumulator. Not recorded yet: the bias's
-// GM -> L1 -> bias table moves and the Mmad reading the table (the arithmetic is the device's).
+// half or float: SetBias.md's A2 pairs) starts the fp32 accumulator; IterateAll records its GM -> L1 ->
+// bias table moves and the first Mmad reading the table (twin_cube_iterate.h).
 #pragma once
 #include <string>
 
@@ -174,7 +174,8 @@ class Matmul {
     }
     g.a = a_.GetPhyAddr(), g.b = b_.GetPhyAddr(), g.c = gm.GetPhyAddr();
     if (hasBias_) g.bias = bias_.GetPhyAddr(), g.biasDtype = twin::CubeDtypeOf<BiasT>();
-    walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_, [&] {
+    walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_,
+              hasBias_ ? &bias_ : nullptr, [&] {
       twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
       twin::RunGemm(g);
     });
@@ -197,7 +198,7 @@ class Matmul {
     return "(M " + std::to_string(m) + ", N " + std::to_string(n) + ", K " + std::to_string(k) + ")";
   }
   TCubeTiling tiling_{};
-  twin::CubeIterate<SrcA, SrcB, Dst> walk_;
+  twin::CubeIterate<SrcA, SrcB, Dst, BiasT> walk_;
   GlobalTensor<SrcA> a_;
   GlobalTensor<SrcB> b_;
   GlobalTensor<BiasT> bias_;
