@@ -293,19 +293,27 @@ def _independent(xs, ws, gl_list, split_item, bias):
             )
     x2 = [x.reshape(-1, x.shape[-1]) for x in xs]
     rows = [x.shape[0] for x in x2]
+    if bias is not None:  # one [N_i] bias per pair, added in the kernel
+        bias = _tensors("bias", bias)
+        if len(bias) != len(xs):
+            _fail(ValueError, GMM, f"bias has {len(bias)} tensors for {len(xs)} x/weight pairs")
+    dtype = xs[0].dtype
     if all(tuple(w.shape) == tuple(ws[0].shape) for w in ws):
         counts = torch.tensor(rows, dtype=torch.int64, device=xs[0].device)
-        y = _gmm(torch.cat(x2), _stack(ws), counts, 1)
+        table = None if bias is None else _bias_table(bias, dtype, len(ws), ws[0].shape[1])
+        y = _gmm(torch.cat(x2), _stack(ws), counts, 1, table)
         ys = list(y.split(rows))
     else:
         ys = [
-            _gmm(x, w.unsqueeze(0), torch.tensor([x.shape[0]], device=x.device), 1) for x, w in zip(x2, ws, strict=True)
+            _gmm(
+                x,
+                w.unsqueeze(0),
+                torch.tensor([x.shape[0]], device=x.device),
+                1,
+                None if bias is None else _bias_table([bias[i]], dtype, 1, w.shape[1]),
+            )
+            for i, (x, w) in enumerate(zip(x2, ws, strict=True))
         ]
-    if bias is not None:
-        bias = _tensors("bias", bias)
-        if len(bias) != len(ys):
-            _fail(ValueError, GMM, f"bias has {len(bias)} tensors for {len(ys)} x/weight pairs")
-        ys = [y + b.to(y.dtype) for y, b in zip(ys, bias, strict=True)]
     ys = [y.reshape(*x.shape[:-1], y.shape[-1]) for x, y in zip(xs, ys, strict=True)]
     return [torch.cat(ys)] if split_item in (2, 3) else ys
 
