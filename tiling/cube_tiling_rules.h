@@ -95,7 +95,8 @@ inline std::string Violation(const TCubeTiling& t, const Operand& a, const Opera
   if (t.iterateOrder != 0 && t.iterateOrder != 1) return "iterateOrder must be 0 or 1, got " + s(t.iterateOrder);
   if (t.isBias != 0 && t.isBias != 1) return "isBias must be 0 or 1, got " + s(t.isBias);
   if (t.isBias && biasBytes != 2 && biasBytes != 4)
-    return "bias dtype: isBias 1 needs a half or float bias on A2 (SetBiasType), got " + s(biasBytes) + "-byte elements";
+    return "bias dtype: isBias 1 needs a half or float bias on A2 (SetBiasType), got " + s(biasBytes) +
+           "-byte elements";
   const int64_t bt = int64_t(t.baseN) * 4 * t.dbL0C;
   if (t.isBias && bt > kBiasTableBytes)
     return "bias table: baseN x 4 (fp32 in BT) x dbL0C = " + s(bt) + " B, over " + s(kBiasTableBytes);

@@ -75,7 +75,7 @@ GroupedMatmulArgs<Int> CheckGroupedMatmul(const OpSpec& op, const TensorArg<Int>
 
 inline GroupedMatmulProblem GroupedMatmulProblemOf(const GroupedMatmulArgs<int64_t>& a, DType dtype,
                                                    int64_t groupListType, bool transposeWeight, bool weightGrad) {
-  return {a.m,       a.k, a.n, a.groups, dtype, int32_t(groupListType), transposeWeight && !weightGrad,
+  return {a.m,        a.k,        a.n, a.groups, dtype, int32_t(groupListType), transposeWeight && !weightGrad,
           weightGrad, a.biasDtype};
 }
 

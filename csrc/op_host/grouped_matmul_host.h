@@ -28,8 +28,8 @@ tiling::GroupedMatmulArgs<int64_t> GroupedMatmulArgsOf(const Context* context, c
   const int64_t* type = IntAttr(attrs, 0);
   listType = type == nullptr ? 1 : *type;
   transpose = !weightGrad && BoolAttr(attrs, 1, false);
-  const tiling::TensorArg<int64_t> bias = weightGrad ? tiling::TensorArg<int64_t>{{}, tiling::DType::kOther, false}
-                                                     : InputArg(context, 3, true);
+  const tiling::TensorArg<int64_t> bias =
+      weightGrad ? tiling::TensorArg<int64_t>{{}, tiling::DType::kOther, false} : InputArg(context, 3, true);
   return tiling::CheckGroupedMatmul(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), listType,
                                     transpose, weightGrad, bias.defined ? &bias : nullptr);
 }

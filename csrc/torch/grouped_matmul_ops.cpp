@@ -174,8 +174,8 @@ tiling::CubePlatform TwinCubePlatform() {
 
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
                      const at::Tensor& bias, int64_t groupListType, bool transposeWeight, bool weightGrad) {
-  GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, bias, groupListType, transposeWeight, weightGrad,
-                                               TwinCubePlatform());
+  GroupedMatmulLaunch l =
+      PrepareGroupedMatmul(op, a, b, groupList, bias, groupListType, transposeWeight, weightGrad, TwinCubePlatform());
   if (l.tiling.blockDim == 0) return l.out;
   const at::ScalarType dtype = l.a.scalar_type();
   uint8_t* const tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);

@@ -32,12 +32,11 @@ using GroupedMatmulImpl = at::Tensor (*)(const OpProto& op, const at::Tensor& a,
 // under one dispatch key (the twin's CPU, the NPU's PrivateUse1, Meta).
 template <GroupedMatmulImpl Impl>
 void ImplGroupedMatmul(torch::Library& m) {
-  m.impl("grouped_matmul",
-         [](const at::Tensor& x, const at::Tensor& weight, const at::Tensor& groupList,
-            const c10::optional<at::Tensor>& bias, int64_t groupListType, bool transposeWeight) {
-           return Impl(kGroupedMatmul, x, weight, groupList, bias.value_or(at::Tensor()), groupListType,
-                       transposeWeight, false);
-         });
+  m.impl("grouped_matmul", [](const at::Tensor& x, const at::Tensor& weight, const at::Tensor& groupList,
+                              const c10::optional<at::Tensor>& bias, int64_t groupListType, bool transposeWeight) {
+    return Impl(kGroupedMatmul, x, weight, groupList, bias.value_or(at::Tensor()), groupListType, transposeWeight,
+                false);
+  });
   m.impl("grouped_matmul_weight_grad",
          [](const at::Tensor& x, const at::Tensor& dy, const at::Tensor& groupList, int64_t groupListType) {
            return Impl(kGroupedMatmulWeightGrad, x, dy, groupList, at::Tensor(), groupListType, false, true);

@@ -139,9 +139,8 @@ class Matmul {
     // bfloat16_t A/B gives a float or half C only.
     static_assert(std::is_same_v<BiasT, half> || std::is_same_v<BiasT, float>,
                   "Matmul: the bias must be half or float on A2 (SetBias.md)");
-    static_assert(
-        !(std::is_same_v<SrcA, bfloat16_t> && std::is_same_v<BiasT, half> && std::is_same_v<Dst, bfloat16_t>),
-        "Matmul: bfloat16_t A/B with a half bias has no bfloat16_t C on A2 (Matmul使用说明.md table 2)");
+    static_assert(!(std::is_same_v<SrcA, bfloat16_t> && std::is_same_v<BiasT, half> && std::is_same_v<Dst, bfloat16_t>),
+                  "Matmul: bfloat16_t A/B with a half bias has no bfloat16_t C on A2 (Matmul使用说明.md table 2)");
     if (!inited_) twin::Violation("cube order", "SetBias before REGIST_MATMUL_OBJ / Init");
     if (tiling_.isBias != 1) twin::Violation("cube bias", "SetBias needs the tiling's isBias = 1 (SetBias.md)");
     bias_ = gm, hasBias_ = true;
@@ -176,9 +175,9 @@ class Matmul {
     if (hasBias_) g.bias = bias_.GetPhyAddr(), g.biasDtype = twin::CubeDtypeOf<BiasT>();
     walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_,
               hasBias_ ? &bias_ : nullptr, [&] {
-      twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
-      twin::RunGemm(g);
-    });
+                twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
+                twin::RunGemm(g);
+              });
   }
   void End() {
     hasA_ = hasB_ = hasBias_ = false;

@@ -21,11 +21,10 @@
 // its spans, bytes untouched; the block's arithmetic is one GEMM (`compute`, Matmul's RunGemm), run
 // right after the last Mmad is recorded so the host profile times it as Mmad's.
 // Simplifications: the first Mmad takes the table through Mmad's bias overload (the library sets
-// cmatrixSource on it, one instruction either way); L1 tiles stay while later base blocks use them (least recently used one leaves);
-// L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues
-// LoadData 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h);
-// fp32 Mmads whose operands need that transpose align K to 16 (kDirectionAlign; the library sets
-// it for a transposed A only).
+// cmatrixSource on it, one instruction either way); L1 tiles stay while later base blocks use them (least recently used
+// one leaves); L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues LoadData
+// 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h); fp32 Mmads whose operands
+// need that transpose align K to 16 (kDirectionAlign; the library sets it for a transposed A only).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -287,7 +286,7 @@ class CubeIterate {
   TBuf<TPosition::B2> l0b_;
   TQue<TPosition::CO1, 1> co1_;
   TQue<TPosition::C1, 1> c1_;  // the bias's base block in L1
-  TBuf<TPosition::C2> bt_;     // the bias table
+  TBuf<TPosition::C2> bt_;  // the bias table
   L1Cache<SrcA> a1Cache_;
   L1Cache<SrcB> b1Cache_;
   uint32_t aTileBytes_ = 0, bTileBytes_ = 0, aRows_ = 0, bRows_ = 0;

@@ -52,7 +52,9 @@ def test_bias_accuracy(dtype, m):
     bias = torch.randn(e, n).to(BIAS_DTYPE[dtype])
     counts = counts_with_empty(m, e)
     golden = R.grouped_matmul(np64(x), np64(w), counts.numpy(), 1, False, np64(bias))
-    bound = P.gamma(k + 1) * (R.grouped_matmul(np.abs(np64(x)), np.abs(np64(w)), counts.numpy(), 1, False, np.abs(np64(bias))))
+    bound = P.gamma(k + 1) * (
+        R.grouped_matmul(np.abs(np64(x)), np.abs(np64(w)), counts.numpy(), 1, False, np.abs(np64(bias)))
+    )
     second = torch_gmm_bias(x, w, bias, counts)
     for glt, gl in ((1, counts), (0, torch.cumsum(counts, 0))):
         y = ascendc_ops.grouped_matmul(x, w, gl, glt, False, bias)
@@ -109,7 +111,9 @@ def test_bias_grad_is_the_group_row_sum(dtype):
 
 def test_opcheck_with_bias():
     x, w, gl = torch.randn(10, 6), torch.randn(3, 6, 5), torch.tensor([3, 0, 5])
-    opcheck(ops.grouped_matmul, (x.requires_grad_(), w.requires_grad_(), gl, torch.randn(3, 5).requires_grad_(), 1, False))
+    opcheck(
+        ops.grouped_matmul, (x.requires_grad_(), w.requires_grad_(), gl, torch.randn(3, 5).requires_grad_(), 1, False)
+    )
     xb, wb = torch.randn(10, 6).bfloat16(), torch.randn(3, 5, 6).bfloat16()
     opcheck(ops.grouped_matmul, (xb, wb, torch.tensor([3, 3, 8]), torch.randn(3, 5), 0, True))
 

@@ -37,7 +37,8 @@ at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Te
   void* biasp = l.bias.defined() ? l.bias.data_ptr() : nullptr;  // the kernel reads it only with isBias
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    if (weightGrad) PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn(blocks, stream, ap, bp, gp, op_, wp, tp);
+    if (weightGrad)
+      PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn(blocks, stream, ap, bp, gp, op_, wp, tp);
     else PickEntry(npu_entries::grouped_matmul, dtype).fn(blocks, stream, ap, bp, gp, biasp, op_, wp, tp);
   });
   return l.out;

@@ -9,8 +9,8 @@
 Schemas come from op_proto/grouped_matmul*.json; the argument rules and the output shapes (also for
 FakeTensor / torch.compile, through a C++ Meta kernel) from tiling/grouped_matmul_problem.h.
 Autograd: dx by grouped_matmul with the weight's transposition flipped, dweight by the weight-grad
-kernel, dbias[e] = the sum of group e's rows of dy (fp32, then the bias's dtype). Data-dependent checks (group_list values) run in the C++ bindings. The MoE routing ops are
-in moe_routing.py.
+kernel, dbias[e] = the sum of group e's rows of dy (fp32, then the bias's dtype). Data-dependent checks
+(group_list values) run in the C++ bindings. The MoE routing ops are in moe_routing.py.
 """
 
 from __future__ import annotations

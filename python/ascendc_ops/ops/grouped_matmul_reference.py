@@ -24,9 +24,7 @@ def group_rows(group_list, group_list_type: int) -> np.ndarray:
     return g if group_list_type == 1 else np.diff(np.concatenate(([0], g)))
 
 
-def grouped_matmul(
-    x, w, group_list, group_list_type: int = 1, transpose_weight: bool = False, bias=None
-) -> np.ndarray:
+def grouped_matmul(x, w, group_list, group_list_type: int = 1, transpose_weight: bool = False, bias=None) -> np.ndarray:
     x, w = _f64(x), _f64(w)
     n = w.shape[1] if transpose_weight else w.shape[2]
     b = None if bias is None else _f64(bias)
