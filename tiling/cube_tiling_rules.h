@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cube_tiling.h"
+#include "platform.h"
 
 namespace cube_rules {
 
@@ -24,6 +25,10 @@ struct Operand {
 struct Chip {  // A2's cube buffers (tiling/platform.h)
   int64_t l1 = 512 * 1024, l0a = 64 * 1024, l0b = 64 * 1024, l0c = 128 * 1024;
 };
+
+// The bias table (tiling/platform.h) holds one base block's bias as fp32 whatever the bias dtype
+// (load_bias_to_c2.h converts half on the way).
+constexpr int64_t kBiasTableBytes = ::tiling::kA2BiasTableBytes;
 
 constexpr int32_t kCubeBlock = 16;    // BLOCK_CUBE: the fractal's 16 rows
 constexpr int32_t kC0Bytes = 32;      // C0_BYTE_SIZE: a fractal row is 32 bytes
@@ -50,24 +55,32 @@ inline int64_t BL1BlockBytes(const TCubeTiling& t, const Operand& b) {
   return AlignUp(t.baseK, b.isTrans ? 1 : kFp32KAlign) * AlignUp(t.baseN, C0Elems(b)) * b.bytes;
 }
 
-// What GetUsedSize / GetTransLength / UpdateUsedSize give on 910B (ND operands in GM, no bias):
-// shareL1Size = depthA1 x baseM x baseK x sizeof(A) + depthB1 x baseN x baseK x sizeof(B),
-// shareL0CSize = baseM x baseN x 4, shareMode = shareUbSize = transLength = 0 (no UB ND2NZ on A2).
-inline int32_t ShareL1Size(const TCubeTiling& t, const Operand& a, const Operand& b) {
-  return int32_t(int64_t(t.depthA1) * t.baseM * t.baseK * a.bytes + int64_t(t.depthB1) * t.baseN * t.baseK * b.bytes);
+// L1 a bias in GM takes on 910B (GetUsedSize: "gm -> l1 -> bt, need extra l1 space"): one base
+// block of N in the bias dtype (`biasBytes`), when isBias.
+inline int64_t BiasL1Bytes(const TCubeTiling& t, int32_t biasBytes) {
+  return t.isBias ? int64_t(t.baseN) * biasBytes : 0;
+}
+
+// What GetUsedSize / GetTransLength / UpdateUsedSize give on 910B (ND operands in GM, a bias in GM):
+// shareL1Size = depthA1 x baseM x baseK x sizeof(A) + depthB1 x baseN x baseK x sizeof(B) [+ baseN x
+// sizeof(bias)], shareL0CSize = baseM x baseN x 4, shareMode = shareUbSize = transLength = 0.
+inline int32_t ShareL1Size(const TCubeTiling& t, const Operand& a, const Operand& b, int32_t biasBytes = 0) {
+  return int32_t(int64_t(t.depthA1) * t.baseM * t.baseK * a.bytes + int64_t(t.depthB1) * t.baseN * t.baseK * b.bytes +
+                 BiasL1Bytes(t, biasBytes));
 }
 inline int32_t ShareL0CSize(const TCubeTiling& t) { return t.baseM * t.baseN * 4; }
-inline void FillUsedSize(TCubeTiling& t, const Operand& a, const Operand& b) {
+inline void FillUsedSize(TCubeTiling& t, const Operand& a, const Operand& b, int32_t biasBytes = 0) {
   t.transLength = 0;
   t.shareMode = 0;
-  t.shareL1Size = ShareL1Size(t, a, b);
+  t.shareL1Size = ShareL1Size(t, a, b, biasBytes);
   t.shareL0CSize = ShareL0CSize(t);
   t.shareUbSize = 0;
 }
 
-// The first rule `t` breaks for operands a and b on `chip`, "" if none. Each message starts with
-// the rule's name.
-inline std::string Violation(const TCubeTiling& t, const Operand& a, const Operand& b, const Chip& chip = Chip{}) {
+// The first rule `t` breaks for operands a and b on `chip` (with isBias: a bias of `biasBytes` per
+// element in GM), "" if none. Each message starts with the rule's name.
+inline std::string Violation(const TCubeTiling& t, const Operand& a, const Operand& b, const Chip& chip = Chip{},
+                             int32_t biasBytes = 0) {
   const auto s = [](int64_t v) { return std::to_string(v); };
   if (t.baseM <= 0 || t.baseN <= 0 || t.baseK <= 0)
     return "base block: baseM/baseN/baseK must be positive, got " + s(t.baseM) + "/" + s(t.baseN) + "/" + s(t.baseK);
@@ -81,6 +94,12 @@ inline std::string Violation(const TCubeTiling& t, const Operand& a, const Opera
     if (db != 1 && db != 2) return "double buffer: dbL0A/dbL0B/dbL0C must be 1 or 2, got " + s(db);
   if (t.iterateOrder != 0 && t.iterateOrder != 1) return "iterateOrder must be 0 or 1, got " + s(t.iterateOrder);
   if (t.isBias != 0 && t.isBias != 1) return "isBias must be 0 or 1, got " + s(t.isBias);
+  if (t.isBias && biasBytes != 2 && biasBytes != 4)
+    return "bias dtype: isBias 1 needs a half or float bias on A2 (SetBiasType), got " + s(biasBytes) +
+           "-byte elements";
+  const int64_t bt = int64_t(t.baseN) * 4 * t.dbL0C;
+  if (t.isBias && bt > kBiasTableBytes)
+    return "bias table: baseN x 4 (fp32 in BT) x dbL0C = " + s(bt) + " B, over " + s(kBiasTableBytes);
   const int64_t l0a = int64_t(t.baseM) * t.baseK * a.bytes * t.dbL0A;
   const int64_t l0b = int64_t(t.baseK) * t.baseN * b.bytes * t.dbL0B;
   const int64_t l0c = int64_t(t.baseM) * t.baseN * 4 * t.dbL0C;  // fp32 accumulators
@@ -96,18 +115,18 @@ inline std::string Violation(const TCubeTiling& t, const Operand& a, const Opera
   if (t.depthB1 != stepB && t.depthB1 != 2 * stepB)
     return "depth: depthB1 " + s(t.depthB1) + " must be stepN x stepKb x db (db 1 or 2) = " + s(stepB) + " or " +
            s(2 * stepB);
-  const int64_t l1 = t.depthA1 * AL1BlockBytes(t, a) + t.depthB1 * BL1BlockBytes(t, b);
+  const int64_t l1 = t.depthA1 * AL1BlockBytes(t, a) + t.depthB1 * BL1BlockBytes(t, b) + BiasL1Bytes(t, biasBytes);
   if (l1 > chip.l1)
     return "L1 capacity: depthA1 and depthB1 base blocks (fp32 aligned as A isTrans " + s(a.isTrans) + ", B isTrans " +
-           s(b.isTrans) + ") need " + s(l1) + " B, over " + s(chip.l1);
+           s(b.isTrans) + ") and the bias's base block need " + s(l1) + " B, over " + s(chip.l1);
   if (t.transLength != 0 || t.shareMode != 0 || t.shareUbSize != 0)
     return "used size: transLength, shareMode and shareUbSize are 0 on A2, got " + s(t.transLength) + "/" +
            s(t.shareMode) + "/" + s(t.shareUbSize);
-  if (t.shareL1Size != ShareL1Size(t, a, b))
+  if (t.shareL1Size != ShareL1Size(t, a, b, biasBytes))
     return "used size: shareL1Size " + s(t.shareL1Size) +
            " != depthA1 x baseM x baseK x sizeof(A) + depthB1 x baseN "
-           "x baseK x sizeof(B) = " +
-           s(ShareL1Size(t, a, b));
+           "x baseK x sizeof(B) [+ baseN x sizeof(bias)] = " +
+           s(ShareL1Size(t, a, b, biasBytes));
   if (t.shareL0CSize != ShareL0CSize(t))
     return "used size: shareL0CSize " + s(t.shareL0CSize) + " != baseM x baseN x 4 = " + s(ShareL0CSize(t));
   return "";

@@ -24,14 +24,17 @@ template <class Int>
 struct GroupedMatmulArgs {
   Int m, k, n, groups;
   std::vector<Int> out;  // grouped_matmul: y [M, N]; the weight grad: dweight [E, K, N]
+  DType biasDtype = DType::kOther;  // grouped_matmul's bias [E, N]; kOther: none
 };
 
-// grouped_matmul: a = x [M, K], b = weight [E, K, N] ([E, N, K] with transposeWeight), group_list [E].
-// grouped_matmul_weight_grad (weightGrad): a = x [M, K], b = dy [M, N], group_list [E].
+// grouped_matmul: a = x [M, K], b = weight [E, K, N] ([E, N, K] with transposeWeight), group_list [E],
+// bias [E, N] or nullptr (its dtype per op_proto: x's for fp16/fp32, float for bf16: the A2 Matmul
+// takes a half or float bias, no bfloat16 one).
+// grouped_matmul_weight_grad (weightGrad): a = x [M, K], b = dy [M, N], group_list [E], no bias.
 template <class Int>
 GroupedMatmulArgs<Int> CheckGroupedMatmul(const OpSpec& op, const TensorArg<Int>& a, const TensorArg<Int>& b,
                                           const TensorArg<Int>& groupList, int64_t groupListType, bool transposeWeight,
-                                          bool weightGrad) {
+                                          bool weightGrad, const NotDeduced<TensorArg<Int>>* bias = nullptr) {
   using Maybe = MaybeUnbacked<Int>;
   const char* an = op.inputs[0];
   const char* bn = op.inputs[1];
@@ -59,12 +62,21 @@ GroupedMatmulArgs<Int> CheckGroupedMatmul(const OpSpec& op, const TensorArg<Int>
     Fail(ArgError::kValue, op, bn, " must have K = ", k, " (", an, ".size(1)) in dim ", transposeWeight ? 2 : 1,
          " (transpose_weight=", transposeWeight ? "True" : "False", "), got shape ", b.shape);
   const Int& n = transposeWeight ? b.shape[1] : b.shape[2];
-  return {m, k, n, groups, {m, n}};
+  GroupedMatmulArgs<Int> args{m, k, n, groups, {m, n}};
+  if (bias == nullptr || !bias->defined) return args;
+  CheckDtype(op, 3, bias->dtype);
+  CheckDtypes(op, {a.dtype, b.dtype, groupList.dtype, bias->dtype});
+  if (bias->dim() != 2 || Maybe::Differ(bias->shape[0], groups) || bias->shape[1] != n)
+    Fail(ArgError::kValue, op, op.inputs[3], " must be 2-D [E, N] = [", groups, ", ", n, "] (", op.inputs[2],
+         " entries, ", bn, "'s N), got shape ", bias->shape);
+  args.biasDtype = bias->dtype;
+  return args;
 }
 
 inline GroupedMatmulProblem GroupedMatmulProblemOf(const GroupedMatmulArgs<int64_t>& a, DType dtype,
                                                    int64_t groupListType, bool transposeWeight, bool weightGrad) {
-  return {a.m, a.k, a.n, a.groups, dtype, int32_t(groupListType), transposeWeight && !weightGrad, weightGrad};
+  return {a.m,        a.k,        a.n, a.groups, dtype, int32_t(groupListType), transposeWeight && !weightGrad,
+          weightGrad, a.biasDtype};
 }
 
 }  // namespace tiling

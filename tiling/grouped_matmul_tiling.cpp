@@ -35,13 +35,14 @@ void FillBase(TCubeTiling& mm, DType dtype) {
 // block of N, and its MTE2 waits on half as many A tiles. Kept only where it fits L1
 // (cube_tiling_rules.h) beside the weight's four K steps double-buffered; false leaves `mm` as it was.
 bool ResidentA(TCubeTiling& mm, int64_t k, const cube_rules::Operand& a, const cube_rules::Operand& b,
-               const CubePlatform& platform) {
+               int32_t biasBytes, const CubePlatform& platform) {
   const TCubeTiling keep = mm;
   mm.stepKa = int32_t(std::max<int64_t>(1, CeilDiv(CeilDiv(k, mm.baseK), 2)));
   mm.depthA1 = 2 * mm.stepM * mm.stepKa;
   mm.iterateOrder = 1;
-  cube_rules::FillUsedSize(mm, a, b);
-  if (cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes})
+  cube_rules::FillUsedSize(mm, a, b, biasBytes);
+  if (cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes},
+                            biasBytes)
           .empty())
     return true;
   mm = keep;
@@ -65,6 +66,7 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
     throw TilingError("grouped matmul: M, K and N must each fit in int32 (TCubeTiling)");
   if (pr.groupListType != 0 && pr.groupListType != 1)
     throw TilingError("grouped matmul: group_list_type must be 0 (cumulative) or 1 (counts)");
+  if (pr.HasBias() && pr.weightGrad) throw TilingError("grouped matmul: the weight grad takes no bias");
   GroupedMatmulTiling t{};
   GroupedMatmulTilingData& d = t.data;
   d.m = pr.m, d.k = pr.k, d.n = pr.n, d.groups = pr.groups;
@@ -73,11 +75,14 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
   d.weightGrad = pr.weightGrad ? 1 : 0;
   TCubeTiling& mm = d.mm;
   FillBase(mm, pr.dtype);
+  // The bias enters L0C from the bias table (SetBias): isBias, and its base block in L1 on the way.
+  mm.isBias = pr.HasBias() ? 1 : 0;
+  const int32_t biasBytes = pr.HasBias() ? int32_t(ElementBytes(pr.biasDtype)) : 0;
   cube_rules::Operand a, b;
   GroupedMatmulOperands(pr, a, b);
-  cube_rules::FillUsedSize(mm, a, b);
-  const std::string broken =
-      cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes});
+  cube_rules::FillUsedSize(mm, a, b, biasBytes);
+  const std::string broken = cube_rules::Violation(
+      mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes}, biasBytes);
   if (!broken.empty()) throw TilingError("grouped matmul: the cube tiling breaks a rule: " + broken);
   // Output of one group: forward [rows_e, n], reduction k; weight grad [k, n], reduction rows_e.
   const int64_t outRows = pr.weightGrad ? pr.k : pr.m;
@@ -92,7 +97,7 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
     return mBlocks * CeilDiv(pr.n, sn);
   };
   // Forward with x's rows resident: one base block of rows per block, since more would not stay.
-  if (!pr.weightGrad && ResidentA(mm, reduce, a, b, platform)) singleM = mm.baseM;
+  if (!pr.weightGrad && ResidentA(mm, reduce, a, b, biasBytes, platform)) singleM = mm.baseM;
   const int64_t want = 2 * int64_t(platform.cubeCores);
   while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
   while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);

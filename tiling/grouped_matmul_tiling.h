@@ -27,6 +27,8 @@ struct GroupedMatmulProblem {
   int32_t groupListType;
   bool transposeWeight;
   bool weightGrad;  // dweight[e] = x_e^T @ dy_e: output blocks tile [k, n] of every group
+  DType biasDtype = DType::kOther;  // forward only: bias [E, N] of this dtype (kOther: no bias)
+  bool HasBias() const { return biasDtype != DType::kOther; }
 };
 
 struct GroupedMatmulTiling {

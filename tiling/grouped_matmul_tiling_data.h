@@ -13,7 +13,7 @@
 // The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
 #define GROUPED_MATMUL_DTYPES ASCENDC_FLOAT_DTYPES
 #define GROUPED_MATMUL_WEIGHT_GRAD_DTYPES GROUPED_MATMUL_DTYPES
-#define GROUPED_MATMUL_PARAMS(GM) GM x, GM weight, GM groupList, GM y, GM workspace, GM tiling
+#define GROUPED_MATMUL_PARAMS(GM) GM x, GM weight, GM groupList, GM bias, GM y, GM workspace, GM tiling
 #define GROUPED_MATMUL_WEIGHT_GRAD_PARAMS(GM) GM x, GM dy, GM groupList, GM dweight, GM workspace, GM tiling
 
 struct GroupedMatmulTilingData {
@@ -25,5 +25,5 @@ struct GroupedMatmulTilingData {
   int32_t transposeWeight;  // forward only: weight stored [E, N, K] instead of [E, K, N]
   int32_t weightGrad;       // 0: forward blocks tile each group's [rows_e, n]; 1: each group's [k, n]
   int32_t reserved;
-  TCubeTiling mm;           // the Matmul object's tiling (singleCoreM x singleCoreN output blocks)
+  TCubeTiling mm;  // the Matmul object's tiling (singleCoreM x singleCoreN output blocks); isBias: bias [E, N]
 };

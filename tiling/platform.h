@@ -25,6 +25,8 @@ constexpr uint32_t kA2UbReserve = kA2UbBytes - kA2UbBudget;
 constexpr uint32_t kMaxCopyBlockCount = 4095;  // DataCopy(Pad) blockCount: rows one copy moves at most
 constexpr uint32_t kA2CubeCores = 24;  // 910B1/B2: 24 cube cores (paired with 48 vector cores)
 constexpr uint32_t kA2L1Bytes = 512 * 1024, kA2L0aBytes = 64 * 1024, kA2L0bBytes = 64 * 1024, kA2L0cBytes = 128 * 1024;
+// The bias table (BT, TPosition::C2): 1 KB on A2 (DataCopy（L1ToBiasTable-Buffer数据搬运）.md).
+constexpr uint32_t kA2BiasTableBytes = 1024;
 
 inline PlatformInfo Ascend910B(uint32_t vectorCores) { return {kA2Name, vectorCores, kA2UbBytes, kA2UbReserve}; }
 // The CPU twin: one block per host thread at a time, same UB as an A2 core.

@@ -1,9 +1,11 @@
 // Grouped matmul (MoE experts, split along M), a cube kernel:
-//   y[rows of group e] = x[rows of group e] @ w[e],   w[e] = weight[e] ([K, N]) or weight[e]^T ([N, K] stored)
+//   y[rows of group e] = x[rows of group e] @ w[e] (+ bias[e]),   w[e] = weight[e] ([K, N]) or weight[e]^T ([N, K])
 // x [M, K] holds the groups' rows contiguously in group order; group_list (int64 [E]) gives their
 // counts or cumulative ends. Each group's output is cut into singleCoreM x singleCoreN blocks dealt
 // round-robin over the cube cores; the Matmul API accumulates in fp32 (L0C) and rounds once on the
 // way out. Empty groups have no blocks; rows past the last group are not touched (the host zeroes them).
+// With a bias (tiling isBias), SetBias hands each block its bias[e] slice: the Matmul API moves it
+// GM -> L1 -> bias table and starts L0C from it, so the bias is in the fp32 sum before the products.
 #include "kernel_operator.h"
 #define ASCENDC_CUBE_ONLY
 #include "lib/matmul_intf.h"
@@ -16,18 +18,32 @@ using namespace AscendC;
 // TRANS_W: weight stored [E, N, K]. B's ISTRANS, the runtime SetTensorB flag and the host
 // tiling's B isTrans are one value (SetTensorB.md: for fp32 they must agree, or L1 sizes and
 // results are wrong), so each layout has its own Matmul type.
+// The bias dtype A2's Matmul takes with T (Matmul使用说明.md table 2, SetBias.md: half or float,
+// no bfloat16_t): half with half, float with float and bfloat16_t.
+template <typename T>
+struct GroupedMatmulBias {
+  using Type = float;
+};
+template <>
+struct GroupedMatmulBias<half> {
+  using Type = half;
+};
+
 template <typename T, bool TRANS_W>
 class GroupedMatmulKernel {
+  using BiasT = typename GroupedMatmulBias<T>::Type;
   using AType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
   using BType = MatmulType<TPosition::GM, CubeFormat::ND, T, TRANS_W>;
   using CType = MatmulType<TPosition::GM, CubeFormat::ND, T>;
+  using BiasType = MatmulType<TPosition::GM, CubeFormat::ND, BiasT>;
 
  public:
-  __aicore__ inline void Init(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y, const GroupedMatmulTilingData& t,
-                              TPipe* pipe) {
+  __aicore__ inline void Init(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR bias, GM_ADDR y,
+                              const GroupedMatmulTilingData& t, TPipe* pipe) {
     t_ = t;
     x_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t.m * t.k);
     w_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(weight), t.groups * t.k * t.n);
+    if (t.mm.isBias) bias_.SetGlobalBuffer(reinterpret_cast<__gm__ BiasT*>(bias), t.groups * t.n);
     y_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t.m * t.n);
     groupList_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(groupList), t.groups);
     REGIST_MATMUL_OBJ(pipe, GetSysWorkSpacePtr(), mm_, &t_.mm);
@@ -52,6 +68,7 @@ class GroupedMatmulKernel {
         mm_.SetSingleShape(static_cast<int>(curM), static_cast<int>(curN), static_cast<int>(t_.k));
         mm_.SetTensorA(x_[row * t_.k], false);
         mm_.SetTensorB(w_[wOffset], trans);
+        if (t_.mm.isBias) mm_.SetBias(bias_[e * t_.n + col]);  // bias[e][col, col + curN)
         mm_.IterateAll(y_[row * t_.n + col]);
       }
       dealt += blocks;
@@ -63,40 +80,41 @@ class GroupedMatmulKernel {
  private:
   GroupedMatmulTilingData t_;
   GlobalTensor<T> x_, w_, y_;
+  GlobalTensor<BiasT> bias_;
   GlobalTensor<int64_t> groupList_;
-  Matmul<AType, BType, CType> mm_;
+  Matmul<AType, BType, CType, BiasType> mm_;
 };
 
 // The kernel for the tiling's weight layout (the tiling's B isTrans is transposeWeight).
 template <typename T>
-__aicore__ inline void ProcessGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y,
+__aicore__ inline void ProcessGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR bias, GM_ADDR y,
                                             const GroupedMatmulTilingData& t, TPipe* pipe) {
   if (t.transposeWeight != 0) {
     GroupedMatmulKernel<T, true> op;
-    op.Init(x, weight, groupList, y, t, pipe);
+    op.Init(x, weight, groupList, bias, y, t, pipe);
     op.Process();
   } else {
     GroupedMatmulKernel<T, false> op;
-    op.Init(x, weight, groupList, y, t, pipe);
+    op.Init(x, weight, groupList, bias, y, t, pipe);
     op.Process();
   }
 }
 
 template <typename T>
-__aicore__ inline void RunGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR y, GM_ADDR workspace,
-                                        GM_ADDR tiling) {
+__aicore__ inline void RunGroupedMatmul(GM_ADDR x, GM_ADDR weight, GM_ADDR groupList, GM_ADDR bias, GM_ADDR y,
+                                        GM_ADDR workspace, GM_ADDR tiling) {
   GroupedMatmulTilingData t;
   CopyTiling(&t, tiling);
   SetSysWorkspace(workspace);
   TPipe pipe;
-  ProcessGroupedMatmul<T>(x, weight, groupList, y, t, &pipe);
+  ProcessGroupedMatmul<T>(x, weight, groupList, bias, y, t, &pipe);
 }
 
 // One entry per dtype (GROUPED_MATMUL_DTYPES, tiling/grouped_matmul_tiling_data.h).
 #define GROUPED_MATMUL_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
   extern "C" __global__ __aicore__ void OP##_##SUFFIX(GROUPED_MATMUL_PARAMS(GM_ADDR)) { \
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIC_ONLY);                                     \
-    RunGroupedMatmul<T>(x, weight, groupList, y, workspace, tiling);                    \
+    RunGroupedMatmul<T>(x, weight, groupList, bias, y, workspace, tiling);              \
   }
 GROUPED_MATMUL_DTYPES(GROUPED_MATMUL_ENTRY, grouped_matmul)
 #undef GROUPED_MATMUL_ENTRY

@@ -19,7 +19,8 @@ inline tiling::CubePlatform NpuCubePlatform(const gert::TilingContext* context) 
 }
 
 // The problem function (tiling/grouped_matmul_problem.h) the torch binding calls, on the inputs
-// (x, weight or dy, group_list) and the attrs group_list_type (0) and, forward only, transpose_weight (1).
+// (x, weight or dy, group_list; forward: bias (3, optional)) and the attrs group_list_type (0) and,
+// forward only, transpose_weight (1).
 template <typename Context>
 tiling::GroupedMatmulArgs<int64_t> GroupedMatmulArgsOf(const Context* context, const tiling::OpSpec& op,
                                                        bool weightGrad, int64_t& listType, bool& transpose) {
@@ -27,8 +28,10 @@ tiling::GroupedMatmulArgs<int64_t> GroupedMatmulArgsOf(const Context* context, c
   const int64_t* type = IntAttr(attrs, 0);
   listType = type == nullptr ? 1 : *type;
   transpose = !weightGrad && BoolAttr(attrs, 1, false);
+  const tiling::TensorArg<int64_t> bias =
+      weightGrad ? tiling::TensorArg<int64_t>{{}, tiling::DType::kOther, false} : InputArg(context, 3, true);
   return tiling::CheckGroupedMatmul(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), listType,
-                                    transpose, weightGrad);
+                                    transpose, weightGrad, bias.defined ? &bias : nullptr);
 }
 
 inline ge::graphStatus TileGroupedMatmulOp(gert::TilingContext* context, const tiling::OpSpec& op, bool weightGrad) {

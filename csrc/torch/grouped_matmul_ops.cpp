@@ -78,11 +78,20 @@ bool NativeGemm(at::ScalarType in) {
   return widePath && ((in == at::kBFloat16 && bf16) || (in == at::kHalf && fp16));
 }
 
-// fp32, or fp16/bf16 in and out with native dot products: at::mm straight into C. Otherwise the operands are
-// widened, multiplied in fp32 and rounded once into C.
+// fp32, or fp16/bf16 in and out with native dot products: at::mm straight into C. Otherwise (and with a
+// bias) the operands are widened and multiplied in fp32 into an accumulator that starts from the bias, as
+// L0C starts from the bias table, then rounded once into C.
 void TorchGemm(const twin::GemmCall& g) {
   const at::ScalarType in = TorchDtype(g.inDtype), out = TorchDtype(g.outDtype);
   at::Tensor c = at::from_blob(g.c, {g.m, g.n}, {g.ldc, 1}, at::TensorOptions().dtype(out));
+  if (g.bias != nullptr) {
+    at::Tensor acc = Scratch(2, g.m * g.n).view({g.m, g.n});
+    acc.copy_(at::from_blob(const_cast<void*>(g.bias), {1, g.n}, at::TensorOptions().dtype(TorchDtype(g.biasDtype)))
+                  .expand({g.m, g.n}));
+    acc.addmm_(Widened(0, g.a, g.m, g.k, g.lda, g.transA, in), Widened(1, g.b, g.k, g.n, g.ldb, g.transB, in));
+    c.copy_(acc);
+    return;
+  }
   if (in == out && (in == at::kFloat || NativeGemm(in))) {
     at::mm_out(c, View(g.a, g.m, g.k, g.lda, g.transA, in), View(g.b, g.k, g.n, g.ldb, g.transB, in));
     return;
@@ -122,12 +131,14 @@ std::vector<int64_t> CheckGroupList(const OpProto& op, const at::Tensor& groupLi
 }  // namespace
 
 GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b,
-                                         const at::Tensor& groupList, int64_t groupListType, bool transposeWeight,
-                                         bool weightGrad, const tiling::CubePlatform& platform) {
+                                         const at::Tensor& groupList, const at::Tensor& bias, int64_t groupListType,
+                                         bool transposeWeight, bool weightGrad, const tiling::CubePlatform& platform) {
   CheckSameDevice(op, {a, b, groupList});
-  const tiling::TensorArg<int64_t> aArg = Arg(a), bArg = Arg(b), glArg = Arg(groupList);
+  if (bias.defined()) CheckSameDevice(op, {a, bias});
+  const tiling::TensorArg<int64_t> aArg = Arg(a), bArg = Arg(b), glArg = Arg(groupList), biasArg = Arg(bias);
   const tiling::GroupedMatmulArgs<int64_t> args = Checked(op, [&] {
-    return tiling::CheckGroupedMatmul(op, aArg, bArg, glArg, groupListType, transposeWeight, weightGrad);
+    return tiling::CheckGroupedMatmul(op, aArg, bArg, glArg, groupListType, transposeWeight, weightGrad,
+                                      bias.defined() ? &biasArg : nullptr);
   });
   const std::vector<int64_t> groupRows = CheckGroupList(op, groupList, groupListType, args.m, op.inputs[0]);
   int64_t covered = 0;
@@ -136,6 +147,7 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
   l.a = a.contiguous();
   l.b = b.contiguous();
   l.groupList = groupList.contiguous();
+  if (bias.defined()) l.bias = bias.contiguous();
   l.out = at::empty(args.out, a.options());
   if (weightGrad) {
     for (int64_t e = 0; e < args.groups; ++e)
@@ -161,16 +173,21 @@ tiling::CubePlatform TwinCubePlatform() {
 }
 
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
-                     int64_t groupListType, bool transposeWeight, bool weightGrad) {
+                     const at::Tensor& bias, int64_t groupListType, bool transposeWeight, bool weightGrad) {
   GroupedMatmulLaunch l =
-      PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad, TwinCubePlatform());
+      PrepareGroupedMatmul(op, a, b, groupList, bias, groupListType, transposeWeight, weightGrad, TwinCubePlatform());
   if (l.tiling.blockDim == 0) return l.out;
   const at::ScalarType dtype = l.a.scalar_type();
-  const auto kernel = weightGrad ? PickEntry(twin_entries::grouped_matmul_weight_grad, dtype).fn
-                                 : PickEntry(twin_entries::grouped_matmul, dtype).fn;
-  const char* name = weightGrad ? "grouped_matmul_weight_grad" : "grouped_matmul";
-  LaunchOnTwin(name, l.tiling.blockDim, kernel, Gm(l.a), Gm(l.b), Gm(l.groupList), Gm(l.out),
-               static_cast<uint8_t*>(nullptr), reinterpret_cast<uint8_t*>(&l.tiling.data));
+  uint8_t* const tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
+  if (weightGrad) {
+    LaunchOnTwin("grouped_matmul_weight_grad", l.tiling.blockDim,
+                 PickEntry(twin_entries::grouped_matmul_weight_grad, dtype).fn, Gm(l.a), Gm(l.b), Gm(l.groupList),
+                 Gm(l.out), static_cast<uint8_t*>(nullptr), tilingGm);
+  } else {
+    uint8_t* biasGm = l.bias.defined() ? Gm(l.bias) : nullptr;
+    LaunchOnTwin("grouped_matmul", l.tiling.blockDim, PickEntry(twin_entries::grouped_matmul, dtype).fn, Gm(l.a),
+                 Gm(l.b), Gm(l.groupList), biasGm, Gm(l.out), static_cast<uint8_t*>(nullptr), tilingGm);
+  }
   return l.out;
 }
 
@@ -188,12 +205,16 @@ TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) { m.def("cube_gemm_native() -> str[]", &C
 
 // Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the output's shape.
 at::Tensor GroupedMatmulMeta(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
-                             int64_t groupListType, bool transposeWeight, bool weightGrad) {
+                             const at::Tensor& bias, int64_t groupListType, bool transposeWeight, bool weightGrad) {
   CheckSameDevice(op, {a, b, groupList});
-  const tiling::TensorArg<c10::SymInt> aArg = SymArg(a), bArg = SymArg(b), glArg = SymArg(groupList);
+  if (bias.defined()) CheckSameDevice(op, {a, bias});
+  const tiling::TensorArg<c10::SymInt> aArg = SymArg(a), bArg = SymArg(b), glArg = SymArg(groupList),
+                                       biasArg = SymArg(bias);
   return Checked(op, [&] {
-    return at::empty_symint(
-        tiling::CheckGroupedMatmul(op, aArg, bArg, glArg, groupListType, transposeWeight, weightGrad).out, a.options());
+    return at::empty_symint(tiling::CheckGroupedMatmul(op, aArg, bArg, glArg, groupListType, transposeWeight,
+                                                       weightGrad, bias.defined() ? &biasArg : nullptr)
+                                .out,
+                            a.options());
   });
 }
 

@@ -28,6 +28,7 @@ constexpr uint32_t kL1Bytes = ::tiling::kA2L1Bytes;
 constexpr uint32_t kL0aBytes = ::tiling::kA2L0aBytes;
 constexpr uint32_t kL0bBytes = ::tiling::kA2L0bBytes;
 constexpr uint32_t kL0cBytes = ::tiling::kA2L0cBytes;
+constexpr uint32_t kBtBytes = ::tiling::kA2BiasTableBytes;
 
 // What one simulated AI core sees: its UB (and the cube core's L1/L0 buffers), its block index,
 // the kernel it runs.
@@ -37,6 +38,7 @@ struct CoreContext {
   uint8_t* l0a = nullptr;
   uint8_t* l0b = nullptr;
   uint8_t* l0c = nullptr;
+  uint8_t* bt = nullptr;  // the bias table
   const char* kernel = "?";
   int64_t blockIdx = 0;
   int64_t blockNum = 1;

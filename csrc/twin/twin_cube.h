@@ -1,11 +1,13 @@
 // CPU twin, cube unit: the Ascend C high-level Matmul API as kernels use it (MatmulType, Matmul,
-// Init via REGIST_MATMUL_OBJ, SetOrgShape, SetSingleShape, SetTensorA/B, IterateAll, End) with
+// Init via REGIST_MATMUL_OBJ, SetOrgShape, SetSingleShape, SetTensorA/B, SetBias, IterateAll, End) with
 // the rules the twin can enforce: the tiling as CANN's host tiling fills it for the kernel's
 // MatmulTypes (tiling/cube_tiling_rules.h: base alignment, L0/L1 capacities, depth = step x db,
 // used sizes), supported dtypes (fp32 accumulation always), ND operands in GM, the runtime
 // transposition flags against ISTRANS, GM bounds of every operand. IterateAll issues the base-block
 // stream CANN's library issues (twin_cube_iterate.h: MTE2/MTE1/M/FIX through the basic API's checks
-// and record, with its flags); the block's arithmetic is one RunGemm (twin_cube_gemm.h).
+// and record, with its flags); the block's arithmetic is one RunGemm (twin_cube_gemm.h). A bias (GM, ND,
+// half or float: SetBias.md's A2 pairs) starts the fp32 accumulator; IterateAll records its GM -> L1 ->
+// bias table moves and the first Mmad reading the table (twin_cube_iterate.h).
 #pragma once
 #include <string>
 
@@ -54,9 +56,11 @@ constexpr cube_rules::Operand CubeOperandOf() {
   return {int32_t(sizeof(T)), std::is_same_v<T, float>, TYPE::isTrans};
 }
 
-// The tiling obeys A2's rules for these operands (tiling/cube_tiling_rules.h), or the named rule fires.
-inline void CheckCubeTiling(const TCubeTiling& t, const cube_rules::Operand& a, const cube_rules::Operand& b) {
-  const std::string broken = cube_rules::Violation(t, a, b);
+// The tiling obeys A2's rules for these operands and the bias's element size (tiling/cube_tiling_rules.h),
+// or the named rule fires.
+inline void CheckCubeTiling(const TCubeTiling& t, const cube_rules::Operand& a, const cube_rules::Operand& b,
+                            int32_t biasBytes = 0) {
+  const std::string broken = cube_rules::Violation(t, a, b, cube_rules::Chip{}, biasBytes);
   if (!broken.empty()) Violation("cube tiling", broken);
 }
 
@@ -91,6 +95,7 @@ class Matmul {
   static_assert(std::is_same_v<Dst, float> || std::is_same_v<Dst, half> || std::is_same_v<Dst, bfloat16_t>,
                 "Matmul: C must be float, half or bfloat16_t (L0C accumulates in fp32, FIXPIPE converts)");
   static_assert(!std::is_same_v<SrcA, float> || std::is_same_v<Dst, float>, "Matmul: float A/B needs a float C");
+  using BiasT = typename BIAS_TYPE::T;  // BIAS_TYPE defaults to C_TYPE; its dtype is checked where SetBias is used
 
  public:
   void Init(const TCubeTiling* tiling, TPipe* tpipe = nullptr) {
@@ -98,7 +103,8 @@ class Matmul {
     CheckOperand<A_TYPE>("A");
     CheckOperand<B_TYPE>("B");
     CheckOperand<C_TYPE>("C");
-    twin::CheckCubeTiling(*tiling, twin::CubeOperandOf<A_TYPE>(), twin::CubeOperandOf<B_TYPE>());
+    CheckOperand<BIAS_TYPE>("Bias");
+    twin::CheckCubeTiling(*tiling, twin::CubeOperandOf<A_TYPE>(), twin::CubeOperandOf<B_TYPE>(), sizeof(BiasT));
     tiling_ = *tiling;
     walk_.Init(tiling_, tpipe != nullptr ? tpipe : GetTPipePtr());
     SetOrgShape(tiling_.M, tiling_.N, tiling_.Ka, tiling_.Kb);
@@ -127,7 +133,19 @@ class Matmul {
     twin::CheckTransposeFlag<B_TYPE>("SetTensorB", isTransposeB);
     b_ = gm, transB_ = isTransposeB, hasB_ = true;
   }
-  // C[singleM, singleN] = A[singleM, singleK] @ B[singleK, singleN] inside the original matrices.
+  // Each row of C gets bias[0, singleN) (SetBias.md: only with the tiling's isBias 1; at least singleN elements).
+  void SetBias(const GlobalTensor<BiasT>& gm) {
+    // Matmul使用说明.md table 2 (A2): the bias is half or float (bfloat16_t is 950's); a half bias with
+    // bfloat16_t A/B gives a float or half C only.
+    static_assert(std::is_same_v<BiasT, half> || std::is_same_v<BiasT, float>,
+                  "Matmul: the bias must be half or float on A2 (SetBias.md)");
+    static_assert(!(std::is_same_v<SrcA, bfloat16_t> && std::is_same_v<BiasT, half> && std::is_same_v<Dst, bfloat16_t>),
+                  "Matmul: bfloat16_t A/B with a half bias has no bfloat16_t C on A2 (Matmul使用说明.md table 2)");
+    if (!inited_) twin::Violation("cube order", "SetBias before REGIST_MATMUL_OBJ / Init");
+    if (tiling_.isBias != 1) twin::Violation("cube bias", "SetBias needs the tiling's isBias = 1 (SetBias.md)");
+    bias_ = gm, hasBias_ = true;
+  }
+  // C[singleM, singleN] = [bias +] A[singleM, singleK] @ B[singleK, singleN] inside the original matrices.
   void IterateAll(const GlobalTensor<Dst>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
                   bool waitIterateAll = false, bool fakeMsg = false) {
     if (!inited_) twin::Violation("cube order", "IterateAll before REGIST_MATMUL_OBJ / Init");
@@ -151,15 +169,18 @@ class Matmul {
         b_.TwinCheckRange(uint64_t(transB_ ? (g.n - 1) * g.ldb + g.k : (g.k - 1) * g.ldb + g.n), "Matmul SetTensorB");
       }
       gm.TwinCheckRange(uint64_t((g.m - 1) * g.ldc + g.n), "Matmul IterateAll");
+      if (hasBias_) bias_.TwinCheckRange(uint64_t(g.n), "Matmul SetBias");
     }
     g.a = a_.GetPhyAddr(), g.b = b_.GetPhyAddr(), g.c = gm.GetPhyAddr();
-    walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_, [&] {
-      twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
-      twin::RunGemm(g);
-    });
+    if (hasBias_) g.bias = bias_.GetPhyAddr(), g.biasDtype = twin::CubeDtypeOf<BiasT>();
+    walk_.Run({a_, g.lda, transA_}, {b_, g.ldb, transB_}, gm, g.ldc, singleM_, singleN_, singleK_,
+              hasBias_ ? &bias_ : nullptr, [&] {
+                twin::Observe();  // a pending fused copy may write an operand's GM (twin_fuse.h)
+                twin::RunGemm(g);
+              });
   }
   void End() {
-    hasA_ = hasB_ = false;
+    hasA_ = hasB_ = hasBias_ = false;
     walk_.Disarm();
   }
 
@@ -176,9 +197,11 @@ class Matmul {
     return "(M " + std::to_string(m) + ", N " + std::to_string(n) + ", K " + std::to_string(k) + ")";
   }
   TCubeTiling tiling_{};
-  twin::CubeIterate<SrcA, SrcB, Dst> walk_;
+  twin::CubeIterate<SrcA, SrcB, Dst, BiasT> walk_;
   GlobalTensor<SrcA> a_;
   GlobalTensor<SrcB> b_;
+  GlobalTensor<BiasT> bias_;
+  bool hasBias_ = false;
   int orgM_ = 0, orgN_ = 0, orgK_ = 0, orgKc_ = 0, singleM_ = 0, singleN_ = 0, singleK_ = 0;
   bool transA_ = false, transB_ = false, hasA_ = false, hasB_ = false, inited_ = false;
 };

@@ -4,11 +4,15 @@
 //   LoadData(L0A|L0B, L1, LoadData2DParams)  MTE1  512-byte fractals L1 -> L0A (A2) / L0B (B2)
 //   Mmad(L0C, L0A, L0B, MmadParams)     M     C (Nz, fp32) = [C +] A (Zz) x B (Zn)
 //   Fixpipe(GM, L0C, FixpipeParamsV220)  FIX   L0C (CO1) -> GM, ND or Nz, fp32 -> half/bf16 (CAST_RINT)
+//   DataCopy(BT, L1, DataCopyParams)    MTE1  a bias L1 -> the bias table (C2), half -> float on the way
+//   Mmad(L0C, L0A, L0B, BT, MmadParams) M     C (Nz, fp32) = bias (one row, from BT) + A x B
 // Sources (asc-devkit docs/zh/api/SIMD-API/基础API/矩阵计算（ISASI）/): 矩阵计算的搬入/DataCopy
 // （GMToL1随路转换-ND2NZ搬运）.md, LoadData_2D.md, 矩阵计算输入搬运约束.md, Mmad计算/Mmad.md,
 // 矩阵计算分形介绍/关键分形格式详解.md (Zz x Zn = Nz on A2), 矩阵计算的搬出/Fixpipe（L0C到GM数据搬运）.md;
 // the parameter structs as include/basic_api/kernel_struct_{mm,data_copy,fixpipe}.h declare them.
-// Not modelled (rejected by name): int8/int4 Mmad, bias/BT buffer, Fixpipe quantisation other than
+// (bias: DataCopy（L1ToBiasTable-Buffer数据搬运）.md, Mmad.md "传入bias的原型").
+// Not modelled (rejected by name): int8/int4 Mmad, an int32 bias, Mmad's cmatrixSource flag (use the bias
+// overload), Fixpipe quantisation other than
 // the fp32 -> half/bf16 casts, channel split, ndNum > 1, unitFlag, GM -> L0 LoadData.
 // Each call takes a trailing twin::CubeExec: kRun (the default) moves and computes the bytes;
 // kTrace checks and records the call without touching them, for the high-level Matmul (twin_cube.h),
@@ -312,10 +316,29 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
 // row-major 16 x K0 inside), B in L0B as Zn (fractal (p/K0, j/16) at (p/K0)*N1 + j/16, column-major
 // inside: element (j%16)*K0 + p%K0), C in L0C as Nz fp32 16 x 16 fractals ((j/16)*M1 + i/16, row-major
 // inside). K0 = 32 B / sizeof(input). m == 1 is GEMV: A is read as an ND row (Mmad.md). C = A x B
-// in fp32 when cmatrixInitVal, else C += A x B (C from L0C; cmatrixSource / bias: not modelled).
+// in fp32 when cmatrixInitVal, else C += A x B (C from L0C); the bias overload starts C from the bias table.
+namespace twin {
+template <typename D, typename S, typename U>
+inline void MmadOn(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const LocalTensor<U>& filter,
+                   const LocalTensor<float>* bias, const MmadParams& p, CubeExec exec);
+}  // namespace twin
+
 template <typename D, typename S, typename U>
 inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const LocalTensor<U>& filter, const MmadParams& p,
                  twin::CubeExec exec = twin::CubeExec::kRun) {
+  twin::MmadOn(dst, fm, filter, static_cast<const LocalTensor<float>*>(nullptr), p, exec);
+}
+// With a bias in the bias table (C2, float, 64-byte aligned): C starts from it, every row bias[0, n)
+// (Mmad.md: the bias overload ignores cmatrixInitVal / cmatrixSource).
+template <typename D, typename S, typename U>
+inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const LocalTensor<U>& filter,
+                 const LocalTensor<float>& bias, const MmadParams& p, twin::CubeExec exec = twin::CubeExec::kRun) {
+  twin::MmadOn(dst, fm, filter, &bias, p, exec);
+}
+
+template <typename D, typename S, typename U>
+inline void twin::MmadOn(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const LocalTensor<U>& filter,
+                         const LocalTensor<float>* bias, const MmadParams& p, CubeExec exec) {
   constexpr const char* kApi = "Mmad";
   twin::CheckSpace(dst, twin::Space::L0C, kApi, "dst", "CO1");
   twin::CheckSpace(fm, twin::Space::L0A, kApi, "fm", "A2");
@@ -339,8 +362,13 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const Loca
     twin::CheckRange(kApi, "m", p.m, 0, 4095);
     twin::CheckRange(kApi, "n", p.n, 0, 4095);
     twin::CheckRange(kApi, "k", p.k, 0, 4095);
-    if (p.cmatrixSource || p.isBias)
-      twin::Violation("cube params", "Mmad C initialised from the bias table (cmatrixSource/isBias) is not modelled");
+    if (bias == nullptr && (p.cmatrixSource || p.isBias))
+      twin::Violation("cube params", "Mmad cmatrixSource/isBias is not modelled: pass the bias (C2) to Mmad instead");
+    if (bias != nullptr) {
+      twin::CheckSpace(*bias, twin::Space::BT, kApi, "bias", "C2");
+      twin::CheckAlign(*bias, 64, kApi, "bias");
+      twin::CheckBytes(*bias, uint64_t(p.n) * sizeof(float), kApi, "bias");
+    }
     if (p.unitFlag != 0) twin::Violation("cube params", "Mmad unitFlag is not modelled by the twin");
     if (p.m == 0 || p.n == 0 || p.k == 0) return;
     constexpr uint32_t k0 = twin::kBlockBytes / sizeof(S);
@@ -358,14 +386,15 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const Loca
     const S* a = fm.TwinPtr();
     const U* b = filter.TwinPtr();
     float* c = dst.TwinPtr();
-    const bool init = p.cmatrixInitVal;
+    const bool init = p.cmatrixInitVal || bias != nullptr;
+    const float* b0 = bias != nullptr ? bias->TwinPtr() : nullptr;
     if (exec == twin::CubeExec::kRun) {
       std::vector<float> arow(p.k);
       for (uint32_t i = 0; i < p.m; ++i) {
         for (uint32_t q = 0; q < p.k; ++q)
           arow[q] = float(gemv ? a[q] : a[(uint64_t(i / 16) * k1 + q / k0) * 16 * k0 + (i % 16) * k0 + q % k0]);
         for (uint32_t j = 0; j < p.n; ++j) {
-          float acc = 0.0f;
+          float acc = b0 != nullptr ? b0[j] : 0.0f;  // L0C starts from the bias table
           for (uint32_t q = 0; q < p.k; ++q)
             acc += arow[q] * float(b[(uint64_t(q / k0) * n1 + j / 16) * 16 * k0 + (j % 16) * k0 + q % k0]);
           float& out = c[(uint64_t(j / 16) * m1 + i / 16) * 256 + (i % 16) * 16 + j % 16];
@@ -379,11 +408,41 @@ inline void Mmad(const LocalTensor<D>& dst, const LocalTensor<S>& fm, const Loca
       in.Add(twin::Access::Read(twin::Space::L0A, fm.TwinOffset(), aBytes, sizeof(S)));
       in.Add(twin::Access::Read(twin::Space::L0B, filter.TwinOffset(), bBytes, sizeof(U)));
       if (!init) in.Add(twin::Access::Read(twin::Space::L0C, dst.TwinOffset(), cBytes, sizeof(float)));
+      if (bias != nullptr) in.Add(twin::Access::Read(twin::Space::BT, bias->TwinOffset(), uint64_t(p.n) * 4, 4));
       // padding rows/columns of the fractals hold whatever was there; the cube ignores them, so the
       // result is defined (the L0A/L0B reads above order it, they do not taint it)
       in.Add(twin::Access::Write(twin::Space::L0C, dst.TwinOffset(), cBytes, twin::Init::kDefined, sizeof(float)));
       twin::Emit(in);
     }
+  }
+}
+
+// ---- a bias: L1 -> the bias table (MTE1); it reaches L1 by DataCopy ND2NZ (copy_bias_in_v220.h) ----
+// L1 (C1, 32-byte aligned) -> the bias table (C2, 64-byte aligned; A2: float from half or float, int32 not
+// modelled): blockLen in 64-byte units of the source, one block here (blockCount 1).
+template <typename S>
+inline void DataCopy(const LocalTensor<float>& dst, const LocalTensor<S>& src, const DataCopyParams& p,
+                     twin::CubeExec exec) {
+  constexpr const char* kApi = "DataCopy L1->BT";
+  static_assert(std::is_same_v<S, half> || std::is_same_v<S, float>,
+                "DataCopy L1->BT: a half or float source on A2 (int32 is not modelled)");
+  twin::CheckSpace(dst, twin::Space::BT, kApi, "dst", "C2");
+  twin::CheckSpace(src, twin::Space::L1, kApi, "src", "C1");
+  twin::CheckAlign(dst, 64, kApi, "dst");
+  twin::CheckAlign(src, twin::kBlockBytes, kApi, "src");
+  twin::CheckRange(kApi, "blockCount", p.blockCount, 0, 1);
+  if (p.blockCount == 0 || p.blockLen == 0) return;
+  const uint64_t srcBytes = uint64_t(p.blockLen) * 64, elems = srcBytes / sizeof(S);
+  twin::CheckBytes(src, srcBytes, kApi, "src");
+  twin::CheckBytes(dst, elems * sizeof(float), kApi, "dst");
+  twin::Observe();
+  if (exec == twin::CubeExec::kRun)
+    for (uint64_t i = 0; i < elems; ++i) dst.TwinPtr()[i] = float(src.TwinPtr()[i]);
+  if (twin::Recording()) {
+    twin::Instr in = twin::OpInstr(twin::Pipe::MTE1, "DataCopy", twin::DtypeName<S>(), elems);
+    in.Add(twin::Local(twin::Space::L1, src.TwinOffset(), srcBytes, false, sizeof(S)));
+    in.Add(twin::Local(twin::Space::BT, dst.TwinOffset(), elems * sizeof(float), true, sizeof(float)));
+    twin::Emit(in);
   }
 }
 

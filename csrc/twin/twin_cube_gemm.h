@@ -22,7 +22,8 @@ constexpr CubeDtype CubeDtypeOf() {
 }
 
 // One row-major GEMM. A is [m, k] with row pitch lda, or with transA stored as [k, m] (pitch lda);
-// B is [k, n] (pitch ldb), or with transB stored as [n, k]; C is [m, n] with pitch ldc.
+// B is [k, n] (pitch ldb), or with transB stored as [n, k]; C is [m, n] with pitch ldc. With a bias
+// ([n], every row's), the fp32 accumulator starts from it, as L0C starts from the bias table.
 struct GemmCall {
   int64_t m = 0, n = 0, k = 0;
   CubeDtype inDtype = CubeDtype::kFloat32;   // A and B
@@ -35,6 +36,8 @@ struct GemmCall {
   bool transB = false;
   void* c = nullptr;
   int64_t ldc = 0;
+  const void* bias = nullptr;  // nullptr: the accumulator starts at 0
+  CubeDtype biasDtype = CubeDtype::kFloat32;
 };
 
 using GemmProvider = void (*)(const GemmCall&);
@@ -65,7 +68,8 @@ inline void BlockedGemm(const GemmCall& g) {
     const int64_t bm = std::min(kBm, g.m - i0);
     for (int64_t j0 = 0; j0 < g.n; j0 += kBn) {
       const int64_t bn = std::min(kBn, g.n - j0);
-      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (int64_t i = 0; i < bm; ++i)
+        for (int64_t j = 0; j < bn; ++j) acc[i * kBn + j] = g.bias ? CubeLoad(g.bias, g.biasDtype, j0 + j) : 0.0f;
       for (int64_t p0 = 0; p0 < g.k; p0 += kBk) {
         const int64_t bk = std::min(kBk, g.k - p0);
         for (int64_t i = 0; i < bm; ++i)
@@ -93,9 +97,10 @@ inline void BlockedGemm(const GemmCall& g) {
 
 inline void RunGemm(const GemmCall& g) {
   if (g.m <= 0 || g.n <= 0) return;
-  if (g.k <= 0) {  // an empty reduction: C = 0
+  if (g.k <= 0) {  // an empty reduction: C = the bias, or 0
     for (int64_t i = 0; i < g.m; ++i)
-      for (int64_t j = 0; j < g.n; ++j) CubeStore(g.c, g.outDtype, i * g.ldc + j, 0.0f);
+      for (int64_t j = 0; j < g.n; ++j)
+        CubeStore(g.c, g.outDtype, i * g.ldc + j, g.bias ? CubeLoad(g.bias, g.biasDtype, j) : 0.0f);
     return;
   }
   if (GemmProvider p = GemmProviderSlot()) p(g);

@@ -5,6 +5,11 @@
 // TPipe sets for it on the AIC: impl/basic_api/kernel_tpipe_impl.h). Per base block of C (baseM x
 // baseN; along M first for iterateOrder 0, along N first for 1):
 //   CO1 AllocTensor (waits FIX -> M of the buffer's last Fixpipe)
+//   with a bias (isBias; scheduler/bias/bias_scheduler_v220.h, copy_bias_in_v220.h, load_bias_to_c2.h,
+//   resource/bias_buffer/c2_buffer/c2_buffer.h): C1 AllocTensor, DataCopy ND2NZ of the block's baseN
+//   bias (MTE2), EnQue/DeQue (MTE2 -> MTE1); WaitFlag<M_MTE1>(2), DataCopy L1 -> bias table (MTE1),
+//   Set/WaitFlag<MTE1_M>(2), C1 FreeTensor; the first K step's Mmad starts C from the table, then
+//   SetFlag<M_MTE1>(2) frees it
 //   per K step of baseK:
 //     A's L1 tile (stepM x stepKa base blocks) and B's (stepKb x stepN) unless resident: A1/B1
 //       AllocTensor, DataCopy ND2NZ (MTE2), EnQue/DeQue (MTE2 -> MTE1); a tile leaves by FreeTensor
@@ -15,11 +20,11 @@
 // Every call is the basic API's (twin_cube_basic.h) with CubeExec::kTrace: checked and recorded with
 // its spans, bytes untouched; the block's arithmetic is one GEMM (`compute`, Matmul's RunGemm), run
 // right after the last Mmad is recorded so the host profile times it as Mmad's.
-// Simplifications: L1 tiles stay while later base blocks use them (least recently used one leaves);
-// L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues
-// LoadData 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h);
-// fp32 Mmads whose operands need that transpose align K to 16 (kDirectionAlign; the library sets
-// it for a transposed A only).
+// Simplifications: the first Mmad takes the table through Mmad's bias overload (the library sets
+// cmatrixSource on it, one instruction either way); L1 tiles stay while later base blocks use them (least recently used
+// one leaves); L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues LoadData
+// 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h); fp32 Mmads whose operands
+// need that transpose align K to 16 (kDirectionAlign; the library sets it for a transposed A only).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -40,8 +45,10 @@ struct CubeNd {
   bool trans = false;  // stored transposed: rows run along K for A, along N for B
 };
 
-template <typename SrcA, typename SrcB, typename Dst>
+template <typename SrcA, typename SrcB, typename Dst, typename BiasT = float>
 class CubeIterate {
+  // A2's bias dtypes (half, float); another BIAS_TYPE (the default C_TYPE) can never run SetBias.
+  static constexpr bool kBiasType = std::is_same_v<BiasT, half> || std::is_same_v<BiasT, float>;
   static constexpr uint32_t kC0 = kBlockBytes / sizeof(SrcA);  // elements per 32 B (K0 of a fractal)
   static constexpr uint32_t kFrac = kFractalBytes / sizeof(SrcA);
   static constexpr bool kB32 = sizeof(SrcA) == 4;
@@ -61,19 +68,25 @@ class CubeIterate {
     pipe->InitBuffer(l0b_, kL0bBytes);
     pipe->InitBuffer(co1_, uint8_t(t.dbL0C == 2 ? 2 : 1), uint32_t(t.baseM * t.baseN) * sizeof(float));
     l0Db_ = t.dbL0A == 2 && t.dbL0B == 2;
-    for (int i = 0; i < 2; ++i) mte1Evt_[i] = pipe->AllocEventID<HardEvent::M_MTE1>();
+    // TPipe on 2201 also sets M_MTE1 event 2 "for load Bias"; the twin takes it with isBias only.
+    events_ = t.isBias ? 3 : 2;
+    for (int i = 0; i < events_; ++i) mte1Evt_[i] = pipe->AllocEventID<HardEvent::M_MTE1>();
+    if (t.isBias) {
+      pipe->InitBuffer(c1_, 1, uint32_t(t.baseN) * sizeof(BiasT));
+      pipe->InitBuffer(bt_, kBtBytes);
+    }
     pipe_ = pipe;
     Arm();
   }
   // The M_MTE1 events TPipe sets at its start and waits at Destroy (here: End or destruction).
   void Arm() {
     if (armed_ || pipe_ == nullptr) return;
-    for (int i = 0; i < 2; ++i) SetFlag<HardEvent::M_MTE1>(mte1Evt_[i]);
+    for (int i = 0; i < events_; ++i) SetFlag<HardEvent::M_MTE1>(mte1Evt_[i]);
     armed_ = true;
   }
   void Disarm() {
     if (!armed_) return;
-    for (int i = 0; i < 2; ++i) WaitFlag<HardEvent::M_MTE1>(mte1Evt_[i]);
+    for (int i = 0; i < events_; ++i) WaitFlag<HardEvent::M_MTE1>(mte1Evt_[i]);
     armed_ = false;
   }
   ~CubeIterate() {
@@ -81,11 +94,11 @@ class CubeIterate {
     Disarm();
   }
 
-  // C[m, n] (row pitch ldc) = A[m, k] x B[k, n]: the block's instruction stream, and `compute` for
-  // the bytes (also when there is nothing to issue: k 0 writes zeros).
+  // C[m, n] (row pitch ldc) = [bias[0, n) +] A[m, k] x B[k, n]: the block's instruction stream, and
+  // `compute` for the bytes (also when there is nothing to issue: k 0 writes zeros, or the bias).
   template <class Compute>
   void Run(const CubeNd<SrcA>& a, const CubeNd<SrcB>& b, const GlobalTensor<Dst>& c, int64_t ldc, int32_t m, int32_t n,
-           int32_t k, Compute compute) {
+           int32_t k, const GlobalTensor<BiasT>* bias, Compute compute) {
     if (m <= 0 || n <= 0 || k <= 0) return compute();
     Arm();
     const int32_t mBlocks = CeilDiv(m, t_.baseM), nBlocks = CeilDiv(n, t_.baseN), kSteps = CeilDiv(k, t_.baseK);
@@ -96,6 +109,9 @@ class CubeIterate {
         const int32_t mb = mFirst ? i : o, nb = mFirst ? o : i;
         const int32_t curM = std::min(t_.baseM, m - mb * t_.baseM), curN = std::min(t_.baseN, n - nb * t_.baseN);
         LocalTensor<float> acc = co1_.template AllocTensor<float>();
+        LocalTensor<float> table;
+        if constexpr (kBiasType)
+          if (bias != nullptr) table = LoadBias(*bias, nb * t_.baseN, curN);
         for (int32_t kb = 0; kb < kSteps; ++kb) {
           const int32_t curK = std::min(t_.baseK, k - kb * t_.baseK);
           const LocalTensor<SrcA>& a1 =
@@ -115,7 +131,9 @@ class CubeIterate {
           mp.m = uint16_t(curM), mp.n = uint16_t(curN), mp.k = uint16_t(curK);
           mp.cmatrixInitVal = kb == 0;
           mp.kDirectionAlign = align16;
-          Mmad(acc, a2, b2, mp, CubeExec::kTrace);
+          if (bias != nullptr && kb == 0) Mmad(acc, a2, b2, table, mp, CubeExec::kTrace);
+          else Mmad(acc, a2, b2, mp, CubeExec::kTrace);
+          if (bias != nullptr && kb == 0) SetFlag<HardEvent::M_MTE1>(mte1Evt_[2]);  // the table is free again
           if (o == outer - 1 && i == inner - 1 && kb == kSteps - 1) compute();  // the stream checked up to here
           if ((curM / kCube) * (curN / kCube) < 10) PipeBarrier<PIPE_M>();  // mmad_compute.h
           SetFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
@@ -138,6 +156,22 @@ class CubeIterate {
   }
 
  private:
+  // The bias of columns [col, col + n) into the bias table by way of a C1 buffer.
+  LocalTensor<float> LoadBias(const GlobalTensor<BiasT>& bias, int64_t col, int32_t n) {
+    LocalTensor<BiasT> c1 = c1_.template AllocTensor<BiasT>();
+    DataCopy(c1, bias[uint64_t(col)], Nd2NzParams(1, 1, uint16_t(n), 0, uint16_t(n), 1, 1, 0), CubeExec::kTrace);
+    c1_.EnQue(c1);
+    c1 = c1_.template DeQue<BiasT>();
+    WaitFlag<HardEvent::M_MTE1>(mte1Evt_[2]);
+    LocalTensor<float> table = bt_.template Get<float>();
+    DataCopyParams p(1, uint16_t(CeilDiv(uint32_t(n) * sizeof(BiasT), 64u)), 0, 0);  // 64-byte units
+    DataCopy(table, c1, p, CubeExec::kTrace);
+    SetFlag<HardEvent::MTE1_M>(2);
+    WaitFlag<HardEvent::MTE1_M>(2);
+    c1_.FreeTensor(c1);
+    return table;
+  }
+
   // The L1 tiles one operand holds, by tile key; the least recently used one leaves for a new one.
   template <typename T>
   struct L1Cache {
@@ -251,11 +285,14 @@ class CubeIterate {
   TBuf<TPosition::A2> l0a_;
   TBuf<TPosition::B2> l0b_;
   TQue<TPosition::CO1, 1> co1_;
+  TQue<TPosition::C1, 1> c1_;  // the bias's base block in L1
+  TBuf<TPosition::C2> bt_;  // the bias table
   L1Cache<SrcA> a1Cache_;
   L1Cache<SrcB> b1Cache_;
   uint32_t aTileBytes_ = 0, bTileBytes_ = 0, aRows_ = 0, bRows_ = 0;
   int aTiles_ = 1, bTiles_ = 1;
-  int32_t mte1Evt_[2] = {0, 1};
+  int32_t mte1Evt_[3] = {0, 1, 2};
+  int events_ = 2;  // M_MTE1 events set at the start: 3 with a bias
   uint32_t ping_ = 0;
   bool l0Db_ = false, armed_ = false;
 };

@@ -31,9 +31,10 @@ struct ThreadCore {
     ctx.l0a = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0aBytes));
     ctx.l0b = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0bBytes));
     ctx.l0c = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0cBytes));
+    ctx.bt = static_cast<uint8_t*>(std::aligned_alloc(1024, kBtBytes));
   }
   ~ThreadCore() {
-    for (uint8_t* p : {ctx.ub, ctx.l1, ctx.l0a, ctx.l0b, ctx.l0c}) std::free(p);
+    for (uint8_t* p : {ctx.ub, ctx.l1, ctx.l0a, ctx.l0b, ctx.l0c, ctx.bt}) std::free(p);
   }
 };
 thread_local ThreadCore tCore;

@@ -22,7 +22,7 @@ const char* PipeName(Pipe p) {
 }
 
 const char* SpaceName(Space s) {
-  static const char* names[] = {"GM", "UB", "L1", "L0A", "L0B", "L0C"};
+  static const char* names[] = {"GM", "UB", "L1", "L0A", "L0B", "L0C", "BT"};
   return names[static_cast<int>(s)];
 }
 
@@ -236,7 +236,7 @@ void InstrJson(std::string& out, const Instr& in) {
   Ranges(out, in, Space::GM, false);
   out += ",\"gm_write_ranges\":";
   Ranges(out, in, Space::GM, true);
-  for (Space s : {Space::L1, Space::L0A, Space::L0B, Space::L0C}) {
+  for (Space s : {Space::L1, Space::L0A, Space::L0B, Space::L0C, Space::BT}) {
     bool any = false;
     for (int i = 0; i < in.nAccess; ++i) any |= in.access[i].space == s;
     if (!any) continue;

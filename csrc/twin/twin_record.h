@@ -31,8 +31,8 @@ enum class Pipe : uint8_t { S, V, M, MTE1, MTE2, MTE3, FIX, ALL };
 constexpr int kPipes = 7;  // S..FIX; ALL is a barrier target only
 const char* PipeName(Pipe p);
 
-enum class Space : uint8_t { GM, UB, L1, L0A, L0B, L0C };
-constexpr int kSpaces = 6;
+enum class Space : uint8_t { GM, UB, L1, L0A, L0B, L0C, BT };  // BT: the bias table (TPosition::C2)
+constexpr int kSpaces = 7;
 const char* SpaceName(Space s);
 
 // `blocks` runs of `blockBytes` bytes, `pitch` bytes apart, from `begin`.

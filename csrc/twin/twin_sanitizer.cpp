@@ -17,7 +17,7 @@ namespace twin {
 
 namespace {
 constexpr uint32_t kGranule = 32;
-constexpr uint64_t kCapacity[kSpaces] = {0, kUbBytes, 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024};
+constexpr uint64_t kCapacity[kSpaces] = {0, kUbBytes, 512 * 1024, 64 * 1024, 64 * 1024, 128 * 1024, kBtBytes};
 constexpr int kFlagSlots = kPipes * kPipes * kEventIds;
 constexpr size_t kMaxGmRecent = 4096;  // unordered GM accesses kept for the in-core GM race check
 

@@ -104,7 +104,7 @@ struct Slot {
 };
 
 // The buffer a TPosition lives in on the A2 cube/vector cores: A1/B1/C1 -> L1, A2 -> L0A,
-// B2 -> L0B, CO1 -> L0C, everything else (VECIN/VECOUT/VECCALC, ...) -> UB.
+// B2 -> L0B, CO1 -> L0C, C2 -> the bias table, everything else (VECIN/VECOUT/VECCALC, ...) -> UB.
 constexpr Space SpaceOf(TPosition pos) {
   switch (pos) {
     case TPosition::A1:
@@ -113,6 +113,7 @@ constexpr Space SpaceOf(TPosition pos) {
     case TPosition::A2: return Space::L0A;
     case TPosition::B2: return Space::L0B;
     case TPosition::CO1: return Space::L0C;
+    case TPosition::C2: return Space::BT;
     default: return Space::UB;
   }
 }
@@ -123,6 +124,7 @@ inline uint8_t* SpaceBase(Space s) {
     case Space::L0A: return c.l0a;
     case Space::L0B: return c.l0b;
     case Space::L0C: return c.l0c;
+    case Space::BT: return c.bt;
     default: return c.ub;
   }
 }
@@ -132,6 +134,7 @@ constexpr uint32_t SpaceBytes(Space s) {
     case Space::L0A: return kL0aBytes;
     case Space::L0B: return kL0bBytes;
     case Space::L0C: return kL0cBytes;
+    case Space::BT: return kBtBytes;
     default: return kUbBytes;
   }
 }

@@ -165,7 +165,7 @@ def _group_list(group_list) -> torch.Tensor:
 
 
 def _counts(gl: torch.Tensor, group_list_type: int) -> list:
-    """Per-group row counts as Python ints (one host sync; only for list outputs and bias)."""
+    """Per-group row counts as Python ints (one host sync; only for list outputs)."""
     c = gl if group_list_type == 1 else torch.diff(gl, prepend=gl.new_zeros(1))
     return c.tolist()
 
@@ -199,31 +199,32 @@ def _stack(ws: list) -> torch.Tensor:
     return torch.stack(ws)
 
 
-def _gmm(x: torch.Tensor, w: torch.Tensor, gl: torch.Tensor, group_list_type: int) -> torch.Tensor:
-    """x [M, K] @ w [E, K, N] by groups of rows; a transposed w (an [E, N, K] tensor's view) is read in place."""
+def _gmm(x: torch.Tensor, w: torch.Tensor, gl: torch.Tensor, group_list_type: int, bias=None) -> torch.Tensor:
+    """x [M, K] @ w [E, K, N] (+ bias [E, N]) by groups of rows; a transposed w (an [E, N, K] tensor's view) is
+    read in place."""
     from .ops.grouped_matmul import grouped_matmul
 
     if not w.is_contiguous() and w.transpose(1, 2).is_contiguous():
-        return grouped_matmul(x.contiguous(), w.transpose(1, 2), gl, group_list_type, True)
-    return grouped_matmul(x.contiguous(), w.contiguous(), gl, group_list_type, False)
+        return grouped_matmul(x.contiguous(), w.transpose(1, 2), gl, group_list_type, True, bias)
+    return grouped_matmul(x.contiguous(), w.contiguous(), gl, group_list_type, False, bias)
 
 
-def _add_bias(y, bias, counts, n):
+def _bias_table(bias, dtype, experts, n):
+    """One [E, N] bias in the dtype the kernel takes with x's: x's for float16/float32, float32 for bfloat16
+    (A2's Matmul has no bfloat16 bias; torch_npu also asks float32 there, and bfloat16 -> float32 is exact)."""
     bias = _tensors("bias", bias)
-    if len(bias) == 1 and tuple(bias[0].shape) == (len(counts), n):  # one [E, N] tensor, as torch_npu also takes
+    if len(bias) == 1 and tuple(bias[0].shape) == (experts, n):  # one [E, N] tensor, as torch_npu also takes
         table = bias[0]
-    elif len(bias) == len(counts) and all(b.shape == (n,) for b in bias):
+    elif len(bias) == experts and all(b.shape == (n,) for b in bias):
         table = torch.stack(bias)
     else:
         _fail(
             ValueError,
             GMM,
-            f"bias must be one [{len(counts)}, {n}] tensor or {len(counts)} tensors of shape [{n}], "
+            f"bias must be one [{experts}, {n}] tensor or {experts} tensors of shape [{n}], "
             f"got {[list(b.shape) for b in bias]}",
         )
-    # the bias is an epilogue added after the kernel (torch_npu adds it inside); one row per grouped row
-    rows = torch.repeat_interleave(table.to(y.dtype), torch.tensor(counts, device=y.device), dim=0)
-    return torch.cat((y[: rows.shape[0]] + rows, y[rows.shape[0] :]))
+    return table.to(torch.float32 if dtype == torch.bfloat16 else dtype)
 
 
 def _split_m(xs, ws, gl, group_list_type, split_item, bias):
@@ -246,10 +247,10 @@ def _split_m(xs, ws, gl, group_list_type, split_item, bias):
             f"with {len(xs)} x tensors, group_list must give their row counts "
             f"{[t.shape[0] for t in xs]}, got {gl.tolist()} (group_list_type={group_list_type})",
         )
-    y = _gmm(x, w, gl, group_list_type)
-    counts = _counts(gl, group_list_type) if (bias is not None or split_item in (0, 1)) else None
-    if bias is not None:
-        y = _add_bias(y, bias, counts, w.shape[2])
+    # the bias goes into the kernel, which adds it in its fp32 accumulation as torch_npu's GroupedMatmul does
+    table = None if bias is None else _bias_table(bias, x.dtype, w.shape[0], w.shape[2])
+    y = _gmm(x, w, gl, group_list_type, table)
+    counts = _counts(gl, group_list_type) if split_item in (0, 1) else None
     return [y] if split_item in (2, 3) else list(y[: sum(counts)].split(counts))
 
 
@@ -292,19 +293,27 @@ def _independent(xs, ws, gl_list, split_item, bias):
             )
     x2 = [x.reshape(-1, x.shape[-1]) for x in xs]
     rows = [x.shape[0] for x in x2]
+    if bias is not None:  # one [N_i] bias per pair, added in the kernel
+        bias = _tensors("bias", bias)
+        if len(bias) != len(xs):
+            _fail(ValueError, GMM, f"bias has {len(bias)} tensors for {len(xs)} x/weight pairs")
+    dtype = xs[0].dtype
     if all(tuple(w.shape) == tuple(ws[0].shape) for w in ws):
         counts = torch.tensor(rows, dtype=torch.int64, device=xs[0].device)
-        y = _gmm(torch.cat(x2), _stack(ws), counts, 1)
+        table = None if bias is None else _bias_table(bias, dtype, len(ws), ws[0].shape[1])
+        y = _gmm(torch.cat(x2), _stack(ws), counts, 1, table)
         ys = list(y.split(rows))
     else:
         ys = [
-            _gmm(x, w.unsqueeze(0), torch.tensor([x.shape[0]], device=x.device), 1) for x, w in zip(x2, ws, strict=True)
+            _gmm(
+                x,
+                w.unsqueeze(0),
+                torch.tensor([x.shape[0]], device=x.device),
+                1,
+                None if bias is None else _bias_table([bias[i]], dtype, 1, w.shape[1]),
+            )
+            for i, (x, w) in enumerate(zip(x2, ws, strict=True))
         ]
-    if bias is not None:
-        bias = _tensors("bias", bias)
-        if len(bias) != len(ys):
-            _fail(ValueError, GMM, f"bias has {len(bias)} tensors for {len(ys)} x/weight pairs")
-        ys = [y + b.to(y.dtype) for y, b in zip(ys, bias, strict=True)]
     ys = [y.reshape(*x.shape[:-1], y.shape[-1]) for x, y in zip(xs, ys, strict=True)]
     return [torch.cat(ys)] if split_item in (2, 3) else ys
 

@@ -187,7 +187,70 @@ static void TestTwinMatmul() {
   EXPECT(Has(Run<float, false, false, false, false>(depth), "[cube tiling] depth: depthB1 3"));
 }
 
+// ---- a bias (SetBias): isBias, its L1 block, the 1 KB bias table, and the twin's Matmul ----
+static void TestBiasTiling() {
+  GroupedMatmulProblem pr{256, 512, 384, 2, DType::kBFloat16, 1, false, false};
+  pr.biasDtype = DType::kFloat32;  // bf16 x takes a float bias (op_proto, SetBias.md)
+  const TCubeTiling b = TileGroupedMatmul(pr, Ascend910BCube()).data.mm;
+  const TCubeTiling n = Forward(DType::kBFloat16, false);
+  EXPECT(b.isBias == 1 && n.isBias == 0 && b.baseN == 256);
+  EXPECT(b.shareL1Size == n.shareL1Size + 256 * 4);  // GetUsedSize: + baseN x sizeof(bias)
+  const Operand h{2, false, false};
+  EXPECT(cube_rules::Violation(b, h, h, {}, 4).empty());
+  EXPECT(Has(cube_rules::Violation(b, h, h, {}, 0), "bias dtype: isBias 1 needs a half or float bias"));
+  EXPECT(Has(cube_rules::Violation(b, h, h, {}, 2), "used size: shareL1Size"));  // filled for a float bias
+  TCubeTiling wide = b;
+  wide.dbL0C = 2;  // 256 fp32 x 2 buffers: 2 KB, over the 1 KB table
+  EXPECT(Has(cube_rules::Violation(wide, h, h, {}, 4), "bias table: baseN x 4 (fp32 in BT) x dbL0C = 2048 B"));
+  pr.weightGrad = true;
+  EXPECT(expect::Throws([&] { TileGroupedMatmul(pr, Ascend910BCube()); }));
+}
+
+static void BiasKernel(half* a, half* b, half* bias, half* c) {
+  using namespace AscendC;
+  using HalfNd = MatmulType<TPosition::GM, CubeFormat::ND, half>;
+  GlobalTensor<half> ga, gb, gbias, gc;
+  ga.SetGlobalBuffer(a, 64 * 64), gb.SetGlobalBuffer(b, 64 * 64), gbias.SetGlobalBuffer(bias, 64);
+  gc.SetGlobalBuffer(c, 64 * 64);
+  TPipe pipe;
+  Matmul<HalfNd, HalfNd, HalfNd, HalfNd> mm;
+  REGIST_MATMUL_OBJ(&pipe, GetSysWorkSpacePtr(), mm, gTiling);
+  mm.SetTensorA(ga);
+  mm.SetTensorB(gb);
+  mm.SetBias(gbias);
+  mm.IterateAll(gc);
+  mm.End();
+}
+
+static void TestTwinMatmulBias() {
+  GroupedMatmulProblem pr{64, 64, 64, 1, DType::kFloat16, 1, false, false};
+  pr.biasDtype = DType::kFloat16;
+  TCubeTiling t = TileGroupedMatmul(pr, CpuTwinCube(1)).data.mm;
+  t.singleCoreM = t.singleCoreN = t.singleCoreK = 64;
+  std::vector<half> a(64 * 64, half(0.5f)), b(64 * 64, half(0.25f)), bias(64), c(64 * 64);
+  for (int j = 0; j < 64; ++j) bias[j] = half(float(j) - 0.5f);
+  gTiling = &t;
+  AscendC::twin::Launch("cube_bias", 1, BiasKernel, a.data(), b.data(), bias.data(), c.data());
+  bool ok = true;  // 64 x 0.5 x 0.25 = 8, exact in fp16, plus the column's bias
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 64; ++j) ok &= float(c[i * 64 + j]) == 8.0f + float(j) - 0.5f;
+  EXPECT(ok);
+  TCubeTiling off = t;  // SetBias.md: SetBias needs isBias 1 in the tiling
+  off.isBias = 0;
+  cube_rules::FillUsedSize(off, Operand{2, false, false}, Operand{2, false, false});
+  gTiling = &off;
+  std::string err;
+  try {
+    AscendC::twin::Launch("cube_bias", 1, BiasKernel, a.data(), b.data(), bias.data(), c.data());
+  } catch (const AscendC::twin::RuleError& e) {
+    err = e.what();
+  }
+  EXPECT(Has(err, "[cube bias] SetBias needs the tiling's isBias = 1"));
+}
+
 int main() {
+  TestBiasTiling();
+  TestTwinMatmulBias();
   TestUsedSize();
   TestDepthStep();
   TestDoubleBuffer();

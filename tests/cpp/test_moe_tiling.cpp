@@ -316,6 +316,25 @@ static void TestGroupedMatmulProblem() {
   EXPECT(expect::ArgErrorOf([&] {
            CheckGroupedMatmul(wgrad, x, TensorArg<int64_t>{{5, 6}, f32}, gl, 1, false, true);
          }) == "grouped_matmul_weight_grad: dy must be 2-D [M, N] with M = 4 (x rows), got shape [5, 6]");
+  // bias [E, N]: its dtype from the prototype's combinations (float for bfloat16 x), its shape from E and N
+  const DType bf16 = DType::kBFloat16;
+  const OpSpec withBias{
+      "grouped_matmul", "", {"x", "weight", "group_list", "bias"}, {{f16, f16, i64, f16}, {bf16, bf16, i64, f32}}};
+  const TensorArg<int64_t> xb{{4, 3}, bf16}, wb{{2, 3, 5}, bf16}, bias{{2, 5}, f32};
+  const GroupedMatmulArgs<int64_t> ab = CheckGroupedMatmul(withBias, xb, wb, gl, 1, false, false, &bias);
+  EXPECT(ab.biasDtype == f32 && GroupedMatmulProblemOf(ab, bf16, 1, false, false).HasBias());
+  EXPECT(CheckGroupedMatmul(withBias, xb, wb, gl, 1, false, false).biasDtype == DType::kOther);
+  EXPECT(expect::ArgErrorOf([&] {
+           const TensorArg<int64_t> b{{2, 6}, f32};
+           CheckGroupedMatmul(withBias, xb, wb, gl, 1, false, false, &b);
+         }) == "grouped_matmul: bias must be 2-D [E, N] = [2, 5] (group_list entries, weight's N), got shape [2, 6]");
+  EXPECT(expect::ArgErrorOf(
+             [&] {
+               const TensorArg<int64_t> b{{2, 5}, bf16};
+               CheckGroupedMatmul(withBias, xb, wb, gl, 1, false, false, &b);
+             },
+             &kind) == "grouped_matmul: bias must be one of float16, float32, got bfloat16");
+  EXPECT(kind == ArgError::kType);
 }
 
 static void TestMoeRoutingProblem() {

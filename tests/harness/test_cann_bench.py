@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
 from ascendc_ops import __main__ as cli
 from ascendc_ops.harness import cann_bench as CB, cann_bench_data as D
@@ -119,17 +120,32 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     write_checkout(tmp_path)
     facts = D.import_checkout(tmp_path)
     ours = CB.mapping_doc(facts)
-    assert ours["grouped_matmul"]["not_run"] == {"1": "bias not implemented (our grouped_matmul takes no bias)"}
+    assert ours["grouped_matmul"]["not_run"] == {}  # the bias case runs: the kernel takes the bias
     assert ours["apply_rotary_pos_emb"]["ours"] == "apply_rotary_pos_emb"
     cases, skipped = CB.verify_cases(facts)
     assert [c.name for c in cases] == ["cann_bench_rms_norm_1", "cann_bench_rms_norm_2", "cann_bench_swi_glu_1",
-                                       "cann_bench_grouped_matmul_2"]  # fmt: skip
-    assert skipped == ["cann_bench_grouped_matmul_1: bias not implemented (our grouped_matmul takes no bias)"]
-    rms, _, swi, gmm = cases
+                                       "cann_bench_grouped_matmul_1", "cann_bench_grouped_matmul_2"]  # fmt: skip
+    assert skipped == []
+    rms, _, swi, gmm_bias, gmm = cases
     assert [t.name for t in rms.outputs] == ["y", "rstd"] and rms.attrs == {"epsilon": 1e-6}
     assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
+    bias = gmm_bias.inputs[3]
+    assert (bias.name, bias.dtype, bias.shape, bias.value_range) == ("bias", "float16", (2, 6), (-0.1, 0.1))
     assert gmm.attrs == {"group_list_type": 0, "transpose_weight": True} and gmm.outputs[0].shape == (8, 6)
     assert gmm.inputs[2].value == [0, 8]
+
+
+def test_bf16_bias_is_passed_as_the_float32_it_equals():
+    """A2's Matmul takes no bfloat16 bias: cann-bench's bfloat16 bias (drawn in bfloat16) becomes float32 data
+    holding the same values."""
+    case = {"case_id": 7, "input_shape": [[8, 4], [2, 4, 6], [2, 6]], "dtype": ["bfloat16"] * 3,
+            "attrs": {"group_list": [3, 8]}, "value_range": [[-2, 2], [-2, 2], [-0.2, 0.2]]}  # fmt: skip
+    ins, _, _ = CB._specs("grouped_matmul", case, "c7")
+    bias = ins[3]
+    assert (bias.name, bias.dtype, bias.shape) == ("bias", "float32", (2, 6))
+    v = np.asarray(bias.value)
+    assert np.array_equal(v, torch.from_numpy(v).bfloat16().double().numpy())  # bfloat16 values
+    assert np.abs(v).max() <= 0.2 and len(np.unique(v)) > 6
 
 
 @pytest.mark.parametrize("mode, layout", [("half", 0), ("interleaved", 1)])

@@ -275,8 +275,8 @@ def test_unpermute_grad_rows_no_index_names_are_zero():
 
 def test_opcheck_every_op():
     x, w, gl = torch.randn(10, 6), torch.randn(3, 6, 5), torch.tensor([3, 0, 5])
-    opcheck(ops.grouped_matmul, (x.requires_grad_(), w.requires_grad_(), gl, 1, False))
-    opcheck(ops.grouped_matmul, (x, w.transpose(1, 2).contiguous(), torch.tensor([3, 3, 8]), 0, True))
+    opcheck(ops.grouped_matmul, (x.requires_grad_(), w.requires_grad_(), gl, None, 1, False))
+    opcheck(ops.grouped_matmul, (x, w.transpose(1, 2).contiguous(), torch.tensor([3, 3, 8]), None, 0, True))
     opcheck(ops.grouped_matmul_weight_grad, (x.detach(), torch.randn(10, 5), gl, 1))
     tok, idx = torch.randn(7, 6).requires_grad_(), torch.randint(0, 4, (7, 2))
     opcheck(ops.moe_token_permute, (tok, idx, None, False))
@@ -293,7 +293,7 @@ def test_compile_fullgraph():
     def block(tokens, idx, probs, w):
         p, s = ops.moe_token_permute(tokens, idx)
         counts = torch.bincount(idx.flatten(), minlength=w.shape[0])
-        h = ops.grouped_matmul(p, w, counts, 1, False)
+        h = ops.grouped_matmul(p, w, counts, None, 1, False)
         return ops.moe_token_unpermute(h, s, probs)
 
     tokens, idx, probs, w = torch.randn(9, 8), torch.randint(0, 3, (9, 2)), torch.rand(9, 2), torch.randn(3, 8, 8)
@@ -301,7 +301,7 @@ def test_compile_fullgraph():
         block(tokens, idx, probs, w),
         ops.moe_token_unpermute(
             ops.grouped_matmul(
-                ops.moe_token_permute(tokens, idx)[0], w, torch.bincount(idx.flatten(), minlength=3), 1, False
+                ops.moe_token_permute(tokens, idx)[0], w, torch.bincount(idx.flatten(), minlength=3), None, 1, False
             ),
             ops.moe_token_permute(tokens, idx)[1],
             probs,
@@ -316,12 +316,12 @@ BAD = [
         "group_list[1] = -1 is a negative row count",
     ),
     (
-        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(2, 3, 5), torch.tensor([3, 2]), 1),
+        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(2, 3, 5), torch.tensor([3, 2]), None, 1),
         ValueError,
         "group_list covers 5 rows but x has 4",
     ),
     (
-        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(2, 3, 5), torch.tensor([3, 2]), 0),
+        lambda: ops.grouped_matmul(torch.randn(4, 3), torch.randn(2, 3, 5), torch.tensor([3, 2]), None, 0),
         ValueError,
         "below the previous cumulative end 3",
     ),

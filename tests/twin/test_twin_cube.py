@@ -97,3 +97,28 @@ def test_grouped_matmul_records_the_cube_stream(monkeypatch, dtype, transpose_we
         assert stream[("FIX", "Fixpipe")][1] == outputs, (rec["kernel"], stream)
         assert stream[("MTE2", "DataCopy")][0] > 0 and stream[("MTE1", "LoadData")][0] > 0, (rec["kernel"], stream)
         assert stream[("M", "SetFlag")][0] > 0 and stream[("FIX", "SetFlag")][0] > 0, (rec["kernel"], stream)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_grouped_matmul_records_the_bias_moves(monkeypatch, dtype):
+    """With a bias, each base block's bias goes GM -> L1 (MTE2, the bias's own bytes) -> bias table (MTE1,
+    written as fp32) and the block's first Mmad reads the table: in the record, sanitized (on here)."""
+    monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
+    e, k, n, rows = 3, 200, 300, [70, 0, 41]  # N past one base block; an empty group
+    bias_dtype = torch.float16 if dtype == torch.float16 else torch.float32
+    x, w = torch.randn(sum(rows), k, dtype=dtype), torch.randn(e, k, n, dtype=dtype)
+    bias = torch.randn(e, n, dtype=bias_dtype)
+
+    from test_sanitizer import record
+
+    (rec,) = record(lambda: ascendc_ops.grouped_matmul(x, w, torch.tensor(rows), 1, False, bias))
+    (plain,) = record(lambda: ascendc_ops.grouped_matmul(x, w, torch.tensor(rows), 1, False))
+    ins = [i for block in rec["blocks"] for i in block]
+    to_table = [i for i in ins if i["pipe"] == "MTE1" and i["op"] == "DataCopy"]
+    from_table = [i for i in ins if i["op"] == "Mmad" and i.get("BT_read")]
+    assert len(to_table) == len(from_table) > 0  # one table load per base block, read by its first Mmad
+    assert all(i["L1_read"] and 0 < sum(e - b for b, e in i["BT_write"]) <= 1024 for i in to_table)
+    # the bias's own GM bytes, once per base block of rows (128 here: x's rows stay resident for K 200)
+    row_blocks = sum(-(-r // 128) for r in rows)
+    extra = sum(i["gm_read"] for b in rec["blocks"] for i in b) - sum(i["gm_read"] for b in plain["blocks"] for i in b)
+    assert extra == row_blocks * n * bias.element_size(), (extra, row_blocks)

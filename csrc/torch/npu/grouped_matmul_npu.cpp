@@ -24,9 +24,9 @@ namespace ascendc_ops {
 namespace {
 
 at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
-                            int64_t groupListType, bool transposeWeight, bool weightGrad) {
-  GroupedMatmulLaunch l =
-      PrepareGroupedMatmul(op, a, b, groupList, groupListType, transposeWeight, weightGrad, npu::NpuCubePlatform());
+                            const at::Tensor& bias, int64_t groupListType, bool transposeWeight, bool weightGrad) {
+  GroupedMatmulLaunch l = PrepareGroupedMatmul(op, a, b, groupList, bias, groupListType, transposeWeight, weightGrad,
+                                               npu::NpuCubePlatform());
   if (l.tiling.blockDim == 0) return l.out;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, a.device());
   const at::Tensor workspace = npu::SysWorkspace(a.device());
@@ -34,11 +34,12 @@ at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Te
   const at::ScalarType dtype = l.a.scalar_type();
   void *ap = l.a.data_ptr(), *bp = l.b.data_ptr(), *gp = l.groupList.data_ptr(), *op_ = l.out.data_ptr(),
        *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
+  void* biasp = l.bias.defined() ? l.bias.data_ptr() : nullptr;  // the kernel reads it only with isBias
   aclrtStream stream = npu::CurrentStream();
   npu::Enqueue(op.name, [=] {
-    const auto launch = weightGrad ? PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn
-                                   : PickEntry(npu_entries::grouped_matmul, dtype).fn;
-    launch(blocks, stream, ap, bp, gp, op_, wp, tp);
+    if (weightGrad)
+      PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn(blocks, stream, ap, bp, gp, op_, wp, tp);
+    else PickEntry(npu_entries::grouped_matmul, dtype).fn(blocks, stream, ap, bp, gp, biasp, op_, wp, tp);
   });
   return l.out;
 }

@@ -25,12 +25,6 @@ class Mapping:
     unsupported: object = None  # (case) -> reason the op cannot run it, or None
 
 
-def _gmm_unsupported(case: dict) -> str | None:
-    if len(case["input_shape"]) > 2 and case["input_shape"][2] is not None:
-        return "bias not implemented (our grouped_matmul takes no bias)"
-    return None
-
-
 MAPPINGS = {
     "rms_norm": Mapping(
         "rms_norm",
@@ -46,8 +40,8 @@ MAPPINGS = {
         "grouped_matmul",
         "y[rows of group g] = x[rows] @ weight[g] (transposed when transpose_weight), group_list cumulative "
         "(our group_list_type 0); ours returns one [M, N] tensor: split_item 0/1's per-group list holds the "
-        "same rows in order, 2/3 is that tensor",
-        _gmm_unsupported,
+        "same rows in order, 2/3 is that tensor; bias [E, N] in the kernel's fp32 accumulation (a bfloat16 "
+        "bias, drawn as cann-bench draws it, is passed as the float32 it equals: A2's Matmul takes no bfloat16 bias)",
     ),
     "apply_rotary_pos_emb": Mapping(
         "apply_rotary_pos_emb",
@@ -139,6 +133,26 @@ def _tensor(name, shape, dtype, rng_pair, seed) -> TensorSpec:
     return TensorSpec(name, dtype, tuple(shape), value=SpecialValues(lo, hi, shape, seed))
 
 
+class Bf16Values:
+    """bfloat16 data uniform in [lo, hi] (seeded) as float32: a bfloat16 bias as our kernel takes it."""
+
+    def __init__(self, lo: float, hi: float, shape: tuple, seed: int):
+        self.lo, self.hi, self.shape, self.seed = float(lo), float(hi), tuple(shape), seed
+
+    def __array__(self, dtype=None, copy=None):
+        import torch
+
+        v = np.random.default_rng(self.seed).uniform(self.lo, self.hi, self.shape)
+        v = torch.from_numpy(v).to(torch.bfloat16).double().numpy()
+        return v if dtype is None else v.astype(dtype)
+
+
+def _gmm_bias(shape, dtype, rng_pair, seed) -> TensorSpec:
+    if dtype != "bfloat16":
+        return _tensor("bias", shape, dtype, rng_pair, seed)
+    return TensorSpec("bias", "float32", tuple(shape), value=Bf16Values(*rng_pair, shape, seed))
+
+
 def _dtype(name: str) -> str:
     return "float32" if name == "float" else name
 
@@ -175,6 +189,8 @@ def _specs(task: str, case: dict, name: str):
             TensorSpec("group_list", "int64", (len(ends),), value=ends),
         ]
         n = w[1] if trans else w[2]
+        if len(shapes) > 2 and shapes[2] is not None:
+            ins.append(_gmm_bias(shapes[2], dtypes[2], ranges[2], seed + 2))
         return ins, [TensorSpec("y", dtypes[0], (x[0], n))], {"group_list_type": 0, "transpose_weight": trans}
     if task == "apply_rotary_pos_emb":
         mode = "interleave" if attrs.get("rotaryMode", "half") == "interleaved" else "half"

@@ -175,7 +175,8 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
             raise CaseError(f"{where}: {key!r} must be a list of objects")
         names = [d.get("name") for d in lst]
         expected = [t.name for t in want]
-        if sorted(map(str, names)) != sorted(expected):
+        required = {t.name for t in want if t.param_type != "optional"}  # an optional input may be left out
+        if len(set(names)) != len(names) or not required <= set(names) <= set(expected):
             raise CaseError(f"{where}: {key} names {names} do not match {op}'s {expected} (op_proto/{op}.json)")
         descs[key] = sorted(lst, key=lambda d: expected.index(d["name"]))
 

@@ -24,14 +24,15 @@ def group_rows(group_list, group_list_type: int) -> np.ndarray:
     return g if group_list_type == 1 else np.diff(np.concatenate(([0], g)))
 
 
-def grouped_matmul(x, w, group_list, group_list_type: int = 1, transpose_weight: bool = False) -> np.ndarray:
+def grouped_matmul(x, w, group_list, group_list_type: int = 1, transpose_weight: bool = False, bias=None) -> np.ndarray:
     x, w = _f64(x), _f64(w)
     n = w.shape[1] if transpose_weight else w.shape[2]
+    b = None if bias is None else _f64(bias)
     y = np.zeros((x.shape[0], n))
     start = 0
     for e, rows in enumerate(group_rows(group_list, group_list_type)):
         we = w[e].T if transpose_weight else w[e]
-        y[start : start + rows] = x[start : start + rows] @ we
+        y[start : start + rows] = x[start : start + rows] @ we + (0.0 if b is None else b[e])
         start += rows
     return y
 

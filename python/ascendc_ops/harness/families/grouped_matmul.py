@@ -28,16 +28,18 @@ def group_list_for_x(shape, attrs, ctx: GenContext | None = None):
 
 
 VALUES = {"group_list_for_x": group_list_for_x, "signed_uniform": signed_uniform}
+BIAS_DTYPE = {"float16": "float16", "bfloat16": "float32", "float32": "float32"}  # op_proto/grouped_matmul.json
 POSITIVE = [0.25, 1.25]  # data range of the default suite: no dot product cancels
 
 
 # ---------------------------------------------------------------- verify
-def torch_gmm(x, w, group_list, glt, trans=False):
-    """Per-expert torch.mm in x's dtype."""
+def torch_gmm(x, w, group_list, glt, trans=False, bias=None):
+    """Per-expert torch.mm (torch.addmm with a bias, cast to x's dtype) in x's dtype."""
     counts = (group_list if glt == 1 else torch.diff(group_list, prepend=group_list.new_zeros(1))).tolist()
     outs, s = [], 0
     for e, c in enumerate(counts):
-        outs.append(x[s : s + c] @ (w[e].T if trans else w[e]))
+        we = w[e].T if trans else w[e]
+        outs.append(x[s : s + c] @ we if bias is None else torch.addmm(bias[e].to(x.dtype), x[s : s + c], we))
         s += c
     y = torch.cat(outs)
     return torch.cat([y, y.new_zeros(x.shape[0] - s, y.shape[1])])
@@ -78,7 +80,7 @@ def gmm_suite(weight_grad: bool):
     op = "grouped_matmul_weight_grad" if weight_grad else "grouped_matmul"
     f, i64 = list(DTYPES), ["int64"] * 3
 
-    def entry(name, m, k, n, e, trans=False, glt=(0, 1)):
+    def entry(name, m, k, n, e, trans=False, glt=(0, 1), bias=False):
         x = case_tensor("x", [m, k], f, value_range=[POSITIVE])
         gl = case_tensor("group_list", [e], i64, value="group_list_for_x")
         if weight_grad:
@@ -87,6 +89,8 @@ def gmm_suite(weight_grad: bool):
             attrs = [{"name": "group_list_type", "type": "int", "value": list(glt)}]
         else:
             ins = [x, case_tensor("weight", [e, n, k] if trans else [e, k, n], f, value_range=[POSITIVE]), gl]
+            if bias:  # the kernel's bias dtype per x dtype (op_proto: float32 for bfloat16)
+                ins.append(case_tensor("bias", [e, n], [BIAS_DTYPE[d] for d in f], value_range=[POSITIVE]))
             outs = [case_tensor("y", [m, n], f)]
             attrs = [
                 {"name": "group_list_type", "type": "int", "value": list(glt)},
@@ -96,6 +100,8 @@ def gmm_suite(weight_grad: bool):
 
     def cases(quick: bool) -> list[dict]:
         out = [entry("k1", 7, 1, 5, 3), entry("k769", 83, 769, 5, 3), entry("e64_trans", 256, 64, 48, 64, True)]
+        if not weight_grad:  # with a bias: odd shapes, empty groups, both layouts
+            out += [entry("bias_k1", 7, 1, 5, 3, bias=True), entry("bias_k83_trans", 83, 83, 1025, 5, True, bias=True)]
         if not quick:
             out += [
                 entry("n1025", 7, 16, 1025, 1),
@@ -111,15 +117,22 @@ VERIFY: dict[str, OpSpec] = {
     "grouped_matmul": OpSpec(
         run=lambda t, a: (
             ascendc_ops.grouped_matmul(
-                t["x"], t["weight"], t["group_list"], _glt(a), bool(a.get("transpose_weight", False))
+                t["x"], t["weight"], t["group_list"], _glt(a), bool(a.get("transpose_weight", False)), t.get("bias")
             ),
         ),
         second=lambda t, a: (
-            torch_gmm(t["x"], t["weight"], t["group_list"], _glt(a), bool(a.get("transpose_weight", False))),
+            torch_gmm(
+                t["x"], t["weight"], t["group_list"], _glt(a), bool(a.get("transpose_weight", False)), t.get("bias")
+            ),
         ),
         golden=lambda g, a: (
             R.grouped_matmul(
-                g["x"], g["weight"], g["group_list"].astype(np.int64), _glt(a), bool(a.get("transpose_weight", False))
+                g["x"],
+                g["weight"],
+                g["group_list"].astype(np.int64),
+                _glt(a),
+                bool(a.get("transpose_weight", False)),
+                g.get("bias"),
             ),
         ),
         fuzz=fuzz_gmm(False),
