@@ -6,15 +6,16 @@ its commit 855d3ef, "Fixes #92": deep fp32 reductions). Written here from that d
 2. NaN positions must match. An Inf on one side only is taken as the dtype's largest finite value, an Inf on
    both sides with the same sign matches and leaves the comparison; opposite signs fail.
 3. rel = d / (|g| + 1e-7). MERE < T and MARE < 10 T over the compared elements (T: precision.THRESHOLDS) pass.
-4. Otherwise each region is judged against the control, the op computed in the same dtype on the CPU (ours:
-   PyTorch's own result, the OpSpec's `second`), an error count at most 2x the control's (floored at 1):
+4. Otherwise each region is judged against the control, cann-bench's golden function run on the case's
+   inputs in their dtype (`controls` below: its formulas written here), an error count at most 2x the
+   control's (floored at 1):
    - small values (|g| below precision.SMALL_VALUE): d over precision.SMALL_ERROR;
    - cancellations (|ours| and |g| below CANCEL[dtype], |g| not small): rel over 10 T;
    - the rest, the normal region: rel over 10 T; a control with none there fails any error of ours.
    All three must pass.
-5. Ours only: cann-bench's control is its golden function run in the dtype, so the two cannot disagree by
-   formula; ours is a separate implementation (PyTorch's), and a golden that is wrong, or an error ours shares
-   with PyTorch, would pass step 4 at a ratio of 1. So step 4 forgives only where the control misses MARE on at
+5. Ours only: in cann-bench the control is the golden's own function, so the two cannot disagree by formula;
+   here the golden is our float64 reference and the control a separate implementation, and a golden that is
+   wrong, or an error ours shares with the control, would pass step 4 at a ratio of 1. So step 4 forgives only where the control misses MARE on at
    most CONTROL_SHARE of the elements (the share "double thousandth", precision standard 3, lets a correct
    implementation miss); beyond it the output fails as the control and the golden disagreeing.
 The rule differs from precision.check_mere_mare where an ill-conditioned element (a dot product cancelling to a
@@ -26,6 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import precision as P
+from .dtypes import torch_dtype
 from .error_threshold import round_to
 
 NAME = "cann-bench"
@@ -100,3 +102,21 @@ def check_cann_bench(actual, golden, dtype, control) -> P.Check:
         elif n_ours > COUNT_RATIO * max(n_control, 1):
             failures.append(f"{region} errors {n_ours} > {COUNT_RATIO:g} x the control's {n_control}")
     return P.Check(NAME, not failures, numbers, limits, tuple(failures))
+
+
+def controls(case, spec, tensors: dict) -> tuple:
+    """cann-bench's control for one of its cases on our op: its golden function on the case's inputs in their
+    dtype (tasks/*/golden.py). RmsNorm's is torch.nn.functional.rms_norm in the dtype (our rstd output, which
+    cann-bench has not, keeps PyTorch's same-dtype result); SwiGlu's, ApplyRotaryPosEmb's and GroupedMatmul's
+    widen the inputs to float32, compute there (a matmul with the bias added in float32) and round once to the
+    output dtype, which is our op's PyTorch computation run on float32 inputs."""
+    import torch
+
+    own = spec.second(tensors, case.attrs)
+    if case.op == "rms_norm":
+        x, gamma = tensors["x"], tensors["gamma"]
+        y = torch.nn.functional.rms_norm(x, gamma.shape, gamma, case.attrs["epsilon"])
+        return (y, *own[1:])
+    wide = {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}
+    outs = spec.second(wide, case.attrs)
+    return tuple(o.to(torch_dtype(t.dtype)) for o, t in zip(outs, case.outputs, strict=True))

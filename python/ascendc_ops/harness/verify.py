@@ -27,7 +27,8 @@ Standards (``--standard``):
   A cann-bench case (``--preset cann-bench``) is judged as cann-bench judges it (``cann_bench``); the verdict
   of the rule above is kept beside it in the record (``default_verdict``) and the summary lists where they
   differ.
-- ``cann_bench``: cann-bench's own rule (cann_bench_judge.py), PyTorch's same-dtype result as its control.
+- ``cann_bench``: cann-bench's own rule (cann_bench_judge.py); its control is cann-bench's golden function in
+  the case's dtype on its cases, PyTorch's same-dtype result on others.
 mere_mare and ratio use the small-value domain: outputs with |golden|
 below the dtype's threshold are judged by absolute error (ErrorCount vs PyTorch's) instead of MERE/MARE/RMSE.
 Each row reports the share of small values, both ErrorCounts and both sanity figures (worst error / bound).
@@ -50,7 +51,7 @@ import torch
 import ascendc_ops
 
 from . import precision as P
-from .cann_bench_judge import check_cann_bench
+from .cann_bench_judge import check_cann_bench, controls
 from .cases import Case, CaseError, expand, load_file
 from .dtypes import torch_dtype
 from .error_threshold import DEFAULT as MSOPST_DEFAULT, check_error_threshold
@@ -177,6 +178,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
             arrays[t.name] = _f64(tensors[t.name])  # the golden sees the dtype-rounded inputs
         ours = spec.run(tensors, case.attrs)
         second = spec.second(tensors, case.attrs)
+        control = controls(case, spec, tensors) if "cann_bench" in case.meta else second
         if case.golden is not None:
             golden = case.golden(**golden_arguments(case, tensors))
             golden = (golden,) if not isinstance(golden, (list, tuple)) else tuple(golden)
@@ -195,7 +197,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
             }
         ]
     records = []
-    for t, y, s, g in zip(case.outputs, ours, second, golden, strict=True):
+    for t, y, s, c, g in zip(case.outputs, ours, second, control, golden, strict=True):
         rec = {**base, "output": t.name, "out_dtype": str(y.dtype).removeprefix("torch."), "standard": standard}
         rec["sha256"] = digest(y)  # the output's bytes: two runs (commits, ISA paths) compare bit for bit
         g = np.asarray(g, dtype=np.float64)
@@ -209,7 +211,8 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         m = P.metrics(a, g, dt, coarse)
         theirs = P.metrics(s64, g, dt, coarse)
         ratio = P.check_ratio(a, s64, g, dt, coarse)
-        check = judge(standard, case, dt, a, s64, g, coarse)
+        by_cann_bench = standard == "cann_bench" or (standard == "auto" and "cann_bench" in case.meta)
+        check = judge(standard, case, dt, a, _f64(c) if by_cann_bench else s64, g, coarse)
         if standard == "auto" and "cann_bench" in case.meta:  # the project's own rule, kept beside it
             own = judge("auto", _without_meta(case), dt, a, s64, g, coarse)
             rec["default_verdict"] = {"standard": own.standard, "passed": own.passed, "failures": list(own.failures)}
@@ -225,6 +228,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
                 "torch_rmse": theirs["rmse"],
                 "ratio": {k: ratio.numbers[f"{k}_ratio"] for k in (*P.RATIO_LIMITS, "small_err_count")},
                 "judged_by": check.standard,
+                "judged_numbers": check.numbers,
                 "limits": check.limits,
                 "passed": check.passed,
                 "failures": list(check.failures),
@@ -369,7 +373,7 @@ def _print_default_verdicts(records, out) -> None:
         return
     differ = [r for r in both if r["default_verdict"]["passed"] != r["passed"]]
     print(
-        f"{len(both)} outputs judged by cann-bench's rule (its control: PyTorch in the same dtype); under this "
+        f"{len(both)} outputs judged by cann-bench's rule (its control: cann-bench's golden in the dtype); under this "
         f"project's default rule {sum(r['default_verdict']['passed'] for r in both)} pass",
         file=out,
     )
