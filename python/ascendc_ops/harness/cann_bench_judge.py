@@ -15,9 +15,10 @@ its commit 855d3ef, "Fixes #92": deep fp32 reductions). Written here from that d
    All three must pass.
 5. Ours only: in cann-bench the control is the golden's own function, so the two cannot disagree by formula;
    here the golden is our float64 reference and the control a separate implementation, and a golden that is
-   wrong, or an error ours shares with the control, would pass step 4 at a ratio of 1. So step 4 forgives only where the control misses MARE on at
-   most CONTROL_SHARE of the elements (the share "double thousandth", precision standard 3, lets a correct
-   implementation miss); beyond it the output fails as the control and the golden disagreeing.
+   wrong, or an error ours shares with the control, would pass step 4 at a ratio of 1. So step 4 forgives
+   only where the control misses MARE on at most CONTROL_SHARE of the elements (the share "double
+   thousandth", precision standard 3, lets a correct implementation miss); beyond it the output fails as
+   the control and the golden disagreeing.
 The rule differs from precision.check_mere_mare where an ill-conditioned element (a dot product cancelling to a
 fraction of its terms) puts every fp32-accumulating implementation, the control included, over MARE: then ours
 passes when its count is within 2x the control's, not otherwise."""
