@@ -28,9 +28,10 @@
 // right after the last Mmad is recorded so the host profile times it as Mmad's.
 // Simplifications: the first Mmad takes the table through Mmad's bias overload (the library sets
 // cmatrixSource on it, one instruction either way); a cached block's hand-off is a bare MTE2 -> MTE1
-// flag pair (the library EnQues/DeQues the cache queue per block); L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues LoadData
-// 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h); fp32 Mmads whose operands
-// need that transpose align K to 16 (kDirectionAlign; the library sets it for a transposed A only).
+// flag pair (the library EnQues/DeQues the cache queue per block); L1 -> L0 moves are recorded as LoadData 2D over the
+// same fractals, where the library issues LoadData 3Dv2 and, for b32 transposes, LoadDataWithTranspose
+// (stage/split/load_to_l0a_loadInstr.h); fp32 Mmads whose operands need that transpose align K to 16 (kDirectionAlign;
+// the library sets it for a transposed A only).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -246,8 +247,7 @@ class CubeIterate {
   // The L1 base block of rows x cols (M x K for A, K x N for B), loaded unless cached; `rows16` gets
   // its stored row count, 16-aligned.
   template <typename T, class L1>
-  static LocalTensor<T> Tile(L1& l1, int32_t idx, const CubeNd<T>& x, TileAxis rows, TileAxis cols,
-                             uint32_t& rows16) {
+  static LocalTensor<T> Tile(L1& l1, int32_t idx, const CubeNd<T>& x, TileAxis rows, TileAxis cols, uint32_t& rows16) {
     rows16 = CeilDiv(x.trans ? cols.Len() : rows.Len(), kCube) * kCube;
     return l1.Get(idx, [&](LocalTensor<T>& t) {
       if (x.trans) CopyTile(t, x, cols.Start(), rows.Start(), cols.Len(), rows.Len());
