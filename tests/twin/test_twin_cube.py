@@ -137,14 +137,13 @@ def _l1_loads(rec, block_bytes):
 def test_norm_l1_cache_loads_k_once_per_n_block(monkeypatch, bias):
     """The Norm schedule loads one base block per K step (k_loop_norm.h) and keeps depth - 2 of an
     operand's K steps cached in L1 (all of them when K fits) until the operand resets
-    (cube_in_buffer_normal.h, scheduler_norm_base.h). fp16, K 1024 = 16 steps of baseK 64, 48 blocks:
-    without a bias x's rows stay (depthA1 16, iterateOrder 1), one 128-row block of 2 N base blocks:
-    A's 16 steps load once, B's reset every base block (16 x 2). With a bias (depthA1 8, iterateOrder 0)
-    a block is 2 M x 4 N base blocks: A loads all 16 steps per base block, B's first 6 steps stay
-    across the 2 M base blocks (16 + 10 per N base block)."""
+    (cube_in_buffer_normal.h, scheduler_norm_base.h). fp16, baseK 64, 48 blocks. K 1024 (16 steps), no
+    bias: x's rows stay (depthA1 16, iterateOrder 1), a block is 128 rows by 2 N base blocks: A's 16
+    steps load once, B's reset every base block (16 x 2). K 2048 (32 steps) with a bias: the rows do not
+    fit L1 (depthA1 8, iterateOrder 0), a block is 2 M x 4 N base blocks: A loads all 32 steps per base
+    block, B's first 6 steps stay across the 2 M base blocks (32 + 26 per N base block)."""
     monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
-    k = 1024
-    m, n = (128 * 48, 512) if not bias else (256 * 48, 1024)
+    m, n, k = (128 * 48, 512, 1024) if not bias else (256 * 48, 1024, 2048)
     x, w = torch.randn(m, k, dtype=torch.float16), torch.randn(1, k, n, dtype=torch.float16) / 32
     b = torch.randn(1, n, dtype=torch.float16) if bias else None
 
@@ -157,6 +156,6 @@ def test_norm_l1_cache_loads_k_once_per_n_block(monkeypatch, bias):
     sizes = {"A": 128 * 64 * 2, "B": 64 * 256 * 2, "bias": 256 * 2}
     loads = _l1_loads(rec, sizes)
     assert len(loads) == 24  # the launch's cores, each a list of its blocks' instructions
-    one = {"A": 16, "B": 32, "bias": 0, "all": 48} if not bias else {"A": 128, "B": 104, "bias": 8, "all": 240}
+    one = {"A": 16, "B": 32, "bias": 0, "all": 48} if not bias else {"A": 256, "B": 232, "bias": 8, "all": 496}
     want = {key: 2 * v for key, v in one.items()}
     assert all(block == want for block in loads), loads[:2]
