@@ -2,7 +2,8 @@
 // four K-steps of both operands in L1, the used sizes filled as CANN fills them and every rule of
 // tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition; output blocks (singleCoreM x
 // singleCoreN) as large as the cores allow, halved while there are fewer than two blocks per core.
-// The forward keeps x's rows resident over K where they fit L1 (ResidentA).
+// The forward keeps x's rows resident over K where they fit L1, with fewer of the weight's K steps if
+// need be (ResidentA).
 #include "grouped_matmul_tiling.h"
 
 #include <algorithm>
@@ -31,20 +32,26 @@ void FillBase(TCubeTiling& mm, DType dtype) {
 }
 
 // Forward: one base block of x's rows over the whole K in L1, as two tiles of half K each that both
-// stay, walked along N (iterateOrder 1): a block reads its rows once, not once per K tile and base
-// block of N, and its MTE2 waits on half as many A tiles. Kept only where it fits L1
-// (cube_tiling_rules.h) beside the weight's four K steps double-buffered; false leaves `mm` as it was.
+// stay, walked along N (iterateOrder 1): a block reads its rows once, not once per base block of N.
+// Where the rows and the weight's four K steps double-buffered overflow L1 (cube_rules::Violation; a
+// bias's base block can tip it), the weight keeps fewer K steps (stepKb 3 .. 1) first: in the Norm
+// schedule walking along N reuses none of the weight's cached K steps (cube_in_buffer_normal.h), its
+// depth only lets its loads run that far ahead, while x's resident rows spare every base block of N
+// but the first their reload. False leaves `mm` as it was.
 bool ResidentA(TCubeTiling& mm, int64_t k, const cube_rules::Operand& a, const cube_rules::Operand& b,
                int32_t biasBytes, const CubePlatform& platform) {
   const TCubeTiling keep = mm;
   mm.stepKa = int32_t(std::max<int64_t>(1, CeilDiv(CeilDiv(k, mm.baseK), 2)));
   mm.depthA1 = 2 * mm.stepM * mm.stepKa;
   mm.iterateOrder = 1;
-  cube_rules::FillUsedSize(mm, a, b, biasBytes);
-  if (cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes},
-                            biasBytes)
-          .empty())
-    return true;
+  for (int32_t stepKb = keep.stepKb; stepKb >= 1; --stepKb) {
+    mm.stepKb = stepKb, mm.depthB1 = 2 * mm.stepN * stepKb;
+    cube_rules::FillUsedSize(mm, a, b, biasBytes);
+    if (cube_rules::Violation(mm, a, b, {platform.l1Bytes, platform.l0aBytes, platform.l0bBytes, platform.l0cBytes},
+                              biasBytes)
+            .empty())
+      return true;
+  }
   mm = keep;
   return false;
 }

@@ -10,21 +10,28 @@
 //   bias (MTE2), EnQue/DeQue (MTE2 -> MTE1); WaitFlag<M_MTE1>(2), DataCopy L1 -> bias table (MTE1),
 //   Set/WaitFlag<MTE1_M>(2), C1 FreeTensor; the first K step's Mmad starts C from the table, then
 //   SetFlag<M_MTE1>(2) frees it
-//   per K step of baseK:
-//     A's L1 tile (stepM x stepKa base blocks) and B's (stepKb x stepN) unless resident: A1/B1
-//       AllocTensor, DataCopy ND2NZ (MTE2), EnQue/DeQue (MTE2 -> MTE1); a tile leaves by FreeTensor
+//   per K step of baseK (k_loop_norm.h: kIter = ceil(K / baseK), each load one base block):
+//     A's base block (baseM x baseK) and B's (baseK x baseN) into L1 unless cached (the Norm
+//       CubeInBuffer, resource/cube_in_buffer/cube_in_buffer_normal.h, copy_cube_in_norm.h): depth
+//       base blocks per operand; iteration indices below depth - 2 (all of them when the whole K
+//       fits) load once into a cache buffer and stay until the operand is reset, the rest go through
+//       two rotating buffers (depth of them when depth <= 2): AllocTensor, DataCopy ND2NZ (MTE2),
+//       EnQue/DeQue (MTE2 -> MTE1), FreeTensor after the step's Mmad (ClearLoadData)
 //     WaitFlag<M_MTE1>(ping), LoadData L1 -> the L0A/L0B half `ping` (MTE1), Set/WaitFlag<MTE1_M>(ping)
 //     Mmad into L0C (M), fresh on the first K step; PipeBarrier<PIPE_M> when (m/16)*(n/16) < 10
 //     SetFlag<M_MTE1>(ping); ping flips when dbL0A and dbL0B are both 2
 //   CO1 EnQue/DeQue (M -> FIX), Fixpipe NZ2ND to GM (FIX), FreeTensor (FIX -> M)
+//   A's cache resets when the block's N step ends, B's when the M loop ends (iterateOrder 0; the
+//   other way round for 1: scheduler_norm_base.h MoveOnIterateOrderM/N), both at SetTensorA/B
 // Every call is the basic API's (twin_cube_basic.h) with CubeExec::kTrace: checked and recorded with
 // its spans, bytes untouched; the block's arithmetic is one GEMM (`compute`, Matmul's RunGemm), run
 // right after the last Mmad is recorded so the host profile times it as Mmad's.
 // Simplifications: the first Mmad takes the table through Mmad's bias overload (the library sets
-// cmatrixSource on it, one instruction either way); L1 tiles stay while later base blocks use them (least recently used
-// one leaves); L1 -> L0 moves are recorded as LoadData 2D over the same fractals, where the library issues LoadData
-// 3Dv2 and, for b32 transposes, LoadDataWithTranspose (stage/split/load_to_l0a_loadInstr.h); fp32 Mmads whose operands
-// need that transpose align K to 16 (kDirectionAlign; the library sets it for a transposed A only).
+// cmatrixSource on it, one instruction either way); a cached block's hand-off is a bare MTE2 -> MTE1
+// flag pair (the library EnQues/DeQues the cache queue per block); L1 -> L0 moves are recorded as LoadData 2D over the
+// same fractals, where the library issues LoadData 3Dv2 and, for b32 transposes, LoadDataWithTranspose
+// (stage/split/load_to_l0a_loadInstr.h); fp32 Mmads whose operands need that transpose align K to 16 (kDirectionAlign;
+// the library sets it for a transposed A only).
 #pragma once
 #include <algorithm>
 #include <string>
@@ -58,12 +65,9 @@ class CubeIterate {
   void Init(const TCubeTiling& t, TPipe* pipe) {
     if (pipe == nullptr) Violation("cube order", "Matmul Init without a TPipe (REGIST_MATMUL_OBJ passes the kernel's)");
     t_ = t;
-    aTileBytes_ = uint32_t(t.stepM * t.baseM) * uint32_t(t.stepKa * t.baseK) * sizeof(SrcA);
-    bTileBytes_ = uint32_t(t.stepKb * t.baseK) * uint32_t(t.stepN * t.baseN) * sizeof(SrcB);
-    aTiles_ = std::max(1, t.depthA1 / std::max(1, t.stepM * t.stepKa));
-    bTiles_ = std::max(1, t.depthB1 / std::max(1, t.stepKb * t.stepN));
-    pipe->InitBuffer(a1_, uint8_t(aTiles_), aTileBytes_);
-    pipe->InitBuffer(b1_, uint8_t(bTiles_), bTileBytes_);
+    kIter_ = std::max(1, int32_t(CeilDiv(t.singleCoreK, t.baseK)));
+    a1_.Init(pipe, uint32_t(t.baseM * t.baseK) * sizeof(SrcA), t.depthA1, kIter_ * t.stepM);
+    b1_.Init(pipe, uint32_t(t.baseK * t.baseN) * sizeof(SrcB), t.depthB1, kIter_ * t.stepN);
     pipe->InitBuffer(l0a_, kL0aBytes);
     pipe->InitBuffer(l0b_, kL0bBytes);
     pipe->InitBuffer(co1_, uint8_t(t.dbL0C == 2 ? 2 : 1), uint32_t(t.baseM * t.baseN) * sizeof(float));
@@ -104,7 +108,7 @@ class CubeIterate {
     const int32_t mBlocks = CeilDiv(m, t_.baseM), nBlocks = CeilDiv(n, t_.baseN), kSteps = CeilDiv(k, t_.baseK);
     const bool mFirst = t_.iterateOrder == 0;
     const int32_t outer = mFirst ? nBlocks : mBlocks, inner = mFirst ? mBlocks : nBlocks;
-    for (int32_t o = 0; o < outer; ++o)
+    for (int32_t o = 0; o < outer; ++o) {
       for (int32_t i = 0; i < inner; ++i) {
         const int32_t mb = mFirst ? i : o, nb = mFirst ? o : i;
         const int32_t curM = std::min(t_.baseM, m - mb * t_.baseM), curN = std::min(t_.baseN, n - nb * t_.baseN);
@@ -114,17 +118,18 @@ class CubeIterate {
           if (bias != nullptr) table = LoadBias(*bias, nb * t_.baseN, curN);
         for (int32_t kb = 0; kb < kSteps; ++kb) {
           const int32_t curK = std::min(t_.baseK, k - kb * t_.baseK);
-          const LocalTensor<SrcA>& a1 =
-              Tile(a1Cache_, a1_, aTiles_, a, {t_.baseM, t_.stepM, mb, m}, {t_.baseK, t_.stepKa, kb, k}, aRows_);
-          const LocalTensor<SrcB>& b1 =
-              Tile(b1Cache_, b1_, bTiles_, b, {t_.baseK, t_.stepKb, kb, k}, {t_.baseN, t_.stepN, nb, n}, bRows_);
+          // copy_cube_in_norm.h GetIterIndex: K step within the operand's step of M (A) / N (B) blocks
+          const int32_t aIdx = mFirst ? kb : ((mb % t_.stepM) * kIter_ + kb) % (t_.stepM * kIter_);
+          const int32_t bIdx = mFirst ? (kb + (nb % t_.stepN) * kIter_) % (t_.stepN * kIter_) : kb;
+          const LocalTensor<SrcA> a1 = Tile(a1_, aIdx, a, {t_.baseM, mb, m}, {t_.baseK, kb, k}, aRows_);
+          const LocalTensor<SrcB> b1 = Tile(b1_, bIdx, b, {t_.baseK, kb, k}, {t_.baseN, nb, n}, bRows_);
           WaitFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
           LocalTensor<SrcA> a2 = l0a_.template Get<SrcA>();
           LocalTensor<SrcB> b2 = l0b_.template Get<SrcB>();
           if (ping_) a2 = a2[kL0aBytes / 2 / sizeof(SrcA)], b2 = b2[kL0bBytes / 2 / sizeof(SrcB)];
           const bool align16 = kB32 && (a.trans || !b.trans);
-          LoadA(a2, a1, a.trans, (mb % t_.stepM) * t_.baseM, (kb % t_.stepKa) * t_.baseK, curM, curK, align16);
-          LoadB(b2, b1, b.trans, (kb % t_.stepKb) * t_.baseK, (nb % t_.stepN) * t_.baseN, curK, curN, align16);
+          LoadA(a2, a1, a.trans, 0, 0, curM, curK, align16);
+          LoadB(b2, b1, b.trans, 0, 0, curK, curN, align16);
           SetFlag<HardEvent::MTE1_M>(ping_);
           WaitFlag<HardEvent::MTE1_M>(ping_);
           MmadParams mp;
@@ -138,6 +143,8 @@ class CubeIterate {
           if ((curM / kCube) * (curN / kCube) < 10) PipeBarrier<PIPE_M>();  // mmad_compute.h
           SetFlag<HardEvent::M_MTE1>(mte1Evt_[ping_]);
           if (l0Db_) ping_ ^= 1;
+          a1_.Clear(aIdx, a1);  // ClearLoadData
+          b1_.Clear(bIdx, b1);
         }
         co1_.EnQue(acc);
         acc = co1_.template DeQue<float>();
@@ -150,9 +157,14 @@ class CubeIterate {
         Fixpipe<Dst, float, CFG_ROW_MAJOR>(c[uint64_t(mb) * t_.baseM * ldc + uint64_t(nb) * t_.baseN], acc, fp,
                                            CubeExec::kTrace);
         co1_.FreeTensor(acc);
+        if (mFirst) a1_.Reset();  // the block's N step is over: its A goes
+        else b1_.Reset();
       }
-    a1Cache_.Clear(a1_);  // the next SetTensorA/B may name other matrices
-    b1Cache_.Clear(b1_);
+      if (mFirst) b1_.Reset();  // the M loop is over: its B goes
+      else a1_.Reset();
+    }
+    a1_.Reset();  // SetTensorA/B's CubeInBuffer Reset; no-ops when the loops already reset
+    b1_.Reset();
   }
 
  private:
@@ -172,37 +184,48 @@ class CubeIterate {
     return table;
   }
 
-  // The L1 tiles one operand holds, by tile key; the least recently used one leaves for a new one.
-  template <typename T>
-  struct L1Cache {
-    static constexpr int kMax = 2;
-    int64_t key[kMax] = {-1, -1};
-    uint64_t used[kMax] = {};
-    LocalTensor<T> tile[kMax];
-    uint64_t clock = 0;
-    template <class Que, class Load>
-    const LocalTensor<T>& Get(Que& que, int count, int64_t want, Load load) {
-      int slot = -1;
-      for (int s = 0; s < count; ++s)
-        if (key[s] == want) slot = s;
-      if (slot < 0) {
-        slot = 0;
-        for (int s = 0; s < count; ++s)
-          if (key[s] < 0 || (key[slot] >= 0 && used[s] < used[slot])) slot = s;
-        if (key[slot] >= 0) que.FreeTensor(tile[slot]);
-        LocalTensor<T> t = que.template AllocTensor<T>();
-        load(t);  // MTE2
-        que.EnQue(t);
-        tile[slot] = que.template DeQue<T>();
-        key[slot] = want;
-      }
-      used[slot] = ++clock;
-      return tile[slot];
+  // One operand's L1 as the Norm CubeInBuffer keeps it (cube_in_buffer_normal.h): `depth` base
+  // blocks; iteration indices below cacheSize load once into one cache buffer (kept to Reset), the
+  // others go through `rotating` buffers freed after their K step.
+  template <typename T, TPosition kPos>
+  struct NormL1 {
+    TQue<kPos, 1> rot, cache;
+    LocalTensor<T> head;
+    uint32_t blockElems = 0;
+    int32_t cacheSize = 0, cacheProc = 0;
+    TEventID evt = 0;
+    void Init(TPipe* pipe, uint32_t blockBytes, int32_t depth, int32_t fullLoad) {
+      blockElems = blockBytes / sizeof(T);
+      int32_t rotating = 0;
+      if (depth > 2) cacheSize = depth < fullLoad ? depth - 2 : depth, rotating = depth < fullLoad ? 2 : 0;
+      else if (depth < fullLoad || (fullLoad == 1 && depth == 2)) cacheSize = 0, rotating = depth;
+      else cacheSize = depth;
+      if (rotating > 0) pipe->InitBuffer(rot, uint8_t(rotating), blockBytes);
+      if (cacheSize > 0) pipe->InitBuffer(cache, 1, uint32_t(cacheSize) * blockBytes);
+      evt = pipe->AllocEventID<HardEvent::MTE2_MTE1>();
     }
-    template <class Que>
-    void Clear(Que& que) {
-      for (int s = 0; s < kMax; ++s)
-        if (key[s] >= 0) que.FreeTensor(tile[s]), key[s] = -1;
+    template <class Load>
+    LocalTensor<T> Get(int32_t idx, Load load) {
+      if (idx < cacheSize && idx < cacheProc) return head[uint64_t(idx) * blockElems];  // Hit
+      if (idx >= cacheSize) {
+        LocalTensor<T> t = rot.template AllocTensor<T>();
+        load(t);  // MTE2
+        rot.EnQue(t);
+        return rot.template DeQue<T>();
+      }
+      if (cacheProc == 0) head = cache.template AllocTensor<T>();
+      ++cacheProc;
+      LocalTensor<T> t = head[uint64_t(idx) * blockElems];
+      load(t);
+      SetFlag<HardEvent::MTE2_MTE1>(evt);
+      WaitFlag<HardEvent::MTE2_MTE1>(evt);
+      return t;
+    }
+    void Clear(int32_t idx, LocalTensor<T> t) {
+      if (idx >= cacheSize) rot.FreeTensor(t);
+    }
+    void Reset() {
+      if (cacheProc > 0) cache.FreeTensor(head), cacheProc = 0;
     }
   };
 
@@ -215,22 +238,18 @@ class CubeIterate {
                         uint16_t(CeilDiv(uint32_t(rows), kCube) * kCube), 1, 0);
     DataCopy(dst, src.gm[uint64_t(r0 * src.ld + c0)], p, CubeExec::kTrace);
   }
-  // One axis of an operand's ND matrix as its L1 tiles cut it: base blocks of `base`, `step` of them
-  // per tile, the base block wanted, the matrix's extent.
+  // One axis of an operand's ND matrix in base blocks: the block's size, its index, the extent.
   struct TileAxis {
-    int32_t base, step, block, extent;
-    int32_t Index() const { return block / step; }
-    int32_t Start() const { return Index() * step * base; }
-    int32_t Len() const { return std::min(step * base, extent - Start()); }
-    int32_t Count() const { return CeilDiv(extent, step * base); }
+    int32_t base, block, extent;
+    int32_t Start() const { return block * base; }
+    int32_t Len() const { return std::min(base, extent - Start()); }
   };
-  // The L1 tile of rows x cols (M x K for A, K x N for B) holding the wanted base block, loaded unless
-  // resident; `rows16` gets the tile's stored row count, 16-aligned.
-  template <typename T, class Que>
-  static const LocalTensor<T>& Tile(L1Cache<T>& cache, Que& que, int tiles, const CubeNd<T>& x, TileAxis rows,
-                                    TileAxis cols, uint32_t& rows16) {
+  // The L1 base block of rows x cols (M x K for A, K x N for B), loaded unless cached; `rows16` gets
+  // its stored row count, 16-aligned.
+  template <typename T, class L1>
+  static LocalTensor<T> Tile(L1& l1, int32_t idx, const CubeNd<T>& x, TileAxis rows, TileAxis cols, uint32_t& rows16) {
     rows16 = CeilDiv(x.trans ? cols.Len() : rows.Len(), kCube) * kCube;
-    return cache.Get(que, tiles, int64_t(rows.Index()) * cols.Count() + cols.Index(), [&](auto& t) {
+    return l1.Get(idx, [&](LocalTensor<T>& t) {
       if (x.trans) CopyTile(t, x, cols.Start(), rows.Start(), cols.Len(), rows.Len());
       else CopyTile(t, x, rows.Start(), cols.Start(), rows.Len(), cols.Len());
     });
@@ -280,17 +299,15 @@ class CubeIterate {
 
   TCubeTiling t_{};
   TPipe* pipe_ = nullptr;
-  TQue<TPosition::A1, 1> a1_;
-  TQue<TPosition::B1, 1> b1_;
+  NormL1<SrcA, TPosition::A1> a1_;
+  NormL1<SrcB, TPosition::B1> b1_;
   TBuf<TPosition::A2> l0a_;
   TBuf<TPosition::B2> l0b_;
   TQue<TPosition::CO1, 1> co1_;
   TQue<TPosition::C1, 1> c1_;  // the bias's base block in L1
   TBuf<TPosition::C2> bt_;  // the bias table
-  L1Cache<SrcA> a1Cache_;
-  L1Cache<SrcB> b1Cache_;
-  uint32_t aTileBytes_ = 0, bTileBytes_ = 0, aRows_ = 0, bRows_ = 0;
-  int aTiles_ = 1, bTiles_ = 1;
+  uint32_t aRows_ = 0, bRows_ = 0;
+  int32_t kIter_ = 1;
   int32_t mte1Evt_[3] = {0, 1, 2};
   int events_ = 2;  // M_MTE1 events set at the start: 3 with a bias
   uint32_t ping_ = 0;

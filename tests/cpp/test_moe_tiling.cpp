@@ -112,11 +112,14 @@ static void TestResidentRows() {
         if (mm.iterateOrder != 1) {  // no room: only where the rows over K would overflow L1
           const int64_t halfK = ((k + mm.baseK - 1) / mm.baseK + 1) / 2;  // K steps in each resident tile
           EXPECT(mm.stepKa == 4 && mm.singleCoreM >= mm.baseM);
-          EXPECT(2 * halfK * cube_rules::AL1BlockBytes(mm, a) + 8 * cube_rules::BL1BlockBytes(mm, b) > p.l1Bytes);
+          EXPECT(2 * halfK * cube_rules::AL1BlockBytes(mm, a) + 2 * cube_rules::BL1BlockBytes(mm, b) > p.l1Bytes);
           continue;
         }
         EXPECT(2 * int64_t(mm.stepKa) * mm.baseK >= k && 2 * int64_t(mm.stepKa - 1) * mm.baseK < k + mm.baseK);
-        EXPECT(mm.depthA1 == 2 * mm.stepKa && mm.stepM == 1 && mm.stepKb == 4 && mm.depthB1 == 8);
+        EXPECT(mm.depthA1 == 2 * mm.stepKa && mm.stepM == 1 && mm.depthB1 == 2 * mm.stepKb);
+        // the weight's K steps: the most of 4 that fit beside the rows
+        EXPECT(mm.stepKb >= 1 && mm.stepKb <= 4);
+        EXPECT(mm.stepKb == 4 || aBytes + (bBytes / mm.stepKb) * (mm.stepKb + 1) > p.l1Bytes);
         EXPECT(aBytes + bBytes <= p.l1Bytes && mm.singleCoreM == mm.baseM);
         const int64_t rowBlocks = (m + mm.baseM - 1) / mm.baseM, cols = (n + mm.singleCoreN - 1) / mm.singleCoreN;
         EXPECT(mm.singleCoreN <= 1024 && (mm.singleCoreN <= mm.baseN || rowBlocks * cols >= want));
@@ -130,6 +133,13 @@ static void TestResidentRows() {
   // cann-bench case 10 (bf16, K 1023, N 2047): 16 row blocks x 4 column blocks of 512
   const TCubeTiling c10 = TileGroupedMatmul({2047, 1023, 2047, 8, DType::kBFloat16, 0, false, false}, p).data.mm;
   EXPECT(c10.iterateOrder == 1 && c10.stepKa == 8 && c10.singleCoreN == 512);
+  // cann-bench case 3 (fp16, K 1024, a half bias): the rows (256 KiB) and the bias's base block leave room
+  // for 3 of the weight's K steps double-buffered (192 KiB), not 4 (256 KiB)
+  GroupedMatmulProblem c3p{2048, 1024, 2048, 8, DType::kFloat16, 0, true, false};
+  c3p.biasDtype = DType::kFloat16;
+  const TCubeTiling c3 = TileGroupedMatmul(c3p, p).data.mm;
+  EXPECT(c3.iterateOrder == 1 && c3.stepKa == 8 && c3.stepKb == 3 && c3.depthB1 == 6 && c3.isBias == 1);
+  EXPECT(c3.shareL1Size == 16 * 128 * 64 * 2 + 6 * 64 * 256 * 2 + 256 * 2);
   // fp32 K 4096: 128 rows x 4096 x 4 B = 2 MiB of rows, over L1: the K-stepped tiling
   const TCubeTiling big = TileGroupedMatmul({512, 4096, 512, 4, DType::kFloat32, 0, false, false}, p).data.mm;
   EXPECT(big.iterateOrder == 0 && big.stepKa == 4 && big.depthA1 == 8);

@@ -122,3 +122,40 @@ def test_grouped_matmul_records_the_bias_moves(monkeypatch, dtype):
     row_blocks = sum(-(-r // 128) for r in rows)
     extra = sum(i["gm_read"] for b in rec["blocks"] for i in b) - sum(i["gm_read"] for b in plain["blocks"] for i in b)
     assert extra == row_blocks * n * bias.element_size(), (extra, row_blocks)
+
+
+def _l1_loads(rec, block_bytes):
+    """GM -> L1 DataCopies per block of one launch, keyed by the bytes each reads."""
+    per_block = []
+    for block in rec["blocks"]:
+        sizes = [i["gm_read"] for i in block if i["pipe"] == "MTE2" and i["op"] == "DataCopy"]
+        per_block.append({name: sizes.count(b) for name, b in block_bytes.items()} | {"all": len(sizes)})
+    return per_block
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_norm_l1_cache_loads_k_once_per_n_block(monkeypatch, bias):
+    """The Norm schedule loads one base block per K step (k_loop_norm.h) and keeps depth - 2 of an
+    operand's K steps cached in L1 (all of them when K fits) until the operand resets
+    (cube_in_buffer_normal.h, scheduler_norm_base.h). fp16, baseK 64, 48 blocks. K 1024 (16 steps), no
+    bias: x's rows stay (depthA1 16, iterateOrder 1), a block is 128 rows by 2 N base blocks: A's 16
+    steps load once, B's reset every base block (16 x 2). K 2048 (32 steps) with a bias: the rows do not
+    fit L1 (depthA1 8, iterateOrder 0), a block is 2 M x 4 N base blocks: A loads all 32 steps per base
+    block, B's first 6 steps stay across the 2 M base blocks (32 + 26 per N base block)."""
+    monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
+    m, n, k = (128 * 48, 512, 1024) if not bias else (256 * 48, 1024, 2048)
+    x, w = torch.randn(m, k, dtype=torch.float16), torch.randn(1, k, n, dtype=torch.float16) / 32
+    b = torch.randn(1, n, dtype=torch.float16) if bias else None
+
+    from ascendc_ops.harness.estimate import tiling_platform
+    from ascendc_ops.harness.pipeline import load_platform
+    from test_sanitizer import record
+
+    with tiling_platform(load_platform("910B")):  # 24 cube cores: 2 blocks per core
+        (rec,) = record(lambda: ascendc_ops.grouped_matmul(x, w, torch.tensor([m]), 1, False, b))
+    sizes = {"A": 128 * 64 * 2, "B": 64 * 256 * 2, "bias": 256 * 2}
+    loads = _l1_loads(rec, sizes)
+    assert len(loads) == 24  # the launch's cores, each a list of its blocks' instructions
+    one = {"A": 16, "B": 32, "bias": 0, "all": 48} if not bias else {"A": 256, "B": 232, "bias": 8, "all": 496}
+    want = {key: 2 * v for key, v in one.items()}
+    assert all(block == want for block in loads), loads[:2]
