@@ -469,20 +469,7 @@ def test_empty_tensors():
     assert p.shape == (6, 0) and sorted(s.tolist()) == list(range(6))
 
 
-def test_cube_gemm_native_where_the_cpu_has_the_dot_products():
-    """bf16 blocks go to torch's bf16 GEMM exactly where the loaded ISA path has AVX512-BF16 and torch itself
-    finds it on the CPU (an independent probe); ASCENDC_OPS_ISA=avx2/avx512 loads a path without it."""
-    native = torch.ops.ascendc_ops.cube_gemm_native()
-    assert native[0] == "float32"
-    wide = ascendc_ops.isa() in ("avx512bf16", "native")
-    assert ("bfloat16" in native) == (wide and torch.cpu._is_avx512_bf16_supported()), (ascendc_ops.isa(), native)
-
-
-@pytest.mark.slow
-def test_widened_cube_gemm_meets_the_standard_too():
-    """ASCENDC_OPS_ISA=avx2 forces the widened fp16/bf16 GEMM on any machine: grouped_matmul's accuracy and
-    backward tests pass on it as on the default path (which this process runs)."""
-    env = dict(os.environ, ASCENDC_OPS_ISA="avx2")
+def _cube_gemm_native(env):
     probe = subprocess.run(
         [sys.executable, "-c", "import torch, ascendc_ops; print(torch.ops.ascendc_ops.cube_gemm_native())"],
         env=env,
@@ -490,7 +477,26 @@ def test_widened_cube_gemm_meets_the_standard_too():
         text=True,
         timeout=120,
     )
-    assert probe.stdout.strip() == "['float32']", probe.stdout + probe.stderr
+    return probe.stdout.strip() + probe.stderr[-2000:]
+
+
+def test_cube_gemm_is_widened_on_every_cpu_unless_native_is_opted_into():
+    """By default every CPU widens fp16/bf16 cube blocks (one summation order everywhere); with
+    ASCENDC_OPS_CUBE_GEMM=native, bf16 blocks go to torch's bf16 GEMM exactly where the loaded ISA path has
+    AVX512-BF16 and torch itself finds it on the CPU (an independent probe)."""
+    assert torch.ops.ascendc_ops.cube_gemm_native() == ["float32"]
+    env = {k: v for k, v in os.environ.items() if k != "ASCENDC_OPS_CUBE_GEMM"}
+    native = _cube_gemm_native(dict(env, ASCENDC_OPS_CUBE_GEMM="native"))
+    wide = ascendc_ops.isa() in ("avx512bf16", "native")
+    assert ("bfloat16" in native) == (wide and torch.cpu._is_avx512_bf16_supported()), (ascendc_ops.isa(), native)
+    assert _cube_gemm_native(dict(env, ASCENDC_OPS_CUBE_GEMM="native", ASCENDC_OPS_ISA="avx2")) == "['float32']"
+
+
+@pytest.mark.slow
+def test_native_cube_gemm_meets_the_standard_too():
+    """ASCENDC_OPS_CUBE_GEMM=native (the CPU's bf16 dot products where it has them, else the same widened GEMM):
+    grouped_matmul's accuracy and backward tests pass on it as on the default path (which this process runs)."""
+    env = dict(os.environ, ASCENDC_OPS_CUBE_GEMM="native")
     run = subprocess.run(
         [
             sys.executable,

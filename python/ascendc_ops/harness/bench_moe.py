@@ -260,7 +260,8 @@ def run(opts: Options) -> int:
     print(
         f"Machine: {cpu_model()} ({torch.backends.cpu.get_cpu_capability()}), {os.cpu_count()} cores, "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads); malloc {malloc}; cube GEMM as stored: "
-        f"{', '.join(torch.ops.ascendc_ops.cube_gemm_native())} (other dtypes widened to fp32)\n"
+        f"{', '.join(torch.ops.ascendc_ops.cube_gemm_native())} (other dtypes widened to fp32; "
+        "ASCENDC_OPS_CUBE_GEMM=native for bf16 dot products)\n"
     )
     misses = []
     if opts.gmm:
