@@ -100,9 +100,9 @@ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>& src, const
   const uint64_t pixels = uint64_t(p.l1H) * p.l1W;
   if (p.mStartPt + uint64_t(p.mExtension) > pixels || p.kStartPt + uint64_t(p.kExtension) > p.channelSize)
     twin::Load3dRule("window rows [" + std::to_string(p.mStartPt) + ", " + std::to_string(p.mStartPt + p.mExtension) +
-                     ") x channels [" + std::to_string(p.kStartPt) + ", " +
-                     std::to_string(p.kStartPt + p.kExtension) + ") leaves the " + std::to_string(pixels) + " x " +
-                     std::to_string(p.channelSize) + " feature map (padding not modelled)");
+                     ") x channels [" + std::to_string(p.kStartPt) + ", " + std::to_string(p.kStartPt + p.kExtension) +
+                     ") leaves the " + std::to_string(pixels) + " x " + std::to_string(p.channelSize) +
+                     " feature map (padding not modelled)");
   const uint64_t elems = uint64_t(p.mExtension) * p.kExtension, groups = p.kExtension / c0;
   const uint64_t srcFirst = (uint64_t(p.kStartPt / c0) * pixels + p.mStartPt) * c0;
   twin::CheckBytes(src, uint64_t(p.channelSize) * pixels * sizeof(T), kApi, "src");

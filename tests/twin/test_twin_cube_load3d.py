@@ -69,7 +69,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"b{8 * c[0]}-{'B' if c[9] else 'A'}{'T' if c[8] else ''}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    "case", CASES, ids=[f"b{8 * c[0]}-{'B' if c[9] else 'A'}{'T' if c[8] else ''}-{i}" for i, c in enumerate(CASES)]
+)
 def test_load3d_moves_each_element_where_the_rules_put_it(case):
     size, h, w, channels, k_ext, m_ext, k_start, m_start, trans, to_b = case
     c0 = 32 // size
