@@ -8,6 +8,7 @@
 #include "twin_copy.h"
 #include "twin_core.h"
 #include "twin_cube_basic.h"
+#include "twin_cube_load3d.h"
 #include "twin_logic.h"
 #include "twin_tensor.h"
 #include "twin_types.h"

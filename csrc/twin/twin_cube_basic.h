@@ -2,6 +2,7 @@
 // with by hand, each call checked against the documented rules and recorded on its pipe.
 //   DataCopy(L1, GM, Nd2NzParams)       MTE2  GM (ND) -> L1 (A1/B1/C1) in Nz fractals
 //   LoadData(L0A|L0B, L1, LoadData2DParams)  MTE1  512-byte fractals L1 -> L0A (A2) / L0B (B2)
+//   LoadData(L0A|L0B, L1, LoadData3DParamsV2<T>)  MTE1  a window of an Nz tile -> Zz / Zn (twin_cube_load3d.h)
 //   Mmad(L0C, L0A, L0B, MmadParams)     M     C (Nz, fp32) = [C +] A (Zz) x B (Zn)
 //   Fixpipe(GM, L0C, FixpipeParamsV220)  FIX   L0C (CO1) -> GM, ND or Nz, fp32 -> half/bf16 (CAST_RINT)
 //   DataCopy(BT, L1, DataCopyParams)    MTE1  a bias L1 -> the bias table (C2), half -> float on the way

@@ -28,16 +28,17 @@
 // right after the last Mmad is recorded so the host profile times it as Mmad's.
 // Simplifications: the first Mmad takes the table through Mmad's bias overload (the library sets
 // cmatrixSource on it, one instruction either way); a cached block's hand-off is a bare MTE2 -> MTE1
-// flag pair (the library EnQues/DeQues the cache queue per block); L1 -> L0 moves are recorded as LoadData 2D over the
-// same fractals, where the library issues LoadData 3Dv2 and, for b32 transposes, LoadDataWithTranspose
-// (stage/split/load_to_l0a_loadInstr.h); fp32 Mmads whose operands need that transpose align K to 16 (kDirectionAlign;
-// the library sets it for a transposed A only).
+// flag pair (the library EnQues/DeQues the cache queue per block); the L1 -> L0 moves (LoadA/LoadB,
+// stage/split/load_to_l0{a,b}/load_to_l0{a,b}_loadInstr.h) take the L1 shape in the LoadData 3Dv2
+// parameters, where the library writes it once per K step into the FMATRIX register
+// (Load3DSetFMatrixCal / Load3DSetFMatrixBCal) and issues the V2Pro form: the same instruction.
 #pragma once
 #include <algorithm>
 #include <string>
 
 #include "cube_tiling.h"
 #include "twin_cube_basic.h"
+#include "twin_cube_load3d.h"
 #include "twin_sync.h"
 #include "twin_tensor.h"
 
@@ -57,7 +58,6 @@ class CubeIterate {
   // A2's bias dtypes (half, float); another BIAS_TYPE (the default C_TYPE) can never run SetBias.
   static constexpr bool kBiasType = std::is_same_v<BiasT, half> || std::is_same_v<BiasT, float>;
   static constexpr uint32_t kC0 = kBlockBytes / sizeof(SrcA);  // elements per 32 B (K0 of a fractal)
-  static constexpr uint32_t kFrac = kFractalBytes / sizeof(SrcA);
   static constexpr bool kB32 = sizeof(SrcA) == 4;
 
  public:
@@ -127,9 +127,9 @@ class CubeIterate {
           LocalTensor<SrcA> a2 = l0a_.template Get<SrcA>();
           LocalTensor<SrcB> b2 = l0b_.template Get<SrcB>();
           if (ping_) a2 = a2[kL0aBytes / 2 / sizeof(SrcA)], b2 = b2[kL0bBytes / 2 / sizeof(SrcB)];
-          const bool align16 = kB32 && (a.trans || !b.trans);
-          LoadA(a2, a1, a.trans, 0, 0, curM, curK, align16);
-          LoadB(b2, b1, b.trans, 0, 0, curK, curN, align16);
+          const bool align16 = kB32 && a.trans;  // mmad_compute.h: kDirectionAlign for a transposed fp32 A
+          LoadA(a2, a1, a.trans, curM, curK);
+          LoadB(b2, b1, b.trans, curK, curN);
           SetFlag<HardEvent::MTE1_M>(ping_);
           WaitFlag<HardEvent::MTE1_M>(ping_);
           MmadParams mp;
@@ -254,47 +254,36 @@ class CubeIterate {
       else CopyTile(t, x, rows.Start(), cols.Start(), rows.Len(), cols.Len());
     });
   }
-  // Fractal number of (row block r, C0 column group g) in an Nz L1 tile of `rows` (16-aligned) rows.
-  static uint32_t Nz(uint32_t rows, uint32_t r, uint32_t g) { return g * (rows / kCube) + r; }
-  static LoadData2DParams Load(uint32_t start, uint32_t repeat, uint32_t srcStride, uint32_t dstGap, bool trans) {
-    return LoadData2DParams(uint16_t(start), uint8_t(repeat), uint16_t(srcStride), 0, uint16_t(dstGap), trans, 0);
+  // A's base block into L0A as load_to_l0a_loadInstr.h does on A2: one LoadData 3Dv2 over the L1
+  // tile (Nz, rows16 rows): M x K into Zz, or, stored transposed (K x M), with enTranspose; the K
+  // extent is 16-aligned when transposing (K1 = 2 * ceil(K/16) groups for b32: kDirectionAlign).
+  void LoadA(const LocalTensor<SrcA>& a2, const LocalTensor<SrcA>& a1, bool trans, uint32_t curM, uint32_t curK) {
+    const uint32_t m16 = CeilDiv(curM, kCube) * kCube, k16 = CeilDiv(curK, kCube) * kCube;
+    LoadData3DParamsV2<SrcA> p;
+    p.l1H = 1, p.l1W = uint16_t(aRows_);
+    if (trans) p.channelSize = uint16_t(m16), p.mExtension = uint16_t(k16), p.kExtension = uint16_t(m16);
+    else p.channelSize = p.kExtension = uint16_t(CeilDiv(curK, kC0) * kC0), p.mExtension = uint16_t(m16);
+    p.enTranspose = trans;
+    LoadData(a2, a1, p, CubeExec::kTrace);
   }
-  // L0A in Zz: fractal (m block i, K0 group q) at i*K1 + q. mOff/kOff: the base block inside the tile.
-  void LoadA(const LocalTensor<SrcA>& a2, const LocalTensor<SrcA>& a1, bool trans, uint32_t mOff, uint32_t kOff,
-             uint32_t curM, uint32_t curK, bool align16) {
-    const uint32_t m1 = CeilDiv(curM, kCube), k16 = CeilDiv(curK, kCube);
-    const uint32_t k1 = align16 ? 2 * k16 : CeilDiv(curK, kC0), h = aRows_;
-    for (uint32_t i = 0; i < m1; ++i) {
-      if (!trans) {  // the tile's fractals (i, q) run down a column group: stride rows/16
-        LoadData(a2[i * k1 * kFrac], a1, Load(Nz(h, mOff / kCube + i, kOff / kC0), k1, h / kCube, 0, false),
-                 CubeExec::kTrace);
-      } else if constexpr (!kB32) {  // b16: each 16 x 16 fractal transposed on the way
-        LoadData(a2[i * k1 * kFrac], a1, Load(Nz(h, kOff / kCube, mOff / kCube + i), k1, 1, 0, true), CubeExec::kTrace);
-      } else {  // b32: a 16 x 16 square is two fractals of two column groups
-        for (uint32_t j = 0; j < k16; ++j)
-          LoadData(a2[(i * k1 + 2 * j) * kFrac], a1,
-                   Load(Nz(h, kOff / kCube + j, mOff / kC0 + 2 * i), 2, h / kCube, 0, false), CubeExec::kTrace);
-      }
+  // B's base block into L0B (Zn) as load_to_l0b_loadInstr.h does on A2: stored K x N, one LoadData
+  // 3Dv2 (L0B transposes each fractal); stored transposed (N x K, its fractals already Zn's), one
+  // LoadData 2D over the tile's ceil(K/C0) x N/16 fractals, contiguous since the tile has N/16 row
+  // blocks (the library loops over K or N only when its L1 N exceeds the block's).
+  void LoadB(const LocalTensor<SrcB>& b2, const LocalTensor<SrcB>& b1, bool trans, uint32_t curK, uint32_t curN) {
+    const uint32_t n1 = CeilDiv(curN, kCube);
+    if (trans) {
+      const uint32_t repeat = CeilDiv(curK, kBlockBytes / uint32_t(sizeof(SrcB))) * n1;
+      if (repeat > 255) Violation("cube params", "LoadData 2D of B: " + std::to_string(repeat) + " fractals over 255");
+      LoadData(b2, b1, LoadData2DParams(0, uint8_t(repeat), 1, 0, 0, false, 0), CubeExec::kTrace);
+      return;
     }
-  }
-  // L0B in Zn: fractal (K0 group q, n block j) at q*N1 + j.
-  void LoadB(const LocalTensor<SrcB>& b2, const LocalTensor<SrcB>& b1, bool trans, uint32_t kOff, uint32_t nOff,
-             uint32_t curK, uint32_t curN, bool align16) {
-    const uint32_t n1 = CeilDiv(curN, kCube), k16 = CeilDiv(curK, kCube);
-    const uint32_t k1 = align16 ? 2 * k16 : CeilDiv(curK, kC0), h = bRows_;
-    if (trans) {  // rows run along N: fractal (j, q) is already Zn's
-      for (uint32_t q = 0; q < k1; ++q)
-        LoadData(b2[q * n1 * kFrac], b1, Load(Nz(h, nOff / kCube, kOff / kC0 + q), n1, 1, 0, false), CubeExec::kTrace);
-    } else if constexpr (!kB32) {
-      for (uint32_t q = 0; q < k1; ++q)
-        LoadData(b2[q * n1 * kFrac], b1, Load(Nz(h, kOff / kCube + q, nOff / kCube), n1, h / kCube, 0, true),
-                 CubeExec::kTrace);
-    } else {
-      for (uint32_t q = 0; q < k16; ++q)
-        for (uint32_t j = 0; j < n1; ++j)
-          LoadData(b2[(2 * q * n1 + j) * kFrac], b1,
-                   Load(Nz(h, kOff / kCube + q, nOff / kC0 + 2 * j), 2, h / kCube, n1 - 1, false), CubeExec::kTrace);
-    }
+    LoadData3DParamsV2<SrcB> p;
+    p.l1H = 1, p.l1W = uint16_t(bRows_);
+    p.channelSize = p.kExtension = uint16_t(n1 * kCube);
+    p.mExtension = uint16_t(CeilDiv(curK, kCube) * kCube);
+    p.fMatrixCtrl = true;  // A2 keeps B's feature-map shape in its own register (ifSupportFmatrixB)
+    LoadData(b2, b1, p, CubeExec::kTrace);
   }
 
   TCubeTiling t_{};

@@ -96,6 +96,8 @@ def test_grouped_matmul_records_the_cube_stream(monkeypatch, dtype, transpose_we
         assert stream[("M", "Mmad")][1] == t * k * n, (rec["kernel"], stream)
         assert stream[("FIX", "Fixpipe")][1] == outputs, (rec["kernel"], stream)
         assert stream[("MTE2", "DataCopy")][0] > 0 and stream[("MTE1", "LoadData")][0] > 0, (rec["kernel"], stream)
+        # one L1 -> L0 move per operand and K step, as A2's library issues them (load_to_l0{a,b}_loadInstr.h)
+        assert stream[("MTE1", "LoadData")][0] == 2 * stream[("M", "Mmad")][0], (rec["kernel"], stream)
         assert stream[("M", "SetFlag")][0] > 0 and stream[("FIX", "SetFlag")][0] > 0, (rec["kernel"], stream)
 
 
