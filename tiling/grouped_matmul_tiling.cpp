@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cube_tiling_rules.h"
+#include "grouped_matmul_columns.h"
 
 namespace tiling {
 namespace {
@@ -150,12 +151,20 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
   // Every group can add one partial row block: sum ceil(rows_e / sm) <= ceil(M / sm) + E - 1, and no group
   // has more than ceil(M / sm).
   const int64_t rowBlocks = CeilDiv(pr.m, singleM), nBlocks = CeilDiv(pr.n, singleN);
-  const int64_t bound = pr.weightGrad ? blocks(singleM, singleN)
-                                      : std::min(rowBlocks + pr.groups - 1, pr.groups * rowBlocks) * nBlocks;
-  t.blockDim = uint32_t(std::min<int64_t>(bound, platform.cubeCores));
-  if (gridN > 0) {
+  if (pr.weightGrad) {
+    t.blockDim = uint32_t(std::min<int64_t>(blocks(singleM, singleN), platform.cubeCores));
+  } else if (gridN > 0) {
     d.groupBlocks = int32_t(rowBlocks * nBlocks);
     t.blockDim = uint32_t(pr.groups * rowBlocks * nBlocks);
+  } else {
+    // The deal narrows its columns on the core (DealtColumns, down to 16) where groups of equal size
+    // (the fewest row blocks) would have it do so: then it may use every core, and reads every group's
+    // rows before its first block (a scalar GM read each, which other sizes may not repay: cann-bench 13).
+    const int64_t most = std::min(rowBlocks + pr.groups - 1, pr.groups * rowBlocks);
+    const int64_t narrow = std::min<int64_t>(most * CeilDiv(pr.n, 16), platform.cubeCores);
+    d.dealtColumns = pr.groups <= kDealtColumnsMaxGroups &&
+                     DealtColumns(pr.n, singleM, singleN, mm.baseN, rowBlocks, narrow) != singleN;
+    t.blockDim = uint32_t(d.dealtColumns ? narrow : std::min<int64_t>(most * nBlocks, platform.cubeCores));
   }
   mm.usedCoreNum = int32_t(t.blockDim);
   return t;

@@ -9,6 +9,7 @@
 #include "kernel_operator.h"
 #define ASCENDC_CUBE_ONLY
 #include "lib/matmul_intf.h"
+#include "grouped_matmul_columns.h"
 #include "grouped_matmul_common.h"
 #include "grouped_matmul_tiling_data.h"
 #include "kernel_utils.h"
@@ -60,9 +61,11 @@ class GroupedMatmulKernel {
   }
 
  private:
-  // Output block b (row block b / nBlocks, column block b % nBlocks) of group e, whose rows start at rowStart.
-  __aicore__ inline void ComputeBlock(int64_t e, int64_t rowStart, int64_t rows, int64_t b, int64_t nBlocks) {
-    const int64_t sm = t_.mm.singleCoreM, sn = t_.mm.singleCoreN;
+  // Output block b (row block b / nBlocks, column block b % nBlocks, sn columns wide) of group e, whose
+  // rows start at rowStart.
+  __aicore__ inline void ComputeBlock(int64_t e, int64_t rowStart, int64_t rows, int64_t b, int64_t nBlocks,
+                                      int64_t sn) {
+    const int64_t sm = t_.mm.singleCoreM;
     const int64_t row = rowStart + (b / nBlocks) * sm, col = (b % nBlocks) * sn;
     const int64_t curM = MinI64(sm, rowStart + rows - row), curN = MinI64(sn, t_.n - col);
     // w[e] is [K, N] (element (k, col) at k * N + col) or, transposed, [N, K] (col * K + k).
@@ -74,17 +77,30 @@ class GroupedMatmulKernel {
     mm_.IterateAll(y_[row * t_.n + col]);
   }
 
-  // Every blockNum-th block of all groups', the count running on from group to group.
+  // Every blockNum-th block of all groups', the count running on from group to group. With the
+  // tiling's dealtColumns, every group's rows are read first to choose the blocks' width.
   __aicore__ inline void ProcessDealt() {
-    const int64_t nBlocks = CeilDivI64(t_.n, t_.mm.singleCoreN);
-    const int64_t blockIdx = GetBlockIdx(), blockNum = GetBlockNum();
-    int64_t rowStart = 0, prevEnd = 0, dealt = 0;
+    const int64_t blockIdx = GetBlockIdx(), blockNum = GetBlockNum(), sm = t_.mm.singleCoreM;
+    const bool cached = t_.dealtColumns != 0 && t_.groups <= kDealtColumnsMaxGroups;
+    int64_t groupRows[kDealtColumnsMaxGroups];
+    int64_t sn = t_.mm.singleCoreN, prevEnd = 0;
+    if (cached) {
+      int64_t rowBlocks = 0;
+      for (int64_t e = 0; e < t_.groups; ++e) {
+        groupRows[e] = GroupRows(groupList_, e, t_.groupListType, prevEnd);
+        if (groupRows[e] > 0) rowBlocks += CeilDivI64(groupRows[e], sm);
+      }
+      sn = DealtColumns(t_.n, sm, sn, t_.mm.baseN, rowBlocks, blockNum);
+    }
+    const int64_t nBlocks = CeilDivI64(t_.n, sn);
+    int64_t rowStart = 0, dealt = 0;
+    prevEnd = 0;
     for (int64_t e = 0; e < t_.groups; ++e) {
-      const int64_t rows = GroupRows(groupList_, e, t_.groupListType, prevEnd);
+      const int64_t rows = cached ? groupRows[e] : GroupRows(groupList_, e, t_.groupListType, prevEnd);
       if (rows <= 0) continue;
-      const int64_t blocks = CeilDivI64(rows, t_.mm.singleCoreM) * nBlocks;
+      const int64_t blocks = CeilDivI64(rows, sm) * nBlocks;
       for (int64_t b = FirstOwnedBlock(dealt, blockIdx, blockNum); b < blocks; b += blockNum)
-        ComputeBlock(e, rowStart, rows, b, nBlocks);
+        ComputeBlock(e, rowStart, rows, b, nBlocks, sn);
       dealt += blocks;
       rowStart += rows;
     }
@@ -99,7 +115,7 @@ class GroupedMatmulKernel {
     const int64_t rowStart = e > 0 ? groupList_.GetValue(e - 1) : 0;
     const int64_t rows = groupList_.GetValue(e) - rowStart;
     if ((b / nBlocks) * t_.mm.singleCoreM >= rows) return;
-    ComputeBlock(e, rowStart, rows, b, nBlocks);
+    ComputeBlock(e, rowStart, rows, b, nBlocks, t_.mm.singleCoreN);
   }
 
   GroupedMatmulTilingData t_;
