@@ -170,8 +170,16 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
   return t;
 }
 
-int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows) {
+int64_t GroupedMatmulColumns(const GroupedMatmulTilingData& t, const int64_t* groupRows, int64_t blockNum) {
   const int64_t sm = t.mm.singleCoreM, sn = t.mm.singleCoreN;
+  if (!t.dealtColumns || t.groups > kDealtColumnsMaxGroups || sm <= 0 || sn <= 0) return sn;
+  int64_t rowBlocks = 0;
+  for (int64_t e = 0; e < t.groups; ++e) rowBlocks += groupRows[e] > 0 ? CeilDiv(groupRows[e], sm) : 0;
+  return DealtColumns(t.n, sm, sn, t.mm.baseN, rowBlocks, blockNum);
+}
+
+int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows, int64_t blockNum) {
+  const int64_t sm = t.mm.singleCoreM, sn = GroupedMatmulColumns(t, groupRows, blockNum);
   if (sm <= 0 || sn <= 0) return 0;
   int64_t total = 0;
   for (int64_t e = 0; e < t.groups; ++e) {
