@@ -2,10 +2,11 @@
 //   y[rows of group e] = x[rows of group e] @ w[e] (+ bias[e]),   w[e] = weight[e] ([K, N]) or weight[e]^T ([N, K])
 // x [M, K] holds the groups' rows contiguously in group order; group_list (int64 [E]) gives their
 // counts or cumulative ends. Each group's output is cut into singleCoreM x singleCoreN blocks dealt
-// round-robin over the cube cores (or, with the tiling's groupBlocks, each block its own core); the Matmul API accumulates in fp32 (L0C) and rounds once on the
-// way out. Empty groups have no blocks; rows past the last group are not touched (the host zeroes them).
-// With a bias (tiling isBias), SetBias hands each block its bias[e] slice: the Matmul API moves it
-// GM -> L1 -> bias table and starts L0C from it, so the bias is in the fp32 sum before the products.
+// round-robin over the cube cores (or, with the tiling's groupBlocks, each block its own core); the
+// Matmul API accumulates in fp32 (L0C) and rounds once on the way out. Empty groups have no blocks;
+// rows past the last group are not touched (the host zeroes them). With a bias (tiling isBias),
+// SetBias hands each block its bias[e] slice: the Matmul API moves it GM -> L1 -> bias table and
+// starts L0C from it, so the bias is in the fp32 sum before the products.
 #include "kernel_operator.h"
 #define ASCENDC_CUBE_ONLY
 #include "lib/matmul_intf.h"

@@ -20,4 +20,3 @@ __aicore__ inline int64_t FirstOwnedBlock(int64_t dealt, int64_t blockIdx, int64
 
 __aicore__ inline int64_t CeilDivI64(int64_t a, int64_t b) { return (a + b - 1) / b; }
 __aicore__ inline int64_t MinI64(int64_t a, int64_t b) { return a < b ? a : b; }
-
