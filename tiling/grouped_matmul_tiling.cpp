@@ -2,6 +2,7 @@
 // four K-steps of both operands in L1, the used sizes filled as CANN fills them and every rule of
 // tiling/cube_tiling_rules.h checked for the kernels' operand types and transposition; output blocks (singleCoreM x
 // singleCoreN) as large as the cores allow, halved while there are fewer than two blocks per core.
+// Where every group's most blocks fit the cores side by side, each block gets its own core (GridColumns).
 // The forward keeps x's rows resident over K where they fit L1, with fewer of the weight's K steps if
 // need be (ResidentA).
 #include "grouped_matmul_tiling.h"
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "cube_tiling_rules.h"
+#include "grouped_matmul_columns.h"
 
 namespace tiling {
 namespace {
@@ -54,6 +56,38 @@ bool ResidentA(TCubeTiling& mm, int64_t k, const cube_rules::Operand& a, const c
   }
   mm = keep;
   return false;
+}
+
+// A block's cost on A2 for choosing its columns: its GM -> L1 bytes (x's rows once, the weight's
+// columns once) at MTE2's ~78 B/cycle (PTO cost model) or its MACs at the cube's 4096 (fp32 1024) a cycle
+// (asc-devkit), whichever is more, plus its fixed latencies (a load's and a store's round trip, about
+// 800 cycles: an assumption, none published).
+constexpr double kGmToL1BytesPerCycle = 78, kBlockFixedCycles = 800;
+// A core started costs the launch ~0.01 us (the calibrated launch model, docs/harness.md): 18 cycles.
+constexpr double kCoreStartCycles = 18;
+
+// The forward's columns per block when each group's most blocks (rowBlocks x column blocks) can have a
+// core each (GroupedMatmulTilingData::groupBlocks), 0 if no split fits the cores: of the column splits
+// no wider than the dealt blocks' `dealtN` (the grid provides for ceil(M / baseM) row blocks in every
+// group, most of them empty: it must not buy its cores with wider blocks) and with no partial base
+// block of N (a second base block walks K again), the one whose block ends first, plus the cores
+// started. One wave whatever the group sizes: more, narrower blocks only cost cores.
+int64_t GridColumns(const GroupedMatmulProblem& pr, const TCubeTiling& mm, int64_t dealtN,
+                    const CubePlatform& platform) {
+  const int64_t bytes = ElementBytes(pr.dtype), macsPerCycle = pr.dtype == DType::kFloat32 ? 1024 : 4096;
+  const int64_t rowBlocks = CeilDiv(pr.m, mm.baseM), rows = AlignUp(std::min<int64_t>(mm.baseM, pr.m), 16);
+  int64_t best = 0;
+  double bestCycles = 0;
+  for (int64_t nb = 1; nb <= CeilDiv(pr.n, 16); ++nb) {
+    const int64_t sn = AlignUp(CeilDiv(pr.n, nb), 16), cores = pr.groups * rowBlocks * nb;
+    if (cores > int64_t(platform.cubeCores)) break;
+    if (CeilDiv(pr.n, sn) != nb || (sn > mm.baseN && sn % mm.baseN) || sn > dealtN) continue;
+    const double load = double((rows + sn) * pr.k * bytes) / kGmToL1BytesPerCycle;
+    const double macs = double(rows * pr.k * sn) / double(macsPerCycle);
+    const double cycles = kBlockFixedCycles + std::max(load, macs) + double(cores) * kCoreStartCycles;
+    if (best == 0 || cycles < bestCycles) best = sn, bestCycles = cycles;
+  }
+  return best;
 }
 
 }  // namespace
@@ -104,21 +138,48 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
     return mBlocks * CeilDiv(pr.n, sn);
   };
   // Forward with x's rows resident: one base block of rows per block, since more would not stay.
-  if (!pr.weightGrad && ResidentA(mm, reduce, a, b, biasBytes, platform)) singleM = mm.baseM;
+  const bool resident = !pr.weightGrad && ResidentA(mm, reduce, a, b, biasBytes, platform);
+  if (resident) singleM = mm.baseM;
   const int64_t want = 2 * int64_t(platform.cubeCores);
   while (blocks(singleM, singleN) < want && singleM > mm.baseM) singleM /= 2;
   while (blocks(singleM, singleN) < want && singleN > mm.baseN) singleN = std::max<int64_t>(mm.baseN, singleN / 2);
+  // Each group's most blocks side by side on their own cores: a core reads its group's two entries of
+  // group_list, not every entry up to its block (a scalar GM read each), and no core takes two blocks.
+  const int64_t gridN = resident && pr.groupListType == 0 ? GridColumns(pr, mm, singleN, platform) : 0;
+  if (gridN > 0) singleN = gridN;
   mm.singleCoreM = int32_t(singleM), mm.singleCoreN = int32_t(singleN), mm.singleCoreK = int32_t(reduce);
-  // Every group can add one partial row block, so this bounds the blocks the device will find.
-  const int64_t bound =
-      pr.weightGrad ? blocks(singleM, singleN) : (CeilDiv(pr.m, singleM) + pr.groups) * CeilDiv(pr.n, singleN);
-  t.blockDim = uint32_t(std::min<int64_t>(bound, platform.cubeCores));
+  // Every group can add one partial row block: sum ceil(rows_e / sm) <= ceil(M / sm) + E - 1, and no group
+  // has more than ceil(M / sm).
+  const int64_t rowBlocks = CeilDiv(pr.m, singleM), nBlocks = CeilDiv(pr.n, singleN);
+  if (pr.weightGrad) {
+    t.blockDim = uint32_t(std::min<int64_t>(blocks(singleM, singleN), platform.cubeCores));
+  } else if (gridN > 0) {
+    d.groupBlocks = int32_t(rowBlocks * nBlocks);
+    t.blockDim = uint32_t(pr.groups * rowBlocks * nBlocks);
+  } else {
+    // The deal narrows its columns on the core (DealtColumns, down to 16) where groups of equal size
+    // (the fewest row blocks) would have it do so: then it may use every core, and reads every group's
+    // rows before its first block (a scalar GM read each, which other sizes may not repay: cann-bench 13).
+    const int64_t most = std::min(rowBlocks + pr.groups - 1, pr.groups * rowBlocks);
+    const int64_t narrow = std::min<int64_t>(most * CeilDiv(pr.n, 16), platform.cubeCores);
+    d.dealtColumns = pr.groups <= kDealtColumnsMaxGroups &&
+                     DealtColumns(pr.n, singleM, singleN, mm.baseN, rowBlocks, narrow) != singleN;
+    t.blockDim = uint32_t(d.dealtColumns ? narrow : std::min<int64_t>(most * nBlocks, platform.cubeCores));
+  }
   mm.usedCoreNum = int32_t(t.blockDim);
   return t;
 }
 
-int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows) {
+int64_t GroupedMatmulColumns(const GroupedMatmulTilingData& t, const int64_t* groupRows, int64_t blockNum) {
   const int64_t sm = t.mm.singleCoreM, sn = t.mm.singleCoreN;
+  if (!t.dealtColumns || t.groups > kDealtColumnsMaxGroups || sm <= 0 || sn <= 0) return sn;
+  int64_t rowBlocks = 0;
+  for (int64_t e = 0; e < t.groups; ++e) rowBlocks += groupRows[e] > 0 ? CeilDiv(groupRows[e], sm) : 0;
+  return DealtColumns(t.n, sm, sn, t.mm.baseN, rowBlocks, blockNum);
+}
+
+int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows, int64_t blockNum) {
+  const int64_t sm = t.mm.singleCoreM, sn = GroupedMatmulColumns(t, groupRows, blockNum);
   if (sm <= 0 || sn <= 0) return 0;
   int64_t total = 0;
   for (int64_t e = 0; e < t.groups; ++e) {

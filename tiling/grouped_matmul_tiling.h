@@ -43,8 +43,12 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& problem, const
 // MatmulType by it); weight grad A = x with isTrans (read as x_e^T), B = dy.
 void GroupedMatmulOperands(const GroupedMatmulProblem& problem, cube_rules::Operand& a, cube_rules::Operand& b);
 
+// The columns per block the kernels use with `groupRows[e]` rows in group e on blockNum cores:
+// singleCoreN, or with dealtColumns what the forward's deal narrows it to (DealtColumns).
+int64_t GroupedMatmulColumns(const GroupedMatmulTilingData& t, const int64_t* groupRows, int64_t blockNum);
+
 // Output blocks over all groups with `groupRows[e]` rows each, as the kernels enumerate them
 // (the weight grad skips empty groups).
-int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows);
+int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows, int64_t blockNum);
 
 }  // namespace tiling

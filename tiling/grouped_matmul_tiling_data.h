@@ -2,7 +2,9 @@
 // grouped_matmul.cpp (y[rows of group e] = x_e @ w_e) and grouped_matmul_weight_grad.cpp
 // (dweight[e] = x_e^T @ dy_e). Group sizes live on the device (group_list, int64 in GM): each core
 // walks the groups, splits group e's output into ceil(rows/singleCoreM) x ceil(cols/singleCoreN)
-// blocks and takes every blockDim-th block, the count running on across groups.
+// blocks and takes every blockDim-th block, the count running on across groups. With groupBlocks
+// (forward, when every group's most blocks fit the cores side by side) core c instead owns block
+// c % groupBlocks of group c / groupBlocks, and reads only that group's entries.
 #pragma once
 #include <cstdint>
 
@@ -24,6 +26,8 @@ struct GroupedMatmulTilingData {
   int32_t groupListType;    // 0: cumulative row ends; 1: row counts per group
   int32_t transposeWeight;  // forward only: weight stored [E, N, K] instead of [E, K, N]
   int32_t weightGrad;       // 0: forward blocks tile each group's [rows_e, n]; 1: each group's [k, n]
+  int32_t groupBlocks;      // 0: the round-robin deal; else blocks per group, one core each (forward)
+  int32_t dealtColumns;     // forward's deal: 1: the core narrows singleCoreN by the group sizes (DealtColumns)
   int32_t reserved;
   TCubeTiling mm;  // the Matmul object's tiling (singleCoreM x singleCoreN output blocks); isBias: bias [E, N]
 };

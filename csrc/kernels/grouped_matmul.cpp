@@ -2,13 +2,15 @@
 //   y[rows of group e] = x[rows of group e] @ w[e] (+ bias[e]),   w[e] = weight[e] ([K, N]) or weight[e]^T ([N, K])
 // x [M, K] holds the groups' rows contiguously in group order; group_list (int64 [E]) gives their
 // counts or cumulative ends. Each group's output is cut into singleCoreM x singleCoreN blocks dealt
-// round-robin over the cube cores; the Matmul API accumulates in fp32 (L0C) and rounds once on the
-// way out. Empty groups have no blocks; rows past the last group are not touched (the host zeroes them).
-// With a bias (tiling isBias), SetBias hands each block its bias[e] slice: the Matmul API moves it
-// GM -> L1 -> bias table and starts L0C from it, so the bias is in the fp32 sum before the products.
+// round-robin over the cube cores (or, with the tiling's groupBlocks, each block its own core); the
+// Matmul API accumulates in fp32 (L0C) and rounds once on the way out. Empty groups have no blocks;
+// rows past the last group are not touched (the host zeroes them). With a bias (tiling isBias),
+// SetBias hands each block its bias[e] slice: the Matmul API moves it GM -> L1 -> bias table and
+// starts L0C from it, so the bias is in the fp32 sum before the products.
 #include "kernel_operator.h"
 #define ASCENDC_CUBE_ONLY
 #include "lib/matmul_intf.h"
+#include "grouped_matmul_columns.h"
 #include "grouped_matmul_common.h"
 #include "grouped_matmul_tiling_data.h"
 #include "kernel_utils.h"
@@ -50,34 +52,73 @@ class GroupedMatmulKernel {
   }
 
   __aicore__ inline void Process() {
-    const int64_t sm = t_.mm.singleCoreM, sn = t_.mm.singleCoreN;
-    const int64_t nBlocks = CeilDivI64(t_.n, sn);
-    const int64_t blockIdx = GetBlockIdx(), blockNum = GetBlockNum();
-    constexpr bool trans = TRANS_W;
-    int64_t rowStart = 0, prevEnd = 0, dealt = 0;
     mm_.SetOrgShape(static_cast<int>(t_.m), static_cast<int>(t_.n), static_cast<int>(t_.k));
-    for (int64_t e = 0; e < t_.groups; ++e) {
-      const int64_t rows = GroupRows(groupList_, e, t_.groupListType, prevEnd);
-      if (rows <= 0) continue;
-      const int64_t blocks = CeilDivI64(rows, sm) * nBlocks;
-      for (int64_t b = FirstOwnedBlock(dealt, blockIdx, blockNum); b < blocks; b += blockNum) {
-        const int64_t row = rowStart + (b / nBlocks) * sm, col = (b % nBlocks) * sn;
-        const int64_t curM = MinI64(sm, rowStart + rows - row), curN = MinI64(sn, t_.n - col);
-        // w[e] is [K, N] (element (k, col) at k * N + col) or, transposed, [N, K] (col * K + k).
-        const int64_t wOffset = e * t_.k * t_.n + (trans ? col * t_.k : col);
-        mm_.SetSingleShape(static_cast<int>(curM), static_cast<int>(curN), static_cast<int>(t_.k));
-        mm_.SetTensorA(x_[row * t_.k], false);
-        mm_.SetTensorB(w_[wOffset], trans);
-        if (t_.mm.isBias) mm_.SetBias(bias_[e * t_.n + col]);  // bias[e][col, col + curN)
-        mm_.IterateAll(y_[row * t_.n + col]);
-      }
-      dealt += blocks;
-      rowStart += rows;
+    if (t_.groupBlocks > 0) {
+      ProcessOwnGroup();
+    } else {
+      ProcessDealt();
     }
     mm_.End();
   }
 
  private:
+  // Output block b (row block b / nBlocks, column block b % nBlocks, sn columns wide) of group e, whose
+  // rows start at rowStart.
+  __aicore__ inline void ComputeBlock(int64_t e, int64_t rowStart, int64_t rows, int64_t b, int64_t nBlocks,
+                                      int64_t sn) {
+    const int64_t sm = t_.mm.singleCoreM;
+    const int64_t row = rowStart + (b / nBlocks) * sm, col = (b % nBlocks) * sn;
+    const int64_t curM = MinI64(sm, rowStart + rows - row), curN = MinI64(sn, t_.n - col);
+    // w[e] is [K, N] (element (k, col) at k * N + col) or, transposed, [N, K] (col * K + k).
+    const int64_t wOffset = e * t_.k * t_.n + (TRANS_W ? col * t_.k : col);
+    mm_.SetSingleShape(static_cast<int>(curM), static_cast<int>(curN), static_cast<int>(t_.k));
+    mm_.SetTensorA(x_[row * t_.k], false);
+    mm_.SetTensorB(w_[wOffset], TRANS_W);
+    if (t_.mm.isBias) mm_.SetBias(bias_[e * t_.n + col]);  // bias[e][col, col + curN)
+    mm_.IterateAll(y_[row * t_.n + col]);
+  }
+
+  // Every blockNum-th block of all groups', the count running on from group to group. With the
+  // tiling's dealtColumns, every group's rows are read first to choose the blocks' width.
+  __aicore__ inline void ProcessDealt() {
+    const int64_t blockIdx = GetBlockIdx(), blockNum = GetBlockNum(), sm = t_.mm.singleCoreM;
+    const bool cached = t_.dealtColumns != 0 && t_.groups <= kDealtColumnsMaxGroups;
+    int64_t groupRows[kDealtColumnsMaxGroups];
+    int64_t sn = t_.mm.singleCoreN, prevEnd = 0;
+    if (cached) {
+      int64_t rowBlocks = 0;
+      for (int64_t e = 0; e < t_.groups; ++e) {
+        groupRows[e] = GroupRows(groupList_, e, t_.groupListType, prevEnd);
+        if (groupRows[e] > 0) rowBlocks += CeilDivI64(groupRows[e], sm);
+      }
+      sn = DealtColumns(t_.n, sm, sn, t_.mm.baseN, rowBlocks, blockNum);
+    }
+    const int64_t nBlocks = CeilDivI64(t_.n, sn);
+    int64_t rowStart = 0, dealt = 0;
+    prevEnd = 0;
+    for (int64_t e = 0; e < t_.groups; ++e) {
+      const int64_t rows = cached ? groupRows[e] : GroupRows(groupList_, e, t_.groupListType, prevEnd);
+      if (rows <= 0) continue;
+      const int64_t blocks = CeilDivI64(rows, sm) * nBlocks;
+      for (int64_t b = FirstOwnedBlock(dealt, blockIdx, blockNum); b < blocks; b += blockNum)
+        ComputeBlock(e, rowStart, rows, b, nBlocks, sn);
+      dealt += blocks;
+      rowStart += rows;
+    }
+  }
+
+  // Block blockIdx % groupBlocks of group blockIdx / groupBlocks (group_list cumulative: its rows
+  // start at the previous group's end), if the group has that many rows.
+  __aicore__ inline void ProcessOwnGroup() {
+    const int64_t nBlocks = CeilDivI64(t_.n, t_.mm.singleCoreN);
+    const int64_t blockIdx = GetBlockIdx(), e = blockIdx / t_.groupBlocks, b = blockIdx % t_.groupBlocks;
+    if (e >= t_.groups) return;
+    const int64_t rowStart = e > 0 ? groupList_.GetValue(e - 1) : 0;
+    const int64_t rows = groupList_.GetValue(e) - rowStart;
+    if ((b / nBlocks) * t_.mm.singleCoreM >= rows) return;
+    ComputeBlock(e, rowStart, rows, b, nBlocks, t_.mm.singleCoreN);
+  }
+
   GroupedMatmulTilingData t_;
   GlobalTensor<T> x_, w_, y_;
   GlobalTensor<BiasT> bias_;

@@ -28,38 +28,47 @@ static void CheckCubeLimits(const TCubeTiling& mm, DType dtype, const CubePlatfo
   EXPECT(int64_t(mm.depthA1) * mm.baseM * mm.baseK * b + int64_t(mm.depthB1) * mm.baseN * mm.baseK * b <= p.l1Bytes);
 }
 
-// The kernels' deal, replayed: every output element of every group written exactly once.
+// The kernels' deal, replayed: every output element of every group written exactly once, by the
+// round-robin deal (at the columns the core chooses) or, with groupBlocks, one block per core.
 static void CheckCoverage(const GroupedMatmulTiling& t, const std::vector<int64_t>& rows) {
   const GroupedMatmulTilingData& d = t.data;
-  const int64_t sm = d.mm.singleCoreM, sn = d.mm.singleCoreN, nb = (d.n + sn - 1) / sn;
+  const int64_t sm = d.mm.singleCoreM, sn = GroupedMatmulColumns(d, rows.data(), t.blockDim);
+  const int64_t nb = (d.n + sn - 1) / sn;
+  EXPECT(sn == d.mm.singleCoreN || (sn >= 16 && sn < d.mm.singleCoreN && (sn <= d.mm.baseN || sn % d.mm.baseN == 0)));
+  std::vector<int64_t> starts(rows.size() + 1, 0);
   int64_t outRows = 0;
-  for (int64_t r : rows) outRows += d.weightGrad ? d.k : r;
+  for (size_t e = 0; e < rows.size(); ++e) starts[e + 1] = outRows += d.weightGrad ? d.k : rows[e];
   std::vector<int> hits(size_t(outRows * d.n), 0);
+  const auto write = [&](size_t e, int64_t r, int64_t b) {  // block b of group e (r rows)
+    const int64_t r0 = (b / nb) * sm, c0 = (b % nb) * sn;
+    for (int64_t i = r0; i < std::min(r, r0 + sm); ++i)
+      for (int64_t j = c0; j < std::min(d.n, c0 + sn); ++j) ++hits[size_t((starts[e] + i) * d.n + j)];
+  };
   for (uint32_t core = 0; core < t.blockDim; ++core) {
-    int64_t dealt = 0, base = 0;
+    if (d.groupBlocks > 0) {
+      const size_t e = core / uint32_t(d.groupBlocks);
+      const int64_t b = core % d.groupBlocks;
+      EXPECT(!d.weightGrad && e < rows.size());
+      if (e < rows.size() && (b / nb) * sm < rows[e]) write(e, rows[e], b);
+      continue;
+    }
+    int64_t dealt = 0;
     for (size_t e = 0; e < rows.size(); ++e) {
       const int64_t r = d.weightGrad ? (rows[e] ? d.k : 0) : rows[e];
       const int64_t blocks = ((r + sm - 1) / sm) * nb;
-      for (int64_t b = ((int64_t(core) - dealt) % t.blockDim + t.blockDim) % t.blockDim; b < blocks; b += t.blockDim) {
-        const int64_t r0 = (b / nb) * sm, c0 = (b % nb) * sn;
-        for (int64_t i = r0; i < std::min(r, r0 + sm); ++i)
-          for (int64_t j = c0; j < std::min(d.n, c0 + sn); ++j) ++hits[size_t((base + i) * d.n + j)];
-      }
+      for (int64_t b = ((int64_t(core) - dealt) % t.blockDim + t.blockDim) % t.blockDim; b < blocks; b += t.blockDim)
+        write(e, r, b);
       dealt += blocks;
-      base += d.weightGrad ? d.k : r;
     }
   }
-  int64_t base = 0;
   bool ok = true;
-  for (int64_t r : rows) {
-    const int64_t span = d.weightGrad ? d.k : r;
-    for (int64_t i = 0; i < span * d.n; ++i) ok &= hits[size_t(base * d.n + i)] == (d.weightGrad && r == 0 ? 0 : 1);
-    base += span;
-  }
+  for (size_t e = 0; e < rows.size(); ++e)
+    for (int64_t i = starts[e] * d.n; i < starts[e + 1] * d.n; ++i)
+      ok &= hits[size_t(i)] == (d.weightGrad && rows[e] == 0 ? 0 : 1);
   EXPECT(ok);
   int64_t blocks = 0;
   for (int v : hits) blocks += v;
-  EXPECT(GroupedMatmulBlocks(d, rows.data()) >= 1 || blocks == 0);
+  EXPECT(GroupedMatmulBlocks(d, rows.data(), t.blockDim) >= 1 || blocks == 0);
 }
 
 static void TestGroupedMatmulTiling() {
@@ -71,13 +80,20 @@ static void TestGroupedMatmulTiling() {
                                   {83, 769, 129, 3},
                                   {2048, 256, 300, 64},
                                   {300, 64, 5000, 7},
-                                  {5, 16, 16, 512}}) {
+                                  {5, 16, 16, 512},
+                                  {64, 32, 32, 4},  // cann-bench 19 and 7: each block its own core
+                                  {128, 512, 512, 8},
+                                  {1009, 1024, 1024, 4}}) {  // cann-bench 4: the deal narrows its columns
           std::vector<int64_t> rows(size_t(e), 0);
           for (int64_t i = 0; i < m; ++i) rows[rng() % (e > 2 ? e - 1 : e)]++;  // the last group often empty
-          GroupedMatmulTiling t = TileGroupedMatmul({m, k, n, e, dt, 1, false, wg}, p);
-          CheckCubeLimits(t.data.mm, dt, p);
-          EXPECT(t.blockDim >= 1 && t.blockDim <= p.cubeCores && t.data.mm.usedCoreNum == int32_t(t.blockDim));
-          CheckCoverage(t, rows);
+          for (int32_t listType : {0, 1}) {
+            GroupedMatmulTiling t = TileGroupedMatmul({m, k, n, e, dt, listType, false, wg}, p);
+            CheckCubeLimits(t.data.mm, dt, p);
+            EXPECT(t.blockDim >= 1 && t.blockDim <= p.cubeCores && t.data.mm.usedCoreNum == int32_t(t.blockDim));
+            EXPECT(t.data.groupBlocks == 0 || (listType == 0 && !wg));  // the grid reads cumulative ends
+            EXPECT(t.data.dealtColumns == 0 || !wg);
+            CheckCoverage(t, rows);
+          }
         }
       }
     }
@@ -130,6 +146,28 @@ static void TestResidentRows() {
   // cann-bench case 15 (fp16, K 1024): both half-K tiles of 128 rows stay; 8 row blocks x 4 columns
   const TCubeTiling c15 = TileGroupedMatmul({1009, 1024, 1024, 8, DType::kFloat16, 0, true, false}, p).data.mm;
   EXPECT(c15.iterateOrder == 1 && c15.stepKa == 8 && c15.singleCoreM == 128 && c15.singleCoreN == 256);
+  // cann-bench 15 (groups of 307, 30, 30, 29, 29, 29, 29, 526 rows): 14 row blocks; equal groups would have
+  // 8, which 5 columns of 208 fill in 2 waves, so the core chooses: 5 columns of 208 in 3 waves, not 4 of 256
+  GroupedMatmulTiling t15 = TileGroupedMatmul({1009, 1024, 1024, 8, DType::kFloat16, 0, true, false}, p);
+  const std::vector<int64_t> rows15{307, 30, 30, 29, 29, 29, 29, 526};
+  EXPECT(t15.data.dealtColumns == 1 && t15.blockDim == p.cubeCores);
+  EXPECT(GroupedMatmulColumns(t15.data, rows15.data(), t15.blockDim) == 208);
+  CheckCoverage(t15, rows15);
+  // cann-bench 4 (a half bias, 4 groups of 253, 252, 252, 252 rows): 8 row blocks x 6 columns of 176 in 2 waves
+  GroupedMatmulProblem c4p{1009, 1024, 1024, 4, DType::kFloat16, 0, false, false};
+  c4p.biasDtype = DType::kFloat16;
+  GroupedMatmulTiling t4 = TileGroupedMatmul(c4p, p);
+  const std::vector<int64_t> rows4{253, 252, 252, 252};
+  EXPECT(t4.data.dealtColumns == 1 && GroupedMatmulColumns(t4.data, rows4.data(), t4.blockDim) == 176);
+  CheckCoverage(t4, rows4);
+  // cann-bench 19 and 7: every group's most blocks side by side, one core each (4 x 1 x 1; 8 x 1 x 3 of 176)
+  GroupedMatmulTiling t19 = TileGroupedMatmul({64, 32, 32, 4, DType::kFloat16, 0, true, false}, p);
+  EXPECT(t19.data.groupBlocks == 1 && t19.blockDim == 4 && t19.data.mm.singleCoreN == 32);
+  GroupedMatmulTiling t7 = TileGroupedMatmul({128, 512, 512, 8, DType::kBFloat16, 0, false, false}, p);
+  EXPECT(t7.data.groupBlocks == 3 && t7.blockDim == 24 && t7.data.mm.singleCoreN == 176);
+  CheckCoverage(t7, {22, 22, 0, 21, 21, 0, 21, 21});
+  // counts (group_list_type 1) need every earlier entry for a group's start: the round-robin deal
+  EXPECT(TileGroupedMatmul({64, 32, 32, 4, DType::kFloat16, 1, true, false}, p).data.groupBlocks == 0);
   // cann-bench case 10 (bf16, K 1023, N 2047): 16 row blocks x 4 column blocks of 512
   const TCubeTiling c10 = TileGroupedMatmul({2047, 1023, 2047, 8, DType::kBFloat16, 0, false, false}, p).data.mm;
   EXPECT(c10.iterateOrder == 1 && c10.stepKa == 8 && c10.singleCoreN == 512);
