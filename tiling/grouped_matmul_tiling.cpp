@@ -58,11 +58,6 @@ bool ResidentA(TCubeTiling& mm, int64_t k, const cube_rules::Operand& a, const c
   return false;
 }
 
-// A block's cost on A2 for choosing its columns: its GM -> L1 bytes (x's rows once, the weight's
-// columns once) at MTE2's ~78 B/cycle (PTO cost model) or its MACs at the cube's 4096 (fp32 1024) a cycle
-// (asc-devkit), whichever is more, plus its fixed latencies (a load's and a store's round trip, about
-// 800 cycles: an assumption, none published).
-constexpr double kGmToL1BytesPerCycle = 78, kBlockFixedCycles = 800;
 // A core started costs the launch ~0.01 us (the calibrated launch model, docs/harness.md): 18 cycles.
 constexpr double kCoreStartCycles = 18;
 
@@ -71,10 +66,11 @@ constexpr double kCoreStartCycles = 18;
 // no wider than the dealt blocks' `dealtN` (the grid provides for ceil(M / baseM) row blocks in every
 // group, most of them empty: it must not buy its cores with wider blocks) and with no partial base
 // block of N (a second base block walks K again), the one whose block ends first, plus the cores
-// started. One wave whatever the group sizes: more, narrower blocks only cost cores.
+// started. One wave whatever the group sizes: more, narrower blocks only cost cores. A block costs its
+// loads or its MACs, whichever is more, at grouped_matmul_columns.h's rates, plus its fixed latencies.
 int64_t GridColumns(const GroupedMatmulProblem& pr, const TCubeTiling& mm, int64_t dealtN,
                     const CubePlatform& platform) {
-  const int64_t bytes = ElementBytes(pr.dtype), macsPerCycle = pr.dtype == DType::kFloat32 ? 1024 : 4096;
+  const int64_t bytes = ElementBytes(pr.dtype), macsPerCycle = bytes == 4 ? kFloatMacsPerCycle : kHalfMacsPerCycle;
   const int64_t rowBlocks = CeilDiv(pr.m, mm.baseM), rows = AlignUp(std::min<int64_t>(mm.baseM, pr.m), 16);
   int64_t best = 0;
   double bestCycles = 0;
@@ -84,7 +80,7 @@ int64_t GridColumns(const GroupedMatmulProblem& pr, const TCubeTiling& mm, int64
     if (CeilDiv(pr.n, sn) != nb || (sn > mm.baseN && sn % mm.baseN) || sn > dealtN) continue;
     const double load = double((rows + sn) * pr.k * bytes) / kGmToL1BytesPerCycle;
     const double macs = double(rows * pr.k * sn) / double(macsPerCycle);
-    const double cycles = kBlockFixedCycles + std::max(load, macs) + double(cores) * kCoreStartCycles;
+    const double cycles = double(kBlockFixedCycles) + std::max(load, macs) + double(cores) * kCoreStartCycles;
     if (best == 0 || cycles < bestCycles) best = sn, bestCycles = cycles;
   }
   return best;
@@ -114,6 +110,7 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
   d.groupListType = pr.groupListType;
   d.transposeWeight = pr.transposeWeight ? 1 : 0;
   d.weightGrad = pr.weightGrad ? 1 : 0;
+  d.elementBytes = int32_t(ElementBytes(pr.dtype));
   TCubeTiling& mm = d.mm;
   FillBase(mm, pr.dtype);
   // The bias enters L0C from the bias table (SetBias): isBias, and its base block in L1 on the way.
@@ -159,11 +156,12 @@ GroupedMatmulTiling TileGroupedMatmul(const GroupedMatmulProblem& pr, const Cube
   } else {
     // The deal narrows its columns on the core (DealtColumns, down to 16) where groups of equal size
     // (the fewest row blocks) would have it do so: then it may use every core, and reads every group's
-    // rows before its first block (a scalar GM read each, which other sizes may not repay: cann-bench 13).
+    // rows before its first block (a scalar GM read each, which other sizes may not repay).
     const int64_t most = std::min(rowBlocks + pr.groups - 1, pr.groups * rowBlocks);
     const int64_t narrow = std::min<int64_t>(most * CeilDiv(pr.n, 16), platform.cubeCores);
-    d.dealtColumns = pr.groups <= kDealtColumnsMaxGroups &&
-                     DealtColumns(pr.n, singleM, singleN, mm.baseN, rowBlocks, narrow) != singleN;
+    d.dealtColumns =
+        pr.groups <= kDealtColumnsMaxGroups &&
+        DealtColumns(pr.n, pr.k, d.elementBytes, singleM, singleN, mm.baseN, resident, rowBlocks, narrow) != singleN;
     t.blockDim = uint32_t(d.dealtColumns ? narrow : std::min<int64_t>(most * nBlocks, platform.cubeCores));
   }
   mm.usedCoreNum = int32_t(t.blockDim);
@@ -175,7 +173,7 @@ int64_t GroupedMatmulColumns(const GroupedMatmulTilingData& t, const int64_t* gr
   if (!t.dealtColumns || t.groups > kDealtColumnsMaxGroups || sm <= 0 || sn <= 0) return sn;
   int64_t rowBlocks = 0;
   for (int64_t e = 0; e < t.groups; ++e) rowBlocks += groupRows[e] > 0 ? CeilDiv(groupRows[e], sm) : 0;
-  return DealtColumns(t.n, sm, sn, t.mm.baseN, rowBlocks, blockNum);
+  return DealtColumns(t.n, t.k, t.elementBytes, sm, sn, t.mm.baseN, t.mm.iterateOrder == 1, rowBlocks, blockNum);
 }
 
 int64_t GroupedMatmulBlocks(const GroupedMatmulTilingData& t, const int64_t* groupRows, int64_t blockNum) {

@@ -28,6 +28,6 @@ struct GroupedMatmulTilingData {
   int32_t weightGrad;       // 0: forward blocks tile each group's [rows_e, n]; 1: each group's [k, n]
   int32_t groupBlocks;      // 0: the round-robin deal; else blocks per group, one core each (forward)
   int32_t dealtColumns;     // forward's deal: 1: the core narrows singleCoreN by the group sizes (DealtColumns)
-  int32_t reserved;
+  int32_t elementBytes;     // bytes of x's, the weight's and y's elements (DealtColumns' costs)
   TCubeTiling mm;  // the Matmul object's tiling (singleCoreM x singleCoreN output blocks); isBias: bias [E, N]
 };

@@ -91,7 +91,7 @@ class GroupedMatmulKernel {
         groupRows[e] = GroupRows(groupList_, e, t_.groupListType, prevEnd);
         if (groupRows[e] > 0) rowBlocks += CeilDivI64(groupRows[e], sm);
       }
-      sn = DealtColumns(t_.n, sm, sn, t_.mm.baseN, rowBlocks, blockNum);
+      sn = DealtColumns(t_.n, t_.k, t_.elementBytes, sm, sn, t_.mm.baseN, t_.mm.iterateOrder == 1, rowBlocks, blockNum);
     }
     const int64_t nBlocks = CeilDivI64(t_.n, sn);
     int64_t rowStart = 0, dealt = 0;

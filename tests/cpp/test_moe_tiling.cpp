@@ -160,6 +160,20 @@ static void TestResidentRows() {
   const std::vector<int64_t> rows4{253, 252, 252, 252};
   EXPECT(t4.data.dealtColumns == 1 && GroupedMatmulColumns(t4.data, rows4.data(), t4.blockDim) == 176);
   CheckCoverage(t4, rows4);
+  // cann-bench 13 (a half bias, 8 groups of 512 rows, K 1024, N 2048): 32 row blocks; 2 columns of 1024 put
+  // 3 blocks (12 base blocks of N) on the busiest core, 8 of 256 put 11: the cube and Fixpipe bind, and the
+  // rows' reloads (MTE2) stay under them
+  GroupedMatmulProblem c13p{4096, 1024, 2048, 8, DType::kFloat16, 0, true, false};
+  c13p.biasDtype = DType::kFloat16;
+  GroupedMatmulTiling t13 = TileGroupedMatmul(c13p, p);
+  const std::vector<int64_t> rows13(8, 512);
+  EXPECT(t13.data.mm.iterateOrder == 1 && t13.data.mm.singleCoreN == 1024 && t13.data.dealtColumns == 1);
+  EXPECT(t13.blockDim == p.cubeCores && GroupedMatmulColumns(t13.data, rows13.data(), t13.blockDim) == 256);
+  CheckCoverage(t13, rows13);
+  // the same problem with 34 row blocks (random groups): 12 base blocks of N either way, the widest stays
+  const std::vector<int64_t> rows34{520, 530, 498, 500, 512, 512, 512, 512};
+  EXPECT(GroupedMatmulColumns(t13.data, rows34.data(), t13.blockDim) == 1024);
+  CheckCoverage(t13, rows34);
   // cann-bench 19 and 7: every group's most blocks side by side, one core each (4 x 1 x 1; 8 x 1 x 3 of 176)
   GroupedMatmulTiling t19 = TileGroupedMatmul({64, 32, 32, 4, DType::kFloat16, 0, true, false}, p);
   EXPECT(t19.data.groupBlocks == 1 && t19.blockDim == 4 && t19.data.mm.singleCoreN == 32);
