@@ -12,6 +12,8 @@ import platform
 from pathlib import Path
 
 ENV = "ASCENDC_OPS_ISA"
+# how the twin's cube multiplies fp16/bf16 blocks (csrc/torch/grouped_matmul_ops.cpp NativeGemm, which reads it)
+CUBE_GEMM_ENV, CUBE_GEMMS = "ASCENDC_OPS_CUBE_GEMM", ("widened", "native")
 # narrow to wide: path -> (library file, CPU features it needs, as torch.cpu.get_capabilities() names them)
 _V3 = ("avx", "avx2", "fma3", "f16c", "bmi", "bmi2", "lzcnt")
 _V4 = _V3 + ("avx512_f", "avx512_bw", "avx512_cd", "avx512_dq", "avx512_vl")
@@ -72,8 +74,16 @@ def supported(features: set[str] | None = None) -> list[str]:
     return [p for p, (_, needs) in PATHS.items() if all(f in features for f in needs)]
 
 
+def check_cube_gemm() -> None:
+    """A misspelt ASCENDC_OPS_CUBE_GEMM is refused at import, not silently taken as the default."""
+    value = os.environ.get(CUBE_GEMM_ENV)
+    if value and value not in CUBE_GEMMS:
+        raise IsaError(f"{CUBE_GEMM_ENV}={value!r}: choose {' or '.join(CUBE_GEMMS)} (default widened)")
+
+
 def choose(folder: Path, requested: str | None = None, features: set[str] | None = None) -> tuple[str, Path]:
     """(path name, library file) to load from `folder`, for this CPU and ASCENDC_OPS_ISA."""
+    check_cube_gemm()
     if requested is None:
         requested = os.environ.get(ENV) or None
     if (folder / NATIVE).exists():

@@ -490,6 +490,9 @@ def test_cube_gemm_is_widened_on_every_cpu_unless_native_is_opted_into():
     wide = ascendc_ops.isa() in ("avx512bf16", "native")
     assert ("bfloat16" in native) == (wide and torch.cpu._is_avx512_bf16_supported()), (ascendc_ops.isa(), native)
     assert _cube_gemm_native(dict(env, ASCENDC_OPS_CUBE_GEMM="native", ASCENDC_OPS_ISA="avx2")) == "['float32']"
+    assert _cube_gemm_native(dict(env, ASCENDC_OPS_CUBE_GEMM="widened")) == "['float32']"
+    typo = _cube_gemm_native(dict(env, ASCENDC_OPS_CUBE_GEMM="Native"))  # refused at import, not ignored
+    assert "ASCENDC_OPS_CUBE_GEMM='Native': choose widened or native" in typo, typo
 
 
 @pytest.mark.slow
