@@ -132,3 +132,21 @@ def test_wholly_small_output_judged_by_error_count():
     assert coverage._judge(noisy(150), second, golden)[0]
     ok, text = coverage._judge(noisy(1000), second, golden)
     assert not ok and "sanity bound" in text
+
+
+def test_sanity_bound_read_against_the_comparison_in_the_same_run():
+    """An fp32 gradient whose unpatched model comes near the sanity bound (CPM-Ant's second-layer project_q: 0.55x
+    to 1.09x by MKL code path) passes at about the same distance in either direction, and fails far past it."""
+    rng = np.random.default_rng(1)
+    golden = rng.standard_normal(4000)
+    bound = 16 * 2.0**-13 * np.maximum(np.abs(golden), np.sqrt(np.mean(golden**2)))  # precision.sanity_bound
+    worst = np.zeros_like(golden)
+    worst[7] = 1.0
+
+    def at(times):  # golden plus `times` the bound on one element, rounding noise elsewhere
+        return golden + bound * (times * worst + 1e-3 * rng.standard_normal(golden.size))
+
+    assert coverage._judge(at(1.05), at(0.95), golden)[0]  # ours just over the bound, the comparison just under
+    assert coverage._judge(at(0.9), at(1.1), golden)[0]
+    ok, text = coverage._judge(at(6.0), at(0.9), golden)
+    assert not ok and "sanity bound" in text, text

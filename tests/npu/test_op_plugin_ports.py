@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import ascendc_ops.npu as torch_npu
-from accuracy import assert_accurate, np64
+from accuracy import P, assert_accurate, np64
 
 
 def judged(actual, golden_fn, inputs, label):
@@ -136,22 +136,31 @@ def randn(*shape, dtype=torch.float16):
     return torch.normal(0.0, 0.1, shape).to(dtype)
 
 
-def judge_gmm(outs, goldens_fn, label):
-    goldens64, seconds = goldens_fn(torch.float64), goldens_fn(None)
+def judge_gmm(outs, goldens_fn, label, k: int):
+    """Each output against its float64 golden, with the fp32 evaluation bound of a length-k dot product (the
+    kernel accumulates in fp32 in an order of its own, as PyTorch's GEMM does in another): gamma(k) times the
+    golden of the inputs' absolute values. k is the longest sum any output element has (bias included)."""
+    goldens64, seconds, magnitudes = goldens_fn(torch.float64), goldens_fn(None), goldens_fn(ABS)
     assert len(outs) == len(goldens64)
-    for i, (o, g, s) in enumerate(zip(outs, goldens64, seconds, strict=True)):
-        assert_accurate(o, np64(g), s, o.dtype, f"{label} [{i}]")
+    for i, (o, g, s, m) in enumerate(zip(outs, goldens64, seconds, magnitudes, strict=True)):
+        assert_accurate(o, np64(g), s, o.dtype, f"{label} [{i}]", bound=P.gamma(k) * np64(m))
+
+
+ABS = "float64 magnitudes"  # as_'s dtype for the bound: |t| in float64
 
 
 def as_(t, dtype):
+    if dtype == ABS:
+        return t.double().abs()
     return t if dtype is None else t.to(dtype)
 
 
-def judge_biased(run, golden, label):
+def judge_biased(run, golden, label, k: int):
     """run(with_bias) -> outputs, golden(dtype or None, with_bias) -> goldens: the bias goes into the kernel's
-    fp32 accumulation (SetBias), so biased outputs are judged against the biased goldens, as plain ones."""
-    judge_gmm(run(True), lambda d: golden(d, True), label)
-    judge_gmm(run(False), lambda d: golden(d, False), f"{label} (no bias)")
+    fp32 accumulation (SetBias), so biased outputs are judged against the biased goldens (k + 1 terms), as plain
+    ones."""
+    judge_gmm(run(True), lambda d: golden(d, True), label, k + 1)
+    judge_gmm(run(False), lambda d: golden(d, False), f"{label} (no bias)", k)
 
 
 INDEPENDENT = {  # (x shapes, weight shapes): their _0 (K and N of their own) and _0_multi_dim (3-D x)
@@ -174,6 +183,7 @@ def test_gmm_independent_pairs_with_bias(case, dtype):  # group_type -1
             mm(as_(x, d), as_(w, d), as_(b, d) if biased else None) for x, w, b in zip(xs, ws, bs, strict=True)
         ],
         f"-1 {case}",
+        max(x.shape[-1] for x in xs),
     )
 
 
@@ -192,6 +202,7 @@ def test_gmm_lists_without_group_list(dtype):  # their _2: group_type 0, three x
             )
         ],
         "no group_list",
+        1024,
     )
 
 
@@ -217,7 +228,7 @@ def test_gmm_split_m_bias_forms(dtype, bias_form):
         ]
 
     assert run(True)[0].shape == (224, 128)
-    judge_biased(run, golden, f"bias={bias_form}")
+    judge_biased(run, golden, f"bias={bias_form}", 256)
 
 
 def test_gmm_split_k():  # their _6: x=[x.T], weight=[dy], cumulative group_list -> [E, K, N]
@@ -231,7 +242,7 @@ def test_gmm_split_k():  # their _6: x=[x.T], weight=[dy], cumulative group_list
     def golden(d):
         return [torch.stack([as_(a.T, d) @ as_(b, d) for a, b in zip(x.split(counts), dy.split(counts), strict=True)])]
 
-    judge_gmm(out, golden, "split K")
+    judge_gmm(out, golden, "split K", max(counts))
 
 
 def test_gmm_errors_are_runtime_errors():  # their _0_empty_x_w, _group_list_none, _invalid_group_type

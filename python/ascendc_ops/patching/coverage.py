@@ -6,15 +6,18 @@ Parity is the fp32 double benchmark of docs/accuracy.md (``harness.precision.che
 golden = the unpatched model in float64, the comparison = the unpatched model in fp32, ours = the patched
 model in fp32; the logits and every parameter's gradient must pass its MARE/MERE/RMSE ratios and the sanity
 bound. Two criteria are read differently for a whole model's outputs, each against the comparison measured in
-the same run: the small-value ErrorCount (2^-30 absolute on |g| < 2^-14) is reported, not judged - an end-to-end
-gradient's small elements carry rounding from every layer upstream, and the counts are a few on either side
-(ours 7 vs the comparison's 2 on a tiny Qwen3-MoE lm_head gradient); and an output whose comparison itself
-misses the sanity bound (a gradient that is zero in exact arithmetic, as a key bias's or DeepSeek-V4's router's:
-rounding noise around 1e-12, where the bound scales with the golden's own ~0 RMS) is judged by the standard's
-small-value rule instead: every element ours misses the bound on must be a small value within 2^-30; where every
-element is a small value and the comparison's own rounding exceeds 2^-30 (BLT's encoder cross-attention q/k
-gradients: one key per query, zero in exact arithmetic, fp32 noise ~1e-9 either way) the standard's small-value
-criterion decides, judged here: ours' ErrorCount at most 2x the comparison's.
+the same run, so that a verdict holds whatever order this CPU's BLAS sums in: the small-value ErrorCount (2^-30
+absolute on |g| < 2^-14) is reported, not judged - an end-to-end gradient's small elements carry rounding from
+every layer upstream, and the counts are a few on either side (ours 7 vs the comparison's 2 on a tiny Qwen3-MoE
+lm_head gradient); and the sanity bound is read as the double benchmark reads MARE: ours' worst distance to it
+may be at most 5x the comparison's (an fp32 gradient near the bound is near it in every order: CPM-Ant's
+second-layer project_q gradient sits at 0.55-1.09x the bound for the unpatched model itself as MKL changes code
+path). Past that 5x, an output whose comparison itself misses the bound (a gradient that is zero in exact arithmetic, as a key
+bias's or DeepSeek-V4's router's: rounding noise around 1e-12, where the bound scales with the golden's own ~0
+RMS) is judged by the standard's small-value rule instead: every element ours misses the bound on must be a
+small value within 2^-30; where every element is a small value and the comparison's own rounding exceeds 2^-30
+(BLT's encoder cross-attention q/k gradients: one key per query, zero in exact arithmetic, fp32 noise ~1e-9
+either way) the standard's small-value criterion alone decides: ours' ErrorCount at most 2x the comparison's.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..harness.precision import SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
+from ..harness.precision import RATIO_LIMITS, SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
 from . import coverage_types
 
 VOCAB, BATCH, SEQ, SEED = 128, 2, 12, 0
@@ -262,20 +265,31 @@ def _fwd_bwd(model, x):
     return out.logits.detach().double().numpy(), grads
 
 
+def _beyond_small(ours, golden) -> bool:
+    """Whether ours misses the sanity bound on an element that is not a small value within 2^-30 (the
+    small-value domain's absolute bound)."""
+    d = np.abs(ours - golden)
+    small_ok = (np.abs(golden) < SMALL_VALUE["float32"]) & (d <= SMALL_ERROR["float32"])
+    return bool(np.any((d > sanity_bound(golden, "float32")) & ~small_ok))
+
+
 def _judge(ours, second, golden) -> tuple[bool, str]:
     """(passed, max |ours - comparison| and the first failed criterion); see the module docstring."""
     check = check_ratio(ours, second, golden, "float32")
-    failures = [f for f in check.failures if not f.startswith("small-value ErrorCount")]
-    if check.numbers["second_sanity"] > 1:  # ill-conditioned in fp32: the small-value domain's absolute bound
-        failures = [f for f in failures if "sanity bound" not in f]
-        d = np.abs(ours - golden)
-        small_ok = (np.abs(golden) < SMALL_VALUE["float32"]) & (d <= SMALL_ERROR["float32"])
-        bad = int(np.count_nonzero((d > sanity_bound(golden, "float32")) & ~small_ok))
+    sanity, second_sanity = check.numbers["sanity"], check.numbers["second_sanity"]
+    failures = [f for f in check.failures if not f.startswith("small-value ErrorCount") and "sanity bound" not in f]
+    miss = f"ours misses the sanity bound (worst {sanity:.3g}x; the comparison {second_sanity:.3g}x)"
+    if second_sanity > 1 and np.all(np.abs(golden) < SMALL_VALUE["float32"]):  # wholly small, ill-conditioned
         counted = not any(f.startswith("small-value ErrorCount") for f in check.failures)
-        if bad and counted and np.all(np.abs(golden) < SMALL_VALUE["float32"]):
-            bad = 0  # wholly small values: the standard's small-value ErrorCount (<= 2x the comparison's) decides
-        if bad:
-            failures.append(f"ours misses the sanity bound on {bad} elements that are not small values within 2^-30")
+        if _beyond_small(ours, golden) and not counted:
+            failures.append(f"{miss} and its small-value ErrorCount is over 2x the comparison's")
+    # Otherwise as the double benchmark reads MARE: against the unpatched model's own worst distance to float64
+    # in this run, within the MARE ratio. Where that comes near the bound, the bound alone only says which order
+    # this CPU's BLAS summed in.
+    elif sanity > max(1.0, RATIO_LIMITS["mare"] * second_sanity) and (
+        second_sanity <= 1 or _beyond_small(ours, golden)
+    ):
+        failures.append(f"{miss}, over {RATIO_LIMITS['mare']:g}x the comparison's")
     text = f"{np.abs(ours - second).max():.1e}"
     return not failures, text + (f" ({failures[0]})" if failures else "")
 
