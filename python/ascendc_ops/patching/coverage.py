@@ -2,22 +2,22 @@
 per model type (the config class's defaults shrunk: 2 layers, hidden 64, ...), ``apply_default_kernels``, and
 logits and gradient parity against the unpatched model (tools/patch_coverage.py writes docs/coverage.md).
 
-Parity is the fp32 double benchmark of docs/accuracy.md (``harness.precision.check_ratio``), per output:
-golden = the unpatched model in float64, the comparison = the unpatched model in fp32, ours = the patched
-model in fp32; the logits and every parameter's gradient must pass its MARE/MERE/RMSE ratios and the sanity
-bound. Two criteria are read differently for a whole model's outputs, each against the comparison measured in
-the same run, so that a verdict holds whatever order this CPU's BLAS sums in: the small-value ErrorCount (2^-30
-absolute on |g| < 2^-14) is reported, not judged - an end-to-end gradient's small elements carry rounding from
-every layer upstream, and the counts are a few on either side (ours 7 vs the comparison's 2 on a tiny Qwen3-MoE
-lm_head gradient); and the sanity bound is read as the double benchmark reads MARE: ours' worst distance to it
-may be at most 5x the comparison's (an fp32 gradient near the bound is near it in every order: CPM-Ant's
-second-layer project_q gradient sits at 0.55-1.09x the bound for the unpatched model itself as MKL changes code
-path). Past that 5x, an output whose comparison itself misses the bound (a gradient that is zero in exact arithmetic, as a key
-bias's or DeepSeek-V4's router's: rounding noise around 1e-12, where the bound scales with the golden's own ~0
-RMS) is judged by the standard's small-value rule instead: every element ours misses the bound on must be a
-small value within 2^-30; where every element is a small value and the comparison's own rounding exceeds 2^-30
-(BLT's encoder cross-attention q/k gradients: one key per query, zero in exact arithmetic, fp32 noise ~1e-9
-either way) the standard's small-value criterion alone decides: ours' ErrorCount at most 2x the comparison's.
+Parity is the fp32 double benchmark of docs/accuracy.md (``harness.precision.check_ratio``), per output: golden =
+the unpatched model in float64, the comparison = the unpatched model in fp32, ours = the patched model in fp32; the
+logits and every parameter's gradient must pass its MARE/MERE/RMSE ratios and the sanity bound. Two criteria are
+read differently for a whole model's outputs, each against the comparison measured in the same run, so that a
+verdict holds whatever order this CPU's BLAS sums in: the small-value ErrorCount (2^-30 absolute on |g| < 2^-14) is
+reported, not judged - an end-to-end gradient's small elements carry rounding from every layer upstream, and the
+counts are a few on either side (ours 7 vs the comparison's 2 on a tiny Qwen3-MoE lm_head gradient); and the sanity
+bound is read as the double benchmark reads MARE: ours' worst distance to it may be at most 5x the comparison's (an
+fp32 gradient near the bound is near it in every order: CPM-Ant's second-layer project_q gradient sits at
+0.55-1.09x the bound for the unpatched model itself as MKL changes code path). Past that 5x, an output whose
+comparison itself misses the bound (a gradient that is zero in exact arithmetic, as a key bias's or DeepSeek-V4's
+router's: rounding noise around 1e-12, where the bound scales with the golden's own ~0 RMS) is judged by the
+standard's small-value rule instead: every element ours misses the bound on must be a small value within 2^-30;
+where every element is a small value and the comparison's own rounding exceeds 2^-30 (BLT's encoder cross-attention
+q/k gradients: one key per query, zero in exact arithmetic, fp32 noise ~1e-9 either way) the standard's small-value
+criterion alone decides: ours' ErrorCount at most 2x the comparison's.
 """
 
 from __future__ import annotations
