@@ -31,7 +31,7 @@ os.environ.setdefault("ASCENDC_TWIN_SANITIZE", "1")
 
 
 def seed_id(nodeid: str) -> str:
-    """tests/<area>/test_x.py::name -> tests/test_x.py::name (other ids unchanged)."""
+    """tests/<area>/<file>::name -> tests/<file>::name (other ids unchanged)."""
     path, sep, name = nodeid.partition("::")
     parts = path.split("/")
     if len(parts) == 3 and parts[0] == "tests":
@@ -42,8 +42,8 @@ def seed_id(nodeid: str) -> str:
 @pytest.fixture(autouse=True)
 def seed_rngs(request):
     """Seed torch and NumPy from the test id: reproducible, and different across parametrized cases. The id is
-    taken without the test's area directory (tests/ops/test_rope.py::x seeds as tests/test_rope.py::x, the id
-    from before the tests moved into areas), so moving a file between areas never changes its inputs."""
+    taken without the test's area directory (a test of tests/<area>/ seeds as if its file were in tests/ itself,
+    where the tests were before they moved into areas), so moving a file between areas never changes its inputs."""
     seed = zlib.crc32(seed_id(request.node.nodeid).encode())
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)

@@ -1,18 +1,29 @@
 #!/usr/bin/env python3
-"""Markdown tables for docs/benchmarks.md from `ascendc-ops bench --csv OUT` files.
+"""Markdown tables for docs/benchmarks.md from the files the bench and verify write.
 
     .venv/bin/ascendc-ops bench --csv results.csv          # appends rows; each row carries its environment
-    python tools/bench_tables.py results.csv [more.csv ...] > tables.md
+    python tools/bench_tables.py results.csv [more.csv ...] >> docs/benchmarks.md
 
 One section per run date and machine (the CSV's environment columns: time, cpu, cores, threads, torch,
 allocator, ...): a machine line, the method line, then one table row per bench row, with the same columns
-as the bench's own printout. Standard library only; the numbers are printed as the CSV holds them, rounded.
+as the bench's own printout; the numbers as the CSV holds them, rounded (standard library only).
+
+    B=".venv/bin/ascendc-ops bench --preset cann-bench --no-progress --no-accuracy"
+    $B --cann-case rms_norm --json a.json; $B --cann-case swi_glu --json b.json     # any split into parts
+    .venv/bin/ascendc-ops verify --preset cann-bench --json v.json                  # the accuracy, if wanted
+    python tools/bench_tables.py a.json b.json v.json >> docs/benchmarks.md
+
+cann-bench: the runs joined into the preset's own report (cann_bench_report: the table, the summary, each
+measured case below 1.0x explained by this tree's rules), a case's estimate from the last bench file holding
+it and its accuracy from the last verify file (or bench file run with accuracy) holding it. The "ours" line
+names each run's commit, machine and torch as the files record them.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 
 METHOD = (
@@ -104,16 +115,89 @@ def tables(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------- cann-bench: bench and verify JSON joined
+def cann_bench_join(docs: list[dict]) -> tuple[list[dict], dict]:
+    """(the rows in cann-bench's case order, the runs' provenance) from `bench --preset cann-bench --json`
+    and `verify --preset cann-bench --json` documents, later documents winning per case."""
+    from ascendc_ops.harness import cann_bench as CB, cann_bench_report as R
+
+    rows, verdicts, runs = {}, {}, []
+    for doc in docs:
+        if "rows" in doc:  # a bench run
+            run = {k: doc.get(k) or "not recorded" for k in ("commit", "machine", "torch")} | {"model": doc["model"]}
+            runs.append(run)
+            for r in doc["rows"]:
+                rows[(r["task"], r["case_id"])] = r | {"run": len(runs) - 1}
+        elif "results" in doc:  # a verify run: its records by case
+            by_case: dict = {}
+            for rec in doc["results"]:
+                by_case.setdefault(rec["case"], []).append(rec)
+            verdicts.update(by_case)
+        else:
+            raise ValueError("neither a bench (rows) nor a verify (results) JSON of --preset cann-bench")
+    joined = []
+    for key, r in rows.items():
+        name = CB.case_name(*key)
+        if not r["not_run"] and name in verdicts:
+            R.judge(r, verdicts[name])
+        joined.append(R.score(r) if not r["not_run"] else r)
+    order = {(t, c["case_id"]): i for i, (t, c) in enumerate(CB.select(R.D.load()))}
+    return sorted(joined, key=lambda r: order.get((r["task"], r["case_id"]), len(order))), {"runs": runs}
+
+
+def ours_line(rows: list[dict], runs: list[dict]) -> str:
+    """The summary's "ours" line for joined runs: the model, then each run's commit, machine and torch with
+    the tasks whose estimates it gave."""
+    used = sorted({r["run"] for r in rows if "run" in r})
+    models = {runs[i]["model"] for i in used}
+    parts = []
+    for i in used:
+        tasks = ", ".join(dict.fromkeys(r["task"] for r in rows if r.get("run") == i))
+        run = runs[i]
+        parts.append(f"{tasks}: commit {run['commit']}, run on {run['machine']}, torch {run['torch']}")
+    return f"ours: pipeline model estimate on {' / '.join(sorted(models))}, not a measurement; " + "; ".join(parts)
+
+
+def cann_bench_report(docs: list[dict]) -> str:
+    from ascendc_ops.harness import cann_bench_data as D, cann_bench_explain as E, cann_bench_report as R
+    from ascendc_ops.harness.pipeline import model_platform
+
+    rows, prov = cann_bench_join(docs)
+    facts = D.load()
+    calibrated = not any("uncalibrated" in run["model"] for run in prov["runs"])
+    plat = model_platform(R.PLATFORM, calibrated)
+    expl = E.explanations(rows, R.check_rows(facts), facts, plat, "calibrated_err" if calibrated else "prior_err")
+    out = [R.table(rows), "", *(f"- {line}" for line in R.summary(rows, facts, ours_line(rows, prov["runs"])))]
+    head, *each = E.lines(expl)
+    return "\n".join([*out, "", head, "", *(f"- {line.strip()}" for line in each), ""])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("csv", nargs="+", help="CSV files written by `ascendc-ops bench --csv`")
+    ap.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="CSV files of `ascendc-ops bench --csv`, or JSON files of `bench/verify --preset cann-bench --json`",
+    )
     args = ap.parse_args(argv)
+    if all(p.endswith(".json") for p in args.files):
+        docs = []
+        for path in args.files:
+            with open(path) as f:
+                docs.append(json.load(f))
+        from ascendc_ops.harness.cann_bench_data import decode
+
+        sys.stdout.write(cann_bench_report([decode(d) for d in docs]))
+        return 0
+    if any(p.endswith(".json") for p in args.files):
+        sys.exit("give either CSV files (the ops bench) or JSON files (cann-bench), not both")
     rows = []
-    for path in args.csv:
+    for path in args.files:
         with open(path, newline="") as f:
             rows += list(csv.DictReader(f))
     if not rows:
-        sys.exit("no rows in " + ", ".join(args.csv))
+        sys.exit("no rows in " + ", ".join(args.files))
     sys.stdout.write(tables(rows))
     return 0
 

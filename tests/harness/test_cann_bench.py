@@ -1,5 +1,5 @@
 """cann-bench as a harness preset: the importer on a small checkout written here, the cap rule, HAP on
-hand-computed values, cann-bench's special-value data, our snapshot against the mirror, and small real cases
+hand-computed values, cann-bench's special-value data, our snapshot against a checkout, and small real cases
 through `verify --preset cann-bench` and `bench --preset cann-bench`."""
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import os
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from ascendc_ops import __main__ as cli
 from ascendc_ops.harness import cann_bench as CB, cann_bench_data as D
 
 ROOT = Path(__file__).resolve().parents[2]
-MIRROR = Path("/work/.mirror/hicann+cann-bench/repo")
+# a cann-bench checkout (work tree or git dir, as --cann-bench-checkout takes it); unset, the snapshot test skips
+CHECKOUT = os.environ.get("ASCENDC_CANN_BENCH_CHECKOUT")
 
 PROTO = "operator:\n  name: {op}\n  schema: {task}(...)\n"
 CASES = {
@@ -195,16 +197,13 @@ def test_special_values_as_cann_bench_draws_them():
     assert np.array_equal(np.asarray(same), v.reshape(5, 8))
 
 
-def test_snapshot_is_the_mirror_and_the_mapping():
-    """Our data file is what the importer makes from the cann-bench mirror (when present), mapping included."""
+def test_snapshot_is_the_checkout_and_the_mapping():
+    """Our data file is what the importer makes from a cann-bench checkout (when given), mapping included."""
     snap = json.loads(D.DATA_FILE.read_text())
     assert snap["ours"] == CB.mapping_doc(D.load())
-    if not MIRROR.is_dir():
-        pytest.skip("no cann-bench mirror on this machine")
-    spec = importlib.util.spec_from_file_location("cann_bench_import", ROOT / "tools" / "cann_bench_import.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    assert tool.snapshot(str(MIRROR)) == snap
+    if not CHECKOUT or not Path(CHECKOUT).is_dir():
+        pytest.skip("no cann-bench checkout: set ASCENDC_CANN_BENCH_CHECKOUT to one")
+    assert _tool("cann_bench_import").snapshot(CHECKOUT) == snap
 
 
 def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
@@ -243,6 +242,34 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     doc = json.loads(js.read_text())
     assert "calibrated" in doc["model"] and rms["model_err"] is None  # case 16's baseline is the cap: no check
     assert {r["set"] for r in doc["model_check"]} == {"calibration", "held out"}
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_bench_tables_joins_runs_in_parts(tmp_path, capsys):
+    """tools/bench_tables.py joins bench runs made in parts and a verify run into the report one bench run of
+    the same cases prints: the same rows, accuracy from verify's verdicts, each run's commit and machine."""
+    a, b, v = (tmp_path / n for n in ("a.json", "b.json", "v.json"))
+    bench = ["bench", "--preset", "cann-bench", "--no-progress"]
+    assert cli.main([*bench, "--no-accuracy", "--cann-case", "rms_norm:16", "--json", str(a)]) == 0
+    assert cli.main([*bench, "--no-accuracy", "--cann-case", "swi_glu:13", "--json", str(b)]) == 0
+    assert cli.main(["verify", "--preset", "cann-bench", "--no-progress", "--cann-case", "rms_norm:16", "swi_glu:13",
+                     "--json", str(v)]) == 0  # fmt: skip
+    capsys.readouterr()
+    assert cli.main([*bench, "--cann-case", "rms_norm:16", "swi_glu:13"]) == 0
+    whole = capsys.readouterr().out
+    joined = _tool("bench_tables").cann_bench_report([D.decode(json.loads(p.read_text())) for p in (a, b, v)])
+    rows = [line for line in joined.splitlines() if line.startswith(("| rms_norm |", "| swi_glu |"))]
+    assert len(rows) == 2 and all(r in whole for r in rows), joined
+    assert "| PASS |" in rows[0] and "cann-bench's rule): 2 / 2 passed" in joined
+    assert "rms_norm: commit " in joined and "swi_glu: commit " in joined and ", run on " in joined
+    no_verdicts = _tool("bench_tables").cann_bench_report([D.decode(json.loads(a.read_text()))])
+    assert "| not run |" in no_verdicts and "2 / 2" not in no_verdicts  # accuracy only from a verify run
 
 
 def test_preset_usage_errors(capsys):

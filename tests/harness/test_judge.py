@@ -1,5 +1,5 @@
 """The judge itself: the small-value domain, the double benchmark's sanity bound, op types in case files and
---op, and issue 13's user case file (its own rope_customer tables) under every standard, with a correct and a
+--op, and a user's case file (their own rope_customer tables) under every standard, with a correct and a
 deliberately wrong golden."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ STANDARDS = V.STANDARDS
 
 
 def user_case(op: str, name: str, golden: str | None = None, x: str = "x", y: str = "y") -> dict:
-    """Issue 13's case: x uniform in [-2, 2], the user's own cos/sin uniform in [-1, 1], fp16 and fp32."""
+    """A user's case: x uniform in [-2, 2], the user's own cos/sin uniform in [-1, 1], fp16 and fp32."""
 
     def t(n, shape, rng=None):
         d = {"name": n, "format": "ND", "type": ["float16", "float32"], "shape": shape}

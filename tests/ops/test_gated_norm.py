@@ -1,4 +1,4 @@
-"""Gated RMSNorm y = rms_norm(x, gamma) * silu(z) (issue 23 item 2): the float64 golden
+"""Gated RMSNorm y = rms_norm(x, gamma) * silu(z) (transformers' silu-gated RMSNorm): the float64 golden
 (rms_norm_reference.gated_rms_norm[_backward]) against transformers' RMSNormGated modules, PyTorch's
 same-dtype computation (the double benchmark's second implementation, shared with the harness), and the
 gated_rms_norm op and its grad (direct and through autograd) against the golden, judged as test_norm.py judges

@@ -1,4 +1,5 @@
-"""Per-call overhead cuts (issue 12, generation speed) change no result and weaken no check.
+"""Per-call overhead cuts (generation calls small tensors, where the call costs more than the kernel) change no
+result and weaken no check.
 
 - Tiny launches run their blocks on the calling thread (csrc/twin/twin_launch.h, below
   ``inline_launch_bytes``): the same blocks, bit-identical outputs, the same record, and the sanitizer's

@@ -1,6 +1,7 @@
-"""Twin speed (issue 12): fused execution of element-wise runs (csrc/twin/twin_fuse.h) gives bit-identical
-results to instruction-by-instruction execution (ASCENDC_TWIN_FUSE=0, the default), forward and backward, on every
-op and dtype, on the tile paths the kernels take (multi-row tiles with per-row views, split rows, odd widths)."""
+"""Twin speed (the ops must not cost a CPU user time): fused execution of element-wise runs
+(csrc/twin/twin_fuse.h) gives bit-identical results to instruction-by-instruction execution
+(ASCENDC_TWIN_FUSE=0, the default), forward and backward, on every op and dtype, on the tile paths the kernels
+take (multi-row tiles with per-row views, split rows, odd widths)."""
 
 from __future__ import annotations
 

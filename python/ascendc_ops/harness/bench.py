@@ -32,7 +32,7 @@ PROVIDERS = ("ours", "torch", "compile", "copy")
 STATS = ("median", "p20", "p80", "reps", "faults")
 TARGETS = (
     "per op and pass, in the target columns (speedup over step-by-step, over torch.compile, % of copy): "
-    "the op's own issue, raised to issue 12's floor (>= 1.5x step, >= 1.0x compile; streaming ops >= 70% "
+    "the op's own target, raised to the twin's speed floor (>= 1.5x step, >= 1.0x compile; streaming ops >= 70% "
     "of copy in fp32, >= 50% in 16-bit)"
 )
 

@@ -1,4 +1,5 @@
-"""Why a measured cann-bench case is below 1.0x, from the model (issue 25): for each such row of
+"""Why a measured cann-bench case is below 1.0x, from the model, so that no case below 1.0x stands
+unexplained: for each such row of
 `bench --preset cann-bench`, what binds our kernel and how far it is from the least work either kernel must
 do (model_check's figure: one kernel start plus its bytes at HBM or its FLOPs at the cube's peak), what the
 built-in's measured time implies against that least work, and a class:

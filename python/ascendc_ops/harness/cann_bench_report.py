@@ -70,11 +70,21 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
         return row
     case = CB.to_case(task, c, CB.source_of(facts, task))
     if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
-        recs = accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto")
-        row["accuracy"] = all(r["passed"] for r in recs)
-        row["failures"] = [f"{r['output']}: {'; '.join(r['failures'])}" for r in recs if not r["passed"]]
-        row["default_rule"] = all(r.get("default_verdict", r)["passed"] for r in recs)
+        judge(row, accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto"))
     row.update(estimate_case(case, plat))
+    return score(row)
+
+
+def judge(row: dict, records: list[dict]) -> dict:
+    """The row's accuracy from verify's records of its case (every output passes cann-bench's rule)."""
+    row["accuracy"] = all(r["passed"] for r in records)
+    row["failures"] = [f"{r['output']}: {'; '.join(r['failures'])}" for r in records if not r["passed"]]
+    row["default_rule"] = all(r.get("default_verdict", r)["passed"] for r in records)
+    return row
+
+
+def score(row: dict) -> dict:
+    """The row's speedup and HAP from its estimate, baseline and accuracy."""
     est, base = row["est_us"], row["baseline_us"]
     row["speedup"] = base / est if est else None
     # cann-bench scores a case only when it passes (delta_acc): a failed one scores 0
@@ -135,7 +145,16 @@ def _default_rule(judged) -> str:
     )
 
 
-def summary(rows, facts: dict, plat) -> list[str]:
+def ours_line(plat) -> str:
+    """Where our figures come from: the model, this commit, this machine."""
+    return (
+        f"ours: pipeline model estimate on {model_name(plat)}, not a measurement; commit {git_commit()}; "
+        f"run on {cpu_model()}"
+    )
+
+
+def summary(rows, facts: dict, ours: str) -> list[str]:
+    """The counts, then `ours` (ours_line, or the provenance of joined runs) and the baseline's source."""
     run = [r for r in rows if not r["not_run"]]
     judged = [r for r in run if r.get("accuracy") is not None]
     measured = [r for r in run if r["baseline_kind"] == "measured" and r.get("speedup") is not None]
@@ -146,8 +165,7 @@ def summary(rows, facts: dict, plat) -> list[str]:
         f"{len(judged)} passed" + ("" if judged else " (skipped)") + _default_rule(judged),
         f"measured baselines: ours >= 1.0x on {sum(r['speedup'] >= 1.0 for r in measured)} / {len(measured)} "
         "(capped baselines are no measurement: their speedups are in parentheses and not counted)",
-        f"ours: pipeline model estimate on {model_name(plat)}, not a measurement; commit {git_commit()}; "
-        f"run on {cpu_model()}",
+        ours,
         f"baseline, t_hw: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} "
         f"(built-in kernels measured on Ascend {s['hardware']}); HAP as defined in {', '.join(s['hap_defined_in'])}",
     ]
@@ -211,7 +229,7 @@ def report(rows, facts: dict, plat, calibrated: bool, check: list[dict], out, fa
     for r in rows if failures else []:
         for f in r.get("failures", []):
             print(f"FAIL {CB.case_name(r['task'], r['case_id'])} {f}", file=out)
-    print("", *summary(rows, facts, plat), sep="\n", file=out)
+    print("", *summary(rows, facts, ours_line(plat)), sep="\n", file=out)
     expl = E.explanations(rows, check, facts, plat, "calibrated_err" if calibrated else "prior_err")
     print("", *E.lines(expl), sep="\n", file=out)
     print_model_check(facts, calibrated, out)
@@ -228,8 +246,9 @@ def run_bench(
     expl = report(rows, facts, plat, calibrated, check, out)
     if json_path:
         with open(json_path, "w") as f:
-            doc = {"source": facts["source"], "model": model_name(plat), "rows": rows, "explanations": expl,
-                   "model_check": check}  # fmt: skip
+            doc = {"source": facts["source"], "model": model_name(plat), "commit": git_commit(), "machine": cpu_model(),
+                   "torch": torch.__version__,
+                   "rows": rows, "explanations": expl, "model_check": check}  # fmt: skip
             json.dump(D.encode(doc), f, indent=1, default=float)
         print(f"wrote {json_path}", file=out)
     return 1 if any(r.get("accuracy") is False for r in rows) else 0

@@ -41,10 +41,10 @@ ratio npu / max(bench, 1) <= 2, MARE/MERE/RMSE over the large values only).
   (fp16 and bf16 T = eps; fp32 T = 2^10 eps, the room CANN gives fp32 for long reductions and
   approximations: our fp32 dgamma, summed over rows in order, is at 36 eps S over 8192 rows where
   PyTorch's pairwise sum is at 4). Measured on the full default suite (`ascendc-ops verify --json`, the
-  sanity columns): PyTorch's worst is 4 eps S, a quarter of the bound in fp16/bf16 (tests/test_cli.py
-  holds the quick suites to half of it). A wrong formula misses it by orders of magnitude (issue 13's
-  wrong golden: tests/test_judge.py); when the comparison misses it, the comparison or the golden is
-  wrong, and the case fails saying so.
+  sanity columns): PyTorch's worst is 4 eps S, a quarter of the bound in fp16/bf16 (tests/harness/test_cli.py
+  holds the quick suites to half of it). A wrong formula misses it by orders of magnitude (a user's case
+  file with a deliberately wrong golden: tests/harness/test_judge.py); when the comparison misses it, the
+  comparison or the golden is wrong, and the case fails saying so.
 - ``check_double_thousandth(actual, golden, dtype, threshold)``: "double thousandth", rel = d / (|g| + 1e-7)
   <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements; bf16: d <= 1e-3 + 1e-3*|g| (`threshold`
   [bound, share] overrides the limits). A case file's error_threshold is judged by msOpST's own rule

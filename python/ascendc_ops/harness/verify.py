@@ -1,5 +1,5 @@
 """`ascendc-ops verify`: run cases (the default suite or case files) and judge every output against the
-float64 NumPy golden (ops/reference.py) under the Ascend standards (precision.py).
+float64 NumPy golden (ops/<family>_reference.py) under the Ascend standards (precision.py).
 
 Op table: ``OPS`` maps a torch.ops.custom op name to an ``OpSpec`` (families/base.py), gathered from the
 family modules in families/ (how to run each op, PyTorch's own same-dtype computation of it, its golden, a
@@ -21,7 +21,7 @@ Standards (``--standard``):
   otherwise mere_mare for float16/bfloat16 outputs and ratio for float32 outputs, and msOpST's rule with
   its default [0.01, 0.05] on top, so no output passes here that msOpST would fail. fp32's small-value
   error bound 2^-30 is out of reach of any fp32 evaluation where
-  terms of size ~1 cancel (an ulp of the terms is 2^-24; see tests/test_rope.py
+  terms of size ~1 cancel (an ulp of the terms is 2^-24; see tests/ops/test_rope.py
   test_small_values_where_relative_error_is_out_of_reach), so its ErrorCount means something only next
   to a comparison's: fp32 is judged against PyTorch's own fp32 result; the MERE/MARE numbers are printed.
   A cann-bench case (``--preset cann-bench``) is judged as cann-bench judges it (``cann_bench``); the verdict

@@ -1,7 +1,7 @@
 """Independent float64 NumPy references (goldens) for the grouped matmul family.
 
 No torch, no compiled code: NumPy arrays in, float64 arrays out, written from the formulas in
-op-semantics.md ("Grouped matmul and MoE routing"), not from the kernels.
+docs/architecture.md ("MoE ops"), not from the kernels.
 
 - ``group_rows(group_list, group_list_type)``: row counts per group (type 1: the counts; type 0:
   steps between cumulative ends).

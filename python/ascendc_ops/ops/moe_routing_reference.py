@@ -1,7 +1,7 @@
 """Independent float64 NumPy references (goldens) for the MoE routing ops.
 
 No torch, no compiled code: NumPy arrays in, float64 (or int64 index) arrays out, written from
-the formulas in op-semantics.md ("Grouped matmul and MoE routing"), not from the kernels.
+the formulas in docs/architecture.md ("MoE ops"), not from the kernels.
 
 - ``moe_token_permute(tokens, indices, num_out_tokens)``: a stable sort of the flat expert ids;
   ``sorted_indices[i]`` = the position of flat entry i in that order (argsort of the argsort),

@@ -11,7 +11,7 @@ def _f64(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float64)
 
 
-# ---------------------------------------------------------------- RMSNorm (op-semantics.md, "RMSNorm")
+# ---------------------------------------------------------------- RMSNorm (docs/architecture.md, "RMSNorm")
 # float64 references of torch_npu npu_rms_norm / npu_add_rms_norm and their gradients. gamma's dims
 # are x's trailing dims (the normalized dims, N elements); every sum runs over those dims.
 #   rstd = 1/sqrt(mean(x^2) + eps)  (keepdim),  y = x * rstd * gamma

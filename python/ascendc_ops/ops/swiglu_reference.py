@@ -11,7 +11,7 @@ def _f64(a) -> np.ndarray:
     return np.asarray(a, dtype=np.float64)
 
 
-# ---- SwiGLU (op-semantics.md, section "SwiGLU"): torch_npu npu_swiglu / npu_swiglu_backward ----
+# ---- SwiGLU (docs/architecture.md, "One op's path: `swiglu`"): torch_npu npu_swiglu / npu_swiglu_backward ----
 def _swiglu_halves(x, dim: int) -> tuple[np.ndarray, np.ndarray]:
     x = _f64(x)
     if x.shape[dim] % 2:

@@ -29,9 +29,9 @@ class Targets:
     copy_pct: float | None  # % of same-size copy bandwidth
 
     def with_twin_floor(self, op: str, pass_: str, dtype: str) -> Targets:
-        """Issue 12 (twin speed) raises every row to >= 1.5x eager and >= 1.0x torch.compile, and the
-        streaming ops (RoPE, the norms' and SwiGLU's forward) to >= 70% of copy bandwidth in fp32 and
-        >= 50% in 16-bit; the op's own issue may ask for more."""
+        """The twin's speed floor (a user running our ops on a CPU loses no time by them) raises every row to
+        >= 1.5x eager and >= 1.0x torch.compile, and the streaming ops (RoPE, the norms' and SwiGLU's forward)
+        to >= 70% of copy bandwidth in fp32 and >= 50% in 16-bit; the op's own target may ask for more."""
 
         def floor(own, least):
             return least if own is None else max(own, least)
@@ -42,7 +42,7 @@ class Targets:
         return Targets(floor(self.step, 1.5), floor(self.compile, 1.0), copy)
 
 
-# The streaming ops of issue 12 and the passes that count as streaming.
+# The streaming ops (bandwidth-bound: held to a share of copy bandwidth) and the passes that count as streaming.
 STREAMING = {
     "rope_customer": ("fwd", "bwd", "full"),
     "rotary_mul": ("fwd", "bwd", "full"),

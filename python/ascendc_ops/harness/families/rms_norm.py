@@ -134,9 +134,9 @@ def golden_gated_rms_norm_grad(dy, x, rstd, gamma, z):
 
 
 def golden_rms_norm_grad(dy, x, rstd, gamma, dx_out=None):
-    """float64 (dx, dgamma) of the documented backward (op-semantics.md) for the given rstd:
+    """float64 (dx, dgamma) of torch_npu's npu_rms_norm_backward (ops/rms_norm_reference.py) for the given rstd:
     dx = rstd*dy*g - x*rstd^3*sum(dy*g*x)/N (+ dx_out), dgamma = sum over rows of dy*x*rstd. With the exact
-    rstd this is reference.rms_norm_backward (tests/test_cli.py checks it); taking rstd as given keeps the
+    rstd this is reference.rms_norm_backward (tests/harness/test_cli.py checks it); taking rstd as given keeps the
     golden exact for the (fp32-rounded) rstd the op receives."""
     k = gamma.ndim
     axes = tuple(range(x.ndim - k, x.ndim))
@@ -172,7 +172,7 @@ def norm_suite(op: str) -> Callable:
     judged in the small-value domain (precision.py). Backward ops get rstd = 1/sqrt(mean(x^2) + eps) of their
     x ("rstd_of_x", rounded to fp32), the forward's rstd. At hidden 1 the backward's dx = dg*eps*rstd^3 is
     all cancellation (condition number x^2/eps for every element, no dtype evaluation comes near it): the
-    hidden-1 backward cases use eps 1 ("rstd_of_x_eps1"), as tests/test_norm.py does.
+    hidden-1 backward cases use eps 1 ("rstd_of_x_eps1"), as tests/ops/test_norm.py does.
     Cancellation-prone cases ("_cancel", rows x hidden 83x8 and 7x769): rms_norm, gamma in [-2^-8, 2^-8]
     (y mostly small values); gemma_rms_norm, gamma in -1 + [-2^-8, 2^-8] (1 + gamma cancels); add_rms_norm,
     x2 = -x1 + uniform [-2^-6, 2^-6] ("minus_x1": x1 + x2 cancels);
