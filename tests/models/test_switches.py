@@ -135,6 +135,8 @@ def test_a_registered_kernel_brings_its_alias_and_switch():
         assert report.applied == ALL and report.skipped == {"fused_nothing": "disabled by use_nothing=False"}
         with pytest.raises(ValueError, match="'use_fused_rope' already names kernel 'fused_rope'"):
             K.register_kernel(K.Kernel("fused_other", ("cpu-twin",), find, kernel.patch, switch="use_fused_rope"))
+        with pytest.raises(ValueError, match="'npu_fused_rope' is both an id and an alias"):
+            K.register_kernel(K.Kernel("npu_fused_rope", ("cpu-twin",), find, kernel.patch))
     finally:
         assert K.unregister_kernel("npu_nothing") is kernel
     assert "use_nothing" not in inspect.signature(K.apply_default_kernels).parameters

@@ -49,8 +49,10 @@ def register_kernel(kernel: Kernel, *, replace: bool = False) -> Kernel:
     for table, name in ((ALIASES, kernel.alias), (USE_FLAGS, kernel.switch)):
         if name and table.get(name, kernel.id) != kernel.id:
             raise ValueError(f"{name!r} already names kernel {table[name]!r}")
-    if kernel.alias in KERNELS:
-        raise ValueError(f"alias {kernel.alias!r} is a kernel id")
+    # a name that is an id and an alias would resolve to two kernels
+    clash = kernel.alias if kernel.alias in KERNELS else kernel.id if kernel.id in ALIASES else ""
+    if clash:
+        raise ValueError(f"{clash!r} is both an id and an alias")
     old = KERNELS.get(kernel.id)
     if old is not None:
         ALIASES.pop(old.alias, None)
