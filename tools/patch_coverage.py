@@ -57,7 +57,7 @@ transformers {transformers.__version__}, torch {torch.__version__}, in {seconds:
 Every decoder model type transformers maps to a causal-LM class, as a tiny random model (its config class's
 defaults with the sizes of `coverage.SHRINK`: 2 layers, hidden 64, 4 heads of 16, 4 experts, vocabulary 128),
 `apply_default_kernels` (structural: no model list, each part probed against our op before it is patched;
-python/ascendc_ops/patching/__init__.py), then forward and backward on 2 x 12 tokens. "result" is pass when the
+python/ascendc_ops/patching/apply.py), then forward and backward on 2 x 12 tokens. "result" is pass when the
 patched model's logits and every parameter gradient pass the fp32 double benchmark (docs/accuracy.md: golden =
 the unpatched model in float64, comparison = the unpatched model in fp32); "skipped" rows could not be built
 or run, the reason says why. Per-layer settings (layer_types, per_layer_config, ...) keep the same layers as the

@@ -17,9 +17,14 @@ from collections.abc import Sequence
 
 import torch
 
-from . import add_rms_norm as _add_rms_norm, rms_norm as _rms_norm, rotary_mul as _rotary_mul, swiglu as _swiglu
-from .ops.rms_norm import EPSILON as _EPSILON, gemma_rms_norm as _gemma_rms_norm
-from .ops.rope import apply_rotary_pos_emb_ as _apply_rotary_pos_emb_
+from .ops.rms_norm import (
+    EPSILON as _EPSILON,
+    add_rms_norm as _add_rms_norm,
+    gemma_rms_norm as _gemma_rms_norm,
+    rms_norm as _rms_norm,
+)
+from .ops.rope import apply_rotary_pos_emb_ as _apply_rotary_pos_emb_, rotary_mul as _rotary_mul
+from .ops.swiglu import swiglu as _swiglu
 
 GMM = "npu_grouped_matmul"
 # npu_grouped_matmul arguments that only the quantized / fused-activation kernels use

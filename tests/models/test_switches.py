@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 
 import pytest
 import torch
+from torch import nn
 
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
@@ -101,3 +103,41 @@ def test_bad_switches_fail_before_patching(monkeypatch):
     with pytest.raises(ValueError, match=f"{K.DISABLE_ENV}=rope: unknown kernel id 'rope'"):
         K.apply_kernel("fused_rmsnorm", model)
     assert K.applied_kernels(model) == []
+
+
+def test_keyword_switches_are_the_registrys():
+    """apply_default_kernels' keyword parameters are the registry's switches, in its order, each one working;
+    LLaMA-Factory's ids are the registry's aliases."""
+    assert K.ALIASES == LLAMA_FACTORY
+    params = inspect.signature(K.apply_default_kernels).parameters
+    written = ["model", "include_kernels", "disable_kernels"]
+    assert list(params) == written + [k.switch for k in K.KERNELS.values() if k.switch]
+    assert list(K.USE_FLAGS) == list(params)[len(written) :]
+    assert {"use_fused_rope", "use_fused_rms_norm", "use_fused_swiglu", "use_fused_moe"} <= set(params)  # openMind's
+    for kernel in K.KERNELS.values():
+        assert params[kernel.switch].kind is inspect.Parameter.KEYWORD_ONLY and params[kernel.switch].default is None
+        report = K.apply_default_kernels(nn.Linear(2, 2), kernel.id, **{kernel.switch: False})
+        assert report.skipped == {kernel.id: f"disabled by {kernel.switch}=False"}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'use_fused_nope'.*use_fused_rope"):
+        K.apply_default_kernels(nn.Linear(2, 2), use_fused_nope=False)
+
+
+def test_a_registered_kernel_brings_its_alias_and_switch():
+    def find(model):
+        return K.Found(looked_for="nothing")
+
+    kernel = K.Kernel("fused_nothing", ("cpu-twin",), find, lambda m, t: [], alias="npu_nothing", switch="use_nothing")
+    K.register_kernel(kernel)
+    try:
+        assert inspect.signature(K.apply_default_kernels).parameters["use_nothing"].default is None
+        assert K.canonical_id("npu_nothing") == "fused_nothing"
+        report = K.apply_default_kernels(tiny("llama"), use_nothing=False)
+        assert report.applied == ALL and report.skipped == {"fused_nothing": "disabled by use_nothing=False"}
+        with pytest.raises(ValueError, match="'use_fused_rope' already names kernel 'fused_rope'"):
+            K.register_kernel(K.Kernel("fused_other", ("cpu-twin",), find, kernel.patch, switch="use_fused_rope"))
+        with pytest.raises(ValueError, match="'npu_fused_rope' is both an id and an alias"):
+            K.register_kernel(K.Kernel("npu_fused_rope", ("cpu-twin",), find, kernel.patch))
+    finally:
+        assert K.unregister_kernel("npu_nothing") is kernel
+    assert "use_nothing" not in inspect.signature(K.apply_default_kernels).parameters
+    assert "npu_nothing" not in K.ALIASES and "fused_nothing" not in K.KERNELS and "fused_other" not in K.KERNELS

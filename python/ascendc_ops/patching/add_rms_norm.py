@@ -37,9 +37,8 @@ import types
 import torch
 from torch import nn
 
-from .._backends import ALL as BACKENDS
 from . import probe
-from .base import Found, Kernel, call_op, set_instance_attr
+from .base import Found, call_op, set_instance_attr
 from .rms_norm import _eps_attr, _is_candidate
 
 # The rewritten forward reaches the helper as an instance attribute of the layer: a name added to a copy of the
@@ -331,13 +330,3 @@ def patch(model: nn.Module, targets: list) -> list:
         records.append(set_instance_attr(m, HELPER_ATTR, add_rms_norm_pair))  # a plain function: not bound
         records.append(set_instance_attr(m, "forward", types.MethodType(fwd, m)))
     return records
-
-
-KERNEL = Kernel(
-    "fused_add_rmsnorm",
-    BACKENDS,
-    find,
-    patch,
-    "decoder layers' residual add + RMSNorm (h = r + h; r = h; h = norm(h)) -> custom::add_rms_norm",
-    op="add_rms_norm",
-)

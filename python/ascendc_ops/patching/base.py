@@ -44,12 +44,15 @@ class Found:
 
 @dataclasses.dataclass(frozen=True)
 class Kernel:
-    """One registry entry: an id, the backends it runs on, how it finds its parts and patches them.
+    """One registry entry (``registry.py`` declares them): an id, the backends it runs on, how it finds its parts
+    and patches them, and the names users switch it by.
 
     ``find(model) -> Found`` looks for the parts by structure (attributes, signatures) and keeps those whose
     probe (``probe.disagreement``) agrees with our op; ``patch(model, targets) -> list[PatchRecord]`` patches
     the instance and returns what it changed, or raises ``KernelSkip(reason)``. Backends are names from
-    ``ascendc_ops.backends()`` (``ascendc_ops._backends``: CPU_TWIN, NPU).
+    ``ascendc_ops.backends()`` (``ascendc_ops._backends``: CPU_TWIN, NPU). ``alias``: LLaMA-Factory's id for
+    the same kernel, accepted wherever an id is; ``switch``: the keyword ``apply_default_kernels`` takes to turn
+    it off (``use_fused_<op>=False``, openMind's spelling where it has one).
     """
 
     id: str
@@ -59,6 +62,8 @@ class Kernel:
     description: str = ""
     op: str = ""  # the custom op (torch.ops.custom.<op>) whose forward call shows the kernel ran
     variant_ops: tuple[str, ...] = ()  # further ops it may call instead (a variant's: gemma_rms_norm)
+    alias: str = ""
+    switch: str = ""
 
 
 @dataclasses.dataclass

@@ -296,7 +296,8 @@ def _judge(ours, second, golden) -> tuple[bool, str]:
 
 def check_model_type(model_type: str, class_name: str) -> Row:
     """Build, patch, compare: one row. Never raises for a model that cannot be built or run (status skipped)."""
-    from . import KERNELS, apply_default_kernels, revert_kernels
+    from .apply import apply_default_kernels, revert_kernels
+    from .registry import KERNELS
 
     row, start = Row(model_type, class_name), time.perf_counter()
     if model_type in coverage_types.NOT_CAUSAL_LM:

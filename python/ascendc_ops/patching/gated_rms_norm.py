@@ -27,9 +27,8 @@ import types
 import torch
 from torch import nn
 
-from .._backends import ALL as BACKENDS
 from . import probe
-from .base import Found, Kernel, call_op, set_instance_attr
+from .base import Found, call_op, set_instance_attr
 from .rms_norm import GATED_INPUTS, _eps_attr, _extra_inputs, _is_candidate
 
 FORMULA = "weight * x * rsqrt(mean(x^2) + eps) * silu(gate)"
@@ -123,13 +122,3 @@ def patch(model: nn.Module, targets: list) -> list:
         records.append(set_instance_attr(m, "_ascendc_eps_attr", attr))
         records.append(set_instance_attr(m, "forward", types.MethodType(gated_rms_norm_forward, m)))
     return records
-
-
-KERNEL = Kernel(
-    "fused_gated_rmsnorm",
-    BACKENDS,
-    find,
-    patch,
-    "gated RMSNorm modules norm(x) * silu(gate) -> custom::gated_rms_norm (training: once the op has a backward)",
-    op="gated_rms_norm",
-)

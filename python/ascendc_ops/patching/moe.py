@@ -18,11 +18,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .._backends import ALL as BACKENDS
 from ..ops import moe_experts as _experts_op
 from ..ops.moe_experts import moe_experts
 from . import probe
-from .base import Found, Kernel, KernelSkip, set_instance_attr
+from .base import Found, KernelSkip, set_instance_attr
 
 EXPERTS_IMPL = "ascendc_fused_moe"
 CONFIG_ATTR = "_experts_implementation_internal"
@@ -140,13 +139,3 @@ def patch(model: nn.Module, targets: list) -> list:
     if not REGISTERED:
         raise KernelSkip("transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)")
     return [set_instance_attr(cfg, CONFIG_ATTR, EXPERTS_IMPL) for cfg in targets]
-
-
-KERNEL = Kernel(
-    "fused_moe",
-    BACKENDS,
-    find,
-    patch,
-    f"experts -> ALL_EXPERTS_FUNCTIONS[{EXPERTS_IMPL!r}]: permute, grouped_matmul, swiglu, unpermute",
-    op="grouped_matmul",
-)

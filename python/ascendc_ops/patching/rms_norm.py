@@ -26,9 +26,8 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .._backends import ALL as BACKENDS
 from . import probe
-from .base import Found, Kernel, call_op, set_instance_attr
+from .base import Found, call_op, set_instance_attr
 
 EPS_ATTRS = ("variance_epsilon", "eps", "epsilon")
 # A gated norm's forward inputs after the hidden states: fused_gated_rmsnorm's part (gated_rms_norm.py), not ours.
@@ -141,14 +140,3 @@ def patch(model: nn.Module, targets: list) -> list:
         records.append(set_instance_attr(m, "_ascendc_eps_attr", attr))
         records.append(set_instance_attr(m, "forward", types.MethodType(variant.forward, m)))
     return records
-
-
-KERNEL = Kernel(
-    "fused_rmsnorm",
-    BACKENDS,
-    find,
-    patch,
-    "RMSNorm-like modules' forward -> custom::rms_norm (incl. q_norm/k_norm), (1 + w) norms -> custom::gemma_rms_norm",
-    op="rms_norm",
-    variant_ops=("gemma_rms_norm",),
-)

@@ -37,10 +37,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from .._backends import ALL as BACKENDS
 from ..ops.rope import apply_rotary_pos_emb as _apply, rotary_mul
 from . import probe
-from .base import Found, Kernel, modeling_module, set_instance_attr
+from .base import Found, modeling_module, set_instance_attr
 
 GLOBAL_NAME = "apply_rotary_pos_emb"
 INTERLEAVE_NAME = "apply_rotary_pos_emb_interleave"  # DeepSeek-V3's (and its descendants') de-interleaving form
@@ -344,15 +343,3 @@ def find(model: nn.Module) -> Found:
 
 def patch(model: nn.Module, targets: list) -> list:
     return [set_instance_attr(m, "forward", types.MethodType(fwd, m)) for m, fwd in targets]
-
-
-KERNEL = Kernel(
-    "fused_rope",
-    BACKENDS,
-    find,
-    patch,
-    "apply_rotary_pos_emb(_interleave) -> custom::apply_rotary_pos_emb (q and k in one launch; half or "
-    "interleave mode; partial rotary, per-sequence positions, GQA)",
-    op="apply_rotary_pos_emb",
-    variant_ops=("rotary_mul",),  # the single-tensor functions'
-)

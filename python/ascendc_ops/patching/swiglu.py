@@ -29,9 +29,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._backends import ALL as BACKENDS
 from . import probe
-from .base import Found, Kernel, call_op, model_config, set_instance_attr
+from .base import Found, call_op, model_config, set_instance_attr
 
 GATE_UP_MODE = "cat"  # "cat" or "matmul", see the module docstring
 
@@ -151,13 +150,3 @@ def find(model: nn.Module) -> Found:
 
 def patch(model: nn.Module, targets: list) -> list:
     return [set_instance_attr(m, "forward", types.MethodType(v.forward, m)) for m, v in targets]
-
-
-KERNEL = Kernel(
-    "fused_swiglu",
-    BACKENDS,
-    find,
-    patch,
-    "gated MLPs silu(gate)*up (separate or fused gate_up) -> custom::swiglu",
-    op="swiglu",
-)
