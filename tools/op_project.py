@@ -108,6 +108,19 @@ def struct_header(struct: str, headers: list[Path]) -> Path:
     raise SystemExit(f"op_project: no tiling/*_tiling_data.h defines {struct}")
 
 
+def tiling_headers(sources: list[Path]) -> list[Path]:
+    """The tiling/ headers `sources` reach through quoted includes (tiling data, cube tiling, ...)."""
+    found: set[Path] = set()
+    todo = list(sources)
+    while todo:
+        for name in re.findall(r'#include\s+"([^"/]+)"', todo.pop().read_text()):
+            header = ROOT / "tiling" / name
+            if header.is_file() and header not in found:
+                found.add(header)
+                todo.append(header)
+    return sorted(found)
+
+
 def overlay(project: Path, cann: str | None = None, proto_dir: Path = ROOT / "op_proto") -> None:
     """Our sources onto msopgen's project (see the module docstring, step 3-4)."""
     host, kernel = project / "op_host", project / "op_kernel"
@@ -123,11 +136,7 @@ def overlay(project: Path, cann: str | None = None, proto_dir: Path = ROOT / "op
     for src in [*ROOT.glob("csrc/kernels/op_package/*/*.cpp"), *ROOT.glob("csrc/kernels/op_package/*/*.h")]:
         shutil.copy(src, kernel)
     kernel_deps = [*ROOT.glob("csrc/kernels/*.cpp"), *ROOT.glob("csrc/kernels/*.h")]
-    kernel_deps += [
-        *ROOT.glob("tiling/*_tiling_data.h"),
-        ROOT / "tiling/cube_tiling.h",
-        ROOT / "tiling/kernel_dtypes.h",
-    ]
+    kernel_deps += tiling_headers(kernel_deps)
     for src in kernel_deps:
         shutil.copy(src, kernel / "kernels")
     data_headers = sorted((kernel / "kernels").glob("*_tiling_data.h"))

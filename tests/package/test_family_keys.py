@@ -80,3 +80,7 @@ def test_the_key_finds_the_family_in_every_layer(family):
     found = [p for p in tracked() if family in p]
     missing = [layer for layer in LAYERS if not fnmatch.filter(found, layer.format(f=family))]
     assert missing == [], f"{family}: no tracked file matches {missing}"
+    # and every op has its prototype, op_host file and op-package entry under the key (the NPU op package)
+    for op in FAMILIES[family]:
+        for layer in ("op_proto/{f}/{op}.json", "csrc/op_host/{f}/{op}.cpp", "csrc/kernels/op_package/{f}/{op}.cpp"):
+            assert layer.format(f=family, op=op) in found, layer.format(f=family, op=op)
