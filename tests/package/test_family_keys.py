@@ -1,7 +1,7 @@
 """Every op family has one key in every layer (docs/architecture.md): `git ls-files | grep <family>` lists
 the family whole. The families and their ops come from op_proto/<family>/<op>.json (op_proto.families());
 a tracked file whose path names one of a family's ops must carry that family's key, so a new file named
-by its op alone (tests/ops/test_rotary_mul.py, op_proto/rotary_mul.json) fails here."""
+by its op alone (a test_rotary_mul.py, a rotary_mul.json outside op_proto/rope/) fails here."""
 
 from __future__ import annotations
 
