@@ -8,7 +8,6 @@ tests/cpp/test_grouped_matmul_tiling.cpp, run under CTest: tests/twin/test_cpp.p
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,18 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 from torch.library import opcheck
 
 import ascendc_ops
-
-# imported at collection: verify.run's default out is the sys.stdout of its import, which must be
-# pytest's session stream, not one test's capsys (closed after it)
-import ascendc_ops.harness.verify  # noqa: F401
 from accuracy import assert_accurate, np64
-from ascendc_ops import __main__ as cli
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import grouped_matmul_reference as R
+from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
+from shipped_cases import verify_shipped
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ops = torch.ops.custom
@@ -292,12 +287,7 @@ def test_native_cube_gemm_meets_the_standard_too():
 
 def test_harness_verifies_the_case_files(tmp_path, capsys):
     """cases/grouped_matmul/*.json (grouped matmul with its weight grad; fuzz entries) pass
-    `ascendc-ops verify` against the float64 goldens (in-process through the CLI's main)."""
-    out = tmp_path / "v.json"
-    files = [str(Path(__file__).resolve().parents[2] / "cases" / n) for n in ("grouped_matmul/grouped_matmul.json",)]
-    rc = cli.main(["verify", "--cases", *files, "--json", str(out), "--no-progress"])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.out[-3000:] + captured.err
-    res = json.loads(out.read_text())["results"]
+    `ascendc-ops verify` against the float64 goldens."""
+    res = verify_shipped(tmp_path, capsys, "grouped_matmul/grouped_matmul.json")
     assert {r["op"] for r in res} == {"grouped_matmul", "grouped_matmul_weight_grad"}
     assert all(r["passed"] for r in res) and any(r["case"].startswith("moe_gmm_fuzz#") for r in res)

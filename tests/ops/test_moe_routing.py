@@ -8,24 +8,17 @@ tests/cpp/test_moe_routing_tiling.cpp, run under CTest: tests/twin/test_cpp.py.)
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 import pytest
 import torch
-from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 from torch.library import opcheck
 
 import ascendc_ops
-
-# imported at collection: verify.run's default out is the sys.stdout of its import, which must be
-# pytest's session stream, not one test's capsys (closed after it)
-import ascendc_ops.harness.verify  # noqa: F401
 from accuracy import assert_accurate, np64
-from ascendc_ops import __main__ as cli
 from ascendc_ops.harness import precision as P
 from ascendc_ops.ops import moe_routing_reference as R
+from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
+from shipped_cases import verify_shipped
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 ops = torch.ops.custom
@@ -283,12 +276,7 @@ def test_empty_tensors():
 
 def test_harness_verifies_the_case_files(tmp_path, capsys):
     """cases/moe_routing/*.json (unpermute with its grad) pass
-    `ascendc-ops verify` against the float64 goldens (in-process through the CLI's main)."""
-    out = tmp_path / "v.json"
-    files = [str(Path(__file__).resolve().parents[2] / "cases" / n) for n in ("moe_routing/moe_routing.json",)]
-    rc = cli.main(["verify", "--cases", *files, "--json", str(out), "--no-progress"])
-    captured = capsys.readouterr()
-    assert rc == 0, captured.out[-3000:] + captured.err
-    res = json.loads(out.read_text())["results"]
+    `ascendc-ops verify` against the float64 goldens."""
+    res = verify_shipped(tmp_path, capsys, "moe_routing/moe_routing.json")
     assert {r["op"] for r in res} == {"moe_token_unpermute", "moe_token_unpermute_grad"}
     assert all(r["passed"] for r in res)
