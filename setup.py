@@ -77,14 +77,14 @@ class CMakeBuildRecordingTorch(CMakeBuild):
 
 
 class BuildPyWithProtos(build_py):
-    """Ships op_proto/*.json inside the package, where op_proto.default_dir() looks first."""
+    """Ships op_proto/<family>/*.json inside the package, where op_proto.default_dir() looks first."""
 
     def run(self):
         super().run()
         target = Path(self.build_lib) / "ascendc_ops" / "op_proto"
-        target.mkdir(parents=True, exist_ok=True)
-        for proto in (ROOT / "op_proto").glob("*.json"):
-            shutil.copy2(proto, target / proto.name)
+        for proto in (ROOT / "op_proto").glob("*/*.json"):
+            (target / proto.parent.name).mkdir(parents=True, exist_ok=True)
+            shutil.copy2(proto, target / proto.parent.name / proto.name)
 
 
 setup(

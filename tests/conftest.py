@@ -1,8 +1,9 @@
 """Shared pytest setup: the package on sys.path, and seeded RNGs so every test sees fixed inputs.
 
-Tests live by area (ops/, twin/, harness/, models/, distributed/, npu/, package/); tests/ and every area
-directory go on sys.path, so the shared helpers here (accuracy.py, conftest.py) and a module of another
-area (e.g. models/test_patching.py's tiny models) import by their plain names from anywhere. Test file
+Tests live by area, mirroring the source tree (ops/, twin/, harness/, patching/, distributed/, npu/, package/,
+cpp/), and a family's test files carry its key (test_rms_norm*.py); tests/ and every area directory go on
+sys.path, so the shared helpers here (accuracy.py, conftest.py) and a module of another area (e.g.
+patching/test_patching.py's tiny models) import by their plain names from anywhere. Test file
 names stay unique across areas (pytest imports them by basename)."""
 
 from __future__ import annotations
@@ -30,12 +31,25 @@ for directory in reversed([PYTHON_DIR, *TEST_DIRS]):
 os.environ.setdefault("ASCENDC_TWIN_SANITIZE", "1")
 
 
+# Files renamed to carry their family's key -> the name their tests were seeded by before.
+SEEDED_AS = {
+    "test_rms_norm.py": "test_norm.py",
+    "test_gemma_rms_norm.py": "test_gemma_norm.py",
+    "test_gated_rms_norm.py": "test_gated_norm.py",
+    "test_grouped_matmul_bias.py": "test_gmm_bias.py",
+    "test_grouped_matmul.py": "test_moe_ops.py",
+    "test_moe_routing.py": "test_moe_ops.py",
+    "test_gated_rms_norm_patching.py": "test_gated_norm_patching.py",
+}
+
+
 def seed_id(nodeid: str) -> str:
-    """tests/<area>/<file>::name -> tests/<file>::name (other ids unchanged)."""
+    """tests/<area>/<file>::name -> tests/<file>::name (other ids unchanged), under the file's former name if
+    it was renamed (SEEDED_AS)."""
     path, sep, name = nodeid.partition("::")
     parts = path.split("/")
     if len(parts) == 3 and parts[0] == "tests":
-        path = f"tests/{parts[2]}"
+        path = f"tests/{SEEDED_AS.get(parts[2], parts[2])}"
     return path + sep + name
 
 
@@ -43,7 +57,8 @@ def seed_id(nodeid: str) -> str:
 def seed_rngs(request):
     """Seed torch and NumPy from the test id: reproducible, and different across parametrized cases. The id is
     taken without the test's area directory (a test of tests/<area>/ seeds as if its file were in tests/ itself,
-    where the tests were before they moved into areas), so moving a file between areas never changes its inputs."""
+    where the tests were before they moved into areas, and under a renamed file's former name), so moving or
+    renaming a file never changes its inputs."""
     seed = zlib.crc32(seed_id(request.node.nodeid).encode())
     torch.manual_seed(seed)
     np.random.seed(seed % 2**32)

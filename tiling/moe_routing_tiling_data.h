@@ -14,7 +14,7 @@
   X(int32, int32_t, int32_t, Int, Int, __VA_ARGS__) \
   X(int64, int64_t, int64_t, Long, Long, __VA_ARGS__)
 #define MOE_TOKEN_PERMUTE_DTYPES ASCENDC_FLOAT_DTYPES
-// unpermute and its grad: one entry per (tokens, probs) dtype pair of op_proto/moe_token_unpermute.json
+// unpermute and its grad: one entry per (tokens, probs) dtype pair of op_proto/moe_routing/moe_token_unpermute.json
 // (without probs: the tokens dtype twice).
 #define MOE_TOKEN_UNPERMUTE_DTYPES ASCENDC_FLOAT_PAIR_DTYPES
 #define MOE_TOKEN_UNPERMUTE_GRAD_DTYPES MOE_TOKEN_UNPERMUTE_DTYPES

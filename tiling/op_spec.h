@@ -14,7 +14,7 @@
 
 namespace tiling {
 
-// One prototype: generated from op_proto/*.json into op_proto_gen.h.
+// One prototype: generated from op_proto/*/*.json into op_proto_gen.h.
 struct OpSpec {
   const char* name;    // torch op name, e.g. "rotary_mul"
   const char* schema;  // torch schema string

@@ -31,7 +31,8 @@ uint32_t Fp32WorkSinglePass(const NormProblem& p) {
 // Split-row backward chunks keep the width four fp32 buffers gave them (the kernel uses fewer, so this
 // over-counts): the chunk width sets the order each row's sum(dg * x) is added in, and keeping it keeps
 // split-row results bit-identical. Wider chunks were as accurate over 200 random inputs, but moved which
-// fixed inputs of tests/ops/test_norm.py meet the fp32 small-value ErrorCount (~10-16% of inputs miss it either way).
+// fixed inputs of tests/ops/test_rms_norm.py meet the fp32 small-value ErrorCount (~10-16% of inputs miss it
+// either way).
 uint32_t Fp32WorkSplitRow(const NormProblem& p) { return p.backward ? std::max(4u, Fp32Work(p)) : Fp32Work(p); }
 
 }  // namespace

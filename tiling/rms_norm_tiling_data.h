@@ -9,13 +9,13 @@
 #include "kernel_dtypes.h"
 
 // The kernel entries, one list per op, and their GM parameters (tiling/kernel_dtypes.h says how they are read).
-// rms_norm, add_rms_norm and their grads: one entry per (x, gamma) dtype pair of op_proto/rms_norm.json.
+// rms_norm, add_rms_norm and their grads: one entry per (x, gamma) dtype pair of op_proto/rms_norm/rms_norm.json.
 #define RMS_NORM_DTYPES ASCENDC_FLOAT_PAIR_DTYPES
 #define ADD_RMS_NORM_DTYPES RMS_NORM_DTYPES
-#define GATED_RMS_NORM_DTYPES RMS_NORM_DTYPES  // z: x's dtype (op_proto/gated_rms_norm.json)
+#define GATED_RMS_NORM_DTYPES RMS_NORM_DTYPES  // z: x's dtype (op_proto/rms_norm/gated_rms_norm.json)
 #define RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
 #define ADD_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES
-#define GATED_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES  // z, dz: x's dtype (op_proto/gated_rms_norm_grad.json)
+#define GATED_RMS_NORM_GRAD_DTYPES RMS_NORM_DTYPES  // z, dz: x's dtype (op_proto/rms_norm/gated_rms_norm_grad.json)
 // The dgamma reduction: one entry per gamma dtype.
 #define RMS_NORM_DGAMMA_DTYPES ASCENDC_FLOAT_DTYPES
 #define RMS_NORM_PARAMS(GM) GM x, GM gamma, GM y, GM rstd, GM workspace, GM tiling

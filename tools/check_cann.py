@@ -3,7 +3,7 @@
 
     tools/check_cann.py --asc-devkit DIR --metadef DIR [--asc-tools DIR] [--securec DIR] [FILE ...]
 
-Kernels (csrc/kernels/*.cpp: direct-launch entries; csrc/kernels/op_package/*.cpp: op-package
+Kernels (csrc/kernels/*.cpp: direct-launch entries; csrc/kernels/op_package/<family>/*.cpp: op-package
 entries) are compiled with g++ -fsyntax-only in asc-devkit's CPU-debug configuration for the
 Ascend910B core type(s) their KERNEL_TASK_TYPE_DEFAULT names (__NPU_ARCH__=2201; AIV_ONLY: the
 vector core, __DAV_C220_VEC__; AIC_ONLY: the cube core, __DAV_C220_CUBE__; MIX or undeclared: both),
@@ -11,7 +11,7 @@ seeing asc-devkit's headers in CANN's installed layout (tikcfw/lib/matmul_intf.h
 tiling/cube_tiling.h (the host's TCubeTiling) is held field for field to the kernel_tiling.h
 CANN generates. op_host files are compiled against
 metadef (register/op_def.h, exe_graph/runtime/tiling_context.h, ...) and asc-devkit's
-tiling/platform/platform_ascendc.h, with their OpDef headers generated from op_proto/*.json.
+tiling/platform/platform_ascendc.h, with their OpDef headers generated from op_proto/*/*.json.
 With --torch-npu (a torch_npu package directory, e.g. unpacked from its wheel), the PrivateUse1
 launchers in csrc/torch/npu/ are compiled too, against torch's, torch_npu's (and its ACL) headers,
 with the aclrtlaunch_<kernel>.h headers CANN's ascendc_library() would generate, written here from
@@ -41,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 STUBS = ROOT / "tools" / "cann_stubs"
+FAMILIES = {p.name for p in (ROOT / "op_proto").iterdir() if p.is_dir()}
 KERNEL_DEFINES = ["-DASCENDC_CPU_DEBUG=1", "-D__NPU_ARCH__=2201", "-D__DAV_C220__"]
 # Per core type, as asc-tools' own tests configure ascend910B1_AIV / ascend910B1_AIC.
 CORE_DEFINES = {"AIV": ["-D__DAV_C220_VEC__", "-D__DAV_VEC__"], "AIC": ["-D__DAV_C220_CUBE__", "-D__DAV_CUBE__"]}
@@ -69,8 +70,8 @@ DTYPE_NAMES = {
 def default_files(with_npu: bool) -> list[Path]:
     return (
         sorted((ROOT / "csrc" / "kernels").glob("*.cpp"))
-        + sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp"))
-        + sorted((ROOT / "csrc" / "op_host").glob("*.cpp"))
+        + sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*/*.cpp"))
+        + sorted((ROOT / "csrc" / "op_host").glob("*/*.cpp"))
         + (sorted((ROOT / "csrc" / "torch" / "npu").glob("*.cpp")) if with_npu else [])
     )
 
@@ -115,9 +116,19 @@ def struct_fields(text: str, name: str) -> tuple[list[str], set[str]]:
     return re.findall(r"(\w+)\s*=\s*0\b", body), set(re.findall(r"\b(u?int\d+_t|float|double|bool)\b", body))
 
 
+def layer(path: Path) -> str:
+    """Which kind of source a file is: its folder's name, or its family folder's parent's
+    (csrc/op_host/<family>/<op>.cpp is an op_host file, as op_host/<op>.cpp of an msopgen project is)."""
+    if path.parent.name in FAMILIES and path.parent.parent.name in ("op_host", "op_package"):
+        return path.parent.parent.name
+    return path.parent.name
+
+
 def op_package_dtypes(op: str) -> list[str]:
-    """-DDTYPE_<NAME>=<type> for the first dtype combination of op_proto/<op>.json, as the op build defines them."""
-    (proto,) = json.loads((ROOT / "op_proto" / f"{op}.json").read_text())
+    """-DDTYPE_<NAME>=<type> for the first dtype combination of op_proto/<family>/<op>.json, as the op build
+    defines them."""
+    (path,) = ROOT.glob(f"op_proto/*/{op}.json")
+    (proto,) = json.loads(path.read_text())
     return [
         f"-DDTYPE_{d['name'].upper()}={DTYPE_NAMES[d['type'][0]]}" for d in proto["input_desc"] + proto["output_desc"]
     ]
@@ -240,13 +251,13 @@ class Checker:
         ]
 
     def command(self, path: Path, op_defs: Path | None = None, core: str | None = None) -> list[str]:
-        if path.parent.name == "npu":
+        if layer(path) == "npu":
             return ["g++", *self.npu_flags, str(path)]
-        if path.parent.name == "op_host":  # an msopgen project's op_host holds its own OpDef headers
+        if layer(path) == "op_host":  # an msopgen project's op_host holds its own OpDef headers
             defs = [] if self.project and op_defs is None else [f"-I{op_defs or self.op_defs}"]
             return ["g++", *self.host_flags, *defs, str(path)]
         flags = [*self.kernel_flags, *CORE_DEFINES[core or core_types(path)[0]]]
-        if path.parent.name in ("op_package", "op_kernel"):
+        if layer(path) in ("op_package", "op_kernel"):
             return [
                 "g++",
                 *flags,
@@ -263,7 +274,7 @@ class Checker:
         """(name, command) per compile: a kernel once per core type it runs on."""
         base = self.project.parent if self.project and path.is_relative_to(self.project) else ROOT
         name = str(path.relative_to(base)) if path.is_relative_to(base) else str(path)
-        if path.parent.name in ("npu", "op_host"):
+        if layer(path) in ("npu", "op_host"):
             return [(name, self.command(path))]
         return [(f"{name} [{core}]", self.command(path, core=core)) for core in core_types(path)]
 
@@ -312,7 +323,7 @@ class Checker:
         controls.append(("kernel calling Gather with a missing argument", self.command(bad), "Gather"))
         bad = mutate(
             "op_package_tiling",
-            kernels / "op_package" / "swiglu.cpp",
+            kernels / "op_package" / "swiglu" / "swiglu.cpp",
             "ProcessSwiglu<DTYPE_X>(x, y, tilingData, &pipe);",
             "ProcessSwiglu<DTYPE_X>(x, y, tiling, &pipe);",
             "op_package",
@@ -327,7 +338,7 @@ class Checker:
         controls.append(
             (
                 "OpDef with a wrong call (DataTypes)",
-                self.command(ROOT / "csrc" / "op_host" / "rms_norm.cpp", defs),
+                self.command(ROOT / "csrc" / "op_host" / "rms_norm" / "rms_norm.cpp", defs),
                 "DataTypes",
             )
         )
@@ -338,8 +349,8 @@ class Checker:
             "context->SetNumBlock(",
             "op_host",
         )
-        shutil.copy(ROOT / "csrc" / "op_host" / "swiglu.cpp", bad.parent / "swiglu.cpp")
-        shutil.copy(ROOT / "csrc" / "op_host" / "swiglu_host.h", bad.parent / "swiglu_host.h")
+        shutil.copy(ROOT / "csrc" / "op_host" / "swiglu" / "swiglu.cpp", bad.parent / "swiglu.cpp")
+        shutil.copy(ROOT / "csrc" / "op_host" / "swiglu" / "swiglu_host.h", bad.parent / "swiglu_host.h")
         controls.append(
             (
                 "op_host calling a TilingContext method that does not exist (SetNumBlock)",
@@ -357,12 +368,14 @@ class Checker:
         )
         bad = mutate(
             "op_host_cube",
-            ROOT / "csrc" / "op_host" / "grouped_matmul_host.h",
+            ROOT / "csrc" / "op_host" / "grouped_matmul" / "grouped_matmul_host.h",
             "soc.GetCoreNumAic()",
             "soc.GetCoreNumCube()",
             "op_host",
         )
-        shutil.copy(ROOT / "csrc" / "op_host" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp")
+        shutil.copy(
+            ROOT / "csrc" / "op_host" / "grouped_matmul" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp"
+        )
         controls.append(
             (
                 "op_host reading a platform_ascendc method that does not exist (GetCoreNumCube)",
@@ -458,7 +471,7 @@ def main() -> int:
         )
     else:
         files = [f.resolve() for f in args.files] or default_files(bool(args.torch_npu))
-    if any(f.parent.name == "npu" for f in files) and not args.torch_npu:
+    if any(layer(f) == "npu" for f in files) and not args.torch_npu:
         parser.error("csrc/torch/npu files need --torch-npu (or ASCENDC_TORCH_NPU)")
     with tempfile.TemporaryDirectory(prefix="check_cann_") as tmp:
         checker = Checker(args, Path(tmp))

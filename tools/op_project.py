@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
-"""The NPU op project: msopgen generates it from op_proto/*.json, our sources are overlaid onto it.
+"""The NPU op project: msopgen generates it from op_proto/*/*.json, our sources are overlaid onto it.
 
     tools/op_project.py --out build/op_project [--cann DIR] [--no-check]
 
 One project for every op. The steps, used by build.sh on a CANN machine and by
 tests/npu/test_msopgen.py anywhere a checkout of msopgen is given:
 
-1. merge op_proto/*.json into one list (<out>.json);
+1. merge op_proto/<family>/*.json into one list (<out>.json);
 2. run msopgen once per op (it generates one op per call and would ask on stdin which op of a list
    to take): ``msopgen gen -i <out>.json -c ai_core-Ascend910B2 -lan cpp -f pytorch -op <Op>``,
    ``-m 0`` for the first op (new project), ``-m 1`` (add an op) for the rest, into <out>.generated
    (kept for comparison), then copied to <out>. ``Ascend910B2`` is what msopgen maps to the
    ``ascend910b`` compute unit (Atlas A2; plain ``Ascend910B`` would mean the old ``ascend910``),
    ``-f pytorch`` drops the TensorFlow parser plugins msopgen writes by default;
-3. the overlay: op_host/<op>.cpp (ours, with the OpDef gen_op_def.py writes from the JSON as
-   <op>_def.h) and the problem / tiling sources of tiling/ into op_host/; op_kernel/<op>.cpp (our
-   op-package entry, csrc/kernels/op_package/) and its kernel body in op_kernel/kernels/;
+3. the overlay, flattened to the per-op layout msopgen generates: op_host/<op>.cpp (ours, from
+   csrc/op_host/<family>/, with the OpDef gen_op_def.py writes from the JSON as <op>_def.h) and the
+   problem / tiling sources of tiling/ into op_host/; op_kernel/<op>.cpp (our op-package entry,
+   csrc/kernels/op_package/<family>/) and its kernel body in op_kernel/kernels/;
    op_kernel/<op>_tiling.h rewritten to include the tiling struct our entry registers;
    op_host/CMakeLists.txt told to compile C++17 (CANN's op_host code generation says -std=c++11);
 4. CMakePresets.json: vendor_name ascendc_ops, and ASCEND_CANN_PACKAGE_PATH with --cann;
@@ -54,7 +55,8 @@ def snake(op: str) -> str:
 
 
 def protos(proto_dir: Path = ROOT / "op_proto") -> list[dict]:
-    return [json.loads(p.read_text())[0] for p in sorted(proto_dir.glob("*.json"))]
+    """Every op's prototype, in op name order (op_proto.paths)."""
+    return [json.loads(p.read_text())[0] for p in sorted(proto_dir.glob("*/*.json"), key=lambda p: p.name)]
 
 
 def msopgen_command(explicit: str | None, work: Path) -> list[str]:
@@ -106,6 +108,19 @@ def struct_header(struct: str, headers: list[Path]) -> Path:
     raise SystemExit(f"op_project: no tiling/*_tiling_data.h defines {struct}")
 
 
+def tiling_headers(sources: list[Path]) -> list[Path]:
+    """The tiling/ headers `sources` reach through quoted includes (tiling data, cube tiling, ...)."""
+    found: set[Path] = set()
+    todo = list(sources)
+    while todo:
+        for name in re.findall(r'#include\s+"([^"/]+)"', todo.pop().read_text()):
+            header = ROOT / "tiling" / name
+            if header.is_file() and header not in found:
+                found.add(header)
+                todo.append(header)
+    return sorted(found)
+
+
 def overlay(project: Path, cann: str | None = None, proto_dir: Path = ROOT / "op_proto") -> None:
     """Our sources onto msopgen's project (see the module docstring, step 3-4)."""
     host, kernel = project / "op_host", project / "op_kernel"
@@ -113,19 +128,15 @@ def overlay(project: Path, cann: str | None = None, proto_dir: Path = ROOT / "op
         [sys.executable, str(ROOT / "csrc/op_host/gen_op_def.py"), "--proto-dir", str(proto_dir), "--out", str(host)],
         check=True,
     )
-    for src in [*ROOT.glob("csrc/op_host/*.cpp"), *ROOT.glob("csrc/op_host/*.h"), *ROOT.glob("tiling/*.cpp")]:
+    for src in [*ROOT.glob("csrc/op_host/**/*.cpp"), *ROOT.glob("csrc/op_host/**/*.h"), *ROOT.glob("tiling/*.cpp")]:
         shutil.copy(src, host)
     for src in ROOT.glob("tiling/*.h"):
         shutil.copy(src, host)
     (kernel / "kernels").mkdir(exist_ok=True)
-    for src in [*ROOT.glob("csrc/kernels/op_package/*.cpp"), *ROOT.glob("csrc/kernels/op_package/*.h")]:
+    for src in [*ROOT.glob("csrc/kernels/op_package/*/*.cpp"), *ROOT.glob("csrc/kernels/op_package/*/*.h")]:
         shutil.copy(src, kernel)
     kernel_deps = [*ROOT.glob("csrc/kernels/*.cpp"), *ROOT.glob("csrc/kernels/*.h")]
-    kernel_deps += [
-        *ROOT.glob("tiling/*_tiling_data.h"),
-        ROOT / "tiling/cube_tiling.h",
-        ROOT / "tiling/kernel_dtypes.h",
-    ]
+    kernel_deps += tiling_headers(kernel_deps)
     for src in kernel_deps:
         shutil.copy(src, kernel / "kernels")
     data_headers = sorted((kernel / "kernels").glob("*_tiling_data.h"))

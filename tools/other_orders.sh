@@ -24,4 +24,4 @@ assert cap == "DEFAULT" and ascendc_ops.isa() == "avx2", "the perturbed pass did
 PY
 .venv/bin/python -m pytest -q -p no:cacheprovider \
   tests/ops tests/npu/test_op_plugin_ports.py tests/harness/test_cann_bench_judge.py tests/harness/test_judge.py \
-  tests/models "$@"
+  tests/patching "$@"

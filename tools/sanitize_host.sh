@@ -30,5 +30,5 @@ LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.
   .venv/bin/python -m pytest -q -p no:cacheprovider -x tests/twin/test_twin.py tests/twin/test_sanitizer.py \
   tests/ops/test_rope.py::test_rope_customer_accuracy tests/ops/test_rope.py::test_rotary_mul_backward \
   tests/ops/test_swiglu.py::test_forward_sweep tests/ops/test_swiglu.py::test_backward_sweep \
-  tests/ops/test_norm.py::test_rms_norm_forward tests/ops/test_norm.py::test_rms_norm_backward_split_row \
-  tests/ops/test_norm.py::test_add_rms_norm_forward_backward "$@"
+  tests/ops/test_rms_norm.py::test_rms_norm_forward tests/ops/test_rms_norm.py::test_rms_norm_backward_split_row \
+  tests/ops/test_rms_norm.py::test_add_rms_norm_forward_backward "$@"

@@ -41,11 +41,11 @@ step "installed harness: estimate and the cann-bench preset"
 installed=(tests/package/test_packaging.py::test_metadata_declares_ranges_not_pins
            tests/package/test_packaging.py::test_record_is_the_torch_compiled_against
            tests/package/test_packaging.py::test_import_refuses_another_torch)
-venv/bin/python -m pytest -q -p no:cacheprovider "${installed[@]}" tests/models tests/distributed "$@" || status=1
+venv/bin/python -m pytest -q -p no:cacheprovider "${installed[@]}" tests/patching tests/distributed "$@" || status=1
 step "patching tests on transformers $TRANSFORMERS_OLDEST, installed wheel"
 
 "${pip[@]}" "transformers==$TRANSFORMERS_4"
-venv/bin/python -m pytest -q -p no:cacheprovider tests/models/test_patching_versions.py "$@" || status=1
+venv/bin/python -m pytest -q -p no:cacheprovider tests/patching/test_patching_versions.py "$@" || status=1
 step "transformers $TRANSFORMERS_4: every kernel skips with the reason"
 echo "wheel_check: $((SECONDS - start)) s in all, exit $status"
 exit $status

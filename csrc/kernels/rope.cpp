@@ -374,25 +374,33 @@ __aicore__ inline void RunRope(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, G
 ROPE_DTYPES(ROPE_ENTRY, rope)
 #undef ROPE_ENTRY
 
-// apply_rotary_pos_emb(_grad): query, then key, in place (y = x), by every block of one launch. Each
-// part has its own pipe: their tiles differ (head counts, so tile lines), and a pipe's Destroy at the
-// end of its scope drains every queue before the next part carves the same UB.
+// apply_rotary_pos_emb(_grad): query, then key, by every block of one launch, into queryOut / keyOut
+// (the inputs themselves: in place, as the direct launch and the op package's ref outputs have it;
+// a task reads its rows before it writes them). Each part has its own pipe: their tiles differ (head
+// counts, so tile lines), and a pipe's Destroy at the end of its scope drains every queue before the
+// next part carves the same UB.
 template <typename T>
-__aicore__ inline void RunApplyRope(GM_ADDR query, GM_ADDR key, GM_ADDR cos, GM_ADDR sin, GM_ADDR tiling) {
-  ApplyRopeTilingData tilingData;
-  CopyTiling(&tilingData, tiling);
+__aicore__ inline void ApplyRopeParts(GM_ADDR query, GM_ADDR key, GM_ADDR cos, GM_ADDR sin, GM_ADDR queryOut,
+                                      GM_ADDR keyOut, const ApplyRopeTilingData& tilingData) {
   if (tilingData.query.taskCount > 0) {
     TPipe pipe;
     KernelRope<T> op;
-    op.Init(query, cos, sin, query, tilingData.query, &pipe);
+    op.Init(query, cos, sin, queryOut, tilingData.query, &pipe);
     op.Process();
   }
   if (tilingData.key.taskCount > 0) {
     TPipe pipe;
     KernelRope<T> op;
-    op.Init(key, cos, sin, key, tilingData.key, &pipe);
+    op.Init(key, cos, sin, keyOut, tilingData.key, &pipe);
     op.Process(true);
   }
+}
+
+template <typename T>
+__aicore__ inline void RunApplyRope(GM_ADDR query, GM_ADDR key, GM_ADDR cos, GM_ADDR sin, GM_ADDR tiling) {
+  ApplyRopeTilingData tilingData;
+  CopyTiling(&tilingData, tiling);
+  ApplyRopeParts<T>(query, key, cos, sin, query, key, tilingData);
 }
 
 #define APPLY_ROPE_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \

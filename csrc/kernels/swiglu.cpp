@@ -298,7 +298,7 @@ class KernelSwigluGrad {
   TBuf<TPosition::VECCALC> sigmoidBuf_, onesBuf_, dyFloatBuf_, aFloatBuf_, bFloatBuf_, dbFloatBuf_;
 };
 
-// The forward kernel the tiling chose (also the op package's entry, csrc/kernels/op_package/swiglu.cpp).
+// The forward kernel the tiling chose (also the op package's entry, csrc/kernels/op_package/swiglu/swiglu.cpp).
 template <typename T>
 __aicore__ inline void ProcessSwiglu(GM_ADDR x, GM_ADDR y, const SwigluTilingData& tilingData, TPipe* pipe) {
   if (tilingData.packed) {  // inner 1: (a, b) pairs (swiglu_packed.h)

@@ -1,13 +1,13 @@
-"""op_proto/<op>.json -> <op>_def.h: the CANN OpDef of each op, generated so the JSON stays the one
+"""op_proto/<family>/<op>.json -> <op>_def.h: the CANN OpDef of each op, generated so the JSON stays the one
 source of truth for names, dtypes, formats and attrs (msopgen writes the same class into its own
-op_host/<op>.cpp; build.sh overlays ours, which includes this header).
+op_host/<op>.cpp; build.sh overlays ours, csrc/op_host/<family>/<op>.cpp, which includes this header).
 
     python csrc/op_host/gen_op_def.py --proto-dir op_proto --out DIR [OP ...]
 
 It also writes op_proto_gen.h, the tiling::OpSpec table (python/ascendc_ops/op_proto.py) the
 problem functions in tiling/ check arguments against, as the torch bindings do.
 
-Each op_host/<op>.cpp defines optiling::<Op>Tiling, ge::<Op>InferShape and ge::<Op>InferDataType
+Each csrc/op_host/<family>/<op>.cpp defines optiling::<Op>Tiling, ge::<Op>InferShape and ge::<Op>InferDataType
 before including its header. Standard library only.
 """
 
@@ -104,18 +104,18 @@ def main() -> None:
     parser.add_argument("ops", nargs="*", help="snake_case op names (default: every JSON)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    for path in sorted(args.proto_dir.glob("*.json")):
-        (proto,) = json.loads(path.read_text())
-        if args.ops and snake(proto["op"]) not in args.ops:
-            continue
-        out = args.out / f"{snake(proto['op'])}_def.h"
-        text = op_def_header(proto, f"op_proto/{path.name}")
-        if not out.exists() or out.read_text() != text:  # unchanged files keep their mtime
-            out.write_text(text)
     spec = importlib.util.spec_from_file_location("op_proto", OP_PROTO_PY)
     op_proto = importlib.util.module_from_spec(spec)
     sys.modules["op_proto"] = op_proto  # its dataclasses look their module up
     spec.loader.exec_module(op_proto)
+    for path in op_proto.paths(args.proto_dir):
+        (proto,) = json.loads(path.read_text())
+        if args.ops and snake(proto["op"]) not in args.ops:
+            continue
+        out = args.out / f"{snake(proto['op'])}_def.h"
+        text = op_def_header(proto, f"op_proto/{path.parent.name}/{path.name}")
+        if not out.exists() or out.read_text() != text:  # unchanged files keep their mtime
+            out.write_text(text)
     op_proto.write_header(op_proto.load_all(args.proto_dir), args.out / "op_proto_gen.h")
 
 

@@ -1,4 +1,4 @@
-// What every csrc/op_host/<op>.cpp shares: the platform from platform_ascendc, ge <-> tiling dtypes,
+// What every csrc/op_host/<family>/<op>.cpp shares: the platform from platform_ascendc, ge <-> tiling dtypes,
 // shapes as plain vectors, handing the plain tiling struct (CANN 8 standard-C++ tiling) to the
 // kernel, and the infer-shape/dtype steps most ops are made of. The tiling itself is the pure
 // tiling/ function the CPU twin and the torch bindings call.
@@ -149,7 +149,7 @@ inline bool BoolAttr(const gert::RuntimeAttrs* attrs, size_t index, bool fallbac
 
 // The three functions gen_op_def.py's <op>_def.h registers for op <Op> (optiling::<Op>Tiling,
 // ge::<Op>InferShape, ge::<Op>InferDataType), each returning one expression of `context` -- every
-// op_host/<op>.cpp is this and its two includes; the logic lives in its family's _host.h.
+// op_host/<family>/<op>.cpp is this and its two includes; the logic lives in its <family>_host.h.
 #define ASCENDC_OP_HOST(Op, tiling, inferShape, inferDataType)                                        \
   namespace optiling {                                                                                \
   static ge::graphStatus Op##Tiling(gert::TilingContext* context) { return tiling; }                  \

@@ -1,4 +1,4 @@
-// The `custom` op library: every schema comes from op_proto/*.json (op_proto_gen.h).
+// The `custom` op library: every schema comes from op_proto/*/*.json (op_proto_gen.h).
 // Implementations register per backend: CPU twin here, NPU in npu/ when built with CANN (or by
 // the simulated NPU of csrc/sim_npu, in tests).
 #include <ATen/Parallel.h>

@@ -1,4 +1,4 @@
-// The op prototypes (tiling::OpSpec, generated from op_proto/*.json into op_proto_gen.h) as the
+// The op prototypes (tiling::OpSpec, generated from op_proto/*/*.json into op_proto_gen.h) as the
 // bindings use them: torch tensors -> the problem functions' TensorArg, their ArgError -> a Python
 // ValueError / TypeError, and the checks that are torch's alone (devices).
 #pragma once

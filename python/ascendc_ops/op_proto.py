@@ -1,4 +1,7 @@
-"""The msopgen op prototypes in op_proto/*.json, read once for everything derived from them.
+"""The msopgen op prototypes in op_proto/<family>/<op>.json, read once for everything derived from them.
+
+The folder an op's JSON sits in names its family (rope, rms_norm, swiglu, grouped_matmul,
+moe_routing): the key every layer's files of that family carry (`families()`).
 
 Derived here: the torch schema of each op, its supported dtype combinations, and the C++ header
 (`--header OUT`, torch-free) the bindings register those schemas from and the problem functions in
@@ -135,8 +138,21 @@ def default_dir() -> Path:
     raise FileNotFoundError("op_proto/ not found next to the package or in the source tree")
 
 
+def paths(directory: Path | None = None) -> list[Path]:
+    """Every prototype, op_proto/<family>/<op>.json, sorted by op name."""
+    return sorted(Path(directory or default_dir()).glob("*/*.json"), key=lambda p: p.name)
+
+
+def families(directory: Path | None = None) -> dict[str, list[str]]:
+    """family -> its ops' names, from the folders of op_proto/."""
+    out: dict[str, list[str]] = {}
+    for path in paths(directory):
+        out.setdefault(path.parent.name, []).append(path.stem)
+    return out
+
+
 def load_all(directory: Path | None = None) -> dict[str, OpProto]:
-    protos = [parse(p) for p in sorted(Path(directory or default_dir()).glob("*.json"))]
+    protos = [parse(p) for p in paths(directory)]
     return {p.name: p for p in protos}
 
 
@@ -154,7 +170,7 @@ def resolve(name, protos: dict[str, OpProto] | None = None) -> str | None:
 
 def cpp_header(protos: dict[str, OpProto]) -> str:
     lines = [
-        "// Generated from op_proto/*.json by python/ascendc_ops/op_proto.py. Do not edit.",
+        "// Generated from op_proto/*/*.json by python/ascendc_ops/op_proto.py. Do not edit.",
         "#pragma once",
         '#include "op_spec.h"',
         "",

@@ -212,7 +212,7 @@ def test_verify_new_op_case_files(tmp_path, capsys):
     """The shipped example files of the new ops pass (list expansion, odd shapes, fuzz entries); in-process
     through __main__.main (the CLI's code path) to save an interpreter start-up."""
     out = tmp_path / "v.json"
-    files = [str(CASES / f) for f in ("swiglu.json", "rms_norm.json", "add_rms_norm.json")]
+    files = [str(CASES / f) for f in ("swiglu/swiglu.json", "rms_norm/rms_norm.json", "rms_norm/add_rms_norm.json")]
     rc = cli.main(["verify", "--cases", *files, "--json", str(out), "--no-progress"])
     captured = capsys.readouterr()
     assert rc == 0, captured.out[-3000:] + captured.err
@@ -226,7 +226,7 @@ def test_verify_new_op_case_files(tmp_path, capsys):
 
 def test_verify_shipped_case_files(tmp_path):
     out = tmp_path / "v.json"
-    p = run_cli("verify", "--cases", CASES / "rotary_mul.json", CASES / "rope_customer.json", "--json", out)
+    p = run_cli("verify", "--cases", CASES / "rope/rotary_mul.json", CASES / "rope/rope_customer.json", "--json", out)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr
     res = json.loads(out.read_text())["results"]
     ops = {r["op"] for r in res}

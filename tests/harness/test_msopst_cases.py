@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 MSOPGEN = os.environ.get("ASCENDC_MSOPGEN")
 pytestmark = pytest.mark.skipif(not MSOPGEN, reason="ASCENDC_MSOPGEN not set (no msopgen checkout here)")
-CASE_FILES = sorted((ROOT / "cases").glob("*.json"))
+CASE_FILES = sorted((ROOT / "cases").glob("*/*.json"))
 # msOpST's error messages for the fields we extend (docs/harness.md "Beyond msOpST").
 EXTENSIONS = {
     "value generator": r'"value" field .* is specified, each of the rest fields'
@@ -107,8 +107,8 @@ def single_case_file(raw, where: Path) -> Path:
     named = [raw.get("calc_expect_func_file", "").split(":")[0]]
     named += [d["value"] for d in raw["input_desc"] if isinstance(d.get("value"), str)]
     for name in named:
-        if name and (ROOT / "cases" / name).is_file():
-            shutil.copy(ROOT / "cases" / name, where / name)
+        for source in (ROOT / "cases").glob(f"*/{name}") if name else ():
+            shutil.copy(source, where / name)
     single = where / f"{raw['case_name']}.json"
     single.write_text(json.dumps([raw]))
     return single

@@ -30,15 +30,18 @@ def test_every_kernel_and_op_host_file_compiles_and_negative_controls_fail():
     assert result.returncode == 0, out
     files = (
         list((ROOT / "csrc" / "kernels").glob("*.cpp"))
-        + list((ROOT / "csrc" / "kernels" / "op_package").glob("*.cpp"))
-        + list((ROOT / "csrc" / "op_host").glob("*.cpp"))
+        + list((ROOT / "csrc" / "kernels" / "op_package").glob("*/*.cpp"))
+        + list((ROOT / "csrc" / "op_host").glob("*/*.cpp"))
     )
     if os.environ.get("ASCENDC_TORCH_NPU"):
         files += list((ROOT / "csrc" / "torch" / "npu").glob("*.cpp"))
     for f in files:
         assert f"PASS  {f.relative_to(ROOT)}" in out, out
     # the cube kernels in the cube-core configuration, both entry styles
-    for f in ("csrc/kernels/grouped_matmul.cpp", "csrc/kernels/op_package/grouped_matmul_weight_grad.cpp"):
+    for f in (
+        "csrc/kernels/grouped_matmul.cpp",
+        "csrc/kernels/op_package/grouped_matmul/grouped_matmul_weight_grad.cpp",
+    ):
         assert f"PASS  {f} [AIC]" in out, out
     assert "PASS  tiling/cube_tiling.h (TCubeTiling = CANN's kernel_tiling.h)" in out, out
     assert out.count("PASS  negative control") >= (10 if os.environ.get("ASCENDC_TORCH_NPU") else 8), out

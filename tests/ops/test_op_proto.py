@@ -1,4 +1,4 @@
-"""op_proto/*.json is the single source of the ops: the library registers exactly those ops, each
+"""op_proto/*/*.json is the single source of the ops: the library registers exactly those ops, each
 with the schema the JSON describes."""
 
 import json
@@ -27,7 +27,9 @@ def test_registered_schemas_match_op_proto():
 
 
 def test_prototypes_are_msopgen_descriptions():
-    for path in sorted(op_proto.default_dir().glob("*.json")):
+    paths = op_proto.paths()
+    assert len(paths) == len(op_proto.load_all()) > 0 and not list(op_proto.default_dir().glob("*.json"))
+    for path in paths:  # op_proto/<family>/<op>.json
         (entry,) = json.loads(path.read_text())
         assert entry["language"] == "cpp" and entry["op"][0].isupper(), path.name
         assert op_proto.parse(path).name == path.stem, f"{path.name}: file name and op name differ"

@@ -1,11 +1,12 @@
 """Runs the C++ tests once, through CTest (tests/cpp/CMakeLists.txt registers each test executable): tiling
 keys, block counts, tile sizes and the UB budget for the 910B with 40 and 48 vector cores and for the CPU
-twin (test_tiling, test_swiglu_tiling, test_norm_tiling), and the MoE tiling and twin unit tests
-(test_moe_tiling). `ctest --test-dir build --output-on-failure` runs the same by hand."""
+twin, one test per family (test_<family>_tiling), the twin's Matmul API and sort (test_twin_cube_sort)
+and the cube tiling rules (test_cube_tiling). `ctest --test-dir build --output-on-failure` runs the same by hand."""
 
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,8 @@ from conftest import BUILD
 
 pytestmark = pytest.mark.cpp
 
-EXPECTED = {"test_tiling", "test_swiglu_tiling", "test_norm_tiling", "test_moe_tiling"}
+FAMILIES = [p.name for p in (Path(__file__).resolve().parents[2] / "op_proto").iterdir() if p.is_dir()]
+EXPECTED = {f"test_{family}_tiling" for family in FAMILIES} | {"test_twin_cube_sort", "test_cube_tiling"}
 
 
 def ctest_command() -> str:

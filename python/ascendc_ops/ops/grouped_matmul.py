@@ -6,7 +6,7 @@
   Matmul takes it), added in the kernel's fp32 accumulation; rows past the last group are 0;
 - ``grouped_matmul_weight_grad(x, dy, group_list, group_list_type=1)``: ``dw[e] = x_e^T @ dy_e``.
 
-Schemas come from op_proto/grouped_matmul*.json; the argument rules and the output shapes (also for
+Schemas come from op_proto/grouped_matmul/*.json; the argument rules and the output shapes (also for
 FakeTensor / torch.compile, through a C++ Meta kernel) from tiling/grouped_matmul_problem.h.
 Autograd: dx by grouped_matmul with the weight's transposition flipped, dweight by the weight-grad
 kernel, dbias[e] = the sum of group e's rows of dy (fp32, then the bias's dtype). Data-dependent checks

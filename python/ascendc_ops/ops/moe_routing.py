@@ -5,7 +5,7 @@
 - ``moe_token_unpermute(permuted, sorted_indices, probs=None, padded_mode=False, restore_shape=None)``:
   ``out[t] = sum_k probs[t, k] * permuted[sorted_indices[t*K + k]]``, and its ``*_grad`` op.
 
-Schemas come from op_proto/moe_token_*.json; the argument rules and the output shapes (also for
+Schemas come from op_proto/moe_routing/*.json; the argument rules and the output shapes (also for
 FakeTensor / torch.compile, through C++ Meta kernels) from tiling/moe_routing_problem.h. Autograd:
 dtokens by unpermute (a gather-sum, no probs); dpermuted and dprobs by moe_token_unpermute_grad.
 Data-dependent checks (index ranges) run in the C++ bindings. The grouped matmul ops are in

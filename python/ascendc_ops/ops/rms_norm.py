@@ -9,7 +9,7 @@
   ``npu_add_rms_norm`` with the residual add fused in: ``x = x1 + x2`` rounded once to x1's dtype,
   then rms_norm of that x (the kernel normalizes the rounded x, so autograd through x is exact).
 
-Backward ops (from op_proto/*.json like the forward ones):
+Backward ops (from op_proto/*/*.json like the forward ones):
 - ``rms_norm_grad(dy, x, rstd, gamma) -> (dx, dgamma)``:
   ``dx = rstd*dy*g - x*rstd^3*sum(dy*g*x)/N``, ``dgamma = sum over rows of dy*x*rstd`` accumulated in
   fp32 (per-block partials, then a deterministic reduction) and returned in gamma's dtype.
@@ -37,7 +37,7 @@ import torch
 
 from ..op_proto import load_all
 
-# epsilon's default, as op_proto/rms_norm.json declares it (add_rms_norm.json declares the same)
+# epsilon's default, as op_proto/rms_norm/rms_norm.json declares it (add_rms_norm.json declares the same)
 EPSILON = float(next(a.default for a in load_all()["rms_norm"].attrs if a.name == "epsilon"))
 
 

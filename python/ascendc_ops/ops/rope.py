@@ -12,7 +12,7 @@
   ``apply_rotary_pos_emb_`` is that in-place call; ``apply_rotary_pos_emb`` its differentiable functional
   form (new tensors; the backward is ``apply_rotary_pos_emb_grad``, the same kernel in place on the grads).
 
-Schemas come from op_proto/rotary_mul*.json and rope_customer*.json; the argument rules and the
+Schemas come from op_proto/rope/rotary_mul*.json and rope_customer*.json; the argument rules and the
 output shapes (also for FakeTensor / torch.compile, through a C++ Meta kernel) from
 tiling/rope_problem.h.
 

@@ -5,7 +5,7 @@
 - ``torch.ops.custom.swiglu_grad(dy, x, dim=-1)``: its gradient ``dx`` (``npu_swiglu_backward``),
   ``[dy * B * silu'(A), dy * silu(A)]`` concatenated along ``dim``.
 
-Schemas come from op_proto/swiglu.json and swiglu_grad.json; the argument rules and the output
+Schemas come from op_proto/swiglu/swiglu.json and swiglu_grad.json; the argument rules and the output
 shapes (also for FakeTensor / torch.compile, through a C++ Meta kernel) from tiling/swiglu_problem.h.
 fp32, fp16 and bf16; the kernels compute in fp32 and round once.
 """

@@ -1,9 +1,0 @@
-// gemma_rms_norm_grad: dx and dgamma of gemma_rms_norm (dgamma accumulated in fp32, deterministic). OpDef
-// generated from op_proto/gemma_rms_norm_grad.json.
-#include "rms_norm_host.h"
-
-ASCENDC_OP_HOST(GemmaRmsNormGrad, ascendc_ops_host::TileNormOp(context, ascendc_ops::kGemmaRmsNormGrad, false, true),
-                ascendc_ops_host::InferNormShape(context, ascendc_ops::kGemmaRmsNormGrad, false, true),
-                ascendc_ops_host::InferNormBackwardDtype(context))
-
-#include "gemma_rms_norm_grad_def.h"

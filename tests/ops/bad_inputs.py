@@ -1,0 +1,31 @@
+"""Tables of bad calls, (call, exception type, text), shared by the op tests: each call raises a readable
+error naming the problem, and -- where the check needs no values on the device -- FakeTensor raises the
+same first line (the C++ Meta kernels run the bindings' problem functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def assert_readable(entry) -> None:
+    call, kind, text = entry
+    with pytest.raises(kind) as info:
+        call()
+    assert text in str(info.value)
+
+
+def assert_fake_raises_the_same(entry) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    call, kind, text = entry
+    with pytest.raises(kind) as real:
+        call()
+    with FakeTensorMode(), pytest.raises(kind) as fake:
+        call()
+    assert str(real.value).splitlines()[0] == str(fake.value).splitlines()[0]
+    assert text in str(fake.value)
+
+
+def fake_checkable(bad: list, data_dependent: tuple[str, ...]) -> list[int]:
+    """Indices of `bad` whose text names no value on the device (no fake sees those)."""
+    return [i for i, (_, _, text) in enumerate(bad) if not any(d in text for d in data_dependent)]

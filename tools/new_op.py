@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""The starting files of a new op: tools/new_op.py <family> <op> [--root DIR].
+
+Writes every file docs/adding-an-op.md lists, each one a marked starting point that fails loudly until it
+is written, never a stub that passes:
+
+- C++ files hold an ``#error`` naming what to write: the build (CMake compiles tiling/*.cpp,
+  csrc/kernels/*.cpp, csrc/torch/*.cpp and tests/cpp/test_<family>_tiling.cpp) and tools/check_cann.py
+  reject them until then;
+- Python modules raise NotImplementedError at import, and the op's test fails;
+- the prototype op_proto/<family>/<op>.json is a real one (x -> y in the three float dtypes) to edit, and the
+  case file an empty list, which ``ascendc-ops verify --cases`` and tests/package/test_new_op.py refuse.
+
+A new family gets its family files too (problem, tiling, kernel, op_host header, bindings, NPU launcher,
+wrapper, reference, harness family, C++ tiling test); an op added to an existing family gets its per-op
+files only, and the family files to extend are printed. Existing files are never overwritten. The shared
+lists that name every family (python/ascendc_ops/ops/__init__.py, python/ascendc_ops/__init__.py,
+python/ascendc_ops/harness/families/__init__.py) are edited by hand. Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NAME = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
+FLOATS = ["float16", "float", "bfloat16"]
+
+
+@dataclass(frozen=True)
+class Names:
+    family: str
+    op: str
+
+    @property
+    def op_type(self) -> str:  # msopgen's op type: RmsNorm for rms_norm
+        return "".join(w.capitalize() for w in self.op.split("_"))
+
+    @property
+    def family_type(self) -> str:
+        return "".join(w.capitalize() for w in self.family.split("_"))
+
+    @property
+    def test_name(self) -> str:  # carries the family key (tests/package/test_family_keys.py)
+        return f"test_{self.op}" if self.family in self.op else f"test_{self.family}_{self.op}"
+
+
+def cpp_error(what: str, step: str) -> str:
+    return (
+        f"// Written by tools/new_op.py: {what}\n"
+        f'#error "tools/new_op.py scaffold: {step} (docs/adding-an-op.md), then delete this line"\n'
+    )
+
+
+def py_error(doc: str, step: str) -> str:
+    return (
+        f'"""{doc} Written by tools/new_op.py."""\n\n'
+        f'raise NotImplementedError("tools/new_op.py scaffold: {step} (docs/adding-an-op.md)")\n'
+    )
+
+
+def prototype(n: Names) -> str:
+    def tensor(name):
+        return {"name": name, "param_type": "required", "format": ["ND"] * len(FLOATS), "type": FLOATS}
+
+    entry = {"op": n.op_type, "language": "cpp", "input_desc": [tensor("x")], "output_desc": [tensor("y")]}
+    return json.dumps([entry], indent=2) + "\n"
+
+
+def failing_test(n: Names) -> str:
+    return (
+        f'"""{n.op} against its float64 golden (python/ascendc_ops/ops/{n.family}_reference.py), judged with\n'
+        f'tests/accuracy.py; its readable errors, opcheck and empty tensors. Written by tools/new_op.py."""\n\n'
+        "import pytest\n\n\n"
+        f"def test_{n.op}_against_its_golden():\n"
+        f"    pytest.fail(\"tools/new_op.py scaffold: write {n.op}'s tests (tests/ops/test_swiglu.py is one "
+        "family's)\")\n"
+    )
+
+
+# (path, why, content, per op: True / family: False); paths under --root.
+def files(n: Names) -> list[tuple[str, str, str, bool]]:
+    f, op = n.family, n.op
+    return [
+        (
+            f"op_proto/{f}/{op}.json",
+            "the prototype: inputs, outputs, dtype combinations, attrs; the schema and dtype checks follow",
+            prototype(n),
+            True,
+        ),
+        (
+            f"csrc/kernels/op_package/{f}/{op}.cpp",
+            "the op-package kernel entry (NPU): parameters are the JSON's inputs, then outputs",
+            cpp_error(f"{op}'s op-package entry (csrc/kernels/op_package/README.md).", "write the entry"),
+            True,
+        ),
+        (
+            f"csrc/op_host/{f}/{op}.cpp",
+            "the op package's tiling and infer functions: one ASCENDC_OP_HOST line",
+            cpp_error(f"{op}'s op_host file (op_host_common.h, ASCENDC_OP_HOST).", "write the op_host file"),
+            True,
+        ),
+        (f"cases/{f}/{op}.json", "msOpST-style cases for ascendc-ops verify (an empty list is refused)", "[]\n", True),
+        (f"tests/ops/{n.test_name}.py", "the op's tests, failing until written", failing_test(n), True),
+        (
+            f"tiling/{f}_problem.h",
+            "the problem function: arguments -> problem and output shapes, or a readable ArgError",
+            cpp_error(f"the {f} problem function (tiling/swiglu_problem.h is one).", "write the problem function"),
+            False,
+        ),
+        (
+            f"tiling/{f}_tiling_data.h",
+            "the tiling struct the kernel reads, and the entries' dtype lists and GM parameters",
+            cpp_error(f"the {f} tiling struct and X-macro entry lists.", "write the tiling struct"),
+            False,
+        ),
+        (
+            f"tiling/{f}_tiling.h",
+            "the tiling function's declaration and its result (struct, blockDim, key)",
+            cpp_error(f"the {f} tiling declaration.", "declare the tiling"),
+            False,
+        ),
+        (
+            f"tiling/{f}_tiling.cpp",
+            "the tiling: a pure function of the problem and tiling::PlatformInfo",
+            cpp_error(f"the {f} tiling.", "write the tiling"),
+            False,
+        ),
+        (
+            f"tests/cpp/test_{f}_tiling.cpp",
+            "C++ unit tests of the problem function and the tiling (CTest, one per family)",
+            cpp_error(f"the {f} tiling unit tests (tests/cpp/test_swiglu_tiling.cpp is one).", "write the tests"),
+            False,
+        ),
+        (
+            f"csrc/kernels/{f}.cpp",
+            'the Ascend C kernel: one extern "C" entry per dtype',
+            cpp_error(f"the {f} kernel.", "write the kernel"),
+            False,
+        ),
+        (
+            f"csrc/op_host/{f}/{f}_host.h",
+            "what the family's op_host files call: the problem function and the tiling via InputArg and Checked",
+            cpp_error(f"the {f} op_host functions.", "write the op_host functions"),
+            False,
+        ),
+        (
+            f"csrc/torch/{f}_ops.h",
+            "Prepare<Op>: the launch both backends share",
+            cpp_error(f"the {f} bindings' header.", "declare Prepare<Op>"),
+            False,
+        ),
+        (
+            f"csrc/torch/{f}_ops.cpp",
+            "the CPU binding (Prepare<Op>, LaunchOnTwin) and the Meta kernel",
+            cpp_error(f"the {f} CPU and Meta bindings.", "write the bindings"),
+            False,
+        ),
+        (
+            f"csrc/torch/npu/{f}_npu.cpp",
+            "the NPU launcher (PrivateUse1): the same Prepare<Op> on torch_npu's stream",
+            cpp_error(f"the {f} NPU launcher.", "write the NPU launcher"),
+            False,
+        ),
+        (
+            f"python/ascendc_ops/ops/{f}.py",
+            "the Python wrapper and register_autograd",
+            py_error(f"The {f} ops' wrappers and autograd.", "write the wrapper"),
+            False,
+        ),
+        (
+            f"python/ascendc_ops/ops/{f}_reference.py",
+            "the float64 NumPy golden",
+            py_error(f"The {f} ops' float64 references.", "write the reference"),
+            False,
+        ),
+        (
+            f"python/ascendc_ops/harness/families/{f}.py",
+            "how verify and bench run the family's ops",
+            py_error(f"The {f} family's harness knowledge.", "write the harness family"),
+            False,
+        ),
+    ]
+
+
+# The lists every family is named in, edited by hand (they order the families).
+SHARED = [
+    ("python/ascendc_ops/ops/__init__.py", "import the family's module (registers its autograd)"),
+    ("python/ascendc_ops/__init__.py", "export the wrappers"),
+    ("python/ascendc_ops/harness/families/__init__.py", "add the family to FAMILIES"),
+]
+
+
+def family_files(root: Path, path: str) -> list[str]:
+    """An existing family's file for a family path of files(), or its siblings of that kind
+    (csrc/kernels/moe_routing_permute.cpp for csrc/kernels/moe_routing.cpp)."""
+    p = Path(path)
+    if (root / p).exists():
+        return [path]
+    return [str(q.relative_to(root)) for q in sorted((root / p.parent).glob(f"{p.stem}_*{p.suffix}"))]
+
+
+def scaffold(family: str, op: str, root: Path) -> tuple[list[tuple[str, str]], list[str]]:
+    """Writes the files; returns ([(path, why) written], [family files to extend])."""
+    for name in (family, op):
+        if not NAME.fullmatch(name):
+            raise SystemExit(f"new_op: {name!r} is not a snake_case name")
+    n = Names(family, op)
+    if any((root / "op_proto").glob(f"*/{op}.json")):
+        raise SystemExit(f"new_op: {op} has a prototype already")
+    new_family = not (root / "op_proto" / family).is_dir()
+    chosen = [(p, why, text) for p, why, text, per_op in files(n) if per_op or new_family]
+    existing = [p for p, _, _ in chosen if (root / p).exists()]
+    if existing:
+        raise SystemExit(f"new_op: would overwrite {existing}")
+    for path, _, text in chosen:
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    extend = (
+        [] if new_family else sorted({e for p, *_, per_op in files(n) if not per_op for e in family_files(root, p)})
+    )
+    return [(p, why) for p, why, _ in chosen], extend
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("family", help="the family key, e.g. rope (a new one: a new family)")
+    parser.add_argument("op", help="the op's snake_case name, e.g. rotary_mul")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the tree to write into (default: this checkout)")
+    args = parser.parse_args()
+    written, extend = scaffold(args.family, args.op, args.root)
+    for path, why in written:
+        print(f"wrote  {path}: {why}")
+    for path in extend:
+        print(f"extend {path}")
+    if not extend:
+        for path, why in SHARED:
+            print(f"edit   {path}: {why}")
+    print("Each file fails (#error, NotImplementedError, a failing test, an empty case list) until written.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
