@@ -1,4 +1,4 @@
-// An op's arguments as its prototype (op_proto/<op>.json) declares them, and the one way every layer
+// An op's arguments as its prototype (op_proto/<family>/<op>.json) declares them, and the one way every layer
 // rejects bad ones: the torch binding, its Meta kernel and the CANN op_host all call the per-op
 // problem functions (tiling/<family>_problem.h), which throw ArgError. Pure C++: no torch, no CANN.
 #pragma once

@@ -18,7 +18,7 @@ struct KernelEntry {
   Fn fn;
 };
 
-// The entry for (dtype, dtype2). The binding has already checked the dtypes against op_proto/<op>.json,
+// The entry for (dtype, dtype2). The binding has already checked the dtypes against op_proto/<family>/<op>.json,
 // whose combinations the list covers.
 template <typename Fn, size_t N>
 const KernelEntry<Fn>& PickEntry(const KernelEntry<Fn> (&entries)[N], at::ScalarType dtype, at::ScalarType dtype2) {

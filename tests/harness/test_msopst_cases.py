@@ -1,6 +1,6 @@
 """Our case files against msOpST's own case parser (Ascend/msopgen tools/msopst, ASCENDC_MSOPGEN).
 
-Each case of cases/*.json goes alone through msOpST's CaseDesign (the parser `msopst run` uses) and
+Each case of cases/*/*.json goes alone through msOpST's CaseDesign (the parser `msopst run` uses) and
 through ours (harness/cases.py). Where msOpST accepts a case, the sub-case lists must agree: count,
 and per sub-case in order the inputs' shapes and dtypes, the outputs' shapes and the attrs (names
 differ by design: msOpST writes <case>_case_001_ND_float16 / <case>_sub_case_001_..., we write

@@ -18,7 +18,7 @@ A case file is a JSON list of cases (README, "Case files (msOpST style)"):
 Fields
 - ``case_name``, ``op`` (a torch.ops.custom op with an entry in verify.OPS, by its torch name
   ``rope_customer`` or its prototype's op type ``RopeCustomer``, in any case), ``input_desc`` and
-  ``output_desc`` (one entry per op input / output, names as in op_proto/<op>.json) are required.
+  ``output_desc`` (one entry per op input / output, names as in op_proto/<family>/<op>.json) are required.
 - Inputs need ``name``, ``format`` (only ND), ``type`` (float16 | bfloat16 | float32, alias float),
   ``shape`` (``typical_shape`` replaces a shape holding -1), and optionally ``value_range`` [[a, b]]
   (default [0.1, 1.0], msOpST's) with ``data_distribute`` (default uniform; its meaning of [a, b] per
@@ -177,7 +177,7 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
         expected = [t.name for t in want]
         required = {t.name for t in want if t.param_type != "optional"}  # an optional input may be left out
         if len(set(names)) != len(names) or not required <= set(names) <= set(expected):
-            raise CaseError(f"{where}: {key} names {names} do not match {op}'s {expected} (op_proto/{op}.json)")
+            raise CaseError(f"{where}: {key} names {names} do not match {op}'s {expected} (op_proto/<family>/{op}.json)")
         descs[key] = sorted(lst, key=lambda d: expected.index(d["name"]))
 
     # per-tensor candidate lists

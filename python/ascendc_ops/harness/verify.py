@@ -4,7 +4,7 @@ float64 NumPy golden (ops/<family>_reference.py) under the Ascend standards (pre
 Op table: ``OPS`` maps a torch.ops.custom op name to an ``OpSpec`` (families/base.py), gathered from the
 family modules in families/ (how to run each op, PyTorch's own same-dtype computation of it, its golden, a
 shape fuzzer, its default cases written as case-file entries, and its named value generators). Input/output
-names, dtypes and attribute defaults come from op_proto/<op>.json. Every output is judged on its own (RMSNorm:
+names, dtypes and attribute defaults come from op_proto/<family>/<op>.json. Every output is judged on its own (RMSNorm:
 y, the fp32 rstd, add_rms_norm's x, dx and dgamma in gamma's dtype).
 
 Named value generators (a case input's ``value``) are called as fn(shape, attrs, ctx) with ctx a

@@ -28,7 +28,7 @@ def group_list_for_x(shape, attrs, ctx: GenContext | None = None):
 
 
 VALUES = {"group_list_for_x": group_list_for_x, "signed_uniform": signed_uniform}
-BIAS_DTYPE = {"float16": "float16", "bfloat16": "float32", "float32": "float32"}  # op_proto/grouped_matmul.json
+BIAS_DTYPE = {"float16": "float16", "bfloat16": "float32", "float32": "float32"}  # op_proto/grouped_matmul/grouped_matmul.json
 POSITIVE = [0.25, 1.25]  # data range of the default suite: no dot product cancels
 
 
@@ -76,7 +76,7 @@ def gmm_suite(weight_grad: bool):
     with empty groups and rows past the last group, both group_list types (and transpose_weight), plus the
     Qwen3-MoE experts shape (8192 routed rows, K 1024, N 1024, E 64). Data: uniform in [0.25, 1.25], so no
     dot product cancels and every golden is far from zero: the literal MERE/MARE standard then applies
-    (tests/ops/test_moe_ops.py covers signed data against fp32 evaluation bounds)."""
+    (tests/ops/test_grouped_matmul.py covers signed data against fp32 evaluation bounds)."""
     op = "grouped_matmul_weight_grad" if weight_grad else "grouped_matmul"
     f, i64 = list(DTYPES), ["int64"] * 3
 

@@ -1,6 +1,6 @@
 """The MoE routing family's harness knowledge: moe_token_unpermute and its grad for `verify` (how to run each,
 PyTorch's own computation, the float64 golden, the fuzzer, the default suite, the permutation generator;
-moe_token_permute moves rows and returns int32 indices: tests/ops/test_moe_ops.py checks it exactly), and
+moe_token_permute moves rows and returns int32 indices: tests/ops/test_moe_routing.py checks it exactly), and
 moe_token_permute and moe_token_unpermute for `bench`."""
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def torch_gemma_rms_norm_grad(dy, x, rstd, gamma):
 
 
 def torch_gated(x, gamma, z, eps=1e-6):
-    """gated_rms_norm's second implementation (also tests/ops/test_gated_norm.py's): the formula step by step in
+    """gated_rms_norm's second implementation (also tests/ops/test_gated_rms_norm.py's): the formula step by step in
     x's dtype, normalizing over gamma's dims."""
     dims = tuple(range(-gamma.dim(), 0))
     return x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps) * gamma.to(x.dtype) * F.silu(z)
@@ -172,7 +172,7 @@ def norm_suite(op: str) -> Callable:
     judged in the small-value domain (precision.py). Backward ops get rstd = 1/sqrt(mean(x^2) + eps) of their
     x ("rstd_of_x", rounded to fp32), the forward's rstd. At hidden 1 the backward's dx = dg*eps*rstd^3 is
     all cancellation (condition number x^2/eps for every element, no dtype evaluation comes near it): the
-    hidden-1 backward cases use eps 1 ("rstd_of_x_eps1"), as tests/ops/test_norm.py does.
+    hidden-1 backward cases use eps 1 ("rstd_of_x_eps1"), as tests/ops/test_rms_norm.py does.
     Cancellation-prone cases ("_cancel", rows x hidden 83x8 and 7x769): rms_norm, gamma in [-2^-8, 2^-8]
     (y mostly small values); gemma_rms_norm, gamma in -1 + [-2^-8, 2^-8] (1 + gamma cancels); add_rms_norm,
     x2 = -x1 + uniform [-2^-6, 2^-6] ("minus_x1": x1 + x2 cancels);
