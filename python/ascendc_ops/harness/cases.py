@@ -177,7 +177,9 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
         expected = [t.name for t in want]
         required = {t.name for t in want if t.param_type != "optional"}  # an optional input may be left out
         if len(set(names)) != len(names) or not required <= set(names) <= set(expected):
-            raise CaseError(f"{where}: {key} names {names} do not match {op}'s {expected} (op_proto/<family>/{op}.json)")
+            raise CaseError(
+                f"{where}: {key} names {names} do not match {op}'s {expected} (op_proto/<family>/{op}.json)"
+            )
         descs[key] = sorted(lst, key=lambda d: expected.index(d["name"]))
 
     # per-tensor candidate lists

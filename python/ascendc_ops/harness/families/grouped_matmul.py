@@ -28,7 +28,11 @@ def group_list_for_x(shape, attrs, ctx: GenContext | None = None):
 
 
 VALUES = {"group_list_for_x": group_list_for_x, "signed_uniform": signed_uniform}
-BIAS_DTYPE = {"float16": "float16", "bfloat16": "float32", "float32": "float32"}  # op_proto/grouped_matmul/grouped_matmul.json
+BIAS_DTYPE = {
+    "float16": "float16",
+    "bfloat16": "float32",
+    "float32": "float32",
+}  # op_proto/grouped_matmul/grouped_matmul.json
 POSITIVE = [0.25, 1.25]  # data range of the default suite: no dot product cancels
 
 
