@@ -103,7 +103,7 @@ def _run_ops(args) -> int:
             bench.check_csv(cfg.csv)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    bench.run(cfg)
+    bench.run(cfg, out=sys.stdout)
     return 0
 
 

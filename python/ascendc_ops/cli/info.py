@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from ..harness import info
 from . import options
 
@@ -17,4 +19,4 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    return info.main(args.json)
+    return info.main(args.json, out=sys.stdout)  # the stdout of now (a test's capture), not of import time

@@ -58,7 +58,7 @@ def _run_ops(args) -> int:
         raise UsageError(str(e)) from None
     if not cases:
         raise UsageError("no cases left after the --op/--dtype filters")
-    return verify.run(cases, args.standard, args.json, progress=_progress(args))
+    return verify.run(cases, args.standard, args.json, out=sys.stdout, progress=_progress(args))
 
 
 def _run_cann_bench(args) -> int:
