@@ -82,7 +82,7 @@ def test_no_explain_profiles_nothing(monkeypatch):
 
 def test_cli_explains_by_default_and_no_explain_turns_it_off(monkeypatch):
     seen = []
-    monkeypatch.setattr(bench, "run", seen.append)
+    monkeypatch.setattr(bench, "run", lambda cfg, out=None: seen.append(cfg))
     for extra in ([], ["--no-explain"]):
         assert cli.main(["bench", "--op", "rotary_mul", "--shape", "1,1,2,8", *extra]) == 0
     assert [cfg.explain for cfg in seen] == [True, False]

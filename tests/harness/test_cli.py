@@ -7,6 +7,9 @@ traceback reaches the terminal.
 
 from __future__ import annotations
 
+import argparse
+import ast
+import collections
 import csv
 import json
 import os
@@ -494,21 +497,119 @@ def test_bench_plot_draws_or_names_the_extra(tmp_path):
 @pytest.mark.parametrize(
     "args,pattern",
     [
-        (["--suite", "model", "--op", "rope_customer"], r"--op: not an option of --suite model"),
-        (["--suite", "moe", "--no-compile", "--rounds", "2"], r"--no-compile, --rounds: not an option of --suite moe"),
-        (["--suite", "ops", "--no-eager"], r"--no-eager: not an option of --suite ops"),
-        (["--suite", "moe", "--dtype", "float16"], r"--suite moe runs in float32 and bfloat16, not float16"),
+        (
+            ["--suite", "model", "--op", "rope_customer"],
+            r"bench model: error: unrecognized arguments: --op rope_customer",
+        ),
+        (
+            ["moe", "--no-compile", "--rounds", "2"],
+            r"bench moe: error: unrecognized arguments: --no-compile --rounds 2",
+        ),
+        (["--no-eager"], r"bench ops: error: unrecognized arguments: --no-eager"),
+        (["--suite", "moe", "--dtype", "float16"], r"bench moe: error: argument --dtype: invalid choice: 'float16'"),
         (["--suite", "moe", "--case", "E9"], r"invalid choice: 'E9'"),
-        (["--suite", "npu"], r"invalid choice: 'npu'"),
+        (["--suite", "npu"], r"bench: error: argument SUITE: invalid choice: 'npu'"),
+        (["--preset", "cann-bench", "llama-7b"], r"bench cann-bench: error: unrecognized arguments: --preset llama-7b"),
+        (
+            ["--suite", "moe", "--preset", "cann-bench"],
+            r"bench moe: error: unrecognized arguments: --preset cann-bench",
+        ),
     ],
 )
 def test_bench_suite_options(capsys, args, pattern):
-    """One bench command: each suite takes its own options, and another suite's option is an error, not ignored."""
-    try:
-        rc = cli.main(["bench", *args])
-    except SystemExit as e:  # argparse errors exit from inside parse_args
-        rc = e.code
-    assert re.search(pattern, assert_clean_error(rc, capsys.readouterr().err))
+    """Each bench suite is a subcommand with its own options: another suite's option is an error, not ignored."""
+    with pytest.raises(SystemExit) as e:  # argparse refuses them from inside parse_args
+        cli.main(["bench", *args])
+    assert re.search(pattern, assert_clean_error(e.value.code, capsys.readouterr().err))
+
+
+def suites(command: str) -> dict:
+    """{suite name: its parser} of a command with suites, from the parser itself."""
+    parser = cli.build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    (found,) = [a for a in commands.choices[command]._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(found.choices)
+
+
+def options_of(parser) -> set:
+    return {s for a in parser._actions for s in a.option_strings} - {"-h", "--help"}
+
+
+@pytest.mark.parametrize("command,count", [("verify", 4), ("bench", 81)])
+def test_every_suite_refuses_every_other_suites_options(capsys, command, count):
+    """Walks the parsers: any option one suite takes and another does not is refused by argparse in the other."""
+    found = suites(command)
+    assert len(found) >= 2 and "ops" in found and "cann-bench" in found
+    refused = 0
+    for mine, parser in found.items():
+        for other in found.values():
+            for option in sorted(options_of(other) - options_of(parser)):
+                with pytest.raises(SystemExit) as e:
+                    cli.build_parser().parse_args([command, mine, option])
+                line = assert_clean_error(e.value.code, capsys.readouterr().err)
+                assert line == f"ascendc-ops {command} {mine}: error: unrecognized arguments: {option}"
+                refused += 1
+    assert refused == count  # verify: ops' --cases and the three cann-bench options
+
+
+@pytest.mark.parametrize(
+    "older,now",
+    [
+        (["bench"], ["bench", "ops"]),
+        (["bench", "--op", "swiglu", "--quick", "--preset", "llama-7b"], ["bench", "ops", "--op", "swiglu", "--quick",
+                                                                        "--preset", "llama-7b"]),
+        (["bench", "--suite", "moe", "--quick", "--case", "E8"], ["bench", "moe", "--quick", "--case", "E8"]),
+        (["bench", "--quick", "--suite=model", "--rounds", "3"], ["bench", "model", "--quick", "--rounds", "3"]),
+        (["bench", "--preset", "cann-bench", "--cann-case", "rms_norm:16"], ["bench", "cann-bench", "--cann-case",
+                                                                           "rms_norm:16"]),
+        (["bench", "--quick", "--preset=cann-bench", "--no-accuracy"], ["bench", "cann-bench", "--quick",
+                                                                      "--no-accuracy"]),
+        (["verify", "--op", "rms_norm", "--cases", "cases/rms_norm.json"], ["verify", "ops", "--op", "rms_norm",
+                                                                           "--cases", "cases/rms_norm.json"]),
+        (["verify", "--quick", "--preset", "cann-bench", "--op", "swiglu"], ["verify", "cann-bench", "--quick", "--op",
+                                                                            "swiglu"]),
+    ],
+)  # fmt: skip
+def test_older_spellings_name_the_suite(older, now, monkeypatch):
+    """What a user may have scripted before the suites were subcommands parses as the subcommand does."""
+    monkeypatch.chdir(ROOT)  # --cases checks that its file exists
+    parser = cli.build_parser()
+    parsed = vars(parser.parse_args(older))
+    assert parsed == vars(parser.parse_args(now)) and parsed["suite"] == now[1]
+
+
+TWO_MEANINGS = ("--shape", "--dtype", "--mode", "--json")
+
+
+def leaf_parsers(parser=None) -> list:
+    """Every parser that takes options and no subcommand: a command, or a suite of one."""
+    parser = parser or cli.build_parser()
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [leaf for sub in subs for p in sub.choices.values() for leaf in leaf_parsers(p)] if subs else [parser]
+
+
+def test_each_option_is_defined_once():
+    """Every option is written once in the CLI's source: what several parsers take comes from one function
+    (cli/options.py). Four spellings have two meanings, kept because users script them: one op call (estimate,
+    profile) takes one --shape, --dtype and --mode where bench and verify take lists, and its --json is a flag
+    (print JSON) where the others' --json OUT writes a file."""
+    defined = collections.Counter()
+    for path in sorted((ROOT / "python" / "ascendc_ops" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_argument":
+                defined[node.args[0].value] += 1
+    assert {"--op", "--quick", "--uncalibrated", "--no-progress", "--cann-case", "op"} <= set(defined)
+    assert {name: n for name, n in defined.items() if n > 1} == dict.fromkeys(TWO_MEANINGS, 2)
+    # walked through the parsers: a spelling means one thing wherever it is taken (the same kind of action,
+    # value type and count), the four above two things each
+    kinds = collections.defaultdict(set)
+    for parser in leaf_parsers():
+        for a in parser._actions:
+            for option in set(a.option_strings) - {"-h", "--help"}:
+                kinds[option].add((type(a).__name__, a.type, a.nargs))
+    assert {o for o, k in kinds.items() if len(k) > 1} == set(TWO_MEANINGS)
+    assert all(len(kinds[o]) == 2 for o in TWO_MEANINGS)
+    assert len(leaf_parsers()) == 9  # verify: 2 suites, bench: 4, estimate, profile, info
 
 
 def test_bench_suite_moe_quick_block(tmp_path):

@@ -1,0 +1,219 @@
+"""`ascendc-ops bench [ops|moe|model|cann-bench]`: latency. ops: each op against PyTorch step-by-step,
+torch.compile and a same-size copy; moe: the MoE experts block and a Qwen3-MoE step against HF; model: a
+Llama-shaped HF model with and without the kernels; cann-bench: our 910B estimates on cann-bench's cases."""
+
+from __future__ import annotations
+
+import sys
+
+from ..harness import bench, bench_fusions, bench_model, bench_moe, cann_bench_report, plot
+from ..harness.environment import progress
+from . import options
+from .common import Suite, UsageError, add_suites, out_path, positive_int, run_suite, shape
+
+HELP = "time our ops (ops), the MoE block (moe), a model (model) or cann-bench's cases (cann-bench)"
+DESCRIPTION = (
+    "Suites: ops (the default when none is named), moe, model, cann-bench; `ascendc-ops bench SUITE -h` lists "
+    "a suite's options. The older `--suite SUITE` and `--preset cann-bench` name a suite too."
+)
+
+
+# ---------------------------------------------------------------- ops
+def _add_ops(parser) -> None:
+    options.ops(parser, bench.OPS)
+    parser.add_argument(
+        "--preset",
+        nargs="+",
+        action="extend",
+        choices=list(bench.PRESETS),
+        help="model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
+        "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])",
+    )
+    parser.add_argument("--seq", type=positive_int, help="sequence length for --preset (default: 4096)")
+    parser.add_argument(
+        "--shape",
+        nargs="+",
+        action="extend",
+        type=shape,
+        metavar="DIMS",
+        help="comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; SwiGLU: T,2I); "
+        "default without --preset: each op's shapes from its issue",
+    )
+    options.dtypes(parser, bench.DTYPES, " ".join(bench.DEFAULT_DTYPES))
+    parser.add_argument(
+        "--mode",
+        nargs="+",
+        action="extend",
+        choices=list(bench.PASSES),
+        help="fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd",
+    )
+    parser.add_argument(
+        "--csv", type=out_path, metavar="OUT", help="append the rows, with environment columns, to this CSV file"
+    )
+    parser.add_argument(
+        "--plot",
+        type=out_path,
+        metavar="OUT.png",
+        help="draw speedups and %% of copy bandwidth (needs matplotlib: pip install 'ascendc-ops[plot]')",
+    )
+    options.quick(parser, "fewer repeats (~0.1 s per provider, >= 5)")
+    parser.add_argument(
+        "--no-compile", action="store_true", help="skip the torch.compile provider (saves compile time)"
+    )
+    parser.add_argument(
+        "--no-explain",
+        action="store_true",
+        help="skip the table explaining each missed row (one host profile per such row: its top APIs, vector "
+        "passes and copy share)",
+    )
+    options.uncalibrated(parser)
+    parser.add_argument("--threads", type=positive_int, help="torch threads (default: all cores)")
+    parser.add_argument(
+        "--keep-malloc",
+        action="store_true",
+        help="leave glibc malloc's defaults (shows the page-fault trap on large outputs)",
+    )
+    options.no_progress(parser)
+
+
+def _run_ops(args) -> int:
+    if args.plot and not plot.available():  # before the run, not after it
+        raise UsageError(f"--plot needs matplotlib: {plot.INSTALL}")
+    cfg = bench.Config(
+        ops=tuple(dict.fromkeys(args.op or bench.OPS)),
+        shapes=tuple(dict.fromkeys(args.shape or ())),
+        presets=tuple(dict.fromkeys(args.preset or ())),
+        seq=args.seq or 0,
+        dtypes=tuple(dict.fromkeys(args.dtype or bench.DEFAULT_DTYPES)),
+        passes=tuple(dict.fromkeys(args.mode or bench.DEFAULT_PASSES)),
+        threads=args.threads or 0,
+        tune_malloc=not args.keep_malloc,
+        compile=not args.no_compile,
+        csv=args.csv,
+        plot=args.plot,
+        progress=not args.no_progress,
+        explain=not args.no_explain,
+        calibrated=not args.uncalibrated,
+    )
+    if args.quick:
+        cfg.target_s, cfg.min_reps, cfg.warmup = 0.1, 5, 1
+    try:
+        bench.cases(cfg)
+        if cfg.csv:
+            bench.check_csv(cfg.csv)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    bench.run(cfg, out=sys.stdout)
+    return 0
+
+
+# ---------------------------------------------------------------- moe
+def _add_moe(parser) -> None:
+    parser.add_argument(
+        "--case", nargs="+", action="extend", choices=list(bench_moe.CASES), help="experts block case(s) (default: all)"
+    )
+    options.dtypes(parser, bench_moe.DTYPES, " ".join(bench_moe.DTYPES))
+    options.quick(parser, "256 tokens per block case, a shorter model sequence")
+    parser.add_argument("--no-eager", action="store_true", help="skip HF eager (the slowest: ~9 s per E=64 step)")
+    parser.add_argument("--no-memory", action="store_true", help="skip the peak memory subprocesses")
+    parser.add_argument("--no-model", action="store_true", help="skip the Qwen3-MoE training step")
+    parser.add_argument("--no-gmm", action="store_true", help="skip grouped_matmul vs torch._grouped_mm")
+
+
+def _run_moe(args) -> int:
+    return bench_moe.run(
+        bench_moe.Options(
+            quick=args.quick,
+            cases=tuple(dict.fromkeys(args.case or ())),
+            dtypes=tuple(dict.fromkeys(args.dtype or ())),
+            eager=not args.no_eager,
+            memory=not args.no_memory,
+            model=not args.no_model,
+            gmm=not args.no_gmm,
+        )
+    )
+
+
+# ---------------------------------------------------------------- model
+def _add_model(parser) -> None:
+    options.quick(parser, "smaller shapes (< 1 min)")
+    parser.add_argument(
+        "--rounds", type=positive_int, help="subprocess runs per variant, interleaved, the best shown (default: 2)"
+    )
+    parser.add_argument("--no-profile", action="store_true", help="skip the per-op profile")
+    parser.add_argument(
+        "--steps-only",
+        action="store_true",
+        help="only the Qwen3 / Qwen3-MoE training steps by fusion level (not the Llama table)",
+    )
+
+
+def _run_model(args) -> int:
+    if not args.steps_only:  # the Llama table, then the Qwen3 / Qwen3-MoE steps by fusion level
+        bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
+    return bench_fusions.run(quick=args.quick, rounds=args.rounds or bench_fusions.ROUNDS)
+
+
+# ---------------------------------------------------------------- cann-bench
+def _add_cann_bench(parser) -> None:
+    options.cann_bench(parser)
+    options.quick(parser, "the cases whose largest tensor holds at most 4 Mi elements")
+    parser.add_argument("--no-accuracy", action="store_true", help="skip each case's accuracy run on the twin")
+    options.json_out(parser, "the rows as well")
+    options.no_progress(parser)
+
+
+def _run_cann_bench(args) -> int:
+    facts, only = options.cann_bench_facts(args)
+    return cann_bench_report.run_bench(
+        facts,
+        only,
+        args.quick,
+        accuracy=not args.no_accuracy,
+        json_path=args.json,
+        progress=progress if sys.stderr.isatty() and not args.no_progress else None,
+        calibrated=not args.uncalibrated,
+    )
+
+
+SUITES = (
+    Suite(
+        "ops",
+        "each op against PyTorch step-by-step, torch.compile and a copy",
+        "Time each op against the PyTorch step-by-step code it replaces, torch.compile of that code and a "
+        "same-size copy; print a Markdown table.",
+        _add_ops,
+        _run_ops,
+    ),
+    Suite(
+        "moe",
+        "the MoE experts block and a tiny Qwen3-MoE step against HF (also: --suite moe)",
+        "The MoE experts block against HF transformers' eager loop and grouped_mm, and a tiny Qwen3-MoE training step.",
+        _add_moe,
+        _run_moe,
+    ),
+    Suite(
+        "model",
+        "a Llama-shaped HF model with and without the kernels (also: --suite model)",
+        "A Llama-shaped HF model's training step and generation with and without the kernels, then the Qwen3 / "
+        "Qwen3-MoE training steps by fusion level.",
+        _add_model,
+        _run_model,
+    ),
+    Suite(
+        "cann-bench",
+        "our 910B estimates on cann-bench's cases (also: --preset cann-bench)",
+        "The cases of hicann/cann-bench's tasks our ops implement: accuracy on the twin, our 910B estimate, "
+        "the built-in kernels' 910B2 times and HAP (docs/benchmarks.md), then the model check.",
+        _add_cann_bench,
+        _run_cann_bench,
+    ),
+)
+
+
+def add_arguments(parser) -> None:
+    add_suites(parser, SUITES, suite_option="--suite")
+
+
+def run(args) -> int:
+    return run_suite(SUITES, args)
