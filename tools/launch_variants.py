@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Other forms of the 910B model's fixed cost, fitted as harness/model_check.py fits the committed one (least
+"""Other forms of the 910B model's fixed cost, fitted as harness/pipeline/calibration.py fits the committed one (least
 squares in log time on the odd case ids, the even ones held out, the same cases and bounds) and scored by
 the held-out error on the built-ins' measured cann-bench times (docs/harness.md, "The launch model").
 
@@ -21,8 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from ascendc_ops.harness import cann_bench_data as D, model_check as M  # noqa: E402
-from ascendc_ops.harness.pipeline import load_platform  # noqa: E402
+from ascendc_ops.harness.cann_bench import data as D  # noqa: E402
+from ascendc_ops.harness.pipeline import (
+    calibration as M,  # noqa: E402
+    load_platform,  # noqa: E402
+)
 
 UB_TILE = 192 * 1024  # bytes a block of a streaming kernel holds at once (the UB), for the per-block variant
 

@@ -74,9 +74,9 @@ def _in_file(text: str) -> str:
 # ---------------------------------------------------------------- commands
 def _verify(args) -> int:
     os.environ.setdefault("ASCENDC_TWIN_SANITIZE", "1")  # verify runs the twin sanitizer on every launch
-    from .harness import verify
-    from .harness.cases import CaseError
     from .harness.environment import progress
+    from .harness.verify import suite as verify
+    from .harness.verify.cases import CaseError
 
     if args.preset:
         return _verify_cann_bench(args)
@@ -97,7 +97,7 @@ CANN_BENCH = "cann-bench"
 
 def _cann_bench_facts(args):
     """(facts, case filter) of --preset cann-bench: our snapshot, or --cann-bench-checkout read directly."""
-    from .harness import cann_bench, cann_bench_data
+    from .harness.cann_bench import data as cann_bench_data, preset as cann_bench
 
     try:
         return cann_bench_data.load(args.cann_bench_checkout), cann_bench.parse_only(args.cann_case)
@@ -106,9 +106,10 @@ def _cann_bench_facts(args):
 
 
 def _verify_cann_bench(args) -> int:
-    from .harness import cann_bench, cann_bench_report, verify
-    from .harness.cases import CaseError
+    from .harness.cann_bench import preset as cann_bench, report as cann_bench_report
     from .harness.environment import progress
+    from .harness.verify import suite as verify
+    from .harness.verify.cases import CaseError
 
     if args.cases:
         raise UsageError("--cases and --preset: give one of them")
@@ -133,7 +134,7 @@ def _verify_cann_bench(args) -> int:
 
 
 def _bench_cann(args) -> int:
-    from .harness import cann_bench_report
+    from .harness.cann_bench import report as cann_bench_report
     from .harness.environment import progress
 
     if args.preset != [CANN_BENCH]:
@@ -232,7 +233,8 @@ def _bench(args) -> int:
 
 
 def _bench_ops(args) -> int:
-    from .harness import bench, plot
+    from .harness import plot
+    from .harness.bench import ops as bench
 
     if args.plot and not plot.available():  # before the run, not after it
         raise UsageError(f"--plot needs matplotlib: {plot.INSTALL}")
@@ -265,7 +267,7 @@ def _bench_ops(args) -> int:
 
 
 def _bench_moe(args) -> int:
-    from .harness import bench_moe
+    from .harness.bench import moe as bench_moe
 
     dtypes = tuple(dict.fromkeys(args.dtype or ()))
     if set(dtypes) - set(bench_moe.DTYPES):
@@ -284,7 +286,7 @@ def _bench_moe(args) -> int:
 
 
 def _bench_model(args) -> int:
-    from .harness import bench_fusions, bench_model
+    from .harness.bench import hf_fusions as bench_fusions, hf_model as bench_model
 
     if not args.steps_only:  # the Llama table, then the Qwen3 / Qwen3-MoE steps by fusion level
         bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
@@ -294,7 +296,7 @@ def _bench_model(args) -> int:
 def _estimate(args) -> int:
     import json
 
-    from .harness import estimate
+    from .harness.pipeline import estimate
 
     try:
         info = estimate.estimate(
@@ -309,7 +311,8 @@ def _estimate(args) -> int:
 def _profile(args) -> int:
     import json
 
-    from .harness import estimate, host_profile
+    from .harness.bench import host_profile
+    from .harness.pipeline import estimate
 
     try:
         info = host_profile.host_profile(args.op, args.shape, args.dtype, args.mode)
@@ -345,7 +348,7 @@ def _info(args) -> int:
 
 def _one_call_args(parser) -> None:
     """The arguments of one op call, shared by `estimate` and `profile`."""
-    from .harness import bench
+    from .harness.bench import ops as bench
 
     parser.add_argument("op", choices=list(bench.OPS))
     parser.add_argument(
@@ -384,8 +387,9 @@ def _cann_bench_args(parser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .harness import bench, verify
-    from .harness.bench_moe import CASES as MOE_CASES
+    from .harness.bench import ops as bench
+    from .harness.bench.moe import CASES as MOE_CASES
+    from .harness.verify import suite as verify
 
     parser = _Parser(prog=PROG, description="ascendc-ops: accuracy and latency harness for the Ascend C kernels")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

@@ -22,7 +22,7 @@ from torch.library import opcheck
 
 import ascendc_ops
 from accuracy import assert_accurate, np64
-from ascendc_ops.harness import precision as P
+from ascendc_ops import precision as P
 from ascendc_ops.ops import grouped_matmul_reference, moe_routing_reference
 
 R = SimpleNamespace(**{**vars(grouped_matmul_reference), **vars(moe_routing_reference)})  # both families' goldens

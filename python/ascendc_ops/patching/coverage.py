@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..harness.precision import SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
+from ..precision import SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
 from . import coverage_types
 
 VOCAB, BATCH, SEQ, SEED = 128, 2, 12, 0

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from ..harness.precision import check_ratio
+from ..precision import check_ratio
 
 SEED = 20260
 # Probe widths: a part's hidden and intermediate sizes are shrunk to these for its random parameters (the formula
@@ -121,7 +121,7 @@ def narrow_disagreement(
     small-value ErrorCount within 2x the part's own result in ``dtype``) against the golden: the part in float64 on
     the same inputs and parameters rounded to ``dtype``. The fp32 probe checks the formula; this one a rounding
     order that costs accuracy in the narrow dtype (the part computing in fp32 where ours rounds to ``dtype``)."""
-    from ..harness.precision import check_mere_mare  # (check_ratio's module: already imported)
+    from ..precision import check_mere_mare  # (check_ratio's module: already imported)
 
     device = torch.device("cpu")
     rounded = {k: v.to(dtype).double() for k, v in params.items()}
