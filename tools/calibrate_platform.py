@@ -18,11 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from ascendc_ops.harness.cann_bench import data as D  # noqa: E402
-from ascendc_ops.harness.pipeline import (  # noqa: E402
-    calibration as M,
-    l2_check as L,
-    load_platform,  # noqa: E402
-)
+from ascendc_ops.harness.pipeline import calibration as M, l2_check as L, load_platform  # noqa: E402
 
 
 def main(argv=None) -> int:
