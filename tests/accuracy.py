@@ -1,4 +1,4 @@
-"""The accuracy judgement every op test uses: the Ascend standards from ascendc_ops.harness.precision, with
+"""The accuracy judgement every op test uses: the Ascend standards from ascendc_ops.precision, with
 messages that print all the numbers when a case fails."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ascendc_ops.harness import precision as P
+from ascendc_ops import precision as P
 
 
 def np64(t) -> np.ndarray:

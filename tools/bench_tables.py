@@ -119,7 +119,7 @@ def tables(rows: list[dict]) -> str:
 def cann_bench_join(docs: list[dict]) -> tuple[list[dict], dict]:
     """(the rows in cann-bench's case order, the runs' provenance) from `bench --preset cann-bench --json`
     and `verify --preset cann-bench --json` documents, later documents winning per case."""
-    from ascendc_ops.harness import cann_bench as CB, cann_bench_report as R
+    from ascendc_ops.harness.cann_bench import preset as CB, report as R
 
     rows, verdicts, runs = {}, {}, []
     for doc in docs:
@@ -159,7 +159,7 @@ def ours_line(rows: list[dict], runs: list[dict]) -> str:
 
 
 def cann_bench_report(docs: list[dict]) -> str:
-    from ascendc_ops.harness import cann_bench_data as D, cann_bench_explain as E, cann_bench_report as R
+    from ascendc_ops.harness.cann_bench import data as D, explain as E, report as R
     from ascendc_ops.harness.pipeline import model_platform
 
     rows, prov = cann_bench_join(docs)
@@ -186,7 +186,7 @@ def main(argv=None) -> int:
         for path in args.files:
             with open(path) as f:
                 docs.append(json.load(f))
-        from ascendc_ops.harness.cann_bench_data import decode
+        from ascendc_ops.harness.cann_bench.data import decode
 
         sys.stdout.write(cann_bench_report([decode(d) for d in docs]))
         return 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Fit the 910B model's launch cost and effective HBM bandwidth to the built-in kernels' measured cann-bench
-times (harness/model_check.py: the rules, the split, the fit; harness/l2_check.py: the L2 state) and write the
-calibration file (python/ascendc_ops/harness/platforms/calibration/ascend910b.json), or check that it is up to date.
+times (harness/pipeline/calibration.py: the rules, the split, the fit; harness/pipeline/l2_check.py: the L2
+state) and write the calibration file (python/ascendc_ops/harness/platforms/calibration/ascend910b.json), or check
+that it is up to date.
 
     tools/calibrate_platform.py           # write it from our snapshot (harness/data/cann_bench_910b2.json)
     tools/calibrate_platform.py --check   # exit 1 when the file differs from a fresh fit
@@ -16,8 +17,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from ascendc_ops.harness import cann_bench_data as D, l2_check as L, model_check as M  # noqa: E402
-from ascendc_ops.harness.pipeline import load_platform  # noqa: E402
+from ascendc_ops.harness.cann_bench import data as D  # noqa: E402
+from ascendc_ops.harness.pipeline import calibration as M, l2_check as L, load_platform  # noqa: E402
 
 
 def main(argv=None) -> int:

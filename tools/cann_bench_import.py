@@ -2,7 +2,7 @@
 """Write our snapshot of cann-bench's facts (python/ascendc_ops/harness/data/cann_bench_910b2.json) from a
 checkout of hicann/cann-bench: the cases of the tasks our ops implement or plan, the built-in kernels' 910B2
 times with each baseline marked measured or cap, the source commit and file of each, and how each task maps
-to our op (harness/cann_bench.py).
+to our op (harness/cann_bench/preset.py).
 
     tools/cann_bench_import.py --checkout DIR      # a work tree
     tools/cann_bench_import.py --git-dir DIR.git   # a bare git dir, read at HEAD
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from ascendc_ops.harness import cann_bench, cann_bench_data as D  # noqa: E402
+from ascendc_ops.harness.cann_bench import data as D, preset as cann_bench  # noqa: E402
 
 
 def snapshot(path: str) -> dict:

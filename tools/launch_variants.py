@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Other forms of the 910B model's fixed cost, fitted as harness/model_check.py fits the committed one (least
-squares in log time on the odd case ids, the even ones held out, the same cases and bounds) and scored by
+"""Other forms of the 910B model's fixed cost, fitted as harness/pipeline/calibration.py fits the committed one
+(least squares in log time on the odd case ids, the even ones held out, the same cases and bounds) and scored by
 the held-out error on the built-ins' measured cann-bench times (docs/harness.md, "The launch model").
 
     tools/launch_variants.py    # one block per variant: its fitted values and error per bound and set
 
-Each variant prices a built-in's least work (model_check.builtin_work) as fixed cost + max(HBM, cube) terms:
+Each variant prices a built-in's least work (calibration.builtin_work) as fixed cost + max(HBM, cube) terms:
 - committed: launch + 0.01 us x cores, launch fitted on the launch cases, then HBM on the HBM cases;
 - joint: the same form, launch and HBM fitted together on every calibration case (mixed ones too);
 - per block: a start plus a cost per block the built-in runs, blocks = min(cores, its least bytes / 192 KiB,
@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
-from ascendc_ops.harness import cann_bench_data as D, model_check as M  # noqa: E402
-from ascendc_ops.harness.pipeline import load_platform  # noqa: E402
+from ascendc_ops.harness.cann_bench import data as D  # noqa: E402
+from ascendc_ops.harness.pipeline import calibration as M, load_platform  # noqa: E402
 
 UB_TILE = 192 * 1024  # bytes a block of a streaming kernel holds at once (the UB), for the per-block variant
 

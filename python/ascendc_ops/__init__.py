@@ -4,7 +4,7 @@ The kernels run on Ascend NPUs (when built with CANN) and, everywhere, on the CP
 Ascend C API. `import ascendc_ops` loads the library and registers fake and autograd support.
 
 Layout by role: ops/ (wrappers, autograd, float64 NumPy references),
-harness/ (the `ascendc-ops` commands: verify, bench, case files, precision standards, info, model bench;
+harness/ (the `ascendc-ops` commands in wings: verify/, bench/, pipeline/ (the 910B model), cann_bench/; info;
 harness/families/ holds each op family's harness knowledge), patching/ (the HF model kernel registry).
 """
 

@@ -1,4 +1,4 @@
-"""The bench's explain table (harness/explain.py): each row that misses a target gets one host profile,
+"""The bench's explain table (harness/bench/explain.py): each row that misses a target gets one host profile,
 summarised as its top APIs by share of block time, V bytes / must-move and the copies' share; a row that
 meets its targets gets no line. Rows are built here, not timed, so which rows miss is fixed."""
 
@@ -6,8 +6,8 @@ import csv
 import re
 
 from ascendc_ops import __main__ as cli
-from ascendc_ops.harness import bench, explain
-from ascendc_ops.harness.host_profile import READING, host_profile, top_apis
+from ascendc_ops.harness.bench import explain, ops as bench
+from ascendc_ops.harness.bench.host_profile import READING, host_profile, top_apis
 
 ENV = dict.fromkeys(bench.ENV_FIELDS, "x")
 

@@ -1,4 +1,4 @@
-"""The model suite's Qwen3 / Qwen3-MoE training steps by fusion level (harness/bench_fusions): the launch counts
+"""The model suite's Qwen3 / Qwen3-MoE training steps by fusion level (harness/bench/hf_fusions.py): the launch counts
 each level gives, and the table. A short sequence; the timed figures are not judged here."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 pytest.importorskip("transformers")
-from ascendc_ops.harness import bench_fusions as B  # noqa: E402
+from ascendc_ops.harness.bench import hf_fusions as B  # noqa: E402
 
 pytestmark = pytest.mark.slow  # ~35 s per family on 2 cores
 PLAN = dict(batch=1, seq=16, steps=1)

@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from ascendc_ops import __main__ as cli
-from ascendc_ops.harness import cann_bench as CB, cann_bench_data as D
+from ascendc_ops.harness.cann_bench import data as D, preset as CB
 
 ROOT = Path(__file__).resolve().parents[2]
 # a cann-bench checkout (work tree or git dir, as --cann-bench-checkout takes it); unset, the snapshot test skips

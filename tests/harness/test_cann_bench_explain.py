@@ -1,4 +1,4 @@
-"""The explanation of each measured cann-bench case below 1.0x (harness/cann_bench_explain.py): the classifier
+"""The explanation of each measured cann-bench case below 1.0x (harness/cann_bench/explain.py): the classifier
 on synthetic figures (each class and both sides of each boundary), the band from the held-out rows, the
 text on synthetic rows, and one default platform for estimate, profile, the ops bench and the preset."""
 
@@ -9,9 +9,11 @@ import json
 import pytest
 
 from ascendc_ops import __main__ as cli
-from ascendc_ops.harness import bench, cann_bench_explain as E, model_check as M, runner
-from ascendc_ops.harness.estimate import model_columns
-from ascendc_ops.harness.pipeline import is_calibrated, load_platform, model_platform
+from ascendc_ops.harness import runner
+from ascendc_ops.harness.bench import ops as bench
+from ascendc_ops.harness.cann_bench import explain as E
+from ascendc_ops.harness.pipeline import calibration as M, is_calibrated, load_platform, model_platform
+from ascendc_ops.harness.pipeline.estimate import model_columns
 
 CAL = load_platform("910B", calibrated=True)
 TOL = 0.3

@@ -1,4 +1,4 @@
-"""cann-bench's accuracy rule (harness/cann_bench_judge.py) on arrays built by hand: each region on both sides
+"""cann-bench's accuracy rule (harness/cann_bench/judge.py) on arrays built by hand: each region on both sides
 of its 2x-the-control boundary, the golden rounded first, NaN/Inf handling, and the real case it exists for
 (cann-bench GroupedMatmul 16: one fp16 element cancelling to 3.7e4 from terms of 1e11)."""
 
@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ascendc_ops.harness import cann_bench as CB, cann_bench_data as D, cann_bench_report as R, verify
-from ascendc_ops.harness.cann_bench_judge import CANCEL, check_cann_bench
+from ascendc_ops.harness.cann_bench import data as D, preset as CB, report as R
+from ascendc_ops.harness.cann_bench.judge import CANCEL, check_cann_bench
+from ascendc_ops.harness.verify import suite as verify
 
 T16 = 2.0**-10
 

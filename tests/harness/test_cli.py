@@ -25,8 +25,8 @@ import pytest
 
 import ascendc_ops
 from ascendc_ops import __main__ as cli
-from ascendc_ops.harness import cases as C, verify as V
 from ascendc_ops.harness.families import rms_norm as NF, swiglu as SF
+from ascendc_ops.harness.verify import cases as C, suite as V
 from ascendc_ops.ops import rms_norm_reference as R
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -668,7 +668,7 @@ def test_bench_norm_bytes():
     gamma read, dx written."""
     import torch
 
-    from ascendc_ops.harness import bench as B
+    from ascendc_ops.harness.bench import ops as B
 
     x, g = torch.zeros(6, 10, dtype=torch.bfloat16), torch.zeros(10, dtype=torch.bfloat16)
     xb, gb, rb = 120, 20, 24

@@ -11,9 +11,9 @@ import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
 from ascendc_ops.harness import runner
-from ascendc_ops.harness.estimate import estimate, model_columns
-from ascendc_ops.harness.host_profile import host_profile, unrecorded
+from ascendc_ops.harness.bench.host_profile import host_profile, unrecorded
 from ascendc_ops.harness.pipeline import load_platform, model_launch, model_launches, simulate_block
+from ascendc_ops.harness.pipeline.estimate import estimate, model_columns
 from ascendc_ops.harness.pipeline.trace import chrome_trace
 from ascendc_ops.harness.twin_record import collected
 from conftest import BUILD

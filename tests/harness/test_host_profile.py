@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 import ascendc_ops
-from ascendc_ops.harness.host_profile import aggregate, host_profile
+from ascendc_ops.harness.bench.host_profile import aggregate, host_profile
 from ascendc_ops.harness.twin_record import host_profiling, recording
 
 

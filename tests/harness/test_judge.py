@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from ascendc_ops import __main__ as cli, op_proto
-from ascendc_ops.harness import precision as P, verify as V
-from ascendc_ops.harness.cases import CaseError, load_file
+from ascendc_ops import __main__ as cli, op_proto, precision as P
+from ascendc_ops.harness.verify import suite as V
+from ascendc_ops.harness.verify.cases import CaseError, load_file
 
 STANDARDS = V.STANDARDS
 

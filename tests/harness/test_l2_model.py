@@ -1,6 +1,6 @@
 """The L2 in the pipeline model (pipeline/l2.py): re-reads within a launch served by the L2 while the
 launch's footprint fits it and charged at HBM past it, on synthetic records; the warm/cold switch; the least
-work's terms in both states; and the choice between them (l2_check.py) never reading the held-out cases."""
+work's terms in both states; and the choice between them (pipeline/l2_check.py) never reading the held-out cases."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from ascendc_ops.harness import cann_bench_data as D, l2_check as L, model_check as M
-from ascendc_ops.harness.ideal_stream import ideal_stream, stream_slack
-from ascendc_ops.harness.pipeline import load_platform, model_launch
+from ascendc_ops.harness.cann_bench import data as D
+from ascendc_ops.harness.pipeline import calibration as M, l2_check as L, load_platform, model_launch
+from ascendc_ops.harness.pipeline.ideal_stream import ideal_stream, stream_slack
 from ascendc_ops.harness.pipeline.l2 import l2_traffic
 from ascendc_ops.harness.pipeline.launch import CONTENTION_TOL
 

@@ -1,4 +1,4 @@
-"""The model check (harness/model_check.py): the built-ins' least work by hand, the bound rule, the fit
+"""The model check (harness/pipeline/calibration.py): the built-ins' least work by hand, the bound rule, the fit
 recovering known parameters from synthetic times, the held-out cases never moving the fit, the committed
 calibration file being a fresh fit of our snapshot, and the tables' columns."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ascendc_ops.harness import cann_bench_data as D, cann_bench_report as R, l2_check as L, model_check as M
-from ascendc_ops.harness.pipeline import load_platform
+from ascendc_ops.harness.cann_bench import data as D, report as R
+from ascendc_ops.harness.pipeline import calibration as M, l2_check as L, load_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 PRIOR = load_platform("910B")

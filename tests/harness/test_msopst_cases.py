@@ -1,7 +1,7 @@
 """Our case files against msOpST's own case parser (Ascend/msopgen tools/msopst, ASCENDC_MSOPGEN).
 
 Each case of cases/*/*.json goes alone through msOpST's CaseDesign (the parser `msopst run` uses) and
-through ours (harness/cases.py). Where msOpST accepts a case, the sub-case lists must agree: count,
+through ours (harness/verify/cases.py). Where msOpST accepts a case, the sub-case lists must agree: count,
 and per sub-case in order the inputs' shapes and dtypes, the outputs' shapes and the attrs (names
 differ by design: msOpST writes <case>_case_001_ND_float16 / <case>_sub_case_001_..., we write
 <case>#k). Where msOpST rejects a case, the reason must be one of our documented extensions
@@ -57,7 +57,7 @@ def dtype(t):
 
 @pytest.mark.parametrize("case_file", CASE_FILES, ids=[p.stem for p in CASE_FILES])
 def test_case_file_means_what_msopst_says(case_file, tmp_path):
-    from ascendc_ops.harness import cases as C, verify as V
+    from ascendc_ops.harness.verify import cases as C, suite as V
 
     for raw in json.loads(case_file.read_text()):
         single = single_case_file(raw, tmp_path)
@@ -120,7 +120,7 @@ def test_error_threshold_rule_agrees_with_msopst():
     sys.path.insert(0, str(Path(MSOPGEN) / "tools"))
     from msopst.st.interface.compare_data import CompareData
 
-    from ascendc_ops.harness.error_threshold import check_error_threshold, round_to
+    from ascendc_ops.harness.verify.error_threshold import check_error_threshold, round_to
 
     rng = np.random.default_rng(7)
     verdicts = set()

@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from ascendc_ops.harness import cases as C, verify as V
-from ascendc_ops.harness.error_threshold import check_error_threshold, round_to
 from ascendc_ops.harness.values import from_distribution, make_values
+from ascendc_ops.harness.verify import cases as C, suite as V
+from ascendc_ops.harness.verify.error_threshold import check_error_threshold, round_to
 
 
 def case(name="c", **over):

@@ -12,8 +12,8 @@ import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
 from ascendc_ops.harness import plot
-from ascendc_ops.harness.estimate import record
 from ascendc_ops.harness.pipeline import load_platform, model_launch, platform_files, simulate_block
+from ascendc_ops.harness.pipeline.estimate import record
 
 P910 = load_platform("910B")
 COPY_ELEMS = 16 << 20  # 32 MB of bf16: 64 MB of HBM traffic, ~42 us on the 910B model

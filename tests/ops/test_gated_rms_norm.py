@@ -15,8 +15,7 @@ import torch
 
 import ascendc_ops
 from accuracy import assert_accurate, np64
-from ascendc_ops import op_proto
-from ascendc_ops.harness import precision as P
+from ascendc_ops import op_proto, precision as P
 from ascendc_ops.harness.families.rms_norm import torch_gated, torch_gated_grads  # the second implementation
 from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
 from test_rms_norm import EPS, PAIRS, make, pair_id

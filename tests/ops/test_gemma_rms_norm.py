@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from accuracy import assert_accurate, np64
-from ascendc_ops import op_proto
-from ascendc_ops.harness import precision as P
+from ascendc_ops import op_proto, precision as P
 from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
 from test_rms_norm import EPS, PAIRS, ROWS, dgamma_bound, dname, dx_bound, make, pair_id, y_bound
 

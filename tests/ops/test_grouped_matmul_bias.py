@@ -13,7 +13,7 @@ from torch.library import opcheck
 
 import ascendc_ops
 from accuracy import assert_accurate, np64
-from ascendc_ops.harness import precision as P
+from ascendc_ops import precision as P
 from ascendc_ops.ops import grouped_matmul_reference as R
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -15,7 +15,7 @@ from torch.library import opcheck
 
 import ascendc_ops
 from accuracy import assert_accurate, np64
-from ascendc_ops.harness import precision as P
+from ascendc_ops import precision as P
 from ascendc_ops.ops import moe_routing_reference as R
 from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 from shipped_cases import verify_shipped

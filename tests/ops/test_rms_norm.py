@@ -1,6 +1,6 @@
 """RMSNorm ops (torch.ops.custom.rms_norm / add_rms_norm and their grads) against float64 NumPy goldens.
 
-Accuracy is judged by the Ascend standards in ascendc_ops.harness.precision: the CANN MERE/MARE standard
+Accuracy is judged by the Ascend standards in ascendc_ops.precision: the CANN MERE/MARE standard
 against the golden (computed from the dtype-rounded inputs), and the double benchmark against
 PyTorch's own computation of the same formula in the same dtype. The one allowance is
 precision.mare_within_rounding (as in test_rope.py). Rows that do not fit in UB (hidden 16384 and
@@ -15,8 +15,7 @@ import torch
 
 import ascendc_ops  # noqa: F401  (loads the library)
 from accuracy import assert_accurate, np64
-from ascendc_ops import op_proto
-from ascendc_ops.harness import precision as P
+from ascendc_ops import op_proto, precision as P
 from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
 
 EPS = 1e-6

@@ -1,6 +1,6 @@
 """RoPE ops (torch.ops.custom.rotary_mul / rope_customer and their grads) against float64 NumPy goldens.
 
-Accuracy is judged by the Ascend standards in ascendc_ops.harness.precision: the CANN MERE/MARE standard
+Accuracy is judged by the Ascend standards in ascendc_ops.precision: the CANN MERE/MARE standard
 against the golden, and the double benchmark against PyTorch's own computation of the same formula
 in the same low dtype. Goldens are computed from the dtype-rounded inputs.
 """
@@ -15,7 +15,7 @@ import torch
 
 import ascendc_ops
 from accuracy import assert_accurate, np64
-from ascendc_ops.harness import precision as P
+from ascendc_ops import precision as P
 from ascendc_ops.ops import rope_reference as R
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -54,8 +54,8 @@ def test_heads_share_a_tile_on_the_910b_tiling(backward):
     """910B tiling of 97 rows over 48 cores: 3-row tiles (the last 1 row) and UB for 33 rows, so the 34
     heads sharing each cos/sin tile go through UB 9 at a time (9, 9, 9, 7): one pair swap per 9 heads.
     Output bit for bit that of the CPU twin's tiling (one head per tile there), and the reference's."""
-    from ascendc_ops.harness.estimate import tiling_platform
     from ascendc_ops.harness.pipeline import load_platform
+    from ascendc_ops.harness.pipeline.estimate import tiling_platform
 
     x = torch.randn(1, 34, 97, 128).to(torch.bfloat16)
     cos, sin = (torch.rand(97, 128) * 2 - 1).to(torch.bfloat16), (torch.rand(97, 128) * 2 - 1).to(torch.bfloat16)

@@ -1,6 +1,6 @@
 """SwiGLU ops (torch.ops.custom.swiglu / swiglu_grad) against float64 NumPy goldens.
 
-Accuracy is judged by the Ascend standards in ascendc_ops.harness.precision: the CANN MERE/MARE standard
+Accuracy is judged by the Ascend standards in ascendc_ops.precision: the CANN MERE/MARE standard
 against the golden (computed from the dtype-rounded inputs), and the double benchmark against
 PyTorch's own ``silu(a) * b`` (and its autograd) in the same dtype.
 """
@@ -17,8 +17,7 @@ import torch.nn.functional as F
 import ascendc_ops  # noqa: F401  (loads the library)
 import ascendc_ops.ops.swiglu as S
 from accuracy import assert_accurate, np64
-from ascendc_ops import op_proto
-from ascendc_ops.harness import precision as P
+from ascendc_ops import op_proto, precision as P
 from ascendc_ops.ops import swiglu_reference as R
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -20,8 +20,8 @@ pytest.importorskip("transformers")
 from pinned import only_pinned  # noqa: E402
 
 import ascendc_ops.patching as K  # noqa: E402
-from ascendc_ops.harness.precision import check_mere_mare, check_ratio  # noqa: E402
 from ascendc_ops.patching import coverage, gated_rms_norm as gated  # noqa: E402
+from ascendc_ops.precision import check_mere_mare, check_ratio  # noqa: E402
 from test_patching import ALL, tiny  # noqa: E402
 
 pytestmark = only_pinned  # the families of the pinned transformers

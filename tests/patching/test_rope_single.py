@@ -18,8 +18,8 @@ import torch
 transformers = pytest.importorskip("transformers")
 from pinned import only_pinned  # noqa: E402
 
-from ascendc_ops.harness.precision import check_ratio  # noqa: E402
 from ascendc_ops.patching import coverage, rope  # noqa: E402
+from ascendc_ops.precision import check_ratio  # noqa: E402
 
 pytestmark = only_pinned  # the families of the pinned transformers
 

@@ -149,8 +149,8 @@ def test_norm_l1_cache_loads_k_once_per_n_block(monkeypatch, bias):
     x, w = torch.randn(m, k, dtype=torch.float16), torch.randn(1, k, n, dtype=torch.float16) / 32
     b = torch.randn(1, n, dtype=torch.float16) if bias else None
 
-    from ascendc_ops.harness.estimate import tiling_platform
     from ascendc_ops.harness.pipeline import load_platform
+    from ascendc_ops.harness.pipeline.estimate import tiling_platform
     from test_sanitizer import record
 
     with tiling_platform(load_platform("910B")):  # 24 cube cores: 2 blocks per core

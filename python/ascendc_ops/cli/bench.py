@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import sys
 
-from ..harness import bench, bench_fusions, bench_model, bench_moe, cann_bench_report, plot
+from ..harness import plot
+from ..harness.bench import hf_fusions, hf_model, moe as bench_moe, ops as bench_ops
+from ..harness.cann_bench import report as cann_bench_report
 from ..harness.environment import progress
 from . import options
 from .common import Suite, UsageError, add_suites, out_path, positive_int, run_suite, shape
@@ -20,12 +22,12 @@ DESCRIPTION = (
 
 # ---------------------------------------------------------------- ops
 def _add_ops(parser) -> None:
-    options.ops(parser, bench.OPS)
+    options.ops(parser, bench_ops.OPS)
     parser.add_argument(
         "--preset",
         nargs="+",
         action="extend",
-        choices=list(bench.PRESETS),
+        choices=list(bench_ops.PRESETS),
         help="model shapes (RoPE: q [1, heads, seq, head_dim] and k [1, kv_heads, seq, head_dim]; "
         "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])",
     )
@@ -39,12 +41,12 @@ def _add_ops(parser) -> None:
         help="comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; SwiGLU: T,2I); "
         "default without --preset: each op's shapes from its issue",
     )
-    options.dtypes(parser, bench.DTYPES, " ".join(bench.DEFAULT_DTYPES))
+    options.dtypes(parser, bench_ops.DTYPES, " ".join(bench_ops.DEFAULT_DTYPES))
     parser.add_argument(
         "--mode",
         nargs="+",
         action="extend",
-        choices=list(bench.PASSES),
+        choices=list(bench_ops.PASSES),
         help="fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd",
     )
     parser.add_argument(
@@ -79,13 +81,13 @@ def _add_ops(parser) -> None:
 def _run_ops(args) -> int:
     if args.plot and not plot.available():  # before the run, not after it
         raise UsageError(f"--plot needs matplotlib: {plot.INSTALL}")
-    cfg = bench.Config(
-        ops=tuple(dict.fromkeys(args.op or bench.OPS)),
+    cfg = bench_ops.Config(
+        ops=tuple(dict.fromkeys(args.op or bench_ops.OPS)),
         shapes=tuple(dict.fromkeys(args.shape or ())),
         presets=tuple(dict.fromkeys(args.preset or ())),
         seq=args.seq or 0,
-        dtypes=tuple(dict.fromkeys(args.dtype or bench.DEFAULT_DTYPES)),
-        passes=tuple(dict.fromkeys(args.mode or bench.DEFAULT_PASSES)),
+        dtypes=tuple(dict.fromkeys(args.dtype or bench_ops.DEFAULT_DTYPES)),
+        passes=tuple(dict.fromkeys(args.mode or bench_ops.DEFAULT_PASSES)),
         threads=args.threads or 0,
         tune_malloc=not args.keep_malloc,
         compile=not args.no_compile,
@@ -98,12 +100,12 @@ def _run_ops(args) -> int:
     if args.quick:
         cfg.target_s, cfg.min_reps, cfg.warmup = 0.1, 5, 1
     try:
-        bench.cases(cfg)
+        bench_ops.cases(cfg)
         if cfg.csv:
-            bench.check_csv(cfg.csv)
+            bench_ops.check_csv(cfg.csv)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    bench.run(cfg, out=sys.stdout)
+    bench_ops.run(cfg, out=sys.stdout)
     return 0
 
 
@@ -150,8 +152,8 @@ def _add_model(parser) -> None:
 
 def _run_model(args) -> int:
     if not args.steps_only:  # the Llama table, then the Qwen3 / Qwen3-MoE steps by fusion level
-        bench_model.run(quick=args.quick, rounds=args.rounds or bench_model.ROUNDS, profile_ops=not args.no_profile)
-    return bench_fusions.run(quick=args.quick, rounds=args.rounds or bench_fusions.ROUNDS)
+        hf_model.run(quick=args.quick, rounds=args.rounds or hf_model.ROUNDS, profile_ops=not args.no_profile)
+    return hf_fusions.run(quick=args.quick, rounds=args.rounds or hf_fusions.ROUNDS)
 
 
 # ---------------------------------------------------------------- cann-bench

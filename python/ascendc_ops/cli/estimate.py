@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..harness import estimate
+from ..harness.pipeline import estimate
 from . import options
 from .common import UsageError
 

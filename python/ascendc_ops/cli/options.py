@@ -3,7 +3,8 @@ them (the choices, or what --quick makes smaller in that suite)."""
 
 from __future__ import annotations
 
-from ..harness import bench, cann_bench as cann_bench_cases, cann_bench_data
+from ..harness.bench import ops as bench_ops
+from ..harness.cann_bench import data as cann_bench_data, preset as cann_bench_preset
 from .common import UsageError, op_name, out_path, shape
 
 UNCALIBRATED_HELP = (
@@ -67,21 +68,21 @@ def cann_bench(parser) -> None:
 def cann_bench_facts(args):
     """(facts, case filter) from the cann_bench options: our snapshot or the checkout, and --cann-case."""
     try:
-        return cann_bench_data.load(args.cann_bench_checkout), cann_bench_cases.parse_only(args.cann_case)
+        return cann_bench_data.load(args.cann_bench_checkout), cann_bench_preset.parse_only(args.cann_case)
     except ValueError as e:
         raise UsageError(str(e)) from None
 
 
 def one_call(parser) -> None:
     """One op call and where its 910B estimate goes (estimate and profile): each takes a single value here."""
-    parser.add_argument("op", choices=list(bench.OPS))
+    parser.add_argument("op", choices=list(bench_ops.OPS))
     parser.add_argument(
         "--shape",
         type=shape,
         metavar="DIMS",
         help="comma-separated dims (default: the bench's first default shape for the op)",
     )
-    parser.add_argument("--dtype", choices=list(bench.DTYPES), default="bfloat16")
+    parser.add_argument("--dtype", choices=list(bench_ops.DTYPES), default="bfloat16")
     parser.add_argument("--mode", choices=("fwd", "bwd", "full"), default="fwd", help="fwd (default), bwd (dx), full")
     uncalibrated(parser)
     parser.add_argument(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from ..harness import estimate, host_profile
+from ..harness.bench import host_profile
+from ..harness.pipeline import estimate
 from . import options
 from .common import UsageError
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import sys
 
-from ..harness import cann_bench, cann_bench_report, verify
-from ..harness.cases import CaseError
+from ..harness.cann_bench import preset as cann_bench_preset, report as cann_bench_report
 from ..harness.environment import progress
+from ..harness.verify import suite
+from ..harness.verify.cases import CaseError
 from . import options
 from .common import Suite, UsageError, add_suites, in_file, run_suite
 
@@ -21,11 +22,11 @@ DESCRIPTION = (
 
 def _judging(parser, smaller: str) -> None:
     """What both suites filter and judge by, and where the results go."""
-    options.ops(parser, verify.OPS)
-    options.dtypes(parser, verify.DTYPES, "all")
+    options.ops(parser, suite.OPS)
+    options.dtypes(parser, suite.DTYPES, "all")
     parser.add_argument(
         "--standard",
-        choices=verify.STANDARDS,
+        choices=suite.STANDARDS,
         default="auto",
         help="auto (default): the case's error_threshold by msOpST's rule if any, else mere_mare for "
         "fp16/bf16 and ratio (double benchmark vs PyTorch) for fp32, with msOpST's default rule on top",
@@ -53,18 +54,18 @@ def _progress(args):
 
 def _run_ops(args) -> int:
     try:
-        cases = verify.load_cases(args.cases, ops=args.op, dtypes=args.dtype, quick=args.quick)
+        cases = suite.load_cases(args.cases, ops=args.op, dtypes=args.dtype, quick=args.quick)
     except CaseError as e:
         raise UsageError(str(e)) from None
     if not cases:
         raise UsageError("no cases left after the --op/--dtype filters")
-    return verify.run(cases, args.standard, args.json, out=sys.stdout, progress=_progress(args))
+    return suite.run(cases, args.standard, args.json, out=sys.stdout, progress=_progress(args))
 
 
 def _run_cann_bench(args) -> int:
     facts, only = options.cann_bench_facts(args)
     try:
-        cases, skipped = cann_bench.verify_cases(facts, only, args.quick)
+        cases, skipped = cann_bench_preset.verify_cases(facts, only, args.quick)
     except CaseError as e:
         raise UsageError(str(e)) from None
     cases = [c for c in cases if (not args.op or c.op in args.op) and (not args.dtype or c.dtype in args.dtype)]
@@ -75,7 +76,7 @@ def _run_cann_bench(args) -> int:
     s = facts["source"]
     print(f"cases: {s['repository']} @ {s['commit']} ({len(cases)} run, {len(skipped)} not run)")
     records: list = []
-    rc = verify.run(cases, args.standard, args.json, out=sys.stdout, progress=_progress(args), records=records)
+    rc = suite.run(cases, args.standard, args.json, out=sys.stdout, progress=_progress(args), records=records)
     # the same run as bench reports it: our estimate, the baseline and HAP per case, then the model check
     cann_bench_report.verify_report(facts, cases, records, not args.uncalibrated, sys.stdout)
     return rc

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torch
 
-from .dtypes import torch_dtype
+from ..dtypes import torch_dtype
 from .families import BENCH_OPS as OPS
 
 

@@ -1,5 +1,5 @@
 """The twin's per-launch exports, switched on around a call: its instruction record (read by the pipeline
-model, estimate.py) and its host profile (host_profile.py). Each is a consumer inside the twin that keeps
+model, pipeline/estimate.py) and its host profile (bench/host_profile.py). Each is a consumer inside the twin that keeps
 one JSON string per launch until taken."""
 
 from __future__ import annotations

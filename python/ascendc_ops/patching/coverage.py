@@ -2,7 +2,7 @@
 per model type (the config class's defaults shrunk: 2 layers, hidden 64, ...), ``apply_default_kernels``, and
 logits and gradient parity against the unpatched model (tools/patch_coverage.py writes docs/coverage.md).
 
-Parity is the fp32 double benchmark of docs/accuracy.md (``harness.precision.check_ratio``), per output: golden =
+Parity is the fp32 double benchmark of docs/accuracy.md (``ascendc_ops.precision.check_ratio``), per output: golden =
 the unpatched model in float64, the comparison = the unpatched model in fp32, ours = the patched model in fp32; the
 logits and every parameter's gradient must pass its MARE/MERE/RMSE ratios and the sanity bound. Two criteria are
 read differently for a whole model's outputs, each against the comparison measured in the same run, so that a
@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from ..harness.precision import RATIO_LIMITS, SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
+from ..precision import RATIO_LIMITS, SMALL_ERROR, SMALL_VALUE, check_ratio, sanity_bound
 from . import coverage_types
 
 VOCAB, BATCH, SEQ, SEED = 128, 2, 12, 0

@@ -4,7 +4,7 @@ small random input and patch only if they agree within the op's accuracy standar
 The part's own parameters are replaced (``torch.func.functional_call``, the module is not modified) by random
 ones: a freshly built model's norm weights are all ones or zeros and its projections tiny, which would hide a
 ``(1 + w)`` norm, a clamped gate or an up-first split. The judgement is the fp32 double benchmark of
-docs/accuracy.md (``harness.precision.check_ratio``): golden = the part itself evaluated in float64, the
+docs/accuracy.md (``ascendc_ops.precision.check_ratio``): golden = the part itself evaluated in float64, the
 comparison = the part in fp32, ours in fp32. A different formula misses the sanity bound (16 T of the golden's
 scale) by orders of magnitude, while ours and the part differ by roundings only. The probe runs on the CPU
 (the cpu-twin ops) whatever device the model is on: it checks the formula, which the backends share, and needs
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from ..harness.precision import check_ratio
+from ..precision import check_ratio
 
 SEED = 20260
 # Probe widths: a part's hidden and intermediate sizes are shrunk to these for its random parameters (the formula
@@ -121,7 +121,7 @@ def narrow_disagreement(
     small-value ErrorCount within 2x the part's own result in ``dtype``) against the golden: the part in float64 on
     the same inputs and parameters rounded to ``dtype``. The fp32 probe checks the formula; this one a rounding
     order that costs accuracy in the narrow dtype (the part computing in fp32 where ours rounds to ``dtype``)."""
-    from ..harness.precision import check_mere_mare  # (check_ratio's module: already imported)
+    from ..precision import check_mere_mare  # (check_ratio's module: already imported)
 
     device = torch.device("cpu")
     rounded = {k: v.to(dtype).double() for k, v in params.items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..dtypes import FLOATS as DTYPES  # noqa: F401  (re-exported: the dtypes every family runs)
+from ...dtypes import FLOATS as DTYPES  # noqa: F401  (re-exported: the dtypes every family runs)
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class OpBench:
     step: Callable  # the PyTorch step-by-step code it replaces (the same outputs)
     make_inputs: Callable  # (shape, dtype, generator) -> inputs; inputs[0] gets the gradient in bwd/full
     check_shape: Callable  # (shape) -> None, or ValueError saying what is wrong
-    preset_shapes: Callable  # (bench.Model, seq) -> shapes
+    preset_shapes: Callable  # (bench.ops.LayerShapes, seq) -> shapes
     bytes_moved: Callable  # (inputs, output, pass) -> bytes that must move
     shape_help: str  # what --shape means for this op, e.g. "B,H,L,D"
     default_shapes: tuple  # shapes timed without --shape/--preset
@@ -70,5 +70,5 @@ class OpBench:
 
 
 def case_tensor(name: str, shape, types, **fields) -> dict:
-    """One input_desc/output_desc entry of a case file (cases.py), as a family's default suite writes it."""
+    """One input_desc/output_desc entry of a case file (verify/cases.py), as a family's default suite writes it."""
     return {"name": name, "format": "ND", "type": types, "shape": shape, **fields}

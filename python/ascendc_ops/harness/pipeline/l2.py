@@ -5,7 +5,7 @@
   (a sweep larger than the cache evicts a line before its reuse), and the re-read costs HBM again.
 - Across launches (`Platform.l2_warm`): a benchmark that repeats the same kernel on the same tensors
   finds what the previous launch touched still resident when it fits, so every access is a hit.
-  Whether cann-bench's times are warm is decided from the measurements (harness/model_check.py).
+  Whether cann-bench's times are warm is decided from the measurements (harness/pipeline/calibration.py).
 
 Every GM byte, hit or miss, passes the L2, so its bandwidth is a floor too (all bytes / L2 rate)."""
 

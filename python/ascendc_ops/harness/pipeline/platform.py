@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..dtypes import BYTES, canonical
+from ...dtypes import BYTES, canonical
 
 PLATFORM_DIR = Path(__file__).resolve().parent.parent / "platforms"
 PIPES = ("S", "V", "MTE2", "MTE3", "MTE1", "M", "FIX")
@@ -118,7 +118,7 @@ def _value(raw: dict, key: str):
 
 def load_platform(name: str = "910B", calibrated: bool = False) -> Platform:
     """The platform file named `name` (a file stem, chip name or alias such as 910B / 310P); calibrated:
-    with the values fitted to measured times (platforms/calibration/<stem>.json, model_check.py) in place
+    with the values fitted to measured times (platforms/calibration/<stem>.json, calibration.py) in place
     of the file's."""
     files = platform_files()
     path = files.get(name.lower())

@@ -2,7 +2,7 @@
 every instruction recorded, and the pipeline model's estimate of its time on that chip: the bound, per-pipe
 utilisation, % of the roofline (HBM; for a cube op the larger of HBM and the cube's peak FLOP/s), a Chrome
 trace and (with matplotlib) a PNG timeline. These are model estimates (harness/platforms/*.json lists each
-parameter's source), not measurements; the measured host profile is host_profile.py."""
+parameter's source), not measurements; the measured host profile is bench/host_profile.py."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 import torch
 
-from . import plot, runner
-from .pipeline import OpModel, Platform, is_calibrated, model_launches, model_platform
-from .pipeline.trace import write_trace
-from .twin_record import recording
+from .. import plot, runner
+from ..twin_record import recording
+from . import OpModel, Platform, is_calibrated, model_launches, model_platform
+from .trace import write_trace
 
 PASSES = ("fwd", "bwd")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 REPOSITORY = "https://github.com/hicann/cann-bench"
 HARDWARE = "910b2"
 METADATA_FILE = f"tasks/metadata/{HARDWARE}.json"
-DATA_FILE = Path(__file__).resolve().parent / "data" / f"cann_bench_{HARDWARE}.json"
+DATA_FILE = Path(__file__).resolve().parent.parent / "data" / f"cann_bench_{HARDWARE}.json"
 # The tasks one of our ops implements or is planned to; their level is found in the checkout.
 TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul")
 # Where cann-bench defines HAP and the capped baseline (cited, not copied).

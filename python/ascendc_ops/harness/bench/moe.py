@@ -35,9 +35,10 @@ import torch
 
 import ascendc_ops
 
-from .dtypes import BENCH_DEFAULT, torch_dtype
-from .environment import contention, cpu_busy, cpu_model, tune_glibc_malloc
-from .families.grouped_matmul import EXPERTS_SHAPES, experts_inputs, mm_loop
+from ...dtypes import torch_dtype
+from ..environment import contention, cpu_busy, cpu_model, tune_glibc_malloc
+from ..families.grouped_matmul import EXPERTS_SHAPES, experts_inputs, mm_loop
+from . import BENCH_DEFAULT
 
 IMPLS = ("eager", "grouped_mm", "ascendc_fused_moe")
 CASES = {"E64": dict(E=64, K=8, H=1024, I=512, T=1024), "E8": dict(E=8, K=2, H=1024, I=2816, T=1024)}
@@ -61,7 +62,7 @@ GMM_TARGET, MODEL_TARGET = 0.9, 1.5  # grouped_matmul vs torch._grouped_mm; mode
 DTYPES = BENCH_DEFAULT  # the HF modules run in these
 # The memory worker runs in a fresh process (its own peak RSS, its own malloc settings).
 MEMORY_WORKER = (
-    "import json, sys; from ascendc_ops.harness.bench_moe import memory_worker; "
+    "import json, sys; from ascendc_ops.harness.bench.moe import memory_worker; "
     "print(json.dumps(memory_worker(*json.loads(sys.argv[1]))))"
 )
 

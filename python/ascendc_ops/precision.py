@@ -48,7 +48,7 @@ ratio npu / max(bench, 1) <= 2, MARE/MERE/RMSE over the large values only).
 - ``check_double_thousandth(actual, golden, dtype, threshold)``: "double thousandth", rel = d / (|g| + 1e-7)
   <= 1e-3 (fp16) / 1e-4 (fp32) on >= 99.9% of elements; bf16: d <= 1e-3 + 1e-3*|g| (`threshold`
   [bound, share] overrides the limits). A case file's error_threshold is judged by msOpST's own rule
-  instead (error_threshold.py).
+  instead (harness/verify/error_threshold.py).
 
 - ``mare_within_rounding(actual, golden, dtype, fp32_bound)``: the one documented allowance on
   MARE (tests only). Large values over the MARE limit pass only when their error is what the dtype itself
@@ -57,9 +57,10 @@ ratio npu / max(bench, 1) <= 2, MARE/MERE/RMSE over the large values only).
   ``fp32_bound`` is given, the fp32 result within that bound rounded once (half an ulp of the output dtype
   on top of the bound). MERE, NaN/Inf positions, ErrorCount and every ratio criterion are never relaxed.
 
-Pure NumPy (inputs: anything ``np.asarray`` takes; convert bf16 tensors to float32 first), so the
-CLI harness can reuse it. Each check returns a ``Check`` with ``passed``, the numbers, the limits
-and ``describe()``.
+Pure NumPy (inputs: anything ``np.asarray`` takes; convert bf16 tensors to float32 first) and outside the
+harness: model patching's probe and coverage judge with it inside a user's training job, where the CLI harness
+has no business being imported. Each check returns a ``Check`` with ``passed``, the numbers, the limits and
+``describe()``.
 """
 
 from __future__ import annotations

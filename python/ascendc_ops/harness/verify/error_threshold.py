@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import torch_dtype
-from .precision import Check, dtype_name
+from ...dtypes import torch_dtype
+from ...precision import Check, dtype_name
 
 DEFAULT = (0.01, 0.05)  # msOpST's error_threshold when a case gives none
 MAX_DIFF = 0.1  # msOpST's max_diff_thd: no failing element may reach it

@@ -7,7 +7,7 @@
 
 Per family and level: the dispatched ops of one training step (forward + backward, counted by a dispatch mode:
 every aten and custom op that reached a kernel, and the launches among them = the ops that are not views),
-the step time (best of ``STEPS``) and the step's peak memory (bench_model's VmHWM method). Each (family, level)
+the step time (best of ``STEPS``) and the step's peak memory (hf_model's VmHWM method). Each (family, level)
 runs in its own subprocess, ``ROUNDS`` interleaved rounds, best time shown; the counts are deterministic.
 """
 
@@ -49,7 +49,7 @@ COMMON = dict(num_hidden_layers=4, vocab_size=4096, max_position_embeddings=2048
 PLANS = {"default": dict(batch=2, seq=256, steps=3), "quick": dict(batch=1, seq=64, steps=2)}
 ROUNDS = 2
 WORKER = (
-    "import json, sys; from ascendc_ops.harness.bench_fusions import worker; "
+    "import json, sys; from ascendc_ops.harness.bench.hf_fusions import worker; "
     "w = json.loads(sys.argv[1]); print(json.dumps(worker(w['family'], w['level'], w['plan'])))"
 )
 
@@ -91,7 +91,7 @@ def worker(family: str, level: str, plan: dict) -> dict:
 
     import ascendc_ops.patching as K
 
-    from .bench_model import reset_peak, status_bytes
+    from .hf_model import reset_peak, status_bytes
 
     model = build(family)
     report = None

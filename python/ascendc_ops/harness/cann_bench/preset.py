@@ -1,7 +1,7 @@
 """cann-bench's cases as a harness preset (`verify --preset cann-bench`, `bench --preset cann-bench`): each case
 of a cann-bench task mapped to our op with cann-bench's semantics (its desc.md and golden.py), as a verify Case
 judged against our float64 golden, and its 910B estimate (the pipeline model) beside the built-in kernel's
-time and HAP (cann_bench_data.py has the facts and the score)."""
+time and HAP (data.py has the facts and the score)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .case_fields import TensorSpec, seed_of
-from .cases import Case, validate
-from .families import VERIFY_OPS
+from ..families import VERIFY_OPS
+from ..verify.case_fields import TensorSpec, seed_of
+from ..verify.cases import Case, validate
 
 QUICK_ELEMENTS = 1 << 22  # --quick: cases whose largest tensor holds at most this many elements
 
@@ -231,14 +231,14 @@ def to_case(task: str, case: dict, facts_source: str) -> Case:
 def _meta_outputs(spec, ins, attrs) -> list:
     import torch
 
-    from .dtypes import torch_dtype
+    from ...dtypes import torch_dtype
 
     metas = {t.name: torch.empty(t.shape, dtype=torch_dtype(t.dtype), device="meta") for t in ins}
     return [(str(o.dtype).removeprefix("torch."), tuple(o.shape)) for o in spec.run(metas, attrs)]
 
 
 def _output_names(op: str) -> list[str]:
-    from ..op_proto import load_all
+    from ...op_proto import load_all
 
     return [t.name for t in load_all()[op].outputs]
 

@@ -1,5 +1,5 @@
 """The bench's explanation of each row that misses a target: one host profile of the row's call on
-the CPU twin (harness/host_profile.py, `ascendc-ops profile OP`), summarised as where its block
+the CPU twin (harness/bench/host_profile.py, `ascendc-ops profile OP`), summarised as where its block
 time goes (top APIs), how many times its vector instructions pass over the bytes the op must move,
 and the GM<->UB copies' share. Run after every row is timed, so no profiling overlaps a timed call."""
 

@@ -1,11 +1,10 @@
-"""Dtype names, once for the harness: the float dtypes the ops take, the other spellings of them, element
+"""Dtype names, once for the package: the float dtypes the ops take, the other spellings of them, element
 sizes (also of the twin's recorded C++ names) and the torch dtype of a name. Only the standard library is
 imported here, so precision.py stays NumPy-only; torch is imported when a torch dtype is asked for."""
 
 from __future__ import annotations
 
 FLOATS = ("float16", "bfloat16", "float32")  # what verify's cases and the family suites are made in
-BENCH_DEFAULT = ("float32", "bfloat16")  # what bench times unless told (float16 rows add little on a CPU)
 # Other spellings -> the name above: short names, C++ names (the twin's record), msopgen's "float".
 ALIASES = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32"}
 BYTES = {

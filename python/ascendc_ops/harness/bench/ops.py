@@ -20,11 +20,12 @@ from dataclasses import dataclass
 
 import torch
 
-from . import explain, plot
-from .dtypes import BENCH_DEFAULT as DEFAULT_DTYPES, FLOATS as DTYPES, torch_dtype  # noqa: F401  (DTYPES: the CLI's choices)
-from .environment import contention, cpu_busy, environment, progress
-from .estimate import model_columns
-from .runner import OPS, check_shape, first
+from ...dtypes import FLOATS as DTYPES, torch_dtype  # noqa: F401  (DTYPES: the CLI's choices)
+from .. import plot
+from ..environment import contention, cpu_busy, environment, progress
+from ..pipeline.estimate import model_columns
+from ..runner import OPS, check_shape, first
+from . import BENCH_DEFAULT as DEFAULT_DTYPES, explain
 
 PASSES = ("fwd", "bwd", "full")
 DEFAULT_PASSES = ("fwd", "bwd")
@@ -38,8 +39,8 @@ TARGETS = (
 
 
 @dataclass(frozen=True)
-class Model:
-    """The shapes of a model that the ops see (one layer, batch 1)."""
+class LayerShapes:
+    """The shapes one decoder layer of a preset model (an HF architecture) gives the ops, batch 1."""
 
     heads: int
     kv_heads: int
@@ -50,12 +51,12 @@ class Model:
 
 
 PRESETS = {
-    "llama-7b": Model(heads=32, kv_heads=32, head_dim=128, hidden=4096, intermediate=11008),
-    "llama2-13b": Model(heads=40, kv_heads=40, head_dim=128, hidden=5120, intermediate=13824),
-    "llama3-8b": Model(heads=32, kv_heads=8, head_dim=128, hidden=4096, intermediate=14336),
-    "mistral-7b": Model(heads=32, kv_heads=8, head_dim=128, hidden=4096, intermediate=14336),
-    "qwen2.5-7b": Model(heads=28, kv_heads=4, head_dim=128, hidden=3584, intermediate=18944),
-    "qwen2.5-0.5b": Model(heads=14, kv_heads=2, head_dim=64, hidden=896, intermediate=4864),
+    "llama-7b": LayerShapes(heads=32, kv_heads=32, head_dim=128, hidden=4096, intermediate=11008),
+    "llama2-13b": LayerShapes(heads=40, kv_heads=40, head_dim=128, hidden=5120, intermediate=13824),
+    "llama3-8b": LayerShapes(heads=32, kv_heads=8, head_dim=128, hidden=4096, intermediate=14336),
+    "mistral-7b": LayerShapes(heads=32, kv_heads=8, head_dim=128, hidden=4096, intermediate=14336),
+    "qwen2.5-7b": LayerShapes(heads=28, kv_heads=4, head_dim=128, hidden=3584, intermediate=18944),
+    "qwen2.5-0.5b": LayerShapes(heads=14, kv_heads=2, head_dim=64, hidden=896, intermediate=4864),
 }
 
 
@@ -76,7 +77,7 @@ class Config:
     csv: str | None = None
     plot: str | None = None
     progress: bool = True
-    explain: bool = True  # profile each row that misses a target (harness/explain.py)
+    explain: bool = True  # profile each row that misses a target (harness/bench/explain.py)
     calibrated: bool = True  # the 910B model with the values fitted to measured times (--uncalibrated: priors)
 
 

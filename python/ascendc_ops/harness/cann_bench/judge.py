@@ -27,9 +27,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import precision as P
-from .dtypes import torch_dtype
-from .error_threshold import round_to
+from ... import precision as P
+from ...dtypes import torch_dtype
+from ..verify.error_threshold import round_to
 
 NAME = "cann-bench"
 COUNT_RATIO = 2.0  # every region: ours <= 2 * max(control's, 1)

@@ -2,15 +2,14 @@
 and written once, whole-UB tiles double-buffered, one block per core) and how far the pipeline model puts
 it above the least work of the same bytes. No kernel moves bytes with less overhead in the model, so that
 excess, plus the model's own resolution (its contention solve stops within CONTENTION_TOL of the memory
-floor), is the slack "at the floor" may allow our kernel (cann_bench_explain.py)."""
+floor), is the slack "at the floor" may allow our kernel (cann_bench/explain.py)."""
 
 from __future__ import annotations
 
 import math
 
-from .pipeline import model_launch
-from .pipeline.launch import CONTENTION_TOL
-from .pipeline.platform import Platform
+from .launch import CONTENTION_TOL, model_launch
+from .platform import Platform
 
 BUFFERS = 2  # double buffering: the load of one tile overlaps the store of the one before
 

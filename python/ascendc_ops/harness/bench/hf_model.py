@@ -2,7 +2,7 @@
 
     ascendc-ops bench --suite model            # ~3 min on 2 cores
     ascendc-ops bench --suite model --quick    # < 1 min, smaller shapes
-    ascendc-ops bench --suite model --steps-only   # only the Qwen3 / Qwen3-MoE steps by fusion level (bench_fusions)
+    ascendc-ops bench --suite model --steps-only   # only the Qwen3 / Qwen3-MoE steps by fusion level (hf_fusions)
 
 For fp32 and bf16, with and without ``apply_default_kernels`` (fused_rope, fused_rmsnorm, fused_swiglu):
 training step (forward + backward) tokens/s, the step's peak memory, and greedy-generation tokens/s.
@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 
-from .dtypes import torch_dtype
+from ...dtypes import torch_dtype
 
 MODEL = dict(
     hidden_size=1024,
@@ -55,7 +55,7 @@ GEN_RUNS = 3
 ROUNDS = 2  # subprocess runs per variant, interleaved (the best is shown)
 # Each variant runs in a fresh process: its peak memory is its own.
 WORKER = (
-    "import json, sys; from ascendc_ops.harness.bench_model import worker; "
+    "import json, sys; from ascendc_ops.harness.bench.hf_model import worker; "
     "w = json.loads(sys.argv[1]); print(json.dumps(worker(w['dtype'], w['kernels'], w['plan'], w['profile'])))"
 )
 

@@ -22,8 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pipeline.l2 import floor_seconds, l2_traffic
-from .pipeline.platform import PLATFORM_DIR, Platform
+from .l2 import floor_seconds, l2_traffic
+from .platform import PLATFORM_DIR, Platform
 
 CALIBRATION_DIR = PLATFORM_DIR / "calibration"
 LARGE = 4.0  # a bound's term must be this many fixed costs for the case to test that term
@@ -264,7 +264,7 @@ def summary_lines(check_rows: list[dict]) -> list[str]:
 
 # ---------------------------------------------------------------- the calibration file
 def calibration_path(plat_name: str) -> Path:
-    from .pipeline.platform import platform_files
+    from .platform import platform_files
 
     return CALIBRATION_DIR / platform_files()[plat_name.lower()].name
 
@@ -282,7 +282,7 @@ def calibration_doc(facts: dict, prior: Platform, evidence: dict) -> dict:
     prior_values = {"launch_us": prior.costs["launch_us"], "hbm_bytes_per_s": prior.hbm_bytes_per_s}
     return {
         "platform": prior.name,
-        "about": "Parameters fitted to the built-in kernels' measured times (harness/model_check.py); they "
+        "about": "Parameters fitted to the built-in kernels' measured times (harness/pipeline/calibration.py); they "
         "replace the platform file's values when the model runs calibrated. Written by "
         "tools/calibrate_platform.py; tests check it equals a fresh fit of the snapshot.",
         "data": src,
@@ -300,8 +300,8 @@ def calibration_doc(facts: dict, prior: Platform, evidence: dict) -> dict:
             "l2_warm": {
                 "value": evidence["warm"],
                 "prior": file_warm,
-                "source": "decided on the calibration cases (harness/l2_check.py): the L2 state whose fit has the "
-                f"smaller |error| there; see l2_state ({src})",
+                "source": "decided on the calibration cases (harness/pipeline/l2_check.py): the L2 state whose fit "
+                f"has the smaller |error| there; see l2_state ({src})",
             }
         },
         "l2_state": {k: evidence[k] for k in ("chosen", "states", "support", "against", "hbm_cases")},

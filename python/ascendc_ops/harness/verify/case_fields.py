@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import precision as P
+from ... import precision as P
 
 FORMATS = ("ND",)
 # msOpST's data_distribute values (its st/config/white_list_config.json), then our extension

@@ -1,7 +1,7 @@
 """Why a measured cann-bench case is below 1.0x, from the model, so that no case below 1.0x stands
 unexplained: for each such row of
 `bench --preset cann-bench`, what binds our kernel and how far it is from the least work either kernel must
-do (model_check's figure: one kernel start plus its bytes at HBM or its FLOPs at the cube's peak), what the
+do (pipeline/calibration.py's figure: one kernel start plus its bytes at HBM or its FLOPs at the cube's peak), what the
 built-in's measured time implies against that least work, and a class:
 
 - "built-in beyond the model's measured error": the built-in ran faster than the least work by more than
@@ -15,16 +15,15 @@ built-in's measured time implies against that least work, and a class:
   launch or the cube, at most the slack above it) and the floor is within the band of the built-in.
 
 Two tolerances, each measured: the band, for the model against a measurement, is the model's largest
-|error| on the held-out built-in cases of the built-in's bound (model_check.error_summary; all held-out
+|error| on the held-out built-in cases of the built-in's bound (calibration.error_summary; all held-out
 cases when that bound has none); the slack, for our estimate against the least work (the same model on
 both sides), is how far the model puts an ideal stream of the same bytes above its own least work, run
-beside it (ideal_stream.py)."""
+beside it (pipeline/ideal_stream.py)."""
 
 from __future__ import annotations
 
-from . import model_check
-from .ideal_stream import stream_slack
-from .pipeline import load_platform
+from ..pipeline import calibration, load_platform
+from ..pipeline.ideal_stream import stream_slack
 
 TIE = "tie within the model's measured error"
 MORE_WORK = "ours does more work"
@@ -58,9 +57,9 @@ def _busiest(pipes: dict) -> str:
     return f"{p} {100 * pipes[p]:.0f}% busy"
 
 
-def _implied(work: model_check.Work, measured: float, plat) -> str:
+def _implied(work: calibration.Work, measured: float, plat) -> str:
     """What the built-in's measured time says against the model's fitted figures."""
-    launch = model_check.terms(work, plat)["launch"]
+    launch = calibration.terms(work, plat)["launch"]
     if measured <= launch:
         return f"its whole time is below the model's launch ({launch:.2f} us)"
     if work.flops and work.flops / plat.cube_peak_flops(work.dtype) > work.bytes / plat.hbm_bytes_per_s:
@@ -72,10 +71,10 @@ def _implied(work: model_check.Work, measured: float, plat) -> str:
     )
 
 
-def explain(row: dict, work: model_check.Work, bound: str, tol: float, plat, note: str = "") -> dict:
+def explain(row: dict, work: calibration.Work, bound: str, tol: float, plat, note: str = "") -> dict:
     """One below-1.0x row's explanation: the figures and the class (`work`: the built-in's least work,
     `bound`: its bound in the model check's rule; `note`: said before the class)."""
-    least = model_check.predict(work, plat)
+    least = calibration.predict(work, plat)
     est, base = row["est_us"], row["baseline_us"]
     slack = stream_slack(work.bytes, plat)
     cls = classify(est, row["bound"], least, base, tol, slack)
@@ -118,14 +117,14 @@ def explanations(rows: list[dict], check_rows: list[dict], facts: dict, plat, er
     out = []
     for r in behind(rows):
         case = next(c for c in facts["tasks"][r["task"]]["cases"] if c["case_id"] == r["case_id"])
-        work = model_check.builtin_work(r["task"], case)
+        work = calibration.builtin_work(r["task"], case)
         if work is None:
             out.append({"task": r["task"], "case_id": r["case_id"], "speedup": r["speedup"], "class": None,
                         "text": f"no least-work model for {r['task']}"})  # fmt: skip
             continue
         chk = by_case.get((r["task"], r["case_id"]))
-        bound = chk["bound"] if chk else model_check.bound(work, prior, fixed)
-        n = model_check.kernels(case)
+        bound = chk["bound"] if chk else calibration.bound(work, prior, fixed)
+        n = calibration.kernels(case)
         note = "" if chk else f"; its baseline ran {n or 'an unknown number of'} kernels, the least work is one's"
         out.append(explain(r, work, bound, band(check_rows, bound, err_key), plat, note))
     return out

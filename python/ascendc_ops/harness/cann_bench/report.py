@@ -1,10 +1,10 @@
-"""`bench --preset cann-bench`: per cann-bench case our kernel's 910B estimate (the pipeline model, estimate.py)
-beside the built-in kernel's published 910B2 time (measured, or the cap, which is no measurement), cann-bench's
-t_hw_us, the speedup and HAP, after (unless skipped) the case's accuracy on the twin; the machine, our commit
-and cann-bench's commit with it; then the model check (model_check.py): the same model's estimate of each
-built-in kernel's least work against its measured time. The model runs calibrated (the values fitted in that
-check) unless asked not to. `verify --preset cann-bench` is verify.run on cann_bench.verify_cases, then the
-model check."""
+"""`bench --preset cann-bench`: per cann-bench case our kernel's 910B estimate (the pipeline model,
+pipeline/estimate.py) beside the built-in kernel's published 910B2 time (measured, or the cap, which is no
+measurement), cann-bench's t_hw_us, the speedup and HAP, after (unless skipped) the case's accuracy on the twin;
+the machine, our commit and cann-bench's commit with it; then the model check (pipeline/calibration.py): the same
+model's estimate of each built-in kernel's least work against its measured time. The model runs calibrated (the
+values fitted in that check) unless asked not to. `verify --preset cann-bench` is verify.suite.run on
+preset.verify_cases, then the model check."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ import sys
 import numpy as np
 import torch
 
-from . import cann_bench as CB, cann_bench_data as D, cann_bench_explain as E, estimate, l2_check, model_check, verify
-from .dtypes import BYTES, torch_dtype
-from .environment import cpu_model, git_commit
-from .families import VERIFY_OPS
-from .pipeline import is_calibrated, load_platform, model_launches, model_platform
-from .values import make_values
+from ...dtypes import BYTES, torch_dtype
+from ..environment import cpu_model, git_commit
+from ..families import VERIFY_OPS
+from ..pipeline import calibration, estimate, is_calibrated, l2_check, load_platform, model_launches, model_platform
+from ..values import make_values
+from ..verify import suite as verify
+from . import data as D, explain as E, preset as CB
 
 PLATFORM = "910B"  # our model's chip; cann-bench measured on a 910B2
 
@@ -180,7 +181,7 @@ def model_name(plat) -> str:
 
 
 def check_rows(facts: dict) -> list[dict]:
-    return model_check.rows(facts, load_platform(PLATFORM), load_platform(PLATFORM, calibrated=True))
+    return calibration.rows(facts, load_platform(PLATFORM), load_platform(PLATFORM, calibrated=True))
 
 
 def print_model_check(facts: dict, calibrated: bool, out) -> list[dict]:
@@ -188,15 +189,15 @@ def print_model_check(facts: dict, calibrated: bool, out) -> list[dict]:
     summary per bound and set; the data's commit, ours and the machine."""
     rows = check_rows(facts)
     s = facts["source"]
-    cal = model_check.calibration_path(PLATFORM)
+    cal = calibration.calibration_path(PLATFORM)
     print(
         f"\nmodel check: the {PLATFORM} model's estimate of each built-in kernel's least work (bytes read and "
         f"written once at HBM, a GEMM's FLOPs at the cube's peak, one kernel start) against its measured time; "
         f"calibrated = {cal.parent.name}/{cal.name} (fitted on the 'calibration' rows only)",
         file=out,
     )
-    print(model_check.table(rows), file=out)
-    print("", *model_check.summary_lines(rows), sep="\n", file=out)
+    print(calibration.table(rows), file=out)
+    print("", *calibration.summary_lines(rows), sep="\n", file=out)
     if cal.exists() and "l2_state" in (doc := json.loads(cal.read_text())):
         print(*l2_check.lines(doc["l2_state"]), sep="\n", file=out)  # the warm/cold evidence, as fitted
     print(

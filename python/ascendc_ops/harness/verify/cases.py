@@ -56,6 +56,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...dtypes import torch_dtype
 from .case_fields import (
     BIN,
     DTYPE_BYTES,
@@ -74,7 +75,6 @@ from .case_fields import (
     tensor_spec,
     typed_default,
 )
-from .dtypes import torch_dtype
 
 
 @dataclass
@@ -138,7 +138,7 @@ def load_file(path: str | Path, ops: dict) -> list[Case]:
 
 def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> list[Case]:
     """One case-file entry -> validated concrete Cases (expanded, fuzzed)."""
-    from ..op_proto import load_all, resolve
+    from ...op_proto import load_all, resolve
 
     if not isinstance(raw, dict):
         raise CaseError(f"{where}: a case must be a JSON object, got {type(raw).__name__}")

@@ -1,5 +1,5 @@
 """`ascendc-ops verify`: run cases (the default suite or case files) and judge every output against the
-float64 NumPy golden (ops/<family>_reference.py) under the Ascend standards (precision.py).
+float64 NumPy golden (ops/<family>_reference.py) under the Ascend standards (ascendc_ops/precision.py).
 
 Op table: ``OPS`` maps a torch.ops.custom op name to an ``OpSpec`` (families/base.py), gathered from the
 family modules in families/ (how to run each op, PyTorch's own same-dtype computation of it, its golden, a
@@ -27,7 +27,7 @@ Standards (``--standard``):
   A cann-bench case (``--preset cann-bench``) is judged as cann-bench judges it (``cann_bench``); the verdict
   of the rule above is kept beside it in the record (``default_verdict``) and the summary lists where they
   differ.
-- ``cann_bench``: cann-bench's own rule (cann_bench_judge.py); its control is cann-bench's golden function in
+- ``cann_bench``: cann-bench's own rule (cann_bench/judge.py); its control is cann-bench's golden function in
   the case's dtype on its cases, PyTorch's same-dtype result on others.
 mere_mare and ratio use the small-value domain: outputs with |golden|
 below the dtype's threshold are judged by absolute error (ErrorCount vs PyTorch's) instead of MERE/MARE/RMSE.
@@ -49,14 +49,14 @@ import torch
 
 import ascendc_ops
 
-from . import precision as P
-from .cann_bench_judge import check_cann_bench, controls
+from ... import precision as P
+from ...dtypes import torch_dtype
+from ..cann_bench.judge import check_cann_bench, controls
+from ..families import VERIFY_OPS as OPS
+from ..families.base import DTYPES, OpSpec
+from ..values import GenContext, make_values
 from .cases import Case, CaseError, expand, load_file
-from .dtypes import torch_dtype
 from .error_threshold import DEFAULT as MSOPST_DEFAULT, check_error_threshold
-from .families import VERIFY_OPS as OPS
-from .families.base import DTYPES, OpSpec
-from .values import GenContext, make_values
 
 STANDARDS = ("auto", "mere_mare", "ratio", "double_thousandth", "error_threshold", "cann_bench")
 
@@ -339,7 +339,7 @@ def run(
     )
     _print_default_verdicts(records, out)
     if json_path:
-        from .environment import git_commit
+        from ..environment import git_commit
 
         doc = {
             "standard": standard,

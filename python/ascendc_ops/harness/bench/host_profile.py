@@ -15,9 +15,9 @@ import time
 
 import torch
 
-from . import runner
-from .environment import tune_glibc_malloc
-from .twin_record import host_profiling
+from .. import runner
+from ..environment import tune_glibc_malloc
+from ..twin_record import host_profiling
 
 REPS = 5
 PROFILED_MAX = 5  # profiled calls at most: as the bench warms up, until one takes no page faults

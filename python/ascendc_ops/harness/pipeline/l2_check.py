@@ -1,14 +1,14 @@
 """Are cann-bench's measured times warm in L2? cann-bench (msprof) times 20 runs of the same built-in on the
 same tensors, so a launch whose bytes fit the 192 MB L2 could find them resident (pipeline/l2.py). Both
-states of the model are fitted as model_check fits the committed one (launch, then the effective HBM rate,
+states of the model are fitted as calibration.py fits the committed one (launch, then the effective HBM rate,
 on the odd case ids, bounds by its rule under that state's prior) and the state whose fit has the smaller
 error on the calibration cases (median |error|, then largest) is the one the model runs in. The held-out
 cases are not read by the choice; their error under both states is reported beside it."""
 
 from __future__ import annotations
 
-from . import model_check as M
-from .pipeline.platform import Platform
+from . import calibration as M
+from .platform import Platform
 
 STATES = {"cold": False, "warm": True}
 
