@@ -259,7 +259,13 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     assert "| HAP | model error on built-in |" in out and "model check:" in out
     doc = json.loads(js.read_text())
     assert "calibrated" in doc["model"] and rms["model_err"] is None  # case 16's baseline is the cap: no check
-    assert {r["set"] for r in doc["model_check"]} == {"calibration", "held out"}
+    assert {r["set"] for r in doc["model_check"]} == {
+        "calibration",
+        "held out",
+        "held out (> L2)",
+        "checked",
+        "checked (> L2)",
+    }
 
 
 def _tool(name: str):
