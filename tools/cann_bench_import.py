@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Write our snapshot of cann-bench's facts (python/ascendc_ops/harness/data/cann_bench_910b2.json) from a
-checkout of hicann/cann-bench: the cases of the tasks our ops implement or plan, the built-in kernels' 910B2
+checkout of hicann/cann-bench: the cases of the tasks our ops implement or plan and of the simple streaming
+tasks the model's machine figures are fitted on (data.FLOOR_TASKS), the built-in kernels' 910B2
 times with each baseline marked measured or cap, the source commit and file of each, and how each task maps
 to our op (harness/cann_bench/preset.py).
 
@@ -41,7 +42,9 @@ def main(argv=None) -> int:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
     n = sum(len(t["cases"]) for t in doc["tasks"].values())
-    print(f"wrote {args.out}: {n} cases of {len(doc['tasks'])} tasks at {doc['source']['commit']}")
+    f = sum(len(t["cases"]) for t in doc["floor_tasks"].values())
+    print(f"wrote {args.out}: {n} cases of {len(doc['tasks'])} tasks, {f} of {len(doc['floor_tasks'])} floor tasks "
+          f"at {doc['source']['commit']}")  # fmt: skip
     return 0
 
 

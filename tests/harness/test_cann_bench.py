@@ -79,6 +79,16 @@ TIMES = {
     "level1": {"swi_glu": {"1": {"baseline_perf_us": 10.0, "t_hw_us": 0.5}}},
     "level3": {"grouped_matmul": {"1": {"baseline_perf_us": 9.62, "t_hw_us": 1.0}}},
 }  # fmt: skip
+FLOOR_CASE = """cases:
+- operator: Sigmoid
+  case_id: 1
+  input_shape:
+  - [4, 8]
+  dtype: [float16]
+  attrs: {}
+  value_range: [-1, 1]
+  note: "S | baseline_kernels: Sigmoid×1"
+"""
 
 
 def write_checkout(root: Path) -> str:
@@ -87,6 +97,11 @@ def write_checkout(root: Path) -> str:
         d.mkdir(parents=True)
         (d / "cases.yaml").write_text(text)
         (d / "proto.yaml").write_text(PROTO.format(op=op, task=task))
+    for task in D.FLOOR_TASKS:  # the floor tasks: one case each, no time (missing)
+        d = root / "tasks" / "level1" / task
+        d.mkdir(parents=True)
+        (d / "cases.yaml").write_text(FLOOR_CASE)
+        (d / "proto.yaml").write_text(PROTO.format(op=task.title(), task=task))
     (root / "tasks" / "metadata").mkdir()
     (root / "tasks" / "metadata" / "910b2.json").write_text(json.dumps({"_metadata": {}, **TIMES}))
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
@@ -112,6 +127,9 @@ def test_importer_reads_cases_times_and_marks_caps(tmp_path):
         assert doc["tasks"]["swi_glu"]["cases"][0]["baseline_kind"] == "cap"  # 10 us: the floor of the cap
         gmm = doc["tasks"]["grouped_matmul"]["cases"]
         assert gmm[0]["baseline_kind"] == "measured" and gmm[1]["baseline_kind"] == "missing"
+        sig = doc["floor_tasks"]["sigmoid"]
+        assert sig["files"]["cases"] == "tasks/level1/sigmoid/cases.yaml" and "sigmoid" not in doc["tasks"]
+        assert sig["cases"][0]["input_shape"] == [[4, 8]] and sig["cases"][0]["baseline_kind"] == "missing"
     # the snapshot's JSON keeps the non-finite ranges
     assert D.decode(json.loads(json.dumps(D.encode(doc))))["tasks"]["swi_glu"]["cases"][0]["value_range"][0] != 0
     with pytest.raises(ValueError, match="neither"):
@@ -241,7 +259,13 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     assert "| HAP | model error on built-in |" in out and "model check:" in out
     doc = json.loads(js.read_text())
     assert "calibrated" in doc["model"] and rms["model_err"] is None  # case 16's baseline is the cap: no check
-    assert {r["set"] for r in doc["model_check"]} == {"calibration", "held out"}
+    assert {r["set"] for r in doc["model_check"]} == {
+        "calibration",
+        "held out",
+        "held out (> L2)",
+        "checked",
+        "checked (> L2)",
+    }
 
 
 def _tool(name: str):

@@ -5,7 +5,7 @@
 - bench/: measured latency: the suites ops, moe and the HF model's training step (hf_model, hf_fusions), and
   `profile` (host_profile: the twin measured per Ascend C API, read by explain);
 - pipeline/: the 910B pipeline model (a recorded instruction stream -> modelled time), `estimate`, and its
-  calibration against cann-bench's measured built-in times (calibration, l2_check, ideal_stream);
+  calibration against cann-bench's measured built-in times (calibration, ideal_stream);
 - cann_bench/: hicann/cann-bench's cases, times, score and accuracy rule as a preset of verify and bench;
 - families/: per op family, how the wings run, check, feed and time its ops.
 

@@ -19,6 +19,10 @@ METADATA_FILE = f"tasks/metadata/{HARDWARE}.json"
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / f"cann_bench_{HARDWARE}.json"
 # The tasks one of our ops implements or is planned to; their level is found in the checkout.
 TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul")
+# Simple streaming tasks, each one built-in kernel that reads its inputs once and writes one output: their
+# measured times are the evidence for the chip's start cost and HBM rate (pipeline/calibration.py), not cases
+# we compete on (snapshot key "floor_tasks").
+FLOOR_TASKS = ("sigmoid", "gelu", "exp", "maximum")
 # Where cann-bench defines HAP and the capped baseline (cited, not copied).
 HAP_SOURCE = ("README.md", "src/kernel_eval/benches/cann_scoring.py")
 CAP_SOURCE = f"{METADATA_FILE} (_metadata.baseline_source)"
@@ -118,8 +122,9 @@ def _yaml(text: str, where: str):
 
 
 def import_checkout(path: str | Path) -> dict:
-    """Our snapshot of the tasks in TASKS from a checkout: per task its files, per case its fields from
-    cases.yaml and its times from the metadata file, the baseline marked measured or cap."""
+    """Our snapshot of the tasks in TASKS (and FLOOR_TASKS, under "floor_tasks") from a checkout: per task its
+    files, per case its fields from cases.yaml and its times from the metadata file, the baseline marked
+    measured or cap."""
     co = Checkout(path)
     files = co.files()
     meta = json.loads(co.read(METADATA_FILE))
@@ -134,43 +139,47 @@ def import_checkout(path: str | Path) -> dict:
             "hap_defined_in": list(HAP_SOURCE),
             "cap_rule": f"published = min(measured, max(10 * t_hw_us, 10 us)); unmeasured = the cap ({CAP_SOURCE})",
         },
-        "tasks": {},
     }
-    for task in TASKS:
-        found = [f for f in files if f.endswith(f"/{task}/cases.yaml") and f.count("/") == 3]
-        if not found:
-            raise ValueError(f"{path}: no tasks/<level>/{task}/cases.yaml at {co.commit}")
-        cases_file = found[0]
-        level = cases_file.split("/")[1]
-        base = cases_file.rsplit("/", 1)[0]
-        proto = _yaml(co.read(f"{base}/proto.yaml"), f"{base}/proto.yaml")["operator"]
-        times = meta.get(level, {}).get(task, {})
-        cases = []
-        for raw in _yaml(co.read(cases_file), cases_file)["cases"]:
-            t = times.get(str(raw["case_id"]), {})
-            case = {k: raw.get(k) for k in ("case_id", "input_shape", "dtype", "attrs", "value_range", "note")} | {
-                "baseline_perf_us": t.get("baseline_perf_us"),
-                "t_hw_us": t.get("t_hw_us"),
-            }
-            if case["baseline_perf_us"] is not None and case["t_hw_us"] is not None:
-                case["baseline_kind"] = baseline_kind(case["baseline_perf_us"], case["t_hw_us"])
-            else:
-                case["baseline_kind"] = "missing"
-            cases.append(case)
-        doc["tasks"][task] = {
-            "operator": proto["name"],
-            "level": level,
-            "schema": proto.get("schema"),
-            "files": {
-                "cases": cases_file,
-                "proto": f"{base}/proto.yaml",
-                "desc": f"{base}/desc.md",
-                "golden": f"{base}/golden.py",
-                "times": METADATA_FILE,
-            },
-            "cases": cases,
-        }
+    doc["tasks"] = {task: _task(co, files, meta, task, path) for task in TASKS}
+    doc["floor_tasks"] = {task: _task(co, files, meta, task, path) for task in FLOOR_TASKS}
     return doc
+
+
+def _task(co: Checkout, files: list[str], meta: dict, task: str, path) -> dict:
+    """One task of the checkout: its files, operator, schema and cases with their times."""
+    found = [f for f in files if f.endswith(f"/{task}/cases.yaml") and f.count("/") == 3]
+    if not found:
+        raise ValueError(f"{path}: no tasks/<level>/{task}/cases.yaml at {co.commit}")
+    cases_file = found[0]
+    level = cases_file.split("/")[1]
+    base = cases_file.rsplit("/", 1)[0]
+    proto = _yaml(co.read(f"{base}/proto.yaml"), f"{base}/proto.yaml")["operator"]
+    times = meta.get(level, {}).get(task, {})
+    cases = []
+    for raw in _yaml(co.read(cases_file), cases_file)["cases"]:
+        t = times.get(str(raw["case_id"]), {})
+        case = {k: raw.get(k) for k in ("case_id", "input_shape", "dtype", "attrs", "value_range", "note")} | {
+            "baseline_perf_us": t.get("baseline_perf_us"),
+            "t_hw_us": t.get("t_hw_us"),
+        }
+        if case["baseline_perf_us"] is not None and case["t_hw_us"] is not None:
+            case["baseline_kind"] = baseline_kind(case["baseline_perf_us"], case["t_hw_us"])
+        else:
+            case["baseline_kind"] = "missing"
+        cases.append(case)
+    return {
+        "operator": proto["name"],
+        "level": level,
+        "schema": proto.get("schema"),
+        "files": {
+            "cases": cases_file,
+            "proto": f"{base}/proto.yaml",
+            "desc": f"{base}/desc.md",
+            "golden": f"{base}/golden.py",
+            "times": METADATA_FILE,
+        },
+        "cases": cases,
+    }
 
 
 def load(checkout: str | Path | None = None) -> dict:

@@ -18,7 +18,7 @@ import torch
 from ...dtypes import BYTES, torch_dtype
 from ..environment import cpu_model, git_commit
 from ..families import VERIFY_OPS
-from ..pipeline import calibration, estimate, is_calibrated, l2_check, load_platform, model_launches, model_platform
+from ..pipeline import calibration, estimate, is_calibrated, load_platform, model_launches, model_platform
 from ..values import make_values
 from ..verify import suite as verify
 from . import data as D, explain as E, preset as CB
@@ -198,8 +198,8 @@ def print_model_check(facts: dict, calibrated: bool, out) -> list[dict]:
     )
     print(calibration.table(rows), file=out)
     print("", *calibration.summary_lines(rows), sep="\n", file=out)
-    if cal.exists() and "l2_state" in (doc := json.loads(cal.read_text())):
-        print(*l2_check.lines(doc["l2_state"]), sep="\n", file=out)  # the warm/cold evidence, as fitted
+    if cal.exists() and (below := json.loads(cal.read_text()).get("below_floor")):
+        print("measured faster than the calibrated model's least work:", below, file=out)
     print(
         f"measured: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} (Ascend "
         f"{s['hardware']}); model: {model_name(model_platform(PLATFORM, calibrated))}; commit {git_commit()}; "

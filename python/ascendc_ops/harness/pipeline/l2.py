@@ -3,9 +3,15 @@
 - Within a launch (always): a byte read again after its first read is an L2 hit when everything the
   launch touches (its distinct reads plus its writes) fits in the L2; beyond that capacity none is
   (a sweep larger than the cache evicts a line before its reuse), and the re-read costs HBM again.
+- Writes (always): the L2 is write-back -- MTE3 and Fixpipe writes land in the L2 and a line reaches HBM
+  when it is replaced (CANN's L2 CacheMode page). Within a launch, the written bytes that reach HBM are the
+  written share of whatever the launch touches beyond the L2's capacity (footprint - L2, split between
+  reads and writes in proportion: assume, no public source says which lines the L2 replaces); the rest
+  is written back after the launch, outside its time.
 - Across launches (`Platform.l2_warm`): a benchmark that repeats the same kernel on the same tensors
-  finds what the previous launch touched still resident when it fits, so every access is a hit.
-  Whether cann-bench's times are warm is decided from the measurements (harness/pipeline/calibration.py).
+  finds what the previous launch touched still resident when it fits, so every access is a hit. cann-bench
+  empties the L2 before every timed step (its PerfEvaluator._clear_cache, src/kernel_eval/eval/perf_eval.py),
+  so its times are cold, and so is the model by default.
 
 Every GM byte, hit or miss, passes the L2, so its bandwidth is a floor too (all bytes / L2 rate)."""
 
@@ -28,18 +34,20 @@ class L2Traffic:
         return self.hbm_bytes + self.hit_bytes
 
 
-def l2_traffic(read: int, distinct_read: int, write: int, plat: Platform) -> L2Traffic:
+def l2_traffic(read: int, distinct_read: int, write: int, plat: Platform, overwritten: int = 0) -> L2Traffic:
     """The split of a launch's GM traffic (`read` bytes, `distinct_read` of them distinct, `write`
-    bytes, taken as distinct) between HBM and L2 hits on `plat`."""
-    footprint = distinct_read + write
+    bytes, distinct but for `overwritten` of them written in place over bytes read) between HBM and L2
+    hits on `plat`."""
+    footprint = distinct_read + write - overwritten
     fits = plat.l2_bytes > 0 and footprint <= plat.l2_bytes
-    if not fits:
-        hits = 0
-    elif plat.l2_warm:
-        hits = read + write
-    else:
-        hits = read - distinct_read
-    return L2Traffic(read + write - hits, hits, footprint, fits)
+    if not plat.l2_bytes:
+        return L2Traffic(read + write, 0, footprint, False)
+    if fits and plat.l2_warm:
+        return L2Traffic(0, read + write, footprint, True)
+    hbm_read = distinct_read if fits else read  # past the capacity a re-read misses too
+    written_back = write * (footprint - plat.l2_bytes) // footprint if not fits else 0
+    hbm = hbm_read + written_back
+    return L2Traffic(hbm, read + write - hbm, footprint, fits)
 
 
 def floor_seconds(traffic: L2Traffic, plat: Platform) -> dict:

@@ -127,7 +127,7 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     end, placement, tls = _run(blocks, plat, cores, share, keep_events) if blocks else (0.0, [], [])
     cycles = max(end, memory_cycles)
     used = len({c for c, _ in placement})
-    launch_us = plat.launch_us(used) if blocks else 0.0
+    launch_us = plat.launch_us(used, cube) if blocks else 0.0
     est_us = cycles / plat.hz * 1e6 + launch_us
     busy = {p: sum(tl.busy[p] for tl in tls) for p in PIPES}
     stalls = {p: sum(tl.stall[p] for tl in tls) for p in PIPES}
@@ -161,18 +161,19 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
         m.notes.append(f"{cores - used} of {cores} cores idle (block_dim {len(blocks)})")
     elif len(blocks) % cores and len(blocks) > cores:
         m.notes.append(f"{len(blocks)} blocks on {cores} cores: the last of {m.waves} waves uses {len(blocks) % cores}")
-    if traffic.hit_bytes:
+    if traffic.fits and traffic.hit_bytes:
         state = "warm: the previous launch left it resident" if plat.l2_warm else "cold"
+        served = traffic.hit_bytes if plat.l2_warm else read - distinct
         m.notes.append(
             f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the L2 ({state}) serves "
-            f"{traffic.hit_bytes / 1e6:.2f} MB (the {traffic.footprint / 1e6:.2f} MB touched fit its "
-            f"{plat.l2_bytes / MIB:.0f} MiB)"
+            f"{served / 1e6:.2f} MB (the {traffic.footprint / 1e6:.2f} MB touched fit its "
+            f"{plat.l2_bytes / MIB:.0f} MiB)" + ("" if plat.l2_warm else f" and holds the {write / 1e6:.2f} MB written")
         )
-    elif read > 1.1 * distinct:  # re-reads the L2 cannot hold: charged at HBM bandwidth again
+    elif not traffic.fits and plat.l2_bytes and (read > 1.1 * distinct or write):
         m.notes.append(
             f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the "
             f"{traffic.footprint / 1e6:.2f} MB touched exceed the L2 ({plat.l2_bytes / MIB:.0f} MiB), so the "
-            "re-reads count as HBM traffic"
+            "re-reads count as HBM traffic and the written share of the excess is written back"
         )
     uncosted = set().union(*(tl.uncosted for tl in tls)) if tls else set()
     if uncosted:

@@ -49,8 +49,10 @@ class Platform:
     def hz(self) -> float:
         return self.clock_mhz * 1e6
 
-    def launch_us(self, cores_used: int) -> float:
-        return self.costs["launch_us"] + self.costs["launch_us_per_core"] * cores_used
+    def launch_us(self, cores_used: int, cube: bool = False) -> float:
+        """A kernel's start: the vector or the cube kernels' fixed cost plus a share per core started."""
+        base = self.costs.get("cube_launch_us", self.costs["launch_us"]) if cube else self.costs["launch_us"]
+        return base + self.costs["launch_us_per_core"] * cores_used
 
     @property
     def l2_bytes_per_s(self) -> float:
@@ -151,7 +153,7 @@ def load_platform(name: str = "910B", calibrated: bool = False) -> Platform:
             "cube_fractal_cycles",
             "cube_start_cycles",
         )
-    }
+    } | ({"cube_launch_us": _value(raw, "cube_launch_us")} if "cube_launch_us" in raw else {})
     plat = Platform(
         name=raw["name"],
         clock_mhz=float(_value(raw, "clock_mhz")),
