@@ -31,9 +31,9 @@ constexpr int kMaxCount = 15;    // a flag's counter holds 0..15
 constexpr int kSyncAllLo = 11, kSyncAllHi = 14;  // ids the hard SyncAll takes for itself
 
 const char* TypeName(KernelMetaType t) {
-  static const char* names[] = {"KERNEL_TYPE_AIV_ONLY",    "KERNEL_TYPE_AIC_ONLY",    "KERNEL_TYPE_MIX_AIV_1_0",
-                                "KERNEL_TYPE_MIX_AIC_1_0", "KERNEL_TYPE_MIX_AIC_1_1", "KERNEL_TYPE_MIX_AIC_1_2",
-                                "KERNEL_TYPE_AICORE",      "KERNEL_TYPE_VECTORCORE",  "KERNEL_TYPE_MIX_AICORE",
+  static const char* names[] = {"KERNEL_TYPE_AIV_ONLY",       "KERNEL_TYPE_AIC_ONLY",    "KERNEL_TYPE_MIX_AIV_1_0",
+                                "KERNEL_TYPE_MIX_AIC_1_0",    "KERNEL_TYPE_MIX_AIC_1_1", "KERNEL_TYPE_MIX_AIC_1_2",
+                                "KERNEL_TYPE_AICORE",         "KERNEL_TYPE_VECTORCORE",  "KERNEL_TYPE_MIX_AICORE",
                                 "KERNEL_TYPE_MIX_VECTOR_CORE"};
   return t < KERNEL_TYPE_MAX ? names[t] : "no kernel type";
 }
@@ -151,7 +151,8 @@ void WaitUntil(CrossCoreLaunch& L, uint32_t slot, std::function<bool()> canGo, s
   }
   std::string report = "no core can continue (the device hangs here):";
   for (uint32_t s = 0; s < L.slots; ++s)
-    if (L.cores[s].state == CrossCoreLaunch::State::kWaiting) report += "\n  " + L.Name(s) + " waits in " + L.cores[s].waits;
+    if (L.cores[s].state == CrossCoreLaunch::State::kWaiting)
+      report += "\n  " + L.Name(s) + " waits in " + L.cores[s].waits;
   uint32_t done = 0;
   for (const auto& c : L.cores) done += c.state == CrossCoreLaunch::State::kDone;
   report += "\n  (" + std::to_string(done) + " of " + std::to_string(L.slots) + " cores finished)";
@@ -174,8 +175,8 @@ CrossCoreLaunch& NeedMix(const char* api, int mode) {
   const bool ok = mode == 0 ? IsMix(t) : (t == KERNEL_TYPE_MIX_AIC_1_1 || t == KERNEL_TYPE_MIX_AIC_1_2);
   if (!ok)
     Violation("cross-core kernel type",
-              std::string(api) + (mode >= 0 ? " mode " + std::to_string(mode) : std::string()) + " in a kernel of type " +
-                  TypeName(t) +
+              std::string(api) + (mode >= 0 ? " mode " + std::to_string(mode) : std::string()) +
+                  " in a kernel of type " + TypeName(t) +
                   ": with AIV_ONLY or AIC_ONLY the hardware starts no scheduling module and no cross-core sync "
                   "works; mode 0 and the hard SyncAll need a MIX type (MIX_AIV_1_0 for a pure vector kernel, "
                   "__mix__(0, 1)), modes 1 and 2 MIX_AIC_1_1 or MIX_AIC_1_2");
@@ -188,7 +189,8 @@ void CheckMode(const char* api, int mode) {
                                      " mode 4 (AIC and one AIV) exists on Ascend 950PR/950DT only; Atlas A2 has "
                                      "modes 0, 1 and 2");
   if (mode < 0 || mode > 2)
-    Violation("cross-core mode", std::string(api) + " mode " + std::to_string(mode) + ": Atlas A2 has modes 0, 1 and 2");
+    Violation("cross-core mode",
+              std::string(api) + " mode " + std::to_string(mode) + ": Atlas A2 has modes 0, 1 and 2");
 }
 void CheckResidency(CrossCoreLaunch& L, const char* api) {
   // SyncAll.md, the common rule: numBlocks beyond the cores that run the kernel hangs it
@@ -225,16 +227,17 @@ void DeclareKernelType(KernelMetaType type) {
     return;
   }
   if (type != c.launchType)
-    Violation("kernel type", std::string("the kernel declares ") + TypeName(type) + " but the launch runs " +
-                                 TypeName(c.launchType));
+    Violation("kernel type",
+              std::string("the kernel declares ") + TypeName(type) + " but the launch runs " + TypeName(c.launchType));
 }
 
 void CrossSet(int mode, pipe_t pipe, uint16_t flagId) {
   CheckMode("CrossCoreSetFlag", mode);
   if (pipe == PIPE_S || pipe == PIPE_ALL)
-    Violation("cross-core pipe", std::string("CrossCoreSetFlag<") + std::to_string(mode) + ", " +
-                                     (pipe == PIPE_S ? "PIPE_S" : "PIPE_ALL") +
-                                     ">: modes 0-2 take PIPE_V, PIPE_M, PIPE_MTE1/2/3 or PIPE_FIX, not PIPE_S or PIPE_ALL");
+    Violation("cross-core pipe",
+              std::string("CrossCoreSetFlag<") + std::to_string(mode) + ", " +
+                  (pipe == PIPE_S ? "PIPE_S" : "PIPE_ALL") +
+                  ">: modes 0-2 take PIPE_V, PIPE_M, PIPE_MTE1/2/3 or PIPE_FIX, not PIPE_S or PIPE_ALL");
   CrossCoreLaunch& L = NeedMix("CrossCoreSetFlag", mode);
   const int flag = flagId & 0xF;  // the device keeps the low 4 bits
   const uint32_t slot = Core().slot;
@@ -283,8 +286,9 @@ void CrossWait(int mode, pipe_t pipe, uint16_t flagId) {
   FlushFused();
   EmitCross("CrossCoreWaitFlag", mode, pipe, flag);
   auto& c = L.cores[slot];
-  WaitUntil(L, slot, [&c, flag] { return c.counter[flag] > 0; },
-            "CrossCoreWaitFlag flag " + std::to_string(flag) + " (mode " + std::to_string(mode) + ")");
+  WaitUntil(
+      L, slot, [&c, flag] { return c.counter[flag] > 0; },
+      "CrossCoreWaitFlag flag " + std::to_string(flag) + " (mode " + std::to_string(mode) + ")");
   std::lock_guard<std::mutex> lock(L.mu);
   --c.counter[flag];
   const Clock token = c.tokens[flag].front();
@@ -299,8 +303,9 @@ void HardSyncAll(bool aivOnly) {
   // with AICs, true synchronises the AIVs only
   const bool hasAic = L.aics > 0, hasAiv = L.slots > L.aics;
   if (!aivOnly && !(hasAic && hasAiv))
-    Violation("SyncAll mode", "SyncAll<false> in a kernel with one kind of core hangs on the device (SyncAll.md: "
-                              "isAIVOnly must be true for a pure vector kernel)");
+    Violation("SyncAll mode",
+              "SyncAll<false> in a kernel with one kind of core hangs on the device (SyncAll.md: "
+              "isAIVOnly must be true for a pure vector kernel)");
   const uint32_t slot = Core().slot;
   auto& c = L.cores[slot];
   if (c.manualIds & 0x7800u)
@@ -325,8 +330,9 @@ void HardSyncAll(bool aivOnly) {
 void SoftSyncAll(const GlobalTensor<int32_t>& gm, const LocalTensor<int32_t>& ub, int32_t usedCores) {
   CoreContext& core = Core();
   if (!core.cross)
-    Violation("SyncAll residency", "the soft SyncAll waits on the other blocks, which this launch runs one "
-                                   "after another: launch the kernel with twin::LaunchTyped (every block resident)");
+    Violation("SyncAll residency",
+              "the soft SyncAll waits on the other blocks, which this launch runs one "
+              "after another: launch the kernel with twin::LaunchTyped (every block resident)");
   CrossCoreLaunch& L = *core.cross;
   CheckResidency(L, "SyncAll");
   const int64_t blocks = core.blockNum;
@@ -335,10 +341,11 @@ void SoftSyncAll(const GlobalTensor<int32_t>& gm, const LocalTensor<int32_t>& ub
   // at most GetBlockNum() x GetTaskRatio()
   if (gm.GetSize() * 4 < uint64_t(blocks) * 32 || ub.GetSize() * 4 < uint64_t(blocks) * 32)
     Violation("SyncAll workspace", "soft SyncAll workspaces of " + std::to_string(gm.GetSize() * 4) + " (GM) and " +
-                                       std::to_string(ub.GetSize() * 4) + " (UB) bytes; each needs GetBlockNum() x 32 = " +
-                                       std::to_string(blocks * 32));
+                                       std::to_string(ub.GetSize() * 4) +
+                                       " (UB) bytes; each needs GetBlockNum() x 32 = " + std::to_string(blocks * 32));
   if (parties < 0 || parties > blocks * core.taskRation)
-    Violation("SyncAll workspace", "usedCores " + std::to_string(usedCores) + " beyond GetBlockNum() x GetTaskRation()");
+    Violation("SyncAll workspace",
+              "usedCores " + std::to_string(usedCores) + " beyond GetBlockNum() x GetTaskRation()");
   const int64_t me = core.blockIdx;
   FlushFused();
   EmitCross("SyncAll", -1, PIPE_ALL, -1);
@@ -442,16 +449,16 @@ void CheckSetsWaited(CrossCoreLaunch& L) {
   for (uint32_t s = 0; s < L.slots; ++s)
     for (int f = 0; f < kFlags; ++f)
       if (L.cores[s].counter[f])
-        throw RuleError("Ascend C twin: kernel '" + std::string(L.kernel) +
-                        "': [cross-core set without wait] flag " + std::to_string(f) + " of " + L.Name(s) +
-                        " is still raised " + std::to_string(L.cores[s].counter[f]) +
+        throw RuleError("Ascend C twin: kernel '" + std::string(L.kernel) + "': [cross-core set without wait] flag " +
+                        std::to_string(f) + " of " + L.Name(s) + " is still raised " +
+                        std::to_string(L.cores[s].counter[f]) +
                         " time(s) at the end of the kernel: a CrossCoreSetFlag with no CrossCoreWaitFlag");
   for (int k = 0; k < 2; ++k)
     for (int f = 0; f < kFlags; ++f)
       if (L.arrive0[k][f])
         throw RuleError("Ascend C twin: kernel '" + std::string(L.kernel) + "': [cross-core set without wait] " +
-                        std::to_string(L.arrive0[k][f]) + " of the " + (k ? "AIC" : "AIV") +
-                        "s set flag " + std::to_string(f) + " in mode 0, the others never did");
+                        std::to_string(L.arrive0[k][f]) + " of the " + (k ? "AIC" : "AIV") + "s set flag " +
+                        std::to_string(f) + " in mode 0, the others never did");
 }
 }  // namespace
 

@@ -65,6 +65,7 @@ inline void SetAtomicAdd() {
   twin::Core().atomicDtype = twin::DtypeName<T>();
 }
 inline void SetAtomicNone() { twin::Core().atomicDtype = nullptr; }
+inline void DisableDmaAtomic() { SetAtomicNone(); }  // DisableDmaAtomic.md: the same switch, named so
 
 }  // namespace AscendC
 

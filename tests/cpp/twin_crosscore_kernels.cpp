@@ -85,7 +85,8 @@ extern "C" __global__ __aicore__ void workspace_race(GM_ADDR x, GM_ADDR workspac
     GlobalTensor<float> tile = g.ws[kRow * GetBlockIdx()];
     for (uint32_t i = 0; i < kRow; ++i) tile.SetValue(i, float(i));
   }
-  if ASCEND_IS_AIV AddRow(g.out[kRow * GetBlockIdx()], g.ws[kRow * (GetBlockIdx() / GetTaskRation())], 0.0f);
+  if ASCEND_IS_AIV
+    AddRow(g.out[kRow * GetBlockIdx()], g.ws[kRow * (GetBlockIdx() / GetTaskRation())], 0.0f);
 }
 
 // Mode 0 across all AIVs of a MIX_AIV_1_0 kernel: every AIV writes its row, then reads its
@@ -105,7 +106,8 @@ extern "C" __global__ __aicore__ void mode0_neighbours(GM_ADDR x, GM_ADDR worksp
 extern "C" __global__ __aicore__ void mode1_pair(GM_ADDR x, GM_ADDR workspace) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
   Gm g(x, workspace);
-  if ASCEND_IS_AIC return;
+  if ASCEND_IS_AIC
+    return;
   const int64_t group = GetBlockIdx() / GetTaskRation();
   if (GetSubBlockIdx() == 0) AddRow(g.ws[kRow * group], g.out[kRow * 2 * 64], 5.0f);
   CrossCoreSetFlag<1, PIPE_MTE3>(2);
@@ -193,7 +195,8 @@ extern "C" __global__ __aicore__ void syncall_skipped(GM_ADDR x, GM_ADDR workspa
 // The AIVs wait for a flag the AIC never sets.
 extern "C" __global__ __aicore__ void wait_never_set(GM_ADDR x, GM_ADDR workspace) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-  if ASCEND_IS_AIV CrossCoreWaitFlag<2, PIPE_MTE2>(5);
+  if ASCEND_IS_AIV
+    CrossCoreWaitFlag<2, PIPE_MTE2>(5);
 }
 
 // The AIC sets a mode-2 flag 16 times and the AIVs wait for none: the counter overflows.
@@ -214,18 +217,21 @@ extern "C" __global__ __aicore__ void counter_at_limit(GM_ADDR x, GM_ADDR worksp
 // The AIC sets once and no AIV waits: the set outlives the kernel.
 extern "C" __global__ __aicore__ void set_without_wait(GM_ADDR x, GM_ADDR workspace) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-  if ASCEND_IS_AIC CrossCoreSetFlag<2, PIPE_FIX>(3);
+  if ASCEND_IS_AIC
+    CrossCoreSetFlag<2, PIPE_FIX>(3);
 }
 
 // Mode 4 is Ascend 950 only.
 extern "C" __global__ __aicore__ void mode4(GM_ADDR x, GM_ADDR workspace) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-  if ASCEND_IS_AIC CrossCoreSetFlag<4, PIPE_FIX>(3);
+  if ASCEND_IS_AIC
+    CrossCoreSetFlag<4, PIPE_FIX>(3);
 }
 // A set on PIPE_S (modes 0-2 refuse it).
 extern "C" __global__ __aicore__ void set_on_pipe_s(GM_ADDR x, GM_ADDR workspace) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-  if ASCEND_IS_AIC CrossCoreSetFlag<2, PIPE_S>(3);
+  if ASCEND_IS_AIC
+    CrossCoreSetFlag<2, PIPE_S>(3);
 }
 // Mode 1 needs MIX_AIC_1_1 or 1_2 (table 3); MIX_AIV_1_0 has mode 0 only.
 extern "C" __global__ __aicore__ void mode1_in_mix_aiv(GM_ADDR x, GM_ADDR workspace) {
@@ -338,8 +344,7 @@ torch::Tensor Run(c10::string_view name, int64_t blockDim, torch::Tensor x) {
     const Entry& e = it->second;
     if (e.type == KERNEL_TYPE_MAX)
       AscendC::twin::Launch(it->first.c_str(), uint32_t(blockDim), e.kernel, gm, workspace.data());
-    else
-      AscendC::twin::LaunchTyped(e.type, it->first.c_str(), uint32_t(blockDim), e.kernel, gm, workspace.data());
+    else AscendC::twin::LaunchTyped(e.type, it->first.c_str(), uint32_t(blockDim), e.kernel, gm, workspace.data());
   });
   return x;
 }
