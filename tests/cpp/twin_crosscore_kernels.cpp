@@ -16,6 +16,9 @@
 
 using namespace AscendC;
 
+extern "C" void mix_matmul_epilogue_example(GM_ADDR a, GM_ADDR b, GM_ADDR bias, GM_ADDR y, GM_ADDR workspace,
+                                            float scale);
+
 namespace {
 constexpr uint32_t kRow = 64;  // floats per core's row: 256 bytes
 constexpr uint64_t kUserWorkspace = 64 * 1024;
@@ -364,10 +367,30 @@ std::vector<std::string> Record(c10::string_view name, int64_t blockDim, torch::
 }
 
 std::vector<std::string> Names() { return KernelNames(Kernels()); }
+
+// csrc/kernels/examples/mix_matmul_epilogue_example.cpp on one core group: a [48, 64], b [64, 32] half,
+// bias [32] float -> y [48, 32] float.
+torch::Tensor MixExample(torch::Tensor a, torch::Tensor b, torch::Tensor bias, double scale) {
+  TORCH_CHECK(a.dtype() == torch::kHalf && b.dtype() == torch::kHalf && bias.dtype() == torch::kFloat, "dtypes");
+  TORCH_CHECK(
+      a.sizes() == torch::IntArrayRef({48, 64}) && b.sizes() == torch::IntArrayRef({64, 32}) && bias.numel() == 32,
+      "shapes");
+  a = a.contiguous(), b = b.contiguous(), bias = bias.contiguous();
+  torch::Tensor y = torch::empty({48, 32}, torch::kFloat);
+  std::vector<uint8_t> workspace(AscendC::twin::kSystemWorkspaceBytes + 48 * 32 * sizeof(float));
+  RaiseRuleErrors([&] {
+    AscendC::twin::LaunchTyped(KERNEL_TYPE_MIX_AIC_1_2, "mix_matmul_epilogue_example", 1, mix_matmul_epilogue_example,
+                               reinterpret_cast<GM_ADDR>(a.data_ptr()), reinterpret_cast<GM_ADDR>(b.data_ptr()),
+                               reinterpret_cast<GM_ADDR>(bias.data_ptr()), reinterpret_cast<GM_ADDR>(y.data_ptr()),
+                               workspace.data(), float(scale));
+  });
+  return y;
+}
 }  // namespace
 
 TORCH_LIBRARY(twin_crosscore, m) {
   m.def("run(str name, int block_dim, Tensor(a!) x) -> Tensor(a!)", &Run);
   m.def("record(str name, int block_dim, Tensor(a!) x) -> str[]", &Record);
   m.def("names() -> str[]", &Names);
+  m.def("mix_example(Tensor a, Tensor b, Tensor bias, float scale) -> Tensor", &MixExample);
 }

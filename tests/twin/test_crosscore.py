@@ -155,3 +155,17 @@ def test_record_names_core_kinds_and_cross_core_events():
         ("CrossCoreWaitFlag", {"mode": 2, "flag": 4}),
     ]
     assert [i["op"] for i in aiv0 if "cross" in i] == ["CrossCoreWaitFlag", "CrossCoreSetFlag"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_mix_matmul_epilogue_example_matches_float64(seed):
+    """csrc/kernels/examples/mix_matmul_epilogue_example.cpp: AIC matmul -> GM workspace -> AIV epilogue."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(48, 64, generator=g).half()
+    b = torch.randn(64, 32, generator=g).half()
+    bias = torch.randn(32, generator=g)
+    y = cc.mix_example(a, b, bias, 0.5)
+    want = (a.double() @ b.double()) * 0.5 + bias.double()
+    # fp32 accumulation of 64 exact half products, then one fp32 multiply and add: gamma_(K+2) of fp32
+    bound = (64 + 2) * 2.0**-24 * ((a.double().abs() @ b.double().abs()) * 0.5 + bias.double().abs())
+    assert ((y.double() - want).abs() <= bound).all()
