@@ -6,7 +6,10 @@
 // The flag counters follow CrossCoreSetFlag(ISASI).md and 关键特性说明.md (asc-devkit
 // docs/zh/api/SIMD-API/基础API/同步控制/核间同步/); each wait also joins the setters' vector clocks,
 // which the sanitizer's multi-core check uses to accept GM hand-offs ordered by a flag.
+#include <algorithm>
+#include <array>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <exception>
 #include <functional>
