@@ -5,8 +5,9 @@
 
 Kernels (csrc/kernels/*.cpp: direct-launch entries; csrc/kernels/examples/*.cpp: the hand-written
 cube and mix templates; csrc/kernels/op_package/*.cpp: op-package entries) are compiled with
-g++ -fsyntax-only in asc-devkit's CPU-debug configuration for the Ascend910B core type(s) their KERNEL_TASK_TYPE_DEFAULT names (__NPU_ARCH__=2201; AIV_ONLY: the
-vector core, __DAV_C220_VEC__; AIC_ONLY: the cube core, __DAV_C220_CUBE__; MIX or undeclared: both),
+g++ -fsyntax-only in asc-devkit's CPU-debug configuration for the Ascend910B core type(s) their
+KERNEL_TASK_TYPE_DEFAULT names (__NPU_ARCH__=2201; AIV_ONLY: the vector core, __DAV_C220_VEC__;
+AIC_ONLY: the cube core, __DAV_C220_CUBE__; MIX or undeclared: both),
 seeing asc-devkit's headers in CANN's installed layout (tikcfw/lib/matmul_intf.h, ...).
 tiling/cube_tiling.h (the host's TCubeTiling) is held field for field to the kernel_tiling.h
 CANN generates. op_host files are compiled against
