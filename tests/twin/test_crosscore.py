@@ -73,6 +73,14 @@ def test_deadlock_names_every_waiting_core():
     assert time.monotonic() - start < 10
 
 
+def test_deadlock_on_a_full_chip_fails_fast():
+    # 24 groups: 24 AIC and 48 AIV threads, every AIV waiting
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"AIV 47 \(group 23, sub-block 1\) waits in CrossCoreWaitFlag flag 5"):
+        run("wait_never_set", 24)
+    assert time.monotonic() - start < 10
+
+
 def test_skipped_syncall_deadlocks():
     with pytest.raises(
         RuntimeError, match=r"\[cross-core deadlock\].*\n  AIV 1 \(group 1, sub-block 0\) waits in SyncAll"
