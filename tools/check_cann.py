@@ -3,10 +3,11 @@
 
     tools/check_cann.py --asc-devkit DIR --metadef DIR [--asc-tools DIR] [--securec DIR] [FILE ...]
 
-Kernels (csrc/kernels/*.cpp: direct-launch entries; csrc/kernels/op_package/<family>/*.cpp: op-package
-entries) are compiled with g++ -fsyntax-only in asc-devkit's CPU-debug configuration for the
-Ascend910B core type(s) their KERNEL_TASK_TYPE_DEFAULT names (__NPU_ARCH__=2201; AIV_ONLY: the
-vector core, __DAV_C220_VEC__; AIC_ONLY: the cube core, __DAV_C220_CUBE__; MIX or undeclared: both),
+Kernels (csrc/kernels/*.cpp: direct-launch entries; csrc/kernels/examples/*.cpp: the hand-written
+cube and mix templates; csrc/kernels/op_package/<family>/*.cpp: op-package entries) are compiled with
+g++ -fsyntax-only in asc-devkit's CPU-debug configuration for the Ascend910B core type(s) their
+KERNEL_TASK_TYPE_DEFAULT names (__NPU_ARCH__=2201; AIV_ONLY: the vector core, __DAV_C220_VEC__;
+AIC_ONLY: the cube core, __DAV_C220_CUBE__; MIX or undeclared: both),
 seeing asc-devkit's headers in CANN's installed layout (tikcfw/lib/matmul_intf.h, ...).
 tiling/cube_tiling.h (the host's TCubeTiling) is held field for field to the kernel_tiling.h
 CANN generates. op_host files are compiled against
@@ -70,6 +71,7 @@ DTYPE_NAMES = {
 def default_files(with_npu: bool) -> list[Path]:
     return (
         sorted((ROOT / "csrc" / "kernels").glob("*.cpp"))
+        + sorted((ROOT / "csrc" / "kernels" / "examples").glob("*.cpp"))
         + sorted((ROOT / "csrc" / "kernels" / "op_package").glob("*/*.cpp"))
         + sorted((ROOT / "csrc" / "op_host").glob("*/*.cpp"))
         + (sorted((ROOT / "csrc" / "torch" / "npu").glob("*.cpp")) if with_npu else [])
@@ -331,6 +333,16 @@ class Checker:
         controls.append(
             ("op-package entry passing the raw GM tiling pointer as the struct", self.command(bad), "SwigluTilingData")
         )
+        bad = mutate(
+            "cross_core_set_mode",
+            kernels / "examples" / "mix_matmul_epilogue_example.cpp",
+            "CrossCoreSetFlag<2, PIPE_FIX>(mix_example::kCReady)",
+            "CrossCoreSetFlag(mix_example::kCReady)",
+            "examples",
+        )
+        shutil.copy(kernels / "examples" / "cube_matmul_example.h", bad.parent)  # its cube stage
+        # CrossCoreSetFlag's modeId and pipe have no defaults (kernel_operator_block_sync_intf.h)
+        controls.append(("CrossCoreSetFlag without its mode and pipe", self.command(bad), "CrossCoreSetFlag"))
         defs = self.work / "neg" / "op_def"
         shutil.copytree(self.op_defs, defs)
         text = (defs / "rms_norm_def.h").read_text()

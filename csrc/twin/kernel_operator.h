@@ -7,6 +7,7 @@
 #include "twin_activation.h"
 #include "twin_copy.h"
 #include "twin_core.h"
+#include "twin_crosscore.h"
 #include "twin_cube_basic.h"
 #include "twin_cube_load3d.h"
 #include "twin_logic.h"
@@ -21,14 +22,11 @@
 #define __gm__
 #define GM_ADDR uint8_t*
 
-enum KernelMetaType {
-  KERNEL_TYPE_AIV_ONLY,
-  KERNEL_TYPE_AIC_ONLY,
-  KERNEL_TYPE_MIX_AIV_1_0,
-  KERNEL_TYPE_MIX_AIC_1_1,
-  KERNEL_TYPE_MIX_AIC_1_2
-};
-#define KERNEL_TASK_TYPE_DEFAULT(type) static_assert((type) >= 0, "kernel type")
+// The kernel type (enum KernelMetaType in twin_core.h, CANN's values) is checked against the type
+// the launch runs; KERNEL_TASK_TYPE(key, type) names the type of one tiling key's branch, which the
+// twin's launches (one type each) do not select between.
+#define KERNEL_TASK_TYPE_DEFAULT(type) ::AscendC::twin::DeclareKernelType(type)
+#define KERNEL_TASK_TYPE(key, type) static_assert((key) >= 0 && (type) < KERNEL_TYPE_MAX, "kernel type")
 
 namespace AscendC {
 inline int64_t GetBlockIdx() { return twin::Core().blockIdx; }

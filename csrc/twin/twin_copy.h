@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <string>
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -61,9 +62,16 @@ inline void CheckCountBytes(uint32_t count, const char* api) {
   }
 }
 inline void CheckBlockCount(uint32_t n, const char* api) {
-  if (n == 0 || n > kMaxBlockCount)
+  if (n > kMaxBlockCount)
     Violation("data copy params",
-              std::string(api) + " blockCount " + std::to_string(n) + " outside 1.." + std::to_string(kMaxBlockCount));
+              std::string(api) + " blockCount " + std::to_string(n) + " outside 0.." + std::to_string(kMaxBlockCount));
+}
+// DataCopyPad GM->UB and UB->GM on A2: blockCount in [0, 4095], and blockCount or blockLen 0 makes
+// the call a NOP (DataCopyPad（GMToUB非对齐数据搬运）.md, DataCopyPad（UBToGM非对齐数据搬运）.md, 约束说明).
+// True when there is nothing to do.
+inline bool PadCopyIsNop(uint32_t blockCount, uint32_t blockLen, const char* api) {
+  CheckBlockCount(blockCount, api);
+  return blockCount == 0 || blockLen == 0;
 }
 // Copies blocks between two strided byte layouts; the one loop behind every form.
 // GM tensors this large are written with streaming stores: like the MTE3 engine writing HBM,
@@ -174,10 +182,34 @@ inline void RecordCopy(const char* api, bool toUb, uint64_t elems, Span ub, Span
     u.write = true, u.init = init, u.definedLead = definedLead, u.definedBytes = definedBytes;
   } else {
     g.write = true, u.leaves = true;
+    in.atomicAdd = Core().atomicDtype != nullptr;
   }
   in.Add(toUb ? g : u);
   in.Add(toUb ? u : g);
   Emit(in);
+}
+// SetAtomicAdd<T> (SetAtomicAdd.md): a UB->GM copy adds its rows into GM, each sum rounded to T.
+// True when it did (the copy is then done); a copy of another dtype than the atomic's is refused.
+template <typename T>
+inline bool AtomicAddRows(T* gm, uint64_t gmPitch, const T* ub, uint64_t ubPitch, uint32_t rows, uint32_t rowBytes,
+                          const char* api) {
+  const char* atomic = Core().atomicDtype;
+  if (!atomic) return false;
+  if (std::strcmp(atomic, DtypeName<T>()) != 0)
+    Violation("atomic add", std::string(api) + " of " + DtypeName<T>() + " while SetAtomicAdd<" + atomic +
+                                "> is on: the atomic's dtype must be the copy's");
+  FlushFused();
+  const uint32_t n = rowBytes / sizeof(T);
+  for (uint32_t r = 0; r < rows; ++r) {
+    T* d = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(gm) + r * gmPitch);
+    const T* a = reinterpret_cast<const T*>(reinterpret_cast<const uint8_t*>(ub) + r * ubPitch);
+    for (uint32_t i = 0; i < n; ++i) {
+      if constexpr (std::is_same_v<T, bfloat16_t>) d[i] = bfloat16_t(float(d[i]) + float(a[i]));
+      else if constexpr (std::is_same_v<T, half>) d[i] = half(float(d[i]) + float(a[i]));
+      else d[i] = T(d[i] + a[i]);
+    }
+  }
+  return true;
 }
 inline Span Strided(uint64_t begin, uint64_t pitch, uint64_t blockBytes, uint32_t blocks) {
   return Span{begin, pitch, uint32_t(blockBytes), blocks};
@@ -212,6 +244,8 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
     twin::RecordCopy<T>("DataCopy", false, count, twin::Span::Run(src.TwinUbOffset(), bytes),
                         twin::Span::Run(twin::GmAddr(dst), bytes));
   }
+  const uint32_t bytes = uint32_t(uint64_t(count) * sizeof(T));
+  if (twin::AtomicAddRows(dst.GetPhyAddr(), bytes, src.TwinData(), bytes, 1, bytes, "DataCopy UB->GM")) return;
   twin::FuseCopy(dst.GetPhyAddr(), src.TwinPtr(), count, twin::Streaming(dst));
 }
 template <typename T>
@@ -277,6 +311,9 @@ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>& src, cons
         twin::Strided(src.TwinUbOffset(), uint64_t(p.blockLen + p.srcStride) * 32, p.blockLen * 32u, p.blockCount),
         twin::Strided(twin::GmAddr(dst), uint64_t(p.blockLen + p.dstStride) * 32, p.blockLen * 32u, p.blockCount));
   }
+  if (twin::AtomicAddRows(dst.GetPhyAddr(), uint64_t(p.blockLen + p.dstStride) * 32, src.TwinData(),
+                          uint64_t(p.blockLen + p.srcStride) * 32, p.blockCount, p.blockLen * 32u, "DataCopy UB->GM"))
+    return;
   twin::CopyBlocks(reinterpret_cast<uint8_t*>(dst.GetPhyAddr()), uint64_t(p.blockLen + p.dstStride) * 32,
                    reinterpret_cast<const uint8_t*>(src.TwinData()), uint64_t(p.blockLen + p.srcStride) * 32,
                    p.blockCount, p.blockLen * 32u, twin::Streaming(dst));
@@ -319,7 +356,7 @@ template <typename T>
 inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, const DataCopyExtParams& p,
                         const DataCopyPadExtParams<T>& pad) {
   const char* api = "DataCopyPad GM->UB";
-  twin::CheckBlockCount(p.blockCount, api);
+  if (twin::PadCopyIsNop(p.blockCount, p.blockLen, api)) return;
   dst.TwinCheckAligned(api);
   if (p.blockLen % sizeof(T) != 0)
     twin::Violation("data copy params", std::string(api) + " blockLen " + std::to_string(p.blockLen) +
@@ -364,7 +401,7 @@ inline void DataCopyPad(const LocalTensor<T>& dst, const GlobalTensor<T>& src, c
 template <typename T>
 inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, const DataCopyExtParams& p) {
   const char* api = "DataCopyPad UB->GM";
-  twin::CheckBlockCount(p.blockCount, api);
+  if (twin::PadCopyIsNop(p.blockCount, p.blockLen, api)) return;
   src.TwinCheckAligned(api);
   const uint32_t rowBytes = twin::AlignUp32(p.blockLen);
   const uint64_t ubPitch = rowBytes + uint64_t(p.srcStride) * 32;
@@ -376,6 +413,9 @@ inline void DataCopyPad(const GlobalTensor<T>& dst, const LocalTensor<T>& src, c
                         twin::Strided(src.TwinUbOffset(), ubPitch, p.blockLen, p.blockCount),
                         twin::Strided(twin::GmAddr(dst), gmPitch, p.blockLen, p.blockCount));
   }
+  if (twin::AtomicAddRows(dst.GetPhyAddr(), gmPitch, src.TwinData(), ubPitch, p.blockCount, p.blockLen,
+                          "DataCopyPad UB->GM"))
+    return;
   const bool stream = twin::Streaming(dst);
   if (p.blockLen % sizeof(T) == 0 && (p.blockCount == 1 || (ubPitch == p.blockLen && gmPitch == p.blockLen))) {
     // one contiguous run

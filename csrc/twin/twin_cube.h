@@ -14,6 +14,7 @@
 #include "cube_tiling.h"
 #include "cube_tiling_rules.h"
 #include "twin_core.h"
+#include "twin_crosscore.h"
 #include "twin_cube_gemm.h"
 #include "twin_cube_iterate.h"
 #include "twin_tensor.h"
@@ -45,7 +46,6 @@ constexpr MatmulConfig CFG_NORM{true, false, false};
 constexpr MatmulConfig CFG_MDL{false, false, true};
 
 namespace twin {
-inline thread_local uint8_t* tSysWorkspace = nullptr;
 
 // An operand as the tiling must have been made for it: for fp32 the MatmulType's ISTRANS is the
 // tiling's isTrans (SetTensorB.md: the two and the runtime flag are one value); for half/bf16 the
@@ -79,9 +79,6 @@ inline void CheckTransposeFlag(const char* call, bool flag) {
                                   "non-half/bf16 input: isTranspose, ISTRANS and the tiling's isTrans must agree");
 }
 }  // namespace twin
-
-inline void SetSysWorkspace(uint8_t* workspace) { twin::tSysWorkspace = workspace; }
-inline uint8_t* GetSysWorkSpacePtr() { return twin::tSysWorkspace; }
 
 template <class A_TYPE, class B_TYPE, class C_TYPE, class BIAS_TYPE = C_TYPE, const auto& MM_CFG = CFG_NORM>
 class Matmul {
@@ -211,6 +208,7 @@ inline void InitCurObj(TPipe* tpipe) {}
 template <class MM, class... Rest>
 inline void InitCurObj(TPipe* tpipe, MM& mm, const TCubeTiling* tiling, Rest&&... rest) {
   mm.Init(tiling, tpipe);
+  ++twin::Core().matmulObjects;  // the library's cross-core flags: 0..2N-1 for N objects
   InitCurObj(tpipe, rest...);
 }
 

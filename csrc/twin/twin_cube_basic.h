@@ -506,6 +506,11 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
       twin::Observe();
       const float* c = src.TwinPtr();
       T* out = dst.GetPhyAddr();
+      // SetAtomicAdd<T> (SetAtomicAdd.md): Fixpipe adds into GM, the sum rounded to T
+      const char* atomic = twin::Core().atomicDtype;
+      if (atomic && std::strcmp(atomic, twin::DtypeName<T>()) != 0)
+        twin::Violation("atomic add", std::string("Fixpipe to ") + twin::DtypeName<T>() + " while SetAtomicAdd<" +
+                                          atomic + "> is on: the atomic's dtype must be the output's");
       if (exec == twin::CubeExec::kRun)
         for (uint32_t i = 0; i < p.mSize; ++i)
           for (uint32_t j = 0; j < p.nSize; ++j) {
@@ -513,6 +518,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
             if (p.reluEn && v < 0.0f) v = 0.0f;
             const uint64_t at =
                 kNd ? uint64_t(i) * p.dstStride + j : uint64_t(j / 16) * p.dstStride * c0 + i * 16 + j % 16;
+            if (atomic) v = float(out[at]) + static_cast<float>(static_cast<T>(v));
             if constexpr (std::is_same_v<T, bfloat16_t>) out[at] = bfloat16_t(v);
             else out[at] = static_cast<T>(v);
           }
@@ -524,6 +530,7 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
                                uint64_t(p.mSize) * 16 * sizeof(float), blocks);
         twin::Access w;
         w.space = twin::Space::GM, w.write = true, w.elemBytes = sizeof(T);
+        in.atomicAdd = atomic != nullptr;
         w.span = kNd ? twin::Strided(twin::GmAddr(dst), uint64_t(p.dstStride) * sizeof(T),
                                      uint64_t(p.nSize) * sizeof(T), p.mSize)
                      : twin::Strided(twin::GmAddr(dst), uint64_t(p.dstStride) * twin::kBlockBytes,

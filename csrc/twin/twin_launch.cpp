@@ -20,6 +20,8 @@
 namespace AscendC {
 namespace twin {
 
+void ResetCoreModel(CoreContext& c, uint32_t slot);
+
 namespace {
 // One UB per host thread: blocks never share a UB while they run.
 struct ThreadCore {
@@ -65,6 +67,7 @@ void RunBlock(Job& job, uint32_t b) {
   tc.ctx.kernel = job.kernel;
   tc.ctx.blockNum = job.blockDim;
   tc.ctx.blockIdx = b;
+  ResetCoreModel(tc.ctx, b);
   try {
     BeginBlock(job.record, b);
     BeginFusedBlock(job.fuse);
@@ -153,6 +156,14 @@ Pool& ThePool() {
 }  // namespace
 
 CoreContext& Core() { return tCore.ctx; }
+
+void ResetCoreModel(CoreContext& c, uint32_t slot) {
+  c.aic = false, c.subBlockIdx = 0, c.taskRation = 1, c.launchType = KERNEL_TYPE_MAX;
+  c.declaredType = KERNEL_TYPE_MAX, c.slot = slot, c.cross = nullptr, c.crossEpoch = 0;
+  c.atomicDtype = nullptr, c.matmulObjects = 0;
+}
+void SetInBlock(bool in) { tCore.inBlock = in; }
+bool InBlock() { return tCore.inBlock; }
 
 void SetParallelFor(ParallelFor parallelFor) {
   std::lock_guard<std::mutex> lock(gLaunchMutex);

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <functional>
 
+#include "twin_core.h"
+
 namespace AscendC {
 namespace twin {
 
@@ -40,6 +42,19 @@ template <typename... Params, typename... Args>
 void LaunchMoving(uint64_t gmBytes, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
                   Args... args) {
   ForEachBlock(kernelName, blockDim, [&] { kernel(args...); }, gmBytes);
+}
+
+// A launch of a declared kernel type whose cores may wait on each other (twin_crosscore.cpp): every
+// core of the launch is resident at once (for MIX_AIC_1_2, blockDim AICs and 2 x blockDim AIVs), so
+// cross-core flags and SyncAll can wait; one core runs at a time in a fixed order, so results are
+// deterministic and a deadlock is reported naming the waiting cores. Kernels that never synchronise
+// use Launch / ForEachBlock (the pool).
+void ForEachCore(const char* kernelName, KernelMetaType type, uint32_t blockDim, const std::function<void()>& core,
+                 uint64_t gmBytes = kUnknownGmBytes);
+template <typename... Params, typename... Args>
+void LaunchTyped(KernelMetaType type, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
+                 Args... args) {
+  ForEachCore(kernelName, type, blockDim, [&] { kernel(args...); });
 }
 
 }  // namespace twin

@@ -37,17 +37,49 @@ struct Top2 {  // the two largest ends seen, from different blocks
 };
 }  // namespace
 
-void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vector<GmAccess>>& perBlock) {
+namespace {
+// Cores that synchronise: every pair of overlapping accesses of two cores, one a write (two
+// atomic-add writes aside), must be ordered by a cross-core flag or SyncAll.
+void CheckCrossCore(const char* kernel, std::vector<Interval>& all, const CrossOrder& order) {
+  std::sort(all.begin(), all.end(), [](const Interval& x, const Interval& y) { return x.begin < y.begin; });
+  std::vector<const Interval*> open;
+  for (const Interval& v : all) {
+    size_t keep = 0;
+    for (const Interval* w : open)
+      if (w->end > v.begin) open[keep++] = w;
+    open.resize(keep);
+    for (const Interval* w : open) {
+      if (w->block == v.block || !(w->access->write || v.access->write)) continue;
+      if (w->access->atomic && v.access->atomic) continue;
+      const GmAccess &a = *w->access, &b = *v.access;
+      if (order.Before(w->block, a.epoch, v.block, b.epoch) || order.Before(v.block, b.epoch, w->block, a.epoch))
+        continue;
+      const std::string range = Bytes(Space::GM, v.begin, std::min(v.end, w->end));
+      throw RuleError("Ascend C twin: kernel '" + std::string(kernel) + "': [cross-core race] " +
+                      order.names[w->block] + " " + a.op + " #" + std::to_string(a.serial) +
+                      (a.write ? " writes " : " reads ") + range + " and " + order.names[v.block] + " " + b.op + " #" +
+                      std::to_string(b.serial) + (b.write ? " writes" : " reads") +
+                      " it, with no cross-core flag or SyncAll ordering the two (CrossCoreSetFlag after the "
+                      "write, CrossCoreWaitFlag before the read)");
+    }
+    open.push_back(&v);
+  }
+}
+}  // namespace
+
+void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vector<GmAccess>>& perBlock,
+                    const CrossOrder* order) {
   std::vector<Interval> all;
   for (uint32_t b = 0; b < perBlock.size(); ++b) {
     for (const GmAccess& a : perBlock[b]) {
-      if (a.write && a.atomic) continue;  // atomic-add writes may overlap each other
+      if (a.write && a.atomic && !order) continue;  // atomic-add writes may overlap each other
       ForEachRun(a.span, [&](uint64_t lo, uint64_t hi) {
         if (!all.empty() && all.back().access == &a && all.back().end == lo) all.back().end = hi;
         else if (hi > lo) all.push_back(Interval{lo, hi, b, &a});
       });
     }
   }
+  if (order) return CheckCrossCore(kernel, all, *order);
   std::sort(all.begin(), all.end(), [](const Interval& x, const Interval& y) { return x.begin < y.begin; });
   Top2 writes, reads;
   for (const Interval& v : all) {

@@ -63,7 +63,15 @@ class LaunchRecord {
   std::vector<std::vector<Instr>> streams;   // per block, when kept
   std::vector<std::vector<GmAccess>> gm;     // per block, when sanitizing
   LaunchCosts host;                          // summed over blocks, when profiling the host
+  CrossOrder order;                          // cores of a synchronising launch (empty otherwise)
 };
+
+void SetCrossOrder(LaunchRecord* launch, std::vector<std::string> names,
+                   std::vector<std::vector<std::vector<uint32_t>>> epochs) {
+  if (!launch) return;
+  launch->order.names = std::move(names);
+  launch->order.epochs = std::move(epochs);
+}
 
 namespace {
 std::mutex gExportMutex;
@@ -171,7 +179,7 @@ void EndBlock(LaunchRecord* launch, bool ok) {
   if (!launch) return;
   std::unique_ptr<BlockRecorder> r(tRecorder);
   tRecorder = nullptr;
-  const uint32_t block = uint32_t(Core().blockIdx);
+  const uint32_t block = Core().slot;
   if (ok && r->deferred) std::rethrow_exception(r->deferred);
   if (ok && r->sanitizer) r->sanitizer->OnBlockEnd();  // may throw
   uint64_t setupNs = 0, blockNs = 0;
@@ -192,7 +200,9 @@ void EndLaunch(LaunchRecord* launchPtr, bool ok) {
     gExported.push_back(std::move(json));
   }
   if (ok && launch->profile) FinishHostProfile(launch->kernel, launch->blockDim, launch->host);
-  if (ok && launch->sanitize) CheckMultiCore(launch->kernel.c_str(), launch->blockDim, launch->gm);
+  if (ok && launch->sanitize)
+    CheckMultiCore(launch->kernel.c_str(), launch->blockDim, launch->gm,
+                   launch->order.names.empty() ? nullptr : &launch->order);
 }
 
 // ---- JSON export ----
@@ -268,6 +278,10 @@ void InstrJson(std::string& out, const Instr& in) {
     out += '"';
   }
   if (in.atomicAdd) out += ",\"atomic_add\":true";
+  if (in.kind == Kind::kCross) {
+    std::snprintf(buf, sizeof(buf), ",\"cross\":{\"mode\":%d,\"flag\":%d}", in.crossMode, in.event);
+    out += buf;
+  }
   out += '}';
 }
 
@@ -282,7 +296,16 @@ std::string Json(const LaunchRecord& launch) {
     }
     out += ']';
   }
-  out += "]}";
+  out += "]";
+  if (!launch.order.names.empty()) {  // the core each block slot ran on
+    out += ",\"cores\":[";
+    for (size_t b = 0; b < launch.order.names.size(); ++b) {
+      const std::string& n = launch.order.names[b];
+      out += (b ? ",{\"kind\":\"" : "{\"kind\":\"") + n.substr(0, 3) + "\",\"name\":\"" + n + "\"}";
+    }
+    out += "]";
+  }
+  out += "}";
   return out;
 }
 }  // namespace

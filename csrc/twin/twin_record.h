@@ -76,7 +76,8 @@ struct Access {
   }
 };
 
-enum class Kind : uint8_t { kOp, kSetFlag, kWaitFlag, kBarrier };
+// kCross: CrossCoreSetFlag / CrossCoreWaitFlag (event = flag id, crossMode) and SyncAll (crossMode -1)
+enum class Kind : uint8_t { kOp, kSetFlag, kWaitFlag, kBarrier, kCross };
 constexpr int kMaxAccess = 5;
 constexpr int kEventIds = 8;  // ids 0..7 per HardEvent on Atlas A2 (QUE_MAX_EVENT)
 
@@ -92,6 +93,7 @@ struct Instr {
   // synchronisation: kSetFlag/kWaitFlag name src -> dst and the id; kBarrier names pipe
   Pipe src = Pipe::S, dst = Pipe::S;
   int32_t event = -1;
+  int8_t crossMode = -1;      // kCross: the mode of a cross-core set/wait
   const char* que = nullptr;  // set for TQue hand-offs: the queue position (VECIN, VECOUT, ...)
   int32_t slot = -1;          // with que: the buffer, unique per TQue buffer in the block
   bool manual = false;        // SetFlag/WaitFlag written in the kernel (not by the framework)
@@ -150,7 +152,12 @@ LaunchRecord* BeginLaunch(const char* kernel, uint32_t blockDim);  // null: noth
 void BeginBlock(LaunchRecord* launch, uint32_t block);
 void EndBlock(LaunchRecord* launch, bool ok);  // ok: the kernel returned (end-of-block checks run)
 void AbortBlock();                             // the kernel threw: drop the block's recorder
-void EndLaunch(LaunchRecord* launch, bool ok);  // ok: no block failed; may throw (multi-core checks)
+void EndLaunch(LaunchRecord* launch, bool ok);
+// A launch whose cores synchronise: each record slot's core name ("AIC 0", "AIV 1 (group 0, ...)")
+// and, per core and cross-core epoch, the epochs of every core ordered before it (vector clocks).
+void SetCrossOrder(
+    LaunchRecord* launch, std::vector<std::string> names,
+    std::vector<std::vector<std::vector<uint32_t>>> epochs);  // ok: no block failed; may throw (multi-core checks)
 
 }  // namespace twin
 }  // namespace AscendC

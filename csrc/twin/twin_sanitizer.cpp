@@ -187,8 +187,8 @@ struct BlockSanitizer::State {
   }
 
   // GM inside the core: MTE3 -> MTE2 (and back) through the same bytes; MTE3 -> MTE3 overlaps
-  void GmCheck(const Access& a, Pipe p, uint32_t serial) {
-    gm.push_back(GmAccess{a.span, a.write, false, serial, info[serial].op});
+  void GmCheck(const Access& a, Pipe p, uint32_t serial, bool atomic) {
+    gm.push_back(GmAccess{a.span, a.write, atomic && a.write, serial, info[serial].op, Core().crossEpoch});
     if (p == Pipe::S) {  // auto-synced like UB scalar accesses
       for (const GmRecent& r : gmRecent)
         if ((r.write || a.write) && r.epoch > vc[int(p)][int(r.pipe)]) {
@@ -416,12 +416,13 @@ void BlockSanitizer::OnInstr(const Instr& in) {
     case Kind::kSetFlag:
     case Kind::kWaitFlag: s.Sync(in); return;
     case Kind::kBarrier: s.Barrier(in); return;
+    case Kind::kCross: return;  // ordering across cores: the launch's CrossOrder (twin_crosscore.cpp)
     case Kind::kOp: break;
   }
   s.Issue(in, in.pipe);
   for (int i = 0; i < in.nAccess; ++i) {  // reads first, then writes (the record lists them so)
     const Access& a = in.access[i];
-    if (a.space == Space::GM) s.GmCheck(a, in.pipe, in.serial);
+    if (a.space == Space::GM) s.GmCheck(a, in.pipe, in.serial, in.atomicAdd);
     else s.RaceCheck(a, in.pipe, in.serial);
   }
   s.InitCheck(in);

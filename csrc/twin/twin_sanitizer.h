@@ -18,6 +18,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "twin_record.h"
@@ -32,6 +33,16 @@ struct GmAccess {
   bool atomic = false;
   uint32_t serial = 0;
   const char* op = "";
+  uint32_t epoch = 0;  // the core's cross-core epoch (sets and waits before it)
+};
+
+// The cross-core order of a synchronising launch: per core, its name and, per epoch, the epochs of
+// every core ordered before it. An access of core a at epoch ea precedes one of core b at epoch eb
+// iff epochs[b][eb][a] > ea.
+struct CrossOrder {
+  std::vector<std::string> names;
+  std::vector<std::vector<std::vector<uint32_t>>> epochs;
+  bool Before(uint32_t a, uint32_t ea, uint32_t b, uint32_t eb) const { return epochs[b][eb][a] > ea; }
 };
 
 class BlockSanitizer {
@@ -48,7 +59,10 @@ class BlockSanitizer {
 };
 
 // After every block of a launch ran: overlapping GM writes / reads across blocks.
-void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vector<GmAccess>>& perBlock);
+// With `order` (cores that synchronise), accesses ordered by a cross-core flag or SyncAll are fine,
+// and the rest is reported as a [cross-core race] naming both cores.
+void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vector<GmAccess>>& perBlock,
+                    const CrossOrder* order = nullptr);
 
 }  // namespace twin
 }  // namespace AscendC
