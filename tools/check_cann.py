@@ -81,9 +81,12 @@ def default_files(with_npu: bool) -> list[Path]:
 def core_types(path: Path) -> list[str]:
     """The core configurations CANN compiles a kernel file for, from its KERNEL_TASK_TYPE_DEFAULTs."""
     kinds = set(re.findall(r"KERNEL_TYPE_(AIV_ONLY|AIC_ONLY|MIX_\w+)", path.read_text()))
-    if not kinds or any(k.startswith("MIX") for k in kinds):
+    # A MIX type with no core of one kind (MIX_AIV_1_0: vector cores with the cross-core scheduler) is
+    # compiled for the kind it has only; the others for both.
+    one_kind = {"AIV_ONLY": "AIV", "AIC_ONLY": "AIC", "MIX_AIV_1_0": "AIV", "MIX_AIC_1_0": "AIC"}
+    if not kinds or any(k not in one_kind for k in kinds):
         return ["AIC", "AIV"]
-    return sorted({"AIV_ONLY": "AIV", "AIC_ONLY": "AIC"}[k] for k in kinds)
+    return sorted({one_kind[k] for k in kinds})
 
 
 def install_layout(adk: Path, root: Path) -> Path:

@@ -152,8 +152,9 @@ extern "C" __global__ __aicore__ void mix_aiv_syncall(GM_ADDR x, GM_ADDR workspa
   SumRows(g);
 }
 
-// What csrc/kernels/op_package/rms_norm_grad_one_launch.h and moe_token_permute do today: the hard
-// SyncAll in a KERNEL_TYPE_AIV_ONLY kernel, which starts no scheduling module on A2.
+// What csrc/kernels/op_package/rms_norm/rms_norm_grad_one_launch.h's entries and moe_token_permute declared
+// before they took MIX_AIV_1_0: the hard SyncAll in a KERNEL_TYPE_AIV_ONLY kernel, which starts no
+// scheduling module on A2.
 extern "C" __global__ __aicore__ void aiv_only_hard_syncall(GM_ADDR x, GM_ADDR workspace) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   Gm g(x, workspace);

@@ -74,7 +74,7 @@ extern "C" __global__ __aicore__ void moe_token_permute(GM_ADDR tokens, GM_ADDR 
                                                         GM_ADDR sorted_indices, GM_ADDR workspace, GM_ADDR tiling) {
   REGISTER_TILING_DEFAULT(MoeRoutingTilingData);
   GET_TILING_DATA_WITH_STRUCT(MoeRoutingTilingData, tilingData, tiling);
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIV_1_0);  // SyncAll: AIV_ONLY starts no cross-core scheduler
   PermuteOneLaunch<DTYPE_TOKENS, DTYPE_INDICES>(tokens, indices, permuted_tokens, sorted_indices, workspace,
                                                 tilingData);
 }

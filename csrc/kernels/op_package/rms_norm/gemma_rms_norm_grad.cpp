@@ -6,6 +6,6 @@ extern "C" __global__ __aicore__ void gemma_rms_norm_grad(GM_ADDR dy, GM_ADDR x,
                                                           GM_ADDR tiling) {
   REGISTER_TILING_DEFAULT(NormTilingData);
   GET_TILING_DATA_WITH_STRUCT(NormTilingData, tilingData, tiling);
-  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIV_1_0);  // SyncAll: AIV_ONLY starts no cross-core scheduler
   RmsNormGradOneLaunch<DTYPE_X, DTYPE_GAMMA, false>(dy, x, rstd, gamma, dy, dx, dgamma, workspace, tilingData);
 }
