@@ -5,6 +5,7 @@
 #pragma once
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <type_traits>
 #include <string>
 #if defined(__AVX__)
@@ -190,6 +191,10 @@ inline void RecordCopy(const char* api, bool toUb, uint64_t elems, Span ub, Span
 }
 // SetAtomicAdd<T> (SetAtomicAdd.md): a UB->GM copy adds its rows into GM, each sum rounded to T.
 // True when it did (the copy is then done); a copy of another dtype than the atomic's is refused.
+inline std::mutex& AtomicGmMutex() {
+  static std::mutex m;
+  return m;
+}
 template <typename T>
 inline bool AtomicAddRows(T* gm, uint64_t gmPitch, const T* ub, uint64_t ubPitch, uint32_t rows, uint32_t rowBytes,
                           const char* api) {
@@ -199,6 +204,8 @@ inline bool AtomicAddRows(T* gm, uint64_t gmPitch, const T* ub, uint64_t ubPitch
     Violation("atomic add", std::string(api) + " of " + DtypeName<T>() + " while SetAtomicAdd<" + atomic +
                                 "> is on: the atomic's dtype must be the copy's");
   FlushFused();
+  // Atomic on the device: blocks on the pool's threads add into the same GM at once.
+  std::lock_guard<std::mutex> lock(AtomicGmMutex());
   const uint32_t n = rowBytes / sizeof(T);
   for (uint32_t r = 0; r < rows; ++r) {
     T* d = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(gm) + r * gmPitch);

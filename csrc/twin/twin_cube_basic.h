@@ -21,6 +21,7 @@
 #pragma once
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -511,6 +512,9 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
       if (atomic && std::strcmp(atomic, twin::DtypeName<T>()) != 0)
         twin::Violation("atomic add", std::string("Fixpipe to ") + twin::DtypeName<T>() + " while SetAtomicAdd<" +
                                           atomic + "> is on: the atomic's dtype must be the output's");
+      // an atomic Fixpipe adds as one device operation (the pool runs blocks side by side)
+      std::unique_lock<std::mutex> atomicLock;
+      if (atomic) atomicLock = std::unique_lock<std::mutex>(twin::AtomicGmMutex());
       if (exec == twin::CubeExec::kRun)
         for (uint32_t i = 0; i < p.mSize; ++i)
           for (uint32_t j = 0; j < p.nSize; ++j) {

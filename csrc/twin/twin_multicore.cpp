@@ -35,13 +35,20 @@ struct Top2 {  // the two largest ends seen, from different blocks
     return c && c->end > v.begin ? c : nullptr;
   }
 };
+// By address; equal starts by block, then by the access's serial: a report names the same pair in the same order
+// on every run, whatever addresses the buffers got (an unstable sort on begin alone does not).
+bool ByAddress(const Interval& x, const Interval& y) {
+  if (x.begin != y.begin) return x.begin < y.begin;
+  if (x.block != y.block) return x.block < y.block;
+  return x.access->serial < y.access->serial;
+}
 }  // namespace
 
 namespace {
 // Cores that synchronise: every pair of overlapping accesses of two cores, one a write (two
 // atomic-add writes aside), must be ordered by a cross-core flag or SyncAll.
 void CheckCrossCore(const char* kernel, std::vector<Interval>& all, const CrossOrder& order) {
-  std::sort(all.begin(), all.end(), [](const Interval& x, const Interval& y) { return x.begin < y.begin; });
+  std::sort(all.begin(), all.end(), ByAddress);
   std::vector<const Interval*> open;
   for (const Interval& v : all) {
     size_t keep = 0;
@@ -80,7 +87,7 @@ void CheckMultiCore(const char* kernel, uint32_t blockDim, std::vector<std::vect
     }
   }
   if (order) return CheckCrossCore(kernel, all, *order);
-  std::sort(all.begin(), all.end(), [](const Interval& x, const Interval& y) { return x.begin < y.begin; });
+  std::sort(all.begin(), all.end(), ByAddress);
   Top2 writes, reads;
   for (const Interval& v : all) {
     const Interval* other = writes.Meets(v);
