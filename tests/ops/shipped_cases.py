@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# verify is imported here, at collection: verify.run's default out is the sys.stdout of its import, which
-# must be pytest's session stream, not one test's capsys (closed after that test).
-import ascendc_ops.harness.verify.suite  # noqa: F401
 from ascendc_ops import __main__ as cli
 
 CASES = Path(__file__).resolve().parents[2] / "cases"

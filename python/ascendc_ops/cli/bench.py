@@ -105,7 +105,7 @@ def _run_ops(args) -> int:
             bench_ops.check_csv(cfg.csv)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    bench_ops.run(cfg, out=sys.stdout)
+    bench_ops.run(cfg)
     return 0
 
 

@@ -59,7 +59,7 @@ def _run_ops(args) -> int:
         raise UsageError(str(e)) from None
     if not cases:
         raise UsageError("no cases left after the --op/--dtype filters")
-    return suite.run(cases, args.standard, args.json, out=sys.stdout, progress=_progress(args))
+    return suite.run(cases, args.standard, args.json, progress=_progress(args))
 
 
 def _run_cann_bench(args) -> int:
@@ -76,7 +76,7 @@ def _run_cann_bench(args) -> int:
     s = facts["source"]
     print(f"cases: {s['repository']} @ {s['commit']} ({len(cases)} run, {len(skipped)} not run)")
     records: list = []
-    rc = suite.run(cases, args.standard, args.json, out=sys.stdout, progress=_progress(args), records=records)
+    rc = suite.run(cases, args.standard, args.json, progress=_progress(args), records=records)
     # the same run as bench reports it: our estimate, the baseline and HAP per case, then the model check
     cann_bench_report.verify_report(facts, cases, records, not args.uncalibrated, sys.stdout)
     return rc

@@ -102,7 +102,8 @@ def render(d: dict) -> str:
     return "\n".join(lines)
 
 
-def main(json_path: str | None = None, out=sys.stdout) -> int:
+def main(json_path: str | None = None, out=None) -> int:
+    out = out or sys.stdout  # the stdout of the call (a test's capture), not of import
     d = collect()
     print(render(d), file=out)
     if json_path:

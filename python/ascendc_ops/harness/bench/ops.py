@@ -348,7 +348,8 @@ def write_csv(path: str, env: dict, rows) -> None:
             w.writerow({**{k: env[k] for k in ENV_FIELDS}, **{k: r[k] for k in ROW_FIELDS}})
 
 
-def run(cfg: Config, out=sys.stdout) -> list[dict]:
+def run(cfg: Config, out=None) -> list[dict]:
+    out = out or sys.stdout  # the stdout of the call (a test's capture), not of import
     todo = [(n, s, p, d, ps) for n, s, p in cases(cfg) for d in cfg.dtypes for ps in cfg.passes]
     if cfg.plot:
         plot.pyplot()  # no matplotlib: say so now, not after the run

@@ -313,10 +313,11 @@ def _finite(v):
 
 
 def run(
-    cases: list[Case], standard: str = "auto", json_path: str | None = None, out=sys.stdout, progress=None, records=None
+    cases: list[Case], standard: str = "auto", json_path: str | None = None, out=None, progress=None, records=None
 ) -> int:
     """Run the cases, print the table and a summary, write JSON; 0 when every output passes, else 1.
     `records`: a list that receives every output's record (a caller reporting more of the same run)."""
+    out = out or sys.stdout  # the stdout of the call (a test's capture), not of import
     records = [] if records is None else records
     for i, case in enumerate(cases):
         if progress:
