@@ -73,12 +73,12 @@ def norm_grad_inputs(op, rows, hidden, pair):
     return dy, x, rstd, gamma, fifth
 
 
-def check_norm_grad(op, rows, hidden, pair, vector_cores, min_blocks):
+def check_norm_grad(op, rows, hidden, pair, vector_cores, blocks):
     dy, x, rstd, gamma, fifth = norm_grad_inputs(op, rows, hidden, pair)
     with chip(vector_cores):
         want = getattr(torch.ops.custom, op)(dy, x, rstd, gamma, *([fifth] if fifth is not None else []))
     got = one.rms_norm_grad(op, dy, x, rstd, gamma, fifth, vector_cores)
-    assert one.last_blocks() >= min_blocks  # that many cores met at the SyncAll
+    assert one.last_blocks() == blocks  # that many cores met at the SyncAll
     label = f"{op} [{rows}, {hidden}] {dname(pair[0])}/{dname(pair[1])} on {vector_cores} cores"
     assert len(got) == len(want), label
     for name, g, w in zip(("dx", "dgamma", "dz")[: len(want)], got, want, strict=True):
@@ -88,9 +88,10 @@ def check_norm_grad(op, rows, hidden, pair, vector_cores, min_blocks):
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{dname(p[0])}-{dname(p[1])}")
 @pytest.mark.parametrize("op", NORM_GRAD_OPS)
 def test_norm_grad_one_launch_is_bit_identical(op, pair):
-    """Every variant and dtype pair on the 910B's 48 cores: 83 rows -> 48 blocks meet at SyncAll; 7 rows ->
-    7; one row of 769 -> one row block and 4 dgamma blocks (the idle ones still meet it)."""
-    for rows, hidden, blocks in ((83, 769, 48), (7, 5125, 7), (1, 769, 4)):
+    """Every variant and dtype pair on the 910B's 48 cores: 83 rows -> 48 blocks meet at SyncAll; 7 rows of
+    5125 -> 7 row blocks and 21 dgamma blocks (256-column tasks); one row of 769 -> one row block and 4
+    dgamma blocks (the blocks idle in a phase still meet at SyncAll)."""
+    for rows, hidden, blocks in ((83, 769, 48), (7, 5125, 21), (1, 769, 4)):
         check_norm_grad(op, rows, hidden, pair, A2_VECTOR_CORES, blocks)
 
 
@@ -100,6 +101,7 @@ def test_norm_grad_one_launch_is_bit_identical(op, pair):
     [
         (83, 5125, 5, 5),  # 16-17 rows a block, several tiles each
         (7, 16384, 3, 3),  # fp32 rows that do not fit in UB: the split-row tiling, partials read back
+        (13, 9000, 4, 4),  # fp32 single-buffered (add_rms_norm_grad: dx_out loaded late); bf16 split-row
         (83, 8, 48, 48),  # rows shorter than a 32-byte block
         (1, 5125, 48, 21),  # one row block, 21 dgamma blocks
     ],
@@ -107,6 +109,14 @@ def test_norm_grad_one_launch_is_bit_identical(op, pair):
 def test_norm_grad_one_launch_tilings(op, rows, hidden, vector_cores, blocks):
     for pair in ((torch.float32, torch.float32), (torch.bfloat16, torch.float32)):
         check_norm_grad(op, rows, hidden, pair, vector_cores, blocks)
+
+
+def test_norm_grad_one_launch_beyond_the_chip_is_refused():
+    """Tiled for 64 vector cores, 83 rows take 64 blocks: more than an A2's 48 AIVs can hold at once, so the
+    SyncAll would hang the device (its op_host must tile with the chip's own core count)."""
+    dy, x, rstd, gamma, _ = norm_grad_inputs("rms_norm_grad", 83, 769, PAIRS[0])
+    with pytest.raises(RuntimeError, match=r"\[SyncAll residency\] SyncAll in a launch of 64 blocks \(0 AIC, 64 AIV\)"):
+        one.rms_norm_grad("rms_norm_grad", dy, x, rstd, gamma, None, 64)
 
 
 # ---------------------------------------------------------------- moe_token_permute
