@@ -37,7 +37,7 @@ def band(check_rows: list[dict], bound: str, err_key: str) -> float:
     """The most a held-out case of `bound` (all held-out cases if none has it) ran under the model's floor."""
     held = [r for r in check_rows if r["set"].startswith("held out")]
     same = [r for r in held if r["bound"] == bound] or held
-    return max(0.0, *(r[err_key] for r in same))
+    return max([0.0, *(r[err_key] for r in same)])
 
 
 def model_error(check_rows: list[dict], err_key: str) -> float:
