@@ -15,8 +15,10 @@ as the bench's own printout; the numbers as the CSV holds them, rounded (standar
 
 cann-bench: the runs joined into the preset's own report (cann_bench_report: the table, the summary, each
 measured case below 1.0x explained by this tree's rules), a case's estimate from the last bench file holding
-it and its accuracy from the last verify file (or bench file run with accuracy) holding it. The "ours" line
-names each run's commit, machine and torch as the files record them.
+it and its accuracy from the last verify file (or bench file run with accuracy) holding it; with
+`--accuracy-from EARLIER.md`, the accuracy a verify file does not give is read from the cann-bench table of an
+earlier report (when only the model changed), and the summary says so. The "ours" line names each run's
+commit, machine and torch as the files record them.
 """
 
 from __future__ import annotations
