@@ -424,3 +424,15 @@ def test_bad_input():
         )
     with pytest.raises(ValueError, match="dy must have attention_out's shape"):
         R.fusion_attention_grad_reference(q, k, v, torch.zeros(1, 4, 5, 8), 4, "BNSD")
+
+
+def test_row_blocks_do_not_change_the_result(monkeypatch):
+    """The goldens walk blocks of query rows; a block of a few rows gives the same numbers."""
+    q, k, v = qkv(2, 4, 2, 9, 7, 16, 8)
+    dy = torch.randn(2, 4, 9, 8, dtype=torch.float64)
+    args = (4, "BNSD", COMPRESSED, 0.3, BIG, BIG, None, None, 3)
+    whole = (*R.fusion_attention_reference(q, k, v, *args), *R.fusion_attention_grad_reference(q, k, v, dy, *args))
+    monkeypatch.setattr(R, "BLOCK_ELEMENTS", 15)  # two rows of 7 keys per block
+    blocks = (*R.fusion_attention_reference(q, k, v, *args), *R.fusion_attention_grad_reference(q, k, v, dy, *args))
+    for a, b in zip(whole, blocks, strict=True):
+        np.testing.assert_allclose(a, b, **TOL)

@@ -23,7 +23,8 @@ in docs/attention.md ("Semantics"); in short:
 Functions: ``fusion_attention_reference`` (out, softmax_max, softmax_sum), ``fusion_attention_grad_reference``
 (dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D)), ``expand_mask``
 (the dense boolean "masked" matrix any kernel's block skipping must agree with), ``check_sparse_params``
-(the tockens / lengths combinations torch_npu refuses).
+(the tockens / lengths combinations torch_npu refuses), ``seq_lengths`` (cumulative ends -> lengths).
+The goldens work one head and a block of query rows at a time, so long sequences fit in memory.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def _mask_array(atten_mask) -> np.ndarray | None:
     return m != 0
 
 
-def _lengths(cumulative, name: str) -> np.ndarray:
+def seq_lengths(cumulative, name: str = "actual_seq_qlen") -> np.ndarray:
     """Per-sequence lengths from torch_npu's cumulative ends (no leading 0). Trailing zeros mark batches
     that take no part, as torch_npu documents ([2, 5, 9, 0, 0])."""
     if cumulative is None:
@@ -113,8 +114,8 @@ class _Problem:
         if input_layout == "TND":
             if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
                 raise ValueError(f"{OP}: TND query/key/value must be 3-D, got {q.shape}, {k.shape}, {v.shape}")
-            self.q_lens = _lengths(actual_seq_qlen, "actual_seq_qlen")
-            self.kv_lens = _lengths(actual_seq_kvlen, "actual_seq_kvlen")
+            self.q_lens = seq_lengths(actual_seq_qlen, "actual_seq_qlen")
+            self.kv_lens = seq_lengths(actual_seq_kvlen, "actual_seq_kvlen")
             if self.q_lens.size != self.kv_lens.size:
                 raise ValueError(
                     f"{OP}: actual_seq_qlen and actual_seq_kvlen must have the same length, "
@@ -158,17 +159,9 @@ class _Problem:
             raise ValueError(f"{OP}: head dims must satisfy Dq == Dk >= Dv, got Dq={dq}, Dk={dk}, Dv={dv}")
         self.nq, self.nkv, self.group, self.dv = nq, nkv, nq // nkv, dv
 
-    def kv_heads(self, x: np.ndarray) -> np.ndarray:
-        """[Nkv, ...] -> [Nq, ...]: q head h reads kv head h // group."""
-        return np.repeat(x, self.group, axis=0)
-
-    def group_sum(self, x: np.ndarray) -> np.ndarray:
-        """[Nq, ...] -> [Nkv, ...]: the grads of the group's q heads add into their kv head."""
-        return x.reshape(self.nkv, self.group, *x.shape[1:]).sum(axis=1)
-
-    def split_like_output(self, x: np.ndarray, results, name: str) -> list[np.ndarray]:
+    def split_like_output(self, x: np.ndarray, name: str) -> list[np.ndarray]:
         """An array in the output's layout and shape (dy) -> per-batch [N, s1, Dv]."""
-        want = self.output([r[0] for r in results]).shape
+        want = self.output([np.empty((self.nq, q.shape[1], self.dv)) for q in self.qb]).shape
         if x.shape != want:
             raise ValueError(f"{OP}: {name} must have attention_out's shape {list(want)}, got {list(x.shape)}")
         if self.layout != "TND":
@@ -281,6 +274,34 @@ def _check_mask_shape(m: np.ndarray, sparse_mode: int, b: int, n: int, s1: int, 
         )
 
 
+class _Masks:
+    """The "masked" matrices of a call, one sequence at a time: ``masks(b)`` is bool [1 or N, s1, s2]
+    (a mask without a head axis stays unbroadcast, so nothing of size N * S * S is made for it)."""
+
+    def __init__(self, q_lens, kv_lens, head_num, atten_mask, sparse_mode, pre_tockens, next_tockens, varlen):
+        self.q_lens = np.asarray(q_lens, np.int64).reshape(-1)
+        self.kv_lens = np.asarray(kv_lens, np.int64).reshape(-1)
+        self.shape = (self.q_lens.size, head_num, int(self.q_lens.max(initial=0)), int(self.kv_lens.max(initial=0)))
+        m = _mask_array(atten_mask)
+        check_sparse_params(sparse_mode, self.q_lens, self.kv_lens, pre_tockens, next_tockens, varlen, m is not None)
+        self.active = m is not None  # no mask: sparse_mode and the tockens are ignored (full attention)
+        self.mode, self.pre, self.nxt, self.given = sparse_mode, int(pre_tockens), int(next_tockens), None
+        if m is not None:
+            _check_mask_shape(m, sparse_mode, *self.shape, varlen)
+            if sparse_mode not in (2, 3, 4):  # the compressed mask only names the mode
+                self.given = m.reshape((1,) * (4 - m.ndim) + m.shape)
+
+    def __call__(self, b: int) -> np.ndarray:
+        s1, s2 = int(self.q_lens[b]), int(self.kv_lens[b])
+        masked = np.zeros((1, s1, s2), bool)
+        if not self.active:
+            return masked
+        if self.given is not None:
+            masked = masked | self.given[b if self.given.shape[0] > 1 else 0, :, :s1, :s2]
+        band = _position_mask(self.mode, s1, s2, self.pre, self.nxt)
+        return masked if band is None else masked | band
+
+
 def expand_mask(
     q_lens,
     kv_lens,
@@ -293,62 +314,43 @@ def expand_mask(
 ) -> np.ndarray:
     """The dense boolean "masked" matrix [B, N, max Sq, max Skv] of a call: True where query row i of
     sequence b may not see key j (positions counted within each sequence). q_lens/kv_lens are the
-    per-sequence lengths (not cumulative): [Sq] * B for the fixed layouts. For TND (``varlen``) the
-    positions past a sequence's own lengths are True. Checks as ``check_sparse_params``."""
-    q_lens = np.asarray(q_lens, np.int64).reshape(-1)
-    kv_lens = np.asarray(kv_lens, np.int64).reshape(-1)
-    b, s1m, s2m = q_lens.size, int(q_lens.max(initial=0)), int(kv_lens.max(initial=0))
-    m = _mask_array(atten_mask)
-    check_sparse_params(sparse_mode, q_lens, kv_lens, pre_tockens, next_tockens, varlen, m is not None)
-    out = np.ones((b, head_num, s1m, s2m), bool)
-    if m is not None:
-        _check_mask_shape(m, sparse_mode, b, head_num, s1m, s2m, varlen)
-        given = (
-            None if sparse_mode in (2, 3, 4) else np.broadcast_to(m.reshape((1,) * (4 - m.ndim) + m.shape), out.shape)
-        )
-    for bi, (s1, s2) in enumerate(zip(q_lens, kv_lens, strict=True)):
-        s1, s2 = int(s1), int(s2)
-        masked = np.zeros((head_num, s1, s2), bool)
-        if m is not None:  # no mask: sparse_mode and the tockens are ignored (full attention)
-            if given is not None:
-                masked |= given[bi, :, :s1, :s2]
-            band = _position_mask(sparse_mode, s1, s2, int(pre_tockens), int(next_tockens))
-            if band is not None:
-                masked |= band
-        out[bi, :, :s1, :s2] = masked
+    per-sequence lengths (not cumulative; ``seq_lengths`` converts): [Sq] * B for the fixed layouts. For
+    TND (``varlen``) the positions past a sequence's own lengths are True. Checks as ``check_sparse_params``."""
+    masks = _Masks(q_lens, kv_lens, head_num, atten_mask, sparse_mode, pre_tockens, next_tockens, varlen)
+    out = np.ones(masks.shape, bool)
+    for b, (s1, s2) in enumerate(zip(masks.q_lens, masks.kv_lens, strict=True)):
+        out[b, :, :s1, :s2] = masks(b)
     return out
 
 
-# ---- forward and backward ----
-def _forward_batch(q, k, v, masked, scale):
-    """One sequence, heads already matched: q [N, s1, D], k [N, s2, D], v [N, s2, Dv], masked [N, s1, s2].
-    Returns out [N, s1, Dv], P [N, s1, s2], row max and sum [N, s1] (float64)."""
-    s = scale * (q @ k.transpose(0, 2, 1))
+# ---- forward and backward, one head and a block of query rows at a time (memory stays bounded) ----
+BLOCK_ELEMENTS = 1 << 22  # scores held at once: rows * Skv
+
+
+def _forward_rows(q, k, v, masked, scale):
+    """q [r, D], k [s2, D], v [s2, Dv], masked [r, s2] -> out [r, Dv], P [r, s2], row max and sum [r]."""
+    s = scale * (q @ k.T)
     keep = ~masked
     empty = ~keep.any(axis=-1)  # rows with no key
     row_max = np.where(keep, s, -np.inf).max(axis=-1, initial=-np.inf)
     safe_max = np.where(empty, 0.0, row_max)
-    e = np.where(keep, np.exp(np.where(keep, s - safe_max[..., None], 0.0)), 0.0)
+    e = np.where(keep, np.exp(np.where(keep, s - safe_max[:, None], 0.0)), 0.0)
     row_sum = e.sum(axis=-1)
-    p = e / np.where(empty, 1.0, row_sum)[..., None]
-    out = p @ v
-    row_max = np.where(empty, -FLT_MAX, row_max)
-    row_sum = np.where(empty, FLT_MAX, row_sum)
-    return out, p, row_max, row_sum
+    p = e / np.where(empty, 1.0, row_sum)[:, None]
+    return p @ v, p, np.where(empty, -FLT_MAX, row_max), np.where(empty, FLT_MAX, row_sum)
 
 
-def _masks_for(problem: _Problem, atten_mask, sparse_mode, pre_tockens, next_tockens) -> list[np.ndarray]:
-    dense = expand_mask(
-        problem.q_lens,
-        problem.kv_lens,
-        problem.nq,
-        atten_mask,
-        sparse_mode,
-        pre_tockens,
-        next_tockens,
-        varlen=problem.layout == "TND",
-    )
-    return [dense[b, :, :s1, :s2] for b, (s1, s2) in enumerate(zip(problem.q_lens, problem.kv_lens, strict=True))]
+def _blocks(problem: _Problem, masks: _Masks, scale: float):
+    """Yield (b, h, kv head, rows, q rows, k, forward of those rows) over every sequence and q head."""
+    for b, (q, k, v) in enumerate(zip(problem.qb, problem.kb, problem.vb, strict=True)):
+        mb = masks(b)
+        step = max(1, BLOCK_ELEMENTS // max(k.shape[1], 1))
+        for h in range(problem.nq):
+            kvh = h // problem.group  # GQA: q head h reads kv head h // (Nq / Nkv)
+            for r0 in range(0, q.shape[1], step):
+                rows = slice(r0, r0 + step)
+                fwd = _forward_rows(q[h, rows], k[kvh], v[kvh], mb[h if mb.shape[0] > 1 else 0, rows], scale)
+                yield b, h, kvh, rows, q[h, rows], k[kvh], fwd
 
 
 def _softmax_stats(problem: _Problem, stats: list[np.ndarray], softmax_layout: str) -> np.ndarray:
@@ -362,14 +364,13 @@ def _softmax_stats(problem: _Problem, stats: list[np.ndarray], softmax_layout: s
     return np.repeat(flat[..., None], SOFTMAX_LANES, axis=-1)
 
 
-def _run(
+def _setup(
     query,
     key,
     value,
     head_num,
     input_layout,
     atten_mask,
-    scale,
     pre_tockens,
     next_tockens,
     actual_seq_qlen,
@@ -383,12 +384,17 @@ def _run(
     if softmax_layout not in ("", "TND") or (softmax_layout == "TND" and input_layout != "TND"):
         raise ValueError(f"{OP}: softmax_layout must be '' or, with input_layout TND, 'TND'; got {softmax_layout!r}")
     problem = _Problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
-    masks = _masks_for(problem, atten_mask, sparse_mode, pre_tockens, next_tockens)
-    results = [
-        _forward_batch(q, problem.kv_heads(k), problem.kv_heads(v), m, float(scale))
-        for q, k, v, m in zip(problem.qb, problem.kb, problem.vb, masks, strict=True)
-    ]
-    return problem, results
+    masks = _Masks(
+        problem.q_lens,
+        problem.kv_lens,
+        problem.nq,
+        atten_mask,
+        sparse_mode,
+        pre_tockens,
+        next_tockens,
+        varlen=input_layout == "TND",
+    )
+    return problem, masks
 
 
 def fusion_attention_reference(
@@ -410,14 +416,13 @@ def fusion_attention_reference(
 ):
     """torch_npu ``npu_fusion_attention``'s first three outputs in float64:
     (attention_out in query's layout with Dv, softmax_max, softmax_sum)."""
-    problem, results = _run(
+    problem, masks = _setup(
         query,
         key,
         value,
         head_num,
         input_layout,
         atten_mask,
-        scale,
         pre_tockens,
         next_tockens,
         actual_seq_qlen,
@@ -426,10 +431,16 @@ def fusion_attention_reference(
         pse,
         softmax_layout,
     )
-    out = problem.output([r[0] for r in results])
-    softmax_max = _softmax_stats(problem, [r[2] for r in results], softmax_layout)
-    softmax_sum = _softmax_stats(problem, [r[3] for r in results], softmax_layout)
-    return out, softmax_max, softmax_sum
+    outs = [np.zeros((problem.nq, q.shape[1], problem.dv)) for q in problem.qb]
+    maxes = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
+    sums = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
+    for b, h, _, rows, _, _, (o, _, row_max, row_sum) in _blocks(problem, masks, float(scale)):
+        outs[b][h, rows], maxes[b][h, rows], sums[b][h, rows] = o, row_max, row_sum
+    return (
+        problem.output(outs),
+        _softmax_stats(problem, maxes, softmax_layout),
+        _softmax_stats(problem, sums, softmax_layout),
+    )
 
 
 def fusion_attention_grad_reference(
@@ -453,14 +464,13 @@ def fusion_attention_grad_reference(
     derived by hand: with P the forward's probabilities (0 on masked keys and on rows with no key),
     dV = P^T dy, dP = dy V^T, D = rowsum(dy * O), dS = P * (dP - D), dQ = scale * dS K,
     dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads."""
-    problem, results = _run(
+    problem, masks = _setup(
         query,
         key,
         value,
         head_num,
         input_layout,
         atten_mask,
-        scale,
         pre_tockens,
         next_tockens,
         actual_seq_qlen,
@@ -469,14 +479,16 @@ def fusion_attention_grad_reference(
         pse,
         "",
     )
-    dy_b = problem.split_like_output(_f64(dy), results, "dy")
-    dqs, dks, dvs = [], [], []
-    for q, k, v, g, (o, p, _, _) in zip(problem.qb, problem.kb, problem.vb, dy_b, results, strict=True):
-        k_rep, v_rep = problem.kv_heads(k), problem.kv_heads(v)
-        dp = g @ v_rep.transpose(0, 2, 1)
-        d = (g * o).sum(axis=-1, keepdims=True)
-        ds = p * (dp - d)
-        dqs.append(scale * (ds @ k_rep))
-        dks.append(problem.group_sum(scale * (ds.transpose(0, 2, 1) @ q)))
-        dvs.append(problem.group_sum(p.transpose(0, 2, 1) @ g))
+    dy_b = problem.split_like_output(_f64(dy), "dy")
+    scale = float(scale)
+    dqs = [np.zeros(q.shape) for q in problem.qb]
+    dks = [np.zeros(k.shape) for k in problem.kb]
+    dvs = [np.zeros(v.shape) for v in problem.vb]
+    for b, h, kvh, rows, q, k, (o, p, _, _) in _blocks(problem, masks, scale):
+        g = dy_b[b][h, rows]
+        dp = g @ problem.vb[b][kvh].T
+        ds = p * (dp - (g * o).sum(axis=-1, keepdims=True))
+        dqs[b][h, rows] = scale * (ds @ k)
+        dks[b][kvh] += scale * (ds.T @ q)
+        dvs[b][kvh] += p.T @ g
     return problem.output(dqs), problem.output(dks), problem.output(dvs)
