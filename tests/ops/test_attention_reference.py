@@ -2,7 +2,8 @@
 brute-force PyTorch float64 attention: matmul, masked_fill(-inf), softmax, matmul, with the masks
 built here from torch.triu/tril as torch_npu's documentation writes them, layouts converted by
 torch permutes, GQA by repeat_interleave (and once by scaled_dot_product_attention's enable_gqa),
-and the grads by torch.autograd. Nothing here calls the reference to build an expectation."""
+and the grads by torch.autograd. Only test_row_blocks_do_not_change_the_result compares the golden with
+itself (its row blocking); every other expectation is computed here without it."""
 
 from __future__ import annotations
 
