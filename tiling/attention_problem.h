@@ -70,21 +70,77 @@ AttentionOperand<Int> ReadAttentionOperand(const OpSpec& op, size_t index, const
   }
 }
 
-// A cumulative length list (actual_seq_qlen / actual_seq_kvlen): non-decreasing, from >= 0, ending at
-// `total` (the tokens of the TND tensor).
+// A cumulative length list (actual_seq_qlen / actual_seq_kvlen): non-decreasing from >= 0, trailing zeros
+// dropping batches (torch_npu's [2, 5, 9, 0, 0]), its last non-zero entry `total` (the TND tensor's tokens).
 template <class Int>
 void CheckAttentionCumulative(const OpSpec& op, const char* name, const std::vector<int64_t>& cum, const Int& total,
                               const char* of) {
+  size_t used = cum.size();
+  while (used > 0 && cum[used - 1] == 0) --used;
   int64_t prev = 0;
-  for (size_t b = 0; b < cum.size(); ++b) {
+  for (size_t b = 0; b < used; ++b) {
     if (cum[b] < prev)
-      Fail(ArgError::kValue, op, name, " must be cumulative sequence ends (non-decreasing, from >= 0, no leading 0), ",
-           "got ", cum, ": entry ", b, " = ", cum[b], " is below ", prev);
+      Fail(ArgError::kValue, op, name, " must be cumulative sequence ends (non-decreasing, from >= 0, no leading 0, ",
+           "trailing 0s allowed), got ", cum, ": entry ", b, " = ", cum[b], " is below ", prev);
     prev = cum[b];
   }
   if (total != prev)
     Fail(ArgError::kValue, op, name, " must end at ", of, "'s T = ", total, " tokens, got ", cum, " (ending at ", prev,
          ")");
+}
+
+// Per-sequence lengths of a cumulative list (trailing zeros: empty batches).
+inline std::vector<int64_t> AttentionLengths(const std::vector<int64_t>& cum) {
+  std::vector<int64_t> lens(cum.size(), 0);
+  int64_t prev = 0;
+  for (size_t b = 0; b < cum.size(); ++b)
+    if (cum[b] != 0) lens[b] = cum[b] - prev, prev = cum[b];
+  return lens;
+}
+
+// CANN's check of a top-left band (pre, next) on an s1 x s2 problem: some row must keep a key.
+template <class Int>
+bool AttentionBandKeepsKeys(const Int& pre, const Int& next, const Int& s1, const Int& s2) {
+  const Int zero = Int(0);
+  return (pre >= zero && next >= zero) || (pre < zero && next >= zero && next >= zero - pre && zero - pre < s2) ||
+         (pre >= zero && next < zero && zero - next <= pre && zero - next < s1);
+}
+
+// The tokens torch_npu's tiling refuses for a mode (only with a mask: without one they are ignored).
+template <class Int>
+void CheckAttentionBand(const OpSpec& op, int64_t mode, int64_t pre, int64_t next, const Int& s1, const Int& s2,
+                        const std::vector<int64_t>* qLens, const std::vector<int64_t>* kvLens) {
+  if (qLens == nullptr) {
+    const bool wide = Int(pre) >= s1 && (next == 0 || Int(next) >= s2);
+    if ((mode == 0 && !wide && !AttentionBandKeepsKeys(Int(pre), Int(next), s1, s2)) ||
+        (mode == 4 && !AttentionBandKeepsKeys(Int(pre) + s1 - s2, Int(next) + s2 - s1, s1, s2)))
+      Fail(ArgError::kValue, op, "pre_tockens = ", pre, ", next_tockens = ", next,
+           " leave no valid block for sparse_mode ", mode, " with S1 = ", s1, ", S2 = ", s2);
+    return;
+  }
+  int64_t maxQ = 0, maxKv = 0;
+  for (size_t b = 0; b < qLens->size(); ++b) maxQ = std::max(maxQ, (*qLens)[b]), maxKv = std::max(maxKv, (*kvLens)[b]);
+  for (size_t b = 0; b < qLens->size(); ++b) {
+    const int64_t q = (*qLens)[b], kv = (*kvLens)[b];
+    const bool live = q > 0 && kv > 0;
+    if (mode == 0 && !(pre >= maxQ && (next == 0 || next >= maxKv))) {
+      if (next < 0 || (pre < 0 && next < -pre))
+        Fail(ArgError::kValue, op, "pre_tockens = ", pre, ", next_tockens = ", next, " leave no valid block (TND)");
+      if (live && kv + pre < q)
+        Fail(ArgError::kValue, op, "sequence ", b, " (S1 = ", q, ", S2 = ", kv, ") would have a row with no key under ",
+             "pre_tockens = ", pre);
+    } else if (mode == 3 && q > kv) {
+      Fail(ArgError::kValue, op, "sparse_mode 3 with input_layout='TND' needs S1 <= S2 in every sequence, got S1 = ", q,
+           ", S2 = ", kv, " in sequence ", b);
+    } else if (mode == 4) {
+      if (pre < 0 || (next < 0 && pre + next < 0))
+        Fail(ArgError::kValue, op, "pre_tockens = ", pre, ", next_tockens = ", next,
+             " leave no valid block for sparse_mode 4 (TND)");
+      if (live && q - next > kv)
+        Fail(ArgError::kValue, op, "sequence ", b, " (S1 = ", q, ", S2 = ", kv, ") would have a row with no key under ",
+             "next_tockens = ", next);
+    }
+  }
 }
 
 // query, key, value, atten_mask (defined = false: none) and the attrs of fusion_attention.
@@ -159,16 +215,23 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
          inputLayout, "'");
   }
 
+  std::vector<int64_t> qLens, kvLens;
+  if (l == kLayoutTND) qLens = AttentionLengths(*actualSeqQlen), kvLens = AttentionLengths(*actualSeqKvlen);
   if (mask.defined) {
     CheckDtype(op, 3, mask.dtype);
     const std::vector<Int>& m = mask.shape;
+    const int64_t c = kAttentionCompressedMask;
     if (sparseMode >= 2) {
-      if (mask.dim() != 2 || m[0] != kAttentionCompressedMask || m[1] != kAttentionCompressedMask)
+      const bool square = m.size() >= 2 && m[m.size() - 2] == c && m[m.size() - 1] == c;
+      if (!square || !(mask.dim() == 2 || (mask.dim() == 4 && m[0] == 1 && m[1] == 1)))
         Fail(ArgError::kValue, op, "atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode ",
              sparseMode, ", got shape ", m);
-    } else if (l == kLayoutTND) {
-      Fail(ArgError::kValue, op, "input_layout='TND' takes atten_mask with sparse_mode 2, 3 or 4 (compressed), got ",
-           "sparse_mode ", sparseMode);
+    } else if (l == kLayoutTND) {  // one [max S1, max S2] mask, each sequence reading its top-left corner
+      const int64_t s1 = *std::max_element(qLens.begin(), qLens.end()),
+                    s2 = *std::max_element(kvLens.begin(), kvLens.end());
+      if (mask.dim() != 2 || m[0] != s1 || m[1] != s2)
+        Fail(ArgError::kValue, op, "atten_mask must be [max S1, max S2] = [", s1, ", ", s2,
+             "] for input_layout='TND', got shape ", m);
     } else {
       const bool ss = m.size() >= 2 && m[m.size() - 2] == a.s1 && m[m.size() - 1] == a.s2;
       const bool lead = mask.dim() == 2 || (mask.dim() == 4 && (m[0] == 1 || m[0] == a.batch) &&
@@ -177,6 +240,8 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
         Fail(ArgError::kValue, op, "atten_mask must be [B, N, S1, S2], [B, 1, S1, S2], [1, 1, S1, S2] or [S1, S2] = [",
              a.s1, ", ", a.s2, "] (B = ", a.batch, ", N = ", a.heads, "), got shape ", m);
     }
+    CheckAttentionBand(op, sparseMode, preTokens, nextTokens, a.s1, a.s2, l == kLayoutTND ? &qLens : nullptr,
+                       l == kLayoutTND ? &kvLens : nullptr);
   }
 
   const Int outH = packedH ? a.heads * a.valueDim : a.valueDim;
@@ -189,7 +254,6 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
   }
   a.stats = l == kLayoutTND ? std::vector<Int>{a.s1, a.heads, Int(kAttentionStatLanes)}
                             : std::vector<Int>{a.batch, a.heads, a.s1, Int(kAttentionStatLanes)};
-  (void)preTokens, (void)nextTokens;  // any band is valid; an empty one masks every key
   return a;
 }
 
@@ -200,13 +264,14 @@ inline AttentionProblem AttentionProblemOf(const AttentionArgs<int64_t>& a, DTyp
                                            const TensorArg<int64_t>& mask) {
   AttentionProblem p{a.layout, dtype, a.batch,      a.heads,    a.kvHeads, a.headDim,  a.valueDim,   a.s1,      a.s2,
                      {},       {},    float(scale), sparseMode, preTokens, nextTokens, mask.defined, mask.shape};
-  if (a.layout == kLayoutTND) {
+  if (a.layout == kLayoutTND) {  // trailing zeros (empty batches) become the last end: length 0
     p.cumQ = *actualSeqQlen, p.cumKv = *actualSeqKvlen;
+    const std::vector<int64_t> q = AttentionLengths(p.cumQ), kv = AttentionLengths(p.cumKv);
+    int64_t endQ = 0, endKv = 0;
     p.s1 = 0, p.s2 = 0;
-    int64_t prevQ = 0, prevK = 0;
-    for (size_t b = 0; b < p.cumQ.size(); ++b) {
-      p.s1 = std::max(p.s1, p.cumQ[b] - prevQ), p.s2 = std::max(p.s2, p.cumKv[b] - prevK);
-      prevQ = p.cumQ[b], prevK = p.cumKv[b];
+    for (size_t b = 0; b < q.size(); ++b) {
+      p.cumQ[b] = endQ += q[b], p.cumKv[b] = endKv += kv[b];
+      p.s1 = std::max(p.s1, q[b]), p.s2 = std::max(p.s2, kv[b]);
     }
   }
   return p;

@@ -9,12 +9,11 @@
 #include "attention_vector.h"
 #include "kernel_utils.h"
 
+// `t` is the tiling struct at the start of `tiling` (GM), which TND's cumulative lengths follow.
 template <typename T>
 __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR value, GM_ADDR attenMask,
                                           GM_ADDR attentionOut, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
-                                          GM_ADDR workspace, GM_ADDR tiling) {
-  AttentionTilingData t;
-  CopyTiling(&t, tiling);
+                                          GM_ADDR workspace, const AttentionTilingData& t, GM_ADDR tiling) {
   GM_ADDR ws = GetUserWorkspace(workspace);
   AttentionTaskWalk walk;
   if ASCEND_IS_AIC {
@@ -32,10 +31,12 @@ __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR va
 }
 
 // One entry per dtype (FUSION_ATTENTION_DTYPES, tiling/attention_tiling_data.h).
-#define FUSION_ATTENTION_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                                \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(FUSION_ATTENTION_PARAMS(GM_ADDR)) {                         \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                            \
-    RunFusionAttention<T>(query, key, value, attenMask, attentionOut, softmaxMax, softmaxSum, workspace, tiling); \
+#define FUSION_ATTENTION_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                                   \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(FUSION_ATTENTION_PARAMS(GM_ADDR)) {                            \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                               \
+    AttentionTilingData t;                                                                                           \
+    CopyTiling(&t, tiling);                                                                                          \
+    RunFusionAttention<T>(query, key, value, attenMask, attentionOut, softmaxMax, softmaxSum, workspace, t, tiling); \
   }
 FUSION_ATTENTION_DTYPES(FUSION_ATTENTION_ENTRY, fusion_attention)
 #undef FUSION_ATTENTION_ENTRY

@@ -92,6 +92,8 @@ class AttentionCube {
     return l0a_.DeQue<T>();
   }
 
+  // m is the rows' 16-aligned count: with m = 1 the cube reads L0A as a vector (GEMV), not as the Zz
+  // fractals loaded here; the padding rows' results are never copied out.
   __aicore__ inline void Mmad(const LocalTensor<float>& c, LocalTensor<T>& a2, LocalTensor<T>& b2, uint32_t m,
                               uint32_t n, uint32_t k, bool first) {
     MmadParams p;
@@ -136,7 +138,7 @@ class AttentionCube {
       LoadData(b2, k, LoadData2DParams(uint16_t((c / kC0) * (n16 / 16)), uint8_t(kc1 * (n16 / 16)), 1, 0, 0, false, 0));
       l0b_.EnQue(b2);
       b2 = l0b_.DeQue<T>();
-      Mmad(s, a2, b2, rows, cols, kc, c == 0);
+      Mmad(s, a2, b2, m16, cols, kc, c == 0);
     }
     kL1_.FreeTensor(k);
     FixOut(sWs_[(idx % 2) * (t.sSlotBytes / int64_t(sizeof(float)))], s, rows, cols, uint32_t(t.s2Block));
@@ -173,7 +175,7 @@ class AttentionCube {
       LoadData(b2, v, lp);
       l0b_.EnQue(b2);
       b2 = l0b_.DeQue<T>();
-      Mmad(o, a2, b2, rows, dv, kc, c == 0);
+      Mmad(o, a2, b2, m16, dv, kc, c == 0);
     }
     pL1_.FreeTensor(p);
     vL1_.FreeTensor(v);

@@ -6,7 +6,8 @@
 //   P in the input dtype to the workspace, flag kPReady; once the AIC flags kOReady, O = O alpha + P V,
 //   flag kOFree.
 // At the end O / l once, written in the input dtype, and m, l as softmax_max / softmax_sum (8 lanes each).
-// A row that keeps no key at all (its max stays kMasked) gets out = 0, softmax_max = -inf, softmax_sum = 0.
+// A row that keeps no key at all (its max stays kMasked) gets out = 0, softmax_max = -FLT_MAX and
+// softmax_sum = FLT_MAX, as CANN writes such rows.
 #pragma once
 #include "attention_task.h"
 #include "kernel_utils.h"
@@ -15,6 +16,7 @@ namespace attention_vec {
 constexpr float kMasked = -1e30f;  // a masked score (finite: kMasked - kMasked is 0, not NaN)
 constexpr float kKept = 1e30f;     // the bound of a kept score: Min leaves it
 constexpr uint32_t kMaxRows = 64;  // rows of one AIV: s1Block <= 128
+constexpr float kFltMax = 3.40282347e38f;
 }  // namespace attention_vec
 
 template <typename T>
@@ -111,6 +113,7 @@ class AttentionVector {
       LocalTensor<half> mh = maskHalfBuf_.Get<half>();
       Cast(mh, maskBuf_.Get<uint8_t>(), RoundMode::CAST_NONE, rows_ * mp);
       Cast(bound, mh, RoundMode::CAST_NONE, rows_ * mp);
+      Mins(bound, bound, 1.0f, int32_t(rows_ * mp));  // a uint8 mask: any non-zero byte masks
       Muls(bound, bound, kMasked - kKept, int32_t(rows_ * mp));
       Adds(bound, bound, kKept, int32_t(rows_ * mp));
       for (uint32_t r = 0; r < rows_; ++r) Min(s[r * pp], s[r * pp], bound[r * mp], int32_t(pp));
@@ -191,14 +194,13 @@ class AttentionVector {
     }
   }
 
-  // out = O / l, softmax_max = m, softmax_sum = l; a row that kept no key: 0, -inf, 0.
+  // out = O / l, softmax_max = m, softmax_sum = l; a row that kept no key: 0, -FLT_MAX, FLT_MAX.
   __aicore__ inline void Finish(const AttentionTask& task) {
     using namespace attention_vec;
     const AttentionTilingData& t = *t_;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), L = uint32_t(kAttentionStatLanes);
     LocalTensor<float> o = oBuf_.Get<float>(), rowV = rowVBuf_.Get<float>();
     LocalTensor<float> stats = outStatBuf_.Get<float>(), mx = stats, sm = stats[rows_ * L];
-    const float negInf = -__builtin_inff();
     for (uint32_t r = 0; r < rows_; ++r) {
       const bool none = !(mRun_[r] > kMasked);
       if (none) {
@@ -207,8 +209,8 @@ class AttentionVector {
         Duplicate(rowV, lRun_[r], int32_t(vp));
         Div(o[r * vp], o[r * vp], rowV, int32_t(vp));
       }
-      Duplicate(mx[r * L], none ? negInf : mRun_[r], int32_t(L));
-      Duplicate(sm[r * L], none ? 0.0f : lRun_[r], int32_t(L));
+      Duplicate(mx[r * L], none ? -kFltMax : mRun_[r], int32_t(L));
+      Duplicate(sm[r * L], none ? kFltMax : lRun_[r], int32_t(L));
     }
     const int64_t row = task.qTok0 + task.i0 + r0_;
     const int64_t oOff = task.b * t.oStrideB + task.n * t.oStrideN + row * t.oStrideS;
@@ -230,11 +232,10 @@ class AttentionVector {
             DataCopyExtParams(uint16_t(rc), dv * sizeof(T), (vp * uint32_t(sizeof(T)) - rowBytes) / 32, gap, 0));
       }
     }
-    // stats rows: [B, N1, S1, 8] (rows 8 floats apart) or TND [T, N1, 8] (N1 * 8 apart)
-    const int64_t statRow = t.varlen ? t.heads * int64_t(L) : int64_t(L);
-    const int64_t sOff = t.varlen ? (row * t.heads + task.n) * int64_t(L)
+    // stats rows, 8 floats each: [B, N1, S1, 8]; TND (torch_npu's default) one [N1, s1, 8] block per sequence
+    const int64_t sOff = t.varlen ? (task.qTok0 * t.heads + task.n * task.s1 + task.i0 + r0_) * int64_t(L)
                                   : ((task.b * t.heads + task.n) * task.s1 + task.i0 + r0_) * int64_t(L);
-    const DataCopyExtParams sp(uint16_t(rows_), L * 4, 0, uint32_t((statRow - int64_t(L)) * 4), 0);
+    const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
     SyncPipes<HardEvent::V_MTE3>();
     DataCopyPad(max_[sOff], mx, sp);
     DataCopyPad(sum_[sOff], sm, sp);

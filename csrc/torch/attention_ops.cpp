@@ -40,6 +40,12 @@ FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::
     return tiling::CheckFusionAttention(kOp, q, k, v, mask, headNum, inputLayout, preTokens, nextTokens,
                                         qlen ? &*qlen : nullptr, kvlen ? &*kvlen : nullptr, sparseMode);
   });
+  if (attenMask.defined() && sparseMode >= 2) {  // a value check: the compressed mask is triu(ones, 1)
+    static const at::Tensor kTriu = at::triu(at::ones({2048, 2048}, at::kBool), 1);
+    TORCH_CHECK_VALUE(at::equal(attenMask.reshape({2048, 2048}).to(at::kCPU).to(at::kBool), kTriu), kOp.name,
+                      ": atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode ", sparseMode,
+                      " (the compressed causal mask), got another matrix");
+  }
   FusionAttentionLaunch l;
   l.query = query.contiguous();
   l.key = key.contiguous();

@@ -26,6 +26,7 @@ DTYPES = {
     "int32": ("int32", "tiling::DType::kInt32"),
     "int64": ("int64", "tiling::DType::kInt64"),
     "bool": ("bool", "tiling::DType::kBool"),
+    "uint8": ("uint8", "tiling::DType::kUInt8"),
 }
 ATTR_TYPES = {"string": "str", "float": "float", "int": "int", "bool": "bool", "list_int": "int[]"}
 

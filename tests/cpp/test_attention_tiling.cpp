@@ -140,7 +140,7 @@ void TestErrors() {
   tnd.qlen = &down, tnd.kvlen = &kCum3;
   EXPECT(tnd.Error() ==
          "fusion_attention: actual_seq_qlen must be cumulative sequence ends (non-decreasing, from >= 0, no leading "
-         "0), got [2, 1, 6]: entry 1 = 1 is below 2");
+         "0, trailing 0s allowed), got [2, 1, 6]: entry 1 = 1 is below 2");
   tnd.qlen = &kCum3, tnd.kvlen = &shortEnd;
   EXPECT(tnd.Error() ==
          "fusion_attention: actual_seq_kvlen must end at key's T = 6 tokens, got [2, 4, 5] (ending at 5)");
@@ -148,6 +148,36 @@ void TestErrors() {
   EXPECT(Contains(tnd.Error(), "must have one entry per batch"));
   bad = c, bad.qlen = &kCum3;
   EXPECT(Contains(bad.Error(), "are for input_layout='TND' only"));
+  // trailing zeros drop batches; a TND mask is [max S1, max S2]
+  const std::vector<int64_t> trailing{2, 6, 0, 0};
+  tnd.qlen = &trailing, tnd.kvlen = &trailing;
+  EXPECT(tnd.Error().empty() && tnd.Run().batch == 4);
+  EXPECT(AttentionLengths(trailing) == (std::vector<int64_t>{2, 4, 0, 0}));
+  tnd.mask = T({4, 4}, b1);
+  EXPECT(tnd.Error().empty());
+  tnd.mask = T({6, 6}, b1);
+  EXPECT(tnd.Error() ==
+         "fusion_attention: atten_mask must be [max S1, max S2] = [4, 4] for input_layout='TND', got "
+         "shape [6, 6]");
+  tnd.mask = T({2048, 2048}, b1), tnd.mode = 3;
+  EXPECT(tnd.Error().empty());
+  const std::vector<int64_t> longQ{3, 6}, shortK{2, 6};
+  tnd.qlen = &longQ, tnd.kvlen = &shortK;
+  EXPECT(tnd.Error() ==
+         "fusion_attention: sparse_mode 3 with input_layout='TND' needs S1 <= S2 in every sequence, got "
+         "S1 = 3, S2 = 2 in sequence 0");
+  // bands that keep no key anywhere, as torch_npu's tiling refuses them (only with a mask)
+  Call band = c;
+  band.mask = T({16, 16}, b1), band.pre = -20, band.next = 30;
+  EXPECT(band.Error() ==
+         "fusion_attention: pre_tockens = -20, next_tockens = 30 leave no valid block for sparse_mode 0 with S1 = 16, "
+         "S2 = 16");
+  band.pre = -4;
+  EXPECT(band.Error().empty());
+  band.mask = kNoMask, band.pre = -20;
+  EXPECT(band.Error().empty());  // no mask: the tokens are ignored
+  band.mask = T({1, 1, 2048, 2048}, b1), band.mode = 4, band.pre = 0, band.next = -17;
+  EXPECT(Contains(band.Error(), "leave no valid block for sparse_mode 4"));
 }
 
 // Every block size fits A2's buffers; the workspace holds two S slots, P and P V per group.

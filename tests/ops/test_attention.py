@@ -13,6 +13,7 @@ from torch.library import opcheck
 
 import ascendc_ops
 from accuracy import assert_accurate, np64
+from ascendc_ops import precision as P
 from ascendc_ops.ops import attention_reference as R
 from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 
@@ -51,7 +52,8 @@ def torch_attention(q, k, v, scale, keep):
 
 
 def torch_stats(q, k, scale, keep):
-    """softmax_max / softmax_sum in fp32 from the dtype-rounded inputs (the double benchmark's second)."""
+    """softmax_max / softmax_sum in fp32 from the dtype-rounded inputs (the double benchmark's second); a row
+    with no key holds -FLT_MAX / FLT_MAX as CANN writes it."""
     g = q.shape[1] // k.shape[1]
     s = (q.float() @ k.float().repeat_interleave(g, 1).transpose(-1, -2)) * scale
     if keep is not None:
@@ -59,7 +61,29 @@ def torch_stats(q, k, scale, keep):
     m = s.amax(-1, keepdim=True)
     rowkept = torch.isfinite(m)
     total = torch.exp(s - torch.where(rowkept, m, torch.zeros_like(m))).sum(-1, keepdim=True)
-    return m.squeeze(-1), torch.where(rowkept, total, torch.zeros_like(total)).squeeze(-1)
+    m = torch.where(rowkept, m, torch.full_like(m, -R.FLT_MAX))
+    return m.squeeze(-1), torch.where(rowkept, total, torch.full_like(total, R.FLT_MAX)).squeeze(-1)
+
+
+# P goes to the cube in the input dtype (the kernel's design, as CANN's and FlashAttention's): its rounding
+# is part of how the output is evaluated.
+P_ROUNDING = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 0.0}
+
+
+def score_error(q, k, scale):
+    """Per row [B, N, S1]: the fp32 evaluation bound of its scores, gamma(D) * scale * max_j |q| . |k_j|."""
+    g = q.shape[1] // k.shape[1]
+    qa, ka = np.abs(np64(q)), np.repeat(np.abs(np64(k)), g, axis=1)
+    return P.gamma(q.shape[-1]) * scale * np.einsum("bnid,bnjd->bnij", qa, ka).max(axis=-1, initial=0.0)
+
+
+def bounds(q, k, v, scale, dtype, golden_abs, g_sum):
+    """The forward's evaluation bounds: out (P rounded to the dtype, fp32 exp / sums / division, the scores'
+    error twice: in the max and in the sum), softmax_max (the scores' error) and softmax_sum."""
+    es = score_error(q, k, scale)
+    s2 = k.shape[2]
+    out = (P_ROUNDING[dtype] + P.gamma(s2 + 16) + 2 * es[..., None]) * golden_abs
+    return out, es + 1e-30, (2 * es + P.gamma(s2 + 16)) * np.abs(g_sum)
 
 
 def keep_of(mask_np, b, n, s1, s2):
@@ -115,20 +139,31 @@ def check(
         next_tockens=nxt,
         sparse_mode=sparse_mode,
     )
-    dense = (
-        None
-        if mask is None
-        else R.expand_mask(mask.numpy(), b, n1, s1, s2, sparse_mode=sparse_mode, pre_tockens=pre, next_tockens=nxt)
-    )
+    dense = None if mask is None else R.expand_mask([s1] * b, [s2] * b, n1, mask.numpy(), sparse_mode, pre, nxt)
     keep = keep_of(dense, b, n1, s1, s2)
     name = f"{label or layout} {dname(dtype)} b{b} n{n1}/{n2} s{s1}x{s2} d{d}/{dv} mode{sparse_mode}"
     got = out if layout == "BNSD" else from_layout(out, layout, b, n1, s1, dv)
-    assert_accurate(got, g_out, torch_attention(q, k, v, scale, keep), dtype, name + " out")
+    g_abs = R.fusion_attention_reference(
+        np64(q),
+        np64(k),
+        np.abs(np64(v)),
+        n1,
+        "BNSD",
+        atten_mask=None if mask is None else mask.numpy(),
+        scale=scale,
+        pre_tockens=pre,
+        next_tockens=nxt,
+        sparse_mode=sparse_mode,
+    )[0]
+    g_max, g_sum = g_max[..., 0], g_sum[..., 0]
+    b_out, b_max, b_sum = bounds(q, k, v, scale, dtype, g_abs, g_sum)
+    second = torch_attention(q, k, v, scale, keep)
+    assert_accurate(got, g_out, second, dtype, name + " out", bound=b_out)
     t_max, t_sum = torch_stats(q, k, scale, keep)
     assert smax.shape == (b, n1, s1, 8) and ssum.shape == (b, n1, s1, 8), name
     assert (smax == smax[..., :1]).all() and (ssum == ssum[..., :1]).all(), name + ": 8 equal lanes"
-    assert_accurate(smax[..., 0], np.asarray(g_max).reshape(b, n1, s1, -1)[..., 0], t_max, torch.float32, name + " max")
-    assert_accurate(ssum[..., 0], np.asarray(g_sum).reshape(b, n1, s1, -1)[..., 0], t_sum, torch.float32, name + " sum")
+    assert_accurate(smax[..., 0], g_max, t_max, torch.float32, name + " max", bound=b_max)
+    assert_accurate(ssum[..., 0], g_sum, t_sum, torch.float32, name + " sum", bound=b_sum)
     return out, smax, ssum
 
 
@@ -158,6 +193,12 @@ def test_head_dims(dtype, d):
 @pytest.mark.parametrize("groups", [1, 2, 8])
 def test_gqa_groups(groups):
     check(torch.float16, "BSND", 1, 2 * groups, 2, 40, 300, 64)
+
+
+@pytest.mark.parametrize("s1", [1, 3])
+def test_decode_rows(s1):
+    """A query block of one row: the cube's Mmad takes 16-aligned rows (m = 1 would be its vector form)."""
+    check(torch.float16, "BSND", 2, 8, 2, s1, 300, 128)
 
 
 def test_value_dim_below_key_dim():
@@ -194,7 +235,7 @@ def test_full_masks(shape):
 
 
 def test_fully_masked_rows():
-    """Rows whose every key is masked: out 0, softmax_max -inf, softmax_sum 0 (as the golden)."""
+    """Rows whose every key is masked: out 0, softmax_max -FLT_MAX, softmax_sum FLT_MAX (as the golden)."""
     mask = torch.zeros(1, 1, 50, 70, dtype=torch.bool)
     mask[..., 3, :] = True
     mask[..., 40:, :] = True
@@ -219,38 +260,90 @@ def test_outlier_inputs():
 
 
 # ---------------------------------------------------------------- TND
-def test_tnd_matches_each_sequence_alone():
-    """TND (packed sequences, cumulative lengths) gives each sequence what BNSD gives it alone."""
+def tnd_data(lens_q, lens_k, n1, n2, d, dtype=torch.float16):
     torch.manual_seed(11)
+    q = torch.randn(sum(lens_q), n1, d).to(dtype)
+    k, v = torch.randn(sum(lens_k), n2, d).to(dtype), torch.randn(sum(lens_k), n2, d).to(dtype)
+    return q, k, v, np.cumsum(lens_q).tolist(), np.cumsum(lens_k).tolist()
+
+
+@pytest.mark.parametrize("mode", [0, 2, 3, 4])
+def test_tnd_against_the_golden(mode):
+    """Packed sequences (lengths 1..300, an empty one, trailing zeros) under each mask mode."""
+    lens_q, lens_k = [5, 130, 0, 1, 64, 300], [7, 130, 0, 3, 64, 310]
+    q, k, v, cq, ck = tnd_data(lens_q, lens_k, 4, 2, 64)
+    cq, ck = cq + [0], ck + [0]  # a trailing zero drops a batch
+    mask = None if mode == 0 else COMPRESSED
+    pre, nxt = (2147483647, 2147483647) if mode != 4 else (20, 3)
+    if mode == 0:
+        torch.manual_seed(5)
+        mask = torch.rand(max(lens_q), max(lens_k)) < 0.2
+    args = dict(atten_mask=mask, scale=0.125, pre_tockens=pre, next_tockens=nxt, sparse_mode=mode)
+    out, smax, ssum = ascendc_ops.fusion_attention(q, k, v, 4, "TND", actual_seq_qlen=cq, actual_seq_kvlen=ck, **args)
+    g = R.fusion_attention_reference(
+        np64(q),
+        np64(k),
+        np64(v),
+        4,
+        "TND",
+        actual_seq_qlen=cq,
+        actual_seq_kvlen=ck,
+        **{**args, "atten_mask": mask.numpy()},
+    )
+    second = torch_tnd(q, k, v, lens_q, lens_k, 0.125, mask, mode, pre, nxt)
+    g_abs = R.fusion_attention_reference(
+        np64(q),
+        np64(k),
+        np.abs(np64(v)),
+        4,
+        "TND",
+        actual_seq_qlen=cq,
+        actual_seq_kvlen=ck,
+        **{**args, "atten_mask": mask.numpy()},
+    )[0]
+    es = score_error(q.transpose(0, 1)[None], k.transpose(0, 1)[None], 0.125).max()  # every pair: an upper bound
+    bound = (P_ROUNDING[torch.float16] + P.gamma(max(lens_k) + 16) + 2 * es) * g_abs
+    assert_accurate(out, g[0], second, torch.float16, f"TND mode {mode} out", bound=bound)
+    assert smax.shape == g[1].shape and ssum.shape == g[2].shape
+    assert np.allclose(np64(smax), g[1], rtol=2**-13, atol=0) and np.allclose(np64(ssum), g[2], rtol=2**-11, atol=0)
+
+
+def torch_tnd(q, k, v, lens_q, lens_k, scale, mask, mode, pre, nxt):
+    """PyTorch's eager attention per sequence in fp16 (the double benchmark's second)."""
+    outs, sq, sk = [], 0, 0
+    for a, b in zip(lens_q, lens_k, strict=True):
+        qs, ks, vs = (t.transpose(0, 1)[None] for t in (q[sq : sq + a], k[sk : sk + b], v[sk : sk + b]))
+        own = mask.numpy() if mode >= 2 else mask.numpy()[:a, :b]  # a sequence reads the mask's top-left corner
+        dense = R.expand_mask([a], [b], q.shape[1], own, mode, pre, nxt, varlen=True)
+        outs.append(torch_attention(qs, ks, vs, scale, keep_of(dense, 1, q.shape[1], a, b))[0].transpose(0, 1))
+        sq, sk = sq + a, sk + b
+    return torch.cat(outs)
+
+
+def test_tnd_matches_each_sequence_alone():
+    """TND gives each sequence bit for bit what BSND gives it alone; its softmax_max / softmax_sum hold one
+    [N, s, 8] block per sequence (torch_npu's default layout)."""
     lens_q, lens_k = [5, 130, 1, 64], [7, 130, 3, 64]
-    n1, n2, d = 4, 2, 64
-    qs = [torch.randn(s, n1, d).half() for s in lens_q]
-    ks = [torch.randn(s, n2, d).half() for s in lens_k]
-    vs = [torch.randn(s, n2, d).half() for s in lens_k]
-    cq, ck = np.cumsum(lens_q).tolist(), np.cumsum(lens_k).tolist()
-    for mode, mask in ((0, None), (3, COMPRESSED)):
-        out, smax, ssum = ascendc_ops.fusion_attention(
-            torch.cat(qs),
-            torch.cat(ks),
-            torch.cat(vs),
-            n1,
-            "TND",
-            atten_mask=mask,
+    q, k, v, cq, ck = tnd_data(lens_q, lens_k, 4, 2, 64)
+    out, smax, ssum = ascendc_ops.fusion_attention(
+        q, k, v, 4, "TND", atten_mask=COMPRESSED, scale=0.125, actual_seq_qlen=cq, actual_seq_kvlen=ck, sparse_mode=3
+    )
+    sq, sk = 0, 0
+    for a, b in zip(lens_q, lens_k, strict=True):
+        alone = ascendc_ops.fusion_attention(
+            q[None, sq : sq + a],
+            k[None, sk : sk + b],
+            v[None, sk : sk + b],
+            4,
+            "BSND",
+            atten_mask=COMPRESSED,
             scale=0.125,
-            actual_seq_qlen=cq,
-            actual_seq_kvlen=ck,
-            sparse_mode=mode,
+            sparse_mode=3,
         )
-        assert out.shape == (sum(lens_q), n1, d) and smax.shape == (sum(lens_q), n1, 8)
-        start = 0
-        for q, k, v in zip(qs, ks, vs, strict=True):
-            alone = ascendc_ops.fusion_attention(
-                q[None], k[None], v[None], n1, "BSND", atten_mask=mask, scale=0.125, sparse_mode=mode
-            )
-            s = q.shape[0]
-            assert torch.equal(out[start : start + s], alone[0][0]), f"mode {mode} sequence at {start}"
-            assert torch.equal(smax[start : start + s], alone[1][0].transpose(0, 1)), f"mode {mode} max at {start}"
-            start += s
+        assert torch.equal(out[sq : sq + a], alone[0][0]), f"sequence at {sq}"
+        assert torch.equal(smax.reshape(-1)[sq * 32 : (sq + a) * 32], alone[1][0].reshape(-1)), f"max at {sq}"
+        assert torch.equal(ssum.reshape(-1)[sq * 32 : (sq + a) * 32], alone[2][0].reshape(-1)), f"sum at {sq}"
+        sq, sk = sq + a, sk + b
 
 
 # ---------------------------------------------------------------- API
@@ -275,63 +368,92 @@ def test_empty_tensors():
     out, smax, ssum = ascendc_ops.fusion_attention(
         torch.randn(1, 2, 3, 64), torch.randn(1, 2, 0, 64), torch.randn(1, 2, 0, 64), 2, "BNSD"
     )
-    assert (out == 0).all() and (ssum == 0).all() and (smax == float("-inf")).all()
+    assert (out == 0).all() and (ssum == R.FLT_MAX).all() and (smax == -R.FLT_MAX).all()
 
 
-def fa(q, k, v, heads=2, layout="BNSD", **kw):
-    return lambda: ascendc_ops.fusion_attention(q, k, v, heads, layout, **kw)
+def fa(make, heads=2, layout="BNSD", mask=None, **kw):
+    """A bad call whose tensors are made inside it (so FakeTensorMode sees fakes): make() -> (q, k, v)."""
+    return lambda: ascendc_ops.fusion_attention(
+        *make(), heads, layout, atten_mask=None if mask is None else mask(), **kw
+    )
 
 
-_q, _k = torch.randn(1, 2, 8, 64), torch.randn(1, 2, 8, 64)
+def qkv(q=(1, 2, 8, 64), k=(1, 2, 8, 64), v=(1, 2, 8, 64), dtypes=(torch.float32,) * 3):
+    return lambda: tuple(torch.randn(*s).to(t) for s, t in zip((q, k, v), dtypes, strict=True))
+
+
+def tnd(*shapes):
+    return qkv(*(shapes or ((6, 2, 64),) * 3))
+
+
 BAD = [
-    (fa(_q, _k, _k, layout="BNS"), ValueError, "input_layout must be one of 'BSH', 'SBH', 'BSND', 'BNSD', 'TND'"),
-    (fa(_q[0], _k, _k), ValueError, "query must be 4-D [B, N, S, D] for input_layout='BNSD', got shape [2, 8, 64]"),
-    (fa(torch.randn(1, 3, 8, 64), _k, _k, heads=3), ValueError, "must be a multiple of key's heads N2 = 2"),
-    (fa(_q, torch.randn(1, 2, 8, 32), _k), ValueError, "key's head dim Dk must equal query's Dq = 64, got 32"),
-    (fa(_q, _k, torch.randn(1, 2, 8, 80)), ValueError, "value's head dim Dv must be at most Dk = 64, got 80"),
-    (fa(_q, _k, torch.randn(1, 2, 9, 64)), ValueError, "value must have key's S = 8 rows, got 9"),
-    (fa(_q, _k, _k, heads=4), ValueError, "head_num must equal query's N = 2, got 4"),
+    (fa(qkv(), layout="BNS"), ValueError, "input_layout must be one of 'BSH', 'SBH', 'BSND', 'BNSD', 'TND'"),
+    (fa(qkv(q=(2, 8, 64))), ValueError, "query must be 4-D [B, N, S, D] for input_layout='BNSD', got shape [2, 8, 64]"),
+    (fa(qkv(q=(1, 3, 8, 64)), heads=3), ValueError, "must be a multiple of key's heads N2 = 2"),
+    (fa(qkv(k=(1, 2, 8, 32))), ValueError, "key's head dim Dk must equal query's Dq = 64, got 32"),
+    (fa(qkv(v=(1, 2, 8, 80))), ValueError, "value's head dim Dv must be at most Dk = 64, got 80"),
+    (fa(qkv(v=(1, 2, 9, 64))), ValueError, "value must have key's S = 8 rows, got 9"),
+    (fa(qkv(), heads=4), ValueError, "head_num must equal query's N = 2, got 4"),
     (
-        fa(torch.randn(1, 8, 6 * 64), torch.randn(1, 8, 128), torch.randn(1, 8, 128), heads=4, layout="BSH"),
+        fa(qkv((1, 8, 6 * 64), (1, 8, 128), (1, 8, 128)), heads=5, layout="BSH"),
         ValueError,
-        "head_num = 4 must divide query's H = 384",
+        "head_num = 5 must divide query's H = 384",
     ),
-    (fa(_q, _k.half(), _k), TypeError, "key must have query's dtype float32, got float16"),
-    (fa(_q.double(), _k.double(), _k.double()), TypeError, "query must be one of float16, float32, bfloat16"),
-    (fa(_q, _k, _k, sparse_mode=5), ValueError, "sparse_mode 5 (prefix) is not supported"),
-    (fa(_q, _k, _k, sparse_mode=6), ValueError, "sparse_mode 6 (prefix) is not supported"),
-    (fa(_q, _k, _k, sparse_mode=8), ValueError, "sparse_mode 8 (varlen split across cards) is not supported"),
     (
-        fa(_q, _k, _k, atten_mask=torch.zeros(8, 8, dtype=torch.uint8)),
+        fa(qkv(dtypes=(torch.float32, torch.float16, torch.float32))),
         TypeError,
-        "atten_mask must be one of bool, got",
+        "key must have query's dtype float32, got float16",
     ),
+    (fa(qkv(dtypes=(torch.float64,) * 3)), TypeError, "query must be one of float16, float32, bfloat16"),
+    (fa(qkv(), sparse_mode=5), ValueError, "sparse_mode 5 (prefix) is not supported"),
+    (fa(qkv(), sparse_mode=6), ValueError, "sparse_mode 6 (prefix) is not supported"),
+    (fa(qkv(), sparse_mode=8), ValueError, "sparse_mode 8 (varlen split across cards) is not supported"),
+    (fa(qkv(), mask=lambda: torch.zeros(8, 8)), TypeError, "atten_mask must be one of bool, uint8, got float32"),
     (
-        fa(_q, _k, _k, atten_mask=torch.zeros(8, 7, dtype=torch.bool)),
+        fa(qkv(), mask=lambda: torch.zeros(8, 7, dtype=torch.bool)),
         ValueError,
         "atten_mask must be [B, N, S1, S2], [B, 1, S1, S2], [1, 1, S1, S2] or [S1, S2] = [8, 8]",
     ),
     (
-        fa(_q, _k, _k, atten_mask=torch.zeros(8, 8, dtype=torch.bool), sparse_mode=2),
+        fa(qkv(), mask=lambda: torch.zeros(8, 8, dtype=torch.bool), sparse_mode=2),
         ValueError,
         "atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode 2, got shape [8, 8]",
     ),
     (
-        fa(torch.randn(6, 2, 64), torch.randn(6, 2, 64), torch.randn(6, 2, 64), layout="TND"),
+        fa(qkv(), mask=lambda: torch.zeros(2048, 2048, dtype=torch.bool), sparse_mode=3),
         ValueError,
-        "input_layout='TND' needs actual_seq_qlen and actual_seq_kvlen",
+        "atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode 3",
     ),
     (
-        fa(*(torch.randn(6, 2, 64),) * 3, layout="TND", actual_seq_qlen=[4, 2, 6], actual_seq_kvlen=[2, 4, 6]),
+        fa(qkv(), mask=lambda: torch.zeros(8, 8, dtype=torch.bool), pre_tockens=-10, next_tockens=20),
         ValueError,
-        "actual_seq_qlen must be cumulative sequence ends (non-decreasing, from >= 0, no leading 0), got [4, 2, 6]",
+        "pre_tockens = -10, next_tockens = 20 leave no valid block for sparse_mode 0 with S1 = 8, S2 = 8",
+    ),
+    (fa(tnd(), layout="TND"), ValueError, "input_layout='TND' needs actual_seq_qlen and actual_seq_kvlen"),
+    (
+        fa(tnd(), layout="TND", actual_seq_qlen=[4, 2, 6], actual_seq_kvlen=[2, 4, 6]),
+        ValueError,
+        "actual_seq_qlen must be cumulative sequence ends (non-decreasing, from >= 0, no leading 0, trailing 0s "
+        "allowed), got [4, 2, 6]",
     ),
     (
-        fa(*(torch.randn(6, 2, 64),) * 3, layout="TND", actual_seq_qlen=[2, 5], actual_seq_kvlen=[2, 6]),
+        fa(tnd(), layout="TND", actual_seq_qlen=[2, 5], actual_seq_kvlen=[2, 6]),
         ValueError,
         "actual_seq_qlen must end at query's T = 6 tokens, got [2, 5]",
     ),
-    (fa(_q, _k, _k, actual_seq_qlen=[8], actual_seq_kvlen=[8]), ValueError, "for input_layout='TND' only"),
+    (
+        fa(
+            tnd(),
+            layout="TND",
+            actual_seq_qlen=[2, 6],
+            actual_seq_kvlen=[4, 6],
+            mask=lambda: torch.ones(2048, 2048, dtype=torch.bool).triu(1),
+            sparse_mode=3,
+        ),
+        ValueError,
+        "sparse_mode 3 with input_layout='TND' needs S1 <= S2 in every sequence, got S1 = 4, S2 = 2 in sequence 1",
+    ),
+    (fa(qkv(), actual_seq_qlen=[8], actual_seq_kvlen=[8]), ValueError, "for input_layout='TND' only"),
 ]
 
 
@@ -340,12 +462,19 @@ def test_bad_input_is_a_readable_error(i):
     assert_readable(BAD[i])
 
 
-@pytest.mark.parametrize("i", fake_checkable(BAD, ()))
+# Checked on the values on the host (the compressed mask's content): no fake sees them.
+DATA_DEPENDENT = ("triu(ones(2048, 2048), 1)",)
+
+
+@pytest.mark.parametrize("i", fake_checkable(BAD, DATA_DEPENDENT))
 def test_fake_and_real_calls_raise_one_message(i):
     assert_fake_raises_the_same(BAD[i])
 
 
 def test_forward_only():
+    """No autograd formula until the backward kernel: torch's fallback warns and no gradient is made up."""
     q = torch.randn(1, 2, 8, 64, requires_grad=True)
     out, _, _ = ascendc_ops.fusion_attention(q, q, q, 2, "BNSD")
-    assert not out.requires_grad  # no autograd formula until the backward kernel: no fake gradient either
+    with pytest.warns(UserWarning, match="an autograd kernel was not registered"):
+        out.sum().backward()
+    assert q.grad is None
