@@ -7,10 +7,20 @@
 #include <vector>
 
 #include "attention_problem.h"
-#include "grouped_matmul_host.h"  // NpuCubePlatform: the cube cores and their buffers
 #include "op_host_common.h"
 
 namespace ascendc_ops_host {
+
+// The chip's cube cores (one core group each) and their L1 / L0 buffers.
+inline tiling::CubePlatform AttentionCubePlatform(const gert::TilingContext* context) {
+  platform_ascendc::PlatformAscendC soc(context->GetPlatformInfo());
+  uint64_t l1 = 0, l0a = 0, l0b = 0, l0c = 0;
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1);
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
+  return {tiling::kA2Name, soc.GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b), uint32_t(l0c)};
+}
 
 // Inputs query (0), key (1), value (2), atten_mask (3, optional); attrs head_num (0), input_layout (1),
 // scale (2), pre_tockens (3), next_tockens (4), actual_seq_qlen (5), actual_seq_kvlen (6), sparse_mode (7).
@@ -54,7 +64,7 @@ inline ge::graphStatus TileAttentionOp(gert::TilingContext* context, const tilin
         tiling::TileAttention(tiling::AttentionProblemOf(args, InputArg(context, 0).dtype, a.scale, a.pre, a.next,
                                                          a.hasQlen ? &a.qlen : nullptr, a.hasKvlen ? &a.kvlen : nullptr,
                                                          a.mode, InputArg(context, 3, true)),
-                              NpuCubePlatform(context));
+                              AttentionCubePlatform(context));
     if (t.blockDim == 0) return ge::GRAPH_FAILED;  // empty output: no launch
     if (Publish(context, t.data, t.blockDim, 0, size_t(t.workspaceBytes)) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
     gert::TilingData* raw = context->GetRawTilingData();
