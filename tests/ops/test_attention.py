@@ -234,6 +234,25 @@ def test_full_masks(shape):
     check(torch.float16, "BNSD", 2, 4, 2, 90, 140, 64, mask=mask)
 
 
+def test_uint8_mask_is_the_bool_mask():
+    """A uint8 mask masks where it is non-zero, whatever the byte."""
+    torch.manual_seed(4)
+    q, k = torch.randn(1, 2, 40, 64).half(), torch.randn(1, 2, 70, 64).half()
+    mask = torch.rand(40, 70) < 0.3
+    as_bool = ascendc_ops.fusion_attention(q, k, k, 2, "BNSD", atten_mask=mask)
+    as_bytes = ascendc_ops.fusion_attention(q, k, k, 2, "BNSD", atten_mask=mask.to(torch.uint8) * 7)
+    assert all(torch.equal(a, b) for a, b in zip(as_bool, as_bytes, strict=True))
+
+
+def test_a_full_chip_of_core_groups():
+    """24 core groups (24 AICs, 48 AIVs resident, the twin's cross-core scheduler), causal, under the sanitizer."""
+    torch.ops.ascendc_ops.set_tiling_platform("Ascend910B", 48, 24, 196352)
+    try:
+        check(torch.float16, "BSH", 2, 8, 2, 300, 500, 64, mask=COMPRESSED, sparse_mode=3, label="24 groups")
+    finally:
+        torch.ops.ascendc_ops.reset_tiling_platform()
+
+
 def test_fully_masked_rows():
     """Rows whose every key is masked: out 0, softmax_max -FLT_MAX, softmax_sum FLT_MAX (as the golden)."""
     mask = torch.zeros(1, 1, 50, 70, dtype=torch.bool)
