@@ -185,7 +185,7 @@ def test_layouts_and_dtypes(dtype, layout):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
-@pytest.mark.parametrize("d", [64, 128, 80])
+@pytest.mark.parametrize("d", [64, 128, 80, 40, 256])
 def test_head_dims(dtype, d):
     check(dtype, "BNSD", 1, 2, 1, 130, 257, d)
 
@@ -201,8 +201,9 @@ def test_decode_rows(s1):
     check(torch.float16, "BSND", 2, 8, 2, s1, 300, 128)
 
 
-def test_value_dim_below_key_dim():
-    check(torch.float16, "BNSD", 1, 2, 2, 64, 96, 128, dv=64)
+@pytest.mark.parametrize("d,dv", [(128, 64), (192, 128), (24, 16)])
+def test_value_dim_below_key_dim(d, dv):
+    check(torch.float16, "BNSD", 1, 2, 2, 64, 96, d, dv=dv)
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
@@ -372,6 +373,15 @@ def test_opcheck():
     opcheck(torch.ops.custom.fusion_attention, (q, k, v, 4, "BNSD", COMPRESSED, 0.125, 2147483647, 0, None, None, 3))
     t = torch.randn(12, 2, 64)
     opcheck(torch.ops.custom.fusion_attention, (t, t, t, 2, "TND", None, 1.0, 2147483647, 2147483647, [5, 12], [5, 12]))
+
+
+def test_torch_compile_fullgraph():
+    q, k = torch.randn(1, 4, 20, 64), torch.randn(1, 2, 30, 64)
+
+    def f(q, k):
+        return ascendc_ops.fusion_attention(q, k, k, 4, "BNSD", atten_mask=COMPRESSED, scale=0.125, sparse_mode=3)[0]
+
+    torch.testing.assert_close(torch.compile(f, fullgraph=True, backend="aot_eager")(q, k), f(q, k), rtol=0, atol=0)
 
 
 def test_empty_tensors():
