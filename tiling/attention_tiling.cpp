@@ -40,10 +40,10 @@ int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch) {
          + AlignUp(rows * s2b, 32)  // the mask's bytes
          + rows * s2b * 2           // the mask as half
          + rows * vPitch * 4        // O, accumulated in fp32
-         + s2b * 4 * 2              // the column ramp and a row of bounds
+         + s2b * 4 * 3              // the column ramp and two rows of band bounds
          + vPitch * 4               // a row of sums
-         + rows8 * 4 * 4            // running max, new max, rescale factor, sum
-         + rows * kAttentionStatLanes * 4 * 2 + 256;  // max / sum rows out, reduction scratch
+         + std::max<int64_t>(rows8, 64) * 4 * 3  // old max, new max, rescale factor
+         + rows * kAttentionStatLanes * 4 * 2 + 64;  // max / sum rows out, reduction scratch
 }
 
 }  // namespace
