@@ -234,8 +234,9 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
              "] for input_layout='TND', got shape ", m);
     } else {
       const bool ss = m.size() >= 2 && m[m.size() - 2] == a.s1 && m[m.size() - 1] == a.s2;
-      const bool lead = mask.dim() == 2 || (mask.dim() == 4 && (m[0] == 1 || m[0] == a.batch) &&
-                                            (m[1] == 1 || m[1] == a.heads) && !(m[0] == 1 && m[1] != 1));
+      const bool lead =
+          mask.dim() == 2 ||
+          (mask.dim() == 4 && ((m[0] == a.batch && (m[1] == a.heads || m[1] == 1)) || (m[0] == 1 && m[1] == 1)));
       if (!ss || !lead)
         Fail(ArgError::kValue, op, "atten_mask must be [B, N, S1, S2], [B, 1, S1, S2], [1, 1, S1, S2] or [S1, S2] = [",
              a.s1, ", ", a.s2, "] (B = ", a.batch, ", N = ", a.heads, "), got shape ", m);

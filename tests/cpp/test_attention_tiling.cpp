@@ -127,6 +127,9 @@ void TestErrors() {
   EXPECT(bad.Error() ==
          "fusion_attention: atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode 3, got "
          "shape [16, 16]");
+  Call one = Bnsd(1, 8, 2, 16, 16, 64, 64);  // B = 1: [1, N, S1, S2] is BNSS
+  one.mask = T({1, 8, 16, 16}, b1);
+  EXPECT(one.Error().empty());
   for (auto shape : std::vector<std::vector<int64_t>>{{2, 8, 16, 16}, {2, 1, 16, 16}, {1, 1, 16, 16}, {16, 16}}) {
     Call ok = c;
     ok.mask = T(shape, b1);
