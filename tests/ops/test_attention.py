@@ -328,6 +328,23 @@ def test_tnd_against_the_golden(mode):
     assert np.allclose(np64(smax), g[1], rtol=2**-13, atol=0) and np.allclose(np64(ssum), g[2], rtol=2**-11, atol=0)
 
 
+def test_tnd_lengths_up_to_2048():
+    """One packed batch of sequences of 1 to 2048 tokens, causal (bottom-right), against the golden."""
+    lens = [1, 2048, 17, 640]
+    q, k, v, cq, ck = tnd_data(lens, lens, 2, 1, 64)
+    out, smax, _ = ascendc_ops.fusion_attention(
+        q, k, v, 2, "TND", atten_mask=COMPRESSED, scale=0.125, actual_seq_qlen=cq, actual_seq_kvlen=ck, sparse_mode=3
+    )
+    kw = dict(atten_mask=COMPRESSED.numpy(), scale=0.125, actual_seq_qlen=cq, actual_seq_kvlen=ck, sparse_mode=3)
+    g = R.fusion_attention_reference(np64(q), np64(k), np64(v), 2, "TND", **kw)
+    g_abs = R.fusion_attention_reference(np64(q), np64(k), np.abs(np64(v)), 2, "TND", **kw)[0]
+    es = score_error(q.transpose(0, 1)[None], k.transpose(0, 1)[None], 0.125).max()
+    bound = (P_ROUNDING[torch.float16] + P.gamma(max(lens) + 16) + 2 * es) * g_abs
+    second = torch_tnd(q, k, v, lens, lens, 0.125, COMPRESSED, 3, 2147483647, 2147483647)
+    assert_accurate(out, g[0], second, torch.float16, "TND up to 2048 out", bound=bound)
+    assert np.allclose(np64(smax), g[1], rtol=2**-13, atol=0)
+
+
 def torch_tnd(q, k, v, lens_q, lens_k, scale, mask, mode, pre, nxt):
     """PyTorch's eager attention per sequence in fp16 (the double benchmark's second)."""
     outs, sq, sk = [], 0, 0
