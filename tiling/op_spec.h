@@ -39,6 +39,7 @@ inline const char* DTypeName(DType t) {
     case DType::kInt64: return "int64";
     case DType::kFloat64: return "float64";
     case DType::kBool: return "bool";
+    case DType::kUInt8: return "uint8";
     default: return "an unsupported dtype";
   }
 }

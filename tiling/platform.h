@@ -34,14 +34,15 @@ inline PlatformInfo CpuTwin(uint32_t threads) { return {"cpu-twin", threads, kA2
 
 // Tensor dtypes as the prototypes name them; the kernels compute in the float ones. kOther stands for
 // any dtype no prototype lists (an argument check then names what was expected).
-enum class DType : uint32_t { kFloat32, kFloat16, kBFloat16, kInt32, kInt64, kFloat64, kBool, kOther };
+enum class DType : uint32_t { kFloat32, kFloat16, kBFloat16, kInt32, kInt64, kFloat64, kBool, kUInt8, kOther };
 inline uint32_t ElementBytes(DType t) {
   switch (t) {
     case DType::kFloat16:
     case DType::kBFloat16: return 2;
     case DType::kFloat64:
     case DType::kInt64: return 8;
-    case DType::kBool: return 1;
+    case DType::kBool:
+    case DType::kUInt8: return 1;
     default: return 4;
   }
 }

@@ -15,8 +15,10 @@ as the bench's own printout; the numbers as the CSV holds them, rounded (standar
 
 cann-bench: the runs joined into the preset's own report (cann_bench_report: the table, the summary, each
 measured case below 1.0x explained by this tree's rules), a case's estimate from the last bench file holding
-it and its accuracy from the last verify file (or bench file run with accuracy) holding it. The "ours" line
-names each run's commit, machine and torch as the files record them.
+it and its accuracy from the last verify file (or bench file run with accuracy) holding it; with
+`--accuracy-from EARLIER.md`, the accuracy a verify file does not give is read from the cann-bench table of an
+earlier report (when only the model changed), and the summary says so. The "ours" line names each run's
+commit, machine and torch as the files record them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import re
 import sys
 
 METHOD = (
@@ -158,16 +161,59 @@ def ours_line(rows: list[dict], runs: list[dict]) -> str:
     return f"ours: pipeline model estimate on {' / '.join(sorted(models))}, not a measurement; " + "; ".join(parts)
 
 
-def cann_bench_report(docs: list[dict]) -> str:
+ACCURACY_CELLS = {"PASS": True, "FAIL": False}
+
+
+def accuracy_from_table(text: str) -> dict:
+    """{(task, case_id): (passed, passed under the project's default rule)} from an earlier cann-bench report in
+    markdown (this tool's or the preset's): each row's accuracy cell, and the summary's "under this project's
+    default rule N (fails task id, ...)". For a table whose accuracy stands while the estimates are re-run."""
+    head, found, default_fails = None, {}, set()
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| task | case |"):
+            head = cells
+        elif head and line.startswith("| ") and len(cells) == len(head) and cells[1].isdigit():
+            acc = cells[head.index("accuracy")]
+            if acc in ACCURACY_CELLS:
+                found[(cells[0], int(cells[1]))] = ACCURACY_CELLS[acc]
+        elif not line.startswith("|"):
+            head = None
+        m = re.search(r"under this project's default rule \d+ \(fails ([^)]*)\)", line)
+        if m:
+            default_fails |= {(t, int(i)) for t, i in (f.rsplit(" ", 1) for f in m.group(1).split(", "))}
+    if not found:
+        raise ValueError("no cann-bench table with an accuracy column (PASS / FAIL cells) in the file")
+    return {k: (ok, ok and k not in default_fails) for k, ok in found.items()}
+
+
+def cann_bench_report(docs: list[dict], accuracy: dict | None = None, accuracy_source: str = "") -> str:
+    """The joined report; `accuracy` (accuracy_from_table) gives the rows without a verify verdict theirs, and the
+    summary says where it came from."""
     from ascendc_ops.harness.cann_bench import data as D, explain as E, report as R
     from ascendc_ops.harness.pipeline import model_platform
 
     rows, prov = cann_bench_join(docs)
+    carried = 0
+    for r in rows:
+        key = (r["task"], r["case_id"])
+        if accuracy is not None and not r["not_run"] and r.get("accuracy") is None and key in accuracy:
+            r["accuracy"], r["default_rule"], r["failures"] = *accuracy[key], []
+            R.score(r)
+            carried += 1
     facts = D.load()
     calibrated = not any("uncalibrated" in run["model"] for run in prov["runs"])
     plat = model_platform(R.PLATFORM, calibrated)
-    expl = E.explanations(rows, R.check_rows(facts), facts, plat, "calibrated_err" if calibrated else "prior_err")
-    out = [R.table(rows), "", *(f"- {line}" for line in R.summary(rows, facts, ours_line(rows, prov["runs"])))]
+    err_key = "calibrated_err" if calibrated else "prior_err"
+    check = R.check_rows(facts)
+    error = E.model_error(check, err_key)
+    expl = E.explanations(rows, check, facts, plat, err_key)
+    lines = R.summary(rows, facts, ours_line(rows, prov["runs"]), error)
+    if carried:
+        lines.insert(
+            2, f"accuracy of {carried} case(s) carried from {accuracy_source}, not re-run with these estimates"
+        )
+    out = [R.table(rows, error), "", *(f"- {line}" for line in lines)]
     head, *each = E.lines(expl)
     return "\n".join([*out, "", head, "", *(f"- {line.strip()}" for line in each), ""])
 
@@ -180,6 +226,12 @@ def main(argv=None) -> int:
         metavar="FILE",
         help="CSV files of `ascendc-ops bench --csv`, or JSON files of `bench/verify --preset cann-bench --json`",
     )
+    ap.add_argument(
+        "--accuracy-from",
+        metavar="MD",
+        help="cann-bench: take each case's accuracy, where no verify file gives one, from the cann-bench table in "
+        "this markdown file (an earlier report, e.g. `git show COMMIT:docs/benchmarks.md`)",
+    )
     args = ap.parse_args(argv)
     if all(p.endswith(".json") for p in args.files):
         docs = []
@@ -188,8 +240,15 @@ def main(argv=None) -> int:
                 docs.append(json.load(f))
         from ascendc_ops.harness.cann_bench.data import decode
 
-        sys.stdout.write(cann_bench_report([decode(d) for d in docs]))
+        accuracy = None
+        if args.accuracy_from:
+            with open(args.accuracy_from) as f:
+                accuracy = accuracy_from_table(f.read())
+        source = f"the table in {args.accuracy_from}"
+        sys.stdout.write(cann_bench_report([decode(d) for d in docs], accuracy, source))
         return 0
+    if args.accuracy_from:
+        sys.exit("--accuracy-from applies to cann-bench JSON files only")
     if any(p.endswith(".json") for p in args.files):
         sys.exit("give either CSV files (the ops bench) or JSON files (cann-bench), not both")
     rows = []

@@ -20,9 +20,10 @@ constexpr uint32_t MOE_INDEX_WINDOW = 16384;  // sorted_indices entries a gather
 
 __aicore__ inline int64_t MoeMin(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// Sorts chunk `chunk` (direct launch: the block's own; the op package's one launch deals chunks over its blocks).
 template <typename I>
-__aicore__ inline void SortChunk(GM_ADDR indices, GM_ADDR sorted, const MoeRoutingTilingData& t) {
-  const int64_t first = GetBlockIdx() * t.chunkLen;
+__aicore__ inline void SortChunk(GM_ADDR indices, GM_ADDR sorted, const MoeRoutingTilingData& t, int64_t chunk) {
+  const int64_t first = chunk * t.chunkLen;
   const int64_t len = MoeMin(t.chunkLen, t.sortLen - first);
   if (len <= 0) return;
   const int32_t repeat = static_cast<int32_t>((len + 31) / 32);
@@ -58,9 +59,9 @@ __aicore__ inline void SortChunk(GM_ADDR indices, GM_ADDR sorted, const MoeRouti
   DataCopyPad(out, pairs, DataCopyExtParams(1, static_cast<uint32_t>(len * 8), 0, 0, 0));
 }
 
-// Merges lists 4b .. 4b+3 (each listLen pairs, the last list of the input possibly shorter).
-__aicore__ inline void MergeLists(GM_ADDR src, GM_ADDR dst, const MoeRoutingTilingData& t) {
-  const int64_t firstList = GetBlockIdx() * 4;
+// Merges lists 4g .. 4g+3 of group `group` (each listLen pairs, the last list of the input possibly shorter).
+__aicore__ inline void MergeLists(GM_ADDR src, GM_ADDR dst, const MoeRoutingTilingData& t, int64_t group) {
+  const int64_t firstList = group * 4;
   const int64_t nLists = MoeMin(4, t.lists - firstList);
   if (nLists <= 0) return;
   const int64_t w = t.mergeWindow;
@@ -189,7 +190,7 @@ __aicore__ inline void GatherRows(GM_ADDR tokens, GM_ADDR sorted, GM_ADDR permut
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                      \
     MoeRoutingTilingData t;                                                              \
     CopyTiling(&t, tiling);                                                              \
-    SortChunk<T>(indices, sorted, t);                                                    \
+    SortChunk<T>(indices, sorted, t, GetBlockIdx());                                     \
   }
 MOE_SORT_CHUNKS_DTYPES(MOE_SORT_CHUNKS_ENTRY, moe_sort_chunks)
 #undef MOE_SORT_CHUNKS_ENTRY
@@ -198,7 +199,7 @@ extern "C" __global__ __aicore__ void moe_merge_sorted(MOE_MERGE_SORTED_PARAMS(G
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
   MoeRoutingTilingData t;
   CopyTiling(&t, tiling);
-  MergeLists(src, dst, t);
+  MergeLists(src, dst, t, GetBlockIdx());
 }
 
 // The row gather, one entry per tokens dtype (MOE_TOKEN_PERMUTE_DTYPES).

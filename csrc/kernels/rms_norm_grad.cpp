@@ -477,25 +477,40 @@ class KernelDgammaReduce {
   TBuf<TPosition::VECCALC> accBuf_;
 };
 
+// The two phases on one block, from the tiling struct: the rows (dx, the block's dgamma partial row) and
+// the dgamma reduction. The direct launches run each as its own kernel; the op package's one launch runs
+// both, meeting at SyncAll (op_package/rms_norm/rms_norm_grad_one_launch.h).
+template <typename T, typename G, bool ADD, bool GATE = false>
+__aicore__ inline void RmsNormGradRows(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,
+                                       GM_ADDR partials, const NormTilingData& tiling, GM_ADDR z = nullptr,
+                                       GM_ADDR dz = nullptr) {
+  TPipe pipe;
+  KernelRmsNormGrad<T, G, ADD, GATE> op;
+  op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tiling, &pipe, z, dz);
+  op.Process();
+}
+
+template <typename G>
+__aicore__ inline void RmsNormDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, const NormTilingData& tiling) {
+  TPipe pipe;
+  KernelDgammaReduce<G> op;
+  op.Init(partials, dgamma, tiling, &pipe);
+  op.Process();
+}
+
 template <typename T, typename G, bool ADD, bool GATE = false>
 __aicore__ inline void RunRmsNormGrad(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd, GM_ADDR gamma, GM_ADDR dxOut, GM_ADDR dx,
                                       GM_ADDR partials, GM_ADDR tiling, GM_ADDR z = nullptr, GM_ADDR dz = nullptr) {
   NormTilingData tilingData;
   CopyTiling(&tilingData, tiling);
-  TPipe pipe;
-  KernelRmsNormGrad<T, G, ADD, GATE> op;
-  op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, &pipe, z, dz);
-  op.Process();
+  RmsNormGradRows<T, G, ADD, GATE>(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, z, dz);
 }
 
 template <typename G>
 __aicore__ inline void RunDgammaReduce(GM_ADDR partials, GM_ADDR dgamma, GM_ADDR tiling) {
   NormTilingData tilingData;
   CopyTiling(&tilingData, tiling);
-  TPipe pipe;
-  KernelDgammaReduce<G> op;
-  op.Init(partials, dgamma, tilingData, &pipe);
-  op.Process();
+  RmsNormDgammaReduce<G>(partials, dgamma, tilingData);
 }
 
 // Row kernels: one per (x, gamma) dtype pair (RMS_NORM_DTYPES, tiling/rms_norm_tiling_data.h); the

@@ -31,6 +31,7 @@ GE_DTYPES = {
     "int32": "ge::DT_INT32",
     "int64": "ge::DT_INT64",
     "bool": "ge::DT_BOOL",
+    "uint8": "ge::DT_UINT8",
 }
 GE_FORMATS = {"ND": "ge::FORMAT_ND"}
 PARAM_TYPES = {"required": "REQUIRED", "optional": "OPTIONAL", "dynamic": "DYNAMIC"}

@@ -37,6 +37,8 @@ inline bool TilingDtype(ge::DataType t, tiling::DType& out) {
     case ge::DT_FLOAT: out = tiling::DType::kFloat32; return true;
     case ge::DT_FLOAT16: out = tiling::DType::kFloat16; return true;
     case ge::DT_BF16: out = tiling::DType::kBFloat16; return true;
+    case ge::DT_BOOL: out = tiling::DType::kBool; return true;  // masks
+    case ge::DT_UINT8: out = tiling::DType::kUInt8; return true;
     default: return false;
   }
 }

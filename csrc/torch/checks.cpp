@@ -12,6 +12,7 @@ tiling::DType TilingDtype(at::ScalarType t) {
     case at::kLong: return tiling::DType::kInt64;
     case at::kDouble: return tiling::DType::kFloat64;
     case at::kBool: return tiling::DType::kBool;
+    case at::kByte: return tiling::DType::kUInt8;
     default: return tiling::DType::kOther;
   }
 }

@@ -174,10 +174,9 @@ template <typename T, typename U>
 constexpr bool A2HasOtherCast() {
   constexpr auto is = [](auto a, auto b) { return std::is_same_v<U, decltype(a)> && std::is_same_v<T, decltype(b)>; };
   return is(int16_t(), half()) || is(int16_t(), float()) || is(half(), int16_t()) || is(half(), int32_t()) ||
-         is(half(), int8_t()) || is(half(), uint8_t()) || is(int8_t(), half()) || is(uint8_t(), half()) ||
-         is(bfloat16_t(), int32_t()) || is(int32_t(), int16_t()) || is(int32_t(), half()) || is(int32_t(), int64_t()) ||
-         is(float(), int16_t()) || is(float(), float()) || is(float(), int64_t()) || is(int64_t(), int32_t()) ||
-         is(int64_t(), float());
+         is(half(), int8_t()) || is(half(), uint8_t()) || is(int8_t(), half()) || is(bfloat16_t(), int32_t()) ||
+         is(int32_t(), int16_t()) || is(int32_t(), half()) || is(int32_t(), int64_t()) || is(float(), int16_t()) ||
+         is(float(), float()) || is(float(), int64_t()) || is(int64_t(), int32_t()) || is(int64_t(), float());
 }
 
 // The modes Cast.md's A2 table lists for a pair beyond RINT/FLOOR/CEIL/ROUND/TRUNC: NONE, ODD.
@@ -224,6 +223,9 @@ inline void Cast(const LocalTensor<T>& dst, const LocalTensor<U>& src, const Rou
   } else if constexpr (std::is_same_v<U, int32_t> && std::is_same_v<T, float>) {
     twin::RequireMode(from, to, roundMode, true, false);
     twin::FuseUnary(d, s, count, [mode](int32_t v) { return twin::IntToFloat(v, mode); });
+  } else if constexpr (std::is_same_v<U, uint8_t> && std::is_same_v<T, half>) {  // exact: 0..255
+    if (!none) twin::UnsupportedCast(from, to, roundMode, "widening casts take CAST_NONE");
+    twin::FuseUnary(d, s, count, [](uint8_t v) { return half(float(v)); });
   } else if constexpr (twin::A2HasOtherCast<T, U>()) {
     twin::UnsupportedCast(from, to, roundMode, "A2 has this pair (Cast.md), the twin does not implement it");
   } else {

@@ -26,6 +26,7 @@ DTYPES = {
     "int32": ("int32", "tiling::DType::kInt32"),
     "int64": ("int64", "tiling::DType::kInt64"),
     "bool": ("bool", "tiling::DType::kBool"),
+    "uint8": ("uint8", "tiling::DType::kUInt8"),
 }
 ATTR_TYPES = {"string": "str", "float": "float", "int": "int", "bool": "bool", "list_int": "int[]"}
 
@@ -80,11 +81,15 @@ class OpProto:
 
     def schema(self) -> str:
         alias = {name: f"({chr(ord('a') + i)}!)" for i, name in enumerate(self.mutated)}
-        args = [
+        tensors = [
             f"Tensor? {t.name}=None" if t.param_type == "optional" else f"Tensor{alias.get(t.name, '')} {t.name}"
             for t in self.inputs
         ]
-        args += [f"{a.schema_type()} {a.name}{a.schema_default()}" for a in self.attrs]
+        attrs = [f"{a.schema_type()} {a.name}{a.schema_default()}" for a in self.attrs]
+        # Arguments without a default come first, as torch_npu orders them (query, key, value, head_num,
+        # input_layout, then the optional tensors and attrs): required inputs, required attrs, the rest.
+        required = [a for a in tensors if not a.endswith("=None")] + [a for a in attrs if "=" not in a]
+        args = required + [a for a in tensors + attrs if a not in required]
         if self.mutated:
             if len(self.mutated) != len(self.outputs):
                 raise ValueError(f"{self.op}: outputs mix in-place and new tensors")

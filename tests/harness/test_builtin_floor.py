@@ -17,9 +17,16 @@ EXCEPTIONS = {
     "maximum:16": (
         0.06,
         "held out: 20.62 us measured against a 21.76 us floor (5.5%); its 24.3 MB of reads imply 1.33 TB/s against "
-        "the 1.255 TB/s envelope of the calibration cases. No cited mechanism: the held-out error of the HBM rate",
+        "the 1.255 TB/s envelope of the calibration cases. Its least work is exact (two fp32 inputs of one shape, "
+        "nothing broadcast, read twice or written in place; the output the size of one input, in the L2); the "
+        "one property of its own is its data, all zeros (cann-bench scripts/baseline/inputs.py: a [0, 0] range), "
+        "and a data-dependent HBM rate is not documented. The excess is within cann-bench's own case-to-case "
+        "scatter (test_the_exception_is_within_the_measurements_scatter): the held-out error of the HBM rate",
     ),
 }
+# Pairs of floor-task cases of the same kernel, dtype and start-bound size (bytes within 2%): their measured
+# times differ by as much as the exception's excess, so cann-bench's times scatter by that much between cases.
+SCATTER_PAIRS = (("sigmoid", 1, 7), ("gelu", 1, 7), ("maximum", 1, 7))
 
 
 def measured_cases():
@@ -56,3 +63,21 @@ def test_in_place_rope_touches_no_lines_beyond_its_reads():
     assert work.in_place and M.traffic(work, CAL).fits
     distinct = M.Work(work.bytes, 0, work.dtype, False, work.written)
     assert M.predict(distinct, CAL) > case["baseline_perf_us"] > M.predict(work, CAL)
+
+
+def test_the_exception_is_within_the_measurements_scatter():
+    """Maximum 16's 5.5% under its floor is no larger than the spread of cann-bench's measured times between
+    cases whose least work is within 2% (Sigmoid 1 [1024, 1024] and 7 [1009, 1021] fp16: 5.30 and 5.02 us)."""
+    facts = D.load()["floor_tasks"]
+    spread = []
+    for task, a, b in SCATTER_PAIRS:
+        ca, cb = (next(c for c in facts[task]["cases"] if c["case_id"] == i) for i in (a, b))
+        wa, wb = M.builtin_work(task, ca), M.builtin_work(task, cb)
+        assert ca["dtype"] == cb["dtype"] and abs(wa.bytes / wb.bytes - 1) < 0.02
+        spread.append(
+            max(ca["baseline_perf_us"], cb["baseline_perf_us"]) / min(ca["baseline_perf_us"], cb["baseline_perf_us"])
+            - 1
+        )
+    case = next(c for c in facts["maximum"]["cases"] if c["case_id"] == 16)
+    over = M.predict(M.builtin_work("maximum", case), CAL) / case["baseline_perf_us"] - 1
+    assert over <= max(spread), (over, spread)

@@ -17,6 +17,7 @@ import torch
 
 from ascendc_ops import __main__ as cli
 from ascendc_ops.harness.cann_bench import data as D, preset as CB
+from ascendc_ops.harness.pipeline import calibration as M, load_platform
 
 ROOT = Path(__file__).resolve().parents[2]
 # a cann-bench checkout (work tree or git dir, as --cann-bench-checkout takes it); unset, the snapshot test skips
@@ -252,6 +253,11 @@ def test_verify_and_bench_presets_end_to_end(tmp_path, capsys):
     assert rms["hap"] == pytest.approx(D.hap(rms["baseline_us"], rms["est_us"], rms["t_hw_us"]))
     rope = next(r for r in rows if r["task"] == "apply_rotary_pos_emb")  # fp32 NaN in every input
     assert rope["not_run"] is None and rope["accuracy"] is True and rope["est_us"] > 0
+    # the HBM floor: the least work's bytes reaching HBM; RoPE's in-place outputs fit the L2: its reads only
+    case = next(c for c in D.load()["tasks"]["apply_rotary_pos_emb"]["cases"] if c["case_id"] == 14)
+    work = M.builtin_work("apply_rotary_pos_emb", case)
+    plat = load_platform("910B", calibrated=True)
+    assert rope["hbm_floor_us"] == pytest.approx(work.read / plat.hbm_bytes_per_s * 1e6)
     assert (
         "accuracy (twin vs float64 golden, cann-bench's rule): 2 / 2 passed; under this project's default rule 2" in out
     )
@@ -294,6 +300,35 @@ def test_bench_tables_joins_runs_in_parts(tmp_path, capsys):
     assert "rms_norm: commit " in joined and "swi_glu: commit " in joined and ", run on " in joined
     no_verdicts = _tool("bench_tables").cann_bench_report([D.decode(json.loads(a.read_text()))])
     assert "| not run |" in no_verdicts and "2 / 2" not in no_verdicts  # accuracy only from a verify run
+    earlier = _tool("bench_tables").accuracy_from_table(joined.replace("| PASS |", "| FAIL |", 1))
+    assert earlier == {("rms_norm", 16): (False, False), ("swi_glu", 13): (True, True)}
+    carried = _tool("bench_tables").cann_bench_report([D.decode(json.loads(a.read_text()))], earlier, "the table")
+    assert (
+        "| FAIL |" in carried
+        and "0 / 1 passed" in carried
+        and "accuracy of 1 case(s) carried from the table" in carried
+    )
+
+
+def test_accuracy_from_an_earlier_table():
+    """bench_tables --accuracy-from: PASS / FAIL per row of the cann-bench table, the default rule's failures from
+    the summary; other tables and cells are ignored, a file without such a table is refused."""
+    tool = _tool("bench_tables")
+    text = """| op | shape |
+|---|---|
+| rms_norm | 3 |
+
+| task | case | shapes | accuracy | speedup |
+|---|---|---|---|---|
+| rms_norm | 1 | 4x8 | PASS | 1.10x |
+| grouped_matmul | 3 | 2x4 | PASS | 1.24x |
+| swi_glu | 2 | 8 | not run | 0.90x |
+
+- accuracy: 2 / 2 passed; under this project's default rule 1 (fails grouped_matmul 3)
+"""
+    assert tool.accuracy_from_table(text) == {("rms_norm", 1): (True, True), ("grouped_matmul", 3): (True, False)}
+    with pytest.raises(ValueError, match="no cann-bench table"):
+        tool.accuracy_from_table("| op | shape |\n|---|---|\n| rms_norm | 3 |\n")
 
 
 def test_preset_usage_errors(capsys):

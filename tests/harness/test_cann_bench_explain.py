@@ -72,6 +72,16 @@ def test_band_is_the_most_a_held_out_case_of_the_bound_beat_the_floor():
     assert E.band(rows[1:2], "HBM", "calibrated_err") == 0.0  # slower than the floor: no model error
 
 
+def test_model_error_and_the_tie():
+    """The model's error is the most any held-out built-in beat the floor, whatever its bound; a speedup within it
+    either way is a tie."""
+    rows = [_check_row("rms_norm", 2, "HBM", True, 0.05), _check_row("swi_glu", 6, "launch", True, 0.1),
+            _check_row("rms_norm", 5, "HBM", False, 0.9)]  # fmt: skip
+    assert E.model_error(rows, "calibrated_err") == 0.1 and E.model_error(rows[2:], "calibrated_err") == 0.0
+    assert E.verdict(1.1, 0.1) == E.verdict(1 / 1.1, 0.1) == E.verdict(1.0, 0.0) == E.TIE_MARK
+    assert E.verdict(1.1001, 0.1) == E.FASTER and E.verdict(1 / 1.1 - 1e-4, 0.1) == E.SLOWER
+
+
 def _facts(cases):
     return {"tasks": {t: {"cases": [c for c in cases if c["t"] == t]} for t in {c["t"] for c in cases}}}
 

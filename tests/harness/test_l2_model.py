@@ -118,3 +118,26 @@ def test_ideal_stream_slack():
     xfer_us = (half / P910.rates["GM->UB"] + half / P910.rates["UB->GM"]) / P910.hz * 1e6
     assert small.cores_used == 1  # the load, then the store, each with its latency, on one core's MTEs
     assert excess_us == pytest.approx(lat_us + xfer_us - small.hbm_us, rel=0.05)
+
+
+def in_place(blocks: int = 48, own: int = 8 * MB, over_inputs: bool = True) -> dict:
+    """Every block reads its own `own` bytes and writes as many, over what it read (RoPE) or elsewhere."""
+
+    def block(b: int) -> list:
+        lo = b * own
+        dst = lo if over_inputs else (blocks + b) * own
+        return [_read(lo, own), {**_write(own), "gm_write_ranges": [[dst, dst + own]]}]
+
+    return {"kernel": "in_place", "block_dim": blocks, "blocks": [block(b) for b in range(blocks)]}
+
+
+def test_in_place_writes_take_no_more_l2():
+    # 384 MB read, 384 MB written: past the 192 MiB L2 either way. Written over the inputs, the footprint is the
+    # 384 MB read, so less of what is written is pushed back to HBM inside the launch than when written elsewhere.
+    over, apart = (model_launch(in_place(over_inputs=o), P910) for o in (True, False))
+    read = 48 * 8 * MB
+    assert over.hbm_us * 1e-6 * P910.hbm_bytes_per_s == pytest.approx(read + read - P910.l2_bytes)
+    assert apart.hbm_us * 1e-6 * P910.hbm_bytes_per_s == pytest.approx(
+        read + read * (2 * read - P910.l2_bytes) // (2 * read)
+    )
+    assert over.est_us < apart.est_us

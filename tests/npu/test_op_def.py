@@ -27,6 +27,7 @@ GE_DTYPES = {
     "int32": "DT_INT32",
     "int64": "DT_INT64",
     "bool": "DT_BOOL",
+    "uint8": "DT_UINT8",
 }
 # Ops with a prototype but no NPU op project yet (add them here only while their op_host file and
 # op-package entry are being written; the report names what each needs).

@@ -1,6 +1,6 @@
 // The RMSNorm backward as one op-package launch. Direct launch (the torch path) runs the row
 // kernel and the dgamma reduction as two kernels; an op is one kernel, so here the blocks run the
-// row phase, meet at SyncAll, then run the reduction -- the same two kernel classes, in order.
+// row phase, meet at SyncAll, then run the reduction -- the same two phase functions, in order.
 // The host (csrc/op_host/rms_norm/rms_norm_host.h) launches max(blockDim, reduceBlockDim) blocks in batch
 // schedule mode and sizes the user workspace for the fp32 partials [blockDim, hidden].
 #pragma once
@@ -13,16 +13,8 @@ __aicore__ inline void RmsNormGradOneLaunch(GM_ADDR dy, GM_ADDR x, GM_ADDR rstd,
                                             GM_ADDR dz = nullptr) {
   GM_ADDR partials = GetUserWorkspace(workspace);
   if (GetBlockIdx() < tilingData.blockDim) {
-    TPipe pipe;
-    KernelRmsNormGrad<T, G, ADD, GATE> op;
-    op.Init(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, &pipe, z, dz);
-    op.Process();
+    RmsNormGradRows<T, G, ADD, GATE>(dy, x, rstd, gamma, dxOut, dx, partials, tilingData, z, dz);
   }
   SyncAll();  // every block's dgamma partial row is in GM
-  if (GetBlockIdx() < tilingData.reduceBlockDim) {
-    TPipe pipe;
-    KernelDgammaReduce<G> op;
-    op.Init(partials, dgamma, tilingData, &pipe);
-    op.Process();
-  }
+  if (GetBlockIdx() < tilingData.reduceBlockDim) RmsNormDgammaReduce<G>(partials, dgamma, tilingData);
 }

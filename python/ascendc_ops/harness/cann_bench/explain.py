@@ -37,7 +37,24 @@ def band(check_rows: list[dict], bound: str, err_key: str) -> float:
     """The most a held-out case of `bound` (all held-out cases if none has it) ran under the model's floor."""
     held = [r for r in check_rows if r["set"].startswith("held out")]
     same = [r for r in held if r["bound"] == bound] or held
-    return max(0.0, *(r[err_key] for r in same))
+    return max([0.0, *(r[err_key] for r in same)])
+
+
+def model_error(check_rows: list[dict], err_key: str) -> float:
+    """The model's demonstrated error, for ratios between two of its figures' subjects: the most any held-out
+    built-in, whatever its bound, ran under the model's least work (docs/harness.md's held-out errors)."""
+    return band(check_rows, "", err_key)
+
+
+TIE_MARK, FASTER, SLOWER = "tie", "faster", "slower"
+
+
+def verdict(speedup: float, error: float) -> str:
+    """A measured speedup (built-in / ours) against the model's error: inside [1 / (1 + error), 1 + error] the
+    model cannot tell the two kernels apart."""
+    if 1 / (1 + error) <= speedup <= 1 + error:
+        return TIE_MARK
+    return FASTER if speedup > 1 else SLOWER
 
 
 def classify(est_us: float, ours_bound: str, least_us: float, baseline_us: float, tol: float, slack: float) -> str:

@@ -44,15 +44,20 @@ def must_bytes(case) -> int:
 
 def estimate_case(case, plat) -> dict:
     """Our kernel's modelled time for one call of the case on `plat`: est_us (None when the record holds none of
-    its GM traffic: cube work is not modelled yet), what binds, the pipes' utilisation, the HBM floor."""
+    its GM traffic: cube work is not modelled yet), what binds, the pipes' utilisation."""
     spec = VERIFY_OPS[case.op]
     tensors = make_tensors(case)
     model = model_launches(estimate.record(lambda: spec.run(tensors, case.attrs), plat), plat)
-    must = must_bytes(case)
-    floor = {"hbm_floor_us": must / plat.hbm_bytes_per_s * 1e6}
-    if estimate.unmodelled(model, must):
-        return {"est_us": None, "bound": "not modelled", "pipes": {}, **floor}
-    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes, **floor}
+    if estimate.unmodelled(model, must_bytes(case)):
+        return {"est_us": None, "bound": "not modelled", "pipes": {}}
+    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes}
+
+
+def hbm_floor_us(task: str, c: dict, plat) -> float | None:
+    """The least work's bytes that reach HBM inside the launch (the model check's: the write-back L2 from
+    cann-bench's cold start, pipeline/l2.py) at the model's HBM rate; no start, no FLOPs."""
+    work = calibration.builtin_work(task, c)
+    return None if work is None else calibration.terms(work, plat)["HBM"]
 
 
 def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
@@ -72,7 +77,7 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
     case = CB.to_case(task, c, CB.source_of(facts, task))
     if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
         judge(row, accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto"))
-    row.update(estimate_case(case, plat))
+    row.update(estimate_case(case, plat), hbm_floor_us=hbm_floor_us(task, c, plat))
     return score(row)
 
 
@@ -101,7 +106,9 @@ def _f(v, fmt="{:.1f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def table(rows) -> str:
+def table(rows, error: float | None = None) -> str:
+    """The rows as markdown; with the model's error (explain.model_error), a measured speedup inside it is
+    marked "tie"."""
     head = ["task", "case", "shapes", "dtype", "attrs", "accuracy", "ours 910B est us", "binds", "HBM floor us",
             "baseline us", "baseline", "t_hw us", "speedup", "HAP", "model error on built-in"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -113,6 +120,8 @@ def table(rows) -> str:
             acc = {True: "PASS", False: "FAIL", None: "not run"}[r.get("accuracy")]
             cells = [acc, _f(r["est_us"]), r["bound"], _f(r["hbm_floor_us"])]
         speed = _f(r.get("speedup"), "{:.2f}x")
+        tie = error is not None and r.get("speedup") is not None and E.verdict(r["speedup"], error) == E.TIE_MARK
+        speed += " tie" if tie and r["baseline_kind"] == "measured" else ""
         lines.append(
             "| "
             + " | ".join(
@@ -154,8 +163,20 @@ def ours_line(plat) -> str:
     )
 
 
-def summary(rows, facts: dict, ours: str) -> list[str]:
-    """The counts, then `ours` (ours_line, or the provenance of joined runs) and the baseline's source."""
+def _verdicts(measured, error: float | None) -> str:
+    """The measured speedups against the model's error: faster, ties, slower."""
+    if error is None:
+        return ""
+    n = {v: sum(E.verdict(r["speedup"], error) == v for r in measured) for v in (E.FASTER, E.TIE_MARK, E.SLOWER)}
+    return (
+        f"; against the model's held-out error ({error:.1%}: a speedup within [1 / {1 + error:.3f}, {1 + error:.3f}] "
+        f"is a tie): {n[E.FASTER]} faster, {n[E.TIE_MARK]} tie(s), {n[E.SLOWER]} slower"
+    )
+
+
+def summary(rows, facts: dict, ours: str, error: float | None = None) -> list[str]:
+    """The counts (with `error`, explain.model_error: the ties), then `ours` (ours_line, or the provenance of
+    joined runs) and the baseline's source."""
     run = [r for r in rows if not r["not_run"]]
     judged = [r for r in run if r.get("accuracy") is not None]
     measured = [r for r in run if r["baseline_kind"] == "measured" and r.get("speedup") is not None]
@@ -165,7 +186,8 @@ def summary(rows, facts: dict, ours: str) -> list[str]:
         f"accuracy (twin vs float64 golden, cann-bench's rule): {sum(r['accuracy'] for r in judged)} / "
         f"{len(judged)} passed" + ("" if judged else " (skipped)") + _default_rule(judged),
         f"measured baselines: ours >= 1.0x on {sum(r['speedup'] >= 1.0 for r in measured)} / {len(measured)} "
-        "(capped baselines are no measurement: their speedups are in parentheses and not counted)",
+        "(capped baselines are no measurement: their speedups are in parentheses and not counted)"
+        + _verdicts(measured, error),
         ours,
         f"baseline, t_hw: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} "
         f"(built-in kernels measured on Ascend {s['hardware']}); HAP as defined in {', '.join(s['hap_defined_in'])}",
@@ -226,12 +248,14 @@ def make_rows(facts: dict, todo, plat, accuracy, check: list[dict], calibrated: 
 def report(rows, facts: dict, plat, calibrated: bool, check: list[dict], out, failures=True) -> list[dict]:
     """The table, the failures, the summary, the explanation of each measured case below 1.0x and the model
     check; returns the explanations."""
-    print(table(rows), file=out)
+    err_key = "calibrated_err" if calibrated else "prior_err"
+    error = E.model_error(check, err_key)
+    print(table(rows, error), file=out)
     for r in rows if failures else []:
         for f in r.get("failures", []):
             print(f"FAIL {CB.case_name(r['task'], r['case_id'])} {f}", file=out)
-    print("", *summary(rows, facts, ours_line(plat)), sep="\n", file=out)
-    expl = E.explanations(rows, check, facts, plat, "calibrated_err" if calibrated else "prior_err")
+    print("", *summary(rows, facts, ours_line(plat), error), sep="\n", file=out)
+    expl = E.explanations(rows, check, facts, plat, err_key)
     print("", *E.lines(expl), sep="\n", file=out)
     print_model_check(facts, calibrated, out)
     return expl

@@ -4,14 +4,16 @@
   launch touches (its distinct reads plus its writes) fits in the L2; beyond that capacity none is
   (a sweep larger than the cache evicts a line before its reuse), and the re-read costs HBM again.
 - Writes (always): the L2 is write-back -- MTE3 and Fixpipe writes land in the L2 and a line reaches HBM
-  when it is replaced (CANN's L2 CacheMode page). Within a launch, the written bytes that reach HBM are the
+  when it is replaced (asc-devkit docs/zh/guide/算子实践参考/SIMD算子性能优化/内存访问/设置合理的L2-CacheMode.md,
+  A2 among its products). Within a launch, the written bytes that reach HBM are the
   written share of whatever the launch touches beyond the L2's capacity (footprint - L2, split between
   reads and writes in proportion: assume, no public source says which lines the L2 replaces); the rest
   is written back after the launch, outside its time.
 - Across launches (`Platform.l2_warm`): a benchmark that repeats the same kernel on the same tensors
   finds what the previous launch touched still resident when it fits, so every access is a hit. cann-bench
-  empties the L2 before every timed step (its PerfEvaluator._clear_cache, src/kernel_eval/eval/perf_eval.py),
-  so its times are cold, and so is the model by default.
+  empties the L2 before every timed step (its PerfEvaluator._clear_cache, src/kernel_eval/eval/perf_eval.py:
+  a ReduceMax reading 192 MiB, which leaves clean lines), so its times are cold, and so is the model by
+  default.
 
 Every GM byte, hit or miss, passes the L2, so its bandwidth is a floor too (all bytes / L2 rate)."""
 

@@ -86,15 +86,34 @@ def _contention_share(blocks, plat, cores, hbm_cycles, t_full) -> float:
     return s
 
 
-def distinct_read_bytes(record: dict) -> int:
-    """The GM bytes the launch reads at least once (the union of every block's read ranges)."""
-    spans = np.array([r for b in record["blocks"] for i in b for r in i.get("gm_read_ranges") or []], dtype=np.int64)
+def _ranges(record: dict, key: str) -> np.ndarray:
+    """The union of every block's `key` ranges ("gm_read_ranges" / "gm_write_ranges") as sorted,
+    disjoint [start, end) rows."""
+    spans = np.array([r for b in record["blocks"] for i in b for r in i.get(key) or []], dtype=np.int64)
     if not len(spans):
-        return 0
+        return np.zeros((0, 2), dtype=np.int64)
     spans = spans[np.argsort(spans[:, 0], kind="stable")]
     ends = np.maximum.accumulate(spans[:, 1])
-    starts = np.maximum(spans[:, 0], np.concatenate(([spans[0, 0]], ends[:-1])))  # past what came before
-    return int(np.clip(spans[:, 1] - starts, 0, None).sum())
+    new = np.concatenate(([True], spans[1:, 0] > ends[:-1]))  # a row past everything before starts a run
+    return np.stack([spans[new, 0], np.maximum.reduceat(ends, np.flatnonzero(new))], axis=1)
+
+
+def distinct_read_bytes(record: dict) -> int:
+    """The GM bytes the launch reads at least once (the union of every block's read ranges)."""
+    merged = _ranges(record, "gm_read_ranges")
+    return int((merged[:, 1] - merged[:, 0]).sum())
+
+
+def overwritten_bytes(record: dict) -> int:
+    """The GM bytes the launch writes over bytes it also reads (an in-place op: RoPE): those lines
+    are in the L2 already, so writing them takes no more of it."""
+    reads, writes = _ranges(record, "gm_read_ranges"), _ranges(record, "gm_write_ranges")
+    total = 0
+    for lo, hi in writes:  # disjoint sorted reads: the ones that can overlap [lo, hi)
+        a, b = np.searchsorted(reads[:, 1], lo, side="right"), np.searchsorted(reads[:, 0], hi, side="left")
+        seg = reads[a:b]
+        total += int(np.clip(np.minimum(seg[:, 1], hi) - np.maximum(seg[:, 0], lo), 0, None).sum())
+    return total
 
 
 def require_apis(record: dict, plat: Platform) -> None:
@@ -117,7 +136,7 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     blocks = [compile_block(b, plat) for b in record["blocks"]]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     gm, distinct = read + write, distinct_read_bytes(record)
-    traffic = l2_traffic(read, distinct, write, plat)
+    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)))
     floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
     memory_cycles = max(floor.values())  # the shared memory's floor: HBM's misses or the L2's every byte
     t_full = _run(blocks, plat, cores, 1.0)[0] if blocks else 0.0

@@ -1,0 +1,96 @@
+// Host side of fusion_attention: the problem function the torch binding calls (tiling/attention_problem.h),
+// then the tiling for the chip's cube cores; TND's cumulative lengths follow the tiling struct in the tiling
+// buffer, where the kernel reads them (attention_task.h).
+#pragma once
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "attention_problem.h"
+#include "op_host_common.h"
+
+namespace ascendc_ops_host {
+
+// The chip's cube cores (one core group each) and their L1 / L0 buffers.
+inline tiling::CubePlatform AttentionCubePlatform(const gert::TilingContext* context) {
+  platform_ascendc::PlatformAscendC soc(context->GetPlatformInfo());
+  uint64_t l1 = 0, l0a = 0, l0b = 0, l0c = 0;
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1);
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
+  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
+  return {tiling::kA2Name, soc.GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b), uint32_t(l0c)};
+}
+
+// Inputs query (0), key (1), value (2), atten_mask (3, optional); attrs head_num (0), input_layout (1),
+// scale (2), pre_tockens (3), next_tockens (4), actual_seq_qlen (5), actual_seq_kvlen (6), sparse_mode (7).
+struct AttentionAttrs {
+  int64_t heads = 0, pre = 2147483647, next = 2147483647, mode = 0;
+  std::string layout;
+  double scale = 1.0;
+  bool hasQlen = false, hasKvlen = false;
+  std::vector<int64_t> qlen, kvlen;
+};
+
+inline AttentionAttrs AttentionAttrsOf(const gert::RuntimeAttrs* attrs) {
+  AttentionAttrs a;
+  if (attrs == nullptr) return a;
+  if (const int64_t* v = attrs->GetInt(0)) a.heads = *v;
+  if (const char* v = attrs->GetStr(1)) a.layout = v;
+  if (const float* v = attrs->GetFloat(2)) a.scale = *v;
+  if (const int64_t* v = attrs->GetInt(3)) a.pre = *v;
+  if (const int64_t* v = attrs->GetInt(4)) a.next = *v;
+  if (const auto* v = attrs->GetListInt(5); v != nullptr && v->GetSize() > 0)
+    a.hasQlen = true, a.qlen.assign(v->GetData(), v->GetData() + v->GetSize());
+  if (const auto* v = attrs->GetListInt(6); v != nullptr && v->GetSize() > 0)
+    a.hasKvlen = true, a.kvlen.assign(v->GetData(), v->GetData() + v->GetSize());
+  if (const int64_t* v = attrs->GetInt(7)) a.mode = *v;
+  return a;
+}
+
+template <typename Context>
+tiling::AttentionArgs<int64_t> AttentionArgsOf(const Context* context, const tiling::OpSpec& op,
+                                               const AttentionAttrs& a) {
+  return tiling::CheckFusionAttention(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
+                                      InputArg(context, 3, true), a.heads, a.layout, a.pre, a.next,
+                                      a.hasQlen ? &a.qlen : nullptr, a.hasKvlen ? &a.kvlen : nullptr, a.mode);
+}
+
+inline ge::graphStatus TileAttentionOp(gert::TilingContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    const AttentionAttrs a = AttentionAttrsOf(context->GetAttrs());
+    const tiling::AttentionArgs<int64_t> args = AttentionArgsOf(context, op, a);
+    const tiling::AttentionTiling t =
+        tiling::TileAttention(tiling::AttentionProblemOf(args, InputArg(context, 0).dtype, a.scale, a.pre, a.next,
+                                                         a.hasQlen ? &a.qlen : nullptr, a.hasKvlen ? &a.kvlen : nullptr,
+                                                         a.mode, InputArg(context, 3, true)),
+                              AttentionCubePlatform(context));
+    if (t.blockDim == 0) return ge::GRAPH_FAILED;  // empty output: no launch
+    if (Publish(context, t.data, t.blockDim, 0, size_t(t.workspaceBytes)) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    gert::TilingData* raw = context->GetRawTilingData();
+    const size_t table = t.varlenTable.size() * sizeof(int64_t), bytes = sizeof(t.data) + table;
+    if (raw == nullptr || raw->GetCapacity() < bytes) return ge::GRAPH_FAILED;
+    if (table) std::memcpy(static_cast<uint8_t*>(raw->GetData()) + sizeof(t.data), t.varlenTable.data(), table);
+    raw->SetDataSize(bytes);
+    return ge::GRAPH_SUCCESS;
+  });
+}
+
+// attention_out (0) in query's layout with Dv; softmax_max (1), softmax_sum (2).
+inline ge::graphStatus InferAttentionShape(gert::InferShapeContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    const tiling::AttentionArgs<int64_t> args = AttentionArgsOf(context, op, AttentionAttrsOf(context->GetAttrs()));
+    if (SetOutputShape(context, 0, args.out) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    if (SetOutputShape(context, 1, args.stats) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+    return SetOutputShape(context, 2, args.stats);
+  });
+}
+
+// attention_out in query's dtype, the statistics fp32.
+inline ge::graphStatus InferAttentionDtype(gert::InferDataTypeContext* context) {
+  if (context->SetOutputDataType(0, context->GetInputDataType(0)) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+  if (context->SetOutputDataType(1, ge::DT_FLOAT) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
+  return context->SetOutputDataType(2, ge::DT_FLOAT);
+}
+
+}  // namespace ascendc_ops_host

@@ -1,0 +1,494 @@
+"""Independent float64 NumPy references (goldens) of the fused attention family: torch_npu's
+``npu_fusion_attention`` and ``npu_fusion_attention_grad``.
+
+No torch import, no compiled code: NumPy arrays (or torch tensors, read through ``.detach().cpu()
+.double().numpy()``) in, float64 arrays out. The semantics are torch_npu's, each rule with its source
+in docs/attention.md ("Semantics"); in short:
+
+- layouts BSH, SBH, BSND, BNSD, TND; ``head_num`` = Nq; GQA: q head h reads kv head ``h // (Nq/Nkv)``;
+  Dq = Dk >= Dv; the output keeps query's layout with Dv.
+- TND: ``actual_seq_qlen`` / ``actual_seq_kvlen`` are cumulative ends without a leading 0 (lengths 2,2,2
+  -> [2, 4, 6]); each sequence attends only within itself, positions counted from its own start.
+- ``atten_mask`` bool/uint8, nonzero = masked. With no mask, sparse_mode and the tockens are ignored.
+  sparse_mode 0: mask OR the band ``j - i > next_tockens or i - j > pre_tockens`` (top-left origin);
+  1: the mask alone; 2: ``j > i`` (top-left causal); 3: ``j > i + Skv - Sq`` (bottom-right causal);
+  4: the band counted from the bottom-right corner. Modes 2-4 take the compressed 2048x2048 ``triu(1)``
+  mask as a token of the mode; its content is not read beyond checking it is that matrix.
+- rows whose every key is masked: output 0, softmax_max = -FLT_MAX, softmax_sum = FLT_MAX
+  (CANN's invalid-row handling, ``inner_precise=2``).
+- softmax_max/sum: ``rowmax(scale * Q K^T)`` over the unmasked keys and ``sum exp(x - max)``, each row
+  value repeated 8 times: [B, N, Sq, 8]; TND [T, N, 8] holding, per sequence, an [N, s_b, 8] block
+  (``softmax_layout=""``, torch_npu's default) or a true [T, N, 8] (``softmax_layout="TND"``).
+
+Functions: ``fusion_attention_reference`` (out, softmax_max, softmax_sum), ``fusion_attention_grad_reference``
+(dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D)), ``expand_mask``
+(the dense boolean "masked" matrix any kernel's block skipping must agree with), ``check_sparse_params``
+(the tockens / lengths combinations torch_npu refuses), ``seq_lengths`` (cumulative ends -> lengths).
+The goldens work one head and a block of query rows at a time, so long sequences fit in memory.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+OP = "fusion_attention"
+LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
+TOCKENS_MAX = 2147483647
+COMPRESSED_MASK_SIZE = 2048
+FLT_MAX = float(np.finfo(np.float32).max)  # CANN writes +-FLT_MAX into max/sum of rows with no key
+SOFTMAX_LANES = 8
+
+
+def _f64(a) -> np.ndarray:
+    if hasattr(a, "detach"):  # a torch tensor: read it without importing torch
+        return a.detach().cpu().double().numpy()
+    return np.asarray(a, dtype=np.float64)
+
+
+def _mask_array(atten_mask) -> np.ndarray | None:
+    if atten_mask is None:
+        return None
+    if hasattr(atten_mask, "detach"):
+        atten_mask = atten_mask.detach().cpu().numpy()
+    m = np.asarray(atten_mask)
+    if m.dtype not in (np.bool_, np.uint8):
+        raise TypeError(f"{OP}: atten_mask must be bool or uint8, got {m.dtype}")
+    return m != 0
+
+
+def seq_lengths(cumulative, name: str = "actual_seq_qlen") -> np.ndarray:
+    """Per-sequence lengths from torch_npu's cumulative ends (no leading 0). Trailing zeros mark batches
+    that take no part, as torch_npu documents ([2, 5, 9, 0, 0])."""
+    if cumulative is None:
+        raise ValueError(f"{OP}: input_layout TND needs {name}, got None")
+    if hasattr(cumulative, "detach"):
+        cumulative = cumulative.detach().cpu().numpy()
+    c = np.asarray(cumulative, dtype=np.int64).reshape(-1)
+    if c.size == 0:
+        raise ValueError(f"{OP}: {name} must hold at least one cumulative length, got []")
+    nz = np.flatnonzero(c)
+    used = c[: nz[-1] + 1] if nz.size else c[:0]
+    if np.any(c[used.size :] != 0) or np.any(np.diff(np.concatenate(([0], used))) < 0):
+        raise ValueError(f"{OP}: {name} must be non-decreasing cumulative ends (trailing 0s allowed), got {c.tolist()}")
+    return np.concatenate((np.diff(np.concatenate(([0], used))), np.zeros(c.size - used.size, np.int64)))
+
+
+# ---- layouts: to per-batch [N, S, D] arrays and back ----
+def _segments(x: np.ndarray, lens: np.ndarray) -> list[np.ndarray]:
+    """TND [T, N, d] -> per sequence [N, s_b, d]."""
+    ends = np.cumsum(lens)
+    return [x[e - n : e].transpose(1, 0, 2) for e, n in zip(ends, lens, strict=True)]
+
+
+def _split_heads(x: np.ndarray, layout: str, n: int | None, name: str) -> np.ndarray:
+    """[B, N, S, D] view of a BSH/SBH/BSND/BNSD tensor (n heads for the H layouts)."""
+    if x.ndim != (3 if layout in ("BSH", "SBH") else 4):
+        raise ValueError(f"{OP}: {name} must be {len(layout)}-D for input_layout {layout}, got shape {x.shape}")
+    if layout == "SBH":
+        x = x.transpose(1, 0, 2)
+    if layout in ("BSH", "SBH"):
+        if x.shape[2] % n:
+            raise ValueError(f"{OP}: {name} hidden size {x.shape[2]} must be a multiple of {n} heads")
+        x = x.reshape(x.shape[0], x.shape[1], n, x.shape[2] // n)
+    return x if layout == "BNSD" else x.transpose(0, 2, 1, 3)
+
+
+def _merge_heads(o: np.ndarray, layout: str) -> np.ndarray:
+    """Inverse of _split_heads: [B, N, S, D] -> the layout."""
+    if layout == "BNSD":
+        return o
+    o = o.transpose(0, 2, 1, 3)  # BSND
+    if layout in ("BSH", "SBH"):
+        o = o.reshape(o.shape[0], o.shape[1], -1)
+    return o.transpose(1, 0, 2) if layout == "SBH" else o
+
+
+class _Problem:
+    """The call, canonicalised: per batch q [Nq, s1, D], k [Nkv, s2, D], v [Nkv, s2, Dv]."""
+
+    def __init__(self, query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen):
+        if input_layout not in LAYOUTS:
+            raise ValueError(f"{OP}: input_layout must be one of {LAYOUTS}, got {input_layout!r}")
+        self.layout = input_layout
+        q, k, v = _f64(query), _f64(key), _f64(value)
+        if input_layout == "TND":
+            if q.ndim != 3 or k.ndim != 3 or v.ndim != 3:
+                raise ValueError(f"{OP}: TND query/key/value must be 3-D, got {q.shape}, {k.shape}, {v.shape}")
+            self.q_lens = seq_lengths(actual_seq_qlen, "actual_seq_qlen")
+            self.kv_lens = seq_lengths(actual_seq_kvlen, "actual_seq_kvlen")
+            if self.q_lens.size != self.kv_lens.size:
+                raise ValueError(
+                    f"{OP}: actual_seq_qlen and actual_seq_kvlen must have the same length, "
+                    f"got {self.q_lens.size} and {self.kv_lens.size}"
+                )
+            for name, t, lens in (("query", q, self.q_lens), ("key", k, self.kv_lens), ("value", v, self.kv_lens)):
+                if t.shape[0] != lens.sum():
+                    raise ValueError(
+                        f"{OP}: {name} T must equal the last cumulative length {lens.sum()}, got {t.shape[0]}"
+                    )
+            self.qb = _segments(q, self.q_lens)
+            self.kb, self.vb = _segments(k, self.kv_lens), _segments(v, self.kv_lens)
+            nq, nkv, dq, dk, dv = q.shape[1], k.shape[1], q.shape[2], k.shape[2], v.shape[2]
+            if v.shape[1] != nkv:
+                raise ValueError(f"{OP}: value must have key's {nkv} heads, got {v.shape[1]}")
+        else:
+            qs = _split_heads(q, input_layout, head_num, "query")
+            dq = qs.shape[3]
+            # BSH/SBH: key's heads follow from D (Dq = Dk), value's Dv from key's heads
+            nkv = k.shape[2] // dq if input_layout in ("BSH", "SBH") else None
+            if input_layout in ("BSH", "SBH") and (nkv == 0 or k.shape[2] % dq):
+                raise ValueError(f"{OP}: key hidden size {k.shape[2]} must be a multiple of D={dq}")
+            ks = _split_heads(k, input_layout, nkv, "key")
+            vs = _split_heads(v, input_layout, ks.shape[1], "value")
+            nq, nkv, dk, dv = qs.shape[1], ks.shape[1], ks.shape[3], vs.shape[3]
+            if not (qs.shape[0] == ks.shape[0] == vs.shape[0]):
+                raise ValueError(
+                    f"{OP}: query, key, value must share B, got {qs.shape[0]}, {ks.shape[0]}, {vs.shape[0]}"
+                )
+            if ks.shape[:3] != vs.shape[:3]:
+                raise ValueError(f"{OP}: key and value must agree except in D, got {k.shape} and {v.shape}")
+            b = qs.shape[0]
+            self.q_lens = np.full(b, qs.shape[2], np.int64)
+            self.kv_lens = np.full(b, ks.shape[2], np.int64)
+            self.qb, self.kb, self.vb = list(qs), list(ks), list(vs)
+        if nq != head_num:
+            raise ValueError(f"{OP}: head_num must equal query's {nq} heads, got {head_num}")
+        if nkv == 0 or nq % nkv:
+            raise ValueError(f"{OP}: query heads {nq} must be a multiple of key/value heads {nkv}")
+        if dq != dk or dv > dk:
+            raise ValueError(f"{OP}: head dims must satisfy Dq == Dk >= Dv, got Dq={dq}, Dk={dk}, Dv={dv}")
+        self.nq, self.nkv, self.group, self.dv = nq, nkv, nq // nkv, dv
+
+    def split_like_output(self, x: np.ndarray, name: str) -> list[np.ndarray]:
+        """An array in the output's layout and shape (dy) -> per-batch [N, s1, Dv]."""
+        want = self.output([np.empty((self.nq, q.shape[1], self.dv)) for q in self.qb]).shape
+        if x.shape != want:
+            raise ValueError(f"{OP}: {name} must have attention_out's shape {list(want)}, got {list(x.shape)}")
+        if self.layout != "TND":
+            return list(_split_heads(x, self.layout, self.nq, name))
+        return _segments(x, self.q_lens)
+
+    def output(self, per_batch: list[np.ndarray]) -> np.ndarray:
+        """Per-batch [N, S, d] -> the layout (TND: [T, N, d])."""
+        if self.layout == "TND":
+            return np.concatenate([o.transpose(1, 0, 2) for o in per_batch], axis=0)
+        return _merge_heads(np.stack(per_batch), self.layout)
+
+
+# ---- masks ----
+def _position_mask(mode: int, s1: int, s2: int, pre: int, nxt: int) -> np.ndarray | None:
+    """Masked-by-position [s1, s2] of one sequence for a sparse mode (None: the mode has no band)."""
+    i = np.arange(s1)[:, None]
+    j = np.arange(s2)[None, :]
+    if mode == 0:
+        return (j - i > nxt) | (i - j > pre)  # band counted from the top-left corner
+    if mode == 2:
+        return j > i
+    if mode == 3:
+        return j > i + (s2 - s1)
+    if mode == 4:
+        d = s2 - s1  # band counted from the bottom-right corner: the diagonal j = i + (s2 - s1)
+        return (j - i - d > nxt) | (i + d - j > pre)
+    return None
+
+
+def _check_mode(sparse_mode: int, varlen: bool) -> None:
+    allowed = (0, 1, 2, 3, 4, 6, 7, 8) if varlen else (0, 1, 2, 3, 4, 5, 6)
+    if sparse_mode not in allowed:
+        layout = "TND" if varlen else "BSH/SBH/BSND/BNSD"
+        raise ValueError(f"{OP}: sparse_mode must be one of {allowed} for {layout}, got {sparse_mode}")
+    if sparse_mode >= 5:
+        names = {
+            5: "prefix",
+            6: "prefix compressed",
+            7: "varlen split right-down causal",
+            8: "varlen split left-up causal",
+        }
+        raise NotImplementedError(f"{OP}: sparse_mode {sparse_mode} ({names[sparse_mode]}) is not supported")
+
+
+def _band_check(pre: int, nxt: int, s1: int, s2: int, what: str) -> None:
+    """CANN's band check on top-left tockens: some row must keep a key."""
+    ok = (
+        (pre >= 0 and nxt >= 0)
+        or (pre < 0 and nxt >= 0 and nxt >= -pre and -pre < s2)
+        or (pre >= 0 and nxt < 0 and -nxt <= pre and -nxt < s1)
+    )
+    if not ok:
+        raise ValueError(f"{OP}: pre_tockens/next_tockens {what} leave no valid block for Sq={s1}, Skv={s2}")
+
+
+def check_sparse_params(sparse_mode, q_lens, kv_lens, pre_tockens, next_tockens, varlen, has_mask) -> None:
+    """Raise as torch_npu's kernel tiling does for (mode, tockens, lengths); nothing to check without a mask."""
+    _check_mode(sparse_mode, varlen)
+    if not has_mask:
+        return
+    pre, nxt = int(pre_tockens), int(next_tockens)
+    given = f"({pre}, {nxt})"
+    if not varlen:
+        s1, s2 = int(q_lens[0]), int(kv_lens[0])
+        if sparse_mode == 0 and not (pre >= s1 and (nxt == 0 or nxt >= s2)):
+            _band_check(pre, nxt, s1, s2, given)
+        elif sparse_mode == 4:
+            _band_check(pre + s1 - s2, nxt + s2 - s1, s1, s2, f"{given} (from the bottom-right corner)")
+        return
+    live = [(int(a), int(b)) for a, b in zip(q_lens, kv_lens, strict=True) if a and b]
+    if sparse_mode == 0 and not (pre >= max(q_lens) and (nxt == 0 or nxt >= max(kv_lens))):
+        if nxt < 0 or (pre < 0 and nxt < -pre):
+            raise ValueError(f"{OP}: TND pre_tockens/next_tockens {given} leave no valid block")
+        for s1, s2 in live:
+            if s2 + pre < s1:
+                raise ValueError(
+                    f"{OP}: TND sequence Sq={s1}, Skv={s2} would have a row with no key under pre_tockens={pre}"
+                )
+    elif sparse_mode == 3:
+        for s1, s2 in zip(q_lens, kv_lens, strict=True):
+            if s1 > s2:
+                raise ValueError(f"{OP}: TND sparse_mode 3 needs Sq <= Skv in every sequence, got Sq={s1}, Skv={s2}")
+    elif sparse_mode == 4:
+        if pre < 0 or (nxt < 0 and pre + nxt < 0):
+            raise ValueError(f"{OP}: TND sparse_mode 4 pre_tockens/next_tockens {given} leave no valid block")
+        for s1, s2 in live:
+            if s1 - nxt > s2:
+                raise ValueError(
+                    f"{OP}: TND sequence Sq={s1}, Skv={s2} would have a row with no key under next_tockens={nxt}"
+                )
+
+
+def _check_mask_shape(m: np.ndarray, sparse_mode: int, b: int, n: int, s1: int, s2: int, varlen: bool) -> None:
+    if sparse_mode in (2, 3, 4):
+        c = COMPRESSED_MASK_SIZE
+        if m.shape not in ((c, c), (1, 1, c, c)):
+            raise ValueError(
+                f"{OP}: sparse_mode {sparse_mode} takes the compressed [{c}, {c}] atten_mask, got {list(m.shape)}"
+            )
+        if not np.array_equal(m.reshape(c, c), np.triu(np.ones((c, c), bool), 1)):
+            raise ValueError(
+                f"{OP}: sparse_mode {sparse_mode} takes atten_mask = triu(ones(2048, 2048), 1), got another matrix"
+            )
+        return
+    shapes = [(s1, s2)] if varlen else [(b, n, s1, s2), (b, 1, s1, s2), (1, 1, s1, s2), (s1, s2)]
+    if m.shape not in shapes:
+        raise ValueError(
+            f"{OP}: atten_mask must have shape {' or '.join(str(list(s)) for s in shapes)}, got {list(m.shape)}"
+        )
+
+
+class _Masks:
+    """The "masked" matrices of a call, one sequence at a time: ``masks(b)`` is bool [1 or N, s1, s2]
+    (a mask without a head axis stays unbroadcast, so nothing of size N * S * S is made for it)."""
+
+    def __init__(self, q_lens, kv_lens, head_num, atten_mask, sparse_mode, pre_tockens, next_tockens, varlen):
+        self.q_lens = np.asarray(q_lens, np.int64).reshape(-1)
+        self.kv_lens = np.asarray(kv_lens, np.int64).reshape(-1)
+        self.shape = (self.q_lens.size, head_num, int(self.q_lens.max(initial=0)), int(self.kv_lens.max(initial=0)))
+        m = _mask_array(atten_mask)
+        check_sparse_params(sparse_mode, self.q_lens, self.kv_lens, pre_tockens, next_tockens, varlen, m is not None)
+        self.active = m is not None  # no mask: sparse_mode and the tockens are ignored (full attention)
+        self.mode, self.pre, self.nxt, self.given = sparse_mode, int(pre_tockens), int(next_tockens), None
+        if m is not None:
+            _check_mask_shape(m, sparse_mode, *self.shape, varlen)
+            if sparse_mode not in (2, 3, 4):  # the compressed mask only names the mode
+                self.given = m.reshape((1,) * (4 - m.ndim) + m.shape)
+
+    def __call__(self, b: int) -> np.ndarray:
+        s1, s2 = int(self.q_lens[b]), int(self.kv_lens[b])
+        masked = np.zeros((1, s1, s2), bool)
+        if not self.active:
+            return masked
+        if self.given is not None:
+            masked = masked | self.given[b if self.given.shape[0] > 1 else 0, :, :s1, :s2]
+        band = _position_mask(self.mode, s1, s2, self.pre, self.nxt)
+        return masked if band is None else masked | band
+
+
+def expand_mask(
+    q_lens,
+    kv_lens,
+    head_num: int,
+    atten_mask=None,
+    sparse_mode: int = 0,
+    pre_tockens: int = TOCKENS_MAX,
+    next_tockens: int = TOCKENS_MAX,
+    varlen: bool = False,
+) -> np.ndarray:
+    """The dense boolean "masked" matrix [B, N, max Sq, max Skv] of a call: True where query row i of
+    sequence b may not see key j (positions counted within each sequence). q_lens/kv_lens are the
+    per-sequence lengths (not cumulative; ``seq_lengths`` converts): [Sq] * B for the fixed layouts. For
+    TND (``varlen``) the positions past a sequence's own lengths are True. Checks as ``check_sparse_params``."""
+    masks = _Masks(q_lens, kv_lens, head_num, atten_mask, sparse_mode, pre_tockens, next_tockens, varlen)
+    out = np.ones(masks.shape, bool)
+    for b, (s1, s2) in enumerate(zip(masks.q_lens, masks.kv_lens, strict=True)):
+        out[b, :, :s1, :s2] = masks(b)
+    return out
+
+
+# ---- forward and backward, one head and a block of query rows at a time (memory stays bounded) ----
+BLOCK_ELEMENTS = 1 << 22  # scores held at once: rows * Skv
+
+
+def _forward_rows(q, k, v, masked, scale):
+    """q [r, D], k [s2, D], v [s2, Dv], masked [r, s2] -> out [r, Dv], P [r, s2], row max and sum [r]."""
+    s = scale * (q @ k.T)
+    keep = ~masked
+    empty = ~keep.any(axis=-1)  # rows with no key
+    row_max = np.where(keep, s, -np.inf).max(axis=-1, initial=-np.inf)
+    safe_max = np.where(empty, 0.0, row_max)
+    e = np.where(keep, np.exp(np.where(keep, s - safe_max[:, None], 0.0)), 0.0)
+    row_sum = e.sum(axis=-1)
+    p = e / np.where(empty, 1.0, row_sum)[:, None]
+    return p @ v, p, np.where(empty, -FLT_MAX, row_max), np.where(empty, FLT_MAX, row_sum)
+
+
+def _blocks(problem: _Problem, masks: _Masks, scale: float):
+    """Yield (b, h, kv head, rows, q rows, k, forward of those rows) over every sequence and q head."""
+    for b, (q, k, v) in enumerate(zip(problem.qb, problem.kb, problem.vb, strict=True)):
+        mb = masks(b)
+        step = max(1, BLOCK_ELEMENTS // max(k.shape[1], 1))
+        for h in range(problem.nq):
+            kvh = h // problem.group  # GQA: q head h reads kv head h // (Nq / Nkv)
+            for r0 in range(0, q.shape[1], step):
+                rows = slice(r0, r0 + step)
+                fwd = _forward_rows(q[h, rows], k[kvh], v[kvh], mb[h if mb.shape[0] > 1 else 0, rows], scale)
+                yield b, h, kvh, rows, q[h, rows], k[kvh], fwd
+
+
+def _softmax_stats(problem: _Problem, stats: list[np.ndarray], softmax_layout: str) -> np.ndarray:
+    """Per-batch [N, s1] -> torch_npu's softmax_max/sum array, the row value in 8 lanes."""
+    if problem.layout != "TND":
+        return np.repeat(np.stack(stats)[..., None], SOFTMAX_LANES, axis=-1)  # [B, N, Sq, 8]
+    if softmax_layout == "TND":
+        flat = np.concatenate([s.T for s in stats], axis=0)  # [T, N]
+    else:  # default: each sequence's block holds [N, s_b] in order, the tensor is declared [T, N, 8]
+        flat = np.concatenate([s.reshape(-1) for s in stats]).reshape(-1, problem.nq)
+    return np.repeat(flat[..., None], SOFTMAX_LANES, axis=-1)
+
+
+def _setup(
+    query,
+    key,
+    value,
+    head_num,
+    input_layout,
+    atten_mask,
+    pre_tockens,
+    next_tockens,
+    actual_seq_qlen,
+    actual_seq_kvlen,
+    sparse_mode,
+    pse,
+    softmax_layout,
+):
+    if pse is not None:
+        raise NotImplementedError(f"{OP}: pse (positional encoding added to the scores) is not supported")
+    if softmax_layout not in ("", "TND") or (softmax_layout == "TND" and input_layout != "TND"):
+        raise ValueError(f"{OP}: softmax_layout must be '' or, with input_layout TND, 'TND'; got {softmax_layout!r}")
+    problem = _Problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
+    masks = _Masks(
+        problem.q_lens,
+        problem.kv_lens,
+        problem.nq,
+        atten_mask,
+        sparse_mode,
+        pre_tockens,
+        next_tockens,
+        varlen=input_layout == "TND",
+    )
+    return problem, masks
+
+
+def fusion_attention_reference(
+    query,
+    key,
+    value,
+    head_num,
+    input_layout,
+    atten_mask=None,
+    scale=1.0,
+    pre_tockens=TOCKENS_MAX,
+    next_tockens=TOCKENS_MAX,
+    actual_seq_qlen=None,
+    actual_seq_kvlen=None,
+    sparse_mode=0,
+    *,
+    pse=None,
+    softmax_layout="",
+):
+    """torch_npu ``npu_fusion_attention``'s first three outputs in float64:
+    (attention_out in query's layout with Dv, softmax_max, softmax_sum)."""
+    problem, masks = _setup(
+        query,
+        key,
+        value,
+        head_num,
+        input_layout,
+        atten_mask,
+        pre_tockens,
+        next_tockens,
+        actual_seq_qlen,
+        actual_seq_kvlen,
+        sparse_mode,
+        pse,
+        softmax_layout,
+    )
+    outs = [np.zeros((problem.nq, q.shape[1], problem.dv)) for q in problem.qb]
+    maxes = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
+    sums = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
+    for b, h, _, rows, _, _, (o, _, row_max, row_sum) in _blocks(problem, masks, float(scale)):
+        outs[b][h, rows], maxes[b][h, rows], sums[b][h, rows] = o, row_max, row_sum
+    return (
+        problem.output(outs),
+        _softmax_stats(problem, maxes, softmax_layout),
+        _softmax_stats(problem, sums, softmax_layout),
+    )
+
+
+def fusion_attention_grad_reference(
+    query,
+    key,
+    value,
+    dy,
+    head_num,
+    input_layout,
+    atten_mask=None,
+    scale=1.0,
+    pre_tockens=TOCKENS_MAX,
+    next_tockens=TOCKENS_MAX,
+    actual_seq_qlen=None,
+    actual_seq_kvlen=None,
+    sparse_mode=0,
+    *,
+    pse=None,
+):
+    """torch_npu ``npu_fusion_attention_grad``'s (dq, dk, dv) in float64, in the inputs' layouts,
+    derived by hand: with P the forward's probabilities (0 on masked keys and on rows with no key),
+    dV = P^T dy, dP = dy V^T, D = rowsum(dy * O), dS = P * (dP - D), dQ = scale * dS K,
+    dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads."""
+    problem, masks = _setup(
+        query,
+        key,
+        value,
+        head_num,
+        input_layout,
+        atten_mask,
+        pre_tockens,
+        next_tockens,
+        actual_seq_qlen,
+        actual_seq_kvlen,
+        sparse_mode,
+        pse,
+        "",
+    )
+    dy_b = problem.split_like_output(_f64(dy), "dy")
+    scale = float(scale)
+    dqs = [np.zeros(q.shape) for q in problem.qb]
+    dks = [np.zeros(k.shape) for k in problem.kb]
+    dvs = [np.zeros(v.shape) for v in problem.vb]
+    for b, h, kvh, rows, q, k, (o, p, _, _) in _blocks(problem, masks, scale):
+        g = dy_b[b][h, rows]
+        dp = g @ problem.vb[b][kvh].T
+        ds = p * (dp - (g * o).sum(axis=-1, keepdims=True))
+        dqs[b][h, rows] = scale * (ds @ k)
+        dks[b][kvh] += scale * (ds.T @ q)
+        dvs[b][kvh] += p.T @ g
+    return problem.output(dqs), problem.output(dks), problem.output(dvs)

@@ -1,0 +1,283 @@
+// Fused attention unit tests: the problem function's messages and output shapes (every layer's), the
+// tiling's block sizes against L1 / L0 / UB, its workspace, and the S2 blocks each task needs under the
+// band (fully masked blocks skipped). Prints "N passed, M failed".
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "attention_blocks.h"
+#include "attention_problem.h"
+#include "expect.h"
+
+using namespace tiling;
+using expect::ArgErrorOf;
+using expect::Throws;
+
+namespace {
+const DType f16 = DType::kFloat16, f32 = DType::kFloat32, bf16 = DType::kBFloat16, b1 = DType::kBool;
+const OpSpec kOp{"fusion_attention",
+                 "",
+                 {"query", "key", "value", "atten_mask"},
+                 {{f16, f16, f16, b1}, {f32, f32, f32, b1}, {bf16, bf16, bf16, b1}}};
+const TensorArg<int64_t> kNoMask{{}, DType::kOther, false};
+const std::vector<int64_t> kCum3{2, 4, 6};
+
+TensorArg<int64_t> T(std::vector<int64_t> shape, DType t = f16) { return {std::move(shape), t, true}; }
+
+struct Call {
+  TensorArg<int64_t> q, k, v, mask = kNoMask;
+  int64_t heads = 1;
+  std::string layout = "BNSD";
+  int64_t pre = 2147483647, next = 2147483647;
+  const std::vector<int64_t>* qlen = nullptr;
+  const std::vector<int64_t>* kvlen = nullptr;
+  int64_t mode = 0;
+  AttentionArgs<int64_t> Run() const {
+    return CheckFusionAttention(kOp, q, k, v, mask, heads, layout, pre, next, qlen, kvlen, mode);
+  }
+  std::string Error(ArgError::Kind* kind = nullptr) const {
+    return ArgErrorOf([&] { Run(); }, kind);
+  }
+  AttentionTiling Tile(uint32_t cores = 24) const {
+    const AttentionArgs<int64_t> a = Run();
+    return TileAttention(AttentionProblemOf(a, q.dtype, 0.125, pre, next, qlen, kvlen, mode, mask),
+                         Ascend910BCube(cores));
+  }
+};
+
+Call Bnsd(int64_t b, int64_t n1, int64_t n2, int64_t s1, int64_t s2, int64_t d, int64_t dv, DType t = f16) {
+  Call c{T({b, n1, s1, d}, t), T({b, n2, s2, d}, t), T({b, n2, s2, dv}, t)};
+  c.heads = n1;
+  return c;
+}
+
+bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+void TestShapes() {
+  Call c = Bnsd(2, 8, 2, 100, 300, 128, 128);
+  AttentionArgs<int64_t> a = c.Run();
+  EXPECT((a.out == std::vector<int64_t>{2, 8, 100, 128}));
+  EXPECT((a.stats == std::vector<int64_t>{2, 8, 100, 8}));
+  EXPECT(a.heads == 8 && a.kvHeads == 2 && a.s1 == 100 && a.s2 == 300);
+  Call bsh{T({2, 100, 8 * 64}), T({2, 300, 2 * 64}), T({2, 300, 2 * 48})};
+  bsh.heads = 8, bsh.layout = "BSH";
+  a = bsh.Run();
+  EXPECT(a.headDim == 64 && a.valueDim == 48 && a.kvHeads == 2);
+  EXPECT((a.out == std::vector<int64_t>{2, 100, 8 * 48}));
+  Call sbh{T({100, 2, 8 * 64}), T({300, 2, 4 * 64}), T({300, 2, 4 * 64})};
+  sbh.heads = 8, sbh.layout = "SBH";
+  EXPECT((sbh.Run().out == std::vector<int64_t>{100, 2, 8 * 64}));
+  Call bsnd{T({2, 100, 8, 80}), T({2, 30, 8, 80}), T({2, 30, 8, 80})};
+  bsnd.heads = 8, bsnd.layout = "BSND";
+  EXPECT((bsnd.Run().stats == std::vector<int64_t>{2, 8, 100, 8}));
+  Call tnd{T({6, 4, 64}), T({6, 2, 64}), T({6, 2, 64})};
+  tnd.heads = 4, tnd.layout = "TND", tnd.qlen = &kCum3, tnd.kvlen = &kCum3;
+  a = tnd.Run();
+  EXPECT((a.out == std::vector<int64_t>{6, 4, 64}) && (a.stats == std::vector<int64_t>{6, 4, 8}) && a.batch == 3);
+}
+
+void TestErrors() {
+  Call c = Bnsd(2, 8, 2, 16, 16, 64, 64);
+  Call bad = c;
+  bad.layout = "NSD";
+  EXPECT(bad.Error() == "fusion_attention: input_layout must be one of 'BSH', 'SBH', 'BSND', 'BNSD', 'TND', got 'NSD'");
+  bad = c, bad.q = T({2, 8, 16});
+  EXPECT(bad.Error() ==
+         "fusion_attention: query must be 4-D [B, N, S, D] for input_layout='BNSD', got shape [2, 8, 16]");
+  bad = Bnsd(2, 8, 3, 16, 16, 64, 64);
+  EXPECT(bad.Error() == "fusion_attention: query's heads N1 = 8 must be a multiple of key's heads N2 = 3");
+  bad = c, bad.k = T({2, 2, 16, 32});
+  EXPECT(bad.Error() == "fusion_attention: key's head dim Dk must equal query's Dq = 64, got 32");
+  bad = Bnsd(2, 8, 2, 16, 16, 64, 80);
+  EXPECT(bad.Error() == "fusion_attention: value's head dim Dv must be at most Dk = 64, got 80");
+  bad = c, bad.heads = 4;
+  EXPECT(bad.Error() == "fusion_attention: head_num must equal query's N = 8, got 4");
+  Call bsh{T({2, 16, 8 * 64}), T({2, 16, 2 * 64}), T({2, 16, 2 * 64})};
+  bsh.heads = 3, bsh.layout = "BSH";
+  EXPECT(bsh.Error() == "fusion_attention: head_num = 3 must divide query's H = 512");
+  bad = c, bad.k = T({3, 2, 16, 64});
+  EXPECT(Contains(bad.Error(), "query, key and value must have one batch size B = 2"));
+  bad = c, bad.v = T({2, 2, 17, 64});
+  EXPECT(bad.Error() == "fusion_attention: value must have key's S = 16 rows, got 17 (shape [2, 2, 17, 64])");
+  ArgError::Kind kind = ArgError::kValue;
+  bad = c, bad.k.dtype = f32;
+  EXPECT(bad.Error(&kind) == "fusion_attention: key must have query's dtype float16, got float32" &&
+         kind == ArgError::kType);
+  for (int64_t mode : {5, 6}) {
+    bad = c, bad.mode = mode;
+    EXPECT(bad.Error() ==
+           "fusion_attention: sparse_mode " + std::to_string(mode) + " (prefix) is not supported; supported: 0-4");
+  }
+  bad = c, bad.mode = 7;
+  EXPECT(Contains(bad.Error(), "sparse_mode 7 (varlen split across cards) is not supported"));
+  bad = c, bad.mode = 9;
+  EXPECT(Contains(bad.Error(), "sparse_mode must be 0-4"));
+  // masks
+  bad = c, bad.mask = T({2, 8, 16, 15}, b1);
+  EXPECT(Contains(bad.Error(),
+                  "atten_mask must be [B, N, S1, S2], [B, 1, S1, S2], [1, 1, S1, S2] or [S1, S2] = "
+                  "[16, 16] (B = 2, N = 8), got shape [2, 8, 16, 15]"));
+  bad = c, bad.mask = T({1, 8, 16, 16}, b1);
+  EXPECT(Contains(bad.Error(), "got shape [1, 8, 16, 16]"));
+  bad = c, bad.mask = T({16, 16}, f16);
+  EXPECT(bad.Error(&kind) == "fusion_attention: atten_mask must be one of bool, got float16" &&
+         kind == ArgError::kType);
+  bad = c, bad.mode = 3, bad.mask = T({16, 16}, b1);
+  EXPECT(bad.Error() ==
+         "fusion_attention: atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode 3, got "
+         "shape [16, 16]");
+  Call one = Bnsd(1, 8, 2, 16, 16, 64, 64);  // B = 1: [1, N, S1, S2] is BNSS
+  one.mask = T({1, 8, 16, 16}, b1);
+  EXPECT(one.Error().empty());
+  for (auto shape : std::vector<std::vector<int64_t>>{{2, 8, 16, 16}, {2, 1, 16, 16}, {1, 1, 16, 16}, {16, 16}}) {
+    Call ok = c;
+    ok.mask = T(shape, b1);
+    EXPECT(ok.Error().empty());
+  }
+  // varlen
+  Call tnd{T({6, 4, 64}), T({6, 2, 64}), T({6, 2, 64})};
+  tnd.heads = 4, tnd.layout = "TND";
+  EXPECT(Contains(tnd.Error(), "input_layout='TND' needs actual_seq_qlen and actual_seq_kvlen"));
+  const std::vector<int64_t> down{2, 1, 6}, shortEnd{2, 4, 5}, two{3, 6};
+  tnd.qlen = &down, tnd.kvlen = &kCum3;
+  EXPECT(tnd.Error() ==
+         "fusion_attention: actual_seq_qlen must be cumulative sequence ends (non-decreasing, from >= 0, no leading "
+         "0, trailing 0s allowed), got [2, 1, 6]: entry 1 = 1 is below 2");
+  tnd.qlen = &kCum3, tnd.kvlen = &shortEnd;
+  EXPECT(tnd.Error() ==
+         "fusion_attention: actual_seq_kvlen must end at key's T = 6 tokens, got [2, 4, 5] (ending at 5)");
+  tnd.kvlen = &two;
+  EXPECT(Contains(tnd.Error(), "must have one entry per batch"));
+  bad = c, bad.qlen = &kCum3;
+  EXPECT(Contains(bad.Error(), "are for input_layout='TND' only"));
+  // trailing zeros drop batches; a TND mask is [max S1, max S2]
+  const std::vector<int64_t> trailing{2, 6, 0, 0};
+  tnd.qlen = &trailing, tnd.kvlen = &trailing;
+  EXPECT(tnd.Error().empty() && tnd.Run().batch == 4);
+  EXPECT(AttentionLengths(trailing) == (std::vector<int64_t>{2, 4, 0, 0}));
+  tnd.mask = T({4, 4}, b1);
+  EXPECT(tnd.Error().empty());
+  tnd.mask = T({6, 6}, b1);
+  EXPECT(tnd.Error() ==
+         "fusion_attention: atten_mask must be [max S1, max S2] = [4, 4] for input_layout='TND', got "
+         "shape [6, 6]");
+  tnd.mask = T({2048, 2048}, b1), tnd.mode = 3;
+  EXPECT(tnd.Error().empty());
+  const std::vector<int64_t> longQ{3, 6}, shortK{2, 6};
+  tnd.qlen = &longQ, tnd.kvlen = &shortK;
+  EXPECT(tnd.Error() ==
+         "fusion_attention: sparse_mode 3 with input_layout='TND' needs S1 <= S2 in every sequence, got "
+         "S1 = 3, S2 = 2 in sequence 0");
+  // bands that keep no key anywhere, as torch_npu's tiling refuses them (only with a mask)
+  Call band = c;
+  band.mask = T({16, 16}, b1), band.pre = -20, band.next = 30;
+  EXPECT(band.Error() ==
+         "fusion_attention: pre_tockens = -20, next_tockens = 30 leave no valid block for sparse_mode 0 with S1 = 16, "
+         "S2 = 16");
+  band.pre = -4;
+  EXPECT(band.Error().empty());
+  band.mask = kNoMask, band.pre = -20;
+  EXPECT(band.Error().empty());  // no mask: the tokens are ignored
+  band.mask = T({1, 1, 2048, 2048}, b1), band.mode = 4, band.pre = 0, band.next = -17;
+  EXPECT(Contains(band.Error(), "leave no valid block for sparse_mode 4"));
+}
+
+// Every block size fits A2's buffers; the workspace holds two S slots, P and P V per group.
+void TestTilingLimits() {
+  for (DType t : {f16, bf16, f32})
+    for (int64_t d : {16, 64, 80, 128, 256}) {
+      Call c = Bnsd(1, 2, 1, 1000, 700, d, d, t);
+      const AttentionTiling a = c.Tile();
+      const AttentionTilingData& td = a.data;
+      const int64_t bytes = ElementBytes(t), d16 = (d + 15) / 16 * 16;
+      EXPECT(td.s1Block >= 32 && td.s2Block == 128 && td.qkChunk % 16 == 0 && td.pvChunk % 16 == 0);
+      EXPECT(int64_t(td.s1Block) * std::max<int64_t>(td.qkChunk, td.pvChunk) * bytes * 2 <= kA2L0aBytes);
+      EXPECT(int64_t(td.s2Block) * td.qkChunk * bytes * 2 <= kA2L0bBytes);
+      EXPECT(int64_t(td.pvChunk) * td.vPitch * bytes * 2 <= kA2L0bBytes);
+      EXPECT(int64_t(td.s1Block) * std::max<int64_t>(td.s2Block, td.vPitch) * 4 <= kA2L0cBytes);
+      EXPECT((int64_t(td.s1Block) * d16 * 2 + int64_t(td.s2Block) * td.vPitch + int64_t(td.s1Block) * td.s2Block) *
+                 bytes <=
+             kA2L1Bytes);
+      EXPECT(td.workspacePerGroup >=
+             2 * td.s1Block * td.s2Block * 4 + td.s1Block * td.s2Block * bytes + td.s1Block * td.vPitch * 4);
+      EXPECT(a.workspaceBytes == int64_t(a.blockDim) * td.workspacePerGroup);
+      EXPECT(td.tasks == 2 * ((1000 + td.s1Block - 1) / td.s1Block) && a.blockDim == std::min<int64_t>(td.tasks, 24));
+    }
+  EXPECT(Throws([] { Bnsd(1, 1, 1, 8, 8, 4096, 4096, f32).Tile(); }));
+  // a row pitch past the cube's 16-bit srcDValue
+  Call wide{T({1, 8, 512 * 128}), T({1, 8, 512 * 128}), T({1, 8, 512 * 128})};
+  wide.heads = 512, wide.layout = "BSH";
+  EXPECT(Throws([&] { wide.Tile(); }));
+  // nothing to compute
+  EXPECT(Bnsd(0, 2, 1, 8, 8, 64, 64).Tile().blockDim == 0);
+  EXPECT(Bnsd(1, 2, 1, 0, 8, 64, 64).Tile().blockDim == 0);
+}
+
+// The S2 blocks per task: all of them without a band; the causal modes skip the blocks above the diagonal,
+// bottom-right shifted by S2 - S1; a row block whose rows keep no key needs none.
+void TestBlocks() {
+  Call c = Bnsd(1, 1, 1, 512, 512, 64, 64);
+  AttentionTiling full = c.Tile();
+  const int64_t s1b = full.data.s1Block;
+  std::vector<int64_t> blocks = AttentionTaskBlocks(full);
+  EXPECT(int64_t(blocks.size()) == 512 / s1b);
+  EXPECT(std::all_of(blocks.begin(), blocks.end(), [](int64_t n) { return n == 4; }));
+  Call causal = c;
+  causal.mode = 2, causal.mask = T({2048, 2048}, b1);
+  AttentionTiling ct = causal.Tile();
+  blocks = AttentionTaskBlocks(ct);
+  int64_t total = 0;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    EXPECT(blocks[i] == (int64_t(i + 1) * s1b + 127) / 128);
+    total += blocks[i];
+  }
+  EXPECT(total < 4 * int64_t(blocks.size()));  // fewer blocks than the full problem
+  // bottom-right, S1 < S2: the last row block sees every key, the first the keys up to S2 - S1 + its rows
+  Call br = Bnsd(1, 1, 1, 128, 512, 64, 64);
+  br.mode = 3, br.mask = T({2048, 2048}, b1);
+  blocks = AttentionTaskBlocks(br.Tile());
+  EXPECT(blocks.back() == 4);
+  // bottom-right, S1 > S2: the first S1 - S2 rows keep no key
+  Call tall = Bnsd(1, 1, 1, 512, 64, 64, 64);
+  tall.mode = 3, tall.mask = T({2048, 2048}, b1);
+  AttentionTiling tt = tall.Tile();
+  blocks = AttentionTaskBlocks(tt);
+  EXPECT(blocks.front() == 0 && blocks.back() == 1);
+  int64_t lo, hi;
+  AttentionRowKeys(tt.data, 447, 512, 64, lo, hi);
+  EXPECT(lo == 0 && hi == 0);
+  AttentionRowKeys(tt.data, 448, 512, 64, lo, hi);
+  EXPECT(lo == 0 && hi == 1);
+  // band (mode 4): pre 10, next 0 keeps keys [i + off - 10, i + off]
+  Call band = Bnsd(1, 1, 1, 512, 512, 64, 64);
+  band.mode = 4, band.pre = 10, band.next = 0, band.mask = T({2048, 2048}, b1);
+  AttentionTiling bt = band.Tile();
+  AttentionRowKeys(bt.data, 300, 512, 512, lo, hi);
+  EXPECT(lo == 290 && hi == 301);
+  blocks = AttentionTaskBlocks(bt);
+  EXPECT(std::all_of(blocks.begin(), blocks.end(), [](int64_t n) { return n <= 2; }));
+  // no mask: sparse_mode and the tokens are ignored
+  Call ignored = c;
+  ignored.mode = 0, ignored.pre = 0, ignored.next = 0;
+  EXPECT(ignored.Tile().data.band == 0);
+  // TND: tasks per batch by its own length
+  const std::vector<int64_t> cum{1, 301, 301, 2349};
+  Call tnd{T({2349, 4, 64}), T({2349, 2, 64}), T({2349, 2, 64})};
+  tnd.heads = 4, tnd.layout = "TND", tnd.qlen = &cum, tnd.kvlen = &cum;
+  AttentionTiling nt = tnd.Tile();
+  const int64_t b = nt.data.s1Block;
+  EXPECT(nt.data.tasks == 4 * (1 + (300 + b - 1) / b + 0 + (2048 + b - 1) / b));
+  EXPECT(int64_t(AttentionTaskBlocks(nt).size()) == nt.data.tasks);
+  EXPECT((nt.varlenTable == std::vector<int64_t>{1, 301, 301, 2349, 1, 301, 301, 2349}));
+}
+
+}  // namespace
+
+int main() {
+  TestShapes();
+  TestErrors();
+  TestTilingLimits();
+  TestBlocks();
+  return expect::Report();
+}

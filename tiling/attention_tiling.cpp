@@ -1,0 +1,151 @@
+// Fused attention tiling: S1 blocks of 128 query rows (64 where the value's head dim would overflow L0C),
+// S2 blocks of 128 keys, the Mmads' K chunks sized to half of L0A / L0B (the queues hold two), and every
+// buffer checked against A2's L1, L0 and UB; one task per (batch, query head, S1 block), dealt round-robin
+// over the core groups.
+#include "attention_tiling.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "attention_blocks.h"
+#include "op_spec.h"
+
+namespace tiling {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+constexpr int64_t kS2Block = 128;
+constexpr int64_t kWorkspaceAlign = 512;
+// A band edge past every key: pre/next tokens of the causal modes.
+constexpr int64_t kNoBandEdge = int64_t(1) << 40;
+
+// Element strides (batch, head, row) of a [.., rows, heads, dim] operand in `layout`, `batch` batches.
+void Strides(AttentionLayout layout, int64_t batch, int64_t rows, int64_t heads, int64_t dim, int64_t& sb, int64_t& sn,
+             int64_t& ss) {
+  switch (layout) {
+    case kLayoutSBH: sb = heads * dim, sn = dim, ss = batch * heads * dim; break;
+    case kLayoutBNSD: sb = heads * rows * dim, sn = rows * dim, ss = dim; break;
+    case kLayoutTND: sb = 0, sn = dim, ss = heads * dim; break;
+    default: sb = rows * heads * dim, sn = dim, ss = heads * dim;  // BSH, BSND
+  }
+}
+
+// The AIV's UB bytes for `rows` query rows (attention.cpp's buffers, in its order).
+int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch) {
+  const int64_t rows8 = AlignUp(std::max<int64_t>(rows, 1), 8);
+  return rows * s2b * 4 * 2        // S, then O chunks; the mask bound, then P
+         + AlignUp(rows * s2b, 32)  // the mask's bytes
+         + rows * s2b * 2           // the mask as half
+         + rows * vPitch * 4        // O, accumulated in fp32
+         + s2b * 4 * 3              // the column ramp and two rows of band bounds
+         + vPitch * 4               // a row of sums
+         + std::max<int64_t>(rows8, 64) * 4 * 3  // old max, new max, rescale factor
+         + rows * kAttentionStatLanes * 4 * 2 + 64;  // max / sum rows out, reduction scratch
+}
+
+}  // namespace
+
+AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& platform) {
+  AttentionTiling out{};
+  AttentionTilingData& t = out.data;
+  const int64_t bytes = ElementBytes(p.dtype);
+  const int64_t d16 = AlignUp(p.headDim, 16), v16 = AlignUp(p.valueDim, 16);
+  t.batch = p.batch, t.heads = p.heads, t.kvHeads = p.kvHeads, t.headDim = p.headDim, t.valueDim = p.valueDim;
+  t.s1 = p.s1, t.s2 = p.s2;
+  t.varlen = p.layout == kLayoutTND, t.layout = p.layout;
+  const int64_t tq = t.varlen ? (p.cumQ.empty() ? 0 : p.cumQ.back()) : p.s1;
+  const int64_t tk = t.varlen ? (p.cumKv.empty() ? 0 : p.cumKv.back()) : p.s2;
+  Strides(p.layout, p.batch, tq, p.heads, p.headDim, t.qStrideB, t.qStrideN, t.qStrideS);
+  Strides(p.layout, p.batch, tk, p.kvHeads, p.headDim, t.kStrideB, t.kStrideN, t.kStrideS);
+  Strides(p.layout, p.batch, tk, p.kvHeads, p.valueDim, t.vStrideB, t.vStrideN, t.vStrideS);
+  Strides(p.layout, p.batch, tq, p.heads, p.valueDim, t.oStrideB, t.oStrideN, t.oStrideS);
+  t.scale = p.scale;
+
+  // Masks: no atten_mask, no masking (torch_npu ignores sparse_mode and the tokens then); modes 0 and 1
+  // read the full mask, modes 2-4 (and 0's tokens) are the band, computed, not read.
+  t.maskFull = p.maskDefined && p.sparseMode <= 1;
+  if (t.maskFull) {
+    const std::vector<int64_t>& m = p.maskShape;
+    t.maskStrideS = p.s2;
+    t.maskStrideN = m.size() == 4 && m[1] > 1 ? p.s1 * p.s2 : 0;
+    t.maskStrideB = m.size() == 4 && m[0] > 1 ? m[1] * p.s1 * p.s2 : 0;
+  }
+  if (p.maskDefined && p.sparseMode != 1) {
+    t.band = 1;
+    t.bottomRight = p.sparseMode == 3 || p.sparseMode == 4;
+    t.preTokens = p.sparseMode == 2 || p.sparseMode == 3 ? kNoBandEdge : p.preTokens;
+    t.nextTokens = p.sparseMode == 2 || p.sparseMode == 3 ? 0 : p.nextTokens;
+  }
+
+  // Block sizes: the largest S1 block whose buffers fit every level.
+  const int64_t l1 = platform.l1Bytes - 256, half0a = platform.l0aBytes / 2, half0b = platform.l0bBytes / 2;
+  const int64_t ub = kA2UbBudget;
+  t.s2Block = int32_t(kS2Block);
+  t.vPitch = int32_t(v16);
+  std::string why;
+  for (int64_t s1b : {128, 64, 32}) {
+    const int64_t rows = CeilDiv(s1b, 2);
+    const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, kS2Block) * bytes) / 16 * 16);
+    const int64_t pv = std::min<int64_t>(kS2Block, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
+    const int64_t l1Bytes = (s1b * d16 + kS2Block * d16 + kS2Block * v16 + s1b * kS2Block) * bytes;
+    if (qk < 16 || pv < 16) why = "L0A / L0B";
+    else if (l1Bytes > l1) why = "L1";
+    else if (s1b * std::max(kS2Block, v16) * 4 > int64_t(platform.l0cBytes)) why = "L0C";
+    else if (VectorUbBytes(rows, kS2Block, v16) > ub) why = "UB";
+    else {
+      t.s1Block = int32_t(s1b), t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv);
+      break;
+    }
+  }
+  if (t.s1Block == 0)
+    throw TilingError("head dims D = " + std::to_string(p.headDim) + ", Dv = " + std::to_string(p.valueDim) + " in " +
+                      DTypeName(p.dtype) + " leave no attention block that fits " + why);
+  // Nd2Nz takes a row pitch of at most 65535 elements (A2's 16-bit srcDValue).
+  const int64_t pitch = std::max({t.qStrideS, t.kStrideS, t.vStrideS});
+  if (pitch > 65535)
+    throw TilingError("a row pitch of " + std::to_string(pitch) +
+                      " elements (rows of every head and batch, by layout) exceeds the cube's 65535 (use BNSD)");
+
+  int64_t tasks = 0;
+  if (t.varlen) {
+    int64_t prev = 0;
+    for (int64_t end : p.cumQ) tasks += p.heads * CeilDiv(end - prev, t.s1Block), prev = end;
+    out.varlenTable = p.cumQ;
+    out.varlenTable.insert(out.varlenTable.end(), p.cumKv.begin(), p.cumKv.end());
+  } else {
+    tasks = p.batch * p.heads * CeilDiv(p.s1, t.s1Block);
+  }
+  t.tasks = tasks;
+  t.sSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * 4, kWorkspaceAlign);
+  t.pOffset = 2 * t.sSlotBytes;
+  t.oOffset = t.pOffset + AlignUp(int64_t(t.s1Block) * t.s2Block * bytes, kWorkspaceAlign);
+  t.workspacePerGroup = t.oOffset + AlignUp(int64_t(t.s1Block) * v16 * 4, kWorkspaceAlign);
+  out.blockDim = uint32_t(std::min<int64_t>(tasks, platform.cubeCores));
+  t.blockDim = int32_t(out.blockDim);
+  out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;
+  return out;
+}
+
+std::vector<int64_t> AttentionTaskBlocks(const AttentionTiling& tiling) {
+  const AttentionTilingData& t = tiling.data;
+  std::vector<int64_t> blocks;
+  const int64_t batches = t.varlen ? int64_t(tiling.varlenTable.size() / 2) : t.batch;
+  int64_t prevQ = 0, prevK = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t s1 = t.varlen ? tiling.varlenTable[size_t(b)] - prevQ : t.s1;
+    const int64_t s2 = t.varlen ? tiling.varlenTable[size_t(batches + b)] - prevK : t.s2;
+    if (t.varlen) prevQ = tiling.varlenTable[size_t(b)], prevK = tiling.varlenTable[size_t(batches + b)];
+    for (int64_t n = 0; n < t.heads; ++n)
+      for (int64_t i0 = 0; i0 < s1; i0 += t.s1Block) {
+        int64_t first, count;
+        AttentionS2Blocks(t, i0, std::min<int64_t>(s1, i0 + t.s1Block), s1, s2, first, count);
+        blocks.push_back(count);
+      }
+  }
+  return blocks;
+}
+
+}  // namespace tiling

@@ -1,0 +1,39 @@
+// Host tiling of the fused attention forward (FlashAttention-2 on one AIC and its two AIVs per task):
+// a pure function of the problem and the chip's cube cores.
+#pragma once
+#include <vector>
+
+#include "attention_tiling_data.h"
+#include "grouped_matmul_tiling.h"  // CubePlatform: the cube cores and their L1 / L0 buffers
+#include "platform.h"
+
+namespace tiling {
+
+// The problem after the argument checks (attention_problem.h), in elements.
+struct AttentionProblem {
+  AttentionLayout layout;
+  DType dtype;
+  int64_t batch, heads, kvHeads, headDim, valueDim;
+  int64_t s1, s2;                    // per batch (TND: the longest)
+  std::vector<int64_t> cumQ, cumKv;  // TND: cumulative ends, one per batch (else empty)
+  float scale;
+  int64_t sparseMode, preTokens, nextTokens;
+  bool maskDefined;
+  std::vector<int64_t> maskShape;  // atten_mask's shape when defined
+};
+
+struct AttentionTiling {
+  AttentionTilingData data;
+  uint32_t blockDim;                // core groups; 0: nothing to compute
+  int64_t workspaceBytes;           // user workspace (the launch adds the system workspace before it)
+  std::vector<int64_t> varlenTable;  // TND: cumQ then cumKv, the int64s that follow `data` in GM
+};
+
+// The tiling for `problem` on `platform`'s cube cores (one group per cube core), or a TilingError when a
+// head dim leaves no block sizes that fit L1 / L0 / UB.
+AttentionTiling TileAttention(const AttentionProblem& problem, const CubePlatform& platform);
+
+// The S2 blocks every task needs, in task order (tests and the harness count the work the band skips).
+std::vector<int64_t> AttentionTaskBlocks(const AttentionTiling& t);
+
+}  // namespace tiling

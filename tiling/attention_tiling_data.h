@@ -1,0 +1,56 @@
+// Tiling data shared by the host tiling (attention_tiling.cpp) and the FlashAttention-2 mix kernel
+// (csrc/kernels/attention.cpp). The work is B x N1 x S1 blocks ("tasks"), task t done by core group
+// t % blockDim (one AIC and its two AIVs); a task walks the S2 blocks its rows need (AttentionS2Blocks,
+// attention_blocks.h), never split across groups. Varlen (TND) batches: the tiling bytes go on after this
+// struct with int64 cumulative query ends [batch], then key ends [batch] (torch_npu's actual_seq_qlen /
+// actual_seq_kvlen, no leading 0), which the kernel reads from GM.
+#pragma once
+#include <cstdint>
+
+#include "kernel_dtypes.h"
+
+// The kernel entries, one per dtype of query/key/value (tiling/kernel_dtypes.h says how they are read).
+#define FUSION_ATTENTION_DTYPES ASCENDC_FLOAT_DTYPES
+#define FUSION_ATTENTION_PARAMS(GM) \
+  GM query, GM key, GM value, GM attenMask, GM attentionOut, GM softmaxMax, GM softmaxSum, GM workspace, GM tiling
+
+// torch_npu's input_layout values, as the tiling stores them.
+enum AttentionLayout : int32_t { kLayoutBSH = 0, kLayoutSBH, kLayoutBSND, kLayoutBNSD, kLayoutTND };
+
+// softmax_max / softmax_sum repeat each row's value this many times (torch_npu's [B, N, S, 8]).
+constexpr int64_t kAttentionStatLanes = 8;
+
+struct AttentionTilingData {
+  int64_t batch;     // B
+  int64_t heads;     // N1: query heads
+  int64_t kvHeads;   // N2: key/value heads (N1 % N2 == 0; query head n reads kv head n / (N1 / N2))
+  int64_t headDim;   // D of query and key
+  int64_t valueDim;  // Dv of value and the output (<= D)
+  int64_t s1, s2;    // query / key rows per batch (TND: unused, the cumulative table holds them)
+  int32_t varlen;    // 1: TND, per-batch lengths from the table after this struct
+  int32_t layout;    // AttentionLayout
+  // Element strides in GM of a batch, a head and a row (TND: batch stride 0, rows counted from the
+  // batch's first token). out is laid out as query with Dv for D.
+  int64_t qStrideB, qStrideN, qStrideS;
+  int64_t kStrideB, kStrideN, kStrideS;
+  int64_t vStrideB, vStrideN, vStrideS;
+  int64_t oStrideB, oStrideN, oStrideS;
+  float scale;
+  int32_t maskFull;  // 1: atten_mask [.., S1, S2] (bool, True = masked) is read from GM
+  int64_t maskStrideB, maskStrideN, maskStrideS;  // elements; 0 for a dimension the mask broadcasts
+  // The band (sparse modes 2, 3, 4, and 0 with a mask): row i keeps keys j with
+  // i + offset - preTokens <= j <= i + offset + nextTokens, offset = S2 - S1 when bottomRight, else 0.
+  int32_t band;
+  int32_t bottomRight;
+  int64_t preTokens, nextTokens;
+  int32_t s1Block;  // query rows of one task (each AIV takes half)
+  int32_t s2Block;  // keys of one S block
+  int32_t qkChunk;  // D columns of one Q K^T Mmad (L0A/L0B)
+  int32_t pvChunk;  // keys of one P V Mmad
+  int64_t tasks;    // B x N1 x S1 blocks (TND: summed over the batches)
+  // Each group's GM workspace (bytes from the user workspace): two fp32 S slots, P in the input dtype,
+  // the fp32 P V of one block.
+  int64_t workspacePerGroup, sSlotBytes, pOffset, oOffset;
+  int32_t vPitch;  // Dv rounded up to 16: the row pitch of P V in the workspace and of O in UB
+  int32_t blockDim;
+};
