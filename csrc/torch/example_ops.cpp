@@ -21,9 +21,8 @@ constexpr int64_t kM = 48, kK = 64, kN = 32;
 void CheckInput(const at::Tensor& t, const char* name, at::ScalarType dtype, at::IntArrayRef shape) {
   TORCH_CHECK_VALUE(t.device().is_cpu(), "mix_matmul_epilogue_example: ", name, " must be on the CPU (the twin), got ",
                     t.device());
-  TORCH_CHECK_VALUE(t.scalar_type() == dtype && t.sizes() == shape, "mix_matmul_epilogue_example: ", name,
-                    " must be ", dtype, " ", shape, " (the example's fixed shape), got ", t.scalar_type(), " ",
-                    t.sizes());
+  TORCH_CHECK_VALUE(t.scalar_type() == dtype && t.sizes() == shape, "mix_matmul_epilogue_example: ", name, " must be ",
+                    dtype, " ", shape, " (the example's fixed shape), got ", t.scalar_type(), " ", t.sizes());
 }
 
 at::Tensor MixMatmulEpilogueExample(const at::Tensor& a, const at::Tensor& b, const at::Tensor& bias, double scale) {
