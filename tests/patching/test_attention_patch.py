@@ -141,19 +141,46 @@ def test_packed_sequences(collator_kwargs):
 def test_cu_seq_lens_run_tnd():
     lengths = [4, 9]
     x, pos, cu = _packed_inputs(lengths)
-    layouts = []
-    real = torch.ops.custom.fusion_attention.default
-
-    def spy(*args):
-        layouts.append(args[4])
-        return real(*args)
-
+    seen = []
     model = patched(build("llama"))
     kw = dict(use_cache=False, position_ids=pos, cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=9, max_length_k=9)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(torch.ops.custom.fusion_attention, "default", spy)
+        _spy_args(mp, seen)
         logits(model, x, **kw)
-    assert layouts == ["TND"] * model.config.num_hidden_layers
+    assert [a[0] for a in seen] == ["TND"] * model.config.num_hidden_layers
+    assert seen[0][5:] == ([4, 13], [4, 13], 3)
+
+
+def _spy_args(mp, seen):
+    real = torch.ops.custom.fusion_attention.default
+
+    def spy(*args):
+        seen.append(args[4:])
+        return real(*args)
+
+    mp.setattr(torch.ops.custom.fusion_attention, "default", spy)
+
+
+def test_sliding_window_band():
+    """Mistral's window of 5 over 12 tokens: the mask and the band pre_tockens 4 / next_tockens 0 together."""
+    model = patched(build("mistral"))
+    seen = []
+    with pytest.MonkeyPatch.context() as mp:
+        _spy_args(mp, seen)
+        logits(model, ids(seq=12), use_cache=False)
+    assert [a[3:5] for a in seen] == [(4, 0)] * 2 and all(a[1] is not None for a in seen), seen
+
+
+def test_band_only_where_the_mask_agrees():
+    """A sliding_window kwarg whose mask does not mask outside the window (a plain causal mask): no band."""
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 8, 16, generator=gen) for _ in range(3))
+    causal = torch.ones(8, 8, dtype=torch.bool).tril().expand(1, 1, 8, 8)
+    module = torch.nn.Module()
+    module.is_causal = True
+    ours, _ = A.fused_attention_forward(module, q, k, v, causal, scaling=0.25, sliding_window=3)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal, scale=0.25)
+    torch.testing.assert_close(ours, ref.transpose(1, 2), atol=1e-5, rtol=1e-5)
 
 
 def test_user_float_masks():

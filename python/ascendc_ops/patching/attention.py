@@ -14,7 +14,10 @@ The mask translation, as HF's ``sdpa_attention_forward`` reads the same masks:
   the compressed 2048 x 2048 ``triu(1)`` mask (== mode 3 when Sq == Skv); Sq == 1 or a non-causal layer: no mask.
 - a bool mask (True = attend; padding, chunked prefill against a cache, sliding windows, the block-diagonal mask of
   position_ids-packed sequences: HF put all of it in the mask) -> ``atten_mask = ~mask`` ([B, 1, Sq, Skv] as BNSS /
-  B1SS), sparse_mode 0, no band.
+  B1SS), sparse_mode 0; on a causal sliding-window layer (the ``sliding_window`` kwarg) with Sq == Skv, also the
+  band ``pre_tockens = window - 1``, ``next_tockens = 0`` when the mask already masks everything outside it
+  (checked), so the kernel skips those blocks (mode 4 would take no padding mask and counts from the bottom-right:
+  the mask is kept as the source of truth).
 - a float mask (a user's prepared 4-D additive mask) of 0 and -inf / the dtype's minimum only -> ``mask < 0``; other
   values (a bias) cannot be a boolean mask -> the call runs HF's sdpa.
 - ``cu_seq_lens_q`` / ``cu_seq_lens_k`` (a flattening collator's kwargs, B = 1) on a causal layer without a window ->
@@ -95,6 +98,17 @@ def _fallback(why: str, module, query, key, value, mask, dropout, scaling, kwarg
     return sdpa_attention_forward(module, query, key, value, mask, dropout=dropout, scaling=scaling, **kwargs)
 
 
+def _band(mask: torch.Tensor, window, causal: bool) -> int:
+    """pre_tockens for a sliding-window layer's mask (next_tockens 0): the band lets the kernel skip the blocks
+    outside the window. Only where the band masks nothing the mask does not (a causal square mask, every key
+    ``window`` or more before its query masked), so the mask stays the one source of truth; else none."""
+    s_q, s_kv = mask.shape[-2:]
+    if not (causal and isinstance(window, int) and 0 < window < s_kv == s_q) or torch.compiler.is_compiling():
+        return 2147483647
+    outside = torch.ones(s_q, s_kv, dtype=torch.bool, device=mask.device).tril(-window)
+    return window - 1 if bool(mask[..., outside].all()) else 2147483647
+
+
 def _packed(query, kwargs) -> tuple[list[int], list[int]] | None:
     """The cumulative lengths (no leading 0) of a flattening collator's packed batch, or None."""
     cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
@@ -138,9 +152,11 @@ def fused_attention_forward(
     if mask is None and causal and s_q > 1:  # sdpa's is_causal: top-left
         out = op(q, k, v, heads, "BNSD", _compressed_mask(q.device), scale, 2147483647, 0, None, None, 2)[0]
     else:
+        pre = 2147483647
         if mask is not None:
             mask = mask.expand(query.shape[0], mask.shape[1], s_q, s_kv).contiguous()  # BNSS or B1SS
-        out = op(q, k, v, heads, "BNSD", mask, scale)[0]
+            pre = _band(mask, kwargs.get("sliding_window"), causal)
+        out = op(q, k, v, heads, "BNSD", mask, scale, pre, 2147483647 if pre == 2147483647 else 0)[0]
     return out.transpose(1, 2), None
 
 
