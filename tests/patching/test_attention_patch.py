@@ -250,7 +250,7 @@ def test_softcapping_is_refused():
     model = transformers.Gemma2ForCausalLM(cfg).eval()
     before = model.config._attn_implementation
     report = K.apply_kernel(KERNEL, model)
-    assert report.applied == [] and "softcapping" in report.skipped[KERNEL], report
+    assert report.applied == [] and "softcap" in report.skipped[KERNEL], report
     assert model.config._attn_implementation == before
 
 

@@ -23,18 +23,23 @@ The mask translation, as HF's ``sdpa_attention_forward`` reads the same masks:
 - ``cu_seq_lens_q`` / ``cu_seq_lens_k`` (a flattening collator's kwargs, B = 1) on a causal layer without a window ->
   TND with ``actual_seq_qlen / kvlen = cu_seq_lens[1:]``, sparse_mode 3 per sequence.
 
-Left unpatched at apply (the reason in the report): softcapping (``attn_logit_softcapping``), attention sinks
-(a ``sinks`` parameter), attention layers that do not call the interface. Run on HF's sdpa at call time, with a
-warning naming the reason once (``FALLBACKS`` counts them): a call that needs gradients (the op has no backward
-yet), dropout > 0, ``position_bias``, a paged cache, ``output_attentions``, dtypes / head shapes the op does not
-take, float masks with other values. Not in ``"auto"`` until the backward exists: request it by id.
+Left unpatched at apply (the reason in the report), by structure: models whose class does not declare
+transformers' ``_supports_attention_backend``; attention layers passing the function keywords we cannot honour
+(``softcap``, ``s_aux`` / ``sinks``, ``position_bias``, a sparse indexer's ``indices``) or branching on the
+implementation's name; softcapping in the config (``attn_logit_softcapping``); a ``sinks`` parameter.
+Run on HF's sdpa at call time, with a warning naming the reason once (``FALLBACKS`` counts them): a call that
+needs gradients (the op has no backward yet), dropout > 0, ``position_bias``, a paged cache, ``output_attentions``,
+dtypes / head shapes the op does not take, float masks with other values. Not in ``"auto"`` until the backward
+exists: request it by id.
 """
 
 from __future__ import annotations
 
+import ast
 import collections
 import inspect
 import math
+import textwrap
 
 import torch
 from torch import nn
@@ -46,6 +51,11 @@ from .report import logger
 ATTN_IMPL = "ascendc_fused_attention"
 CONFIG_ATTR = "_attn_implementation_internal"
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
+# the keywords an attention layer may pass that we read (or that make the call run sdpa: output_attentions)
+_READ_KWARGS = frozenset(
+    ("dropout", "scaling", "is_causal", "attention_mask", "sliding_window", "position_ids", "output_attentions")
+    + ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "query", "key", "value")
+)
 # reason -> calls that ran HF's sdpa instead of our op (a warning is logged the first time per reason)
 FALLBACKS: collections.Counter = collections.Counter()
 _causal_masks: dict[torch.device, torch.Tensor] = {}
@@ -147,7 +157,7 @@ def fused_attention_forward(
     if packed is not None:
         q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # [T, N, D]
         out = op(q, k, v, heads, "TND", _compressed_mask(q.device), scale, 2147483647, 0, packed[0], packed[1], 3)[0]
-        return out.unsqueeze(0), None
+        return out.unsqueeze(0), None  # [1, T, N, D], contiguous
     q, k, v = (t.contiguous() for t in (query, key, value))
     if mask is None and causal and s_q > 1:  # sdpa's is_causal: top-left
         out = op(q, k, v, heads, "BNSD", _compressed_mask(q.device), scale, 2147483647, 0, None, None, 2)[0]
@@ -157,7 +167,7 @@ def fused_attention_forward(
             mask = mask.expand(query.shape[0], mask.shape[1], s_q, s_kv).contiguous()  # BNSS or B1SS
             pre = _band(mask, kwargs.get("sliding_window"), causal)
         out = op(q, k, v, heads, "BNSD", mask, scale, pre, 2147483647 if pre == 2147483647 else 0)[0]
-    return out.transpose(1, 2), None
+    return out.transpose(1, 2).contiguous(), None  # as sdpa's: layers view it as [B, S, N * D]
 
 
 def _register() -> bool:
@@ -176,13 +186,38 @@ def _register() -> bool:
 REGISTERED = _register()
 
 
+def _forward_tree(cls: type) -> ast.Module | None:
+    try:
+        return ast.parse(textwrap.dedent(inspect.getsource(cls.forward)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+
+
 def _calls_interface(cls: type) -> bool:
     """Whether the class's forward dispatches through HF's attention interface (by its source)."""
-    try:
-        src = inspect.getsource(cls.forward)
-    except (OSError, TypeError):
-        return False
-    return "ALL_ATTENTION_FUNCTIONS" in src or "attention_interface" in src
+    tree = _forward_tree(cls)
+    return tree is not None and any(
+        isinstance(n, ast.Name) and n.id == "ALL_ATTENTION_FUNCTIONS" for n in ast.walk(tree)
+    )
+
+
+def _unread_arguments(cls: type) -> str | None:
+    """Why the class's call of the attention function asks for what fusion_attention cannot give (None: it
+    does not): keywords outside what we read or run elsewhere (softcap, sinks / s_aux, position_bias, a sparse
+    indexer's indices), or a forward that branches on the implementation's name (DeepSeek-V3.2's indexer goes
+    into the mask only for "eager" / "sdpa", other names get ``indices`` to consume)."""
+    tree = _forward_tree(cls)
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "attention_interface":
+            extra = sorted(k.arg for k in n.keywords if k.arg and k.arg not in _READ_KWARGS)
+            if extra:
+                kws = ", ".join(f"{k}=" for k in extra)
+                return f"passes {kws} to the attention function: fusion_attention has no such input"
+        if isinstance(n, ast.Compare) and any(
+            isinstance(x, ast.Attribute) and x.attr == "_attn_implementation" for x in (n.left, *n.comparators)
+        ):
+            return "its forward branches on config._attn_implementation (another name would change what it computes)"
+    return None
 
 
 def _attention_modules(model: nn.Module):
@@ -193,6 +228,8 @@ def _attention_modules(model: nn.Module):
 
 
 def _unsupported_model(m: nn.Module) -> str | None:
+    if (why := _unread_arguments(type(m))) is not None:
+        return why
     cfg = m.config
     softcap = getattr(cfg, "attn_logit_softcapping", None) or getattr(m, "attn_logit_softcapping", None)
     checks = (
@@ -215,6 +252,11 @@ def find(model: nn.Module) -> Found:
             found.refused[type(m).__name__] = why
             continue
         configs.setdefault(id(m.config), m.config)
+    for _, m in model.named_modules():  # transformers' own flag for taking any AttentionInterface function
+        if getattr(type(m), "_supports_attention_backend", True) is False and id(getattr(m, "config", None)) in configs:
+            found.refused[type(m).__name__] = (
+                "its class does not declare _supports_attention_backend (transformers: no custom attention functions)"
+            )
     # one setting per config object, read by every layer and by the mask builder: all layers or none
     found.targets = [] if found.refused else list(configs.values())
     if found.targets and model.__dict__.get("config") is not None:
