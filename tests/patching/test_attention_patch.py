@@ -23,7 +23,7 @@ from test_patching import ids, tiny  # noqa: E402
 from training import CompileRecorder  # noqa: E402
 
 KERNEL = "fused_attention"
-NO_BACKWARD = "fusion_attention has no backward yet"
+NO_BACKWARD = A.NO_BACKWARD
 FAMILIES = {"llama": {}, "qwen2": {}, "mistral": {"sliding_window": 5}}
 
 
@@ -210,10 +210,13 @@ def test_calls_needing_gradients_run_sdpa():
     ref = copy.deepcopy(model)
     ref.config._attn_implementation = "sdpa"
     ref(x, labels=x).loss.backward()
-    patched(model)
+    report = K.apply_kernel(KERNEL, model)
+    assert report.applied == [KERNEL] and report.left == {
+        KERNEL: {"training": f"{NO_BACKWARD}: calls needing gradients run HF's sdpa"}
+    }, report
     A.FALLBACKS.clear()
     model(x, labels=x).loss.backward()
-    assert list(A.FALLBACKS) == ["gradients are needed and fusion_attention has no backward yet"]
+    assert list(A.FALLBACKS) == [f"gradients are needed and {NO_BACKWARD}"]
     for (n, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
         torch.testing.assert_close(p.grad, q.grad, msg=n)
 

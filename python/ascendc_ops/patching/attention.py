@@ -49,6 +49,7 @@ from .base import Found, KernelSkip, set_instance_attr
 from .report import logger
 
 ATTN_IMPL = "ascendc_fused_attention"
+NO_BACKWARD = "fusion_attention has no backward yet"
 CONFIG_ATTR = "_attn_implementation_internal"
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # the keywords an attention layer may pass that we read (or that make the call run sdpa: output_attentions)
@@ -83,7 +84,7 @@ def _unsupported_call(module, query, key, value, mask, dropout, kwargs) -> str |
     """Why this call cannot run on our op (None: it can)."""
     checks = (
         (torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)),
-         "gradients are needed and fusion_attention has no backward yet"),
+         f"gradients are needed and {NO_BACKWARD}"),
         (dropout > 0, f"dropout={dropout:g}"),
         (kwargs.get("position_bias") is not None, "a position_bias"),
         (kwargs.get("cache") is not None, "a paged cache"),
@@ -262,6 +263,8 @@ def find(model: nn.Module) -> Found:
     if found.targets and model.__dict__.get("config") is not None:
         top = model.config
         found.targets = list({id(c): c for c in [top, *found.targets]}.values())
+    if found.targets and model.training:  # said in the report (left), the layers patched for inference
+        found.refused["training"] = f"{NO_BACKWARD}: calls needing gradients run HF's sdpa"
     return found
 
 
