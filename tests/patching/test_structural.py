@@ -190,7 +190,7 @@ def test_coverage_rows_for_a_handful():
     assert rows["gpt_oss"].status == "pass" and "fused_moe" not in rows["gpt_oss"].applied
     assert "interleaved" in rows["gpt_oss"].left["fused_moe"], rows["gpt_oss"].left
     assert rows["llama"].attention.startswith("pass (2) "), rows["llama"].attention
-    assert rows["gpt_oss"].attention.startswith("- (") and "sinks" in rows["gpt_oss"].attention
+    assert rows["gpt_oss"].attention.startswith("- (") and "s_aux=" in rows["gpt_oss"].attention
     assert rows["gemma3"].model_class == "Gemma3ForConditionalGeneration"
     assert rows["gemma3"].status == "pass" and "fused_rope" in rows["gemma3"].applied, rows["gemma3"]
     assert rows["qwen3_5"].status == "pass" and "fused_swiglu" in rows["qwen3_5"].applied, rows["qwen3_5"]
