@@ -80,10 +80,16 @@ def _boolean_mask(mask: torch.Tensor) -> torch.Tensor | None:
     return blocked if bool(((mask == 0) | blocked).all()) else None
 
 
+def has_backward() -> bool:
+    """Whether custom::fusion_attention has an autograd formula (registered by ascendc_ops.ops.attention once the
+    backward exists): until then a call needing gradients runs sdpa."""
+    return torch._C._dispatch_has_kernel_for_dispatch_key("custom::fusion_attention", "Autograd")
+
+
 def _unsupported_call(module, query, key, value, mask, dropout, kwargs) -> str | None:
     """Why this call cannot run on our op (None: it can)."""
     checks = (
-        (torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)),
+        (torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)) and not _HAS_BACKWARD,
          f"gradients are needed and {NO_BACKWARD}"),
         (dropout > 0, f"dropout={dropout:g}"),
         (kwargs.get("position_bias") is not None, "a position_bias"),
@@ -185,6 +191,7 @@ def _register() -> bool:
 
 
 REGISTERED = _register()
+_HAS_BACKWARD = has_backward()  # read once: the check runs on every call, also under torch.compile
 
 
 def _forward_tree(cls: type) -> ast.Module | None:
@@ -263,7 +270,9 @@ def find(model: nn.Module) -> Found:
     if found.targets and model.__dict__.get("config") is not None:
         top = model.config
         found.targets = list({id(c): c for c in [top, *found.targets]}.values())
-    if found.targets and model.training:  # said in the report (left), the layers patched for inference
+    if (
+        found.targets and model.training and not _HAS_BACKWARD
+    ):  # said in the report (left), the layers patched for inference
         found.refused["training"] = f"{NO_BACKWARD}: calls needing gradients run HF's sdpa"
     return found
 
