@@ -4,8 +4,9 @@ Inference parity against the unpatched model (logits by the fp32 double benchmar
 unpatched model in float64) for Llama, Qwen2 (GQA) and Mistral with a sliding window shorter than the sequence;
 the op running once per layer; greedy generation with a KV cache (tokens identical), a left-padded batch, packed
 sequences (position_ids restarting: HF's block mask; a flattening collator's cu_seq_lens: TND), user 4-D float
-masks, torch.compile(fullgraph=True); what is refused (softcapping at apply, a bias mask or a call needing
-gradients at call time, on HF's sdpa) and revert. Gradients and training steps wait for the op's backward."""
+masks, bf16, torch.compile(fullgraph=True); what is refused (softcapping at apply, a bias mask, a mask of another
+shape or a call needing gradients at call time, on HF's sdpa) and revert. Gradient parity and 20 training steps
+are skipped, with the reason, until the op has its backward."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from ascendc_ops.patching import attention as A, coverage  # noqa: E402
-from test_patching import fwd_bwd, ids, tiny  # noqa: E402
+from test_patching import fwd_bwd, ids, max_rel, tiny  # noqa: E402
 from training import CompileRecorder  # noqa: E402
 
 KERNEL = "fused_attention"
@@ -69,6 +70,28 @@ def test_logits_parity_and_op_per_layer(family):
         ours = logits(model, x)
     assert c.calls["custom::fusion_attention"] == model.config.num_hidden_layers and not A.FALLBACKS, c.calls
     assert_parity(ours, ref, gold)
+
+
+@pytest.mark.parametrize("family", ["llama", "mistral"])
+def test_bf16_logits(family):
+    """bf16 models, the op in bf16 (P in bf16, fp32 accumulation): test_patching's bf16 bound (Liger-Kernel's)."""
+    model = build(family, dtype=torch.bfloat16)
+    x = ids(seq=12)
+    ref = logits(model, x)
+    with Calls() as c:
+        ours = logits(patched(model), x)
+    assert c.calls["custom::fusion_attention"] == model.config.num_hidden_layers
+    assert max_rel(ours, ref) <= 3e-2
+
+
+def test_a_mask_of_another_shape_runs_sdpa():
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 4, 16, generator=gen) for _ in range(3))
+    wide = torch.ones(1, 1, 4, 6, dtype=torch.bool)  # more key columns than keys
+    A.FALLBACKS.clear()
+    with pytest.raises(RuntimeError):  # sdpa refuses it too: never our op on a mask it would misread
+        A.fused_attention_forward(torch.nn.Module(), q, k, v, wide, scaling=0.25)
+    assert list(A.FALLBACKS) == ["a mask of shape (1, 1, 4, 6)"]
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))

@@ -86,6 +86,16 @@ def has_backward() -> bool:
     return torch._C._dispatch_has_kernel_for_dispatch_key("custom::fusion_attention", "Autograd")
 
 
+def _mask_shape_ok(mask: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> bool:
+    """[B or 1, 1 or Nq, Sq, Skv]: what B1SS / BNSS take after broadcasting the batch."""
+    return (
+        mask.dim() == 4
+        and mask.shape[0] in (1, query.shape[0])
+        and mask.shape[1] in (1, query.shape[1])
+        and tuple(mask.shape[2:]) == (query.shape[2], key.shape[2])
+    )
+
+
 def _unsupported_call(module, query, key, value, mask, dropout, kwargs) -> str | None:
     """Why this call cannot run on our op (None: it can)."""
     checks = (
@@ -100,7 +110,7 @@ def _unsupported_call(module, query, key, value, mask, dropout, kwargs) -> str |
         (query.shape[-1] != key.shape[-1] or value.shape[-1] > key.shape[-1],
          f"head dims q {query.shape[-1]}, k {key.shape[-1]}, v {value.shape[-1]}"),
         (query.shape[1] % key.shape[1] != 0, f"{query.shape[1]} query heads over {key.shape[1]} key heads"),
-        (mask is not None and (mask.dim() != 4 or mask.shape[1] not in (1, query.shape[1])),
+        (mask is not None and not _mask_shape_ok(mask, query, key),
          f"a mask of shape {tuple(mask.shape) if mask is not None else None}"),
     )  # fmt: skip
     return next((why for bad, why in checks if bad), None)
