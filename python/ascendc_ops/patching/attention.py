@@ -136,13 +136,17 @@ def _band(mask: torch.Tensor, window, causal: bool) -> int:
     return window - 1 if bool(mask[..., outside].all()) else 2147483647
 
 
-def _packed(query, kwargs) -> tuple[list[int], list[int]] | None:
-    """The cumulative lengths (no leading 0) of a flattening collator's packed batch, or None."""
+def _packed(query, key, kwargs) -> tuple[list[int], list[int]] | None:
+    """The cumulative lengths (no leading 0) of a flattening collator's packed batch, or None (they do not add up
+    to the tokens given, or a sequence has more queries than keys: not one causal square per sequence)."""
     cu_q, cu_k = kwargs.get("cu_seq_lens_q"), kwargs.get("cu_seq_lens_k")
     if cu_q is None or cu_k is None or query.shape[0] != 1 or kwargs.get("sliding_window") is not None:
         return None
     q, k = [int(x) for x in cu_q[1:].tolist()], [int(x) for x in cu_k[1:].tolist()]
-    return (q, k) if q and q[-1] == query.shape[2] and k[-1] == query.shape[2] else None
+    lens = zip(q, [0, *q], k, [0, *k], strict=False)
+    if not q or len(q) != len(k) or any(a - a0 > b - b0 for a, a0, b, b0 in lens):
+        return None
+    return (q, k) if q[-1] == query.shape[2] and k[-1] == key.shape[2] else None
 
 
 def fused_attention_forward(
@@ -170,7 +174,7 @@ def fused_attention_forward(
     scale = scaling if scaling is not None else 1.0 / math.sqrt(dim)
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     op = torch.ops.custom.fusion_attention.default
-    packed = _packed(query, kwargs) if causal and not torch.compiler.is_compiling() else None
+    packed = _packed(query, key, kwargs) if causal and not torch.compiler.is_compiling() else None
     if packed is not None:
         q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # [T, N, D]
         out = op(q, k, v, heads, "TND", _compressed_mask(q.device), scale, 2147483647, 0, packed[0], packed[1], 3)[0]
