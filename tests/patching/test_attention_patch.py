@@ -20,7 +20,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from ascendc_ops.patching import attention as A, coverage  # noqa: E402
-from test_patching import fwd_bwd, ids, max_rel, tiny  # noqa: E402
+from test_patching import ALL, fwd_bwd, ids, max_rel, tiny  # noqa: E402
 from training import CompileRecorder  # noqa: E402
 
 KERNEL = "fused_attention"
@@ -296,11 +296,15 @@ def test_torch_compile_fullgraph_inference():
     model = build("qwen2")
     x = ids(seq=12)
     ref = logits(model, x)
-    patched(model)
+    report = K.apply_default_kernels(model, include_kernels=[*ALL, KERNEL])  # with the other kernels
+    assert report.applied == [*ALL, KERNEL], report
     rec = CompileRecorder()
     with torch.no_grad():
         out = torch.compile(model, fullgraph=True, backend=rec)(x).logits.double()  # a graph break is an error
-    assert len(rec.graphs) == 1 and any(o.startswith("custom.fusion_attention") for o in rec.ops()), rec.ops()
+    ops = rec.ops()
+    assert len(rec.graphs) == 1, len(rec.graphs)
+    for op in ("custom.fusion_attention", "custom.apply_rotary_pos_emb", "custom.rms_norm", "custom.add_rms_norm"):
+        assert any(o.startswith(op) for o in ops), (op, sorted(ops))
     torch.testing.assert_close(out, ref, atol=1e-5, rtol=1e-4)
     torch._dynamo.reset()
 
