@@ -68,7 +68,8 @@ def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport, disabled:
     report.applied.append(kernel.id)
     if found.refused:
         report.left[kernel.id] = dict(found.refused)
-    report.patched_modules[kernel.id] = sum(r.name == "forward" for r in records) or _moe.routed_modules(model)
+    routed = kernel.routed or _moe.routed_modules
+    report.patched_modules[kernel.id] = sum(r.name == "forward" for r in records) or routed(model)
 
 
 def apply_kernel(kernel_id: str, model: nn.Module) -> KernelReport:
@@ -86,7 +87,8 @@ def apply_default_kernels(
     model: nn.Module, include_kernels="auto", *, disable_kernels=None, **switches
 ) -> KernelReport:
     """Apply several kernels: ``"auto"``/True = all that support this model and backend, None/False = nothing,
-    ``"id1,id2"`` (or a list; LLaMA-Factory's ``npu_fused_*`` ids too) = those. Returns (and logs) a KernelReport
+    ``"id1,id2"`` (or a list; LLaMA-Factory's ``npu_fused_*`` ids too) = those (also the kernels "auto" leaves
+    out, ``Kernel.auto``: fused_attention). Returns (and logs) a KernelReport
     of what was applied and skipped, and why. With "auto", an unsupported model type is a warning and nothing is
     patched. Off switches (each kernel they name is skipped, the report saying by which switch):
     ``disable_kernels="id1,id2"``, ``use_fused_<op>=False`` (each kernel's ``switch``; None or True leave it on),
@@ -95,7 +97,7 @@ def apply_default_kernels(
     off = _disabled(disable_kernels, switches)
     report = KernelReport(model_type(model), model_backend(model))
     auto = ids is None
-    for k in list(KERNELS) if auto else ids:
+    for k in [k for k, kernel in KERNELS.items() if kernel.auto] if auto else ids:
         _apply_one(KERNELS[k], model, report, off)
     if auto and report.applied:  # a kind of part this model does not have is no news once something applied
         for k in report.absent:

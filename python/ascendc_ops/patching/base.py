@@ -64,6 +64,9 @@ class Kernel:
     variant_ops: tuple[str, ...] = ()  # further ops it may call instead (a variant's: gemma_rms_norm)
     alias: str = ""
     switch: str = ""
+    auto: bool = True  # applied by include_kernels="auto" (False: only when asked for by id)
+    # how many modules run on it once applied, for kernels that patch a config setting rather than forwards
+    routed: Callable[[nn.Module], int] | None = None
 
 
 @dataclasses.dataclass

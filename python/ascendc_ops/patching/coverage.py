@@ -127,6 +127,7 @@ class Row:
     logits: str = ""
     grads: str = ""
     note: str = ""
+    attention: str = ""  # fused_attention (by id, inference): its verdict or why it was not applied
     seconds: float = 0.0
 
 
@@ -294,6 +295,37 @@ def _judge(ours, second, golden) -> tuple[bool, str]:
     return not failures, text + (f" ({failures[0]})" if failures else "")
 
 
+def _logits(model, x):
+    """Logits of one inference forward (grad off: fused_attention's calls needing gradients run sdpa)."""
+    inputs = x if isinstance(x, dict) else {"input_ids": x}
+    dtype = next(model.parameters()).dtype
+    inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items() if k != "labels"}
+    with torch.no_grad():
+        return model(**inputs, use_cache=False).logits.double().numpy()
+
+
+def _attention_cell(model, x, ref_logits, gold_logits) -> str:
+    """fused_attention alone, for inference (it is not in "auto": the op has no backward yet): found by structure
+    as apply_kernel finds it, logits judged as the other kernels' are; or why it was not applied."""
+    from .apply import apply_kernel, revert_kernels
+    from .registry import KERNELS
+
+    report = apply_kernel("fused_attention", model)
+    if "fused_attention" not in report.applied:
+        return f"- ({report.skipped.get('fused_attention', 'not applied')})"
+    try:
+        with _CustomOpCalls() as ops:
+            logits = _logits(model, x)
+    except Exception as e:  # noqa: BLE001 - the patched model fails where the original ran
+        return f"FAIL: {type(e).__name__}: {str(e)[:120]}"
+    finally:
+        revert_kernels(model, "fused_attention")
+    ok, diff = _judge(logits, ref_logits, gold_logits)
+    n = report.patched_modules["fused_attention"]
+    ran = "" if ops.calls[KERNELS["fused_attention"].op] else ", op never ran"
+    return f"{'pass' if ok else 'FAIL'} ({n}{ran}) {diff}"
+
+
 def check_model_type(model_type: str, class_name: str) -> Row:
     """Build, patch, compare: one row. Never raises for a model that cannot be built or run (status skipped)."""
     from .apply import apply_default_kernels, revert_kernels
@@ -336,9 +368,12 @@ def check_model_type(model_type: str, class_name: str) -> Row:
         row.status, row.note = "FAIL", f"patched model fails: {type(e).__name__}: {e}"
         revert_kernels(model)
         return row
+    revert_kernels(model)
+    row.attention = _attention_cell(model, x, ref_logits, gold_logits)
     ok, row.logits = _judge(logits, ref_logits, gold_logits)
     bad = [n for n in ref_grads if n not in grads or not _judge(grads[n], ref_grads[n], gold_grads[n])[0]]
     row.grads = f"{len(ref_grads) - len(bad)}/{len(ref_grads)}" + (f" (fails: {', '.join(bad[:3])})" if bad else "")
-    row.status = "pass" if ok and not bad and grads.keys() == ref_grads.keys() else "FAIL"
+    passed = ok and not bad and grads.keys() == ref_grads.keys() and not row.attention.startswith("FAIL")
+    row.status = "pass" if passed else "FAIL"
     row.seconds = time.perf_counter() - start
     return row

@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 
 from .._backends import ALL as BACKENDS
-from . import add_rms_norm, gated_rms_norm, moe, rms_norm, rope, swiglu
+from . import add_rms_norm, attention, gated_rms_norm, moe, rms_norm, rope, swiglu
 from .base import Kernel
 
 KERNELS: dict[str, Kernel] = {}
@@ -149,6 +149,18 @@ for _kernel in (
         "gated RMSNorm modules norm(x) * silu(gate) -> custom::gated_rms_norm (training: once the op has a backward)",
         op="gated_rms_norm",
         switch="use_fused_gated_rms_norm",  # ours too
+    ),
+    Kernel(
+        "fused_attention",
+        BACKENDS,
+        attention.find,
+        attention.patch,
+        f"attention layers -> ALL_ATTENTION_FUNCTIONS[{attention.ATTN_IMPL!r}]: custom::fusion_attention (causal, "
+        "padding, sliding-window and packed masks, GQA; inference: not in 'auto' until the op has a backward)",
+        op="fusion_attention",
+        switch="use_fused_attention",
+        auto=False,  # calls needing gradients run HF's sdpa until fusion_attention has a backward
+        routed=attention.routed_modules,
     ),
 ):
     register_kernel(_kernel)
