@@ -11,7 +11,7 @@ import ascendc_ops
 
 from ...ops import attention_reference as R
 from ..values import GenContext, signed_uniform
-from .base import DTYPES, OpBench, OpSpec, case_tensor
+from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
 
 TOCKENS_MAX = 2147483647
 SIGNED, POSITIVE = [-1.0, 1.0], [0.25, 1.25]  # the default suite's query / key and value ranges
@@ -262,4 +262,86 @@ VERIFY: dict[str, OpSpec] = {
         values=VALUES,
     ),
 }
-BENCH: dict[str, OpBench] = {}
+
+
+# ---------------------------------------------------------------- bench
+# Forward only (the backward kernel is not merged): a causal training shape, BSND, against HF's eager attention
+# (matmul, fp32 softmax, matmul; the S x S scores materialised) and, as the op "fusion_attention_sdpa",
+# against torch's scaled_dot_product_attention; `--op fusion_attention fusion_attention_sdpa` times both in one
+# run. The 910B pipeline model has no mix-kernel estimate yet: its column shows n/a (bench/ops.py).
+BENCH_TARGETS = {"fwd": Targets(1.0, 1.0, None)}
+
+
+def _bench_dims(shape):
+    b, s, n, nkv, d = shape
+    return b, s, n, nkv, d
+
+
+def check_attention_shape(shape) -> None:
+    if len(shape) != 5 or min(shape) < 1 or shape[2] % shape[3]:
+        raise ValueError(
+            f"needs B,S,N,NKV,D (5 positive dims, N a multiple of NKV), got {','.join(map(str, shape))}"
+        )
+
+
+def attention_inputs(shape, dtype, gen):
+    b, s, n, nkv, d = _bench_dims(shape)
+    q = torch.randn(b, s, n, d, generator=gen).to(dtype)
+    k, v = (torch.randn(b, s, nkv, d, generator=gen).to(dtype) for _ in range(2))
+    return q, k, v, torch.triu(torch.ones(COMPRESSED, COMPRESSED, dtype=torch.bool), diagonal=1)
+
+
+def attention_ours(q, k, v, mask):
+    """fusion_attention, causal (sparse_mode 3 with the compressed mask), scale 1 / sqrt(D)."""
+    return ascendc_ops.fusion_attention(q, k, v, q.shape[2], "BSND", mask, 1.0 / q.shape[-1] ** 0.5, sparse_mode=3)[0]
+
+
+def attention_eager(q, k, v, mask):
+    """HF's eager_attention_forward: repeat_kv, Q K^T * scaling + the additive causal mask, softmax in fp32 cast
+    back, P V (the [B, N, S, S] scores and probabilities materialised)."""
+    g = q.shape[2] // k.shape[2]
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(g, 1), v.transpose(1, 2).repeat_interleave(g, 1)
+    s = qt.shape[2]
+    causal = torch.full((s, s), torch.finfo(q.dtype).min, dtype=q.dtype).triu(1)
+    w = torch.matmul(qt, kt.transpose(2, 3)) * (1.0 / q.shape[-1] ** 0.5) + causal
+    w = torch.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
+    return torch.matmul(w, vt).transpose(1, 2)
+
+
+def attention_sdpa(q, k, v, mask):
+    """torch's scaled_dot_product_attention, causal, GQA by enable_gqa (its CPU flash kernel: no S x S)."""
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True, enable_gqa=True
+    )
+    return out.transpose(1, 2)
+
+
+def attention_bytes(inputs, out, pass_) -> int:
+    """Q, K, V read and O written once (the mask is not counted: 4 MiB, read in part)."""
+    q, k, v, _ = inputs
+    return 2 * q.nbytes + k.nbytes + v.nbytes
+
+
+def attention_flops(inputs, pass_) -> int:
+    """Causal: half of Q K^T and of P V, 2 * 2 * B * N * S^2 * D / 2."""
+    q = inputs[0]
+    b, s, n, d = q.shape
+    return 2 * b * n * s * s * d
+
+
+def _bench(step) -> OpBench:
+    return OpBench(
+        attention_ours,
+        step,
+        attention_inputs,
+        check_attention_shape,
+        lambda m, seq: [(1, seq, m.heads, m.kv_heads, m.head_dim)],
+        attention_bytes,
+        "B,S,N,NKV,D",
+        ((1, 1024, 32, 8, 128),),
+        BENCH_TARGETS,
+        flops=attention_flops,
+    )
+
+
+BENCH: dict[str, OpBench] = {"fusion_attention": _bench(attention_eager), "fusion_attention_sdpa": _bench(attention_sdpa)}
