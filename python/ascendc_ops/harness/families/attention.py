@@ -279,9 +279,7 @@ def _bench_dims(shape):
 
 def check_attention_shape(shape) -> None:
     if len(shape) != 5 or min(shape) < 1 or shape[2] % shape[3]:
-        raise ValueError(
-            f"needs B,S,N,NKV,D (5 positive dims, N a multiple of NKV), got {','.join(map(str, shape))}"
-        )
+        raise ValueError(f"needs B,S,N,NKV,D (5 positive dims, N a multiple of NKV), got {','.join(map(str, shape))}")
 
 
 def attention_inputs(shape, dtype, gen):
@@ -344,4 +342,7 @@ def _bench(step) -> OpBench:
     )
 
 
-BENCH: dict[str, OpBench] = {"fusion_attention": _bench(attention_eager), "fusion_attention_sdpa": _bench(attention_sdpa)}
+BENCH: dict[str, OpBench] = {
+    "fusion_attention": _bench(attention_eager),
+    "fusion_attention_sdpa": _bench(attention_sdpa),
+}
