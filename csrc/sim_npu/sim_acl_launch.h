@@ -28,4 +28,17 @@ uint32_t Launch(const char* kernelName, uint32_t blockDim, aclrtStream stream, v
   return 0;  // ACL_SUCCESS
 }
 
+// A kernel of a declared type whose cores may wait on each other (a mix kernel's cross-core flags).
+template <typename... Params, typename... Args>
+uint32_t LaunchTyped(KernelMetaType type, const char* kernelName, uint32_t blockDim, aclrtStream stream,
+                     void (*kernel)(Params...), Args... gm) {
+  BeforeLaunch(kernelName, stream);
+  try {
+    AscendC::twin::LaunchTyped(type, kernelName, blockDim, kernel, static_cast<uint8_t*>(gm)...);
+  } catch (const AscendC::twin::RuleError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+  return 0;  // ACL_SUCCESS
+}
+
 }  // namespace ascendc_ops::sim_npu

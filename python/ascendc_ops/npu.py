@@ -6,7 +6,8 @@
 Signatures follow Ascend/op-plugin's op_plugin_functions.yaml (torchgen names the ``self`` argument
 ``input`` in Python, as torch_npu does). Every function runs our ``torch.ops.custom`` kernels and is
 differentiable through their autograd (torch_npu's ``npu_add_rms_norm`` and ``npu_grouped_matmul`` are not).
-Provided: ``PROVIDED``. Any other ``torch_npu`` attribute (``npu_fusion_attention``, ``npu_format_cast``,
+Provided: ``PROVIDED`` (``npu_fusion_attention``: npu_attention.py, forward only). Any other ``torch_npu``
+attribute (``npu_fusion_attention_grad``, ``npu_format_cast``,
 the ``torch_npu.npu`` device module, quantized variants, ...) raises AttributeError naming what exists,
 so ``hasattr(torch_npu, name)`` probes answer honestly.
 """
@@ -432,6 +433,7 @@ PROVIDED = (
     "npu_moe_token_unpermute",
     "npu_moe_token_unpermute_grad",
     "npu_gemma_rms_norm",
+    "npu_fusion_attention",
 )
 __all__ = list(PROVIDED)
 

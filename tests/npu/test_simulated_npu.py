@@ -182,6 +182,28 @@ def test_moe_ops_and_their_host_reads(npu, dtype):
         )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_fusion_attention_launches_the_mix_kernel(npu, dtype):
+    """The typed MIX_AIC_1_2 launch on the NPU tiling (24 core groups): GQA BSND causal, and TND with its
+    cumulative lengths in the tiling bytes, each equal to the CPU twin's result."""
+    suffix = {torch.float32: "float", torch.bfloat16: "bfloat16"}[dtype]
+    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+    q, k, v = (torch.randn(2, s, n, 64).to(dtype) for s, n in ((70, 4), (90, 2), (90, 2)))
+    args = {"atten_mask": causal, "scale": 0.125, "sparse_mode": 3}
+    with launched(f"fusion_attention_{suffix}"):
+        got = ascendc_ops.fusion_attention(
+            q.to(npu), k.to(npu), v.to(npu), 4, "BSND", **{**args, "atten_mask": causal.to(npu)}
+        )
+    same(got, ascendc_ops.fusion_attention(q, k, v, 4, "BSND", **args))
+    lens = {"actual_seq_qlen": [30, 70], "actual_seq_kvlen": [40, 90]}
+    tq, tk, tv = q[0], k[0], v[0]
+    with launched(f"fusion_attention_{suffix}"):
+        got = ascendc_ops.fusion_attention(
+            tq.to(npu), tk.to(npu), tv.to(npu), 4, "TND", **{**args, "atten_mask": causal.to(npu)}, **lens
+        )
+    same(got, ascendc_ops.fusion_attention(tq, tk, tv, 4, "TND", **args, **lens))
+
+
 def test_patching_a_model_on_npu_applies_every_kernel(npu):
     """The backend-name contract: a model whose parameters are on "npu" is patched (it was not when
     backends() said "npu-direct-launch" and the kernels asked for "npu")."""

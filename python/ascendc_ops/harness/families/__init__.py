@@ -5,9 +5,9 @@ name in FAMILIES."""
 
 from __future__ import annotations
 
-from . import grouped_matmul, moe_routing, rms_norm, rope, swiglu
+from . import attention, grouped_matmul, moe_routing, rms_norm, rope, swiglu
 
-FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing)
+FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing, attention)
 
 VERIFY_OPS = {name: spec for family in FAMILIES for name, spec in family.VERIFY.items()}
 BENCH_OPS = {name: spec for family in FAMILIES for name, spec in family.BENCH.items()}

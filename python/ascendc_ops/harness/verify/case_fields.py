@@ -24,7 +24,7 @@ DEFAULT_VALUE_RANGE = (0.1, 1.0)  # msOpST's, for an input with neither value_ra
 MAX_ELEMENTS = 2**27  # per tensor: the float64 golden of a bigger one alone needs > 1 GiB
 MAX_FUZZ = 1000
 BIN = ".bin"
-DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int32": 4, "int64": 8}
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "int32": 4, "int64": 8, "bool": 1, "uint8": 1}
 KNOWN_KEYS = {
     "case_name",
     "op",
@@ -104,7 +104,7 @@ def candidates(key: str, v, where: str) -> list:
 
 
 def parse_dtype(v: str, where: str) -> str:
-    if v in ("int32", "int64"):  # index tensors (MoE group_list, indices, sorted_indices)
+    if v in ("int32", "int64", "bool", "uint8"):  # index tensors (MoE group_list, ...) and masks (attention)
         return v
     try:
         return P.dtype_name(v)

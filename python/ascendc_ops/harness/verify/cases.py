@@ -236,7 +236,7 @@ def expand(raw, ops: dict, where: str = "case", base_dir: Path = Path(".")) -> l
         attr_cands[an] = attr_candidates(a, proto_attrs[an], f"{where}: attr {an!r}")
     for an, a in proto_attrs.items():
         if an not in attr_cands:
-            if a.default is None:
+            if a.default is None and not a.nullable:  # a nullable attr (`int[]? name=None`) defaults to None
                 raise CaseError(f"{where}: attr {an!r} has no default; give it in 'attr'")
             attr_cands[an] = [typed_default(a)]
 

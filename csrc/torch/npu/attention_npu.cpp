@@ -1,0 +1,57 @@
+// Fused attention on the NPU (PrivateUse1): the CPU twin's PrepareFusionAttention (csrc/torch/attention_ops.h:
+// checks, output allocation, tiling) with the chip's cube core groups, then a direct launch of the mix kernel
+// csrc/kernels/attention.cpp (KERNEL_TYPE_MIX_AIC_1_2) on torch_npu's current stream. Compiled only when CANN
+// and torch_npu are present (cmake/npu.cmake).
+#include <torch/library.h>
+
+#include <string>
+#include <tuple>
+
+#include "attention_ops.h"
+#include "kernel_entries.h"
+#include "npu_launch.h"
+#include "op_proto_gen.h"
+
+#include "aclrtlaunch_fusion_attention_bfloat16.h"
+#include "aclrtlaunch_fusion_attention_float.h"
+#include "aclrtlaunch_fusion_attention_half.h"
+
+// The entries of csrc/kernels/attention.cpp (their aclrtlaunch_*.h above), from their list.
+ASCENDC_NPU_KERNELS(FUSION_ATTENTION_DTYPES, fusion_attention, FUSION_ATTENTION_PARAMS)
+
+namespace ascendc_ops {
+namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
+    int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens, int64_t nextTokens,
+    at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
+  FusionAttentionLaunch l =
+      PrepareFusionAttention(query, key, value, attenMask, headNum, inputLayout, scale, preTokens, nextTokens,
+                             actualSeqQlen, actualSeqKvlen, sparseMode, npu::NpuCubePlatform());
+  if (l.tiling.blockDim == 0) return {l.out, l.softmaxMax, l.softmaxSum};
+  const at::Device device = query.device();
+  // the tiling struct and TND's cumulative lengths, as one block of device bytes
+  at::Tensor host = at::empty_like(l.tilingBytes, at::TensorOptions().pinned_memory(true));
+  host.copy_(l.tilingBytes);
+  const at::Tensor tiling = host.to(device, /*non_blocking=*/true);
+  // the system workspace (GetLibApiWorkSpaceSize), then the core groups' S / P / O slots (GetUserWorkspace)
+  const at::Tensor sys = npu::SysWorkspace(device);
+  const at::Tensor workspace = at::empty({sys.numel() + l.tiling.workspaceBytes}, sys.options());
+  const uint32_t blocks = l.tiling.blockDim;
+  const at::ScalarType dtype = l.query.scalar_type();
+  void *qp = l.query.data_ptr(), *kp = l.key.data_ptr(), *vp = l.value.data_ptr(), *maskp = npu::Ptr(l.mask),
+       *outp = l.out.data_ptr(), *maxp = l.softmaxMax.data_ptr(), *sump = l.softmaxSum.data_ptr(),
+       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
+  aclrtStream stream = npu::CurrentStream();
+  npu::Enqueue(kFusionAttention.name, [=] {
+    PickEntry(npu_entries::fusion_attention, dtype).fn(blocks, stream, qp, kp, vp, maskp, outp, maxp, sump, wp, tp);
+  });
+  return {l.out, l.softmaxMax, l.softmaxSum};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplFusionAttention<&RunFusionAttention>(m); }
+
+}  // namespace ascendc_ops

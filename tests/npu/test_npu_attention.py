@@ -1,0 +1,131 @@
+"""ascendc_ops.npu.npu_fusion_attention (npu_attention.py): torch_npu's 7-tuple, its refusals by name, and
+transformers' Ascend FlashAttention integration (npu_flash_attn_func / npu_flash_attn_varlen_func) running on
+it with ascendc_ops.npu standing in for torch_npu, each against the float64 golden."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import ascendc_ops
+import ascendc_ops.npu as tnpu
+from ascendc_ops.ops import attention_reference as R
+
+CAUSAL = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+TOL = {"atol": 2e-5, "rtol": 1e-4}  # fp32 kernel against the float64 golden, inputs of size ~1
+
+
+def golden(q, k, v, n, layout, **kw):
+    mask = kw.pop("atten_mask", None)
+    return R.fusion_attention_reference(
+        q.double().numpy(), k.double().numpy(), v.double().numpy(), n, layout,
+        None if mask is None else mask.numpy(), **kw,
+    )  # fmt: skip
+
+
+def close(got, want):
+    torch.testing.assert_close(got, torch.from_numpy(np.asarray(want)).float(), **TOL)
+
+
+def test_the_seven_tuple_of_a_fixed_layout():
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 33, 4, 64), torch.randn(2, 47, 2, 64), torch.randn(2, 47, 2, 64)
+    out, smax, ssum, softmax_out, seed, offset, numels = tnpu.npu_fusion_attention(
+        q, k, v, 4, "BSND", atten_mask=CAUSAL, scale=0.125, sparse_mode=3
+    )
+    g = golden(q, k, v, 4, "BSND", atten_mask=CAUSAL, scale=0.125, sparse_mode=3)
+    close(out, g[0]), close(smax, g[1]), close(ssum, g[2])
+    assert softmax_out.shape == (0,) and softmax_out.dtype == q.dtype
+    # keep_prob 1: no dropout mask drawn; numels is the [B, N, S1, S2] mask's size (op-plugin's dropout_gen_mask)
+    assert (seed, offset, numels) == (0, 0, 2 * 4 * 33 * 47)
+
+
+@pytest.mark.parametrize("layout", ["BSH", "SBH", "BNSD"])
+def test_numels_in_every_layout(layout):
+    q = {"BSH": (2, 5, 48), "SBH": (5, 2, 48), "BNSD": (2, 3, 5, 16)}[layout]
+    k = {"BSH": (2, 7, 16), "SBH": (7, 2, 16), "BNSD": (2, 1, 7, 16)}[layout]
+    result = tnpu.npu_fusion_attention(torch.randn(q), torch.randn(k), torch.randn(k), 3, layout)
+    assert result[6] == 2 * 3 * 5 * 7
+
+
+@pytest.mark.parametrize("softmax_layout", ["", "TND"])
+def test_tnd_and_its_softmax_layouts(softmax_layout):
+    torch.manual_seed(1)
+    cq, ck = [5, 12, 30], [7, 15, 40]
+    q, k, v = torch.randn(30, 4, 32), torch.randn(40, 2, 32), torch.randn(40, 2, 32)
+    kw = {"atten_mask": CAUSAL, "scale": 0.2, "actual_seq_qlen": cq, "actual_seq_kvlen": ck, "sparse_mode": 3}
+    out, smax, ssum, _, _, _, numels = tnpu.npu_fusion_attention(q, k, v, 4, "TND", **kw, softmax_layout=softmax_layout)
+    g = golden(q, k, v, 4, "TND", **kw, softmax_layout=softmax_layout)
+    close(out, g[0]), close(smax, g[1]), close(ssum, g[2])
+    assert numels == 4 * (5 * 7 + 7 * 8 + 18 * 25)
+
+
+@pytest.mark.parametrize(
+    "kwargs, names",
+    [
+        ({"pse": torch.zeros(1)}, "pse"),
+        ({"padding_mask": torch.zeros(1)}, "padding_mask"),
+        ({"prefix": [1]}, "prefix"),
+        ({"sparse_mode": 5}, "sparse_mode 5"),
+        ({"sparse_mode": 8}, "sparse_mode 8"),
+        ({"keep_prob": 0.9}, "keep_prob"),
+        ({"sink": torch.zeros(4)}, "sink"),
+        ({"softmax_layout": "TND"}, "softmax_layout"),
+        ({"softmax_layout": "NTD"}, "softmax_layout"),
+    ],
+)
+def test_refusals_name_the_argument(kwargs, names):
+    q, k = torch.randn(1, 4, 4, 16), torch.randn(1, 4, 2, 16)
+    with pytest.raises(RuntimeError, match=f"npu_fusion_attention: .*{names}"):
+        tnpu.npu_fusion_attention(q, k, k, 4, "BSND", **kwargs)
+
+
+def test_the_op_checks_reach_the_caller():
+    q, k = torch.randn(1, 4, 3, 16), torch.randn(1, 4, 2, 16)  # 3 query heads over 2 kv heads
+    with pytest.raises(ValueError, match="fusion_attention: query's heads N1 = 3 must be a multiple"):
+        tnpu.npu_fusion_attention(q, k, k, 3, "BSND")
+
+
+@pytest.fixture
+def hf_npu_attention(monkeypatch):
+    """transformers' npu_flash_attention with ascendc_ops.npu as torch_npu: the module imports
+    npu_fusion_attention from torch_npu only when an NPU is available, so the name is bound as that import
+    would bind it."""
+    pytest.importorskip("transformers")
+    monkeypatch.setitem(sys.modules, "torch_npu", tnpu)
+    module = importlib.import_module("transformers.integrations.npu_flash_attention")
+    from torch_npu import npu_fusion_attention  # the stand-in, through sys.modules
+
+    monkeypatch.setattr(module, "npu_fusion_attention", npu_fusion_attention, raising=False)
+    return module
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_transformers_npu_flash_attn_func(hf_npu_attention, causal):
+    torch.manual_seed(2)
+    q, k, v = torch.randn(2, 40, 4, 64), torch.randn(2, 40, 4, 64), torch.randn(2, 40, 4, 64)
+    out = hf_npu_attention.npu_flash_attn_func(q, k, v, causal=causal)
+    kw = {"atten_mask": CAUSAL, "sparse_mode": hf_npu_attention.SPARSE_MODE} if causal else {}
+    close(out, golden(q, k, v, 4, "BSND", scale=1 / 8, **kw)[0])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_transformers_npu_flash_attn_varlen_func(hf_npu_attention, causal):
+    torch.manual_seed(3)
+    cu = torch.tensor([0, 9, 25, 31], dtype=torch.int32)
+    q, k, v = torch.randn(31, 4, 64), torch.randn(31, 2, 64), torch.randn(31, 2, 64)
+    out = hf_npu_attention.npu_flash_attn_varlen_func(q, k, v, cu, cu, causal=causal)
+    kw = {"atten_mask": CAUSAL, "sparse_mode": hf_npu_attention.SPARSE_MODE} if causal else {}
+    lens = {"actual_seq_qlen": [9, 25, 31], "actual_seq_kvlen": [9, 25, 31]}
+    close(out, golden(q, k, v, 4, "TND", scale=1 / 8, **lens, **kw)[0])
+
+
+def test_the_forward_matches_the_custom_op():
+    q = torch.randn(1, 2, 9, 16)
+    got = tnpu.npu_fusion_attention(q, q, q, 2, "BNSD", scale=0.25)[:3]
+    for a, b in zip(got, ascendc_ops.fusion_attention(q, q, q, 2, "BNSD", scale=0.25), strict=True):
+        assert torch.equal(a, b)
