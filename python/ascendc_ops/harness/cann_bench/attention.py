@@ -87,7 +87,8 @@ def _call(t: dict, a: dict):
 def cann_bench_golden(t: dict, a: dict) -> tuple:
     """cann-bench's golden.py computed in the inputs' dtype (its control, and PyTorch's own computation here):
     scores = Q K^T * scale by torch.matmul in the dtype, masked to -inf, torch's softmax in the dtype, rows with
-    no key 0, then P V; softmax_max / softmax_sum (fp32) from the same scores. One batch at a time."""
+    no key 0, then P V; softmax_max / softmax_sum (fp32; float64 for float64 inputs) from the same scores.
+    One batch at a time."""
     q, k, v = t["query"], t["key"], t["value"]
     b, s, nq, d = q.shape
     skv, nkv = k.shape[1], k.shape[2]
@@ -108,7 +109,7 @@ def cann_bench_golden(t: dict, a: dict) -> tuple:
         empty = torch.isinf(row_max) & (row_max < 0)
         p = torch.where(empty, torch.zeros_like(scores), torch.softmax(scores, dim=-1))
         outs.append(torch.matmul(p, vb).permute(1, 0, 2))
-        wide = scores.float()
+        wide = scores.float() if scores.dtype != torch.float64 else scores  # fp32 statistics, or float64
         m32 = wide.max(dim=-1, keepdim=True).values
         maxes.append(m32.expand(-1, -1, 8))
         sums.append(torch.exp(wide - m32).sum(dim=-1, keepdim=True).expand(-1, -1, 8))
