@@ -103,7 +103,7 @@ def test_a_wrong_output_fails():
     """The judge is not vacuous on attention: ours with every output scaled by 1.01 fails the normal region."""
     case = CB.to_case("gqa", _case("gqa", 20), "fixture")
     tensors = R.make_tensors(case)
-    ours = CB._spec(case.op).run(tensors, case.attrs)[0]
+    ours = CB.spec_of(case.op).run(tensors, case.attrs)[0]
     arrays = {n: t.double().numpy() for n, t in tensors.items()}
     golden = A.golden(arrays, case.attrs)[0]
     from ascendc_ops.harness.cann_bench.judge import check_cann_bench, witnesses

@@ -221,7 +221,7 @@ def to_case(task: str, case: dict, facts_source: str) -> Case:
     op = MAPPINGS[task].op
     name = case_name(task, case["case_id"])
     ins, outs, attrs = _specs(task, case, name)
-    spec = _spec(op)
+    spec = spec_of(op)
     c = Case(name, op, ins, outs, attrs, source=facts_source, seed=seed_of(name), meta={"cann_bench": case})
     # outputs our op writes beyond cann-bench's (RMSNorm's rstd) are declared as our op makes them
     names = _output_names(op)
@@ -232,7 +232,7 @@ def to_case(task: str, case: dict, facts_source: str) -> Case:
     return c
 
 
-def _spec(op: str):
+def spec_of(op: str):
     """The verify spec of our op; fusion_attention's is registered for verify's run by the preset when no
     harness family declares one (cann_bench/attention.py)."""
     if op == attention.OP:

@@ -45,7 +45,7 @@ def must_bytes(case) -> int:
 
 def mix_unmodelled(records: list) -> str | None:
     """Why the model gives no estimate of these launches, or None: a mix launch (AIC and AIV cores in one
-    record) needs cross-core timelines, which the pipeline model has once it holds pipeline/mix.py."""
+    record) needs cross-core timelines, which the pipeline model has once it holds its mix module."""
     mix = any({c.get("kind") for c in r.get("cores") or []} >= {"AIC", "AIV"} for r in records)
     if mix and importlib.util.find_spec(f"{pipeline.__name__}.mix") is None:
         return "a mix kernel (AIC + AIV): the pipeline model has no mix-kernel timelines yet"
@@ -56,7 +56,7 @@ def estimate_case(case, plat) -> dict:
     """Our kernel's modelled time for one call of the case on `plat`: est_us (None when the record holds none of
     its GM traffic, or when the model cannot time its launch: `not_modelled` says why), what binds, the pipes'
     utilisation."""
-    spec = CB._spec(case.op)
+    spec = CB.spec_of(case.op)
     tensors = make_tensors(case)
     records = estimate.record(lambda: spec.run(tensors, case.attrs), plat)
     why = mix_unmodelled(records)
