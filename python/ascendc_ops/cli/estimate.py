@@ -23,10 +23,14 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    options.op_or_example(args)
     try:
-        info = estimate.estimate(
-            args.op, args.shape, args.dtype, args.platform, args.mode, args.out, calibrated=not args.uncalibrated
-        )
+        if args.example:
+            info = estimate.estimate_example(args.example, args.platform, args.out, calibrated=not args.uncalibrated)
+        else:
+            info = estimate.estimate(
+                args.op, args.shape, args.dtype, args.platform, args.mode, args.out, calibrated=not args.uncalibrated
+            )
     except ValueError as e:
         raise UsageError(str(e)) from None
     print(json.dumps(info, indent=1, default=str) if args.json else estimate.text(info))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..harness.bench import ops as bench_ops
 from ..harness.cann_bench import data as cann_bench_data, preset as cann_bench_preset
+from ..harness.pipeline.estimate import EXAMPLES
 from .common import UsageError, op_name, out_path, shape
 
 UNCALIBRATED_HELP = (
@@ -75,7 +76,12 @@ def cann_bench_facts(args):
 
 def one_call(parser) -> None:
     """One op call and where its 910B estimate goes (estimate and profile): each takes a single value here."""
-    parser.add_argument("op", choices=list(bench_ops.OPS))
+    parser.add_argument("op", nargs="?", choices=list(bench_ops.OPS), help="the op (or --example)")
+    parser.add_argument(
+        "--example",
+        choices=list(EXAMPLES),
+        help="a template kernel of csrc/kernels/examples/ instead of an op (its fixed shapes)",
+    )
     parser.add_argument(
         "--shape",
         type=shape,
@@ -92,3 +98,9 @@ def one_call(parser) -> None:
         help="folder for the 910B estimate's trace and PNG timeline (default: ./estimate)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the summary")
+
+
+def op_or_example(args) -> None:
+    """UsageError unless exactly one of OP and --example is given."""
+    if (args.op is None) == (args.example is None):
+        raise UsageError("give an op or --example NAME (one of them)")

@@ -17,6 +17,7 @@ COLORS = {
     "MTE1": "tab:purple",
     "M": "tab:red",
     "FIX": "tab:brown",
+    "X": "tab:pink",  # cross-core sets, waits and SyncAll (mix launches)
 }
 WAIT = "#f5bebe"  # a pipe held by WaitFlag
 

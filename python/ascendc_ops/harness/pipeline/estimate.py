@@ -204,6 +204,7 @@ def text(info: dict) -> str:
         f"{info['roofline']} roofline (must move {info['must_bytes'] / mb:.2f} MB: {info['hbm_us']:.2f} us at "
         f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s{cube})"
     )
+    lines += kinds_text(info)
     if not info["modelled"]:
         lines.append("  " + info["notes"][-1])
     timeline = info["timeline_png"] or f"none ({plot.INSTALL} draws one)"
@@ -219,3 +220,71 @@ def model_columns(name: str, inputs: tuple, pass_: str, platform: str = "910B", 
     if unmodelled(model, roof.must_bytes):
         return {"est_us_910b": None, "roofline_pct_910b": None}
     return {"est_us_910b": model.est_us, "roofline_pct_910b": roof.pct(model.est_us)}
+
+
+# ---- the template kernels of csrc/kernels/examples/ (`estimate --example NAME`, `profile --example NAME`) ----
+@dataclass(frozen=True)
+class Example:
+    kernel: str
+    kernel_type: str
+    cores: str  # the cores one launch starts, e.g. "1 AIC + 2 AIV"
+    shapes: tuple  # (a, b, bias)
+    flops: int
+
+    def inputs(self) -> tuple:
+        g = torch.Generator().manual_seed(0)
+        a, b, bias = self.shapes
+        return torch.randn(a, generator=g).half(), torch.randn(b, generator=g).half(), torch.randn(bias, generator=g)
+
+    def call(self, inputs: tuple):
+        return getattr(torch.ops.ascendc_ops, self.kernel)(*inputs, 0.5)
+
+
+EXAMPLES = {
+    "mix_matmul_epilogue": Example(
+        "mix_matmul_epilogue_example",
+        "KERNEL_TYPE_MIX_AIC_1_2",
+        "1 AIC + 2 AIV",
+        ((48, 64), (64, 32), (32,)),
+        2 * 48 * 64 * 32,
+    ),
+}
+
+
+def estimate_example(name: str, platform: str = "910B", out_dir: str = "estimate", calibrated: bool = True) -> dict:
+    """estimate() of a template kernel (EXAMPLES): one launch recorded and modelled, its trace and summary."""
+    ex = EXAMPLES[name]
+    plat = model_platform(platform, calibrated)
+    inputs = ex.inputs()
+    box = {}
+    records = record(lambda: box.setdefault("out", ex.call(inputs)), plat)
+    model = model_launches(records, plat, keep_events=True)
+    must = sum(t.nbytes for t in inputs) + box["out"].nbytes
+    cube_us = ex.flops / plat.cube_peak_flops("float16") * 1e6
+    roof = Roofline(must, ex.flops, must / plat.hbm_bytes_per_s * 1e6, cube_us)
+    os.makedirs(out_dir, exist_ok=True)
+    stem = os.path.join(out_dir, f"example_{name}_{plat.name}")
+    trace, png = stem + ".trace.json", (stem + ".png" if plot.available() else None)
+    shape = [d for s in ex.shapes for d in s]
+    info = summary(
+        f"example {name}", shape, "float16", "fwd", plat, model, roof, inputs, [list(box["out"].shape)], trace, png
+    )
+    info["kernel_type"], info["launch_cores"] = ex.kernel_type, ex.cores
+    info["kinds"] = {m.kernel: m.kinds for m in model.launches if m.kinds}
+    write_trace(model, plat.hz, {k: v for k, v in info.items() if k not in ("launches",)}, trace)
+    if png:
+        plot.timeline(model, plat.hz, f"example {name} on {plat.name} (model): {info['est_us']:.1f} us", png)
+    return info
+
+
+def kinds_text(info: dict) -> list[str]:
+    """One line per core kind of a mix launch: cores used, when its last core ended, its cross-core waits."""
+    lines = []
+    for kernel, kinds in info.get("kinds", {}).items():
+        for kind, k in kinds.items():
+            pipes = " ".join(f"{p} {100 * u:.1f}%" for p, u in k["pipes"].items())
+            lines.append(
+                f"  {kernel} {kind}: {k['cores_used']} of {k['cores']} cores, last ends at {k['end_us']:.2f} us, "
+                f"cross-core waits {k['cross_wait_us']:.2f} us per core; pipes {pipes}"
+            )
+    return lines

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .l2 import floor_seconds, l2_traffic
+from .mix import layout, simulate_mix
 from .platform import PIPES, Platform
 from .timeline import BlockTimeline, compile_block, simulate_block
 
@@ -42,6 +43,9 @@ class LaunchModel:
     notes: list = field(default_factory=list)
     l2_hit_bytes: int = 0  # GM bytes the L2 served
     l2_us: float = 0.0  # gm_bytes at the chip's L2 bandwidth
+    core_names: dict = field(default_factory=dict)  # mix launches: core id -> "AIC 0", "AIV 1 (group 0)"
+    flows: list = field(default_factory=list)  # mix launches: (set core, cycle, wait core, cycle, label)
+    kinds: dict = field(default_factory=dict)  # mix launches: per core kind, cores, cores used, end us, pipes
 
 
 def _schedule(timelines: list[BlockTimeline], cores: int) -> tuple[float, list]:
@@ -69,13 +73,13 @@ def _run(blocks, plat, cores, share, keep=False):
     return end, placement, tls
 
 
-def _contention_share(blocks, plat, cores, hbm_cycles, t_full) -> float:
+def _contention_share(run, hbm_cycles, t_full) -> float:
     """The MTE bandwidth share s at which the launch moves its bytes exactly at HBM speed, from the
     affine fit T(s) = a + b / s (the MTE part stretches, the rest does not); one refinement."""
     pts = [(1.0, t_full)]
     s = min(1.0, t_full / hbm_cycles)
     for _ in range(3):
-        t = _run(blocks, plat, cores, s)[0]
+        t = run(s)
         pts.append((s, t))
         (s0, t0), (s1, t1) = pts[-2], pts[-1]
         if abs(t1 - hbm_cycles) <= CONTENTION_TOL * hbm_cycles or s0 == s1:
@@ -131,6 +135,8 @@ def require_apis(record: dict, plat: Platform) -> None:
 def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> LaunchModel:
     """The modelled time of one recorded launch ({"kernel", "block_dim", "blocks"}) on `plat`."""
     require_apis(record, plat)
+    if record.get("cores"):  # a launch whose cores synchronise (a MIX kernel type): mix.py
+        return model_mix_launch(record, plat, keep_events)
     cube = any(i.get("pipe") in CUBE_PIPES for b in record["blocks"] for i in b)
     cores = plat.cube_cores if cube else plat.vector_cores
     blocks = [compile_block(b, plat) for b in record["blocks"]]
@@ -142,7 +148,7 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     t_full = _run(blocks, plat, cores, 1.0)[0] if blocks else 0.0
     share = 1.0
     if blocks and memory_cycles > t_full:  # the cores together ask for more than HBM gives
-        share = _contention_share(blocks, plat, cores, memory_cycles, t_full)
+        share = _contention_share(lambda s: _run(blocks, plat, cores, s)[0], memory_cycles, t_full)
     end, placement, tls = _run(blocks, plat, cores, share, keep_events) if blocks else (0.0, [], [])
     cycles = max(end, memory_cycles)
     used = len({c for c, _ in placement})
@@ -271,3 +277,81 @@ def model_launches(records: list, plat: Platform, keep_events: bool = False) -> 
         pipes=pipes,
         notes=notes,
     )
+
+
+def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) -> LaunchModel:
+    """A launch of AIC and AIV cores together (mix.py): its time is the latest core's end (the memory floor
+    as for one kind) plus the start; with AICs, the cube kernels' start (the calibrated cube_launch_us)."""
+    blocks = [compile_block(b, plat) for b in record["blocks"]]
+    codes = [c for c, _ in blocks]
+    read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
+    distinct = distinct_read_bytes(record)
+    traffic = l2_traffic(read, distinct, write, plat)
+    floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
+    memory_cycles = max(floor.values())
+
+    def run(share, keep=False):
+        return simulate_mix(record, codes, plat, share, keep)
+
+    t_full = run(1.0)[0]
+    share = 1.0
+    if memory_cycles > t_full:
+        share = _contention_share(lambda s: run(s)[0], memory_cycles, t_full)
+    end, placement, tls, flows, names, chip_groups, per, kinds = run(share, keep_events)
+    for tl, (_, t) in zip(tls, blocks, strict=True):
+        tl.gm_read, tl.gm_write, tl.uncosted = t["gm_read"], t["gm_write"], t["uncosted"]
+    cycles = max(end, memory_cycles)
+    has_aic = "AIC" in kinds
+    n_kind = {"AIC": chip_groups if has_aic else 0, "AIV": chip_groups * per}
+    used = len({c for c, _ in placement})
+    launch_us = plat.launch_us(used, has_aic)
+    busy = {p: sum(tl.busy[p] for tl in tls) for p in PIPES}
+    # a pipe's utilisation over the cores that have it: V on AIVs, the cube's pipes on AICs, S/MTE2/MTE3 on both
+    has = {p: n_kind["AIV"] if p == "V" else n_kind["AIC"] if p in CUBE_PIPES else sum(n_kind.values()) for p in PIPES}
+    pipes = {p: busy[p] / (has[p] * cycles) if cycles and has[p] else 0.0 for p in PIPES if busy[p]}
+    per_kind = {}
+    for k in ("AIC", "AIV"):
+        mine = [(tl, at) for tl, (_, at), kk in zip(tls, placement, kinds, strict=True) if kk == k]
+        if not mine:
+            continue
+        kb = {p: sum(tl.busy[p] for tl, _ in mine) for p in PIPES}
+        per_kind[k] = {
+            "cores": n_kind[k],
+            "cores_used": len({c for (c, _), kk in zip(placement, kinds, strict=True) if kk == k}),
+            "end_us": round(max(at + tl.cycles for tl, at in mine) / plat.hz * 1e6, 3),
+            "cross_wait_us": round(sum(tl.stall["S"] for tl, _ in mine) / len(mine) / plat.hz * 1e6, 3),
+            "pipes": {p: round(b / (n_kind[k] * cycles), 3) for p, b in kb.items() if b and cycles},
+        }
+    groups = max(layout(record)[1], default=-1) + 1
+    m = LaunchModel(
+        kernel=record.get("kernel", "?"),
+        block_dim=groups,
+        cores=sum(n_kind.values()),
+        cores_used=used,
+        waves=-(-groups // chip_groups) if groups else 0,
+        cycles=cycles,
+        gm_bytes=read + write,
+        hbm_us=floor["HBM"] / plat.hz * 1e6,
+        launch_us=launch_us,
+        est_us=cycles / plat.hz * 1e6 + launch_us,
+        bound="",
+        mte_share=share,
+        pipes=pipes,
+        stalls={p: sum(tl.stall[p] for tl in tls) for p in PIPES},
+        placement=placement,
+        timelines=tls,
+        top_ops=_top_ops(tls, busy),
+        top_waits=_top_waits(tls),
+        l2_hit_bytes=traffic.hit_bytes,
+        l2_us=floor["L2"] / plat.hz * 1e6,
+        core_names=names,
+        flows=flows,
+        kinds=per_kind,
+    )
+    m.bound = _bound(m, plat, end, memory_cycles, "L2" if floor["L2"] > floor["HBM"] else "HBM")
+    m.notes.append(
+        f"mix launch: {groups} core group(s) of {'1 AIC + ' if has_aic else ''}{per} AIV on {chip_groups}; "
+        f"cross-core flags and SyncAll with an assumed {plat.costs['cross_core_latency_cycles']} cycles; "
+        + ("the cube kernels' start" if has_aic else "the vector kernels' start")
+    )
+    return m

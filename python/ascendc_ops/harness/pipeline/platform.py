@@ -153,7 +153,7 @@ def load_platform(name: str = "910B", calibrated: bool = False) -> Platform:
             "cube_fractal_cycles",
             "cube_start_cycles",
         )
-    } | ({"cube_launch_us": _value(raw, "cube_launch_us")} if "cube_launch_us" in raw else {})
+    } | {k: _value(raw, k) for k in ("cube_launch_us", "cross_core_latency_cycles") if k in raw}
     plat = Platform(
         name=raw["name"],
         clock_mhz=float(_value(raw, "clock_mhz")),

@@ -8,6 +8,8 @@ SetFlag fired, and a SetFlag fires once everything issued earlier to its source 
 p until p's earlier work completed. Each instruction holds its pipe for its occupancy (bytes over
 bandwidth, repeats x cycles per repeat) and completes a latency later (DMA round trip, vector
 pipeline fill), so back-to-back independent work overlaps and dependent work pays the latency.
+A mix launch's cross-core instructions (CrossCoreSetFlag/WaitFlag, SyncAll) are handed to the
+launch's scheduler (mix.py), which answers when the wait or barrier lets the core go on.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from .platform import FRACTAL, FRACTAL_K_BYTES, GM_PIPES, PIPES, Platform, dtype
 
 SCALAR_OPS = ("GetValue", "SetValue")
 SYNC_OPS = ("SetFlag", "WaitFlag", "PipeBarrier")
+CROSS_OPS = ("CrossCoreSetFlag", "CrossCoreWaitFlag", "SyncAll")  # recorded with a "cross" field
+CROSS_TRACK = "X"  # the trace's track of a core's cross-core sets, waits and SyncAll
 
 
 @dataclass
@@ -120,8 +124,10 @@ def instruction_cost(plat: Platform, ins: dict, pipe: str, uncosted: set) -> tup
     return float(plat.costs["scalar_gm_cycles" if gm else "scalar_ub_cycles"]), 0.0
 
 
-# Compiled instruction kinds: (kind, pipe, fixed cycles, bytes, bytes per cycle, latency, a, b, label, detail)
-RUN, SET, WAIT, BARRIER, SCALAR = range(5)
+# Compiled instruction kinds: (kind, pipe, fixed cycles, bytes, bytes per cycle, latency, a, b, label, detail);
+# the cross-core ones (XSET, XWAIT, XSYNC) carry the mode and flag id in a, b
+RUN, SET, WAIT, BARRIER, SCALAR, XSET, XWAIT, XSYNC = range(8)
+CROSS_KINDS = {"CrossCoreSetFlag": XSET, "CrossCoreWaitFlag": XWAIT, "SyncAll": XSYNC}
 TRANSFER_PIPES = ("MTE2", "MTE3", "MTE1", "FIX")
 
 
@@ -131,7 +137,11 @@ def compile_block(instrs: list, plat: Platform) -> tuple[tuple, dict]:
     gm_read = gm_write = 0
     for ins in instrs:
         op, pipe = ins.get("op", ""), ins.get("pipe", "S")
-        if op in ("SetFlag", "WaitFlag"):
+        if op in CROSS_OPS and ins.get("cross"):
+            mode, flag = ins["cross"].get("mode", -1), ins["cross"].get("flag", -1)
+            label = "SyncAll" if op == "SyncAll" else f"{op} {flag} (mode {mode})"
+            code.append((CROSS_KINDS[op], pipe, 0.0, 0, 0.0, 0.0, mode, flag, label, None))
+        elif op in ("SetFlag", "WaitFlag"):
             src, dst, ident = (list(ins.get("event") or []) + [None, None, 0])[:3]
             src, dst = src or pipe, dst or pipe
             label = f"wait {src}->{dst}" + (f" ({ins['que']})" if ins.get("que") else "")
@@ -159,14 +169,29 @@ def compile_block(instrs: list, plat: Platform) -> tuple[tuple, dict]:
     return tuple(code), {"gm_read": gm_read, "gm_write": gm_write, "uncosted": uncosted}
 
 
-def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: bool = False) -> BlockTimeline:
-    """Places every instruction of one block (recorded, or compiled by compile_block) in time, in
-    cycles from the block's start; the GM pipes (MTE2/MTE3/FIX) run at mte_scale of their per-core bandwidth."""
+def new_timeline(instrs, plat: Platform) -> tuple[tuple, BlockTimeline]:
+    """(compiled code, an empty BlockTimeline with the block's totals) of one block, recorded or compiled."""
     if instrs and isinstance(instrs[0], dict):
         code, totals = compile_block(instrs, plat)
     else:
         code, totals = instrs, {"gm_read": 0, "gm_write": 0, "uncosted": set()}
-    out = BlockTimeline(gm_read=totals["gm_read"], gm_write=totals["gm_write"], uncosted=set(totals["uncosted"]))
+    return code, BlockTimeline(gm_read=totals["gm_read"], gm_write=totals["gm_write"], uncosted=set(totals["uncosted"]))
+
+
+def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: bool = False) -> BlockTimeline:
+    """Places every instruction of one block (recorded, or compiled by compile_block) in time, in
+    cycles from the block's start; the GM pipes (MTE2/MTE3/FIX) run at mte_scale of their per-core bandwidth."""
+    code, out = new_timeline(instrs, plat)
+    for _ in walk_block(code, plat, out, mte_scale, keep_events):
+        raise ValueError("a cross-core instruction in a block modelled alone: its launch is a mix launch (mix.py)")
+    return out
+
+
+def walk_block(code: tuple, plat: Platform, out: BlockTimeline, mte_scale: float = 1.0, keep_events: bool = False):
+    """simulate_block's walk, filling `out`, as a generator: at each cross-core instruction it yields
+    (kind, pipe, cycle, mode, flag, label) -- a set's cycle is when its pipe's earlier work has completed, a
+    wait's or SyncAll's when the core reached it -- and a wait or SyncAll takes the cycle it is released at
+    (generator.send), from which every pipe of the core goes on (on A2 the wait blocks every pipe)."""
     issue = 0.0  # the scalar unit's clock
     free = dict.fromkeys(PIPES, 0.0)  # when each pipe's queue can start its next instruction
     done = dict.fromkeys(PIPES, 0.0)  # when each pipe's issued work has all completed
@@ -224,15 +249,30 @@ def simulate_block(instrs, plat: Platform, mte_scale: float = 1.0, keep_events: 
                 free[p] = max(free[p], done[p], issue) + (barrier_v if pending and p == "V" else 0)
             if pipe == "ALL":
                 issue = max(issue, *free.values())
-        else:  # SCALAR: runs on the scalar unit itself, in program order
+        elif kind == SCALAR:  # runs on the scalar unit itself, in program order
             busy["S"] += fixed
             by_op[("S", label)] = by_op.get(("S", label), 0.0) + fixed
             if events is not None:
                 events.append(("S", label, issue, issue + fixed, ""))
             issue += fixed
+        elif kind == XSET:  # fires once its pipe's earlier work has completed, as SetFlag
+            fire = max(issue, done.get(pipe, 0.0), free.get(pipe, 0.0)) + sync_cost
+            if events is not None:
+                events.append((CROSS_TRACK, label, fire, fire, f"on {pipe}"))
+            yield kind, pipe, fire, src, dst, label
+        else:  # XWAIT / XSYNC: the core stops until released (SyncAll first drains every pipe)
+            reach = issue if kind == XWAIT else max(issue, *free.values(), *done.values())
+            release = yield kind, pipe, reach, src, dst, label
+            if release > issue:
+                stall["S"] += release - issue
+                by_wait[label] = by_wait.get(label, 0.0) + release - issue
+            if events is not None:
+                events.append((CROSS_TRACK, label, issue, max(release, issue), ""))
+            issue = max(issue, release)
+            for p in PIPES:
+                free[p] = max(free[p], release)
     busy["S"] += issue_cost * len(code)  # the scalar unit is busy issuing, too
     out.cycles = max(issue, *free.values(), *done.values())
-    return out
 
 
 def block_bytes(instrs: list) -> int:

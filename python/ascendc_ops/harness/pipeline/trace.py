@@ -7,7 +7,8 @@ import json
 
 from .launch import OpModel
 
-TRACK_ORDER = ("MTE2", "V", "MTE3", "S", "MTE1", "M", "FIX")
+TRACK_ORDER = ("MTE2", "V", "MTE3", "S", "MTE1", "M", "FIX", "X")  # X: cross-core sets, waits, SyncAll (mix)
+TRACK_NAMES = {"X": "cross-core"}
 
 
 def placed_events(model: OpModel, hz: float):
@@ -22,15 +23,48 @@ def placed_events(model: OpModel, hz: float):
         offset_us += m.est_us
 
 
+def flow_events(model: OpModel, hz: float) -> list:
+    """A mix launch's set -> wait edges as Chrome flow events (an arrow from the set to the wait it released)."""
+    out, offset_us, ident = [], 0.0, 0
+    tid = TRACK_ORDER.index("X") + 1
+    for m in model.launches:
+        start_us = offset_us + m.launch_us
+        for src, fire, dst, release, label in m.flows:
+            ident += 1
+            common = {"name": label, "cat": "cross-core", "id": ident, "tid": tid}
+            out.append({**common, "ph": "s", "pid": src, "ts": round(start_us + fire / hz * 1e6, 4)})
+            out.append({**common, "ph": "f", "bp": "e", "pid": dst, "ts": round(start_us + release / hz * 1e6, 4)})
+        offset_us += m.est_us
+    return out
+
+
+def core_name(model: OpModel, core: int) -> str:
+    """A core's process name: "AIC 0" / "AIV 1 (group 0)" in a mix launch, "core N" otherwise."""
+    for m in model.launches:
+        if core in m.core_names:
+            return m.core_names[core]
+    return f"core {core}"
+
+
 def chrome_trace(model: OpModel, hz: float, summary: dict) -> dict:
     events, seen = [], set()
     for core, pipe, name, s, e, detail, kernel in placed_events(model, hz):
         tid = TRACK_ORDER.index(pipe) + 1 if pipe in TRACK_ORDER else 9
         if (core, tid) not in seen:
             if not any(k[0] == core for k in seen):
-                events.append({"name": "process_name", "ph": "M", "pid": core, "args": {"name": f"core {core}"}})
+                events.append(
+                    {"name": "process_name", "ph": "M", "pid": core, "args": {"name": core_name(model, core)}}
+                )
                 events.append({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
-            events.append({"name": "thread_name", "ph": "M", "pid": core, "tid": tid, "args": {"name": pipe}})
+            events.append(
+                {
+                    "name": "thread_name",
+                    "ph": "M",
+                    "pid": core,
+                    "tid": tid,
+                    "args": {"name": TRACK_NAMES.get(pipe, pipe)},
+                }
+            )
             events.append(
                 {"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}}
             )
@@ -48,7 +82,7 @@ def chrome_trace(model: OpModel, hz: float, summary: dict) -> dict:
         if detail:
             ev["args"]["detail"] = detail
         events.append(ev)
-    return {"traceEvents": events, "displayTimeUnit": "ns", "otherData": summary}
+    return {"traceEvents": events + flow_events(model, hz), "displayTimeUnit": "ns", "otherData": summary}
 
 
 def write_trace(model: OpModel, hz: float, summary: dict, path: str) -> None:
