@@ -115,17 +115,29 @@ def test_a_wrong_output_fails():
     assert good.passed and not bad.passed, (good.describe(), bad.describe())
 
 
-def test_estimate_unavailable_until_the_model_times_mix_launches():
-    """No figure is made up for the mix kernel: the row says why, the summary too; the roofline's floor is
-    given (a prefill case: the cube peak)."""
+def test_estimate_unavailable_without_the_mix_model(monkeypatch):
+    """No figure is made up for the mix kernel when the pipeline has no mix module: the row says why, the
+    summary too; the roofline's floor is given (a prefill case: the cube peak)."""
     plat = load_platform("910B", calibrated=True)
+    real = R.importlib.util.find_spec
+    monkeypatch.setattr(R.importlib.util, "find_spec", lambda name: None if name.endswith(".mix") else real(name))
     row = R.bench_row("mha", _case("mha", 1), FACTS, plat, accuracy=False)
-    if R.mix_unmodelled([{"cores": [{"kind": "AIC"}, {"kind": "AIV"}]}]) is None:
-        pytest.skip("the pipeline models mix launches: the estimate is real")
     assert row["est_us"] is None and row["speedup"] is None and "mix kernel" in row["not_modelled"]
     work = M.builtin_work("mha", _case("mha", 1))
     assert row["roofline"] == {"of": "cube", "floor_us": M.terms(work, plat)["cube"], "pct": None}
     assert any("no estimate for 1 case(s) (mha 1)" in line for line in R.summary([row], FACTS, "ours"))
+
+
+def test_estimate_flows_from_the_mix_model():
+    """With the pipeline's mix module the row has an estimate, a speedup against the measured MHA 10 and its
+    share of the HBM roofline."""
+    plat = load_platform("910B", calibrated=True)
+    row = R.bench_row("mha", _case("mha", 10), FACTS, plat, accuracy=False)
+    assert "not_modelled" not in row and row["est_us"] > 0
+    assert row["speedup"] == pytest.approx(row["baseline_us"] / row["est_us"])
+    assert row["roofline"]["of"] == "HBM" and row["roofline"]["pct"] == pytest.approx(
+        100 * row["roofline"]["floor_us"] / row["est_us"]
+    )
 
 
 def test_decode_cases_report_the_hbm_roofline():
