@@ -73,12 +73,26 @@ CASES = {
   attrs: {group_list: [0, 8], split_item: 2, transpose_weight: true}
   value_range: [[-1, 1], [-1, 1]]
 """,
+    ("level4", "mha", "MHA"): """cases:
+- operator: MHA
+  case_id: 1
+  input_shape:
+  - [1, 3, 2, 16]
+  - [1, 5, 2, 16]
+  - [1, 5, 2, 16]
+  dtype: [float16, float16, float16]
+  attrs: {scaleValue: -1.0, is_causal: true}
+  value_range: [-1, 1]
+  note: "S | baseline_kernels: FusedInferAttentionScore×1"
+""",
+    ("level4", "gqa", "GQA"): "cases: []\n",
 }
 TIMES = {
     "level2": {"rms_norm": {"1": {"baseline_perf_us": 12.5, "t_hw_us": 1.0}, "2": {"baseline_perf_us": 20.83,
                                                                                    "t_hw_us": 2.0833}}},
     "level1": {"swi_glu": {"1": {"baseline_perf_us": 10.0, "t_hw_us": 0.5}}},
     "level3": {"grouped_matmul": {"1": {"baseline_perf_us": 9.62, "t_hw_us": 1.0}}},
+    "level4": {"mha": {"1": {"baseline_perf_us": 53.44, "t_hw_us": 17.48}}},
 }  # fmt: skip
 FLOOR_CASE = """cases:
 - operator: Sigmoid
@@ -128,6 +142,8 @@ def test_importer_reads_cases_times_and_marks_caps(tmp_path):
         assert doc["tasks"]["swi_glu"]["cases"][0]["baseline_kind"] == "cap"  # 10 us: the floor of the cap
         gmm = doc["tasks"]["grouped_matmul"]["cases"]
         assert gmm[0]["baseline_kind"] == "measured" and gmm[1]["baseline_kind"] == "missing"
+        mha = doc["tasks"]["mha"]
+        assert mha["level"] == "level4" and mha["cases"][0]["baseline_kind"] == "measured"
         sig = doc["floor_tasks"]["sigmoid"]
         assert sig["files"]["cases"] == "tasks/level1/sigmoid/cases.yaml" and "sigmoid" not in doc["tasks"]
         assert sig["cases"][0]["input_shape"] == [[4, 8]] and sig["cases"][0]["baseline_kind"] == "missing"
@@ -145,15 +161,17 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     assert ours["apply_rotary_pos_emb"]["ours"] == "apply_rotary_pos_emb"
     cases, skipped = CB.verify_cases(facts)
     assert [c.name for c in cases] == ["cann_bench_rms_norm_1", "cann_bench_rms_norm_2", "cann_bench_swi_glu_1",
-                                       "cann_bench_grouped_matmul_1", "cann_bench_grouped_matmul_2"]  # fmt: skip
+                                       "cann_bench_grouped_matmul_1", "cann_bench_grouped_matmul_2",
+                                       "cann_bench_mha_1"]  # fmt: skip
     assert skipped == []
-    rms, _, swi, gmm_bias, gmm = cases
+    rms, _, swi, gmm_bias, gmm, mha = cases
     assert [t.name for t in rms.outputs] == ["y", "rstd"] and rms.attrs == {"epsilon": 1e-6}
     assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
     bias = gmm_bias.inputs[3]
     assert (bias.name, bias.dtype, bias.shape, bias.value_range) == ("bias", "float16", (2, 6), (-0.1, 0.1))
     assert gmm.attrs == {"group_list_type": 0, "transpose_weight": True} and gmm.outputs[0].shape == (8, 6)
     assert gmm.inputs[2].value == [0, 8]
+    assert mha.op == "fusion_attention" and mha.attrs["sparse_mode"] == 3 and mha.attrs["scale"] == 0.25
 
 
 def test_bf16_bias_is_passed_as_the_float32_it_equals():

@@ -18,7 +18,9 @@ HARDWARE = "910b2"
 METADATA_FILE = f"tasks/metadata/{HARDWARE}.json"
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / f"cann_bench_{HARDWARE}.json"
 # The tasks one of our ops implements or is planned to; their level is found in the checkout.
-TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul")
+# The attention tasks (level4): one fusion_attention call each, their baseline FusedInferAttentionScore.
+ATTENTION_TASKS = ("mha", "gqa")
+TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul", *ATTENTION_TASKS)
 # Simple streaming tasks, each one built-in kernel that reads its inputs once and writes one output: their
 # measured times are the evidence for the chip's start cost and HBM rate (pipeline/calibration.py), not cases
 # we compete on (snapshot key "floor_tasks").

@@ -8,6 +8,7 @@ preset.verify_cases, then the model check."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import sys
@@ -16,12 +17,12 @@ import numpy as np
 import torch
 
 from ...dtypes import BYTES, torch_dtype
+from .. import pipeline
 from ..environment import cpu_model, git_commit
-from ..families import VERIFY_OPS
 from ..pipeline import calibration, estimate, is_calibrated, load_platform, model_launches, model_platform
 from ..values import make_values
 from ..verify import suite as verify
-from . import data as D, explain as E, preset as CB
+from . import attention, data as D, explain as E, preset as CB
 
 PLATFORM = "910B"  # our model's chip; cann-bench measured on a 910B2
 
@@ -42,12 +43,26 @@ def must_bytes(case) -> int:
     return sum(math.prod(t.shape) * BYTES[t.dtype] for t in [*ins, *outs])
 
 
+def mix_unmodelled(records: list) -> str | None:
+    """Why the model gives no estimate of these launches, or None: a mix launch (AIC and AIV cores in one
+    record) needs cross-core timelines, which the pipeline model has once it holds its mix module."""
+    mix = any({c.get("kind") for c in r.get("cores") or []} >= {"AIC", "AIV"} for r in records)
+    if mix and importlib.util.find_spec(f"{pipeline.__name__}.mix") is None:
+        return "a mix kernel (AIC + AIV): the pipeline model has no mix-kernel timelines yet"
+    return None
+
+
 def estimate_case(case, plat) -> dict:
     """Our kernel's modelled time for one call of the case on `plat`: est_us (None when the record holds none of
-    its GM traffic: cube work is not modelled yet), what binds, the pipes' utilisation."""
-    spec = VERIFY_OPS[case.op]
+    its GM traffic, or when the model cannot time its launch: `not_modelled` says why), what binds, the pipes'
+    utilisation."""
+    spec = CB.spec_of(case.op)
     tensors = make_tensors(case)
-    model = model_launches(estimate.record(lambda: spec.run(tensors, case.attrs), plat), plat)
+    records = estimate.record(lambda: spec.run(tensors, case.attrs), plat)
+    why = mix_unmodelled(records)
+    if why:
+        return {"est_us": None, "bound": "not modelled", "pipes": {}, "not_modelled": why}
+    model = model_launches(records, plat)
     if estimate.unmodelled(model, must_bytes(case)):
         return {"est_us": None, "bound": "not modelled", "pipes": {}}
     return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes}
@@ -78,7 +93,18 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
     if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
         judge(row, accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto"))
     row.update(estimate_case(case, plat), hbm_floor_us=hbm_floor_us(task, c, plat))
+    if task in attention.TASKS:
+        row["roofline"] = roofline(task, c, row["est_us"], plat)
     return score(row)
+
+
+def roofline(task: str, c: dict, est_us: float | None, plat) -> dict:
+    """An attention case's share of its roofline: a decode case (S <= 4) of the HBM floor (the least work's
+    bytes at the model's HBM rate), a prefill case of the modelled cube peak (its FLOPs at the peak); `pct` is
+    floor / ours, None without an estimate."""
+    t = calibration.terms(calibration.builtin_work(task, c), plat)
+    of = "HBM" if attention.is_decode(c) else "cube"
+    return {"of": of, "floor_us": t[of], "pct": 100 * t[of] / est_us if est_us else None}
 
 
 def judge(row: dict, records: list[dict]) -> dict:
@@ -110,7 +136,8 @@ def table(rows, error: float | None = None) -> str:
     """The rows as markdown; with the model's error (explain.model_error), a measured speedup inside it is
     marked "tie"."""
     head = ["task", "case", "shapes", "dtype", "attrs", "accuracy", "ours 910B est us", "binds", "HBM floor us",
-            "baseline us", "baseline", "t_hw us", "speedup", "HAP", "model error on built-in"]  # fmt: skip
+            "baseline us", "baseline", "t_hw us", "speedup", "HAP", "model error on built-in",
+            "% of roofline"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         attrs = ",".join(f"{k}={v}" for k, v in r["attrs"].items() if k != "group_list") or "-"
@@ -138,11 +165,20 @@ def table(rows, error: float | None = None) -> str:
                     speed if r["baseline_kind"] == "measured" else f"({speed})",
                     _f(r.get("hap"), "{:.2f}"),
                     _f(r.get("model_err"), "{:+.0%}"),
+                    _roofline_cell(r.get("roofline")),
                 ]  # fmt: skip
             )
             + " |"
         )
     return "\n".join(lines)
+
+
+def _roofline_cell(roof: dict | None) -> str:
+    """Prefill: % of the modelled cube peak; decode: % of the HBM roofline (attention rows only)."""
+    if not roof:
+        return "-"
+    what = "cube peak" if roof["of"] == "cube" else "HBM"
+    return f"{_f(roof['pct'], '{:.0f}%')} of {what} ({roof['floor_us']:.1f} us)"
 
 
 def _default_rule(judged) -> str:
@@ -181,7 +217,12 @@ def summary(rows, facts: dict, ours: str, error: float | None = None) -> list[st
     judged = [r for r in run if r.get("accuracy") is not None]
     measured = [r for r in run if r["baseline_kind"] == "measured" and r.get("speedup") is not None]
     s = facts["source"]
+    unmodelled = {}
+    for r in run:
+        if r.get("not_modelled"):
+            unmodelled.setdefault(r["not_modelled"], []).append(f"{r['task']} {r['case_id']}")
     return [
+        *(f"no estimate for {len(v)} case(s) ({', '.join(v)}): {why}" for why, v in unmodelled.items()),
         f"cases: {len(rows)} selected, {len(run)} run by our ops, {len(rows) - len(run)} not run (reason in the row)",
         f"accuracy (twin vs float64 golden, cann-bench's rule): {sum(r['accuracy'] for r in judged)} / "
         f"{len(judged)} passed" + ("" if judged else " (skipped)") + _default_rule(judged),

@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cann_bench.data import FLOOR_TASKS
+from ..cann_bench.data import ATTENTION_TASKS, FLOOR_TASKS
 from .l2 import floor_seconds, l2_traffic
 from .platform import PLATFORM_DIR, Platform
 
@@ -68,8 +68,9 @@ def builtin_work(task: str, case: dict) -> Work | None:
     npu_apply_rotary_pos_emb query and key, in place (aclnnApplyRotaryPosEmb's queryRef and keyRef are updated
     in place: hicann/ops-transformer posembedding/apply_rotary_pos_emb/docs/aclnnApplyRotaryPosEmb.md; its
     baselines run several kernels: not in the check, but the least work of one kernel is what the below-1.0x
-    explanations compare against); the floor tasks one output of the inputs' broadcast shape in the first
-    input's dtype."""
+    explanations compare against); FusedInferAttentionScore (mha, gqa) y of query's shape and
+    4 B Nq Sq Skv D FLOPs (Q K^T and P V), halved by is_causal; the floor tasks one output of the inputs'
+    broadcast shape in the first input's dtype."""
     shapes, dtypes = case["input_shape"], [("float32" if d == "float" else d) for d in case["dtype"]]
     read = sum(_nbytes(s, d) for s, d in zip(shapes, dtypes, strict=False) if s is not None)
     x = shapes[0]
@@ -86,6 +87,10 @@ def builtin_work(task: str, case: dict) -> Work | None:
     elif task == "apply_rotary_pos_emb":
         out = _nbytes(x, dtypes[0]) + _nbytes(shapes[1], dtypes[1])
         return Work(read + out, 0, dtypes[0], False, out, in_place=True)
+    elif task in ATTENTION_TASKS:
+        (b, sq, nq, d), skv = x, shapes[1][1]
+        out, flops = _nbytes(x, dtypes[0]), 4 * b * nq * sq * skv * d
+        return Work(read + out, flops // 2 if case["attrs"].get("is_causal") else flops, dtypes[0], True, out)
     elif task in FLOOR_TASKS:
         out = _nbytes(broadcast_shape(shapes), dtypes[0])
     else:

@@ -51,7 +51,7 @@ import ascendc_ops
 
 from ... import precision as P
 from ...dtypes import torch_dtype
-from ..cann_bench.judge import check_cann_bench, controls
+from ..cann_bench.judge import check_cann_bench, controls, witnesses
 from ..families import VERIFY_OPS as OPS
 from ..families.base import DTYPES, OpSpec
 from ..values import GenContext, make_values
@@ -89,9 +89,9 @@ def _f64(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float64).numpy()
 
 
-def judge(standard: str, case: Case, dtype: str, a, second, golden, compute_dtype=None) -> P.Check:
+def judge(standard: str, case: Case, dtype: str, a, second, golden, compute_dtype=None, witness=None) -> P.Check:
     if standard == "cann_bench":
-        return check_cann_bench(a, golden, dtype, second)
+        return check_cann_bench(a, golden, dtype, second, witness)
     if standard == "auto":
         if case.error_threshold is not None:
             return check_error_threshold(a, golden, dtype, case.error_threshold)
@@ -178,6 +178,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         ours = spec.run(tensors, case.attrs)
         second = spec.second(tensors, case.attrs)
         control = controls(case, spec, tensors, second) if "cann_bench" in case.meta else second
+        witness = (witnesses(case, tensors) if "cann_bench" in case.meta else None) or (None,) * len(case.outputs)
         if case.golden is not None:
             golden = case.golden(**golden_arguments(case, tensors))
             golden = (golden,) if not isinstance(golden, (list, tuple)) else tuple(golden)
@@ -197,7 +198,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         ]
     rule = "cann_bench" if standard == "auto" and "cann_bench" in case.meta else standard  # its cases, its rule
     records = []
-    for t, y, s, c, g in zip(case.outputs, ours, second, control, golden, strict=True):
+    for t, y, s, c, w, g in zip(case.outputs, ours, second, control, witness, golden, strict=True):
         rec = {**base, "output": t.name, "out_dtype": str(y.dtype).removeprefix("torch."), "standard": standard}
         rec["sha256"] = digest(y)  # the output's bytes: two runs (commits, ISA paths) compare bit for bit
         g = np.asarray(g, dtype=np.float64)
@@ -211,7 +212,8 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         m = P.metrics(a, g, dt, coarse)
         theirs = P.metrics(s64, g, dt, coarse)
         ratio = P.check_ratio(a, s64, g, dt, coarse)
-        check = judge(rule, case, dt, a, _f64(c) if rule == "cann_bench" else s64, g, coarse)
+        w = None if w is None or rule != "cann_bench" else _f64(w)
+        check = judge(rule, case, dt, a, _f64(c) if rule == "cann_bench" else s64, g, coarse, w)
         if rule != standard:  # the project's own rule, kept beside it
             own = judge(standard, case, dt, a, s64, g, coarse)
             rec["default_verdict"] = {"standard": own.standard, "passed": own.passed, "failures": list(own.failures)}
