@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .npu_attention import npu_fusion_attention as npu_fusion_attention  # re-exported: torch_npu's name
 from .ops.rms_norm import (
     EPSILON as _EPSILON,
     add_rms_norm as _add_rms_norm,
