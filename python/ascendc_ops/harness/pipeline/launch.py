@@ -286,7 +286,7 @@ def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) ->
     codes = [c for c, _ in blocks]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     distinct = distinct_read_bytes(record)
-    traffic = l2_traffic(read, distinct, write, plat)
+    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)))
     floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
     memory_cycles = max(floor.values())
 
