@@ -37,3 +37,19 @@ ATTENTION_BLOCKS_FN void AttentionS2Blocks(const AttentionTilingData& t, int64_t
   first = lo / t.s2Block;
   count = (hi1 + t.s2Block - 1) / t.s2Block - first;
 }
+
+// The S1 blocks [first, first + count) whose rows keep a key of [j0, j1): row i keeps key j when
+// i + offset - preTokens <= j <= i + offset + nextTokens, so the rows form one run.
+ATTENTION_BLOCKS_FN void AttentionS1Blocks(const AttentionTilingData& t, int64_t j0, int64_t j1, int64_t s1, int64_t s2,
+                                           int64_t& first, int64_t& count) {
+  int64_t lo = 0, hi = s1;  // rows [lo, hi)
+  if (t.band) {
+    const int64_t offset = t.bottomRight ? s2 - s1 : 0;
+    if (j0 - offset - t.nextTokens > lo) lo = j0 - offset - t.nextTokens;
+    if (j1 - offset + t.preTokens < hi) hi = j1 - offset + t.preTokens;
+  }
+  first = 0, count = 0;
+  if (hi <= lo || j1 <= j0) return;
+  first = lo / t.s1Block;
+  count = (hi + t.s1Block - 1) / t.s1Block - first;
+}

@@ -149,7 +149,8 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
                                         const TensorArg<Int>& v, const TensorArg<Int>& mask, int64_t headNum,
                                         const std::string& inputLayout, int64_t preTokens, int64_t nextTokens,
                                         const std::vector<int64_t>* actualSeqQlen,
-                                        const std::vector<int64_t>* actualSeqKvlen, int64_t sparseMode) {
+                                        const std::vector<int64_t>* actualSeqKvlen, int64_t sparseMode,
+                                        size_t maskIndex = 3) {
   const AttentionLayout l = AttentionLayoutOf(op, inputLayout);
   if (headNum <= 0) Fail(ArgError::kValue, op, "head_num must be positive, got ", headNum);
   if (sparseMode == 5 || sparseMode == 6)
@@ -218,7 +219,7 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
   std::vector<int64_t> qLens, kvLens;
   if (l == kLayoutTND) qLens = AttentionLengths(*actualSeqQlen), kvLens = AttentionLengths(*actualSeqKvlen);
   if (mask.defined) {
-    CheckDtype(op, 3, mask.dtype);
+    CheckDtype(op, maskIndex, mask.dtype);
     const std::vector<Int>& m = mask.shape;
     const int64_t c = kAttentionCompressedMask;
     if (sparseMode >= 2) {

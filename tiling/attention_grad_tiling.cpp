@@ -1,0 +1,120 @@
+// Fused attention backward tiling: the forward's shapes, strides, mask and band (TileAttention), then
+// the backward's own blocks: the largest S1 x S2 blocks whose buffers fit A2's L1, L0 and UB (the AIVs
+// hold S, dP, P, dS and the fp32 sums of dk / dv or dq, so the blocks come out smaller than the
+// forward's); the dk / dv tasks first, then the dq tasks, dealt round-robin over the core groups.
+#include "attention_grad_tiling.h"
+
+#include <algorithm>
+#include <string>
+
+#include "attention_blocks.h"
+#include "op_spec.h"
+
+namespace tiling {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
+
+constexpr int64_t kWorkspaceAlign = 512;
+
+// The AIV's UB bytes (attention_grad_vector.h's buffers, in its order) for `rows` query rows and `cols`
+// key rows of its halves of an s2b block.
+int64_t GradVectorUbBytes(int64_t rows, int64_t cols, int64_t s2b, int64_t dPitch, int64_t vPitch, int64_t bytes,
+                          bool mask) {
+  return rows * s2b * 4 * 3                                     // S then P, dP then dS, the mask bound
+         + (mask ? AlignUp(rows * s2b, 32) + rows * s2b * 2 : 0)  // the mask's bytes, as half
+         + 2 * rows * s2b * bytes                               // P^T and dS^T (or dS) in the input dtype
+         + rows * s2b * 4                                       // Gather's offsets
+         + std::max(cols * (dPitch + vPitch), rows * dPitch) * 4  // dk and dv, or dq, summed in fp32
+         + s2b * 4 * 3                                          // the column ramp and two rows of band bounds
+         + 2 * rows * kAttentionStatLanes * 4 + 64;             // softmax_max / softmax_sum rows, scratch
+}
+
+}  // namespace
+
+AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatform& platform) {
+  const AttentionTiling fwd = TileAttention(p, platform);
+  AttentionGradTiling out{};
+  AttentionGradTilingData& g = out.data;
+  AttentionTilingData& t = g.fwd;
+  t = fwd.data;
+  out.varlenTable = fwd.varlenTable;
+  const int64_t bytes = ElementBytes(p.dtype);
+  const int64_t d16 = AlignUp(p.headDim, 16), v16 = t.vPitch;
+  g.dPitch = int32_t(d16);
+
+  const int64_t l1 = platform.l1Bytes - 256, half0a = platform.l0aBytes / 2, half0b = platform.l0bBytes / 2;
+  std::string why;
+  t.s1Block = 0;
+  for (int64_t s2b : {128, 64, 32}) {
+    for (int64_t s1b : {128, 64, 32}) {
+      const int64_t rows = AlignUp(CeilDiv(s1b, 2), 16), cols = AlignUp(CeilDiv(s2b, 2), 16);
+      const int64_t s1p = AlignUp(s1b, 16);
+      const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
+      const int64_t rc = std::min<int64_t>(s1p, std::min(half0a / (s2b * bytes), half0b / (d16 * bytes)) / 16 * 16);
+      const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (d16 * bytes)) / 16 * 16);
+      const int64_t l1Bytes = (s1b * (d16 + v16) + s2b * (d16 + v16) + s2b * s1p + s1b * s2b) * bytes;
+      const int64_t l0c = std::max({s1b * s2b, s2b * std::max(d16, v16), s1b * d16}) * 4;
+      if (qk < 16 || rc < 16 || pv < 16) why = "L0A / L0B";
+      else if (l1Bytes > l1) why = "L1";
+      else if (l0c > int64_t(platform.l0cBytes)) why = "L0C";
+      else if (GradVectorUbBytes(rows, cols, s2b, d16, v16, bytes, t.maskFull) > kA2UbBudget) why = "UB";
+      else {
+        t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b);
+        t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv), g.rowChunk = int32_t(rc);
+        break;
+      }
+    }
+    if (t.s1Block != 0) break;
+  }
+  if (t.s1Block == 0)
+    throw TilingError("head dims D = " + std::to_string(p.headDim) + ", Dv = " + std::to_string(p.valueDim) + " in " +
+                      DTypeName(p.dtype) + " leave no attention backward block that fits " + why);
+  g.s1Pitch = int32_t(AlignUp(t.s1Block, 16));
+
+  int64_t qTasks = 0, kvTasks = 0;
+  const int64_t batches = t.varlen ? int64_t(p.cumQ.size()) : p.batch;
+  int64_t prevQ = 0, prevK = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t s1 = t.varlen ? p.cumQ[size_t(b)] - prevQ : p.s1, s2 = t.varlen ? p.cumKv[size_t(b)] - prevK : p.s2;
+    if (t.varlen) prevQ = p.cumQ[size_t(b)], prevK = p.cumKv[size_t(b)];
+    qTasks += p.heads * CeilDiv(s1, t.s1Block);
+    kvTasks += p.kvHeads * CeilDiv(s2, t.s2Block);
+  }
+  t.tasks = qTasks, g.kvTasks = kvTasks;
+  const int64_t s1b = t.s1Block, s2b = t.s2Block;
+  t.sSlotBytes = AlignUp(s1b * s2b * 4, kWorkspaceAlign);
+  g.dpOffset = t.sSlotBytes;
+  g.pOffset = g.dpOffset + t.sSlotBytes;
+  g.dsOffset = g.pOffset + AlignUp(s2b * g.s1Pitch * bytes, kWorkspaceAlign);
+  g.r1Offset = g.dsOffset + AlignUp(std::max<int64_t>(s1b * s2b, s2b * g.s1Pitch) * bytes, kWorkspaceAlign);
+  g.r2Offset = g.r1Offset + AlignUp(std::max(s1b, s2b) * d16 * 4, kWorkspaceAlign);
+  g.workspacePerGroup = g.r2Offset + AlignUp(s2b * v16 * 4, kWorkspaceAlign);
+  t.workspacePerGroup = g.workspacePerGroup;
+  out.blockDim = uint32_t(std::min<int64_t>(qTasks + kvTasks, platform.cubeCores));
+  t.blockDim = int32_t(out.blockDim);
+  out.workspaceBytes = int64_t(out.blockDim) * g.workspacePerGroup;
+  return out;
+}
+
+std::vector<int64_t> AttentionGradKvTaskBlocks(const AttentionGradTiling& tiling) {
+  const AttentionTilingData& t = tiling.data.fwd;
+  std::vector<int64_t> blocks;
+  const int64_t batches = t.varlen ? int64_t(tiling.varlenTable.size() / 2) : t.batch;
+  int64_t prevQ = 0, prevK = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    const int64_t s1 = t.varlen ? tiling.varlenTable[size_t(b)] - prevQ : t.s1;
+    const int64_t s2 = t.varlen ? tiling.varlenTable[size_t(batches + b)] - prevK : t.s2;
+    if (t.varlen) prevQ = tiling.varlenTable[size_t(b)], prevK = tiling.varlenTable[size_t(batches + b)];
+    for (int64_t n = 0; n < t.kvHeads; ++n)
+      for (int64_t j0 = 0; j0 < s2; j0 += t.s2Block) {
+        int64_t first, count;
+        AttentionS1Blocks(t, j0, std::min<int64_t>(s2, j0 + t.s2Block), s1, s2, first, count);
+        blocks.push_back(count);
+      }
+  }
+  return blocks;
+}
+
+}  // namespace tiling

@@ -1,0 +1,30 @@
+// Tiling data of the fused attention backward (csrc/kernels/attention_grad.cpp), a FlashAttention-2
+// mix kernel in two passes with no atomics: the dk / dv tasks (batch, kv head, S2 block) walk the query
+// heads of their group and the S1 blocks whose rows keep a key of the block (AttentionS1Blocks), the dq
+// tasks (batch, query head, S1 block) the S2 blocks as the forward does. Each task accumulates its rows
+// in fp32 in UB and casts once, so the sums' order is fixed and no core writes another's rows.
+// Task t (dk/dv tasks first, then dq tasks) runs on core group t % blockDim. TND's cumulative lengths
+// follow this struct in GM as in the forward.
+#pragma once
+#include <cstdint>
+
+#include "attention_tiling_data.h"
+
+#define FUSION_ATTENTION_GRAD_DTYPES ASCENDC_FLOAT_DTYPES
+#define FUSION_ATTENTION_GRAD_PARAMS(GM)                                                                          \
+  GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dq, GM dk, \
+      GM dv, GM workspace, GM tiling
+
+struct AttentionGradTilingData {
+  // Shapes, strides (dy and attention_in as the forward's out; dq / dk / dv as query / key / value),
+  // mask, band and block sizes; fwd.tasks counts the dq tasks.
+  AttentionTilingData fwd;
+  int64_t kvTasks;   // B x N2 x S2 blocks (TND: summed over the batches)
+  int32_t dPitch;    // D rounded up to 16: the row pitch of dq / dk sums in UB and the workspace
+  int32_t rowChunk;  // query rows of one dv = P^T dy / dk = dS^T Q Mmad (L0A / L0B)
+  // Each group's GM workspace (bytes from the user workspace): S and dP (fp32), P^T and dS or dS^T
+  // (the input dtype, [S2 block, S1 pitch] or [S1 block, S2 block]), and the cube's two fp32 results
+  // (dk or dq rows at dPitch, dv rows at vPitch).
+  int64_t workspacePerGroup, dpOffset, pOffset, dsOffset, r1Offset, r2Offset;
+  int32_t s1Pitch;  // s1Block rounded up to 16: the row pitch of P^T and dS^T
+};
