@@ -1,0 +1,521 @@
+"""fusion_attention_grad (dq, dk, dv) against the float64 golden (ops/attention_reference.py,
+fusion_attention_grad_reference) under the accuracy standard, with the double benchmark against PyTorch's own
+attention backward (autograd of eager attention) in the same dtype, measured in the same run.
+
+dS = P * (dP - D) sums to zero along each row, so dq and dk cancel (and dv = P^T dy sums dy's signs): an
+element's relative error is unbounded where the golden is small against the terms that make it, and PyTorch's own
+fp16 / bf16 backward misses the literal MERE. So each gradient is judged (`assert_cancelling`) by the fp32
+evaluation bound of the kernel's formula on every element (`grad_bounds`, which also charges the inputs' own
+error: attention_in and the softmax stats come from our forward, as in training), the double benchmark (its
+ratios and sanity bound), and the literal MERE wherever PyTorch's result in the same run meets it.
+
+Cases: fp16/bf16/fp32, every layout, GQA groups 1-16, head dims 64-256 and Dv < Dk, Sq != Skv under both causal
+alignments and bands, full masks with fully masked rows (their dq and the unattended keys' dk/dv exactly 0),
+packed TND sequences of 1..2048 tokens, outlier inputs, stats from the golden; autograd through fusion_attention
+equals a direct fusion_attention_grad call; opcheck; readable errors. The judge itself is checked on the golden
+rounded to the dtype (passes) and on perturbed gradients (fail). The twin's sanitizer is on."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pytest
+import torch
+from torch.library import opcheck
+
+import ascendc_ops
+import test_attention as F
+from accuracy import np64
+from ascendc_ops import precision as P
+from ascendc_ops.ops import attention_reference as R
+from bad_inputs import assert_fake_raises_the_same, assert_readable
+
+MAX = R.TOCKENS_MAX
+COMPRESSED = F.COMPRESSED
+HAS_GRAD = hasattr(torch.ops.custom, "fusion_attention_grad")
+HAS_AUTOGRAD = torch._C._dispatch_has_kernel_for_dispatch_key("custom::fusion_attention", "Autograd")
+needs_grad = pytest.mark.skipif(not HAS_GRAD, reason="custom::fusion_attention_grad is not registered")
+needs_autograd = pytest.mark.skipif(not HAS_AUTOGRAD, reason="custom::fusion_attention has no autograd formula")
+
+
+@dataclass
+class Case:
+    """One backward problem in its layout: inputs, our forward's outputs, and what the judge compares with."""
+
+    name: str
+    dtype: torch.dtype
+    layout: str
+    n1: int
+    q: torch.Tensor
+    k: torch.Tensor
+    v: torch.Tensor
+    dy: torch.Tensor
+    kw: dict  # fusion_attention's keyword arguments after head_num and input_layout
+    fwd: tuple = ()  # (attention_out, softmax_max, softmax_sum) of our forward
+    judged: dict = field(default_factory=dict)
+
+    def args(self, grads=False):
+        """fusion_attention_grad's positional arguments (the forward's outputs taken back) or the forward's."""
+        kw = self.kw
+        tail = (kw["atten_mask"], kw["scale"], kw["pre_tockens"], kw["next_tockens"])
+        tail += (kw["actual_seq_qlen"], kw["actual_seq_kvlen"], kw["sparse_mode"])
+        if not grads:
+            return (self.q, self.k, self.v, self.n1, self.layout, *tail)
+        out, smax, ssum = self.fwd
+        return (self.q, self.k, self.v, self.dy, smax, ssum, out, self.n1, self.layout, *tail)
+
+    def golden(self):
+        kw = {**self.kw, "atten_mask": None if self.kw["atten_mask"] is None else self.kw["atten_mask"].numpy()}
+        return R.fusion_attention_grad_reference(
+            np64(self.q), np64(self.k), np64(self.v), np64(self.dy), self.n1, self.layout, **kw
+        )
+
+
+def make(dtype, layout, b, n1, n2, s1, s2, d, dv=None, mask=None, mode=0, pre=MAX, nxt=MAX, data=None, label=""):
+    """A BSH/SBH/BSND/BNSD case of random N(0, 1) inputs (or `data`, [B, N, S, D] each) through our forward."""
+    dv = dv or d
+    torch.manual_seed(zlib.crc32(repr((layout, b, n1, n2, s1, s2, d, dv, mode, label)).encode()))
+    q, k, v = data or (torch.randn(b, n1, s1, d), torch.randn(b, n2, s2, d), torch.randn(b, n2, s2, dv))
+    dy = torch.randn(b, n1, s1, dv)
+    q, k, v, dy = (F.to_layout(t.to(dtype), layout) for t in (q, k, v, dy))
+    kw = dict(atten_mask=mask, scale=1.0 / d**0.5, pre_tockens=pre, next_tockens=nxt)
+    kw.update(actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=mode)
+    name = f"{label or layout} {F.dname(dtype)} b{b} n{n1}/{n2} s{s1}x{s2} d{d}/{dv} mode{mode}"
+    return forward(Case(name, dtype, layout, n1, q, k, v, dy, kw))
+
+
+def make_tnd(lens_q, lens_k, n1, n2, d, dtype=torch.float16, mask=None, mode=0, pre=MAX, nxt=MAX, label="TND", zeros=0):
+    """Packed sequences of N(0, 1) inputs through our forward; `zeros` trailing 0s end the cumulative lengths."""
+    torch.manual_seed(sum(lens_q) * 31 + mode)
+    q, k, v = torch.randn(sum(lens_q), n1, d), torch.randn(sum(lens_k), n2, d), torch.randn(sum(lens_k), n2, d)
+    dy = torch.randn(sum(lens_q), n1, d)
+    ends = [np.cumsum(lens).tolist() + [0] * zeros for lens in (lens_q, lens_k)]
+    kw = dict(atten_mask=mask, scale=1.0 / d**0.5, pre_tockens=pre, next_tockens=nxt)
+    kw.update(actual_seq_qlen=ends[0], actual_seq_kvlen=ends[1], sparse_mode=mode)
+    name = f"{label} {F.dname(dtype)} n{n1}/{n2} lens {lens_q}x{lens_k} d{d} mode{mode}"
+    return forward(Case(name, dtype, "TND", n1, *(t.to(dtype) for t in (q, k, v, dy)), kw))
+
+
+def forward(case: Case) -> Case:
+    case.fwd = tuple(torch.ops.custom.fusion_attention(*case.args()))
+    return case
+
+
+# ---------------------------------------------------------------- per sequence: PyTorch's backward, bounds
+def sequences(case: Case):
+    """Per sequence: (q, k, v, dy, out [N, s, D] in the dtype, softmax_max / sum [N, s1], keep [N or 1, s1, s2]
+    (True = attend) or None) -- a batch of the fixed layouts or one packed TND sequence."""
+    out, smax, ssum = case.fwd
+    kw, n1 = case.kw, case.n1
+    if case.layout == "TND":
+        lens_q = R.seq_lengths(kw["actual_seq_qlen"])
+        lens_k = R.seq_lengths(kw["actual_seq_kvlen"], "actual_seq_kvlen")
+        tensors = [split_tnd(t, lens_q) for t in (case.q, case.dy, out)]
+        tensors += [split_tnd(t, lens_k) for t in (case.k, case.v)]
+        # each sequence's softmax_max / sum hold an [N, s, 8] block (torch_npu's default layout)
+        ends = np.cumsum(lens_q)
+        for t in (smax, ssum):
+            tensors.append([t.reshape(-1)[(e - n) * n1 * 8 : e * n1 * 8].reshape(n1, n, 8)[..., 0]
+                            for e, n in zip(ends, lens_q, strict=True)])  # fmt: skip
+    else:
+        q = bnsd(case.q, case.layout, n1)
+        n2 = case.k.shape[-1] // q.shape[-1] if case.layout in ("BSH", "SBH") else None
+        k, v = bnsd(case.k, case.layout, n2), bnsd(case.v, case.layout, n2)
+        lens_q, lens_k = [q.shape[2]] * q.shape[0], [k.shape[2]] * q.shape[0]
+        tensors = [q, bnsd(case.dy, case.layout, n1), bnsd(out, case.layout, n1), k, v, smax[..., 0], ssum[..., 0]]
+    dense = None
+    if kw["atten_mask"] is not None:
+        mode, pre, nxt = kw["sparse_mode"], kw["pre_tockens"], kw["next_tockens"]
+        masked = R.expand_mask(lens_q, lens_k, n1, kw["atten_mask"].numpy(), mode, pre, nxt, case.layout == "TND")
+        dense = ~masked
+    for i, (q, dy, o, k, v, m, s) in enumerate(zip(*tensors, strict=True)):
+        keep = None if dense is None else torch.from_numpy(dense[i, :, : q.shape[1], : k.shape[1]])
+        yield q, k, v, dy, o, m, s, keep
+
+
+def bnsd(t, layout, n):
+    """A fixed layout's tensor as [B, N, S, D] (n heads for BSH / SBH)."""
+    if layout in ("BSH", "SBH"):
+        b = t.shape[0 if layout == "BSH" else 1]
+        return F.from_layout(t, layout, b, n, -1, t.shape[-1] // n)
+    return F.from_layout(t, layout, None, None, None, None)
+
+
+def split_tnd(t, lens):
+    ends = np.cumsum(lens)
+    return [t[e - n : e].transpose(0, 1) for e, n in zip(ends, lens, strict=True)]
+
+
+def assemble(parts, case: Case) -> torch.Tensor:
+    """Per-sequence [N, s, D] -> the case's layout."""
+    if case.layout == "TND":
+        return torch.cat([p.transpose(0, 1) for p in parts])
+    return F.to_layout(torch.stack(parts), case.layout)
+
+
+def torch_grads(q, k, v, dy, keep, scale):
+    """PyTorch's own backward: autograd of eager attention in the inputs' dtype ([N, s, D], GQA by repeat, a row
+    with no key gives 0 and passes no gradient)."""
+    if not q.shape[1] or not k.shape[1]:  # an empty sequence
+        return tuple(torch.zeros_like(t) for t in (q, k, v))
+    q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    g = q.shape[0] // k.shape[0]
+    s = (q @ k.repeat_interleave(g, 0).transpose(-1, -2)) * scale
+    if keep is not None:
+        live = keep.any(-1, keepdim=True)
+        s = s.masked_fill(~keep, float("-inf")).masked_fill(~live, 0.0)
+    p = torch.softmax(s, dim=-1)
+    if keep is not None:
+        p = p * live.to(p.dtype)
+    return torch.autograd.grad(p @ v.repeat_interleave(g, 0), (q, k, v), dy)
+
+
+def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
+    """The fp32 evaluation bounds of dq, dk, dv as the kernel computes them, per element, in float64, against the
+    exact gradients of the dtype-rounded inputs. P is recomputed from the given stats (their error measured:
+    exp(m - m_in) * l / l_in), on scores off by the fp32 dot product's bound es, and goes to the cube in the
+    dtype; dP = dy v^T and D = rowsum(dy * o) are fp32 dots, D from the given o (its error measured); dS = P (dP
+    - D) goes to the cube in the dtype; each sum of products costs gamma(terms + 16). One query head at a time."""
+    n1, s1, d = q.shape
+    n2, s2, dv = v.shape
+    g, u = n1 // n2, F.P_ROUNDING[dtype]
+    b_dq, b_dk, b_dv = torch.zeros(n1, s1, d), torch.zeros(n2, s2, d), torch.zeros(n2, s2, dv)
+    b_dq, b_dk, b_dv = (t.double() for t in (b_dq, b_dk, b_dv))
+    for h in range(n1 if s1 and s2 else 0):
+        qh, kh, vh, dyh, oh = (t.double() for t in (q[h], k[h // g], v[h // g], dy[h], o[h]))
+        s = scale * (qh @ kh.T)
+        kept = torch.ones_like(s, dtype=torch.bool) if keep is None else keep[h if keep.shape[0] > 1 else 0]
+        m = s.masked_fill(~kept, float("-inf")).amax(-1, keepdim=True)
+        live = torch.isfinite(m)
+        e = torch.exp(s - torch.where(live, m, 0.0)).masked_fill(~kept, 0.0)
+        total = e.sum(-1, keepdim=True)
+        p = e / torch.where(live, total, 1.0)
+        es = P.gamma(d) * scale * (qh.abs() @ kh.abs().T).amax(-1, keepdim=True)
+        m_in, l_in = smax[h].double()[:, None], ssum[h].double()[:, None]
+        stats = torch.where(live, (torch.exp(m - m_in) * total / l_in - 1).abs(), 0.0)
+        eps_p = es + stats + P.gamma(4) + u
+        o_exact = p @ vh
+        t = dyh @ vh.T - (dyh * o_exact).sum(-1, keepdim=True)
+        e_t = P.gamma(dv + 2) * (dyh.abs() @ vh.abs().T + (dyh.abs() * oh.abs()).sum(-1, keepdim=True))
+        e_t = e_t + (dyh * (oh - o_exact)).sum(-1, keepdim=True).abs()
+        ds = (p * t).abs()
+        d_ds = p * (eps_p * t.abs() + e_t) + u * ds
+        b_dq[h] = scale * (d_ds @ kh.abs() + P.gamma(s2 + 16) * (ds @ kh.abs()))
+        b_dk[h // g] += scale * (d_ds.T @ qh.abs() + P.gamma(g * s1 + 16) * (ds.T @ qh.abs()))
+        b_dv[h // g] += (eps_p * p).T @ dyh.abs() + P.gamma(g * s1 + 16) * (p.T @ dyh.abs())
+    return b_dq, b_dk, b_dv
+
+
+def reference(case: Case):
+    """(golden, PyTorch's grads, bounds), each (dq, dk, dv) in the case's layout; computed once per case."""
+    if not case.judged:
+        per = [
+            (torch_grads(q, k, v, dy, keep, case.kw["scale"]), grad_bounds(q, k, v, dy, o, m, s, keep,
+                                                                           case.kw["scale"], case.dtype))
+            for q, k, v, dy, o, m, s, keep in sequences(case)
+        ]  # fmt: skip
+        second = tuple(assemble([p[0][i] for p in per], case) for i in range(3))
+        bounds = tuple(np64(assemble([p[1][i] for p in per], case)) for i in range(3))
+        case.judged.update(golden=case.golden(), second=second, bounds=bounds)
+    return case.judged["golden"], case.judged["second"], case.judged["bounds"]
+
+
+def assert_cancelling(actual, golden, second, dtype, label, bound) -> None:
+    """dq / dk: every element within the fp32 evaluation bound `bound` (for fp16 / bf16 the bounded fp32 result
+    rounded once: precision.mare_within_rounding's allowance, here on every element, as it replaces MARE and the
+    small values' fixed 2^-16 / 2^-30 where dS cancels); the double benchmark against `second` (MARE / MERE / RMSE
+    ratios, both within the sanity bound); the literal MERE wherever `second` (the control, this run) meets it."""
+    assert tuple(actual.shape) == golden.shape and actual.dtype == dtype, (label, actual.shape, actual.dtype)
+    a, name = np64(actual), P.dtype_name(dtype)
+    err = np.abs(a - golden)
+    allowed = bound if name == "float32" else P.half_ulp(np.abs(golden) + bound, name) + bound
+    rt = P.check_ratio(a, np64(second), golden, dtype)
+    failures = [f for f in rt.failures if not f.startswith("small-value ErrorCount")]
+    beyond = ~(err <= allowed)
+    if beyond.any():
+        i = int(np.flatnonzero(beyond)[0])
+        failures.append(
+            f"{int(beyond.sum())} elements beyond the fp32 evaluation bound, e.g. flat {i}: got {a.flat[i]!r}, "
+            f"golden {golden.flat[i]!r}, error {err.flat[i]:.3g} > allowed {allowed.flat[i]:.3g}"
+        )
+    limit, ours, theirs = P.THRESHOLDS[name], rt.numbers["mere"], rt.numbers["second_mere"]
+    if theirs < limit <= ours:
+        failures.append(f"MERE {ours:.4g} >= {limit:.4g}, which the control meets ({theirs:.4g})")
+    assert not failures, f"{label}: {'; '.join(failures)}\n  {rt.describe()}"
+
+
+def judge(case: Case, grads, how="") -> None:
+    """dq, dk and dv by assert_cancelling: dv = P^T dy is a signed sum too (dy's signs), and PyTorch's own fp16
+    dv misses the literal MERE as its dq and dk do."""
+    golden, second, bounds = reference(case)
+    for name, got, g, s, b in zip(("dq", "dk", "dv"), grads, golden, second, bounds, strict=True):
+        assert_cancelling(got, g, s, case.dtype, f"{case.name}{how} {name}", bound=b)
+
+
+def run(case: Case):
+    """dq, dk, dv of the direct call, judged; returned."""
+    grads = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
+    for got, t in zip(grads, (case.q, case.k, case.v), strict=True):
+        assert got.shape == t.shape and got.dtype == t.dtype and got.is_contiguous(), case.name
+    judge(case, grads)
+    return grads
+
+
+# ---------------------------------------------------------------- the judge on a stand-in
+def rounded_golden(case: Case):
+    return tuple(torch.from_numpy(g).to(case.dtype) for g in reference(case)[0])
+
+
+@pytest.mark.parametrize("dtype", F.DTYPES, ids=F.dname)
+def test_the_judge_passes_the_rounded_golden_and_fails_a_wrong_gradient(dtype):
+    """The golden rounded to the dtype passes; dk off by 4 MERE limits of the dtype, or dq / dk / dv of the
+    unmasked problem (a mask ignored), fail. Runs without the backward kernel."""
+    mask = torch.rand(1, 1, 40, 70) < 0.2
+    case = make(dtype, "BSND", 1, 4, 2, 40, 70, 64, mask=mask, mode=1, label="judge")
+    dq, dk, dv = rounded_golden(case)
+    judge(case, (dq, dk, dv))
+    with pytest.raises(AssertionError, match="dk"):
+        judge(case, (dq, dk * (1 + 4 * P.THRESHOLDS[P.dtype_name(dtype)]), dv))
+    unmasked = forward(replace(case, kw={**case.kw, "atten_mask": None}, judged={}))
+    with pytest.raises(AssertionError):
+        judge(case, rounded_golden(unmasked))
+
+
+# ---------------------------------------------------------------- accuracy
+@needs_grad
+@pytest.mark.parametrize("dtype", F.DTYPES, ids=F.dname)
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH", "SBH"])
+def test_layouts_and_dtypes(dtype, layout):
+    run(make(dtype, layout, 2, 4, 2, 100, 150, 64))
+
+
+@needs_grad
+@pytest.mark.parametrize("dtype", F.DTYPES, ids=F.dname)
+@pytest.mark.parametrize("d", [64, 128, 256, 80, 96])
+def test_head_dims(dtype, d):
+    run(make(dtype, "BNSD", 1, 2, 1, 130, 200, d))
+
+
+@needs_grad
+@pytest.mark.parametrize("d,dv", [(192, 128), (128, 64), (96, 64)])
+def test_value_dim_below_key_dim(d, dv):
+    run(make(torch.bfloat16, "BSND", 1, 2, 2, 64, 96, d, dv=dv))
+
+
+@needs_grad
+@pytest.mark.parametrize("groups", [1, 2, 4, 8, 16])
+def test_gqa_groups(groups):
+    """dk / dv of a kv head sum over its group of query heads."""
+    run(make(torch.float16, "BSND", 1, groups * (2 if groups < 16 else 1), 2 if groups < 16 else 1, 40, 200, 64))
+
+
+@needs_grad
+@pytest.mark.parametrize("dtype", F.DTYPES, ids=F.dname)
+@pytest.mark.parametrize("mode", [2, 3])
+@pytest.mark.parametrize("s1,s2", [(200, 200), (70, 300), (300, 70)])
+def test_causal_both_alignments(dtype, mode, s1, s2):
+    """Top-left and bottom-right causal with Sq != Skv; with Sq > Skv mode 3 leaves rows with no key."""
+    run(make(dtype, "BNSD", 1, 2, 1, s1, s2, 64, mask=COMPRESSED, mode=mode))
+
+
+@needs_grad
+@pytest.mark.parametrize("pre,nxt", [(16, 0), (40, 8), (0, 200)])
+def test_band_mode_4(pre, nxt):
+    run(make(torch.float16, "BNSD", 1, 2, 1, 300, 260, 64, mask=COMPRESSED, mode=4, pre=pre, nxt=nxt))
+
+
+@needs_grad
+@pytest.mark.parametrize("mode", [0, 1])
+@pytest.mark.parametrize("shape", [(2, 4, 90, 140), (2, 1, 90, 140), (90, 140)])
+def test_full_masks(mode, shape):
+    torch.manual_seed(3)
+    mask = torch.rand(shape) < 0.3
+    run(make(torch.float16, "BNSD", 2, 4, 2, 90, 140, 64, mask=mask, mode=mode))
+
+
+@needs_grad
+def test_band_mode_0_with_a_mask():
+    mask = torch.rand(1, 1, 100, 100) < 0.1
+    run(make(torch.bfloat16, "BNSD", 1, 2, 1, 100, 100, 64, mask=mask, mode=0, pre=20, nxt=5))
+
+
+@needs_grad
+@pytest.mark.parametrize("dtype", F.DTYPES, ids=F.dname)
+def test_unattended_rows_and_keys_get_exact_zeros(dtype):
+    """Rows with every key masked give dq exactly 0; keys no row attends give dk and dv exactly 0 (the stats
+    of such rows are -FLT_MAX / FLT_MAX, so the recomputed P is 0 there, never a uniform average)."""
+    mask = torch.zeros(1, 1, 50, 70, dtype=torch.bool)
+    mask[..., 3, :] = True
+    mask[..., 40:, :] = True
+    mask[..., :, 10:20] = True
+    dq, dk, dv = run(make(dtype, "BNSD", 1, 4, 2, 50, 70, 64, mask=mask, mode=1, label="unattended"))
+    assert (dq[:, :, 3] == 0).all() and (dq[:, :, 40:] == 0).all()
+    assert (dk[:, :, 10:20] == 0).all() and (dv[:, :, 10:20] == 0).all()
+    assert (dq[:, :, :3] != 0).any() and (dk[:, :, :10] != 0).any()
+
+
+@needs_grad
+def test_outlier_inputs():
+    """FlashAttention-3's outliers: N(0, 1) + N(0, 100) * Bernoulli(0.001)."""
+    torch.manual_seed(7)
+
+    def outliers(*shape):
+        return torch.randn(*shape) + torch.randn(*shape) * 10 * (torch.rand(*shape) < 0.001)
+
+    data = (outliers(1, 4, 256, 128), outliers(1, 2, 256, 128), outliers(1, 2, 256, 128))
+    run(make(torch.bfloat16, "BNSD", 1, 4, 2, 256, 256, 128, data=data, mask=COMPRESSED, mode=3, label="outliers"))
+
+
+@needs_grad
+def test_stats_from_the_golden_give_the_same_judgement():
+    """softmax_max / softmax_sum as fp32 roundings of the golden's instead of our forward's: the kernel takes
+    any stats holding the forward's rows, and the result stays within the same judge."""
+    case = make(torch.float16, "BSH", 1, 4, 4, 120, 90, 64, mask=COMPRESSED, mode=3, label="golden stats")
+    _, g_max, g_sum = R.fusion_attention_reference(
+        *(np64(t) for t in (case.q, case.k, case.v)), 4, "BSH", COMPRESSED.numpy(), case.kw["scale"], sparse_mode=3
+    )
+    case.fwd = (case.fwd[0], torch.from_numpy(g_max).float(), torch.from_numpy(g_sum).float())
+    run(case)
+
+
+# ---------------------------------------------------------------- TND
+@needs_grad
+@pytest.mark.parametrize("mode", [0, 2, 3, 4])
+def test_tnd(mode):
+    """Packed sequences (lengths 1..300, an empty one, a trailing zero) under each mask mode."""
+    lens_q, lens_k = [5, 130, 0, 1, 64, 300], [7, 130, 0, 3, 64, 310]
+    mask, pre, nxt = COMPRESSED, MAX, MAX
+    if mode == 0:
+        torch.manual_seed(5)
+        mask = torch.rand(max(lens_q), max(lens_k)) < 0.2
+    if mode == 4:
+        pre, nxt = 20, 3
+    run(make_tnd(lens_q, lens_k, 4, 2, 64, mask=mask, mode=mode, pre=pre, nxt=nxt, zeros=1))
+
+
+@needs_grad
+def test_tnd_lengths_up_to_2048():
+    """One packed batch of sequences of 1 to 2048 tokens, causal (bottom-right): the file's one long case."""
+    lens = [1, 2048, 17, 640]
+    run(make_tnd(lens, lens, 2, 1, 64, mask=COMPRESSED, mode=3))
+
+
+@needs_grad
+def test_tnd_matches_each_sequence_alone():
+    """TND gives each sequence bit for bit what BSND gives it alone (no sum crosses a sequence's end)."""
+    lens_q, lens_k = [5, 130, 1, 64], [7, 130, 3, 64]
+    case = make_tnd(lens_q, lens_k, 4, 2, 64, mask=COMPRESSED, mode=3)
+    grads = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
+    starts = [np.concatenate(([0], np.cumsum(lens))) for lens in (lens_q, lens_k)]
+    for i, (a, b) in enumerate(zip(lens_q, lens_k, strict=True)):
+        sq, sk = int(starts[0][i]), int(starts[1][i])
+        one = [t[None, s : s + n] for t, s, n in ((case.q, sq, a), (case.k, sk, b), (case.v, sk, b), (case.dy, sq, a))]
+        out, smax, ssum = torch.ops.custom.fusion_attention(*one[:3], 4, "BSND", COMPRESSED, case.kw["scale"],
+                                                            sparse_mode=3)  # fmt: skip
+        alone = torch.ops.custom.fusion_attention_grad(
+            *one, smax, ssum, out, 4, "BSND", COMPRESSED, case.kw["scale"], sparse_mode=3
+        )
+        for got, want, s, n in zip(grads, alone, (sq, sk, sk), (a, b, b), strict=True):
+            assert torch.equal(got[s : s + n], want[0]), f"sequence {i}"
+
+
+# ---------------------------------------------------------------- autograd
+@needs_autograd
+@pytest.mark.parametrize(
+    "case",
+    [
+        lambda: make(torch.bfloat16, "BSH", 2, 8, 2, 70, 90, 64, mask=COMPRESSED, mode=3, label="autograd"),
+        lambda: make_tnd([5, 0, 40, 77], [9, 0, 40, 80], 4, 1, 64, mask=COMPRESSED, mode=2, label="autograd TND"),
+        lambda: make(torch.float32, "BNSD", 1, 4, 4, 50, 70, 128, dv=64, mask=torch.rand(50, 70) < 0.3, mode=1),
+    ],
+    ids=["bsh_gqa_causal", "tnd", "fp32_dv_below_dk_mask"],
+)
+def test_autograd_equals_the_direct_call(case):
+    """torch.autograd.grad through torch.ops.custom.fusion_attention gives what a direct fusion_attention_grad
+    call on the forward's outputs gives, bit for bit, and is judged as the direct call."""
+    case = case()
+    leaves = [t.detach().requires_grad_() for t in (case.q, case.k, case.v)]
+    out, smax, ssum = torch.ops.custom.fusion_attention(*leaves, *case.args()[3:])
+    assert torch.equal(out, case.fwd[0]) and torch.equal(smax, case.fwd[1]) and torch.equal(ssum, case.fwd[2])
+    grads = torch.autograd.grad(out, leaves, case.dy)
+    direct = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
+    for name, a, b in zip(("dq", "dk", "dv"), grads, direct, strict=True):
+        assert torch.equal(a, b), f"{case.name} {name}: autograd != the direct call"
+    judge(case, grads, " (autograd)")
+
+
+@needs_autograd
+def test_autograd_through_the_wrapper_and_only_the_needed_inputs():
+    """ascendc_ops.fusion_attention is differentiable too; a gradient of q alone leaves k and v alone."""
+    case = make(torch.float16, "BNSD", 1, 2, 2, 30, 40, 64)
+    q = case.q.detach().requires_grad_()
+    out, _, _ = ascendc_ops.fusion_attention(q, case.k, case.v, 2, "BNSD", scale=case.kw["scale"])
+    (dq,) = torch.autograd.grad(out, q, case.dy)
+    assert torch.equal(dq, torch.ops.custom.fusion_attention_grad(*case.args(grads=True))[0])
+
+
+# ---------------------------------------------------------------- API
+@needs_grad
+def test_opcheck_grad():
+    for case in (
+        make(torch.float32, "BNSD", 1, 4, 2, 20, 30, 64, label="opcheck"),
+        make(torch.float16, "BSND", 1, 2, 1, 20, 30, 64, mask=COMPRESSED, mode=3, label="opcheck"),
+        make_tnd([5, 7], [5, 7], 2, 2, 64, dtype=torch.float32, label="opcheck TND"),
+    ):
+        opcheck(torch.ops.custom.fusion_attention_grad, case.args(grads=True))
+
+
+@needs_autograd
+def test_opcheck_forward_with_autograd():
+    """The forward with inputs that need a gradient: opcheck also checks the autograd registration
+    (test_autograd_registration, test_aot_dispatch_dynamic)."""
+    q, k, v = (torch.randn(1, n, s, 64).requires_grad_() for n, s in ((4, 20), (2, 30), (2, 30)))
+    opcheck(torch.ops.custom.fusion_attention, (q, k, v, 4, "BNSD", None, 0.125))
+    opcheck(torch.ops.custom.fusion_attention, (q, k, v, 4, "BNSD", COMPRESSED, 0.125, MAX, 0, None, None, 3))
+    t = torch.randn(12, 2, 64).requires_grad_()
+    opcheck(torch.ops.custom.fusion_attention, (t, t, t, 2, "TND", None, 1.0, MAX, MAX, [5, 12], [5, 12]))
+
+
+@needs_grad
+def test_empty_tensors():
+    """Nothing to compute (no batch, no query row, no key): zero gradients of the inputs' shapes."""
+    for sq, sk in ((0, 5), (3, 0)):
+        q, kv = torch.randn(1, 2, sq, 64), torch.randn(1, 2, sk, 64)
+        out, smax, ssum = torch.ops.custom.fusion_attention(q, kv, kv, 2, "BNSD")
+        dq, dk, dv = torch.ops.custom.fusion_attention_grad(q, kv, kv, torch.randn_like(out), smax, ssum, out, 2,
+                                                            "BNSD")  # fmt: skip
+        assert dq.shape == q.shape and dk.shape == kv.shape and dv.shape == kv.shape
+        assert not dq.any() and not dk.any() and not dv.any()
+
+
+def grad_call(dy=(1, 2, 8, 64), stats=(1, 2, 8, 8), out=(1, 2, 8, 64), dtypes=(torch.float32,) * 2):
+    """A bad fusion_attention_grad call whose tensors are made inside it (FakeTensorMode sees fakes)."""
+
+    def call():
+        q = torch.randn(1, 2, 8, 64)
+        made = (torch.randn(*dy).to(dtypes[0]), torch.randn(*stats).to(dtypes[1]), torch.randn(*stats))
+        return torch.ops.custom.fusion_attention_grad(q, q, q, made[0], made[1], made[2], torch.randn(*out), 2, "BNSD")
+
+    return call
+
+
+BAD = [
+    (grad_call(dy=(1, 2, 8, 32)), ValueError, "dy must have attention_out's shape [1, 2, 8, 64], got [1, 2, 8, 32]"),
+    (grad_call(out=(1, 2, 7, 64)), ValueError, "attention_in must have attention_out's shape [1, 2, 8, 64]"),
+    (grad_call(stats=(1, 2, 8, 1)), ValueError, "softmax_max must have the forward's softmax_max shape [1, 2, 8, 8]"),
+    (grad_call(dtypes=(torch.float16, torch.float32)), TypeError, "dy must have query's dtype float32, got float16"),
+]
+
+
+@needs_grad
+@pytest.mark.parametrize("i", range(len(BAD)))
+def test_bad_input_is_a_readable_error(i):
+    assert_readable(BAD[i])
+
+
+@needs_grad
+@pytest.mark.parametrize("i", range(len(BAD)))
+def test_fake_and_real_calls_raise_one_message(i):
+    assert_fake_raises_the_same(BAD[i])
