@@ -12,7 +12,8 @@
 template <typename T>
 class AttentionGradCube {
  public:
-  __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR dy, GM_ADDR ws, const AttentionGradTilingData& g) {
+  __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR dy, GM_ADDR ws,
+                              const AttentionGradTilingData& g) {
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
     q_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(q));

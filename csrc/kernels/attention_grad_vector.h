@@ -109,8 +109,9 @@ class AttentionGradVector {
     for (int64_t n = task.n * group; n < (task.n + 1) * group; ++n) {
       for (int64_t blk = task.first; blk < task.first + task.count; ++blk) {
         const int64_t i0 = blk * t.s1Block;
-        const Step st{task.b, n, i0, task.i0, task.s1, task.s2, task.qTok0,
-                      uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block), cols};
+        const Step st{task.b,  n,       i0,         task.i0,
+                      task.s1, task.s2, task.qTok0, uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block),
+                      cols};
         Split(st.rows, r0_, rows_);
         if (rows_ > 0) RowStats(st);
         CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
@@ -222,8 +223,10 @@ class AttentionGradVector {
     SyncPipes<HardEvent::V_MTE2>();
     SyncPipes<HardEvent::MTE3_MTE2>();  // fp32: the last step's dS went out of dpBuf_ itself
     const DataCopyExtParams cp(uint16_t(rows_), cols * 4, (s2b - cols) * 4, 0, 0);
-    DataCopyPad(s, sWs_[int64_t(r0_) * s2b], cp, DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
-    DataCopyPad(dp, dpWs_[int64_t(r0_) * s2b], cp, DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
+    DataCopyPad(s, sWs_[int64_t(r0_) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
+    DataCopyPad(dp, dpWs_[int64_t(r0_) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
     uint32_t mp = 0;
     if (t.maskFull)
       mp = AttentionLoadMask(maskBuf_.Get<uint8_t>(), mask_, t, st.b, st.n, st.i0 + r0_, st.j0, rows_, cols);
@@ -233,8 +236,8 @@ class AttentionGradVector {
     if (t.maskFull)
       AttentionApplyMask(s, boundBuf_.Get<float>(), maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
     if (t.band)
-      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, st.i0 + r0_,
-                         rows_, st.s1, st.s2, st.j0, cols, pp);
+      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, st.i0 + r0_, rows_,
+                         st.s1, st.s2, st.j0, cols, pp);
     for (uint32_t r = 0; r < rows_; ++r) Adds(s[r * pp], s[r * pp], -m_[r], int32_t(pp));
     Exp(s, s, int32_t(n));
     for (uint32_t r = 0; r < rows_; ++r) {
@@ -292,7 +295,8 @@ class AttentionGradVector {
     for (uint32_t c = 0; c < rows; c += chunk) {
       const uint32_t rc = rows - c < chunk ? rows - c : chunk;
       SyncPipes<HardEvent::V_MTE2>();
-      DataCopyPad(s, src[int64_t(c) * pitch], DataCopyExtParams(uint16_t(rc), n * 4, (pitch - n) * 4, (pitch - elems) / 8, 0),
+      DataCopyPad(s, src[int64_t(c) * pitch],
+                  DataCopyExtParams(uint16_t(rc), n * 4, (pitch - n) * 4, (pitch - elems) / 8, 0),
                   DataCopyPadExtParams<float>(elems != n, 0, uint8_t(elems - n), 0.0f));
       SyncPipes<HardEvent::MTE2_V>();
       Add(acc[c * pitch], acc[c * pitch], s, int32_t(rc * pitch));
