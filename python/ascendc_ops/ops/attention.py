@@ -24,7 +24,7 @@
 Autograd: ``custom::fusion_attention``'s backward is ``custom::fusion_attention_grad`` with the forward's inputs,
 attrs and results, as torch_npu's derivatives.yaml wires npu_fusion_attention to its grad. Only query, key and value
 get gradients. softmax_max and softmax_sum are marked non-differentiable (torch_npu leaves them differentiable and
-drops their gradients, so a loss through them silently misses a term; here they do not require grad at all).
+drops their gradients, so a loss through them silently misses a term; here they come out with requires_grad=False).
 Schemas come from op_proto/attention/fusion_attention.json and fusion_attention_grad.json; the argument rules and
 the output shapes (also for FakeTensor / torch.compile, through C++ Meta kernels) from tiling/attention_problem.h
 and attention_grad_problem.h.
