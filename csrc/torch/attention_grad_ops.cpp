@@ -57,7 +57,7 @@ FusionAttentionGradLaunch PrepareFusionAttentionGrad(
                                    kvlen ? &*kvlen : nullptr, sparseMode, Arg(attenMask)),
         platform);
   });
-  // nothing to launch (an empty S1 or S2): every gradient is an empty sum
+  // no task to launch (no rows at all): every gradient is an empty sum, 0
   const auto alloc = [&](const at::Tensor& like) {
     return l.tiling.blockDim == 0 ? at::zeros(like.sizes(), like.options()) : at::empty(like.sizes(), like.options());
   };

@@ -75,7 +75,7 @@ void ImplFusionAttention(torch::Library& m) {
 
 struct FusionAttentionGradLaunch {
   at::Tensor query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn;  // contiguous; mask may be undefined
-  at::Tensor dq, dk, dv;  // zero-filled when tiling.blockDim == 0 (an empty S1 or S2: nothing to launch)
+  at::Tensor dq, dk, dv;  // zero-filled when tiling.blockDim == 0 (no task; an empty S1 or S2 alone has tasks)
   at::Tensor tilingBytes;  // AttentionGradTilingData, then TND's cumulative lengths (int64)
   tiling::AttentionGradTiling tiling;
 };
