@@ -95,14 +95,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
   at::Tensor workspace =
       at::empty({int64_t(AscendC::twin::kSystemWorkspaceBytes) + l.tiling.workspaceBytes}, at::kByte);
   const auto& entry = PickEntry(twin_entries::fusion_attention_grad, l.query.scalar_type());
-  try {
-    AscendC::twin::LaunchTyped(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
-                               Gm(l.value), Gm(l.dy), l.mask.defined() ? Gm(l.mask) : nullptr, Gm(l.softmaxMax),
-                               Gm(l.softmaxSum), Gm(l.attentionIn), Gm(l.dq), Gm(l.dk), Gm(l.dv), Gm(workspace),
-                               Gm(l.tilingBytes));
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
+                    Gm(l.value), Gm(l.dy), l.mask.defined() ? Gm(l.mask) : nullptr, Gm(l.softmaxMax), Gm(l.softmaxSum),
+                    Gm(l.attentionIn), Gm(l.dq), Gm(l.dk), Gm(l.dv), Gm(workspace), Gm(l.tilingBytes));
   return {l.dq, l.dk, l.dv};
 }
 

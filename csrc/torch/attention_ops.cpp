@@ -82,13 +82,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
       at::empty({int64_t(AscendC::twin::kSystemWorkspaceBytes) + l.tiling.workspaceBytes}, at::kByte);
   uint8_t* maskGm = l.mask.defined() ? Gm(l.mask) : nullptr;
   const auto& entry = PickEntry(twin_entries::fusion_attention, l.query.scalar_type());
-  try {
-    AscendC::twin::LaunchTyped(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
-                               Gm(l.value), maskGm, Gm(l.out), Gm(l.softmaxMax), Gm(l.softmaxSum), Gm(workspace),
-                               Gm(l.tilingBytes));
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
+                    Gm(l.value), maskGm, Gm(l.out), Gm(l.softmaxMax), Gm(l.softmaxSum), Gm(workspace),
+                    Gm(l.tilingBytes));
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
