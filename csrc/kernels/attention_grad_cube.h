@@ -12,20 +12,15 @@
 template <typename T>
 class AttentionGradCube {
  public:
-  __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR dy, GM_ADDR ws, const AttentionGradTilingData& g) {
+  __aicore__ inline void Init(GM_ADDR q, GM_ADDR k, GM_ADDR v, GM_ADDR dy, GM_ADDR ws,
+                              const AttentionGradTilingData& g) {
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
     q_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(q));
     k_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(k));
     v_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(v));
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
-    GM_ADDR group = ws + GetBlockIdx() * g.workspacePerGroup;
-    sWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group));
-    dpWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + g.dpOffset));
-    pWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(group + g.pOffset));
-    dsWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(group + g.dsOffset));
-    r1Ws_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + g.r1Offset));
-    r2Ws_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + g.r2Offset));
+    ws_.Init(ws + GetBlockIdx() * g.workspacePerGroup, g);
     const uint32_t s1b = t.s1Block, s2b = t.s2Block, dp = g.dPitch, vp = t.vPitch, s1p = g.s1Pitch;
     pipe_.InitBuffer(qL1_, 1, s1b * dp * sizeof(T));
     pipe_.InitBuffer(dyL1_, 1, s1b * vp * sizeof(T));
@@ -63,9 +58,9 @@ class AttentionGradCube {
                                 const LocalTensor<T>& v, uint32_t rows, uint32_t cols) {
     const AttentionTilingData& t = g_->fwd;
     LocalTensor<float> s = mm_.ABt(q, rows, k, cols, uint32_t(t.headDim), t.qkChunk);
-    mm_.FixOut(sWs_, s, rows, cols, uint32_t(t.s2Block));
+    mm_.FixOut(ws_.s, s, rows, cols, uint32_t(t.s2Block));
     LocalTensor<float> dp = mm_.ABt(dy, rows, v, cols, uint32_t(t.valueDim), t.qkChunk);
-    mm_.FixOut(dpWs_, dp, rows, cols, uint32_t(t.s2Block));
+    mm_.FixOut(ws_.dp, dp, rows, cols, uint32_t(t.s2Block));
     CrossCoreSetFlag<2, PIPE_FIX>(Flags::kSReady);
   }
 
@@ -92,13 +87,13 @@ class AttentionGradCube {
                                      uint32_t(t.oStrideS));
         Scores(q, dy, k, v, rows, cols);
         CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
-        LocalTensor<T> pt = mm_.Load(pL1_, pWs_, cols, rows, uint32_t(g_->s1Pitch));
-        LocalTensor<T> dst = mm_.Load(dsL1_, dsWs_, cols, rows, uint32_t(g_->s1Pitch));
+        LocalTensor<T> pt = mm_.Load(pL1_, ws_.p, cols, rows, uint32_t(g_->s1Pitch));
+        LocalTensor<T> dst = mm_.Load(dsL1_, ws_.ds, cols, rows, uint32_t(g_->s1Pitch));
         LocalTensor<float> dvPart = mm_.AB(pt, cols, dy, rows, dv, uint32_t(t.vPitch), g_->rowChunk);
         if (step > 0) CrossCoreWaitFlag<2, PIPE_FIX>(Flags::kRFree);  // the AIVs have read the last step's
-        mm_.FixOut(r2Ws_, dvPart, cols, dv, uint32_t(t.vPitch));
+        mm_.FixOut(ws_.r2, dvPart, cols, dv, uint32_t(t.vPitch));
         LocalTensor<float> dkPart = mm_.AB(dst, cols, q, rows, d, uint32_t(g_->dPitch), g_->rowChunk);
-        mm_.FixOut(r1Ws_, dkPart, cols, d, uint32_t(g_->dPitch));
+        mm_.FixOut(ws_.r1, dkPart, cols, d, uint32_t(g_->dPitch));
         CrossCoreSetFlag<2, PIPE_FIX>(Flags::kRReady);
         pL1_.FreeTensor(pt);
         dsL1_.FreeTensor(dst);
@@ -130,10 +125,10 @@ class AttentionGradCube {
       Scores(q, dy, k, v, rows, cols);
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       const uint32_t pitch = (cols + 7) / 8 * 8;  // the AIVs' row pitch of dS (attention_grad_vector.h)
-      LocalTensor<T> ds = mm_.Load(dsL1_, dsWs_, rows, cols, pitch);
+      LocalTensor<T> ds = mm_.Load(dsL1_, ws_.ds, rows, cols, pitch);
       LocalTensor<float> dqPart = mm_.AB(ds, rows, k, cols, d, uint32_t(g_->dPitch), t.pvChunk);
       if (idx > 0) CrossCoreWaitFlag<2, PIPE_FIX>(Flags::kRFree);
-      mm_.FixOut(r1Ws_, dqPart, rows, d, uint32_t(g_->dPitch));
+      mm_.FixOut(ws_.r1, dqPart, rows, d, uint32_t(g_->dPitch));
       CrossCoreSetFlag<2, PIPE_FIX>(Flags::kRReady);
       dsL1_.FreeTensor(ds);
       kL1_.FreeTensor(k);
@@ -145,8 +140,8 @@ class AttentionGradCube {
   }
 
   const AttentionGradTilingData* g_ = nullptr;
-  GlobalTensor<T> q_, k_, v_, dy_, pWs_, dsWs_;
-  GlobalTensor<float> sWs_, dpWs_, r1Ws_, r2Ws_;
+  GlobalTensor<T> q_, k_, v_, dy_;
+  AttentionGradWorkspace<T> ws_;
   TPipe pipe_;
   AttentionMatmul<T> mm_;
   TQue<TPosition::A1, 1> qL1_, dyL1_, pL1_, dsL1_;

@@ -28,13 +28,7 @@ class AttentionGradVector {
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
     sub_ = uint32_t(GetSubBlockIdx());
-    GM_ADDR group = ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup;
-    sWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group));
-    dpWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + g.dpOffset));
-    pWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(group + g.pOffset));
-    dsWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(group + g.dsOffset));
-    r1Ws_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + g.r1Offset));
-    r2Ws_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + g.r2Offset));
+    ws_.Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup, g);
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
     o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
@@ -109,8 +103,9 @@ class AttentionGradVector {
     for (int64_t n = task.n * group; n < (task.n + 1) * group; ++n) {
       for (int64_t blk = task.first; blk < task.first + task.count; ++blk) {
         const int64_t i0 = blk * t.s1Block;
-        const Step st{task.b, n, i0, task.i0, task.s1, task.s2, task.qTok0,
-                      uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block), cols};
+        const Step st{task.b,  n,       i0,         task.i0,
+                      task.s1, task.s2, task.qTok0, uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block),
+                      cols};
         Split(st.rows, r0_, rows_);
         if (rows_ > 0) RowStats(st);
         CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
@@ -121,8 +116,8 @@ class AttentionGradVector {
         CrossCoreSetFlag<2, PIPE_MTE3>(Flags::kPReady);
         CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
         if (keys > 0) {
-          AddRows(accK, r1Ws_[int64_t(k0) * dp], keys, uint32_t(t.headDim), dp);
-          AddRows(accV, r2Ws_[int64_t(k0) * vp], keys, uint32_t(t.valueDim), vp);
+          AddRows(accK, ws_.r1[int64_t(k0) * dp], keys, uint32_t(t.headDim), dp);
+          AddRows(accV, ws_.r2[int64_t(k0) * vp], keys, uint32_t(t.valueDim), vp);
         }
         CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
       }
@@ -154,7 +149,7 @@ class AttentionGradVector {
       }
       CrossCoreSetFlag<2, PIPE_MTE3>(Flags::kPReady);
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
-      if (rows_ > 0) AddRows(accQ, r1Ws_[int64_t(r0_) * dp], rows_, uint32_t(t.headDim), dp);
+      if (rows_ > 0) AddRows(accQ, ws_.r1[int64_t(r0_) * dp], rows_, uint32_t(t.headDim), dp);
       CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
     }
     if (rows_ == 0) return;
@@ -222,8 +217,10 @@ class AttentionGradVector {
     SyncPipes<HardEvent::V_MTE2>();
     SyncPipes<HardEvent::MTE3_MTE2>();  // fp32: the last step's dS went out of dpBuf_ itself
     const DataCopyExtParams cp(uint16_t(rows_), cols * 4, (s2b - cols) * 4, 0, 0);
-    DataCopyPad(s, sWs_[int64_t(r0_) * s2b], cp, DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
-    DataCopyPad(dp, dpWs_[int64_t(r0_) * s2b], cp, DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
+    DataCopyPad(s, ws_.s[int64_t(r0_) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
+    DataCopyPad(dp, ws_.dp[int64_t(r0_) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
     uint32_t mp = 0;
     if (t.maskFull)
       mp = AttentionLoadMask(maskBuf_.Get<uint8_t>(), mask_, t, st.b, st.n, st.i0 + r0_, st.j0, rows_, cols);
@@ -233,8 +230,8 @@ class AttentionGradVector {
     if (t.maskFull)
       AttentionApplyMask(s, boundBuf_.Get<float>(), maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
     if (t.band)
-      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, st.i0 + r0_,
-                         rows_, st.s1, st.s2, st.j0, cols, pp);
+      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, st.i0 + r0_, rows_,
+                         st.s1, st.s2, st.j0, cols, pp);
     for (uint32_t r = 0; r < rows_; ++r) Adds(s[r * pp], s[r * pp], -m_[r], int32_t(pp));
     Exp(s, s, int32_t(n));
     for (uint32_t r = 0; r < rows_; ++r) {
@@ -272,8 +269,8 @@ class AttentionGradVector {
     SyncPipes<HardEvent::V_MTE3>();
     const uint32_t bytes = rows_ * uint32_t(sizeof(T)), gap = (rp * uint32_t(sizeof(T)) - (bytes + 31) / 32 * 32) / 32;
     const DataCopyExtParams cp(uint16_t(cols), bytes, gap, (uint32_t(g_->s1Pitch) - rows_) * uint32_t(sizeof(T)), 0);
-    DataCopyPad(pWs_[r0_], stage, cp);
-    DataCopyPad(dsWs_[r0_], stage[area], cp);
+    DataCopyPad(ws_.p[r0_], stage, cp);
+    DataCopyPad(ws_.ds[r0_], stage[area], cp);
   }
 
   // Query tasks: dS [rows, pp] in the input dtype into the workspace after the other AIV's rows.
@@ -281,7 +278,7 @@ class AttentionGradVector {
     const uint32_t pp = (st.cols + 7) / 8 * 8, n = rows_ * pp;
     const LocalTensor<T> ds = InInputDtype(stageBuf_.Get<T>(), dpBuf_.Get<float>(), n);
     SyncPipes<HardEvent::V_MTE3>();
-    DataCopyPad(dsWs_[int64_t(r0_) * pp], ds, DataCopyExtParams(1, n * uint32_t(sizeof(T)), 0, 0, 0));
+    DataCopyPad(ws_.ds[int64_t(r0_) * pp], ds, DataCopyExtParams(1, n * uint32_t(sizeof(T)), 0, 0, 0));
   }
 
   // acc [rows, pitch] += the AIC's fp32 rows [rows, n] at `src` (pitch `pitch`), through the S buffer.
@@ -292,7 +289,8 @@ class AttentionGradVector {
     for (uint32_t c = 0; c < rows; c += chunk) {
       const uint32_t rc = rows - c < chunk ? rows - c : chunk;
       SyncPipes<HardEvent::V_MTE2>();
-      DataCopyPad(s, src[int64_t(c) * pitch], DataCopyExtParams(uint16_t(rc), n * 4, (pitch - n) * 4, (pitch - elems) / 8, 0),
+      DataCopyPad(s, src[int64_t(c) * pitch],
+                  DataCopyExtParams(uint16_t(rc), n * 4, (pitch - n) * 4, (pitch - elems) / 8, 0),
                   DataCopyPadExtParams<float>(elems != n, 0, uint8_t(elems - n), 0.0f));
       SyncPipes<HardEvent::MTE2_V>();
       Add(acc[c * pitch], acc[c * pitch], s, int32_t(rc * pitch));
@@ -328,9 +326,10 @@ class AttentionGradVector {
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0, maxKeys_ = 0;
   uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
   float m_[attention_grad_vec::kMaxRows], invL_[attention_grad_vec::kMaxRows], d_[attention_grad_vec::kMaxRows];
-  GlobalTensor<float> sWs_, dpWs_, r1Ws_, r2Ws_, max_, sum_;
-  GlobalTensor<T> pWs_, dsWs_, dy_, o_, dq_, dk_, dv_;
+  GlobalTensor<float> max_, sum_;
+  GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;
+  AttentionGradWorkspace<T> ws_;
   TPipe pipe_;
   TBuf<TPosition::VECCALC> sBuf_, dpBuf_, boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_, accBuf_, rampBuf_,
       rowABuf_, rowBBuf_, statBuf_, redBuf_;

@@ -29,8 +29,7 @@ class AttentionMatmul {
   __aicore__ inline LocalTensor<T> Load(Que& que, const GlobalTensor<T>& src, uint32_t rows, uint32_t cols,
                                         uint32_t pitch) {
     LocalTensor<T> x = que.template AllocTensor<T>();
-    DataCopy(x, src,
-             Nd2NzParams(1, uint16_t(rows), uint16_t(cols), 0, uint16_t(pitch), uint16_t(Align16(rows)), 1, 0));
+    DataCopy(x, src, Nd2NzParams(1, uint16_t(rows), uint16_t(cols), 0, uint16_t(pitch), uint16_t(Align16(rows)), 1, 0));
     que.EnQue(x);
     return que.template DeQue<T>();
   }
