@@ -4,9 +4,9 @@ Inference parity against the unpatched model (logits by the fp32 double benchmar
 unpatched model in float64) for Llama, Qwen2 (GQA) and Mistral with a sliding window shorter than the sequence;
 the op running once per layer; greedy generation with a KV cache (tokens identical), a left-padded batch, packed
 sequences (position_ids restarting: HF's block mask; a flattening collator's cu_seq_lens: TND), user 4-D float
-masks, bf16, torch.compile(fullgraph=True); what is refused (softcapping at apply, a bias mask, a mask of another
-shape or a call needing gradients at call time, on HF's sdpa) and revert. Gradient parity and 20 training steps
-are skipped, with the reason, until the op has its backward."""
+masks, bf16, torch.compile(fullgraph=True); what is refused (softcapping at apply, a bias mask or a mask of another
+shape at call time, on HF's sdpa) and revert. Training: gradient parity (every layer's backward on
+custom::fusion_attention_grad) and 20 AdamW steps in lockstep with the unpatched model."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from test_patching import ALL, fwd_bwd, ids, max_rel, tiny  # noqa: E402
 from training import CompileRecorder  # noqa: E402
 
 KERNEL = "fused_attention"
-NO_BACKWARD = A.NO_BACKWARD
 FAMILIES = {"llama": {}, "qwen2": {}, "mistral": {"sliding_window": 5}}
 
 
@@ -225,30 +224,6 @@ def test_user_float_masks():
     assert list(A.FALLBACKS) == ["a float mask with values other than 0 and -inf (a bias, not a mask)"]
 
 
-@pytest.mark.skipif(A.has_backward(), reason="fusion_attention has its backward: gradients run on it")
-def test_calls_needing_gradients_run_sdpa():
-    """Until the op has a backward, a training call runs HF's sdpa (its gradients, a warning), never a
-    gradient-less output."""
-    model = tiny("llama")  # training mode
-    x = ids(seq=8)
-    ref = copy.deepcopy(model)
-    ref.config._attn_implementation = "sdpa"
-    ref(x, labels=x).loss.backward()
-    report = K.apply_kernel(KERNEL, model)
-    assert report.applied == [KERNEL] and report.left == {
-        KERNEL: {"training": f"{NO_BACKWARD}: calls needing gradients run HF's sdpa"}
-    }, report
-    A.FALLBACKS.clear()
-    model(x, labels=x).loss.backward()
-    assert list(A.FALLBACKS) == [f"gradients are needed and {NO_BACKWARD}"]
-    for (n, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
-        torch.testing.assert_close(p.grad, q.grad, msg=n)
-
-
-needs_backward = pytest.mark.skipif(not A.has_backward(), reason=NO_BACKWARD)
-
-
-@needs_backward
 @pytest.mark.parametrize("family", list(FAMILIES))
 def test_gradient_parity(family):
     model = tiny(family, **FAMILIES[family])
@@ -270,7 +245,6 @@ def test_gradient_parity(family):
         assert ok, (n, why)
 
 
-@needs_backward
 def test_twenty_training_steps_lockstep():
     """20 AdamW steps of the unpatched model; at each, the patched copy's loss and gradients match (fp32 bounds
     of test_convergence)."""
