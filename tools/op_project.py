@@ -190,7 +190,12 @@ def op_def(text: str) -> dict:
             r'this->(Input|Output)\("(\w+)"\)\s*\.ParamType\((\w+)\)\s*\.DataType\(\{([^}]*)\}\)', text
         )
     ]
-    attrs = [(n, t, s) for n, t, s in re.findall(r'this->Attr\("(\w+)"\)\s*\.AttrType\((\w+)\)\s*\.(\w+)\(', text)]
+    # an Attr without AttrType is required (metadef pkg_inc/base/asc/opdef/op_def_impl.h: `required = true`);
+    # msopgen writes required attrs that way
+    attrs = [
+        (n, t or "REQUIRED", s)
+        for n, t, s in re.findall(r'this->Attr\("(\w+)"\)\s*(?:\.AttrType\((\w+)\)\s*)?\.(\w+)\(', text)
+    ]
     return {
         "class": cls.group(1) if cls else None,
         "params": params,
