@@ -27,10 +27,10 @@ Left unpatched at apply (the reason in the report), by structure: models whose c
 transformers' ``_supports_attention_backend``; attention layers passing the function keywords we cannot honour
 (``softcap``, ``s_aux`` / ``sinks``, ``position_bias``, a sparse indexer's ``indices``) or branching on the
 implementation's name; softcapping in the config (``attn_logit_softcapping``); a ``sinks`` parameter.
-Run on HF's sdpa at call time, with a warning naming the reason once (``FALLBACKS`` counts them): a call that
-needs gradients (the op has no backward yet), dropout > 0, ``position_bias``, a paged cache, ``output_attentions``,
-dtypes / head shapes the op does not take, float masks with other values. Not in ``"auto"`` until the backward
-exists: request it by id.
+Run on HF's sdpa at call time, with a warning naming the reason once (``FALLBACKS`` counts them): dropout > 0,
+``position_bias``, a paged cache, ``output_attentions``, dtypes / head shapes the op does not take, float masks with
+other values. Gradients run on ``fusion_attention_grad`` through the op's autograd. Not in ``"auto"`` (it swaps the
+model's attention implementation): request it by id.
 """
 
 from __future__ import annotations
@@ -49,7 +49,6 @@ from .base import Found, KernelSkip, set_instance_attr
 from .report import logger
 
 ATTN_IMPL = "ascendc_fused_attention"
-NO_BACKWARD = "fusion_attention has no backward yet"
 CONFIG_ATTR = "_attn_implementation_internal"
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # the keywords an attention layer may pass that we read (or that make the call run sdpa: output_attentions)
@@ -80,12 +79,6 @@ def _boolean_mask(mask: torch.Tensor) -> torch.Tensor | None:
     return blocked if bool(((mask == 0) | blocked).all()) else None
 
 
-def has_backward() -> bool:
-    """Whether custom::fusion_attention has an autograd formula (registered by ascendc_ops.ops.attention once the
-    backward exists): until then a call needing gradients runs sdpa."""
-    return torch._C._dispatch_has_kernel_for_dispatch_key("custom::fusion_attention", "Autograd")
-
-
 def _mask_shape_ok(mask: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> bool:
     """[B or 1, 1 or Nq, Sq, Skv]: what B1SS / BNSS take after broadcasting the batch."""
     return (
@@ -99,8 +92,6 @@ def _mask_shape_ok(mask: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -
 def _unsupported_call(module, query, key, value, mask, dropout, kwargs) -> str | None:
     """Why this call cannot run on our op (None: it can)."""
     checks = (
-        (torch.is_grad_enabled() and any(t.requires_grad for t in (query, key, value)) and not _HAS_BACKWARD,
-         f"gradients are needed and {NO_BACKWARD}"),
         (dropout > 0, f"dropout={dropout:g}"),
         (kwargs.get("position_bias") is not None, "a position_bias"),
         (kwargs.get("cache") is not None, "a paged cache"),
@@ -205,7 +196,6 @@ def _register() -> bool:
 
 
 REGISTERED = _register()
-_HAS_BACKWARD = has_backward()  # read once: the check runs on every call, also under torch.compile
 
 
 def _forward_tree(cls: type) -> ast.Module | None:
@@ -284,10 +274,6 @@ def find(model: nn.Module) -> Found:
     if found.targets and model.__dict__.get("config") is not None:
         top = model.config
         found.targets = list({id(c): c for c in [top, *found.targets]}.values())
-    if (
-        found.targets and model.training and not _HAS_BACKWARD
-    ):  # said in the report (left), the layers patched for inference
-        found.refused["training"] = f"{NO_BACKWARD}: calls needing gradients run HF's sdpa"
     return found
 
 

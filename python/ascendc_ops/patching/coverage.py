@@ -305,7 +305,7 @@ def _logits(model, x):
 
 
 def _attention_cell(model, x, ref_logits, gold_logits) -> str:
-    """fused_attention alone, for inference (it is not in "auto": the op has no backward yet): found by structure
+    """fused_attention alone, for inference (it is not in "auto": it is asked for by id): found by structure
     as apply_kernel finds it, logits judged as the other kernels' are; or why it was not applied."""
     from .apply import apply_kernel, revert_kernels
     from .registry import KERNELS

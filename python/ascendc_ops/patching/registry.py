@@ -156,10 +156,10 @@ for _kernel in (
         attention.find,
         attention.patch,
         f"attention layers -> ALL_ATTENTION_FUNCTIONS[{attention.ATTN_IMPL!r}]: custom::fusion_attention (causal, "
-        "padding, sliding-window and packed masks, GQA; inference: not in 'auto' until the op has a backward)",
+        "padding, sliding-window and packed masks, GQA; gradients through fusion_attention_grad; by id, not in 'auto')",
         op="fusion_attention",
         switch="use_fused_attention",
-        auto=False,  # calls needing gradients run HF's sdpa until fusion_attention has a backward
+        auto=False,  # it swaps the model's attention implementation: asked for by id
         routed=attention.routed_modules,
     ),
 ):
