@@ -33,8 +33,8 @@ AttentionArgs<Int> CheckFusionAttentionGrad(const OpSpec& op, const TensorArg<In
   for (const auto& g : given) {
     if (g.index == 3 || g.index == 7) CheckSameDtype(op, g.index, g.t->dtype, 0, q.dtype);
     else CheckDtype(op, g.index, g.t->dtype);
-    if (g.t->shape != *g.shape) Fail(ArgError::kValue, op, op.inputs[g.index], " must have ", g.what, " ", *g.shape,
-                                     ", got ", g.t->shape);
+    if (g.t->shape != *g.shape)
+      Fail(ArgError::kValue, op, op.inputs[g.index], " must have ", g.what, " ", *g.shape, ", got ", g.t->shape);
   }
   return a;
 }

@@ -74,14 +74,8 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
   g.s1Pitch = int32_t(AlignUp(t.s1Block, 16));
 
   int64_t qTasks = 0, kvTasks = 0;
-  const int64_t batches = t.varlen ? int64_t(p.cumQ.size()) : p.batch;
-  int64_t prevQ = 0, prevK = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    const int64_t s1 = t.varlen ? p.cumQ[size_t(b)] - prevQ : p.s1, s2 = t.varlen ? p.cumKv[size_t(b)] - prevK : p.s2;
-    if (t.varlen) prevQ = p.cumQ[size_t(b)], prevK = p.cumKv[size_t(b)];
-    qTasks += p.heads * CeilDiv(s1, t.s1Block);
-    kvTasks += p.kvHeads * CeilDiv(s2, t.s2Block);
-  }
+  for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
+    qTasks += p.heads * CeilDiv(s1, t.s1Block), kvTasks += p.kvHeads * CeilDiv(s2, t.s2Block);
   t.tasks = qTasks, g.kvTasks = kvTasks;
   const int64_t s1b = t.s1Block, s2b = t.s2Block;
   t.sSlotBytes = AlignUp(s1b * s2b * 4, kWorkspaceAlign);
@@ -101,19 +95,13 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
 std::vector<int64_t> AttentionGradKvTaskBlocks(const AttentionGradTiling& tiling) {
   const AttentionTilingData& t = tiling.data.fwd;
   std::vector<int64_t> blocks;
-  const int64_t batches = t.varlen ? int64_t(tiling.varlenTable.size() / 2) : t.batch;
-  int64_t prevQ = 0, prevK = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    const int64_t s1 = t.varlen ? tiling.varlenTable[size_t(b)] - prevQ : t.s1;
-    const int64_t s2 = t.varlen ? tiling.varlenTable[size_t(batches + b)] - prevK : t.s2;
-    if (t.varlen) prevQ = tiling.varlenTable[size_t(b)], prevK = tiling.varlenTable[size_t(batches + b)];
+  for (const auto& [s1, s2] : AttentionBatchLengths(t, tiling.varlenTable))
     for (int64_t n = 0; n < t.kvHeads; ++n)
       for (int64_t j0 = 0; j0 < s2; j0 += t.s2Block) {
         int64_t first, count;
         AttentionS1Blocks(t, j0, std::min<int64_t>(s2, j0 + t.s2Block), s1, s2, first, count);
         blocks.push_back(count);
       }
-  }
   return blocks;
 }
 

@@ -11,9 +11,9 @@
 #include "attention_tiling_data.h"
 
 #define FUSION_ATTENTION_GRAD_DTYPES ASCENDC_FLOAT_DTYPES
-#define FUSION_ATTENTION_GRAD_PARAMS(GM)                                                                          \
-  GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dq, GM dk, \
-      GM dv, GM workspace, GM tiling
+#define FUSION_ATTENTION_GRAD_PARAMS(GM)                                                                              \
+  GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dq, GM dk, GM dv, \
+      GM workspace, GM tiling
 
 struct AttentionGradTilingData {
   // Shapes, strides (dy and attention_in as the forward's out; dq / dk / dv as query / key / value),

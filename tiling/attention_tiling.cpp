@@ -109,15 +109,12 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     throw TilingError("a row pitch of " + std::to_string(pitch) +
                       " elements (rows of every head and batch, by layout) exceeds the cube's 65535 (use BNSD)");
 
-  int64_t tasks = 0;
   if (t.varlen) {
-    int64_t prev = 0;
-    for (int64_t end : p.cumQ) tasks += p.heads * CeilDiv(end - prev, t.s1Block), prev = end;
     out.varlenTable = p.cumQ;
     out.varlenTable.insert(out.varlenTable.end(), p.cumKv.begin(), p.cumKv.end());
-  } else {
-    tasks = p.batch * p.heads * CeilDiv(p.s1, t.s1Block);
   }
+  int64_t tasks = 0;
+  for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable)) tasks += p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
   t.sSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * 4, kWorkspaceAlign);
   t.pOffset = 2 * t.sSlotBytes;
@@ -129,22 +126,29 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   return out;
 }
 
+std::vector<std::pair<int64_t, int64_t>> AttentionBatchLengths(const AttentionTilingData& t,
+                                                               const std::vector<int64_t>& table) {
+  if (!t.varlen) return std::vector<std::pair<int64_t, int64_t>>(size_t(t.batch), {t.s1, t.s2});
+  std::vector<std::pair<int64_t, int64_t>> lengths;
+  const size_t batches = table.size() / 2;
+  int64_t prevQ = 0, prevK = 0;
+  for (size_t b = 0; b < batches; ++b) {
+    lengths.emplace_back(table[b] - prevQ, table[batches + b] - prevK);
+    prevQ = table[b], prevK = table[batches + b];
+  }
+  return lengths;
+}
+
 std::vector<int64_t> AttentionTaskBlocks(const AttentionTiling& tiling) {
   const AttentionTilingData& t = tiling.data;
   std::vector<int64_t> blocks;
-  const int64_t batches = t.varlen ? int64_t(tiling.varlenTable.size() / 2) : t.batch;
-  int64_t prevQ = 0, prevK = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    const int64_t s1 = t.varlen ? tiling.varlenTable[size_t(b)] - prevQ : t.s1;
-    const int64_t s2 = t.varlen ? tiling.varlenTable[size_t(batches + b)] - prevK : t.s2;
-    if (t.varlen) prevQ = tiling.varlenTable[size_t(b)], prevK = tiling.varlenTable[size_t(batches + b)];
+  for (const auto& [s1, s2] : AttentionBatchLengths(t, tiling.varlenTable))
     for (int64_t n = 0; n < t.heads; ++n)
       for (int64_t i0 = 0; i0 < s1; i0 += t.s1Block) {
         int64_t first, count;
         AttentionS2Blocks(t, i0, std::min<int64_t>(s1, i0 + t.s1Block), s1, s2, first, count);
         blocks.push_back(count);
       }
-  }
   return blocks;
 }
 

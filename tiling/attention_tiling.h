@@ -1,6 +1,7 @@
 // Host tiling of the fused attention forward (FlashAttention-2 on one AIC and its two AIVs per task):
 // a pure function of the problem and the chip's cube cores.
 #pragma once
+#include <utility>
 #include <vector>
 
 #include "attention_tiling_data.h"
@@ -32,6 +33,10 @@ struct AttentionTiling {
 // The tiling for `problem` on `platform`'s cube cores (one group per cube core), or a TilingError when a
 // head dim leaves no block sizes that fit L1 / L0 / UB.
 AttentionTiling TileAttention(const AttentionProblem& problem, const CubePlatform& platform);
+
+// Each batch's query rows and keys: S1 and S2 for every batch, or TND's from `varlenTable` (cumQ, cumKv).
+std::vector<std::pair<int64_t, int64_t>> AttentionBatchLengths(const AttentionTilingData& t,
+                                                               const std::vector<int64_t>& varlenTable);
 
 // The S2 blocks every task needs, in task order (tests and the harness count the work the band skips).
 std::vector<int64_t> AttentionTaskBlocks(const AttentionTiling& t);

@@ -1,6 +1,8 @@
-// The fused attention kernel's tasks: (batch, query head, S1 block), task t done by core group
-// t % blockDim, in the order the host tiling counts them (AttentionTaskBlocks): batches, then heads,
-// then S1 blocks. Varlen (TND) batch lengths come from the int64 table after the tiling struct in GM.
+// The fused attention kernels' tasks, in the order the host tilings count them: batches, then heads, then
+// blocks. Query tasks (the forward, the backward's dq) are (batch, query head, S1 block) and walk the S2
+// blocks their rows need; key tasks (the backward's dk / dv) are (batch, kv head, S2 block) and walk the S1
+// blocks whose rows need their keys. Task t is done by core group t % blockDim. Varlen (TND) batch lengths
+// come from the int64 table the host writes after the tiling struct in GM.
 #pragma once
 #include "attention_blocks.h"
 #include "attention_tiling_data.h"
@@ -9,21 +11,20 @@
 using namespace AscendC;
 
 struct AttentionTask {
-  int64_t b, n, i0, rows;  // batch, query head, first query row of the block and its rows
+  int64_t b, n, i0, rows;  // batch, head, the block's first row and its rows (key tasks: kv head, keys)
   int64_t s1, s2;          // the batch's query rows and keys
   int64_t qTok0, kTok0;    // the batch's first query / key token (TND; else 0)
-  int64_t first, count;    // the S2 blocks the rows need (attention_blocks.h)
+  int64_t first, count;    // the other side's blocks the task visits (attention_blocks.h)
 };
 
 class AttentionTaskWalk {
  public:
-  __aicore__ inline void Init(const AttentionTilingData& t, GM_ADDR tiling, int64_t group) {
+  // `first`: the group's first task of the walk's `tasks`; `table`: TND's cumulative lengths in GM.
+  __aicore__ inline void Init(const AttentionTilingData& t, GM_ADDR table, int64_t first, int64_t tasks,
+                              bool keyTasks) {
     t_ = &t;
-    next_ = group;
-    if (t.varlen) {
-      const int64_t batches = t.batch;
-      cum_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(tiling + sizeof(AttentionTilingData)), 2 * batches);
-    }
+    next_ = first, tasks_ = tasks, keys_ = keyTasks;
+    if (t.varlen) cum_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(table), 2 * t.batch);
     b_ = -1;
     batchStart_ = 0, batchTasks_ = 0;
     qEnd_ = 0, kEnd_ = 0;
@@ -31,14 +32,16 @@ class AttentionTaskWalk {
   // The next task of this group; false once there is none.
   __aicore__ inline bool Next(AttentionTask& task) {
     const AttentionTilingData& t = *t_;
-    if (next_ >= t.tasks) return false;
+    if (next_ >= tasks_) return false;
     while (next_ >= batchStart_ + batchTasks_) NextBatch();
-    const int64_t perHead = (s1_ + t.s1Block - 1) / t.s1Block, local = next_ - batchStart_;
+    const int64_t block = keys_ ? t.s2Block : t.s1Block, len = keys_ ? s2_ : s1_;
+    const int64_t perHead = (len + block - 1) / block, local = next_ - batchStart_;
     task.b = b_, task.n = local / perHead;
-    task.i0 = (local % perHead) * t.s1Block;
-    task.rows = s1_ - task.i0 < t.s1Block ? s1_ - task.i0 : t.s1Block;
+    task.i0 = (local % perHead) * block;
+    task.rows = len - task.i0 < block ? len - task.i0 : block;
     task.s1 = s1_, task.s2 = s2_, task.qTok0 = qTok0_, task.kTok0 = kTok0_;
-    AttentionS2Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
+    if (keys_) AttentionS1Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
+    else AttentionS2Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
     next_ += t.blockDim;
     return true;
   }
@@ -55,12 +58,14 @@ class AttentionTaskWalk {
     } else {
       qTok0_ = 0, kTok0_ = 0, s1_ = t.s1, s2_ = t.s2;
     }
-    batchTasks_ = t.heads * ((s1_ + t.s1Block - 1) / t.s1Block);
+    batchTasks_ =
+        keys_ ? t.kvHeads * ((s2_ + t.s2Block - 1) / t.s2Block) : t.heads * ((s1_ + t.s1Block - 1) / t.s1Block);
   }
 
   const AttentionTilingData* t_ = nullptr;
   GlobalTensor<int64_t> cum_;
-  int64_t next_ = 0, b_ = -1, batchStart_ = 0, batchTasks_ = 0;
+  int64_t next_ = 0, tasks_ = 0, b_ = -1, batchStart_ = 0, batchTasks_ = 0;
+  bool keys_ = false;
   int64_t s1_ = 0, s2_ = 0, qTok0_ = 0, kTok0_ = 0, qEnd_ = 0, kEnd_ = 0;
 };
 

@@ -9,12 +9,12 @@
 // A row that keeps no key at all (its max stays kMasked) gets out = 0, softmax_max = -FLT_MAX and
 // softmax_sum = FLT_MAX, as CANN writes such rows.
 #pragma once
+#include "attention_mask.h"
 #include "attention_task.h"
 #include "kernel_utils.h"
 
 namespace attention_vec {
-constexpr float kMasked = -1e30f;  // a masked score (finite: kMasked - kMasked is 0, not NaN)
-constexpr float kKept = 1e30f;     // the bound of a kept score: Min leaves it
+using attention_mask::kMasked;
 constexpr uint32_t kMaxRows = 64;  // rows of one AIV: s1Block <= 128
 constexpr float kFltMax = 3.40282347e38f;
 }  // namespace attention_vec
@@ -98,27 +98,15 @@ class AttentionVector {
                 DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(t.s2Block) - cols) * 4, 0, 0),
                 DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
     uint32_t mp = 0;
-    if (t.maskFull) {
-      mp = (cols + 31) / 32 * 32;
-      const int64_t row = task.i0 + r0_;
-      const int64_t off = task.b * t.maskStrideB + task.n * t.maskStrideN + row * t.maskStrideS + j0;
-      DataCopyPad(maskBuf_.Get<uint8_t>(), mask_[off],
-                  DataCopyExtParams(uint16_t(rows_), cols, uint32_t(t.maskStrideS - cols), 0, 0),
-                  DataCopyPadExtParams<uint8_t>(mp != cols, 0, uint8_t(mp - cols), 1));
-    }
+    if (t.maskFull)
+      mp = AttentionLoadMask(maskBuf_.Get<uint8_t>(), mask_, t, task.b, task.n, task.i0 + r0_, j0, rows_, cols);
     SyncPipes<HardEvent::MTE2_V>();
     SyncPipes<HardEvent::MTE3_V>();  // the previous block's P copy has read the bound buffer
     Muls(s, s, t.scale, int32_t(n));
-    if (t.maskFull) {  // True -> kMasked, False -> kKept
-      LocalTensor<half> mh = maskHalfBuf_.Get<half>();
-      Cast(mh, maskBuf_.Get<uint8_t>(), RoundMode::CAST_NONE, rows_ * mp);
-      Cast(bound, mh, RoundMode::CAST_NONE, rows_ * mp);
-      Mins(bound, bound, 1.0f, int32_t(rows_ * mp));  // a uint8 mask: any non-zero byte masks
-      Muls(bound, bound, kMasked - kKept, int32_t(rows_ * mp));
-      Adds(bound, bound, kKept, int32_t(rows_ * mp));
-      for (uint32_t r = 0; r < rows_; ++r) Min(s[r * pp], s[r * pp], bound[r * mp], int32_t(pp));
-    }
-    if (t.band) Band(task, j0, cols, pp);
+    if (t.maskFull) AttentionApplyMask(s, bound, maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
+    if (t.band)
+      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, task.i0 + r0_,
+                         rows_, task.s1, task.s2, j0, cols, pp);
     // row maxima and the new running max
     LocalTensor<float> stat = statBuf_.Get<float>(), red = redBuf_.Get<float>();
     LocalTensor<float> mOld = stat, mNew = stat[kMaxRows], alpha = stat[2 * kMaxRows];
@@ -145,34 +133,6 @@ class AttentionVector {
     }
     SyncPipes<HardEvent::V_MTE3>();
     DataCopyPad(pWs_[int64_t(r0_) * pp], bound.ReinterpretCast<T>(), DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
-  }
-
-  // The band (attention_blocks.h) as a bound per row the block cuts: kMasked left of lo and from hi on.
-  __aicore__ inline void Band(const AttentionTask& task, int64_t j0, uint32_t cols, uint32_t pp) {
-    using namespace attention_vec;
-    LocalTensor<float> s = sBuf_.Get<float>(), ramp = rampBuf_.Get<float>();
-    LocalTensor<float> a = rowABuf_.Get<float>(), b = rowBBuf_.Get<float>();
-    for (uint32_t r = 0; r < rows_; ++r) {
-      int64_t lo, hi;
-      AttentionRowKeys(*t_, task.i0 + r0_ + r, task.s1, task.s2, lo, hi);
-      if (lo <= j0 && hi >= j0 + cols) continue;  // the row keeps the whole block
-      // keys relative to the block, clamped so the float arithmetic below stays exact
-      const int64_t lr = lo - j0 < -1 ? -1 : (lo - j0 > int64_t(pp) + 1 ? int64_t(pp) + 1 : lo - j0);
-      const int64_t hr = hi - j0 < -1 ? -1 : (hi - j0 > int64_t(pp) + 1 ? int64_t(pp) + 1 : hi - j0);
-      const int32_t cnt = int32_t(pp);
-      Adds(a, ramp, float(1 - hr), cnt);  // >= 1 from hi on, <= 0 before
-      Maxs(a, a, 0.0f, cnt);
-      Mins(a, a, 1.0f, cnt);
-      Muls(b, ramp, -1.0f, cnt);
-      Adds(b, b, float(lr), cnt);  // >= 1 left of lo, <= 0 from lo on
-      Maxs(b, b, 0.0f, cnt);
-      Mins(b, b, 1.0f, cnt);
-      Add(a, a, b, cnt);
-      Mins(a, a, 1.0f, cnt);  // 1: masked
-      Muls(a, a, kMasked - kKept, cnt);
-      Adds(a, a, kKept, cnt);
-      Min(s[r * pp], s[r * pp], a, cnt);
-    }
   }
 
   // O = O alpha + P V (the AIC's block, fp32 rows of vPitch in the workspace).

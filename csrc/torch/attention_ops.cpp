@@ -2,9 +2,6 @@
 // typed MIX_AIC_1_2 launch (one AIC and two AIVs per core group, their cross-core flags really waiting).
 #include <torch/library.h>
 
-#include <cstring>
-#include <optional>
-
 #include "attention_ops.h"
 #include "kernel_entries.h"
 #include "op_proto_gen.h"
@@ -19,12 +16,22 @@ namespace {
 
 const OpProto& kOp = kFusionAttention;
 
-std::optional<std::vector<int64_t>> ListOf(at::OptionalIntArrayRef list) {
-  if (!list.has_value()) return std::nullopt;
-  return list->vec();
+}  // namespace
+
+void CheckCompressedAttentionMask(const OpProto& op, const at::Tensor& attenMask, int64_t sparseMode) {
+  if (!attenMask.defined() || sparseMode < 2) return;
+  static const at::Tensor kTriu = at::triu(at::ones({2048, 2048}, at::kBool), 1);
+  TORCH_CHECK_VALUE(at::equal(attenMask.reshape({2048, 2048}).to(at::kCPU).to(at::kBool), kTriu), op.name,
+                    ": atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode ", sparseMode,
+                    " (the compressed causal mask), got another matrix");
 }
 
-}  // namespace
+tiling::CubePlatform TwinCubePlatform() {
+  tiling::CubePlatform p = tiling::CpuTwinCube(uint32_t(at::get_num_threads()));
+  uint32_t cores = 0;
+  if (TilingCubeCoresOverride(&cores)) p.cubeCores = cores;
+  return p;
+}
 
 FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                                              const at::Tensor& attenMask, int64_t headNum,
@@ -32,20 +39,14 @@ FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::
                                              int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen,
                                              at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode,
                                              const tiling::CubePlatform& platform) {
-  CheckSameDevice(kOp, {query, key, value});
-  if (attenMask.defined()) CheckSameDevice(kOp, {query, attenMask});
-  const auto qlen = ListOf(actualSeqQlen), kvlen = ListOf(actualSeqKvlen);
+  CheckSameDevice(kOp, {query, key, value, attenMask.defined() ? attenMask : query});  // named by position
+  const auto qlen = AttentionListOf(actualSeqQlen), kvlen = AttentionListOf(actualSeqKvlen);
   const tiling::TensorArg<int64_t> q = Arg(query), k = Arg(key), v = Arg(value), mask = Arg(attenMask);
   const tiling::AttentionArgs<int64_t> args = Checked(kOp, [&] {
     return tiling::CheckFusionAttention(kOp, q, k, v, mask, headNum, inputLayout, preTokens, nextTokens,
                                         qlen ? &*qlen : nullptr, kvlen ? &*kvlen : nullptr, sparseMode);
   });
-  if (attenMask.defined() && sparseMode >= 2) {  // a value check: the compressed mask is triu(ones, 1)
-    static const at::Tensor kTriu = at::triu(at::ones({2048, 2048}, at::kBool), 1);
-    TORCH_CHECK_VALUE(at::equal(attenMask.reshape({2048, 2048}).to(at::kCPU).to(at::kBool), kTriu), kOp.name,
-                      ": atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode ", sparseMode,
-                      " (the compressed causal mask), got another matrix");
-  }
+  CheckCompressedAttentionMask(kOp, attenMask, sparseMode);
   FusionAttentionLaunch l;
   l.query = query.contiguous();
   l.key = key.contiguous();
@@ -60,23 +61,11 @@ FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::
                                    kvlen ? &*kvlen : nullptr, sparseMode, mask),
         platform);
   });
-  const size_t table = l.tiling.varlenTable.size() * sizeof(int64_t);
-  l.tilingBytes = at::empty({int64_t(sizeof(AttentionTilingData) + table)}, at::kByte);
-  std::memcpy(l.tilingBytes.data_ptr(), &l.tiling.data, sizeof(AttentionTilingData));
-  if (table)
-    std::memcpy(l.tilingBytes.data_ptr<uint8_t>() + sizeof(AttentionTilingData), l.tiling.varlenTable.data(), table);
+  l.tilingBytes = AttentionTilingBytes(l.tiling.data, l.tiling.varlenTable);
   return l;
 }
 
 namespace {
-
-// One cube core group per torch thread (the modelled chip's with set_tiling_platform's cube_cores).
-tiling::CubePlatform TwinCubePlatform() {
-  tiling::CubePlatform p = tiling::CpuTwinCube(uint32_t(at::get_num_threads()));
-  uint32_t cores = 0;
-  if (TilingCubeCoresOverride(&cores)) p.cubeCores = cores;
-  return p;
-}
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query, const at::Tensor& key,
                                                          const at::Tensor& value, const at::Tensor& attenMask,
@@ -93,13 +82,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
       at::empty({int64_t(AscendC::twin::kSystemWorkspaceBytes) + l.tiling.workspaceBytes}, at::kByte);
   uint8_t* maskGm = l.mask.defined() ? Gm(l.mask) : nullptr;
   const auto& entry = PickEntry(twin_entries::fusion_attention, l.query.scalar_type());
-  try {
-    AscendC::twin::LaunchTyped(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
-                               Gm(l.value), maskGm, Gm(l.out), Gm(l.softmaxMax), Gm(l.softmaxSum), Gm(workspace),
-                               Gm(l.tilingBytes));
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
+                    Gm(l.value), maskGm, Gm(l.out), Gm(l.softmaxMax), Gm(l.softmaxSum), Gm(workspace),
+                    Gm(l.tilingBytes));
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
@@ -108,9 +93,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> FusionAttentionMeta(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
     int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens, int64_t nextTokens,
     at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
-  CheckSameDevice(kOp, {query, key, value});
-  if (attenMask.defined()) CheckSameDevice(kOp, {query, attenMask});
-  const auto qlen = ListOf(actualSeqQlen), kvlen = ListOf(actualSeqKvlen);
+  CheckSameDevice(kOp, {query, key, value, attenMask.defined() ? attenMask : query});  // named by position
+  const auto qlen = AttentionListOf(actualSeqQlen), kvlen = AttentionListOf(actualSeqKvlen);
   const tiling::TensorArg<c10::SymInt> q = SymArg(query), k = SymArg(key), v = SymArg(value), mask = SymArg(attenMask);
   const tiling::AttentionArgs<c10::SymInt> args = Checked(kOp, [&] {
     return tiling::CheckFusionAttention(kOp, q, k, v, mask, headNum, inputLayout, preTokens, nextTokens,

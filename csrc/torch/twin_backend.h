@@ -43,4 +43,16 @@ void LaunchOnTwin(const char* kernelName, uint32_t blockDim, void (*kernel)(Para
   LaunchOnTwin(AscendC::twin::kUnknownGmBytes, kernelName, blockDim, kernel, args...);
 }
 
+// A launch of a declared kernel type whose cores wait on each other (MIX kernels' cross-core flags:
+// twin_launch.h's LaunchTyped), its rule violations raised the same way.
+template <typename... Params, typename... Args>
+void LaunchTypedOnTwin(KernelMetaType type, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
+                       Args... args) {
+  try {
+    AscendC::twin::LaunchTyped(type, kernelName, blockDim, kernel, args...);
+  } catch (const AscendC::twin::RuleError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
 }  // namespace ascendc_ops

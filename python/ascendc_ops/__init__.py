@@ -13,7 +13,7 @@ from ._library import backends, isa, load
 library_path = load()
 
 from . import npu, op_proto  # noqa: E402,F401  (npu: torch_npu's names, sys.modules["torch_npu"] = ascendc_ops.npu)
-from .ops.attention import fusion_attention  # noqa: E402
+from .ops.attention import fusion_attention, fusion_attention_grad  # noqa: E402
 from .ops.grouped_matmul import grouped_matmul  # noqa: E402
 from .ops.moe_routing import moe_token_permute, moe_token_unpermute  # noqa: E402
 from .ops.rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm, rms_norm  # noqa: E402
@@ -42,6 +42,7 @@ __all__ = [
     "apply_rotary_pos_emb_",
     "gated_rms_norm",
     "fusion_attention",
+    "fusion_attention_grad",
 ]
 
 __version__ = "0.1.0"

@@ -6,8 +6,8 @@
 Signatures follow Ascend/op-plugin's op_plugin_functions.yaml (torchgen names the ``self`` argument
 ``input`` in Python, as torch_npu does). Every function runs our ``torch.ops.custom`` kernels and is
 differentiable through their autograd (torch_npu's ``npu_add_rms_norm`` and ``npu_grouped_matmul`` are not).
-Provided: ``PROVIDED`` (``npu_fusion_attention``: npu_attention.py, forward only). Any other ``torch_npu``
-attribute (``npu_fusion_attention_grad``, ``npu_format_cast``,
+Provided: ``PROVIDED`` (``npu_fusion_attention`` and ``npu_fusion_attention_grad``: npu_attention.py). Any other
+``torch_npu`` attribute (``npu_format_cast``,
 the ``torch_npu.npu`` device module, quantized variants, ...) raises AttributeError naming what exists,
 so ``hasattr(torch_npu, name)`` probes answer honestly.
 """
@@ -18,7 +18,10 @@ from collections.abc import Sequence
 
 import torch
 
-from .npu_attention import npu_fusion_attention as npu_fusion_attention  # re-exported: torch_npu's name
+from .npu_attention import (  # re-exported: torch_npu's names
+    npu_fusion_attention as npu_fusion_attention,
+    npu_fusion_attention_grad as npu_fusion_attention_grad,
+)
 from .ops.rms_norm import (
     EPSILON as _EPSILON,
     add_rms_norm as _add_rms_norm,
@@ -435,6 +438,7 @@ PROVIDED = (
     "npu_moe_token_unpermute_grad",
     "npu_gemma_rms_norm",
     "npu_fusion_attention",
+    "npu_fusion_attention_grad",
 )
 __all__ = list(PROVIDED)
 

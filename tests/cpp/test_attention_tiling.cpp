@@ -1,12 +1,14 @@
 // Fused attention unit tests: the problem function's messages and output shapes (every layer's), the
 // tiling's block sizes against L1 / L0 / UB, its workspace, and the S2 blocks each task needs under the
-// band (fully masked blocks skipped). Prints "N passed, M failed".
+// band (fully masked blocks skipped); the backward's tiling and the S1 blocks its key tasks visit. Prints
+// "N passed, M failed".
 #include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "attention_blocks.h"
+#include "attention_grad_tiling.h"
 #include "attention_problem.h"
 #include "expect.h"
 
@@ -39,10 +41,12 @@ struct Call {
   std::string Error(ArgError::Kind* kind = nullptr) const {
     return ArgErrorOf([&] { Run(); }, kind);
   }
-  AttentionTiling Tile(uint32_t cores = 24) const {
-    const AttentionArgs<int64_t> a = Run();
-    return TileAttention(AttentionProblemOf(a, q.dtype, 0.125, pre, next, qlen, kvlen, mode, mask),
-                         Ascend910BCube(cores));
+  AttentionProblem Problem() const {
+    return AttentionProblemOf(Run(), q.dtype, 0.125, pre, next, qlen, kvlen, mode, mask);
+  }
+  AttentionTiling Tile(uint32_t cores = 24) const { return TileAttention(Problem(), Ascend910BCube(cores)); }
+  AttentionGradTiling TileGrad(uint32_t cores = 24) const {
+    return TileAttentionGrad(Problem(), Ascend910BCube(cores));
   }
 };
 
@@ -272,9 +276,68 @@ void TestBlocks() {
   EXPECT((nt.varlenTable == std::vector<int64_t>{1, 301, 301, 2349, 1, 301, 301, 2349}));
 }
 
+// The backward: blocks that fit every head dim and dtype, its task counts and workspace, and the S1 blocks
+// a key task visits: exactly those holding a row that keeps one of its keys (checked row by row).
+void TestGradTiling() {
+  for (DType t : {f16, bf16, f32})
+    for (auto [d, dv] : std::vector<std::pair<int64_t, int64_t>>{
+             {40, 40}, {64, 64}, {80, 80}, {96, 64}, {128, 128}, {192, 128}, {256, 256}}) {
+      const AttentionGradTiling g = Bnsd(2, 8, 2, 300, 500, d, dv, t).TileGrad();
+      const AttentionTilingData& f = g.data.fwd;
+      EXPECT(f.s1Block >= 32 && f.s2Block >= 32 && g.data.rowChunk >= 16 && f.pvChunk >= 16 && f.qkChunk >= 16);
+      EXPECT(f.tasks == 2 * 8 * ((300 + f.s1Block - 1) / f.s1Block));
+      EXPECT(g.data.kvTasks == 2 * 2 * ((500 + f.s2Block - 1) / f.s2Block));
+      EXPECT(g.data.dpOffset < g.data.pOffset && g.data.pOffset < g.data.dsOffset &&
+             g.data.dsOffset < g.data.r1Offset && g.data.r1Offset < g.data.r2Offset &&
+             g.data.r2Offset < g.data.workspacePerGroup);
+      EXPECT(g.blockDim == 24 && g.workspaceBytes == 24 * g.data.workspacePerGroup);
+    }
+  struct Band {
+    int64_t mode, pre, next, s1, s2;
+  };
+  for (const Band& b : std::vector<Band>{{2, 0, 0, 300, 200},
+                                         {3, 0, 0, 200, 333},
+                                         {3, 0, 0, 333, 200},
+                                         {4, 50, 7, 300, 300},
+                                         {4, 10, -3, 250, 400},
+                                         {0, 1000, 1000, 90, 70}}) {
+    Call c = Bnsd(1, 1, 1, b.s1, b.s2, 64, 64);
+    c.mode = b.mode, c.pre = b.pre, c.next = b.next;
+    c.mask = b.mode >= 2 ? T({2048, 2048}, b1) : T({b.s1, b.s2}, b1);
+    const AttentionGradTiling g = c.TileGrad();
+    const AttentionTilingData& t = g.data.fwd;
+    const std::vector<int64_t> visits = AttentionGradKvTaskBlocks(g);
+    EXPECT(int64_t(visits.size()) == g.data.kvTasks);
+    for (int64_t j0 = 0, task = 0; j0 < b.s2; j0 += t.s2Block, ++task) {
+      const int64_t j1 = std::min<int64_t>(b.s2, j0 + t.s2Block);
+      int64_t first, count, want0 = -1, want1 = -1;
+      AttentionS1Blocks(t, j0, j1, b.s1, b.s2, first, count);
+      for (int64_t i = 0; i < b.s1; ++i) {
+        int64_t lo, hi;
+        AttentionRowKeys(t, i, b.s1, b.s2, lo, hi);
+        if (std::max(lo, j0) < std::min(hi, j1)) {
+          if (want0 < 0) want0 = i / t.s1Block;
+          want1 = i / t.s1Block;
+        }
+      }
+      const int64_t want = want0 < 0 ? 0 : want1 - want0 + 1;
+      EXPECT(count == want && (count == 0 || first == want0) && visits[size_t(task)] == count);
+    }
+  }
+  // TND: tasks per sequence by its own lengths; an empty sequence has none
+  const std::vector<int64_t> cumQ{5, 5, 300}, cumKv{40, 100, 100};
+  Call tnd{T({300, 4, 64}), T({100, 2, 64}), T({100, 2, 64})};
+  tnd.heads = 4, tnd.layout = "TND", tnd.qlen = &cumQ, tnd.kvlen = &cumKv;
+  const AttentionGradTiling g = tnd.TileGrad();
+  const int64_t s1b = g.data.fwd.s1Block, s2b = g.data.fwd.s2Block;
+  EXPECT(g.data.fwd.tasks == 4 * (1 + 0 + (295 + s1b - 1) / s1b));
+  EXPECT(g.data.kvTasks == 2 * ((40 + s2b - 1) / s2b + (60 + s2b - 1) / s2b + 0));
+}
+
 }  // namespace
 
 int main() {
+  TestGradTiling();
   TestShapes();
   TestErrors();
   TestTilingLimits();

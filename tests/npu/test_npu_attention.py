@@ -1,10 +1,12 @@
-"""ascendc_ops.npu.npu_fusion_attention (npu_attention.py): torch_npu's 7-tuple, its refusals by name, and
-transformers' Ascend FlashAttention integration (npu_flash_attn_func / npu_flash_attn_varlen_func) running on
-it with ascendc_ops.npu standing in for torch_npu, each against the float64 golden."""
+"""ascendc_ops.npu.npu_fusion_attention and npu_fusion_attention_grad (npu_attention.py): torch_npu's signatures
+and tuples, their refusals by name, gradients through npu_fusion_attention's autograd, and transformers' Ascend
+FlashAttention integration (npu_flash_attn_func / npu_flash_attn_varlen_func) running on it with ascendc_ops.npu
+standing in for torch_npu, each against the float64 golden."""
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 
 import numpy as np
@@ -129,3 +131,144 @@ def test_the_forward_matches_the_custom_op():
     got = tnpu.npu_fusion_attention(q, q, q, 2, "BNSD", scale=0.25)[:3]
     for a, b in zip(got, ascendc_ops.fusion_attention(q, q, q, 2, "BNSD", scale=0.25), strict=True):
         assert torch.equal(a, b)
+
+
+# ---------------------------------------------------------------- npu_fusion_attention_grad
+# op-plugin's op_plugin_functions.yaml, the version whose npu_fusion_attention takes softmax_layout and sink
+GRAD_YAML = (
+    "npu_fusion_attention_grad(Tensor query, Tensor key, Tensor value, Tensor dy, int head_num, str input_layout, *, "
+    "Tensor? pse=None, Tensor? padding_mask=None, Tensor? atten_mask=None, Tensor? softmax_max=None, "
+    "Tensor? softmax_sum=None, Tensor? softmax_in=None, Tensor? attention_in=None, float scale_value=1., "
+    "float keep_prob=1., int pre_tockens=2147483647, int next_tockens=2147483647, int inner_precise=0, int seed=0, "
+    "int offset=0, int numels=0, int[]? prefix=None, int[]? actual_seq_qlen=None, int[]? actual_seq_kvlen=None, "
+    'int sparse_mode=0, bool gen_mask_parallel=True, bool sync=False, str softmax_layout="", Tensor? sink=None) '
+    "-> (Tensor, Tensor, Tensor, Tensor, Tensor)"
+)
+YAML_DEFAULTS = {"None": None, "True": True, "False": False, '""': ""}
+
+
+def yaml_default(text: str):
+    if not text:
+        return inspect.Parameter.empty
+    if text in YAML_DEFAULTS:
+        return YAML_DEFAULTS[text]
+    return float(text) if "." in text else int(text)
+
+
+def yaml_parameters(schema: str):
+    """(name, keyword-only, default) of a yaml signature's arguments."""
+    kw_only = False
+    for arg in schema[schema.index("(") + 1 : schema.index(") ->")].split(", "):
+        if arg == "*":
+            kw_only = True
+        else:
+            name, _, default = arg.split(" ")[-1].partition("=")
+            yield name, kw_only, yaml_default(default)
+
+
+def test_grad_signature_is_torch_npus():
+    params = list(inspect.signature(tnpu.npu_fusion_attention_grad).parameters.values())
+    got = [(p.name, p.kind is inspect.Parameter.KEYWORD_ONLY, p.default) for p in params]
+    assert got == list(yaml_parameters(GRAD_YAML))
+    assert GRAD_YAML.endswith("-> (Tensor, Tensor, Tensor, Tensor, Tensor)")  # dq, dk, dv, dpse, dsink
+
+
+def grad_golden(q, k, v, dy, n, layout, **kw):
+    mask = kw.pop("atten_mask", None)
+    return R.fusion_attention_grad_reference(
+        q.double().numpy(), k.double().numpy(), v.double().numpy(), dy.double().numpy(), n, layout,
+        None if mask is None else mask.numpy(), **kw,
+    )  # fmt: skip
+
+
+def test_grad_the_five_tuple():
+    torch.manual_seed(4)
+    q, k, v = torch.randn(2, 33, 4, 64), torch.randn(2, 47, 2, 64), torch.randn(2, 47, 2, 48)
+    kw = {"atten_mask": CAUSAL, "scale": 0.125, "sparse_mode": 3}
+    out, smax, ssum, softmax_out, *_ = tnpu.npu_fusion_attention(q, k, v, 4, "BSND", **kw)
+    dy = torch.randn_like(out)
+    dq, dk, dv, dpse, dsink = tnpu.npu_fusion_attention_grad(
+        q, k, v, dy, 4, "BSND", softmax_max=smax, softmax_sum=ssum, softmax_in=softmax_out, attention_in=out,
+        atten_mask=CAUSAL, scale_value=0.125, sparse_mode=3, numels=2 * 4 * 33 * 47,
+    )  # fmt: skip
+    for got, want in zip((dq, dk, dv), grad_golden(q, k, v, dy, 4, "BSND", **kw), strict=True):
+        close(got, want)
+    # op-plugin without pse / sink: an empty dpse of query's dtype, an empty fp32 dsink
+    assert dpse.shape == (0,) and dpse.dtype == q.dtype and dsink.shape == (0,) and dsink.dtype == torch.float32
+
+
+def test_grad_takes_the_tnd_statistics_in_either_softmax_layout():
+    torch.manual_seed(5)
+    cq, ck = [5, 12, 30], [7, 15, 40]
+    q, k, v = torch.randn(30, 4, 32), torch.randn(40, 2, 32), torch.randn(40, 2, 32)
+    kw = {"atten_mask": CAUSAL, "actual_seq_qlen": cq, "actual_seq_kvlen": ck, "sparse_mode": 3}
+    dy = torch.randn(30, 4, 32)
+    want = grad_golden(q, k, v, dy, 4, "TND", scale=0.2, **kw)
+    for softmax_layout in ("", "TND"):
+        forward = tnpu.npu_fusion_attention(q, k, v, 4, "TND", scale=0.2, softmax_layout=softmax_layout, **kw)
+        out, smax, ssum = forward[:3]
+        got = tnpu.npu_fusion_attention_grad(
+            q, k, v, dy, 4, "TND", softmax_max=smax, softmax_sum=ssum, attention_in=out, scale_value=0.2,
+            softmax_layout=softmax_layout, **kw,
+        )[:3]  # fmt: skip
+        for g, w in zip(got, want, strict=True):
+            close(g, w)
+
+
+def test_tnd_statistics_layouts_invert_each_other():
+    from ascendc_ops import npu_attention as A
+
+    cq = [5, 12, 30]
+    q, k = torch.randn(30, 4, 32), torch.randn(40, 2, 32)
+    _, smax, _ = ascendc_ops.fusion_attention(q, k, k, 4, "TND", actual_seq_qlen=cq, actual_seq_kvlen=[7, 15, 40])
+    true_tnd = A._stats_tnd(smax, cq, 4)
+    assert not torch.equal(true_tnd, smax)  # the layouts differ once a sequence has several rows
+    assert torch.equal(A._stats_from_tnd(true_tnd, cq, 4), smax)
+
+
+def test_gradients_through_npu_fusion_attention():
+    """torch_npu's autograd wires npu_fusion_attention to its grad; ours does the same with the custom ops."""
+    torch.manual_seed(6)
+    q, k, v = torch.randn(1, 24, 64), torch.randn(1, 40, 32), torch.randn(1, 40, 32)  # BSH: 2 query heads, 1 kv head
+    leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+    out = tnpu.npu_fusion_attention(*leaves, 2, "BSH", scale=0.125, atten_mask=CAUSAL, sparse_mode=2)[0]
+    dy = torch.randn_like(out)
+    out.backward(dy)
+    want = grad_golden(q, k, v, dy, 2, "BSH", scale=0.125, atten_mask=CAUSAL, sparse_mode=2)
+    for leaf, w in zip(leaves, want, strict=True):
+        close(leaf.grad, w)
+
+
+def grad_args():
+    q, k = torch.randn(1, 4, 4, 16), torch.randn(1, 4, 2, 16)
+    out, smax, ssum = ascendc_ops.fusion_attention(q, k, k, 4, "BSND")
+    return (q, k, k, torch.randn_like(out), 4, "BSND"), {"softmax_max": smax, "softmax_sum": ssum, "attention_in": out}
+
+
+@pytest.mark.parametrize(
+    "kwargs, names",
+    [
+        ({"pse": torch.zeros(1)}, "pse"),
+        ({"padding_mask": torch.zeros(1)}, "padding_mask"),
+        ({"prefix": [1]}, "prefix"),
+        ({"sparse_mode": 5}, "sparse_mode 5"),
+        ({"sparse_mode": 7}, "sparse_mode 7"),
+        ({"keep_prob": 0.9}, "keep_prob"),
+        ({"sink": torch.zeros(4)}, "sink"),
+        ({"softmax_layout": "TND"}, "softmax_layout"),
+        ({"softmax_layout": "NTD"}, "softmax_layout"),
+        ({"softmax_max": None}, "softmax_max"),
+        ({"softmax_sum": None, "attention_in": None}, "softmax_sum, attention_in"),
+    ],
+)
+def test_grad_refusals_name_the_argument(kwargs, names):
+    args, given = grad_args()
+    with pytest.raises(RuntimeError, match=f"npu_fusion_attention_grad: .*{names}"):
+        tnpu.npu_fusion_attention_grad(*args, **{**given, **kwargs})
+
+
+def test_grad_op_checks_reach_the_caller():
+    args, given = grad_args()
+    given["softmax_sum"] = given["softmax_sum"][..., :1]
+    with pytest.raises(ValueError, match=r"fusion_attention_grad: softmax_sum must have the forward's softmax_sum"):
+        tnpu.npu_fusion_attention_grad(*args, **given)

@@ -204,6 +204,33 @@ def test_fusion_attention_launches_the_mix_kernel(npu, dtype):
     same(got, ascendc_ops.fusion_attention(tq, tk, tv, 4, "TND", **args, **lens))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+def test_fusion_attention_grad_launches_the_mix_kernel(npu, dtype):
+    """The backward's typed MIX_AIC_1_2 launch on the NPU tiling: GQA BSND causal and TND, each equal to the CPU
+    twin's (the sums' order does not depend on the core count); no keys: zero dq."""
+    suffix = {torch.float32: "float", torch.bfloat16: "bfloat16"}[dtype]
+    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+    args = {"atten_mask": causal, "scale": 0.125, "sparse_mode": 3}
+    lens = {"actual_seq_qlen": [30, 70], "actual_seq_kvlen": [40, 90]}
+    bsnd = [torch.randn(2, s, n, 64).to(dtype) for s, n in ((70, 4), (90, 2), (90, 2))]
+    for qkv, layout, extra in ((bsnd, "BSND", {}), ([x[0] for x in bsnd], "TND", lens)):
+        out, smax, ssum = ascendc_ops.fusion_attention(*qkv, 4, layout, **args, **extra)
+        inputs = (*qkv, torch.randn_like(out), smax, ssum, out)
+        with launched(f"fusion_attention_grad_{suffix}"):
+            got = ascendc_ops.fusion_attention_grad(
+                *(x.to(npu) for x in inputs), 4, layout, **{**args, "atten_mask": causal.to(npu)}, **extra
+            )
+        same(got, ascendc_ops.fusion_attention_grad(*inputs, 4, layout, **args, **extra))
+    # no keys: the dq tasks find no key block and write zeros
+    q, k = torch.randn(1, 2, 3, 64).to(dtype), torch.randn(1, 2, 0, 64).to(dtype)
+    out, smax, ssum = ascendc_ops.fusion_attention(q, k, k, 2, "BNSD")
+    inputs = (q, k, k, torch.randn_like(out), smax, ssum, out)
+    with launched(f"fusion_attention_grad_{suffix}"):
+        got = ascendc_ops.fusion_attention_grad(*(x.to(npu) for x in inputs), 2, "BNSD")
+    same(got, ascendc_ops.fusion_attention_grad(*inputs, 2, "BNSD"))
+    assert bool((got[0].cpu() == 0).all())
+
+
 def test_patching_a_model_on_npu_applies_every_kernel(npu):
     """The backend-name contract: a model whose parameters are on "npu" is patched (it was not when
     backends() said "npu-direct-launch" and the kernels asked for "npu")."""

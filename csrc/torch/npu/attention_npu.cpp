@@ -1,7 +1,7 @@
-// Fused attention on the NPU (PrivateUse1): the CPU twin's PrepareFusionAttention (csrc/torch/attention_ops.h:
-// checks, output allocation, tiling) with the chip's cube core groups, then a direct launch of the mix kernel
-// csrc/kernels/attention.cpp (KERNEL_TYPE_MIX_AIC_1_2) on torch_npu's current stream. Compiled only when CANN
-// and torch_npu are present (cmake/npu.cmake).
+// Fused attention on the NPU (PrivateUse1): the CPU twin's PrepareFusionAttention / PrepareFusionAttentionGrad
+// (csrc/torch/attention_ops.h: checks, output allocation, tiling) with the chip's cube core groups, then a direct
+// launch of the mix kernel csrc/kernels/attention.cpp / attention_grad.cpp (KERNEL_TYPE_MIX_AIC_1_2) on torch_npu's
+// current stream. Compiled only when CANN and torch_npu are present (cmake/npu.cmake).
 #include <torch/library.h>
 
 #include <string>
@@ -14,13 +14,30 @@
 
 #include "aclrtlaunch_fusion_attention_bfloat16.h"
 #include "aclrtlaunch_fusion_attention_float.h"
+#include "aclrtlaunch_fusion_attention_grad_bfloat16.h"
+#include "aclrtlaunch_fusion_attention_grad_float.h"
+#include "aclrtlaunch_fusion_attention_grad_half.h"
 #include "aclrtlaunch_fusion_attention_half.h"
 
-// The entries of csrc/kernels/attention.cpp (their aclrtlaunch_*.h above), from their list.
+// The entries of csrc/kernels/attention.cpp and attention_grad.cpp (their aclrtlaunch_*.h above), from their lists.
 ASCENDC_NPU_KERNELS(FUSION_ATTENTION_DTYPES, fusion_attention, FUSION_ATTENTION_PARAMS)
+ASCENDC_NPU_KERNELS(FUSION_ATTENTION_GRAD_DTYPES, fusion_attention_grad, FUSION_ATTENTION_GRAD_PARAMS)
 
 namespace ascendc_ops {
 namespace {
+
+// The tiling struct and TND's cumulative lengths, as one block of device bytes.
+at::Tensor TilingBytesOnDevice(const at::Tensor& bytes, const at::Device& device) {
+  at::Tensor host = at::empty_like(bytes, at::TensorOptions().pinned_memory(true));
+  host.copy_(bytes);
+  return host.to(device, /*non_blocking=*/true);
+}
+
+// The system workspace (GetLibApiWorkSpaceSize), then the core groups' slots (GetUserWorkspace).
+at::Tensor AttentionWorkspace(const at::Device& device, int64_t userBytes) {
+  const at::Tensor sys = npu::SysWorkspace(device);
+  return at::empty({sys.numel() + userBytes}, sys.options());
+}
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
@@ -30,14 +47,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(
       PrepareFusionAttention(query, key, value, attenMask, headNum, inputLayout, scale, preTokens, nextTokens,
                              actualSeqQlen, actualSeqKvlen, sparseMode, npu::NpuCubePlatform());
   if (l.tiling.blockDim == 0) return {l.out, l.softmaxMax, l.softmaxSum};
-  const at::Device device = query.device();
-  // the tiling struct and TND's cumulative lengths, as one block of device bytes
-  at::Tensor host = at::empty_like(l.tilingBytes, at::TensorOptions().pinned_memory(true));
-  host.copy_(l.tilingBytes);
-  const at::Tensor tiling = host.to(device, /*non_blocking=*/true);
-  // the system workspace (GetLibApiWorkSpaceSize), then the core groups' S / P / O slots (GetUserWorkspace)
-  const at::Tensor sys = npu::SysWorkspace(device);
-  const at::Tensor workspace = at::empty({sys.numel() + l.tiling.workspaceBytes}, sys.options());
+  const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
+  const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
   const uint32_t blocks = l.tiling.blockDim;
   const at::ScalarType dtype = l.query.scalar_type();
   void *qp = l.query.data_ptr(), *kp = l.key.data_ptr(), *vp = l.value.data_ptr(), *maskp = npu::Ptr(l.mask),
@@ -50,8 +61,37 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttentionGrad(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
+    const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
+    const at::Tensor& attenMask, int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens,
+    int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
+    int64_t sparseMode) {
+  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(
+      query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum, inputLayout, scale, preTokens,
+      nextTokens, actualSeqQlen, actualSeqKvlen, sparseMode, npu::NpuCubePlatform());
+  if (l.tiling.blockDim == 0) return {l.dq, l.dk, l.dv};  // zero-filled by Prepare
+  const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
+  const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
+  const uint32_t blocks = l.tiling.blockDim;
+  const at::ScalarType dtype = l.query.scalar_type();
+  void *qp = l.query.data_ptr(), *kp = l.key.data_ptr(), *vp = l.value.data_ptr(), *dyp = l.dy.data_ptr(),
+       *maskp = npu::Ptr(l.mask), *maxp = l.softmaxMax.data_ptr(), *sump = l.softmaxSum.data_ptr(),
+       *inp = l.attentionIn.data_ptr(), *dqp = l.dq.data_ptr(), *dkp = l.dk.data_ptr(), *dvp = l.dv.data_ptr(),
+       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
+  aclrtStream stream = npu::CurrentStream();
+  npu::Enqueue(kFusionAttentionGrad.name, [=] {
+    PickEntry(npu_entries::fusion_attention_grad, dtype)
+        .fn(blocks, stream, qp, kp, vp, dyp, maskp, maxp, sump, inp, dqp, dkp, dvp, wp, tp);
+  });
+  return {l.dq, l.dk, l.dv};
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplFusionAttention<&RunFusionAttention>(m); }
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) {
+  ImplFusionAttention<&RunFusionAttention>(m);
+  ImplFusionAttentionGrad<&RunFusionAttentionGrad>(m);
+}
 
 }  // namespace ascendc_ops

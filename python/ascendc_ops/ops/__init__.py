@@ -5,7 +5,7 @@ and the Meta (fake) kernels are C++: the problem functions in tiling/<family>_pr
 ascendc_ops.swiglu / rms_norm / ... are the wrappers."""
 
 from . import attention, grouped_matmul, moe_routing, rms_norm, rope, swiglu  # noqa: F401  (autograd)
-from .attention import fusion_attention
+from .attention import fusion_attention, fusion_attention_grad
 from .rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm
 from .rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul
 
@@ -14,6 +14,7 @@ __all__ = [
     "apply_rotary_pos_emb",
     "apply_rotary_pos_emb_",
     "fusion_attention",
+    "fusion_attention_grad",
     "gemma_rms_norm",
     "gated_rms_norm",
     "rope_customer",

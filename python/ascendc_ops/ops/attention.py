@@ -1,4 +1,4 @@
-"""Fused attention: the wrapper of
+"""Fused attention: the wrappers and the autograd of
 
 - ``fusion_attention(query, key, value, head_num, input_layout, atten_mask=None, scale=1.0,
   pre_tockens=2147483647, next_tockens=2147483647, actual_seq_qlen=None, actual_seq_kvlen=None,
@@ -14,10 +14,20 @@
   torch_npu's default): each row's max of ``scale * q k^T`` and its sum of ``exp(x - max)``, 8 times; a row
   with no key gets output 0, ``-FLT_MAX`` and ``FLT_MAX`` (docs/attention.md).
 
-Forward only: there is no autograd formula yet (the backward kernel is the next step), so a tensor that
-requires grad gets no gradient through this op. Schemas come from op_proto/attention/fusion_attention.json;
-the argument rules and the output shapes (also for FakeTensor / torch.compile, through a C++ Meta kernel)
-from tiling/attention_problem.h.
+- ``fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, attention_in, head_num, input_layout,
+  atten_mask=None, scale=1.0, pre_tockens=2147483647, next_tockens=2147483647, actual_seq_qlen=None,
+  actual_seq_kvlen=None, sparse_mode=0) -> (dq, dk, dv)``: its backward (torch_npu's ``npu_fusion_attention_grad``
+  without pse / dropout / sink), from the forward's ``softmax_max`` / ``softmax_sum`` and ``attention_out``
+  (``attention_in``) and the gradient ``dy`` of attention_out; dq / dk / dv have query's / key's / value's shapes
+  and dtype. An empty S1 or S2 gives zeros.
+
+Autograd: ``custom::fusion_attention``'s backward is ``custom::fusion_attention_grad`` with the forward's inputs,
+attrs and results, as torch_npu's derivatives.yaml wires npu_fusion_attention to its grad. Only query, key and value
+get gradients. softmax_max and softmax_sum are marked non-differentiable (torch_npu leaves them differentiable and
+drops their gradients, so a loss through them silently misses a term; here they come out with requires_grad=False).
+Schemas come from op_proto/attention/fusion_attention.json and fusion_attention_grad.json; the argument rules and
+the output shapes (also for FakeTensor / torch.compile, through C++ Meta kernels) from tiling/attention_problem.h
+and attention_grad_problem.h.
 """
 
 from __future__ import annotations
@@ -39,7 +49,7 @@ def fusion_attention(
     actual_seq_kvlen=None,
     sparse_mode: int = 0,
 ):
-    """(attention_out, softmax_max, softmax_sum) of softmax(scale * q k^T, masked) v; forward only."""
+    """(attention_out, softmax_max, softmax_sum) of softmax(scale * q k^T, masked) v; differentiable in q, k, v."""
     return torch.ops.custom.fusion_attention(
         query,
         key,
@@ -54,3 +64,65 @@ def fusion_attention(
         actual_seq_kvlen,
         sparse_mode,
     )
+
+
+def fusion_attention_grad(
+    query,
+    key,
+    value,
+    dy,
+    softmax_max,
+    softmax_sum,
+    attention_in,
+    head_num: int,
+    input_layout: str,
+    atten_mask=None,
+    scale: float = 1.0,
+    pre_tockens: int = 2147483647,
+    next_tockens: int = 2147483647,
+    actual_seq_qlen=None,
+    actual_seq_kvlen=None,
+    sparse_mode: int = 0,
+):
+    """(dq, dk, dv) of fusion_attention given dy = d(attention_out) and the forward's statistics and output."""
+    return torch.ops.custom.fusion_attention_grad(
+        query,
+        key,
+        value,
+        dy,
+        softmax_max,
+        softmax_sum,
+        attention_in,
+        head_num,
+        input_layout,
+        atten_mask,
+        scale,
+        pre_tockens,
+        next_tockens,
+        actual_seq_qlen,
+        actual_seq_kvlen,
+        sparse_mode,
+    )
+
+
+# ---- autograd ----
+def _setup_context(ctx, inputs, output):
+    query, key, value, head_num, layout, atten_mask, scale, pre, nxt, qlen, kvlen, mode = inputs
+    attention_out, softmax_max, softmax_sum = output
+    ctx.mark_non_differentiable(softmax_max, softmax_sum)
+    ctx.save_for_backward(query, key, value, atten_mask, attention_out, softmax_max, softmax_sum)
+    ctx.attrs = (head_num, layout, scale, pre, nxt, qlen, kvlen, mode)
+
+
+def _fusion_attention_backward(ctx, d_out, _d_max, _d_sum):
+    query, key, value, atten_mask, attention_out, softmax_max, softmax_sum = ctx.saved_tensors
+    head_num, layout, scale, pre, nxt, qlen, kvlen, mode = ctx.attrs
+    dq, dk, dv = torch.ops.custom.fusion_attention_grad(
+        query, key, value, d_out, softmax_max, softmax_sum, attention_out, head_num, layout, atten_mask, scale,
+        pre, nxt, qlen, kvlen, mode,
+    )  # fmt: skip
+    need = ctx.needs_input_grad
+    return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None, *[None] * 9)
+
+
+torch.library.register_autograd("custom::fusion_attention", _fusion_attention_backward, setup_context=_setup_context)

@@ -1,0 +1,336 @@
+// The AIVs' half of the fused attention backward (attention_grad.cpp). A step's query rows are split
+// between the two AIVs at a multiple of 16 rows (so their halves of P^T start 32-byte aligned); per
+// step, for its rows (fp32 throughout):
+//   D = rowsum(dy * attention_in); m, 1 / l from softmax_max / softmax_sum;
+//   P = exp(min(S * scale, mask bound) - m) / l -- the forward's P, recomputed (attention_mask.h);
+//   dS = P * (dP - D);
+//   key tasks: P and dS in the input dtype, transposed by Gather, into the workspace as P^T / dS^T;
+//   query tasks: dS into the workspace as is; flag kPReady.
+// Once the AIC flags kRReady the step's parts are added into fp32 sums in UB -- key tasks split the
+// keys between the AIVs as they split rows, query tasks keep their rows -- and kRFree is flagged. At the
+// task's end dk = scale * sum dS^T Q, dv = sum P^T dy, dq = scale * sum dS K are cast once and written.
+// A row that kept no key in the forward (softmax_max = -FLT_MAX) has m raised to kMaxFloor, so its P is 0.
+#pragma once
+#include "attention_grad_task.h"
+#include "attention_mask.h"
+#include "kernel_utils.h"
+
+namespace attention_grad_vec {
+constexpr float kMaxFloor = -1e29f;  // above kMasked: exp(kMasked - kMaxFloor) is 0
+constexpr uint32_t kMaxRows = 64;    // rows of one AIV: s1Block <= 128
+}  // namespace attention_grad_vec
+
+template <typename T>
+class AttentionGradVector {
+ public:
+  __aicore__ inline void Init(GM_ADDR mask, GM_ADDR dy, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
+                              GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws, const AttentionGradTilingData& g) {
+    g_ = &g;
+    const AttentionTilingData& t = g.fwd;
+    sub_ = uint32_t(GetSubBlockIdx());
+    ws_.Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup, g);
+    if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
+    dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
+    o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
+    max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
+    sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxSum));
+    dq_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dq));
+    dk_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dk));
+    dv_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dv));
+    const uint32_t s2b = t.s2Block, dp = g.dPitch, vp = t.vPitch;
+    maxRows_ = Align16((uint32_t(t.s1Block) + 1) / 2), maxKeys_ = Align16((s2b + 1) / 2);
+    const uint32_t area = maxRows_ * s2b;  // elements of one row block of S
+    pipe_.InitBuffer(sBuf_, area * sizeof(float));
+    pipe_.InitBuffer(dpBuf_, area * sizeof(float));
+    pipe_.InitBuffer(boundBuf_, area * sizeof(float));
+    if (t.maskFull) {
+      pipe_.InitBuffer(maskBuf_, (area + 31) / 32 * 32);
+      pipe_.InitBuffer(maskHalfBuf_, area * sizeof(half));
+    }
+    pipe_.InitBuffer(stageBuf_, 2 * area * sizeof(T));
+    pipe_.InitBuffer(offsetBuf_, area * sizeof(uint32_t));
+    const uint32_t accKeys = maxKeys_ * (dp + vp), accRows = maxRows_ * dp;
+    pipe_.InitBuffer(accBuf_, (accKeys > accRows ? accKeys : accRows) * sizeof(float));
+    pipe_.InitBuffer(rampBuf_, s2b * sizeof(float));
+    pipe_.InitBuffer(rowABuf_, s2b * sizeof(float));
+    pipe_.InitBuffer(rowBBuf_, s2b * sizeof(float));
+    pipe_.InitBuffer(statBuf_, 2 * maxRows_ * kAttentionStatLanes * sizeof(float));
+    pipe_.InitBuffer(redBuf_, 64);
+    LocalTensor<float> ramp = rampBuf_.Get<float>();
+    for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
+    // stride gaps the copies skip stay finite (they are added, never stored)
+    Duplicate(sBuf_.Get<float>(), 0.0f, int32_t(area));
+    Duplicate(dpBuf_.Get<float>(), 0.0f, int32_t(area));
+  }
+
+  __aicore__ inline void ProcessKeys(AttentionTaskWalk& walk) {
+    AttentionTask task;
+    while (walk.Next(task)) KeyTask(task);
+  }
+
+  __aicore__ inline void ProcessQueries(AttentionTaskWalk& walk) {
+    AttentionTask task;
+    while (walk.Next(task)) QueryTask(task);
+  }
+
+ private:
+  using Flags = AttentionGradFlags;
+  // One step: query rows [i0, i0 + rows) of head n against keys [j0, j0 + cols) of a batch.
+  struct Step {
+    int64_t b, n, i0, j0, s1, s2, qTok0;
+    uint32_t rows, cols;
+  };
+
+  __aicore__ static inline uint32_t Align16(uint32_t x) { return (x + 15) / 16 * 16; }
+
+  // This AIV's share of `count`: the first Align16(ceil(count / 2)) to AIV 0, the rest to AIV 1.
+  __aicore__ inline void Split(uint32_t count, uint32_t& first, uint32_t& mine) const {
+    uint32_t half = Align16((count + 1) / 2);
+    if (half > count) half = count;
+    first = sub_ == 0 ? 0 : half;
+    mine = sub_ == 0 ? half : count - half;
+  }
+
+  __aicore__ inline void KeyTask(const AttentionTask& task) {
+    const AttentionTilingData& t = g_->fwd;
+    const uint32_t cols = uint32_t(task.rows), dp = g_->dPitch, vp = t.vPitch;
+    uint32_t k0, keys;
+    Split(cols, k0, keys);
+    LocalTensor<float> accK = accBuf_.Get<float>(), accV = accK[maxKeys_ * dp];
+    SyncPipes<HardEvent::MTE3_V>();  // the previous task's stores have read the sums
+    Duplicate(accK, 0.0f, int32_t(maxKeys_ * (dp + vp)));
+    const int64_t group = t.heads / t.kvHeads;
+    for (int64_t n = task.n * group; n < (task.n + 1) * group; ++n) {
+      for (int64_t blk = task.first; blk < task.first + task.count; ++blk) {
+        const int64_t i0 = blk * t.s1Block;
+        const Step st{task.b,  n,       i0,         task.i0,
+                      task.s1, task.s2, task.qTok0, uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block),
+                      cols};
+        Split(st.rows, r0_, rows_);
+        if (rows_ > 0) RowStats(st);
+        CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
+        if (rows_ > 0) {
+          Grad(st);
+          StoreTransposed(st);
+        }
+        CrossCoreSetFlag<2, PIPE_MTE3>(Flags::kPReady);
+        CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
+        if (keys > 0) {
+          AddRows(accK, ws_.r1[int64_t(k0) * dp], keys, uint32_t(t.headDim), dp);
+          AddRows(accV, ws_.r2[int64_t(k0) * vp], keys, uint32_t(t.valueDim), vp);
+        }
+        CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
+      }
+    }
+    if (keys == 0) return;
+    const int64_t j = task.kTok0 + task.i0 + k0;
+    Store(dk_, task.b * t.kStrideB + task.n * t.kStrideN + j * t.kStrideS, t.kStrideS, accK, dp, keys,
+          uint32_t(t.headDim), t.scale);
+    Store(dv_, task.b * t.vStrideB + task.n * t.vStrideN + j * t.vStrideS, t.vStrideS, accV, vp, keys,
+          uint32_t(t.valueDim), 1.0f);
+  }
+
+  __aicore__ inline void QueryTask(const AttentionTask& task) {
+    const AttentionTilingData& t = g_->fwd;
+    const uint32_t dp = g_->dPitch;
+    Split(uint32_t(task.rows), r0_, rows_);
+    LocalTensor<float> accQ = accBuf_.Get<float>();
+    SyncPipes<HardEvent::MTE3_V>();
+    Duplicate(accQ, 0.0f, int32_t(maxRows_ * dp));
+    Step st{task.b, task.n, task.i0, 0, task.s1, task.s2, task.qTok0, uint32_t(task.rows), 0};
+    if (rows_ > 0) RowStats(st);
+    for (int64_t idx = 0; idx < task.count; ++idx) {
+      st.j0 = (task.first + idx) * t.s2Block;
+      st.cols = uint32_t(task.s2 - st.j0 < t.s2Block ? task.s2 - st.j0 : t.s2Block);
+      CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
+      if (rows_ > 0) {
+        Grad(st);
+        StoreDs(st);
+      }
+      CrossCoreSetFlag<2, PIPE_MTE3>(Flags::kPReady);
+      CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
+      if (rows_ > 0) AddRows(accQ, ws_.r1[int64_t(r0_) * dp], rows_, uint32_t(t.headDim), dp);
+      CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
+    }
+    if (rows_ == 0) return;
+    const int64_t row = task.qTok0 + task.i0 + r0_;
+    Store(dq_, task.b * t.qStrideB + task.n * t.qStrideN + row * t.qStrideS, t.qStrideS, accQ, dp, rows_,
+          uint32_t(t.headDim), t.scale);
+  }
+
+  // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows), and
+  // the rows' m and 1 / l from softmax_max / softmax_sum.
+  __aicore__ inline void RowStats(const Step& st) {
+    using namespace attention_grad_vec;
+    const AttentionTilingData& t = g_->fwd;
+    const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), elems = PaddedLen<T>(dv), area = maxRows_ * t.s2Block;
+    const int64_t row = st.qTok0 + st.i0 + r0_;
+    const int64_t off = st.b * t.oStrideB + st.n * t.oStrideN + row * t.oStrideS;
+    LocalTensor<float> x = sBuf_.Get<float>(), y = dpBuf_.Get<float>(), red = redBuf_.Get<float>();
+    const uint32_t chunk = area / vp;
+    const DataCopyPadExtParams<T> pad(elems != dv, 0, uint8_t(elems - dv), T(0.0f));
+    for (uint32_t c = 0; c < rows_; c += chunk) {
+      const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
+      const DataCopyExtParams cp(uint16_t(rc), dv * sizeof(T), uint32_t((t.oStrideS - dv) * sizeof(T)),
+                                 (vp - elems) * uint32_t(sizeof(T)) / 32, 0);
+      SyncPipes<HardEvent::V_MTE2>();   // V is done with the buffers
+      SyncPipes<HardEvent::MTE3_MTE2>();  // and the last step's copies out with the staging one
+      if constexpr (sizeof(T) == 4) {
+        DataCopyPad(x, dy_[off + int64_t(c) * t.oStrideS], cp, pad);
+        DataCopyPad(y, o_[off + int64_t(c) * t.oStrideS], cp, pad);
+        SyncPipes<HardEvent::MTE2_V>();
+      } else {
+        LocalTensor<T> stage = stageBuf_.Get<T>();
+        DataCopyPad(stage, dy_[off + int64_t(c) * t.oStrideS], cp, pad);
+        DataCopyPad(stage[area], o_[off + int64_t(c) * t.oStrideS], cp, pad);
+        SyncPipes<HardEvent::MTE2_V>();
+        Cast(x, stage, RoundMode::CAST_NONE, rc * vp);
+        Cast(y, stage[area], RoundMode::CAST_NONE, rc * vp);
+      }
+      Mul(x, x, y, int32_t(rc * vp));
+      for (uint32_t r = 0; r < rc; ++r) {
+        ReduceSum(red, x[r * vp], red[8], int32_t(elems));
+        d_[c + r] = red.GetValue(0);
+      }
+    }
+    const uint32_t L = uint32_t(kAttentionStatLanes);
+    const int64_t sOff = t.varlen ? (st.qTok0 * t.heads + st.n * st.s1 + st.i0 + r0_) * int64_t(L)
+                                  : ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * int64_t(L);
+    LocalTensor<float> stats = statBuf_.Get<float>();
+    const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
+    DataCopyPad(stats, max_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+    DataCopyPad(stats[maxRows_ * L], sum_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+    SyncPipes<HardEvent::MTE2_S>();
+    for (uint32_t r = 0; r < rows_; ++r) {
+      const float m = stats.GetValue(r * L), l = stats.GetValue((maxRows_ + r) * L);
+      m_[r] = m > kMaxFloor ? m : kMaxFloor;
+      invL_[r] = 1.0f / l;
+    }
+  }
+
+  // P (sBuf_) and dS (dpBuf_) of this AIV's rows of the step, rows pp = Align8(cols) apart.
+  __aicore__ inline void Grad(const Step& st) {
+    using namespace attention_mask;
+    const AttentionTilingData& t = g_->fwd;
+    const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp, s2b = uint32_t(t.s2Block);
+    LocalTensor<float> s = sBuf_.Get<float>(), dp = dpBuf_.Get<float>();
+    SyncPipes<HardEvent::V_MTE2>();
+    SyncPipes<HardEvent::MTE3_MTE2>();  // fp32: the last step's dS went out of dpBuf_ itself
+    const DataCopyExtParams cp(uint16_t(rows_), cols * 4, (s2b - cols) * 4, 0, 0);
+    DataCopyPad(s, ws_.s[int64_t(r0_) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
+    DataCopyPad(dp, ws_.dp[int64_t(r0_) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
+    uint32_t mp = 0;
+    if (t.maskFull)
+      mp = AttentionLoadMask(maskBuf_.Get<uint8_t>(), mask_, t, st.b, st.n, st.i0 + r0_, st.j0, rows_, cols);
+    SyncPipes<HardEvent::MTE2_V>();
+    SyncPipes<HardEvent::MTE3_V>();  // the previous step's copies out have read the staging buffers
+    Muls(s, s, t.scale, int32_t(n));
+    if (t.maskFull)
+      AttentionApplyMask(s, boundBuf_.Get<float>(), maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
+    if (t.band)
+      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, st.i0 + r0_, rows_,
+                         st.s1, st.s2, st.j0, cols, pp);
+    for (uint32_t r = 0; r < rows_; ++r) Adds(s[r * pp], s[r * pp], -m_[r], int32_t(pp));
+    Exp(s, s, int32_t(n));
+    for (uint32_t r = 0; r < rows_; ++r) {
+      Muls(s[r * pp], s[r * pp], invL_[r], int32_t(pp));
+      Adds(dp[r * pp], dp[r * pp], -d_[r], int32_t(pp));
+    }
+    Mul(dp, dp, s, int32_t(n));
+  }
+
+  // fp32 rows `from` as the input dtype: cast into `to`, or `from` itself for fp32.
+  __aicore__ inline LocalTensor<T> InInputDtype(const LocalTensor<T>& to, const LocalTensor<float>& from, uint32_t n) {
+    if constexpr (sizeof(T) == 4) {
+      return from.template ReinterpretCast<T>();
+    } else {
+      Cast(to, from, RoundMode::CAST_RINT, n);
+      return to;
+    }
+  }
+
+  // Key tasks: P and dS transposed into the workspace's P^T / dS^T [cols, s1Pitch], this AIV's columns.
+  __aicore__ inline void StoreTransposed(const Step& st) {
+    const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp, rp = Align16(rows_);
+    LocalTensor<uint32_t> offsets = offsetBuf_.Get<uint32_t>();
+    if (rows_ != tRows_ || pp != tPitch_ || cols != tCols_) {  // dst [c, r] <- src [r, c], padding from [0, c]
+      SyncPipes<HardEvent::V_S>();
+      for (uint32_t c = 0; c < cols; ++c)
+        for (uint32_t r = 0; r < rp; ++r) offsets.SetValue(c * rp + r, ((r < rows_ ? r : 0) * pp + c) * sizeof(T));
+      SyncPipes<HardEvent::S_V>();
+      tRows_ = rows_, tPitch_ = pp, tCols_ = cols;
+    }
+    LocalTensor<T> staged = boundBuf_.Get<T>(), stage = stageBuf_.Get<T>();
+    const uint32_t area = cols * rp;
+    Gather(stage, InInputDtype(staged, sBuf_.Get<float>(), n), offsets, 0, area);
+    Gather(stage[area], InInputDtype(staged, dpBuf_.Get<float>(), n), offsets, 0, area);
+    SyncPipes<HardEvent::V_MTE3>();
+    const uint32_t bytes = rows_ * uint32_t(sizeof(T)), gap = (rp * uint32_t(sizeof(T)) - (bytes + 31) / 32 * 32) / 32;
+    const DataCopyExtParams cp(uint16_t(cols), bytes, gap, (uint32_t(g_->s1Pitch) - rows_) * uint32_t(sizeof(T)), 0);
+    DataCopyPad(ws_.p[r0_], stage, cp);
+    DataCopyPad(ws_.ds[r0_], stage[area], cp);
+  }
+
+  // Query tasks: dS [rows, pp] in the input dtype into the workspace after the other AIV's rows.
+  __aicore__ inline void StoreDs(const Step& st) {
+    const uint32_t pp = (st.cols + 7) / 8 * 8, n = rows_ * pp;
+    const LocalTensor<T> ds = InInputDtype(stageBuf_.Get<T>(), dpBuf_.Get<float>(), n);
+    SyncPipes<HardEvent::V_MTE3>();
+    DataCopyPad(ws_.ds[int64_t(r0_) * pp], ds, DataCopyExtParams(1, n * uint32_t(sizeof(T)), 0, 0, 0));
+  }
+
+  // acc [rows, pitch] += the AIC's fp32 rows [rows, n] at `src` (pitch `pitch`), through the S buffer.
+  __aicore__ inline void AddRows(const LocalTensor<float>& acc, const GlobalTensor<float>& src, uint32_t rows,
+                                 uint32_t n, uint32_t pitch) {
+    const uint32_t elems = PaddedLen<float>(n), chunk = maxRows_ * uint32_t(g_->fwd.s2Block) / pitch;
+    LocalTensor<float> s = sBuf_.Get<float>();
+    for (uint32_t c = 0; c < rows; c += chunk) {
+      const uint32_t rc = rows - c < chunk ? rows - c : chunk;
+      SyncPipes<HardEvent::V_MTE2>();
+      DataCopyPad(s, src[int64_t(c) * pitch],
+                  DataCopyExtParams(uint16_t(rc), n * 4, (pitch - n) * 4, (pitch - elems) / 8, 0),
+                  DataCopyPadExtParams<float>(elems != n, 0, uint8_t(elems - n), 0.0f));
+      SyncPipes<HardEvent::MTE2_V>();
+      Add(acc[c * pitch], acc[c * pitch], s, int32_t(rc * pitch));
+    }
+  }
+
+  // dst rows (row pitch `stride` elements from `off`) = scale * acc [rows, n], cast once to the input dtype.
+  __aicore__ inline void Store(const GlobalTensor<T>& dst, int64_t off, int64_t stride, const LocalTensor<float>& acc,
+                               uint32_t pitch, uint32_t rows, uint32_t n, float scale) {
+    if (scale != 1.0f) Muls(acc, acc, scale, int32_t(rows * pitch));
+    const uint32_t rowBytes = (n * uint32_t(sizeof(T)) + 31) / 32 * 32;
+    const uint32_t gap = uint32_t((stride - n) * int64_t(sizeof(T)));
+    if constexpr (sizeof(T) == 4) {
+      SyncPipes<HardEvent::V_MTE3>();
+      DataCopyPad(dst[off], acc.template ReinterpretCast<T>(),
+                  DataCopyExtParams(uint16_t(rows), n * 4, (pitch * 4 - rowBytes) / 32, gap, 0));
+    } else {
+      LocalTensor<T> stage = stageBuf_.Get<T>();
+      const uint32_t chunk = 2 * maxRows_ * uint32_t(g_->fwd.s2Block) / pitch;
+      for (uint32_t c = 0; c < rows; c += chunk) {
+        const uint32_t rc = rows - c < chunk ? rows - c : chunk;
+        SyncPipes<HardEvent::MTE3_V>();
+        Cast(stage, acc[c * pitch], RoundMode::CAST_RINT, rc * pitch);
+        SyncPipes<HardEvent::V_MTE3>();
+        DataCopyPad(dst[off + int64_t(c) * stride], stage,
+                    DataCopyExtParams(uint16_t(rc), n * uint32_t(sizeof(T)),
+                                      (pitch * uint32_t(sizeof(T)) - rowBytes) / 32, gap, 0));
+      }
+    }
+  }
+
+  const AttentionGradTilingData* g_ = nullptr;
+  uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0, maxKeys_ = 0;
+  uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
+  float m_[attention_grad_vec::kMaxRows], invL_[attention_grad_vec::kMaxRows], d_[attention_grad_vec::kMaxRows];
+  GlobalTensor<float> max_, sum_;
+  GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
+  GlobalTensor<uint8_t> mask_;
+  AttentionGradWorkspace<T> ws_;
+  TPipe pipe_;
+  TBuf<TPosition::VECCALC> sBuf_, dpBuf_, boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_, accBuf_, rampBuf_,
+      rowABuf_, rowBBuf_, statBuf_, redBuf_;
+};

@@ -1,0 +1,125 @@
+// Fused attention backward on the CPU twin: fusion_attention_grad runs the two-pass mix kernel
+// csrc/kernels/attention_grad.cpp as a typed MIX_AIC_1_2 launch (one AIC and two AIVs per core group), after the
+// forward's checks and the backward's own (dy / attention_in as attention_out, the statistics as the forward's).
+#include <torch/library.h>
+
+#include "attention_ops.h"
+#include "kernel_entries.h"
+#include "op_proto_gen.h"
+#include "twin_backend.h"
+#include "twin_crosscore.h"
+
+// The kernel's entry points (csrc/kernels/attention_grad.cpp), compiled for the twin, from their list.
+ASCENDC_TWIN_KERNELS(FUSION_ATTENTION_GRAD_DTYPES, fusion_attention_grad, FUSION_ATTENTION_GRAD_PARAMS)
+
+namespace ascendc_ops {
+namespace {
+
+const OpProto& kOp = kFusionAttentionGrad;
+using Lengths = std::optional<std::vector<int64_t>>;
+
+// Devices, then the problem function on concrete (Arg) or symbolic (SymArg) shapes.
+template <class Int>
+tiling::AttentionArgs<Int> CheckGrad(tiling::TensorArg<Int> (*arg)(const at::Tensor&), const at::Tensor& query,
+                                     const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
+                                     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
+                                     const at::Tensor& attentionIn, const at::Tensor& attenMask, int64_t headNum,
+                                     const std::string& inputLayout, int64_t preTokens, int64_t nextTokens,
+                                     const Lengths& qlen, const Lengths& kvlen, int64_t sparseMode) {
+  // in the prototype's input order, which names them (an absent mask stands in as query)
+  CheckSameDevice(
+      kOp, {query, key, value, dy, attenMask.defined() ? attenMask : query, softmaxMax, softmaxSum, attentionIn});
+  return Checked(kOp, [&] {
+    return tiling::CheckFusionAttentionGrad(kOp, arg(query), arg(key), arg(value), arg(dy), arg(attenMask),
+                                            arg(softmaxMax), arg(softmaxSum), arg(attentionIn), headNum, inputLayout,
+                                            preTokens, nextTokens, qlen ? &*qlen : nullptr, kvlen ? &*kvlen : nullptr,
+                                            sparseMode);
+  });
+}
+
+}  // namespace
+
+FusionAttentionGradLaunch PrepareFusionAttentionGrad(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
+    const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
+    const at::Tensor& attenMask, int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens,
+    int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
+    int64_t sparseMode, const tiling::CubePlatform& platform) {
+  const Lengths qlen = AttentionListOf(actualSeqQlen), kvlen = AttentionListOf(actualSeqKvlen);
+  const tiling::AttentionArgs<int64_t> args =
+      CheckGrad<int64_t>(&Arg, query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum,
+                         inputLayout, preTokens, nextTokens, qlen, kvlen, sparseMode);
+  CheckCompressedAttentionMask(kOp, attenMask, sparseMode);
+  FusionAttentionGradLaunch l;
+  l.tiling = Checked(kOp, [&] {
+    return tiling::TileAttentionGrad(
+        tiling::AttentionProblemOf(args, Arg(query).dtype, scale, preTokens, nextTokens, qlen ? &*qlen : nullptr,
+                                   kvlen ? &*kvlen : nullptr, sparseMode, Arg(attenMask)),
+        platform);
+  });
+  // no task to launch (no rows at all): every gradient is an empty sum, 0
+  const auto alloc = [&](const at::Tensor& like) {
+    return l.tiling.blockDim == 0 ? at::zeros(like.sizes(), like.options()) : at::empty(like.sizes(), like.options());
+  };
+  l.dq = alloc(query);
+  l.dk = alloc(key);
+  l.dv = alloc(value);
+  if (l.tiling.blockDim == 0) return l;
+  l.query = query.contiguous();
+  l.key = key.contiguous();
+  l.value = value.contiguous();
+  l.dy = dy.contiguous();
+  l.softmaxMax = softmaxMax.contiguous();
+  l.softmaxSum = softmaxSum.contiguous();
+  l.attentionIn = attentionIn.contiguous();
+  if (attenMask.defined()) l.mask = attenMask.contiguous();
+  l.tilingBytes = AttentionTilingBytes(l.tiling.data, l.tiling.varlenTable);
+  return l;
+}
+
+namespace {
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query, const at::Tensor& key,
+                                                         const at::Tensor& value, const at::Tensor& dy,
+                                                         const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
+                                                         const at::Tensor& attentionIn, const at::Tensor& attenMask,
+                                                         int64_t headNum, const std::string& inputLayout, double scale,
+                                                         int64_t preTokens, int64_t nextTokens,
+                                                         at::OptionalIntArrayRef actualSeqQlen,
+                                                         at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
+  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(
+      query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum, inputLayout, scale, preTokens,
+      nextTokens, actualSeqQlen, actualSeqKvlen, sparseMode, TwinCubePlatform());
+  if (l.tiling.blockDim == 0) return {l.dq, l.dk, l.dv};
+  // the system workspace, then the groups' slots (GetUserWorkspace)
+  at::Tensor workspace =
+      at::empty({int64_t(AscendC::twin::kSystemWorkspaceBytes) + l.tiling.workspaceBytes}, at::kByte);
+  const auto& entry = PickEntry(twin_entries::fusion_attention_grad, l.query.scalar_type());
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
+                    Gm(l.value), Gm(l.dy), l.mask.defined() ? Gm(l.mask) : nullptr, Gm(l.softmaxMax), Gm(l.softmaxSum),
+                    Gm(l.attentionIn), Gm(l.dq), Gm(l.dk), Gm(l.dv), Gm(workspace), Gm(l.tilingBytes));
+  return {l.dq, l.dk, l.dv};
+}
+
+// Meta (FakeTensor, torch.compile): the same checks on symbolic shapes; dq / dk / dv as query / key / value.
+std::tuple<at::Tensor, at::Tensor, at::Tensor> FusionAttentionGradMeta(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
+    const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
+    const at::Tensor& attenMask, int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens,
+    int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
+    int64_t sparseMode) {
+  (void)CheckGrad<c10::SymInt>(&SymArg, query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum,
+                               inputLayout, preTokens, nextTokens, AttentionListOf(actualSeqQlen),
+                               AttentionListOf(actualSeqKvlen), sparseMode);
+  (void)scale;
+  return {at::empty_symint(query.sym_sizes(), query.options()), at::empty_symint(key.sym_sizes(), key.options()),
+          at::empty_symint(value.sym_sizes(), value.options())};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplFusionAttentionGrad<&FusionAttentionGradMeta>(m); }
+
+TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplFusionAttentionGrad<&RunOnTwin>(m); }
+
+}  // namespace ascendc_ops
