@@ -380,3 +380,7 @@ def test_case_filters_and_quick():
     ]
     with pytest.raises(ValueError, match="integers"):
         CB.parse_only(["rms_norm:x"])
+    assert CB.parse_only(["gqa:4,6,8-10", "mha:7-7"]) == {"gqa": {4, 6, 8, 9, 10}, "mha": {7}}
+    for bad in ("mha:9-7", "mha:7-", "mha:-3"):
+        with pytest.raises(ValueError, match="ranges FIRST-LAST"):
+            CB.parse_only([bad])

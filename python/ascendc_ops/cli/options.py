@@ -54,8 +54,8 @@ def cann_bench(parser) -> None:
         nargs="+",
         action="extend",
         metavar="TASK[:ID,...]",
-        help="only these tasks / case ids, e.g. rms_norm:1,5 swi_glu (default: all; --quick: the cases whose "
-        "largest tensor holds at most 4 Mi elements)",
+        help="only these tasks / case ids (FIRST-LAST: a range), e.g. rms_norm:1,5 mha:7-18 swi_glu (default: all; "
+        "--quick: the cases whose largest tensor holds at most 4 Mi elements)",
     )
     parser.add_argument(
         "--cann-bench-checkout",

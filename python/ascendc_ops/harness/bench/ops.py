@@ -251,13 +251,17 @@ def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str 
     row["t_compile"] = "n/a" if compiled is None else verdict(row["vs_compile"], t.compile, "x")
     row["t_copy"] = verdict(row["pct_copy"], t.copy_pct, "%")
     row["mismatch"] = ",".join(mismatch)
-    # the pipeline model's 910B estimate of the same call
-    row["no_estimate"] = op.no_estimate
-    if op.no_estimate:  # n/a with its reason (the notes), never a figure the model cannot stand behind
-        row.update({"est_us_910b": None, "roofline_pct_910b": None})
-    else:
-        row.update(model_columns(name, inputs, pass_, calibrated=cfg.calibrated))
+    row.update(model_columns(name, inputs, pass_, calibrated=cfg.calibrated))  # the 910B estimate, same call
     return row
+
+
+def not_runnable(name: str, pass_: str) -> str:
+    """Why op `name` cannot run `pass_` in this build ("": it can): a backward needs its op's autograd formula,
+    which an op gains after its forward (fusion_attention's once its backward kernel is merged)."""
+    need = OPS[name].autograd_op
+    if pass_ != "fwd" and need and not torch._C._dispatch_has_kernel_for_dispatch_key(need, "Autograd"):
+        return f"{need} has no autograd formula in this build"
+    return ""
 
 
 def verdict(value, target, unit) -> str:
@@ -354,8 +358,18 @@ def write_csv(path: str, env: dict, rows) -> None:
 
 def run(cfg: Config, out=None) -> list[dict]:
     out = out or sys.stdout  # the stdout of the call (a test's capture), not of import
-    # an op runs the passes it has targets for (fusion_attention: forward only, no autograd yet)
-    todo = [(n, s, p, d, ps) for n, s, p in cases(cfg) for d in cfg.dtypes for ps in cfg.passes if ps in OPS[n].targets]
+    # an op runs the passes it has targets for, a backward only once its op has an autograd formula
+    asked = [
+        (n, s, p, d, ps) for n, s, p in cases(cfg) for d in cfg.dtypes for ps in cfg.passes if ps in OPS[n].targets
+    ]
+    todo = [c for c in asked if not not_runnable(c[0], c[4])]
+    skipped = [
+        f"- {n} {ps}: not run: {why}"
+        for n, ps, why in dict.fromkeys((c[0], c[4], not_runnable(c[0], c[4])) for c in asked if c not in todo)
+    ]
+    if not todo:
+        print("Nothing to time:", *skipped, sep="\n", file=out)
+        return []
     if cfg.plot:
         plot.pyplot()  # no matplotlib: say so now, not after the run
     if cfg.csv:
@@ -402,8 +416,8 @@ def run(cfg: Config, out=None) -> list[dict]:
         "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % HBM roofline: the pipeline "
         "model's estimate for the same call with the 910B tiling (a model, not a measurement; README), "
         + ("calibrated; " if cfg.calibrated else "uncalibrated (prior values); ")
-        + "for a cube op (grouped_matmul) the roofline is the larger of its bytes at HBM bandwidth and its "
-        "FLOPs at the cube's peak. "
+        + "for a cube op (grouped_matmul, fusion_attention) the roofline is the larger of its bytes at HBM "
+        "bandwidth and its FLOPs at the cube's peak. "
         f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
         file=out,
     )
@@ -416,10 +430,7 @@ def run(cfg: Config, out=None) -> list[dict]:
         for r in rows
         if r["mismatch"]
     ]
-    notes += [
-        f"- {op}: 910B estimate n/a: {why}"
-        for op, why in dict.fromkeys((r["op"], r["no_estimate"]) for r in rows if r["no_estimate"])
-    ]
+    notes += skipped
     provs = [k for k in PROVIDERS if rows[0][f"{k}_faults"] is not None]
     worst = max(rows, key=lambda r: max(r[f"{k}_faults"] for k in provs))
     wk = max(provs, key=lambda k: worst[f"{k}_faults"])

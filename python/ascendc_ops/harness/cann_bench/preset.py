@@ -287,8 +287,17 @@ def verify_cases(facts: dict, only=None, quick: bool = False) -> tuple[list[Case
     return cases, skipped
 
 
+def _ids(part: str) -> range:
+    """One comma-separated part of --cann-case's ids: an id, or an inclusive range FIRST-LAST."""
+    first, dash, last = part.partition("-")
+    lo, hi = int(first), int(last if dash else first)
+    if hi < lo:
+        raise ValueError(part)
+    return range(lo, hi + 1)
+
+
 def parse_only(items) -> dict | None:
-    """--cann-case TASK[:ID,ID...] ... -> {task: {ids}} (None: every case)."""
+    """--cann-case TASK[:ID,FIRST-LAST...] ... -> {task: {ids}} (None: every case)."""
     if not items:
         return None
     only: dict = {}
@@ -297,7 +306,9 @@ def parse_only(items) -> dict | None:
         if task not in MAPPINGS:
             raise ValueError(f"--cann-case {item!r}: unknown task {task!r} (known: {', '.join(MAPPINGS)})")
         try:
-            only.setdefault(task, set()).update(int(v) for v in ids.split(",") if v)
+            only.setdefault(task, set()).update(i for v in ids.split(",") if v for i in _ids(v))
         except ValueError:
-            raise ValueError(f"--cann-case {item!r}: case ids are integers, e.g. rms_norm:1,5") from None
+            raise ValueError(
+                f"--cann-case {item!r}: case ids are integers or ranges FIRST-LAST, e.g. rms_norm:1,5 mha:7-18"
+            ) from None
     return only

@@ -265,15 +265,19 @@ VERIFY: dict[str, OpSpec] = {
 
 
 # ---------------------------------------------------------------- bench
-# Forward only (the backward kernel is not merged): a causal training shape, BSND, against HF's eager attention
-# (matmul, fp32 softmax, matmul; the S x S scores materialised) and, as the op "fusion_attention_sdpa",
-# against torch's scaled_dot_product_attention; `--op fusion_attention fusion_attention_sdpa` times both in one
-# run. The 910B pipeline model has no mix-kernel estimate yet: its column shows n/a with NO_ESTIMATE.
-BENCH_TARGETS = {"fwd": Targets(1.0, 1.0, None)}
-NO_ESTIMATE = (
-    "the pipeline model does not yet model a mix (AIC + AIV) kernel's cross-core flags, so its figure for "
-    "fusion_attention would not stand for the launch"
-)
+# A causal GQA shape, BSND, against HF's eager attention (matmul, fp32 softmax, matmul; the S x S scores
+# materialised) and, as the op "fusion_attention_sdpa", against torch's scaled_dot_product_attention;
+# `--op fusion_attention fusion_attention_sdpa` times both in one run. The default shape is small (S 128, 8 query
+# heads over 2, D 128): the twin runs the cube's and the vectors' instructions one core at a time (~50 ms a call
+# here, seconds at S 1024), so `ascendc-ops bench` takes about as long per row as for the other families. A
+# training shape runs when asked: `--shape 1,1024,32,8,128`, or `--preset llama3-8b --seq 1024` (TRAINING_SHAPE).
+# The 910B column is the pipeline model's mix-launch estimate (pipeline/mix.py), as for cann-bench's MHA and GQA.
+# bwd (dq) and full rows need custom::fusion_attention's autograd formula (AUTOGRAD_OP): without it the bench
+# skips them and says so.
+BENCH_TARGETS = {p: Targets(1.0, 1.0, None) for p in ("fwd", "bwd", "full")}
+DEFAULT_SHAPE = (1, 128, 8, 2, 128)  # B, S, N, NKV, D
+TRAINING_SHAPE = (1, 1024, 32, 8, 128)  # llama3-8b's heads at S 1024: --preset llama3-8b --seq 1024 gives it
+AUTOGRAD_OP = "custom::fusion_attention"
 
 
 def _bench_dims(shape):
@@ -319,16 +323,22 @@ def attention_sdpa(q, k, v, mask):
 
 
 def attention_bytes(inputs, out, pass_) -> int:
-    """Q, K, V read and O written once (the mask is not counted: 4 MiB, read in part)."""
+    """fwd: Q, K, V read and O written once; bwd: Q, K, V, O and dO read, dQ, dK, dV written once (the backward
+    kernel writes all three whatever autograd asks for); full: both. The mask (4 MiB, read in part) and the
+    fp32 softmax statistics (S x N x 8 x 4 bytes each) are not counted."""
     q, k, v, _ = inputs
-    return 2 * q.nbytes + k.nbytes + v.nbytes
+    fwd = 2 * q.nbytes + k.nbytes + v.nbytes
+    bwd = 4 * q.nbytes + 2 * (k.nbytes + v.nbytes)
+    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
 
 
 def attention_flops(inputs, pass_) -> int:
-    """Causal: half of Q K^T and of P V, 2 * 2 * B * N * S^2 * D / 2."""
+    """Causal, so half of each S x S product: the forward's Q K^T and P V, 2 * 2 * B * N * S^2 * D / 2; the
+    backward's five (S again, dP = dO V^T, dV = P^T dO, dQ = dS K, dK = dS^T Q), 5 * 2 * B * N * S^2 * D / 2."""
     q = inputs[0]
     b, s, n, d = q.shape
-    return 2 * b * n * s * s * d
+    per_product = b * n * s * s * d  # 2 * B * N * S^2 * D FLOPs, halved by the causal mask
+    return {"fwd": 2, "bwd": 5, "full": 7}[pass_] * per_product
 
 
 def _bench(step) -> OpBench:
@@ -340,10 +350,10 @@ def _bench(step) -> OpBench:
         lambda m, seq: [(1, seq, m.heads, m.kv_heads, m.head_dim)],
         attention_bytes,
         "B,S,N,NKV,D",
-        ((1, 1024, 32, 8, 128),),
+        (DEFAULT_SHAPE,),
         BENCH_TARGETS,
         flops=attention_flops,
-        no_estimate=NO_ESTIMATE,
+        autograd_op=AUTOGRAD_OP,
     )
 
 

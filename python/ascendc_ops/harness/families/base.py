@@ -67,7 +67,7 @@ class OpBench:
     targets: dict  # pass -> Targets
     all_outputs: Callable | None = None  # (*inputs) -> every output, when `ours` returns only some
     flops: Callable | None = None  # (inputs, pass) -> the cube's floating-point operations (cube ops only)
-    no_estimate: str = ""  # why the 910B model cannot estimate this op yet (its column then shows n/a)
+    autograd_op: str = ""  # the torch op whose autograd formula the bwd / full rows need ("": registered with it)
 
 
 def case_tensor(name: str, shape, types, **fields) -> dict:
