@@ -69,7 +69,7 @@ the model runs on text alone.
 "logits max abs diff" is patched vs unpatched fp32. "op never ran": the kernel patched its parts but the forward
 took another path (a config switch calling a function the kernel did not patch); counted with a dispatch mode
 over the patched forward and backward.
-"fused_attention (inference)": that kernel alone (not in "auto" until its op has a backward), applied by id to
+"fused_attention (inference)": that kernel alone (not in "auto"; gradients: tests/patching), applied by id to
 the unpatched model, then an inference forward (grad off): pass/FAIL by the same benchmark on the logits, the
 modules routed to it and the max abs diff to the unpatched fp32 logits (a FAIL there fails the row); "-" with the
 reason when it was not applied.
