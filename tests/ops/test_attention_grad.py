@@ -4,10 +4,12 @@ attention backward (autograd of eager attention) in the same dtype, measured in 
 
 dS = P * (dP - D) sums to zero along each row, so dq and dk cancel (and dv = P^T dy sums dy's signs): an
 element's relative error is unbounded where the golden is small against the terms that make it, and PyTorch's own
-fp16 / bf16 backward misses the literal MERE. So each gradient is judged (`assert_cancelling`) by the fp32
-evaluation bound of the kernel's formula on every element (`grad_bounds`, which also charges the inputs' own
-error: attention_in and the softmax stats come from our forward, as in training), the double benchmark (its
-ratios and sanity bound), and the literal MERE wherever PyTorch's result in the same run meets it.
+fp16 / bf16 backward misses the literal MERE. So each gradient is judged (`assert_cancelling`) by the harness's
+criterion (harness/verify/attention_grad_standard.py, which `ascendc-ops verify` applies to
+fusion_attention_grad too): the fp32 evaluation bound of the kernel's formula on every element (`grad_bounds`,
+which also charges the inputs' own error: attention_in and the softmax stats come from our forward, as in
+training), the double benchmark (its ratios and sanity bound), and the literal MERE wherever PyTorch's result in
+the same run meets it; PyTorch's backward and the per-sequence split are harness/families/attention_grad.py's.
 
 Cases: fp16/bf16/fp32, every layout, GQA groups 1-16, head dims 64-256 and Dv < Dk, Sq != Skv under both causal
 alignments and bands, full masks with fully masked rows (their dq and the unattended keys' dk/dv exactly 0),
@@ -28,6 +30,8 @@ from torch.library import opcheck
 import test_attention as F
 from accuracy import np64
 from ascendc_ops import precision as P
+from ascendc_ops.harness.families import attention_grad as G
+from ascendc_ops.harness.verify import attention_grad_standard as S
 from ascendc_ops.ops import attention_reference as R
 
 MAX = R.TOCKENS_MAX
@@ -97,147 +101,26 @@ def forward(case: Case) -> Case:
     return case
 
 
-# ---------------------------------------------------------------- per sequence: PyTorch's backward, bounds
-def sequences(case: Case):
-    """Per sequence: (q, k, v, dy, out [N, s, D] in the dtype, softmax_max / sum [N, s1], keep [N or 1, s1, s2]
-    (True = attend) or None) -- a batch of the fixed layouts or one packed TND sequence."""
-    out, smax, ssum = case.fwd
-    kw, n1 = case.kw, case.n1
-    if case.layout == "TND":
-        lens_q = R.seq_lengths(kw["actual_seq_qlen"])
-        lens_k = R.seq_lengths(kw["actual_seq_kvlen"], "actual_seq_kvlen")
-        tensors = [split_tnd(t, lens_q) for t in (case.q, case.dy, out)]
-        tensors += [split_tnd(t, lens_k) for t in (case.k, case.v)]
-        # each sequence's softmax_max / sum hold an [N, s, 8] block (torch_npu's default layout)
-        ends = np.cumsum(lens_q)
-        for t in (smax, ssum):
-            tensors.append([t.reshape(-1)[(e - n) * n1 * 8 : e * n1 * 8].reshape(n1, n, 8)[..., 0]
-                            for e, n in zip(ends, lens_q, strict=True)])  # fmt: skip
-    else:
-        q = bnsd(case.q, case.layout, n1)
-        n2 = case.k.shape[-1] // q.shape[-1] if case.layout in ("BSH", "SBH") else None
-        k, v = bnsd(case.k, case.layout, n2), bnsd(case.v, case.layout, n2)
-        lens_q, lens_k = [q.shape[2]] * q.shape[0], [k.shape[2]] * q.shape[0]
-        tensors = [q, bnsd(case.dy, case.layout, n1), bnsd(out, case.layout, n1), k, v, smax[..., 0], ssum[..., 0]]
-    dense = None
-    if kw["atten_mask"] is not None:
-        mode, pre, nxt = kw["sparse_mode"], kw["pre_tockens"], kw["next_tockens"]
-        masked = R.expand_mask(lens_q, lens_k, n1, kw["atten_mask"].numpy(), mode, pre, nxt, case.layout == "TND")
-        dense = ~masked
-    for i, (q, dy, o, k, v, m, s) in enumerate(zip(*tensors, strict=True)):
-        keep = None if dense is None else torch.from_numpy(dense[i, :, : q.shape[1], : k.shape[1]])
-        yield q, k, v, dy, o, m, s, keep
-
-
-def bnsd(t, layout, n):
-    """A fixed layout's tensor as [B, N, S, D] (n heads for BSH / SBH)."""
-    if layout in ("BSH", "SBH"):
-        b = t.shape[0 if layout == "BSH" else 1]
-        return F.from_layout(t, layout, b, n, -1, t.shape[-1] // n)
-    return F.from_layout(t, layout, None, None, None, None)
-
-
-def split_tnd(t, lens):
-    ends = np.cumsum(lens)
-    return [t[e - n : e].transpose(0, 1) for e, n in zip(ends, lens, strict=True)]
-
-
-def assemble(parts, case: Case) -> torch.Tensor:
-    """Per-sequence [N, s, D] -> the case's layout."""
-    if case.layout == "TND":
-        return torch.cat([p.transpose(0, 1) for p in parts])
-    return F.to_layout(torch.stack(parts), case.layout)
-
-
-def torch_grads(q, k, v, dy, keep, scale):
-    """PyTorch's own backward: autograd of eager attention in the inputs' dtype ([N, s, D], GQA by repeat, a row
-    with no key gives 0 and passes no gradient)."""
-    if not q.shape[1] or not k.shape[1]:  # an empty sequence
-        return tuple(torch.zeros_like(t) for t in (q, k, v))
-    q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
-    g = q.shape[0] // k.shape[0]
-    s = (q @ k.repeat_interleave(g, 0).transpose(-1, -2)) * scale
-    if keep is not None:
-        live = keep.any(-1, keepdim=True)
-        s = s.masked_fill(~keep, float("-inf")).masked_fill(~live, 0.0)
-    p = torch.softmax(s, dim=-1)
-    if keep is not None:
-        p = p * live.to(p.dtype)
-    return torch.autograd.grad(p @ v.repeat_interleave(g, 0), (q, k, v), dy)
-
-
-def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
-    """The fp32 evaluation bounds of dq, dk, dv as the kernel computes them, per element, in float64, against the
-    exact gradients of the dtype-rounded inputs. P is recomputed from the given stats (their error measured:
-    exp(m - m_in) * l / l_in), on scores off by the fp32 dot product's bound es, and goes to the cube in the
-    dtype; dP = dy v^T and D = rowsum(dy * o) are fp32 dots, D from the given o (its error measured); dS = P (dP
-    - D) goes to the cube in the dtype; each sum of products costs gamma(terms + 16). One query head at a time."""
-    n1, s1, d = q.shape
-    n2, s2, dv = v.shape
-    g, u = n1 // n2, F.P_ROUNDING[dtype]
-    b_dq, b_dk, b_dv = torch.zeros(n1, s1, d), torch.zeros(n2, s2, d), torch.zeros(n2, s2, dv)
-    b_dq, b_dk, b_dv = (t.double() for t in (b_dq, b_dk, b_dv))
-    for h in range(n1 if s1 and s2 else 0):
-        qh, kh, vh, dyh, oh = (t.double() for t in (q[h], k[h // g], v[h // g], dy[h], o[h]))
-        s = scale * (qh @ kh.T)
-        kept = torch.ones_like(s, dtype=torch.bool) if keep is None else keep[h if keep.shape[0] > 1 else 0]
-        m = s.masked_fill(~kept, float("-inf")).amax(-1, keepdim=True)
-        live = torch.isfinite(m)
-        e = torch.exp(s - torch.where(live, m, 0.0)).masked_fill(~kept, 0.0)
-        total = e.sum(-1, keepdim=True)
-        p = e / torch.where(live, total, 1.0)
-        es = P.gamma(d) * scale * (qh.abs() @ kh.abs().T).amax(-1, keepdim=True)
-        m_in, l_in = smax[h].double()[:, None], ssum[h].double()[:, None]
-        stats = torch.where(live, (torch.exp(m - m_in) * total / l_in - 1).abs(), 0.0)
-        eps_p = es + stats + P.gamma(4) + u
-        o_exact = p @ vh
-        t = dyh @ vh.T - (dyh * o_exact).sum(-1, keepdim=True)
-        e_t = P.gamma(dv + 2) * (dyh.abs() @ vh.abs().T + (dyh.abs() * oh.abs()).sum(-1, keepdim=True))
-        e_t = e_t + (dyh * (oh - o_exact)).sum(-1, keepdim=True).abs()
-        ds = (p * t).abs()
-        d_ds = p * (eps_p * t.abs() + e_t) + u * ds
-        b_dq[h] = scale * (d_ds @ kh.abs() + P.gamma(s2 + 16) * (ds @ kh.abs()))
-        b_dk[h // g] += scale * (d_ds.T @ qh.abs() + P.gamma(g * s1 + 16) * (ds.T @ qh.abs()))
-        b_dv[h // g] += (eps_p * p).T @ dyh.abs() + P.gamma(g * s1 + 16) * (p.T @ dyh.abs())
-    return b_dq, b_dk, b_dv
-
-
+# ---------------------------------------------------------------- the judge (the harness's, one implementation)
 def reference(case: Case):
     """(golden, PyTorch's grads, bounds), each (dq, dk, dv) in the case's layout; computed once per case."""
     if not case.judged:
-        per = [
-            (torch_grads(q, k, v, dy, keep, case.kw["scale"]), grad_bounds(q, k, v, dy, o, m, s, keep,
-                                                                           case.kw["scale"], case.dtype))
-            for q, k, v, dy, o, m, s, keep in sequences(case)
-        ]  # fmt: skip
-        second = tuple(assemble([p[0][i] for p in per], case) for i in range(3))
-        bounds = tuple(np64(assemble([p[1][i] for p in per], case)) for i in range(3))
-        case.judged.update(golden=case.golden(), second=second, bounds=bounds)
+        out, smax, ssum = case.fwd
+        t = dict(query=case.q, key=case.k, value=case.v, dy=case.dy, atten_mask=case.kw["atten_mask"])
+        t.update(softmax_max=smax, softmax_sum=ssum, attention_in=out)
+        attrs = {"head_num": case.n1, "input_layout": case.layout, **case.kw}
+        second = G.torch_fusion_attention_grad(t, attrs)
+        case.judged.update(golden=case.golden(), second=second, bounds=G.fusion_attention_grad_bounds(t, attrs))
     return case.judged["golden"], case.judged["second"], case.judged["bounds"]
 
 
 def assert_cancelling(actual, golden, second, dtype, label, bound) -> None:
-    """dq / dk: every element within the fp32 evaluation bound `bound` (for fp16 / bf16 the bounded fp32 result
-    rounded once: precision.mare_within_rounding's allowance, here on every element, as it replaces MARE and the
-    small values' fixed 2^-16 / 2^-30 where dS cancels); the double benchmark against `second` (MARE / MERE / RMSE
-    ratios, both within the sanity bound); the literal MERE wherever `second` (the control, this run) meets it."""
+    """One gradient of `dtype` (shape and dtype checked) under the harness's criterion, check_cancelling: the fp32
+    evaluation bound `bound` on every element, the double benchmark against `second`, the literal MERE where
+    `second` (the control, this run) meets it."""
     assert tuple(actual.shape) == golden.shape and actual.dtype == dtype, (label, actual.shape, actual.dtype)
-    a, name = np64(actual), P.dtype_name(dtype)
-    err = np.abs(a - golden)
-    allowed = bound if name == "float32" else P.half_ulp(np.abs(golden) + bound, name) + bound
-    rt = P.check_ratio(a, np64(second), golden, dtype)
-    failures = [f for f in rt.failures if not f.startswith("small-value ErrorCount")]
-    beyond = ~(err <= allowed)
-    if beyond.any():
-        i = int(np.flatnonzero(beyond)[0])
-        failures.append(
-            f"{int(beyond.sum())} elements beyond the fp32 evaluation bound, e.g. flat {i}: got {a.flat[i]!r}, "
-            f"golden {golden.flat[i]!r}, error {err.flat[i]:.3g} > allowed {allowed.flat[i]:.3g}"
-        )
-    limit, ours, theirs = P.THRESHOLDS[name], rt.numbers["mere"], rt.numbers["second_mere"]
-    if theirs < limit <= ours:
-        failures.append(f"MERE {ours:.4g} >= {limit:.4g}, which the control meets ({theirs:.4g})")
-    assert not failures, f"{label}: {'; '.join(failures)}\n  {rt.describe()}"
+    check = S.check_cancelling(np64(actual), golden, np64(second), dtype, bound)
+    assert check.passed, f"{label}: {'; '.join(check.failures)}\n  {check.describe()}"
 
 
 def judge(case: Case, grads, how="") -> None:

@@ -3,7 +3,7 @@ op family may use (GenContext); signed_uniform is shared by several families."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -11,11 +11,13 @@ import numpy as np
 @dataclass
 class GenContext:
     """What a value generator may use besides (shape, attrs): the case's random generator, the input's
-    own TensorSpec (its value_range) and the float64 values of the inputs made before it (dtype-rounded)."""
+    own TensorSpec (its value_range), the float64 values of the inputs made before it (dtype-rounded) and their
+    dtypes by name (a generator running an op on them rebuilds the tensors exactly)."""
 
     rng: np.random.Generator
     tensor: object
     made: dict
+    dtypes: dict = field(default_factory=dict)
 
 
 def signed_uniform(shape, attrs, ctx: GenContext | None = None):

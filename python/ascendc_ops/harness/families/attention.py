@@ -18,7 +18,7 @@ SIGNED, POSITIVE = [-1.0, 1.0], [0.25, 1.25]  # the default suite's query / key 
 COMPRESSED = 2048  # sparse modes 2-4 take the compressed triu(ones(2048, 2048), 1) mask
 
 
-def _attrs(a) -> dict:
+def op_attrs(a) -> dict:
     """The op's keyword attributes of a case (op_proto defaults filled by the case loader)."""
     lists = {k: (None if a.get(k) is None else [int(x) for x in a[k]]) for k in ("actual_seq_qlen", "actual_seq_kvlen")}
     return {
@@ -87,7 +87,7 @@ def torch_fusion_attention(q, k, v, mask, head_num: int, layout: str, a: dict):
     """PyTorch's attention in the inputs' dtype (scores, masked_fill, softmax, P @ V; GQA by repeat) and the
     fp32 softmax_max / softmax_sum of the dtype-rounded inputs, in the op's output layouts; a fully masked row
     gives 0, -FLT_MAX and FLT_MAX as CANN writes them. The masked positions are the golden's (expand_mask)."""
-    kw = _attrs(a)
+    kw = op_attrs(a)
     qs = split_heads(q, layout, head_num, kw["actual_seq_qlen"])
     n2 = k.shape[-2] if layout in ("BSND", "TND") else k.shape[1] if layout == "BNSD" else None
     n2 = n2 or head_num * k.shape[-1] // q.shape[-1]  # BSH / SBH: H_kv / D
@@ -136,7 +136,7 @@ def torch_fusion_attention(q, k, v, mask, head_num: int, layout: str, a: dict):
 
 def run_fusion_attention(t, a):
     return ascendc_ops.fusion_attention(
-        t["query"], t["key"], t["value"], int(a["head_num"]), str(a["input_layout"]), t.get("atten_mask"), **_attrs(a)
+        t["query"], t["key"], t["value"], int(a["head_num"]), str(a["input_layout"]), t.get("atten_mask"), **op_attrs(a)
     )
 
 
@@ -149,7 +149,7 @@ def golden_fusion_attention(g, a):
         int(a["head_num"]),
         str(a["input_layout"]),
         None if mask is None else mask != 0,
-        **_attrs(a),
+        **op_attrs(a),
     )
 
 
@@ -164,11 +164,12 @@ def fuzz_attention(rng, attrs):
     if int(attrs.get("head_num", n2 * g)) % n2:
         raise ValueError(f"fusion_attention fuzzer: head_num {attrs.get('head_num')} is no multiple of {n2}")
     n1 = int(attrs.get("head_num", n2 * g))
-    kv = _shape(layout, b, n2, s2, d)
-    return {"query": tuple(_shape(layout, b, n1, s1, d)), "key": tuple(kv), "value": tuple(kv)}
+    kv = layout_shape(layout, b, n2, s2, d)
+    return {"query": tuple(layout_shape(layout, b, n1, s1, d)), "key": tuple(kv), "value": tuple(kv)}
 
 
-def _shape(layout: str, b: int, n: int, s: int, d: int) -> list[int]:
+def layout_shape(layout: str, b: int, n: int, s: int, d: int) -> list[int]:
+    """A fixed layout's shape of B batches, N heads, S tokens, D per head."""
     return {
         "BNSD": [b, n, s, d],
         "BSND": [b, s, n, d],
@@ -192,8 +193,12 @@ def attention_suite(quick: bool) -> list[dict]:
             out = [tnd[0][-1], n1, d]
             stat = [tnd[0][-1], n1, 8]
         else:
-            shapes = [_shape(layout, b, n1, s1, d), _shape(layout, b, n2, s2, d), _shape(layout, b, n2, s2, d)]
-            out, stat = _shape(layout, b, n1, s1, d), [b, n1, s1, 8]
+            shapes = [
+                layout_shape(layout, b, n1, s1, d),
+                layout_shape(layout, b, n2, s2, d),
+                layout_shape(layout, b, n2, s2, d),
+            ]
+            out, stat = layout_shape(layout, b, n1, s1, d), [b, n1, s1, 8]
         ranges = (SIGNED, SIGNED, POSITIVE)
         ins = [
             case_tensor(nm, sh, f, value_range=[r])

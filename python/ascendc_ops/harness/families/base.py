@@ -18,6 +18,9 @@ class OpSpec:
     fuzz: Callable  # (rng, attrs) -> random input shapes by name
     default_cases: Callable[[bool], list[dict]]  # (quick) -> the default suite as case-file entries
     values: dict = field(default_factory=dict)  # named value generators: name -> fn(shape, attrs, ctx: GenContext)
+    # The op's own criterion, replacing `auto`'s MERE/MARE or ratio where it has one: (inputs, attrs, ours,
+    # PyTorch's, golden) -> one precision.Check per output (fusion_attention_grad's cancelling gradients)
+    check: Callable | None = None
 
 
 @dataclass(frozen=True)

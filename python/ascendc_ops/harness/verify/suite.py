@@ -18,7 +18,9 @@ Standards (``--standard``):
 - ``error_threshold``: msOpST's rule (error_threshold.py) with the case's error_threshold, else its
   default [0.01, 0.05]; NaN/Inf positions must match on top.
 - ``auto`` (default): a case's own error_threshold when it has one (msOpST's rule, as msOpST judges it);
-  otherwise mere_mare for float16/bfloat16 outputs and ratio for float32 outputs, and msOpST's rule with
+  otherwise the op's own criterion where its OpSpec has one (``check``: fusion_attention_grad's cancelling
+  gradients, verify/attention_grad_standard.py), else mere_mare for float16/bfloat16 outputs and ratio for
+  float32 outputs; and msOpST's rule with
   its default [0.01, 0.05] on top, so no output passes here that msOpST would fail. fp32's small-value
   error bound 2^-30 is out of reach of any fp32 evaluation where
   terms of size ~1 cancel (an ulp of the terms is 2^-24; see tests/ops/test_rope.py
@@ -89,13 +91,17 @@ def _f64(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float64).numpy()
 
 
-def judge(standard: str, case: Case, dtype: str, a, second, golden, compute_dtype=None, witness=None) -> P.Check:
+def judge(
+    standard: str, case: Case, dtype: str, a, second, golden, compute_dtype=None, witness=None, own=None
+) -> P.Check:
+    """`own`: the op's own criterion's Check of this output (OpSpec.check), which `auto` takes for its primary."""
     if standard == "cann_bench":
         return check_cann_bench(a, golden, dtype, second, witness)
     if standard == "auto":
         if case.error_threshold is not None:
             return check_error_threshold(a, golden, dtype, case.error_threshold)
-        primary = judge("ratio" if dtype == "float32" else "mere_mare", case, dtype, a, second, golden, compute_dtype)
+        plain = "ratio" if dtype == "float32" else "mere_mare"
+        primary = own if own is not None else judge(plain, case, dtype, a, second, golden, compute_dtype)
         floor = check_error_threshold(a, golden, dtype)  # what msOpST fails without a threshold fails here too
         if floor.passed:
             return primary
@@ -160,7 +166,7 @@ def run_case(case: Case, standard: str) -> list[dict]:
 def _run_case(case: Case, standard: str) -> list[dict]:
     spec = OPS[case.op]
     rng = np.random.default_rng(case.seed)
-    tensors, arrays = {}, {}
+    tensors, arrays, dtypes = {}, {}, {}
     base = {
         "case": case.name,
         "op": case.op,
@@ -171,10 +177,11 @@ def _run_case(case: Case, standard: str) -> list[dict]:
     }
     try:
         for t in case.inputs:  # generators see the case's rng, the tensor's spec and the inputs made so far
-            ctx = GenContext(rng, t, arrays)
+            ctx = GenContext(rng, t, arrays, dtypes)
             bound = _BoundValues({k: (lambda s, a, f=f, ctx=ctx: f(s, a, ctx)) for k, f in spec.values.items()})
             tensors[t.name] = torch.from_numpy(make_values(t, rng, bound, case.attrs)).to(torch_dtype(t.dtype))
             arrays[t.name] = _f64(tensors[t.name])  # the golden sees the dtype-rounded inputs
+            dtypes[t.name] = t.dtype
         ours = spec.run(tensors, case.attrs)
         second = spec.second(tensors, case.attrs)
         control = controls(case, spec, tensors, second) if "cann_bench" in case.meta else second
@@ -186,6 +193,9 @@ def _run_case(case: Case, standard: str) -> list[dict]:
             golden = spec.golden(arrays, case.attrs)
         if len(golden) != len(case.outputs):
             raise ValueError(f"the golden returned {len(golden)} outputs, the op has {len(case.outputs)}")
+        own = (None,) * len(case.outputs)  # the op's own criterion, where `auto` takes it
+        if spec.check and standard == "auto" and case.error_threshold is None and "cann_bench" not in case.meta:
+            own = spec.check(tensors, case.attrs, ours, second, tuple(np.asarray(g, np.float64) for g in golden))
     except Exception as e:  # a failing case, not a crash of the harness
         return [
             {
@@ -198,7 +208,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         ]
     rule = "cann_bench" if standard == "auto" and "cann_bench" in case.meta else standard  # its cases, its rule
     records = []
-    for t, y, s, c, w, g in zip(case.outputs, ours, second, control, witness, golden, strict=True):
+    for t, y, s, c, w, g, o in zip(case.outputs, ours, second, control, witness, golden, own, strict=True):
         rec = {**base, "output": t.name, "out_dtype": str(y.dtype).removeprefix("torch."), "standard": standard}
         rec["sha256"] = digest(y)  # the output's bytes: two runs (commits, ISA paths) compare bit for bit
         g = np.asarray(g, dtype=np.float64)
@@ -213,7 +223,7 @@ def _run_case(case: Case, standard: str) -> list[dict]:
         theirs = P.metrics(s64, g, dt, coarse)
         ratio = P.check_ratio(a, s64, g, dt, coarse)
         w = None if w is None or rule != "cann_bench" else _f64(w)
-        check = judge(rule, case, dt, a, _f64(c) if rule == "cann_bench" else s64, g, coarse, w)
+        check = judge(rule, case, dt, a, _f64(c) if rule == "cann_bench" else s64, g, coarse, w, o)
         if rule != standard:  # the project's own rule, kept beside it
             own = judge(standard, case, dt, a, s64, g, coarse)
             rec["default_verdict"] = {"standard": own.standard, "passed": own.passed, "failures": list(own.failures)}
