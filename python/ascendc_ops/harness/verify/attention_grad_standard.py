@@ -25,10 +25,11 @@ NAME = "attention grad bound"
 BLOCK_ELEMENTS = 1 << 21  # scores a chunk of query heads holds (a handful of float64 temporaries each)
 
 
-def unit_roundoff(dtype) -> float:
-    """The rounding of P and dS on their way to the cube: half an epsilon of fp16 / bf16; fp32 stays fp32."""
+def unit_roundoff(dtype) -> tuple[float, float]:
+    """The rounding of P and dS on their way to the cube, (relative, absolute): half an epsilon of fp16 / bf16,
+    and half the subnormal spacing (fp16: 2^-25, met by the tiny P of a peaked softmax); fp32 stays fp32."""
     name = P.dtype_name(dtype)
-    return 0.0 if name == "float32" else P.EPS[name] / 2
+    return (0.0, 0.0) if name == "float32" else (P.EPS[name] / 2, float(P.half_ulp(P.MIN_NORMAL[name] / 2, name)))
 
 
 def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
@@ -41,7 +42,7 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
     about BLOCK_ELEMENTS scores (few small ops: fast on a loaded machine, and bounded memory)."""
     n1, s1, d = q.shape
     n2, s2, dv = v.shape
-    g, u = n1 // n2, unit_roundoff(dtype)
+    g, (u, tiny) = n1 // n2, unit_roundoff(dtype)
     b_dq, b_dk, b_dv = (torch.zeros(shape, dtype=torch.float64) for shape in ((n1, s1, d), (n2, s2, d), (n2, s2, dv)))
     step = max(1, BLOCK_ELEMENTS // max(s1 * s2, 1))
     for h0 in range(0, n1 if s1 and s2 else 0, step):
@@ -65,11 +66,12 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
         e_t = P.gamma(dv + 2) * (dyh.abs() @ vh.abs().transpose(1, 2) + (dyh.abs() * oh.abs()).sum(-1, keepdim=True))
         e_t = e_t + (dyh * (oh - o_exact)).sum(-1, keepdim=True).abs()
         ds = (p * t).abs()
-        d_ds = p * (eps_p * t.abs() + e_t) + u * ds
+        d_p = tiny * kept  # P's absolute rounding below the dtype's normal range (0 where masked: exact)
+        d_ds = p * (eps_p * t.abs() + e_t) + d_p * t.abs() + u * ds + d_p
         ds_t, d_ds_t, p_t = ds.transpose(1, 2), d_ds.transpose(1, 2), p.transpose(1, 2)
         b_dq[h0:h1] = scale * (d_ds @ kh.abs() + P.gamma(s2 + 16) * (ds @ kh.abs()))
         part_k = scale * (d_ds_t @ qh.abs() + P.gamma(g * s1 + 16) * (ds_t @ qh.abs()))
-        part_v = (eps_p * p).transpose(1, 2) @ dyh.abs() + P.gamma(g * s1 + 16) * (p_t @ dyh.abs())
+        part_v = (eps_p * p + d_p).transpose(1, 2) @ dyh.abs() + P.gamma(g * s1 + 16) * (p_t @ dyh.abs())
         for j in range(int(kv[0]), int(kv[-1]) + 1):  # a kv head sums its group's query heads
             b_dk[j] += part_k[kv == j].sum(0)
             b_dv[j] += part_v[kv == j].sum(0)
