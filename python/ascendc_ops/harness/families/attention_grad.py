@@ -159,7 +159,7 @@ def golden_fusion_attention_grad(g, a):
     )  # fmt: skip
 
 
-def _query_dims(layout: str, shape, n1: int) -> tuple[int, int]:
+def _query_dims(layout: str, shape) -> tuple[int, int]:
     """(B, S1) of a fixed layout's query shape."""
     return {"BNSD": (shape[0], shape[2]), "BSND": shape[:2], "BSH": shape[:2], "SBH": (shape[1], shape[0])}[layout]
 
@@ -168,7 +168,7 @@ def fuzz_attention_grad(rng, attrs):
     """fusion_attention's fuzzer (fixed layouts), dy and attention_in of query's shape, the stats [B, N, S1, 8]."""
     shapes = fuzz_attention(rng, attrs)
     n1 = int(attrs["head_num"])
-    b, s1 = _query_dims(str(attrs["input_layout"]), shapes["query"], n1)
+    b, s1 = _query_dims(str(attrs["input_layout"]), shapes["query"])
     stats = (b, n1, s1, R.SOFTMAX_LANES)
     return {
         **shapes,
