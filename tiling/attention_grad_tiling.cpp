@@ -22,13 +22,16 @@ constexpr int64_t kWorkspaceAlign = 512;
 // key rows of its halves of an s2b block.
 int64_t GradVectorUbBytes(int64_t rows, int64_t cols, int64_t s2b, int64_t dPitch, int64_t vPitch, int64_t bytes,
                           bool mask) {
+  constexpr int64_t kMaxRows = 64;  // attention_rows::kMaxRows
   return rows * s2b * 4 * 3                                     // S then P, dP then dS, the mask bound
          + (mask ? AlignUp(rows * s2b, 32) + rows * s2b * 2 : 0)  // the mask's bytes, as half
          + 2 * rows * s2b * bytes                               // P^T and dS^T (or dS) in the input dtype
          + rows * s2b * 4                                       // Gather's offsets
          + std::max(cols * (dPitch + vPitch), rows * dPitch) * 4  // dk and dv, or dq, summed in fp32
-         + s2b * 4 * 3                                          // the column ramp and two rows of band bounds
-         + 2 * rows * kAttentionStatLanes * 4 + 64;             // softmax_max / softmax_sum rows, scratch
+         + s2b * 4 + kMaxRows * 4                               // the column and row ramps
+         + 2 * rows * kAttentionStatLanes * 4                   // softmax_max / softmax_sum rows
+         + 3 * kMaxRows * 4                                     // D, the band's two edges: a lane per row
+         + 5 * kMaxRows * 8 * 4;                                // m, 1 / l, D, band edges as per-row blocks
 }
 
 }  // namespace
@@ -39,6 +42,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
   AttentionGradTilingData& g = out.data;
   AttentionTilingData& t = g.fwd;
   t = fwd.data;
+  t.stackHeads = 1;  // the backward's query tasks are one head's rows
   out.varlenTable = fwd.varlenTable;
   const int64_t bytes = ElementBytes(p.dtype);
   const int64_t d16 = AlignUp(p.headDim, 16), v16 = t.vPitch;

@@ -33,17 +33,18 @@ void Strides(AttentionLayout layout, int64_t batch, int64_t rows, int64_t heads,
   }
 }
 
-// The AIV's UB bytes for `rows` query rows (attention.cpp's buffers, in its order).
+// The AIV's UB bytes for `rows` query rows (attention_vector.h's buffers, in its order).
 int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch) {
+  constexpr int64_t kMaxRows = 64, kStats = 8;  // attention_rows::kMaxRows, attention_vec's stat slots
   const int64_t rows8 = AlignUp(std::max<int64_t>(rows, 1), 8);
-  return rows * s2b * 4 * 2        // S, then O chunks; the mask bound, then P
+  return rows * s2b * 4 * 2        // S, then O chunks; the mask bound, then the folds and P
          + AlignUp(rows * s2b, 32)  // the mask's bytes
          + rows * s2b * 2           // the mask as half
          + rows * vPitch * 4        // O, accumulated in fp32
-         + s2b * 4 * 3              // the column ramp and two rows of band bounds
-         + vPitch * 4               // a row of sums
-         + std::max<int64_t>(rows8, 64) * 4 * 3  // old max, new max, rescale factor
-         + rows * kAttentionStatLanes * 4 * 2 + 64;  // max / sum rows out, reduction scratch
+         + s2b * 4 + kMaxRows * 4   // the column and row ramps
+         + kStats * kMaxRows * 4    // the row statistics, one lane per row
+         + 2 * kMaxRows * 8 * 4     // two sets of per-row 32-byte blocks (Brcb)
+         + rows8 * kAttentionStatLanes * 4 * 2;  // max / sum rows out
 }
 
 }  // namespace
@@ -113,8 +114,15 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     out.varlenTable = p.cumQ;
     out.varlenTable.insert(out.varlenTable.end(), p.cumKv.begin(), p.cumKv.end());
   }
+  // Decode: a kv head's query heads stacked as one task's rows, when they fit one block and Nd2Nz's
+  // 16-bit matrix stride reaches from one query row's heads to the next's.
+  const int64_t group = p.heads / p.kvHeads;
+  t.stackHeads = 1;
+  if (!t.varlen && group > 1 && p.s1 > 0 && group * p.s1 <= t.s1Block && t.qStrideS <= 65535 && t.qStrideN <= 65535)
+    t.stackHeads = int32_t(group);
   int64_t tasks = 0;
-  for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable)) tasks += p.heads * CeilDiv(s1, t.s1Block);
+  for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
+    tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
   t.sSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * 4, kWorkspaceAlign);
   t.pOffset = 2 * t.sSlotBytes;
@@ -142,11 +150,12 @@ std::vector<std::pair<int64_t, int64_t>> AttentionBatchLengths(const AttentionTi
 std::vector<int64_t> AttentionTaskBlocks(const AttentionTiling& tiling) {
   const AttentionTilingData& t = tiling.data;
   std::vector<int64_t> blocks;
+  const int64_t s1Block = t.stackHeads > 1 ? t.s1 : t.s1Block;  // stacked: one task per kv head, all rows
   for (const auto& [s1, s2] : AttentionBatchLengths(t, tiling.varlenTable))
-    for (int64_t n = 0; n < t.heads; ++n)
-      for (int64_t i0 = 0; i0 < s1; i0 += t.s1Block) {
+    for (int64_t n = 0; n < t.heads / t.stackHeads; ++n)
+      for (int64_t i0 = 0; i0 < s1; i0 += s1Block) {
         int64_t first, count;
-        AttentionS2Blocks(t, i0, std::min<int64_t>(s1, i0 + t.s1Block), s1, s2, first, count);
+        AttentionS2Blocks(t, i0, std::min<int64_t>(s1, i0 + s1Block), s1, s2, first, count);
         blocks.push_back(count);
       }
   return blocks;

@@ -1,5 +1,5 @@
 // Tiling data shared by the host tiling (attention_tiling.cpp) and the FlashAttention-2 mix kernel
-// (csrc/kernels/attention.cpp). The work is B x N1 x S1 blocks ("tasks"), task t done by core group
+// (csrc/kernels/attention.cpp). The work is B x N1 x S1 blocks ("tasks"; decode: B x N2, stackHeads), task t done by core group
 // t % blockDim (one AIC and its two AIVs); a task walks the S2 blocks its rows need (AttentionS2Blocks,
 // attention_blocks.h), never split across groups. Varlen (TND) batches: the tiling bytes go on after this
 // struct with int64 cumulative query ends [batch], then key ends [batch] (torch_npu's actual_seq_qlen /
@@ -53,4 +53,8 @@ struct AttentionTilingData {
   int64_t workspacePerGroup, sSlotBytes, pOffset, oOffset;
   int32_t vPitch;  // Dv rounded up to 16: the row pitch of P V in the workspace and of O in UB
   int32_t blockDim;
+  // Decode (S1 x group <= s1Block, not TND): 1 task per (batch, kv head) whose rows are its group's
+  // query heads stacked, row r = query row r / G of head n0 + r % G, so K and V are read once per group,
+  // not once per query head. stackHeads = G then, else 1 (a task is one head's rows).
+  int32_t stackHeads;
 };

@@ -48,11 +48,13 @@ class AttentionCube {
   __aicore__ inline void Task(const AttentionTask& task) {
     using namespace attention_flags;
     const AttentionTilingData& t = *t_;
-    const int64_t kvHead = task.n / (t.heads / t.kvHeads);
+    const int64_t kvHead = task.n / (t.heads / t.kvHeads);  // stacked: task.n is the group's first head
     const uint32_t rows = uint32_t(task.rows);
-    // Q [rows, D] -> L1 (Nz), resident for the task
+    // Q [rows, D] -> L1 (Nz), resident for the task; stacked heads: per query row, its group's heads
     const int64_t qOff = task.b * t.qStrideB + task.n * t.qStrideN + (task.qTok0 + task.i0) * t.qStrideS;
-    LocalTensor<T> q = mm_.Load(qL1_, q_[qOff], rows, uint32_t(t.headDim), uint32_t(t.qStrideS));
+    const uint32_t g = uint32_t(t.stackHeads), d = uint32_t(t.headDim);
+    LocalTensor<T> q = g > 1 ? mm_.Load(qL1_, q_[qOff], g, d, uint32_t(t.qStrideN), rows / g, uint32_t(t.qStrideS))
+                             : mm_.Load(qL1_, q_[qOff], rows, d, uint32_t(t.qStrideS));
     const int64_t kBase = task.b * t.kStrideB + kvHead * t.kStrideN + task.kTok0 * t.kStrideS;
     const int64_t vBase = task.b * t.vStrideB + kvHead * t.vStrideN + task.kTok0 * t.vStrideS;
     for (int64_t idx = 0; idx < task.count; ++idx) {

@@ -17,7 +17,10 @@
 
 namespace attention_grad_vec {
 constexpr float kMaxFloor = -1e29f;  // above kMasked: exp(kMasked - kMaxFloor) is 0
-constexpr uint32_t kMaxRows = 64;    // rows of one AIV: s1Block <= 128
+using attention_rows::kMaxRows;      // rows of one AIV: s1Block <= 128
+constexpr uint32_t kRowBlock = kMaxRows * attention_rows::kBlock;  // floats of one set of per-row blocks
+// blocksBuf_'s sets of per-row 32-byte blocks: m, 1 / l, D, and the band's two edges
+enum Blocks : uint32_t { kM, kInvL, kD, kBand, kBlockSets = kBand + 2 };
 }  // namespace attention_grad_vec
 
 template <typename T>
@@ -25,6 +28,7 @@ class AttentionGradVector {
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR dy, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
                               GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws, const AttentionGradTilingData& g) {
+    using namespace attention_grad_vec;
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
     sub_ = uint32_t(GetSubBlockIdx());
@@ -52,12 +56,14 @@ class AttentionGradVector {
     const uint32_t accKeys = maxKeys_ * (dp + vp), accRows = maxRows_ * dp;
     pipe_.InitBuffer(accBuf_, (accKeys > accRows ? accKeys : accRows) * sizeof(float));
     pipe_.InitBuffer(rampBuf_, s2b * sizeof(float));
-    pipe_.InitBuffer(rowABuf_, s2b * sizeof(float));
-    pipe_.InitBuffer(rowBBuf_, s2b * sizeof(float));
+    pipe_.InitBuffer(rowRampBuf_, kMaxRows * sizeof(float));
     pipe_.InitBuffer(statBuf_, 2 * maxRows_ * kAttentionStatLanes * sizeof(float));
-    pipe_.InitBuffer(redBuf_, 64);
-    LocalTensor<float> ramp = rampBuf_.Get<float>();
+    pipe_.InitBuffer(rowBuf_, 3 * kMaxRows * sizeof(float));  // D, the band's two edges
+    pipe_.InitBuffer(blocksBuf_, kBlockSets * kRowBlock * sizeof(float));
+    LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
+    for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));
+    Duplicate(rowBuf_.Get<float>(), 0.0f, int32_t(3 * kMaxRows));  // lanes past the rows stay defined
     // stride gaps the copies skip stay finite (they are added, never stored)
     Duplicate(sBuf_.Get<float>(), 0.0f, int32_t(area));
     Duplicate(dpBuf_.Get<float>(), 0.0f, int32_t(area));
@@ -159,14 +165,15 @@ class AttentionGradVector {
   }
 
   // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows), and
-  // the rows' m and 1 / l from softmax_max / softmax_sum.
+  // the rows' m and 1 / l from softmax_max / softmax_sum; each as per-row blocks (attention_rows.h).
   __aicore__ inline void RowStats(const Step& st) {
     using namespace attention_grad_vec;
     const AttentionTilingData& t = g_->fwd;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), elems = PaddedLen<T>(dv), area = maxRows_ * t.s2Block;
     const int64_t row = st.qTok0 + st.i0 + r0_;
     const int64_t off = st.b * t.oStrideB + st.n * t.oStrideN + row * t.oStrideS;
-    LocalTensor<float> x = sBuf_.Get<float>(), y = dpBuf_.Get<float>(), red = redBuf_.Get<float>();
+    LocalTensor<float> x = sBuf_.Get<float>(), y = dpBuf_.Get<float>(), d = rowBuf_.Get<float>();
+    LocalTensor<float> blocks = blocksBuf_.Get<float>();
     const uint32_t chunk = area / vp;
     const DataCopyPadExtParams<T> pad(elems != dv, 0, uint8_t(elems - dv), T(0.0f));
     for (uint32_t c = 0; c < rows_; c += chunk) {
@@ -188,11 +195,9 @@ class AttentionGradVector {
         Cast(y, stage[area], RoundMode::CAST_NONE, rc * vp);
       }
       Mul(x, x, y, int32_t(rc * vp));
-      for (uint32_t r = 0; r < rc; ++r) {
-        ReduceSum(red, x[r * vp], red[8], int32_t(elems));
-        d_[c + r] = red.GetValue(0);
-      }
+      AttentionRowReduce<true>(d[c], x, boundBuf_.Get<float>(), rc, elems, vp);
     }
+    AttentionRowBlocks(blocks[kD * kRowBlock], d, rows_);
     const uint32_t L = uint32_t(kAttentionStatLanes);
     const int64_t sOff = t.varlen ? (st.qTok0 * t.heads + st.n * st.s1 + st.i0 + r0_) * int64_t(L)
                                   : ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * int64_t(L);
@@ -200,12 +205,11 @@ class AttentionGradVector {
     const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
     DataCopyPad(stats, max_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
     DataCopyPad(stats[maxRows_ * L], sum_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
-    SyncPipes<HardEvent::MTE2_S>();
-    for (uint32_t r = 0; r < rows_; ++r) {
-      const float m = stats.GetValue(r * L), l = stats.GetValue((maxRows_ + r) * L);
-      m_[r] = m > kMaxFloor ? m : kMaxFloor;
-      invL_[r] = 1.0f / l;
-    }
+    SyncPipes<HardEvent::MTE2_V>();
+    const int32_t n = int32_t(rows_ * L);  // the statistics' 8 lanes per row are the rows' blocks already
+    Maxs(blocks[kM * kRowBlock], stats, kMaxFloor, n);
+    Duplicate(blocks[kInvL * kRowBlock], 1.0f, n);
+    Div(blocks[kInvL * kRowBlock], blocks[kInvL * kRowBlock], stats[maxRows_ * L], n);
   }
 
   // P (sBuf_) and dS (dpBuf_) of this AIV's rows of the step, rows pp = Align8(cols) apart.
@@ -229,15 +233,17 @@ class AttentionGradVector {
     Muls(s, s, t.scale, int32_t(n));
     if (t.maskFull)
       AttentionApplyMask(s, boundBuf_.Get<float>(), maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
+    using attention_rows::Op;
+    using namespace attention_grad_vec;
+    LocalTensor<float> blocks = blocksBuf_.Get<float>();
     if (t.band)
-      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, st.i0 + r0_, rows_,
-                         st.s1, st.s2, st.j0, cols, pp);
-    for (uint32_t r = 0; r < rows_; ++r) Adds(s[r * pp], s[r * pp], -m_[r], int32_t(pp));
+      AttentionApplyBand(s, boundBuf_.Get<float>(), rampBuf_.Get<float>(), rowRampBuf_.Get<float>(),
+                         rowBuf_.Get<float>()[kMaxRows], blocks[kBand * kRowBlock], t, st.i0 + r0_, st.i0 + r0_,
+                         st.i0 + r0_ + rows_ - 1, rows_, st.s1, st.s2, st.j0, cols, pp);
+    AttentionRowApply(Op::kSub, s, blocks[kM * kRowBlock], rows_, pp, pp);
     Exp(s, s, int32_t(n));
-    for (uint32_t r = 0; r < rows_; ++r) {
-      Muls(s[r * pp], s[r * pp], invL_[r], int32_t(pp));
-      Adds(dp[r * pp], dp[r * pp], -d_[r], int32_t(pp));
-    }
+    AttentionRowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
+    AttentionRowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
   }
 
@@ -325,12 +331,11 @@ class AttentionGradVector {
   const AttentionGradTilingData* g_ = nullptr;
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0, maxKeys_ = 0;
   uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
-  float m_[attention_grad_vec::kMaxRows], invL_[attention_grad_vec::kMaxRows], d_[attention_grad_vec::kMaxRows];
   GlobalTensor<float> max_, sum_;
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;
   AttentionGradWorkspace<T> ws_;
   TPipe pipe_;
   TBuf<TPosition::VECCALC> sBuf_, dpBuf_, boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_, accBuf_, rampBuf_,
-      rowABuf_, rowBBuf_, statBuf_, redBuf_;
+      rowRampBuf_, statBuf_, rowBuf_, blocksBuf_;
 };

@@ -5,6 +5,7 @@
 //   the band of sparse modes 2-4 (attention_blocks.h), computed from a column ramp (AttentionApplyBand).
 #pragma once
 #include "attention_blocks.h"
+#include "attention_rows.h"
 #include "kernel_operator.h"
 
 using namespace AscendC;
@@ -31,40 +32,75 @@ __aicore__ inline void AttentionApplyMask(const LocalTensor<float>& s, const Loc
                                           const LocalTensor<uint8_t>& maskBytes, const LocalTensor<half>& maskHalf,
                                           uint32_t rows, uint32_t pp, uint32_t mp) {
   using namespace attention_mask;
+  using attention_rows::kBlock;
   Cast(maskHalf, maskBytes, RoundMode::CAST_NONE, rows * mp);
   Cast(bound, maskHalf, RoundMode::CAST_NONE, rows * mp);
   Mins(bound, bound, 1.0f, int32_t(rows * mp));  // a uint8 mask: any non-zero byte masks
   Muls(bound, bound, kMasked - kKept, int32_t(rows * mp));
   Adds(bound, bound, kKept, int32_t(rows * mp));
-  for (uint32_t r = 0; r < rows; ++r) Min(s[r * pp], s[r * pp], bound[r * mp], int32_t(pp));
+  const uint8_t sRep = uint8_t(pp / kBlock), bRep = uint8_t(mp / kBlock);
+  for (uint32_t c = 0; c < pp; c += attention_rows::kLanes) {
+    const uint32_t w = pp - c < attention_rows::kLanes ? pp - c : attention_rows::kLanes;
+    Min(s[c], s[c], bound[c], uint64_t(w), uint8_t(rows), BinaryRepeatParams(1, 1, 1, sRep, sRep, bRep));
+  }
 }
 
-// The band as a bound per row the block cuts: kMasked left of the row's first kept key and from its end
-// on. Rows [i0, i0 + rows) of a batch of s1 rows and s2 keys, keys [j0, j0 + cols); `ramp` holds 0, 1, ...
-__aicore__ inline void AttentionApplyBand(const LocalTensor<float>& s, const LocalTensor<float>& ramp,
-                                          const LocalTensor<float>& a, const LocalTensor<float>& b,
-                                          const AttentionTilingData& t, int64_t i0, uint32_t rows, int64_t s1,
-                                          int64_t s2, int64_t j0, uint32_t cols, uint32_t pp) {
+// A band edge of row 0 relative to the block, clamped so that adding a row index (< 64) and clamping to
+// [-1, top] gives what the unclamped edge would.
+__aicore__ inline int64_t AttentionClampEdge(int64_t edge, int64_t top) {
+  const int64_t bottom = -int64_t(attention_rows::kMaxRows) - 2;
+  return edge < bottom ? bottom : (edge > top ? top : edge);
+}
+
+// The band as a bound on the rows the block cuts: kMasked left of a row's first kept key and from its
+// end on. Block row r is query row i0 + rowRamp[r] of a batch of s1 rows and s2 keys (rowRamp: r, or
+// r's query row when heads are stacked; from iFirst to iLast), keys [j0, j0 + cols) held pp apart.
+// Each row's edges relative to j0 follow its query row (the band is a diagonal), clamped to [-1, pp + 1]
+// so the float arithmetic stays exact; then per key: masked (1) where key >= hi or key < lo.
+// `ramp` holds 0, 1, ... (>= pp); `edges` 2 x 64 floats, `blocks` 2 x 64 x 8 floats; `bound` rows x pp.
+__aicore__ inline void AttentionApplyBand(const LocalTensor<float>& s, const LocalTensor<float>& bound,
+                                          const LocalTensor<float>& ramp, const LocalTensor<float>& rowRamp,
+                                          const LocalTensor<float>& edges, const LocalTensor<float>& blocks,
+                                          const AttentionTilingData& t, int64_t i0, int64_t iFirst, int64_t iLast,
+                                          uint32_t rows, int64_t s1, int64_t s2, int64_t j0, uint32_t cols,
+                                          uint32_t pp) {
   using namespace attention_mask;
-  for (uint32_t r = 0; r < rows; ++r) {
-    int64_t lo, hi;
-    AttentionRowKeys(t, i0 + r, s1, s2, lo, hi);
-    if (lo <= j0 && hi >= j0 + cols) continue;  // the row keeps the whole block
-    // keys relative to the block, clamped so the float arithmetic below stays exact
-    const int64_t lr = lo - j0 < -1 ? -1 : (lo - j0 > int64_t(pp) + 1 ? int64_t(pp) + 1 : lo - j0);
-    const int64_t hr = hi - j0 < -1 ? -1 : (hi - j0 > int64_t(pp) + 1 ? int64_t(pp) + 1 : hi - j0);
-    const int32_t cnt = int32_t(pp);
-    Adds(a, ramp, float(1 - hr), cnt);  // >= 1 from hi on, <= 0 before
-    Maxs(a, a, 0.0f, cnt);
-    Mins(a, a, 1.0f, cnt);
-    Muls(b, ramp, -1.0f, cnt);
-    Adds(b, b, float(lr), cnt);  // >= 1 left of lo, <= 0 from lo on
-    Maxs(b, b, 0.0f, cnt);
-    Mins(b, b, 1.0f, cnt);
-    Add(a, a, b, cnt);
-    Mins(a, a, 1.0f, cnt);  // 1: masked
-    Muls(a, a, kMasked - kKept, cnt);
-    Adds(a, a, kKept, cnt);
-    Min(s[r * pp], s[r * pp], a, cnt);
+  using attention_rows::kBlock;
+  using attention_rows::kMaxRows;
+  if (rows == 0) return;
+  int64_t lo0, hi0, lo1, hi1;
+  AttentionRowKeys(t, iFirst, s1, s2, lo0, hi0);
+  AttentionRowKeys(t, iLast, s1, s2, lo1, hi1);
+  if (lo1 <= j0 && hi0 >= j0 + cols) return;  // every row keeps the whole block (lo, hi grow with the row)
+  const int64_t offset = t.bottomRight ? s2 - s1 : 0, top = int64_t(pp) + 1;
+  const int64_t hiAt0 = AttentionClampEdge(i0 + offset + t.nextTokens + 1 - j0, top);
+  const int64_t loAt0 = AttentionClampEdge(i0 + offset - t.preTokens - j0, top);
+  const int64_t hiCap = s2 - j0 < top ? s2 - j0 : top;  // hi <= s2
+  const float loFloor = j0 > 0 ? -1.0f : 0.0f;           // lo >= 0
+  LocalTensor<float> hi = edges, lo = edges[kMaxRows], hiBlocks = blocks, loBlocks = blocks[kMaxRows * kBlock];
+  Adds(hi, rowRamp, float(hiAt0), int32_t(rows));
+  Mins(hi, hi, float(hiCap), int32_t(rows));
+  Maxs(hi, hi, -1.0f, int32_t(rows));
+  Adds(lo, rowRamp, float(loAt0), int32_t(rows));
+  Maxs(lo, lo, loFloor, int32_t(rows));
+  Mins(lo, lo, float(top), int32_t(rows));
+  AttentionRowBlocks(hiBlocks, hi, rows);
+  AttentionRowBlocks(loBlocks, lo, rows);
+  const int32_t n = int32_t(rows * pp);
+  const uint8_t rep = uint8_t(pp / kBlock);
+  for (uint32_t pass = 0; pass < 2; ++pass) {
+    for (uint32_t c = 0; c < pp; c += attention_rows::kLanes) {
+      const uint32_t w = pp - c < attention_rows::kLanes ? pp - c : attention_rows::kLanes;
+      if (pass == 0)  // key - hi + 1: >= 1 from hi on
+        Sub(bound[c], ramp[c], hiBlocks, uint64_t(w), uint8_t(rows), BinaryRepeatParams(1, 1, 0, rep, 0, 1));
+      else  // lo - key: >= 1 left of lo
+        Sub(bound[c], loBlocks, ramp[c], uint64_t(w), uint8_t(rows), BinaryRepeatParams(1, 0, 1, rep, 1, 0));
+    }
+    if (pass == 0) Adds(bound, bound, 1.0f, n);
+    Maxs(bound, bound, 0.0f, n);
+    Mins(bound, bound, 1.0f, n);  // 1: masked
+    Muls(bound, bound, kMasked - kKept, n);
+    Adds(bound, bound, kKept, n);
+    Min(s, s, bound, n);
   }
 }

@@ -28,8 +28,18 @@ class AttentionMatmul {
   template <class Que>
   __aicore__ inline LocalTensor<T> Load(Que& que, const GlobalTensor<T>& src, uint32_t rows, uint32_t cols,
                                         uint32_t pitch) {
+    return Load(que, src, rows, cols, pitch, 1, 0);
+  }
+
+  // `runs` runs of rows x cols each, run k from src + k * runStride, stacked into one Nz tile of
+  // Align16(runs * rows) rows (ND2NZ's ndNum: one copy).
+  template <class Que>
+  __aicore__ inline LocalTensor<T> Load(Que& que, const GlobalTensor<T>& src, uint32_t rows, uint32_t cols,
+                                        uint32_t pitch, uint32_t runs, uint32_t runStride) {
     LocalTensor<T> x = que.template AllocTensor<T>();
-    DataCopy(x, src, Nd2NzParams(1, uint16_t(rows), uint16_t(cols), 0, uint16_t(pitch), uint16_t(Align16(rows)), 1, 0));
+    DataCopy(x, src,
+             Nd2NzParams(uint16_t(runs), uint16_t(rows), uint16_t(cols), uint16_t(runStride), uint16_t(pitch),
+                         uint16_t(Align16(runs * rows)), 1, uint16_t(rows * kC0)));
     que.EnQue(x);
     return que.template DeQue<T>();
   }

@@ -34,14 +34,20 @@ class AttentionTaskWalk {
     const AttentionTilingData& t = *t_;
     if (next_ >= tasks_) return false;
     while (next_ >= batchStart_ + batchTasks_) NextBatch();
-    const int64_t block = keys_ ? t.s2Block : t.s1Block, len = keys_ ? s2_ : s1_;
-    const int64_t perHead = (len + block - 1) / block, local = next_ - batchStart_;
-    task.b = b_, task.n = local / perHead;
-    task.i0 = (local % perHead) * block;
-    task.rows = len - task.i0 < block ? len - task.i0 : block;
-    task.s1 = s1_, task.s2 = s2_, task.qTok0 = qTok0_, task.kTok0 = kTok0_;
-    if (keys_) AttentionS1Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
-    else AttentionS2Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
+    const int64_t local = next_ - batchStart_;
+    task.b = b_, task.s1 = s1_, task.s2 = s2_, task.qTok0 = qTok0_, task.kTok0 = kTok0_;
+    if (Stacked()) {  // the kv head's group, all query rows
+      task.n = local * t.stackHeads, task.i0 = 0, task.rows = s1_ * t.stackHeads;
+      AttentionS2Blocks(t, 0, s1_, s1_, s2_, task.first, task.count);
+    } else {
+      const int64_t block = keys_ ? t.s2Block : t.s1Block, len = keys_ ? s2_ : s1_;
+      const int64_t perHead = (len + block - 1) / block;
+      task.n = local / perHead;
+      task.i0 = (local % perHead) * block;
+      task.rows = len - task.i0 < block ? len - task.i0 : block;
+      if (keys_) AttentionS1Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
+      else AttentionS2Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
+    }
     next_ += t.blockDim;
     return true;
   }
@@ -58,9 +64,12 @@ class AttentionTaskWalk {
     } else {
       qTok0_ = 0, kTok0_ = 0, s1_ = t.s1, s2_ = t.s2;
     }
-    batchTasks_ =
-        keys_ ? t.kvHeads * ((s2_ + t.s2Block - 1) / t.s2Block) : t.heads * ((s1_ + t.s1Block - 1) / t.s1Block);
+    batchTasks_ = keys_      ? t.kvHeads * ((s2_ + t.s2Block - 1) / t.s2Block)
+                  : Stacked() ? t.kvHeads
+                              : t.heads * ((s1_ + t.s1Block - 1) / t.s1Block);
   }
+
+  __aicore__ inline bool Stacked() const { return !keys_ && t_->stackHeads > 1; }
 
   const AttentionTilingData* t_ = nullptr;
   GlobalTensor<int64_t> cum_;
@@ -68,6 +77,21 @@ class AttentionTaskWalk {
   bool keys_ = false;
   int64_t s1_ = 0, s2_ = 0, qTok0_ = 0, kTok0_ = 0, qEnd_ = 0, kEnd_ = 0;
 };
+
+// A run of a query task's rows [r, r + count) that lie one stride apart in GM: one head's consecutive
+// query rows, or (stacked heads) one query row's consecutive heads. `head` and `row` are row r's.
+struct AttentionRowRun {
+  uint32_t count;
+  int64_t head, row;
+};
+
+// The run of `task`'s rows that starts at r and ends by `end`.
+__aicore__ inline AttentionRowRun AttentionRun(const AttentionTilingData& t, const AttentionTask& task, uint32_t r,
+                                               uint32_t end) {
+  if (t.stackHeads <= 1) return AttentionRowRun{end - r, task.n, task.i0 + r};
+  const uint32_t g = uint32_t(t.stackHeads), last = (r / g + 1) * g;
+  return AttentionRowRun{(last < end ? last : end) - r, task.n + r % g, int64_t(r / g)};
+}
 
 // Cross-core flags of one group (mode 2: the AIC and its two AIVs). No Matmul object and no SyncAll
 // here, so ids 1-4 are free (the library takes 0..2N-1, SyncAll 11-14).

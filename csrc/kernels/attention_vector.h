@@ -6,6 +6,8 @@
 //   P in the input dtype to the workspace, flag kPReady; once the AIC flags kOReady, O = O alpha + P V,
 //   flag kOFree.
 // At the end O / l once, written in the input dtype, and m, l as softmax_max / softmax_sum (8 lanes each).
+// The statistics live in UB, one lane per row, and every row-wise step is one call over all rows
+// (attention_rows.h): the scalar unit only issues instructions.
 // A row that keeps no key at all (its max stays kMasked) gets out = 0, softmax_max = -FLT_MAX and
 // softmax_sum = FLT_MAX, as CANN writes such rows.
 #pragma once
@@ -15,8 +17,11 @@
 
 namespace attention_vec {
 using attention_mask::kMasked;
-constexpr uint32_t kMaxRows = 64;  // rows of one AIV: s1Block <= 128
+using attention_rows::kMaxRows;  // rows of one AIV: s1Block <= 128
 constexpr float kFltMax = 3.40282347e38f;
+// statBuf_'s slots of kMaxRows floats: the running max (two, the old and the new alternate), a row
+// reduction, the rescale factor, the running sum, two scratch rows (the band's edges), and keep
+enum Stat : uint32_t { kMax0, kMax1, kRed, kAlpha, kSum, kTmp0, kTmp1, kKeep, kStats };
 }  // namespace attention_vec
 
 template <typename T>
@@ -36,6 +41,7 @@ class AttentionVector {
     out_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxSum));
+    using namespace attention_vec;
     const uint32_t rows = (uint32_t(t.s1Block) + 1) / 2, s2b = t.s2Block, vp = t.vPitch;
     maxRows_ = rows;
     pipe_.InitBuffer(sBuf_, rows * s2b * sizeof(float));
@@ -46,16 +52,16 @@ class AttentionVector {
     }
     pipe_.InitBuffer(oBuf_, rows * vp * sizeof(float));
     pipe_.InitBuffer(rampBuf_, s2b * sizeof(float));
-    pipe_.InitBuffer(rowABuf_, s2b * sizeof(float));
-    pipe_.InitBuffer(rowBBuf_, s2b * sizeof(float));
-    pipe_.InitBuffer(rowVBuf_, vp * sizeof(float));
-    pipe_.InitBuffer(statBuf_, 3 * attention_vec::kMaxRows * sizeof(float));  // m, m', alpha
-    pipe_.InitBuffer(outStatBuf_, 2 * rows * kAttentionStatLanes * sizeof(float));
-    pipe_.InitBuffer(redBuf_, 64);
-    LocalTensor<float> ramp = rampBuf_.Get<float>();
+    pipe_.InitBuffer(rowRampBuf_, kMaxRows * sizeof(float));
+    pipe_.InitBuffer(statBuf_, kStats * kMaxRows * sizeof(float));
+    pipe_.InitBuffer(blocksBuf_, 2 * kMaxRows * attention_rows::kBlock * sizeof(float));
+    pipe_.InitBuffer(outStatBuf_, 2 * OutStatRows() * kAttentionStatLanes * sizeof(float));
+    LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
-    LocalTensor<float> stat = statBuf_.Get<float>();
-    Duplicate(stat, 0.0f, int32_t(3 * attention_vec::kMaxRows));  // lanes past the rows stay defined
+    // each row's query row relative to the task's first (stacked heads: G rows per query row)
+    const uint32_t g = uint32_t(t.stackHeads), first = g > 1 && sub_ == 1 ? (g * uint32_t(t.s1) + 1) / 2 : 0;
+    for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(g > 1 ? (first + r) / g : r));
+    Duplicate(statBuf_.Get<float>(), 0.0f, int32_t(kStats * kMaxRows));  // lanes past the rows stay defined
   }
 
   __aicore__ inline void Process(AttentionTaskWalk& walk) {
@@ -71,7 +77,10 @@ class AttentionVector {
     r0_ = sub_ == 0 ? 0 : uint32_t(half);
     rows_ = uint32_t(sub_ == 0 ? half : task.rows - half);
     SyncPipes<HardEvent::MTE3_V>();  // the previous task's out and stats copies have read their buffers
-    for (uint32_t r = 0; r < rows_; ++r) mRun_[r] = kMasked, lRun_[r] = 0.0f;
+    LocalTensor<float> stat = statBuf_.Get<float>();
+    cur_ = 0;
+    Duplicate(stat[kMax0 * kMaxRows], kMasked, int32_t(kMaxRows));
+    Duplicate(stat[kSum * kMaxRows], 0.0f, int32_t(kMaxRows));
     if (rows_ > 0) Duplicate(oBuf_.Get<float>(), 0.0f, int32_t(rows_ * t_->vPitch));
     for (int64_t idx = 0; idx < task.count; ++idx) {
       CrossCoreWaitFlag<2, PIPE_MTE2>(kSReady);
@@ -98,33 +107,38 @@ class AttentionVector {
                 DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(t.s2Block) - cols) * 4, 0, 0),
                 DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
     uint32_t mp = 0;
-    if (t.maskFull)
-      mp = AttentionLoadMask(maskBuf_.Get<uint8_t>(), mask_, t, task.b, task.n, task.i0 + r0_, j0, rows_, cols);
+    if (t.maskFull) {  // stacked heads: a copy per row (the mask may broadcast over heads)
+      LocalTensor<uint8_t> bytes = maskBuf_.Get<uint8_t>();
+      for (uint32_t r = 0; r < rows_; r += t.stackHeads > 1 ? 1 : rows_) {
+        const AttentionRowRun run = AttentionRun(t, task, r0_ + r, r0_ + rows_);
+        mp = AttentionLoadMask(bytes[r * ((cols + 31) / 32 * 32)], mask_, t, task.b, run.head, run.row, j0,
+                               t.stackHeads > 1 ? 1 : rows_, cols);
+      }
+    }
     SyncPipes<HardEvent::MTE2_V>();
     SyncPipes<HardEvent::MTE3_V>();  // the previous block's P copy has read the bound buffer
     Muls(s, s, t.scale, int32_t(n));
     if (t.maskFull) AttentionApplyMask(s, bound, maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
-    if (t.band)
-      AttentionApplyBand(s, rampBuf_.Get<float>(), rowABuf_.Get<float>(), rowBBuf_.Get<float>(), t, task.i0 + r0_,
-                         rows_, task.s1, task.s2, j0, cols, pp);
-    // row maxima and the new running max
-    LocalTensor<float> stat = statBuf_.Get<float>(), red = redBuf_.Get<float>();
-    LocalTensor<float> mOld = stat, mNew = stat[kMaxRows], alpha = stat[2 * kMaxRows];
-    for (uint32_t r = 0; r < rows_; ++r) {
-      ReduceMax(red, s[r * pp], red[8], int32_t(pp));
-      const float mx = red.GetValue(0), m = mRun_[r];
-      const float m2 = mx > m ? mx : m;
-      mOld.SetValue(r, m), mNew.SetValue(r, m2);
-      mRun_[r] = m2;
-      Adds(s[r * pp], s[r * pp], -m2, int32_t(pp));
+    LocalTensor<float> stat = statBuf_.Get<float>(), blocks = blocksBuf_.Get<float>();
+    if (t.band) {
+      const int64_t i0 = t.stackHeads > 1 ? 0 : task.i0 + r0_;  // rowRamp holds the rest
+      const int64_t iFirst = AttentionRun(t, task, r0_, r0_ + 1).row, iLast = AttentionRun(t, task, r0_ + rows_ - 1, r0_ + rows_).row;
+      AttentionApplyBand(s, bound, rampBuf_.Get<float>(), rowRampBuf_.Get<float>(), stat[kTmp0 * kMaxRows], blocks,
+                         t, i0, iFirst, iLast, rows_, task.s1, task.s2, j0, cols, pp);
     }
+    // m' = max(m, rowmax S); P = exp(S - m'); alpha = exp(m - m'); l = l alpha + rowsum P (bound: the folds)
+    LocalTensor<float> mOld = stat[(kMax0 + cur_) * kMaxRows], mNew = stat[(kMax1 - cur_) * kMaxRows];
+    LocalTensor<float> red = stat[kRed * kMaxRows], alpha = stat[kAlpha * kMaxRows], l = stat[kSum * kMaxRows];
+    AttentionRowReduce<false>(red, s, bound, rows_, pp, pp);
+    Max(mNew, mOld, red, int32_t(rows_));
+    AttentionRowScale(attention_rows::Op::kSub, s, mNew, blocks, rows_, pp, pp);
     Exp(s, s, int32_t(n));
-    Sub(alpha, mOld, mNew, int32_t(kMaxRows));
-    Exp(alpha, alpha, int32_t(kMaxRows));
-    for (uint32_t r = 0; r < rows_; ++r) {
-      ReduceSum(red, s[r * pp], red[8], int32_t(pp));
-      lRun_[r] = lRun_[r] * alpha.GetValue(r) + red.GetValue(0);
-    }
+    Sub(alpha, mOld, mNew, int32_t(rows_));
+    Exp(alpha, alpha, int32_t(rows_));
+    AttentionRowReduce<true>(red, s, bound, rows_, pp, pp);
+    Mul(l, l, alpha, int32_t(rows_));
+    Add(l, l, red, int32_t(rows_));
+    cur_ ^= 1u;
     // P in the input dtype -> the workspace, this AIV's rows after the other's
     if constexpr (sizeof(T) == 4) {
       DataCopy(bound, s, DataCopyParams(1, uint16_t(n * 4 / 32), 0, 0));
@@ -139,9 +153,9 @@ class AttentionVector {
   __aicore__ inline void Accumulate() {
     const AttentionTilingData& t = *t_;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), dv8 = (dv + 7) / 8 * 8;
-    LocalTensor<float> o = oBuf_.Get<float>(), s = sBuf_.Get<float>(),
-                       alpha = statBuf_.Get<float>()[2 * attention_vec::kMaxRows];
-    for (uint32_t r = 0; r < rows_; ++r) Muls(o[r * vp], o[r * vp], alpha.GetValue(r), int32_t(vp));
+    LocalTensor<float> o = oBuf_.Get<float>(), s = sBuf_.Get<float>();
+    AttentionRowScale(attention_rows::Op::kMul, o, statBuf_.Get<float>()[attention_vec::kAlpha * attention_vec::kMaxRows],
+                      blocksBuf_.Get<float>(), rows_, vp, vp);
     const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the S buffer
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
@@ -158,57 +172,77 @@ class AttentionVector {
   __aicore__ inline void Finish(const AttentionTask& task) {
     using namespace attention_vec;
     const AttentionTilingData& t = *t_;
-    const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), L = uint32_t(kAttentionStatLanes);
-    LocalTensor<float> o = oBuf_.Get<float>(), rowV = rowVBuf_.Get<float>();
-    LocalTensor<float> stats = outStatBuf_.Get<float>(), mx = stats, sm = stats[rows_ * L];
-    for (uint32_t r = 0; r < rows_; ++r) {
-      const bool none = !(mRun_[r] > kMasked);
-      if (none) {
-        Duplicate(o[r * vp], 0.0f, int32_t(vp));
-      } else {
-        Duplicate(rowV, lRun_[r], int32_t(vp));
-        Div(o[r * vp], o[r * vp], rowV, int32_t(vp));
-      }
-      Duplicate(mx[r * L], none ? -kFltMax : mRun_[r], int32_t(L));
-      Duplicate(sm[r * L], none ? kFltMax : lRun_[r], int32_t(L));
+    const uint32_t vp = t.vPitch, L = uint32_t(kAttentionStatLanes);
+    LocalTensor<float> o = oBuf_.Get<float>(), stat = statBuf_.Get<float>(), blocks = blocksBuf_.Get<float>();
+    LocalTensor<float> stats = outStatBuf_.Get<float>(), mx = stats, sm = stats[OutStatRows() * L];
+    LocalTensor<float> m = stat[(kMax0 + cur_) * kMaxRows], l = stat[kSum * kMaxRows], keep = stat[kKeep * kMaxRows];
+    LocalTensor<float> f = stat[kRed * kMaxRows], t0 = stat[kTmp0 * kMaxRows], t1 = stat[kTmp1 * kMaxRows];
+    const int32_t rows = int32_t(rows_);
+    Adds(keep, m, -kMasked, rows);  // 0 where the max stayed kMasked (no key kept), >= 1 elsewhere
+    Mins(keep, keep, 1.0f, rows);
+    Maxs(f, l, 1.0f, rows);  // l >= 1 where a key was kept; a row that saw no block has l = 0
+    Div(f, keep, f, rows);
+    AttentionRowScale(attention_rows::Op::kMul, o, f, blocks, rows_, vp, vp);
+    Adds(t0, keep, -1.0f, rows);  // 0 kept, -1 not
+    Muls(t1, t0, kFltMax, rows);
+    Mul(f, m, keep, rows);
+    Add(f, f, t1, rows);  // m, or -FLT_MAX
+    AttentionRowBlocks(mx, f, rows_);
+    Muls(t1, t0, -kFltMax, rows);
+    Mul(t0, l, keep, rows);
+    Add(t0, t0, t1, rows);  // l, or FLT_MAX
+    AttentionRowBlocks(sm, t0, rows_);
+    SyncPipes<HardEvent::V_MTE3>();
+    for (uint32_t r = 0; r < rows_;) {  // runs of rows one GM stride apart
+      const AttentionRowRun run = AttentionRun(t, task, r0_ + r, r0_ + rows_);
+      WriteRun(task, run, o[r * vp], stats[r * L], sm[r * L]);
+      r += run.count;
     }
-    const int64_t row = task.qTok0 + task.i0 + r0_;
-    const int64_t oOff = task.b * t.oStrideB + task.n * t.oStrideN + row * t.oStrideS;
-    const uint32_t gap = uint32_t((t.oStrideS - t.valueDim) * int64_t(sizeof(T)));
+  }
+
+  // A run's rows of out (fp32 O, cast to T on the way) and of softmax_max / softmax_sum (8 lanes a row).
+  __aicore__ inline void WriteRun(const AttentionTask& task, const AttentionRowRun& run, const LocalTensor<float>& o,
+                                  const LocalTensor<float>& mx, const LocalTensor<float>& sm) {
+    const AttentionTilingData& t = *t_;
+    const bool stacked = t.stackHeads > 1;
+    const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), L = uint32_t(kAttentionStatLanes), rows = run.count;
+    const int64_t stride = stacked ? t.oStrideN : t.oStrideS;
+    const int64_t oOff = task.b * t.oStrideB + run.head * t.oStrideN + (task.qTok0 + run.row) * t.oStrideS;
+    const uint32_t gap = uint32_t((stride - t.valueDim) * int64_t(sizeof(T)));
     const uint32_t rowBytes = (dv * sizeof(T) + 31) / 32 * 32;
     if constexpr (sizeof(T) == 4) {
-      SyncPipes<HardEvent::V_MTE3>();
-      DataCopyPad(out_[oOff], o, DataCopyExtParams(uint16_t(rows_), dv * 4, (vp * 4 - rowBytes) / 32, gap, 0));
+      DataCopyPad(out_[oOff], o, DataCopyExtParams(uint16_t(rows), dv * 4, (vp * 4 - rowBytes) / 32, gap, 0));
     } else {
       LocalTensor<T> staged = boundBuf_.Get<T>();
       const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block) * 4) / (vp * uint32_t(sizeof(T)));
-      for (uint32_t c = 0; c < rows_; c += chunk) {
-        const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
+      for (uint32_t c = 0; c < rows; c += chunk) {
+        const uint32_t rc = rows - c < chunk ? rows - c : chunk;
         SyncPipes<HardEvent::MTE3_V>();
         Cast(staged, o[c * vp], RoundMode::CAST_RINT, rc * vp);
         SyncPipes<HardEvent::V_MTE3>();
-        DataCopyPad(
-            out_[oOff + int64_t(c) * t.oStrideS], staged,
-            DataCopyExtParams(uint16_t(rc), dv * sizeof(T), (vp * uint32_t(sizeof(T)) - rowBytes) / 32, gap, 0));
+        DataCopyPad(out_[oOff + int64_t(c) * stride], staged,
+                    DataCopyExtParams(uint16_t(rc), dv * sizeof(T), (vp * uint32_t(sizeof(T)) - rowBytes) / 32, gap, 0));
       }
     }
-    // stats rows, 8 floats each: [B, N1, S1, 8]; TND (torch_npu's default) one [N1, s1, 8] block per sequence
-    const int64_t sOff = t.varlen ? (task.qTok0 * t.heads + task.n * task.s1 + task.i0 + r0_) * int64_t(L)
-                                  : ((task.b * t.heads + task.n) * task.s1 + task.i0 + r0_) * int64_t(L);
-    const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
-    SyncPipes<HardEvent::V_MTE3>();
+    // stats rows, 8 floats each: [B, N1, S1, 8]; TND (torch_npu's default) one [N1, s1, 8] block per sequence;
+    // stacked heads' rows are s1 rows apart
+    const int64_t sOff = t.varlen ? (task.qTok0 * t.heads + run.head * task.s1 + run.row) * int64_t(L)
+                                  : ((task.b * t.heads + run.head) * task.s1 + run.row) * int64_t(L);
+    const DataCopyExtParams sp(uint16_t(rows), L * 4, 0, stacked ? uint32_t((task.s1 - 1) * int64_t(L) * 4) : 0, 0);
     DataCopyPad(max_[sOff], mx, sp);
     DataCopyPad(sum_[sOff], sm, sp);
   }
 
+  // rows of each output statistic in outStatBuf_: Brcb writes whole groups of 8
+  __aicore__ inline uint32_t OutStatRows() const { return (maxRows_ + 7) / 8 * 8; }
+
   const AttentionTilingData* t_ = nullptr;
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0;  // maxRows_: the buffers' rows
-  float mRun_[attention_vec::kMaxRows];
-  float lRun_[attention_vec::kMaxRows];
+  uint32_t cur_ = 0;                                    // which max slot holds the running max
   GlobalTensor<float> sWs_, oWs_, max_, sum_;
   GlobalTensor<T> pWs_, out_;
   GlobalTensor<uint8_t> mask_;
   TPipe pipe_;
-  TBuf<TPosition::VECCALC> sBuf_, boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowABuf_, rowBBuf_, rowVBuf_,
-      statBuf_, outStatBuf_, redBuf_;
+  TBuf<TPosition::VECCALC> sBuf_, boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_,
+      blocksBuf_, outStatBuf_;
 };

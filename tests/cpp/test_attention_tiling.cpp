@@ -276,6 +276,24 @@ void TestBlocks() {
   EXPECT((nt.varlenTable == std::vector<int64_t>{1, 301, 301, 2349, 1, 301, 301, 2349}));
 }
 
+// Decode with GQA: one task per (batch, kv head) when the group's rows fit a block; not for MHA, TND,
+// longer queries, or the backward's query tasks.
+void TestStackedHeads() {
+  const AttentionTiling dec = Bnsd(2, 32, 8, 1, 700, 128, 128).Tile();
+  EXPECT(dec.data.stackHeads == 4 && dec.data.tasks == 2 * 8 && dec.blockDim == 16);
+  EXPECT(int64_t(AttentionTaskBlocks(dec).size()) == dec.data.tasks);
+  EXPECT(Bnsd(1, 128, 8, 4, 512, 128, 128).Tile().data.stackHeads == 16);  // 64 rows
+  EXPECT(Bnsd(1, 16, 2, 40, 512, 64, 64).Tile().data.stackHeads == 1);     // 320 rows: one head per task
+  EXPECT(Bnsd(1, 8, 8, 1, 512, 64, 64).Tile().data.stackHeads == 1);       // MHA
+  EXPECT(Bnsd(1, 8, 2, 0, 512, 64, 64).Tile().blockDim == 0);              // no rows, no tasks
+  const std::vector<int64_t> cum{1, 2};
+  Call tnd{T({2, 8, 64}), T({2, 2, 64}), T({2, 2, 64})};
+  tnd.heads = 8, tnd.layout = "TND", tnd.qlen = &cum, tnd.kvlen = &cum;
+  EXPECT(tnd.Tile().data.stackHeads == 1);
+  const AttentionGradTiling g = Bnsd(2, 32, 8, 1, 700, 128, 128).TileGrad();
+  EXPECT(g.data.fwd.stackHeads == 1 && g.data.fwd.tasks == 2 * 32);
+}
+
 // The backward: blocks that fit every head dim and dtype, its task counts and workspace, and the S1 blocks
 // a key task visits: exactly those holding a row that keeps one of its keys (checked row by row).
 void TestGradTiling() {
@@ -338,6 +356,7 @@ void TestGradTiling() {
 
 int main() {
   TestGradTiling();
+  TestStackedHeads();
   TestShapes();
   TestErrors();
   TestTilingLimits();

@@ -201,6 +201,26 @@ def test_decode_rows(s1):
     check(torch.float16, "BSND", 2, 8, 2, s1, 300, 128)
 
 
+# Decode with GQA stacks a kv head's query heads as one task's rows (row r: query row r // G of head
+# n0 + r % G), so runs of rows change head, not row; the two AIVs split the rows mid-run when G x S1 is odd.
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("layout", ["BNSD", "BSND", "BSH", "SBH"])
+@pytest.mark.parametrize("n1,s1", [(6, 1), (6, 5), (32, 4)])
+def test_decode_stacks_the_group(dtype, layout, n1, s1):
+    check(dtype, layout, 2, n1, 2, s1, 200, 64)
+
+
+@pytest.mark.parametrize("mode", [2, 3, 4])
+def test_decode_stacked_under_the_band(mode):
+    check(torch.float16, "BSND", 1, 12, 4, 5, 150, 64, mask=COMPRESSED, sparse_mode=mode, pre=20, nxt=0)
+
+
+@pytest.mark.parametrize("shape", [(2, 6, 3, 140), (3, 140)])
+def test_decode_stacked_with_a_full_mask(shape):
+    torch.manual_seed(5)
+    check(torch.bfloat16, "BNSD", 2, 6, 2, 3, 140, 64, mask=torch.rand(shape) < 0.3)
+
+
 @pytest.mark.parametrize("d,dv", [(128, 64), (192, 128), (24, 16)])
 def test_value_dim_below_key_dim(d, dv):
     check(torch.float16, "BNSD", 1, 2, 2, 64, 96, d, dv=dv)

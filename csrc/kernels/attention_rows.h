@@ -1,0 +1,93 @@
+// Row-wise fp32 work of the fused attention kernels on the AIVs: a block [rows, width] held `pitch` floats
+// apart per row, with one value per row (a max, a sum, a scale) reduced out of it or applied to it.
+// Each call is a few instructions that repeat over the rows (mask/repeat form: a repeat is one row's
+// 64-column chunk), never one call per row: per-row calls leave the scalar unit issuing hundreds of
+// instructions per block while the cube waits. A per-row value reaches its row as a 32-byte block
+// (Brcb) read with block stride 0.
+#pragma once
+#include "kernel_operator.h"
+
+using namespace AscendC;
+
+namespace attention_rows {
+constexpr uint32_t kMaxRows = 64;  // rows of one AIV: one repeat each, well under the 255 a call takes
+constexpr uint32_t kLanes = 64;    // fp32 lanes of one 256-byte repeat
+constexpr uint32_t kBlock = 8;     // fp32 lanes of one 32-byte block
+enum class Op { kAdd, kSub, kMul, kMax, kMin };
+
+__aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalTensor<float>& a,
+                              const LocalTensor<float>& b, uint32_t lanes, uint32_t rows,
+                              const BinaryRepeatParams& p) {
+  switch (op) {
+    case Op::kAdd: Add(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
+    case Op::kSub: Sub(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
+    case Op::kMul: Mul(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
+    case Op::kMax: Max(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
+    default: Min(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
+  }
+}
+}  // namespace attention_rows
+
+// dst[r] = max (kSum: the sum) of x[r, 0:width); rows <= 64, pitch a multiple of 8 and at most 2040.
+// Wider than 64 columns, the 64-column chunks are first folded into `fold` [rows, 64] (lane-wise), which
+// is also the order of the sum: per lane over the chunks, then WholeReduceSum's tree over the lanes.
+template <bool kSum>
+__aicore__ inline void AttentionRowReduce(const LocalTensor<float>& dst, const LocalTensor<float>& x,
+                                          const LocalTensor<float>& fold, uint32_t rows, uint32_t width,
+                                          uint32_t pitch) {
+  using namespace attention_rows;
+  if (rows == 0 || width == 0) return;
+  const uint8_t xRep = uint8_t(pitch / kBlock), fRep = uint8_t(kLanes / kBlock);
+  const Op op = kSum ? Op::kAdd : Op::kMax;
+  LocalTensor<float> in = x;
+  uint32_t inPitch = pitch;
+  if (width > kLanes) {
+    // fold = chunk 0 (op) chunk 1, or chunk 0 alone (max(x, x) = x) when chunk 1 is partial
+    uint32_t c = kLanes;
+    if (width >= 2 * kLanes) {
+      Binary(op, fold, x, x[kLanes], kLanes, rows, BinaryRepeatParams(1, 1, 1, fRep, xRep, xRep));
+      c = 2 * kLanes;
+    } else {
+      Binary(Op::kMax, fold, x, x, kLanes, rows, BinaryRepeatParams(1, 1, 1, fRep, xRep, xRep));
+    }
+    for (; c < width; c += kLanes) {
+      const uint32_t w = width - c < kLanes ? width - c : kLanes;  // lanes past w keep what they hold
+      Binary(op, fold, fold, x[c], w, rows, BinaryRepeatParams(1, 1, 1, fRep, fRep, xRep));
+    }
+    in = fold, inPitch = kLanes;
+  }
+  const int32_t lanes = int32_t(width < kLanes ? width : kLanes), inRep = int32_t(inPitch / kBlock);
+  if constexpr (kSum) {
+    WholeReduceSum(dst, in, lanes, int32_t(rows), 1, 1, inRep);
+  } else {
+    WholeReduceMax(dst, in, lanes, int32_t(rows), 1, 1, inRep, ReduceOrder::ORDER_ONLY_VALUE);
+  }
+}
+
+// blocks[r * 8 .. r * 8 + 8) = v[r] for r < Align8(rows): the per-row values as 32-byte blocks.
+__aicore__ inline void AttentionRowBlocks(const LocalTensor<float>& blocks, const LocalTensor<float>& v,
+                                          uint32_t rows) {
+  using namespace attention_rows;
+  if (rows > 0) Brcb(blocks, v, uint8_t((rows + kBlock - 1) / kBlock), BrcbRepeatParams(1, kBlock));
+}
+
+// x[r, 0:width) = x[r, c] op blocks[r] (one 32-byte block per row, AttentionRowBlocks).
+__aicore__ inline void AttentionRowApply(attention_rows::Op op, const LocalTensor<float>& x,
+                                         const LocalTensor<float>& blocks, uint32_t rows, uint32_t width,
+                                         uint32_t pitch) {
+  using namespace attention_rows;
+  if (rows == 0) return;
+  const uint8_t xRep = uint8_t(pitch / kBlock);
+  for (uint32_t c = 0; c < width; c += kLanes) {
+    const uint32_t w = width - c < kLanes ? width - c : kLanes;
+    Binary(op, x[c], x[c], blocks, w, rows, BinaryRepeatParams(1, 1, 0, xRep, xRep, 1));
+  }
+}
+
+// x[r, 0:width) = x op= v[r]: AttentionRowBlocks into `blocks`, then AttentionRowApply.
+__aicore__ inline void AttentionRowScale(attention_rows::Op op, const LocalTensor<float>& x,
+                                         const LocalTensor<float>& v, const LocalTensor<float>& blocks,
+                                         uint32_t rows, uint32_t width, uint32_t pitch) {
+  AttentionRowBlocks(blocks, v, rows);
+  AttentionRowApply(op, x, blocks, rows, width, pitch);
+}
