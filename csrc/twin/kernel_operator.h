@@ -14,6 +14,8 @@
 #include "twin_tensor.h"
 #include "twin_types.h"
 #include "twin_vector.h"
+#include "twin_vector_block.h"
+#include "twin_vector_repeat.h"
 #include "twin_sort.h"
 
 // Address-space and kernel qualifiers have no meaning on the CPU, as in CANN's CPU debug mode.

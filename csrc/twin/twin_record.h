@@ -53,6 +53,8 @@ enum class Init : uint8_t {
   kElementwise,  // element i is defined iff element i of every read is (arithmetic, Cast, UB->UB copy)
   kReduce,       // defined iff every byte read is (reductions)
   kGather,       // dst[i] from the offset table and the source element it names
+  kRowwise,      // run k of the write is defined iff run k of every read is (a read of one run: that run);
+                 // the mask/repeat instructions, one run per repeat (twin_vector_repeat.h)
 };
 
 struct Access {

@@ -304,6 +304,30 @@ struct BlockSanitizer::State {
       }
       case Init::kElementwise:
       case Init::kGather: Elementwise(in, *w, out); return;
+      case Init::kRowwise: Rowwise(in, *w, out); return;
+    }
+  }
+  // Run k of the write is defined iff run k of every read is (a read of a single run: that run for every k).
+  void Rowwise(const Instr& in, const Access& w, SpaceShadow& out) {
+    const uint64_t cap = kCapacity[int(w.space)];
+    std::vector<uint32_t> origins(w.span.blocks, 0);  // per run: the origin of its undefined input (0: none)
+    std::vector<uint8_t> undef(w.span.blocks, 0);
+    for (int i = 0; i < in.nAccess; ++i) {
+      const Access& a = in.access[i];
+      if (a.write || a.space == Space::GM) continue;
+      const SpaceShadow& sh = Shadow(a.space);
+      const uint64_t acap = kCapacity[int(a.space)];
+      for (uint32_t k = 0; k < w.span.blocks; ++k) {
+        if (undef[k]) continue;
+        const uint64_t b = a.span.begin + (a.span.blocks > 1 ? uint64_t(k) * a.span.pitch : 0);
+        uint64_t at = 0;
+        if (AnyUndef(sh, std::min(b, acap), std::min(b + a.span.blockBytes, acap), &at))
+          undef[k] = 1, origins[k] = sh.origin[at / kGranule];
+      }
+    }
+    for (uint32_t k = 0; k < w.span.blocks; ++k) {
+      const uint64_t b = w.span.begin + uint64_t(k) * w.span.pitch;
+      SetUndef(out, std::min(b, cap), std::min(b + w.span.blockBytes, cap), undef[k], origins[k]);
     }
   }
   // Byte `off` of a span's data laid end to end (a strided UB->UB copy); a run maps to begin + off.
