@@ -17,7 +17,7 @@ namespace {
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
-constexpr int64_t kS2Block = 128;
+constexpr int64_t kS2Block = 128;  // keys of an S block (decode: up to 4x)
 constexpr int64_t kWorkspaceAlign = 512;
 // A band edge past every key: pre/next tokens of the causal modes.
 constexpr int64_t kNoBandEdge = int64_t(1) << 40;
@@ -81,25 +81,32 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     t.nextTokens = p.sparseMode == 2 || p.sparseMode == 3 ? 0 : p.nextTokens;
   }
 
-  // Block sizes: the largest S1 block whose buffers fit every level.
+  // Block sizes: the smallest S1 block that holds a task's rows (128 at most; smaller only if the buffers
+  // need it), and with few rows longer S2 blocks: a decode task's time goes to the cube <-> vector round
+  // trips of its blocks, so fewer, longer blocks.
   const int64_t l1 = platform.l1Bytes - 256, half0a = platform.l0aBytes / 2, half0b = platform.l0bBytes / 2;
-  const int64_t ub = kA2UbBudget;
-  t.s2Block = int32_t(kS2Block);
+  const int64_t ub = kA2UbBudget, group = p.kvHeads > 0 ? p.heads / p.kvHeads : 1;
+  const int64_t wanted = t.varlen ? 128 : (group > 1 && group * p.s1 <= 128 ? group * p.s1 : p.s1);
   t.vPitch = int32_t(v16);
   std::string why;
-  for (int64_t s1b : {128, 64, 32}) {
-    const int64_t rows = CeilDiv(s1b, 2);
-    const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, kS2Block) * bytes) / 16 * 16);
-    const int64_t pv = std::min<int64_t>(kS2Block, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
-    const int64_t l1Bytes = (s1b * d16 + kS2Block * d16 + kS2Block * v16 + s1b * kS2Block) * bytes;
-    if (qk < 16 || pv < 16) why = "L0A / L0B";
-    else if (l1Bytes > l1) why = "L1";
-    else if (s1b * std::max(kS2Block, v16) * 4 > int64_t(platform.l0cBytes)) why = "L0C";
-    else if (VectorUbBytes(rows, kS2Block, v16) > ub) why = "UB";
-    else {
-      t.s1Block = int32_t(s1b), t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv);
-      break;
+  for (int64_t s1b : {128, 64, 32, 16}) {
+    if (s1b > 16 && s1b / 2 >= wanted) continue;  // a smaller block holds the rows
+    for (int64_t s2b : {512, 256, 128}) {
+      if (s2b > kS2Block && s1b > 32) continue;
+      const int64_t rows = CeilDiv(s1b, 2);
+      const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
+      const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
+      const int64_t l1Bytes = (s1b * d16 + s2b * d16 + s2b * v16 + s1b * s2b) * bytes;
+      if (qk < 16 || pv < 16) why = "L0A / L0B";
+      else if (l1Bytes > l1) why = "L1";
+      else if (s1b * std::max(s2b, v16) * 4 > int64_t(platform.l0cBytes)) why = "L0C";
+      else if (VectorUbBytes(rows, s2b, v16) > ub) why = "UB";
+      else {
+        t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b), t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv);
+        break;
+      }
     }
+    if (t.s1Block != 0) break;
   }
   if (t.s1Block == 0)
     throw TilingError("head dims D = " + std::to_string(p.headDim) + ", Dv = " + std::to_string(p.valueDim) + " in " +
@@ -116,7 +123,6 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   }
   // Decode: a kv head's query heads stacked as one task's rows, when they fit one block and Nd2Nz's
   // 16-bit matrix stride reaches from one query row's heads to the next's.
-  const int64_t group = p.heads / p.kvHeads;
   t.stackHeads = 1;
   if (!t.varlen && group > 1 && p.s1 > 0 && group * p.s1 <= t.s1Block && t.qStrideS <= 65535 && t.qStrideN <= 65535)
     t.stackHeads = int32_t(group);

@@ -378,8 +378,9 @@ def torch_tnd(q, k, v, lens_q, lens_k, scale, mask, mode, pre, nxt):
 
 
 def test_tnd_matches_each_sequence_alone():
-    """TND gives each sequence bit for bit what BSND gives it alone; its softmax_max / softmax_sum hold one
-    [N, s, 8] block per sequence (torch_npu's default layout)."""
+    """A packed TND batch gives each sequence bit for bit what TND gives it alone (BSND may tile a short
+    sequence differently: decode stacks heads); softmax_max / softmax_sum hold one [N, s, 8] block per
+    sequence (torch_npu's default layout)."""
     lens_q, lens_k = [5, 130, 1, 64], [7, 130, 3, 64]
     q, k, v, cq, ck = tnd_data(lens_q, lens_k, 4, 2, 64)
     out, smax, ssum = ascendc_ops.fusion_attention(
@@ -388,18 +389,20 @@ def test_tnd_matches_each_sequence_alone():
     sq, sk = 0, 0
     for a, b in zip(lens_q, lens_k, strict=True):
         alone = ascendc_ops.fusion_attention(
-            q[None, sq : sq + a],
-            k[None, sk : sk + b],
-            v[None, sk : sk + b],
+            q[sq : sq + a],
+            k[sk : sk + b],
+            v[sk : sk + b],
             4,
-            "BSND",
+            "TND",
             atten_mask=COMPRESSED,
             scale=0.125,
+            actual_seq_qlen=[a],
+            actual_seq_kvlen=[b],
             sparse_mode=3,
         )
-        assert torch.equal(out[sq : sq + a], alone[0][0]), f"sequence at {sq}"
-        assert torch.equal(smax.reshape(-1)[sq * 32 : (sq + a) * 32], alone[1][0].reshape(-1)), f"max at {sq}"
-        assert torch.equal(ssum.reshape(-1)[sq * 32 : (sq + a) * 32], alone[2][0].reshape(-1)), f"sum at {sq}"
+        assert torch.equal(out[sq : sq + a], alone[0]), f"sequence at {sq}"
+        assert torch.equal(smax.reshape(-1)[sq * 32 : (sq + a) * 32], alone[1].reshape(-1)), f"max at {sq}"
+        assert torch.equal(ssum.reshape(-1)[sq * 32 : (sq + a) * 32], alone[2].reshape(-1)), f"sum at {sq}"
         sq, sk = sq + a, sk + b
 
 
