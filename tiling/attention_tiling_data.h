@@ -1,9 +1,10 @@
 // Tiling data shared by the host tiling (attention_tiling.cpp) and the FlashAttention-2 mix kernel
-// (csrc/kernels/attention.cpp). The work is B x N1 x S1 blocks ("tasks"; decode: B x N2, stackHeads), task t done by core group
-// t % blockDim (one AIC and its two AIVs); a task walks the S2 blocks its rows need (AttentionS2Blocks,
-// attention_blocks.h), never split across groups. Varlen (TND) batches: the tiling bytes go on after this
-// struct with int64 cumulative query ends [batch], then key ends [batch] (torch_npu's actual_seq_qlen /
-// actual_seq_kvlen, no leading 0), which the kernel reads from GM.
+// (csrc/kernels/attention.cpp). The work is B x N1 x S1 blocks ("tasks"; decode with GQA: B x N2, see
+// stackHeads), task t done by core group t % blockDim (one AIC and its two AIVs); a task walks the S2
+// blocks its rows need (AttentionS2Blocks, attention_blocks.h), never split across groups. Varlen (TND)
+// batches: the tiling bytes go on after this struct with int64 cumulative query ends [batch], then key
+// ends [batch] (torch_npu's actual_seq_qlen / actual_seq_kvlen, no leading 0), which the kernel reads
+// from GM.
 #pragma once
 #include <cstdint>
 

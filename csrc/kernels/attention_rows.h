@@ -16,8 +16,7 @@ constexpr uint32_t kBlock = 8;     // fp32 lanes of one 32-byte block
 enum class Op { kAdd, kSub, kMul, kMax, kMin };
 
 __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalTensor<float>& a,
-                              const LocalTensor<float>& b, uint32_t lanes, uint32_t rows,
-                              const BinaryRepeatParams& p) {
+                              const LocalTensor<float>& b, uint32_t lanes, uint32_t rows, const BinaryRepeatParams& p) {
   switch (op) {
     case Op::kAdd: Add(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
     case Op::kSub: Sub(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
@@ -86,8 +85,8 @@ __aicore__ inline void AttentionRowApply(attention_rows::Op op, const LocalTenso
 
 // x[r, 0:width) = x op= v[r]: AttentionRowBlocks into `blocks`, then AttentionRowApply.
 __aicore__ inline void AttentionRowScale(attention_rows::Op op, const LocalTensor<float>& x,
-                                         const LocalTensor<float>& v, const LocalTensor<float>& blocks,
-                                         uint32_t rows, uint32_t width, uint32_t pitch) {
+                                         const LocalTensor<float>& v, const LocalTensor<float>& blocks, uint32_t rows,
+                                         uint32_t width, uint32_t pitch) {
   AttentionRowBlocks(blocks, v, rows);
   AttentionRowApply(op, x, blocks, rows, width, pitch);
 }

@@ -64,7 +64,7 @@ class AttentionTaskWalk {
     } else {
       qTok0_ = 0, kTok0_ = 0, s1_ = t.s1, s2_ = t.s2;
     }
-    batchTasks_ = keys_      ? t.kvHeads * ((s2_ + t.s2Block - 1) / t.s2Block)
+    batchTasks_ = keys_       ? t.kvHeads * ((s2_ + t.s2Block - 1) / t.s2Block)
                   : Stacked() ? t.kvHeads
                               : t.heads * ((s1_ + t.s1Block - 1) / t.s1Block);
   }

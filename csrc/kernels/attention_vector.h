@@ -122,9 +122,10 @@ class AttentionVector {
     LocalTensor<float> stat = statBuf_.Get<float>(), blocks = blocksBuf_.Get<float>();
     if (t.band) {
       const int64_t i0 = t.stackHeads > 1 ? 0 : task.i0 + r0_;  // rowRamp holds the rest
-      const int64_t iFirst = AttentionRun(t, task, r0_, r0_ + 1).row, iLast = AttentionRun(t, task, r0_ + rows_ - 1, r0_ + rows_).row;
-      AttentionApplyBand(s, bound, rampBuf_.Get<float>(), rowRampBuf_.Get<float>(), stat[kTmp0 * kMaxRows], blocks,
-                         t, i0, iFirst, iLast, rows_, task.s1, task.s2, j0, cols, pp);
+      const int64_t iFirst = AttentionRun(t, task, r0_, r0_ + 1).row,
+                    iLast = AttentionRun(t, task, r0_ + rows_ - 1, r0_ + rows_).row;
+      AttentionApplyBand(s, bound, rampBuf_.Get<float>(), rowRampBuf_.Get<float>(), stat[kTmp0 * kMaxRows], blocks, t,
+                         i0, iFirst, iLast, rows_, task.s1, task.s2, j0, cols, pp);
     }
     // m' = max(m, rowmax S); P = exp(S - m'); alpha = exp(m - m'); l = l alpha + rowsum P (bound: the folds)
     LocalTensor<float> mOld = stat[(kMax0 + cur_) * kMaxRows], mNew = stat[(kMax1 - cur_) * kMaxRows];
@@ -154,8 +155,9 @@ class AttentionVector {
     const AttentionTilingData& t = *t_;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), dv8 = (dv + 7) / 8 * 8;
     LocalTensor<float> o = oBuf_.Get<float>(), s = sBuf_.Get<float>();
-    AttentionRowScale(attention_rows::Op::kMul, o, statBuf_.Get<float>()[attention_vec::kAlpha * attention_vec::kMaxRows],
-                      blocksBuf_.Get<float>(), rows_, vp, vp);
+    AttentionRowScale(attention_rows::Op::kMul, o,
+                      statBuf_.Get<float>()[attention_vec::kAlpha * attention_vec::kMaxRows], blocksBuf_.Get<float>(),
+                      rows_, vp, vp);
     const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the S buffer
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
@@ -220,8 +222,9 @@ class AttentionVector {
         SyncPipes<HardEvent::MTE3_V>();
         Cast(staged, o[c * vp], RoundMode::CAST_RINT, rc * vp);
         SyncPipes<HardEvent::V_MTE3>();
-        DataCopyPad(out_[oOff + int64_t(c) * stride], staged,
-                    DataCopyExtParams(uint16_t(rc), dv * sizeof(T), (vp * uint32_t(sizeof(T)) - rowBytes) / 32, gap, 0));
+        DataCopyPad(
+            out_[oOff + int64_t(c) * stride], staged,
+            DataCopyExtParams(uint16_t(rc), dv * sizeof(T), (vp * uint32_t(sizeof(T)) - rowBytes) / 32, gap, 0));
       }
     }
     // stats rows, 8 floats each: [B, N1, S1, 8]; TND (torch_npu's default) one [N1, s1, 8] block per sequence;
@@ -243,6 +246,6 @@ class AttentionVector {
   GlobalTensor<T> pWs_, out_;
   GlobalTensor<uint8_t> mask_;
   TPipe pipe_;
-  TBuf<TPosition::VECCALC> sBuf_, boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_,
-      blocksBuf_, outStatBuf_;
+  TBuf<TPosition::VECCALC> sBuf_, boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_, blocksBuf_,
+      outStatBuf_;
 };
