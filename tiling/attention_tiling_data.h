@@ -52,6 +52,7 @@ struct AttentionTilingData {
   // Each group's GM workspace (bytes from the user workspace): two fp32 S slots, P in the input dtype,
   // the fp32 P V of one block.
   int64_t workspacePerGroup, sSlotBytes, pOffset, oOffset;
+  int64_t pSlotBytes;  // P has two slots too: the AIVs write block j + 1's while the AIC reads block j's
   int32_t vPitch;  // Dv rounded up to 16: the row pitch of P V in the workspace and of O in UB
   int32_t blockDim;
   // Decode (S1 x group <= s1Block, not TND): 1 task per (batch, kv head) whose rows are its group's

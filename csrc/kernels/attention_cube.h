@@ -6,7 +6,7 @@
 //              (B not transposed: LoadData 3Dv2 into L0B, as the Matmul library loads it); Fixpipe O (fp32)
 //              into the workspace after the AIVs freed it (kOFree), flag kOReady.
 // S of block j + 1 is computed before P V of block j, so the cube runs one block ahead of the vector cores
-// (two S slots).
+// (two S slots), and the AIVs work out P of block j + 1 while it computes P V of block j (two P slots).
 #pragma once
 #include "attention_matmul.h"
 #include "attention_task.h"
@@ -95,7 +95,7 @@ class AttentionCube {
     const uint32_t pPitch = (cols + 7) / 8 * 8;  // the AIVs' row pitch of P (attention_vector.h)
     LocalTensor<T> v = mm_.Load(vL1_, v_[vBase + j0 * t.vStrideS], cols, dv, uint32_t(t.vStrideS));
     CrossCoreWaitFlag<2, PIPE_MTE2>(kPReady);
-    LocalTensor<T> p = mm_.Load(pL1_, pWs_, rows, cols, pPitch);
+    LocalTensor<T> p = mm_.Load(pL1_, pWs_[(idx % 2) * (t.pSlotBytes / int64_t(sizeof(T)))], rows, cols, pPitch);
     if (idx > 0) CrossCoreWaitFlag<2, PIPE_FIX>(kOFree);  // the AIVs have read the previous block's P V
     LocalTensor<float> o = mm_.AB(p, rows, v, cols, dv, v16, t.pvChunk);
     pL1_.FreeTensor(p);

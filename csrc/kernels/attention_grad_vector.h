@@ -63,7 +63,9 @@ class AttentionGradVector {
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));
-    Duplicate(rowBuf_.Get<float>(), 0.0f, int32_t(3 * kMaxRows));  // lanes past the rows stay defined
+    // lanes past the rows stay defined: Brcb and BlockReduce read whole groups of 8 rows
+    Duplicate(rowBuf_.Get<float>(), 0.0f, int32_t(3 * kMaxRows));
+    Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(kBlockSets * kRowBlock));
     // stride gaps the copies skip stay finite (they are added, never stored)
     Duplicate(sBuf_.Get<float>(), 0.0f, int32_t(area));
     Duplicate(dpBuf_.Get<float>(), 0.0f, int32_t(area));
@@ -174,7 +176,7 @@ class AttentionGradVector {
     const int64_t off = st.b * t.oStrideB + st.n * t.oStrideN + row * t.oStrideS;
     LocalTensor<float> x = sBuf_.Get<float>(), y = dpBuf_.Get<float>(), d = rowBuf_.Get<float>();
     LocalTensor<float> blocks = blocksBuf_.Get<float>();
-    const uint32_t chunk = area / vp;
+    const uint32_t chunk = area / vp / 8 * 8;  // rows a pass, D lands 32-byte aligned (the tiling keeps it >= 8)
     const DataCopyPadExtParams<T> pad(elems != dv, 0, uint8_t(elems - dv), T(0.0f));
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
@@ -195,7 +197,7 @@ class AttentionGradVector {
         Cast(y, stage[area], RoundMode::CAST_NONE, rc * vp);
       }
       Mul(x, x, y, int32_t(rc * vp));
-      AttentionRowReduce<true>(d[c], x, boundBuf_.Get<float>(), rc, elems, vp);
+      AttentionRowReduce<true>(d[c], x, boundBuf_.Get<float>(), blocks[kBand * kRowBlock], rc, elems, vp);
     }
     AttentionRowBlocks(blocks[kD * kRowBlock], d, rows_);
     const uint32_t L = uint32_t(kAttentionStatLanes);

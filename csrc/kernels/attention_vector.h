@@ -20,8 +20,9 @@ using attention_mask::kMasked;
 using attention_rows::kMaxRows;  // rows of one AIV: s1Block <= 128
 constexpr float kFltMax = 3.40282347e38f;
 // statBuf_'s slots of kMaxRows floats: the running max (two, the old and the new alternate), a row
-// reduction, the rescale factor, the running sum, two scratch rows (the band's edges), and keep
-enum Stat : uint32_t { kMax0, kMax1, kRed, kAlpha, kSum, kTmp0, kTmp1, kKeep, kStats };
+// reduction, the rescale factors of two blocks in flight, the running sum, two scratch rows (the band's
+// edges), and keep
+enum Stat : uint32_t { kMax0, kMax1, kRed, kAlpha0, kAlpha1, kSum, kTmp0, kTmp1, kKeep, kStats };
 }  // namespace attention_vec
 
 template <typename T>
@@ -61,7 +62,9 @@ class AttentionVector {
     // each row's query row relative to the task's first (stacked heads: G rows per query row)
     const uint32_t g = uint32_t(t.stackHeads), first = g > 1 && sub_ == 1 ? (g * uint32_t(t.s1) + 1) / 2 : 0;
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(g > 1 ? (first + r) / g : r));
-    Duplicate(statBuf_.Get<float>(), 0.0f, int32_t(kStats * kMaxRows));  // lanes past the rows stay defined
+    // lanes past the rows stay defined: Brcb and BlockReduce read whole groups of 8 rows
+    Duplicate(statBuf_.Get<float>(), 0.0f, int32_t(kStats * kMaxRows));
+    Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(2 * kMaxRows * attention_rows::kBlock));
   }
 
   __aicore__ inline void Process(AttentionTaskWalk& walk) {
@@ -82,13 +85,19 @@ class AttentionVector {
     Duplicate(stat[kMax0 * kMaxRows], kMasked, int32_t(kMaxRows));
     Duplicate(stat[kSum * kMaxRows], 0.0f, int32_t(kMaxRows));
     if (rows_ > 0) Duplicate(oBuf_.Get<float>(), 0.0f, int32_t(rows_ * t_->vPitch));
-    for (int64_t idx = 0; idx < task.count; ++idx) {
-      CrossCoreWaitFlag<2, PIPE_MTE2>(kSReady);
-      if (rows_ > 0) Softmax(task, idx);
-      CrossCoreSetFlag<2, PIPE_MTE3>(kPReady);
-      CrossCoreWaitFlag<2, PIPE_MTE2>(kOReady);
-      if (rows_ > 0) Accumulate();
-      CrossCoreSetFlag<2, PIPE_MTE2>(kOFree);
+    // block j + 1's softmax before block j's P V is folded in: the AIC computes S j + 2 and P V j meanwhile
+    // (the cube's order S0, S1, PV0, S2, PV1, ...; P and the rescale factor alternate between two slots)
+    for (int64_t idx = 0; idx <= task.count; ++idx) {
+      if (idx < task.count) {
+        CrossCoreWaitFlag<2, PIPE_MTE2>(kSReady);
+        if (rows_ > 0) Softmax(task, idx);
+        CrossCoreSetFlag<2, PIPE_MTE3>(kPReady);
+      }
+      if (idx > 0) {
+        CrossCoreWaitFlag<2, PIPE_MTE2>(kOReady);
+        if (rows_ > 0) Accumulate(idx - 1);
+        CrossCoreSetFlag<2, PIPE_MTE2>(kOFree);
+      }
     }
     if (rows_ > 0) Finish(task);
   }
@@ -129,14 +138,16 @@ class AttentionVector {
     }
     // m' = max(m, rowmax S); P = exp(S - m'); alpha = exp(m - m'); l = l alpha + rowsum P (bound: the folds)
     LocalTensor<float> mOld = stat[(kMax0 + cur_) * kMaxRows], mNew = stat[(kMax1 - cur_) * kMaxRows];
-    LocalTensor<float> red = stat[kRed * kMaxRows], alpha = stat[kAlpha * kMaxRows], l = stat[kSum * kMaxRows];
-    AttentionRowReduce<false>(red, s, bound, rows_, pp, pp);
+    LocalTensor<float> red = stat[kRed * kMaxRows], alpha = stat[(kAlpha0 + idx % 2) * kMaxRows];
+    LocalTensor<float> l = stat[kSum * kMaxRows];
+    LocalTensor<float> red8 = blocks[kMaxRows * attention_rows::kBlock];  // the band is done with it
+    AttentionRowReduce<false>(red, s, bound, red8, rows_, pp, pp);
     Max(mNew, mOld, red, int32_t(rows_));
     AttentionRowScale(attention_rows::Op::kSub, s, mNew, blocks, rows_, pp, pp);
     Exp(s, s, int32_t(n));
     Sub(alpha, mOld, mNew, int32_t(rows_));
     Exp(alpha, alpha, int32_t(rows_));
-    AttentionRowReduce<true>(red, s, bound, rows_, pp, pp);
+    AttentionRowReduce<true>(red, s, bound, red8, rows_, pp, pp);
     Mul(l, l, alpha, int32_t(rows_));
     Add(l, l, red, int32_t(rows_));
     cur_ ^= 1u;
@@ -147,17 +158,19 @@ class AttentionVector {
       Cast(bound.ReinterpretCast<T>(), s, RoundMode::CAST_RINT, n);
     }
     SyncPipes<HardEvent::V_MTE3>();
-    DataCopyPad(pWs_[int64_t(r0_) * pp], bound.ReinterpretCast<T>(), DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
+    const int64_t pSlot = (idx % 2) * (t.pSlotBytes / int64_t(sizeof(T)));
+    DataCopyPad(pWs_[pSlot + int64_t(r0_) * pp], bound.ReinterpretCast<T>(),
+                DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
   }
 
-  // O = O alpha + P V (the AIC's block, fp32 rows of vPitch in the workspace).
-  __aicore__ inline void Accumulate() {
+  // O = O alpha + P V of block idx (the AIC's block, fp32 rows of vPitch in the workspace).
+  __aicore__ inline void Accumulate(int64_t idx) {
     const AttentionTilingData& t = *t_;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), dv8 = (dv + 7) / 8 * 8;
     LocalTensor<float> o = oBuf_.Get<float>(), s = sBuf_.Get<float>();
-    AttentionRowScale(attention_rows::Op::kMul, o,
-                      statBuf_.Get<float>()[attention_vec::kAlpha * attention_vec::kMaxRows], blocksBuf_.Get<float>(),
-                      rows_, vp, vp);
+    using namespace attention_vec;
+    AttentionRowScale(attention_rows::Op::kMul, o, statBuf_.Get<float>()[(kAlpha0 + idx % 2) * kMaxRows],
+                      blocksBuf_.Get<float>(), rows_, vp, vp);
     const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the S buffer
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;

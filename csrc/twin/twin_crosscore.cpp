@@ -65,17 +65,15 @@ struct CrossCoreLaunch {
     std::string waits;                 // what it waits for, for the deadlock report
     uint8_t counter[kFlags] = {};
     std::deque<Clock> tokens[kFlags];  // clocks of the sets that raised the counter
+    // this core's sets (modes 0-2) still waiting for the other parties' k-th set: the scheduler counts
+    // a round once every party has set, so a core that sets twice first waits for the others twice
+    std::deque<Clock> arrived[3][kFlags];
     Clock clock;
     std::vector<Clock> epochs;         // the clock at the start of each epoch
     uint32_t syncAlls = 0;
     uint16_t manualIds = 0, syncAllIds = 0;  // flag ids used by the kernel / by the hard SyncAll
   };
   std::vector<CoreState> cores;
-  // arrivals toward a completed set: mode 0 per kind and flag, modes 1 and 2 per group and flag
-  uint32_t arrive0[2][kFlags] = {};
-  Clock join0[2][kFlags];
-  std::vector<std::array<uint32_t, kFlags>> arrive1, arrive2;
-  std::vector<std::array<Clock, kFlags>> join1, join2;
   uint32_t syncArrived = 0, syncRound = 0;
   std::vector<Clock> syncJoins;  // per SyncAll round: the clocks its parties released
   Clock& SyncJoin(uint32_t round) {
@@ -251,32 +249,27 @@ void CrossSet(int mode, pipe_t pipe, uint16_t flagId) {
   const bool aic = L.IsAic(slot);
   const Clock token = Release(L, slot);
   const uint32_t g = L.Group(slot);
-  if (mode == 0) {  // all cores of this kind
-    Join(L.join0[aic][flag], token);
-    if (++L.arrive0[aic][flag] == L.KindCount(aic)) {
-      for (uint32_t s = 0; s < L.slots; ++s)
-        if (L.IsAic(s) == aic) Raise(L, s, flag, L.join0[aic][flag], mode);
-      L.arrive0[aic][flag] = 0;
-      L.join0[aic][flag].assign(L.slots, 0);
-    }
-  } else if (mode == 1) {  // the AIVs of this group
-    if (aic) Violation("cross-core mode", "CrossCoreSetFlag mode 1 synchronises the AIVs of a group; an AIC set it");
-    Join(L.join1[g][flag], token);
-    if (++L.arrive1[g][flag] == L.aivsPerGroup) {
-      for (uint32_t v = 0; v < L.aivsPerGroup; ++v) Raise(L, L.AivSlot(g, v), flag, L.join1[g][flag], mode);
-      L.arrive1[g][flag] = 0;
-      L.join1[g][flag].assign(L.slots, 0);
-    }
-  } else if (aic) {  // mode 2 from the AIC: each AIV of the group
+  if (mode == 1 && aic)
+    Violation("cross-core mode", "CrossCoreSetFlag mode 1 synchronises the AIVs of a group; an AIC set it");
+  if (mode == 2 && aic) {  // mode 2 from the AIC: each AIV of the group
     for (uint32_t v = 0; v < L.aivsPerGroup; ++v) Raise(L, L.AivSlot(g, v), flag, token, mode);
-  } else {  // mode 2 from the AIVs: the AIC once all of them set
-    Join(L.join2[g][flag], token);
-    if (++L.arrive2[g][flag] == L.aivsPerGroup) {
-      Raise(L, g, flag, L.join2[g][flag], mode);
-      L.arrive2[g][flag] = 0;
-      L.join2[g][flag].assign(L.slots, 0);
-    }
+    return;
   }
+  // the parties of the round: mode 0 every core of this kind, modes 1 and 2 the AIVs of the group
+  std::vector<uint32_t> parties;
+  for (uint32_t s = 0; s < L.slots; ++s)
+    if (mode == 0 ? L.IsAic(s) == aic : !L.IsAic(s) && L.Group(s) == g) parties.push_back(s);
+  L.cores[slot].arrived[mode][flag].push_back(token);
+  for (uint32_t s : parties)
+    if (L.cores[s].arrived[mode][flag].empty()) return;
+  Clock joined(L.slots, 0);
+  for (uint32_t s : parties) {
+    Join(joined, L.cores[s].arrived[mode][flag].front());
+    L.cores[s].arrived[mode][flag].pop_front();
+  }
+  if (mode == 2) Raise(L, g, flag, joined, mode);  // the AIC once all AIVs set
+  else
+    for (uint32_t s : parties) Raise(L, s, flag, joined, mode);
 }
 
 void CrossWait(int mode, pipe_t pipe, uint16_t flagId) {
@@ -456,12 +449,14 @@ void CheckSetsWaited(CrossCoreLaunch& L) {
                         std::to_string(f) + " of " + L.Name(s) + " is still raised " +
                         std::to_string(L.cores[s].counter[f]) +
                         " time(s) at the end of the kernel: a CrossCoreSetFlag with no CrossCoreWaitFlag");
-  for (int k = 0; k < 2; ++k)
-    for (int f = 0; f < kFlags; ++f)
-      if (L.arrive0[k][f])
-        throw RuleError("Ascend C twin: kernel '" + std::string(L.kernel) + "': [cross-core set without wait] " +
-                        std::to_string(L.arrive0[k][f]) + " of the " + (k ? "AIC" : "AIV") + "s set flag " +
-                        std::to_string(f) + " in mode 0, the others never did");
+  for (uint32_t s = 0; s < L.slots; ++s)
+    for (int m = 0; m < 3; ++m)
+      for (int f = 0; f < kFlags; ++f)
+        if (!L.cores[s].arrived[m][f].empty())
+          throw RuleError("Ascend C twin: kernel '" + std::string(L.kernel) + "': [cross-core set without wait] " +
+                          L.Name(s) + " set flag " + std::to_string(f) + " in mode " + std::to_string(m) + " " +
+                          std::to_string(L.cores[s].arrived[m][f].size()) +
+                          " more time(s) than the other parties of its round, which never did");
 }
 }  // namespace
 
@@ -484,12 +479,6 @@ void ForEachCore(const char* kernelName, KernelMetaType type, uint32_t blockDim,
   L.slots = L.aics + blockDim * L.aivsPerGroup;
   L.cores.resize(L.slots);
   for (auto& c : L.cores) c.clock.assign(L.slots, 0), c.epochs.push_back(c.clock);
-  for (auto& k : L.join0)
-    for (auto& j : k) j.assign(L.slots, 0);
-  L.arrive1.assign(blockDim, {}), L.arrive2.assign(blockDim, {});
-  L.join1.resize(blockDim), L.join2.resize(blockDim);
-  for (uint32_t g = 0; g < blockDim; ++g)
-    for (int f = 0; f < kFlags; ++f) L.join1[g][f].assign(L.slots, 0), L.join2[g][f].assign(L.slots, 0);
   LaunchRecord* record = BeginLaunch(kernelName, L.slots);
   const bool fuse = FuseEnabled();
   std::vector<std::thread> threads;

@@ -118,6 +118,29 @@ extern "C" __global__ __aicore__ void mode1_pair(GM_ADDR x, GM_ADDR workspace) {
   if (GetSubBlockIdx() == 1) AddRow(g.out[kRow * GetBlockIdx()], g.ws[kRow * group], 0.0f);
 }
 
+// Mode 2 from the AIVs: the AIC's flag rises once both AIVs have set, one AIV's k-th set meeting the
+// other's k-th (CrossCoreSetFlag(ISASI).md). The twin runs one core at a time in slot order, so
+// sub-block 0 sets twice before sub-block 1 sets at all; each round the AIC must still see both rows
+// (row 64 + 2 g + round of out: sub-block 0's value + sub-block 1's). Valid.
+extern "C" __global__ __aicore__ void mode2_one_aiv_ahead(GM_ADDR x, GM_ADDR workspace) {
+  KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
+  Gm g(x, workspace);
+  if ASCEND_IS_AIC {
+    for (int64_t round = 0; round < 2; ++round) {
+      CrossCoreWaitFlag<2, PIPE_MTE2>(5);
+      const int64_t row = kRow * (4 * GetBlockIdx() + 2 * round);
+      g.out.SetValue(kRow * (64 + 2 * GetBlockIdx() + round), g.ws.GetValue(row) + g.ws.GetValue(row + kRow));
+    }
+    return;
+  }
+  const int64_t group = GetBlockIdx() / GetTaskRation();
+  for (int64_t round = 0; round < 2; ++round) {
+    AddRow(g.ws[kRow * (4 * group + 2 * round + GetSubBlockIdx())], g.out[kRow * 128],
+           float(10 * round + GetSubBlockIdx()));
+    CrossCoreSetFlag<2, PIPE_MTE3>(5);
+  }
+}
+
 // A one-launch reduction as the op package writes it (row phase, SyncAll, then block 0 sums the
 // rows), with the kernel type the hard SyncAll needs for a pure vector kernel. Valid.
 void RowsThenSum(Gm& g) {
@@ -313,6 +336,7 @@ const KernelTable<Entry>& Kernels() {
       {"workspace_race", {workspace_race, KERNEL_TYPE_MIX_AIC_1_2}},
       {"mode0_neighbours", {mode0_neighbours, KERNEL_TYPE_MIX_AIV_1_0}},
       {"mode1_pair", {mode1_pair, KERNEL_TYPE_MIX_AIC_1_2}},
+      {"mode2_one_aiv_ahead", {mode2_one_aiv_ahead, KERNEL_TYPE_MIX_AIC_1_2}},
       {"mix_aiv_syncall", {mix_aiv_syncall, KERNEL_TYPE_MIX_AIV_1_0}},
       {"aiv_only_hard_syncall", {aiv_only_hard_syncall, KERNEL_TYPE_MAX}},
       {"aiv_only_hard_syncall_typed", {aiv_only_hard_syncall, KERNEL_TYPE_AIV_ONLY}},

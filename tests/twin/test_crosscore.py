@@ -125,6 +125,16 @@ def test_mode0_and_mode1():
         assert torch.equal(out[2 * g + 1], src[0] + 5)
 
 
+def test_mode2_rounds_meet_per_aiv():
+    """Sub-block 0 sets its mode-2 flag twice before sub-block 1 sets once: the AIC's first wait still waits
+    for sub-block 1 (counting sets from either AIV would release it with sub-block 1's row unwritten)."""
+    n = 2
+    out = run("mode2_one_aiv_ahead", n)
+    for g in range(n):
+        for r in range(2):  # each AIV adds 10 round + its sub-block to x[INPUT] = 0
+            assert out[64 + 2 * g + r, 0].item() == 20 * r + 1
+
+
 @pytest.mark.parametrize("name", ["mix_aiv_syncall", "soft_syncall"])
 def test_syncall_one_launch_reduction(name):
     n = 5

@@ -45,7 +45,7 @@ def simulate_cores(codes, kinds, groups, plat, share, keep):
         tls.append(tl)
         walkers.append(walk_block(code, plat, tl, share, keep))
     raises = defaultdict(deque)  # (core, flag) -> (cycle the counter rose, [(source core, fire cycle)])
-    joins = {}  # (mode, key, flag) -> [(source, fire)] of the parties so far
+    joins = {}  # (mode, key, flag) -> {party: fire cycles of its sets not yet in a round}
     waiting = {}  # core -> (flag, cycle it reached the wait, label)
     sync_rounds = defaultdict(list)  # round -> [(core, reach)]
     sync_count = [0] * n
@@ -86,10 +86,12 @@ def simulate_cores(codes, kinds, groups, plat, share, keep):
             key, parties_ = g, members[("AIV", g)]
         else:  # mode 2 from the AIVs: the AIC once all of them set
             key, parties_ = g, members[("AIV", g)]
-        got = joins.setdefault((mode, key, flag), [])
-        got.append((i, fire))
-        if len(got) == len(parties_):
-            del joins[(mode, key, flag)]
+        # a round counts once every party has set (its k-th set meets the others' k-th): a core that
+        # sets twice before the others waits for their second sets too
+        pending = joins.setdefault((mode, key, flag), defaultdict(deque))
+        pending[i].append(fire)
+        if all(pending[j] for j in parties_):
+            got = [(j, pending[j].popleft()) for j in parties_]
             targets = members[("AIC", g)] if mode == 2 else parties_
             raise_on(targets, flag, got)
 
