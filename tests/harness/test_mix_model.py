@@ -123,6 +123,25 @@ def test_per_kind_core_counts_and_syncall():
     assert m11.block_dim == 30 and m11.waves == 2 and m11.cores == 48 and m11.kinds["AIV"]["cores"] == 24
 
 
+def test_a_mode2_round_waits_for_every_aiv():
+    """AIV 0 sets its mode-2 flag twice at once, AIV 1 only after a long copy: the AIC's one wait is released
+    by AIV 1's first set (a round needs both AIVs), not by AIV 0's second."""
+    set1 = ins("MTE2", "CrossCoreSetFlag", cross={"mode": 2, "flag": 1})  # fires once MTE2's work is done
+    aic = [ins("FIX", "CrossCoreWaitFlag", cross={"mode": 2, "flag": 1}), copy_in(256)]
+    aiv_fast, aiv_slow = [set1, set1], [copy_in(1 << 20), set1, set1]
+    wait_second = [ins("FIX", "CrossCoreWaitFlag", cross={"mode": 2, "flag": 1})]
+    rec = {
+        "kernel": "mix12",
+        "block_dim": 1,
+        "blocks": [aic + wait_second, aiv_fast, aiv_slow],
+        "cores": [{"kind": "AIC", "name": "AIC 0"}, {"kind": "AIV", "name": "AIV 0"}, {"kind": "AIV", "name": "AIV 1"}],
+    }
+    m = model_launch(rec, P910, keep_events=True)
+    slow_copy = m.timelines[2].busy["MTE2"]
+    first = min(release for _s, _f, dst, release, _l in m.flows if m.core_names[dst].startswith("AIC"))
+    assert first >= slow_copy + LAT
+
+
 @pytest.mark.parametrize("command", ["estimate", "profile"])
 def test_cli_runs_on_the_mix_example(tmp_path, capsys, command):
     assert main([command, "--example", "mix_matmul_epilogue", "--out", str(tmp_path)]) == 0
