@@ -86,7 +86,11 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   // trips of its blocks, so fewer, longer blocks.
   const int64_t l1 = platform.l1Bytes - 256, half0a = platform.l0aBytes / 2, half0b = platform.l0bBytes / 2;
   const int64_t ub = kA2UbBudget, group = p.kvHeads > 0 ? p.heads / p.kvHeads : 1;
-  const int64_t wanted = t.varlen ? 128 : (group > 1 && group * p.s1 <= 128 ? group * p.s1 : p.s1);
+  // Decode: a kv head's query heads stacked as one task's rows, when they fit the largest block and
+  // Nd2Nz's 16-bit matrix stride reaches from one query row's heads to the next's (stackHeads below).
+  const bool stack =
+      !t.varlen && group > 1 && p.s1 > 0 && group * p.s1 <= 128 && t.qStrideS <= 65535 && t.qStrideN <= 65535;
+  const int64_t wanted = stack ? group * p.s1 : (t.varlen ? 128 : p.s1);
   t.vPitch = int32_t(v16);
   std::string why;
   for (int64_t s1b : {128, 64, 32, 16}) {
@@ -121,11 +125,7 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     out.varlenTable = p.cumQ;
     out.varlenTable.insert(out.varlenTable.end(), p.cumKv.begin(), p.cumKv.end());
   }
-  // Decode: a kv head's query heads stacked as one task's rows, when they fit one block and Nd2Nz's
-  // 16-bit matrix stride reaches from one query row's heads to the next's.
-  t.stackHeads = 1;
-  if (!t.varlen && group > 1 && p.s1 > 0 && group * p.s1 <= t.s1Block && t.qStrideS <= 65535 && t.qStrideN <= 65535)
-    t.stackHeads = int32_t(group);
+  t.stackHeads = stack && group * p.s1 <= t.s1Block ? int32_t(group) : 1;  // the buffers may allow less
   int64_t tasks = 0;
   for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
     tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
