@@ -93,23 +93,28 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   const int64_t wanted = stack ? group * p.s1 : (t.varlen ? 128 : p.s1);
   t.vPitch = int32_t(v16);
   std::string why;
+  // Blocks of s1b rows and s2b keys with `buffers` of each L1 tile, if they fit (else `why` says where not).
+  const auto fits = [&](int64_t s1b, int64_t s2b, int64_t buffers) {
+    const int64_t rows = CeilDiv(s1b, 2), l0c = s1b * std::max(s2b, v16) * 4;
+    const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
+    const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
+    const int64_t l1Bytes = buffers * (s1b * d16 + s2b * d16 + s2b * v16 + s1b * s2b) * bytes;
+    if (qk < 16 || pv < 16) why = "L0A / L0B";
+    else if (l1Bytes > l1) why = "L1";
+    else if (l0c > int64_t(platform.l0cBytes)) why = "L0C";
+    else if (VectorUbBytes(rows, s2b, v16) > ub) why = "UB";
+    else {
+      t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b), t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv);
+      t.l1Buffers = int32_t(buffers), t.l0cBuffers = 2 * l0c <= int64_t(platform.l0cBytes) ? 2 : 1;
+      return true;
+    }
+    return false;
+  };
   for (int64_t s1b : {128, 64, 32, 16}) {
     if (s1b > 16 && s1b / 2 >= wanted) continue;  // a smaller block holds the rows
-    for (int64_t s2b : {512, 256, 128}) {
-      if (s2b > kS2Block && s1b > 32) continue;
-      const int64_t rows = CeilDiv(s1b, 2);
-      const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
-      const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
-      const int64_t l1Bytes = (s1b * d16 + s2b * d16 + s2b * v16 + s1b * s2b) * bytes;
-      if (qk < 16 || pv < 16) why = "L0A / L0B";
-      else if (l1Bytes > l1) why = "L1";
-      else if (s1b * std::max(s2b, v16) * 4 > int64_t(platform.l0cBytes)) why = "L0C";
-      else if (VectorUbBytes(rows, s2b, v16) > ub) why = "UB";
-      else {
-        t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b), t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv);
-        break;
-      }
-    }
+    for (int64_t s2b : {512, 256, 128})
+      for (int64_t buffers : {2, 1})
+        if (t.s1Block == 0 && (s2b <= kS2Block || s1b <= 32)) fits(s1b, s2b, buffers);
     if (t.s1Block != 0) break;
   }
   if (t.s1Block == 0)
@@ -131,10 +136,11 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
   t.sSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * 4, kWorkspaceAlign);
-  t.pOffset = 2 * t.sSlotBytes;
+  t.pOffset = kAttentionSSlots * t.sSlotBytes;
   t.pSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * bytes, kWorkspaceAlign);
-  t.oOffset = t.pOffset + 2 * t.pSlotBytes;
-  t.workspacePerGroup = t.oOffset + AlignUp(int64_t(t.s1Block) * v16 * 4, kWorkspaceAlign);
+  t.oOffset = t.pOffset + kAttentionPvSlots * t.pSlotBytes;
+  t.oSlotBytes = AlignUp(int64_t(t.s1Block) * v16 * 4, kWorkspaceAlign);
+  t.workspacePerGroup = t.oOffset + kAttentionPvSlots * t.oSlotBytes;
   out.blockDim = uint32_t(std::min<int64_t>(tasks, platform.cubeCores));
   t.blockDim = int32_t(out.blockDim);
   out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;

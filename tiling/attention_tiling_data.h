@@ -21,6 +21,12 @@ enum AttentionLayout : int32_t { kLayoutBSH = 0, kLayoutSBH, kLayoutBSND, kLayou
 // softmax_max / softmax_sum repeat each row's value this many times (torch_npu's [B, N, S, 8]).
 constexpr int64_t kAttentionStatLanes = 8;
 
+// The forward's cube runs this many S blocks ahead of P V (it computes S of block n + 2 before P V of
+// block n), so S has one slot more; the AIVs run one block ahead, so P and P V have two.
+constexpr int64_t kAttentionSLead = 2;
+constexpr int64_t kAttentionSSlots = kAttentionSLead + 1;
+constexpr int64_t kAttentionPvSlots = 2;
+
 struct AttentionTilingData {
   int64_t batch;     // B
   int64_t heads;     // N1: query heads
@@ -49,10 +55,14 @@ struct AttentionTilingData {
   int32_t qkChunk;  // D columns of one Q K^T Mmad (L0A/L0B)
   int32_t pvChunk;  // keys of one P V Mmad
   int64_t tasks;    // B x N1 x S1 blocks (TND: summed over the batches)
-  // Each group's GM workspace (bytes from the user workspace): two fp32 S slots, P in the input dtype,
-  // the fp32 P V of one block.
+  // Each group's GM workspace (bytes from the user workspace): kAttentionSSlots fp32 S slots, then
+  // kAttentionPvSlots slots of P (input dtype), then as many of the fp32 P V. A group's blocks form one
+  // stream over its tasks; block n takes slot n % count of each.
   int64_t workspacePerGroup, sSlotBytes, pOffset, oOffset;
-  int64_t pSlotBytes;  // P has two slots too: the AIVs write block j + 1's while the AIC reads block j's
+  int64_t pSlotBytes, oSlotBytes;
+  // The AIC's buffers of each L1 tile (Q, K, V, P) and of the L0C accumulator: 2 where they fit, so a
+  // block's loads overlap the previous block's Mmad and its Mmad the previous Fixpipe.
+  int32_t l1Buffers, l0cBuffers;
   int32_t vPitch;  // Dv rounded up to 16: the row pitch of P V in the workspace and of O in UB
   int32_t blockDim;
   // Decode (S1 x group <= s1Block, not TND): 1 task per (batch, kv head) whose rows are its group's

@@ -17,13 +17,13 @@ __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR va
   GM_ADDR ws = GetUserWorkspace(workspace);
   AttentionTaskWalk walk;
   if ASCEND_IS_AIC {
-    walk.Init(t, tiling + sizeof(AttentionTilingData), GetBlockIdx(), t.tasks, false);
+    walk.Init(t, tiling + sizeof(AttentionTilingData), GetBlockIdx(), t.tasks, false, true);
     AttentionCube<T> cube;
     cube.Init(query, key, value, ws, t);
     cube.Process(walk);
   }
   if ASCEND_IS_AIV {
-    walk.Init(t, tiling + sizeof(AttentionTilingData), GetBlockIdx() / GetTaskRation(), t.tasks, false);
+    walk.Init(t, tiling + sizeof(AttentionTilingData), GetBlockIdx() / GetTaskRation(), t.tasks, false, true);
     AttentionVector<T> vec;
     vec.Init(attenMask, attentionOut, softmaxMax, softmaxSum, ws, t);
     vec.Process(walk);

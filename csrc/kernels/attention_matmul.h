@@ -18,10 +18,12 @@ class AttentionMatmul {
  public:
   __aicore__ static inline uint32_t Align16(uint32_t x) { return (x + 15) / 16 * 16; }
 
-  __aicore__ inline void Init(TPipe& pipe, uint32_t l0aBytes, uint32_t l0bBytes, uint32_t l0cBytes) {
+  // l0cBuffers 2: the next product's Mmad runs while Fixpipe still reads the previous one out of L0C.
+  __aicore__ inline void Init(TPipe& pipe, uint32_t l0aBytes, uint32_t l0bBytes, uint32_t l0cBytes,
+                              uint32_t l0cBuffers = 1) {
     pipe.InitBuffer(l0a_, 2, l0aBytes);
     pipe.InitBuffer(l0b_, 2, l0bBytes);
-    pipe.InitBuffer(co1_, 1, l0cBytes);
+    pipe.InitBuffer(co1_, uint8_t(l0cBuffers), l0cBytes);
   }
 
   // rows x cols of `src` (row pitch `pitch` elements) -> an Nz tile of Align16(rows) rows in `que`'s L1.

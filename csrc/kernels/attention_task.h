@@ -1,7 +1,8 @@
 // The fused attention kernels' tasks, in the order the host tilings count them: batches, then heads, then
 // blocks. Query tasks (the forward, the backward's dq) are (batch, query head, S1 block) and walk the S2
 // blocks their rows need; key tasks (the backward's dk / dv) are (batch, kv head, S2 block) and walk the S1
-// blocks whose rows need their keys. Task t is done by core group t % blockDim. Varlen (TND) batch lengths
+// blocks whose rows need their keys. Tasks are dealt to the core groups in rounds of blockDim (the forward:
+// snake order, the backward: round-robin; AttentionTaskWalk::Init). Varlen (TND) batch lengths
 // come from the int64 table the host writes after the tiling struct in GM.
 #pragma once
 #include "attention_blocks.h"
@@ -20,10 +21,14 @@ struct AttentionTask {
 class AttentionTaskWalk {
  public:
   // `first`: the group's first task of the walk's `tasks`; `table`: TND's cumulative lengths in GM.
+  // Round-robin: the group takes every blockDim-th task from `first`. Snake (`first` is then the group):
+  // round r of blockDim tasks is dealt forwards when r is even, backwards when odd, so a group that drew a
+  // cheap task (a causal row block near the top) draws a dear one next.
   __aicore__ inline void Init(const AttentionTilingData& t, GM_ADDR table, int64_t first, int64_t tasks,
-                              bool keyTasks) {
+                              bool keyTasks, bool snake = false) {
     t_ = &t;
     next_ = first, tasks_ = tasks, keys_ = keyTasks;
+    snake_ = snake, group_ = first, round_ = 0;
     if (t.varlen) cum_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(table), 2 * t.batch);
     b_ = -1;
     batchStart_ = 0, batchTasks_ = 0;
@@ -48,7 +53,8 @@ class AttentionTaskWalk {
       if (keys_) AttentionS1Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
       else AttentionS2Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
     }
-    next_ += t.blockDim;
+    ++round_;
+    next_ = !snake_ ? next_ + t.blockDim : round_ * t.blockDim + (round_ % 2 ? t.blockDim - 1 - group_ : group_);
     return true;
   }
 
@@ -74,7 +80,8 @@ class AttentionTaskWalk {
   const AttentionTilingData* t_ = nullptr;
   GlobalTensor<int64_t> cum_;
   int64_t next_ = 0, tasks_ = 0, b_ = -1, batchStart_ = 0, batchTasks_ = 0;
-  bool keys_ = false;
+  bool keys_ = false, snake_ = false;
+  int64_t group_ = 0, round_ = 0;
   int64_t s1_ = 0, s2_ = 0, qTok0_ = 0, kTok0_ = 0, qEnd_ = 0, kEnd_ = 0;
 };
 

@@ -85,8 +85,8 @@ class AttentionVector {
     Duplicate(stat[kMax0 * kMaxRows], kMasked, int32_t(kMaxRows));
     Duplicate(stat[kSum * kMaxRows], 0.0f, int32_t(kMaxRows));
     if (rows_ > 0) Duplicate(oBuf_.Get<float>(), 0.0f, int32_t(rows_ * t_->vPitch));
-    // block j + 1's softmax before block j's P V is folded in: the AIC computes S j + 2 and P V j meanwhile
-    // (the cube's order S0, S1, PV0, S2, PV1, ...; P and the rescale factor alternate between two slots)
+    // block j + 1's softmax before block j's P V is folded in: the AIC computes P V j meanwhile, and its
+    // S are further ahead (attention_cube.h); P and the rescale factor alternate between two slots
     for (int64_t idx = 0; idx <= task.count; ++idx) {
       if (idx < task.count) {
         CrossCoreWaitFlag<2, PIPE_MTE2>(kSReady);
@@ -100,6 +100,7 @@ class AttentionVector {
       }
     }
     if (rows_ > 0) Finish(task);
+    blocks_ += task.count;
   }
 
   // S block idx -> P (workspace) and the running statistics; leaves alpha in statBuf_.
@@ -111,7 +112,7 @@ class AttentionVector {
     const uint32_t pp = (cols + 7) / 8 * 8, n = rows_ * pp;
     LocalTensor<float> s = sBuf_.Get<float>(), bound = boundBuf_.Get<float>();
     SyncPipes<HardEvent::V_MTE2>();  // V is done with S (the previous block's O chunks)
-    const int64_t slot = (idx % 2) * (t.sSlotBytes / int64_t(sizeof(float)));
+    const int64_t slot = ((blocks_ + idx) % kAttentionSSlots) * (t.sSlotBytes / int64_t(sizeof(float)));
     DataCopyPad(s, sWs_[slot + int64_t(r0_) * t.s2Block],
                 DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(t.s2Block) - cols) * 4, 0, 0),
                 DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
@@ -158,7 +159,7 @@ class AttentionVector {
       Cast(bound.ReinterpretCast<T>(), s, RoundMode::CAST_RINT, n);
     }
     SyncPipes<HardEvent::V_MTE3>();
-    const int64_t pSlot = (idx % 2) * (t.pSlotBytes / int64_t(sizeof(T)));
+    const int64_t pSlot = ((blocks_ + idx) % kAttentionPvSlots) * (t.pSlotBytes / int64_t(sizeof(T)));
     DataCopyPad(pWs_[pSlot + int64_t(r0_) * pp], bound.ReinterpretCast<T>(),
                 DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
   }
@@ -172,10 +173,11 @@ class AttentionVector {
     AttentionRowScale(attention_rows::Op::kMul, o, statBuf_.Get<float>()[(kAlpha0 + idx % 2) * kMaxRows],
                       blocksBuf_.Get<float>(), rows_, vp, vp);
     const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the S buffer
+    const int64_t slot = ((blocks_ + idx) % kAttentionPvSlots) * (t.oSlotBytes / int64_t(sizeof(float)));
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
       SyncPipes<HardEvent::V_MTE2>();
-      DataCopyPad(s, oWs_[int64_t(r0_ + c) * vp],
+      DataCopyPad(s, oWs_[slot + int64_t(r0_ + c) * vp],
                   DataCopyExtParams(uint16_t(rc), dv * 4, (vp - dv) * 4, (vp - dv8) / 8, 0),
                   DataCopyPadExtParams<float>(dv8 != dv, 0, uint8_t(dv8 - dv), 0.0f));
       SyncPipes<HardEvent::MTE2_V>();
@@ -255,6 +257,7 @@ class AttentionVector {
   const AttentionTilingData* t_ = nullptr;
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0;  // maxRows_: the buffers' rows
   uint32_t cur_ = 0;                                    // which max slot holds the running max
+  int64_t blocks_ = 0;  // the group's blocks before this task: block n takes workspace slots n % count
   GlobalTensor<float> sWs_, oWs_, max_, sum_;
   GlobalTensor<T> pWs_, out_;
   GlobalTensor<uint8_t> mask_;

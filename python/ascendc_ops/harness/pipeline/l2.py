@@ -1,7 +1,8 @@
 """The chip's L2 cache in the model: which of a launch's GM bytes come from L2 rather than HBM.
 
 - Within a launch (always): a byte read again after its first read is an L2 hit when everything the
-  launch touches (its distinct reads plus its writes) fits in the L2; beyond that capacity none is
+  launch touches (its distinct reads plus its distinct writes: a workspace rewritten block after block
+  holds its lines once) fits in the L2; beyond that capacity none is
   (a sweep larger than the cache evicts a line before its reuse), and the re-read costs HBM again.
 - Writes (always): the L2 is write-back -- MTE3 and Fixpipe writes land in the L2 and a line reaches HBM
   when it is replaced (asc-devkit docs/zh/guide/算子实践参考/SIMD算子性能优化/内存访问/设置合理的L2-CacheMode.md,
@@ -28,7 +29,7 @@ from .platform import Platform
 class L2Traffic:
     hbm_bytes: int  # bytes that reach HBM
     hit_bytes: int  # bytes the L2 serves
-    footprint: int  # distinct bytes read plus bytes written
+    footprint: int  # distinct bytes read plus distinct bytes written
     fits: bool  # the footprint fits in the L2
 
     @property
@@ -36,11 +37,13 @@ class L2Traffic:
         return self.hbm_bytes + self.hit_bytes
 
 
-def l2_traffic(read: int, distinct_read: int, write: int, plat: Platform, overwritten: int = 0) -> L2Traffic:
+def l2_traffic(
+    read: int, distinct_read: int, write: int, plat: Platform, overwritten: int = 0, distinct_write: int | None = None
+) -> L2Traffic:
     """The split of a launch's GM traffic (`read` bytes, `distinct_read` of them distinct, `write`
-    bytes, distinct but for `overwritten` of them written in place over bytes read) between HBM and L2
-    hits on `plat`."""
-    footprint = distinct_read + write - overwritten
+    bytes, `distinct_write` of them distinct (default: all), `overwritten` of those written in place over
+    bytes read) between HBM and L2 hits on `plat`."""
+    footprint = distinct_read + (write if distinct_write is None else distinct_write) - overwritten
     fits = plat.l2_bytes > 0 and footprint <= plat.l2_bytes
     if not plat.l2_bytes:
         return L2Traffic(read + write, 0, footprint, False)

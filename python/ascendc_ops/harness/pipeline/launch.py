@@ -108,6 +108,14 @@ def distinct_read_bytes(record: dict) -> int:
     return int((merged[:, 1] - merged[:, 0]).sum())
 
 
+def distinct_write_bytes(record: dict) -> int:
+    """The GM bytes the launch writes at least once: a workspace written again and again takes its lines of
+    the L2 once (instructions recorded without ranges count every byte they write)."""
+    merged = _ranges(record, "gm_write_ranges")
+    unranged = sum(i.get("gm_write", 0) for b in record["blocks"] for i in b if not i.get("gm_write_ranges"))
+    return int((merged[:, 1] - merged[:, 0]).sum()) + unranged
+
+
 def overwritten_bytes(record: dict) -> int:
     """The GM bytes the launch writes over bytes it also reads (an in-place op: RoPE): those lines
     are in the L2 already, so writing them takes no more of it."""
@@ -142,7 +150,7 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     blocks = [compile_block(b, plat) for b in record["blocks"]]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     gm, distinct = read + write, distinct_read_bytes(record)
-    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)))
+    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record))
     floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
     memory_cycles = max(floor.values())  # the shared memory's floor: HBM's misses or the L2's every byte
     t_full = _run(blocks, plat, cores, 1.0)[0] if blocks else 0.0
@@ -286,7 +294,7 @@ def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) ->
     codes = [c for c, _ in blocks]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     distinct = distinct_read_bytes(record)
-    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)))
+    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record))
     floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
     memory_cycles = max(floor.values())
 
