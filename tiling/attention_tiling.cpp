@@ -37,7 +37,7 @@ void Strides(AttentionLayout layout, int64_t batch, int64_t rows, int64_t heads,
 int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch) {
   constexpr int64_t kMaxRows = 64, kStats = 9;  // attention_rows::kMaxRows, attention_vec's stat slots
   const int64_t rows8 = AlignUp(std::max<int64_t>(rows, 1), 8);
-  return rows * s2b * 4 * 2        // S, then O chunks; the mask bound, then the folds and P
+  return rows * s2b * 4 * 3        // S of two blocks; the mask bound, the folds, P, then P V chunks
          + AlignUp(rows * s2b, 32)  // the mask's bytes
          + rows * s2b * 2           // the mask as half
          + rows * vPitch * 4        // O, accumulated in fp32

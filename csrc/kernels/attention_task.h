@@ -24,8 +24,8 @@ class AttentionTaskWalk {
   // Round-robin: the group takes every blockDim-th task from `first`. Snake (`first` is then the group):
   // round r of blockDim tasks is dealt forwards when r is even, backwards when odd, so a group that drew a
   // cheap task (a causal row block near the top) draws a dear one next.
-  __aicore__ inline void Init(const AttentionTilingData& t, GM_ADDR table, int64_t first, int64_t tasks,
-                              bool keyTasks, bool snake = false) {
+  __aicore__ inline void Init(const AttentionTilingData& t, GM_ADDR table, int64_t first, int64_t tasks, bool keyTasks,
+                              bool snake = false) {
     t_ = &t;
     next_ = first, tasks_ = tasks, keys_ = keyTasks;
     snake_ = snake, group_ = first, round_ = 0;

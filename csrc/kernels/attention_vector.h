@@ -45,7 +45,7 @@ class AttentionVector {
     using namespace attention_vec;
     const uint32_t rows = (uint32_t(t.s1Block) + 1) / 2, s2b = t.s2Block, vp = t.vPitch;
     maxRows_ = rows;
-    pipe_.InitBuffer(sBuf_, rows * s2b * sizeof(float));
+    pipe_.InitBuffer(sQue_, 2, rows * s2b * sizeof(float));
     pipe_.InitBuffer(boundBuf_, rows * s2b * sizeof(float));
     if (t.maskFull) {
       pipe_.InitBuffer(maskBuf_, rows * s2b);
@@ -86,12 +86,14 @@ class AttentionVector {
     Duplicate(stat[kSum * kMaxRows], 0.0f, int32_t(kMaxRows));
     if (rows_ > 0) Duplicate(oBuf_.Get<float>(), 0.0f, int32_t(rows_ * t_->vPitch));
     // block j + 1's softmax before block j's P V is folded in: the AIC computes P V j meanwhile, and its
-    // S are further ahead (attention_cube.h); P and the rescale factor alternate between two slots
+    // S are further ahead (attention_cube.h); P and the rescale factor alternate between two slots. Block
+    // j + 1's S is loaded as soon as block j's softmax is issued, so it arrives while the vector unit works.
+    if (task.count > 0) LoadS(task, 0);
     for (int64_t idx = 0; idx <= task.count; ++idx) {
       if (idx < task.count) {
-        CrossCoreWaitFlag<2, PIPE_MTE2>(kSReady);
         if (rows_ > 0) Softmax(task, idx);
         CrossCoreSetFlag<2, PIPE_MTE3>(kPReady);
+        if (idx + 1 < task.count) LoadS(task, idx + 1);
       }
       if (idx > 0) {
         CrossCoreWaitFlag<2, PIPE_MTE2>(kOReady);
@@ -103,29 +105,43 @@ class AttentionVector {
     blocks_ += task.count;
   }
 
-  // S block idx -> P (workspace) and the running statistics; leaves alpha in statBuf_.
+  // Once the AIC flags it, S block idx (fp32, this AIV's rows, padded to pp columns with kMasked) from its
+  // workspace slot into the next of sQue_'s two buffers.
+  __aicore__ inline void LoadS(const AttentionTask& task, int64_t idx) {
+    using namespace attention_flags;
+    CrossCoreWaitFlag<2, PIPE_MTE2>(kSReady);
+    if (rows_ == 0) return;
+    const AttentionTilingData& t = *t_;
+    const int64_t j0 = (task.first + idx) * t.s2Block;
+    const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block), pp = (cols + 7) / 8 * 8;
+    LocalTensor<float> s = sQue_.AllocTensor<float>();
+    const int64_t slot = ((blocks_ + idx) % kAttentionSSlots) * (t.sSlotBytes / int64_t(sizeof(float)));
+    DataCopyPad(s, sWs_[slot + int64_t(r0_) * t.s2Block],
+                DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(t.s2Block) - cols) * 4, 0, 0),
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), attention_vec::kMasked));
+    sQue_.EnQue(s);
+  }
+
+  // S block idx (LoadS) -> P (workspace) and the running statistics; leaves alpha in statBuf_.
   __aicore__ inline void Softmax(const AttentionTask& task, int64_t idx) {
     using namespace attention_vec;
     const AttentionTilingData& t = *t_;
     const int64_t j0 = (task.first + idx) * t.s2Block;
     const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block);
     const uint32_t pp = (cols + 7) / 8 * 8, n = rows_ * pp;
-    LocalTensor<float> s = sBuf_.Get<float>(), bound = boundBuf_.Get<float>();
-    SyncPipes<HardEvent::V_MTE2>();  // V is done with S (the previous block's O chunks)
-    const int64_t slot = ((blocks_ + idx) % kAttentionSSlots) * (t.sSlotBytes / int64_t(sizeof(float)));
-    DataCopyPad(s, sWs_[slot + int64_t(r0_) * t.s2Block],
-                DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(t.s2Block) - cols) * 4, 0, 0),
-                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
+    LocalTensor<float> bound = boundBuf_.Get<float>();
     uint32_t mp = 0;
     if (t.maskFull) {  // stacked heads: a copy per row (the mask may broadcast over heads)
+      SyncPipes<HardEvent::V_MTE2>();  // V is done with the previous block's mask
       LocalTensor<uint8_t> bytes = maskBuf_.Get<uint8_t>();
       for (uint32_t r = 0; r < rows_; r += t.stackHeads > 1 ? 1 : rows_) {
         const AttentionRowRun run = AttentionRun(t, task, r0_ + r, r0_ + rows_);
         mp = AttentionLoadMask(bytes[r * ((cols + 31) / 32 * 32)], mask_, t, task.b, run.head, run.row, j0,
                                t.stackHeads > 1 ? 1 : rows_, cols);
       }
+      SyncPipes<HardEvent::MTE2_V>();
     }
-    SyncPipes<HardEvent::MTE2_V>();
+    LocalTensor<float> s = sQue_.DeQue<float>();
     SyncPipes<HardEvent::MTE3_V>();  // the previous block's P copy has read the bound buffer
     Muls(s, s, t.scale, int32_t(n));
     if (t.maskFull) AttentionApplyMask(s, bound, maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
@@ -158,6 +174,7 @@ class AttentionVector {
     } else {
       Cast(bound.ReinterpretCast<T>(), s, RoundMode::CAST_RINT, n);
     }
+    sQue_.FreeTensor(s);
     SyncPipes<HardEvent::V_MTE3>();
     const int64_t pSlot = ((blocks_ + idx) % kAttentionPvSlots) * (t.pSlotBytes / int64_t(sizeof(T)));
     DataCopyPad(pWs_[pSlot + int64_t(r0_) * pp], bound.ReinterpretCast<T>(),
@@ -168,20 +185,21 @@ class AttentionVector {
   __aicore__ inline void Accumulate(int64_t idx) {
     const AttentionTilingData& t = *t_;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), dv8 = (dv + 7) / 8 * 8;
-    LocalTensor<float> o = oBuf_.Get<float>(), s = sBuf_.Get<float>();
+    LocalTensor<float> o = oBuf_.Get<float>(), pv = boundBuf_.Get<float>();  // the block's P copy is out
     using namespace attention_vec;
     AttentionRowScale(attention_rows::Op::kMul, o, statBuf_.Get<float>()[(kAlpha0 + idx % 2) * kMaxRows],
                       blocksBuf_.Get<float>(), rows_, vp, vp);
-    const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the S buffer
+    const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the buffer
     const int64_t slot = ((blocks_ + idx) % kAttentionPvSlots) * (t.oSlotBytes / int64_t(sizeof(float)));
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
       SyncPipes<HardEvent::V_MTE2>();
-      DataCopyPad(s, oWs_[slot + int64_t(r0_ + c) * vp],
+      SyncPipes<HardEvent::MTE3_MTE2>();
+      DataCopyPad(pv, oWs_[slot + int64_t(r0_ + c) * vp],
                   DataCopyExtParams(uint16_t(rc), dv * 4, (vp - dv) * 4, (vp - dv8) / 8, 0),
                   DataCopyPadExtParams<float>(dv8 != dv, 0, uint8_t(dv8 - dv), 0.0f));
       SyncPipes<HardEvent::MTE2_V>();
-      Add(o[c * vp], o[c * vp], s, int32_t(rc * vp));
+      Add(o[c * vp], o[c * vp], pv, int32_t(rc * vp));
     }
   }
 
@@ -262,6 +280,7 @@ class AttentionVector {
   GlobalTensor<T> pWs_, out_;
   GlobalTensor<uint8_t> mask_;
   TPipe pipe_;
-  TBuf<TPosition::VECCALC> sBuf_, boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_, blocksBuf_,
+  TQue<TPosition::VECIN, 1> sQue_;  // S of the block in work and of the next
+  TBuf<TPosition::VECCALC> boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_, blocksBuf_,
       outStatBuf_;
 };

@@ -150,7 +150,9 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     blocks = [compile_block(b, plat) for b in record["blocks"]]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     gm, distinct = read + write, distinct_read_bytes(record)
-    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record))
+    traffic = l2_traffic(
+        read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record)
+    )
     floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
     memory_cycles = max(floor.values())  # the shared memory's floor: HBM's misses or the L2's every byte
     t_full = _run(blocks, plat, cores, 1.0)[0] if blocks else 0.0
@@ -294,7 +296,9 @@ def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) ->
     codes = [c for c, _ in blocks]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     distinct = distinct_read_bytes(record)
-    traffic = l2_traffic(read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record))
+    traffic = l2_traffic(
+        read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record)
+    )
     floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
     memory_cycles = max(floor.values())
 
