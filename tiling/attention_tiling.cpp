@@ -35,7 +35,7 @@ void Strides(AttentionLayout layout, int64_t batch, int64_t rows, int64_t heads,
 
 // The AIV's UB bytes for `rows` query rows (attention_vector.h's buffers, in its order).
 int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch) {
-  constexpr int64_t kMaxRows = 64, kStats = 9;  // attention_rows::kMaxRows, attention_vec's stat slots
+  constexpr int64_t kMaxRows = 64, kStats = 16;  // attention_rows::kMaxRows, attention_vec's stat slots
   const int64_t rows8 = AlignUp(std::max<int64_t>(rows, 1), 8);
   return rows * s2b * 4 * 3        // S of two blocks; the mask bound, the folds, P, then P V chunks
          + AlignUp(rows * s2b, 32)  // the mask's bytes
@@ -138,9 +138,9 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   t.sSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * 4, kWorkspaceAlign);
   t.pOffset = kAttentionSSlots * t.sSlotBytes;
   t.pSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * bytes, kWorkspaceAlign);
-  t.oOffset = t.pOffset + kAttentionPvSlots * t.pSlotBytes;
+  t.oOffset = t.pOffset + kAttentionPSlots * t.pSlotBytes;
   t.oSlotBytes = AlignUp(int64_t(t.s1Block) * v16 * 4, kWorkspaceAlign);
-  t.workspacePerGroup = t.oOffset + kAttentionPvSlots * t.oSlotBytes;
+  t.workspacePerGroup = t.oOffset + kAttentionOSlots * t.oSlotBytes;
   out.blockDim = uint32_t(std::min<int64_t>(tasks, platform.cubeCores));
   t.blockDim = int32_t(out.blockDim);
   out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;

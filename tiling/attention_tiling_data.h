@@ -21,11 +21,14 @@ enum AttentionLayout : int32_t { kLayoutBSH = 0, kLayoutSBH, kLayoutBSND, kLayou
 // softmax_max / softmax_sum repeat each row's value this many times (torch_npu's [B, N, S, 8]).
 constexpr int64_t kAttentionStatLanes = 8;
 
-// The forward's cube runs this many S blocks ahead of P V (it computes S of block n + 2 before P V of
-// block n), so S has one slot more; the AIVs run one block ahead, so P and P V have two.
-constexpr int64_t kAttentionSLead = 2;
+// The forward's pipeline depths. The cube computes S of block n + kAttentionSLead before P V of block n,
+// so S has one slot more; the AIVs work out P of block n + kAttentionPLead before they fold in P V of
+// block n, so P (and the rescale factors in UB) have one slot more; P V waits in two slots.
+constexpr int64_t kAttentionSLead = 3;
 constexpr int64_t kAttentionSSlots = kAttentionSLead + 1;
-constexpr int64_t kAttentionPvSlots = 2;
+constexpr int64_t kAttentionPLead = 2;
+constexpr int64_t kAttentionPSlots = kAttentionPLead + 1;
+constexpr int64_t kAttentionOSlots = 2;
 
 struct AttentionTilingData {
   int64_t batch;     // B
@@ -56,7 +59,7 @@ struct AttentionTilingData {
   int32_t pvChunk;  // keys of one P V Mmad
   int64_t tasks;    // B x N1 x S1 blocks (TND: summed over the batches)
   // Each group's GM workspace (bytes from the user workspace): kAttentionSSlots fp32 S slots, then
-  // kAttentionPvSlots slots of P (input dtype), then as many of the fp32 P V. A group's blocks form one
+  // kAttentionPSlots of P (input dtype), then kAttentionOSlots of the fp32 P V. A group's blocks form one
   // stream over its tasks; block n takes slot n % count of each.
   int64_t workspacePerGroup, sSlotBytes, pOffset, oOffset;
   int64_t pSlotBytes, oSlotBytes;

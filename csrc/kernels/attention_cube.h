@@ -47,7 +47,7 @@ class AttentionCube {
     }
     while (pvDone_ < sDone_) ComputePV();
     // the AIVs' last frees: every slot read, nothing of this launch is left in flight
-    for (int64_t n = sDone_ > kAttentionPvSlots ? sDone_ - kAttentionPvSlots : 0; n < sDone_; ++n)
+    for (int64_t n = sDone_ > kAttentionOSlots ? sDone_ - kAttentionOSlots : 0; n < sDone_; ++n)
       CrossCoreWaitFlag<2, PIPE_FIX>(kOFree);
   }
 
@@ -97,23 +97,24 @@ class AttentionCube {
     CrossCoreSetFlag<2, PIPE_FIX>(kSReady);
   }
 
-  // P V of the stream's oldest block without it into P V slot pvDone_ % kAttentionPvSlots, flag kOReady.
+  // P V of the stream's oldest block without it (its P in slot pvDone_ % kAttentionPSlots) into P V slot
+  // pvDone_ % kAttentionOSlots, flag kOReady.
   __aicore__ inline void ComputePV() {
     using namespace attention_flags;
     const AttentionTilingData& t = *t_;
     const Pending& b = pending_[pvDone_ % kAttentionSSlots];
     const uint32_t dv = uint32_t(t.valueDim), v16 = uint32_t(t.vPitch);
     const uint32_t pPitch = (b.cols + 7) / 8 * 8;  // the AIVs' row pitch of P (attention_vector.h)
-    const int64_t slot = pvDone_ % kAttentionPvSlots;
+    const int64_t pSlot = pvDone_ % kAttentionPSlots, oSlot = pvDone_ % kAttentionOSlots;
     LocalTensor<T> v = mm_.Load(vL1_, v_[b.v], b.cols, dv, uint32_t(t.vStrideS));
     CrossCoreWaitFlag<2, PIPE_MTE2>(kPReady);
-    LocalTensor<T> p = mm_.Load(pL1_, pWs_[slot * (t.pSlotBytes / int64_t(sizeof(T)))], b.rows, b.cols, pPitch);
+    LocalTensor<T> p = mm_.Load(pL1_, pWs_[pSlot * (t.pSlotBytes / int64_t(sizeof(T)))], b.rows, b.cols, pPitch);
     LocalTensor<float> o = mm_.AB(p, b.rows, v, b.cols, dv, v16, t.pvChunk);
     pL1_.FreeTensor(p);
     vL1_.FreeTensor(v);
-    // the slot's previous P V (block pvDone_ - kAttentionPvSlots) is read once the AIVs flag it
-    if (pvDone_ >= kAttentionPvSlots) CrossCoreWaitFlag<2, PIPE_FIX>(kOFree);
-    mm_.FixOut(oWs_[slot * (t.oSlotBytes / int64_t(sizeof(float)))], o, b.rows, dv, v16);
+    // the slot's previous P V (block pvDone_ - kAttentionOSlots) is read once the AIVs flag it
+    if (pvDone_ >= kAttentionOSlots) CrossCoreWaitFlag<2, PIPE_FIX>(kOFree);
+    mm_.FixOut(oWs_[oSlot * (t.oSlotBytes / int64_t(sizeof(float)))], o, b.rows, dv, v16);
     CrossCoreSetFlag<2, PIPE_FIX>(kOReady);
     ++pvDone_;
   }

@@ -19,10 +19,14 @@ namespace attention_vec {
 using attention_mask::kMasked;
 using attention_rows::kMaxRows;  // rows of one AIV: s1Block <= 128
 constexpr float kFltMax = 3.40282347e38f;
-// statBuf_'s slots of kMaxRows floats: the running max (two, the old and the new alternate), a row
-// reduction, the rescale factors of two blocks in flight, the running sum, two scratch rows (the band's
-// edges), and keep
-enum Stat : uint32_t { kMax0, kMax1, kRed, kAlpha0, kAlpha1, kSum, kTmp0, kTmp1, kKeep, kStats };
+// statBuf_'s slots of kMaxRows floats: a row reduction, the rescale factors of the kAttentionPSlots blocks
+// in flight, two scratch rows (the band's edges), keep; then per task in flight (as many as blocks: a task
+// with a block in flight, and the one about to start) the running max (two, the old and the new
+// alternate) and the running sum.
+enum Stat : uint32_t { kRed, kAlpha0, kAlpha1, kAlpha2, kTmp0, kTmp1, kKeep, kTaskStats };
+static_assert(kTmp0 - kAlpha0 == kAttentionPSlots, "a rescale slot per block in flight");
+enum TaskStat : uint32_t { kMax0, kMax1, kSum, kPerTask };
+constexpr uint32_t kStats = kTaskStats + kPerTask * kAttentionPSlots;
 }  // namespace attention_vec
 
 template <typename T>
@@ -67,57 +71,129 @@ class AttentionVector {
     Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(2 * kMaxRows * attention_rows::kBlock));
   }
 
+  // The group's blocks are one stream across its tasks, as on the AIC (attention_cube.h): block n's softmax
+  // comes before the P V of block n - kAttentionPLead is folded in, whichever tasks they belong to, so the
+  // cube is never left without a P at a task's end; a task's output goes out right after its last block's
+  // P V. The next block's S (this task's or the next task's first) is loaded as soon as a softmax is
+  // issued, so it arrives while the vector unit works.
   __aicore__ inline void Process(AttentionTaskWalk& walk) {
-    AttentionTask task;
-    while (walk.Next(task)) Task(task);
+    using namespace attention_flags;
+    AttentionTask next;
+    bool more = walk.Next(next), loaded = false;
+    while (more) {
+      Flight& f = flights_[begun_ % kAttentionPSlots];
+      f.task = next;
+      more = walk.Next(next);
+      if (f.task.count == 0) {  // every row fully masked: written in its turn, with nothing in flight
+        Drain();
+        Begin(f);
+        FinishOldest();
+        continue;
+      }
+      Begin(f);
+      for (int64_t idx = 0; idx < f.task.count; ++idx) {
+        if (!loaded) LoadS(f, idx);
+        Use(f);
+        if (rows_ > 0) Softmax(f.task, idx);
+        f.cur = cur_;
+        CrossCoreSetFlag<2, PIPE_MTE3>(kPReady);
+        ++softmaxed_;
+        loaded = idx + 1 < f.task.count || (more && next.count > 0);
+        if (idx + 1 < f.task.count) {
+          LoadS(f, idx + 1);
+        } else if (loaded) {
+          Flight g;
+          g.task = next;
+          Place(g);
+          LoadS(g, 0);
+        }
+        if (softmaxed_ - accumulated_ > kAttentionPLead) AccumulateOldest();
+      }
+    }
+    Drain();
   }
 
  private:
-  __aicore__ inline void Task(const AttentionTask& task) {
-    using namespace attention_flags;
+  // A task with blocks in flight: its rows of this AIV, its first block's place in the group's stream, its
+  // statistics' set in statBuf_ and which of its two max slots is current.
+  struct Flight {
+    AttentionTask task;
+    int64_t n0;
+    uint32_t r0, rows, set, cur;
+  };
+
+  // f's rows of this AIV (AIV 0 the first half) and its blocks' place in the stream.
+  __aicore__ inline void Place(Flight& f) const {
+    const int64_t half = (f.task.rows + 1) / 2;
+    f.r0 = sub_ == 0 ? 0 : uint32_t(half);
+    f.rows = uint32_t(sub_ == 0 ? half : f.task.rows - half);
+    f.n0 = softmaxed_;
+  }
+
+  // A new task: its running max kMasked and its sum 0, in the set of the task begun kAttentionPSlots ago,
+  // which is finished (at most kAttentionPLead blocks are in flight, each task holding one at least).
+  __aicore__ inline void Begin(Flight& f) {
     using namespace attention_vec;
-    const int64_t half = (task.rows + 1) / 2;
-    r0_ = sub_ == 0 ? 0 : uint32_t(half);
-    rows_ = uint32_t(sub_ == 0 ? half : task.rows - half);
-    SyncPipes<HardEvent::MTE3_V>();  // the previous task's out and stats copies have read their buffers
+    Place(f);
+    f.set = uint32_t(begun_ % kAttentionPSlots), f.cur = 0;
+    ++begun_;
     LocalTensor<float> stat = statBuf_.Get<float>();
-    cur_ = 0;
-    Duplicate(stat[kMax0 * kMaxRows], kMasked, int32_t(kMaxRows));
-    Duplicate(stat[kSum * kMaxRows], 0.0f, int32_t(kMaxRows));
-    if (rows_ > 0) Duplicate(oBuf_.Get<float>(), 0.0f, int32_t(rows_ * t_->vPitch));
-    // block j + 1's softmax before block j's P V is folded in: the AIC computes P V j meanwhile, and its
-    // S are further ahead (attention_cube.h); P and the rescale factor alternate between two slots. Block
-    // j + 1's S is loaded as soon as block j's softmax is issued, so it arrives while the vector unit works.
-    if (task.count > 0) LoadS(task, 0);
-    for (int64_t idx = 0; idx <= task.count; ++idx) {
-      if (idx < task.count) {
-        if (rows_ > 0) Softmax(task, idx);
-        CrossCoreSetFlag<2, PIPE_MTE3>(kPReady);
-        if (idx + 1 < task.count) LoadS(task, idx + 1);
-      }
-      if (idx > 0) {
-        CrossCoreWaitFlag<2, PIPE_MTE2>(kOReady);
-        if (rows_ > 0) Accumulate(idx - 1);
-        CrossCoreSetFlag<2, PIPE_MTE2>(kOFree);
-      }
+    Duplicate(stat[TaskRow(f.set, kMax0) * kMaxRows], kMasked, int32_t(kMaxRows));
+    Duplicate(stat[TaskRow(f.set, kSum) * kMaxRows], 0.0f, int32_t(kMaxRows));
+    if (f.task.count == 0 && f.rows > 0) {  // its output is O = 0: the previous task's went out
+      SyncPipes<HardEvent::MTE3_V>();
+      Duplicate(oBuf_.Get<float>(), 0.0f, int32_t(f.rows * t_->vPitch));
     }
-    if (rows_ > 0) Finish(task);
-    blocks_ += task.count;
+  }
+
+  // The members the block steps read: f's rows, set, current max slot and stream place.
+  __aicore__ inline void Use(const Flight& f) {
+    r0_ = f.r0, rows_ = f.rows, set_ = f.set, cur_ = f.cur, blocks_ = f.n0;
+  }
+
+  __aicore__ inline static uint32_t TaskRow(uint32_t set, uint32_t which) {
+    return attention_vec::kTaskStats + set * attention_vec::kPerTask + which;
+  }
+
+  // Once the AIC flags it, the oldest block without it gets its P V folded in; its task's output goes out
+  // after its last.
+  __aicore__ inline void AccumulateOldest() {
+    using namespace attention_flags;
+    Flight& f = flights_[finished_ % kAttentionPSlots];
+    const int64_t idx = accumulated_ - f.n0;
+    CrossCoreWaitFlag<2, PIPE_MTE2>(kOReady);
+    Use(f);
+    if (rows_ > 0) Accumulate(idx);
+    CrossCoreSetFlag<2, PIPE_MTE2>(kOFree);
+    ++accumulated_;
+    if (idx + 1 == f.task.count) FinishOldest();
+  }
+
+  __aicore__ inline void FinishOldest() {
+    const Flight& f = flights_[finished_ % kAttentionPSlots];
+    Use(f);
+    if (rows_ > 0) Finish(f.task);
+    ++finished_;
+  }
+
+  __aicore__ inline void Drain() {
+    while (accumulated_ < softmaxed_) AccumulateOldest();
   }
 
   // Once the AIC flags it, S block idx (fp32, this AIV's rows, padded to pp columns with kMasked) from its
   // workspace slot into the next of sQue_'s two buffers.
-  __aicore__ inline void LoadS(const AttentionTask& task, int64_t idx) {
+  __aicore__ inline void LoadS(const Flight& f, int64_t idx) {
     using namespace attention_flags;
     CrossCoreWaitFlag<2, PIPE_MTE2>(kSReady);
-    if (rows_ == 0) return;
+    if (f.rows == 0) return;
     const AttentionTilingData& t = *t_;
+    const AttentionTask& task = f.task;
     const int64_t j0 = (task.first + idx) * t.s2Block;
     const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block), pp = (cols + 7) / 8 * 8;
     LocalTensor<float> s = sQue_.AllocTensor<float>();
-    const int64_t slot = ((blocks_ + idx) % kAttentionSSlots) * (t.sSlotBytes / int64_t(sizeof(float)));
-    DataCopyPad(s, sWs_[slot + int64_t(r0_) * t.s2Block],
-                DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(t.s2Block) - cols) * 4, 0, 0),
+    const int64_t slot = ((f.n0 + idx) % kAttentionSSlots) * (t.sSlotBytes / int64_t(sizeof(float)));
+    DataCopyPad(s, sWs_[slot + int64_t(f.r0) * t.s2Block],
+                DataCopyExtParams(uint16_t(f.rows), cols * 4, (uint32_t(t.s2Block) - cols) * 4, 0, 0),
                 DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), attention_vec::kMasked));
     sQue_.EnQue(s);
   }
@@ -154,9 +230,11 @@ class AttentionVector {
                          i0, iFirst, iLast, rows_, task.s1, task.s2, j0, cols, pp);
     }
     // m' = max(m, rowmax S); P = exp(S - m'); alpha = exp(m - m'); l = l alpha + rowsum P (bound: the folds)
-    LocalTensor<float> mOld = stat[(kMax0 + cur_) * kMaxRows], mNew = stat[(kMax1 - cur_) * kMaxRows];
-    LocalTensor<float> red = stat[kRed * kMaxRows], alpha = stat[(kAlpha0 + idx % 2) * kMaxRows];
-    LocalTensor<float> l = stat[kSum * kMaxRows];
+    LocalTensor<float> mOld = stat[TaskRow(set_, kMax0 + cur_) * kMaxRows];
+    LocalTensor<float> mNew = stat[TaskRow(set_, kMax1 - cur_) * kMaxRows];
+    LocalTensor<float> red = stat[kRed * kMaxRows],
+                       alpha = stat[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows];
+    LocalTensor<float> l = stat[TaskRow(set_, kSum) * kMaxRows];
     LocalTensor<float> red8 = blocks[kMaxRows * attention_rows::kBlock];  // the band is done with it
     AttentionRowReduce<false>(red, s, bound, red8, rows_, pp, pp);
     Max(mNew, mOld, red, int32_t(rows_));
@@ -176,7 +254,7 @@ class AttentionVector {
     }
     sQue_.FreeTensor(s);
     SyncPipes<HardEvent::V_MTE3>();
-    const int64_t pSlot = ((blocks_ + idx) % kAttentionPvSlots) * (t.pSlotBytes / int64_t(sizeof(T)));
+    const int64_t pSlot = ((blocks_ + idx) % kAttentionPSlots) * (t.pSlotBytes / int64_t(sizeof(T)));
     DataCopyPad(pWs_[pSlot + int64_t(r0_) * pp], bound.ReinterpretCast<T>(),
                 DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
   }
@@ -187,10 +265,15 @@ class AttentionVector {
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), dv8 = (dv + 7) / 8 * 8;
     LocalTensor<float> o = oBuf_.Get<float>(), pv = boundBuf_.Get<float>();  // the block's P copy is out
     using namespace attention_vec;
-    AttentionRowScale(attention_rows::Op::kMul, o, statBuf_.Get<float>()[(kAlpha0 + idx % 2) * kMaxRows],
+    if (idx == 0) {  // the task's first: O starts at 0 once the previous task's is out
+      SyncPipes<HardEvent::MTE3_V>();
+      Duplicate(o, 0.0f, int32_t(rows_ * vp));
+    }
+    AttentionRowScale(attention_rows::Op::kMul, o,
+                      statBuf_.Get<float>()[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows],
                       blocksBuf_.Get<float>(), rows_, vp, vp);
     const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the buffer
-    const int64_t slot = ((blocks_ + idx) % kAttentionPvSlots) * (t.oSlotBytes / int64_t(sizeof(float)));
+    const int64_t slot = ((blocks_ + idx) % kAttentionOSlots) * (t.oSlotBytes / int64_t(sizeof(float)));
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
       SyncPipes<HardEvent::V_MTE2>();
@@ -207,10 +290,12 @@ class AttentionVector {
   __aicore__ inline void Finish(const AttentionTask& task) {
     using namespace attention_vec;
     const AttentionTilingData& t = *t_;
+    SyncPipes<HardEvent::MTE3_V>();  // the previous task's out and stats copies have read their buffers
     const uint32_t vp = t.vPitch, L = uint32_t(kAttentionStatLanes);
     LocalTensor<float> o = oBuf_.Get<float>(), stat = statBuf_.Get<float>(), blocks = blocksBuf_.Get<float>();
     LocalTensor<float> stats = outStatBuf_.Get<float>(), mx = stats, sm = stats[OutStatRows() * L];
-    LocalTensor<float> m = stat[(kMax0 + cur_) * kMaxRows], l = stat[kSum * kMaxRows], keep = stat[kKeep * kMaxRows];
+    LocalTensor<float> m = stat[TaskRow(set_, kMax0 + cur_) * kMaxRows], l = stat[TaskRow(set_, kSum) * kMaxRows];
+    LocalTensor<float> keep = stat[kKeep * kMaxRows];
     LocalTensor<float> f = stat[kRed * kMaxRows], t0 = stat[kTmp0 * kMaxRows], t1 = stat[kTmp1 * kMaxRows];
     const int32_t rows = int32_t(rows_);
     Adds(keep, m, -kMasked, rows);  // 0 where the max stayed kMasked (no key kept), >= 1 elsewhere
@@ -274,8 +359,11 @@ class AttentionVector {
 
   const AttentionTilingData* t_ = nullptr;
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0;  // maxRows_: the buffers' rows
-  uint32_t cur_ = 0;                                    // which max slot holds the running max
-  int64_t blocks_ = 0;  // the group's blocks before this task: block n takes workspace slots n % count
+  uint32_t set_ = 0, cur_ = 0;  // the task's statistics set, which of its max slots holds the running max
+  int64_t blocks_ = 0;          // the group's blocks before the task's: block n takes workspace slots n % count
+  Flight flights_[kAttentionPSlots];
+  int64_t begun_ = 0, finished_ = 0;         // tasks
+  int64_t softmaxed_ = 0, accumulated_ = 0;  // blocks of the stream
   GlobalTensor<float> sWs_, oWs_, max_, sum_;
   GlobalTensor<T> pWs_, out_;
   GlobalTensor<uint8_t> mask_;

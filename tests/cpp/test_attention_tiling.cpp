@@ -208,10 +208,12 @@ void TestTilingLimits() {
           kA2L1Bytes);
       EXPECT(td.l1Buffers >= 1 && td.l1Buffers <= 2 && td.l0cBuffers >= 1 && td.l0cBuffers <= 2);
       if (bytes == 2 && d <= 128) EXPECT(td.s1Block == 128 && td.l1Buffers == 2 && td.l0cBuffers == 2);
-      EXPECT(td.workspacePerGroup >=
-             kAttentionSSlots * td.s1Block * td.s2Block * 4 +
-                 kAttentionPvSlots * (td.s1Block * td.s2Block * bytes + td.s1Block * td.vPitch * 4));
-      EXPECT(td.pOffset >= kAttentionSSlots * td.sSlotBytes && td.oOffset >= td.pOffset + 2 * td.pSlotBytes);
+      EXPECT(td.workspacePerGroup >= kAttentionSSlots * td.s1Block * td.s2Block * 4 +
+                                         kAttentionPSlots * td.s1Block * td.s2Block * bytes +
+                                         kAttentionOSlots * td.s1Block * td.vPitch * 4);
+      EXPECT(td.pOffset >= kAttentionSSlots * td.sSlotBytes &&
+             td.oOffset >= td.pOffset + kAttentionPSlots * td.pSlotBytes &&
+             td.workspacePerGroup >= td.oOffset + kAttentionOSlots * td.oSlotBytes);
       EXPECT(a.workspaceBytes == int64_t(a.blockDim) * td.workspacePerGroup);
       EXPECT(td.tasks == 2 * ((1000 + td.s1Block - 1) / td.s1Block) && a.blockDim == std::min<int64_t>(td.tasks, 24));
     }
