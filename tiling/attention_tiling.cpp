@@ -33,17 +33,17 @@ void Strides(AttentionLayout layout, int64_t batch, int64_t rows, int64_t heads,
   }
 }
 
-// The AIV's UB bytes for `rows` query rows (attention_vector.h's buffers, in its order).
-int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch) {
+// The AIV's UB bytes for `rows` query rows (attention_vector.h's buffers, in its order), without the
+// P V buffer (rows * vPitch * 4 more where it fits).
+int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch, bool maskFull) {
   constexpr int64_t kMaxRows = 64, kStats = 16;  // attention_rows::kMaxRows, attention_vec's stat slots
   const int64_t rows8 = AlignUp(std::max<int64_t>(rows, 1), 8);
-  return rows * s2b * 4 * 3        // S of two blocks; the mask bound, the folds, P, then P V chunks
-         + AlignUp(rows * s2b, 32)  // the mask's bytes
-         + rows * s2b * 2           // the mask as half
-         + rows * vPitch * 4        // O, accumulated in fp32
-         + s2b * 4 + kMaxRows * 4   // the column and row ramps
-         + kStats * kMaxRows * 4    // the row statistics, one lane per row
-         + 2 * kMaxRows * 8 * 4     // two sets of per-row 32-byte blocks (Brcb)
+  return rows * s2b * 4 * 3  // S of two blocks; the mask bound, the folds, P
+         + (maskFull ? AlignUp(rows * s2b, 32) + rows * s2b * 2 : 0)  // the mask's bytes, and as half
+         + rows * vPitch * 4  // O, accumulated in fp32
+         + s2b * 4 + kMaxRows * 4  // the column and row ramps
+         + kStats * kMaxRows * 4  // the row statistics, one lane per row
+         + 2 * kMaxRows * 8 * 4  // two sets of per-row 32-byte blocks (Brcb)
          + rows8 * kAttentionStatLanes * 4 * 2;  // max / sum rows out
 }
 
@@ -96,16 +96,18 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   // Blocks of s1b rows and s2b keys with `buffers` of each L1 tile, if they fit (else `why` says where not).
   const auto fits = [&](int64_t s1b, int64_t s2b, int64_t buffers) {
     const int64_t rows = CeilDiv(s1b, 2), l0c = s1b * std::max(s2b, v16) * 4;
+    const int64_t vecUb = VectorUbBytes(rows, s2b, v16, t.maskFull);
     const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
     const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
     const int64_t l1Bytes = buffers * (s1b * d16 + s2b * d16 + s2b * v16 + s1b * s2b) * bytes;
     if (qk < 16 || pv < 16) why = "L0A / L0B";
     else if (l1Bytes > l1) why = "L1";
     else if (l0c > int64_t(platform.l0cBytes)) why = "L0C";
-    else if (VectorUbBytes(rows, s2b, v16) > ub) why = "UB";
+    else if (vecUb > ub) why = "UB";
     else {
       t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b), t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv);
       t.l1Buffers = int32_t(buffers), t.l0cBuffers = 2 * l0c <= int64_t(platform.l0cBytes) ? 2 : 1;
+      t.pvBuffer = vecUb + rows * v16 * 4 <= ub;
       return true;
     }
     return false;

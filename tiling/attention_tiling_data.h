@@ -66,6 +66,9 @@ struct AttentionTilingData {
   // The AIC's buffers of each L1 tile (Q, K, V, P) and of the L0C accumulator: 2 where they fit, so a
   // block's loads overlap the previous block's Mmad and its Mmad the previous Fixpipe.
   int32_t l1Buffers, l0cBuffers;
+  // 1: the AIVs load a block's P V into a buffer of its own, while they still work out the next P; 0: it
+  // comes in chunks through the buffer P went out of, after it (UB holds no more).
+  int32_t pvBuffer;
   int32_t vPitch;  // Dv rounded up to 16: the row pitch of P V in the workspace and of O in UB
   int32_t blockDim;
   // Decode (S1 x group <= s1Block, not TND): 1 task per (batch, kv head) whose rows are its group's

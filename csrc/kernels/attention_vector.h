@@ -56,6 +56,7 @@ class AttentionVector {
       pipe_.InitBuffer(maskHalfBuf_, rows * s2b * sizeof(half));
     }
     pipe_.InitBuffer(oBuf_, rows * vp * sizeof(float));
+    if (t.pvBuffer) pipe_.InitBuffer(pvQue_, 1, rows * vp * sizeof(float));
     pipe_.InitBuffer(rampBuf_, s2b * sizeof(float));
     pipe_.InitBuffer(rowRampBuf_, kMaxRows * sizeof(float));
     pipe_.InitBuffer(statBuf_, kStats * kMaxRows * sizeof(float));
@@ -69,6 +70,11 @@ class AttentionVector {
     // lanes past the rows stay defined: Brcb and BlockReduce read whole groups of 8 rows
     Duplicate(statBuf_.Get<float>(), 0.0f, int32_t(kStats * kMaxRows));
     Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(2 * kMaxRows * attention_rows::kBlock));
+    if (t.pvBuffer) {  // the lanes between Dv and vPitch: never loaded, so O's stay 0
+      LocalTensor<float> pv = pvQue_.AllocTensor<float>();
+      Duplicate(pv, 0.0f, int32_t(rows * vp));
+      pvQue_.FreeTensor(pv);
+    }
   }
 
   // The group's blocks are one stream across its tasks, as on the AIC (attention_cube.h): block n's softmax
@@ -263,8 +269,16 @@ class AttentionVector {
   __aicore__ inline void Accumulate(int64_t idx) {
     const AttentionTilingData& t = *t_;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), dv8 = (dv + 7) / 8 * 8;
-    LocalTensor<float> o = oBuf_.Get<float>(), pv = boundBuf_.Get<float>();  // the block's P copy is out
+    LocalTensor<float> o = oBuf_.Get<float>();
     using namespace attention_vec;
+    const int64_t slot = ((blocks_ + idx) % kAttentionOSlots) * (t.oSlotBytes / int64_t(sizeof(float)));
+    const DataCopyPadExtParams<float> pad(dv8 != dv, 0, uint8_t(dv8 - dv), 0.0f);
+    if (t.pvBuffer) {  // its own buffer: the load waits for nothing the vector unit does
+      LocalTensor<float> pv = pvQue_.AllocTensor<float>();
+      DataCopyPad(pv, oWs_[slot + int64_t(r0_) * vp],
+                  DataCopyExtParams(uint16_t(rows_), dv * 4, (vp - dv) * 4, (vp - dv8) / 8, 0), pad);
+      pvQue_.EnQue(pv);
+    }
     if (idx == 0) {  // the task's first: O starts at 0 once the previous task's is out
       SyncPipes<HardEvent::MTE3_V>();
       Duplicate(o, 0.0f, int32_t(rows_ * vp));
@@ -272,15 +286,21 @@ class AttentionVector {
     AttentionRowScale(attention_rows::Op::kMul, o,
                       statBuf_.Get<float>()[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows],
                       blocksBuf_.Get<float>(), rows_, vp, vp);
+    if (t.pvBuffer) {
+      LocalTensor<float> pv = pvQue_.DeQue<float>();
+      Add(o, o, pv, int32_t(rows_ * vp));
+      pvQue_.FreeTensor(pv);
+      return;
+    }
+    // else in chunks through the bound buffer, once the block's P copy has read it
+    LocalTensor<float> pv = boundBuf_.Get<float>();
     const uint32_t chunk = (maxRows_ * uint32_t(t.s2Block)) / vp;  // rows of P V per pass through the buffer
-    const int64_t slot = ((blocks_ + idx) % kAttentionOSlots) * (t.oSlotBytes / int64_t(sizeof(float)));
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
       SyncPipes<HardEvent::V_MTE2>();
       SyncPipes<HardEvent::MTE3_MTE2>();
       DataCopyPad(pv, oWs_[slot + int64_t(r0_ + c) * vp],
-                  DataCopyExtParams(uint16_t(rc), dv * 4, (vp - dv) * 4, (vp - dv8) / 8, 0),
-                  DataCopyPadExtParams<float>(dv8 != dv, 0, uint8_t(dv8 - dv), 0.0f));
+                  DataCopyExtParams(uint16_t(rc), dv * 4, (vp - dv) * 4, (vp - dv8) / 8, 0), pad);
       SyncPipes<HardEvent::MTE2_V>();
       Add(o[c * vp], o[c * vp], pv, int32_t(rc * vp));
     }
@@ -368,7 +388,8 @@ class AttentionVector {
   GlobalTensor<T> pWs_, out_;
   GlobalTensor<uint8_t> mask_;
   TPipe pipe_;
-  TQue<TPosition::VECIN, 1> sQue_;  // S of the block in work and of the next
+  TQue<TPosition::VECIN, 1> sQue_;   // S of the block in work and of the next
+  TQue<TPosition::VECIN, 1> pvQue_;  // P V of a block (the tiling's pvBuffer)
   TBuf<TPosition::VECCALC> boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_, blocksBuf_,
       outStatBuf_;
 };
