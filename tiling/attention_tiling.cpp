@@ -93,9 +93,11 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   const int64_t wanted = stack ? group * p.s1 : (t.varlen ? 128 : p.s1);
   t.vPitch = int32_t(v16);
   std::string why;
-  // Blocks of s1b rows and s2b keys with `buffers` of each L1 tile, if they fit (else `why` says where not).
-  const auto fits = [&](int64_t s1b, int64_t s2b, int64_t buffers) {
+  // Blocks of s1b rows and s2b keys with `buffers` of each L1 tile, if they fit (else `why` says where not);
+  // `pipelined`: only if L0C holds two accumulators, so a Mmad never waits for the last Fixpipe.
+  const auto fits = [&](int64_t s1b, int64_t s2b, int64_t buffers, bool pipelined) {
     const int64_t rows = CeilDiv(s1b, 2), l0c = s1b * std::max(s2b, v16) * 4;
+    if (pipelined && 2 * l0c > int64_t(platform.l0cBytes)) return false;
     const int64_t vecUb = VectorUbBytes(rows, s2b, v16, t.maskFull);
     const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
     const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
@@ -112,13 +114,14 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     }
     return false;
   };
-  for (int64_t s1b : {128, 64, 32, 16}) {
-    if (s1b > 16 && s1b / 2 >= wanted) continue;  // a smaller block holds the rows
-    for (int64_t s2b : {512, 256, 128})
-      for (int64_t buffers : {2, 1})
-        if (t.s1Block == 0 && (s2b <= kS2Block || s1b <= 32)) fits(s1b, s2b, buffers);
-    if (t.s1Block != 0) break;
-  }
+  // The largest blocks that keep the pipeline (an S block of at most 128 x 128 elements), then any that fit.
+  for (bool pipelined : {true, false})
+    for (int64_t s1b : {128, 64, 32, 16}) {
+      if (t.s1Block != 0 || (s1b > 16 && s1b / 2 >= wanted)) continue;  // a smaller block holds the rows
+      for (int64_t s2b : {512, 256, 128})
+        for (int64_t buffers : {2, 1})
+          if (t.s1Block == 0 && s1b * s2b <= 128 * kS2Block) fits(s1b, s2b, buffers, pipelined);
+    }
   if (t.s1Block == 0)
     throw TilingError("head dims D = " + std::to_string(p.headDim) + ", Dv = " + std::to_string(p.valueDim) + " in " +
                       DTypeName(p.dtype) + " leave no attention block that fits " + why);
