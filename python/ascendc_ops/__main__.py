@@ -2,7 +2,7 @@
 ascendc_ops.cli that owns its parser (`add_arguments`) and its run (`run`), registered here.
 
 - verify: accuracy of every op against the float64 NumPy goldens (suites: ops, cann-bench)
-- bench:  latency (suites: ops, moe, model, cann-bench)
+- bench:  latency (suites: ops, moe, model, attention, cann-bench)
 - estimate: modelled time of one op call on an Ascend chip (pipeline model): bound, pipes, trace
 - profile: measured: where the CPU twin's time goes in one op call, per Ascend C API
 - info:   build backends, platform parameters of the tiling, library path, versions

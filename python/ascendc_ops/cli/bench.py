@@ -1,22 +1,27 @@
-"""`ascendc-ops bench [ops|moe|model|cann-bench]`: latency. ops: each op against PyTorch step-by-step,
+"""`ascendc-ops bench [ops|moe|model|attention|cann-bench]`: latency. ops: each op against PyTorch step-by-step,
 torch.compile and a same-size copy; moe: the MoE experts block and a Qwen3-MoE step against HF; model: a
-Llama-shaped HF model with and without the kernels; cann-bench: our 910B estimates on cann-bench's cases."""
+Llama-shaped HF model with and without the kernels; attention: fused attention fwd + bwd at a training shape
+against HF eager and SDPA, with peak memory; cann-bench: our 910B estimates on cann-bench's cases."""
 
 from __future__ import annotations
 
 import sys
 
 from ..harness import plot
-from ..harness.bench import hf_fusions, hf_model, moe as bench_moe, ops as bench_ops
+from ..harness.bench import attention_train, hf_fusions, hf_model, moe as bench_moe, ops as bench_ops
 from ..harness.cann_bench import report as cann_bench_report
 from ..harness.environment import progress
+from ..harness.families.attention import check_attention_shape
 from . import options
-from .common import Suite, UsageError, add_suites, out_path, positive_int, run_suite, shape
+from .common import Suite, UsageError, add_suites, out_path, positive_int, run_suite
 
-HELP = "time our ops (ops), the MoE block (moe), a model (model) or cann-bench's cases (cann-bench)"
+HELP = (
+    "time our ops (ops), the MoE block (moe), a model (model), attention at a training shape (attention) or "
+    "cann-bench's cases (cann-bench)"
+)
 DESCRIPTION = (
-    "Suites: ops (the default when none is named), moe, model, cann-bench; `ascendc-ops bench SUITE -h` lists "
-    "a suite's options. The older `--suite SUITE` and `--preset cann-bench` name a suite too."
+    "Suites: ops (the default when none is named), moe, model, attention, cann-bench; `ascendc-ops bench SUITE "
+    "-h` lists a suite's options. The older `--suite SUITE` and `--preset cann-bench` name a suite too."
 )
 
 
@@ -32,13 +37,9 @@ def _add_ops(parser) -> None:
         "RMSNorm: [seq, hidden]; SwiGLU: [seq, 2 x intermediate])",
     )
     parser.add_argument("--seq", type=positive_int, help="sequence length for --preset (default: 4096)")
-    parser.add_argument(
-        "--shape",
-        nargs="+",
-        action="extend",
-        type=shape,
-        metavar="DIMS",
-        help="comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; SwiGLU: T,2I); "
+    options.shapes(
+        parser,
+        "comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; SwiGLU: T,2I); "
         "default without --preset: each op's shapes from its issue",
     )
     options.dtypes(parser, bench_ops.DTYPES, " ".join(bench_ops.DEFAULT_DTYPES))
@@ -156,6 +157,50 @@ def _run_model(args) -> int:
     return hf_fusions.run(quick=args.quick, rounds=args.rounds or hf_fusions.ROUNDS)
 
 
+# ---------------------------------------------------------------- attention
+def _add_attention(parser) -> None:
+    options.shapes(
+        parser,
+        "B,S,N,NKV,D: batch, sequence, query heads, kv heads, head dim (default: "
+        + ",".join(map(str, attention_train.SHAPE))
+        + ")",
+    )
+    options.dtypes(parser, attention_train.DTYPES, "bfloat16")
+    parser.add_argument(
+        "--repeats",
+        type=positive_int,
+        help="calls per provider, the best shown (default: 1; ours takes minutes at S 4096)",
+    )
+    parser.add_argument(
+        "--provider",
+        nargs="+",
+        action="extend",
+        choices=list(attention_train.PROVIDERS),
+        help="only these (default: all)",
+    )
+    options.quick(parser, "S 512 (" + ",".join(map(str, attention_train.QUICK_SHAPE)) + ")")
+
+
+def _run_attention(args) -> int:
+    shapes = args.shape or [attention_train.QUICK_SHAPE if args.quick else attention_train.SHAPE]
+    for dims in shapes:
+        try:
+            check_attention_shape(dims)
+        except ValueError as e:
+            raise UsageError(f"--shape {e}") from None
+    for dims in dict.fromkeys(shapes):  # a table per shape and dtype
+        for dtype in dict.fromkeys(args.dtype or ["bfloat16"]):
+            attention_train.run(
+                attention_train.Options(
+                    shape=tuple(dims),
+                    dtype=dtype,
+                    repeats=args.repeats or 1,
+                    providers=tuple(dict.fromkeys(args.provider or attention_train.PROVIDERS)),
+                )
+            )
+    return 0
+
+
 # ---------------------------------------------------------------- cann-bench
 def _add_cann_bench(parser) -> None:
     options.cann_bench(parser)
@@ -201,6 +246,15 @@ SUITES = (
         "Qwen3-MoE training steps by fusion level.",
         _add_model,
         _run_model,
+    ),
+    Suite(
+        "attention",
+        "fused attention fwd + bwd at a training shape against HF eager and SDPA, with peak memory",
+        "Fused attention forward + backward at a training shape (default llama3-8b's heads at S 4096, bf16, "
+        "causal) against HF's eager attention and torch's scaled_dot_product_attention, each provider in its own "
+        "process, with its peak memory.",
+        _add_attention,
+        _run_attention,
     ),
     Suite(
         "cann-bench",

@@ -25,6 +25,10 @@ def ops(parser, choices) -> None:
     )
 
 
+def shapes(parser, what: str) -> None:
+    parser.add_argument("--shape", nargs="+", action="extend", type=shape, metavar="DIMS", help=what)
+
+
 def dtypes(parser, choices, default: str) -> None:
     parser.add_argument(
         "--dtype", nargs="+", action="extend", choices=list(choices), help=f"only these dtypes (default: {default})"

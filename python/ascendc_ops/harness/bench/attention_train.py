@@ -1,0 +1,117 @@
+"""`ascendc-ops bench attention`: fused attention forward + backward at a training shape on this machine, against
+HF's eager attention and torch's scaled_dot_product_attention, with each provider's peak memory.
+
+B, S, N query heads over NKV kv heads, D (default llama3-8b's heads at S 4096), BSND, causal, one dtype. Each
+provider runs in its own subprocess (`worker`), so its peak is its own: the inputs are made there from one seed,
+then `repeats` times one forward with grad and one backward of ``out.float().sum()``, timed apart, the best of
+each shown. Peak: VmHWM - VmRSS around the calls, after resetting the high-water mark (hf_model's method; Linux;
+malloc left at its defaults: with glibc's mmap for every large block, eager's S x S temporaries fault in afresh and
+its forward took 3.5x as long). What it shows is memory (ours and SDPA never hold S x S; eager holds
+the [B, N, S, S] scores and probabilities) and the twin's CPU time, which says nothing about the NPU (the 910B
+column of `bench ops` and cann-bench's cases do). Each worker saves its output and dq, and the table gives their
+largest difference from SDPA's as a sanity check (the accuracy standard is judged by `verify` and the tests).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from .hf_model import _environment, reset_peak, status_bytes
+
+PROVIDERS = ("ours", "eager", "sdpa")
+DTYPES = ("float16", "bfloat16", "float32")
+SHAPE = (1, 4096, 32, 8, 128)  # B, S, N, NKV, D: llama3-8b's heads at S 4096
+QUICK_SHAPE = (1, 512, 32, 8, 128)
+WORKER = (
+    "import json, sys; from ascendc_ops.harness.bench.attention_train import worker; "
+    "w = json.loads(sys.argv[1]); print(json.dumps(worker(**w)))"
+)
+
+
+@dataclass
+class Options:
+    shape: tuple = SHAPE
+    dtype: str = "bfloat16"
+    repeats: int = 1
+    providers: tuple = PROVIDERS
+
+
+def worker(provider: str, shape: list, dtype: str, repeats: int, out: str) -> dict:
+    """One provider's calls in this process: {fwd_s, bwd_s (best of `repeats`), peak_mib}; saves out and dq."""
+    import gc
+
+    import torch
+
+    from ..families import attention as A
+
+    fn = {"ours": A.attention_ours, "eager": A.attention_eager, "sdpa": A.attention_sdpa}[provider]
+    gen = torch.Generator().manual_seed(0)
+    q, k, v, mask = A.attention_inputs(tuple(shape), getattr(torch, dtype), gen)
+    fwd, bwd = [], []
+    gc.collect()
+    ok = reset_peak()
+    rss0 = status_bytes("VmRSS")
+    for _ in range(repeats):
+        qg, kg, vg = (t.detach().requires_grad_() for t in (q, k, v))
+        t0 = time.perf_counter()
+        o = fn(qg, kg, vg, mask)
+        fwd.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        o.float().sum().backward()
+        bwd.append(time.perf_counter() - t0)
+    peak = status_bytes("VmHWM") - rss0 if ok else None
+    torch.save({"out": o.detach(), "dq": qg.grad}, out)
+    return dict(fwd_s=min(fwd), bwd_s=min(bwd), peak_mib=None if peak is None else peak / 2**20)
+
+
+def _run_provider(provider: str, opts: Options, out: str) -> dict:
+    w = dict(provider=provider, shape=list(opts.shape), dtype=opts.dtype, repeats=opts.repeats, out=out)
+    res = subprocess.run([sys.executable, "-c", WORKER, json.dumps(w)], capture_output=True, text=True)
+    if res.returncode:
+        raise RuntimeError(f"bench attention: the {provider} worker failed:\n{res.stderr[-4000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def _max_diff(path: str, ref: str) -> tuple:
+    import torch
+
+    a, b = torch.load(path), torch.load(ref)
+    return tuple(float((a[k].float() - b[k].float()).abs().max()) for k in ("out", "dq"))
+
+
+def run(opts: Options) -> int:
+    """Prints the table; returns 0."""
+    b, s, n, nkv, d = opts.shape
+    print(
+        f"## fused attention fwd + bwd, B {b}, S {s}, {n} query heads over {nkv} kv heads, D {d}, {opts.dtype}, "
+        "BSND, causal"
+    )
+    print(_environment())
+    print(
+        f"{opts.repeats} call(s) per provider, each provider in its own process; S x S in fp32 would take "
+        f"{b * n * s * s * 4 / 2**20:.0f} MiB"
+    )
+    print()
+    print("| provider | fwd s | bwd s | peak MiB | max abs diff from sdpa: out / dq |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {p: os.path.join(tmp, f"{p}.pt") for p in opts.providers}
+        rows = {p: _run_provider(p, opts, paths[p]) for p in opts.providers}
+        for p, r in rows.items():
+            diff = "-"
+            if p != "sdpa" and "sdpa" in rows:
+                diff = "{:.3g} / {:.3g}".format(*_max_diff(paths[p], paths["sdpa"]))
+            peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.0f}"
+            print(f"| {p} | {r['fwd_s']:.3f} | {r['bwd_s']:.3f} | {peak} | {diff} |")
+    print()
+    print(
+        "ours: fusion_attention on the CPU twin (a simulation of the NPU kernel); eager: HF's eager_attention_forward; "
+        "sdpa: torch's scaled_dot_product_attention (its CPU flash kernel)."
+    )
+    return 0
