@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .hf_model import _environment, reset_peak, status_bytes
+from .hf_model import environment_line, reset_peak, status_bytes
 
 PROVIDERS = ("ours", "eager", "sdpa")
 DTYPES = ("float16", "bfloat16", "float32")
@@ -92,7 +92,7 @@ def run(opts: Options) -> int:
         f"## fused attention fwd + bwd, B {b}, S {s}, {n} query heads over {nkv} kv heads, D {d}, {opts.dtype}, "
         "BSND, causal"
     )
-    print(_environment())
+    print(environment_line())
     print(
         f"{opts.repeats} call(s) per provider, each provider in its own process; S x S in fp32 would take "
         f"{b * n * s * s * 4 / 2**20:.0f} MiB"

@@ -159,7 +159,8 @@ def _run_variant(dtype_name, kernels, plan, profile) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def _environment() -> str:
+def environment_line() -> str:
+    """The machine, library versions and load: the line a bench table is headed with."""
     import torch
     import transformers
 
@@ -187,7 +188,7 @@ def _fmt(v, spec):
 def run(quick: bool = False, rounds: int = ROUNDS, profile_ops: bool = True) -> int:
     """The table (and with profile_ops the fp32 per-op profile), printed; `rounds` >= 1."""
     plans = PLANS["quick" if quick else "default"]
-    env_line = _environment()
+    env_line = environment_line()
     t_start = time.perf_counter()
     results = {}
     for dtype_name, plan in plans.items():
