@@ -1,7 +1,7 @@
-// Fused attention tiling: S1 blocks of 128 query rows (64 where the value's head dim would overflow L0C),
-// S2 blocks of 128 keys, the Mmads' K chunks sized to half of L0A / L0B (the queues hold two), and every
-// buffer checked against A2's L1, L0 and UB; one task per (batch, query head, S1 block), dealt round-robin
-// over the core groups.
+// Fused attention tiling: S1 blocks of the fewest rows (128 at most) that hold a task's, S2 blocks of up to
+// 128 x 128 / S1 keys, preferring those whose L0C holds two accumulators; the Mmads' K chunks sized to half of
+// L0A / L0B (the queues hold two), and every buffer checked against A2's L1, L0 and UB (the double buffers
+// where they fit); one task per (batch, query head, S1 block), dealt to the core groups by the kernel's walk.
 #include "attention_tiling.h"
 
 #include <algorithm>
