@@ -1,25 +1,36 @@
-// CPU twin, launches whose cores synchronise: every core of the launch lives on its own host thread
-// (its own UB, L1/L0, record), but only one runs at a time. A core runs until it finishes or waits
-// for something not yet there; then the next core in slot order that can run gets the baton. So
-// results do not depend on the host's scheduling, and when no core can run while some have not
-// finished, that is the device's deadlock: the launch fails at once naming every waiting core.
+// CPU twin, launches whose cores synchronise: every core of the launch is a fiber (twin_fiber.h) with its
+// own UB, L1/L0 and record, resident for the whole launch. A core runs until it finishes or waits for
+// something not yet there; then its worker's scheduler runs the next of its cores that can go, in slot
+// order after the one that stopped. Core groups (an AIC and its AIVs; a lone AIV or AIC in MIX_AIV_1_0 /
+// MIX_AIC_1_0) are islands that workers claim one at a time and run side by side on the pool; a worker
+// with nothing to run claims another, and with nothing left to claim waits for another worker's core
+// (mode 0, SyncAll). With a record consumer (sanitizer, export, profile) or ASCENDC_TWIN_MIX=serial one
+// worker holds every core on the calling thread, so the order, and with it the record, is fixed. When no
+// core can go anywhere while some have not finished, that is the device's deadlock: the launch fails at
+// once naming every waiting core.
 // The flag counters follow CrossCoreSetFlag(ISASI).md and 关键特性说明.md (asc-devkit
-// docs/zh/api/SIMD-API/基础API/同步控制/核间同步/); each wait also joins the setters' vector clocks,
-// which the sanitizer's multi-core check uses to accept GM hand-offs ordered by a flag.
+// docs/zh/api/SIMD-API/基础API/同步控制/核间同步/); with a record consumer each wait also joins the setters'
+// vector clocks, which the sanitizer's multi-core check uses to accept GM hand-offs ordered by a flag.
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
 #include <exception>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "twin_core.h"
 #include "twin_crosscore.h"
+#include "twin_fiber.h"
 #include "twin_fuse.h"
 #include "twin_launch.h"
 #include "twin_record.h"
@@ -47,18 +58,45 @@ bool IsMix(KernelMetaType t) {
 struct Aborted {};  // unwinds a core when another core failed or the launch deadlocked
 }  // namespace
 
-using Clock = std::vector<uint32_t>;  // per slot: epochs of that core ordered before this point
+using Clock = std::vector<uint32_t>;  // per slot: epochs of that core ordered before this point (empty: not kept)
+
+// What the running host thread holds for the core it runs: a core that yields parks it, and takes it back
+// when it resumes (ExchangeLocals swaps the thread's values with the parked ones).
+struct ParkedLocals {
+  CoreContext ctx;  // its UB, L1/L0 and launch model
+  bool inBlock = false;
+  BlockRecorder* recorder = nullptr;
+  uint8_t* sysWorkspace = nullptr;
+  TPipe* pipe = nullptr;
+  RecordLocals record;
+};
+void ExchangeLocals(ParkedLocals& parked) {
+  std::swap(Core(), parked.ctx);
+  const bool in = InBlock();
+  SetInBlock(parked.inBlock);
+  parked.inBlock = in;
+  std::swap(tRecorder, parked.recorder);
+  std::swap(tSysWorkspace, parked.sysWorkspace);
+  std::swap(CurrentPipe(), parked.pipe);
+  ExchangeRecordLocals(parked.record);
+}
 
 struct CrossCoreLaunch {
   const char* kernel = "?";
   KernelMetaType type = KERNEL_TYPE_MAX;
   uint32_t groups = 0, aics = 0, aivsPerGroup = 0, slots = 0;
+  bool ordered = false;  // vector clocks kept: a record consumer orders GM accesses by them
   std::mutex mu;
-  std::condition_variable cv;
-  uint32_t running = 0;
+  std::condition_variable cv;  // a worker with every core waiting sleeps here until another worker's event
   bool aborted = false;
   std::exception_ptr error;
-  enum class State { kReady, kWaiting, kDone };
+  // islands (core groups) claimed by workers; workers holding unfinished cores, and those of them asleep
+  uint32_t islands = 0, nextIsland = 0, active = 0, idle = 0, workersUsed = 0;
+  uint64_t events = 0;  // state changes another worker may be waiting for
+  // asleep workers that found none of their cores could go since the last event: when every other active
+  // worker is one of them, nothing anywhere can change again (a sleeper not yet awake to an event is not)
+  uint32_t fresh = 0;
+  enum class State { kReady, kRunning, kWaiting, kDone };
   struct CoreState {
     State state = State::kReady;
     std::function<bool()> canGo;
@@ -72,13 +110,30 @@ struct CrossCoreLaunch {
     std::vector<Clock> epochs;         // the clock at the start of each epoch
     uint32_t syncAlls = 0;
     uint16_t manualIds = 0, syncAllIds = 0;  // flag ids used by the kernel / by the hard SyncAll
+    Fiber fiber;
+    ParkedLocals parked;
   };
-  std::vector<CoreState> cores;
+  std::unique_ptr<CoreState[]> cores;
   uint32_t syncArrived = 0, syncRound = 0;
   std::vector<Clock> syncJoins;  // per SyncAll round: the clocks its parties released
   Clock& SyncJoin(uint32_t round) {
-    while (syncJoins.size() <= round) syncJoins.emplace_back(slots, 0);
+    while (syncJoins.size() <= round) syncJoins.emplace_back(ordered ? slots : 0, 0);
     return syncJoins[round];
+  }
+  // Another worker may be asleep waiting for what just changed (called with mu held).
+  void Notify() {
+    ++events;
+    fresh = 0;
+    if (idle) cv.notify_all();
+  }
+  // Sleeps (mu held by `lock`) until another worker's event, the launch's abort, or `timeout`.
+  template <typename Duration>
+  void Sleep(std::unique_lock<std::mutex>& lock, Duration timeout) {
+    const uint64_t seen = events;
+    ++idle, ++fresh;
+    cv.wait_for(lock, timeout, [&] { return events != seen || aborted; });
+    --idle;
+    if (events == seen) --fresh;  // else an event cleared it already
   }
 
   bool IsAic(uint32_t slot) const { return slot < aics; }
@@ -91,27 +146,36 @@ struct CrossCoreLaunch {
            std::to_string(v % aivsPerGroup) + ")";
   }
   uint32_t KindCount(bool aic) const { return aic ? aics : slots - aics; }
+  // The cores of island i: a group's AIC and AIVs, or one core where a launch has one kind.
+  std::vector<uint32_t> Island(uint32_t i) const {
+    if (!aics || !aivsPerGroup) return {i};
+    std::vector<uint32_t> s{i};
+    for (uint32_t v = 0; v < aivsPerGroup; ++v) s.push_back(AivSlot(i, v));
+    return s;
+  }
 };
 
 namespace {
 void Join(Clock& into, const Clock& from) {
-  for (size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], from[i]);
+  for (size_t i = 0; i < std::min(into.size(), from.size()); ++i) into[i] = std::max(into[i], from[i]);
 }
 
 // The clock a set releases: everything this core did up to now (its epoch included), then a new epoch.
 Clock Release(CrossCoreLaunch& L, uint32_t slot) {
+  ++Core().crossEpoch;
+  if (!L.ordered) return {};
   auto& c = L.cores[slot];
   Clock token = c.clock;
-  token[slot] = Core().crossEpoch + 1;
-  ++Core().crossEpoch;
+  token[slot] = Core().crossEpoch;
   c.clock[slot] = Core().crossEpoch;
   c.epochs.push_back(c.clock);
   return token;
 }
 void Acquire(CrossCoreLaunch& L, uint32_t slot, const Clock& token) {
+  ++Core().crossEpoch;
+  if (!L.ordered) return;
   auto& c = L.cores[slot];
   Join(c.clock, token);
-  ++Core().crossEpoch;
   c.clock[slot] = Core().crossEpoch;
   c.epochs.push_back(c.clock);
 }
@@ -125,40 +189,23 @@ void Raise(CrossCoreLaunch& L, uint32_t slot, int flag, const Clock& token, int 
                   " past 15 (a counter holds 0-15; sets without matching waits: the device stops with an error)");
   ++c.counter[flag];
   c.tokens[flag].push_back(token);
+  L.Notify();
 }
 
-// Hands the baton on and blocks until this core may continue (its condition holds) or the launch ends.
+// Blocks this core until its condition holds: it parks, and its worker runs another of its cores meanwhile
+// (the worker resumes it once the condition holds, or to unwind it when the launch is aborted).
 void WaitUntil(CrossCoreLaunch& L, uint32_t slot, std::function<bool()> canGo, std::string what) {
-  std::unique_lock<std::mutex> lock(L.mu);
-  if (canGo()) return;
   auto& self = L.cores[slot];
-  self.state = CrossCoreLaunch::State::kWaiting;
-  self.canGo = std::move(canGo);
-  self.waits = std::move(what);
-  // the next core in slot order that can run
-  for (uint32_t k = 1; k <= L.slots; ++k) {
-    const uint32_t s = (slot + k) % L.slots;
-    auto& o = L.cores[s];
-    if (o.state == CrossCoreLaunch::State::kReady ||
-        (o.state == CrossCoreLaunch::State::kWaiting && s != slot && o.canGo())) {
-      o.state = CrossCoreLaunch::State::kReady;
-      L.running = s;
-      L.cv.notify_all();
-      L.cv.wait(lock, [&] { return L.aborted || (L.running == slot && self.canGo()); });
-      if (L.aborted) throw Aborted{};
-      self.state = CrossCoreLaunch::State::kReady;
-      return;
-    }
+  {
+    std::lock_guard<std::mutex> lock(L.mu);
+    if (canGo()) return;
+    self.state = CrossCoreLaunch::State::kWaiting;
+    self.canGo = std::move(canGo);
+    self.waits = std::move(what);
   }
-  std::string report = "no core can continue (the device hangs here):";
-  for (uint32_t s = 0; s < L.slots; ++s)
-    if (L.cores[s].state == CrossCoreLaunch::State::kWaiting)
-      report += "\n  " + L.Name(s) + " waits in " + L.cores[s].waits;
-  uint32_t done = 0;
-  for (const auto& c : L.cores) done += c.state == CrossCoreLaunch::State::kDone;
-  report += "\n  (" + std::to_string(done) + " of " + std::to_string(L.slots) + " cores finished)";
-  lock.unlock();
-  Violation("cross-core deadlock", report);
+  self.fiber.Yield();
+  std::lock_guard<std::mutex> lock(L.mu);
+  if (L.aborted) throw Aborted{};
 }
 
 void EmitCross(const char* op, int mode, pipe_t pipe, int flag) {
@@ -316,7 +363,7 @@ void HardSyncAll(bool aivOnly) {
     std::lock_guard<std::mutex> lock(L.mu);
     round = L.syncRound;
     Join(L.SyncJoin(round), Release(L, slot));
-    if (++L.syncArrived == parties) L.syncArrived = 0, ++L.syncRound;
+    if (++L.syncArrived == parties) L.syncArrived = 0, ++L.syncRound, L.Notify();
   }
   WaitUntil(L, slot, [&L, round] { return L.syncRound > round; }, "SyncAll (round " + std::to_string(round) + ")");
   std::lock_guard<std::mutex> lock(L.mu);
@@ -358,6 +405,7 @@ void SoftSyncAll(const GlobalTensor<int32_t>& gm, const LocalTensor<int32_t>& ub
   {
     std::lock_guard<std::mutex> lock(L.mu);
     Join(L.SyncJoin(uint32_t(round - 1)), Release(L, core.slot));
+    L.Notify();  // its slot in GM is written
   }
   WaitUntil(
       L, core.slot,
@@ -372,7 +420,7 @@ void SoftSyncAll(const GlobalTensor<int32_t>& gm, const LocalTensor<int32_t>& ub
 }
 
 namespace {
-// The run of one core's thread: waits for the baton, runs the kernel, hands the baton on.
+// One core's fiber: its launch model, the kernel, and what it leaves for the launch (an error, kDone).
 void RunCore(CrossCoreLaunch& L, uint32_t slot, const std::function<void()>& body, LaunchRecord* record, bool fuse) {
   CoreContext& c = Core();
   ResetCoreModel(c, slot);
@@ -389,55 +437,117 @@ void RunCore(CrossCoreLaunch& L, uint32_t slot, const std::function<void()>& bod
     c.blockIdx = slot - L.aics;  // GetBlockIdx on an AIV: group x ratio + sub-block
   }
   SetInBlock(true);
+  bool aborted;
   {
-    std::unique_lock<std::mutex> lock(L.mu);
-    L.cv.wait(lock, [&] { return L.aborted || L.running == slot; });
-    if (L.aborted) return;
-  }
-  try {
-    BeginBlock(record, slot);
-    BeginFusedBlock(fuse);
-    body();
-    FlushFused();
-    EndBlock(record, true);
-  } catch (const Aborted&) {
-    DropFused();
-    AbortBlock();
-  } catch (...) {
-    DropFused();
-    AbortBlock();
     std::lock_guard<std::mutex> lock(L.mu);
-    if (!L.error) L.error = std::current_exception();
-    L.aborted = true;
-    L.cv.notify_all();
+    aborted = L.aborted;
+  }
+  std::exception_ptr error;
+  if (!aborted) {
+    try {
+      BeginBlock(record, slot);
+      BeginFusedBlock(fuse);
+      body();
+      FlushFused();
+      EndBlock(record, true);
+    } catch (const Aborted&) {
+      DropFused();
+      AbortBlock();
+    } catch (...) {
+      DropFused();
+      AbortBlock();
+      error = std::current_exception();
+    }
   }
   SetInBlock(false);
   std::lock_guard<std::mutex> lock(L.mu);
   L.cores[slot].state = CrossCoreLaunch::State::kDone;
-  if (L.aborted) return;
-  for (uint32_t k = 1; k < L.slots; ++k) {  // hand the baton on
-    const uint32_t s = (slot + k) % L.slots;
-    auto& o = L.cores[s];
-    if (o.state == CrossCoreLaunch::State::kReady || (o.state == CrossCoreLaunch::State::kWaiting && o.canGo())) {
-      L.running = s;
-      L.cv.notify_all();
-      return;
-    }
-  }
-  bool anyLeft = false;
-  std::string report = "no core can continue (the device hangs here):";
-  for (uint32_t s = 0; s < L.slots; ++s)
-    if (L.cores[s].state == CrossCoreLaunch::State::kWaiting) {
-      anyLeft = true;
+  if (error && !L.aborted) L.error = error, L.aborted = true;
+  L.Notify();
+}
+
+std::string DeadlockReport(const CrossCoreLaunch& L) {
+  std::string report = "Ascend C twin: kernel '" + std::string(L.kernel) +
+                       "': [cross-core deadlock] no core can continue (the device hangs here):";
+  uint32_t done = 0;
+  for (uint32_t s = 0; s < L.slots; ++s) {
+    if (L.cores[s].state == CrossCoreLaunch::State::kWaiting)
       report += "\n  " + L.Name(s) + " waits in " + L.cores[s].waits;
-    }
-  if (anyLeft) {
-    char head[200];
-    std::snprintf(head, sizeof(head), "Ascend C twin: kernel '%s': [cross-core deadlock] ", L.kernel);
-    L.error = std::make_exception_ptr(RuleError(head + report + "\n  (the other cores finished)"));
-    L.aborted = true;
+    done += L.cores[s].state == CrossCoreLaunch::State::kDone;
   }
-  L.cv.notify_all();
+  return report + "\n  (" + std::to_string(done) + " of " + std::to_string(L.slots) + " cores finished)";
+}
+
+// A worker: runs its cores until each has finished, claiming islands as it runs out of cores that can go.
+// The next core to run is the first after the last one run, in the order the worker holds them, that can go.
+// A worker whose cores all wait while it holds its share of the islands (a SyncAll reached early) first
+// leaves the rest to workers not yet started, for up to kShareWait; if none comes it claims them itself
+// (fewer host threads than workers run them one after another, and must not deadlock).
+constexpr auto kShareWait = std::chrono::microseconds(2000);
+void RunWorker(CrossCoreLaunch& L, std::vector<uint32_t> mine, uint32_t workers, const std::function<void()>& body,
+               LaunchRecord* record, bool fuse) {
+  Fiber home;
+  size_t last = mine.empty() ? 0 : mine.size() - 1;
+  const size_t share = (L.islands + workers - 1) / workers * L.Island(0).size();  // cores
+  bool othersHadTheirChance = false;
+  std::unique_lock<std::mutex> lock(L.mu);
+  if (!mine.empty()) ++L.active, ++L.workersUsed;
+  for (;;) {
+    CrossCoreLaunch::CoreState* next = nullptr;
+    uint32_t slot = 0;
+    for (size_t k = 1; k <= mine.size() && !next; ++k) {
+      const size_t i = (last + k) % mine.size();
+      auto& c = L.cores[mine[i]];
+      if (c.state == CrossCoreLaunch::State::kReady ||
+          (c.state == CrossCoreLaunch::State::kWaiting && (L.aborted || c.canGo())))
+        next = &c, slot = mine[i], last = i;
+    }
+    if (next) {
+      const bool first = next->state == CrossCoreLaunch::State::kReady;
+      next->state = CrossCoreLaunch::State::kRunning;
+      lock.unlock();
+      if (first) next->fiber.Start(&home, [&L, slot, &body, record, fuse] { RunCore(L, slot, body, record, fuse); });
+      ExchangeLocals(next->parked);
+      home.SwitchTo(next->fiber);
+      ExchangeLocals(next->parked);
+      lock.lock();
+      continue;
+    }
+    if (L.nextIsland < L.islands) {
+      size_t unfinished = 0;
+      for (uint32_t s : mine) unfinished += L.cores[s].state != CrossCoreLaunch::State::kDone;
+      if (unfinished >= share && !othersHadTheirChance) {
+        const uint64_t seen = L.events;
+        L.Sleep(lock, kShareWait);
+        othersHadTheirChance = L.events == seen;
+        continue;
+      }
+      othersHadTheirChance = false;
+      if (mine.empty()) ++L.active, ++L.workersUsed;
+      const size_t before = mine.size();
+      for (uint32_t s : L.Island(L.nextIsland++)) mine.push_back(s);
+      last = (before ? before : mine.size()) - 1;  // the new island's first core runs next
+      continue;
+    }
+    bool finished = true;
+    for (uint32_t s : mine) finished = finished && L.cores[s].state == CrossCoreLaunch::State::kDone;
+    if (finished) break;
+    // every core of this worker waits: for another worker's event, or, when every worker is here, forever
+    if (L.fresh + 1 == L.active && L.nextIsland == L.islands && !L.aborted) {
+      L.error = std::make_exception_ptr(RuleError(DeadlockReport(L)));
+      L.aborted = true;
+      L.Notify();
+      continue;
+    }
+    L.Sleep(lock, std::chrono::hours(1));  // woken by the event or abort it waits for
+  }
+  if (!mine.empty()) --L.active, L.Notify();
+}
+
+bool SerialSchedule(bool recording) {
+  if (recording || Threads() <= 1) return true;
+  const char* v = std::getenv("ASCENDC_TWIN_MIX");
+  return v && std::strcmp(v, "serial") == 0;
 }
 
 // End of the kernel: a set whose wait never came stays on the device (the next kernel sees it).
@@ -460,9 +570,14 @@ void CheckSetsWaited(CrossCoreLaunch& L) {
 }
 }  // namespace
 
+namespace {
+std::atomic<uint32_t> gLastCoreWorkers{0};
+}  // namespace
+uint32_t LastCoreWorkers() { return gLastCoreWorkers.load(std::memory_order_relaxed); }
+
 void ForEachCore(const char* kernelName, KernelMetaType type, uint32_t blockDim, const std::function<void()>& core,
                  uint64_t gmBytes) {
-  (void)gmBytes;  // every core runs on its own thread, whatever the launch moves
+  (void)gmBytes;  // every core is resident, whatever the launch moves
   if (type != KERNEL_TYPE_AIV_ONLY && type != KERNEL_TYPE_AIC_ONLY && !IsMix(type))
     throw RuleError(std::string("Ascend C twin: kernel '") + kernelName + "': [kernel type] " + TypeName(type) +
                     " is not an Atlas A2 kernel type");
@@ -477,16 +592,28 @@ void ForEachCore(const char* kernelName, KernelMetaType type, uint32_t blockDim,
   L.aics = cube ? blockDim : 0;
   L.aivsPerGroup = !vector ? 0 : type == KERNEL_TYPE_MIX_AIC_1_2 ? 2 : 1;
   L.slots = L.aics + blockDim * L.aivsPerGroup;
-  L.cores.resize(L.slots);
-  for (auto& c : L.cores) c.clock.assign(L.slots, 0), c.epochs.push_back(c.clock);
+  L.islands = L.aics && L.aivsPerGroup ? blockDim : L.slots;
   LaunchRecord* record = BeginLaunch(kernelName, L.slots);
+  L.ordered = record != nullptr;
+  L.cores.reset(new CrossCoreLaunch::CoreState[L.slots]);
+  for (uint32_t s = 0; s < L.slots; ++s) {
+    auto& c = L.cores[s];
+    if (L.ordered) c.clock.assign(L.slots, 0), c.epochs.push_back(c.clock);
+    c.parked.ctx = TakeCoreBuffers();
+  }
   const bool fuse = FuseEnabled();
-  std::vector<std::thread> threads;
-  threads.reserve(L.slots);
-  for (uint32_t s = 0; s < L.slots; ++s)
-    threads.emplace_back([&L, s, &core, record, fuse] { RunCore(L, s, core, record, fuse); });
-  for (auto& t : threads) t.join();
-  if (!L.error) {
+  if (SerialSchedule(record != nullptr)) {
+    std::vector<uint32_t> all(L.slots);
+    for (uint32_t s = 0; s < L.slots; ++s) all[s] = s;
+    L.nextIsland = L.islands;
+    RunWorker(L, std::move(all), 1, core, record, fuse);
+  } else {
+    const uint32_t workers = std::min<uint32_t>(uint32_t(Threads()), L.islands);
+    RunWorkers(workers, [&](uint32_t) { RunWorker(L, {}, workers, core, record, fuse); });
+  }
+  for (uint32_t s = 0; s < L.slots; ++s) GiveCoreBuffers(L.cores[s].parked.ctx);
+  gLastCoreWorkers.store(L.workersUsed, std::memory_order_relaxed);
+  if (!L.error && L.ordered) {
     std::vector<std::string> names;
     std::vector<std::vector<Clock>> epochs;
     for (uint32_t s = 0; s < L.slots; ++s) names.push_back(L.Name(s)), epochs.push_back(L.cores[s].epochs);

@@ -19,6 +19,7 @@
 // kTrace checks and records the call without touching them, for the high-level Matmul (twin_cube.h),
 // whose arithmetic one fast GEMM does: one set of rules and one record for both APIs.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "twin_copy.h"
+#include "twin_cube_mmad.h"
 #include "twin_tensor.h"
 
 enum class QuantMode_t : uint8_t {
@@ -390,20 +392,8 @@ inline void twin::MmadOn(const LocalTensor<D>& dst, const LocalTensor<S>& fm, co
     float* c = dst.TwinPtr();
     const bool init = p.cmatrixInitVal || bias != nullptr;
     const float* b0 = bias != nullptr ? bias->TwinPtr() : nullptr;
-    if (exec == twin::CubeExec::kRun) {
-      std::vector<float> arow(p.k);
-      for (uint32_t i = 0; i < p.m; ++i) {
-        for (uint32_t q = 0; q < p.k; ++q)
-          arow[q] = float(gemv ? a[q] : a[(uint64_t(i / 16) * k1 + q / k0) * 16 * k0 + (i % 16) * k0 + q % k0]);
-        for (uint32_t j = 0; j < p.n; ++j) {
-          float acc = b0 != nullptr ? b0[j] : 0.0f;  // L0C starts from the bias table
-          for (uint32_t q = 0; q < p.k; ++q)
-            acc += arow[q] * float(b[(uint64_t(q / k0) * n1 + j / 16) * 16 * k0 + (j % 16) * k0 + q % k0]);
-          float& out = c[(uint64_t(j / 16) * m1 + i / 16) * 256 + (i % 16) * 16 + j % 16];
-          out = init ? acc : out + acc;
-        }
-      }
-    }
+    // L0C starts from the bias table, or from 0 (twin_cube_mmad.h: the sum's order)
+    if (exec == twin::CubeExec::kRun) twin::MmadFractal(a, b, c, b0, p.m, p.n, p.k, k0, k1, m1, n1, gemv, init);
     if (twin::Recording()) {
       twin::Instr in = twin::OpInstr(twin::Pipe::M, "Mmad", twin::DtypeName<S>(), uint64_t(p.m) * p.n * p.k);
       in.smallMmad = (p.m / twin::kCube) * (p.n / twin::kCube) < 10;  // Mmad.md 同步优化说明 (twin_sanitizer.cpp)
@@ -517,14 +507,17 @@ inline void Fixpipe(const GlobalTensor<T>& dst, const LocalTensor<U>& src, const
       if (atomic) atomicLock = std::unique_lock<std::mutex>(twin::AtomicGmMutex());
       if (exec == twin::CubeExec::kRun)
         for (uint32_t i = 0; i < p.mSize; ++i)
-          for (uint32_t j = 0; j < p.nSize; ++j) {
-            float v = c[(uint64_t(j / 16) * p.srcStride + i) * 16 + j % 16];
-            if (p.reluEn && v < 0.0f) v = 0.0f;
-            const uint64_t at =
-                kNd ? uint64_t(i) * p.dstStride + j : uint64_t(j / 16) * p.dstStride * c0 + i * 16 + j % 16;
-            if (atomic) v = float(out[at]) + static_cast<float>(static_cast<T>(v));
-            if constexpr (std::is_same_v<T, bfloat16_t>) out[at] = bfloat16_t(v);
-            else out[at] = static_cast<T>(v);
+          for (uint32_t jb = 0; jb < blocks; ++jb) {  // row i of column block jb: 16 contiguous floats
+            const float* from = c + (uint64_t(jb) * p.srcStride + i) * 16;
+            T* to = out + (kNd ? uint64_t(i) * p.dstStride + jb * 16 : uint64_t(jb) * p.dstStride * c0 + i * 16);
+            const uint32_t width = std::min<uint32_t>(16, p.nSize - jb * 16);
+            for (uint32_t j = 0; j < width; ++j) {
+              float v = from[j];
+              if (p.reluEn && v < 0.0f) v = 0.0f;
+              if (atomic) v = float(to[j]) + static_cast<float>(static_cast<T>(v));
+              if constexpr (std::is_same_v<T, bfloat16_t>) to[j] = bfloat16_t(v);
+              else to[j] = static_cast<T>(v);
+            }
           }
       if (twin::Recording()) {
         twin::Instr in = twin::OpInstr(twin::Pipe::FIX, "Fixpipe", twin::DtypeName<T>(), uint64_t(p.mSize) * p.nSize);

@@ -23,23 +23,30 @@ namespace twin {
 void ResetCoreModel(CoreContext& c, uint32_t slot);
 
 namespace {
+void AllocateBuffers(CoreContext& c) {
+  c.ub = static_cast<uint8_t*>(std::aligned_alloc(64, kUbBytes));
+  c.l1 = static_cast<uint8_t*>(std::aligned_alloc(1024, kL1Bytes));
+  c.l0a = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0aBytes));
+  c.l0b = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0bBytes));
+  c.l0c = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0cBytes));
+  c.bt = static_cast<uint8_t*>(std::aligned_alloc(1024, kBtBytes));
+}
+void FreeBuffers(CoreContext& c) {
+  for (uint8_t* p : {c.ub, c.l1, c.l0a, c.l0b, c.l0c, c.bt}) std::free(p);
+}
+
 // One UB per host thread: blocks never share a UB while they run.
 struct ThreadCore {
   CoreContext ctx;
   bool inBlock = false;
-  ThreadCore() {
-    ctx.ub = static_cast<uint8_t*>(std::aligned_alloc(64, kUbBytes));
-    ctx.l1 = static_cast<uint8_t*>(std::aligned_alloc(1024, kL1Bytes));
-    ctx.l0a = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0aBytes));
-    ctx.l0b = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0bBytes));
-    ctx.l0c = static_cast<uint8_t*>(std::aligned_alloc(1024, kL0cBytes));
-    ctx.bt = static_cast<uint8_t*>(std::aligned_alloc(1024, kBtBytes));
-  }
-  ~ThreadCore() {
-    for (uint8_t* p : {ctx.ub, ctx.l1, ctx.l0a, ctx.l0b, ctx.l0c, ctx.bt}) std::free(p);
-  }
+  ThreadCore() { AllocateBuffers(ctx); }
+  ~ThreadCore() { FreeBuffers(ctx); }
 };
 thread_local ThreadCore tCore;
+
+// The buffers of a synchronising launch's cores, kept for the next launch (a full chip: 72 cores, 1 MiB each).
+std::mutex gBuffersMutex;
+std::vector<CoreContext> gFreeBuffers;
 
 struct Job {
   const char* kernel = nullptr;
@@ -106,15 +113,16 @@ class Pool {
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this, start] { Work(start); });
   }
   int Workers() const { return int(threads_.size()); }
-  void Run(Job& job) {
+  // Every worker and the calling thread run `work` once; it hands itself its items.
+  void Run(const std::function<void()>& work) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      job_ = &job;
+      job_ = &work;
       busy_ = int(threads_.size());
       ++generation_;
     }
     cv_.notify_all();
-    RunBlocks(job);  // the calling thread works too
+    work();  // the calling thread works too
     std::unique_lock<std::mutex> lock(mu_);
     done_.wait(lock, [this] { return busy_ == 0; });
     job_ = nullptr;
@@ -123,7 +131,7 @@ class Pool {
  private:
   void Work(uint64_t seen) {
     for (;;) {
-      Job* job;
+      const std::function<void()>* job;
       {
         std::unique_lock<std::mutex> lock(mu_);
         cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -131,7 +139,7 @@ class Pool {
         seen = generation_;
         job = job_;
       }
-      if (job) RunBlocks(*job);
+      if (job) (*job)();
       std::lock_guard<std::mutex> lock(mu_);
       if (--busy_ == 0) done_.notify_one();
     }
@@ -139,7 +147,7 @@ class Pool {
   std::vector<std::thread> threads_;
   std::mutex mu_;
   std::condition_variable cv_, done_;
-  Job* job_ = nullptr;
+  const std::function<void()>* job_ = nullptr;
   uint64_t generation_ = 0;
   int busy_ = 0;
   bool stop_ = false;
@@ -164,6 +172,42 @@ void ResetCoreModel(CoreContext& c, uint32_t slot) {
 }
 void SetInBlock(bool in) { tCore.inBlock = in; }
 bool InBlock() { return tCore.inBlock; }
+
+CoreContext TakeCoreBuffers() {
+  {
+    std::lock_guard<std::mutex> lock(gBuffersMutex);
+    if (!gFreeBuffers.empty()) {
+      CoreContext c = gFreeBuffers.back();
+      gFreeBuffers.pop_back();
+      return c;
+    }
+  }
+  CoreContext c;
+  AllocateBuffers(c);
+  return c;
+}
+void GiveCoreBuffers(const CoreContext& c) {
+  std::lock_guard<std::mutex> lock(gBuffersMutex);
+  gFreeBuffers.push_back(c);
+}
+
+void RunWorkers(uint32_t workers, const std::function<void(uint32_t)>& worker) {
+  if (workers <= 1) return worker(0);
+  std::atomic<uint32_t> next{0};
+  const auto work = [&] {
+    for (uint32_t w; (w = next.fetch_add(1)) < workers;) worker(w);
+  };
+  if (gParallelFor) {
+    gParallelFor(workers, [&](uint32_t begin, uint32_t end) {
+      for (uint32_t w = begin; w < end; ++w) work();
+    });
+    return;
+  }
+  std::lock_guard<std::mutex> lock(gLaunchMutex);
+  Pool& pool = ThePool();
+  if (pool.Workers() != gThreads - 1) pool.Resize(gThreads - 1);
+  pool.Run(work);
+}
 
 void SetParallelFor(ParallelFor parallelFor) {
   std::lock_guard<std::mutex> lock(gLaunchMutex);
@@ -206,7 +250,7 @@ void ForEachBlock(const char* kernelName, uint32_t blockDim, const std::function
     Pool& pool = ThePool();
     const int workers = gThreads - 1;
     if (pool.Workers() != workers) pool.Resize(workers);
-    pool.Run(job);
+    pool.Run([&job] { RunBlocks(job); });
   }
   EndLaunch(job.record, !job.error);  // multi-core checks; may throw
   if (job.error) std::rethrow_exception(job.error);

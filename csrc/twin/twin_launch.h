@@ -45,10 +45,22 @@ void LaunchMoving(uint64_t gmBytes, const char* kernelName, uint32_t blockDim, v
 }
 
 // A launch of a declared kernel type whose cores may wait on each other (twin_crosscore.cpp): every
-// core of the launch is resident at once (for MIX_AIC_1_2, blockDim AICs and 2 x blockDim AIVs), so
-// cross-core flags and SyncAll can wait; one core runs at a time in a fixed order, so results are
-// deterministic and a deadlock is reported naming the waiting cores. Kernels that never synchronise
-// use Launch / ForEachBlock (the pool).
+// core of the launch is resident at once (for MIX_AIC_1_2, blockDim AICs and 2 x blockDim AIVs), each a
+// fiber (twin_fiber.h), so cross-core flags and SyncAll can wait; a deadlock is reported naming the
+// waiting cores. Core groups run side by side on the pool's threads, each group's cores on one thread;
+// with a record consumer (the sanitizer, an export, a profile) or ASCENDC_TWIN_MIX=serial, one core runs
+// at a time in a fixed order on the calling thread. Kernels that never synchronise use Launch /
+// ForEachBlock (the pool).
+// For the synchronising launch: buffers (UB, L1, L0, BT) of one core, from a cache across launches;
+// `workers` calls of worker(w) on the pool, side by side (fewer threads than workers: the later calls
+// start when earlier ones end, so a worker must not wait for one that has not started).
+CoreContext TakeCoreBuffers();
+void GiveCoreBuffers(const CoreContext& buffers);
+void RunWorkers(uint32_t workers, const std::function<void(uint32_t)>& worker);
+
+// How many host workers ran cores of the last synchronising launch (1: the serial schedule, or one island).
+uint32_t LastCoreWorkers();
+
 void ForEachCore(const char* kernelName, KernelMetaType type, uint32_t blockDim, const std::function<void()>& core,
                  uint64_t gmBytes = kUnknownGmBytes);
 template <typename... Params, typename... Args>

@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "twin_core.h"
 #include "twin_host_profile.h"
@@ -49,6 +50,11 @@ void NoteEventHandedOut(Pipe src, Pipe dst, int32_t id) {
 }
 bool EventHandedOut(Pipe src, Pipe dst, int32_t id) {
   return id >= 0 && id < kEventIds && (tHandedOut[int(src) * kPipes + int(dst)] >> id & 1u);
+}
+
+void ExchangeRecordLocals(RecordLocals& parked) {
+  std::swap(tDefer, parked.defer);
+  for (int i = 0; i < kPipes * kPipes; ++i) std::swap(tHandedOut[i], parked.handedOut[i]);
 }
 
 DeferErrors::DeferErrors() { ++tDefer; }

@@ -137,6 +137,13 @@ inline Instr OpInstr(Pipe pipe, const char* op, const char* dtype, uint64_t coun
 void EmitSync(Kind kind, Pipe src, Pipe dst, int32_t id, const char* que = nullptr, int32_t slot = -1,
               const char* via = nullptr);
 void EmitBarrier(Pipe pipe);
+// The record's per-core state held by the running host thread (DeferErrors' depth, the event ids a TPipe
+// handed out): a core that yields on a cross-core wait parks it, and takes it back when it resumes.
+struct RecordLocals {
+  int defer = 0;
+  uint8_t handedOut[kPipes * kPipes] = {};
+};
+void ExchangeRecordLocals(RecordLocals& parked);  // swaps this thread's with `parked`
 // Ids a TPipe handed out (FetchEventID/AllocEventID) may be 6 or 7; literal ones may not.
 void NoteEventHandedOut(Pipe src, Pipe dst, int32_t id);
 bool EventHandedOut(Pipe src, Pipe dst, int32_t id);

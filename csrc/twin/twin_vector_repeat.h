@@ -151,6 +151,11 @@ inline void RequireRepeatOverlap(const char* api, const char* srcName, const Rep
                                  uint32_t repeats, bool crossOk) {
   const uint64_t dlo = d.base, dhi = d.base + d.Extent(repeats), slo = s.base, shi = s.base + s.Extent(repeats);
   if (dhi <= slo || shi <= dlo) return;
+  // In place (the same geometry): each repeat reads exactly what it writes, so only a repeat reading an
+  // earlier repeat's bytes can break the rule, and repeats a full extent apart share none.
+  const bool same = d.base == s.base && d.blkPitch == s.blkPitch && d.repPitch == s.repPitch && d.blocks == s.blocks &&
+                    d.lastBytes == s.lastBytes;
+  if (same && (crossOk || repeats <= 1 || d.repPitch >= d.RepeatEnd(0))) return;
   constexpr uint16_t kNone = 0xffff;
   std::vector<uint16_t> first(dhi - dlo, kNone);  // per destination byte: the first repeat writing it
   for (uint32_t r = 0; r < repeats; ++r)

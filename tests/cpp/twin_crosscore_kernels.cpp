@@ -418,4 +418,5 @@ TORCH_LIBRARY(twin_crosscore, m) {
   m.def("record(str name, int block_dim, Tensor(a!) x) -> str[]", &Record);
   m.def("names() -> str[]", &Names);
   m.def("mix_example(Tensor a, Tensor b, Tensor bias, float scale) -> Tensor", &MixExample);
+  m.def("core_workers() -> int", [] { return int64_t(AscendC::twin::LastCoreWorkers()); });
 }

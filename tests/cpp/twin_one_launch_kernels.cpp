@@ -246,4 +246,5 @@ TORCH_LIBRARY(twin_one_launch, m) {
   m.def("moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens, int vector_cores) -> (Tensor, Tensor)",
         &MoeTokenPermute);
   m.def("last_blocks() -> int", [] { return int64_t(gLastBlocks); });
+  m.def("core_workers() -> int", [] { return int64_t(AscendC::twin::LastCoreWorkers()); });
 }
