@@ -58,7 +58,7 @@ bool ResidentA(TCubeTiling& mm, int64_t k, const cube_rules::Operand& a, const c
   return false;
 }
 
-// A core started costs the launch ~0.01 us (the calibrated launch model, docs/harness.md): 18 cycles.
+// A core started costs the launch ~0.01 us (the calibrated launch model, docs/pipeline-model.md): 18 cycles.
 constexpr double kCoreStartCycles = 18;
 
 // The forward's columns per block when each group's most blocks (rowBlocks x column blocks) can have a

@@ -1,8 +1,8 @@
-"""Writes docs/coverage.md: for every decoder model type of the installed transformers, what
+"""Writes docs/records/coverage.md: for every decoder model type of the installed transformers, what
 ``apply_default_kernels`` patches by structure, what it leaves and why, and fp32 logits/gradient parity
 against the unpatched model (ascendc_ops.patching.coverage). Usage:
 
-    .venv/bin/python tools/patch_coverage.py [--types llama,gemma3_text] [--out docs/coverage.md]
+    .venv/bin/python tools/patch_coverage.py [--types llama,gemma3_text] [--out docs/records/coverage.md]
 
 Exit status 1 when a patched model fails parity (a skipped family is a row, not a failure).
 """
@@ -86,7 +86,7 @@ end-to-end gradients, gradients zero in exact arithmetic): `python/ascendc_ops/p
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--types", help="comma-separated model types (default: every decoder type)")
-    ap.add_argument("--out", default=str(ROOT / "docs" / "coverage.md"))
+    ap.add_argument("--out", default=str(ROOT / "docs" / "records" / "coverage.md"))
     args = ap.parse_args(argv)
     logging.getLogger("ascendc_ops.patching").setLevel(logging.ERROR)
     logging.getLogger("transformers").setLevel(logging.ERROR)

@@ -1,7 +1,7 @@
 // CPU twin, A2's separated cores working together: the kernel type a kernel declares, the cores a
 // MIX launch runs (n AIC + 2n AIV for MIX_AIC_1_2), their indices, GM workspace, atomic-add stores,
 // and the cross-core synchronisation (CrossCoreSetFlag / CrossCoreWaitFlag, SyncAll). Rules and
-// their asc-devkit sources: docs/twin-fidelity.md ("Cross-core synchronisation").
+// their asc-devkit sources: docs/records/twin-fidelity.md ("Cross-core synchronisation").
 // A launch that synchronises runs every core at once (twin::LaunchTyped, twin_crosscore.cpp).
 #pragma once
 #include <cstdint>

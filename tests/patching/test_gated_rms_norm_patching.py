@@ -145,7 +145,7 @@ class Holder(nn.Module):
         self.norm = norm
 
 
-# Gated norms of families whose tiny model does not build from shrunk defaults (docs/coverage.md says why): the
+# Gated norms of families whose tiny model does not build from shrunk defaults (docs/records/coverage.md says why): the
 # module alone, width 64. (model type, class, constructor kwargs, None = patched, else what the refusal names)
 MODULES = [
     ("qwen4_exp", "Qwen4ExpTextRMSNormGated", {}, None),

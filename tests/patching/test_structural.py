@@ -1,5 +1,5 @@
 """Patching by structure: the eight families the name list used to cover get exactly the same modules patched;
-new families are patched with parity (ascendc_ops.patching.coverage, the docs/coverage.md rows), (1 + w) norms
+new families are patched with parity (ascendc_ops.patching.coverage, the docs/records/coverage.md rows), (1 + w) norms
 (Gemma's) with custom.gemma_rms_norm; parts that look right but compute something else (epsilon outside the root, a
 gated norm, a gelu MLP) are left by the probe with the reason; the coverage tool's table."""
 
@@ -197,7 +197,7 @@ def test_coverage_rows_for_a_handful():
 
 
 def _doc_rows(text: str) -> dict[str, tuple[str, str, str]]:
-    """docs/coverage.md's table: model type -> (result, applied, fused_attention's verdict or "-")."""
+    """docs/records/coverage.md's table: model type -> (result, applied, fused_attention's verdict or "-")."""
     rows = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
@@ -209,8 +209,8 @@ def _doc_rows(text: str) -> dict[str, tuple[str, str, str]]:
 @pytest.mark.slow
 def test_every_decoder_family_and_the_committed_table(tmp_path):
     """The whole table (about 3 minutes on 2 shared cores): no family fails parity once patched, and
-    docs/coverage.md says what a fresh run says (results, applied kernels, fused_attention's verdict: it is generated,
-    not edited)."""
+    docs/records/coverage.md says what a fresh run says (results, applied kernels, fused_attention's verdict: it is
+    generated, not edited)."""
     tools = Path(__file__).resolve().parents[2] / "tools"
     if not (tools / "patch_coverage.py").exists():  # tools/wheel_check.sh runs a copy of tests/ alone
         pytest.skip("needs the checkout's tools/ and docs/ (the committed table)")
@@ -221,8 +221,8 @@ def test_every_decoder_family_and_the_committed_table(tmp_path):
     assert patch_coverage.main(["--out", str(out)]) == 0
     fresh = _doc_rows(out.read_text())
     assert len(fresh) == len(coverage.decoder_types())
-    committed = _doc_rows((patch_coverage.ROOT / "docs" / "coverage.md").read_text())
-    assert committed == fresh, "docs/coverage.md is stale: run tools/patch_coverage.py"
+    committed = _doc_rows((patch_coverage.ROOT / "docs" / "records" / "coverage.md").read_text())
+    assert committed == fresh, "docs/records/coverage.md is stale: run tools/patch_coverage.py"
 
 
 @pytest.mark.parametrize("family", ["llama", "phi3", "qwen3_moe"])

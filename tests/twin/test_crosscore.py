@@ -1,7 +1,7 @@
 """Cube and vector cores together on the twin: the MIX launch model, cross-core flags, SyncAll, atomic adds.
 
 Kernels in tests/cpp/twin_crosscore_kernels.cpp. Each fault must stop with its rule's name (A2's rules from
-asc-devkit's CrossCoreSetFlag(ISASI).md, SyncAll.md and 设置Kernel类型.md; docs/twin-fidelity.md cites them per
+asc-devkit's CrossCoreSetFlag(ISASI).md, SyncAll.md and 设置Kernel类型.md; docs/records/twin-fidelity.md cites them per
 rule); each valid kernel must run clean under the sanitizer with the numbers the device would give."""
 
 import json

@@ -13,7 +13,7 @@ No model list: each kernel finds its parts by structure in any model
 (transformers 5.x; CI runs requirements.txt's and tools/wheel_check.sh's versions; on 4.x every kernel skips with
 that reason) and patches a part only after a probe on a small random input agrees with our op within the fp32
 accuracy standard (``probe.py``); parts that look right but disagree (Gemma's (1 + w) norm, GLM's interleaved
-RoPE, gelu MLPs) are left and listed in the report with the reason. docs/coverage.md (tools/patch_coverage.py)
+RoPE, gelu MLPs) are left and listed in the report with the reason. docs/records/coverage.md (tools/patch_coverage.py)
 lists what this gives on every decoder family of the pinned transformers. Backends: cpu-twin, npu.
 
 Switches: each kernel's entry in ``registry.py`` names its LLaMA-Factory id (``alias``, from its kernel plugins'

@@ -1,6 +1,6 @@
 """What the structural patching gives on each decoder family of the installed transformers: a tiny random model
 per model type (the config class's defaults shrunk: 2 layers, hidden 64, ...), ``apply_default_kernels``, and
-logits and gradient parity against the unpatched model (tools/patch_coverage.py writes docs/coverage.md).
+logits and gradient parity against the unpatched model (tools/patch_coverage.py writes docs/records/coverage.md).
 
 Parity is the fp32 double benchmark of docs/accuracy.md (``ascendc_ops.precision.check_ratio``), per output: golden =
 the unpatched model in float64, the comparison = the unpatched model in fp32, ours = the patched model in fp32; the

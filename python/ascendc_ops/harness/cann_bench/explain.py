@@ -42,7 +42,7 @@ def band(check_rows: list[dict], bound: str, err_key: str) -> float:
 
 def model_error(check_rows: list[dict], err_key: str) -> float:
     """The model's demonstrated error, for ratios between two of its figures' subjects: the most any held-out
-    built-in, whatever its bound, ran under the model's least work (docs/harness.md's held-out errors)."""
+    built-in, whatever its bound, ran under the model's least work (docs/records/calibration.md's held-out errors)."""
     return band(check_rows, "", err_key)
 
 

@@ -181,7 +181,7 @@ def load_platform(name: str = "910B", calibrated: bool = False) -> Platform:
 
 
 # The harness's estimates (estimate, profile, the ops bench, the cann-bench preset) use the values fitted to
-# measured times by default, `--uncalibrated` the platform file's priors (docs/harness.md says why).
+# measured times by default, `--uncalibrated` the platform file's priors (docs/pipeline-model.md says why).
 CALIBRATED_BY_DEFAULT = True
 
 
