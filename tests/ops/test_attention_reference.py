@@ -13,10 +13,11 @@ import torch
 import torch.nn.functional as F
 
 from ascendc_ops.ops import attention_reference as R
+from ascendc_ops.ops.attention_args import TOCKENS_MAX, compressed_mask
 
 TOL = dict(rtol=1e-10, atol=1e-12)
-BIG = 2147483647
-COMPRESSED = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+BIG = TOCKENS_MAX
+COMPRESSED = torch.from_numpy(compressed_mask())
 FLT_MAX = float(np.finfo(np.float32).max)
 
 

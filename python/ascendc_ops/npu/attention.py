@@ -1,5 +1,5 @@
-"""torch_npu's ``npu_fusion_attention`` and ``npu_fusion_attention_grad`` on our fusion_attention and
-fusion_attention_grad kernels (re-exported by ascendc_ops.npu).
+"""torch_npu's ``npu_fusion_attention`` and ``npu_fusion_attention_grad`` on our attention family's
+fusion_attention and fusion_attention_grad kernels.
 
 The signatures and tuples follow Ascend/op-plugin (op_plugin_functions.yaml and
 op_plugin/ops/opapi/FlashAttentionKernelNpuOpApi.cpp, the version whose forward takes ``softmax_layout`` and
@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import torch
 
-from .ops.attention import fusion_attention as _fusion_attention, fusion_attention_grad as _fusion_attention_grad
-from .ops.attention_reference import seq_lengths
+from ..ops.attention import fusion_attention as _fusion_attention, fusion_attention_grad as _fusion_attention_grad
+from ..ops.attention_args import TOCKENS_MAX, batch_and_seq, seq_lengths
+from .errors import fail
 
 OP = "npu_fusion_attention"
 GRAD_OP = "npu_fusion_attention_grad"
-TOCKENS_MAX = 2147483647
 
 
 def _refuse(kind, msg: str, op: str = OP):
-    from .npu import _fail  # the RuntimeError-compatible error kinds torch_npu's callers catch
-
-    _fail(kind, op, msg)
+    fail(kind, op, msg)
 
 
 def _lens(name: str, cumulative, op: str = OP) -> list[int]:
@@ -73,12 +71,7 @@ def _numels(query, key, head_num: int, layout: str, qlen, kvlen) -> int:
     if layout == "TND":
         q_lens, kv_lens = _lens("actual_seq_qlen", qlen), _lens("actual_seq_kvlen", kvlen)
         return int(query.shape[1]) * sum(a * b for a, b in zip(q_lens, kv_lens, strict=True))
-    b, s1, s2 = {
-        "BSH": (query.shape[0], query.shape[1], key.shape[1]),
-        "SBH": (query.shape[1], query.shape[0], key.shape[0]),
-        "BSND": (query.shape[0], query.shape[1], key.shape[1]),
-        "BNSD": (query.shape[0], query.shape[2], key.shape[2]),
-    }[layout]
+    (b, s1), (_, s2) = batch_and_seq(layout, query.shape), batch_and_seq(layout, key.shape)
     return int(b) * int(head_num) * int(s1) * int(s2)
 
 
