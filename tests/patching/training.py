@@ -1,9 +1,12 @@
-"""What the model tests share: a few steps of AdamW training and a torch.compile backend that keeps
-its graphs (to look for our ops)."""
+"""What the model tests share: a few steps of AdamW training, a torch.compile backend that keeps
+its graphs (to look for our ops) and a dispatch mode that counts the ops called."""
 
 from __future__ import annotations
 
+import collections
+
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 
 def adamw_steps(model, data, steps: int, lr: float, after_step=None) -> torch.Tensor:
@@ -37,3 +40,15 @@ class CompileRecorder:
         """Every called op, also inside the subgraphs of higher-order ops (an autograd.Function's forward)."""
         mods = [m for g in self.graphs for m in g.modules() if isinstance(m, torch.fx.GraphModule)]
         return {str(n.target) for m in mods for n in m.graph.nodes if n.op == "call_function"}
+
+
+class Calls(TorchDispatchMode):
+    """Counts the ops called under it by name without overload (custom ones and aten's: add.Tensor -> add)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[func.name().split(".")[0]] += 1
+        return func(*args, **(kwargs or {}))
