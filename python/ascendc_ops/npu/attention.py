@@ -95,28 +95,11 @@ def _stats_from_tnd(stat: torch.Tensor, qlen, head_num: int) -> torch.Tensor:
 
 
 def npu_fusion_attention(
-    query,
-    key,
-    value,
-    head_num,
-    input_layout,
-    pse=None,
-    padding_mask=None,
-    atten_mask=None,
-    scale=1.0,
-    keep_prob=1.0,
-    pre_tockens=TOCKENS_MAX,
-    next_tockens=TOCKENS_MAX,
-    inner_precise=0,
-    prefix=None,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode=0,
-    gen_mask_parallel=True,
-    sync=False,
-    softmax_layout="",
-    sink=None,
-):
+    query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
+    keep_prob=1.0, pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, inner_precise=0, prefix=None,
+    actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
+    softmax_layout="", sink=None,
+):  # fmt: skip
     """(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels) as torch_npu returns them,
     differentiable in query, key and value (custom::fusion_attention's autograd). Refused by name: pse,
     padding_mask, prefix and sparse modes 5-8, keep_prob < 1 (torch_npu draws its dropout mask from the NPU
@@ -136,37 +119,12 @@ def npu_fusion_attention(
 
 
 def npu_fusion_attention_grad(
-    query,
-    key,
-    value,
-    dy,
-    head_num,
-    input_layout,
-    *,
-    pse=None,
-    padding_mask=None,
-    atten_mask=None,
-    softmax_max=None,
-    softmax_sum=None,
-    softmax_in=None,
-    attention_in=None,
-    scale_value=1.0,
-    keep_prob=1.0,
-    pre_tockens=TOCKENS_MAX,
-    next_tockens=TOCKENS_MAX,
-    inner_precise=0,
-    seed=0,
-    offset=0,
-    numels=0,
-    prefix=None,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode=0,
-    gen_mask_parallel=True,
-    sync=False,
-    softmax_layout="",
-    sink=None,
-):
+    query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None, atten_mask=None,
+    softmax_max=None, softmax_sum=None, softmax_in=None, attention_in=None, scale_value=1.0, keep_prob=1.0,
+    pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, inner_precise=0, seed=0, offset=0, numels=0, prefix=None,
+    actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
+    softmax_layout="", sink=None,
+):  # fmt: skip
     """(dq, dk, dv, dpse, dsink) as torch_npu returns them, from npu_fusion_attention's softmax_max, softmax_sum
     and attention_out (attention_in), which are required. Refused by name as in npu_fusion_attention: pse,
     padding_mask, prefix and sparse modes 5-8, keep_prob < 1, sink; so seed / offset / numels (the dropout mask's

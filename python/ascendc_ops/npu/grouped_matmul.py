@@ -209,30 +209,11 @@ def _independent(xs, ws, gl_list, split_item, bias):
 
 
 def npu_grouped_matmul(
-    x,
-    weight,
-    *,
-    bias=None,
-    scale=None,
-    offset=None,
-    antiquant_scale=None,
-    antiquant_offset=None,
-    per_token_scale=None,
-    group_list=None,
-    activation_input=None,
-    activation_quant_scale=None,
-    activation_quant_offset=None,
-    split_item=0,
-    group_type=None,
-    group_list_type=0,
-    act_type=0,
-    tuning_config=None,
-    output_dtype=None,
-    x_dtype=None,
-    weight_dtype=None,
-    scale_dtype=None,
-    per_token_scale_dtype=None,
-):
+    x, weight, *, bias=None, scale=None, offset=None, antiquant_scale=None, antiquant_offset=None,
+    per_token_scale=None, group_list=None, activation_input=None, activation_quant_scale=None,
+    activation_quant_offset=None, split_item=0, group_type=None, group_list_type=0, act_type=0, tuning_config=None,
+    output_dtype=None, x_dtype=None, weight_dtype=None, scale_dtype=None, per_token_scale_dtype=None,
+):  # fmt: skip
     """torch_npu's grouped matmul (float16 / bfloat16 / float32, non-quantized) -> list of tensors.
 
     group_type 0 (split M, MoE forward and dx): x=[x [M, K]], weight=[w [E, K, N]] or E tensors [K, N],
