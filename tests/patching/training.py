@@ -1,5 +1,5 @@
-"""What the model tests share: a few steps of AdamW training, a torch.compile backend that keeps
-its graphs (to look for our ops) and a dispatch mode that counts the ops called."""
+"""What the model tests share: the tiny models' common config, a few steps of AdamW training, a
+torch.compile backend that keeps its graphs (to look for our ops) and a dispatch mode that counts the ops called."""
 
 from __future__ import annotations
 
@@ -7,6 +7,13 @@ import collections
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+
+VOCAB = 128
+# every tiny test model: 2 layers 64 wide, 4 query heads over 2 kv heads, untied embeddings
+TINY = dict(
+    vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    rms_norm_eps=1e-6, tie_word_embeddings=False,
+)  # fmt: skip
 
 
 def adamw_steps(model, data, steps: int, lr: float, after_step=None) -> torch.Tensor:
