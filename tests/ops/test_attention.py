@@ -15,7 +15,14 @@ import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops import precision as P
 from ascendc_ops.ops import attention_reference as R
-from ascendc_ops.ops.attention_args import TOCKENS_MAX, AttentionAttrs, compressed_mask, merge_heads, split_heads
+from ascendc_ops.ops.attention_args import (
+    COMPRESSED_MASK_SIZE as SIDE,
+    TOCKENS_MAX,
+    AttentionAttrs,
+    compressed_mask,
+    merge_heads,
+    split_heads,
+)
 from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
@@ -443,7 +450,7 @@ BAD = [
         "atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode 2, got shape [8, 8]",
     ),
     (
-        fa(qkv(), mask=lambda: torch.zeros(2048, 2048, dtype=torch.bool), sparse_mode=3),
+        fa(qkv(), mask=lambda: torch.zeros(SIDE, SIDE, dtype=torch.bool), sparse_mode=3),
         ValueError,
         "atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode 3",
     ),
@@ -470,7 +477,7 @@ BAD = [
             layout="TND",
             actual_seq_qlen=[2, 6],
             actual_seq_kvlen=[4, 6],
-            mask=lambda: torch.ones(2048, 2048, dtype=torch.bool).triu(1),
+            mask=lambda: torch.ones(SIDE, SIDE, dtype=torch.bool).triu(1),  # made in FakeTensorMode too
             sparse_mode=3,
         ),
         ValueError,

@@ -12,7 +12,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.library import opcheck
 
 import ascendc_ops
-from ascendc_ops.ops.attention_args import TOCKENS_MAX, compressed_mask
+from ascendc_ops.ops.attention_args import COMPRESSED_MASK_SIZE as SIDE, TOCKENS_MAX, compressed_mask
 from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 
 COMPRESSED = torch.from_numpy(compressed_mask())  # sparse modes 2-4
@@ -86,7 +86,7 @@ BAD = [
         "atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode 2, got shape [8, 8]",
     ),
     (
-        fag(mask=lambda: torch.zeros(2048, 2048, dtype=torch.bool), sparse_mode=3),
+        fag(mask=lambda: torch.zeros(SIDE, SIDE, dtype=torch.bool), sparse_mode=3),
         ValueError,
         "atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode 3 (the compressed causal mask), got another",
     ),
