@@ -1,4 +1,4 @@
-"""cann-bench's accuracy rule (harness/cann_bench/judge.py) on arrays built by hand: each region on both sides
+"""cann-bench's accuracy rule (harness/verify/cann_bench_rule.py) on arrays built by hand: each region on both sides
 of its 2x-the-control boundary, the golden rounded first, NaN/Inf handling, and the real case it exists for
 (cann-bench GroupedMatmul 16: one fp16 element cancelling to 3.7e4 from terms of 1e11)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from ascendc_ops.harness.cann_bench import data as D, preset as CB, report as R
-from ascendc_ops.harness.cann_bench.judge import CANCEL, check_cann_bench
 from ascendc_ops.harness.verify import suite as verify
+from ascendc_ops.harness.verify.cann_bench_rule import CANCEL, check_cann_bench
 
 T16 = 2.0**-10
 

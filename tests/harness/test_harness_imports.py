@@ -1,12 +1,15 @@
 """The harness's modules import downward only: no import cycle inside ascendc_ops.harness (counting imports
-inside functions, which hide a cycle from Python but not from a reader), and no module reaches into another's
-`_private` names. Read from the source with ast: nothing is imported."""
+inside functions, which hide a cycle from Python but not from a reader), the wings one way (verify and pipeline
+below cann_bench and bench: a low wing imports no other wing), and no module reaches into another's `_private`
+names. Read from the source with ast: nothing is imported."""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "python" / "ascendc_ops"
 HARNESS = "ascendc_ops.harness"
+WINGS = ("verify", "pipeline", "cann_bench", "bench")
+LOW_WINGS = ("verify", "pipeline")  # below cann_bench and bench (docs/architecture.md)
 
 
 def module_name(path: Path) -> str:
@@ -70,6 +73,22 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str]:
     return []
 
 
+def wing(module: str) -> str | None:
+    part = module.removeprefix(HARNESS + ".").split(".")[0]
+    return part if module.startswith(HARNESS + ".") and part in WINGS else None
+
+
+def wing_crossings(edges: dict[str, set[str]]) -> list[str]:
+    """Imports from a low wing into any other wing, as "module -> module"."""
+    return sorted(
+        f"{m} -> {n}"
+        for m, targets in edges.items()
+        if wing(m) in LOW_WINGS
+        for n in targets
+        if wing(n) not in (None, wing(m))
+    )
+
+
 def test_find_cycle_sees_a_cycle_and_its_absence():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
@@ -86,6 +105,17 @@ def test_the_graph_sees_relative_and_function_level_imports():
 
 def test_no_import_cycle_inside_the_harness():
     assert find_cycle(graph()) == []
+
+
+def test_wing_crossings_sees_a_low_wing_importing_upward():
+    v, p, c = f"{HARNESS}.verify.suite", f"{HARNESS}.pipeline.calibration", f"{HARNESS}.cann_bench.judge"
+    assert wing_crossings({v: {c}, p: {f"{HARNESS}.pipeline.l2"}, c: {v, p}}) == [f"{v} -> {c}"]
+    assert wing_crossings({v: {p}}) == [f"{v} -> {p}"]  # the low wings stay apart too
+    assert wing_crossings({c: {v, p}, v: {f"{HARNESS}.families"}}) == []
+
+
+def test_the_wings_import_one_way():
+    assert wing_crossings(graph()) == []
 
 
 def test_no_module_uses_another_modules_private_names():

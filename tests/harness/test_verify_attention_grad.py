@@ -1,4 +1,4 @@
-"""`verify`'s fusion_attention_grad cases (harness/families/attention_grad.py): a few of the default suite run and
+"""`verify`'s fusion_attention_grad cases (harness/families/attention.py): a few of the default suite run and
 pass under the op's own criterion (harness/verify/attention_grad_standard.py), their attention_in / softmax_max /
 softmax_sum are the forward op's outputs for their inputs, the table names the op and the case, and the judge
 fails a wrong gradient (dq off by 1%, the mask ignored)."""
@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import ascendc_ops
-from ascendc_ops.harness.families import attention_grad as G
+from ascendc_ops.harness.families import attention as G
 from ascendc_ops.harness.verify import suite as V
 from ascendc_ops.harness.verify.cases import expand
 

@@ -1,4 +1,4 @@
-"""ascendc_ops.npu.npu_fusion_attention and npu_fusion_attention_grad (npu_attention.py): torch_npu's signatures
+"""ascendc_ops.npu.npu_fusion_attention and npu_fusion_attention_grad (npu/attention.py): torch_npu's signatures
 and tuples, their refusals by name, gradients through npu_fusion_attention's autograd, and transformers' Ascend
 FlashAttention integration (npu_flash_attn_func / npu_flash_attn_varlen_func) running on it with ascendc_ops.npu
 standing in for torch_npu, each against the float64 golden."""
@@ -16,8 +16,9 @@ import torch
 import ascendc_ops
 import ascendc_ops.npu as tnpu
 from ascendc_ops.ops import attention_reference as R
+from ascendc_ops.ops.attention_args import compressed_mask
 
-CAUSAL = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+CAUSAL = torch.from_numpy(compressed_mask())
 TOL = {"atol": 2e-5, "rtol": 1e-4}  # fp32 kernel against the float64 golden, inputs of size ~1
 
 
@@ -66,20 +67,20 @@ def test_tnd_and_its_softmax_layouts(softmax_layout):
     assert numels == 4 * (5 * 7 + 7 * 8 + 18 * 25)
 
 
-@pytest.mark.parametrize(
-    "kwargs, names",
-    [
-        ({"pse": torch.zeros(1)}, "pse"),
-        ({"padding_mask": torch.zeros(1)}, "padding_mask"),
-        ({"prefix": [1]}, "prefix"),
-        ({"sparse_mode": 5}, "sparse_mode 5"),
-        ({"sparse_mode": 8}, "sparse_mode 8"),
-        ({"keep_prob": 0.9}, "keep_prob"),
-        ({"sink": torch.zeros(4)}, "sink"),
-        ({"softmax_layout": "TND"}, "softmax_layout"),
-        ({"softmax_layout": "NTD"}, "softmax_layout"),
-    ],
-)
+# what both ops refuse by name: (keyword arguments, the names the error gives)
+REFUSED = [
+    ({"pse": torch.zeros(1)}, "pse"),
+    ({"padding_mask": torch.zeros(1)}, "padding_mask"),
+    ({"prefix": [1]}, "prefix"),
+    ({"sparse_mode": 5}, "sparse_mode 5"),
+    ({"keep_prob": 0.9}, "keep_prob"),
+    ({"sink": torch.zeros(4)}, "sink"),
+    ({"softmax_layout": "TND"}, "softmax_layout"),
+    ({"softmax_layout": "NTD"}, "softmax_layout"),
+]
+
+
+@pytest.mark.parametrize("kwargs, names", [*REFUSED, ({"sparse_mode": 8}, "sparse_mode 8")])
 def test_refusals_name_the_argument(kwargs, names):
     q, k = torch.randn(1, 4, 4, 16), torch.randn(1, 4, 2, 16)
     with pytest.raises(RuntimeError, match=f"npu_fusion_attention: .*{names}"):
@@ -216,7 +217,7 @@ def test_grad_takes_the_tnd_statistics_in_either_softmax_layout():
 
 
 def test_tnd_statistics_layouts_invert_each_other():
-    from ascendc_ops import npu_attention as A
+    from ascendc_ops.npu import attention as A
 
     cq = [5, 12, 30]
     q, k = torch.randn(30, 4, 32), torch.randn(40, 2, 32)
@@ -248,15 +249,8 @@ def grad_args():
 @pytest.mark.parametrize(
     "kwargs, names",
     [
-        ({"pse": torch.zeros(1)}, "pse"),
-        ({"padding_mask": torch.zeros(1)}, "padding_mask"),
-        ({"prefix": [1]}, "prefix"),
-        ({"sparse_mode": 5}, "sparse_mode 5"),
+        *REFUSED,
         ({"sparse_mode": 7}, "sparse_mode 7"),
-        ({"keep_prob": 0.9}, "keep_prob"),
-        ({"sink": torch.zeros(4)}, "sink"),
-        ({"softmax_layout": "TND"}, "softmax_layout"),
-        ({"softmax_layout": "NTD"}, "softmax_layout"),
         ({"softmax_max": None}, "softmax_max"),
         ({"softmax_sum": None, "attention_in": None}, "softmax_sum, attention_in"),
     ],

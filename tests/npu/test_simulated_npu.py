@@ -20,6 +20,7 @@ import torch
 import ascendc_ops
 from ascendc_ops import testing
 from ascendc_ops._backends import CPU_TWIN, NPU
+from ascendc_ops.ops.attention_args import compressed_mask
 
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
@@ -187,7 +188,7 @@ def test_fusion_attention_launches_the_mix_kernel(npu, dtype):
     """The typed MIX_AIC_1_2 launch on the NPU tiling (24 core groups): GQA BSND causal, and TND with its
     cumulative lengths in the tiling bytes, each equal to the CPU twin's result."""
     suffix = {torch.float32: "float", torch.bfloat16: "bfloat16"}[dtype]
-    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+    causal = torch.from_numpy(compressed_mask())
     q, k, v = (torch.randn(2, s, n, 64).to(dtype) for s, n in ((70, 4), (90, 2), (90, 2)))
     args = {"atten_mask": causal, "scale": 0.125, "sparse_mode": 3}
     with launched(f"fusion_attention_{suffix}"):
@@ -209,7 +210,7 @@ def test_fusion_attention_grad_launches_the_mix_kernel(npu, dtype):
     """The backward's typed MIX_AIC_1_2 launch on the NPU tiling: GQA BSND causal and TND, each equal to the CPU
     twin's (the sums' order does not depend on the core count); no keys: zero dq."""
     suffix = {torch.float32: "float", torch.bfloat16: "bfloat16"}[dtype]
-    causal = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+    causal = torch.from_numpy(compressed_mask())
     args = {"atten_mask": causal, "scale": 0.125, "sparse_mode": 3}
     lens = {"actual_seq_qlen": [30, 70], "actual_seq_kvlen": [40, 90]}
     bsnd = [torch.randn(2, s, n, 64).to(dtype) for s, n in ((70, 4), (90, 2), (90, 2))]

@@ -15,10 +15,18 @@ import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops import precision as P
 from ascendc_ops.ops import attention_reference as R
+from ascendc_ops.ops.attention_args import (
+    COMPRESSED_MASK_SIZE as SIDE,
+    TOCKENS_MAX,
+    AttentionAttrs,
+    compressed_mask,
+    merge_heads,
+    split_heads,
+)
 from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-COMPRESSED = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)  # sparse modes 2-4
+COMPRESSED = torch.from_numpy(compressed_mask())  # sparse modes 2-4
 
 
 def dname(d) -> str:
@@ -26,17 +34,8 @@ def dname(d) -> str:
 
 
 def to_layout(x: torch.Tensor, layout: str) -> torch.Tensor:
-    """[B, N, S, D] -> the layout (TND: B = 1 and its one sequence's tokens)."""
-    b, n, s, d = x.shape
-    if layout == "BNSD":
-        return x.contiguous()
-    if layout == "BSND":
-        return x.transpose(1, 2).contiguous()
-    if layout == "BSH":
-        return x.transpose(1, 2).reshape(b, s, n * d).contiguous()
-    if layout == "SBH":
-        return x.permute(2, 0, 1, 3).reshape(s, b, n * d).contiguous()
-    raise ValueError(layout)
+    """[B, N, S, D] -> the fixed layout, contiguous."""
+    return merge_heads(x, layout).contiguous()
 
 
 def torch_attention(q, k, v, scale, keep):
@@ -105,8 +104,8 @@ def check(
     dv=None,
     mask=None,
     sparse_mode=0,
-    pre=2147483647,
-    nxt=2147483647,
+    pre=TOCKENS_MAX,
+    nxt=TOCKENS_MAX,
     label="",
     data=None,
 ):
@@ -115,46 +114,17 @@ def check(
     q, k, v = data or (torch.randn(b, n1, s1, d), torch.randn(b, n2, s2, d), torch.randn(b, n2, s2, dv))
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     scale = 1.0 / d**0.5
+    m64 = None if mask is None else mask.numpy()
+    golden_attrs = AttentionAttrs(n1, "BNSD", m64, scale, pre, nxt, sparse_mode=sparse_mode)  # the golden's BNSD
     out, smax, ssum = ascendc_ops.fusion_attention(
-        to_layout(q, layout),
-        to_layout(k, layout),
-        to_layout(v, layout),
-        n1,
-        layout,
-        atten_mask=mask,
-        scale=scale,
-        pre_tockens=pre,
-        next_tockens=nxt,
-        sparse_mode=sparse_mode,
+        *(to_layout(t, layout) for t in (q, k, v)), *golden_attrs._replace(input_layout=layout, atten_mask=mask)
     )
-    g_out, g_max, g_sum = R.fusion_attention_reference(
-        np64(q),
-        np64(k),
-        np64(v),
-        n1,
-        "BNSD",
-        atten_mask=None if mask is None else mask.numpy(),
-        scale=scale,
-        pre_tockens=pre,
-        next_tockens=nxt,
-        sparse_mode=sparse_mode,
-    )
+    g_out, g_max, g_sum = R.fusion_attention_reference(np64(q), np64(k), np64(v), *golden_attrs)
     dense = None if mask is None else R.expand_mask([s1] * b, [s2] * b, n1, mask.numpy(), sparse_mode, pre, nxt)
     keep = keep_of(dense, b, n1, s1, s2)
     name = f"{label or layout} {dname(dtype)} b{b} n{n1}/{n2} s{s1}x{s2} d{d}/{dv} mode{sparse_mode}"
-    got = out if layout == "BNSD" else from_layout(out, layout, b, n1, s1, dv)
-    g_abs = R.fusion_attention_reference(
-        np64(q),
-        np64(k),
-        np.abs(np64(v)),
-        n1,
-        "BNSD",
-        atten_mask=None if mask is None else mask.numpy(),
-        scale=scale,
-        pre_tockens=pre,
-        next_tockens=nxt,
-        sparse_mode=sparse_mode,
-    )[0]
+    got = out if layout == "BNSD" else split_heads(out, layout, n1)
+    g_abs = R.fusion_attention_reference(np64(q), np64(k), np.abs(np64(v)), *golden_attrs)[0]
     g_max, g_sum = g_max[..., 0], g_sum[..., 0]
     b_out, b_max, b_sum = bounds(q, k, v, scale, dtype, g_abs, g_sum)
     second = torch_attention(q, k, v, scale, keep)
@@ -165,16 +135,6 @@ def check(
     assert_accurate(smax[..., 0], g_max, t_max, torch.float32, name + " max", bound=b_max)
     assert_accurate(ssum[..., 0], g_sum, t_sum, torch.float32, name + " sum", bound=b_sum)
     return out, smax, ssum
-
-
-def from_layout(x: torch.Tensor, layout: str, b, n, s, d) -> torch.Tensor:
-    if layout == "BSND":
-        return x.transpose(1, 2)
-    if layout == "BSH":
-        return x.reshape(b, s, n, d).transpose(1, 2)
-    if layout == "SBH":
-        return x.reshape(s, b, n, d).permute(1, 2, 0, 3)
-    return x
 
 
 # ---------------------------------------------------------------- accuracy
@@ -314,7 +274,7 @@ def test_tnd_against_the_golden(mode):
     q, k, v, cq, ck = tnd_data(lens_q, lens_k, 4, 2, 64)
     cq, ck = cq + [0], ck + [0]  # a trailing zero drops a batch
     mask = None if mode == 0 else COMPRESSED
-    pre, nxt = (2147483647, 2147483647) if mode != 4 else (20, 3)
+    pre, nxt = (TOCKENS_MAX, TOCKENS_MAX) if mode != 4 else (20, 3)
     if mode == 0:
         torch.manual_seed(5)
         mask = torch.rand(max(lens_q), max(lens_k)) < 0.2
@@ -360,7 +320,7 @@ def test_tnd_lengths_up_to_2048():
     g_abs = R.fusion_attention_reference(np64(q), np64(k), np.abs(np64(v)), 2, "TND", **kw)[0]
     es = score_error(q.transpose(0, 1)[None], k.transpose(0, 1)[None], 0.125).max()
     bound = (P_ROUNDING[torch.float16] + P.gamma(max(lens) + 16) + 2 * es) * g_abs
-    second = torch_tnd(q, k, v, lens, lens, 0.125, COMPRESSED, 3, 2147483647, 2147483647)
+    second = torch_tnd(q, k, v, lens, lens, 0.125, COMPRESSED, 3, TOCKENS_MAX, TOCKENS_MAX)
     assert_accurate(out, g[0], second, torch.float16, "TND up to 2048 out", bound=bound)
     assert np.allclose(np64(smax), g[1], rtol=2**-13, atol=0)
 
@@ -410,9 +370,10 @@ def test_tnd_matches_each_sequence_alone():
 def test_opcheck():
     q, k, v = torch.randn(1, 4, 20, 64), torch.randn(1, 2, 30, 64), torch.randn(1, 2, 30, 64)
     opcheck(torch.ops.custom.fusion_attention, (q, k, v, 4, "BNSD", None, 0.125))
-    opcheck(torch.ops.custom.fusion_attention, (q, k, v, 4, "BNSD", COMPRESSED, 0.125, 2147483647, 0, None, None, 3))
+    opcheck(torch.ops.custom.fusion_attention, (q, k, v, 4, "BNSD", COMPRESSED, 0.125, TOCKENS_MAX, 0, None, None, 3))
     t = torch.randn(12, 2, 64)
-    opcheck(torch.ops.custom.fusion_attention, (t, t, t, 2, "TND", None, 1.0, 2147483647, 2147483647, [5, 12], [5, 12]))
+    tnd = (t, t, t, 2, "TND", None, 1.0, TOCKENS_MAX, TOCKENS_MAX, [5, 12], [5, 12])
+    opcheck(torch.ops.custom.fusion_attention, tnd)
 
 
 def test_torch_compile_fullgraph():
@@ -489,7 +450,7 @@ BAD = [
         "atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode 2, got shape [8, 8]",
     ),
     (
-        fa(qkv(), mask=lambda: torch.zeros(2048, 2048, dtype=torch.bool), sparse_mode=3),
+        fa(qkv(), mask=lambda: torch.zeros(SIDE, SIDE, dtype=torch.bool), sparse_mode=3),
         ValueError,
         "atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode 3",
     ),
@@ -516,7 +477,7 @@ BAD = [
             layout="TND",
             actual_seq_qlen=[2, 6],
             actual_seq_kvlen=[4, 6],
-            mask=lambda: torch.ones(2048, 2048, dtype=torch.bool).triu(1),
+            mask=lambda: torch.ones(SIDE, SIDE, dtype=torch.bool).triu(1),  # made in FakeTensorMode too
             sparse_mode=3,
         ),
         ValueError,

@@ -9,7 +9,7 @@ criterion (harness/verify/attention_grad_standard.py, which `ascendc-ops verify`
 fusion_attention_grad too): the fp32 evaluation bound of the kernel's formula on every element (`grad_bounds`,
 which also charges the inputs' own error: attention_in and the softmax stats come from our forward, as in
 training), the double benchmark (its ratios and sanity bound), and the literal MERE wherever PyTorch's result in
-the same run meets it; PyTorch's backward and the per-sequence split are harness/families/attention_grad.py's.
+the same run meets it; PyTorch's backward and the per-sequence split are harness/families/attention.py's.
 
 Cases: fp16/bf16/fp32, every layout, GQA groups 1-16, head dims 64-256 and Dv < Dk, Sq != Skv under both causal
 alignments and bands, full masks with fully masked rows (their dq and the unattended keys' dk/dv exactly 0),
@@ -30,11 +30,12 @@ from torch.library import opcheck
 import test_attention as F
 from accuracy import np64
 from ascendc_ops import precision as P
-from ascendc_ops.harness.families import attention_grad as G
+from ascendc_ops.harness.families import attention as G
 from ascendc_ops.harness.verify import attention_grad_standard as S
 from ascendc_ops.ops import attention_reference as R
+from ascendc_ops.ops.attention_args import TOCKENS_MAX
 
-MAX = R.TOCKENS_MAX
+MAX = TOCKENS_MAX
 COMPRESSED = F.COMPRESSED
 
 

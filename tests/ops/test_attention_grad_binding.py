@@ -12,9 +12,10 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from torch.library import opcheck
 
 import ascendc_ops
+from ascendc_ops.ops.attention_args import COMPRESSED_MASK_SIZE as SIDE, TOCKENS_MAX, compressed_mask
 from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
 
-COMPRESSED = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)  # sparse modes 2-4
+COMPRESSED = torch.from_numpy(compressed_mask())  # sparse modes 2-4
 F32 = torch.float32
 
 
@@ -85,7 +86,7 @@ BAD = [
         "atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode 2, got shape [8, 8]",
     ),
     (
-        fag(mask=lambda: torch.zeros(2048, 2048, dtype=torch.bool), sparse_mode=3),
+        fag(mask=lambda: torch.zeros(SIDE, SIDE, dtype=torch.bool), sparse_mode=3),
         ValueError,
         "atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode 3 (the compressed causal mask), got another",
     ),
@@ -209,7 +210,7 @@ def test_opcheck():
     q, k, v, dy, smax, ssum, out = grad_inputs(
         q=(1, 4, 20, 64), k=(1, 2, 30, 64), v=(1, 2, 30, 64), heads=4, atten_mask=COMPRESSED, sparse_mode=3
     )
-    args = (q, k, v, dy, smax, ssum, out, 4, "BNSD", COMPRESSED, 1.0, 2147483647, 0, None, None, 3)
+    args = (q, k, v, dy, smax, ssum, out, 4, "BNSD", COMPRESSED, 1.0, TOCKENS_MAX, 0, None, None, 3)
     opcheck(torch.ops.custom.fusion_attention_grad, args)
     # the forward again, now that it has an autograd formula (opcheck's autograd tests need requires_grad)
     leaves = [torch.randn(1, 4, 20, 64, requires_grad=True), *[torch.randn(1, 2, 30, 64, requires_grad=True)] * 2]

@@ -13,10 +13,11 @@ import torch
 import torch.nn.functional as F
 
 from ascendc_ops.ops import attention_reference as R
+from ascendc_ops.ops.attention_args import TOCKENS_MAX, AttentionAttrs, compressed_mask
 
 TOL = dict(rtol=1e-10, atol=1e-12)
-BIG = 2147483647
-COMPRESSED = torch.triu(torch.ones(2048, 2048, dtype=torch.bool), diagonal=1)
+BIG = TOCKENS_MAX
+COMPRESSED = torch.from_numpy(compressed_mask())
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
@@ -396,33 +397,10 @@ def test_bad_input():
     bad(ValueError, "non-decreasing", tq, tk, tk, 4, "TND", actual_seq_qlen=[3, 2, 5], actual_seq_kvlen=[2, 3, 5])
     bad(ValueError, "last cumulative length", tq, tk, tk, 4, "TND", actual_seq_qlen=[2, 4], actual_seq_kvlen=[2, 5])
     bad(ValueError, "same length", tq, tk, tk, 4, "TND", actual_seq_qlen=[5], actual_seq_kvlen=[2, 5])
-    bad(
-        ValueError,
-        "Sq <= Skv",
-        tq,
-        tk,
-        tk,
-        4,
-        "TND",
-        COMPRESSED,
-        actual_seq_qlen=[3, 5],
-        actual_seq_kvlen=[2, 5],
-        sparse_mode=3,
-    )
+    packed = AttentionAttrs(4, "TND", COMPRESSED, actual_seq_qlen=[2, 5], actual_seq_kvlen=[2, 5])
+    bad(ValueError, "Sq <= Skv", tq, tk, tk, *packed._replace(actual_seq_qlen=[3, 5], sparse_mode=3))
     for mode in (7, 8):
-        bad(
-            NotImplementedError,
-            f"sparse_mode {mode}",
-            tq,
-            tk,
-            tk,
-            4,
-            "TND",
-            COMPRESSED,
-            actual_seq_qlen=[2, 5],
-            actual_seq_kvlen=[2, 5],
-            sparse_mode=mode,
-        )
+        bad(NotImplementedError, f"sparse_mode {mode}", tq, tk, tk, *packed._replace(sparse_mode=mode))
     with pytest.raises(ValueError, match="dy must have attention_out's shape"):
         R.fusion_attention_grad_reference(q, k, v, torch.zeros(1, 4, 5, 8), 4, "BNSD")
 

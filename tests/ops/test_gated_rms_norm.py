@@ -15,7 +15,7 @@ import torch
 
 import ascendc_ops
 from accuracy import assert_accurate, np64
-from ascendc_ops import op_proto, precision as P
+from ascendc_ops import precision as P
 from ascendc_ops.harness.families.rms_norm import torch_gated, torch_gated_grads  # the second implementation
 from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
 from test_rms_norm import EPS, PAIRS, make, pair_id
@@ -241,7 +241,7 @@ def test_gated_errors_are_clear():
         torch.ops.custom.gated_rms_norm(xm, torch.empty(8, device="meta"), zm)
 
 
-def test_gated_opcheck_and_schema():
+def test_gated_opcheck():
     op = torch.ops.custom.gated_rms_norm.default
     torch.library.opcheck(
         op, (make((3, 5, 24), torch.float16), make((24,), torch.float32), make((3, 5, 24), torch.float16), EPS)
@@ -249,8 +249,6 @@ def test_gated_opcheck_and_schema():
     torch.library.opcheck(
         op, (make((4, 40), torch.bfloat16), make((40,), torch.bfloat16), make((4, 40), torch.bfloat16), 1e-5)
     )
-    registered = str(op._schema)
-    assert registered == str(torch._C.parse_schema("custom::" + op_proto.load_all()["gated_rms_norm"].schema()))
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=pair_id)
@@ -359,7 +357,7 @@ def test_gated_grad_errors_are_clear():
         grad(xm, xm, torch.empty(4, 1, device="meta"), torch.empty(8, device="meta"), xm[:, :7])
 
 
-def test_gated_grad_opcheck_and_schema():
+def test_gated_grad_opcheck():
     op = torch.ops.custom.gated_rms_norm_grad.default
     for xd, gd, shape in ((torch.float16, torch.float32, (3, 5, 24)), (torch.bfloat16, torch.bfloat16, (4, 40))):
         x, g, z = make(shape, xd), make(shape[-1:], gd), make(shape, xd, GATE_SCALE)
@@ -371,8 +369,6 @@ def test_gated_grad_opcheck_and_schema():
         torch.ops.custom.gated_rms_norm.default,
         (x, make((24,), torch.float32).requires_grad_(), make((3, 24), torch.float32).requires_grad_(), EPS),
     )
-    registered = str(op._schema)
-    assert registered == str(torch._C.parse_schema("custom::" + op_proto.load_all()["gated_rms_norm_grad"].schema()))
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=pair_id)

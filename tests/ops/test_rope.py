@@ -151,6 +151,14 @@ def test_rotary_mul_accuracy_layouts(dtype, mode, layout, D):
     check_rotary_mul(x, cos, sin, mode, dtype, f"rotary_mul {mode} {layout} x{list(x.shape)} cos{list(cos.shape)}")
 
 
+def check_customer(x, cos, sin, dtype, name: str, bound):
+    """rope_customer against the tutorial's golden, PyTorch's same computation as the second; returns ours."""
+    y = ascendc_ops.rope_customer(x, cos, sin)
+    golden = R.rope_tutorial(np64(x), np64(cos), np64(sin))
+    assert_accurate(y, golden, torch_tutorial(x, cos, sin), dtype, name, bound=bound)
+    return y
+
+
 @pytest.mark.parametrize("tables", ("tutorial", "random"))
 @pytest.mark.parametrize("L", ROWS)
 @pytest.mark.parametrize("D", HEAD_DIMS)
@@ -159,16 +167,8 @@ def test_rope_customer_accuracy(dtype, D, L, tables):
     """Random tables: a pair's lanes differ, and the op must read lane 2i for both (the tutorial's kernel)."""
     x = make_x((B, N, L, D), dtype, "uniform")
     cos, sin = customer_tables(tables, L, D, dtype)
-    y = ascendc_ops.rope_customer(x, cos, sin)
-    golden = R.rope_tutorial(np64(x), np64(cos), np64(sin))
-    assert_accurate(
-        y,
-        golden,
-        torch_tutorial(x, cos, sin),
-        dtype,
-        f"rope_customer {tables} x{list(x.shape)}",
-        bound=fwd_bound(x, even_lanes(cos), even_lanes(sin), "interleave"),
-    )
+    bound = fwd_bound(x, even_lanes(cos), even_lanes(sin), "interleave")
+    y = check_customer(x, cos, sin, dtype, f"rope_customer {tables} x{list(x.shape)}", bound)
     if tables == "random" and D > 2:  # the elementwise form differs: reading lane 2i+1 would fail
         other = R.rotary_mul(np64(x), np64(cos), np64(sin), "interleave")
         assert not P.check_mere_mare(np64(y), other, dtype).passed
@@ -180,16 +180,7 @@ def test_rope_customer_kv_cache_step(dtype, pos):
     """Incremental decoding: L = 1, the host passes the cos/sin row of the current position."""
     x = make_x((4, 32, 1, 128), dtype)
     cos, sin = (torch.from_numpy(t[pos : pos + 1]).to(dtype) for t in R.tutorial_cos_sin(pos + 1, 128))
-    y = ascendc_ops.rope_customer(x, cos, sin)
-    golden = R.rope_tutorial(np64(x), np64(cos), np64(sin))
-    assert_accurate(
-        y,
-        golden,
-        torch_tutorial(x, cos, sin),
-        dtype,
-        f"rope_customer step pos={pos}",
-        bound=fwd_bound(x, cos, sin, "interleave"),
-    )
+    check_customer(x, cos, sin, dtype, f"rope_customer step pos={pos}", fwd_bound(x, cos, sin, "interleave"))
 
 
 @pytest.mark.parametrize("op", ("rope_customer", "rotary_mul_half"))

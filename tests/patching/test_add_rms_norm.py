@@ -7,12 +7,10 @@ a (1 + w) norm, the plain steps under a hooked norm or mixed dtypes, gradient ch
 
 from __future__ import annotations
 
-import collections
 import copy
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
@@ -20,20 +18,9 @@ from ascendc_ops.patching import add_rms_norm as A, coverage  # noqa: E402
 from test_moe_models import MOE, tiny_moe  # noqa: E402
 from test_patching import CONFIGS, ids, tiny  # noqa: E402
 from test_structural import OffsetRMSNorm  # noqa: E402
+from training import Calls  # noqa: E402
 
 KERNEL = "fused_add_rmsnorm"
-
-
-class Calls(TorchDispatchMode):
-    """Counts custom ops (name without overload) and aten.add.Tensor under it."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[func.name().split(".")[0]] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def build(family):

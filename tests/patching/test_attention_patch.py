@@ -10,31 +10,19 @@ custom::fusion_attention_grad) and 20 AdamW steps in lockstep with the unpatched
 
 from __future__ import annotations
 
-import collections
 import copy
 
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from ascendc_ops.patching import attention as A, coverage  # noqa: E402
 from test_patching import ALL, fwd_bwd, ids, max_rel, tiny  # noqa: E402
-from training import CompileRecorder  # noqa: E402
+from training import Calls, CompileRecorder  # noqa: E402
 
 KERNEL = "fused_attention"
 FAMILIES = {"llama": {}, "qwen2": {}, "mistral": {"sliding_window": 5}}
-
-
-class Calls(TorchDispatchMode):
-    def __init__(self):
-        super().__init__()
-        self.calls = collections.Counter()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.calls[func.name().split(".")[0]] += 1
-        return func(*args, **(kwargs or {}))
 
 
 def build(family, **over):

@@ -16,9 +16,9 @@ transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from ascendc_ops.ops.moe_experts import expert_counts, moe_experts  # noqa: E402
 from ascendc_ops.patching.moe import EXPERTS_IMPL  # noqa: E402
-from training import CompileRecorder, adamw_steps  # noqa: E402
+from training import TINY, VOCAB, CompileRecorder, adamw_steps  # noqa: E402
 
-VOCAB, SEQ = 128, 12
+SEQ = 12
 MOE = {  # model type -> (config class, model class, overrides giving E=8, top-2 experts of width 32)
     "qwen3_moe": (
         "Qwen3MoeConfig",
@@ -62,17 +62,7 @@ APPLIED = {
 
 def tiny_moe(model_type="qwen3_moe", dtype=torch.float32, seed=0, experts="eager", **over):
     cfg_name, model_name, kw_moe = MOE[model_type]
-    kw = dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
-        **kw_moe,
-    )
+    kw = dict(TINY, max_position_embeddings=64, **kw_moe)
     kw.update(over)
     torch.manual_seed(seed)
     model = getattr(transformers, model_name)(getattr(transformers, cfg_name)(**kw)).to(dtype)
@@ -181,22 +171,13 @@ def test_expert_parallel_sentinels_contribute_nothing():
 
 
 def test_experts_block_errors():
-    with pytest.raises(ValueError, match="moe_experts: with hidden size 16 the weights must be"):
-        moe_experts(
-            torch.randn(3, 16),
-            torch.zeros(3, 1, dtype=torch.long),
-            torch.ones(3, 1),
-            torch.randn(2, 8, 15),
-            torch.randn(2, 16, 4),
-        )
-    with pytest.raises(ValueError, match="top_k_weights must have top_k_index's shape"):
-        moe_experts(
-            torch.randn(3, 16),
-            torch.zeros(3, 2, dtype=torch.long),
-            torch.ones(3, 1),
-            torch.randn(2, 8, 16),
-            torch.randn(2, 16, 4),
-        )
+    for match, k, w_in in (
+        ("moe_experts: with hidden size 16 the weights must be", 1, 15),
+        ("top_k_weights must have top_k_index's shape", 2, 16),
+    ):
+        with pytest.raises(ValueError, match=match):
+            index = torch.zeros(3, k, dtype=torch.long)
+            moe_experts(torch.randn(3, 16), index, torch.ones(3, 1), torch.randn(2, 8, w_in), torch.randn(2, 16, 4))
 
 
 # ---- HF models ----

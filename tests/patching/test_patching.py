@@ -14,7 +14,7 @@ import torch
 
 transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
-from training import CompileRecorder  # noqa: E402
+from training import TINY, VOCAB, CompileRecorder  # noqa: E402
 
 CONFIGS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM"),
@@ -23,22 +23,12 @@ CONFIGS = {
     "mistral": ("MistralConfig", "MistralForCausalLM"),
 }
 ALL = ["fused_rope", "fused_rmsnorm", "fused_swiglu", "fused_add_rmsnorm"]
-VOCAB, SEQ = 128, 16
+SEQ = 16
 
 
 def tiny(model_type="llama", dtype=torch.float32, seed=0, **over):
     cfg_cls, model_cls = (getattr(transformers, n) for n in CONFIGS[model_type])
-    kw = dict(
-        vocab_size=VOCAB,
-        hidden_size=64,
-        intermediate_size=96,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=False,
-    )
+    kw = dict(TINY, intermediate_size=96, max_position_embeddings=128)
     if model_type == "qwen3":
         kw["head_dim"] = 16
     kw.update(over)

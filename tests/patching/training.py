@@ -1,9 +1,19 @@
-"""What the model tests share: a few steps of AdamW training and a torch.compile backend that keeps
-its graphs (to look for our ops)."""
+"""What the model tests share: the tiny models' common config, a few steps of AdamW training, a
+torch.compile backend that keeps its graphs (to look for our ops) and a dispatch mode that counts the ops called."""
 
 from __future__ import annotations
 
+import collections
+
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+VOCAB = 128
+# every tiny test model: 2 layers 64 wide, 4 query heads over 2 kv heads, untied embeddings
+TINY = dict(
+    vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+    rms_norm_eps=1e-6, tie_word_embeddings=False,
+)  # fmt: skip
 
 
 def adamw_steps(model, data, steps: int, lr: float, after_step=None) -> torch.Tensor:
@@ -37,3 +47,15 @@ class CompileRecorder:
         """Every called op, also inside the subgraphs of higher-order ops (an autograd.Function's forward)."""
         mods = [m for g in self.graphs for m in g.modules() if isinstance(m, torch.fx.GraphModule)]
         return {str(n.target) for m in mods for n in m.graph.nodes if n.op == "call_function"}
+
+
+class Calls(TorchDispatchMode):
+    """Counts the ops called under it by name without overload (custom ones and aten's: add.Tensor -> add)."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = collections.Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls[func.name().split(".")[0]] += 1
+        return func(*args, **(kwargs or {}))

@@ -1,25 +1,25 @@
 """Fused attention: the wrappers and the autograd of
 
 - ``fusion_attention(query, key, value, head_num, input_layout, atten_mask=None, scale=1.0,
-  pre_tockens=2147483647, next_tockens=2147483647, actual_seq_qlen=None, actual_seq_kvlen=None,
-  sparse_mode=0) -> (attention_out, softmax_max, softmax_sum)``: torch_npu's ``npu_fusion_attention``
+  pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, actual_seq_qlen=None, actual_seq_kvlen=None,
+  sparse_mode=0) -> (attention_out, softmax_max, softmax_sum)`` (the arguments after the tensors and their
+  defaults: ``attention_args.AttentionAttrs``, from the prototype): torch_npu's ``npu_fusion_attention``
   forward (its first three results) as a FlashAttention-2 mix kernel: layouts BSH, SBH, BSND, BNSD and TND
   (``actual_seq_qlen`` / ``actual_seq_kvlen`` cumulative, no leading 0, trailing zeros dropping batches), GQA
   (query heads a multiple of the key/value heads), Dv <= Dq = Dk; ``atten_mask`` bool or uint8, non-zero =
   masked, ``[B, N, S1, S2]``, ``[B, 1, S1, S2]``, ``[1, 1, S1, S2]`` or ``[S1, S2]`` (TND: ``[max S1, max S2]``);
   sparse modes 0-4 (0: the mask and the band of ``pre_tockens`` / ``next_tockens``; 1: the mask; 2 / 3: causal
-  top-left / bottom-right; 4: the band from the bottom-right; 2-4 take the compressed 2048 x 2048 ``triu(1)``
-  mask), 5-8 refused by name; with no mask, sparse_mode and the tokens are ignored. ``softmax_max`` /
-  ``softmax_sum`` are fp32 ``[B, N, S1, 8]`` (TND: ``[T, N, 8]`` holding one ``[N, s, 8]`` block per sequence,
-  torch_npu's default): each row's max of ``scale * q k^T`` and its sum of ``exp(x - max)``, 8 times; a row
-  with no key gets output 0, ``-FLT_MAX`` and ``FLT_MAX`` (docs/attention.md).
+  top-left / bottom-right; 4: the band from the bottom-right; 2-4 take the compressed causal mask,
+  ``attention_args.compressed_mask()``), 5-8 refused by name; with no mask, sparse_mode and the tokens are
+  ignored. ``softmax_max`` / ``softmax_sum`` are fp32 ``[B, N, S1, 8]`` (TND: ``[T, N, 8]`` holding one
+  ``[N, s, 8]`` block per sequence, torch_npu's default): each row's max of ``scale * q k^T`` and its sum of
+  ``exp(x - max)``, 8 times; a row with no key gets output 0, ``-FLT_MAX`` and ``FLT_MAX`` (docs/attention.md).
 
 - ``fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, attention_in, head_num, input_layout,
-  atten_mask=None, scale=1.0, pre_tockens=2147483647, next_tockens=2147483647, actual_seq_qlen=None,
-  actual_seq_kvlen=None, sparse_mode=0) -> (dq, dk, dv)``: its backward (torch_npu's ``npu_fusion_attention_grad``
-  without pse / dropout / sink), from the forward's ``softmax_max`` / ``softmax_sum`` and ``attention_out``
-  (``attention_in``) and the gradient ``dy`` of attention_out; dq / dk / dv have query's / key's / value's shapes
-  and dtype. An empty S1 or S2 gives zeros.
+  ...) -> (dq, dk, dv)``, the forward's arguments after its tensors: its backward (torch_npu's
+  ``npu_fusion_attention_grad`` without pse / dropout / sink), from the forward's ``softmax_max`` /
+  ``softmax_sum`` and ``attention_out`` (``attention_in``) and the gradient ``dy`` of attention_out; dq / dk / dv
+  have query's / key's / value's shapes and dtype. An empty S1 or S2 gives zeros.
 
 Autograd: ``custom::fusion_attention``'s backward is ``custom::fusion_attention_grad`` with the forward's inputs,
 attrs and results, as torch_npu's derivatives.yaml wires npu_fusion_attention to its grad. Only query, key and value
@@ -34,95 +34,41 @@ from __future__ import annotations
 
 import torch
 
-
-def fusion_attention(
-    query,
-    key,
-    value,
-    head_num: int,
-    input_layout: str,
-    atten_mask=None,
-    scale: float = 1.0,
-    pre_tockens: int = 2147483647,
-    next_tockens: int = 2147483647,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode: int = 0,
-):
-    """(attention_out, softmax_max, softmax_sum) of softmax(scale * q k^T, masked) v; differentiable in q, k, v."""
-    return torch.ops.custom.fusion_attention(
-        query,
-        key,
-        value,
-        head_num,
-        input_layout,
-        atten_mask,
-        scale,
-        pre_tockens,
-        next_tockens,
-        actual_seq_qlen,
-        actual_seq_kvlen,
-        sparse_mode,
-    )
+from .attention_args import AttentionAttrs
 
 
-def fusion_attention_grad(
-    query,
-    key,
-    value,
-    dy,
-    softmax_max,
-    softmax_sum,
-    attention_in,
-    head_num: int,
-    input_layout: str,
-    atten_mask=None,
-    scale: float = 1.0,
-    pre_tockens: int = 2147483647,
-    next_tockens: int = 2147483647,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode: int = 0,
-):
-    """(dq, dk, dv) of fusion_attention given dy = d(attention_out) and the forward's statistics and output."""
+def fusion_attention(query, key, value, *attrs, **named):
+    """(attention_out, softmax_max, softmax_sum) of softmax(scale * q k^T, masked) v; differentiable in q, k, v.
+    After the tensors, the op's arguments as AttentionAttrs takes them (head_num, input_layout, atten_mask, ...)."""
+    return torch.ops.custom.fusion_attention(query, key, value, *AttentionAttrs(*attrs, **named))
+
+
+def fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, attention_in, *attrs, **named):
+    """(dq, dk, dv) of fusion_attention given dy = d(attention_out) and the forward's statistics and output,
+    for the forward's arguments (AttentionAttrs)."""
     return torch.ops.custom.fusion_attention_grad(
-        query,
-        key,
-        value,
-        dy,
-        softmax_max,
-        softmax_sum,
-        attention_in,
-        head_num,
-        input_layout,
-        atten_mask,
-        scale,
-        pre_tockens,
-        next_tockens,
-        actual_seq_qlen,
-        actual_seq_kvlen,
-        sparse_mode,
+        query, key, value, dy, softmax_max, softmax_sum, attention_in, *AttentionAttrs(*attrs, **named)
     )
 
 
 # ---- autograd ----
 def _setup_context(ctx, inputs, output):
-    query, key, value, head_num, layout, atten_mask, scale, pre, nxt, qlen, kvlen, mode = inputs
+    query, key, value, *attrs = inputs
     attention_out, softmax_max, softmax_sum = output
     ctx.mark_non_differentiable(softmax_max, softmax_sum)
-    ctx.save_for_backward(query, key, value, atten_mask, attention_out, softmax_max, softmax_sum)
-    ctx.attrs = (head_num, layout, scale, pre, nxt, qlen, kvlen, mode)
+    attrs = AttentionAttrs(*attrs)
+    ctx.save_for_backward(query, key, value, attrs.atten_mask, attention_out, softmax_max, softmax_sum)
+    ctx.attrs = attrs._replace(atten_mask=None)  # the mask is a saved tensor
 
 
 def _fusion_attention_backward(ctx, d_out, _d_max, _d_sum):
     query, key, value, atten_mask, attention_out, softmax_max, softmax_sum = ctx.saved_tensors
-    head_num, layout, scale, pre, nxt, qlen, kvlen, mode = ctx.attrs
+    attrs = ctx.attrs._replace(atten_mask=atten_mask)
     dq, dk, dv = torch.ops.custom.fusion_attention_grad(
-        query, key, value, d_out, softmax_max, softmax_sum, attention_out, head_num, layout, atten_mask, scale,
-        pre, nxt, qlen, kvlen, mode,
-    )  # fmt: skip
+        query, key, value, d_out, softmax_max, softmax_sum, attention_out, *attrs
+    )
     need = ctx.needs_input_grad
-    return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None, *[None] * 9)
+    return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None, *[None] * len(attrs))
 
 
 torch.library.register_autograd("custom::fusion_attention", _fusion_attention_backward, setup_context=_setup_context)

@@ -5,15 +5,15 @@ No torch import, no compiled code: NumPy arrays (or torch tensors, read through 
 .double().numpy()``) in, float64 arrays out. The semantics are torch_npu's, each rule with its source
 in docs/attention.md ("Semantics"); in short:
 
-- layouts BSH, SBH, BSND, BNSD, TND; ``head_num`` = Nq; GQA: q head h reads kv head ``h // (Nq/Nkv)``;
-  Dq = Dk >= Dv; the output keeps query's layout with Dv.
+- layouts BSH, SBH, BSND, BNSD, TND (split and merged by ops/attention_args.py); ``head_num`` = Nq; GQA: q head
+  h reads kv head ``h // (Nq/Nkv)``; Dq = Dk >= Dv; the output keeps query's layout with Dv.
 - TND: ``actual_seq_qlen`` / ``actual_seq_kvlen`` are cumulative ends without a leading 0 (lengths 2,2,2
   -> [2, 4, 6]); each sequence attends only within itself, positions counted from its own start.
 - ``atten_mask`` bool/uint8, nonzero = masked. With no mask, sparse_mode and the tockens are ignored.
   sparse_mode 0: mask OR the band ``j - i > next_tockens or i - j > pre_tockens`` (top-left origin);
   1: the mask alone; 2: ``j > i`` (top-left causal); 3: ``j > i + Skv - Sq`` (bottom-right causal);
-  4: the band counted from the bottom-right corner. Modes 2-4 take the compressed 2048x2048 ``triu(1)``
-  mask as a token of the mode; its content is not read beyond checking it is that matrix.
+  4: the band counted from the bottom-right corner. Modes 2-4 take the compressed causal mask
+  (``attention_args.compressed_mask``) as a token of the mode; its content is only checked to be that matrix.
 - rows whose every key is masked: output 0, softmax_max = -FLT_MAX, softmax_sum = FLT_MAX
   (CANN's invalid-row handling, ``inner_precise=2``).
 - softmax_max/sum: ``rowmax(scale * Q K^T)`` over the unmasked keys and ``sum exp(x - max)``, each row
@@ -21,9 +21,10 @@ in docs/attention.md ("Semantics"); in short:
   (``softmax_layout=""``, torch_npu's default) or a true [T, N, 8] (``softmax_layout="TND"``).
 
 Functions: ``fusion_attention_reference`` (out, softmax_max, softmax_sum), ``fusion_attention_grad_reference``
-(dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D)), ``expand_mask``
-(the dense boolean "masked" matrix any kernel's block skipping must agree with), ``check_sparse_params``
-(the tockens / lengths combinations torch_npu refuses), ``seq_lengths`` (cumulative ends -> lengths).
+(dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D)), both taking the op's
+arguments after its tensors as ``attention_args.AttentionAttrs`` does; ``expand_mask`` (the dense boolean
+"masked" matrix any kernel's block skipping must agree with), ``check_sparse_params`` (the tockens / lengths
+combinations torch_npu refuses).
 The goldens work one head and a block of query rows at a time, so long sequences fit in memory.
 """
 
@@ -31,10 +32,20 @@ from __future__ import annotations
 
 import numpy as np
 
-OP = "fusion_attention"
-LAYOUTS = ("BSH", "SBH", "BSND", "BNSD", "TND")
-TOCKENS_MAX = 2147483647
-COMPRESSED_MASK_SIZE = 2048
+from .attention_args import (
+    COMPRESSED_MASK_SIZE,
+    LAYOUTS,
+    OP,
+    TOCKENS_MAX,
+    AttentionAttrs,
+    compressed_mask,
+    merge_heads,
+    merge_sequences,
+    seq_lengths,
+    split_heads,
+    split_sequences,
+)
+
 FLT_MAX = float(np.finfo(np.float32).max)  # CANN writes +-FLT_MAX into max/sum of rows with no key
 SOFTMAX_LANES = 8
 
@@ -56,51 +67,14 @@ def _mask_array(atten_mask) -> np.ndarray | None:
     return m != 0
 
 
-def seq_lengths(cumulative, name: str = "actual_seq_qlen") -> np.ndarray:
-    """Per-sequence lengths from torch_npu's cumulative ends (no leading 0). Trailing zeros mark batches
-    that take no part, as torch_npu documents ([2, 5, 9, 0, 0])."""
-    if cumulative is None:
-        raise ValueError(f"{OP}: input_layout TND needs {name}, got None")
-    if hasattr(cumulative, "detach"):
-        cumulative = cumulative.detach().cpu().numpy()
-    c = np.asarray(cumulative, dtype=np.int64).reshape(-1)
-    if c.size == 0:
-        raise ValueError(f"{OP}: {name} must hold at least one cumulative length, got []")
-    nz = np.flatnonzero(c)
-    used = c[: nz[-1] + 1] if nz.size else c[:0]
-    if np.any(c[used.size :] != 0) or np.any(np.diff(np.concatenate(([0], used))) < 0):
-        raise ValueError(f"{OP}: {name} must be non-decreasing cumulative ends (trailing 0s allowed), got {c.tolist()}")
-    return np.concatenate((np.diff(np.concatenate(([0], used))), np.zeros(c.size - used.size, np.int64)))
-
-
 # ---- layouts: to per-batch [N, S, D] arrays and back ----
-def _segments(x: np.ndarray, lens: np.ndarray) -> list[np.ndarray]:
-    """TND [T, N, d] -> per sequence [N, s_b, d]."""
-    ends = np.cumsum(lens)
-    return [x[e - n : e].transpose(1, 0, 2) for e, n in zip(ends, lens, strict=True)]
-
-
 def _split_heads(x: np.ndarray, layout: str, n: int | None, name: str) -> np.ndarray:
-    """[B, N, S, D] view of a BSH/SBH/BSND/BNSD tensor (n heads for the H layouts)."""
+    """[B, N, S, D] view of a BSH/SBH/BSND/BNSD tensor (n heads for the H layouts), its rank and H checked."""
     if x.ndim != (3 if layout in ("BSH", "SBH") else 4):
         raise ValueError(f"{OP}: {name} must be {len(layout)}-D for input_layout {layout}, got shape {x.shape}")
-    if layout == "SBH":
-        x = x.transpose(1, 0, 2)
-    if layout in ("BSH", "SBH"):
-        if x.shape[2] % n:
-            raise ValueError(f"{OP}: {name} hidden size {x.shape[2]} must be a multiple of {n} heads")
-        x = x.reshape(x.shape[0], x.shape[1], n, x.shape[2] // n)
-    return x if layout == "BNSD" else x.transpose(0, 2, 1, 3)
-
-
-def _merge_heads(o: np.ndarray, layout: str) -> np.ndarray:
-    """Inverse of _split_heads: [B, N, S, D] -> the layout."""
-    if layout == "BNSD":
-        return o
-    o = o.transpose(0, 2, 1, 3)  # BSND
-    if layout in ("BSH", "SBH"):
-        o = o.reshape(o.shape[0], o.shape[1], -1)
-    return o.transpose(1, 0, 2) if layout == "SBH" else o
+    if layout in ("BSH", "SBH") and x.shape[2] % n:
+        raise ValueError(f"{OP}: {name} hidden size {x.shape[2]} must be a multiple of {n} heads")
+    return split_heads(x, layout, n)
 
 
 class _Problem:
@@ -126,8 +100,8 @@ class _Problem:
                     raise ValueError(
                         f"{OP}: {name} T must equal the last cumulative length {lens.sum()}, got {t.shape[0]}"
                     )
-            self.qb = _segments(q, self.q_lens)
-            self.kb, self.vb = _segments(k, self.kv_lens), _segments(v, self.kv_lens)
+            self.qb = split_sequences(q, self.q_lens)
+            self.kb, self.vb = split_sequences(k, self.kv_lens), split_sequences(v, self.kv_lens)
             nq, nkv, dq, dk, dv = q.shape[1], k.shape[1], q.shape[2], k.shape[2], v.shape[2]
             if v.shape[1] != nkv:
                 raise ValueError(f"{OP}: value must have key's {nkv} heads, got {v.shape[1]}")
@@ -166,13 +140,13 @@ class _Problem:
             raise ValueError(f"{OP}: {name} must have attention_out's shape {list(want)}, got {list(x.shape)}")
         if self.layout != "TND":
             return list(_split_heads(x, self.layout, self.nq, name))
-        return _segments(x, self.q_lens)
+        return split_sequences(x, self.q_lens)
 
     def output(self, per_batch: list[np.ndarray]) -> np.ndarray:
         """Per-batch [N, S, d] -> the layout (TND: [T, N, d])."""
         if self.layout == "TND":
-            return np.concatenate([o.transpose(1, 0, 2) for o in per_batch], axis=0)
-        return _merge_heads(np.stack(per_batch), self.layout)
+            return merge_sequences(per_batch)
+        return merge_heads(np.stack(per_batch), self.layout)
 
 
 # ---- masks ----
@@ -262,9 +236,9 @@ def _check_mask_shape(m: np.ndarray, sparse_mode: int, b: int, n: int, s1: int, 
             raise ValueError(
                 f"{OP}: sparse_mode {sparse_mode} takes the compressed [{c}, {c}] atten_mask, got {list(m.shape)}"
             )
-        if not np.array_equal(m.reshape(c, c), np.triu(np.ones((c, c), bool), 1)):
+        if not np.array_equal(m.reshape(c, c), compressed_mask()):
             raise ValueError(
-                f"{OP}: sparse_mode {sparse_mode} takes atten_mask = triu(ones(2048, 2048), 1), got another matrix"
+                f"{OP}: sparse_mode {sparse_mode} takes atten_mask = triu(ones({c}, {c}), 1), got another matrix"
             )
         return
     shapes = [(s1, s2)] if varlen else [(b, n, s1, s2), (b, 1, s1, s2), (1, 1, s1, s2), (s1, s2)]
@@ -364,77 +338,29 @@ def _softmax_stats(problem: _Problem, stats: list[np.ndarray], softmax_layout: s
     return np.repeat(flat[..., None], SOFTMAX_LANES, axis=-1)
 
 
-def _setup(
-    query,
-    key,
-    value,
-    head_num,
-    input_layout,
-    atten_mask,
-    pre_tockens,
-    next_tockens,
-    actual_seq_qlen,
-    actual_seq_kvlen,
-    sparse_mode,
-    pse,
-    softmax_layout,
-):
+def _setup(query, key, value, attrs: AttentionAttrs, pse, softmax_layout):
     if pse is not None:
         raise NotImplementedError(f"{OP}: pse (positional encoding added to the scores) is not supported")
-    if softmax_layout not in ("", "TND") or (softmax_layout == "TND" and input_layout != "TND"):
+    layout = attrs.input_layout
+    if softmax_layout not in ("", "TND") or (softmax_layout == "TND" and layout != "TND"):
         raise ValueError(f"{OP}: softmax_layout must be '' or, with input_layout TND, 'TND'; got {softmax_layout!r}")
-    problem = _Problem(query, key, value, head_num, input_layout, actual_seq_qlen, actual_seq_kvlen)
-    masks = _Masks(
-        problem.q_lens,
-        problem.kv_lens,
-        problem.nq,
-        atten_mask,
-        sparse_mode,
-        pre_tockens,
-        next_tockens,
-        varlen=input_layout == "TND",
-    )
+    problem = _Problem(query, key, value, attrs.head_num, layout, attrs.actual_seq_qlen, attrs.actual_seq_kvlen)
+    mode, pre, nxt = attrs.band()
+    masks = _Masks(problem.q_lens, problem.kv_lens, problem.nq, attrs.atten_mask, mode, pre, nxt, layout == "TND")
     return problem, masks
 
 
-def fusion_attention_reference(
-    query,
-    key,
-    value,
-    head_num,
-    input_layout,
-    atten_mask=None,
-    scale=1.0,
-    pre_tockens=TOCKENS_MAX,
-    next_tockens=TOCKENS_MAX,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode=0,
-    *,
-    pse=None,
-    softmax_layout="",
-):
+def fusion_attention_reference(query, key, value, *attrs, pse=None, softmax_layout="", **named):
     """torch_npu ``npu_fusion_attention``'s first three outputs in float64:
-    (attention_out in query's layout with Dv, softmax_max, softmax_sum)."""
-    problem, masks = _setup(
-        query,
-        key,
-        value,
-        head_num,
-        input_layout,
-        atten_mask,
-        pre_tockens,
-        next_tockens,
-        actual_seq_qlen,
-        actual_seq_kvlen,
-        sparse_mode,
-        pse,
-        softmax_layout,
-    )
+    (attention_out in query's layout with Dv, softmax_max, softmax_sum). After the tensors, the op's arguments
+    (AttentionAttrs: head_num, input_layout, atten_mask=None, scale=1.0, pre_tockens, next_tockens,
+    actual_seq_qlen, actual_seq_kvlen, sparse_mode=0)."""
+    attrs = AttentionAttrs(*attrs, **named)
+    problem, masks = _setup(query, key, value, attrs, pse, softmax_layout)
     outs = [np.zeros((problem.nq, q.shape[1], problem.dv)) for q in problem.qb]
     maxes = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
     sums = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
-    for b, h, _, rows, _, _, (o, _, row_max, row_sum) in _blocks(problem, masks, float(scale)):
+    for b, h, _, rows, _, _, (o, _, row_max, row_sum) in _blocks(problem, masks, float(attrs.scale)):
         outs[b][h, rows], maxes[b][h, rows], sums[b][h, rows] = o, row_max, row_sum
     return (
         problem.output(outs),
@@ -443,44 +369,15 @@ def fusion_attention_reference(
     )
 
 
-def fusion_attention_grad_reference(
-    query,
-    key,
-    value,
-    dy,
-    head_num,
-    input_layout,
-    atten_mask=None,
-    scale=1.0,
-    pre_tockens=TOCKENS_MAX,
-    next_tockens=TOCKENS_MAX,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode=0,
-    *,
-    pse=None,
-):
-    """torch_npu ``npu_fusion_attention_grad``'s (dq, dk, dv) in float64, in the inputs' layouts,
-    derived by hand: with P the forward's probabilities (0 on masked keys and on rows with no key),
-    dV = P^T dy, dP = dy V^T, D = rowsum(dy * O), dS = P * (dP - D), dQ = scale * dS K,
-    dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads."""
-    problem, masks = _setup(
-        query,
-        key,
-        value,
-        head_num,
-        input_layout,
-        atten_mask,
-        pre_tockens,
-        next_tockens,
-        actual_seq_qlen,
-        actual_seq_kvlen,
-        sparse_mode,
-        pse,
-        "",
-    )
+def fusion_attention_grad_reference(query, key, value, dy, *attrs, pse=None, **named):
+    """torch_npu ``npu_fusion_attention_grad``'s (dq, dk, dv) in float64, in the inputs' layouts, for the
+    forward's arguments (AttentionAttrs) after dy, derived by hand: with P the forward's probabilities (0 on
+    masked keys and on rows with no key), dV = P^T dy, dP = dy V^T, D = rowsum(dy * O), dS = P * (dP - D),
+    dQ = scale * dS K, dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads."""
+    attrs = AttentionAttrs(*attrs, **named)
+    problem, masks = _setup(query, key, value, attrs, pse, "")
     dy_b = problem.split_like_output(_f64(dy), "dy")
-    scale = float(scale)
+    scale = float(attrs.scale)
     dqs = [np.zeros(q.shape) for q in problem.qb]
     dks = [np.zeros(k.shape) for k in problem.kb]
     dvs = [np.zeros(v.shape) for v in problem.vb]

@@ -25,8 +25,21 @@ from __future__ import annotations
 
 import torch
 
+from ..op_proto import load_all
 
-def rotary_mul(x: torch.Tensor, r1: torch.Tensor, r2: torch.Tensor, rotary_mode: str = "half") -> torch.Tensor:
+_PROTOS = load_all()
+
+
+def _default(op: str, attr: str):
+    """An attr's default as op_proto/rope/<op>.json declares it."""
+    return next(a.default for a in _PROTOS[op].attrs if a.name == attr)
+
+
+ROTARY_MODE = _default("rotary_mul", "rotary_mode")
+LAYOUT, APPLY_MODE = _default("apply_rotary_pos_emb", "layout"), _default("apply_rotary_pos_emb", "rotary_mode")
+
+
+def rotary_mul(x: torch.Tensor, r1: torch.Tensor, r2: torch.Tensor, rotary_mode: str = ROTARY_MODE) -> torch.Tensor:
     """npu_rotary_mul: ``x * r1 + rotate(x) * r2``; rotate is rotate_half ('half') or the pair rotation."""
     return torch.ops.custom.rotary_mul(x, r1, r2, rotary_mode)
 
@@ -37,28 +50,14 @@ def rope_customer(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torc
     return torch.ops.custom.rope_customer(x, cos, sin)
 
 
-def apply_rotary_pos_emb_(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    layout: str = "BSND",
-    rotary_mode: str = "half",
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """npu_apply_rotary_pos_emb: rotates query and key in place, in one launch; returns them. Not
+def apply_rotary_pos_emb_(query, key, cos, sin, layout: str = LAYOUT, rotary_mode: str = APPLY_MODE):
+    """npu_apply_rotary_pos_emb: rotates query and key in place, in one launch; returns (query, key). Not
     differentiable (the op writes its inputs): use ``apply_rotary_pos_emb`` where grads are needed."""
     torch.ops.custom.apply_rotary_pos_emb(query, key, cos, sin, layout, rotary_mode)
     return query, key
 
 
-def apply_rotary_pos_emb(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    cos: torch.Tensor,
-    sin: torch.Tensor,
-    layout: str = "BSND",
-    rotary_mode: str = "half",
-) -> tuple[torch.Tensor, torch.Tensor]:
+def apply_rotary_pos_emb(query, key, cos, sin, layout: str = LAYOUT, rotary_mode: str = APPLY_MODE):
     """The functional, differentiable form: new (query, key) rotated by the fused kernel (on copies)."""
     return _ApplyRope.apply(query, key, cos, sin, layout, rotary_mode)
 

@@ -11,7 +11,7 @@ The mask translation, as HF's ``sdpa_attention_forward`` reads the same masks:
 
 - no mask, a causal layer and Sq > 1: HF skipped the mask because ``is_causal`` covers it, and sdpa's ``is_causal``
   is aligned top-left (HF relies on that for a prefill into an empty static cache, Skv > Sq) -> sparse_mode 2 with
-  the compressed 2048 x 2048 ``triu(1)`` mask (== mode 3 when Sq == Skv); Sq == 1 or a non-causal layer: no mask.
+  the compressed causal mask (== mode 3 when Sq == Skv); Sq == 1 or a non-causal layer: no mask.
 - a bool mask (True = attend; padding, chunked prefill against a cache, sliding windows, the block-diagonal mask of
   position_ids-packed sequences: HF put all of it in the mask) -> ``atten_mask = ~mask`` ([B, 1, Sq, Skv] as BNSS /
   B1SS), sparse_mode 0; on a causal sliding-window layer (the ``sliding_window`` kwarg) with Sq == Skv, also the
@@ -44,7 +44,7 @@ import textwrap
 import torch
 from torch import nn
 
-from ..ops.attention_reference import COMPRESSED_MASK_SIZE
+from ..ops.attention_args import TOCKENS_MAX, compressed_mask
 from .base import Found, KernelSkip, set_instance_attr
 from .report import logger
 
@@ -62,10 +62,9 @@ _causal_masks: dict[torch.device, torch.Tensor] = {}
 
 
 def _compressed_mask(device: torch.device) -> torch.Tensor:
-    """torch_npu's compressed causal mask for sparse modes 2-4: triu(ones(2048, 2048), 1), True = masked."""
+    """torch_npu's compressed causal mask for sparse modes 2-4 on a device, made once."""
     if device not in _causal_masks:
-        ones = torch.ones(COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE, dtype=torch.bool, device=device)
-        _causal_masks[device] = torch.triu(ones, diagonal=1)
+        _causal_masks[device] = torch.from_numpy(compressed_mask()).to(device)
     return _causal_masks[device]
 
 
@@ -122,9 +121,9 @@ def _band(mask: torch.Tensor, window, causal: bool) -> int:
     ``window`` or more before its query masked), so the mask stays the one source of truth; else none."""
     s_q, s_kv = mask.shape[-2:]
     if not (causal and isinstance(window, int) and 0 < window < s_kv == s_q) or torch.compiler.is_compiling():
-        return 2147483647
+        return TOCKENS_MAX
     outside = torch.ones(s_q, s_kv, dtype=torch.bool, device=mask.device).tril(-window)
-    return window - 1 if bool(mask[..., outside].all()) else 2147483647
+    return window - 1 if bool(mask[..., outside].all()) else TOCKENS_MAX
 
 
 def _packed(query, key, kwargs) -> tuple[list[int], list[int]] | None:
@@ -168,17 +167,17 @@ def fused_attention_forward(
     packed = _packed(query, key, kwargs) if causal and not torch.compiler.is_compiling() else None
     if packed is not None:
         q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # [T, N, D]
-        out = op(q, k, v, heads, "TND", _compressed_mask(q.device), scale, 2147483647, 0, packed[0], packed[1], 3)[0]
+        out = op(q, k, v, heads, "TND", _compressed_mask(q.device), scale, TOCKENS_MAX, 0, packed[0], packed[1], 3)[0]
         return out.unsqueeze(0), None  # [1, T, N, D], contiguous
     q, k, v = (t.contiguous() for t in (query, key, value))
     if mask is None and causal and s_q > 1:  # sdpa's is_causal: top-left
-        out = op(q, k, v, heads, "BNSD", _compressed_mask(q.device), scale, 2147483647, 0, None, None, 2)[0]
+        out = op(q, k, v, heads, "BNSD", _compressed_mask(q.device), scale, TOCKENS_MAX, 0, None, None, 2)[0]
     else:
-        pre = 2147483647
+        pre = TOCKENS_MAX
         if mask is not None:
             mask = mask.expand(query.shape[0], mask.shape[1], s_q, s_kv).contiguous()  # BNSS or B1SS
             pre = _band(mask, kwargs.get("sliding_window"), causal)
-        out = op(q, k, v, heads, "BNSD", mask, scale, pre, 2147483647 if pre == 2147483647 else 0)[0]
+        out = op(q, k, v, heads, "BNSD", mask, scale, pre, TOCKENS_MAX if pre == TOCKENS_MAX else 0)[0]
     return out.transpose(1, 2).contiguous(), None  # as sdpa's: layers view it as [B, S, N * D]
 
 

@@ -4,9 +4,9 @@ verify spec the preset runs it by, and cann-bench's golden semantics as its same
 
 The semantics, from each task's desc.md and golden.py (written here from them): y = softmax(scale * Q K^T) V
 per head, q head h reading kv head h // (Nq / Nkv); scale = scaleValue, or 1/sqrt(D) when scaleValue <= 0;
-is_causal masks j > i + (Skv - S) (bottom-right aligned: our sparse_mode 3 with the compressed 2048x2048
-triu(1) mask); a row whose every key is masked is 0. Our op also writes softmax_max and softmax_sum (fp32),
-judged too, as RMSNorm's rstd is."""
+is_causal masks j > i + (Skv - S) (bottom-right aligned: our sparse_mode 3 with the compressed causal mask);
+a row whose every key is masked is 0. Our op also writes softmax_max and softmax_sum (fp32), judged too, as
+RMSNorm's rstd is."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ import math
 import numpy as np
 import torch
 
-from ...ops.attention_reference import COMPRESSED_MASK_SIZE, fusion_attention_reference
+from ...ops.attention_args import COMPRESSED_MASK_SIZE, AttentionAttrs, compressed_mask
+from ...ops.attention_reference import fusion_attention_reference
 from ..families.base import OpSpec
 from ..verify.case_fields import TensorSpec
 
@@ -26,8 +27,8 @@ CAUSAL_MODE = 3  # torch_npu's bottom-right causal: j > i + Skv - Sq, cann-bench
 SEMANTICS = (
     "y = softmax(scale * Q K^T) V per head as cann-bench's golden, BSND, q head h reading kv head h // (Nq/Nkv); "
     "scale = scaleValue, 1/sqrt(D) when scaleValue <= 0; is_causal (bottom-right) -> sparse_mode 3 with the "
-    "compressed 2048x2048 triu(1) mask; rows with no key 0 (none occur: S <= Skv when causal); ours also writes "
-    "softmax_max / softmax_sum (fp32), judged too"
+    f"compressed {COMPRESSED_MASK_SIZE}x{COMPRESSED_MASK_SIZE} triu(1) mask; rows with no key 0 (none occur: "
+    "S <= Skv when causal); ours also writes softmax_max / softmax_sum (fp32), judged too"
 )
 
 
@@ -47,14 +48,13 @@ def is_decode(case: dict) -> bool:
 
 
 class CompressedMask:
-    """torch_npu's compressed causal mask of sparse_modes 2-4: 2048x2048, 1 (masked) above the diagonal.
-    An array-like made when asked, so a case holds no data."""
+    """torch_npu's compressed causal mask of sparse_modes 2-4, 1 (masked) above the diagonal (float64 unless asked
+    otherwise). An array-like made when asked, so a case holds no data."""
 
     shape = (COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE)
 
     def __array__(self, dtype=None, copy=None):
-        v = np.triu(np.ones(self.shape), 1)
-        return v if dtype is None else v.astype(dtype)
+        return compressed_mask().astype(np.float64 if dtype is None else dtype)
 
 
 def specs(case: dict, tensor, dtype_of) -> tuple[list, list, dict]:
@@ -71,17 +71,13 @@ def specs(case: dict, tensor, dtype_of) -> tuple[list, list, dict]:
 
 
 # ---------------------------------------------------------------- the verify spec
+def _attrs(a: dict, atten_mask) -> AttentionAttrs:
+    """The op's arguments after its tensors for the case's attrs (specs) and mask."""
+    return AttentionAttrs(a["head_num"], a["input_layout"], atten_mask, a["scale"], sparse_mode=a.get("sparse_mode", 0))
+
+
 def _call(t: dict, a: dict):
-    return torch.ops.custom.fusion_attention(
-        t["query"],
-        t["key"],
-        t["value"],
-        a["head_num"],
-        a["input_layout"],
-        t.get("atten_mask"),
-        a["scale"],
-        sparse_mode=a.get("sparse_mode", 0),
-    )
+    return torch.ops.custom.fusion_attention(t["query"], t["key"], t["value"], *_attrs(a, t.get("atten_mask")))
 
 
 def cann_bench_golden(t: dict, a: dict) -> tuple:
@@ -120,16 +116,8 @@ def golden(arrays: dict, a: dict) -> tuple:
     """Our float64 reference (ops/attention_reference.py) with the case's mapping (verify hands it float64
     arrays: the mask back to bool)."""
     mask = arrays.get("atten_mask")
-    return fusion_attention_reference(
-        arrays["query"],
-        arrays["key"],
-        arrays["value"],
-        a["head_num"],
-        a["input_layout"],
-        None if mask is None else mask != 0,
-        a["scale"],
-        sparse_mode=a.get("sparse_mode", 0),
-    )
+    q, k, v = arrays["query"], arrays["key"], arrays["value"]
+    return fusion_attention_reference(q, k, v, *_attrs(a, None if mask is None else mask != 0))
 
 
 def _no_fuzz(rng, attrs):

@@ -13,18 +13,15 @@ import math
 import subprocess
 from pathlib import Path
 
+from ..pipeline.calibration import ATTENTION_TASKS, FLOOR_TASKS
+
 REPOSITORY = "https://github.com/hicann/cann-bench"
 HARDWARE = "910b2"
 METADATA_FILE = f"tasks/metadata/{HARDWARE}.json"
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / f"cann_bench_{HARDWARE}.json"
-# The tasks one of our ops implements or is planned to; their level is found in the checkout.
-# The attention tasks (level4): one fusion_attention call each, their baseline FusedInferAttentionScore.
-ATTENTION_TASKS = ("mha", "gqa")
+# The tasks one of our ops implements or is planned to; their level is found in the checkout. The attention
+# tasks and the floor tasks (snapshot key "floor_tasks") are the pipeline model's (pipeline/calibration.py).
 TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul", *ATTENTION_TASKS)
-# Simple streaming tasks, each one built-in kernel that reads its inputs once and writes one output: their
-# measured times are the evidence for the chip's start cost and HBM rate (pipeline/calibration.py), not cases
-# we compete on (snapshot key "floor_tasks").
-FLOOR_TASKS = ("sigmoid", "gelu", "exp", "maximum")
 # Where cann-bench defines HAP and the capped baseline (cited, not copied).
 HAP_SOURCE = ("README.md", "src/kernel_eval/benches/cann_scoring.py")
 CAP_SOURCE = f"{METADATA_FILE} (_metadata.baseline_source)"

@@ -14,6 +14,7 @@ from ..families import VERIFY_OPS
 from ..verify.case_fields import TensorSpec, seed_of
 from ..verify.cases import Case, validate
 from . import attention
+from .judge import controls, witnesses
 
 QUICK_ELEMENTS = 1 << 22  # --quick: cases whose largest tensor holds at most this many elements
 
@@ -223,6 +224,7 @@ def to_case(task: str, case: dict, facts_source: str) -> Case:
     ins, outs, attrs = _specs(task, case, name)
     spec = spec_of(op)
     c = Case(name, op, ins, outs, attrs, source=facts_source, seed=seed_of(name), meta={"cann_bench": case})
+    c.control, c.witness = controls, witnesses  # its rule's control and witness (cann_bench/judge.py)
     # outputs our op writes beyond cann-bench's (RMSNorm's rstd) are declared as our op makes them
     names = _output_names(op)
     c.outputs += [

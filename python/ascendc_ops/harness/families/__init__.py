@@ -1,13 +1,14 @@
 """The op families the harness knows, one module per family key. Each declares VERIFY (op name -> base.OpSpec:
 how `verify` runs the op, PyTorch's own computation of it, its golden, fuzzer, default cases and value
 generators) and BENCH (op name -> base.OpBench: how `bench` times it). A new family is one module here and one
-name in FAMILIES; fusion_attention_grad, verified as its own op, has a module of its own (attention_grad)."""
+name in FAMILIES (a backward op, verified as its own op, lives in its forward's module: fusion_attention_grad in
+attention)."""
 
 from __future__ import annotations
 
-from . import attention, attention_grad, grouped_matmul, moe_routing, rms_norm, rope, swiglu
+from . import attention, grouped_matmul, moe_routing, rms_norm, rope, swiglu
 
-FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing, attention, attention_grad)
+FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing, attention)
 
 VERIFY_OPS = {name: spec for family in FAMILIES for name, spec in family.VERIFY.items()}
 BENCH_OPS = {name: spec for family in FAMILIES for name, spec in family.BENCH.items()}

@@ -1,6 +1,12 @@
-"""The attention family's harness knowledge: fusion_attention for `verify` (how to run it, PyTorch's same-dtype
+"""The attention family's harness knowledge. fusion_attention for `verify` (how to run it, PyTorch's same-dtype
 attention, the float64 golden, the fuzzer, the default suite, the mask generators) and for `bench` against HF's
-eager attention (matmul + softmax + matmul) and torch's scaled_dot_product_attention."""
+eager attention (matmul + softmax + matmul) and torch's scaled_dot_product_attention. fusion_attention_grad for
+`verify`, as its own op: PyTorch's own backward in the same dtype, the golden (ops/attention_reference.py), the
+fuzzer, the default suite, and the value generators that make attention_in / softmax_max / softmax_sum the
+forward op's own outputs for the case's query, key, value and mask (the backward recomputes P from them); its
+outputs are judged by verify/attention_grad_standard.py (the fp32 evaluation bound on every element, the double
+benchmark, the literal MERE where PyTorch meets it), which tests/ops/test_attention_grad.py applies too. The
+arguments, layouts, lengths and the compressed mask are ops/attention_args.py's."""
 
 from __future__ import annotations
 
@@ -9,33 +15,47 @@ import torch
 
 import ascendc_ops
 
+from ...dtypes import torch_dtype
 from ...ops import attention_reference as R
+from ...ops.attention_args import (
+    COMPRESSED_MASK_SIZE,
+    AttentionAttrs,
+    batch_and_seq,
+    compressed_mask,
+    layout_shape,
+    merge_heads,
+    merge_sequences,
+    seq_lengths,
+    split_heads,
+    split_sequences,
+)
 from ..values import GenContext, signed_uniform
+from ..verify.attention_grad_standard import check_cancelling, grad_bounds
 from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
 
-TOCKENS_MAX = 2147483647
 SIGNED, POSITIVE = [-1.0, 1.0], [0.25, 1.25]  # the default suite's query / key and value ranges
-COMPRESSED = 2048  # sparse modes 2-4 take the compressed triu(ones(2048, 2048), 1) mask
+NORMAL = {"value_range": [[0.0, 1.0]], "data_distribute": "normal"}  # N(0, 1): scores of both signs, std ~1
+_LAST_FORWARD: list = [None, None]  # (the case's made-inputs dict, the forward's outputs): one forward a case
 
 
-def op_attrs(a) -> dict:
-    """The op's keyword attributes of a case (op_proto defaults filled by the case loader)."""
-    lists = {k: (None if a.get(k) is None else [int(x) for x in a[k]]) for k in ("actual_seq_qlen", "actual_seq_kvlen")}
-    return {
-        "scale": float(a.get("scale", 1.0)),
-        "pre_tockens": int(a.get("pre_tockens", TOCKENS_MAX)),
-        "next_tockens": int(a.get("next_tockens", TOCKENS_MAX)),
-        "sparse_mode": int(a.get("sparse_mode", 0)),
-        **lists,
-    }
+def case_attrs(a: dict, atten_mask=None) -> AttentionAttrs:
+    """The op's arguments after its tensors for a case's attributes (op_proto defaults filled by the case
+    loader) and mask."""
+    d = AttentionAttrs._field_defaults
+    lists = [None if a.get(k) is None else [int(x) for x in a[k]] for k in ("actual_seq_qlen", "actual_seq_kvlen")]
+    return AttentionAttrs(
+        int(a["head_num"]), str(a["input_layout"]), atten_mask, float(a.get("scale", d["scale"])),
+        int(a.get("pre_tockens", d["pre_tockens"])), int(a.get("next_tockens", d["next_tockens"])), *lists,
+        int(a.get("sparse_mode", d["sparse_mode"])),
+    )  # fmt: skip
 
 
 # ---------------------------------------------------------------- value generators
 def causal_mask(shape, attrs, ctx: GenContext | None = None):
-    """The compressed causal mask of sparse modes 2-4: triu(ones(2048, 2048), 1), 1 = masked."""
-    if tuple(shape) != (COMPRESSED, COMPRESSED):
-        raise ValueError(f"'causal_mask' is {COMPRESSED} x {COMPRESSED}, got shape {list(shape)}")
-    return np.triu(np.ones(shape), 1)
+    """The compressed causal mask of sparse modes 2-4, 1 = masked."""
+    if tuple(shape) != (COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE):
+        raise ValueError(f"'causal_mask' is {COMPRESSED_MASK_SIZE} x {COMPRESSED_MASK_SIZE}, got shape {list(shape)}")
+    return compressed_mask().astype(np.float64)
 
 
 def mask_with_masked_rows(shape, attrs, ctx: GenContext | None = None):
@@ -48,73 +68,80 @@ def mask_with_masked_rows(shape, attrs, ctx: GenContext | None = None):
     return m
 
 
-VALUES = {"causal_mask": causal_mask, "mask_with_masked_rows": mask_with_masked_rows, "signed_uniform": signed_uniform}
+def _forward(attrs, ctx: GenContext | None):
+    if ctx is None or not {"query", "key", "value"} <= set(ctx.made):
+        raise ValueError("fusion_attention_grad: the forward's outputs need the inputs query, key and value first")
+    if _LAST_FORWARD[0] is not ctx.made:  # made: the case's inputs so far, one dict a case
+        dtype = torch_dtype(ctx.dtypes["query"])
+        q, k, v = (torch.from_numpy(ctx.made[n]).to(dtype) for n in ("query", "key", "value"))  # exact: rounded
+        mask = ctx.made.get("atten_mask")
+        mask = None if mask is None else torch.from_numpy(mask != 0)
+        outs = ascendc_ops.fusion_attention(q, k, v, *case_attrs(attrs, mask))
+        _LAST_FORWARD[:] = [ctx.made, tuple(o.double().numpy() for o in outs)]
+    return _LAST_FORWARD[1]
 
 
-# ---------------------------------------------------------------- verify
-def _lens(cumulative) -> list[int]:
-    return [int(x) for x in R.seq_lengths(cumulative)]
+def _forward_output(index: int, name: str):
+    def make(shape, attrs, ctx: GenContext | None = None):
+        out = _forward(attrs, ctx)[index]
+        if tuple(out.shape) != tuple(shape):
+            raise ValueError(
+                f"fusion_attention_grad: {name} has shape {list(shape)}, the forward's is {list(out.shape)}"
+            )
+        return out
+
+    make.__doc__ = f"fusion_attention's {name} for the inputs made before it (their dtype, mask and attrs)."
+    return make
 
 
-def split_heads(x: torch.Tensor, layout: str, n: int, cumulative=None) -> list[torch.Tensor]:
+VALUES = {
+    "causal_mask": causal_mask,
+    "mask_with_masked_rows": mask_with_masked_rows,
+    "signed_uniform": signed_uniform,
+    "forward_attention_out": _forward_output(0, "attention_out"),
+    "forward_softmax_max": _forward_output(1, "softmax_max"),
+    "forward_softmax_sum": _forward_output(2, "softmax_sum"),
+}
+
+
+# ---------------------------------------------------------------- verify: fusion_attention
+def per_sequence(x: torch.Tensor, layout: str, n: int, cumulative=None) -> list[torch.Tensor]:
     """A layout's tensor as one [N, S, D] tensor per batch (TND: per sequence of the cumulative lengths)."""
-    if layout == "BNSD":
-        return list(x)
-    if layout == "BSND":
-        return list(x.transpose(1, 2))
-    if layout == "BSH":
-        return list(x.reshape(x.shape[0], x.shape[1], n, -1).transpose(1, 2))
-    if layout == "SBH":
-        return list(x.reshape(x.shape[0], x.shape[1], n, -1).permute(1, 2, 0, 3))
-    ends = np.cumsum(_lens(cumulative))
-    return [x[e - s : e].transpose(0, 1) for s, e in zip(_lens(cumulative), ends, strict=True)]
-
-
-def merge_heads(outs: list[torch.Tensor], layout: str) -> torch.Tensor:
-    """Inverse of split_heads."""
     if layout == "TND":
-        return torch.cat([o.transpose(0, 1) for o in outs])
-    o = torch.stack(outs)
-    if layout == "BNSD":
-        return o
-    o = o.transpose(1, 2)
-    if layout in ("BSH", "SBH"):
-        o = o.reshape(o.shape[0], o.shape[1], -1)
-    return o.transpose(0, 1).contiguous() if layout == "SBH" else o.contiguous()
+        return split_sequences(x, [int(s) for s in seq_lengths(cumulative)])
+    return list(split_heads(x, layout, n))
+
+
+def from_sequences(outs: list[torch.Tensor], layout: str) -> torch.Tensor:
+    """Inverse of per_sequence."""
+    if layout == "TND":
+        return merge_sequences(outs, torch.cat)
+    return merge_heads(torch.stack(outs), layout).contiguous()
 
 
 def torch_fusion_attention(q, k, v, mask, head_num: int, layout: str, a: dict):
     """PyTorch's attention in the inputs' dtype (scores, masked_fill, softmax, P @ V; GQA by repeat) and the
     fp32 softmax_max / softmax_sum of the dtype-rounded inputs, in the op's output layouts; a fully masked row
     gives 0, -FLT_MAX and FLT_MAX as CANN writes them. The masked positions are the golden's (expand_mask)."""
-    kw = op_attrs(a)
-    qs = split_heads(q, layout, head_num, kw["actual_seq_qlen"])
+    kw = case_attrs(a)
+    qs = per_sequence(q, layout, head_num, kw.actual_seq_qlen)
     n2 = k.shape[-2] if layout in ("BSND", "TND") else k.shape[1] if layout == "BNSD" else None
     n2 = n2 or head_num * k.shape[-1] // q.shape[-1]  # BSH / SBH: H_kv / D
-    ks = split_heads(k, layout, n2, kw["actual_seq_kvlen"])
-    vs = split_heads(v, layout, n2, kw["actual_seq_kvlen"])
+    ks = per_sequence(k, layout, n2, kw.actual_seq_kvlen)
+    vs = per_sequence(v, layout, n2, kw.actual_seq_kvlen)
     varlen = layout == "TND"
     q_lens = [s.shape[1] for s in qs]
     kv_lens = [s.shape[1] for s in ks]
     dense = None
     if mask is not None:
-        dense = R.expand_mask(
-            q_lens,
-            kv_lens,
-            head_num,
-            mask.numpy() != 0,
-            kw["sparse_mode"],
-            kw["pre_tockens"],
-            kw["next_tockens"],
-            varlen,
-        )
+        dense = R.expand_mask(q_lens, kv_lens, head_num, mask.numpy() != 0, *kw.band(), varlen)
     outs, maxes, sums = [], [], []
     for b, (qb, kb, vb) in enumerate(zip(qs, ks, vs, strict=True)):
         g = head_num // kb.shape[0]
         kb, vb = kb.repeat_interleave(g, 0), vb.repeat_interleave(g, 0)
         keep = None if dense is None else torch.from_numpy(~dense[b, :, : qb.shape[1], : kb.shape[1]])
-        s = (qb @ kb.transpose(-1, -2)) * kw["scale"]
-        s32 = (qb.float() @ kb.float().transpose(-1, -2)) * kw["scale"]
+        s = (qb @ kb.transpose(-1, -2)) * kw.scale
+        s32 = (qb.float() @ kb.float().transpose(-1, -2)) * kw.scale
         if keep is not None:
             s, s32 = s.masked_fill(~keep, float("-inf")), s32.masked_fill(~keep, float("-inf"))
         outs.append(torch.softmax(s, dim=-1).nan_to_num(0.0) @ vb)
@@ -131,25 +158,17 @@ def torch_fusion_attention(q, k, v, mask, head_num: int, layout: str, a: dict):
             flat = torch.stack(per_batch)
         return flat[..., None].expand(*flat.shape, R.SOFTMAX_LANES).contiguous()
 
-    return merge_heads(outs, layout), stats(maxes), stats(sums)
+    return from_sequences(outs, layout), stats(maxes), stats(sums)
 
 
 def run_fusion_attention(t, a):
-    return ascendc_ops.fusion_attention(
-        t["query"], t["key"], t["value"], int(a["head_num"]), str(a["input_layout"]), t.get("atten_mask"), **op_attrs(a)
-    )
+    return ascendc_ops.fusion_attention(t["query"], t["key"], t["value"], *case_attrs(a, t.get("atten_mask")))
 
 
 def golden_fusion_attention(g, a):
     mask = g.get("atten_mask")
     return R.fusion_attention_reference(
-        g["query"],
-        g["key"],
-        g["value"],
-        int(a["head_num"]),
-        str(a["input_layout"]),
-        None if mask is None else mask != 0,
-        **op_attrs(a),
+        g["query"], g["key"], g["value"], *case_attrs(a, None if mask is None else mask != 0)
     )
 
 
@@ -166,16 +185,6 @@ def fuzz_attention(rng, attrs):
     n1 = int(attrs.get("head_num", n2 * g))
     kv = layout_shape(layout, b, n2, s2, d)
     return {"query": tuple(layout_shape(layout, b, n1, s1, d)), "key": tuple(kv), "value": tuple(kv)}
-
-
-def layout_shape(layout: str, b: int, n: int, s: int, d: int) -> list[int]:
-    """A fixed layout's shape of B batches, N heads, S tokens, D per head."""
-    return {
-        "BNSD": [b, n, s, d],
-        "BSND": [b, s, n, d],
-        "BSH": [b, s, n * d],
-        "SBH": [s, b, n * d],
-    }[layout]
 
 
 def attention_suite(quick: bool) -> list[dict]:
@@ -222,7 +231,7 @@ def attention_suite(quick: bool) -> list[dict]:
             "attr": attr,
         }
 
-    causal = ("causal_mask", [COMPRESSED, COMPRESSED])
+    causal = ("causal_mask", [COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE])
 
     def mode(m):
         return {"name": "sparse_mode", "type": "int", "value": m}
@@ -255,6 +264,179 @@ def attention_suite(quick: bool) -> list[dict]:
     return out[:2] + out[4:] if quick else out
 
 
+# ---------------------------------------------------------------- verify: fusion_attention_grad
+def sequences(t: dict, a: dict):
+    """Per sequence: (q, k, v, dy, attention_in [N, s, D] in the dtype, softmax_max / sum [N, s1], keep
+    [N or 1, s1, s2] (True = attend) or None) -- a batch of the fixed layouts or one packed TND sequence."""
+    kw = case_attrs(a)
+    n1, layout = kw.head_num, kw.input_layout
+    q = t["query"]
+    n2 = {"BSND": -2, "TND": -2, "BNSD": 1}.get(layout)
+    n2 = t["key"].shape[n2] if n2 is not None else n1 * t["key"].shape[-1] // q.shape[-1]  # BSH / SBH: H_kv / D
+    qs, dys, outs = (per_sequence(t[n], layout, n1, kw.actual_seq_qlen) for n in ("query", "dy", "attention_in"))
+    ks, vs = (per_sequence(t[n], layout, n2, kw.actual_seq_kvlen) for n in ("key", "value"))
+    if layout == "TND":  # each sequence's softmax_max / sum hold an [N, s, 8] block (torch_npu's default layout)
+        ends = np.cumsum([x.shape[1] for x in qs])
+        stats = [
+            [t[n].reshape(-1)[(e - x.shape[1]) * n1 * 8 : e * n1 * 8].reshape(n1, x.shape[1], 8)[..., 0]
+             for e, x in zip(ends, qs, strict=True)]
+            for n in ("softmax_max", "softmax_sum")
+        ]  # fmt: skip
+    else:
+        stats = [t[n][..., 0] for n in ("softmax_max", "softmax_sum")]
+    keep = None
+    mask = t.get("atten_mask")
+    if mask is not None:
+        q_lens, kv_lens = [x.shape[1] for x in qs], [x.shape[1] for x in ks]
+        masked = R.expand_mask(q_lens, kv_lens, n1, mask.numpy() != 0, *kw.band(), layout == "TND")
+        keep = [
+            torch.from_numpy(~masked[i, :, :s1, :s2]) for i, (s1, s2) in enumerate(zip(q_lens, kv_lens, strict=True))
+        ]
+    for i, parts in enumerate(zip(qs, ks, vs, dys, outs, *stats, strict=True)):
+        yield (*parts, None if keep is None else keep[i])
+
+
+def torch_grads(q, k, v, dy, keep, scale):
+    """PyTorch's own backward: autograd of eager attention in the inputs' dtype ([N, s, D], GQA by repeat, a row
+    with no key gives 0 and passes no gradient)."""
+    if not q.shape[1] or not k.shape[1]:  # an empty sequence
+        return tuple(torch.zeros_like(x) for x in (q, k, v))
+    q, k, v = (x.detach().clone().requires_grad_() for x in (q, k, v))
+    g = q.shape[0] // k.shape[0]
+    s = (q @ k.repeat_interleave(g, 0).transpose(-1, -2)) * scale
+    if keep is not None:
+        live = keep.any(-1, keepdim=True)
+        s = s.masked_fill(~keep, float("-inf")).masked_fill(~live, 0.0)
+    p = torch.softmax(s, dim=-1)
+    if keep is not None:
+        p = p * live.to(p.dtype)
+    return torch.autograd.grad(p @ v.repeat_interleave(g, 0), (q, k, v), dy)
+
+
+def torch_fusion_attention_grad(t: dict, a: dict) -> tuple:
+    """PyTorch's (dq, dk, dv) in the inputs' dtype and layout."""
+    layout, scale = str(a["input_layout"]), case_attrs(a).scale
+    per = [torch_grads(q, k, v, dy, keep, scale) for q, k, v, dy, _, _, _, keep in sequences(t, a)]
+    return tuple(from_sequences([p[i] for p in per], layout) for i in range(3))
+
+
+def fusion_attention_grad_bounds(t: dict, a: dict) -> tuple:
+    """The fp32 evaluation bounds of dq, dk, dv (attention_grad_standard.grad_bounds), float64 in the layout."""
+    layout, scale, dtype = str(a["input_layout"]), case_attrs(a).scale, t["query"].dtype
+    per = [grad_bounds(q, k, v, dy, o, m, s, keep, scale, dtype) for q, k, v, dy, o, m, s, keep in sequences(t, a)]
+    return tuple(from_sequences([p[i] for p in per], layout).numpy() for i in range(3))
+
+
+def check_fusion_attention_grad(t: dict, a: dict, ours, second, golden) -> tuple:
+    """dq, dk, dv each by attention_grad_standard.check_cancelling: one precision.Check per output."""
+    bounds = fusion_attention_grad_bounds(t, a)
+    dtype = t["query"].dtype
+    return tuple(
+        check_cancelling(y.double().numpy(), g, s.double().numpy(), dtype, b)
+        for y, s, g, b in zip(ours, second, golden, bounds, strict=True)
+    )
+
+
+def run_fusion_attention_grad(t, a):
+    names = ("query", "key", "value", "dy", "softmax_max", "softmax_sum", "attention_in")
+    return ascendc_ops.fusion_attention_grad(*(t[n] for n in names), *case_attrs(a, t.get("atten_mask")))
+
+
+def golden_fusion_attention_grad(g, a):
+    mask = g.get("atten_mask")
+    return R.fusion_attention_grad_reference(
+        *(g[n] for n in ("query", "key", "value", "dy")), *case_attrs(a, None if mask is None else mask != 0)
+    )
+
+
+def fuzz_attention_grad(rng, attrs):
+    """fusion_attention's fuzzer (fixed layouts), dy and attention_in of query's shape, the stats [B, N, S1, 8]."""
+    shapes = fuzz_attention(rng, attrs)
+    n1 = int(attrs["head_num"])
+    b, s1 = batch_and_seq(str(attrs["input_layout"]), shapes["query"])
+    stats = (b, n1, s1, R.SOFTMAX_LANES)
+    return {
+        **shapes,
+        "dy": shapes["query"],
+        "attention_in": shapes["query"],
+        "softmax_max": stats,
+        "softmax_sum": stats,
+    }
+
+
+def attention_grad_suite(quick: bool) -> list[dict]:
+    """fusion_attention_grad in fp16, bf16 and fp32, q, k, v and dy N(0, 1), scale 1 / sqrt(D), the forward's
+    outputs as attention_in / softmax_max / softmax_sum: every fixed layout (B 2, N 4 over 2 kv heads, S1 64 x
+    S2 96, D 64); GQA 8 query heads over 1; D 128 and odd D 80; sparse mode 0 (a mask and a band), 1 (a mask
+    with fully masked rows: dq 0 there), 2 (causal top-left, S1 < S2), 3 (causal bottom-right, S1 > S2: the
+    first rows keep no key), 4 (a band); TND, three packed sequences of unequal query and key lengths, causal.
+    Small, so the backward's cases take about as long as the forward's."""
+    f = list(DTYPES)
+
+    def entry(name, layout, b, n1, n2, s1, s2, d, mask=None, attrs=(), tnd=None):
+        if tnd is not None:  # (cumulative q ends, cumulative kv ends)
+            q, kv, stat = [tnd[0][-1], n1, d], [tnd[1][-1], n2, d], [tnd[0][-1], n1, R.SOFTMAX_LANES]
+        else:
+            q, kv, stat = (
+                layout_shape(layout, b, n1, s1, d),
+                layout_shape(layout, b, n2, s2, d),
+                [b, n1, s1, R.SOFTMAX_LANES],
+            )
+        ins = [case_tensor(nm, sh, f, **NORMAL) for nm, sh in (("query", q), ("key", kv), ("value", kv), ("dy", q))]
+        if mask is not None:  # (generator, shape)
+            ins.append(case_tensor("atten_mask", mask[1], "bool", value=mask[0]))
+        ins += [case_tensor(n, stat, "float32", value=f"forward_{n}") for n in ("softmax_max", "softmax_sum")]
+        ins.append(case_tensor("attention_in", q, f, value="forward_attention_out"))
+        attr = [
+            {"name": "head_num", "type": "int", "value": n1},
+            {"name": "input_layout", "type": "string", "value": layout},
+            {"name": "scale", "type": "float", "value": 1.0 / d**0.5},
+            *attrs,
+        ]
+        outs = [case_tensor(n, sh, f) for n, sh in (("dq", q), ("dk", kv), ("dv", kv))]
+        return {"case_name": f"fusion_attention_grad_{name}", "op": "fusion_attention_grad",
+                "input_desc": ins, "output_desc": outs, "attr": attr}  # fmt: skip
+
+    causal = ("causal_mask", [COMPRESSED_MASK_SIZE, COMPRESSED_MASK_SIZE])
+
+    def mode(m, pre=None, nxt=None):
+        band = [{"name": n, "type": "int", "value": x} for n, x in (("pre_tockens", pre), ("next_tockens", nxt))]
+        return [{"name": "sparse_mode", "type": "int", "value": m}, *(x for x in band if x["value"] is not None)]
+
+    out = [entry(lay.lower(), lay, 2, 4, 2, 64, 96, 64) for lay in ("BNSD", "BSND", "BSH", "SBH")]
+    out += [
+        entry("gqa8", "BSND", 1, 8, 1, 40, 100, 64),
+        entry("masked_rows_mode1", "BNSD", 1, 2, 2, 33, 70, 64, ("mask_with_masked_rows", [33, 70]), mode(1)),
+        entry("causal_bottom_right", "BNSD", 1, 2, 1, 90, 60, 64, causal, mode(3)),
+        entry(
+            "tnd_causal",
+            "TND",
+            1,
+            4,
+            2,
+            0,
+            0,
+            64,
+            causal,
+            [
+                *mode(3),
+                {"name": "actual_seq_qlen", "type": "list_int", "value": [17, 67, 100]},
+                {"name": "actual_seq_kvlen", "type": "list_int", "value": [20, 80, 130]},
+            ],
+            tnd=([17, 67, 100], [20, 80, 130]),
+        ),  # fmt: skip
+    ]
+    if quick:
+        return [out[i] for i in (0, 3, 4, 5, 6, 7)]
+    return out + [
+        entry("d128", "BNSD", 1, 2, 1, 48, 80, 128),
+        entry("d80", "BNSD", 1, 2, 1, 50, 70, 80),
+        entry("band_mode0_mask", "BNSD", 1, 2, 1, 64, 64, 64, ("mask_with_masked_rows", [64, 64]), mode(0, 20, 5)),
+        entry("causal_top_left", "BNSD", 1, 2, 1, 60, 100, 64, causal, mode(2)),
+        entry("band_mode4", "BNSD", 1, 2, 1, 80, 70, 64, causal, mode(4, 16, 0)),
+    ]
+
+
 VERIFY: dict[str, OpSpec] = {
     "fusion_attention": OpSpec(
         run=run_fusion_attention,
@@ -265,6 +447,15 @@ VERIFY: dict[str, OpSpec] = {
         fuzz=fuzz_attention,
         default_cases=attention_suite,
         values=VALUES,
+    ),
+    "fusion_attention_grad": OpSpec(
+        run=run_fusion_attention_grad,
+        second=torch_fusion_attention_grad,
+        golden=golden_fusion_attention_grad,
+        fuzz=fuzz_attention_grad,
+        default_cases=attention_grad_suite,
+        values=VALUES,
+        check=check_fusion_attention_grad,
     ),
 }
 
@@ -278,7 +469,7 @@ VERIFY: dict[str, OpSpec] = {
 # training shape runs when asked: `--shape 1,1024,32,8,128`, or `--preset llama3-8b --seq 1024` (TRAINING_SHAPE).
 # The 910B column is the pipeline model's mix-launch estimate (pipeline/mix.py), as for cann-bench's MHA and GQA.
 # bwd (dq) and full rows need custom::fusion_attention's autograd formula (AUTOGRAD_OP): without it the bench
-# skips them and says so.
+# skips them and says so. fusion_attention_grad is timed as those rows.
 BENCH_TARGETS = {p: Targets(1.0, 1.0, None) for p in ("fwd", "bwd", "full")}
 DEFAULT_SHAPE = (1, 128, 8, 2, 128)  # B, S, N, NKV, D
 TRAINING_SHAPE = (1, 1024, 32, 8, 128)  # llama3-8b's heads at S 1024: --preset llama3-8b --seq 1024 gives it
@@ -299,7 +490,7 @@ def attention_inputs(shape, dtype, gen):
     b, s, n, nkv, d = _bench_dims(shape)
     q = torch.randn(b, s, n, d, generator=gen).to(dtype)
     k, v = (torch.randn(b, s, nkv, d, generator=gen).to(dtype) for _ in range(2))
-    return q, k, v, torch.triu(torch.ones(COMPRESSED, COMPRESSED, dtype=torch.bool), diagonal=1)
+    return q, k, v, torch.from_numpy(compressed_mask())
 
 
 def attention_ours(q, k, v, mask):

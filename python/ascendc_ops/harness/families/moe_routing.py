@@ -158,27 +158,16 @@ def check_routing(shape) -> None:
 
 ROUTING_TARGETS = {p: Targets(1.0, None, None) for p in ("fwd", "bwd", "full")}
 
+
+def _routing_bench(ours, torch_fn, inputs) -> OpBench:
+    """A routing op's bench: T tokens of H, top-K of E experts; no model preset shapes."""
+    shapes = dict(preset_shapes=lambda m, seq: [], shape_help="T,H,K,E", default_shapes=((1024, 1024, 8, 64),))
+    return OpBench(ours, torch_fn, inputs, check_routing, bytes_moved=routing_bytes, targets=ROUTING_TARGETS, **shapes)
+
+
 BENCH: dict[str, OpBench] = {
-    "moe_token_permute": OpBench(
-        lambda t, i, p: ascendc_ops.moe_token_permute(t, i)[0],
-        permute_torch,
-        routing_inputs,
-        check_routing,
-        lambda m, seq: [],
-        routing_bytes,
-        "T,H,K,E",
-        ((1024, 1024, 8, 64),),
-        ROUTING_TARGETS,
+    "moe_token_permute": _routing_bench(
+        lambda t, i, p: ascendc_ops.moe_token_permute(t, i)[0], permute_torch, routing_inputs
     ),
-    "moe_token_unpermute": OpBench(
-        unpermute_ours,
-        unpermute_torch,
-        unpermute_inputs,
-        check_routing,
-        lambda m, seq: [],
-        routing_bytes,
-        "T,H,K,E",
-        ((1024, 1024, 8, 64),),
-        ROUTING_TARGETS,
-    ),
+    "moe_token_unpermute": _routing_bench(unpermute_ours, unpermute_torch, unpermute_inputs),
 }

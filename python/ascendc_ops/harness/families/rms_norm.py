@@ -14,6 +14,7 @@ import torch.nn.functional as F
 import ascendc_ops
 
 from ...ops import rms_norm_reference as R
+from ...ops.rms_norm import EPSILON
 from ..values import GenContext, signed_uniform
 from .base import OpBench, OpSpec, Targets
 
@@ -276,76 +277,65 @@ def fuzz_norm(op: str) -> Callable:
 
 
 def _eps(attrs) -> float:
-    return float(attrs.get("epsilon", 1e-6))
+    return float(attrs.get("epsilon", EPSILON))
+
+
+def _norm_spec(name: str, run, second, golden) -> OpSpec:
+    """An RMSNorm-family op's verify spec: how it runs, PyTorch's and the golden; the family's fuzzer, cases, values."""
+    return OpSpec(run, second, golden, fuzz_norm(name), norm_suite(name), values=NORM_VALUES)
 
 
 VERIFY: dict[str, OpSpec] = {
-    "rms_norm": OpSpec(
+    "rms_norm": _norm_spec(
+        "rms_norm",
         run=lambda t, a: ascendc_ops.rms_norm(t["x"], t["gamma"], _eps(a)),
         second=lambda t, a: torch_rms_norm(t["x"], t["gamma"], _eps(a)),
         golden=lambda g, a: R.rms_norm(g["x"], g["gamma"], _eps(a)),
-        fuzz=fuzz_norm("rms_norm"),
-        default_cases=norm_suite("rms_norm"),
-        values=NORM_VALUES,
     ),
-    "rms_norm_grad": OpSpec(
+    "rms_norm_grad": _norm_spec(
+        "rms_norm_grad",
         run=lambda t, a: torch.ops.custom.rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
         second=lambda t, a: torch_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
         golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"]),
-        fuzz=fuzz_norm("rms_norm_grad"),
-        default_cases=norm_suite("rms_norm_grad"),
-        values=NORM_VALUES,
     ),
-    "add_rms_norm": OpSpec(
+    "add_rms_norm": _norm_spec(
+        "add_rms_norm",
         run=lambda t, a: ascendc_ops.add_rms_norm(t["x1"], t["x2"], t["gamma"], _eps(a)),
         second=lambda t, a: (*torch_rms_norm(t["x1"] + t["x2"], t["gamma"], _eps(a)), t["x1"] + t["x2"]),
         golden=lambda g, a: R.add_rms_norm(g["x1"], g["x2"], g["gamma"], _eps(a)),
-        fuzz=fuzz_norm("add_rms_norm"),
-        default_cases=norm_suite("add_rms_norm"),
-        values=NORM_VALUES,
     ),
-    "add_rms_norm_grad": OpSpec(
+    "add_rms_norm_grad": _norm_spec(
+        "add_rms_norm_grad",
         run=lambda t, a: torch.ops.custom.add_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["dx_out"]),
         second=lambda t, a: torch_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["dx_out"]),
         golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"], g["dx_out"]),
-        fuzz=fuzz_norm("add_rms_norm_grad"),
-        default_cases=norm_suite("add_rms_norm_grad"),
-        values=NORM_VALUES,
     ),
-    "gemma_rms_norm": OpSpec(
+    "gemma_rms_norm": _norm_spec(
+        "gemma_rms_norm",
         run=lambda t, a: ascendc_ops.gemma_rms_norm(t["x"], t["gamma"], _eps(a)),
         second=lambda t, a: torch_gemma_rms_norm(t["x"], t["gamma"], _eps(a)),
         golden=lambda g, a: R.gemma_rms_norm(g["x"], g["gamma"], _eps(a)),
-        fuzz=fuzz_norm("gemma_rms_norm"),
-        default_cases=norm_suite("gemma_rms_norm"),
-        values=NORM_VALUES,
     ),
-    "gemma_rms_norm_grad": OpSpec(
+    "gemma_rms_norm_grad": _norm_spec(
+        "gemma_rms_norm_grad",
         run=lambda t, a: torch.ops.custom.gemma_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
         second=lambda t, a: torch_gemma_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"]),
         golden=lambda g, a: golden_rms_norm_grad(g["dy"], g["x"], g["rstd"], 1.0 + g["gamma"]),
-        fuzz=fuzz_norm("gemma_rms_norm_grad"),
-        default_cases=norm_suite("gemma_rms_norm_grad"),
-        values=NORM_VALUES,
     ),
-    "gated_rms_norm": OpSpec(
+    "gated_rms_norm": _norm_spec(
+        "gated_rms_norm",
         run=lambda t, a: ascendc_ops.gated_rms_norm(t["x"], t["gamma"], t["z"], _eps(a)),
         second=lambda t, a: (
             torch_gated(t["x"], t["gamma"], t["z"], _eps(a)),
             torch_rms_norm(t["x"], t["gamma"], _eps(a))[1],
         ),
         golden=lambda g, a: R.gated_rms_norm(g["x"], g["gamma"], g["z"], _eps(a)),
-        fuzz=fuzz_norm("gated_rms_norm"),
-        default_cases=norm_suite("gated_rms_norm"),
-        values=NORM_VALUES,
     ),
-    "gated_rms_norm_grad": OpSpec(
+    "gated_rms_norm_grad": _norm_spec(
+        "gated_rms_norm_grad",
         run=lambda t, a: torch.ops.custom.gated_rms_norm_grad(t["dy"], t["x"], t["rstd"], t["gamma"], t["z"]),
         second=lambda t, a: torch_gated_grads(t["dy"], t["x"], t["gamma"], t["z"]),
         golden=lambda g, a: golden_gated_rms_norm_grad(g["dy"], g["x"], g["rstd"], g["gamma"], g["z"]),
-        fuzz=fuzz_norm("gated_rms_norm_grad"),
-        default_cases=norm_suite("gated_rms_norm_grad"),
-        values=NORM_VALUES,
     ),
 }
 

@@ -366,6 +366,12 @@ def qk_bytes(inputs, out, pass_) -> int:
     return 2 * one if pass_ == "full" else one
 
 
+def _rope_bench(ours, torch_fn, mode: str) -> OpBench:
+    """A one-tensor RoPE op's bench: x [B, H, L, D] with its cos/sin tables laid out for `mode`."""
+    shapes = dict(preset_shapes=rope_preset_shapes, shape_help="B,H,L,D", default_shapes=SHAPES)
+    return OpBench(ours, torch_fn, rope_inputs(mode), check_bnsd, bytes_moved=rope_bytes, targets=TARGETS, **shapes)
+
+
 BENCH: dict[str, OpBench] = {
     "apply_rotary_pos_emb": OpBench(
         lambda q, k, c, s: ascendc_ops.apply_rotary_pos_emb(q, k, c, s, "BSND", "half"),
@@ -378,26 +384,6 @@ BENCH: dict[str, OpBench] = {
         ((1, 512, 32, 128), (1, 4096, 32, 128)),
         TARGETS,
     ),
-    "rope_customer": OpBench(
-        lambda x, c, s: ascendc_ops.rope_customer(x, c, s),
-        rope_customer_torch,
-        rope_inputs("pairs"),
-        check_bnsd,
-        rope_preset_shapes,
-        rope_bytes,
-        "B,H,L,D",
-        SHAPES,
-        TARGETS,
-    ),
-    "rotary_mul": OpBench(
-        lambda x, c, s: ascendc_ops.rotary_mul(x, c, s, "half"),
-        rotary_mul_torch,
-        rope_inputs("cat"),
-        check_bnsd,
-        rope_preset_shapes,
-        rope_bytes,
-        "B,H,L,D",
-        SHAPES,
-        TARGETS,
-    ),
+    "rope_customer": _rope_bench(lambda x, c, s: ascendc_ops.rope_customer(x, c, s), rope_customer_torch, "pairs"),
+    "rotary_mul": _rope_bench(lambda x, c, s: ascendc_ops.rotary_mul(x, c, s, "half"), rotary_mul_torch, "cat"),
 }

@@ -1,4 +1,4 @@
-"""The accuracy criterion of fusion_attention_grad's dq, dk and dv, shared by `verify` (families/attention_grad.py)
+"""The accuracy criterion of fusion_attention_grad's dq, dk and dv, shared by `verify` (families/attention.py)
 and tests/ops/test_attention_grad.py: one implementation of the judge.
 
 dS = P * (dP - D) sums to zero along each row, so dq and dk cancel (and dv = P^T dy sums dy's signs): an element's

@@ -93,6 +93,10 @@ class Case:
     msopst_name: str = ""  # the name msOpST gives this sub-case (same order; k counted from 1)
     given_attrs: tuple[str, ...] = ()  # the attrs the case file names (msOpST passes only these to a golden)
     meta: dict = field(default_factory=dict)
+    # cann-bench's cases: its rule's control, (case, spec, tensors, PyTorch's outputs) -> outputs (default:
+    # PyTorch's), and step 5's witness, (case, tensors) -> outputs or None (verify/cann_bench_rule.py)
+    control: Callable | None = None
+    witness: Callable | None = None
 
     @property
     def dtype(self) -> str:

@@ -29,7 +29,7 @@ Standards (``--standard``):
   A cann-bench case (``--preset cann-bench``) is judged as cann-bench judges it (``cann_bench``); the verdict
   of the rule above is kept beside it in the record (``default_verdict``) and the summary lists where they
   differ.
-- ``cann_bench``: cann-bench's own rule (cann_bench/judge.py); its control is cann-bench's golden function in
+- ``cann_bench``: cann-bench's own rule (verify/cann_bench_rule.py); its control is cann-bench's golden function in
   the case's dtype on its cases, PyTorch's same-dtype result on others.
 mere_mare and ratio use the small-value domain: outputs with |golden|
 below the dtype's threshold are judged by absolute error (ErrorCount vs PyTorch's) instead of MERE/MARE/RMSE.
@@ -53,10 +53,10 @@ import ascendc_ops
 
 from ... import precision as P
 from ...dtypes import torch_dtype
-from ..cann_bench.judge import check_cann_bench, controls, witnesses
 from ..families import VERIFY_OPS as OPS
 from ..families.base import DTYPES, OpSpec
 from ..values import GenContext, make_values
+from .cann_bench_rule import check_cann_bench
 from .cases import Case, CaseError, expand, load_file
 from .error_threshold import DEFAULT as MSOPST_DEFAULT, check_error_threshold
 
@@ -184,8 +184,8 @@ def _run_case(case: Case, standard: str) -> list[dict]:
             dtypes[t.name] = t.dtype
         ours = spec.run(tensors, case.attrs)
         second = spec.second(tensors, case.attrs)
-        control = controls(case, spec, tensors, second) if "cann_bench" in case.meta else second
-        witness = (witnesses(case, tensors) if "cann_bench" in case.meta else None) or (None,) * len(case.outputs)
+        control = case.control(case, spec, tensors, second) if case.control else second
+        witness = (case.witness(case, tensors) if case.witness else None) or (None,) * len(case.outputs)
         if case.golden is not None:
             golden = case.golden(**golden_arguments(case, tensors))
             golden = (golden,) if not isinstance(golden, (list, tuple)) else tuple(golden)

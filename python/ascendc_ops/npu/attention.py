@@ -1,5 +1,5 @@
-"""torch_npu's ``npu_fusion_attention`` and ``npu_fusion_attention_grad`` on our fusion_attention and
-fusion_attention_grad kernels (re-exported by ascendc_ops.npu).
+"""torch_npu's ``npu_fusion_attention`` and ``npu_fusion_attention_grad`` on our attention family's
+fusion_attention and fusion_attention_grad kernels.
 
 The signatures and tuples follow Ascend/op-plugin (op_plugin_functions.yaml and
 op_plugin/ops/opapi/FlashAttentionKernelNpuOpApi.cpp, the version whose forward takes ``softmax_layout`` and
@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import torch
 
-from .ops.attention import fusion_attention as _fusion_attention, fusion_attention_grad as _fusion_attention_grad
-from .ops.attention_reference import seq_lengths
+from ..ops.attention import fusion_attention as _fusion_attention, fusion_attention_grad as _fusion_attention_grad
+from ..ops.attention_args import TOCKENS_MAX, batch_and_seq, seq_lengths
+from .errors import fail
 
 OP = "npu_fusion_attention"
 GRAD_OP = "npu_fusion_attention_grad"
-TOCKENS_MAX = 2147483647
 
 
 def _refuse(kind, msg: str, op: str = OP):
-    from .npu import _fail  # the RuntimeError-compatible error kinds torch_npu's callers catch
-
-    _fail(kind, op, msg)
+    fail(kind, op, msg)
 
 
 def _lens(name: str, cumulative, op: str = OP) -> list[int]:
@@ -73,12 +71,7 @@ def _numels(query, key, head_num: int, layout: str, qlen, kvlen) -> int:
     if layout == "TND":
         q_lens, kv_lens = _lens("actual_seq_qlen", qlen), _lens("actual_seq_kvlen", kvlen)
         return int(query.shape[1]) * sum(a * b for a, b in zip(q_lens, kv_lens, strict=True))
-    b, s1, s2 = {
-        "BSH": (query.shape[0], query.shape[1], key.shape[1]),
-        "SBH": (query.shape[1], query.shape[0], key.shape[0]),
-        "BSND": (query.shape[0], query.shape[1], key.shape[1]),
-        "BNSD": (query.shape[0], query.shape[2], key.shape[2]),
-    }[layout]
+    (b, s1), (_, s2) = batch_and_seq(layout, query.shape), batch_and_seq(layout, key.shape)
     return int(b) * int(head_num) * int(s1) * int(s2)
 
 
@@ -102,28 +95,11 @@ def _stats_from_tnd(stat: torch.Tensor, qlen, head_num: int) -> torch.Tensor:
 
 
 def npu_fusion_attention(
-    query,
-    key,
-    value,
-    head_num,
-    input_layout,
-    pse=None,
-    padding_mask=None,
-    atten_mask=None,
-    scale=1.0,
-    keep_prob=1.0,
-    pre_tockens=TOCKENS_MAX,
-    next_tockens=TOCKENS_MAX,
-    inner_precise=0,
-    prefix=None,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode=0,
-    gen_mask_parallel=True,
-    sync=False,
-    softmax_layout="",
-    sink=None,
-):
+    query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
+    keep_prob=1.0, pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, inner_precise=0, prefix=None,
+    actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
+    softmax_layout="", sink=None,
+):  # fmt: skip
     """(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels) as torch_npu returns them,
     differentiable in query, key and value (custom::fusion_attention's autograd). Refused by name: pse,
     padding_mask, prefix and sparse modes 5-8, keep_prob < 1 (torch_npu draws its dropout mask from the NPU
@@ -143,37 +119,12 @@ def npu_fusion_attention(
 
 
 def npu_fusion_attention_grad(
-    query,
-    key,
-    value,
-    dy,
-    head_num,
-    input_layout,
-    *,
-    pse=None,
-    padding_mask=None,
-    atten_mask=None,
-    softmax_max=None,
-    softmax_sum=None,
-    softmax_in=None,
-    attention_in=None,
-    scale_value=1.0,
-    keep_prob=1.0,
-    pre_tockens=TOCKENS_MAX,
-    next_tockens=TOCKENS_MAX,
-    inner_precise=0,
-    seed=0,
-    offset=0,
-    numels=0,
-    prefix=None,
-    actual_seq_qlen=None,
-    actual_seq_kvlen=None,
-    sparse_mode=0,
-    gen_mask_parallel=True,
-    sync=False,
-    softmax_layout="",
-    sink=None,
-):
+    query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None, atten_mask=None,
+    softmax_max=None, softmax_sum=None, softmax_in=None, attention_in=None, scale_value=1.0, keep_prob=1.0,
+    pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, inner_precise=0, seed=0, offset=0, numels=0, prefix=None,
+    actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
+    softmax_layout="", sink=None,
+):  # fmt: skip
     """(dq, dk, dv, dpse, dsink) as torch_npu returns them, from npu_fusion_attention's softmax_max, softmax_sum
     and attention_out (attention_in), which are required. Refused by name as in npu_fusion_attention: pse,
     padding_mask, prefix and sparse modes 5-8, keep_prob < 1, sink; so seed / offset / numels (the dropout mask's
