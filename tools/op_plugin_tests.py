@@ -31,7 +31,7 @@ from pathlib import Path
 
 TOOLS = Path(__file__).resolve().parent
 TEST_DIR = "test/test_custom_ops"
-# what ascendc_ops.npu raises for what it refuses by design (npu.py: _QUANT_ARGS, act_type, rotate, __getattr__)
+# what ascendc_ops.npu raises for what it refuses by design (npu/: _QUANT_ARGS, act_type, rotate, __getattr__)
 OUT_OF_SCOPE = (
     re.compile(r"NotImplementedError: (npu_\w+: .*)"),
     re.compile(r"AttributeError: (ascendc_ops\.npu \(standing in for torch_npu\) has no '\w+')"),
