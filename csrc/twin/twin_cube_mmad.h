@@ -37,10 +37,13 @@ inline void MmadFractal(const S* a, const U* b, float* c, const float* bias, uin
   MmadScratch& s = ThreadMmadScratch();
   const uint32_t rows = (m + kMmadRows - 1) / kMmadRows * kMmadRows;
   const uint32_t cols = (n + kMmadCols - 1) / kMmadCols * kMmadCols;
-  s.a.assign(uint64_t(rows) * k, 0.0f);  // [rows][k], padding rows 0
-  s.b.assign(uint64_t(k) * cols, 0.0f);  // [k][cols], padding columns 0
-  float* aw = s.a.data();
-  float* bw = s.b.data();
+  if (s.a.size() < uint64_t(rows) * k) s.a.resize(uint64_t(rows) * k);
+  if (s.b.size() < uint64_t(k) * cols) s.b.resize(uint64_t(k) * cols);
+  float* aw = s.a.data();  // [rows][k]: padding rows 0
+  float* bw = s.b.data();  // [k][cols]: padding columns 0
+  std::fill(aw + uint64_t(m) * k, aw + uint64_t(rows) * k, 0.0f);
+  if (cols > n)
+    for (uint32_t q = 0; q < k; ++q) std::fill(bw + uint64_t(q) * cols + n, bw + uint64_t(q + 1) * cols, 0.0f);
   for (uint32_t i = 0; i < m; ++i)
     for (uint32_t q = 0; q < k; ++q)
       aw[uint64_t(i) * k + q] =

@@ -243,6 +243,17 @@ inline void BinaryRepeat(const char* api, const LocalTensor<T>& dst, const Local
     T* d = dst.TwinData();
     const T *a = src0.TwinData(), *b = src1.TwinData();
     T lanes[256 / sizeof(T)];
+    constexpr uint32_t perBlock = kBlockBytes / sizeof(T);
+    if (p.src0BlkStride == 1 && p.src1BlkStride == 1 && p.dstBlkStride == 1) {  // a repeat's lanes contiguous
+      for (uint32_t r = 0; r < R; ++r) {
+        const T* ar = a + uint64_t(r) * p.src0RepStride * perBlock;
+        const T* br = b + uint64_t(r) * p.src1RepStride * perBlock;
+        T* dr = d + uint64_t(r) * p.dstRepStride * perBlock;
+        for (uint32_t i = 0; i < m; ++i) lanes[i] = BinElem<op>(ar[i], br[i]);
+        for (uint32_t i = 0; i < m; ++i) dr[i] = lanes[i];
+      }
+      return;
+    }
     for (uint32_t r = 0; r < R; ++r) {  // a repeat reads all its lanes before it writes
       for (uint32_t i = 0; i < m; ++i)
         lanes[i] = BinElem<op>(a[LaneElem<T>(r, i, p.src0BlkStride, p.src0RepStride)],
