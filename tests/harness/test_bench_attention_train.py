@@ -10,7 +10,8 @@ import pytest
 from ascendc_ops import __main__ as cli
 from ascendc_ops.harness.bench import attention_train as T
 
-ROW = re.compile(r"^\| (ours|eager|sdpa) \| ([\d.]+) \| ([\d.]+) \| (\d+|n/a) \| (.+) \|$", re.M)
+ROW = re.compile(r"^\| (ours|eager|sdpa|gemms) \| ([\d.]+) \| ([\d.]+) \| (\d+|n/a) \| (.+) \|$", re.M)
+RATIO = re.compile(r"^\| ours / (sdpa|gemms) \| ([\d.]+)x \| ([\d.]+)x \|", re.M)
 
 
 def test_small_shape_all_providers(capsys):
@@ -22,8 +23,33 @@ def test_small_shape_all_providers(capsys):
     for name in ("ours", "eager"):  # fp32: every provider computes the same attention to rounding
         out_diff, dq_diff = (float(x) for x in rows[name][4].split(" / "))
         assert out_diff < 1e-4 and dq_diff < 1e-4
-    assert rows["sdpa"][4] == "-"
+    assert rows["sdpa"][4] == "-" and rows["gemms"][4] == "-" and rows["gemms"][3] == "n/a"
     assert all(float(r[1]) > 0 and float(r[2]) > 0 for r in rows.values())
+    ratios = {m[0]: m for m in RATIO.findall(out)}  # ours over each reference, as the table's times give it
+    for ref in ("sdpa", "gemms"):
+        assert float(ratios[ref][1]) == pytest.approx(float(rows["ours"][1]) / float(rows[ref][1]), rel=0.06, abs=0.06)
+
+
+def test_gemm_blocks_do_the_kernels_flops(monkeypatch):
+    """The gemms row multiplies exactly the causal blocks: 2 (fwd) and 5 (bwd) products of rows x keys x D per
+    block of GEMM_ROWS query rows, keys up to the block's end."""
+    import torch
+
+    flops = []
+    real = torch.Tensor.__matmul__
+
+    def counting(a, b):
+        flops.append(a.shape[-2] * a.shape[-1] * b.shape[-1] * a.shape[0] * a.shape[1])
+        return real(a, b)
+
+    monkeypatch.setattr(torch.Tensor, "__matmul__", counting)
+    q = torch.randn(1, 300, 4, 16)
+    k = torch.randn(1, 300, 2, 16)
+    for backward, products in ((False, 2), (True, 5)):
+        flops.clear()
+        T.gemm_blocks(q, k, k, backward)
+        keys = sum(min(i + T.GEMM_ROWS, 300) * (min(i + T.GEMM_ROWS, 300) - i) for i in range(0, 300, T.GEMM_ROWS))
+        assert sum(flops) == products * 4 * 16 * keys
 
 
 def test_training_shape_is_the_default():

@@ -22,9 +22,13 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from ..environment import progress
 from .hf_model import environment_line, reset_peak, status_bytes
 
-PROVIDERS = ("ours", "eager", "sdpa")
+PROVIDERS = ("ours", "eager", "sdpa", "gemms")
+# The kernel's query block (tiling/attention_tiling.cpp picks at most 128 rows at D 128): the gemms row
+# multiplies that many query rows at a time against every key up to their diagonal, as the kernel's blocks do.
+GEMM_ROWS = 128
 DTYPES = ("float16", "bfloat16", "float32")
 SHAPE = (1, 4096, 32, 8, 128)  # B, S, N, NKV, D: llama3-8b's heads at S 4096
 QUICK_SHAPE = (1, 512, 32, 8, 128)
@@ -42,17 +46,58 @@ class Options:
     providers: tuple = PROVIDERS
 
 
+def gemm_blocks(q, k, v, backward: bool) -> None:
+    """The GEMMs the fused kernel does, in fp32 as the twin's cube computes, through torch: for each block of
+    GEMM_ROWS query rows, S = Q K^T and O = P V against the keys up to the block's diagonal; the backward's
+    five (S again, dP = dO V^T, dV += P^T dO, dQ = dS K, dK += dS^T Q). Nothing else: no softmax, no
+    masking, no casts, so its time is what the same FLOPs take in torch's GEMM on this machine."""
+    import torch
+
+    g = q.shape[2] // k.shape[2]
+    qf = q.transpose(1, 2).float()
+    kf, vf = (t.transpose(1, 2).float().repeat_interleave(g, 1) for t in (k, v))
+    dk, dv = torch.zeros_like(kf), torch.zeros_like(vf)
+    s = qf.shape[2]
+    for i0 in range(0, s, GEMM_ROWS):
+        i1 = min(i0 + GEMM_ROWS, s)
+        qi, ki, vi = qf[:, :, i0:i1], kf[:, :, :i1], vf[:, :, :i1]
+        p = qi @ ki.transpose(-1, -2)
+        if not backward:
+            p @ vi
+            continue
+        do = qi  # any [rows, D] operand: the products' shapes and FLOPs are what count
+        ds = do @ vi.transpose(-1, -2)  # dP, standing in for dS too
+        dv[:, :, :i1] += p.transpose(-1, -2) @ do
+        ds @ ki  # dQ of the block
+        dk[:, :, :i1] += ds.transpose(-1, -2) @ qi
+
+
+def _gemms_worker(q, k, v, repeats: int) -> dict:
+    fwd, bwd = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        gemm_blocks(q, k, v, backward=False)
+        fwd.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        gemm_blocks(q, k, v, backward=True)
+        bwd.append(time.perf_counter() - t0)
+    return dict(fwd_s=min(fwd), bwd_s=min(bwd), peak_mib=None)
+
+
 def worker(provider: str, shape: list, dtype: str, repeats: int, out: str) -> dict:
-    """One provider's calls in this process: {fwd_s, bwd_s (best of `repeats`), peak_mib}; saves out and dq."""
+    """One provider's calls in this process: {fwd_s, bwd_s (best of `repeats`), peak_mib}; saves out and dq
+    (gemms: times only)."""
     import gc
 
     import torch
 
     from ..families import attention as A
 
-    fn = {"ours": A.attention_ours, "eager": A.attention_eager, "sdpa": A.attention_sdpa}[provider]
     gen = torch.Generator().manual_seed(0)
     q, k, v, mask = A.attention_inputs(tuple(shape), getattr(torch, dtype), gen)
+    if provider == "gemms":
+        return _gemms_worker(q, k, v, repeats)
+    fn = {"ours": A.attention_ours, "eager": A.attention_eager, "sdpa": A.attention_sdpa}[provider]
     fwd, bwd = [], []
     gc.collect()
     ok = reset_peak()
@@ -102,16 +147,27 @@ def run(opts: Options) -> int:
     print("|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         paths = {p: os.path.join(tmp, f"{p}.pt") for p in opts.providers}
-        rows = {p: _run_provider(p, opts, paths[p]) for p in opts.providers}
+        rows = {}
+        for i, p in enumerate(opts.providers):
+            progress(i, len(opts.providers), p)
+            rows[p] = _run_provider(p, opts, paths[p])
+        progress(len(opts.providers), len(opts.providers), "done")
         for p, r in rows.items():
             diff = "-"
-            if p != "sdpa" and "sdpa" in rows:
+            if p not in ("sdpa", "gemms") and "sdpa" in rows:
                 diff = "{:.3g} / {:.3g}".format(*_max_diff(paths[p], paths["sdpa"]))
             peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.0f}"
             print(f"| {p} | {r['fwd_s']:.3f} | {r['bwd_s']:.3f} | {peak} | {diff} |")
+    if "ours" in rows:
+        for ref in ("sdpa", "gemms"):
+            if ref in rows:
+                f, b_ = (rows["ours"][k] / rows[ref][k] for k in ("fwd_s", "bwd_s"))
+                print(f"| ours / {ref} | {f:.1f}x | {b_:.1f}x | | |")
     print()
     print(
         "ours: fusion_attention on the CPU twin (a simulation of the NPU kernel); eager: HF's eager_attention_forward; "
-        "sdpa: torch's scaled_dot_product_attention (its CPU flash kernel)."
+        "sdpa: torch's scaled_dot_product_attention (its CPU flash kernel); gemms: only the kernel's block GEMMs "
+        f"({GEMM_ROWS} query rows against the keys up to their diagonal; bwd: five) in fp32 through torch, the "
+        "twin's cube arithmetic at torch's speed, so ours / gemms is the twin's overhead over its work."
     )
     return 0
