@@ -203,7 +203,9 @@ void WaitUntil(CrossCoreLaunch& L, uint32_t slot, std::function<bool()> canGo, s
     self.canGo = std::move(canGo);
     self.waits = std::move(what);
   }
+  PauseBlockClock();
   self.fiber.Yield();
+  ResumeBlockClock();
   std::lock_guard<std::mutex> lock(L.mu);
   if (L.aborted) throw Aborted{};
 }

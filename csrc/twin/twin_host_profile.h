@@ -30,13 +30,19 @@ class HostProfiler {
   HostProfiler() : beginNs_(HostNs()), lastDoneNs_(beginNs_) {}
   void OnInstr(const Instr& in);  // call first thing on an instruction, then Done() once recorded
   void Done() { lastDoneNs_ = HostNs(); }
+  // A core switched out at a cross-core wait: the time other cores run meanwhile is not this block's.
+  void Pause() { pausedNs_ = HostNs(); }
+  void Resume() {
+    const uint64_t away = HostNs() - pausedNs_;
+    beginNs_ += away, lastDoneNs_ += away;
+  }
   // The block's costs, its first instruction's delay (block setup) and its whole host time.
   std::vector<HostCost> Finish(uint64_t* setupNs, uint64_t* blockNs);
 
  private:
   std::vector<HostCost> costs_;
   int last_ = -1;
-  uint64_t beginNs_, lastDoneNs_, setupNs_ = 0;
+  uint64_t beginNs_, lastDoneNs_, setupNs_ = 0, pausedNs_ = 0;
 };
 
 // Launch level: on while a tool asks (torch.ops.ascendc_ops.twin_host_profile), one JSON string

@@ -57,6 +57,13 @@ void ExchangeRecordLocals(RecordLocals& parked) {
   for (int i = 0; i < kPipes * kPipes; ++i) std::swap(tHandedOut[i], parked.handedOut[i]);
 }
 
+void PauseBlockClock() {
+  if (tRecorder && tRecorder->profiler) tRecorder->profiler->Pause();
+}
+void ResumeBlockClock() {
+  if (tRecorder && tRecorder->profiler) tRecorder->profiler->Resume();
+}
+
 DeferErrors::DeferErrors() { ++tDefer; }
 DeferErrors::~DeferErrors() { --tDefer; }
 

@@ -144,6 +144,9 @@ struct RecordLocals {
   uint8_t handedOut[kPipes * kPipes] = {};
 };
 void ExchangeRecordLocals(RecordLocals& parked);  // swaps this thread's with `parked`
+// The running block's host clock (the host profile) stops while its core is switched out, and goes on.
+void PauseBlockClock();
+void ResumeBlockClock();
 // Ids a TPipe handed out (FetchEventID/AllocEventID) may be 6 or 7; literal ones may not.
 void NoteEventHandedOut(Pipe src, Pipe dst, int32_t id);
 bool EventHandedOut(Pipe src, Pipe dst, int32_t id);
