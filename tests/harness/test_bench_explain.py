@@ -86,3 +86,20 @@ def test_cli_explains_by_default_and_no_explain_turns_it_off(monkeypatch):
     for extra in ([], ["--no-explain"]):
         assert cli.main(["bench", "--op", "rotary_mul", "--shape", "1,1,2,8", *extra]) == 0
     assert [cfg.explain for cfg in seen] == [True, False]
+
+
+def test_main_job_defaults_and_full(monkeypatch):
+    """`ascendc-ops bench` alone is the main job: each op's first default shape in bfloat16 (a few minutes on 2
+    cores); --full, or a shape or preset named, times every default shape (or the named ones) in each bench dtype."""
+    seen = []
+    monkeypatch.setattr(bench, "run", lambda cfg, out=None: seen.append(cfg))
+    for args in ([], ["--full"], ["--op", "swiglu", "--shape", "8,64"], ["--full", "--dtype", "float16"]):
+        assert cli.main(["bench", *args]) == 0
+    main, full, shaped, narrowed = seen
+    assert (main.dtypes, main.full) == (("bfloat16",), False)
+    assert (full.dtypes, full.full) == (bench.DEFAULT_DTYPES, True)
+    assert (shaped.dtypes, shaped.full) == (bench.DEFAULT_DTYPES, True)
+    assert narrowed.dtypes == ("float16",)
+    few, every = bench.cases(main), bench.cases(full)
+    assert [c[0] for c in few] == list(bench.OPS)  # one shape per op
+    assert len(every) == sum(len(op.default_shapes) for op in bench.OPS.values()) > len(few)

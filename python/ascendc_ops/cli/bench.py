@@ -26,6 +26,9 @@ DESCRIPTION = (
 
 
 # ---------------------------------------------------------------- ops
+MAIN_DTYPE = "bfloat16"  # the training dtype: the main job's rows; --full adds float32 and every default shape
+
+
 def _add_ops(parser) -> None:
     options.ops(parser, bench_ops.OPS)
     parser.add_argument(
@@ -61,6 +64,13 @@ def _add_ops(parser) -> None:
     )
     options.quick(parser, "fewer repeats (~0.1 s per provider, >= 5)")
     parser.add_argument(
+        "--full",
+        action="store_true",
+        help="every op's default shapes in " + " and ".join(bench_ops.DEFAULT_DTYPES) + " (default without --shape "
+        "or --preset: each op's first shape in " + MAIN_DTYPE + ", a few minutes on 2 cores; with them: "
+        + " and ".join(bench_ops.DEFAULT_DTYPES) + ")",
+    )
+    parser.add_argument(
         "--no-compile", action="store_true", help="skip the torch.compile provider (saves compile time)"
     )
     parser.add_argument(
@@ -82,13 +92,15 @@ def _add_ops(parser) -> None:
 def _run_ops(args) -> int:
     if args.plot and not plot.available():  # before the run, not after it
         raise UsageError(f"--plot needs matplotlib: {plot.INSTALL}")
+    whole = args.full or bool(args.shape or args.preset)  # shapes named: every dtype unless --dtype says
     cfg = bench_ops.Config(
         ops=tuple(dict.fromkeys(args.op or bench_ops.OPS)),
         shapes=tuple(dict.fromkeys(args.shape or ())),
         presets=tuple(dict.fromkeys(args.preset or ())),
         seq=args.seq or 0,
-        dtypes=tuple(dict.fromkeys(args.dtype or bench_ops.DEFAULT_DTYPES)),
+        dtypes=tuple(dict.fromkeys(args.dtype or (bench_ops.DEFAULT_DTYPES if whole else (MAIN_DTYPE,)))),
         passes=tuple(dict.fromkeys(args.mode or bench_ops.DEFAULT_PASSES)),
+        full=whole,
         threads=args.threads or 0,
         tune_malloc=not args.keep_malloc,
         compile=not args.no_compile,
