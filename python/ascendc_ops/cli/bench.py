@@ -27,6 +27,7 @@ DESCRIPTION = (
 
 # ---------------------------------------------------------------- ops
 MAIN_DTYPE = "bfloat16"  # the training dtype: the main job's rows; --full adds float32 and every default shape
+BOTH = " and ".join(bench_ops.DEFAULT_DTYPES)
 
 
 def _add_ops(parser) -> None:
@@ -66,9 +67,8 @@ def _add_ops(parser) -> None:
     parser.add_argument(
         "--full",
         action="store_true",
-        help="every op's default shapes in " + " and ".join(bench_ops.DEFAULT_DTYPES) + " (default without --shape "
-        "or --preset: each op's first shape in " + MAIN_DTYPE + ", a few minutes on 2 cores; with them: "
-        + " and ".join(bench_ops.DEFAULT_DTYPES) + ")",
+        help=f"every op's default shapes in {BOTH} (default without --shape or --preset: each op's first shape in "
+        f"{MAIN_DTYPE}, a few minutes on 2 cores; with them: {BOTH})",
     )
     parser.add_argument(
         "--no-compile", action="store_true", help="skip the torch.compile provider (saves compile time)"
