@@ -3,7 +3,10 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <tuple>
+
 #include "grouped_matmul_problem.h"
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "op_proto_table.h"
 
@@ -13,6 +16,18 @@ namespace ascendc_ops {
 struct GroupedMatmulLaunch {
   at::Tensor a, b, groupList, bias, out;  // bias: undefined when absent
   tiling::GroupedMatmulTiling tiling;
+
+  // The entries' arguments (GROUPED_MATMUL_PARAMS; GROUPED_MATMUL_WEIGHT_GRAD_PARAMS, without bias): the tensors
+  // through the backend's `gm` (kernel_entries.h; an absent bias null, which the kernel reads only with isBias),
+  // then the workspace and the tiling where the backend put them.
+  template <class Gm>
+  auto Args(Gm gm, GmPtr<Gm> workspace, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(a), gm(b), gm(groupList), gm(bias), gm(out), workspace, tilingGm);
+  }
+  template <class Gm>
+  auto WeightGradArgs(Gm gm, GmPtr<Gm> workspace, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(a), gm(b), gm(groupList), gm(out), workspace, tilingGm);
+  }
 };
 // Checks the arguments (group_list values included: they are read here, on the host) and allocates
 // the output with the rows past the last group (forward) or the empty groups' dweight (weight grad)

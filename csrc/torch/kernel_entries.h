@@ -1,14 +1,22 @@
 // The per-dtype kernel entries of an op, from its one list (LIST in tiling/<family>_tiling_data.h: X(SUFFIX,
 // T, G, TORCH_T, TORCH_G, ...) per entry <op>_<SUFFIX>, whose GM parameters are <OP>_PARAMS): the CPU twin's
 // extern declarations and dispatch table (ASCENDC_TWIN_KERNELS) and the NPU's table of aclrtlaunch_<entry>
-// launchers (ASCENDC_NPU_KERNELS, csrc/torch/npu), so the kernels, declarations and dispatch cannot disagree.
+// launchers (ASCENDC_NPU_KERNELS, csrc/torch/npu), so the kernels, declarations and dispatch cannot disagree;
+// a family's lists are named once, in its csrc/torch/<family>_ops.h (<FAMILY>_KERNELS(X)), for both.
 #pragma once
 #include <ATen/ATen.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace ascendc_ops {
+
+// The pointer type a backend's `gm` gives for a tensor (its GM address, null for an undefined tensor): the type of
+// the entries' GM parameters, uint8_t* on the twin (Gm, twin_backend.h), void* on the NPU (npu::Ptr). Each
+// launch struct's Args methods (csrc/torch/<family>_ops.h) list an entry's arguments through it, once for both.
+template <class Gm>
+using GmPtr = decltype(std::declval<Gm>()(std::declval<const at::Tensor&>()));
 
 // One entry of a list: the dtypes it serves (dtype2: its second dtype-bearing tensor's), its name, its function.
 template <typename Fn>

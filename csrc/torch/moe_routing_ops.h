@@ -2,8 +2,19 @@
 #pragma once
 #include <ATen/ATen.h>
 
+#include <tuple>
+
+#include "kernel_entries.h"
 #include "moe_routing_problem.h"
 #include "op_proto_table.h"
+
+// The family's kernel entry lists (tiling/moe_routing_tiling_data.h), for ASCENDC_TWIN_KERNELS and
+// ASCENDC_NPU_KERNELS; moe_merge_sorted is one entry, no list.
+#define MOE_ROUTING_KERNELS(X)                                                   \
+  X(MOE_SORT_CHUNKS_DTYPES, moe_sort_chunks, MOE_SORT_CHUNKS_PARAMS)             \
+  X(MOE_TOKEN_PERMUTE_DTYPES, moe_token_permute, MOE_TOKEN_PERMUTE_PARAMS)       \
+  X(MOE_TOKEN_UNPERMUTE_DTYPES, moe_token_unpermute, MOE_TOKEN_UNPERMUTE_PARAMS) \
+  X(MOE_TOKEN_UNPERMUTE_GRAD_DTYPES, moe_token_unpermute_grad, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS)
 
 namespace ascendc_ops {
 
@@ -11,6 +22,18 @@ namespace ascendc_ops {
 struct PermuteLaunch {
   at::Tensor tokens, indices, permuted, sortedIndices;
   tiling::MoeRoutingTiling tiling;
+
+  // The chunk sort's and the row gather's arguments (MOE_SORT_CHUNKS_PARAMS, MOE_TOKEN_PERMUTE_PARAMS): the tensors
+  // through the backend's `gm` (kernel_entries.h), `pairs` (the (score, index) pairs in the workspace that the sort
+  // writes and, after the merge rounds, the gather reads), no workspace, the tiling where the backend put it.
+  template <class Gm>
+  auto SortArgs(Gm gm, GmPtr<Gm> pairs, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(indices), pairs, GmPtr<Gm>(nullptr), tilingGm);
+  }
+  template <class Gm>
+  auto GatherArgs(Gm gm, GmPtr<Gm> pairs, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(tokens), pairs, gm(permuted), gm(sortedIndices), GmPtr<Gm>(nullptr), tilingGm);
+  }
 };
 ASCENDC_OPS_API PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
                                              c10::optional<int64_t> numOutTokens, bool paddedMode,
@@ -21,6 +44,18 @@ struct UnpermuteLaunch {
   at::Tensor permuted, dout, sortedIndices, probs;  // dout: the grad op's unpermuted_tokens_grad
   at::Tensor out, probsGrad;                        // forward: out = unpermuted; grad: out = dpermuted
   tiling::MoeRoutingTiling tiling;
+
+  // The kernels' arguments (MOE_TOKEN_UNPERMUTE_PARAMS, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS): the tensors through the
+  // backend's `gm` (absent probs: null, and no probs_grad), no workspace, the tiling where the backend put it.
+  template <class Gm>
+  auto Args(Gm gm, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(permuted), gm(sortedIndices), gm(probs), gm(out), GmPtr<Gm>(nullptr), tilingGm);
+  }
+  template <class Gm>
+  auto GradArgs(Gm gm, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(permuted), gm(dout), gm(sortedIndices), gm(probs), gm(out),
+                           probs.defined() ? gm(probsGrad) : GmPtr<Gm>(nullptr), GmPtr<Gm>(nullptr), tilingGm);
+  }
 };
 ASCENDC_OPS_API UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,
                                                  const at::Tensor& sortedIndices,

@@ -6,10 +6,22 @@
 #include <torch/library.h>
 
 #include <tuple>
+#include <utility>
 
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "op_proto_table.h"
 #include "rms_norm_tiling.h"
+
+// The family's kernel entry lists (tiling/rms_norm_tiling_data.h), for ASCENDC_TWIN_KERNELS and ASCENDC_NPU_KERNELS.
+#define RMS_NORM_KERNELS(X)                                                      \
+  X(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)                                  \
+  X(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)                      \
+  X(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)                \
+  X(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)                   \
+  X(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)       \
+  X(GATED_RMS_NORM_GRAD_DTYPES, gated_rms_norm_grad, GATED_RMS_NORM_GRAD_PARAMS) \
+  X(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
 
 namespace ascendc_ops {
 
@@ -19,6 +31,21 @@ struct NormForwardLaunch {
   at::Tensor x1, x2, gamma, y, rstd, xOut;
   tiling::NormTiling tiling;
   at::Tensor z;
+
+  // Each entry's arguments (RMS_NORM_PARAMS, ADD_RMS_NORM_PARAMS, GATED_RMS_NORM_PARAMS): the tensors through the
+  // backend's `gm` (kernel_entries.h), no workspace, the tiling where the backend put it.
+  template <class Gm>
+  auto RmsNormArgs(Gm gm, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(x1), gm(gamma), gm(y), gm(rstd), GmPtr<Gm>(nullptr), tilingGm);
+  }
+  template <class Gm>
+  auto AddRmsNormArgs(Gm gm, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(x1), gm(x2), gm(gamma), gm(y), gm(rstd), gm(xOut), GmPtr<Gm>(nullptr), tilingGm);
+  }
+  template <class Gm>
+  auto GatedRmsNormArgs(Gm gm, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(x1), gm(gamma), gm(z), gm(y), gm(rstd), GmPtr<Gm>(nullptr), tilingGm);
+  }
 };
 
 // dxOut is undefined for rms_norm_grad; dgamma starts at zero (the sum over no rows); z and dz (the gate and
@@ -27,6 +54,25 @@ struct NormBackwardLaunch {
   at::Tensor dy, x, rstd, gamma, dxOut, dx, dgamma;
   tiling::NormTiling tiling;
   at::Tensor z, dz;
+
+  // The row kernels' arguments (RMS_NORM_GRAD_PARAMS, ADD_RMS_NORM_GRAD_PARAMS, GATED_RMS_NORM_GRAD_PARAMS), the
+  // fp32 dgamma partials in the workspace's place, and the dgamma reduction's (RMS_NORM_DGAMMA_PARAMS).
+  template <class Gm>
+  auto RmsNormGradArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(dy), gm(x), gm(rstd), gm(gamma), gm(dx), gm(partials), tilingGm);
+  }
+  template <class Gm>
+  auto AddRmsNormGradArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(dy), gm(x), gm(rstd), gm(gamma), gm(dxOut), gm(dx), gm(partials), tilingGm);
+  }
+  template <class Gm>
+  auto GatedRmsNormGradArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(dy), gm(x), gm(rstd), gm(gamma), gm(z), gm(dx), gm(dz), gm(partials), tilingGm);
+  }
+  template <class Gm>
+  auto DgammaArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
+    return std::make_tuple(gm(partials), gm(dgamma), GmPtr<Gm>(nullptr), tilingGm);
+  }
 };
 
 // Checks (x1[, x2], gamma, epsilon) for `op` and tiles it for `platform` (x2 null: rms_norm).

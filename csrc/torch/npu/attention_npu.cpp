@@ -4,7 +4,6 @@
 // current stream. Compiled only when CANN and torch_npu are present (cmake/npu.cmake).
 #include <torch/library.h>
 
-#include <string>
 #include <tuple>
 
 #include "attention_ops.h"
@@ -39,51 +38,31 @@ at::Tensor AttentionWorkspace(const at::Device& device, int64_t userBytes) {
   return at::empty({sys.numel() + userBytes}, sys.options());
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
-    int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens, int64_t nextTokens,
-    at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
-  FusionAttentionLaunch l =
-      PrepareFusionAttention(query, key, value, attenMask, headNum, inputLayout, scale, preTokens, nextTokens,
-                             actualSeqQlen, actualSeqKvlen, sparseMode, npu::NpuCubePlatform());
+std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(const at::Tensor& query, const at::Tensor& key,
+                                                                  const at::Tensor& value, const at::Tensor& attenMask,
+                                                                  const tiling::AttentionAttrs& attrs) {
+  FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, attrs, npu::NpuCubePlatform());
   if (l.tiling.blockDim == 0) return {l.out, l.softmaxMax, l.softmaxSum};
   const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
   const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
-  const uint32_t blocks = l.tiling.blockDim;
-  const at::ScalarType dtype = l.query.scalar_type();
-  void *qp = l.query.data_ptr(), *kp = l.key.data_ptr(), *vp = l.value.data_ptr(), *maskp = npu::Ptr(l.mask),
-       *outp = l.out.data_ptr(), *maxp = l.softmaxMax.data_ptr(), *sump = l.softmaxSum.data_ptr(),
-       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
-  aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(kFusionAttention.name, [=] {
-    PickEntry(npu_entries::fusion_attention, dtype).fn(blocks, stream, qp, kp, vp, maskp, outp, maxp, sump, wp, tp);
-  });
+  npu::Enqueue(kFusionAttention.name,
+               npu::LaunchOf(PickEntry(npu_entries::fusion_attention, l.query.scalar_type()).fn, l.tiling.blockDim,
+                             npu::CurrentStream(), l.Args(npu::Ptr, workspace.data_ptr(), tiling.data_ptr())));
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttentionGrad(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens,
-    int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-    int64_t sparseMode) {
-  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(
-      query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum, inputLayout, scale, preTokens,
-      nextTokens, actualSeqQlen, actualSeqKvlen, sparseMode, npu::NpuCubePlatform());
+    const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs) {
+  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(query, key, value, dy, softmaxMax, softmaxSum, attentionIn,
+                                                           attenMask, attrs, npu::NpuCubePlatform());
   if (l.tiling.blockDim == 0) return {l.dq, l.dk, l.dv};  // zero-filled by Prepare
   const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
   const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
-  const uint32_t blocks = l.tiling.blockDim;
-  const at::ScalarType dtype = l.query.scalar_type();
-  void *qp = l.query.data_ptr(), *kp = l.key.data_ptr(), *vp = l.value.data_ptr(), *dyp = l.dy.data_ptr(),
-       *maskp = npu::Ptr(l.mask), *maxp = l.softmaxMax.data_ptr(), *sump = l.softmaxSum.data_ptr(),
-       *inp = l.attentionIn.data_ptr(), *dqp = l.dq.data_ptr(), *dkp = l.dk.data_ptr(), *dvp = l.dv.data_ptr(),
-       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
-  aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(kFusionAttentionGrad.name, [=] {
-    PickEntry(npu_entries::fusion_attention_grad, dtype)
-        .fn(blocks, stream, qp, kp, vp, dyp, maskp, maxp, sump, inp, dqp, dkp, dvp, wp, tp);
-  });
+  npu::Enqueue(kFusionAttentionGrad.name,
+               npu::LaunchOf(PickEntry(npu_entries::fusion_attention_grad, l.query.scalar_type()).fn, l.tiling.blockDim,
+                             npu::CurrentStream(), l.Args(npu::Ptr, workspace.data_ptr(), tiling.data_ptr())));
   return {l.dq, l.dk, l.dv};
 }
 
