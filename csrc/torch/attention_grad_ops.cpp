@@ -83,7 +83,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
       at::empty({int64_t(AscendC::twin::kSystemWorkspaceBytes) + l.tiling.workspaceBytes}, at::kByte);
   const auto& entry = PickEntry(twin_entries::fusion_attention_grad, l.query.scalar_type());
   LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn,
-                    l.Args(Gm, Gm(workspace), Gm(l.tilingBytes)));
+                    EntryArgs(Gm, l.Tensors(), Gm(workspace), Gm(l.tilingBytes)));
   return {l.dq, l.dk, l.dv};
 }
 

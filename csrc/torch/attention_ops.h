@@ -61,13 +61,8 @@ struct FusionAttentionLaunch {
   at::Tensor tilingBytes;  // the tiling struct, then TND's cumulative lengths (int64), as the kernel reads them
   tiling::AttentionTiling tiling;
 
-  // The kernel's arguments (FUSION_ATTENTION_PARAMS): the tensors through `gm`, then the backend's workspace
-  // (the system workspace, then the groups' slots) and tiling bytes.
-  template <class Gm>
-  auto Args(Gm gm, GmPtr<Gm> workspace, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(query), gm(key), gm(value), gm(mask), gm(out), gm(softmaxMax), gm(softmaxSum), workspace,
-                           tilingGm);
-  }
+  // The kernel's GM tensors, FUSION_ATTENTION_PARAMS but the workspace and tiling (EntryArgs).
+  auto Tensors() const { return std::tie(query, key, value, mask, out, softmaxMax, softmaxSum); }
 };
 
 ASCENDC_OPS_API FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::Tensor& key,
@@ -101,11 +96,9 @@ struct FusionAttentionGradLaunch {
   at::Tensor tilingBytes;  // AttentionGradTilingData, then TND's cumulative lengths (int64)
   tiling::AttentionGradTiling tiling;
 
-  // The kernel's arguments (FUSION_ATTENTION_GRAD_PARAMS), as FusionAttentionLaunch::Args.
-  template <class Gm>
-  auto Args(Gm gm, GmPtr<Gm> workspace, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(query), gm(key), gm(value), gm(dy), gm(mask), gm(softmaxMax), gm(softmaxSum),
-                           gm(attentionIn), gm(dq), gm(dk), gm(dv), workspace, tilingGm);
+  // The kernel's GM tensors, FUSION_ATTENTION_GRAD_PARAMS but the workspace and tiling (EntryArgs).
+  auto Tensors() const {
+    return std::tie(query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dq, dk, dv);
   }
 };
 

@@ -178,10 +178,10 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b
   if (weightGrad)
     LaunchOnTwin(unknown, "grouped_matmul_weight_grad", l.tiling.blockDim,
                  PickEntry(twin_entries::grouped_matmul_weight_grad, dtype).fn,
-                 l.WeightGradArgs(Gm, nullptr, tilingGm));
+                 EntryArgs(Gm, l.WeightGradTensors(), nullptr, tilingGm));
   else
     LaunchOnTwin(unknown, "grouped_matmul", l.tiling.blockDim, PickEntry(twin_entries::grouped_matmul, dtype).fn,
-                 l.Args(Gm, nullptr, tilingGm));
+                 EntryArgs(Gm, l.Tensors(), nullptr, tilingGm));
   return l.out;
 }
 

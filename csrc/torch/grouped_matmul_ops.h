@@ -17,17 +17,10 @@ struct GroupedMatmulLaunch {
   at::Tensor a, b, groupList, bias, out;  // bias: undefined when absent
   tiling::GroupedMatmulTiling tiling;
 
-  // The entries' arguments (GROUPED_MATMUL_PARAMS; GROUPED_MATMUL_WEIGHT_GRAD_PARAMS, without bias): the tensors
-  // through the backend's `gm` (kernel_entries.h; an absent bias null, which the kernel reads only with isBias),
-  // then the workspace and the tiling where the backend put them.
-  template <class Gm>
-  auto Args(Gm gm, GmPtr<Gm> workspace, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(a), gm(b), gm(groupList), gm(bias), gm(out), workspace, tilingGm);
-  }
-  template <class Gm>
-  auto WeightGradArgs(Gm gm, GmPtr<Gm> workspace, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(a), gm(b), gm(groupList), gm(out), workspace, tilingGm);
-  }
+  // The entries' GM tensors (EntryArgs): GROUPED_MATMUL_PARAMS (an absent bias null: the kernel reads it only with
+  // isBias), GROUPED_MATMUL_WEIGHT_GRAD_PARAMS.
+  auto Tensors() const { return std::tie(a, b, groupList, bias, out); }
+  auto WeightGradTensors() const { return std::tie(a, b, groupList, out); }
 };
 // Checks the arguments (group_list values included: they are read here, on the host) and allocates
 // the output with the rows past the last group (forward) or the empty groups' dweight (weight grad)

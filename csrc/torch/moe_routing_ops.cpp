@@ -107,7 +107,7 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   const auto tilingGm = reinterpret_cast<uint8_t*>(&d);
   const uint64_t unknown = AscendC::twin::kUnknownGmBytes;
   const auto& sort = PickEntry(twin_entries::moe_sort_chunks, l.indices.scalar_type());
-  LaunchOnTwin(unknown, sort.name, l.tiling.sortBlocks, sort.fn, l.SortArgs(Gm, src, tilingGm));
+  LaunchOnTwin(unknown, sort.name, l.tiling.sortBlocks, sort.fn, EntryArgs(Gm, l.SortTensors(src), none, tilingGm));
   uint32_t blocks = 0;
   for (int round = 0; tiling::MoeMergeRound(d, round, blocks); ++round) {
     LaunchOnTwin("moe_merge_sorted", blocks, moe_merge_sorted, src, dst, none, tilingGm);
@@ -115,7 +115,7 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   }
   const at::ScalarType dtype = tokens.scalar_type();
   LaunchOnTwin(unknown, "moe_token_permute", l.tiling.rowBlocks, PickEntry(twin_entries::moe_token_permute, dtype).fn,
-               l.GatherArgs(Gm, src, tilingGm));
+               EntryArgs(Gm, l.GatherTensors(src), none, tilingGm));
   return {l.permuted, l.sortedIndices};
 }
 
@@ -128,7 +128,7 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
   // the entry for (tokens dtype, probs dtype); without probs, the tokens dtype twice
   LaunchOnTwin(AscendC::twin::kUnknownGmBytes, "moe_token_unpermute", l.tiling.rowBlocks,
                PickEntry(twin_entries::moe_token_unpermute, t, p).fn,
-               l.Args(Gm, reinterpret_cast<uint8_t*>(&l.tiling.data)));
+               EntryArgs(Gm, l.Tensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data)));
   return l.out;
 }
 
@@ -142,7 +142,7 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
   LaunchOnTwin(AscendC::twin::kUnknownGmBytes, "moe_token_unpermute_grad", l.tiling.rowBlocks,
                PickEntry(twin_entries::moe_token_unpermute_grad, t, p).fn,
-               l.GradArgs(Gm, reinterpret_cast<uint8_t*>(&l.tiling.data)));
+               EntryArgs(Gm, l.GradTensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data)));
   return {l.out, l.probsGrad};
 }
 

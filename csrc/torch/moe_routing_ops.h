@@ -23,16 +23,11 @@ struct PermuteLaunch {
   at::Tensor tokens, indices, permuted, sortedIndices;
   tiling::MoeRoutingTiling tiling;
 
-  // The chunk sort's and the row gather's arguments (MOE_SORT_CHUNKS_PARAMS, MOE_TOKEN_PERMUTE_PARAMS): the tensors
-  // through the backend's `gm` (kernel_entries.h), `pairs` (the (score, index) pairs in the workspace that the sort
-  // writes and, after the merge rounds, the gather reads), no workspace, the tiling where the backend put it.
-  template <class Gm>
-  auto SortArgs(Gm gm, GmPtr<Gm> pairs, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(indices), pairs, GmPtr<Gm>(nullptr), tilingGm);
-  }
-  template <class Gm>
-  auto GatherArgs(Gm gm, GmPtr<Gm> pairs, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(tokens), pairs, gm(permuted), gm(sortedIndices), GmPtr<Gm>(nullptr), tilingGm);
+  // The chunk sort's and the row gather's GM tensors (EntryArgs: MOE_SORT_CHUNKS_PARAMS, MOE_TOKEN_PERMUTE_PARAMS),
+  // with `pairs`, the (score, index) pairs in the workspace the sort writes and, merged, the gather reads.
+  auto SortTensors(void* pairs) const { return std::make_tuple(std::cref(indices), pairs); }
+  auto GatherTensors(void* pairs) const {
+    return std::make_tuple(std::cref(tokens), pairs, std::cref(permuted), std::cref(sortedIndices));
   }
 };
 ASCENDC_OPS_API PermuteLaunch PreparePermute(const OpProto& op, const at::Tensor& tokens, const at::Tensor& indices,
@@ -45,16 +40,12 @@ struct UnpermuteLaunch {
   at::Tensor out, probsGrad;                        // forward: out = unpermuted; grad: out = dpermuted
   tiling::MoeRoutingTiling tiling;
 
-  // The kernels' arguments (MOE_TOKEN_UNPERMUTE_PARAMS, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS): the tensors through the
-  // backend's `gm` (absent probs: null, and no probs_grad), no workspace, the tiling where the backend put it.
-  template <class Gm>
-  auto Args(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(permuted), gm(sortedIndices), gm(probs), gm(out), GmPtr<Gm>(nullptr), tilingGm);
-  }
-  template <class Gm>
-  auto GradArgs(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(permuted), gm(dout), gm(sortedIndices), gm(probs), gm(out),
-                           probs.defined() ? gm(probsGrad) : GmPtr<Gm>(nullptr), GmPtr<Gm>(nullptr), tilingGm);
+  // The kernels' GM tensors (EntryArgs: MOE_TOKEN_UNPERMUTE_PARAMS, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS); absent probs:
+  // null, and no probs_grad.
+  auto Tensors() const { return std::tie(permuted, sortedIndices, probs, out); }
+  auto GradTensors() const {
+    return std::make_tuple(std::cref(permuted), std::cref(dout), std::cref(sortedIndices), std::cref(probs),
+                           std::cref(out), probs.defined() ? probsGrad : at::Tensor());
   }
 };
 ASCENDC_OPS_API UnpermuteLaunch PrepareUnpermute(const OpProto& op, const at::Tensor& permuted, const at::Tensor& dout,

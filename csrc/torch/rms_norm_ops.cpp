@@ -60,7 +60,8 @@ at::Tensor Partials(const NormBackwardLaunch& l) {
 void ReduceDgamma(const NormBackwardLaunch& l, const at::Tensor& partials) {
   const auto& reduce = PickEntry(twin_entries::rms_norm_dgamma, l.gamma.scalar_type());
   uint64_t bytes = 0;
-  const auto args = l.DgammaArgs(CountedGm{bytes}, partials, TilingGm(l.tiling.data));
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.DgammaTensors(partials), nullptr, TilingGm(l.tiling.data));
   LaunchOnTwin(bytes, reduce.name, l.tiling.reduceBlockDim, reduce.fn, args);
 }
 
@@ -108,7 +109,8 @@ std::tuple<at::Tensor, at::Tensor> GatedForward(const OpProto& op, const at::Ten
   const tiling::NormTiling& t = l.tiling;
   if (t.blockDim == 0) return {l.y, l.rstd};
   uint64_t bytes = 0;
-  const auto args = l.GatedRmsNormArgs(CountedGm{bytes}, TilingGm(t.data));
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.GatedRmsNormTensors(), nullptr, TilingGm(t.data));
   LaunchOnTwin(bytes, "gated_rms_norm", t.blockDim,
                PickEntry(twin_entries::gated_rms_norm, l.x1.scalar_type(), l.gamma.scalar_type()).fn, args);
   return {l.y, l.rstd};
@@ -122,11 +124,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   if (t.blockDim == 0) return {l.y, l.rstd, l.xOut};
   const at::ScalarType xt = l.x1.scalar_type(), gt = l.gamma.scalar_type();
   uint64_t bytes = 0;
+  const CountedGm gm{bytes};
   if (x2In != nullptr) {
-    const auto args = l.AddRmsNormArgs(CountedGm{bytes}, TilingGm(t.data));
+    const auto args = EntryArgs(gm, l.AddRmsNormTensors(), nullptr, TilingGm(t.data));
     LaunchOnTwin(bytes, "add_rms_norm", t.blockDim, PickEntry(twin_entries::add_rms_norm, xt, gt).fn, args);
   } else {
-    const auto args = l.RmsNormArgs(CountedGm{bytes}, TilingGm(t.data));
+    const auto args = EntryArgs(gm, l.RmsNormTensors(), nullptr, TilingGm(t.data));
     LaunchOnTwin(bytes, "rms_norm", t.blockDim, PickEntry(twin_entries::rms_norm, xt, gt).fn, args);
   }
   return {l.y, l.rstd, l.xOut};
@@ -169,7 +172,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> GatedBackward(const OpProto& op, 
   if (t.blockDim == 0) return {l.dx, l.dgamma, l.dz};
   const at::Tensor partials = Partials(l);
   uint64_t bytes = 0;
-  const auto args = l.GatedRmsNormGradArgs(CountedGm{bytes}, partials, TilingGm(t.data));
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.GatedRmsNormGradTensors(), gm(partials), TilingGm(t.data));
   LaunchOnTwin(bytes, "gated_rms_norm_grad", t.blockDim,
                PickEntry(twin_entries::gated_rms_norm_grad, l.x.scalar_type(), l.gamma.scalar_type()).fn, args);
   ReduceDgamma(l, partials);
@@ -185,11 +189,12 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   const at::Tensor partials = Partials(l);
   const at::ScalarType xt = l.x.scalar_type(), gt = l.gamma.scalar_type();
   uint64_t bytes = 0;
+  const CountedGm gm{bytes};
   if (dxOutIn != nullptr) {
-    const auto args = l.AddRmsNormGradArgs(CountedGm{bytes}, partials, TilingGm(t.data));
+    const auto args = EntryArgs(gm, l.AddRmsNormGradTensors(), gm(partials), TilingGm(t.data));
     LaunchOnTwin(bytes, "add_rms_norm_grad", t.blockDim, PickEntry(twin_entries::add_rms_norm_grad, xt, gt).fn, args);
   } else {
-    const auto args = l.RmsNormGradArgs(CountedGm{bytes}, partials, TilingGm(t.data));
+    const auto args = EntryArgs(gm, l.RmsNormGradTensors(), gm(partials), TilingGm(t.data));
     LaunchOnTwin(bytes, "rms_norm_grad", t.blockDim, PickEntry(twin_entries::rms_norm_grad, xt, gt).fn, args);
   }
   ReduceDgamma(l, partials);

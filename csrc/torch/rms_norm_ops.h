@@ -32,20 +32,10 @@ struct NormForwardLaunch {
   tiling::NormTiling tiling;
   at::Tensor z;
 
-  // Each entry's arguments (RMS_NORM_PARAMS, ADD_RMS_NORM_PARAMS, GATED_RMS_NORM_PARAMS): the tensors through the
-  // backend's `gm` (kernel_entries.h), no workspace, the tiling where the backend put it.
-  template <class Gm>
-  auto RmsNormArgs(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(x1), gm(gamma), gm(y), gm(rstd), GmPtr<Gm>(nullptr), tilingGm);
-  }
-  template <class Gm>
-  auto AddRmsNormArgs(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(x1), gm(x2), gm(gamma), gm(y), gm(rstd), gm(xOut), GmPtr<Gm>(nullptr), tilingGm);
-  }
-  template <class Gm>
-  auto GatedRmsNormArgs(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(x1), gm(gamma), gm(z), gm(y), gm(rstd), GmPtr<Gm>(nullptr), tilingGm);
-  }
+  // Each entry's GM tensors (EntryArgs, no workspace): RMS_NORM_PARAMS, ADD_RMS_NORM_PARAMS, GATED_RMS_NORM_PARAMS.
+  auto RmsNormTensors() const { return std::tie(x1, gamma, y, rstd); }
+  auto AddRmsNormTensors() const { return std::tie(x1, x2, gamma, y, rstd, xOut); }
+  auto GatedRmsNormTensors() const { return std::tie(x1, gamma, z, y, rstd); }
 };
 
 // dxOut is undefined for rms_norm_grad; dgamma starts at zero (the sum over no rows); z and dz (the gate and
@@ -55,24 +45,13 @@ struct NormBackwardLaunch {
   tiling::NormTiling tiling;
   at::Tensor z, dz;
 
-  // The row kernels' arguments (RMS_NORM_GRAD_PARAMS, ADD_RMS_NORM_GRAD_PARAMS, GATED_RMS_NORM_GRAD_PARAMS), the
-  // fp32 dgamma partials in the workspace's place, and the dgamma reduction's (RMS_NORM_DGAMMA_PARAMS).
-  template <class Gm>
-  auto RmsNormGradArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(dy), gm(x), gm(rstd), gm(gamma), gm(dx), gm(partials), tilingGm);
-  }
-  template <class Gm>
-  auto AddRmsNormGradArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(dy), gm(x), gm(rstd), gm(gamma), gm(dxOut), gm(dx), gm(partials), tilingGm);
-  }
-  template <class Gm>
-  auto GatedRmsNormGradArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(dy), gm(x), gm(rstd), gm(gamma), gm(z), gm(dx), gm(dz), gm(partials), tilingGm);
-  }
-  template <class Gm>
-  auto DgammaArgs(Gm gm, const at::Tensor& partials, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(partials), gm(dgamma), GmPtr<Gm>(nullptr), tilingGm);
-  }
+  // The row kernels' GM tensors (EntryArgs, the fp32 dgamma partials as the workspace): RMS_NORM_GRAD_PARAMS,
+  // ADD_RMS_NORM_GRAD_PARAMS, GATED_RMS_NORM_GRAD_PARAMS; the dgamma reduction's (RMS_NORM_DGAMMA_PARAMS, no
+  // workspace).
+  auto RmsNormGradTensors() const { return std::tie(dy, x, rstd, gamma, dx); }
+  auto AddRmsNormGradTensors() const { return std::tie(dy, x, rstd, gamma, dxOut, dx); }
+  auto GatedRmsNormGradTensors() const { return std::tie(dy, x, rstd, gamma, z, dx, dz); }
+  auto DgammaTensors(const at::Tensor& partials) const { return std::tie(partials, dgamma); }
 };
 
 // Checks (x1[, x2], gamma, epsilon) for `op` and tiles it for `platform` (x2 null: rms_norm).

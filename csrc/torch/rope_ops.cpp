@@ -75,7 +75,8 @@ void ApplyRopeOnTwin(const OpProto& op, const at::Tensor& query, const at::Tenso
   ApplyRopeLaunch l = PrepareApplyRope(op, query, key, cos, sin, layout, mode, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return;
   uint64_t bytes = 0;
-  const auto args = l.Args(CountedGm{bytes}, reinterpret_cast<uint8_t*>(&l.tiling.data));
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.Tensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data));
   const auto& e = PickEntry(twin_entries::apply_rope, l.query.scalar_type());
   LaunchOnTwin(bytes, e.name, l.tiling.blockDim, e.fn, args);
   FinishApplyRope(l, query, key);
@@ -86,7 +87,8 @@ at::Tensor RopeOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& 
   RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return l.y;
   uint64_t bytes = 0;
-  const auto args = l.Args(CountedGm{bytes}, reinterpret_cast<uint8_t*>(&l.tiling.data));
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.Tensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data));
   const auto& e = PickEntry(twin_entries::rope, l.x.scalar_type());
   LaunchOnTwin(bytes, e.name, l.tiling.blockDim, e.fn, args);
   return l.y;

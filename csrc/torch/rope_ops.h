@@ -23,12 +23,8 @@ struct RopeLaunch {
   at::Tensor x, cos, sin, y;
   tiling::RopeTiling tiling;
 
-  // The kernel's arguments (ROPE_PARAMS): the tensors through the backend's `gm` (kernel_entries.h), no
-  // workspace, the tiling where the backend put it.
-  template <class Gm>
-  auto Args(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(x), gm(cos), gm(sin), gm(y), GmPtr<Gm>(nullptr), tilingGm);
-  }
+  // The kernel's GM tensors (EntryArgs, no workspace): ROPE_PARAMS.
+  auto Tensors() const { return std::tie(x, cos, sin, y); }
 };
 
 // Checks (x, cos, sin) for `op` and tiles it for `platform`. `rotaryMode`: rotary_mul(_grad)'s
@@ -43,11 +39,8 @@ struct ApplyRopeLaunch {
   at::Tensor query, key, cos, sin;
   tiling::ApplyRopeTiling tiling;
 
-  // The kernel's arguments (APPLY_ROPE_PARAMS), as RopeLaunch::Args.
-  template <class Gm>
-  auto Args(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(query), gm(key), gm(cos), gm(sin), GmPtr<Gm>(nullptr), tilingGm);
-  }
+  // The kernel's GM tensors (EntryArgs, no workspace): APPLY_ROPE_PARAMS.
+  auto Tensors() const { return std::tie(query, key, cos, sin); }
 };
 
 ASCENDC_OPS_API ApplyRopeLaunch PrepareApplyRope(const OpProto& op, const at::Tensor& query, const at::Tensor& key,

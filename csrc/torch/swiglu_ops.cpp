@@ -38,13 +38,14 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& dy, const at::Tensor& 
   const uint32_t blocks = l.tiling.blockDim;
   const at::ScalarType dtype = l.x.scalar_type();
   uint64_t bytes = 0;
+  const CountedGm gm{bytes};
   if (!backward) {
     const auto& e = PickEntry(twin_entries::swiglu, dtype);
-    const auto args = l.Args(CountedGm{bytes}, tilingGm);
+    const auto args = EntryArgs(gm, l.Tensors(), nullptr, tilingGm);
     LaunchOnTwin(bytes, e.name, blocks, e.fn, args);
   } else {
     const auto& e = PickEntry(twin_entries::swiglu_grad, dtype);
-    const auto args = l.GradArgs(CountedGm{bytes}, tilingGm);
+    const auto args = EntryArgs(gm, l.GradTensors(), nullptr, tilingGm);
     LaunchOnTwin(bytes, e.name, blocks, e.fn, args);
   }
   return l.out;

@@ -20,16 +20,9 @@ struct SwigluLaunch {
   at::Tensor dy, x, out;  // dy is undefined for the forward op
   tiling::SwigluTiling tiling;
 
-  // The kernels' arguments (SWIGLU_PARAMS; SWIGLU_GRAD_PARAMS, dy first): the tensors through the backend's `gm`
-  // (kernel_entries.h), no workspace, the tiling where the backend put it.
-  template <class Gm>
-  auto Args(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(x), gm(out), GmPtr<Gm>(nullptr), tilingGm);
-  }
-  template <class Gm>
-  auto GradArgs(Gm gm, GmPtr<Gm> tilingGm) const {
-    return std::make_tuple(gm(dy), gm(x), gm(out), GmPtr<Gm>(nullptr), tilingGm);
-  }
+  // The kernels' GM tensors (EntryArgs, no workspace): SWIGLU_PARAMS, SWIGLU_GRAD_PARAMS.
+  auto Tensors() const { return std::tie(x, out); }
+  auto GradTensors() const { return std::tie(dy, x, out); }
 };
 
 // Checks `op`'s arguments (forward: x; backward: dy and x) and tiles it for `platform`.

@@ -25,29 +25,26 @@ ASCENDC_NPU_KERNELS(FUSION_ATTENTION_GRAD_DTYPES, fusion_attention_grad, FUSION_
 namespace ascendc_ops {
 namespace {
 
-// The tiling struct and TND's cumulative lengths, as one block of device bytes.
-at::Tensor TilingBytesOnDevice(const at::Tensor& bytes, const at::Device& device) {
-  at::Tensor host = at::empty_like(bytes, at::TensorOptions().pinned_memory(true));
-  host.copy_(bytes);
-  return host.to(device, /*non_blocking=*/true);
-}
-
-// The system workspace (GetLibApiWorkSpaceSize), then the core groups' slots (GetUserWorkspace).
-at::Tensor AttentionWorkspace(const at::Device& device, int64_t userBytes) {
+// Queues a prepared launch (forward or backward) of `entries`' kernel for its dtype: its tiling bytes (the struct,
+// then TND's cumulative lengths) copied to the device, the system workspace (GetLibApiWorkSpaceSize), then the core
+// groups' slots (GetUserWorkspace).
+template <class Launch, class Entries>
+void EnqueueAttention(const char* name, const Entries& entries, const Launch& l, const at::Device& device) {
+  at::Tensor host = at::empty_like(l.tilingBytes, at::TensorOptions().pinned_memory(true));
+  host.copy_(l.tilingBytes);
+  const at::Tensor tiling = host.to(device, /*non_blocking=*/true);
   const at::Tensor sys = npu::SysWorkspace(device);
-  return at::empty({sys.numel() + userBytes}, sys.options());
+  const at::Tensor workspace = at::empty({sys.numel() + l.tiling.workspaceBytes}, sys.options());
+  npu::Enqueue(name,
+               npu::LaunchOf(PickEntry(entries, l.query.scalar_type()).fn, l.tiling.blockDim, npu::CurrentStream(),
+                             EntryArgs(npu::Ptr, l.Tensors(), workspace.data_ptr(), tiling.data_ptr())));
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(const at::Tensor& query, const at::Tensor& key,
                                                                   const at::Tensor& value, const at::Tensor& attenMask,
                                                                   const tiling::AttentionAttrs& attrs) {
   FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, attrs, npu::NpuCubePlatform());
-  if (l.tiling.blockDim == 0) return {l.out, l.softmaxMax, l.softmaxSum};
-  const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
-  const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
-  npu::Enqueue(kFusionAttention.name,
-               npu::LaunchOf(PickEntry(npu_entries::fusion_attention, l.query.scalar_type()).fn, l.tiling.blockDim,
-                             npu::CurrentStream(), l.Args(npu::Ptr, workspace.data_ptr(), tiling.data_ptr())));
+  if (l.tiling.blockDim > 0) EnqueueAttention(kFusionAttention.name, npu_entries::fusion_attention, l, query.device());
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
@@ -57,12 +54,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttentionGrad(
     const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs) {
   FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(query, key, value, dy, softmaxMax, softmaxSum, attentionIn,
                                                            attenMask, attrs, npu::NpuCubePlatform());
-  if (l.tiling.blockDim == 0) return {l.dq, l.dk, l.dv};  // zero-filled by Prepare
-  const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
-  const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
-  npu::Enqueue(kFusionAttentionGrad.name,
-               npu::LaunchOf(PickEntry(npu_entries::fusion_attention_grad, l.query.scalar_type()).fn, l.tiling.blockDim,
-                             npu::CurrentStream(), l.Args(npu::Ptr, workspace.data_ptr(), tiling.data_ptr())));
+  // no task: dq / dk / dv zero-filled by Prepare
+  if (l.tiling.blockDim > 0)
+    EnqueueAttention(kFusionAttentionGrad.name, npu_entries::fusion_attention_grad, l, query.device());
   return {l.dq, l.dk, l.dv};
 }
 

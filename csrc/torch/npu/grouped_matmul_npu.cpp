@@ -34,11 +34,12 @@ at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Te
   const at::ScalarType dtype = l.a.scalar_type();
   aclrtStream stream = npu::CurrentStream();
   if (weightGrad)
-    npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn, blocks, stream,
-                                        l.WeightGradArgs(npu::Ptr, workspace.data_ptr(), tiling.data_ptr())));
+    npu::Enqueue(op.name,
+                 npu::LaunchOf(PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn, blocks, stream,
+                               EntryArgs(npu::Ptr, l.WeightGradTensors(), workspace.data_ptr(), tiling.data_ptr())));
   else
     npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::grouped_matmul, dtype).fn, blocks, stream,
-                                        l.Args(npu::Ptr, workspace.data_ptr(), tiling.data_ptr())));
+                                        EntryArgs(npu::Ptr, l.Tensors(), workspace.data_ptr(), tiling.data_ptr())));
   return l.out;
 }
 

@@ -62,13 +62,13 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   npu::Enqueue(
       op.name,
       npu::LaunchOf(PickEntry(npu_entries::moe_sort_chunks, l.indices.scalar_type()).fn, l.tiling.sortBlocks, stream,
-                    l.SortArgs(npu::Ptr, ws.data_ptr(), sortTiling.data_ptr())),
+                    EntryArgs(npu::Ptr, l.SortTensors(ws.data_ptr()), nullptr, sortTiling.data_ptr())),
       [=] {
         for (const auto& [n, from, to, t] : merges)
           ACLRT_LAUNCH_KERNEL(moe_merge_sorted)(n, stream, from, to, nullptr, t);
       },
       npu::LaunchOf(PickEntry(npu_entries::moe_token_permute, tokens.scalar_type()).fn, l.tiling.rowBlocks, stream,
-                    l.GatherArgs(npu::Ptr, src, sortTiling.data_ptr())));
+                    EntryArgs(npu::Ptr, l.GatherTensors(src), nullptr, sortTiling.data_ptr())));
   return {l.permuted, l.sortedIndices};  // freed device blocks are reused only in this stream's order
 }
 
@@ -80,8 +80,9 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
   if (l.tiling.rowBlocks == 0) return l.out;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::moe_token_unpermute, t, p).fn, l.tiling.rowBlocks,
-                                      npu::CurrentStream(), l.Args(npu::Ptr, tiling.data_ptr())));
+  npu::Enqueue(op.name,
+               npu::LaunchOf(PickEntry(npu_entries::moe_token_unpermute, t, p).fn, l.tiling.rowBlocks,
+                             npu::CurrentStream(), EntryArgs(npu::Ptr, l.Tensors(), nullptr, tiling.data_ptr())));
   return l.out;
 }
 
@@ -95,8 +96,9 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
   if (l.tiling.rowBlocks == 0) return {l.out, l.probsGrad};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::moe_token_unpermute_grad, t, p).fn, l.tiling.rowBlocks,
-                                      npu::CurrentStream(), l.GradArgs(npu::Ptr, tiling.data_ptr())));
+  npu::Enqueue(op.name,
+               npu::LaunchOf(PickEntry(npu_entries::moe_token_unpermute_grad, t, p).fn, l.tiling.rowBlocks,
+                             npu::CurrentStream(), EntryArgs(npu::Ptr, l.GradTensors(), nullptr, tiling.data_ptr())));
   return {l.out, l.probsGrad};
 }
 

@@ -60,10 +60,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   aclrtStream stream = npu::CurrentStream();
   if (x2 != nullptr)
     npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::add_rms_norm, xt, gt).fn, blocks, stream,
-                                        l.AddRmsNormArgs(npu::Ptr, tiling.data_ptr())));
+                                        EntryArgs(npu::Ptr, l.AddRmsNormTensors(), nullptr, tiling.data_ptr())));
   else
     npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::rms_norm, xt, gt).fn, blocks, stream,
-                                        l.RmsNormArgs(npu::Ptr, tiling.data_ptr())));
+                                        EntryArgs(npu::Ptr, l.RmsNormTensors(), nullptr, tiling.data_ptr())));
   return {l.y, l.rstd, l.xOut};
 }
 
@@ -74,7 +74,8 @@ std::tuple<at::Tensor, at::Tensor> GatedForward(const OpProto& op, const at::Ten
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
   npu::Enqueue(op.name,
                npu::LaunchOf(PickEntry(npu_entries::gated_rms_norm, l.x1.scalar_type(), l.gamma.scalar_type()).fn,
-                             l.tiling.blockDim, npu::CurrentStream(), l.GatedRmsNormArgs(npu::Ptr, tiling.data_ptr())));
+                             l.tiling.blockDim, npu::CurrentStream(),
+                             EntryArgs(npu::Ptr, l.GatedRmsNormTensors(), nullptr, tiling.data_ptr())));
   return {l.y, l.rstd};
 }
 
@@ -89,7 +90,7 @@ void EnqueueBackward(const OpProto& op, const NormBackwardLaunch& l, const at::T
                      const at::Tensor& tiling, aclrtStream stream, RowLaunch row) {
   npu::Enqueue(op.name, row,
                npu::LaunchOf(PickEntry(npu_entries::rms_norm_dgamma, l.gamma.scalar_type()).fn, l.tiling.reduceBlockDim,
-                             stream, l.DgammaArgs(npu::Ptr, partials, tiling.data_ptr())));
+                             stream, EntryArgs(npu::Ptr, l.DgammaTensors(partials), nullptr, tiling.data_ptr())));
 }
 
 std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
@@ -101,13 +102,14 @@ std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor&
   const at::ScalarType xt = l.x.scalar_type(), gt = l.gamma.scalar_type();
   aclrtStream stream = npu::CurrentStream();
   if (dxOut != nullptr)
-    EnqueueBackward(op, l, partials, tiling, stream,
-                    npu::LaunchOf(PickEntry(npu_entries::add_rms_norm_grad, xt, gt).fn, blocks, stream,
-                                  l.AddRmsNormGradArgs(npu::Ptr, partials, tiling.data_ptr())));
+    EnqueueBackward(
+        op, l, partials, tiling, stream,
+        npu::LaunchOf(PickEntry(npu_entries::add_rms_norm_grad, xt, gt).fn, blocks, stream,
+                      EntryArgs(npu::Ptr, l.AddRmsNormGradTensors(), partials.data_ptr(), tiling.data_ptr())));
   else
     EnqueueBackward(op, l, partials, tiling, stream,
                     npu::LaunchOf(PickEntry(npu_entries::rms_norm_grad, xt, gt).fn, blocks, stream,
-                                  l.RmsNormGradArgs(npu::Ptr, partials, tiling.data_ptr())));
+                                  EntryArgs(npu::Ptr, l.RmsNormGradTensors(), partials.data_ptr(), tiling.data_ptr())));
   return {l.dx, l.dgamma};
 }
 
@@ -121,7 +123,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> GatedBackward(const OpProto& op, 
   EnqueueBackward(
       op, l, partials, tiling, stream,
       npu::LaunchOf(PickEntry(npu_entries::gated_rms_norm_grad, l.x.scalar_type(), l.gamma.scalar_type()).fn,
-                    l.tiling.blockDim, stream, l.GatedRmsNormGradArgs(npu::Ptr, partials, tiling.data_ptr())));
+                    l.tiling.blockDim, stream,
+                    EntryArgs(npu::Ptr, l.GatedRmsNormGradTensors(), partials.data_ptr(), tiling.data_ptr())));
   return {l.dx, l.dgamma, l.dz};
 }
 

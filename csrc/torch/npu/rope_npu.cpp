@@ -25,8 +25,9 @@ at::Tensor RopeOnNpu(const OpProto& op, const at::Tensor& x, const at::Tensor& c
   RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return l.y;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
-  npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::rope, l.x.scalar_type()).fn, l.tiling.blockDim,
-                                      npu::CurrentStream(), l.Args(npu::Ptr, tiling.data_ptr())));
+  npu::Enqueue(op.name,
+               npu::LaunchOf(PickEntry(npu_entries::rope, l.x.scalar_type()).fn, l.tiling.blockDim,
+                             npu::CurrentStream(), EntryArgs(npu::Ptr, l.Tensors(), nullptr, tiling.data_ptr())));
   return l.y;
 }
 
@@ -35,8 +36,9 @@ void ApplyRopeOnNpu(const OpProto& op, const at::Tensor& query, const at::Tensor
   ApplyRopeLaunch l = PrepareApplyRope(op, query, key, cos, sin, layout, mode, backward, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, query.device());
-  npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::apply_rope, l.query.scalar_type()).fn, l.tiling.blockDim,
-                                      npu::CurrentStream(), l.Args(npu::Ptr, tiling.data_ptr())));
+  npu::Enqueue(op.name,
+               npu::LaunchOf(PickEntry(npu_entries::apply_rope, l.query.scalar_type()).fn, l.tiling.blockDim,
+                             npu::CurrentStream(), EntryArgs(npu::Ptr, l.Tensors(), nullptr, tiling.data_ptr())));
   FinishApplyRope(l, query, key);
 }
 

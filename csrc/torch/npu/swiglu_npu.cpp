@@ -29,10 +29,10 @@ at::Tensor RunOnNpu(const OpProto& op, const at::Tensor& dy, const at::Tensor& x
   aclrtStream stream = npu::CurrentStream();
   if (!backward)
     npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::swiglu, dtype).fn, blocks, stream,
-                                        l.Args(npu::Ptr, tiling.data_ptr())));
+                                        EntryArgs(npu::Ptr, l.Tensors(), nullptr, tiling.data_ptr())));
   else
     npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::swiglu_grad, dtype).fn, blocks, stream,
-                                        l.GradArgs(npu::Ptr, tiling.data_ptr())));
+                                        EntryArgs(npu::Ptr, l.GradTensors(), nullptr, tiling.data_ptr())));
   return l.out;
 }
 
