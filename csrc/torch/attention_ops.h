@@ -6,6 +6,8 @@
 #include <torch/library.h>
 
 #include <cstring>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <vector>
