@@ -4,7 +4,6 @@
 // op_host. Inputs in op_proto/attention/fusion_attention_grad.json's order: query, key, value, dy,
 // atten_mask, softmax_max, softmax_sum, attention_in.
 #pragma once
-#include <string>
 #include <vector>
 
 #include "attention_problem.h"
@@ -16,11 +15,8 @@ AttentionArgs<Int> CheckFusionAttentionGrad(const OpSpec& op, const TensorArg<In
                                             const TensorArg<Int>& v, const TensorArg<Int>& dy,
                                             const TensorArg<Int>& mask, const TensorArg<Int>& softmaxMax,
                                             const TensorArg<Int>& softmaxSum, const TensorArg<Int>& attentionIn,
-                                            int64_t headNum, const std::string& inputLayout, int64_t preTokens,
-                                            int64_t nextTokens, const std::vector<int64_t>* actualSeqQlen,
-                                            const std::vector<int64_t>* actualSeqKvlen, int64_t sparseMode) {
-  const AttentionArgs<Int> a = CheckFusionAttention(op, q, k, v, mask, headNum, inputLayout, preTokens, nextTokens,
-                                                    actualSeqQlen, actualSeqKvlen, sparseMode, 4);
+                                            const AttentionAttrs& attrs, const AttentionMaskBytes& maskBytes = {}) {
+  const AttentionArgs<Int> a = CheckFusionAttention(op, q, k, v, mask, attrs, maskBytes, 4);
   const struct {
     size_t index;
     const TensorArg<Int>* t;

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "attention_blocks.h"
+#include "attention_buffers.h"
 #include "op_spec.h"
 
 namespace tiling {
@@ -17,22 +18,6 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 
 constexpr int64_t kWorkspaceAlign = 512;
-
-// The AIV's UB bytes (attention_grad_vector.h's buffers, in its order) for `rows` query rows and `cols`
-// key rows of its halves of an s2b block.
-int64_t GradVectorUbBytes(int64_t rows, int64_t cols, int64_t s2b, int64_t dPitch, int64_t vPitch, int64_t bytes,
-                          bool mask) {
-  constexpr int64_t kMaxRows = 64;  // attention_rows::kMaxRows
-  return rows * s2b * 4 * 3                                     // S then P, dP then dS, the mask bound
-         + (mask ? AlignUp(rows * s2b, 32) + rows * s2b * 2 : 0)  // the mask's bytes, as half
-         + 2 * rows * s2b * bytes                               // P^T and dS^T (or dS) in the input dtype
-         + rows * s2b * 4                                       // Gather's offsets
-         + std::max(cols * (dPitch + vPitch), rows * dPitch) * 4  // dk and dv, or dq, summed in fp32
-         + s2b * 4 + kMaxRows * 4                               // the column and row ramps
-         + 2 * rows * kAttentionStatLanes * 4                   // softmax_max / softmax_sum rows
-         + 3 * kMaxRows * 4                                     // D, the band's two edges: a lane per row
-         + 5 * kMaxRows * 8 * 4;                                // m, 1 / l, D, band edges as per-row blocks
-}
 
 }  // namespace
 
@@ -53,7 +38,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
   t.s1Block = 0;
   for (int64_t s2b : {128, 64, 32}) {
     for (int64_t s1b : {128, 64, 32}) {
-      const int64_t rows = AlignUp(CeilDiv(s1b, 2), 16), cols = AlignUp(CeilDiv(s2b, 2), 16);
+      const uint32_t rows = AttentionGradHalf(uint32_t(s1b)), keys = AttentionGradHalf(uint32_t(s2b));
       const int64_t s1p = AlignUp(s1b, 16);
       const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
       const int64_t rc = std::min<int64_t>(s1p, std::min(half0a / (s2b * bytes), half0b / (d16 * bytes)) / 16 * 16);
@@ -63,7 +48,10 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
       if (qk < 16 || rc < 16 || pv < 16) why = "L0A / L0B";
       else if (l1Bytes > l1) why = "L1";
       else if (l0c > int64_t(platform.l0cBytes)) why = "L0C";
-      else if (GradVectorUbBytes(rows, cols, s2b, d16, v16, bytes, t.maskFull) > kA2UbBudget) why = "UB";
+      else if (AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16), uint32_t(bytes),
+                                          t.maskFull)
+                   .Total() > kA2UbBudget)
+        why = "UB";  // the AIV's buffers as its Init carves them (attention_buffers.h)
       else {
         t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b);
         t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv), g.rowChunk = int32_t(rc);

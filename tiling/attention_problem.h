@@ -1,9 +1,13 @@
 // fusion_attention's arguments -> the problem and the outputs' shapes, or an ArgError naming the op, the
-// argument, what was expected and what came. Called by the torch binding, its Meta kernel and the op_host.
+// argument, what was expected and what came. Called by the torch binding, its Meta kernel and the op_host,
+// each with the attributes as one AttentionAttrs, which the checked arguments carry on to the tiling.
 // Layouts, head counts, sequence lengths, masks and sparse modes as torch_npu's npu_fusion_attention
 // defines them (op-plugin FlashAttentionKernelNpuOpApi.cpp and its doc).
 #pragma once
 #include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,9 +19,29 @@ namespace tiling {
 // The compressed causal mask sparse modes 2, 3 and 4 take: [2048, 2048], triu(1) (True = masked).
 constexpr int64_t kAttentionCompressedMask = 2048;
 
+// The attributes of fusion_attention and fusion_attention_grad (op_proto/attention/*.json, in their order): the
+// one value the torch binding and its Meta kernel build from the schema's arguments and the op_host reads from
+// its RuntimeAttrs (by op_proto_gen.h's FusionAttentionAttrs), and the checks and the tiling read.
+struct AttentionAttrs {
+  int64_t headNum;
+  std::string inputLayout;
+  double scale;
+  int64_t preTokens, nextTokens;                                      // pre_tockens, next_tockens
+  std::optional<std::vector<int64_t>> actualSeqQlen, actualSeqKvlen;  // TND's cumulative ends
+  int64_t sparseMode;
+};
+
+// atten_mask's bytes on the host (row-major, bool or uint8), for the value check of sparse_mode 2-4's compressed
+// mask: asked for only then, by callers that can read them (the torch binding; Meta and the op_host cannot).
+using AttentionMaskBytes = std::function<const uint8_t*()>;
+
+// The checked arguments: the attributes as given, what the tensors say, the outputs' shapes.
 template <class Int>
 struct AttentionArgs {
+  AttentionAttrs attrs;
   AttentionLayout layout;
+  DType dtype;            // query's (key's, value's)
+  TensorArg<Int> mask;    // atten_mask (!defined: none)
   Int batch, heads, kvHeads, headDim, valueDim, s1, s2;
   std::vector<Int> out, stats;  // attention_out; softmax_max and softmax_sum
 };
@@ -143,15 +167,29 @@ void CheckAttentionBand(const OpSpec& op, int64_t mode, int64_t pre, int64_t nex
   }
 }
 
-// query, key, value, atten_mask (defined = false: none) and the attrs of fusion_attention.
+// sparse_mode 2-4's atten_mask (its shape checked) must be triu(ones(2048, 2048), 1): True (a non-zero byte)
+// exactly above the diagonal.
+inline void CheckAttentionCompressedMask(const OpSpec& op, int64_t sparseMode, const uint8_t* bytes) {
+  const int64_t c = kAttentionCompressedMask;
+  const auto set = [](uint8_t b) { return b != 0; };
+  for (int64_t i = 0; i < c; ++i) {
+    const uint8_t* row = bytes + i * c;
+    if (std::any_of(row, row + i + 1, set) || !std::all_of(row + i + 1, row + c, set))
+      Fail(ArgError::kValue, op, "atten_mask must be triu(ones(", c, ", ", c, "), 1) for sparse_mode ", sparseMode,
+           " (the compressed causal mask), got another matrix");
+  }
+}
+
+// query, key, value, atten_mask (defined = false: none) and the attrs of fusion_attention; `maskBytes` (may be
+// empty) for sparse_mode 2-4's mask values.
 template <class Int>
 AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& q, const TensorArg<Int>& k,
-                                        const TensorArg<Int>& v, const TensorArg<Int>& mask, int64_t headNum,
-                                        const std::string& inputLayout, int64_t preTokens, int64_t nextTokens,
-                                        const std::vector<int64_t>* actualSeqQlen,
-                                        const std::vector<int64_t>* actualSeqKvlen, int64_t sparseMode,
+                                        const TensorArg<Int>& v, const TensorArg<Int>& mask,
+                                        const AttentionAttrs& attrs, const AttentionMaskBytes& maskBytes = {},
                                         size_t maskIndex = 3) {
-  const AttentionLayout l = AttentionLayoutOf(op, inputLayout);
+  const int64_t headNum = attrs.headNum, sparseMode = attrs.sparseMode;
+  const std::optional<std::vector<int64_t>>&actualSeqQlen = attrs.actualSeqQlen, &actualSeqKvlen = attrs.actualSeqKvlen;
+  const AttentionLayout l = AttentionLayoutOf(op, attrs.inputLayout);
   if (headNum <= 0) Fail(ArgError::kValue, op, "head_num must be positive, got ", headNum);
   if (sparseMode == 5 || sparseMode == 6)
     Fail(ArgError::kValue, op, "sparse_mode ", sparseMode, " (prefix) is not supported; supported: 0-4");
@@ -199,21 +237,21 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
   if (vo.dim > ko.dim)
     Fail(ArgError::kValue, op, "value's head dim Dv must be at most Dk = ", ko.dim, ", got ", vo.dim);
 
-  AttentionArgs<Int> a{l, qo.batch, qo.heads, ko.heads, qo.dim, vo.dim, qo.rows, ko.rows, {}, {}};
+  AttentionArgs<Int> a{attrs, l, q.dtype, mask, qo.batch, qo.heads, ko.heads, qo.dim, vo.dim, qo.rows, ko.rows, {}, {}};
   if (l == kLayoutTND) {
-    if (actualSeqQlen == nullptr || actualSeqKvlen == nullptr)
+    if (!actualSeqQlen || !actualSeqKvlen)
       Fail(ArgError::kValue, op,
            "input_layout='TND' needs actual_seq_qlen and actual_seq_kvlen (cumulative ends), got ",
-           actualSeqQlen == nullptr ? "actual_seq_qlen=None" : "actual_seq_kvlen=None");
+           !actualSeqQlen ? "actual_seq_qlen=None" : "actual_seq_kvlen=None");
     if (actualSeqQlen->size() != actualSeqKvlen->size() || actualSeqQlen->empty())
       Fail(ArgError::kValue, op, "actual_seq_qlen and actual_seq_kvlen must have one entry per batch (equal, >= 1), ",
            "got ", actualSeqQlen->size(), " and ", actualSeqKvlen->size());
     CheckAttentionCumulative(op, "actual_seq_qlen", *actualSeqQlen, qo.rows, "query");
     CheckAttentionCumulative(op, "actual_seq_kvlen", *actualSeqKvlen, ko.rows, "key");
     a.batch = Int(int64_t(actualSeqQlen->size()));
-  } else if (actualSeqQlen != nullptr || actualSeqKvlen != nullptr) {
+  } else if (actualSeqQlen || actualSeqKvlen) {
     Fail(ArgError::kValue, op, "actual_seq_qlen / actual_seq_kvlen are for input_layout='TND' only, got input_layout='",
-         inputLayout, "'");
+         attrs.inputLayout, "'");
   }
 
   std::vector<int64_t> qLens, kvLens;
@@ -225,8 +263,9 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
     if (sparseMode >= 2) {
       const bool square = m.size() >= 2 && m[m.size() - 2] == c && m[m.size() - 1] == c;
       if (!square || !(mask.dim() == 2 || (mask.dim() == 4 && m[0] == 1 && m[1] == 1)))
-        Fail(ArgError::kValue, op, "atten_mask must be the compressed [2048, 2048] causal mask for sparse_mode ",
+        Fail(ArgError::kValue, op, "atten_mask must be the compressed [", c, ", ", c, "] causal mask for sparse_mode ",
              sparseMode, ", got shape ", m);
+      if (maskBytes) CheckAttentionCompressedMask(op, sparseMode, maskBytes());
     } else if (l == kLayoutTND) {  // one [max S1, max S2] mask, each sequence reading its top-left corner
       const int64_t s1 = *std::max_element(qLens.begin(), qLens.end()),
                     s2 = *std::max_element(kvLens.begin(), kvLens.end());
@@ -242,8 +281,8 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
         Fail(ArgError::kValue, op, "atten_mask must be [B, N, S1, S2], [B, 1, S1, S2], [1, 1, S1, S2] or [S1, S2] = [",
              a.s1, ", ", a.s2, "] (B = ", a.batch, ", N = ", a.heads, "), got shape ", m);
     }
-    CheckAttentionBand(op, sparseMode, preTokens, nextTokens, a.s1, a.s2, l == kLayoutTND ? &qLens : nullptr,
-                       l == kLayoutTND ? &kvLens : nullptr);
+    CheckAttentionBand(op, sparseMode, attrs.preTokens, attrs.nextTokens, a.s1, a.s2,
+                       l == kLayoutTND ? &qLens : nullptr, l == kLayoutTND ? &kvLens : nullptr);
   }
 
   const Int outH = packedH ? a.heads * a.valueDim : a.valueDim;
@@ -259,15 +298,14 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
   return a;
 }
 
-inline AttentionProblem AttentionProblemOf(const AttentionArgs<int64_t>& a, DType dtype, double scale,
-                                           int64_t preTokens, int64_t nextTokens,
-                                           const std::vector<int64_t>* actualSeqQlen,
-                                           const std::vector<int64_t>* actualSeqKvlen, int64_t sparseMode,
-                                           const TensorArg<int64_t>& mask) {
-  AttentionProblem p{a.layout, dtype, a.batch,      a.heads,    a.kvHeads, a.headDim,  a.valueDim,   a.s1,      a.s2,
-                     {},       {},    float(scale), sparseMode, preTokens, nextTokens, mask.defined, mask.shape};
+// The tiling's problem from checked arguments (concrete sizes).
+inline AttentionProblem AttentionProblemOf(const AttentionArgs<int64_t>& a) {
+  const AttentionAttrs& at = a.attrs;
+  AttentionProblem p{a.layout,      a.dtype,        a.batch,     a.heads, a.kvHeads,       a.headDim,     a.valueDim,
+                     a.s1,          a.s2,           {},          {},      float(at.scale), at.sparseMode, at.preTokens,
+                     at.nextTokens, a.mask.defined, a.mask.shape};
   if (a.layout == kLayoutTND) {  // trailing zeros (empty batches) become the last end: length 0
-    p.cumQ = *actualSeqQlen, p.cumKv = *actualSeqKvlen;
+    p.cumQ = *at.actualSeqQlen, p.cumKv = *at.actualSeqKvlen;
     const std::vector<int64_t> q = AttentionLengths(p.cumQ), kv = AttentionLengths(p.cumKv);
     int64_t endQ = 0, endKv = 0;
     p.s1 = 0, p.s2 = 0;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attention_blocks.h"
+#include "attention_buffers.h"
 #include "op_spec.h"
 
 namespace tiling {
@@ -31,20 +32,6 @@ void Strides(AttentionLayout layout, int64_t batch, int64_t rows, int64_t heads,
     case kLayoutTND: sb = 0, sn = dim, ss = heads * dim; break;
     default: sb = rows * heads * dim, sn = dim, ss = heads * dim;  // BSH, BSND
   }
-}
-
-// The AIV's UB bytes for `rows` query rows (attention_vector.h's buffers, in its order), without the
-// P V buffer (rows * vPitch * 4 more where it fits).
-int64_t VectorUbBytes(int64_t rows, int64_t s2b, int64_t vPitch, bool maskFull) {
-  constexpr int64_t kMaxRows = 64, kStats = 16;  // attention_rows::kMaxRows, attention_vec's stat slots
-  const int64_t rows8 = AlignUp(std::max<int64_t>(rows, 1), 8);
-  return rows * s2b * 4 * 3  // S of two blocks; the mask bound, the folds, P
-         + (maskFull ? AlignUp(rows * s2b, 32) + rows * s2b * 2 : 0)  // the mask's bytes, and as half
-         + rows * vPitch * 4  // O, accumulated in fp32
-         + s2b * 4 + kMaxRows * 4  // the column and row ramps
-         + kStats * kMaxRows * 4  // the row statistics, one lane per row
-         + 2 * kMaxRows * 8 * 4  // two sets of per-row 32-byte blocks (Brcb)
-         + rows8 * kAttentionStatLanes * 4 * 2;  // max / sum rows out
 }
 
 }  // namespace
@@ -96,9 +83,11 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   // Blocks of s1b rows and s2b keys with `buffers` of each L1 tile, if they fit (else `why` says where not);
   // `pipelined`: only if L0C holds two accumulators, so a Mmad never waits for the last Fixpipe.
   const auto fits = [&](int64_t s1b, int64_t s2b, int64_t buffers, bool pipelined) {
-    const int64_t rows = CeilDiv(s1b, 2), l0c = s1b * std::max(s2b, v16) * 4;
+    const int64_t rows = AttentionVectorRows(uint32_t(s1b)), l0c = s1b * std::max(s2b, v16) * 4;
     if (pipelined && 2 * l0c > int64_t(platform.l0cBytes)) return false;
-    const int64_t vecUb = VectorUbBytes(rows, s2b, v16, t.maskFull);
+    // the AIV's buffers as its Init carves them (attention_buffers.h), P V's own where it still fits
+    const AttentionVectorUb vec = AttentionVectorBuffers(uint32_t(rows), uint32_t(s2b), uint32_t(v16), t.maskFull);
+    const int64_t vecUb = vec.WithoutPv();
     const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
     const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);
     const int64_t l1Bytes = buffers * (s1b * d16 + s2b * d16 + s2b * v16 + s1b * s2b) * bytes;
@@ -109,7 +98,7 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     else {
       t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b), t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv);
       t.l1Buffers = int32_t(buffers), t.l0cBuffers = 2 * l0c <= int64_t(platform.l0cBytes) ? 2 : 1;
-      t.pvBuffer = vecUb + rows * v16 * 4 <= ub;
+      t.pvBuffer = vecUb + vec.pv <= ub;
       return true;
     }
     return false;

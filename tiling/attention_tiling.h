@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "attention_tiling_data.h"
-#include "grouped_matmul_tiling.h"  // CubePlatform: the cube cores and their L1 / L0 buffers
+#include "cube_tiling_rules.h"  // CubePlatform: the cube cores and their L1 / L0 buffers
 #include "platform.h"
 
 namespace tiling {

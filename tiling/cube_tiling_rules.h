@@ -4,12 +4,32 @@
 // them. Shared by the host tiling (which fills the fields the same way and refuses a tiling that
 // breaks a rule) and the twin's Matmul (which checks the tiling at Init against the kernel's
 // MatmulTypes). Plain C++: no torch, no twin. docs/twin.md "Matmul: what the twin checks" lists them.
+// Also the cube platform every cube and mix kernel's tiling targets (grouped matmul, attention).
 #pragma once
 #include <cstdint>
 #include <string>
 
 #include "cube_tiling.h"
 #include "platform.h"
+
+namespace tiling {
+
+// The cube cores (one core group each in a mix kernel) and their L1 / L0 buffers.
+struct CubePlatform {
+  const char* name;
+  uint32_t cubeCores;  // AIC blockDim ceiling for cube and mix kernels
+  uint32_t l1Bytes, l0aBytes, l0bBytes, l0cBytes;
+};
+// A2's cube cores and buffers (tiling/platform.h).
+inline CubePlatform Ascend910BCube(uint32_t cubeCores = kA2CubeCores) {
+  return {kA2Name, cubeCores, kA2L1Bytes, kA2L0aBytes, kA2L0bBytes, kA2L0cBytes};
+}
+// The twin: one cube block per host thread at a time, A2's buffers.
+inline CubePlatform CpuTwinCube(uint32_t threads) {
+  return {"cpu-twin", threads, kA2L1Bytes, kA2L0aBytes, kA2L0bBytes, kA2L0cBytes};
+}
+
+}  // namespace tiling
 
 namespace cube_rules {
 
@@ -23,7 +43,8 @@ struct Operand {
 };
 
 struct Chip {  // A2's cube buffers (tiling/platform.h)
-  int64_t l1 = 512 * 1024, l0a = 64 * 1024, l0b = 64 * 1024, l0c = 128 * 1024;
+  int64_t l1 = ::tiling::kA2L1Bytes, l0a = ::tiling::kA2L0aBytes, l0b = ::tiling::kA2L0bBytes,
+          l0c = ::tiling::kA2L0cBytes;
 };
 
 // The bias table (tiling/platform.h) holds one base block's bias as fp32 whatever the bias dtype

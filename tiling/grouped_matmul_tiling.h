@@ -1,25 +1,12 @@
 // Host tiling for the grouped matmul cube kernels: a pure function of the problem and the chip's
-// cube resources. The L0/L1 rules TCubeTiling must obey are the twin's (twin_cube.h) and the chip's.
+// cube resources (CubePlatform, cube_tiling_rules.h). The L0/L1 rules TCubeTiling must obey are the twin's
+// (twin_cube.h) and the chip's.
 #pragma once
 #include "cube_tiling_rules.h"
 #include "grouped_matmul_tiling_data.h"
 #include "platform.h"
 
 namespace tiling {
-
-struct CubePlatform {
-  const char* name;
-  uint32_t cubeCores;  // AIC blockDim ceiling for cube-only kernels
-  uint32_t l1Bytes, l0aBytes, l0bBytes, l0cBytes;
-};
-// A2's cube cores and buffers (tiling/platform.h).
-inline CubePlatform Ascend910BCube(uint32_t cubeCores = kA2CubeCores) {
-  return {kA2Name, cubeCores, kA2L1Bytes, kA2L0aBytes, kA2L0bBytes, kA2L0cBytes};
-}
-// The twin: one cube block per host thread at a time, A2's buffers.
-inline CubePlatform CpuTwinCube(uint32_t threads) {
-  return {"cpu-twin", threads, kA2L1Bytes, kA2L0aBytes, kA2L0bBytes, kA2L0cBytes};
-}
 
 struct GroupedMatmulProblem {
   int64_t m, k, n, groups;

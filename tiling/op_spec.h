@@ -22,6 +22,17 @@ struct OpSpec {
   std::vector<std::vector<DType>> inputDtypes;  // the supported combinations, one dtype per input
 };
 
+// One attribute of a prototype, generated into op_proto_gen.h (<Op>Attrs, one member per attribute): its index
+// among the op's attributes (where a CANN op_host's RuntimeAttrs holds it) and the prototype's default, used
+// where the attribute is absent. T is int64_t, float, bool, const char* (string), std::optional<int64_t> (an int
+// whose default is None) or AttrIntList; a required attribute's default is T{}.
+struct AttrIntList {};  // list_int, whose default is None
+template <class T>
+struct Attr {
+  size_t index;
+  T fallback = T{};
+};
+
 // A bad argument. The message names the op, the argument, what was expected and what came; the
 // torch binding raises it as a ValueError or TypeError (kind), the op_host as a graph failure.
 struct ArgError : std::invalid_argument {

@@ -17,7 +17,7 @@ struct PlatformInfo {
 // The A2 (Ascend910B) facts every layer reads from here: the Unified Buffer per core (192 KiB - 256 B,
 // as platform_ascendc reports it; the CPU twin gives every block this UB, csrc/twin/twin_core.h), the
 // budget the tilings may fill (184 KiB: the rest is kept free for API scratch), and the cube core's
-// buffers and count (tiling/grouped_matmul_tiling.h).
+// buffers and count (CubePlatform, tiling/cube_tiling_rules.h).
 constexpr const char* kA2Name = "Ascend910B";
 constexpr uint32_t kA2UbBytes = 196352;
 constexpr uint32_t kA2UbBudget = 184 * 1024;

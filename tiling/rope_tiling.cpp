@@ -2,18 +2,19 @@
 
 #include <algorithm>
 
+#include "rope_buffers.h"
+
 namespace tiling {
 
 bool RopeRotatesByCopy(uint32_t headDim, RopeMode mode) {
   return mode == ROPE_MODE_HALF && headDim / 2 * sizeof(float) % 32 == 0;
 }
 
+// The kernel's buffers (rope_buffers.h) for one row: what Init carves grows with the rows.
 uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype, RopeMode mode, uint32_t xBuffers) {
-  const uint32_t pitch = RowPitch(headDim, dtype);
-  const uint32_t queued = (2 * xBuffers + 2 * 2) * pitch * ElementBytes(dtype);  // x, y; cos, sin (two each)
-  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 0 : 4) * pitch * 4;  // acc, fp32 x, cos, sin
-  const uint32_t tables = RopeRotatesByCopy(headDim, mode) ? 0 : (mode == ROPE_MODE_TUTORIAL ? 3 : 2) * pitch * 4;
-  return queued + fp32Work + tables;  // gather offsets, signs (and the tutorial's even-lane offsets)
+  return RopeBuffers(RowPitch(headDim, dtype), ElementBytes(dtype), xBuffers, RopeRotatesByCopy(headDim, mode),
+                     mode == ROPE_MODE_TUTORIAL)
+      .Total();
 }
 
 RopeTiling TileRope(const RopeProblem& p, const PlatformInfo& platform) {

@@ -29,7 +29,8 @@ struct RopeTiling {
 bool RopeRotatesByCopy(uint32_t headDim, RopeMode mode);
 
 // UB bytes one row of a tile costs: queues (x and y with xBuffers buffers each, cos and sin with
-// two) plus the fp32 work buffers and, for the Gather path, the gather-offset and sign tables.
+// two) plus the fp32 work buffers and, for the Gather path, the gather-offset and sign tables (rope_buffers.h, the
+// kernel's Init's plan).
 uint32_t RopeBytesPerRow(uint32_t headDim, DType dtype, RopeMode mode, uint32_t xBuffers = 2);
 
 RopeTiling TileRope(const RopeProblem& problem, const PlatformInfo& platform);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "swiglu_buffers.h"
+
 namespace tiling {
 
 namespace {
@@ -10,23 +12,12 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignDown(int64_t a, int64_t b) { return a / b * b; }
 }  // namespace
 
+// The kernels' buffers (swiglu_buffers.h) for one element / row: what Init carves grows with them.
 uint32_t SwigluBytesPerElem(DType dtype, bool backward) {
-  const uint32_t eb = ElementBytes(dtype);
-  if (!backward) {
-    const uint32_t queued = 3 * 2 * eb;                           // A, B, y; two buffers each
-    const uint32_t fp32Work = dtype == DType::kFloat32 ? 0 : 3 * 4;  // fp32 A, B and the result
-    return queued + fp32Work;
-  }
-  const uint32_t queued = 5 * 2 * eb;  // dy, A, B, dA, dB; two buffers each
-  // sigmoid and the ones it is divided out of, plus (fp16/bf16) fp32 dy, A, B (then dA), dB
-  const uint32_t fp32Work = (dtype == DType::kFloat32 ? 2 : 6) * 4;
-  return queued + fp32Work;
+  return SwigluBuffers(1, ElementBytes(dtype), backward).Total();
 }
 
-uint32_t SwigluPackedBytesPerRow(DType dtype) {
-  const uint32_t eb = ElementBytes(dtype);
-  return 2 * 2 * eb + 2 * eb + 2 * eb + (dtype == DType::kFloat32 ? 0 : 3 * 4) + 4;
-}
+uint32_t SwigluPackedBytesPerRow(DType dtype) { return SwigluPackedBuffers(1, ElementBytes(dtype)).Total(); }
 
 namespace {
 // Forward with inner 1 (SwiGLU over a last dim of 2): rows are (a, b) pairs, 2 * eb bytes, so the row tiling

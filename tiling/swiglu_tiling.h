@@ -20,11 +20,11 @@ struct SwigluTiling {
 };
 
 // UB bytes one tile element costs: the double-buffered queues (forward: A, B in, y out; backward:
-// dy, A, B in, dA, dB out) plus the fp32 work buffers.
+// dy, A, B in, dA, dB out) plus the fp32 work buffers (swiglu_buffers.h, the kernels' Init's plan).
 uint32_t SwigluBytesPerElem(DType dtype, bool backward);
 
 // UB bytes one row of a packed tile (inner 1, forward) costs: the (a, b) pair in and y out, double-buffered;
-// a and b de-interleaved; fp32 a, b and the result (16-bit dtypes); the gather offsets.
+// a and b de-interleaved; fp32 a, b and the result (16-bit dtypes); the gather offsets (swiglu_buffers.h).
 uint32_t SwigluPackedBytesPerRow(DType dtype);
 
 // Below this many columns a row is not split further just to give idle cores work.

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The starting files of a new op: tools/new_op.py <family> <op> [--root DIR].
+"""The starting files of a new op: tools/new_op.py <family> <op> [--mix] [--root DIR].
 
 Writes every file docs/adding-an-op.md lists, each one a marked starting point that fails loudly until it
 is written, never a stub that passes:
@@ -13,7 +13,11 @@ is written, never a stub that passes:
 
 A new family gets its family files too (problem, tiling, kernel, op_host header, bindings, NPU launcher,
 wrapper, reference, harness family, C++ tiling test); an op added to an existing family gets its per-op
-files only, and the family files to extend are printed. Existing files are never overwritten. The shared
+files only, and the family files to extend are printed. ``--mix`` starts a family whose kernel is a MIX launch
+(KERNEL_TYPE_MIX_AIC_1_2, as fused attention's): beside the entry, its AIC and AIV sources, the cross-core flags
+they hand data over with and a buffer plan the kernel's Init and the tiling share, and the tiling, kernel,
+binding and op_host files say where a mix kernel differs (the cube platform, the system workspace plus the
+core groups' slots, the typed launch). Existing files are never overwritten. The shared
 lists that name every family (python/ascendc_ops/ops/__init__.py, python/ascendc_ops/__init__.py,
 python/ascendc_ops/harness/families/__init__.py) are edited by hand. Standard library only.
 """
@@ -50,10 +54,12 @@ class Names:
         return f"test_{self.op}" if self.family in self.op else f"test_{self.family}_{self.op}"
 
 
-def cpp_error(what: str, step: str) -> str:
+def cpp_error(what: str, step: str, outline: str = "") -> str:
+    """A C++ starting point: what to write, the #error that stops the build, then (commented) the shape it takes."""
     return (
         f"// Written by tools/new_op.py: {what}\n"
         f'#error "tools/new_op.py scaffold: {step} (docs/adding-an-op.md), then delete this line"\n'
+        + "".join(f"// {line}".rstrip() + "\n" for line in outline.splitlines())
     )
 
 
@@ -83,8 +89,116 @@ def failing_test(n: Names) -> str:
     )
 
 
-# (path, why, content, per op: True / family: False); paths under --root.
-def files(n: Names) -> list[tuple[str, str, str, bool]]:
+def mix_entry_outline(n: Names) -> str:
+    """The shape of a MIX kernel's entry (csrc/kernels/attention.cpp is one)."""
+    f, F, T = n.family, n.family.upper(), n.family_type
+    return f"""The shape of a MIX entry (csrc/kernels/attention.cpp; the smallest, csrc/kernels/examples/
+mix_matmul_epilogue_example.cpp):
+  #include "{f}_cube.h"
+  #include "{f}_vector.h"
+  #define {F}_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)
+    extern "C" __global__ __aicore__ void OP##_##SUFFIX({F}_PARAMS(GM_ADDR)) {{
+      KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);  // per core group one AIC and two AIVs
+      {T}TilingData t;
+      CopyTiling(&t, tiling);
+      GM_ADDR slots = GetUserWorkspace(workspace);  // group g's slots at g * t.workspacePerGroup
+      // the AIC's group: GetBlockIdx(); an AIV's: GetBlockIdx() / GetTaskRation()
+      if ASCEND_IS_AIC {{ {T}Cube<T> cube; cube.Init(..., slots, t); cube.Process(); }}
+      if ASCEND_IS_AIV {{ {T}Vector<T> vec; vec.Init(..., slots, t); vec.Process(); }}
+    }}
+  {F}_DTYPES({F}_ENTRY, {f})"""
+
+
+# A MIX kernel's family (--mix): what its files say where a vector family's differ, and the files only it has.
+def mix_files(n: Names) -> tuple[dict[str, str], list[tuple[str, str, str, bool]]]:
+    f = n.family
+    why = {
+        f"tiling/{f}_tiling_data.h": "the tiling struct the kernel reads (core groups, each group's workspace slots) "
+        "and the X-macro entry lists",
+        f"tiling/{f}_tiling.cpp": "the tiling: a pure function of the problem and `tiling::CubePlatform` (a core "
+        "group per cube core), with the workspace bytes per group",
+        f"csrc/kernels/{f}.cpp": 'the MIX kernel: one `extern "C"` entry per dtype, `KERNEL_TYPE_MIX_AIC_1_2`, the '
+        "AIC and AIV sides",
+        f"csrc/op_host/{f}/{f}_host.h": "what the op_host files call: the problem function, the tiling for "
+        "`NpuCubePlatform(context)`, `Publish` with the groups' workspace bytes",
+        f"csrc/torch/{f}_ops.cpp": "the CPU binding (`Prepare<Op>` with `TwinCubePlatform()`, the system workspace "
+        "plus the groups', `LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, ...)`) and the Meta kernel",
+        f"csrc/torch/npu/{f}_npu.cpp": "the same `Prepare<Op>` with `npu::NpuCubePlatform()`, `npu::SysWorkspace` "
+        "plus the groups' slots, on torch_npu's stream",
+    }
+    extra = [
+        (
+            f"csrc/kernels/{f}_cube.h",
+            "the AIC side: loads, Mmad, Fixpipe into the group's workspace slot, then its flag",
+            cpp_error(
+                f"the {f} kernel's AIC side (csrc/kernels/attention_cube.h is one).",
+                "write the AIC side",
+                "Per task: load the operands into L1 / L0, Mmad, Fixpipe the fp32 result into the group's slot,\n"
+                "CrossCoreSetFlag<2, PIPE_FIX>(kReady); CrossCoreWaitFlag<2>(kFree) before writing that slot again.",
+            ),
+            False,
+        ),
+        (
+            f"csrc/kernels/{f}_vector.h",
+            "the AIV side: each of the two takes half the rows, waits for the AIC's flag, answers with its own",
+            cpp_error(
+                f"the {f} kernel's AIV side (csrc/kernels/attention_vector.h is one).",
+                "write the AIV side",
+                "GetSubBlockIdx() picks this AIV's half of the rows; CrossCoreWaitFlag<2>(kReady) before reading the\n"
+                "AIC's slot, CrossCoreSetFlag<2, PIPE_MTE3>(kFree) once done with it. Init carves UB by\n"
+                f"tiling/{f}_buffers.h, in its order.",
+            ),
+            False,
+        ),
+        (
+            f"csrc/kernels/{f}_flags.h",
+            "the cross-core flag ids of the hand-offs both sides share (mode 2: an AIC and its two AIVs)",
+            cpp_error(
+                f"the {f} kernel's cross-core flags (attention_task.h's attention_flags is one).",
+                "name the flags",
+                "One id per hand-off (at most 16), each set as often as it is waited for: the twin runs the cores\n"
+                "of a group together and reports a wait that no set answers.",
+            ),
+            False,
+        ),
+        (
+            f"tiling/{f}_buffers.h",
+            "the buffer plan: constexpr functions of the tiling's fields, carved by the kernel's Init and held "
+            "to UB / L1 by the tiling",
+            cpp_error(
+                f"the {f} buffer plan (tiling/attention_buffers.h is one).",
+                "write the buffer plan",
+                "Each buffer's bytes from the tiling's fields, __aicore__ where a kernel header defined it; the\n"
+                "kernel's Init carves them in this order and the tiling holds their sum to the budget.",
+            ),
+            False,
+        ),
+    ]
+    return why, extra
+
+
+# (path, why, content, per op: True / family: False); paths under --root. `mix`: a MIX kernel's family.
+def files(n: Names, mix: bool = False) -> list[tuple[str, str, str, bool]]:
+    rows = vector_files(n)
+    if not mix:
+        return rows
+    why, extra = mix_files(n)
+    kernel = f"csrc/kernels/{n.family}.cpp"
+    rows = [
+        (
+            path,
+            why.get(path, reason),
+            cpp_error(f"the {n.family} MIX kernel.", "write the kernel", mix_entry_outline(n))
+            if path == kernel
+            else text,
+            per_op,
+        )
+        for path, reason, text, per_op in rows
+    ]
+    return rows + extra
+
+
+def vector_files(n: Names) -> list[tuple[str, str, str, bool]]:
     f, op = n.family, n.op
     return [
         (
@@ -205,7 +319,7 @@ def family_files(root: Path, path: str) -> list[str]:
     return [str(q.relative_to(root)) for q in sorted((root / p.parent).glob(f"{p.stem}_*{p.suffix}"))]
 
 
-def scaffold(family: str, op: str, root: Path) -> tuple[list[tuple[str, str]], list[str]]:
+def scaffold(family: str, op: str, root: Path, mix: bool = False) -> tuple[list[tuple[str, str]], list[str]]:
     """Writes the files; returns ([(path, why) written], [family files to extend])."""
     for name in (family, op):
         if not NAME.fullmatch(name):
@@ -214,15 +328,21 @@ def scaffold(family: str, op: str, root: Path) -> tuple[list[tuple[str, str]], l
     if any((root / "op_proto").glob(f"*/{op}.json")):
         raise SystemExit(f"new_op: {op} has a prototype already")
     new_family = not (root / "op_proto" / family).is_dir()
-    chosen = [(p, why, text) for p, why, text, per_op in files(n) if per_op or new_family]
+    if mix and not new_family:
+        raise SystemExit(f"new_op: --mix starts a family, and {family} exists (its ops share its kernel)")
+    chosen = [(p, why, text) for p, why, text, per_op in files(n, mix) if per_op or new_family]
     existing = [p for p, _, _ in chosen if (root / p).exists()]
     if existing:
         raise SystemExit(f"new_op: would overwrite {existing}")
     for path, _, text in chosen:
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
+    # a family started with --mix has an AIC side: its files to extend are a mix family's
+    mix = mix or (root / "csrc/kernels" / f"{family}_cube.h").exists()
     extend = (
-        [] if new_family else sorted({e for p, *_, per_op in files(n) if not per_op for e in family_files(root, p)})
+        []
+        if new_family
+        else sorted({e for p, *_, per_op in files(n, mix) if not per_op for e in family_files(root, p)})
     )
     return [(p, why) for p, why, _ in chosen], extend
 
@@ -231,9 +351,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("family", help="the family key, e.g. rope (a new one: a new family)")
     parser.add_argument("op", help="the op's snake_case name, e.g. rotary_mul")
+    parser.add_argument(
+        "--mix", action="store_true", help="a new family whose kernel is a MIX launch (AIC + AIV, as attention's)"
+    )
     parser.add_argument("--root", type=Path, default=ROOT, help="the tree to write into (default: this checkout)")
     args = parser.parse_args()
-    written, extend = scaffold(args.family, args.op, args.root)
+    written, extend = scaffold(args.family, args.op, args.root, args.mix)
     for path, why in written:
         print(f"wrote  {path}: {why}")
     for path in extend:

@@ -19,8 +19,7 @@ namespace attention_grad_vec {
 constexpr float kMaxFloor = -1e29f;  // above kMasked: exp(kMasked - kMaxFloor) is 0
 using attention_rows::kMaxRows;      // rows of one AIV: s1Block <= 128
 constexpr uint32_t kRowBlock = kMaxRows * attention_rows::kBlock;  // floats of one set of per-row blocks
-// blocksBuf_'s sets of per-row 32-byte blocks: m, 1 / l, D, and the band's two edges
-enum Blocks : uint32_t { kM, kInvL, kD, kBand, kBlockSets = kBand + 2 };
+// blocksBuf_'s sets of per-row blocks (Blocks, kBlockSets) are the buffer plan's, tiling/attention_buffers.h.
 }  // namespace attention_grad_vec
 
 template <typename T>
@@ -42,24 +41,25 @@ class AttentionGradVector {
     dk_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dk));
     dv_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dv));
     const uint32_t s2b = t.s2Block, dp = g.dPitch, vp = t.vPitch;
-    maxRows_ = Align16((uint32_t(t.s1Block) + 1) / 2), maxKeys_ = Align16((s2b + 1) / 2);
+    maxRows_ = AttentionGradHalf(uint32_t(t.s1Block)), maxKeys_ = AttentionGradHalf(s2b);
     const uint32_t area = maxRows_ * s2b;  // elements of one row block of S
-    pipe_.InitBuffer(sBuf_, area * sizeof(float));
-    pipe_.InitBuffer(dpBuf_, area * sizeof(float));
-    pipe_.InitBuffer(boundBuf_, area * sizeof(float));
+    // the buffer plan the tiling counted (tiling/attention_buffers.h), in its order
+    const AttentionGradVectorUb ub = AttentionGradVectorBuffers(maxRows_, maxKeys_, s2b, dp, vp, sizeof(T), t.maskFull);
+    pipe_.InitBuffer(sBuf_, ub.s);
+    pipe_.InitBuffer(dpBuf_, ub.dp);
+    pipe_.InitBuffer(boundBuf_, ub.bound);
     if (t.maskFull) {
-      pipe_.InitBuffer(maskBuf_, (area + 31) / 32 * 32);
-      pipe_.InitBuffer(maskHalfBuf_, area * sizeof(half));
+      pipe_.InitBuffer(maskBuf_, ub.mask);
+      pipe_.InitBuffer(maskHalfBuf_, ub.maskHalf);
     }
-    pipe_.InitBuffer(stageBuf_, 2 * area * sizeof(T));
-    pipe_.InitBuffer(offsetBuf_, area * sizeof(uint32_t));
-    const uint32_t accKeys = maxKeys_ * (dp + vp), accRows = maxRows_ * dp;
-    pipe_.InitBuffer(accBuf_, (accKeys > accRows ? accKeys : accRows) * sizeof(float));
-    pipe_.InitBuffer(rampBuf_, s2b * sizeof(float));
-    pipe_.InitBuffer(rowRampBuf_, kMaxRows * sizeof(float));
-    pipe_.InitBuffer(statBuf_, 2 * maxRows_ * kAttentionStatLanes * sizeof(float));
-    pipe_.InitBuffer(rowBuf_, 3 * kMaxRows * sizeof(float));  // D, the band's two edges
-    pipe_.InitBuffer(blocksBuf_, kBlockSets * kRowBlock * sizeof(float));
+    pipe_.InitBuffer(stageBuf_, ub.stage);
+    pipe_.InitBuffer(offsetBuf_, ub.offsets);
+    pipe_.InitBuffer(accBuf_, ub.acc);
+    pipe_.InitBuffer(rampBuf_, ub.ramp);
+    pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
+    pipe_.InitBuffer(statBuf_, ub.stats);
+    pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
+    pipe_.InitBuffer(blocksBuf_, ub.blocks);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));

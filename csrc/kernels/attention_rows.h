@@ -6,13 +6,15 @@
 // (Brcb) read with block stride 0.
 #pragma once
 #include "kernel_operator.h"
+// after kernel_operator.h: its functions are __aicore__
+#include "attention_buffers.h"
 
 using namespace AscendC;
 
 namespace attention_rows {
-constexpr uint32_t kMaxRows = 64;  // rows of one AIV: one repeat each, well under the 255 a call takes
-constexpr uint32_t kLanes = 64;    // fp32 lanes of one 256-byte repeat
-constexpr uint32_t kBlock = 8;     // fp32 lanes of one 32-byte block
+constexpr uint32_t kMaxRows = kAttentionMaxRows;  // rows of one AIV (the buffer plan's)
+constexpr uint32_t kLanes = 64;                   // fp32 lanes of one 256-byte repeat
+constexpr uint32_t kBlock = kAttentionBlockFloats;  // fp32 lanes of one 32-byte block
 enum class Op { kAdd, kSub, kMul, kMax, kMin };
 
 __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalTensor<float>& a,

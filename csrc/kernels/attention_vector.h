@@ -19,14 +19,7 @@ namespace attention_vec {
 using attention_mask::kMasked;
 using attention_rows::kMaxRows;  // rows of one AIV: s1Block <= 128
 constexpr float kFltMax = 3.40282347e38f;
-// statBuf_'s slots of kMaxRows floats: a row reduction, the rescale factors of the kAttentionPSlots blocks
-// in flight, two scratch rows (the band's edges), keep; then per task in flight (as many as blocks: a task
-// with a block in flight, and the one about to start) the running max (two, the old and the new
-// alternate) and the running sum.
-enum Stat : uint32_t { kRed, kAlpha0, kAlpha1, kAlpha2, kTmp0, kTmp1, kKeep, kTaskStats };
-static_assert(kTmp0 - kAlpha0 == kAttentionPSlots, "a rescale slot per block in flight");
-enum TaskStat : uint32_t { kMax0, kMax1, kSum, kPerTask };
-constexpr uint32_t kStats = kTaskStats + kPerTask * kAttentionPSlots;
+// statBuf_'s slots (Stat, TaskStat, kStats) are the buffer plan's, tiling/attention_buffers.h.
 }  // namespace attention_vec
 
 template <typename T>
@@ -47,21 +40,23 @@ class AttentionVector {
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxSum));
     using namespace attention_vec;
-    const uint32_t rows = (uint32_t(t.s1Block) + 1) / 2, s2b = t.s2Block, vp = t.vPitch;
+    const uint32_t rows = AttentionVectorRows(uint32_t(t.s1Block)), s2b = t.s2Block, vp = t.vPitch;
     maxRows_ = rows;
-    pipe_.InitBuffer(sQue_, 2, rows * s2b * sizeof(float));
-    pipe_.InitBuffer(boundBuf_, rows * s2b * sizeof(float));
+    // the buffer plan the tiling counted (tiling/attention_buffers.h), in its order
+    const AttentionVectorUb ub = AttentionVectorBuffers(rows, s2b, vp, t.maskFull);
+    pipe_.InitBuffer(sQue_, 2, ub.s);
+    pipe_.InitBuffer(boundBuf_, ub.bound);
     if (t.maskFull) {
-      pipe_.InitBuffer(maskBuf_, rows * s2b);
-      pipe_.InitBuffer(maskHalfBuf_, rows * s2b * sizeof(half));
+      pipe_.InitBuffer(maskBuf_, ub.mask);
+      pipe_.InitBuffer(maskHalfBuf_, ub.maskHalf);
     }
-    pipe_.InitBuffer(oBuf_, rows * vp * sizeof(float));
-    if (t.pvBuffer) pipe_.InitBuffer(pvQue_, 1, rows * vp * sizeof(float));
-    pipe_.InitBuffer(rampBuf_, s2b * sizeof(float));
-    pipe_.InitBuffer(rowRampBuf_, kMaxRows * sizeof(float));
-    pipe_.InitBuffer(statBuf_, kStats * kMaxRows * sizeof(float));
-    pipe_.InitBuffer(blocksBuf_, 2 * kMaxRows * attention_rows::kBlock * sizeof(float));
-    pipe_.InitBuffer(outStatBuf_, 2 * OutStatRows() * kAttentionStatLanes * sizeof(float));
+    pipe_.InitBuffer(oBuf_, ub.o);
+    if (t.pvBuffer) pipe_.InitBuffer(pvQue_, 1, ub.pv);
+    pipe_.InitBuffer(rampBuf_, ub.ramp);
+    pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
+    pipe_.InitBuffer(statBuf_, ub.stats);
+    pipe_.InitBuffer(blocksBuf_, ub.blocks);
+    pipe_.InitBuffer(outStatBuf_, ub.outStats);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     // each row's query row relative to the task's first (stacked heads: G rows per query row)

@@ -17,11 +17,12 @@
 // fp16 / bf16 are computed in fp32 and rounded once on the way out (CAST_RINT).
 #include "kernel_operator.h"
 #include "kernel_utils.h"
+#include "rope_buffers.h"
 #include "rope_tiling_data.h"
 
 using namespace AscendC;
 
-constexpr int32_t BUFFER_NUM = 2;  // cos/sin double-buffered; x and y take the tiling's xBuffers (2 or 3)
+constexpr int32_t BUFFER_NUM = kRopeTableBuffers;  // cos/sin double-buffered; x and y take the tiling's xBuffers
 
 template <typename T>
 class KernelRope {
@@ -36,20 +37,23 @@ class KernelRope {
     yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.xRows * t_.xRowElems);
     cosGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(cos), t_.rRows * t_.headDim);
     sinGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(sin), t_.rRows * t_.headDim);
-    pipe->InitBuffer(inX_, static_cast<uint8_t>(t_.xBuffers), tileElems * sizeof(T));
-    pipe->InitBuffer(inCos_, BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(inSin_, BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(outY_, static_cast<uint8_t>(t_.xBuffers), tileElems * sizeof(T));
+    // the plan the tiling counted (tiling/rope_buffers.h), in its order
+    const RopeUb ub =
+        RopeBuffers(tileElems, sizeof(T), t_.xBuffers, t_.rotateByCopy, t_.rotaryMode == ROPE_MODE_TUTORIAL);
+    pipe->InitBuffer(inX_, static_cast<uint8_t>(t_.xBuffers), ub.tile);
+    pipe->InitBuffer(inCos_, BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(inSin_, BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(outY_, static_cast<uint8_t>(t_.xBuffers), ub.tile);
     if constexpr (!IsFloat()) {
-      pipe->InitBuffer(accBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(xFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(cosFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(sinFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(accBuf_, ub.widened);
+      pipe->InitBuffer(xFloatBuf_, ub.widened);
+      pipe->InitBuffer(cosFloatBuf_, ub.widened);
+      pipe->InitBuffer(sinFloatBuf_, ub.widened);
     }
     if (!t_.rotateByCopy) {
-      pipe->InitBuffer(offsetBuf_, tileElems * sizeof(uint32_t));
-      pipe->InitBuffer(signBuf_, tileElems * sizeof(float));
-      if (t_.rotaryMode == ROPE_MODE_TUTORIAL) pipe->InitBuffer(laneBuf_, tileElems * sizeof(uint32_t));
+      pipe->InitBuffer(offsetBuf_, ub.table);
+      pipe->InitBuffer(signBuf_, ub.table);
+      if (t_.rotaryMode == ROPE_MODE_TUTORIAL) pipe->InitBuffer(laneBuf_, ub.table);
       BuildTables();
     }
   }

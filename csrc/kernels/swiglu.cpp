@@ -8,11 +8,12 @@
 // fp16 / bf16 are widened to fp32 (CAST_NONE), computed in fp32 and rounded once (CAST_RINT).
 #include "kernel_operator.h"
 #include "kernel_utils.h"
+#include "swiglu_buffers.h"
 #include "swiglu_tiling_data.h"
 
 using namespace AscendC;
 
-constexpr int32_t SWIGLU_BUFFER_NUM = 2;  // double buffering: load tile i+1 while computing tile i
+constexpr int32_t SWIGLU_BUFFER_NUM = kSwigluBufferNum;  // double buffering: load tile i+1 while computing tile i
 
 // Where task `task` sits in the [outer, inner] problem; pitch is its UB row length (cols padded to 32 bytes).
 struct SwigluTile {
@@ -97,13 +98,14 @@ class KernelSwiglu {
     const uint32_t tileElems = t_.tileRows * t_.tilePitch;
     xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.outer * 2 * t_.inner);
     yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.outer * t_.inner);
-    pipe->InitBuffer(inA_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(inB_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(outY_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
+    const SwigluUb ub = SwigluBuffers(tileElems, sizeof(T), false);  // the plan the tiling counted
+    pipe->InitBuffer(inA_, SWIGLU_BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(inB_, SWIGLU_BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(outY_, SWIGLU_BUFFER_NUM, ub.tile);
     if constexpr (sizeof(T) != sizeof(float)) {
-      pipe->InitBuffer(aFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(bFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(yFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(aFloatBuf_, ub.widened);
+      pipe->InitBuffer(bFloatBuf_, ub.widened);
+      pipe->InitBuffer(yFloatBuf_, ub.widened);
     }
   }
 
@@ -172,18 +174,19 @@ class KernelSwigluGrad {
     dyGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy), t_.outer * t_.inner);
     xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.outer * 2 * t_.inner);
     dxGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dx), t_.outer * 2 * t_.inner);
-    pipe->InitBuffer(inDy_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(inA_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(inB_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(outDa_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(outDb_, SWIGLU_BUFFER_NUM, tileElems * sizeof(T));
-    pipe->InitBuffer(sigmoidBuf_, tileElems * sizeof(float));
-    pipe->InitBuffer(onesBuf_, tileElems * sizeof(float));
+    const SwigluUb ub = SwigluBuffers(tileElems, sizeof(T), true);  // the plan the tiling counted
+    pipe->InitBuffer(inDy_, SWIGLU_BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(inA_, SWIGLU_BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(inB_, SWIGLU_BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(outDa_, SWIGLU_BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(outDb_, SWIGLU_BUFFER_NUM, ub.tile);
+    pipe->InitBuffer(sigmoidBuf_, ub.sigmoid);
+    pipe->InitBuffer(onesBuf_, ub.sigmoid);
     if constexpr (sizeof(T) != sizeof(float)) {  // fp32 dA goes into B's widened buffer (Compute)
-      pipe->InitBuffer(dyFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(aFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(bFloatBuf_, tileElems * sizeof(float));
-      pipe->InitBuffer(dbFloatBuf_, tileElems * sizeof(float));
+      pipe->InitBuffer(dyFloatBuf_, ub.widened);
+      pipe->InitBuffer(aFloatBuf_, ub.widened);
+      pipe->InitBuffer(bFloatBuf_, ub.widened);
+      pipe->InitBuffer(dbFloatBuf_, ub.widened);
     }
     Duplicate(onesBuf_.Get<float>(), 1.0f, static_cast<int32_t>(tileElems));  // 1 / (1 + e) and 1 - s
     PipeBarrier<PIPE_V>();

@@ -5,6 +5,7 @@
 #pragma once
 #include "kernel_operator.h"
 #include "kernel_utils.h"
+#include "swiglu_buffers.h"
 #include "swiglu_tiling_data.h"
 
 template <typename T>
@@ -17,16 +18,17 @@ class KernelSwigluPacked {
     const uint32_t rows = t_.tileRows;
     xGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(x), t_.outer * 2);
     yGm_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(y), t_.outer);
-    pipe->InitBuffer(inX_, SWIGLU_PACKED_BUFFER_NUM, 2 * rows * sizeof(T));
-    pipe->InitBuffer(outY_, SWIGLU_PACKED_BUFFER_NUM, rows * sizeof(T));
-    pipe->InitBuffer(aBuf_, rows * sizeof(T));
-    pipe->InitBuffer(bBuf_, rows * sizeof(T));
+    const SwigluPackedUb ub = SwigluPackedBuffers(rows, sizeof(T));  // the plan the tiling counted
+    pipe->InitBuffer(inX_, SWIGLU_PACKED_BUFFER_NUM, ub.pairs);
+    pipe->InitBuffer(outY_, SWIGLU_PACKED_BUFFER_NUM, ub.out);
+    pipe->InitBuffer(aBuf_, ub.half);
+    pipe->InitBuffer(bBuf_, ub.half);
     if constexpr (sizeof(T) != sizeof(float)) {
-      pipe->InitBuffer(aFloatBuf_, rows * sizeof(float));
-      pipe->InitBuffer(bFloatBuf_, rows * sizeof(float));
-      pipe->InitBuffer(yFloatBuf_, rows * sizeof(float));
+      pipe->InitBuffer(aFloatBuf_, ub.widened);
+      pipe->InitBuffer(bFloatBuf_, ub.widened);
+      pipe->InitBuffer(yFloatBuf_, ub.widened);
     }
-    pipe->InitBuffer(offsetBuf_, rows * sizeof(uint32_t));
+    pipe->InitBuffer(offsetBuf_, ub.offsets);
   }
 
   __aicore__ inline void Process() {
@@ -44,7 +46,7 @@ class KernelSwigluPacked {
   }
 
  private:
-  static constexpr int32_t SWIGLU_PACKED_BUFFER_NUM = 2;
+  static constexpr int32_t SWIGLU_PACKED_BUFFER_NUM = kSwigluBufferNum;
 
   __aicore__ inline uint32_t Rows(int64_t task) const {
     const int64_t left = t_.outer - task * t_.tileRows;

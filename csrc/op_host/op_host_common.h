@@ -1,16 +1,19 @@
-// What every csrc/op_host/<family>/<op>.cpp shares: the platform from platform_ascendc, ge <-> tiling dtypes,
-// shapes as plain vectors, handing the plain tiling struct (CANN 8 standard-C++ tiling) to the
-// kernel, and the infer-shape/dtype steps most ops are made of. The tiling itself is the pure
-// tiling/ function the CPU twin and the torch bindings call.
+// What every csrc/op_host/<family>/<op>.cpp shares: the platform from platform_ascendc (npu_platform.h),
+// the attributes by their generated index and default, ge <-> tiling dtypes, shapes as plain vectors, handing the plain
+// tiling struct (CANN 8 standard-C++ tiling) to the kernel, and the infer-shape/dtype steps most ops are made of. The
+// tiling itself is the pure tiling/ function the CPU twin and the torch bindings call.
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "exe_graph/runtime/infer_datatype_context.h"
 #include "exe_graph/runtime/infer_shape_context.h"
 #include "exe_graph/runtime/tiling_context.h"
+#include "npu_platform.h"
 #include "op_proto_gen.h"
 #include "op_spec.h"
 #include "platform.h"
@@ -20,15 +23,41 @@
 
 namespace ascendc_ops_host {
 
-// The chip the kernel will run on: its vector cores and UB size, with the same API scratch
-// reserve tiling::Ascend910B keeps free.
+// The chip the kernel will run on (npu_platform.h): its vector cores and UB, or its cube cores and L1 / L0.
 inline tiling::PlatformInfo NpuPlatform(const gert::TilingContext* context) {
-  platform_ascendc::PlatformAscendC soc(context->GetPlatformInfo());
-  uint64_t ub = 0;
-  soc.GetCoreMemSize(platform_ascendc::CoreMemType::UB, ub);
-  const uint32_t ubBytes = static_cast<uint32_t>(ub);
-  const uint32_t reserve = ubBytes > tiling::kA2UbReserve ? tiling::kA2UbReserve : 0;
-  return {tiling::kA2Name, soc.GetCoreNumAiv(), ubBytes, reserve};
+  return VectorPlatformOf(platform_ascendc::PlatformAscendC(context->GetPlatformInfo()));
+}
+inline tiling::CubePlatform NpuCubePlatform(const gert::TilingContext* context) {
+  return CubePlatformOf(platform_ascendc::PlatformAscendC(context->GetPlatformInfo()));
+}
+
+// Attribute `a` of op_proto_gen.h's <Op>Attrs (its index and the prototype's default): the value the graph
+// gives, or the default where the attrs or the attribute are absent. A list is absent when empty too.
+inline int64_t ReadAttr(const gert::RuntimeAttrs* attrs, tiling::Attr<int64_t> a) {
+  const int64_t* v = attrs == nullptr ? nullptr : attrs->GetInt(a.index);
+  return v == nullptr ? a.fallback : *v;
+}
+inline std::optional<int64_t> ReadAttr(const gert::RuntimeAttrs* attrs, tiling::Attr<std::optional<int64_t>> a) {
+  const int64_t* v = attrs == nullptr ? nullptr : attrs->GetInt(a.index);
+  return v == nullptr ? a.fallback : std::optional<int64_t>(*v);
+}
+inline float ReadAttr(const gert::RuntimeAttrs* attrs, tiling::Attr<float> a) {
+  const float* v = attrs == nullptr ? nullptr : attrs->GetFloat(a.index);
+  return v == nullptr ? a.fallback : *v;
+}
+inline bool ReadAttr(const gert::RuntimeAttrs* attrs, tiling::Attr<bool> a) {
+  const bool* v = attrs == nullptr ? nullptr : attrs->GetBool(a.index);
+  return v == nullptr ? a.fallback : *v;
+}
+inline std::string ReadAttr(const gert::RuntimeAttrs* attrs, tiling::Attr<const char*> a) {
+  const char* v = attrs == nullptr ? nullptr : attrs->GetStr(a.index);
+  return v != nullptr ? v : a.fallback != nullptr ? a.fallback : "";
+}
+inline std::optional<std::vector<int64_t>> ReadAttr(const gert::RuntimeAttrs* attrs,
+                                                    tiling::Attr<tiling::AttrIntList> a) {
+  const auto* v = attrs == nullptr ? nullptr : attrs->GetListInt(a.index);
+  if (v == nullptr || v->GetSize() == 0) return std::nullopt;
+  return std::vector<int64_t>(v->GetData(), v->GetData() + v->GetSize());
 }
 
 // ge dtype -> tiling dtype; false for a dtype no kernel takes (the OpDef admits none of those).
@@ -136,15 +165,6 @@ inline ge::graphStatus KeepDimShape(gert::InferShapeContext* context, size_t in,
   if (normDims > to->GetDimNum()) return ge::GRAPH_FAILED;
   for (size_t k = to->GetDimNum() - normDims; k < to->GetDimNum(); ++k) to->SetDim(k, 1);
   return ge::GRAPH_SUCCESS;
-}
-
-// Attribute `index`, or nullptr / `fallback` where the attrs or the attribute are absent.
-inline const int64_t* IntAttr(const gert::RuntimeAttrs* attrs, size_t index) {
-  return attrs == nullptr ? nullptr : attrs->GetInt(index);
-}
-inline bool BoolAttr(const gert::RuntimeAttrs* attrs, size_t index, bool fallback) {
-  const bool* v = attrs == nullptr ? nullptr : attrs->GetBool(index);
-  return v == nullptr ? fallback : *v;
 }
 
 }  // namespace ascendc_ops_host

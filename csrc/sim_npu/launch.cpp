@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "platform.h"
 #include "sim_acl_launch.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "torch_npu/csrc/framework/OpCommand.h"
@@ -69,16 +70,18 @@ void at_npu::native::OpCommand::RunOpApi(const std::string& opName, const std::f
   TORCH_CHECK(status == 0, "simulated NPU: ", opName, " returned ", status);
 }
 
-// An Ascend910B2's numbers (the SoC cmake/npu.cmake compiles for): 24 cube cores, each with two vector cores.
+// An Ascend910B2's numbers (the SoC cmake/npu.cmake compiles for, tiling/platform.h): 24 cube cores, each with two
+// vector cores.
 namespace platform_ascendc {
-uint32_t PlatformAscendC::GetCoreNumAiv() const { return 48; }
-uint32_t PlatformAscendC::GetCoreNumAic() const { return 24; }
+uint32_t PlatformAscendC::GetCoreNumAiv() const { return 2 * tiling::kA2CubeCores; }
+uint32_t PlatformAscendC::GetCoreNumAic() const { return tiling::kA2CubeCores; }
 void PlatformAscendC::GetCoreMemSize(CoreMemType type, uint64_t& size) const {
   switch (type) {
-    case CoreMemType::L1: size = 512 * 1024; break;
-    case CoreMemType::L0_A:
-    case CoreMemType::L0_B: size = 64 * 1024; break;
-    case CoreMemType::L0_C: size = 128 * 1024; break;
+    case CoreMemType::UB: size = tiling::kA2UbBytes; break;
+    case CoreMemType::L1: size = tiling::kA2L1Bytes; break;
+    case CoreMemType::L0_A: size = tiling::kA2L0aBytes; break;
+    case CoreMemType::L0_B: size = tiling::kA2L0bBytes; break;
+    case CoreMemType::L0_C: size = tiling::kA2L0cBytes; break;
     default: size = 0;
   }
 }

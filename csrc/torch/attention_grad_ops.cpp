@@ -16,46 +16,37 @@ namespace ascendc_ops {
 namespace {
 
 const OpProto& kOp = kFusionAttentionGrad;
-using Lengths = std::optional<std::vector<int64_t>>;
 
-// Devices, then the problem function on concrete (Arg) or symbolic (SymArg) shapes.
+// Devices, then the problem function on concrete (Meta: symbolic) shapes, which also reads sparse_mode 2-4's mask
+// values where they are on hand.
 template <class Int>
-tiling::AttentionArgs<Int> CheckGrad(tiling::TensorArg<Int> (*arg)(const at::Tensor&), const at::Tensor& query,
-                                     const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
-                                     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
-                                     const at::Tensor& attentionIn, const at::Tensor& attenMask, int64_t headNum,
-                                     const std::string& inputLayout, int64_t preTokens, int64_t nextTokens,
-                                     const Lengths& qlen, const Lengths& kvlen, int64_t sparseMode) {
+tiling::AttentionArgs<Int> CheckGrad(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                     const at::Tensor& dy, const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
+                                     const at::Tensor& attentionIn, const at::Tensor& attenMask,
+                                     const tiling::AttentionAttrs& attrs) {
   // in the prototype's input order, which names them (an absent mask stands in as query)
   CheckSameDevice(
       kOp, {query, key, value, dy, attenMask.defined() ? attenMask : query, softmaxMax, softmaxSum, attentionIn});
-  return Checked(kOp, [&] {
-    return tiling::CheckFusionAttentionGrad(kOp, arg(query), arg(key), arg(value), arg(dy), arg(attenMask),
-                                            arg(softmaxMax), arg(softmaxSum), arg(attentionIn), headNum, inputLayout,
-                                            preTokens, nextTokens, qlen ? &*qlen : nullptr, kvlen ? &*kvlen : nullptr,
-                                            sparseMode);
-  });
+  at::Tensor hostMask;
+  return tiling::CheckFusionAttentionGrad(kOp, ArgOf<Int>(query), ArgOf<Int>(key), ArgOf<Int>(value), ArgOf<Int>(dy),
+                                          ArgOf<Int>(attenMask), ArgOf<Int>(softmaxMax), ArgOf<Int>(softmaxSum),
+                                          ArgOf<Int>(attentionIn), attrs,
+                                          AttentionMaskBytesOf<Int>(attenMask, hostMask));
 }
 
 }  // namespace
 
-FusionAttentionGradLaunch PrepareFusionAttentionGrad(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
-    const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens,
-    int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-    int64_t sparseMode, const tiling::CubePlatform& platform) {
-  const Lengths qlen = AttentionListOf(actualSeqQlen), kvlen = AttentionListOf(actualSeqKvlen);
-  const tiling::AttentionArgs<int64_t> args =
-      CheckGrad<int64_t>(&Arg, query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum,
-                         inputLayout, preTokens, nextTokens, qlen, kvlen, sparseMode);
-  CheckCompressedAttentionMask(kOp, attenMask, sparseMode);
+FusionAttentionGradLaunch PrepareFusionAttentionGrad(const at::Tensor& query, const at::Tensor& key,
+                                                     const at::Tensor& value, const at::Tensor& dy,
+                                                     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
+                                                     const at::Tensor& attentionIn, const at::Tensor& attenMask,
+                                                     const tiling::AttentionAttrs& attrs,
+                                                     const tiling::CubePlatform& platform) {
   FusionAttentionGradLaunch l;
-  l.tiling = Checked(kOp, [&] {
-    return tiling::TileAttentionGrad(
-        tiling::AttentionProblemOf(args, Arg(query).dtype, scale, preTokens, nextTokens, qlen ? &*qlen : nullptr,
-                                   kvlen ? &*kvlen : nullptr, sparseMode, Arg(attenMask)),
-        platform);
+  Checked(kOp, [&] {
+    const tiling::AttentionArgs<int64_t> a =
+        CheckGrad<int64_t>(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, attrs);
+    l.tiling = tiling::TileAttentionGrad(tiling::AttentionProblemOf(a), platform);
   });
   // no task to launch (no rows at all): every gradient is an empty sum, 0
   const auto alloc = [&](const at::Tensor& like) {
@@ -83,21 +74,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
                                                          const at::Tensor& value, const at::Tensor& dy,
                                                          const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
                                                          const at::Tensor& attentionIn, const at::Tensor& attenMask,
-                                                         int64_t headNum, const std::string& inputLayout, double scale,
-                                                         int64_t preTokens, int64_t nextTokens,
-                                                         at::OptionalIntArrayRef actualSeqQlen,
-                                                         at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
-  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(
-      query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum, inputLayout, scale, preTokens,
-      nextTokens, actualSeqQlen, actualSeqKvlen, sparseMode, TwinCubePlatform());
+                                                         const tiling::AttentionAttrs& attrs) {
+  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(query, key, value, dy, softmaxMax, softmaxSum, attentionIn,
+                                                           attenMask, attrs, TwinCubePlatform());
   if (l.tiling.blockDim == 0) return {l.dq, l.dk, l.dv};
   // the system workspace, then the groups' slots (GetUserWorkspace)
   at::Tensor workspace =
       at::empty({int64_t(AscendC::twin::kSystemWorkspaceBytes) + l.tiling.workspaceBytes}, at::kByte);
   const auto& entry = PickEntry(twin_entries::fusion_attention_grad, l.query.scalar_type());
-  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
-                    Gm(l.value), Gm(l.dy), l.mask.defined() ? Gm(l.mask) : nullptr, Gm(l.softmaxMax), Gm(l.softmaxSum),
-                    Gm(l.attentionIn), Gm(l.dq), Gm(l.dk), Gm(l.dv), Gm(workspace), Gm(l.tilingBytes));
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn,
+                    EntryArgs(Gm, l.Tensors(), Gm(workspace), Gm(l.tilingBytes)));
   return {l.dq, l.dk, l.dv};
 }
 
@@ -105,13 +91,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
 std::tuple<at::Tensor, at::Tensor, at::Tensor> FusionAttentionGradMeta(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens,
-    int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-    int64_t sparseMode) {
-  (void)CheckGrad<c10::SymInt>(&SymArg, query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum,
-                               inputLayout, preTokens, nextTokens, AttentionListOf(actualSeqQlen),
-                               AttentionListOf(actualSeqKvlen), sparseMode);
-  (void)scale;
+    const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs) {
+  Checked(kOp, [&] {
+    return CheckGrad<c10::SymInt>(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, attrs);
+  });
   return {at::empty_symint(query.sym_sizes(), query.options()), at::empty_symint(key.sym_sizes(), key.options()),
           at::empty_symint(value.sym_sizes(), value.options())};
 }

@@ -16,38 +16,28 @@ namespace {
 
 const OpProto& kOp = kFusionAttention;
 
+// Devices, then the problem function on concrete (Meta: symbolic) shapes, which also reads sparse_mode 2-4's mask
+// values where they are on hand.
+template <class Int>
+tiling::AttentionArgs<Int> CheckForward(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                                        const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs) {
+  CheckSameDevice(kOp, {query, key, value, attenMask.defined() ? attenMask : query});  // named by position
+  at::Tensor hostMask;
+  return tiling::CheckFusionAttention(kOp, ArgOf<Int>(query), ArgOf<Int>(key), ArgOf<Int>(value), ArgOf<Int>(attenMask),
+                                      attrs, AttentionMaskBytesOf<Int>(attenMask, hostMask));
+}
+
 }  // namespace
 
-void CheckCompressedAttentionMask(const OpProto& op, const at::Tensor& attenMask, int64_t sparseMode) {
-  if (!attenMask.defined() || sparseMode < 2) return;
-  static const at::Tensor kTriu = at::triu(at::ones({2048, 2048}, at::kBool), 1);
-  TORCH_CHECK_VALUE(at::equal(attenMask.reshape({2048, 2048}).to(at::kCPU).to(at::kBool), kTriu), op.name,
-                    ": atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode ", sparseMode,
-                    " (the compressed causal mask), got another matrix");
-}
-
-tiling::CubePlatform TwinCubePlatform() {
-  tiling::CubePlatform p = tiling::CpuTwinCube(uint32_t(at::get_num_threads()));
-  uint32_t cores = 0;
-  if (TilingCubeCoresOverride(&cores)) p.cubeCores = cores;
-  return p;
-}
-
 FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                                             const at::Tensor& attenMask, int64_t headNum,
-                                             const std::string& inputLayout, double scale, int64_t preTokens,
-                                             int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen,
-                                             at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode,
+                                             const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs,
                                              const tiling::CubePlatform& platform) {
-  CheckSameDevice(kOp, {query, key, value, attenMask.defined() ? attenMask : query});  // named by position
-  const auto qlen = AttentionListOf(actualSeqQlen), kvlen = AttentionListOf(actualSeqKvlen);
-  const tiling::TensorArg<int64_t> q = Arg(query), k = Arg(key), v = Arg(value), mask = Arg(attenMask);
-  const tiling::AttentionArgs<int64_t> args = Checked(kOp, [&] {
-    return tiling::CheckFusionAttention(kOp, q, k, v, mask, headNum, inputLayout, preTokens, nextTokens,
-                                        qlen ? &*qlen : nullptr, kvlen ? &*kvlen : nullptr, sparseMode);
-  });
-  CheckCompressedAttentionMask(kOp, attenMask, sparseMode);
   FusionAttentionLaunch l;
+  const tiling::AttentionArgs<int64_t> args = Checked(kOp, [&] {
+    const tiling::AttentionArgs<int64_t> a = CheckForward<int64_t>(query, key, value, attenMask, attrs);
+    l.tiling = tiling::TileAttention(tiling::AttentionProblemOf(a), platform);
+    return a;
+  });
   l.query = query.contiguous();
   l.key = key.contiguous();
   l.value = value.contiguous();
@@ -55,12 +45,6 @@ FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::
   l.out = at::empty(args.out, query.options());
   l.softmaxMax = at::empty(args.stats, query.options().dtype(at::kFloat));
   l.softmaxSum = at::empty(args.stats, query.options().dtype(at::kFloat));
-  l.tiling = Checked(kOp, [&] {
-    return tiling::TileAttention(
-        tiling::AttentionProblemOf(args, q.dtype, scale, preTokens, nextTokens, qlen ? &*qlen : nullptr,
-                                   kvlen ? &*kvlen : nullptr, sparseMode, mask),
-        platform);
-  });
   l.tilingBytes = AttentionTilingBytes(l.tiling.data, l.tiling.varlenTable);
   return l;
 }
@@ -69,38 +53,24 @@ namespace {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query, const at::Tensor& key,
                                                          const at::Tensor& value, const at::Tensor& attenMask,
-                                                         int64_t headNum, const std::string& inputLayout, double scale,
-                                                         int64_t preTokens, int64_t nextTokens,
-                                                         at::OptionalIntArrayRef actualSeqQlen,
-                                                         at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
-  FusionAttentionLaunch l =
-      PrepareFusionAttention(query, key, value, attenMask, headNum, inputLayout, scale, preTokens, nextTokens,
-                             actualSeqQlen, actualSeqKvlen, sparseMode, TwinCubePlatform());
+                                                         const tiling::AttentionAttrs& attrs) {
+  FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, attrs, TwinCubePlatform());
   if (l.tiling.blockDim == 0) return {l.out, l.softmaxMax, l.softmaxSum};
   // the system workspace, then the groups' S / P / O slots (GetUserWorkspace)
   at::Tensor workspace =
       at::empty({int64_t(AscendC::twin::kSystemWorkspaceBytes) + l.tiling.workspaceBytes}, at::kByte);
-  uint8_t* maskGm = l.mask.defined() ? Gm(l.mask) : nullptr;
   const auto& entry = PickEntry(twin_entries::fusion_attention, l.query.scalar_type());
-  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn, Gm(l.query), Gm(l.key),
-                    Gm(l.value), maskGm, Gm(l.out), Gm(l.softmaxMax), Gm(l.softmaxSum), Gm(workspace),
-                    Gm(l.tilingBytes));
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn,
+                    EntryArgs(Gm, l.Tensors(), Gm(workspace), Gm(l.tilingBytes)));
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
 // Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the outputs' shapes.
-std::tuple<at::Tensor, at::Tensor, at::Tensor> FusionAttentionMeta(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
-    int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens, int64_t nextTokens,
-    at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
-  CheckSameDevice(kOp, {query, key, value, attenMask.defined() ? attenMask : query});  // named by position
-  const auto qlen = AttentionListOf(actualSeqQlen), kvlen = AttentionListOf(actualSeqKvlen);
-  const tiling::TensorArg<c10::SymInt> q = SymArg(query), k = SymArg(key), v = SymArg(value), mask = SymArg(attenMask);
-  const tiling::AttentionArgs<c10::SymInt> args = Checked(kOp, [&] {
-    return tiling::CheckFusionAttention(kOp, q, k, v, mask, headNum, inputLayout, preTokens, nextTokens,
-                                        qlen ? &*qlen : nullptr, kvlen ? &*kvlen : nullptr, sparseMode);
-  });
-  (void)scale;
+std::tuple<at::Tensor, at::Tensor, at::Tensor> FusionAttentionMeta(const at::Tensor& query, const at::Tensor& key,
+                                                                   const at::Tensor& value, const at::Tensor& attenMask,
+                                                                   const tiling::AttentionAttrs& attrs) {
+  const tiling::AttentionArgs<c10::SymInt> args =
+      Checked(kOp, [&] { return CheckForward<c10::SymInt>(query, key, value, attenMask, attrs); });
   return {at::empty_symint(args.out, query.options()), at::empty_symint(args.stats, query.options().dtype(at::kFloat)),
           at::empty_symint(args.stats, query.options().dtype(at::kFloat))};
 }

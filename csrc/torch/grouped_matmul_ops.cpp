@@ -167,14 +167,6 @@ GroupedMatmulLaunch PrepareGroupedMatmul(const OpProto& op, const at::Tensor& a,
 
 namespace {
 
-// The cube cores the tiling targets: the modelled chip's (set_tiling_platform), else one per torch thread.
-tiling::CubePlatform TwinCubePlatform() {
-  tiling::CubePlatform p = tiling::CpuTwinCube(uint32_t(at::get_num_threads()));
-  uint32_t cores = 0;
-  if (TilingCubeCoresOverride(&cores)) p.cubeCores = cores;
-  return p;
-}
-
 at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b, const at::Tensor& groupList,
                      const at::Tensor& bias, int64_t groupListType, bool transposeWeight, bool weightGrad) {
   GroupedMatmulLaunch l =
@@ -182,15 +174,14 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& a, const at::Tensor& b
   if (l.tiling.blockDim == 0) return l.out;
   const at::ScalarType dtype = l.a.scalar_type();
   uint8_t* const tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
-  if (weightGrad) {
-    LaunchOnTwin("grouped_matmul_weight_grad", l.tiling.blockDim,
-                 PickEntry(twin_entries::grouped_matmul_weight_grad, dtype).fn, Gm(l.a), Gm(l.b), Gm(l.groupList),
-                 Gm(l.out), static_cast<uint8_t*>(nullptr), tilingGm);
-  } else {
-    uint8_t* biasGm = l.bias.defined() ? Gm(l.bias) : nullptr;
-    LaunchOnTwin("grouped_matmul", l.tiling.blockDim, PickEntry(twin_entries::grouped_matmul, dtype).fn, Gm(l.a),
-                 Gm(l.b), Gm(l.groupList), biasGm, Gm(l.out), static_cast<uint8_t*>(nullptr), tilingGm);
-  }
+  const uint64_t unknown = AscendC::twin::kUnknownGmBytes;
+  if (weightGrad)
+    LaunchOnTwin(unknown, "grouped_matmul_weight_grad", l.tiling.blockDim,
+                 PickEntry(twin_entries::grouped_matmul_weight_grad, dtype).fn,
+                 EntryArgs(Gm, l.WeightGradTensors(), nullptr, tilingGm));
+  else
+    LaunchOnTwin(unknown, "grouped_matmul", l.tiling.blockDim, PickEntry(twin_entries::grouped_matmul, dtype).fn,
+                 EntryArgs(Gm, l.Tensors(), nullptr, tilingGm));
   return l.out;
 }
 

@@ -3,7 +3,10 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include <tuple>
+
 #include "grouped_matmul_problem.h"
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "op_proto_table.h"
 
@@ -13,6 +16,11 @@ namespace ascendc_ops {
 struct GroupedMatmulLaunch {
   at::Tensor a, b, groupList, bias, out;  // bias: undefined when absent
   tiling::GroupedMatmulTiling tiling;
+
+  // The entries' GM tensors (EntryArgs): GROUPED_MATMUL_PARAMS (an absent bias null: the kernel reads it only with
+  // isBias), GROUPED_MATMUL_WEIGHT_GRAD_PARAMS.
+  auto Tensors() const { return std::tie(a, b, groupList, bias, out); }
+  auto WeightGradTensors() const { return std::tie(a, b, groupList, out); }
 };
 // Checks the arguments (group_list values included: they are read here, on the host) and allocates
 // the output with the rows past the last group (forward) or the empty groups' dweight (weight grad)

@@ -10,10 +10,7 @@
 #include "twin_backend.h"
 
 // The routing kernels' entry points (csrc/kernels/moe_routing_*.cpp), compiled for the twin, from their lists.
-ASCENDC_TWIN_KERNELS(MOE_SORT_CHUNKS_DTYPES, moe_sort_chunks, MOE_SORT_CHUNKS_PARAMS)
-ASCENDC_TWIN_KERNELS(MOE_TOKEN_PERMUTE_DTYPES, moe_token_permute, MOE_TOKEN_PERMUTE_PARAMS)
-ASCENDC_TWIN_KERNELS(MOE_TOKEN_UNPERMUTE_DTYPES, moe_token_unpermute, MOE_TOKEN_UNPERMUTE_PARAMS)
-ASCENDC_TWIN_KERNELS(MOE_TOKEN_UNPERMUTE_GRAD_DTYPES, moe_token_unpermute_grad, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS)
+MOE_ROUTING_KERNELS(ASCENDC_TWIN_KERNELS)
 extern "C" void moe_merge_sorted(MOE_MERGE_SORTED_PARAMS(uint8_t*));  // one entry, no dtype
 
 namespace ascendc_ops {
@@ -108,16 +105,17 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
   uint8_t* dst = src + d.sortLen * 8;
   uint8_t* none = nullptr;
   const auto tilingGm = reinterpret_cast<uint8_t*>(&d);
+  const uint64_t unknown = AscendC::twin::kUnknownGmBytes;
   const auto& sort = PickEntry(twin_entries::moe_sort_chunks, l.indices.scalar_type());
-  LaunchOnTwin(sort.name, l.tiling.sortBlocks, sort.fn, Gm(l.indices), src, none, tilingGm);
+  LaunchOnTwin(unknown, sort.name, l.tiling.sortBlocks, sort.fn, EntryArgs(Gm, l.SortTensors(src), none, tilingGm));
   uint32_t blocks = 0;
   for (int round = 0; tiling::MoeMergeRound(d, round, blocks); ++round) {
     LaunchOnTwin("moe_merge_sorted", blocks, moe_merge_sorted, src, dst, none, tilingGm);
     std::swap(src, dst);
   }
   const at::ScalarType dtype = tokens.scalar_type();
-  LaunchOnTwin("moe_token_permute", l.tiling.rowBlocks, PickEntry(twin_entries::moe_token_permute, dtype).fn,
-               Gm(l.tokens), src, Gm(l.permuted), Gm(l.sortedIndices), none, tilingGm);
+  LaunchOnTwin(unknown, "moe_token_permute", l.tiling.rowBlocks, PickEntry(twin_entries::moe_token_permute, dtype).fn,
+               EntryArgs(Gm, l.GatherTensors(src), none, tilingGm));
   return {l.permuted, l.sortedIndices};
 }
 
@@ -128,10 +126,9 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
   if (l.tiling.rowBlocks == 0) return l.out;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
   // the entry for (tokens dtype, probs dtype); without probs, the tokens dtype twice
-  const auto kernel = PickEntry(twin_entries::moe_token_unpermute, t, p).fn;
-  uint8_t* probsGm = l.probs.defined() ? Gm(l.probs) : nullptr;
-  LaunchOnTwin("moe_token_unpermute", l.tiling.rowBlocks, kernel, Gm(l.permuted), Gm(l.sortedIndices), probsGm,
-               Gm(l.out), static_cast<uint8_t*>(nullptr), reinterpret_cast<uint8_t*>(&l.tiling.data));
+  LaunchOnTwin(AscendC::twin::kUnknownGmBytes, "moe_token_unpermute", l.tiling.rowBlocks,
+               PickEntry(twin_entries::moe_token_unpermute, t, p).fn,
+               EntryArgs(Gm, l.Tensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data)));
   return l.out;
 }
 
@@ -143,12 +140,9 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
                                        restoreShape, true, TwinPlatform());
   if (l.tiling.rowBlocks == 0) return {l.out, l.probsGrad};
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  const auto kernel = PickEntry(twin_entries::moe_token_unpermute_grad, t, p).fn;
-  uint8_t* probsGm = l.probs.defined() ? Gm(l.probs) : nullptr;
-  uint8_t* dprobsGm = l.probs.defined() ? Gm(l.probsGrad) : nullptr;
-  LaunchOnTwin("moe_token_unpermute_grad", l.tiling.rowBlocks, kernel, Gm(l.permuted), Gm(l.dout), Gm(l.sortedIndices),
-               probsGm, Gm(l.out), dprobsGm, static_cast<uint8_t*>(nullptr),
-               reinterpret_cast<uint8_t*>(&l.tiling.data));
+  LaunchOnTwin(AscendC::twin::kUnknownGmBytes, "moe_token_unpermute_grad", l.tiling.rowBlocks,
+               PickEntry(twin_entries::moe_token_unpermute_grad, t, p).fn,
+               EntryArgs(Gm, l.GradTensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data)));
   return {l.out, l.probsGrad};
 }
 

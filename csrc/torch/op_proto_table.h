@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 
 #include <initializer_list>
+#include <type_traits>
 #include <vector>
 
 #include "op_spec.h"
@@ -23,6 +24,12 @@ tiling::DType TilingDtype(at::ScalarType t);
 // A tensor's shape and dtype for the problem functions: concrete sizes, or SymInts (Meta kernels).
 tiling::TensorArg<int64_t> Arg(const at::Tensor& t);
 tiling::TensorArg<c10::SymInt> SymArg(const at::Tensor& t);
+// Arg or SymArg by the size type: one check template serves a launch (int64_t) and its Meta kernel (c10::SymInt).
+template <class Int>
+tiling::TensorArg<Int> ArgOf(const at::Tensor& t) {
+  if constexpr (std::is_same_v<Int, int64_t>) return Arg(t);
+  else return SymArg(t);
+}
 
 // Runs a problem function (or a tiling) and raises its ArgError / TilingError as torch does for bad
 // arguments: a Python TypeError or ValueError with the same message. A TilingError's message gets

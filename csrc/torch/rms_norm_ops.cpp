@@ -5,7 +5,6 @@
 #include <torch/library.h>
 
 #include <limits>
-#include <type_traits>
 
 #include "rms_norm_ops.h"
 #include "kernel_entries.h"
@@ -14,22 +13,10 @@
 #include "twin_backend.h"
 
 // The kernels' entry points (csrc/kernels/rms_norm.cpp, rms_norm_grad.cpp), compiled for the twin, from their lists.
-ASCENDC_TWIN_KERNELS(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)
-ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
-ASCENDC_TWIN_KERNELS(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)
-ASCENDC_TWIN_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
-ASCENDC_TWIN_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
-ASCENDC_TWIN_KERNELS(GATED_RMS_NORM_GRAD_DTYPES, gated_rms_norm_grad, GATED_RMS_NORM_GRAD_PARAMS)
-ASCENDC_TWIN_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
+RMS_NORM_KERNELS(ASCENDC_TWIN_KERNELS)
 
 namespace ascendc_ops {
 namespace {
-
-template <class Int>
-tiling::TensorArg<Int> ArgOf(const at::Tensor& t) {
-  if constexpr (std::is_same_v<Int, int64_t>) return Arg(t);
-  else return SymArg(t);
-}
 
 // The device check (torch's alone), then the problem function on (x1[, x2], gamma, epsilon) with
 // concrete (int64_t) or symbolic (c10::SymInt, Meta) sizes.
@@ -61,6 +48,21 @@ tiling::NormArgs<Int> BackwardArgs(const OpProto& op, const at::Tensor& dy, cons
   const tiling::TensorArg<Int> dyArg = ArgOf<Int>(dy), xArg = ArgOf<Int>(x), rArg = ArgOf<Int>(rstd),
                                gArg = ArgOf<Int>(gamma), dxoArg = ArgOf<Int>(dxOut ? *dxOut : at::Tensor());
   return Checked(op, [&] { return tiling::CheckRmsNormGrad(op, dyArg, xArg, rArg, gArg, dxOut ? &dxoArg : nullptr); });
+}
+
+// The tiling struct where the twin's kernels read it: on the host.
+uint8_t* TilingGm(const NormTilingData& data) { return reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&data)); }
+
+// The backward row kernel's fp32 dgamma partials, one row per block; then their reduction into dgamma.
+at::Tensor Partials(const NormBackwardLaunch& l) {
+  return at::empty({int64_t(l.tiling.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
+}
+void ReduceDgamma(const NormBackwardLaunch& l, const at::Tensor& partials) {
+  const auto& reduce = PickEntry(twin_entries::rms_norm_dgamma, l.gamma.scalar_type());
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.DgammaTensors(partials), nullptr, TilingGm(l.tiling.data));
+  LaunchOnTwin(bytes, reduce.name, l.tiling.reduceBlockDim, reduce.fn, args);
 }
 
 tiling::NormTiling Tile(const OpProto& op, const tiling::NormArgs<int64_t>& a, bool add, bool backward, double epsilon,
@@ -106,34 +108,31 @@ std::tuple<at::Tensor, at::Tensor> GatedForward(const OpProto& op, const at::Ten
   NormForwardLaunch l = PrepareGatedNormForward(op, x, gamma, z, epsilon, TwinPlatform());
   const tiling::NormTiling& t = l.tiling;
   if (t.blockDim == 0) return {l.y, l.rstd};
-  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
-  uint8_t* none = nullptr;
-  LaunchOnTwin(GmBytes(l.x1, l.gamma, l.z, l.y, l.rstd), "gated_rms_norm", t.blockDim,
-               PickEntry(twin_entries::gated_rms_norm, l.x1.scalar_type(), l.gamma.scalar_type()).fn, Gm(l.x1),
-               Gm(l.gamma), Gm(l.z), Gm(l.y), Gm(l.rstd), none, tilingGm);
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.GatedRmsNormTensors(), nullptr, TilingGm(t.data));
+  LaunchOnTwin(bytes, "gated_rms_norm", t.blockDim,
+               PickEntry(twin_entries::gated_rms_norm, l.x1.scalar_type(), l.gamma.scalar_type()).fn, args);
   return {l.y, l.rstd};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const at::Tensor& x1In,
                                                        const at::Tensor* x2In, const at::Tensor& gammaIn,
                                                        double epsilon) {
-  const bool add = x2In != nullptr;
   NormForwardLaunch l = PrepareNormForward(op, x1In, x2In, gammaIn, epsilon, TwinPlatform());
-  const at::Tensor &x1 = l.x1, &x2 = l.x2, &gamma = l.gamma, &y = l.y, &rstd = l.rstd, &xOut = l.xOut;
   const tiling::NormTiling& t = l.tiling;
-  if (t.blockDim == 0) return {y, rstd, xOut};
-  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
-  uint8_t* none = nullptr;
-  if (add) {
-    LaunchOnTwin(GmBytes(x1, x2, gamma, y, rstd, xOut), "add_rms_norm", t.blockDim,
-                 PickEntry(twin_entries::add_rms_norm, x1.scalar_type(), gamma.scalar_type()).fn, Gm(x1), Gm(x2),
-                 Gm(gamma), Gm(y), Gm(rstd), Gm(xOut), none, tilingGm);
+  if (t.blockDim == 0) return {l.y, l.rstd, l.xOut};
+  const at::ScalarType xt = l.x1.scalar_type(), gt = l.gamma.scalar_type();
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
+  if (x2In != nullptr) {
+    const auto args = EntryArgs(gm, l.AddRmsNormTensors(), nullptr, TilingGm(t.data));
+    LaunchOnTwin(bytes, "add_rms_norm", t.blockDim, PickEntry(twin_entries::add_rms_norm, xt, gt).fn, args);
   } else {
-    LaunchOnTwin(GmBytes(x1, gamma, y, rstd), "rms_norm", t.blockDim,
-                 PickEntry(twin_entries::rms_norm, x1.scalar_type(), gamma.scalar_type()).fn, Gm(x1), Gm(gamma), Gm(y),
-                 Gm(rstd), none, tilingGm);
+    const auto args = EntryArgs(gm, l.RmsNormTensors(), nullptr, TilingGm(t.data));
+    LaunchOnTwin(bytes, "rms_norm", t.blockDim, PickEntry(twin_entries::rms_norm, xt, gt).fn, args);
   }
-  return {y, rstd, xOut};
+  return {l.y, l.rstd, l.xOut};
 }
 
 }  // namespace
@@ -171,44 +170,35 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> GatedBackward(const OpProto& op, 
   NormBackwardLaunch l = PrepareGatedNormBackward(op, dyIn, xIn, rstdIn, gammaIn, zIn, TwinPlatform());
   const tiling::NormTiling& t = l.tiling;
   if (t.blockDim == 0) return {l.dx, l.dgamma, l.dz};
-  at::Tensor partials = at::empty({int64_t(t.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
-  const auto& reduce = PickEntry(twin_entries::rms_norm_dgamma, l.gamma.scalar_type());
-  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
-  uint8_t* none = nullptr;
-  LaunchOnTwin(GmBytes(l.dy, l.x, l.rstd, l.gamma, l.z, l.dx, l.dz, partials), "gated_rms_norm_grad", t.blockDim,
-               PickEntry(twin_entries::gated_rms_norm_grad, l.x.scalar_type(), l.gamma.scalar_type()).fn, Gm(l.dy),
-               Gm(l.x), Gm(l.rstd), Gm(l.gamma), Gm(l.z), Gm(l.dx), Gm(l.dz), Gm(partials), tilingGm);
-  LaunchOnTwin(GmBytes(partials, l.dgamma), reduce.name, t.reduceBlockDim, reduce.fn, Gm(partials), Gm(l.dgamma), none,
-               tilingGm);
+  const at::Tensor partials = Partials(l);
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.GatedRmsNormGradTensors(), gm(partials), TilingGm(t.data));
+  LaunchOnTwin(bytes, "gated_rms_norm_grad", t.blockDim,
+               PickEntry(twin_entries::gated_rms_norm_grad, l.x.scalar_type(), l.gamma.scalar_type()).fn, args);
+  ReduceDgamma(l, partials);
   return {l.dx, l.dgamma, l.dz};
 }
 
 std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dyIn, const at::Tensor& xIn,
                                             const at::Tensor& rstdIn, const at::Tensor& gammaIn,
                                             const at::Tensor* dxOutIn) {
-  const bool add = dxOutIn != nullptr;
   NormBackwardLaunch l = PrepareNormBackward(op, dyIn, xIn, rstdIn, gammaIn, dxOutIn, TwinPlatform());
-  const at::Tensor &dy = l.dy, &x = l.x, &rstd = l.rstd, &gamma = l.gamma, &dxOut = l.dxOut, &dx = l.dx,
-                   &dgamma = l.dgamma;
-  const int64_t hidden = gamma.numel();
   const tiling::NormTiling& t = l.tiling;
-  if (t.blockDim == 0) return {dx, dgamma};
-  at::Tensor partials = at::empty({int64_t(t.blockDim), hidden}, x.options().dtype(at::kFloat));
-  const auto& reduce = PickEntry(twin_entries::rms_norm_dgamma, gamma.scalar_type());
-  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(const_cast<NormTilingData*>(&t.data));
-  uint8_t* none = nullptr;
-  if (add) {
-    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dxOut, dx, partials), "add_rms_norm_grad", t.blockDim,
-                 PickEntry(twin_entries::add_rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn, Gm(dy), Gm(x),
-                 Gm(rstd), Gm(gamma), Gm(dxOut), Gm(dx), Gm(partials), tilingGm);
+  if (t.blockDim == 0) return {l.dx, l.dgamma};
+  const at::Tensor partials = Partials(l);
+  const at::ScalarType xt = l.x.scalar_type(), gt = l.gamma.scalar_type();
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
+  if (dxOutIn != nullptr) {
+    const auto args = EntryArgs(gm, l.AddRmsNormGradTensors(), gm(partials), TilingGm(t.data));
+    LaunchOnTwin(bytes, "add_rms_norm_grad", t.blockDim, PickEntry(twin_entries::add_rms_norm_grad, xt, gt).fn, args);
   } else {
-    LaunchOnTwin(GmBytes(dy, x, rstd, gamma, dx, partials), "rms_norm_grad", t.blockDim,
-                 PickEntry(twin_entries::rms_norm_grad, x.scalar_type(), gamma.scalar_type()).fn, Gm(dy), Gm(x),
-                 Gm(rstd), Gm(gamma), Gm(dx), Gm(partials), tilingGm);
+    const auto args = EntryArgs(gm, l.RmsNormGradTensors(), gm(partials), TilingGm(t.data));
+    LaunchOnTwin(bytes, "rms_norm_grad", t.blockDim, PickEntry(twin_entries::rms_norm_grad, xt, gt).fn, args);
   }
-  LaunchOnTwin(GmBytes(partials, dgamma), reduce.name, t.reduceBlockDim, reduce.fn, Gm(partials), Gm(dgamma), none,
-               tilingGm);
-  return {dx, dgamma};
+  ReduceDgamma(l, partials);
+  return {l.dx, l.dgamma};
 }
 
 // ---- Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the outputs ----

@@ -6,10 +6,22 @@
 #include <torch/library.h>
 
 #include <tuple>
+#include <utility>
 
+#include "kernel_entries.h"
 #include "op_proto_gen.h"
 #include "op_proto_table.h"
 #include "rms_norm_tiling.h"
+
+// The family's kernel entry lists (tiling/rms_norm_tiling_data.h), for ASCENDC_TWIN_KERNELS and ASCENDC_NPU_KERNELS.
+#define RMS_NORM_KERNELS(X)                                                      \
+  X(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)                                  \
+  X(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)                      \
+  X(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)                \
+  X(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)                   \
+  X(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)       \
+  X(GATED_RMS_NORM_GRAD_DTYPES, gated_rms_norm_grad, GATED_RMS_NORM_GRAD_PARAMS) \
+  X(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
 
 namespace ascendc_ops {
 
@@ -19,6 +31,11 @@ struct NormForwardLaunch {
   at::Tensor x1, x2, gamma, y, rstd, xOut;
   tiling::NormTiling tiling;
   at::Tensor z;
+
+  // Each entry's GM tensors (EntryArgs, no workspace): RMS_NORM_PARAMS, ADD_RMS_NORM_PARAMS, GATED_RMS_NORM_PARAMS.
+  auto RmsNormTensors() const { return std::tie(x1, gamma, y, rstd); }
+  auto AddRmsNormTensors() const { return std::tie(x1, x2, gamma, y, rstd, xOut); }
+  auto GatedRmsNormTensors() const { return std::tie(x1, gamma, z, y, rstd); }
 };
 
 // dxOut is undefined for rms_norm_grad; dgamma starts at zero (the sum over no rows); z and dz (the gate and
@@ -27,6 +44,14 @@ struct NormBackwardLaunch {
   at::Tensor dy, x, rstd, gamma, dxOut, dx, dgamma;
   tiling::NormTiling tiling;
   at::Tensor z, dz;
+
+  // The row kernels' GM tensors (EntryArgs, the fp32 dgamma partials as the workspace): RMS_NORM_GRAD_PARAMS,
+  // ADD_RMS_NORM_GRAD_PARAMS, GATED_RMS_NORM_GRAD_PARAMS; the dgamma reduction's (RMS_NORM_DGAMMA_PARAMS, no
+  // workspace).
+  auto RmsNormGradTensors() const { return std::tie(dy, x, rstd, gamma, dx); }
+  auto AddRmsNormGradTensors() const { return std::tie(dy, x, rstd, gamma, dxOut, dx); }
+  auto GatedRmsNormGradTensors() const { return std::tie(dy, x, rstd, gamma, z, dx, dz); }
+  auto DgammaTensors(const at::Tensor& partials) const { return std::tie(partials, dgamma); }
 };
 
 // Checks (x1[, x2], gamma, epsilon) for `op` and tiles it for `platform` (x2 null: rms_norm).

@@ -10,18 +10,9 @@
 #include "twin_backend.h"
 
 // The kernel entry points of csrc/kernels/rope.cpp, compiled for the twin into this library, from their list.
-ASCENDC_TWIN_KERNELS(ROPE_DTYPES, rope, ROPE_PARAMS)
-ASCENDC_TWIN_KERNELS(ROPE_DTYPES, apply_rope, APPLY_ROPE_PARAMS)
+ROPE_KERNELS(ASCENDC_TWIN_KERNELS)
 
 namespace ascendc_ops {
-namespace {
-
-std::optional<std::string_view> ModeView(std::optional<c10::string_view> mode) {
-  if (!mode) return std::nullopt;
-  return std::string_view(mode->data(), mode->size());
-}
-
-}  // namespace
 
 RopeLaunch PrepareRope(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
                        std::optional<std::string_view> rotaryMode, bool backward,
@@ -80,102 +71,51 @@ void FinishApplyRope(const ApplyRopeLaunch& l, const at::Tensor& query, const at
 namespace {
 
 void ApplyRopeOnTwin(const OpProto& op, const at::Tensor& query, const at::Tensor& key, const at::Tensor& cos,
-                     const at::Tensor& sin, c10::string_view layout, c10::string_view mode, bool backward) {
-  ApplyRopeLaunch l = PrepareApplyRope(op, query, key, cos, sin, std::string_view(layout.data(), layout.size()),
-                                       std::string_view(mode.data(), mode.size()), backward, TwinPlatform());
+                     const at::Tensor& sin, std::string_view layout, std::string_view mode, bool backward) {
+  ApplyRopeLaunch l = PrepareApplyRope(op, query, key, cos, sin, layout, mode, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return;
-  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.Tensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data));
   const auto& e = PickEntry(twin_entries::apply_rope, l.query.scalar_type());
-  LaunchOnTwin(GmBytes(l.query, l.key, l.cos, l.sin), e.name, l.tiling.blockDim, e.fn, Gm(l.query), Gm(l.key),
-               Gm(l.cos), Gm(l.sin), static_cast<uint8_t*>(nullptr), tilingGm);
+  LaunchOnTwin(bytes, e.name, l.tiling.blockDim, e.fn, args);
   FinishApplyRope(l, query, key);
 }
 
-void ApplyRotaryPosEmb(at::Tensor& query, at::Tensor& key, const at::Tensor& cos, const at::Tensor& sin,
-                       c10::string_view layout, c10::string_view mode) {
-  ApplyRopeOnTwin(kApplyRotaryPosEmb, query, key, cos, sin, layout, mode, false);
-}
-void ApplyRotaryPosEmbGrad(at::Tensor& dquery, at::Tensor& dkey, const at::Tensor& cos, const at::Tensor& sin,
-                           c10::string_view layout, c10::string_view mode) {
-  ApplyRopeOnTwin(kApplyRotaryPosEmbGrad, dquery, dkey, cos, sin, layout, mode, true);
-}
-
-at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                     std::optional<std::string_view> mode, bool backward) {
+at::Tensor RopeOnTwin(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
+                      std::optional<std::string_view> mode, bool backward) {
   RopeLaunch l = PrepareRope(op, x, cos, sin, mode, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return l.y;
-  uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
+  const auto args = EntryArgs(gm, l.Tensors(), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data));
   const auto& e = PickEntry(twin_entries::rope, l.x.scalar_type());
-  LaunchOnTwin(GmBytes(l.x, l.cos, l.sin, l.y), e.name, l.tiling.blockDim, e.fn, Gm(l.x), Gm(l.cos), Gm(l.sin), Gm(l.y),
-               static_cast<uint8_t*>(nullptr), tilingGm);
+  LaunchOnTwin(bytes, e.name, l.tiling.blockDim, e.fn, args);
   return l.y;
 }
 
-at::Tensor RotaryMul(const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode) {
-  return RunOnTwin(kRotaryMul, x, r1, r2, ModeView(mode), false);
-}
-at::Tensor RotaryMulGrad(const at::Tensor& dy, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode) {
-  return RunOnTwin(kRotaryMulGrad, dy, r1, r2, ModeView(mode), true);
-}
-
-at::Tensor RopeCustomer(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  return RunOnTwin(kRopeCustomer, x, cos, sin, std::nullopt, false);
-}
-at::Tensor RopeCustomerGrad(const at::Tensor& dy, const at::Tensor& cos, const at::Tensor& sin) {
-  return RunOnTwin(kRopeCustomerGrad, dy, cos, sin, std::nullopt, true);
-}
-
-}  // namespace
-
 // Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the output's shape.
 at::Tensor RopeMeta(const OpProto& op, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                    std::optional<c10::string_view> mode) {
+                    std::optional<std::string_view> mode, bool) {
   CheckSameDevice(op, {x, cos, sin});
   const tiling::TensorArg<c10::SymInt> xArg = SymArg(x), cosArg = SymArg(cos), sinArg = SymArg(sin);
-  return Checked(op, [&] {
-    return at::empty_symint(tiling::CheckRope(op, xArg, cosArg, sinArg, ModeView(mode)).out, x.options());
-  });
+  return Checked(op,
+                 [&] { return at::empty_symint(tiling::CheckRope(op, xArg, cosArg, sinArg, mode).out, x.options()); });
 }
 
 // apply_rotary_pos_emb(_grad) on Meta: the checks only (the op writes its inputs, creates nothing).
 void ApplyRopeMeta(const OpProto& op, const at::Tensor& query, const at::Tensor& key, const at::Tensor& cos,
-                   const at::Tensor& sin, c10::string_view layout, c10::string_view mode) {
+                   const at::Tensor& sin, std::string_view layout, std::string_view mode, bool) {
   CheckSameDevice(op, {query, key, cos, sin});
   const tiling::TensorArg<c10::SymInt> qArg = SymArg(query), kArg = SymArg(key), cosArg = SymArg(cos),
                                        sinArg = SymArg(sin);
-  Checked(op, [&] {
-    tiling::CheckApplyRope(op, qArg, kArg, cosArg, sinArg, std::string_view(layout.data(), layout.size()),
-                           std::string_view(mode.data(), mode.size()));
-  });
+  Checked(op, [&] { tiling::CheckApplyRope(op, qArg, kArg, cosArg, sinArg, layout, mode); });
 }
 
-TORCH_LIBRARY_IMPL(custom, Meta, m) {
-  m.impl("apply_rotary_pos_emb",
-         [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s, c10::string_view layout,
-            c10::string_view mode) { ApplyRopeMeta(kApplyRotaryPosEmb, q, k, c, s, layout, mode); });
-  m.impl("apply_rotary_pos_emb_grad",
-         [](at::Tensor& q, at::Tensor& k, const at::Tensor& c, const at::Tensor& s, c10::string_view layout,
-            c10::string_view mode) { ApplyRopeMeta(kApplyRotaryPosEmbGrad, q, k, c, s, layout, mode); });
-  m.impl("rotary_mul", [](const at::Tensor& x, const at::Tensor& r1, const at::Tensor& r2, c10::string_view mode) {
-    return RopeMeta(kRotaryMul, x, r1, r2, mode);
-  });
-  m.impl("rotary_mul_grad", [](const at::Tensor& dy, const at::Tensor& r1, const at::Tensor& r2,
-                               c10::string_view mode) { return RopeMeta(kRotaryMulGrad, dy, r1, r2, mode); });
-  m.impl("rope_customer", [](const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-    return RopeMeta(kRopeCustomer, x, cos, sin, std::nullopt);
-  });
-  m.impl("rope_customer_grad", [](const at::Tensor& dy, const at::Tensor& cos, const at::Tensor& sin) {
-    return RopeMeta(kRopeCustomerGrad, dy, cos, sin, std::nullopt);
-  });
-}
+}  // namespace
 
-TORCH_LIBRARY_IMPL(custom, CPU, m) {
-  m.impl("apply_rotary_pos_emb", &ApplyRotaryPosEmb);
-  m.impl("apply_rotary_pos_emb_grad", &ApplyRotaryPosEmbGrad);
-  m.impl("rotary_mul", &RotaryMul);
-  m.impl("rotary_mul_grad", &RotaryMulGrad);
-  m.impl("rope_customer", &RopeCustomer);
-  m.impl("rope_customer_grad", &RopeCustomerGrad);
-}
+TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplRopeOps<RopeMeta, ApplyRopeMeta>(m); }
+
+TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplRopeOps<RopeOnTwin, ApplyRopeOnTwin>(m); }
 
 }  // namespace ascendc_ops

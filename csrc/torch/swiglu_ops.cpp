@@ -10,8 +10,7 @@
 #include "twin_backend.h"
 
 // The SwiGLU kernel entry points compiled for the CPU twin (csrc/kernels/swiglu.cpp), from their lists.
-ASCENDC_TWIN_KERNELS(SWIGLU_DTYPES, swiglu, SWIGLU_PARAMS)
-ASCENDC_TWIN_KERNELS(SWIGLU_GRAD_DTYPES, swiglu_grad, SWIGLU_GRAD_PARAMS)
+SWIGLU_KERNELS(ASCENDC_TWIN_KERNELS)
 
 namespace ascendc_ops {
 
@@ -36,28 +35,24 @@ at::Tensor RunOnTwin(const OpProto& op, const at::Tensor& dy, const at::Tensor& 
   SwigluLaunch l = PrepareSwiglu(op, dy, x, dim, backward, TwinPlatform());
   if (l.tiling.blockDim == 0) return l.out;
   uint8_t* tilingGm = reinterpret_cast<uint8_t*>(&l.tiling.data);
-  uint8_t* workspace = nullptr;
   const uint32_t blocks = l.tiling.blockDim;
   const at::ScalarType dtype = l.x.scalar_type();
+  uint64_t bytes = 0;
+  const CountedGm gm{bytes};
   if (!backward) {
     const auto& e = PickEntry(twin_entries::swiglu, dtype);
-    LaunchOnTwin(GmBytes(l.x, l.out), e.name, blocks, e.fn, Gm(l.x), Gm(l.out), workspace, tilingGm);
+    const auto args = EntryArgs(gm, l.Tensors(), nullptr, tilingGm);
+    LaunchOnTwin(bytes, e.name, blocks, e.fn, args);
   } else {
     const auto& e = PickEntry(twin_entries::swiglu_grad, dtype);
-    LaunchOnTwin(GmBytes(l.dy, l.x, l.out), e.name, blocks, e.fn, Gm(l.dy), Gm(l.x), Gm(l.out), workspace, tilingGm);
+    const auto args = EntryArgs(gm, l.GradTensors(), nullptr, tilingGm);
+    LaunchOnTwin(bytes, e.name, blocks, e.fn, args);
   }
   return l.out;
 }
 
-at::Tensor Swiglu(const at::Tensor& x, int64_t dim) { return RunOnTwin(kSwiglu, at::Tensor(), x, dim, false); }
-at::Tensor SwigluGrad(const at::Tensor& dy, const at::Tensor& x, int64_t dim) {
-  return RunOnTwin(kSwigluGrad, dy, x, dim, true);
-}
-
-}  // namespace
-
 // Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the output's shape.
-at::Tensor SwigluMeta(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim) {
+at::Tensor SwigluMeta(const OpProto& op, const at::Tensor& dy, const at::Tensor& x, int64_t dim, bool) {
   if (dy.defined()) CheckSameDevice(op, {dy, x});
   const tiling::TensorArg<c10::SymInt> dyArg = SymArg(dy), xArg = SymArg(x);
   return Checked(op, [&] {
@@ -65,15 +60,10 @@ at::Tensor SwigluMeta(const OpProto& op, const at::Tensor& dy, const at::Tensor&
   });
 }
 
-TORCH_LIBRARY_IMPL(custom, Meta, m) {
-  m.impl("swiglu", [](const at::Tensor& x, int64_t dim) { return SwigluMeta(kSwiglu, at::Tensor(), x, dim); });
-  m.impl("swiglu_grad",
-         [](const at::Tensor& dy, const at::Tensor& x, int64_t dim) { return SwigluMeta(kSwigluGrad, dy, x, dim); });
-}
+}  // namespace
 
-TORCH_LIBRARY_IMPL(custom, CPU, m) {
-  m.impl("swiglu", &Swiglu);
-  m.impl("swiglu_grad", &SwigluGrad);
-}
+TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplSwigluOps<SwigluMeta>(m); }
+
+TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplSwigluOps<RunOnTwin>(m); }
 
 }  // namespace ascendc_ops

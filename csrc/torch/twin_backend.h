@@ -6,7 +6,9 @@
 #include <c10/util/Exception.h>
 
 #include <cstdint>
+#include <tuple>
 
+#include "cube_tiling_rules.h"
 #include "platform.h"
 #include "twin_core.h"
 #include "twin_launch.h"
@@ -19,8 +21,26 @@ inline tiling::PlatformInfo TwinPlatform() {
   tiling::PlatformInfo p;
   return TilingPlatformOverride(&p) ? p : tiling::CpuTwin(uint32_t(at::get_num_threads()));
 }
+// The twin's cube core groups: the modelled chip's (set_tiling_platform's cube_cores), else one per torch thread.
+inline tiling::CubePlatform TwinCubePlatform() {
+  tiling::CubePlatform p = tiling::CpuTwinCube(uint32_t(at::get_num_threads()));
+  uint32_t cores = 0;
+  if (TilingCubeCoresOverride(&cores)) p.cubeCores = cores;
+  return p;
+}
 
-inline uint8_t* Gm(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+// A tensor's GM address for a kernel (null for an undefined tensor: an absent optional input).
+inline uint8_t* Gm(const at::Tensor& t) { return t.defined() ? static_cast<uint8_t*>(t.data_ptr()) : nullptr; }
+
+// Gm for a launch's argument list (a launch struct's Args) that also adds up the bytes of the tensors it is given,
+// each once (GmBytes).
+struct CountedGm {
+  uint64_t& bytes;
+  uint8_t* operator()(const at::Tensor& t) const {
+    bytes += t.defined() ? t.nbytes() : 0;
+    return Gm(t);
+  }
+};
 
 // The GM bytes a launch reads and writes: the tensors it takes, each counted once.
 template <typename... Tensors>
@@ -42,6 +62,12 @@ template <typename... Params, typename... Args>
 void LaunchOnTwin(const char* kernelName, uint32_t blockDim, void (*kernel)(Params...), Args... args) {
   LaunchOnTwin(AscendC::twin::kUnknownGmBytes, kernelName, blockDim, kernel, args...);
 }
+// The same with the GM arguments as one tuple (a launch struct's Args).
+template <typename... Params, typename... Gms>
+void LaunchOnTwin(uint64_t gmBytes, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
+                  const std::tuple<Gms...>& gm) {
+  std::apply([&](auto... p) { LaunchOnTwin(gmBytes, kernelName, blockDim, kernel, p...); }, gm);
+}
 
 // A launch of a declared kernel type whose cores wait on each other (MIX kernels' cross-core flags:
 // twin_launch.h's LaunchTyped), its rule violations raised the same way.
@@ -53,6 +79,11 @@ void LaunchTypedOnTwin(KernelMetaType type, const char* kernelName, uint32_t blo
   } catch (const AscendC::twin::RuleError& e) {
     TORCH_CHECK(false, e.what());
   }
+}
+template <typename... Params, typename... Gms>
+void LaunchTypedOnTwin(KernelMetaType type, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
+                       const std::tuple<Gms...>& gm) {
+  std::apply([&](auto... p) { LaunchTypedOnTwin(type, kernelName, blockDim, kernel, p...); }, gm);
 }
 
 }  // namespace ascendc_ops

@@ -3,9 +3,10 @@
 The folder an op's JSON sits in names its family (rope, rms_norm, swiglu, grouped_matmul,
 moe_routing): the key every layer's files of that family carry (`families()`).
 
-Derived here: the torch schema of each op, its supported dtype combinations, and the C++ header
-(`--header OUT`, torch-free) the bindings register those schemas from and the problem functions in
-tiling/ check those dtypes against.
+Derived here: the torch schema of each op, its supported dtype combinations, its attributes with their
+index and default, and the C++ header (`--header OUT`, torch-free) the bindings register those schemas
+from, the problem functions in tiling/ check those dtypes against and the op_host reads the attributes by
+(`<Op>Attrs`: one `tiling::Attr` per attribute, tiling/op_spec.h).
 Only the standard library is imported, so the build can run this file as a script.
 """
 
@@ -29,6 +30,8 @@ DTYPES = {
     "uint8": ("uint8", "tiling::DType::kUInt8"),
 }
 ATTR_TYPES = {"string": "str", "float": "float", "int": "int", "bool": "bool", "list_int": "int[]"}
+# msopgen attr types -> the tiling::Attr<T> of the generated header (the types CANN's RuntimeAttrs reads)
+ATTR_CPP_TYPES = {"string": "const char*", "float": "float", "int": "int64_t", "bool": "bool"}
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,29 @@ class AttrDesc:
         if self.type == "bool":
             return "=" + ("True" if str(self.default).lower() == "true" else "False")
         return f"={self.default}"
+
+    def cpp_member(self, index: int) -> str:
+        """This attribute in the generated <Op>Attrs: `tiling::Attr<T> name{index, default};` (op_spec.h)."""
+        if self.type == "list_int":
+            if self.default is not None:
+                raise ValueError(f"{self.name}: a list_int attribute's default must be None")
+            cpp, value = "tiling::AttrIntList", None
+        elif self.nullable:
+            cpp, value = f"std::optional<{ATTR_CPP_TYPES[self.type]}>", None
+        else:
+            cpp, value = ATTR_CPP_TYPES[self.type], self.default
+        if value is None:
+            init = f"{index}"
+        elif self.type == "string":
+            init = f'{index}, "{value}"'
+        elif self.type == "bool":
+            init = f"{index}, {'true' if str(value).lower() == 'true' else 'false'}"
+        elif self.type == "float":
+            init = f"{index}, {float(value)!r}f"
+        else:
+            init = f"{index}, {int(value)}"
+        member = re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), self.name)
+        return f"  tiling::Attr<{cpp}> {member}{{{init}}};"
 
 
 @dataclass(frozen=True)
@@ -173,10 +199,27 @@ def resolve(name, protos: dict[str, OpProto] | None = None) -> str | None:
     return None
 
 
+def cpp_attrs(p: OpProto) -> list[str]:
+    """<Op>Attrs, one tiling::Attr a member in the prototype's order, and k<Op>Attrs; none for an op without
+    attributes."""
+    if not p.attrs:
+        return []
+    return [
+        f"// {p.name}'s attributes: each one's index (the op_host's RuntimeAttrs index) and default.",
+        f"struct {p.op}Attrs {{",
+        *(a.cpp_member(i) for i, a in enumerate(p.attrs)),
+        "};",
+        f"inline constexpr {p.op}Attrs k{p.op}Attrs{{}};",
+    ]
+
+
 def cpp_header(protos: dict[str, OpProto]) -> str:
     lines = [
         "// Generated from op_proto/*/*.json by python/ascendc_ops/op_proto.py. Do not edit.",
         "#pragma once",
+        "#include <cstdint>",
+        "#include <optional>",
+        "",
         '#include "op_spec.h"',
         "",
         "namespace ascendc_ops {",
@@ -188,6 +231,7 @@ def cpp_header(protos: dict[str, OpProto]) -> str:
         )
         names = ", ".join(f'"{t.name}"' for t in p.inputs)
         lines.append(f'inline const tiling::OpSpec {ident}{{"{p.name}", "{p.schema()}", {{{names}}}, {{{combos}}}}};')
+        lines += cpp_attrs(p)
     lines.append(
         "inline const tiling::OpSpec* const kAllOps[] = {" + ", ".join("&k" + p.op for p in protos.values()) + "};"
     )

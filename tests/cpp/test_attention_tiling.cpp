@@ -4,6 +4,7 @@
 // "N passed, M failed".
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,15 +36,18 @@ struct Call {
   const std::vector<int64_t>* qlen = nullptr;
   const std::vector<int64_t>* kvlen = nullptr;
   int64_t mode = 0;
-  AttentionArgs<int64_t> Run() const {
-    return CheckFusionAttention(kOp, q, k, v, mask, heads, layout, pre, next, qlen, kvlen, mode);
+  AttentionMaskBytes maskBytes;
+  AttentionAttrs Attrs() const {
+    const auto list = [](const std::vector<int64_t>* l) {
+      return l ? std::optional<std::vector<int64_t>>(*l) : std::nullopt;
+    };
+    return {heads, layout, 0.125, pre, next, list(qlen), list(kvlen), mode};
   }
+  AttentionArgs<int64_t> Run() const { return CheckFusionAttention(kOp, q, k, v, mask, Attrs(), maskBytes); }
   std::string Error(ArgError::Kind* kind = nullptr) const {
     return ArgErrorOf([&] { Run(); }, kind);
   }
-  AttentionProblem Problem() const {
-    return AttentionProblemOf(Run(), q.dtype, 0.125, pre, next, qlen, kvlen, mode, mask);
-  }
+  AttentionProblem Problem() const { return AttentionProblemOf(Run()); }
   AttentionTiling Tile(uint32_t cores = 24) const { return TileAttention(Problem(), Ascend910BCube(cores)); }
   AttentionGradTiling TileGrad(uint32_t cores = 24) const {
     return TileAttentionGrad(Problem(), Ascend910BCube(cores));
@@ -185,6 +189,27 @@ void TestErrors() {
   EXPECT(band.Error().empty());  // no mask: the tokens are ignored
   band.mask = T({1, 1, 2048, 2048}, b1), band.mode = 4, band.pre = 0, band.next = -17;
   EXPECT(Contains(band.Error(), "leave no valid block for sparse_mode 4"));
+
+  // sparse_mode 2-4's mask values, where the caller has them: triu(ones(2048, 2048), 1), any non-zero byte True;
+  // read only for those modes
+  const int64_t m = kAttentionCompressedMask;
+  std::vector<uint8_t> triu(size_t(m * m), 0);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = i + 1; j < m; ++j) triu[size_t(i * m + j)] = uint8_t(j % 2 ? 1 : 7);
+  int reads = 0;
+  Call causal = c;
+  causal.mode = 2, causal.mask = T({2048, 2048}, b1);
+  causal.maskBytes = [&] { return ++reads, triu.data(); };
+  EXPECT(causal.Error().empty() && reads == 1);
+  triu[size_t(5 * m + 5)] = 1;  // the diagonal masked
+  EXPECT(causal.Error() ==
+         "fusion_attention: atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode 2 (the compressed causal "
+         "mask), got another matrix");
+  triu[size_t(5 * m + 5)] = 0, triu[size_t(m * m - 1 - m)] = 0;  // a key above the diagonal kept
+  EXPECT(Contains(causal.Error(), "got another matrix"));
+  Call full = c;
+  full.mask = T({16, 16}, b1), full.maskBytes = causal.maskBytes;
+  EXPECT(full.Error().empty() && reads == 3);  // sparse_mode 0: the values are the caller's to choose
 }
 
 // Every block size fits A2's buffers, with the L1 tiles and L0C buffered as the tiling says (two of each

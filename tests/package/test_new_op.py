@@ -17,10 +17,11 @@ sys.path.insert(0, str(ROOT / "tools"))
 import new_op  # noqa: E402
 
 TABLE_ROW = re.compile(r"^\| `([^`]+)` \| per (op|family) \|", re.M)
+MIX_ROW = re.compile(r"^\| `([^`]+)` \| per mix family \|", re.M)
 
 
-def run(root: Path, family: str, op: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, str(ROOT / "tools/new_op.py"), family, op, "--root", str(root)]
+def run(root: Path, family: str, op: str, *options: str) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, str(ROOT / "tools/new_op.py"), family, op, "--root", str(root), *options]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
@@ -33,6 +34,18 @@ def documented() -> dict[str, bool]:
 def test_the_doc_lists_exactly_what_the_script_writes():
     names = new_op.Names("<family>", "<op>")
     assert documented() == {path: per_op for path, _, _, per_op in new_op.files(names)}
+    # --mix: the same files, and those only a MIX kernel's family has
+    mix = {path for path, *_ in new_op.files(names, mix=True)} - set(documented())
+    assert set(MIX_ROW.findall((ROOT / "docs/adding-an-op.md").read_text())) == mix
+
+
+def compiles_once_its_error_line_goes(path: Path) -> None:
+    """The compiler stops at the #error; without that line the starting point compiles (its outline is comments)."""
+    cxx = subprocess.run(["g++", "-fsyntax-only", "-x", "c++", str(path)], capture_output=True, text=True)
+    assert cxx.returncode != 0 and '#error "tools/new_op.py scaffold: ' in cxx.stderr, (path, cxx.stderr)
+    body = "".join(line for line in path.read_text().splitlines(keepends=True) if not line.startswith("#error"))
+    cxx = subprocess.run(["g++", "-fsyntax-only", "-x", "c++", "-"], input=body, capture_output=True, text=True)
+    assert cxx.returncode == 0, (path, cxx.stderr)
 
 
 def test_a_new_family_gets_every_file_each_failing_until_written(tmp_path):
@@ -46,10 +59,7 @@ def test_a_new_family_gets_every_file_each_failing_until_written(tmp_path):
         assert f"wrote  {path}: " in result.stdout, path
         text = (tmp_path / path).read_text()
         if path.endswith((".cpp", ".h")):  # the compiler stops at it (CMake builds the .cpp files)
-            cxx = subprocess.run(
-                ["g++", "-fsyntax-only", "-x", "c++", str(tmp_path / path)], capture_output=True, text=True
-            )
-            assert cxx.returncode != 0 and '#error "tools/new_op.py scaffold: ' in cxx.stderr, (path, cxx.stderr)
+            compiles_once_its_error_line_goes(tmp_path / path)
         elif path.startswith("python/"):
             assert "\nraise NotImplementedError(" in text, path
     (proto,) = json.loads((tmp_path / "op_proto/attention/flash_attention.json").read_text())
@@ -78,6 +88,40 @@ def test_a_new_family_gets_every_file_each_failing_until_written(tmp_path):
     assert "extend tiling/attention_problem.h" in second.stdout and "edit   " not in second.stdout
     again = run(tmp_path, "attention", "flash_attention_grad")
     assert again.returncode != 0 and "has a prototype already" in again.stderr
+
+
+def test_a_mix_family_gets_its_cube_and_vector_sides(tmp_path):
+    result = run(tmp_path, "cross_entropy", "cross_entropy", "--mix")
+    assert result.returncode == 0, result.stderr
+    expected = [path for path, *_ in new_op.files(new_op.Names("cross_entropy", "cross_entropy"), mix=True)]
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == sorted(expected)
+    for side in (
+        "csrc/kernels/cross_entropy_cube.h",
+        "csrc/kernels/cross_entropy_vector.h",
+        "csrc/kernels/cross_entropy_flags.h",
+        "tiling/cross_entropy_buffers.h",
+    ):
+        assert f"wrote  {side}: " in result.stdout
+    for path in expected:
+        if path.endswith((".cpp", ".h")):
+            compiles_once_its_error_line_goes(tmp_path / path)
+    entry = (tmp_path / "csrc/kernels/cross_entropy.cpp").read_text()
+    for part in (
+        "KERNEL_TYPE_MIX_AIC_1_2",
+        "ASCEND_IS_AIC",
+        "ASCEND_IS_AIV",
+        "GetUserWorkspace",
+        "CROSS_ENTROPY_PARAMS",
+    ):
+        assert part in entry, part
+    assert "LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2" in result.stdout and "TwinCubePlatform()" in result.stdout
+    assert "CrossCoreWaitFlag" in (tmp_path / "csrc/kernels/cross_entropy_vector.h").read_text()
+    # its next op gets the per-op files; a second --mix on the family is refused
+    again = run(tmp_path, "cross_entropy", "cross_entropy_grad", "--mix")
+    assert again.returncode != 0 and "--mix starts a family" in again.stderr
+    second = run(tmp_path, "cross_entropy", "cross_entropy_grad")
+    assert second.returncode == 0 and "extend csrc/kernels/cross_entropy_cube.h" in second.stdout
 
 
 def test_an_op_of_an_existing_family_names_its_files(tmp_path):

@@ -7,27 +7,16 @@
 
 namespace ascendc_ops_host {
 
-// The chip's cube cores and their L1 / L0 buffers.
-inline tiling::CubePlatform NpuCubePlatform(const gert::TilingContext* context) {
-  platform_ascendc::PlatformAscendC soc(context->GetPlatformInfo());
-  uint64_t l1 = 0, l0a = 0, l0b = 0, l0c = 0;
-  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1);
-  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
-  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
-  soc.GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
-  return {tiling::kA2Name, soc.GetCoreNumAic(), uint32_t(l1), uint32_t(l0a), uint32_t(l0b), uint32_t(l0c)};
-}
-
 // The problem function (tiling/grouped_matmul_problem.h) the torch binding calls, on the inputs
-// (x, weight or dy, group_list; forward: bias (3, optional)) and the attrs group_list_type (0) and,
-// forward only, transpose_weight (1).
+// (x, weight or dy, group_list; forward: bias (3, optional)) and the attrs group_list_type and, forward
+// only, transpose_weight.
 template <typename Context>
 tiling::GroupedMatmulArgs<int64_t> GroupedMatmulArgsOf(const Context* context, const tiling::OpSpec& op,
                                                        bool weightGrad, int64_t& listType, bool& transpose) {
   const gert::RuntimeAttrs* attrs = context->GetAttrs();
-  const int64_t* type = IntAttr(attrs, 0);
-  listType = type == nullptr ? 1 : *type;
-  transpose = !weightGrad && BoolAttr(attrs, 1, false);
+  listType = ReadAttr(attrs, weightGrad ? ascendc_ops::kGroupedMatmulWeightGradAttrs.groupListType
+                                        : ascendc_ops::kGroupedMatmulAttrs.groupListType);
+  transpose = !weightGrad && ReadAttr(attrs, ascendc_ops::kGroupedMatmulAttrs.transposeWeight);
   const tiling::TensorArg<int64_t> bias =
       weightGrad ? tiling::TensorArg<int64_t>{{}, tiling::DType::kOther, false} : InputArg(context, 3, true);
   return tiling::CheckGroupedMatmul(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), listType,

@@ -9,29 +9,29 @@
 
 namespace ascendc_ops_host {
 
-// moe_token_permute: tokens (0), indices (1); attrs num_out_tokens (0, nullable) and padded_mode (1).
+// moe_token_permute: tokens (0), indices (1); attrs num_out_tokens (nullable) and padded_mode.
 template <typename Context>
 tiling::PermuteArgs<int64_t> PermuteArgsOf(const Context* context, const tiling::OpSpec& op) {
   const gert::RuntimeAttrs* attrs = context->GetAttrs();
-  const int64_t* numOut = IntAttr(attrs, 0);
-  return tiling::CheckMoeTokenPermute(op, InputArg(context, 0), InputArg(context, 1),
-                                      numOut == nullptr ? std::nullopt : std::optional<int64_t>(*numOut),
-                                      BoolAttr(attrs, 1, false));
+  const auto& a = ascendc_ops::kMoeTokenPermuteAttrs;
+  return tiling::CheckMoeTokenPermute(op, InputArg(context, 0), InputArg(context, 1), ReadAttr(attrs, a.numOutTokens),
+                                      ReadAttr(attrs, a.paddedMode));
 }
 
 // moe_token_unpermute: permuted_tokens (0), sorted_indices (1), probs (2, optional); the grad:
 // permuted_tokens (0), unpermuted_tokens_grad (1), sorted_indices (2), probs (3, optional). Attrs
-// padded_mode (0) and restore_shape (1, absent or empty: none).
+// padded_mode and restore_shape (absent or empty: none).
 template <typename Context>
 tiling::UnpermuteArgs<int64_t> UnpermuteArgsOf(const Context* context, const tiling::OpSpec& op, bool grad) {
   const gert::RuntimeAttrs* attrs = context->GetAttrs();
-  const auto* restore = attrs == nullptr ? nullptr : attrs->GetListInt(1);
-  std::vector<int64_t> restoreShape;
-  if (restore != nullptr) restoreShape.assign(restore->GetData(), restore->GetData() + restore->GetSize());
+  const auto& fwd = ascendc_ops::kMoeTokenUnpermuteAttrs;
+  const auto& bwd = ascendc_ops::kMoeTokenUnpermuteGradAttrs;
+  const std::vector<int64_t> restoreShape =
+      ReadAttr(attrs, grad ? bwd.restoreShape : fwd.restoreShape).value_or(std::vector<int64_t>{});
   const tiling::TensorArg<int64_t> dout = InputArg(context, 1), probs = InputArg(context, grad ? 3 : 2, true);
   return tiling::CheckMoeTokenUnpermute(op, InputArg(context, 0), grad ? &dout : nullptr,
                                         InputArg(context, grad ? 2 : 1), probs.defined ? &probs : nullptr,
-                                        BoolAttr(attrs, 0, false), restoreShape);
+                                        ReadAttr(attrs, grad ? bwd.paddedMode : fwd.paddedMode), restoreShape);
 }
 
 // One launch runs the three phases the torch path launches separately (chunk sort, merge rounds, row

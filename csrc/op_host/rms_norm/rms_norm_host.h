@@ -1,5 +1,5 @@
 // Host side of the RMSNorm ops (rms_norm, add_rms_norm and their grads): the problem functions
-// (tiling/rms_norm_problem.h) the torch bindings call, on the inputs (and the forward ops' attr 0,
+// (tiling/rms_norm_problem.h) the torch bindings call, on the inputs (and the forward ops' attr
 // epsilon), then one tiling (tiling/rms_norm_tiling.h). x is [..., *gamma.shape]: rows = product
 // of x's leading dims.
 #pragma once
@@ -10,13 +10,16 @@
 
 namespace ascendc_ops_host {
 
-// The forward ops' attr 0 (op_proto's default, 1e-6, when absent); the backward ops have none.
+// The forward ops' epsilon (their prototype's default when absent); the backward ops have none.
 template <typename Context>
-double NormEpsilon(const Context* context, bool backward) {
+double NormEpsilon(const Context* context, const tiling::OpSpec& op, bool backward) {
+  using namespace ascendc_ops;
   if (backward) return 0.0;
-  const gert::RuntimeAttrs* attrs = context->GetAttrs();
-  const float* eps = attrs == nullptr ? nullptr : attrs->GetFloat(0);
-  return eps == nullptr ? 1e-6f : *eps;
+  const tiling::Attr<float> epsilon = &op == &kAddRmsNorm     ? kAddRmsNormAttrs.epsilon
+                                      : &op == &kGemmaRmsNorm ? kGemmaRmsNormAttrs.epsilon
+                                      : &op == &kGatedRmsNorm ? kGatedRmsNormAttrs.epsilon
+                                                              : kRmsNormAttrs.epsilon;
+  return ReadAttr(context->GetAttrs(), epsilon);
 }
 
 // Forward inputs (x1[, x2], gamma), gated_rms_norm's (x, gamma, z); backward (dy, x, rstd, gamma[, dx_out or
@@ -26,11 +29,11 @@ tiling::NormArgs<int64_t> NormArgsOf(const Context* context, const tiling::OpSpe
   using Arg = tiling::TensorArg<int64_t>;
   if (!backward && tiling::NormGated(op))
     return tiling::CheckGatedRmsNorm(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
-                                     NormEpsilon(context, false));
+                                     NormEpsilon(context, op, false));
   if (!backward) {
     const Arg x1 = InputArg(context, 0), x2 = add ? InputArg(context, 1) : Arg{},
               gamma = InputArg(context, add ? 2 : 1);
-    return tiling::CheckRmsNorm(op, x1, add ? &x2 : nullptr, gamma, NormEpsilon(context, false));
+    return tiling::CheckRmsNorm(op, x1, add ? &x2 : nullptr, gamma, NormEpsilon(context, op, false));
   }
   const bool fifth = add || tiling::NormGated(op);  // dx_out, or z: input 4 of x's shape
   const Arg dy = InputArg(context, 0), x = InputArg(context, 1), rstd = InputArg(context, 2),
@@ -42,7 +45,7 @@ inline ge::graphStatus TileNormOp(gert::TilingContext* context, const tiling::Op
   return Checked([&] {
     const tiling::NormArgs<int64_t> a = NormArgsOf(context, op, add, backward);
     const tiling::NormTiling t =
-        tiling::TileNorm(tiling::NormProblemOf(a, add, backward, NormEpsilon(context, backward),
+        tiling::TileNorm(tiling::NormProblemOf(a, add, backward, NormEpsilon(context, op, backward),
                                                tiling::NormGammaOffset(op), tiling::NormGated(op)),
                          NpuPlatform(context));
     // No rows or empty rows: the torch path fills rstd / dgamma without a kernel; the op

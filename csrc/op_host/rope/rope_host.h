@@ -1,11 +1,12 @@
 // Host side of the RoPE ops: one kernel, one tiling (tiling/rope_tiling.h) and the problem functions
 // (tiling/rope_problem.h) the torch binding calls. rotary_mul, rope_customer and their grads: inputs 0
-// (x or dy), 1 (cos / r1), 2 (sin / r2) and rotary_mul(_grad)'s attr 0, rotary_mode ("half" when
-// absent); rope_customer(_grad) have no attr (the tutorial's layout). apply_rotary_pos_emb(_grad):
+// (x or dy), 1 (cos / r1), 2 (sin / r2) and rotary_mul(_grad)'s attr rotary_mode; rope_customer(_grad)
+// have no attr (the tutorial's layout). apply_rotary_pos_emb(_grad):
 // inputs 0, 1 (query, key or their grads, also outputs 0, 1), 2, 3 (cos, sin), attrs layout, rotary_mode.
 #pragma once
 #include <cstring>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "op_host_common.h"
@@ -13,16 +14,15 @@
 
 namespace ascendc_ops_host {
 
-// `tutorial`: rope_customer(_grad); else rotary_mul(_grad), whose mode is attr 0.
+// `tutorial`: rope_customer(_grad); else rotary_mul(_grad), which have a rotary_mode.
 template <typename Context>
 tiling::RopeArgs<int64_t> RopeArgsOf(const Context* context, const tiling::OpSpec& op, bool tutorial) {
-  std::optional<std::string_view> mode;
-  if (!tutorial) {
-    const gert::RuntimeAttrs* attrs = context->GetAttrs();
-    const char* value = attrs == nullptr ? nullptr : attrs->GetStr(0);
-    mode = value == nullptr ? std::string_view("half") : std::string_view(value);
-  }
-  return tiling::CheckRope(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), mode);
+  const bool grad = &op == &ascendc_ops::kRotaryMulGrad;
+  const std::string mode = tutorial ? ""
+                                    : ReadAttr(context->GetAttrs(), grad ? ascendc_ops::kRotaryMulGradAttrs.rotaryMode
+                                                                         : ascendc_ops::kRotaryMulAttrs.rotaryMode);
+  return tiling::CheckRope(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
+                           tutorial ? std::nullopt : std::optional<std::string_view>(mode));
 }
 
 inline ge::graphStatus TileRopeOp(gert::TilingContext* context, const tiling::OpSpec& op, bool backward,
@@ -52,11 +52,13 @@ inline ge::graphStatus InferRopeShape(gert::InferShapeContext* context, const ti
 template <typename Context>
 tiling::ApplyRopeArgs<int64_t> ApplyRopeArgsOf(const Context* context, const tiling::OpSpec& op) {
   const gert::RuntimeAttrs* attrs = context->GetAttrs();
-  const char* layout = attrs == nullptr ? nullptr : attrs->GetStr(0);
-  const char* mode = attrs == nullptr ? nullptr : attrs->GetStr(1);
+  const bool grad = &op == &ascendc_ops::kApplyRotaryPosEmbGrad;
+  const auto& fwd = ascendc_ops::kApplyRotaryPosEmbAttrs;
+  const auto& bwd = ascendc_ops::kApplyRotaryPosEmbGradAttrs;
+  const std::string layout = ReadAttr(attrs, grad ? bwd.layout : fwd.layout);
+  const std::string mode = ReadAttr(attrs, grad ? bwd.rotaryMode : fwd.rotaryMode);
   return tiling::CheckApplyRope(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
-                                InputArg(context, 3), layout == nullptr ? "BSND" : layout,
-                                mode == nullptr ? "half" : mode);
+                                InputArg(context, 3), layout, mode);
 }
 
 // One launch for both parts, as the torch binding tiles it (csrc/torch/rope_ops.cpp, PrepareApplyRope).

@@ -1,5 +1,5 @@
 // Host side of swiglu and swiglu_grad: the problem function (tiling/swiglu_problem.h) the torch
-// binding calls, on the inputs and the attr `dim` (attr 0), then the tiling.
+// binding calls, on the inputs and the attr `dim`, then the tiling.
 #pragma once
 #include "op_host_common.h"
 #include "swiglu_problem.h"
@@ -10,8 +10,9 @@ namespace ascendc_ops_host {
 template <typename Context>
 tiling::SwigluArgs<int64_t> SwigluArgsOf(const Context* context, const tiling::OpSpec& op, bool backward) {
   const tiling::TensorArg<int64_t> dy = InputArg(context, 0), x = InputArg(context, backward ? 1 : 0);
-  const int64_t* dim = IntAttr(context->GetAttrs(), 0);
-  return tiling::CheckSwiglu(op, backward ? &dy : nullptr, x, dim == nullptr ? -1 : *dim);
+  const int64_t dim =
+      ReadAttr(context->GetAttrs(), backward ? ascendc_ops::kSwigluGradAttrs.dim : ascendc_ops::kSwigluAttrs.dim);
+  return tiling::CheckSwiglu(op, backward ? &dy : nullptr, x, dim);
 }
 
 inline ge::graphStatus TileSwigluOp(gert::TilingContext* context, const tiling::OpSpec& op, bool backward) {

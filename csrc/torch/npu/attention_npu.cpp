@@ -4,7 +4,6 @@
 // current stream. Compiled only when CANN and torch_npu are present (cmake/npu.cmake).
 #include <torch/library.h>
 
-#include <string>
 #include <tuple>
 
 #include "attention_ops.h"
@@ -26,64 +25,38 @@ ASCENDC_NPU_KERNELS(FUSION_ATTENTION_GRAD_DTYPES, fusion_attention_grad, FUSION_
 namespace ascendc_ops {
 namespace {
 
-// The tiling struct and TND's cumulative lengths, as one block of device bytes.
-at::Tensor TilingBytesOnDevice(const at::Tensor& bytes, const at::Device& device) {
-  at::Tensor host = at::empty_like(bytes, at::TensorOptions().pinned_memory(true));
-  host.copy_(bytes);
-  return host.to(device, /*non_blocking=*/true);
-}
-
-// The system workspace (GetLibApiWorkSpaceSize), then the core groups' slots (GetUserWorkspace).
-at::Tensor AttentionWorkspace(const at::Device& device, int64_t userBytes) {
+// Queues a prepared launch (forward or backward) of `entries`' kernel for its dtype: its tiling bytes (the struct,
+// then TND's cumulative lengths) copied to the device, the system workspace (GetLibApiWorkSpaceSize), then the core
+// groups' slots (GetUserWorkspace).
+template <class Launch, class Entries>
+void EnqueueAttention(const char* name, const Entries& entries, const Launch& l, const at::Device& device) {
+  at::Tensor host = at::empty_like(l.tilingBytes, at::TensorOptions().pinned_memory(true));
+  host.copy_(l.tilingBytes);
+  const at::Tensor tiling = host.to(device, /*non_blocking=*/true);
   const at::Tensor sys = npu::SysWorkspace(device);
-  return at::empty({sys.numel() + userBytes}, sys.options());
+  const at::Tensor workspace = at::empty({sys.numel() + l.tiling.workspaceBytes}, sys.options());
+  npu::Enqueue(name,
+               npu::LaunchOf(PickEntry(entries, l.query.scalar_type()).fn, l.tiling.blockDim, npu::CurrentStream(),
+                             EntryArgs(npu::Ptr, l.Tensors(), workspace.data_ptr(), tiling.data_ptr())));
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
-    int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens, int64_t nextTokens,
-    at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
-  FusionAttentionLaunch l =
-      PrepareFusionAttention(query, key, value, attenMask, headNum, inputLayout, scale, preTokens, nextTokens,
-                             actualSeqQlen, actualSeqKvlen, sparseMode, npu::NpuCubePlatform());
-  if (l.tiling.blockDim == 0) return {l.out, l.softmaxMax, l.softmaxSum};
-  const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
-  const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
-  const uint32_t blocks = l.tiling.blockDim;
-  const at::ScalarType dtype = l.query.scalar_type();
-  void *qp = l.query.data_ptr(), *kp = l.key.data_ptr(), *vp = l.value.data_ptr(), *maskp = npu::Ptr(l.mask),
-       *outp = l.out.data_ptr(), *maxp = l.softmaxMax.data_ptr(), *sump = l.softmaxSum.data_ptr(),
-       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
-  aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(kFusionAttention.name, [=] {
-    PickEntry(npu_entries::fusion_attention, dtype).fn(blocks, stream, qp, kp, vp, maskp, outp, maxp, sump, wp, tp);
-  });
+std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(const at::Tensor& query, const at::Tensor& key,
+                                                                  const at::Tensor& value, const at::Tensor& attenMask,
+                                                                  const tiling::AttentionAttrs& attrs) {
+  FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, attrs, npu::NpuCubePlatform());
+  if (l.tiling.blockDim > 0) EnqueueAttention(kFusionAttention.name, npu_entries::fusion_attention, l, query.device());
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttentionGrad(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, int64_t headNum, const std::string& inputLayout, double scale, int64_t preTokens,
-    int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-    int64_t sparseMode) {
-  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(
-      query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, headNum, inputLayout, scale, preTokens,
-      nextTokens, actualSeqQlen, actualSeqKvlen, sparseMode, npu::NpuCubePlatform());
-  if (l.tiling.blockDim == 0) return {l.dq, l.dk, l.dv};  // zero-filled by Prepare
-  const at::Tensor tiling = TilingBytesOnDevice(l.tilingBytes, query.device());
-  const at::Tensor workspace = AttentionWorkspace(query.device(), l.tiling.workspaceBytes);
-  const uint32_t blocks = l.tiling.blockDim;
-  const at::ScalarType dtype = l.query.scalar_type();
-  void *qp = l.query.data_ptr(), *kp = l.key.data_ptr(), *vp = l.value.data_ptr(), *dyp = l.dy.data_ptr(),
-       *maskp = npu::Ptr(l.mask), *maxp = l.softmaxMax.data_ptr(), *sump = l.softmaxSum.data_ptr(),
-       *inp = l.attentionIn.data_ptr(), *dqp = l.dq.data_ptr(), *dkp = l.dk.data_ptr(), *dvp = l.dv.data_ptr(),
-       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
-  aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(kFusionAttentionGrad.name, [=] {
-    PickEntry(npu_entries::fusion_attention_grad, dtype)
-        .fn(blocks, stream, qp, kp, vp, dyp, maskp, maxp, sump, inp, dqp, dkp, dvp, wp, tp);
-  });
+    const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs) {
+  FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(query, key, value, dy, softmaxMax, softmaxSum, attentionIn,
+                                                           attenMask, attrs, npu::NpuCubePlatform());
+  // no task: dq / dk / dv zero-filled by Prepare
+  if (l.tiling.blockDim > 0)
+    EnqueueAttention(kFusionAttentionGrad.name, npu_entries::fusion_attention_grad, l, query.device());
   return {l.dq, l.dk, l.dv};
 }
 

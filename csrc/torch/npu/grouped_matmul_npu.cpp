@@ -32,15 +32,14 @@ at::Tensor RunGroupedMatmul(const OpProto& op, const at::Tensor& a, const at::Te
   const at::Tensor workspace = npu::SysWorkspace(a.device());
   const uint32_t blocks = l.tiling.blockDim;
   const at::ScalarType dtype = l.a.scalar_type();
-  void *ap = l.a.data_ptr(), *bp = l.b.data_ptr(), *gp = l.groupList.data_ptr(), *op_ = l.out.data_ptr(),
-       *wp = workspace.data_ptr(), *tp = tiling.data_ptr();
-  void* biasp = l.bias.defined() ? l.bias.data_ptr() : nullptr;  // the kernel reads it only with isBias
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    if (weightGrad)
-      PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn(blocks, stream, ap, bp, gp, op_, wp, tp);
-    else PickEntry(npu_entries::grouped_matmul, dtype).fn(blocks, stream, ap, bp, gp, biasp, op_, wp, tp);
-  });
+  if (weightGrad)
+    npu::Enqueue(op.name,
+                 npu::LaunchOf(PickEntry(npu_entries::grouped_matmul_weight_grad, dtype).fn, blocks, stream,
+                               EntryArgs(npu::Ptr, l.WeightGradTensors(), workspace.data_ptr(), tiling.data_ptr())));
+  else
+    npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::grouped_matmul, dtype).fn, blocks, stream,
+                                        EntryArgs(npu::Ptr, l.Tensors(), workspace.data_ptr(), tiling.data_ptr())));
   return l.out;
 }
 

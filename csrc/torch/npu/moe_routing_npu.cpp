@@ -31,10 +31,7 @@
 #include "aclrtlaunch_moe_token_unpermute_grad_half_half.h"
 
 // The entries of csrc/kernels/moe_routing_*.cpp (their aclrtlaunch_*.h above), from their lists.
-ASCENDC_NPU_KERNELS(MOE_SORT_CHUNKS_DTYPES, moe_sort_chunks, MOE_SORT_CHUNKS_PARAMS)
-ASCENDC_NPU_KERNELS(MOE_TOKEN_PERMUTE_DTYPES, moe_token_permute, MOE_TOKEN_PERMUTE_PARAMS)
-ASCENDC_NPU_KERNELS(MOE_TOKEN_UNPERMUTE_DTYPES, moe_token_unpermute, MOE_TOKEN_UNPERMUTE_PARAMS)
-ASCENDC_NPU_KERNELS(MOE_TOKEN_UNPERMUTE_GRAD_DTYPES, moe_token_unpermute_grad, MOE_TOKEN_UNPERMUTE_GRAD_PARAMS)
+MOE_ROUTING_KERNELS(ASCENDC_NPU_KERNELS)
 
 namespace ascendc_ops {
 namespace {
@@ -61,17 +58,17 @@ std::tuple<at::Tensor, at::Tensor> Permute(const at::Tensor& tokens, const at::T
     merges.emplace_back(n, src, dst, t.data_ptr());
     std::swap(src, dst);
   }
-  const at::ScalarType idType = l.indices.scalar_type();
-  const at::ScalarType dtype = tokens.scalar_type();
-  const uint32_t sortBlocks = l.tiling.sortBlocks, rowBlocks = l.tiling.rowBlocks;
-  void *tp = sortTiling.data_ptr(), *ip = l.indices.data_ptr(), *xp = l.tokens.data_ptr(), *pp = l.permuted.data_ptr(),
-       *sp = l.sortedIndices.data_ptr(), *pairs0 = ws.data_ptr(), *sorted = src;
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    PickEntry(npu_entries::moe_sort_chunks, idType).fn(sortBlocks, stream, ip, pairs0, nullptr, tp);
-    for (const auto& [n, from, to, t] : merges) ACLRT_LAUNCH_KERNEL(moe_merge_sorted)(n, stream, from, to, nullptr, t);
-    PickEntry(npu_entries::moe_token_permute, dtype).fn(rowBlocks, stream, xp, sorted, pp, sp, nullptr, tp);
-  });
+  npu::Enqueue(
+      op.name,
+      npu::LaunchOf(PickEntry(npu_entries::moe_sort_chunks, l.indices.scalar_type()).fn, l.tiling.sortBlocks, stream,
+                    EntryArgs(npu::Ptr, l.SortTensors(ws.data_ptr()), nullptr, sortTiling.data_ptr())),
+      [=] {
+        for (const auto& [n, from, to, t] : merges)
+          ACLRT_LAUNCH_KERNEL(moe_merge_sorted)(n, stream, from, to, nullptr, t);
+      },
+      npu::LaunchOf(PickEntry(npu_entries::moe_token_permute, tokens.scalar_type()).fn, l.tiling.rowBlocks, stream,
+                    EntryArgs(npu::Ptr, l.GatherTensors(src), nullptr, sortTiling.data_ptr())));
   return {l.permuted, l.sortedIndices};  // freed device blocks are reused only in this stream's order
 }
 
@@ -82,14 +79,10 @@ at::Tensor Unpermute(const at::Tensor& permuted, const at::Tensor& sortedIndices
                                        false, npu::NpuPlatform());
   if (l.tiling.rowBlocks == 0) return l.out;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
-  const uint32_t blocks = l.tiling.rowBlocks;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  void *xp = l.permuted.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs), *op_ = l.out.data_ptr(),
-       *tp = tiling.data_ptr();
-  aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    PickEntry(npu_entries::moe_token_unpermute, t, p).fn(blocks, stream, xp, sp, pp, op_, nullptr, tp);
-  });
+  npu::Enqueue(op.name,
+               npu::LaunchOf(PickEntry(npu_entries::moe_token_unpermute, t, p).fn, l.tiling.rowBlocks,
+                             npu::CurrentStream(), EntryArgs(npu::Ptr, l.Tensors(), nullptr, tiling.data_ptr())));
   return l.out;
 }
 
@@ -102,14 +95,10 @@ std::tuple<at::Tensor, at::Tensor> UnpermuteGrad(const at::Tensor& permuted, con
       PrepareUnpermute(op, permuted, dout, sortedIndices, probs, paddedMode, restoreShape, true, npu::NpuPlatform());
   if (l.tiling.rowBlocks == 0) return {l.out, l.probsGrad};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, permuted.device());
-  const uint32_t blocks = l.tiling.rowBlocks;
   const at::ScalarType t = l.permuted.scalar_type(), p = l.probs.defined() ? l.probs.scalar_type() : t;
-  void *xp = l.permuted.data_ptr(), *dp = l.dout.data_ptr(), *sp = l.sortedIndices.data_ptr(), *pp = npu::Ptr(l.probs),
-       *op_ = l.out.data_ptr(), *gp = l.probs.defined() ? l.probsGrad.data_ptr() : nullptr, *tp = tiling.data_ptr();
-  aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    PickEntry(npu_entries::moe_token_unpermute_grad, t, p).fn(blocks, stream, xp, dp, sp, pp, op_, gp, nullptr, tp);
-  });
+  npu::Enqueue(op.name,
+               npu::LaunchOf(PickEntry(npu_entries::moe_token_unpermute_grad, t, p).fn, l.tiling.rowBlocks,
+                             npu::CurrentStream(), EntryArgs(npu::Ptr, l.GradTensors(), nullptr, tiling.data_ptr())));
   return {l.out, l.probsGrad};
 }
 

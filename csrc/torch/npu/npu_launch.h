@@ -1,13 +1,16 @@
 // What every PrivateUse1 launcher shares (one file per op family in this directory, each reusing
-// its binding's Prepare* checks, output allocation and tiling): the platform the tiling targets,
-// the tiling struct on the device, and a direct kernel launch queued on torch_npu's current stream.
+// its binding's Prepare* checks, output allocation, tiling and kernel argument lists): the platform the
+// tiling targets, the tiling struct on the device, and direct kernel launches queued on torch_npu's
+// current stream.
 // Compiled only with CANN and torch_npu (cmake/npu.cmake).
 #pragma once
 #include <ATen/ATen.h>
 
 #include <cstring>
+#include <tuple>
 
-#include "grouped_matmul_tiling.h"
+// The platform reader the op_host uses too (csrc/op_host is not on this directory's include path).
+#include "../../op_host/npu_platform.h"
 #include "platform.h"
 #include "tiling/platform/platform_ascendc.h"
 #include "torch_npu/csrc/core/npu/NPUStream.h"
@@ -15,41 +18,29 @@
 
 namespace ascendc_ops::npu {
 
-// The chip's vector cores, read once from CANN's platform (the UB size is the A2 constant the
-// tiling already uses, tiling::kA2UbBytes: platform_ascendc reports the same on 910B).
+// CANN's platform for this device.
+inline const platform_ascendc::PlatformAscendC& Soc() {
+  auto* soc = platform_ascendc::PlatformAscendCManager::GetInstance();
+  TORCH_CHECK(soc != nullptr, "ascendc_ops: CANN's platform_ascendc cannot read this device");
+  return *soc;
+}
+
+// The chip's vector cores and UB, read once.
 inline const tiling::PlatformInfo& NpuPlatform() {
-  static const tiling::PlatformInfo platform = [] {
-    auto* soc = platform_ascendc::PlatformAscendCManager::GetInstance();
-    TORCH_CHECK(soc != nullptr, "ascendc_ops: CANN's platform_ascendc cannot read this device");
-    return tiling::Ascend910B(soc->GetCoreNumAiv());
-  }();
+  static const tiling::PlatformInfo platform = ascendc_ops_host::VectorPlatformOf(Soc());
   return platform;
 }
 
-// The chip's cube cores and L1 / L0 buffers (grouped matmul), read once from CANN's platform.
+// The chip's cube cores and L1 / L0 buffers (grouped matmul, attention), read once.
 inline const tiling::CubePlatform& NpuCubePlatform() {
-  static const tiling::CubePlatform platform = [] {
-    auto* soc = platform_ascendc::PlatformAscendCManager::GetInstance();
-    TORCH_CHECK(soc != nullptr, "ascendc_ops: CANN's platform_ascendc cannot read this device");
-    uint64_t l1 = 0, l0a = 0, l0b = 0, l0c = 0;
-    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L1, l1);
-    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_A, l0a);
-    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_B, l0b);
-    soc->GetCoreMemSize(platform_ascendc::CoreMemType::L0_C, l0c);
-    return tiling::CubePlatform{tiling::kA2Name, soc->GetCoreNumAic(), uint32_t(l1),
-                                uint32_t(l0a),   uint32_t(l0b),        uint32_t(l0c)};
-  }();
+  static const tiling::CubePlatform platform = ascendc_ops_host::CubePlatformOf(Soc());
   return platform;
 }
 
 // The system workspace the Matmul API needs (kernels call SetSysWorkspace on it), from torch_npu's
 // caching allocator.
 inline at::Tensor SysWorkspace(const at::Device& device) {
-  static const int64_t bytes = [] {
-    auto* soc = platform_ascendc::PlatformAscendCManager::GetInstance();
-    TORCH_CHECK(soc != nullptr, "ascendc_ops: CANN's platform_ascendc cannot read this device");
-    return int64_t(soc->GetLibApiWorkSpaceSize());
-  }();
+  static const int64_t bytes = int64_t(Soc().GetLibApiWorkSpaceSize());
   return at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(device));
 }
 
@@ -62,17 +53,25 @@ at::Tensor TilingOnDevice(const Data& data, const at::Device& device) {
   return host.to(device, /*non_blocking=*/true);
 }
 
+// A tensor's device address for a kernel (null for an undefined tensor: an absent optional input).
 inline void* Ptr(const at::Tensor& t) { return t.defined() ? t.data_ptr() : nullptr; }
 
 inline aclrtStream CurrentStream() { return c10_npu::getCurrentNPUStream().stream(false); }
 
-// Queues `launch` (which calls ACLRT_LAUNCH_KERNEL(...)) in order with torch_npu's own work.
-template <typename Launch>
-void Enqueue(const char* opName, Launch launch) {
-  at_npu::native::OpCommand::RunOpApi(opName, [launch]() -> int {
-    launch();
+// Queues the launches (each calls ACLRT_LAUNCH_KERNEL(...)), in order, with torch_npu's own work.
+template <typename... Launch>
+void Enqueue(const char* opName, Launch... launch) {
+  at_npu::native::OpCommand::RunOpApi(opName, [launch...]() -> int {
+    (launch(), ...);
     return 0;
   });
+}
+
+// A direct launch of kernel entry `fn` on `stream` with its GM arguments as one tuple (a launch struct's Args),
+// for Enqueue.
+template <typename Fn, typename... Gms>
+auto LaunchOf(Fn fn, uint32_t blockDim, aclrtStream stream, const std::tuple<Gms...>& gm) {
+  return [=] { std::apply([&](auto... p) { fn(blockDim, stream, p...); }, gm); };
 }
 
 }  // namespace ascendc_ops::npu

@@ -45,13 +45,7 @@
 #include "aclrtlaunch_rms_norm_dgamma_bfloat16.h"
 
 // The entries of csrc/kernels/rms_norm.cpp and rms_norm_grad.cpp (their aclrtlaunch_*.h above), from their lists.
-ASCENDC_NPU_KERNELS(RMS_NORM_DTYPES, rms_norm, RMS_NORM_PARAMS)
-ASCENDC_NPU_KERNELS(ADD_RMS_NORM_DTYPES, add_rms_norm, ADD_RMS_NORM_PARAMS)
-ASCENDC_NPU_KERNELS(GATED_RMS_NORM_DTYPES, gated_rms_norm, GATED_RMS_NORM_PARAMS)
-ASCENDC_NPU_KERNELS(RMS_NORM_GRAD_DTYPES, rms_norm_grad, RMS_NORM_GRAD_PARAMS)
-ASCENDC_NPU_KERNELS(ADD_RMS_NORM_GRAD_DTYPES, add_rms_norm_grad, ADD_RMS_NORM_GRAD_PARAMS)
-ASCENDC_NPU_KERNELS(GATED_RMS_NORM_GRAD_DTYPES, gated_rms_norm_grad, GATED_RMS_NORM_GRAD_PARAMS)
-ASCENDC_NPU_KERNELS(RMS_NORM_DGAMMA_DTYPES, rms_norm_dgamma, RMS_NORM_DGAMMA_PARAMS)
+RMS_NORM_KERNELS(ASCENDC_NPU_KERNELS)
 
 namespace ascendc_ops {
 namespace {
@@ -62,15 +56,14 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> Forward(const OpProto& op, const 
   if (l.tiling.blockDim == 0) return {l.y, l.rstd, l.xOut};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x1.device());
   const uint32_t blocks = l.tiling.blockDim;
-  const bool add = x2 != nullptr;
   const at::ScalarType xt = l.x1.scalar_type(), gt = l.gamma.scalar_type();
-  void *x1p = l.x1.data_ptr(), *x2p = npu::Ptr(l.x2), *gp = l.gamma.data_ptr(), *yp = l.y.data_ptr(),
-       *rp = l.rstd.data_ptr(), *xop = npu::Ptr(l.xOut), *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    if (add) PickEntry(npu_entries::add_rms_norm, xt, gt).fn(blocks, stream, x1p, x2p, gp, yp, rp, xop, nullptr, tp);
-    else PickEntry(npu_entries::rms_norm, xt, gt).fn(blocks, stream, x1p, gp, yp, rp, nullptr, tp);
-  });
+  if (x2 != nullptr)
+    npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::add_rms_norm, xt, gt).fn, blocks, stream,
+                                        EntryArgs(npu::Ptr, l.AddRmsNormTensors(), nullptr, tiling.data_ptr())));
+  else
+    npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::rms_norm, xt, gt).fn, blocks, stream,
+                                        EntryArgs(npu::Ptr, l.RmsNormTensors(), nullptr, tiling.data_ptr())));
   return {l.y, l.rstd, l.xOut};
 }
 
@@ -79,36 +72,44 @@ std::tuple<at::Tensor, at::Tensor> GatedForward(const OpProto& op, const at::Ten
   NormForwardLaunch l = PrepareGatedNormForward(op, x, gamma, z, epsilon, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return {l.y, l.rstd};
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
-  const uint32_t blocks = l.tiling.blockDim;
-  const at::ScalarType xt = l.x1.scalar_type(), gt = l.gamma.scalar_type();
-  void *xp = l.x1.data_ptr(), *gp = l.gamma.data_ptr(), *zp = l.z.data_ptr(), *yp = l.y.data_ptr(),
-       *rp = l.rstd.data_ptr(), *tp = tiling.data_ptr();
-  aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    PickEntry(npu_entries::gated_rms_norm, xt, gt).fn(blocks, stream, xp, gp, zp, yp, rp, nullptr, tp);
-  });
+  npu::Enqueue(op.name,
+               npu::LaunchOf(PickEntry(npu_entries::gated_rms_norm, l.x1.scalar_type(), l.gamma.scalar_type()).fn,
+                             l.tiling.blockDim, npu::CurrentStream(),
+                             EntryArgs(npu::Ptr, l.GatedRmsNormTensors(), nullptr, tiling.data_ptr())));
   return {l.y, l.rstd};
+}
+
+// The fp32 dgamma partials, one row per block: from torch_npu's caching allocator.
+at::Tensor Partials(const NormBackwardLaunch& l) {
+  return at::empty({int64_t(l.tiling.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
+}
+
+// The row kernel's launch `row`, then the dgamma reduction, in stream order as on the twin.
+template <class RowLaunch>
+void EnqueueBackward(const OpProto& op, const NormBackwardLaunch& l, const at::Tensor& partials,
+                     const at::Tensor& tiling, aclrtStream stream, RowLaunch row) {
+  npu::Enqueue(op.name, row,
+               npu::LaunchOf(PickEntry(npu_entries::rms_norm_dgamma, l.gamma.scalar_type()).fn, l.tiling.reduceBlockDim,
+                             stream, EntryArgs(npu::Ptr, l.DgammaTensors(partials), nullptr, tiling.data_ptr())));
 }
 
 std::tuple<at::Tensor, at::Tensor> Backward(const OpProto& op, const at::Tensor& dy, const at::Tensor& x,
                                             const at::Tensor& rstd, const at::Tensor& gamma, const at::Tensor* dxOut) {
   NormBackwardLaunch l = PrepareNormBackward(op, dy, x, rstd, gamma, dxOut, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return {l.dx, l.dgamma};
-  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
-  // the fp32 dgamma partials, one row per block: from torch_npu's caching allocator
-  const at::Tensor partials = at::empty({int64_t(l.tiling.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
-  const uint32_t blocks = l.tiling.blockDim, reduceBlocks = l.tiling.reduceBlockDim;
-  const bool add = dxOut != nullptr;
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device()), partials = Partials(l);
+  const uint32_t blocks = l.tiling.blockDim;
   const at::ScalarType xt = l.x.scalar_type(), gt = l.gamma.scalar_type();
-  void *dyp = l.dy.data_ptr(), *xp = l.x.data_ptr(), *rp = l.rstd.data_ptr(), *gp = l.gamma.data_ptr(),
-       *dxop = npu::Ptr(l.dxOut), *dxp = l.dx.data_ptr(), *dgp = l.dgamma.data_ptr(), *pp = partials.data_ptr(),
-       *tp = tiling.data_ptr();
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    if (add) PickEntry(npu_entries::add_rms_norm_grad, xt, gt).fn(blocks, stream, dyp, xp, rp, gp, dxop, dxp, pp, tp);
-    else PickEntry(npu_entries::rms_norm_grad, xt, gt).fn(blocks, stream, dyp, xp, rp, gp, dxp, pp, tp);
-    PickEntry(npu_entries::rms_norm_dgamma, gt).fn(reduceBlocks, stream, pp, dgp, nullptr, tp);
-  });
+  if (dxOut != nullptr)
+    EnqueueBackward(
+        op, l, partials, tiling, stream,
+        npu::LaunchOf(PickEntry(npu_entries::add_rms_norm_grad, xt, gt).fn, blocks, stream,
+                      EntryArgs(npu::Ptr, l.AddRmsNormGradTensors(), partials.data_ptr(), tiling.data_ptr())));
+  else
+    EnqueueBackward(op, l, partials, tiling, stream,
+                    npu::LaunchOf(PickEntry(npu_entries::rms_norm_grad, xt, gt).fn, blocks, stream,
+                                  EntryArgs(npu::Ptr, l.RmsNormGradTensors(), partials.data_ptr(), tiling.data_ptr())));
   return {l.dx, l.dgamma};
 }
 
@@ -117,18 +118,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> GatedBackward(const OpProto& op, 
                                                              const at::Tensor& gamma, const at::Tensor& z) {
   NormBackwardLaunch l = PrepareGatedNormBackward(op, dy, x, rstd, gamma, z, npu::NpuPlatform());
   if (l.tiling.blockDim == 0) return {l.dx, l.dgamma, l.dz};
-  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
-  const at::Tensor partials = at::empty({int64_t(l.tiling.blockDim), l.gamma.numel()}, l.x.options().dtype(at::kFloat));
-  const uint32_t blocks = l.tiling.blockDim, reduceBlocks = l.tiling.reduceBlockDim;
-  const at::ScalarType xt = l.x.scalar_type(), gt = l.gamma.scalar_type();
-  void *dyp = l.dy.data_ptr(), *xp = l.x.data_ptr(), *rp = l.rstd.data_ptr(), *gp = l.gamma.data_ptr(),
-       *zp = l.z.data_ptr(), *dxp = l.dx.data_ptr(), *dzp = l.dz.data_ptr(), *dgp = l.dgamma.data_ptr(),
-       *pp = partials.data_ptr(), *tp = tiling.data_ptr();
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device()), partials = Partials(l);
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    PickEntry(npu_entries::gated_rms_norm_grad, xt, gt).fn(blocks, stream, dyp, xp, rp, gp, zp, dxp, dzp, pp, tp);
-    PickEntry(npu_entries::rms_norm_dgamma, gt).fn(reduceBlocks, stream, pp, dgp, nullptr, tp);
-  });
+  EnqueueBackward(
+      op, l, partials, tiling, stream,
+      npu::LaunchOf(PickEntry(npu_entries::gated_rms_norm_grad, l.x.scalar_type(), l.gamma.scalar_type()).fn,
+                    l.tiling.blockDim, stream,
+                    EntryArgs(npu::Ptr, l.GatedRmsNormGradTensors(), partials.data_ptr(), tiling.data_ptr())));
   return {l.dx, l.dgamma, l.dz};
 }
 

@@ -15,8 +15,7 @@
 #include "swiglu_ops.h"
 
 // The entries of csrc/kernels/swiglu.cpp (their aclrtlaunch_*.h above), from their lists.
-ASCENDC_NPU_KERNELS(SWIGLU_DTYPES, swiglu, SWIGLU_PARAMS)
-ASCENDC_NPU_KERNELS(SWIGLU_GRAD_DTYPES, swiglu_grad, SWIGLU_GRAD_PARAMS)
+SWIGLU_KERNELS(ASCENDC_NPU_KERNELS)
 
 namespace ascendc_ops {
 namespace {
@@ -26,26 +25,19 @@ at::Tensor RunOnNpu(const OpProto& op, const at::Tensor& dy, const at::Tensor& x
   if (l.tiling.blockDim == 0) return l.out;
   const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, x.device());
   const uint32_t blocks = l.tiling.blockDim;
-  void *dyp = npu::Ptr(l.dy), *xp = l.x.data_ptr(), *outp = l.out.data_ptr(), *tp = tiling.data_ptr();
   const at::ScalarType dtype = l.x.scalar_type();
   aclrtStream stream = npu::CurrentStream();
-  npu::Enqueue(op.name, [=] {
-    if (!backward) PickEntry(npu_entries::swiglu, dtype).fn(blocks, stream, xp, outp, nullptr, tp);
-    else PickEntry(npu_entries::swiglu_grad, dtype).fn(blocks, stream, dyp, xp, outp, nullptr, tp);
-  });
+  if (!backward)
+    npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::swiglu, dtype).fn, blocks, stream,
+                                        EntryArgs(npu::Ptr, l.Tensors(), nullptr, tiling.data_ptr())));
+  else
+    npu::Enqueue(op.name, npu::LaunchOf(PickEntry(npu_entries::swiglu_grad, dtype).fn, blocks, stream,
+                                        EntryArgs(npu::Ptr, l.GradTensors(), nullptr, tiling.data_ptr())));
   return l.out;
-}
-
-at::Tensor Swiglu(const at::Tensor& x, int64_t dim) { return RunOnNpu(kSwiglu, at::Tensor(), x, dim, false); }
-at::Tensor SwigluGrad(const at::Tensor& dy, const at::Tensor& x, int64_t dim) {
-  return RunOnNpu(kSwigluGrad, dy, x, dim, true);
 }
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) {
-  m.impl("swiglu", &Swiglu);
-  m.impl("swiglu_grad", &SwigluGrad);
-}
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplSwigluOps<RunOnNpu>(m); }
 
 }  // namespace ascendc_ops

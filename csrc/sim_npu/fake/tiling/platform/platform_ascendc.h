@@ -1,5 +1,6 @@
-// SIMULATOR -- stands in for CANN's tiling/platform/platform_ascendc.h, only what npu_launch.h reads:
-// core counts, L1/L0 sizes and the library workspace size, reported as an Ascend910B2's.
+// SIMULATOR -- stands in for CANN's tiling/platform/platform_ascendc.h, only what npu_launch.h reads (through
+// csrc/op_host/npu_platform.h): core counts, UB / L1 / L0 sizes and the library workspace size, reported as an
+// Ascend910B2's.
 #pragma once
 #include <cstdint>
 
