@@ -383,14 +383,14 @@ class Checker:
         )
         bad = mutate(
             "op_host_cube",
-            ROOT / "csrc" / "op_host" / "grouped_matmul" / "grouped_matmul_host.h",
+            ROOT / "csrc" / "op_host" / "npu_platform.h",
             "soc.GetCoreNumAic()",
             "soc.GetCoreNumCube()",
             "op_host",
         )
-        shutil.copy(
-            ROOT / "csrc" / "op_host" / "grouped_matmul" / "grouped_matmul.cpp", bad.parent / "grouped_matmul.cpp"
-        )
+        for name in ("grouped_matmul.cpp", "grouped_matmul_host.h"):  # reaching the mutated reader before the real
+            shutil.copy(ROOT / "csrc" / "op_host" / "grouped_matmul" / name, bad.parent / name)
+        shutil.copy(ROOT / "csrc" / "op_host" / "op_host_common.h", bad.parent / "op_host_common.h")
         controls.append(
             (
                 "op_host reading a platform_ascendc method that does not exist (GetCoreNumCube)",

@@ -151,12 +151,14 @@ def mix_files(n: Names) -> tuple[dict[str, str], list[tuple[str, str, str, bool]
             False,
         ),
         (
-            f"csrc/kernels/{f}_flags.h",
-            "the cross-core flag ids of the hand-offs both sides share (mode 2: an AIC and its two AIVs)",
+            f"csrc/kernels/{f}_task.h",
+            "what both sides share: the tasks and how they are dealt to the core groups, the cross-core flag ids of "
+            "the hand-offs (mode 2: an AIC and its two AIVs)",
             cpp_error(
-                f"the {f} kernel's cross-core flags (attention_task.h's attention_flags is one).",
-                "name the flags",
-                "One id per hand-off (at most 16), each set as often as it is waited for: the twin runs the cores\n"
+                f"the {f} kernel's tasks and cross-core flags (csrc/kernels/attention_task.h is one).",
+                "write the tasks and flags",
+                "The tasks in the order the tiling counts them, dealt to the core groups by GetBlockIdx(); one\n"
+                "flag id per hand-off (at most 16), each set as often as it is waited for: the twin runs the cores\n"
                 "of a group together and reports a wait that no set answers.",
             ),
             False,

@@ -99,7 +99,7 @@ def test_a_mix_family_gets_its_cube_and_vector_sides(tmp_path):
     for side in (
         "csrc/kernels/cross_entropy_cube.h",
         "csrc/kernels/cross_entropy_vector.h",
-        "csrc/kernels/cross_entropy_flags.h",
+        "csrc/kernels/cross_entropy_task.h",
         "tiling/cross_entropy_buffers.h",
     ):
         assert f"wrote  {side}: " in result.stdout
