@@ -46,12 +46,13 @@ def _add_ops(parser) -> None:
         "comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; SwiGLU: T,2I); "
         "default without --preset: each op's shapes from its issue",
     )
-    options.dtypes(parser, bench_ops.DTYPES, f"{MAIN_DTYPE}; with --full, --shape or --preset: {BOTH}")
-    options.listed(
-        parser,
+    options.dtypes(parser, bench_ops.DTYPES, " ".join(bench_ops.DEFAULT_DTYPES))
+    parser.add_argument(
         "--mode",
-        bench_ops.PASSES,
-        "fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd",
+        nargs="+",
+        action="extend",
+        choices=list(bench_ops.PASSES),
+        help="fwd, bwd (dx only) and/or full (forward with grad + backward); default: fwd bwd",
     )
     parser.add_argument(
         "--csv", type=out_path, metavar="OUT", help="append the rows, with environment columns, to this CSV file"
@@ -182,7 +183,13 @@ def _add_attention(parser) -> None:
         type=positive_int,
         help="calls per provider, the best shown (default: 1; ours takes minutes at S 4096)",
     )
-    options.listed(parser, "--provider", attention_train.PROVIDERS, "only these (default: all)")
+    parser.add_argument(
+        "--provider",
+        nargs="+",
+        action="extend",
+        choices=list(attention_train.PROVIDERS),
+        help="only these (default: all)",
+    )
     options.quick(parser, "S 512 (" + ",".join(map(str, attention_train.QUICK_SHAPE)) + ")")
 
 

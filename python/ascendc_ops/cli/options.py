@@ -29,13 +29,10 @@ def shapes(parser, what: str) -> None:
     parser.add_argument("--shape", nargs="+", action="extend", type=shape, metavar="DIMS", help=what)
 
 
-def listed(parser, flag: str, choices, help: str) -> None:
-    """An option taking one or more of `choices`, repeated options adding up (`--x a --x b` = `--x a b`)."""
-    parser.add_argument(flag, nargs="+", action="extend", choices=list(choices), help=help)
-
-
 def dtypes(parser, choices, default: str) -> None:
-    listed(parser, "--dtype", choices, f"only these dtypes (default: {default})")
+    parser.add_argument(
+        "--dtype", nargs="+", action="extend", choices=list(choices), help=f"only these dtypes (default: {default})"
+    )
 
 
 def quick(parser, smaller: str) -> None:

@@ -165,6 +165,7 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     launch_us = plat.launch_us(used, cube) if blocks else 0.0
     est_us = cycles / plat.hz * 1e6 + launch_us
     busy = {p: sum(tl.busy[p] for tl in tls) for p in PIPES}
+    stalls = {p: sum(tl.stall[p] for tl in tls) for p in PIPES}
     pipes = {
         p: (busy[p] / (cores * cycles) if cycles else 0.0) for p in PIPES if busy[p] or p in ("MTE2", "V", "MTE3", "S")
     }
@@ -176,12 +177,19 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
         waves=-(-len(blocks) // cores) if blocks else 0,
         cycles=cycles,
         gm_bytes=gm,
+        hbm_us=floor["HBM"] / plat.hz * 1e6,
         launch_us=launch_us,
         est_us=est_us,
+        bound="",
         mte_share=share,
         pipes=pipes,
+        stalls=stalls,
         placement=placement,
-        **_timeline_fields(tls, busy, traffic, floor, plat),
+        timelines=tls,
+        top_ops=_top_ops(tls, busy),
+        top_waits=_top_waits(tls),
+        l2_hit_bytes=traffic.hit_bytes,
+        l2_us=floor["L2"] / plat.hz * 1e6,
     )
     m.bound = _bound(m, plat, end, memory_cycles, "L2" if floor["L2"] > floor["HBM"] else "HBM")
     if used < cores:
@@ -209,21 +217,6 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     if waits:
         m.notes.append(f"{waits} WaitFlag without an earlier SetFlag (ignored)")
     return m
-
-
-def _timeline_fields(tls, busy, traffic, floor, plat) -> dict:
-    """The LaunchModel fields a plain and a mix launch read the same way off their core timelines; `bound` is
-    set once the model exists."""
-    return dict(
-        hbm_us=floor["HBM"] / plat.hz * 1e6,
-        bound="",
-        stalls={p: sum(tl.stall[p] for tl in tls) for p in PIPES},
-        timelines=tls,
-        top_ops=_top_ops(tls, busy),
-        top_waits=_top_waits(tls),
-        l2_hit_bytes=traffic.hit_bytes,
-        l2_us=floor["L2"] / plat.hz * 1e6,
-    )
 
 
 def _top_ops(tls, busy) -> list:
@@ -350,12 +343,19 @@ def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) ->
         waves=-(-groups // chip_groups) if groups else 0,
         cycles=cycles,
         gm_bytes=read + write,
+        hbm_us=floor["HBM"] / plat.hz * 1e6,
         launch_us=launch_us,
         est_us=cycles / plat.hz * 1e6 + launch_us,
+        bound="",
         mte_share=share,
         pipes=pipes,
+        stalls={p: sum(tl.stall[p] for tl in tls) for p in PIPES},
         placement=placement,
-        **_timeline_fields(tls, busy, traffic, floor, plat),
+        timelines=tls,
+        top_ops=_top_ops(tls, busy),
+        top_waits=_top_waits(tls),
+        l2_hit_bytes=traffic.hit_bytes,
+        l2_us=floor["L2"] / plat.hz * 1e6,
         core_names=names,
         flows=flows,
         kinds=per_kind,
