@@ -46,7 +46,7 @@ def _add_ops(parser) -> None:
         "comma-separated dims, e.g. 1,32,512,128 (RoPE: B,H,L,D; RMSNorm: rows,hidden; SwiGLU: T,2I); "
         "default without --preset: each op's shapes from its issue",
     )
-    options.dtypes(parser, bench_ops.DTYPES, " ".join(bench_ops.DEFAULT_DTYPES))
+    options.dtypes(parser, bench_ops.DTYPES, f"{MAIN_DTYPE}; with --full, --shape or --preset: {BOTH}")
     parser.add_argument(
         "--mode",
         nargs="+",
