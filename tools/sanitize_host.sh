@@ -8,7 +8,8 @@
 # Python itself is not instrumented, so libasan must be loaded first: LD_PRELOAD of the
 # compiler's libasan.so, followed by libstdc++ (else ASan's __cxa_throw interceptor finds no
 # real __cxa_throw in a C program and aborts on the first C++ exception). Leak detection is off (CPython and torch keep allocations until exit);
-# every other ASan/UBSan finding aborts the run (halt_on_error, -fno-sanitize-recover).
+# every other ASan/UBSan finding aborts the run (halt_on_error, -fno-sanitize-recover). The subset includes the
+# mix launches (test_crosscore, test_mix_parallel): their cores are fibers, whose stack switches ASan is told of.
 #
 # Needs ./build.sh to have made .venv first. Usage: tools/sanitize_host.sh [extra pytest args]
 set -euo pipefail
@@ -31,4 +32,5 @@ LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.
   tests/ops/test_rope.py::test_rope_customer_accuracy tests/ops/test_rope.py::test_rotary_mul_backward \
   tests/ops/test_swiglu.py::test_forward_sweep tests/ops/test_swiglu.py::test_backward_sweep \
   tests/ops/test_rms_norm.py::test_rms_norm_forward tests/ops/test_rms_norm.py::test_rms_norm_backward_split_row \
-  tests/ops/test_rms_norm.py::test_add_rms_norm_forward_backward "$@"
+  tests/ops/test_rms_norm.py::test_add_rms_norm_forward_backward \
+  tests/twin/test_crosscore.py tests/twin/test_mix_parallel.py "$@"
