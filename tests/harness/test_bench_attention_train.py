@@ -14,6 +14,11 @@ ROW = re.compile(r"^\| (ours|eager|sdpa|gemms) \| ([\d.]+) \| ([\d.]+) \| (\d+|n
 RATIO = re.compile(r"^\| ours / (sdpa|gemms) \| ([\d.]+)x \| ([\d.]+)x \|", re.M)
 
 
+def half_ulp(printed: str) -> float:
+    """Half the last printed digit of a time: the rounding it carries."""
+    return 0.5 * 10.0 ** -len(printed.partition(".")[2])
+
+
 def test_small_shape_all_providers(capsys):
     assert cli.main(["bench", "attention", "--shape", "1,64,4,2,32", "--dtype", "float32"]) == 0
     out = capsys.readouterr().out
@@ -29,8 +34,9 @@ def test_small_shape_all_providers(capsys):
     for ref in ("sdpa", "gemms"):
         for col in (1, 2):
             ours, theirs, shown = float(rows["ours"][col]), float(rows[ref][col]), float(ratios[ref][col])
-            lo = (ours - 5e-4) / (theirs + 5e-4)
-            hi = (ours + 5e-4) / (theirs - 5e-4) if theirs > 5e-4 else float("inf")
+            eo, et = half_ulp(rows["ours"][col]), half_ulp(rows[ref][col])
+            lo = (ours - eo) / (theirs + et)
+            hi = (ours + eo) / (theirs - et) if theirs > et else float("inf")
             assert lo - 0.05 <= shown <= hi + 0.05, (ref, col, ours, theirs, shown)
 
 

@@ -6,6 +6,8 @@ masked rows; bad inputs, empty tensors, opcheck. The twin's sanitizer is on (tes
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 import pytest
 import torch
@@ -110,7 +112,8 @@ def check(
     data=None,
 ):
     dv = dv or d
-    torch.manual_seed(hash((layout, b, n1, n2, s1, s2, d, dv, sparse_mode)) % 2**31)
+    # A stable seed: hash() of a str is salted per process, which made the data (and the verdict) vary by run.
+    torch.manual_seed(zlib.crc32(repr((layout, b, n1, n2, s1, s2, d, dv, sparse_mode)).encode()))
     q, k, v = data or (torch.randn(b, n1, s1, d), torch.randn(b, n2, s2, d), torch.randn(b, n2, s2, dv))
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     scale = 1.0 / d**0.5

@@ -15,6 +15,7 @@ largest difference from SDPA's as a sanity check (the accuracy standard is judge
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -130,6 +131,11 @@ def _max_diff(path: str, ref: str) -> tuple:
     return tuple(float((a[k].float() - b[k].float()).abs().max()) for k in ("out", "dq"))
 
 
+def _secs(x: float) -> str:
+    """At least four significant digits: a small shape's SDPA call takes tens of microseconds."""
+    return f"{x:.{max(3, 3 - math.floor(math.log10(x)))}f}" if x > 0 else f"{x:.3f}"
+
+
 def run(opts: Options) -> int:
     """Prints the table; returns 0."""
     b, s, n, nkv, d = opts.shape
@@ -157,7 +163,7 @@ def run(opts: Options) -> int:
             if p not in ("sdpa", "gemms") and "sdpa" in rows:
                 diff = "{:.3g} / {:.3g}".format(*_max_diff(paths[p], paths["sdpa"]))
             peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.0f}"
-            print(f"| {p} | {r['fwd_s']:.3f} | {r['bwd_s']:.3f} | {peak} | {diff} |")
+            print(f"| {p} | {_secs(r['fwd_s'])} | {_secs(r['bwd_s'])} | {peak} | {diff} |")
     if "ours" in rows:
         for ref in ("sdpa", "gemms"):
             if ref in rows:
