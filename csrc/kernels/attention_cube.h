@@ -1,4 +1,4 @@
-// The AIC's half of the fused attention forward, through the cube's basic API (attention_matmul.h): per
+// The AIC's half of the fused attention forward, through the cube's basic API (cube_matmul.h): per
 // task Q [rows, D] is loaded into L1; per S2 block
 //   S = Q K^T: K [cols, D] is B stored transposed, its Nz fractals already L0B's (one LoadData 2D per chunk
 //              of D); Fixpipe S (fp32) into the block's workspace slot, flag kSReady;
@@ -11,7 +11,7 @@
 // tile and of L0C (the tiling's l1Buffers / l0cBuffers) a block's loads overlap the previous Mmad, and
 // its Mmad the previous Fixpipe.
 #pragma once
-#include "attention_matmul.h"
+#include "cube_matmul.h"
 #include "attention_task.h"
 
 template <typename T>
@@ -26,7 +26,7 @@ class AttentionCube {
     sWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws_));
     pWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(ws_ + t.pOffset));
     oWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws_ + t.oOffset));
-    const uint32_t d16 = AttentionMatmul<T>::Align16(uint32_t(t.headDim)), s1b = t.s1Block, s2b = t.s2Block,
+    const uint32_t d16 = CubeMatmul<T>::Align16(uint32_t(t.headDim)), s1b = t.s1Block, s2b = t.s2Block,
                    v16 = t.vPitch;
     const uint8_t n = uint8_t(t.l1Buffers);
     pipe_.InitBuffer(qL1_, n, s1b * d16 * sizeof(T));
@@ -126,7 +126,7 @@ class AttentionCube {
   Pending pending_[kAttentionSSlots];
   int64_t sDone_ = 0, pvDone_ = 0;  // the group's blocks so far whose S / P V is out
   TPipe pipe_;
-  AttentionMatmul<T> mm_;
+  CubeMatmul<T> mm_;
   TQue<TPosition::A1, 1> qL1_, pL1_;
   TQue<TPosition::B1, 1> kL1_, vL1_;
 };

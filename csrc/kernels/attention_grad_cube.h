@@ -7,7 +7,7 @@
 // Q_i and dy_i serve as A (LoadData 2D) and as B (3Dv2) from one L1 tile each, K_j and V_j likewise.
 #pragma once
 #include "attention_grad_task.h"
-#include "attention_matmul.h"
+#include "cube_matmul.h"
 
 template <typename T>
 class AttentionGradCube {
@@ -143,7 +143,7 @@ class AttentionGradCube {
   GlobalTensor<T> q_, k_, v_, dy_;
   AttentionGradWorkspace<T> ws_;
   TPipe pipe_;
-  AttentionMatmul<T> mm_;
+  CubeMatmul<T> mm_;
   TQue<TPosition::A1, 1> qL1_, dyL1_, pL1_, dsL1_;
   TQue<TPosition::B1, 1> kL1_, vL1_;
 };

@@ -17,8 +17,8 @@
 
 namespace attention_grad_vec {
 constexpr float kMaxFloor = -1e29f;  // above kMasked: exp(kMasked - kMaxFloor) is 0
-using attention_rows::kMaxRows;      // rows of one AIV: s1Block <= 128
-constexpr uint32_t kRowBlock = kMaxRows * attention_rows::kBlock;  // floats of one set of per-row blocks
+using row_ops::kMaxRows;      // rows of one AIV: s1Block <= 128
+constexpr uint32_t kRowBlock = kMaxRows * row_ops::kBlock;  // floats of one set of per-row blocks
 // blocksBuf_'s sets of per-row blocks (Blocks, kBlockSets) are the buffer plan's, tiling/attention_buffers.h.
 }  // namespace attention_grad_vec
 
@@ -167,7 +167,7 @@ class AttentionGradVector {
   }
 
   // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows), and
-  // the rows' m and 1 / l from softmax_max / softmax_sum; each as per-row blocks (attention_rows.h).
+  // the rows' m and 1 / l from softmax_max / softmax_sum; each as per-row blocks (row_ops.h).
   __aicore__ inline void RowStats(const Step& st) {
     using namespace attention_grad_vec;
     const AttentionTilingData& t = g_->fwd;
@@ -197,9 +197,9 @@ class AttentionGradVector {
         Cast(y, stage[area], RoundMode::CAST_NONE, rc * vp);
       }
       Mul(x, x, y, int32_t(rc * vp));
-      AttentionRowReduce<true>(d[c], x, boundBuf_.Get<float>(), blocks[kBand * kRowBlock], rc, elems, vp);
+      RowReduce<true>(d[c], x, boundBuf_.Get<float>(), blocks[kBand * kRowBlock], rc, elems, vp);
     }
-    AttentionRowBlocks(blocks[kD * kRowBlock], d, rows_);
+    RowBlocks(blocks[kD * kRowBlock], d, rows_);
     const uint32_t L = uint32_t(kAttentionStatLanes);
     const int64_t sOff = t.varlen ? (st.qTok0 * t.heads + st.n * st.s1 + st.i0 + r0_) * int64_t(L)
                                   : ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * int64_t(L);
@@ -235,17 +235,17 @@ class AttentionGradVector {
     Muls(s, s, t.scale, int32_t(n));
     if (t.maskFull)
       AttentionApplyMask(s, boundBuf_.Get<float>(), maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
-    using attention_rows::Op;
+    using row_ops::Op;
     using namespace attention_grad_vec;
     LocalTensor<float> blocks = blocksBuf_.Get<float>();
     if (t.band)
       AttentionApplyBand(s, boundBuf_.Get<float>(), rampBuf_.Get<float>(), rowRampBuf_.Get<float>(),
                          rowBuf_.Get<float>()[kMaxRows], blocks[kBand * kRowBlock], t, st.i0 + r0_, st.i0 + r0_,
                          st.i0 + r0_ + rows_ - 1, rows_, st.s1, st.s2, st.j0, cols, pp);
-    AttentionRowApply(Op::kSub, s, blocks[kM * kRowBlock], rows_, pp, pp);
+    RowApply(Op::kSub, s, blocks[kM * kRowBlock], rows_, pp, pp);
     Exp(s, s, int32_t(n));
-    AttentionRowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
-    AttentionRowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
+    RowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
+    RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
   }
 

@@ -4,11 +4,15 @@
 //   atten_mask (True or any non-zero byte = masked), read from GM per block (AttentionLoadMask);
 //   the band of sparse modes 2-4 (attention_blocks.h), computed from a column ramp (AttentionApplyBand).
 #pragma once
-#include "attention_blocks.h"
-#include "attention_rows.h"
 #include "kernel_operator.h"
+// after kernel_operator.h: its functions are __aicore__
+#include "attention_blocks.h"
+#include "attention_buffers.h"
+#include "row_ops.h"
 
 using namespace AscendC;
+static_assert(kAttentionMaxRows == row_ops::kMaxRows && kAttentionBlockFloats == row_ops::kBlock,
+              "the buffer plan's rows and blocks are row_ops'");
 
 namespace attention_mask {
 constexpr float kMasked = -1e30f;  // a masked score (finite: kMasked - kMasked is 0, not NaN)
@@ -32,15 +36,15 @@ __aicore__ inline void AttentionApplyMask(const LocalTensor<float>& s, const Loc
                                           const LocalTensor<uint8_t>& maskBytes, const LocalTensor<half>& maskHalf,
                                           uint32_t rows, uint32_t pp, uint32_t mp) {
   using namespace attention_mask;
-  using attention_rows::kBlock;
+  using row_ops::kBlock;
   Cast(maskHalf, maskBytes, RoundMode::CAST_NONE, rows * mp);
   Cast(bound, maskHalf, RoundMode::CAST_NONE, rows * mp);
   Mins(bound, bound, 1.0f, int32_t(rows * mp));  // a uint8 mask: any non-zero byte masks
   Muls(bound, bound, kMasked - kKept, int32_t(rows * mp));
   Adds(bound, bound, kKept, int32_t(rows * mp));
   const uint8_t sRep = uint8_t(pp / kBlock), bRep = uint8_t(mp / kBlock);
-  for (uint32_t c = 0; c < pp; c += attention_rows::kLanes) {
-    const uint32_t w = pp - c < attention_rows::kLanes ? pp - c : attention_rows::kLanes;
+  for (uint32_t c = 0; c < pp; c += row_ops::kLanes) {
+    const uint32_t w = pp - c < row_ops::kLanes ? pp - c : row_ops::kLanes;
     Min(s[c], s[c], bound[c], uint64_t(w), uint8_t(rows), BinaryRepeatParams(1, 1, 1, sRep, sRep, bRep));
   }
 }
@@ -48,7 +52,7 @@ __aicore__ inline void AttentionApplyMask(const LocalTensor<float>& s, const Loc
 // A band edge of row 0 relative to the block, clamped so that adding a row index (< 64) and clamping to
 // [-1, top] gives what the unclamped edge would.
 __aicore__ inline int64_t AttentionClampEdge(int64_t edge, int64_t top) {
-  const int64_t bottom = -int64_t(attention_rows::kMaxRows) - 2;
+  const int64_t bottom = -int64_t(row_ops::kMaxRows) - 2;
   return edge < bottom ? bottom : (edge > top ? top : edge);
 }
 
@@ -65,8 +69,8 @@ __aicore__ inline void AttentionApplyBand(const LocalTensor<float>& s, const Loc
                                           uint32_t rows, int64_t s1, int64_t s2, int64_t j0, uint32_t cols,
                                           uint32_t pp) {
   using namespace attention_mask;
-  using attention_rows::kBlock;
-  using attention_rows::kMaxRows;
+  using row_ops::kBlock;
+  using row_ops::kMaxRows;
   if (rows == 0) return;
   int64_t lo0, hi0, lo1, hi1;
   AttentionRowKeys(t, iFirst, s1, s2, lo0, hi0);
@@ -84,13 +88,13 @@ __aicore__ inline void AttentionApplyBand(const LocalTensor<float>& s, const Loc
   Adds(lo, rowRamp, float(loAt0), int32_t(rows));
   Maxs(lo, lo, loFloor, int32_t(rows));
   Mins(lo, lo, float(top), int32_t(rows));
-  AttentionRowBlocks(hiBlocks, hi, rows);
-  AttentionRowBlocks(loBlocks, lo, rows);
+  RowBlocks(hiBlocks, hi, rows);
+  RowBlocks(loBlocks, lo, rows);
   const int32_t n = int32_t(rows * pp);
   const uint8_t rep = uint8_t(pp / kBlock);
   for (uint32_t pass = 0; pass < 2; ++pass) {
-    for (uint32_t c = 0; c < pp; c += attention_rows::kLanes) {
-      const uint32_t w = pp - c < attention_rows::kLanes ? pp - c : attention_rows::kLanes;
+    for (uint32_t c = 0; c < pp; c += row_ops::kLanes) {
+      const uint32_t w = pp - c < row_ops::kLanes ? pp - c : row_ops::kLanes;
       if (pass == 0)  // key - hi + 1: >= 1 from hi on
         Sub(bound[c], ramp[c], hiBlocks, uint64_t(w), uint8_t(rows), BinaryRepeatParams(1, 1, 0, rep, 0, 1));
       else  // lo - key: >= 1 left of lo

@@ -7,7 +7,7 @@
 //   flag kOFree.
 // At the end O / l once, written in the input dtype, and m, l as softmax_max / softmax_sum (8 lanes each).
 // The statistics live in UB, one lane per row, and every row-wise step is one call over all rows
-// (attention_rows.h): the scalar unit only issues instructions.
+// (row_ops.h): the scalar unit only issues instructions.
 // A row that keeps no key at all (its max stays kMasked) gets out = 0, softmax_max = -FLT_MAX and
 // softmax_sum = FLT_MAX, as CANN writes such rows.
 #pragma once
@@ -17,7 +17,7 @@
 
 namespace attention_vec {
 using attention_mask::kMasked;
-using attention_rows::kMaxRows;  // rows of one AIV: s1Block <= 128
+using row_ops::kMaxRows;  // rows of one AIV: s1Block <= 128
 constexpr float kFltMax = 3.40282347e38f;
 // statBuf_'s slots (Stat, TaskStat, kStats) are the buffer plan's, tiling/attention_buffers.h.
 }  // namespace attention_vec
@@ -64,7 +64,7 @@ class AttentionVector {
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(g > 1 ? (first + r) / g : r));
     // lanes past the rows stay defined: Brcb and BlockReduce read whole groups of 8 rows
     Duplicate(statBuf_.Get<float>(), 0.0f, int32_t(kStats * kMaxRows));
-    Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(2 * kMaxRows * attention_rows::kBlock));
+    Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(2 * kMaxRows * row_ops::kBlock));
     if (t.pvBuffer) {  // the lanes between Dv and vPitch: never loaded, so O's stay 0
       LocalTensor<float> pv = pvQue_.AllocTensor<float>();
       Duplicate(pv, 0.0f, int32_t(rows * vp));
@@ -236,14 +236,14 @@ class AttentionVector {
     LocalTensor<float> red = stat[kRed * kMaxRows],
                        alpha = stat[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows];
     LocalTensor<float> l = stat[TaskRow(set_, kSum) * kMaxRows];
-    LocalTensor<float> red8 = blocks[kMaxRows * attention_rows::kBlock];  // the band is done with it
-    AttentionRowReduce<false>(red, s, bound, red8, rows_, pp, pp);
+    LocalTensor<float> red8 = blocks[kMaxRows * row_ops::kBlock];  // the band is done with it
+    RowReduce<false>(red, s, bound, red8, rows_, pp, pp);
     Max(mNew, mOld, red, int32_t(rows_));
-    AttentionRowScale(attention_rows::Op::kSub, s, mNew, blocks, rows_, pp, pp);
+    RowScale(row_ops::Op::kSub, s, mNew, blocks, rows_, pp, pp);
     Exp(s, s, int32_t(n));
     Sub(alpha, mOld, mNew, int32_t(rows_));
     Exp(alpha, alpha, int32_t(rows_));
-    AttentionRowReduce<true>(red, s, bound, red8, rows_, pp, pp);
+    RowReduce<true>(red, s, bound, red8, rows_, pp, pp);
     Mul(l, l, alpha, int32_t(rows_));
     Add(l, l, red, int32_t(rows_));
     cur_ ^= 1u;
@@ -278,7 +278,7 @@ class AttentionVector {
       SyncPipes<HardEvent::MTE3_V>();
       Duplicate(o, 0.0f, int32_t(rows_ * vp));
     }
-    AttentionRowScale(attention_rows::Op::kMul, o,
+    RowScale(row_ops::Op::kMul, o,
                       statBuf_.Get<float>()[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows],
                       blocksBuf_.Get<float>(), rows_, vp, vp);
     if (t.pvBuffer) {
@@ -317,16 +317,16 @@ class AttentionVector {
     Mins(keep, keep, 1.0f, rows);
     Maxs(f, l, 1.0f, rows);  // l >= 1 where a key was kept; a row that saw no block has l = 0
     Div(f, keep, f, rows);
-    AttentionRowScale(attention_rows::Op::kMul, o, f, blocks, rows_, vp, vp);
+    RowScale(row_ops::Op::kMul, o, f, blocks, rows_, vp, vp);
     Adds(t0, keep, -1.0f, rows);  // 0 kept, -1 not
     Muls(t1, t0, kFltMax, rows);
     Mul(f, m, keep, rows);
     Add(f, f, t1, rows);  // m, or -FLT_MAX
-    AttentionRowBlocks(mx, f, rows_);
+    RowBlocks(mx, f, rows_);
     Muls(t1, t0, -kFltMax, rows);
     Mul(t0, l, keep, rows);
     Add(t0, t0, t1, rows);  // l, or FLT_MAX
-    AttentionRowBlocks(sm, t0, rows_);
+    RowBlocks(sm, t0, rows_);
     SyncPipes<HardEvent::V_MTE3>();
     for (uint32_t r = 0; r < rows_;) {  // runs of rows one GM stride apart
       const AttentionRowRun run = AttentionRun(t, task, r0_ + r, r0_ + rows_);

@@ -1,11 +1,13 @@
-"""The ops, one module per op family (rope, rms_norm, swiglu, grouped_matmul, moe_routing, attention): Python wrappers
+"""The ops, one module per op family (rope, rms_norm, swiglu, grouped_matmul, moe_routing, attention,
+cross_entropy): Python wrappers
 over torch.ops.custom.*, their autograd, and the float64 NumPy references the harness and tests judge
 against (<family>_reference). Importing this package registers the autograd formulas. The argument checks
 and the Meta (fake) kernels are C++: the problem functions in tiling/<family>_problem.h.
 ascendc_ops.swiglu / rms_norm / ... are the wrappers."""
 
-from . import attention, grouped_matmul, moe_routing, rms_norm, rope, swiglu  # noqa: F401  (autograd)
+from . import attention, grouped_matmul, linear_cross_entropy, moe_routing, rms_norm, rope, swiglu  # noqa: F401
 from .attention import fusion_attention, fusion_attention_grad
+from .linear_cross_entropy import LinearCrossEntropyLoss, linear_cross_entropy
 from .rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm
 from .rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul
 
@@ -16,6 +18,8 @@ __all__ = [
     "fusion_attention",
     "fusion_attention_grad",
     "gemma_rms_norm",
+    "linear_cross_entropy",
+    "LinearCrossEntropyLoss",
     "gated_rms_norm",
     "rope_customer",
     "rotary_mul",

@@ -1,16 +1,18 @@
-// The two matrix products of the attention kernels on the AIC, through the cube's basic API (as
-// examples/cube_matmul_example.h), on operands already in L1 as Nz tiles of 16-aligned rows (Load):
+// The matrix products of the mix kernels (fused attention, fused linear cross-entropy) on the AIC, through the
+// cube's basic API (as examples/cube_matmul_example.h), on operands already in L1 as Nz tiles of 16-aligned rows
+// (Load):
 //   ABt: C [m, n] = A [m, k] B [n, k]^T -- B's Nz fractals are already L0B's (one LoadData 2D per chunk);
 //   AB:  C [m, n] = A [m, k] B [k, n]  -- B into L0B by LoadData 3Dv2, as the Matmul library loads it.
 // k is taken in chunks that fit half of L0A / L0B (the queues hold two); C stays in L0C (fp32) until
-// FixOut writes it to GM, so the caller can wait for its destination to be free in between.
+// FixOut writes it to GM, so the caller can wait for its destination to be free in between. ABtInto / ABInto
+// accumulate into a C of the caller's (NewC) when its k arrives in several L1 tiles.
 #pragma once
 #include "kernel_operator.h"
 
 using namespace AscendC;
 
 template <typename T>
-class AttentionMatmul {
+class CubeMatmul {
   static constexpr uint32_t kC0 = 32 / sizeof(T);        // elements of a fractal row
   static constexpr uint32_t kFractal = 512 / sizeof(T);  // elements of a 16 x C0 fractal
   static constexpr uint32_t kSmallTile = 10;             // Mmad.md: (m/16)*(n/16) below it needs a barrier
@@ -46,10 +48,19 @@ class AttentionMatmul {
     return que.template DeQue<T>();
   }
 
+  __aicore__ inline LocalTensor<float> NewC() { return co1_.AllocTensor<float>(); }
+
   __aicore__ inline LocalTensor<float> ABt(const LocalTensor<T>& a1, uint32_t m, const LocalTensor<T>& b1, uint32_t n,
                                            uint32_t k, uint32_t chunk) {
+    LocalTensor<float> c = NewC();
+    ABtInto(c, a1, m, b1, n, k, chunk, true);
+    return c;
+  }
+
+  // C (+)= A B^T; `first`: C starts at this product (else it adds to what C holds).
+  __aicore__ inline void ABtInto(const LocalTensor<float>& c, const LocalTensor<T>& a1, uint32_t m,
+                                 const LocalTensor<T>& b1, uint32_t n, uint32_t k, uint32_t chunk, bool first) {
     const uint32_t m16 = Align16(m), n1 = Align16(n) / 16;
-    LocalTensor<float> c = co1_.AllocTensor<float>();
     for (uint32_t k0 = 0; k0 < k; k0 += chunk) {
       const uint32_t kc = k - k0 < chunk ? k - k0 : chunk, kc1 = (kc + kC0 - 1) / kC0;
       LocalTensor<T> a2 = LoadA(a1, m16, k0, kc);
@@ -58,16 +69,22 @@ class AttentionMatmul {
       LoadData(b2, b1, LoadData2DParams(uint16_t((k0 / kC0) * n1), uint8_t(kc1 * n1), 1, 0, 0, false, 0));
       l0b_.EnQue(b2);
       b2 = l0b_.DeQue<T>();
-      Mmad(c, a2, b2, m16, n, kc, k0 == 0);
+      Mmad(c, a2, b2, m16, n, kc, first && k0 == 0);
     }
-    return c;
   }
 
   // B: an Nz tile of Align16(k) rows and nPitch (16-aligned, >= n) columns.
   __aicore__ inline LocalTensor<float> AB(const LocalTensor<T>& a1, uint32_t m, const LocalTensor<T>& b1, uint32_t k,
                                           uint32_t n, uint32_t nPitch, uint32_t chunk) {
+    LocalTensor<float> c = NewC();
+    ABInto(c, a1, m, b1, k, n, nPitch, chunk, true);
+    return c;
+  }
+
+  __aicore__ inline void ABInto(const LocalTensor<float>& c, const LocalTensor<T>& a1, uint32_t m,
+                                const LocalTensor<T>& b1, uint32_t k, uint32_t n, uint32_t nPitch, uint32_t chunk,
+                                bool first) {
     const uint32_t m16 = Align16(m);
-    LocalTensor<float> c = co1_.AllocTensor<float>();
     for (uint32_t k0 = 0; k0 < k; k0 += chunk) {
       const uint32_t kc = k - k0 < chunk ? k - k0 : chunk;
       LocalTensor<T> a2 = LoadA(a1, m16, k0, kc);
@@ -79,9 +96,8 @@ class AttentionMatmul {
       LoadData(b2, b1, lp);
       l0b_.EnQue(b2);
       b2 = l0b_.DeQue<T>();
-      Mmad(c, a2, b2, m16, n, kc, k0 == 0);
+      Mmad(c, a2, b2, m16, n, kc, first && k0 == 0);
     }
-    return c;
   }
 
   // C [rows, n] (fp32 in L0C) -> GM at row pitch `pitch`; frees C.

@@ -1,4 +1,4 @@
-// Row-wise fp32 work of the fused attention kernels on the AIVs: a block [rows, width] held `pitch` floats
+// Row-wise fp32 work of the mix kernels' AIVs (attention, linear cross-entropy): a block [rows, width] held `pitch` floats
 // apart per row, with one value per row (a max, a sum, a scale) reduced out of it or applied to it.
 // Each call is a few instructions that repeat over the rows (mask/repeat form: a repeat is one row's
 // 64-column chunk), never one call per row: per-row calls leave the scalar unit issuing hundreds of
@@ -6,15 +6,13 @@
 // (Brcb) read with block stride 0.
 #pragma once
 #include "kernel_operator.h"
-// after kernel_operator.h: its functions are __aicore__
-#include "attention_buffers.h"
 
 using namespace AscendC;
 
-namespace attention_rows {
-constexpr uint32_t kMaxRows = kAttentionMaxRows;  // rows of one AIV (the buffer plan's)
-constexpr uint32_t kLanes = 64;                   // fp32 lanes of one 256-byte repeat
-constexpr uint32_t kBlock = kAttentionBlockFloats;  // fp32 lanes of one 32-byte block
+namespace row_ops {
+constexpr uint32_t kMaxRows = 64;  // rows of one call: one repeat each (a block of 128 rows, halved)
+constexpr uint32_t kLanes = 64;    // fp32 lanes of one 256-byte repeat
+constexpr uint32_t kBlock = 8;     // fp32 lanes of one 32-byte block
 enum class Op { kAdd, kSub, kMul, kMax, kMin };
 
 __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalTensor<float>& a,
@@ -27,7 +25,7 @@ __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalT
     default: Min(dst, a, b, uint64_t(lanes), uint8_t(rows), p); break;
   }
 }
-}  // namespace attention_rows
+}  // namespace row_ops
 
 // dst[r] = max (kSum: the sum) of x[r, 0:width); rows <= 64, pitch a multiple of 8 and at most 2040.
 // Wider than 64 columns, the 64-column chunks are first folded into `fold` [rows, 64] (lane-wise). 64
@@ -36,10 +34,10 @@ __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalT
 // fewer lanes through one WholeReduce. That is also the order of the sum: per lane over the chunks, then
 // the reductions' pairwise trees.
 template <bool kSum>
-__aicore__ inline void AttentionRowReduce(const LocalTensor<float>& dst, const LocalTensor<float>& x,
+__aicore__ inline void RowReduce(const LocalTensor<float>& dst, const LocalTensor<float>& x,
                                           const LocalTensor<float>& fold, const LocalTensor<float>& red8, uint32_t rows,
                                           uint32_t width, uint32_t pitch) {
-  using namespace attention_rows;
+  using namespace row_ops;
   if (rows == 0 || width == 0) return;
   const uint8_t xRep = uint8_t(pitch / kBlock), fRep = uint8_t(kLanes / kBlock);
   const Op op = kSum ? Op::kAdd : Op::kMax;
@@ -78,17 +76,17 @@ __aicore__ inline void AttentionRowReduce(const LocalTensor<float>& dst, const L
 }
 
 // blocks[r * 8 .. r * 8 + 8) = v[r] for r < Align8(rows): the per-row values as 32-byte blocks.
-__aicore__ inline void AttentionRowBlocks(const LocalTensor<float>& blocks, const LocalTensor<float>& v,
+__aicore__ inline void RowBlocks(const LocalTensor<float>& blocks, const LocalTensor<float>& v,
                                           uint32_t rows) {
-  using namespace attention_rows;
+  using namespace row_ops;
   if (rows > 0) Brcb(blocks, v, uint8_t((rows + kBlock - 1) / kBlock), BrcbRepeatParams(1, kBlock));
 }
 
-// x[r, 0:width) = x[r, c] op blocks[r] (one 32-byte block per row, AttentionRowBlocks).
-__aicore__ inline void AttentionRowApply(attention_rows::Op op, const LocalTensor<float>& x,
+// x[r, 0:width) = x[r, c] op blocks[r] (one 32-byte block per row, RowBlocks).
+__aicore__ inline void RowApply(row_ops::Op op, const LocalTensor<float>& x,
                                          const LocalTensor<float>& blocks, uint32_t rows, uint32_t width,
                                          uint32_t pitch) {
-  using namespace attention_rows;
+  using namespace row_ops;
   if (rows == 0) return;
   const uint8_t xRep = uint8_t(pitch / kBlock);
   for (uint32_t c = 0; c < width; c += kLanes) {
@@ -97,10 +95,10 @@ __aicore__ inline void AttentionRowApply(attention_rows::Op op, const LocalTenso
   }
 }
 
-// x[r, 0:width) = x op= v[r]: AttentionRowBlocks into `blocks`, then AttentionRowApply.
-__aicore__ inline void AttentionRowScale(attention_rows::Op op, const LocalTensor<float>& x,
+// x[r, 0:width) = x op= v[r]: RowBlocks into `blocks`, then RowApply.
+__aicore__ inline void RowScale(row_ops::Op op, const LocalTensor<float>& x,
                                          const LocalTensor<float>& v, const LocalTensor<float>& blocks, uint32_t rows,
                                          uint32_t width, uint32_t pitch) {
-  AttentionRowBlocks(blocks, v, rows);
-  AttentionRowApply(op, x, blocks, rows, width, pitch);
+  RowBlocks(blocks, v, rows);
+  RowApply(op, x, blocks, rows, width, pitch);
 }

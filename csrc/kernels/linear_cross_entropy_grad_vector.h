@@ -1,0 +1,211 @@
+// The AIVs' half of the fused linear cross-entropy backward. With x the logits, p = exp(x - lse) (lse the forward's,
+// all shards'), and per token the three scales the wrapper derives from the loss's gradient (a for the softmax, b
+// for the target, c for the uniform part of label smoothing; all 0 for an ignored token):
+//   G = d loss / d score = (a p - c - b [vocabulary row == target]) * (softcap: 1 - tanh^2)
+// in fp32, cast once to the input dtype into the group's G segment slot (rows as the score block's, columns the
+// segment's moving rows), flag kGradReady per segment. Token tasks hold a, b, c, lse per row; vocab tasks per
+// column (the moving block's tokens, loaded with each block). After its first segment's G, a task reads out the
+// previous task's accumulator (kAccReady), cast once into grad_hidden or grad_weight, and flags kAccFree.
+#pragma once
+#include "linear_cross_entropy_vector.h"
+
+template <typename T>
+class LceGradVector : public LceVectorBase<T> {
+  using Base = LceVectorBase<T>;
+
+ public:
+  __aicore__ inline void Init(GM_ADDR target, GM_ADDR lse, GM_ADDR gradSoftmax, GM_ADDR gradTarget,
+                              GM_ADDR gradUniform, GM_ADDR gradHidden, GM_ADDR gradWeight, GM_ADDR ws,
+                              const LinearCrossEntropyTilingData& t) {
+    Base::InitBase(target, ws, t);
+    scales_[0].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(lse));
+    scales_[1].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gradSoftmax));
+    scales_[2].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gradTarget));
+    scales_[3].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gradUniform));
+    gradHidden_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradHidden));
+    gradWeight_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradWeight));
+  }
+
+  __aicore__ inline void Process(LceTaskWalk& walk) {
+    using namespace lce_flags;
+    const LinearCrossEntropyTilingData& t = *this->t_;
+    LceTask task, pending;
+    bool hasPending = false;
+    while (walk.Next(task)) {
+      Begin(task);
+      const int64_t segments = LceSegments(t, task);
+      for (int64_t s = 0; s < segments; ++s) {
+        int64_t first, blocks;
+        LceSegment(t, task, s, first, blocks);
+        for (int64_t b = first; b < first + blocks; ++b) {
+          const uint32_t cols = uint32_t(LceBlockRows(task, b));
+          if (task.vocabRows && this->rows_ > 0) LoadColumns(b * kLceBlock, cols);
+          this->LoadScore(cols);
+          // the segment's slot is written once the AIC has its G of two segments ago in L1
+          if (b == first && segments_ >= kLceGradSlots) CrossCoreWaitFlag<2, PIPE_MTE3>(kGradFree);
+          if (this->rows_ > 0) Grad(task, b * kLceBlock, cols, uint32_t((b - first) * kLceBlock));
+        }
+        CrossCoreSetFlag<2, PIPE_MTE3>(kGradReady);
+        ++segments_;
+        if (s == 0 && hasPending) Readout(pending), hasPending = false;
+      }
+      pending = task, hasPending = true;
+    }
+    if (hasPending) Readout(pending);
+    for (int64_t n = segments_ > kLceGradSlots ? segments_ - kLceGradSlots : 0; n < segments_; ++n)
+      CrossCoreWaitFlag<2, PIPE_MTE3>(kGradFree);
+  }
+
+ private:
+  enum Column : uint32_t { kLseCol, kSoftmaxCol, kTargetCol, kUniformCol };
+
+  __aicore__ inline LocalTensor<float> Stat(uint32_t which) {
+    return this->statBuf_.template Get<float>()[which * kLceHalf];
+  }
+  __aicore__ inline LocalTensor<float> Col(uint32_t which) {
+    return this->columnBuf_.template Get<float>()[which * uint32_t(kLceBlock)];
+  }
+
+  // Token tasks: this AIV's rows' lse and scales, and their targets sorted.
+  __aicore__ inline void Begin(const LceTask& task) {
+    using namespace lce_vec;
+    this->Place(task);
+    if (this->rows_ == 0 || task.vocabRows) return;
+    const int64_t row = task.row0 + this->r0_;
+    SyncPipes<HardEvent::V_MTE2>();  // the last task's steps are done with them
+    const uint32_t pad = (this->rows_ + 7) / 8 * 8 - this->rows_;  // whole 32-byte blocks: Brcb reads groups of 8
+    for (uint32_t k = 0; k < 4; ++k)
+      DataCopyPad(Stat(kLse + k), scales_[k][row], DataCopyExtParams(1, this->rows_ * 4, 0, 0, 0),
+                  DataCopyPadExtParams<float>(pad != 0, 0, uint8_t(pad), 0.0f));
+    SyncPipes<HardEvent::MTE2_V>();
+    this->SortRowTargets(task.row0);
+  }
+
+  // Vocab tasks: the moving block's tokens' lse, scales and targets, one per column.
+  __aicore__ inline void LoadColumns(int64_t j0, uint32_t cols) {
+    SyncPipes<HardEvent::V_MTE2>();
+    SyncPipes<HardEvent::S_MTE2>();
+    const uint32_t pad = (cols + 7) / 8 * 8 - cols, padTarget = (cols + 3) / 4 * 4 - cols;  // whole 32-byte blocks
+    for (uint32_t k = 0; k < 4; ++k)
+      DataCopyPad(Col(k), scales_[k][j0], DataCopyExtParams(1, cols * 4, 0, 0, 0),
+                  DataCopyPadExtParams<float>(pad != 0, 0, uint8_t(pad), 0.0f));
+    DataCopyPad(this->targetBuf_.template Get<int64_t>(), this->target_[j0], DataCopyExtParams(1, cols * 8, 0, 0, 0),
+                DataCopyPadExtParams<int64_t>(padTarget != 0, 0, uint8_t(padTarget), 0));
+    SyncPipes<HardEvent::MTE2_V>();
+    SyncPipes<HardEvent::MTE2_S>();
+  }
+
+  // x[r, 0:cols) = x op v[0:cols) for every row: the column values read with repeat stride 0.
+  __aicore__ inline void ColumnApply(row_ops::Op op, const LocalTensor<float>& x, const LocalTensor<float>& v,
+                                     uint32_t cols, uint32_t pitch) {
+    using namespace row_ops;
+    const uint8_t rep = uint8_t(pitch / kBlock);
+    for (uint32_t c = 0; c < cols; c += kLanes) {
+      const uint32_t w = cols - c < kLanes ? cols - c : kLanes;
+      Binary(op, x[c], x[c], v[c], w, this->rows_, BinaryRepeatParams(1, 1, 1, rep, rep, 0));
+    }
+  }
+
+  // G of the score block of moving rows [j0, j0 + cols) into the segment's slot at column segCol.
+  __aicore__ inline void Grad(const LceTask& task, int64_t j0, uint32_t cols, uint32_t segCol) {
+    using namespace lce_vec;
+    using row_ops::Op;
+    const uint32_t rows = this->rows_, pp = this->Pitch(cols), n = rows * pp;
+    const bool cap = this->t_->softcap > 0.0f;
+    LocalTensor<float> s = this->scoreQue_.template DeQue<float>(), blocks = this->blocksBuf_.template Get<float>();
+    if (cap) this->Softcap(s, n, true);
+    if (!task.vocabRows) {  // rows are tokens: per-row lse and scales
+      RowScale(Op::kSub, s, Stat(kLse), blocks, rows, cols, pp);
+      Exp(s, s, int32_t(n));
+      RowScale(Op::kMul, s, Stat(kSoftmax), blocks, rows, cols, pp);
+      RowScale(Op::kSub, s, Stat(kUniform), blocks, rows, cols, pp);
+      if (this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols) {
+        LocalTensor<float> b = Stat(kTargetScale);
+        SyncPipes<HardEvent::V_S>();
+        for (; this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols;
+             ++this->nextHit_) {
+          const LceHit& hit = this->hits_[this->nextHit_];
+          const uint32_t at = hit.row * pp + uint32_t(hit.vocabRow - j0);
+          s.SetValue(at, s.GetValue(at) - b.GetValue(hit.row));
+        }
+        SyncPipes<HardEvent::S_V>();
+      }
+    } else {  // rows are vocabulary rows, columns tokens: per-column lse and scales
+      ColumnApply(Op::kSub, s, Col(kLseCol), cols, pp);
+      Exp(s, s, int32_t(n));
+      ColumnApply(Op::kMul, s, Col(kSoftmaxCol), cols, pp);
+      ColumnApply(Op::kSub, s, Col(kUniformCol), cols, pp);
+      LocalTensor<int64_t> tg = this->targetBuf_.template Get<int64_t>();
+      LocalTensor<float> b = Col(kTargetCol);
+      const int64_t first = this->t_->vocabStart + task.row0 + this->r0_;
+      SyncPipes<HardEvent::V_S>();
+      for (uint32_t c = 0; c < cols; ++c) {
+        const int64_t r = tg.GetValue(c) - first;
+        if (r < 0 || r >= int64_t(rows)) continue;
+        const uint32_t at = uint32_t(r) * pp + c;
+        s.SetValue(at, s.GetValue(at) - b.GetValue(c));
+      }
+      SyncPipes<HardEvent::S_V>();
+    }
+    if (cap) Mul(s, s, this->workBuf_.template Get<float>(), int32_t(n));
+    StoreGrad(s, cols, pp, segCol);
+    this->scoreQue_.FreeTensor(s);
+  }
+
+  // G [rows, cols] (fp32, pitch pp) in the input dtype into the slot of segment segments_.
+  __aicore__ inline void StoreGrad(const LocalTensor<float>& g, uint32_t cols, uint32_t pp, uint32_t segCol) {
+    const LinearCrossEntropyTilingData& t = *this->t_;
+    const uint32_t segPitch = uint32_t(t.segBlocks * kLceBlock), n = this->rows_ * pp, bytes = uint32_t(sizeof(T));
+    LocalTensor<T> stage = this->stageBuf_.template Get<T>();
+    SyncPipes<HardEvent::MTE3_V>();  // the last block's G is out of the stage
+    if constexpr (sizeof(T) == 4) {
+      DataCopy(stage.template ReinterpretCast<float>(), g, DataCopyParams(1, uint16_t(n * 4 / 32), 0, 0));
+    } else {
+      Cast(stage, g, RoundMode::CAST_RINT, n);
+    }
+    SyncPipes<HardEvent::V_MTE3>();
+    const int64_t slot = (segments_ % kLceGradSlots) * (t.gradSlotBytes / int64_t(bytes));
+    const uint32_t rowBytes = (cols * bytes + 31) / 32 * 32;
+    DataCopyPad(this->gradWs_[slot + int64_t(this->r0_) * segPitch + segCol], stage,
+                DataCopyExtParams(uint16_t(this->rows_), cols * bytes, (pp * bytes - rowBytes) / 32,
+                                  (segPitch - cols) * bytes, 0));
+  }
+
+  // Once the AIC flags it, the task's fp32 accumulator (this AIV's rows) cast once into its output rows.
+  __aicore__ inline void Readout(const LceTask& task) {
+    using namespace lce_flags;
+    const LinearCrossEntropyTilingData& t = *this->t_;
+    uint32_t r0, rows;
+    this->Half(task, r0, rows);
+    CrossCoreWaitFlag<2, PIPE_MTE2>(kAccReady);
+    const uint32_t h = uint32_t(t.hidden), chunk = uint32_t(kLceBlock), bytes = uint32_t(sizeof(T));
+    const GlobalTensor<T> out = task.vocabRows ? gradWeight_ : gradHidden_;
+    const int64_t row = task.row0 + r0;
+    for (uint32_t h0 = 0; rows > 0 && h0 < h; h0 += chunk) {
+      const uint32_t w = h - h0 < chunk ? h - h0 : chunk, p8 = (w + 7) / 8 * 8, pp = this->Pitch(w), n = rows * pp;
+      LocalTensor<float> a = this->scoreQue_.template AllocTensor<float>();
+      DataCopyPad(a, this->acc_[int64_t(r0) * h + h0],
+                  DataCopyExtParams(uint16_t(rows), w * 4, (h - w) * 4, (pp - p8) / 8, 0),
+                  DataCopyPadExtParams<float>(p8 != w, 0, uint8_t(p8 - w), 0.0f));
+      this->scoreQue_.EnQue(a);
+      a = this->scoreQue_.template DeQue<float>();
+      LocalTensor<T> stage = this->stageBuf_.template Get<T>();
+      SyncPipes<HardEvent::MTE3_V>();  // the last chunk is out of the stage
+      if constexpr (sizeof(T) == 4) {
+        DataCopy(stage.template ReinterpretCast<float>(), a, DataCopyParams(1, uint16_t(n * 4 / 32), 0, 0));
+      } else {
+        Cast(stage, a, RoundMode::CAST_RINT, n);
+      }
+      this->scoreQue_.FreeTensor(a);
+      SyncPipes<HardEvent::V_MTE3>();
+      const uint32_t rowBytes = (w * bytes + 31) / 32 * 32;
+      DataCopyPad(out[row * h + h0], stage,
+                  DataCopyExtParams(uint16_t(rows), w * bytes, (pp * bytes - rowBytes) / 32, (h - w) * bytes, 0));
+    }
+    CrossCoreSetFlag<2, PIPE_MTE2>(kAccFree);
+  }
+
+  int64_t segments_ = 0;  // G segments written: segment n went through slot n % kLceGradSlots
+  GlobalTensor<float> scales_[4];  // lse, grad_softmax, grad_target, grad_uniform: per token
+  GlobalTensor<T> gradHidden_, gradWeight_;
+};

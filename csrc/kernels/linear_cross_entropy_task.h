@@ -1,0 +1,68 @@
+// The fused linear cross-entropy kernels' tasks and hand-offs. A task is a fixed block of up to kLceBlock rows of
+// one operand (hidden's tokens, or in the backward's dw tasks weight's vocab rows) that walks every kLceBlock-row
+// block of the other ("moving") operand: score block = fixed rows x moving rows^T over H. The backward groups a
+// task's moving blocks into segments of segBlocks. Tasks are dealt round-robin: group g takes g, g + blockDim, ...;
+// the backward's vocab tasks come first.
+#pragma once
+#include "kernel_operator.h"
+#include "linear_cross_entropy_tiling_data.h"
+
+using namespace AscendC;
+
+struct LceTask {
+  bool vocabRows;     // the fixed rows are weight's (the backward's dw), else hidden's
+  int64_t row0, rows;  // the fixed rows
+  int64_t moving;      // rows of the moving operand (V, or T)
+  __aicore__ inline int64_t Blocks() const { return (moving + kLceBlock - 1) / kLceBlock; }
+};
+
+class LceTaskWalk {
+ public:
+  __aicore__ inline void Init(const LinearCrossEntropyTilingData& t, int64_t group) {
+    t_ = &t;
+    next_ = group;
+  }
+  __aicore__ inline bool Next(LceTask& task) {
+    const LinearCrossEntropyTilingData& t = *t_;
+    if (next_ >= t.vocabTasks + t.tokenTasks) return false;
+    task.vocabRows = next_ < t.vocabTasks;
+    const int64_t block = task.vocabRows ? next_ : next_ - t.vocabTasks, total = task.vocabRows ? t.vocab : t.tokens;
+    task.row0 = block * kLceBlock;
+    task.rows = total - task.row0 < kLceBlock ? total - task.row0 : kLceBlock;
+    task.moving = task.vocabRows ? t.tokens : t.vocab;
+    next_ += t.blockDim;
+    return true;
+  }
+
+ private:
+  const LinearCrossEntropyTilingData* t_ = nullptr;
+  int64_t next_ = 0;
+};
+
+// The moving rows [first, first + count) of block `b`.
+__aicore__ inline int64_t LceBlockRows(const LceTask& task, int64_t b) {
+  const int64_t first = b * kLceBlock;
+  return task.moving - first < kLceBlock ? task.moving - first : kLceBlock;
+}
+
+// The backward's segment `s` of a task: its first moving block and its block count.
+__aicore__ inline void LceSegment(const LinearCrossEntropyTilingData& t, const LceTask& task, int64_t s,
+                                  int64_t& firstBlock, int64_t& blocks) {
+  firstBlock = s * t.segBlocks;
+  const int64_t left = task.Blocks() - firstBlock;
+  blocks = left < t.segBlocks ? left : t.segBlocks;
+}
+
+__aicore__ inline int64_t LceSegments(const LinearCrossEntropyTilingData& t, const LceTask& task) {
+  return (task.Blocks() + t.segBlocks - 1) / t.segBlocks;
+}
+
+// Cross-core flags of one group (mode 2: the AIC and its two AIVs; ids clear of SyncAll's 11-14).
+namespace lce_flags {
+constexpr uint16_t kScoreReady = 1;  // AIC -> AIVs: a score block is in its slot
+constexpr uint16_t kScoreFree = 2;   // AIVs -> AIC: both have loaded it; the slot may be written again
+constexpr uint16_t kGradReady = 3;   // AIVs -> AIC: a segment's G is in its slot
+constexpr uint16_t kGradFree = 4;    // AIC -> AIVs: the segment's G is in L1; its slot may be written again
+constexpr uint16_t kAccReady = 5;    // AIC -> AIVs: a task's fp32 accumulator is complete
+constexpr uint16_t kAccFree = 6;     // AIVs -> AIC: both have read it out; the next task may write it
+}  // namespace lce_flags

@@ -1,0 +1,231 @@
+// The AIVs' half of the fused linear cross-entropy forward, and what the backward's shares with it. AIV 0 of a
+// group takes the first kLceHalf rows of a task's block, AIV 1 the rest. Per score block (fp32 from the AIC's slot,
+// this AIV's rows, padded to a 16-column pitch): logits = softcap * tanh(score / softcap) when softcap > 0; the
+// target's logit picked by the scalar unit for the rows whose target lies in the block (rows sorted by target at
+// the task's start, so a block costs no search); the running sum of the logits (label smoothing's); FlashAttention's
+// online softmax for the running max m and sum l (m' = max(m, rowmax); l = l exp(m - m') + rowsum exp(x - m')).
+// At the task's end the four statistics go out per token, fp32 [T] each. Row-wise steps are one call over all
+// rows (row_ops.h).
+#pragma once
+#include "kernel_utils.h"
+#include "linear_cross_entropy_buffers.h"
+#include "linear_cross_entropy_task.h"
+#include "row_ops.h"
+
+namespace lce_vec {
+constexpr float kNoMax = -1e30f;     // the running max before any block (finite: exp(kNoMax - m) is 0)
+constexpr float kTanhClamp = 30.0f;  // |2 score / softcap| beyond it: tanh is +-1 in fp32, and exp stays finite
+}  // namespace lce_vec
+
+// A target inside the task's rows and the shard's vocabulary: its row (this AIV's) and its vocabulary row.
+struct LceHit {
+  int64_t vocabRow;
+  uint32_t row;
+};
+
+template <typename T>
+class LceVectorBase {
+ protected:
+  __aicore__ inline void InitBase(GM_ADDR target, GM_ADDR ws, const LinearCrossEntropyTilingData& t) {
+    t_ = &t;
+    sub_ = uint32_t(GetSubBlockIdx());
+    target_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(target));
+    GM_ADDR group = ws + (GetBlockIdx() / GetTaskRation()) * t.workspacePerGroup;
+    scoreWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group));
+    gradWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(group + t.gradOffset));
+    acc_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + t.accOffset));
+    const LceVectorBuffers b = LceVectorBuffersOf();  // the plan the tiling counted, in its order
+    pipe_.InitBuffer(scoreQue_, 2, b.score);
+    pipe_.InitBuffer(workBuf_, b.work);
+    pipe_.InitBuffer(stageBuf_, b.stage);
+    pipe_.InitBuffer(foldBuf_, b.fold);
+    pipe_.InitBuffer(statBuf_, b.stats);
+    pipe_.InitBuffer(blocksBuf_, b.blocks);
+    pipe_.InitBuffer(columnBuf_, b.columns);
+    pipe_.InitBuffer(targetBuf_, b.targets);
+    // every lane defined: the row reductions read whole groups of 8 rows, and a tail block's rows leave a gap
+    // between 8 and 16 columns that the elementwise steps read
+    for (int k = 0; k < 2; ++k) {
+      LocalTensor<float> s = scoreQue_.AllocTensor<float>();
+      Duplicate(s, 0.0f, int32_t(b.score / 4));
+      scoreQue_.FreeTensor(s);
+    }
+    Duplicate(workBuf_.Get<float>(), 0.0f, int32_t(b.work / 4));
+    Duplicate(statBuf_.Get<float>(), 0.0f, int32_t(b.stats / 4));
+    Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(b.blocks / 4));
+  }
+
+  // This AIV's rows of `task`: the first r0, and how many.
+  __aicore__ inline void Half(const LceTask& task, uint32_t& r0, uint32_t& rows) const {
+    const int64_t half = task.rows < int64_t(kLceHalf) ? task.rows : int64_t(kLceHalf);
+    r0 = sub_ == 0 ? 0 : uint32_t(half);
+    rows = uint32_t(sub_ == 0 ? half : task.rows - half);
+  }
+  __aicore__ inline void Place(const LceTask& task) { Half(task, r0_, rows_); }
+
+  __aicore__ static inline uint32_t Pitch(uint32_t cols) { return (cols + 15) / 16 * 16; }
+
+  // Once the AIC flags it, the next score block (this AIV's rows, `cols` columns) into scoreQue_; its slot is freed
+  // as soon as the copy is issued.
+  __aicore__ inline void LoadScore(uint32_t cols) {
+    using namespace lce_flags;
+    CrossCoreWaitFlag<2, PIPE_MTE2>(kScoreReady);
+    if (rows_ > 0) {
+      const uint32_t p8 = (cols + 7) / 8 * 8, pp = Pitch(cols);
+      LocalTensor<float> s = scoreQue_.AllocTensor<float>();
+      const int64_t slot = (scores_ % kLceScoreSlots) * (t_->scoreSlotBytes / int64_t(sizeof(float)));
+      DataCopyPad(s, scoreWs_[slot + int64_t(r0_) * kLceBlock],
+                  DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(kLceBlock) - cols) * 4, (pp - p8) / 8, 0),
+                  DataCopyPadExtParams<float>(p8 != cols, 0, uint8_t(p8 - cols), 0.0f));
+      scoreQue_.EnQue(s);
+    }
+    CrossCoreSetFlag<2, PIPE_MTE2>(kScoreFree);
+    ++scores_;
+  }
+
+  // s = softcap * tanh(s / softcap), tanh(y) = (e^2y - 1) / (e^2y + 1); with `derivative`, workBuf_ gets
+  // d logits / d score = 1 - tanh^2.
+  __aicore__ inline void Softcap(const LocalTensor<float>& s, uint32_t n, bool derivative) {
+    using namespace lce_vec;
+    const float cap = t_->softcap;
+    LocalTensor<float> w = workBuf_.Get<float>();
+    Muls(s, s, 2.0f / cap, int32_t(n));
+    Mins(s, s, kTanhClamp, int32_t(n));
+    Maxs(s, s, -kTanhClamp, int32_t(n));
+    Exp(s, s, int32_t(n));
+    Adds(w, s, 1.0f, int32_t(n));
+    Adds(s, s, -1.0f, int32_t(n));
+    Div(s, s, w, int32_t(n));
+    if (derivative) {
+      Mul(w, s, s, int32_t(n));
+      Muls(w, w, -1.0f, int32_t(n));
+      Adds(w, w, 1.0f, int32_t(n));
+    }
+    Muls(s, s, cap, int32_t(n));
+  }
+
+  // This AIV's rows' targets that fall in the shard, sorted by vocabulary row (insertion sort of at most kLceHalf
+  // on the scalar unit, once per task), into hits_.
+  __aicore__ inline void SortRowTargets(int64_t row0) {
+    hitCount_ = 0, nextHit_ = 0;
+    if (rows_ == 0) return;
+    LocalTensor<int64_t> tg = targetBuf_.Get<int64_t>();
+    SyncPipes<HardEvent::S_MTE2>();
+    const uint32_t pad = (rows_ + 3) / 4 * 4 - rows_;  // a whole 32-byte block
+    DataCopyPad(tg, target_[row0 + r0_], DataCopyExtParams(1, rows_ * 8, 0, 0, 0),
+                DataCopyPadExtParams<int64_t>(pad != 0, 0, uint8_t(pad), 0));
+    SyncPipes<HardEvent::MTE2_S>();
+    for (uint32_t r = 0; r < rows_; ++r) {
+      const int64_t v = tg.GetValue(r) - t_->vocabStart;
+      if (v < 0 || v >= t_->vocab) continue;
+      uint32_t k = hitCount_++;
+      for (; k > 0 && hits_[k - 1].vocabRow > v; --k) hits_[k] = hits_[k - 1];
+      hits_[k] = LceHit{v, r};
+    }
+  }
+
+  const LinearCrossEntropyTilingData* t_ = nullptr;
+  uint32_t sub_ = 0, r0_ = 0, rows_ = 0;
+  int64_t scores_ = 0;  // score blocks loaded: block n came through slot n % kLceScoreSlots
+  LceHit hits_[kLceHalf];
+  uint32_t hitCount_ = 0, nextHit_ = 0;
+  GlobalTensor<int64_t> target_;
+  GlobalTensor<float> scoreWs_, acc_;
+  GlobalTensor<T> gradWs_;
+  TPipe pipe_;
+  TQue<TPosition::VECIN, 1> scoreQue_;
+  TBuf<TPosition::VECCALC> workBuf_, stageBuf_, foldBuf_, statBuf_, blocksBuf_, columnBuf_, targetBuf_;
+};
+
+template <typename T>
+class LceVector : public LceVectorBase<T> {
+  using Base = LceVectorBase<T>;
+
+ public:
+  __aicore__ inline void Init(GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp, GM_ADDR targetLogit,
+                              GM_ADDR logitSum, GM_ADDR ws, const LinearCrossEntropyTilingData& t) {
+    Base::InitBase(target, ws, t);
+    max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(logitsMax));
+    sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sumExp));
+    target_logit_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(targetLogit));
+    logit_sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(logitSum));
+  }
+
+  __aicore__ inline void Process(LceTaskWalk& walk) {
+    LceTask task;
+    while (walk.Next(task)) {
+      Begin(task);
+      for (int64_t b = 0; b < task.Blocks(); ++b) {
+        const uint32_t cols = uint32_t(LceBlockRows(task, b));
+        this->LoadScore(cols);
+        if (this->rows_ > 0) Fold(b * kLceBlock, cols);
+      }
+      if (this->rows_ > 0) Finish(task);
+    }
+  }
+
+ private:
+  __aicore__ inline LocalTensor<float> Stat(uint32_t which) {
+    return this->statBuf_.template Get<float>()[which * kLceHalf];
+  }
+
+  __aicore__ inline void Begin(const LceTask& task) {
+    using namespace lce_vec;
+    this->Place(task);
+    if (this->rows_ == 0) return;
+    SyncPipes<HardEvent::MTE3_V>();  // the last task's statistics are out
+    Duplicate(Stat(kMax0), kNoMax, int32_t(kLceHalf));
+    Duplicate(Stat(kSum), 0.0f, int32_t(kLceHalf));
+    Duplicate(Stat(kTarget), 0.0f, int32_t(kLceHalf));
+    Duplicate(Stat(kLogitSum), 0.0f, int32_t(kLceHalf));
+    cur_ = 0;
+    this->SortRowTargets(task.row0);
+  }
+
+  // The score block of vocabulary rows [j0, j0 + cols) folded into the row statistics.
+  __aicore__ inline void Fold(int64_t j0, uint32_t cols) {
+    using namespace lce_vec;
+    const uint32_t rows = this->rows_, pp = this->Pitch(cols), n = rows * pp;
+    LocalTensor<float> s = this->scoreQue_.template DeQue<float>();
+    if (this->t_->softcap > 0.0f) this->Softcap(s, n, false);
+    if (this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols) {
+      LocalTensor<float> tl = Stat(kTarget);
+      SyncPipes<HardEvent::V_S>();
+      for (; this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols; ++this->nextHit_) {
+        const LceHit& hit = this->hits_[this->nextHit_];
+        tl.SetValue(hit.row, s.GetValue(hit.row * pp + uint32_t(hit.vocabRow - j0)));
+      }
+      SyncPipes<HardEvent::S_V>();
+    }
+    LocalTensor<float> fold = this->foldBuf_.template Get<float>(), blocks = this->blocksBuf_.template Get<float>();
+    LocalTensor<float> red8 = blocks[kLceHalf * kLceBlockFloats], red = Stat(kRed), alpha = Stat(kAlpha);
+    LocalTensor<float> mOld = Stat(kMax0 + cur_), mNew = Stat(kMax1 - cur_), l = Stat(kSum);
+    RowReduce<true>(red, s, fold, red8, rows, cols, pp);
+    Add(Stat(kLogitSum), Stat(kLogitSum), red, int32_t(rows));
+    RowReduce<false>(red, s, fold, red8, rows, cols, pp);
+    Max(mNew, mOld, red, int32_t(rows));
+    RowScale(row_ops::Op::kSub, s, mNew, blocks, rows, cols, pp);
+    Exp(s, s, int32_t(n));
+    Sub(alpha, mOld, mNew, int32_t(rows));
+    Exp(alpha, alpha, int32_t(rows));
+    RowReduce<true>(red, s, fold, red8, rows, cols, pp);
+    Mul(l, l, alpha, int32_t(rows));
+    Add(l, l, red, int32_t(rows));
+    cur_ ^= 1u;
+    this->scoreQue_.FreeTensor(s);
+  }
+
+  __aicore__ inline void Finish(const LceTask& task) {
+    using namespace lce_vec;
+    const int64_t row = task.row0 + this->r0_;
+    const DataCopyExtParams one(1, this->rows_ * 4, 0, 0, 0);
+    SyncPipes<HardEvent::V_MTE3>();
+    DataCopyPad(max_[row], Stat(kMax0 + cur_), one);
+    DataCopyPad(sum_[row], Stat(kSum), one);
+    DataCopyPad(target_logit_[row], Stat(kTarget), one);
+    DataCopyPad(logit_sum_[row], Stat(kLogitSum), one);
+  }
+
+  uint32_t cur_ = 0;  // which of kMax0 / kMax1 holds the running max
+  GlobalTensor<float> max_, sum_, target_logit_, logit_sum_;
+};

@@ -1,0 +1,45 @@
+// Tiling data shared by the host tiling (linear_cross_entropy_tiling.cpp) and the fused linear cross-entropy mix
+// kernels (csrc/kernels/linear_cross_entropy.cpp, linear_cross_entropy_grad.cpp). The logits hidden x weight^T are
+// made one [kLceBlock x kLceBlock] score block at a time on a core group's AIC and folded by its two AIVs; nothing of
+// tokens x vocab exists anywhere. A task is a fixed block of rows of one operand that walks the blocks of the other
+// (the "moving" rows): forward and the backward's dx are token tasks (128 tokens against every vocab block), the
+// backward's dw vocab tasks (128 vocab rows against every token block). Task t is done by group t % blockDim.
+#pragma once
+#include <cstdint>
+
+#include "kernel_dtypes.h"
+
+// The kernel entries, one per dtype of hidden / weight (target is int64).
+#define LINEAR_CROSS_ENTROPY_DTYPES ASCENDC_FLOAT_DTYPES
+#define LINEAR_CROSS_ENTROPY_GRAD_DTYPES ASCENDC_FLOAT_DTYPES
+#define LINEAR_CROSS_ENTROPY_PARAMS(GM) \
+  GM hidden, GM weight, GM target, GM logitsMax, GM sumExp, GM targetLogit, GM logitSum, GM workspace, GM tiling
+#define LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM)                                                                \
+  GM hidden, GM weight, GM target, GM lse, GM gradSoftmax, GM gradTarget, GM gradUniform, GM gradHidden, \
+      GM gradWeight, GM workspace, GM tiling
+
+// Rows of a fixed block and of a moving block: a score block is kLceBlock x kLceBlock, each AIV takes half the rows.
+constexpr int64_t kLceBlock = 128;
+// Score slots per group: the AIC computes the next block while the AIVs fold the last.
+constexpr int64_t kLceScoreSlots = 2;
+// The backward's G segments per group: the AIVs write one while the AIC multiplies the other.
+constexpr int64_t kLceGradSlots = 2;
+
+struct LinearCrossEntropyTilingData {
+  int64_t tokens;      // T: rows of hidden and of target
+  int64_t hidden;      // H: columns of hidden and weight (the score's reduction)
+  int64_t vocab;       // V: rows of weight (a shard's, from vocabStart)
+  int64_t vocabStart;  // the vocabulary id of weight row 0: targets outside [vocabStart, vocabStart + V) are elsewhere
+  float softcap;       // > 0: logits = softcap * tanh(scores / softcap) (Gemma 2/3's final_logit_softcapping)
+  int32_t kChunk;      // H columns of one score Mmad (half of L0A / L0B), loaded into L1 together
+  int64_t tokenTasks;  // ceil(T / kLceBlock)
+  int64_t vocabTasks;  // backward: ceil(V / kLceBlock), done before the token tasks; forward: 0
+  // Backward: a task's moving blocks go in segments of segBlocks; the AIVs write a segment's G (input dtype,
+  // [kLceBlock, segBlocks * kLceBlock]) and the AIC multiplies it into the task's fp32 accumulator, gemmChunk
+  // columns of H per L0C tile, gemmK moving rows per Mmad.
+  int32_t segBlocks, gemmChunk, gemmK;
+  int32_t blockDim;
+  // Each group's GM workspace (bytes from the user workspace): kLceScoreSlots fp32 score slots, then (backward)
+  // kLceGradSlots G segments, then the fp32 accumulator [kLceBlock, H].
+  int64_t workspacePerGroup, scoreSlotBytes, gradOffset, gradSlotBytes, accOffset;
+};
