@@ -48,15 +48,25 @@ struct LceVectorBuffers {
   uint32_t blocks;   // two sets of per-row 32-byte blocks (Brcb)
   uint32_t columns;  // backward vocab tasks: the moving tokens' lse and three scales, [kLceBlock] each
   uint32_t targets;  // the rows' or the columns' targets (int64)
-  LCE_BUFFERS_FN uint32_t Total() const {
-    return 2 * score + work + stage + fold + stats + blocks + columns + targets;
-  }
+  LCE_BUFFERS_FN uint32_t Total() const { return 2 * score + work + stage + fold + stats + blocks + columns + targets; }
 };
 namespace lce_vec {
 // statBuf_'s rows of kLceHalf floats: the running max (two: old and new alternate), the running sum, the target's
 // logit, the sum of the logits, a row reduction, the rescale factor; backward token tasks: lse and the three scales.
-enum Stat : uint32_t { kMax0, kMax1, kSum, kTarget, kLogitSum, kRed, kAlpha, kLse, kSoftmax, kTargetScale, kUniform,
-                       kStats };
+enum Stat : uint32_t {
+  kMax0,
+  kMax1,
+  kSum,
+  kTarget,
+  kLogitSum,
+  kRed,
+  kAlpha,
+  kLse,
+  kSoftmax,
+  kTargetScale,
+  kUniform,
+  kStats
+};
 }  // namespace lce_vec
 LCE_BUFFERS_FN LceVectorBuffers LceVectorBuffersOf() {
   const uint32_t h = kLceHalf, b = uint32_t(kLceBlock);

@@ -34,11 +34,11 @@ LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem&
                                                uint32_t(t.gemmChunk), uint32_t(t.gemmK), p.backward);
   const int64_t ub = LceVectorBuffersOf().Total();
   std::string where = cube.L1() > platform.l1Bytes - 256 ? "L1"
-                      : 2 * cube.l0a > platform.l0aBytes  ? "L0A"
-                      : 2 * cube.l0b > platform.l0bBytes  ? "L0B"
-                      : 2 * cube.l0c > platform.l0cBytes  ? "L0C"
-                      : ub > kA2UbBudget                  ? "UB"
-                                                          : "";
+                      : 2 * cube.l0a > platform.l0aBytes ? "L0A"
+                      : 2 * cube.l0b > platform.l0bBytes ? "L0B"
+                      : 2 * cube.l0c > platform.l0cBytes ? "L0C"
+                      : ub > kA2UbBudget                 ? "UB"
+                                                         : "";
   if (!where.empty())
     throw TilingError(std::string("the linear cross-entropy blocks in ") + DTypeName(p.dtype) + " do not fit " + where);
   // Nd2Nz reads rows of at most 65535 elements (A2's 16-bit srcDValue); the problem function says so first.

@@ -14,7 +14,7 @@
 #define LINEAR_CROSS_ENTROPY_GRAD_DTYPES ASCENDC_FLOAT_DTYPES
 #define LINEAR_CROSS_ENTROPY_PARAMS(GM) \
   GM hidden, GM weight, GM target, GM logitsMax, GM sumExp, GM targetLogit, GM logitSum, GM workspace, GM tiling
-#define LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM)                                                                \
+#define LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM)                                                             \
   GM hidden, GM weight, GM target, GM lse, GM gradSoftmax, GM gradTarget, GM gradUniform, GM gradHidden, \
       GM gradWeight, GM workspace, GM tiling
 
@@ -30,8 +30,8 @@ struct LinearCrossEntropyTilingData {
   int64_t hidden;      // H: columns of hidden and weight (the score's reduction)
   int64_t vocab;       // V: rows of weight (a shard's, from vocabStart)
   int64_t vocabStart;  // the vocabulary id of weight row 0: targets outside [vocabStart, vocabStart + V) are elsewhere
-  float softcap;       // > 0: logits = softcap * tanh(scores / softcap) (Gemma 2/3's final_logit_softcapping)
-  int32_t kChunk;      // H columns of one score Mmad (half of L0A / L0B), loaded into L1 together
+  float softcap;  // > 0: logits = softcap * tanh(scores / softcap) (Gemma 2/3's final_logit_softcapping)
+  int32_t kChunk;  // H columns of one score Mmad (half of L0A / L0B), loaded into L1 together
   int64_t tokenTasks;  // ceil(T / kLceBlock)
   int64_t vocabTasks;  // backward: ceil(V / kLceBlock), done before the token tasks; forward: 0
   // Backward: a task's moving blocks go in segments of segBlocks; the AIVs write a segment's G (input dtype,

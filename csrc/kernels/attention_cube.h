@@ -26,8 +26,7 @@ class AttentionCube {
     sWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws_));
     pWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(ws_ + t.pOffset));
     oWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws_ + t.oOffset));
-    const uint32_t d16 = CubeMatmul<T>::Align16(uint32_t(t.headDim)), s1b = t.s1Block, s2b = t.s2Block,
-                   v16 = t.vPitch;
+    const uint32_t d16 = CubeMatmul<T>::Align16(uint32_t(t.headDim)), s1b = t.s1Block, s2b = t.s2Block, v16 = t.vPitch;
     const uint8_t n = uint8_t(t.l1Buffers);
     pipe_.InitBuffer(qL1_, n, s1b * d16 * sizeof(T));
     pipe_.InitBuffer(kL1_, n, s2b * d16 * sizeof(T));

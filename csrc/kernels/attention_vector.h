@@ -278,9 +278,8 @@ class AttentionVector {
       SyncPipes<HardEvent::MTE3_V>();
       Duplicate(o, 0.0f, int32_t(rows_ * vp));
     }
-    RowScale(row_ops::Op::kMul, o,
-                      statBuf_.Get<float>()[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows],
-                      blocksBuf_.Get<float>(), rows_, vp, vp);
+    RowScale(row_ops::Op::kMul, o, statBuf_.Get<float>()[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows],
+             blocksBuf_.Get<float>(), rows_, vp, vp);
     if (t.pvBuffer) {
       LocalTensor<float> pv = pvQue_.DeQue<float>();
       Add(o, o, pv, int32_t(rows_ * vp));

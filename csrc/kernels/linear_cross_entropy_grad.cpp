@@ -31,13 +31,13 @@ __aicore__ inline void RunLinearCrossEntropyGrad(GM_ADDR hidden, GM_ADDR weight,
 }
 
 // One entry per dtype (LINEAR_CROSS_ENTROPY_GRAD_DTYPES, tiling/linear_cross_entropy_tiling_data.h).
-#define LINEAR_CROSS_ENTROPY_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                          \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM_ADDR)) {                   \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                               \
-    LinearCrossEntropyTilingData t;                                                                                  \
-    CopyTiling(&t, tiling);                                                                                          \
-    RunLinearCrossEntropyGrad<T>(hidden, weight, target, lse, gradSoftmax, gradTarget, gradUniform, gradHidden,      \
-                                 gradWeight, workspace, t);                                                          \
+#define LINEAR_CROSS_ENTROPY_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                     \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM_ADDR)) {              \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                          \
+    LinearCrossEntropyTilingData t;                                                                             \
+    CopyTiling(&t, tiling);                                                                                     \
+    RunLinearCrossEntropyGrad<T>(hidden, weight, target, lse, gradSoftmax, gradTarget, gradUniform, gradHidden, \
+                                 gradWeight, workspace, t);                                                     \
   }
 LINEAR_CROSS_ENTROPY_GRAD_DTYPES(LINEAR_CROSS_ENTROPY_GRAD_ENTRY, linear_cross_entropy_grad)
 #undef LINEAR_CROSS_ENTROPY_GRAD_ENTRY

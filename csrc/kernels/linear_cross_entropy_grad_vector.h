@@ -14,8 +14,8 @@ class LceGradVector : public LceVectorBase<T> {
   using Base = LceVectorBase<T>;
 
  public:
-  __aicore__ inline void Init(GM_ADDR target, GM_ADDR lse, GM_ADDR gradSoftmax, GM_ADDR gradTarget,
-                              GM_ADDR gradUniform, GM_ADDR gradHidden, GM_ADDR gradWeight, GM_ADDR ws,
+  __aicore__ inline void Init(GM_ADDR target, GM_ADDR lse, GM_ADDR gradSoftmax, GM_ADDR gradTarget, GM_ADDR gradUniform,
+                              GM_ADDR gradHidden, GM_ADDR gradWeight, GM_ADDR ws,
                               const LinearCrossEntropyTilingData& t) {
     Base::InitBase(target, ws, t);
     scales_[0].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(lse));
@@ -122,8 +122,7 @@ class LceGradVector : public LceVectorBase<T> {
       if (this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols) {
         LocalTensor<float> b = Stat(kTargetScale);
         SyncPipes<HardEvent::V_S>();
-        for (; this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols;
-             ++this->nextHit_) {
+        for (; this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols; ++this->nextHit_) {
           const LceHit& hit = this->hits_[this->nextHit_];
           const uint32_t at = hit.row * pp + uint32_t(hit.vocabRow - j0);
           s.SetValue(at, s.GetValue(at) - b.GetValue(hit.row));

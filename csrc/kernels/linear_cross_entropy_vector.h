@@ -142,8 +142,8 @@ class LceVector : public LceVectorBase<T> {
   using Base = LceVectorBase<T>;
 
  public:
-  __aicore__ inline void Init(GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp, GM_ADDR targetLogit,
-                              GM_ADDR logitSum, GM_ADDR ws, const LinearCrossEntropyTilingData& t) {
+  __aicore__ inline void Init(GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp, GM_ADDR targetLogit, GM_ADDR logitSum,
+                              GM_ADDR ws, const LinearCrossEntropyTilingData& t) {
     Base::InitBase(target, ws, t);
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(logitsMax));
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sumExp));

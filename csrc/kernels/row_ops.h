@@ -1,9 +1,8 @@
-// Row-wise fp32 work of the mix kernels' AIVs (attention, linear cross-entropy): a block [rows, width] held `pitch` floats
-// apart per row, with one value per row (a max, a sum, a scale) reduced out of it or applied to it.
-// Each call is a few instructions that repeat over the rows (mask/repeat form: a repeat is one row's
-// 64-column chunk), never one call per row: per-row calls leave the scalar unit issuing hundreds of
-// instructions per block while the cube waits. A per-row value reaches its row as a 32-byte block
-// (Brcb) read with block stride 0.
+// Row-wise fp32 work of the mix kernels' AIVs (attention, linear cross-entropy): a block [rows, width] held `pitch`
+// floats apart per row, with one value per row (a max, a sum, a scale) reduced out of it or applied to it. Each call is
+// a few instructions that repeat over the rows (mask/repeat form: a repeat is one row's 64-column chunk), never one
+// call per row: per-row calls leave the scalar unit issuing hundreds of instructions per block while the cube waits. A
+// per-row value reaches its row as a 32-byte block (Brcb) read with block stride 0.
 #pragma once
 #include "kernel_operator.h"
 
@@ -11,8 +10,8 @@ using namespace AscendC;
 
 namespace row_ops {
 constexpr uint32_t kMaxRows = 64;  // rows of one call: one repeat each (a block of 128 rows, halved)
-constexpr uint32_t kLanes = 64;    // fp32 lanes of one 256-byte repeat
-constexpr uint32_t kBlock = 8;     // fp32 lanes of one 32-byte block
+constexpr uint32_t kLanes = 64;  // fp32 lanes of one 256-byte repeat
+constexpr uint32_t kBlock = 8;  // fp32 lanes of one 32-byte block
 enum class Op { kAdd, kSub, kMul, kMax, kMin };
 
 __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalTensor<float>& a,
@@ -35,8 +34,8 @@ __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalT
 // the reductions' pairwise trees.
 template <bool kSum>
 __aicore__ inline void RowReduce(const LocalTensor<float>& dst, const LocalTensor<float>& x,
-                                          const LocalTensor<float>& fold, const LocalTensor<float>& red8, uint32_t rows,
-                                          uint32_t width, uint32_t pitch) {
+                                 const LocalTensor<float>& fold, const LocalTensor<float>& red8, uint32_t rows,
+                                 uint32_t width, uint32_t pitch) {
   using namespace row_ops;
   if (rows == 0 || width == 0) return;
   const uint8_t xRep = uint8_t(pitch / kBlock), fRep = uint8_t(kLanes / kBlock);
@@ -76,16 +75,14 @@ __aicore__ inline void RowReduce(const LocalTensor<float>& dst, const LocalTenso
 }
 
 // blocks[r * 8 .. r * 8 + 8) = v[r] for r < Align8(rows): the per-row values as 32-byte blocks.
-__aicore__ inline void RowBlocks(const LocalTensor<float>& blocks, const LocalTensor<float>& v,
-                                          uint32_t rows) {
+__aicore__ inline void RowBlocks(const LocalTensor<float>& blocks, const LocalTensor<float>& v, uint32_t rows) {
   using namespace row_ops;
   if (rows > 0) Brcb(blocks, v, uint8_t((rows + kBlock - 1) / kBlock), BrcbRepeatParams(1, kBlock));
 }
 
 // x[r, 0:width) = x[r, c] op blocks[r] (one 32-byte block per row, RowBlocks).
-__aicore__ inline void RowApply(row_ops::Op op, const LocalTensor<float>& x,
-                                         const LocalTensor<float>& blocks, uint32_t rows, uint32_t width,
-                                         uint32_t pitch) {
+__aicore__ inline void RowApply(row_ops::Op op, const LocalTensor<float>& x, const LocalTensor<float>& blocks,
+                                uint32_t rows, uint32_t width, uint32_t pitch) {
   using namespace row_ops;
   if (rows == 0) return;
   const uint8_t xRep = uint8_t(pitch / kBlock);
@@ -96,9 +93,8 @@ __aicore__ inline void RowApply(row_ops::Op op, const LocalTensor<float>& x,
 }
 
 // x[r, 0:width) = x op= v[r]: RowBlocks into `blocks`, then RowApply.
-__aicore__ inline void RowScale(row_ops::Op op, const LocalTensor<float>& x,
-                                         const LocalTensor<float>& v, const LocalTensor<float>& blocks, uint32_t rows,
-                                         uint32_t width, uint32_t pitch) {
+__aicore__ inline void RowScale(row_ops::Op op, const LocalTensor<float>& x, const LocalTensor<float>& v,
+                                const LocalTensor<float>& blocks, uint32_t rows, uint32_t width, uint32_t pitch) {
   RowBlocks(blocks, v, rows);
   RowApply(op, x, blocks, rows, width, pitch);
 }

@@ -14,7 +14,7 @@
 
 // The family's kernel entry lists (tiling/linear_cross_entropy_tiling_data.h), for ASCENDC_TWIN_KERNELS and
 // ASCENDC_NPU_KERNELS.
-#define LINEAR_CROSS_ENTROPY_KERNELS(X)                                                \
+#define LINEAR_CROSS_ENTROPY_KERNELS(X)                                             \
   X(LINEAR_CROSS_ENTROPY_DTYPES, linear_cross_entropy, LINEAR_CROSS_ENTROPY_PARAMS) \
   X(LINEAR_CROSS_ENTROPY_GRAD_DTYPES, linear_cross_entropy_grad, LINEAR_CROSS_ENTROPY_GRAD_PARAMS)
 
@@ -47,22 +47,21 @@ ASCENDC_OPS_API LinearCrossEntropyLaunch PrepareLinearCrossEntropy(const at::Ten
 using LceForwardImpl = LceStats (*)(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
                                     const tiling::LinearCrossEntropyAttrs& attrs);
 using LceBackwardImpl = LceGrads (*)(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                                     const std::vector<at::Tensor>& grads, const tiling::LinearCrossEntropyAttrs& attrs);
+                                     const std::vector<at::Tensor>& grads,
+                                     const tiling::LinearCrossEntropyAttrs& attrs);
 
 // Registers both ops under one dispatch key (the twin's CPU, Meta, the NPU's).
 template <LceForwardImpl Forward, LceBackwardImpl Backward>
 void ImplLinearCrossEntropyOps(torch::Library& m) {
-  m.impl("linear_cross_entropy", [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                                    int64_t vocabStartIndex, double softcap) {
-    return Forward(hidden, weight, target, {vocabStartIndex, softcap});
+  m.impl("linear_cross_entropy",
+         [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target, int64_t vocabStartIndex,
+            double softcap) { return Forward(hidden, weight, target, {vocabStartIndex, softcap}); });
+  m.impl("linear_cross_entropy_grad", [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
+                                         const at::Tensor& lse, const at::Tensor& gradSoftmax,
+                                         const at::Tensor& gradTarget, const at::Tensor& gradUniform,
+                                         int64_t vocabStartIndex, double softcap) {
+    return Backward(hidden, weight, target, {lse, gradSoftmax, gradTarget, gradUniform}, {vocabStartIndex, softcap});
   });
-  m.impl("linear_cross_entropy_grad",
-         [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target, const at::Tensor& lse,
-            const at::Tensor& gradSoftmax, const at::Tensor& gradTarget, const at::Tensor& gradUniform,
-            int64_t vocabStartIndex, double softcap) {
-           return Backward(hidden, weight, target, {lse, gradSoftmax, gradTarget, gradUniform},
-                           {vocabStartIndex, softcap});
-         });
 }
 
 }  // namespace ascendc_ops

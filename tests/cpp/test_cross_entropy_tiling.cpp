@@ -21,9 +21,8 @@ static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dty
   EXPECT(d.vocabTasks == (backward ? (vocab + kLceBlock - 1) / kLceBlock : 0));
   EXPECT(t.blockDim == uint32_t(std::min<int64_t>(d.tokenTasks + d.vocabTasks, 24)));
   EXPECT(d.kChunk * kLceBlock * bytes * 2 <= int64_t(plat.l0aBytes) && d.kChunk % 16 == 0);
-  const LceCubeBuffers cube =
-      LceCubeBuffersOf(uint32_t(bytes), uint32_t(d.kChunk), uint32_t(d.segBlocks), uint32_t(d.gemmChunk),
-                       uint32_t(d.gemmK), backward);
+  const LceCubeBuffers cube = LceCubeBuffersOf(uint32_t(bytes), uint32_t(d.kChunk), uint32_t(d.segBlocks),
+                                               uint32_t(d.gemmChunk), uint32_t(d.gemmK), backward);
   EXPECT(cube.L1() <= plat.l1Bytes && 2 * cube.l0a <= plat.l0aBytes && 2 * cube.l0b <= plat.l0bBytes);
   EXPECT(2 * cube.l0c <= plat.l0cBytes);
   EXPECT(LceVectorBuffersOf().Total() <= kA2UbBudget);
@@ -56,23 +55,28 @@ int main() {
   EXPECT(TileLinearCrossEntropy({DType::kFloat16, 5, 64, 0, 0, 0.0f, false}, plat).blockDim == 0);
   EXPECT(expect::Throws([&] { TileLinearCrossEntropy({DType::kFloat16, 5, 70000, 10, 0, 0.0f, false}, plat); }));
   // the problem function: shapes, dtypes, attributes
-  const OpSpec op{"linear_cross_entropy", "", {"hidden", "weight", "target"},
-                  {{DType::kFloat16, DType::kFloat16, DType::kInt64}, {DType::kFloat32, DType::kFloat32, DType::kInt64}}};
+  const OpSpec op{
+      "linear_cross_entropy",
+      "",
+      {"hidden", "weight", "target"},
+      {{DType::kFloat16, DType::kFloat16, DType::kInt64}, {DType::kFloat32, DType::kFloat32, DType::kInt64}}};
   const TensorArg<int64_t> h{{7, 40}, DType::kFloat16}, w{{1021, 40}, DType::kFloat16}, tg{{7}, DType::kInt64};
   const LinearCrossEntropyAttrs none{0, 0.0};
   const LinearCrossEntropyArgs<int64_t> a = CheckLinearCrossEntropy(op, h, w, tg, nullptr, none);
   EXPECT(a.tokens == 7 && a.hidden == 40 && a.vocab == 1021 && a.stats == std::vector<int64_t>{7});
   EXPECT(expect::ArgErrorOf([&] {
            CheckLinearCrossEntropy(op, h, TensorArg<int64_t>{{1021, 41}, DType::kFloat16}, tg, nullptr, none);
-         }) == "linear_cross_entropy: weight must have hidden's 40 columns (weight [vocab, hidden]), got shape "
-               "[1021, 41] for hidden [7, 40]");
+         }) ==
+         "linear_cross_entropy: weight must have hidden's 40 columns (weight [vocab, hidden]), got shape "
+         "[1021, 41] for hidden [7, 40]");
   EXPECT(expect::ArgErrorOf([&] {
            CheckLinearCrossEntropy(op, h, w, TensorArg<int64_t>{{6}, DType::kInt64}, nullptr, none);
          }) == "linear_cross_entropy: target must have shape [7] (one per row of hidden), got [6]");
   ArgError::Kind kind{};
-  EXPECT(expect::ArgErrorOf([&] {
-           CheckLinearCrossEntropy(op, h, TensorArg<int64_t>{{1021, 40}, DType::kFloat32}, tg, nullptr, none);
-         }, &kind) == "linear_cross_entropy: weight must have hidden's dtype float16, got float32");
+  EXPECT(
+      expect::ArgErrorOf(
+          [&] { CheckLinearCrossEntropy(op, h, TensorArg<int64_t>{{1021, 40}, DType::kFloat32}, tg, nullptr, none); },
+          &kind) == "linear_cross_entropy: weight must have hidden's dtype float16, got float32");
   EXPECT(kind == ArgError::kType);
   EXPECT(expect::ArgErrorOf([&] { CheckLinearCrossEntropy(op, h, w, tg, nullptr, {-1, 0.0}); }) ==
          "linear_cross_entropy: vocab_start_index must be >= 0 (the vocabulary id of weight's first row), got -1");

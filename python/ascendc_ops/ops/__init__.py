@@ -7,7 +7,6 @@ ascendc_ops.swiglu / rms_norm / ... are the wrappers."""
 
 from . import attention, grouped_matmul, linear_cross_entropy, moe_routing, rms_norm, rope, swiglu  # noqa: F401
 from .attention import fusion_attention, fusion_attention_grad
-from .linear_cross_entropy import LinearCrossEntropyLoss, linear_cross_entropy
 from .rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm
 from .rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul
 
@@ -18,8 +17,6 @@ __all__ = [
     "fusion_attention",
     "fusion_attention_grad",
     "gemma_rms_norm",
-    "linear_cross_entropy",
-    "LinearCrossEntropyLoss",
     "gated_rms_norm",
     "rope_customer",
     "rotary_mul",

@@ -1,0 +1,68 @@
+// Fused linear cross-entropy on the NPU (PrivateUse1): the CPU twin's PrepareLinearCrossEntropy
+// (csrc/torch/linear_cross_entropy_ops.h: checks, output allocation, tiling) with the chip's cube core groups, then a
+// direct launch of the mix kernels (KERNEL_TYPE_MIX_AIC_1_2) on torch_npu's current stream. Compiled only when CANN
+// and torch_npu are present (cmake/npu.cmake).
+#include <torch/library.h>
+
+#include <limits>
+#include <vector>
+
+#include "kernel_entries.h"
+#include "linear_cross_entropy_ops.h"
+#include "npu_launch.h"
+#include "op_proto_gen.h"
+
+#include "aclrtlaunch_linear_cross_entropy_bfloat16.h"
+#include "aclrtlaunch_linear_cross_entropy_float.h"
+#include "aclrtlaunch_linear_cross_entropy_grad_bfloat16.h"
+#include "aclrtlaunch_linear_cross_entropy_grad_float.h"
+#include "aclrtlaunch_linear_cross_entropy_grad_half.h"
+#include "aclrtlaunch_linear_cross_entropy_half.h"
+
+LINEAR_CROSS_ENTROPY_KERNELS(ASCENDC_NPU_KERNELS)
+
+namespace ascendc_ops {
+namespace {
+
+// Queues a prepared launch: its tiling struct copied to the device, the system workspace, then the groups' slots.
+template <class Entries, class Args>
+void Enqueue(const char* name, const Entries& entries, const LinearCrossEntropyLaunch& l, const Args& tensors) {
+  const at::Device device = l.hidden.device();
+  at::Tensor host =
+      at::empty({int64_t(sizeof(l.tiling.data))}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  std::memcpy(host.data_ptr(), &l.tiling.data, sizeof(l.tiling.data));
+  const at::Tensor tiling = host.to(device, /*non_blocking=*/true);
+  const at::Tensor sys = npu::SysWorkspace(device);
+  const at::Tensor workspace = at::empty({sys.numel() + l.tiling.workspaceBytes}, sys.options());
+  npu::Enqueue(name,
+               npu::LaunchOf(PickEntry(entries, l.hidden.scalar_type()).fn, l.tiling.blockDim, npu::CurrentStream(),
+                             EntryArgs(npu::Ptr, tensors, workspace.data_ptr(), tiling.data_ptr())));
+}
+
+LceStats Forward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
+                 const tiling::LinearCrossEntropyAttrs& attrs) {
+  LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, {}, attrs, npu::NpuCubePlatform());
+  if (l.tiling.blockDim > 0) {
+    Enqueue(kLinearCrossEntropy.name, npu_entries::linear_cross_entropy, l, l.Tensors());
+  } else if (hidden.size(1) == 0) {  // every logit is 0
+    l.logitsMax.zero_(), l.sumExp.fill_(double(weight.size(0))), l.targetLogit.zero_(), l.logitSum.zero_();
+  } else {  // an empty vocabulary shard
+    l.logitsMax.fill_(-std::numeric_limits<float>::infinity());
+    l.sumExp.zero_(), l.targetLogit.zero_(), l.logitSum.zero_();
+  }
+  return {l.logitsMax, l.sumExp, l.targetLogit, l.logitSum};
+}
+
+LceGrads Backward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
+                  const std::vector<at::Tensor>& grads, const tiling::LinearCrossEntropyAttrs& attrs) {
+  LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, grads, attrs, npu::NpuCubePlatform());
+  if (l.tiling.blockDim > 0)
+    Enqueue(kLinearCrossEntropyGrad.name, npu_entries::linear_cross_entropy_grad, l, l.GradTensors());
+  return {l.gradHidden, l.gradWeight};
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) { ImplLinearCrossEntropyOps<&Forward, &Backward>(m); }
+
+}  // namespace ascendc_ops
