@@ -8,7 +8,14 @@ from __future__ import annotations
 import sys
 
 from ..harness import plot
-from ..harness.bench import attention_train, hf_fusions, hf_model, moe as bench_moe, ops as bench_ops
+from ..harness.bench import (
+    attention_train,
+    cross_entropy_train,
+    hf_fusions,
+    hf_model,
+    moe as bench_moe,
+    ops as bench_ops,
+)
 from ..harness.cann_bench import report as cann_bench_report
 from ..harness.environment import progress
 from ..harness.families.attention import check_attention_shape
@@ -16,11 +23,11 @@ from . import options
 from .common import Suite, UsageError, add_suites, out_path, positive_int, run_suite
 
 HELP = (
-    "time our ops (ops), the MoE block (moe), a model (model), attention at a training shape (attention) or "
-    "cann-bench's cases (cann-bench)"
+    "time our ops (ops), the MoE block (moe), a model (model), attention at a training shape (attention), the LM "
+    "head's loss (cross-entropy) or cann-bench's cases (cann-bench)"
 )
 DESCRIPTION = (
-    "Suites: ops (the default when none is named), moe, model, attention, cann-bench; `ascendc-ops bench SUITE "
+    "Suites: ops (the default when none is named), moe, model, attention, cross-entropy, cann-bench; `ascendc-ops bench SUITE "
     "-h` lists a suite's options. The older `--suite SUITE` and `--preset cann-bench` name a suite too."
 )
 
@@ -213,6 +220,35 @@ def _run_attention(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- cross-entropy
+def _add_cross_entropy(parser) -> None:
+    options.shapes(
+        parser,
+        "T,H,V: tokens, hidden, vocabulary (default: " + ",".join(map(str, cross_entropy_train.SHAPE)) + ")",
+    )
+    options.dtypes(parser, cross_entropy_train.DTYPES, "bfloat16")
+    parser.add_argument(
+        "--provider",
+        nargs="+",
+        action="extend",
+        choices=list(cross_entropy_train.PROVIDERS),
+        help="only these (default: all; hf is the reference of the differences)",
+    )
+    options.quick(parser, "T 512, V 32000 (" + ",".join(map(str, cross_entropy_train.QUICK_SHAPE)) + ")")
+
+
+def _run_cross_entropy(args) -> int:
+    shapes = args.shape or [cross_entropy_train.QUICK_SHAPE if args.quick else cross_entropy_train.SHAPE]
+    for dims in shapes:
+        if len(dims) != 3 or min(dims) < 1:
+            raise UsageError(f"--shape wants T,H,V (three positive numbers), got {','.join(map(str, dims))}")
+    for dims in dict.fromkeys(map(tuple, shapes)):
+        for dtype in dict.fromkeys(args.dtype or ["bfloat16"]):
+            providers = tuple(dict.fromkeys(args.provider or cross_entropy_train.PROVIDERS))
+            cross_entropy_train.run(cross_entropy_train.Options(shape=dims, dtype=dtype, providers=providers))
+    return 0
+
+
 # ---------------------------------------------------------------- cann-bench
 def _add_cann_bench(parser) -> None:
     options.cann_bench(parser)
@@ -267,6 +303,15 @@ SUITES = (
         "process, with its peak memory.",
         _add_attention,
         _run_attention,
+    ),
+    Suite(
+        "cross-entropy",
+        "the LM head + cross-entropy fwd + bwd against HF's path and a chunked one, with peak memory",
+        "The LM head and its loss, forward + backward at a training shape (default T 4096, H 128, Qwen2's V "
+        "152064, bf16): the fused linear cross-entropy against Hugging Face's logits + ForCausalLMLoss and a "
+        "chunked PyTorch implementation, each provider in its own process, with its peak memory.",
+        _add_cross_entropy,
+        _run_cross_entropy,
     ),
     Suite(
         "cann-bench",
