@@ -27,8 +27,8 @@ HELP = (
     "head's loss (cross-entropy) or cann-bench's cases (cann-bench)"
 )
 DESCRIPTION = (
-    "Suites: ops (the default when none is named), moe, model, attention, cross-entropy, cann-bench; `ascendc-ops bench SUITE "
-    "-h` lists a suite's options. The older `--suite SUITE` and `--preset cann-bench` name a suite too."
+    "Suites: ops (the default when none is named), moe, model, attention, cross-entropy, cann-bench; "
+    "`ascendc-ops bench SUITE -h` lists a suite's options. The older `--suite SUITE` and `--preset cann-bench` name a suite too."
 )
 
 
