@@ -28,7 +28,8 @@ HELP = (
 )
 DESCRIPTION = (
     "Suites: ops (the default when none is named), moe, model, attention, cross-entropy, cann-bench; "
-    "`ascendc-ops bench SUITE -h` lists a suite's options. The older `--suite SUITE` and `--preset cann-bench` name a suite too."
+    "`ascendc-ops bench SUITE -h` lists a suite's options. The older `--suite SUITE` and `--preset cann-bench` "
+    "name a suite too."
 )
 
 
