@@ -14,17 +14,15 @@ largest difference from SDPA's as a sanity check (the accuracy standard is judge
 
 from __future__ import annotations
 
-import json
 import math
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
 from ..environment import progress
 from .hf_model import environment_line, reset_peak, status_bytes
+from .provider_process import run_provider
 
 PROVIDERS = ("ours", "eager", "sdpa", "gemms")
 # The kernel's query block (tiling/attention_tiling.cpp picks at most 128 rows at D 128): the gemms row
@@ -33,10 +31,6 @@ GEMM_ROWS = 128
 DTYPES = ("float16", "bfloat16", "float32")
 SHAPE = (1, 4096, 32, 8, 128)  # B, S, N, NKV, D: llama3-8b's heads at S 4096
 QUICK_SHAPE = (1, 512, 32, 8, 128)
-WORKER = (
-    "import json, sys; from ascendc_ops.harness.bench.attention_train import worker; "
-    "w = json.loads(sys.argv[1]); print(json.dumps(worker(**w)))"
-)
 
 
 @dataclass
@@ -117,11 +111,11 @@ def worker(provider: str, shape: list, dtype: str, repeats: int, out: str) -> di
 
 
 def _run_provider(provider: str, opts: Options, out: str) -> dict:
-    w = dict(provider=provider, shape=list(opts.shape), dtype=opts.dtype, repeats=opts.repeats, out=out)
-    res = subprocess.run([sys.executable, "-c", WORKER, json.dumps(w)], capture_output=True, text=True)
-    if res.returncode:
-        raise RuntimeError(f"bench attention: the {provider} worker failed:\n{res.stderr[-4000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return run_provider(
+        __name__,
+        "attention",
+        dict(provider=provider, shape=list(opts.shape), dtype=opts.dtype, repeats=opts.repeats, out=out),
+    )
 
 
 def _max_diff(path: str, ref: str) -> tuple:

@@ -11,25 +11,19 @@ chunk's; ours nothing of T x V. Every provider's loss is printed beside its diff
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
 
 from ..environment import progress
 from .hf_model import environment_line, reset_peak, status_bytes
+from .provider_process import run_provider
 
 PROVIDERS = ("ours", "hf", "chunked")
 DTYPES = ("float16", "bfloat16", "float32")
 SHAPE = (4096, 128, 152064)  # T, H, V
 QUICK_SHAPE = (512, 64, 32000)
 CHUNK = 1024  # tokens per chunk of the chunked provider (MindSpeed's ChunkLoss and Liger's are of this order)
-WORKER = (
-    "import json, sys; from ascendc_ops.harness.bench.cross_entropy_train import worker; "
-    "w = json.loads(sys.argv[1]); print(json.dumps(worker(**w)))"
-)
 
 
 @dataclass
@@ -125,11 +119,9 @@ def worker(provider: str, shape: list, dtype: str, out: str) -> dict:
 
 
 def _run_provider(provider: str, opts: Options, out: str) -> dict:
-    w = dict(provider=provider, shape=list(opts.shape), dtype=opts.dtype, out=out)
-    res = subprocess.run([sys.executable, "-c", WORKER, json.dumps(w)], capture_output=True, text=True)
-    if res.returncode:
-        raise RuntimeError(f"bench cross-entropy: the {provider} worker failed:\n{res.stderr[-4000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return run_provider(
+        __name__, "cross-entropy", dict(provider=provider, shape=list(opts.shape), dtype=opts.dtype, out=out)
+    )
 
 
 def _max_diff(path: str, ref: str) -> str:
