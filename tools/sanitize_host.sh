@@ -3,7 +3,8 @@
 # separate tree, build-asan/, with AddressSanitizer and UndefinedBehaviorSanitizer, then runs the
 # C++ tests and a fast subset of the Python tests against that build. The package's own _C.so
 # is untouched: the Python run loads build-asan/lib/_C.so through ASCENDC_OPS_LIBRARY. Only the
-# baseline ISA path is built (ASCENDC_OPS_WIDE_PATHS=OFF): the AVX-512 ones are the same source.
+# baseline ISA path is built (ASCENDC_OPS_WIDE_PATHS=OFF): the AVX-512 ones are the same source; nor the
+# simulated NPU (ASCENDC_OPS_SIM_NPU=OFF): the subset below does not load it.
 #
 # Python itself is not instrumented, so libasan must be loaded first: LD_PRELOAD of the
 # compiler's libasan.so, followed by libstdc++ (else ASan's __cxa_throw interceptor finds no
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/.."
 build=${ASAN_BUILD_DIR:-build-asan}
 flags="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -g"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPython3_EXECUTABLE="$PWD/.venv/bin/python" \
-  -DASCENDC_OPS_LIBRARY_DIR="$PWD/$build/lib" -DASCENDC_OPS_WIDE_PATHS=OFF -DCMAKE_CXX_FLAGS="$flags" \
+  -DASCENDC_OPS_LIBRARY_DIR="$PWD/$build/lib" -DASCENDC_OPS_WIDE_PATHS=OFF -DASCENDC_OPS_SIM_NPU=OFF -DCMAKE_CXX_FLAGS="$flags" \
   -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 cmake --build "$build" -j "${JOBS:-2}"
 

@@ -15,7 +15,11 @@ library_path = load()
 from . import npu, op_proto  # noqa: E402,F401  (npu: torch_npu's names, sys.modules["torch_npu"] = ascendc_ops.npu)
 from .ops.attention import fusion_attention, fusion_attention_grad  # noqa: E402
 from .ops.grouped_matmul import grouped_matmul  # noqa: E402
-from .ops.linear_cross_entropy import LinearCrossEntropyLoss, linear_cross_entropy  # noqa: E402
+from .ops.linear_cross_entropy import (  # noqa: E402
+    LinearCrossEntropyLoss,
+    linear_cross_entropy,
+    vocab_parallel_linear_cross_entropy,
+)
 from .ops.moe_routing import moe_token_permute, moe_token_unpermute  # noqa: E402
 from .ops.rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm, rms_norm  # noqa: E402
 from .ops.rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul  # noqa: E402
@@ -46,6 +50,7 @@ __all__ = [
     "fusion_attention_grad",
     "linear_cross_entropy",
     "LinearCrossEntropyLoss",
+    "vocab_parallel_linear_cross_entropy",
 ]
 
 __version__ = "0.1.0"

@@ -61,6 +61,41 @@ def _check(name: str, value, ok: bool, expected: str) -> None:
         raise ValueError(f"linear_cross_entropy: {name} must be {expected}, got {value!r}")
 
 
+def _checked_target(target, vocab: int, ignore_index: int, options: dict) -> torch.Tensor:
+    """target flattened to int64 [T], the options and (eager only: the check reads values) the ids checked."""
+    _check("reduction", options["reduction"], options["reduction"] in REDUCTIONS, "one of 'mean', 'sum', 'none'")
+    _check("label_smoothing", options["label_smoothing"], 0.0 <= options["label_smoothing"] <= 1.0, "in [0, 1]")
+    _check("lse_square_scale", options["lse_square_scale"], options["lse_square_scale"] >= 0.0, ">= 0")
+    _check("softcap", options["softcap"], options["softcap"] is None or options["softcap"] > 0, "None or > 0")
+    if target.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"linear_cross_entropy: target must be int64 or int32, got {target.dtype}")
+    t = target.reshape(-1).to(torch.int64)
+    bad = (t != ignore_index) & ((t < 0) | (t >= vocab))
+    # under torch.compile the kernel takes such a target as outside the vocabulary (its target logit is 0)
+    if not torch.compiler.is_compiling() and t.numel() and bool(bad.any()):
+        raise ValueError(
+            f"linear_cross_entropy: target must be in [0, {vocab}) or ignore_index ({ignore_index}), "
+            f"got {int(t[bad][0])}"
+        )
+    return t
+
+
+def _token_losses(lse, target_logit, logit_sum, keep, vocab: int, label_smoothing: float, lse_square_scale: float):
+    """Per token: the loss (cross-entropy with label smoothing, plus the z-loss) and the z-loss, 0 where ignored."""
+    loss = lse - (1.0 - label_smoothing) * target_logit
+    if label_smoothing:
+        loss = loss - (label_smoothing / vocab) * logit_sum
+    z = lse_square_scale * lse.square() * keep if lse_square_scale else torch.zeros_like(lse)
+    return loss * keep + z, z
+
+
+def _reduced(loss, z, keep, reduction: str, shape):
+    if reduction == "none":
+        return loss.reshape(shape), z.reshape(shape)
+    count = keep.sum().clamp(min=1.0) if reduction == "mean" else 1.0
+    return loss.sum() / count, z.sum() / count
+
+
 def linear_cross_entropy(
     hidden: torch.Tensor,
     weight: torch.Tensor,
@@ -85,46 +120,106 @@ def linear_cross_entropy(
     loss, or ``(loss, z_loss)`` with ``return_z_loss`` (z_loss reduced alike, already part of the loss). Every
     value comes back in fp32.
     """
-    _check("reduction", reduction, reduction in REDUCTIONS, "one of 'mean', 'sum', 'none'")
     _check("bias", "a tensor", bias is None, "None (a bias is not supported yet)")
     _check("ce_weight", "a tensor", ce_weight is None, "None (class weights are not supported yet)")
-    _check("label_smoothing", label_smoothing, 0.0 <= label_smoothing <= 1.0, "in [0, 1]")
-    _check("lse_square_scale", lse_square_scale, lse_square_scale >= 0.0, ">= 0")
-    _check("softcap", softcap, softcap is None or softcap > 0, "None or > 0")
-    if target.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"linear_cross_entropy: target must be int64 or int32, got {target.dtype}")
-    shape = target.shape
-    h = hidden.reshape(-1, hidden.shape[-1]) if hidden.dim() != 2 else hidden
-    t = target.reshape(-1).to(torch.int64)
+    options = dict(
+        reduction=reduction, label_smoothing=label_smoothing, lse_square_scale=lse_square_scale, softcap=softcap
+    )
     vocab = weight.shape[0] if weight.dim() == 2 else 0
-    valid = t != ignore_index
-    bad = valid & ((t < 0) | (t >= vocab))
-    # a value check needs the values: eager only (under torch.compile the kernel takes such a target as outside
-    # the vocabulary, so its target logit is 0)
-    if not torch.compiler.is_compiling() and t.numel() and bool(bad.any()):
-        raise ValueError(
-            f"linear_cross_entropy: target must be in [0, {vocab}) or ignore_index ({ignore_index}), "
-            f"got {int(t[bad][0])}"
-        )
+    t = _checked_target(target, vocab, ignore_index, options)
+    h = hidden.reshape(-1, hidden.shape[-1]) if hidden.dim() != 2 else hidden
     logits_max, sum_exp, target_logit, logit_sum = torch.ops.custom.linear_cross_entropy(
         h, weight, t, 0, float(softcap or 0.0)
     )
     lse = logits_max + torch.log(sum_exp)
-    keep = valid.to(lse.dtype)
-    eps = float(label_smoothing)
-    loss = lse - (1.0 - eps) * target_logit
-    if eps:
-        loss = loss - (eps / vocab) * logit_sum
-    z = lse_square_scale * lse.square() * keep if lse_square_scale else torch.zeros_like(lse)
-    loss = loss * keep + z
-    count = keep.sum().clamp(min=1.0)
-    if reduction == "mean":
-        loss, z = loss.sum() / count, z.sum() / count
-    elif reduction == "sum":
-        loss, z = loss.sum(), z.sum()
-    else:
-        loss, z = loss.reshape(shape), z.reshape(shape)
+    keep = (t != ignore_index).to(lse.dtype)
+    loss, z = _token_losses(lse, target_logit, logit_sum, keep, vocab, float(label_smoothing), lse_square_scale)
+    loss, z = _reduced(loss, z, keep, reduction, target.shape)
     return (loss, z) if return_z_loss else loss
+
+
+class _VocabParallel(torch.autograd.Function):
+    """The loss over a vocabulary split across a process group: each rank's kernel folds its shard, one max and
+    one sum all-reduce make the whole vocabulary's statistics, and each rank's backward launch uses the global
+    lse; grad_hidden is summed across the group, grad_weight stays the rank's shard's."""
+
+    @staticmethod
+    def forward(ctx, hidden, weight, target, start, vocab, group, ignore_index, eps, zscale, softcap, reduction):
+        import torch.distributed as dist
+
+        logits_max, sum_exp, target_logit, logit_sum = torch.ops.custom.linear_cross_entropy(
+            hidden, weight, target, start, softcap
+        )
+        top = logits_max.clone()
+        dist.all_reduce(top, dist.ReduceOp.MAX, group=group)
+        sums = torch.stack([sum_exp * torch.exp(logits_max - top), target_logit, logit_sum])
+        dist.all_reduce(sums, group=group)
+        lse = top + torch.log(sums[0])
+        keep = (target != ignore_index).to(lse.dtype)
+        loss, z = _token_losses(lse, sums[1], sums[2], keep, vocab, eps, zscale)
+        loss, z = _reduced(loss, z, keep, reduction, target.shape)
+        ctx.save_for_backward(hidden, weight, target, lse, keep)
+        ctx.args = (start, vocab, group, eps, zscale, softcap, reduction)
+        return loss, z
+
+    @staticmethod
+    def backward(ctx, grad, _grad_z):
+        import torch.distributed as dist
+
+        hidden, weight, target, lse, keep = ctx.saved_tensors
+        start, vocab, group, eps, zscale, softcap, reduction = ctx.args
+        g = (
+            grad.reshape(-1)
+            if reduction == "none"
+            else grad / (keep.sum().clamp(min=1.0) if reduction == "mean" else 1)
+        )
+        g = g * keep
+        grad_hidden, grad_weight = torch.ops.custom.linear_cross_entropy_grad(
+            hidden, weight, target, lse, g * (1 + 2 * zscale * lse), g * (1 - eps), g * (eps / vocab), start, softcap
+        )
+        dist.all_reduce(grad_hidden, group=group)
+        return grad_hidden, grad_weight, *([None] * 9)
+
+
+def vocab_parallel_linear_cross_entropy(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    target: torch.Tensor,
+    vocab_start_index: int,
+    vocab_size: int,
+    group=None,
+    *,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    lse_square_scale: float = 0.0,
+    softcap: float | None = None,
+    reduction: str = "mean",
+    return_z_loss: bool = False,
+):
+    """linear_cross_entropy with the vocabulary split across ``group`` (tensor parallelism): this rank holds weight
+    rows ``vocab_start_index ... + weight.shape[0]`` of ``vocab_size``; hidden and target are the same on every rank.
+    Every rank gets the whole loss; hidden's gradient is summed over the group, weight's is this shard's."""
+    options = dict(
+        reduction=reduction, label_smoothing=label_smoothing, lse_square_scale=lse_square_scale, softcap=softcap
+    )
+    t = _checked_target(target, vocab_size, ignore_index, options)
+    h = hidden.reshape(-1, hidden.shape[-1]) if hidden.dim() != 2 else hidden
+    loss, z = _VocabParallel.apply(
+        h,
+        weight,
+        t,
+        int(vocab_start_index),
+        int(vocab_size),
+        group,
+        ignore_index,
+        float(label_smoothing),
+        float(lse_square_scale),
+        float(softcap or 0.0),
+        reduction,
+    )
+    if reduction == "none":
+        loss, z = loss.reshape(target.shape), z.reshape(target.shape)
+    return (loss, z.detach()) if return_z_loss else loss
 
 
 class LinearCrossEntropyLoss(torch.nn.Module):
