@@ -2,8 +2,8 @@
 
 The parallel schedule (no record consumer: core groups claimed by host workers side by side) against the
 serial one (ASCENDC_TWIN_MIX=serial: every core on one thread in slot order) and against the sanitized run
-(the serial schedule with every check on, the conftest default): attention forward and backward, the op
-package's one-launch RMSNorm backward and moe_token_permute (every block meets at SyncAll), and the mix
+(the serial schedule with every check on, the conftest default): attention forward and backward, the fused linear
+cross-entropy forward and backward, the op package's one-launch RMSNorm backward and moe_token_permute (every block meets at SyncAll), and the mix
 example. A race-free kernel's outputs cannot depend on which host thread ran which group, so any difference
 is a race the schedule exposed or state one core left in another's context. Where groups are long enough
 that a second worker must start before the first is through (the large attention case) or meet at SyncAll
@@ -126,6 +126,23 @@ def test_one_launch_moe_token_permute():
     x = torch.randn(700, 96).to(torch.float16)
     ids = torch.randint(0, 16, (700, 8), generator=torch.Generator().manual_seed(3))
     run_all(lambda: one.moe_token_permute(x, ids, None, 6), one.core_workers, True, "moe_token_permute")
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+def test_linear_cross_entropy_forward_and_backward(dtype):
+    """The fused linear cross-entropy: 3 token tasks in the forward, 3 + 5 tasks in the backward (its atomic-add
+    Fixpipes into each group's own accumulator), side by side."""
+    g = torch.Generator().manual_seed(7)
+    h, w = torch.randn(300, 72, generator=g).to(dtype), (torch.randn(600, 72, generator=g) / 8).to(dtype)
+    t = torch.randint(0, 600, (300,), generator=g)
+    scales = [torch.rand(300, generator=g) for _ in range(3)]
+
+    def fwd_bwd():
+        stats = torch.ops.custom.linear_cross_entropy(h, w, t, 0, 30.0)
+        lse = stats[0] + torch.log(stats[1])
+        return [*stats, *torch.ops.custom.linear_cross_entropy_grad(h, w, t, lse, *scales, 0, 30.0)]
+
+    run_all(fwd_bwd, torch.ops.ascendc_ops.twin_core_workers, True, f"linear_cross_entropy {dtype}")
 
 
 def test_mix_example():
