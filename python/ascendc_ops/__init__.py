@@ -14,6 +14,7 @@ library_path = load()
 
 from . import npu, op_proto  # noqa: E402,F401  (npu: torch_npu's names, sys.modules["torch_npu"] = ascendc_ops.npu)
 from .ops.attention import fusion_attention, fusion_attention_grad  # noqa: E402
+from .ops.cross_entropy import cross_entropy_loss  # noqa: E402
 from .ops.grouped_matmul import grouped_matmul  # noqa: E402
 from .ops.moe_routing import moe_token_permute, moe_token_unpermute  # noqa: E402
 from .ops.rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm, rms_norm  # noqa: E402
@@ -43,6 +44,7 @@ __all__ = [
     "gated_rms_norm",
     "fusion_attention",
     "fusion_attention_grad",
+    "cross_entropy_loss",
 ]
 
 __version__ = "0.1.0"
