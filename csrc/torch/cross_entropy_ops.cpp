@@ -61,10 +61,10 @@ CrossEntropyLaunch PrepareCrossEntropyLoss(const OpProto& op, const at::Tensor& 
 
 CrossEntropyOutputs FinishCrossEntropyLoss(const CrossEntropyLaunch& l) {
   const at::ScalarType dtype = l.input.scalar_type();
-  const at::Tensor rowLoss = l.rowStats.select(1, kCrossEntropyStatLoss);
-  const at::Tensor rowWeight = l.rowStats.select(1, kCrossEntropyStatWeight);
-  const at::Tensor rowLse = l.rowStats.select(1, kCrossEntropyStatLse);
-  const at::Tensor rowCount = l.rowStats.select(1, kCrossEntropyStatCount);
+  // [4, N]: each result a dense [N] vector (clone: contiguous() keeps a [4, 1] transpose's strides)
+  const at::Tensor columns = l.rowStats.t().clone(at::MemoryFormat::Contiguous);
+  const at::Tensor rowLoss = columns[kCrossEntropyStatLoss], rowWeight = columns[kCrossEntropyStatWeight];
+  const at::Tensor rowLse = columns[kCrossEntropyStatLse], rowCount = columns[kCrossEntropyStatCount];
   const bool zterm = l.attrs.lseSquareScale != 0.0f;
   // z-loss per row, s * lse^2 on counted rows; it is part of the loss (CANN's CrossEntropyLossGrad differentiates
   // the loss through lse_for_zloss) and, with return_zloss, also returned alone
@@ -73,7 +73,7 @@ CrossEntropyOutputs FinishCrossEntropyLoss(const CrossEntropyLaunch& l) {
   at::Tensor loss, zloss;
   switch (l.args.reduction) {
     case CROSS_ENTROPY_NONE:
-      loss = zterm ? rowLoss + rowZ : rowLoss.clone();
+      loss = zterm ? rowLoss + rowZ : rowLoss;
       zloss = rowZ;
       break;
     case CROSS_ENTROPY_SUM:
@@ -88,8 +88,10 @@ CrossEntropyOutputs FinishCrossEntropyLoss(const CrossEntropyLaunch& l) {
       if (zterm) loss = loss + zloss;
       break;
   }
-  return {loss.to(dtype), l.logProb, l.attrs.returnZloss ? zloss.to(dtype) : EmptyOf(l.logProb),
-          zterm ? rowLse.to(dtype) : EmptyOf(l.logProb)};
+  // copies with unit strides: an fp32 .to() would hand out views of `columns`
+  const auto own = [&](const at::Tensor& t) { return t.to(dtype, false, /*copy=*/true, at::MemoryFormat::Contiguous); };
+  return {own(loss), l.logProb, l.attrs.returnZloss ? own(zloss) : EmptyOf(l.logProb),
+          zterm ? own(rowLse) : EmptyOf(l.logProb)};
 }
 
 namespace {

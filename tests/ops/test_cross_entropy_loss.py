@@ -383,3 +383,13 @@ def test_bad_inputs_are_readable(entry):
 @pytest.mark.parametrize("entry", [e for e in BAD if "target values" not in e[2]], ids=lambda e: e[2][:40])
 def test_fake_tensors_raise_the_same(entry):
     assert_fake_raises_the_same(entry)
+
+
+@pytest.mark.parametrize("rows", (1, 5))
+@pytest.mark.parametrize("reduction", ("mean", "none"))
+def test_outputs_have_unit_strides(reduction, rows):
+    """Every output owns its memory with unit strides (the per-row values are columns of one [N, 4] buffer inside;
+    a [1] view of it has stride 4, which contiguous() keeps)."""
+    x, t = make(rows, 64, torch.float32)
+    for out in CE(x, t, reduction=reduction, lse_square_scale_for_zloss=0.01, return_zloss=True):
+        assert out.stride() == torch.empty(out.shape).stride() and out.storage_offset() == 0

@@ -36,19 +36,39 @@ VALUES = {"ce_target": ce_target, "ce_log_prob": ce_log_prob}
 
 # ---------------------------------------------------------------- verify
 def _attrs(a) -> dict:
+    """The attributes both ops take (the case's, else the prototype's defaults)."""
     return {
         "reduction": a.get("reduction", "mean"),
         "ignore_index": int(a.get("ignore_index", -100)),
         "label_smoothing": float(a.get("label_smoothing", 0.0)),
+        "lse_square_scale_for_zloss": float(a.get("lse_square_scale_for_zloss", 0.0)),
     }
 
 
+def _forward_attrs(a) -> dict:
+    return {**_attrs(a), "return_zloss": bool(a.get("return_zloss", False))}
+
+
 def torch_cross_entropy(x, target, weight, a):
-    """PyTorch's log_softmax and F.cross_entropy in x's dtype (weight cast to it, as F.cross_entropy requires)."""
-    k = _attrs(a)
+    """PyTorch's F.cross_entropy, log_softmax and logsumexp in x's dtype (weight cast to it, as F.cross_entropy
+    requires); the z-loss, which torch has no op for, from logsumexp in fp32 rounded once to the dtype."""
+    k = _forward_attrs(a)
+    s, reduction = k["lse_square_scale_for_zloss"], k["reduction"]
     w = None if weight is None else weight.to(x.dtype)
-    loss = F.cross_entropy(x, target.long(), w, **k)
-    return (loss.reshape(-1) if k["reduction"] != "none" else loss), F.log_softmax(x, dim=-1)
+    loss = F.cross_entropy(
+        x, target.long(), w, reduction=reduction, ignore_index=k["ignore_index"], label_smoothing=k["label_smoothing"]
+    )
+    loss = loss.reshape(-1) if reduction != "none" else loss
+    counted = (target != k["ignore_index"]).float()
+    z = s * torch.logsumexp(x.float(), -1).square() * counted
+    z = z if reduction == "none" else (z.sum() / (counted.sum() if reduction == "mean" else 1)).reshape(1)
+    empty = x.new_empty(0)
+    return (
+        loss + z.to(x.dtype) if s else loss,
+        F.log_softmax(x, dim=-1),
+        z.to(x.dtype) if k["return_zloss"] else empty,
+        torch.logsumexp(x, -1) if s else empty,
+    )
 
 
 def torch_cross_entropy_grad(grad_loss, log_prob, target, weight, a):
@@ -86,12 +106,14 @@ def ce_suite(grad: bool):
     """cross_entropy_loss / its grad in fp16, bf16 and fp32: rows 1/7/83 x C 1021/32000 (the latter in chunks with a
     tail), 2 rows of C 152064 (Qwen's vocabulary), a class weight with label smoothing and reduction 'none', and
     logits of magnitude up to 1000 (an exp that would overflow unless shifted by the row's max). Targets uniform
-    in [0, C), one row in eight ignore_index; logits normal (std 2)."""
+    in [0, C), one row in eight ignore_index; logits normal (std 2); the forward with the z-loss (all four outputs)."""
     op = "cross_entropy_loss_grad" if grad else "cross_entropy_loss"
     f = list(DTYPES)
 
     def entry(name, shapes, weight=False, attrs=(), logits_range=(0.0, 2.0), dist="normal"):
-        attr_list = [{"name": k, "type": t, "value": v} for k, t, v in attrs]
+        # the forward's suite asks for every output: the z-loss (scale 1e-4) and zloss on
+        z = () if grad else (("lse_square_scale_for_zloss", "float", 1e-4), ("return_zloss", "bool", True))
+        attr_list = [{"name": k, "type": t, "value": v} for k, t, v in (*attrs, *z)]
         reduction = next((v for k, _, v in attrs if k == "reduction"), "mean")
         if grad:
             ins = [
@@ -108,7 +130,12 @@ def ce_suite(grad: bool):
                 )
             ]
             loss = [[n] if reduction == "none" else [1] for n, _ in shapes]
-            outs = [case_tensor("loss", loss, f), case_tensor("log_prob", [list(s) for s in shapes], f)]
+            outs = [
+                case_tensor("loss", loss, f),
+                case_tensor("log_prob", [list(s) for s in shapes], f),
+                case_tensor("zloss", loss, f),
+                case_tensor("lse_for_zloss", [[n] for n, _ in shapes], f),
+            ]
         ins.append(case_tensor("target", [[n] for n, _ in shapes], ["int64"] * 3, value="ce_target"))
         if weight:
             ins.append(case_tensor("weight", [[c] for _, c in shapes], ["float32"] * 3, value_range=[[0.25, 1.0]]))
@@ -129,8 +156,8 @@ def ce_suite(grad: bool):
 
 
 def _golden(g, a):
-    loss, logp, _, _ = R.cross_entropy_loss(g["input"], g["target"].astype(np.int64), g.get("weight"), **_attrs(a))
-    return loss, logp
+    out = R.cross_entropy_loss(g["input"], g["target"].astype(np.int64), g.get("weight"), **_forward_attrs(a))
+    return tuple(np.zeros(0) if o is None else o for o in out)  # zloss / lse_for_zloss: [0] where not asked for
 
 
 def _golden_grad(g, a):
@@ -143,7 +170,7 @@ def _golden_grad(g, a):
 
 VERIFY: dict[str, OpSpec] = {
     "cross_entropy_loss": OpSpec(
-        run=lambda t, a: ascendc_ops.cross_entropy_loss(t["input"], t["target"], _weight(t), **_attrs(a))[:2],
+        run=lambda t, a: ascendc_ops.cross_entropy_loss(t["input"], t["target"], _weight(t), **_forward_attrs(a)),
         second=lambda t, a: torch_cross_entropy(t["input"], t["target"], _weight(t), a),
         golden=_golden,
         fuzz=fuzz_ce(False),
