@@ -32,7 +32,8 @@ __aicore__ inline void CrossEntropyStoreValues(const GlobalTensor<T>& gm, int64_
   SyncPipes<HardEvent::MTE3_V>();  // out is written again next
 }
 
-// Forward finish: rowStats [N, 4] (GM, written by every block before SyncAll) -> the outputs in T.
+// Forward finish: rowStats [N, 4] (GM, written by every block before SyncAll) -> the outputs in T. Each block writes
+// its own rows' lse_for_zloss (and for 'none' their loss and zloss); for 'mean' / 'sum' block 0 then sums every row.
 template <typename T>
 __aicore__ inline void CrossEntropyFinish(GM_ADDR rowStats, GM_ADDR loss, GM_ADDR zloss, GM_ADDR lse,
                                           const CrossEntropyTilingData& t) {
@@ -52,37 +53,45 @@ __aicore__ inline void CrossEntropyFinish(GM_ADDR rowStats, GM_ADDR loss, GM_ADD
   if (zterm) lseGm.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(lse), t.rows);
   int64_t begin = 0, count = 0;
   BlockTaskRange(t.rowsPerBlock, t.rowsRemainder, begin, count);
-  if (!none) begin = 0, count = GetBlockIdx() == 0 ? t.rows : 0;  // block 0 reduces every row
   float sums[4][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}, {0.0f, 0.0f}};  // loss, weight, count, z
-  for (int64_t r0 = begin; r0 < begin + count; r0 += kCrossEntropyPieceRows) {
-    const int64_t left = begin + count - r0;
-    const uint32_t n = static_cast<uint32_t>(left < kCrossEntropyPieceRows ? left : kCrossEntropyPieceRows);
-    CrossEntropyLoad(stats, statsGm, r0 * kCrossEntropyStats, n * kCrossEntropyStats);
-    SyncPipes<HardEvent::MTE2_S>();
-    for (uint32_t i = 0; i < n; ++i) {
-      const float l = stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatLoss);
-      const float lseRow = stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatLse);
-      const float counted = stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatCount);
-      const float z = zterm ? t.lseSquareScale * lseRow * lseRow * counted : 0.0f;
-      if (none) {
-        vals.SetValue(i, l + z);
-        vals.SetValue(kCrossEntropyPieceRows + i, z);
-        vals.SetValue(2 * kCrossEntropyPieceRows + i, lseRow);
-      } else {
-        CrossEntropyAccumulate(sums[0][0], sums[0][1], l);
-        CrossEntropyAccumulate(sums[1][0], sums[1][1],
-                               stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatWeight));
-        CrossEntropyAccumulate(sums[2][0], sums[2][1], counted);
-        CrossEntropyAccumulate(sums[3][0], sums[3][1], z);
-      }
+  // pass 0: this block's rows, written out; pass 1 (block 0, 'mean' / 'sum'): every row, summed
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) {
+      if (none || GetBlockIdx() != 0) break;
+      begin = 0, count = t.rows;
+    } else if (!none && !zterm) {
+      continue;  // nothing per row to write
     }
-    SyncPipes<HardEvent::S_MTE2>();  // stats is loaded again next
-    if (!none) continue;
-    SyncPipes<HardEvent::S_V>();
-    CrossEntropyStoreValues(lossGm, r0, vals, out, n);
-    if (t.returnZloss) CrossEntropyStoreValues(zGm, r0, vals[kCrossEntropyPieceRows], out, n);
-    if (zterm) CrossEntropyStoreValues(lseGm, r0, vals[2 * kCrossEntropyPieceRows], out, n);
-    SyncPipes<HardEvent::V_S>();  // vals is written again next
+    for (int64_t r0 = begin; r0 < begin + count; r0 += kCrossEntropyPieceRows) {
+      const int64_t left = begin + count - r0;
+      const uint32_t n = static_cast<uint32_t>(left < kCrossEntropyPieceRows ? left : kCrossEntropyPieceRows);
+      CrossEntropyLoad(stats, statsGm, r0 * kCrossEntropyStats, n * kCrossEntropyStats);
+      SyncPipes<HardEvent::MTE2_S>();
+      for (uint32_t i = 0; i < n; ++i) {
+        const float l = stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatLoss);
+        const float lseRow = stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatLse);
+        const float counted = stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatCount);
+        const float z = zterm ? lseRow * lseRow * t.lseSquareScale * counted : 0.0f;  // the torch path's order
+        if (pass == 0) {
+          vals.SetValue(i, l + z);
+          vals.SetValue(kCrossEntropyPieceRows + i, z);
+          vals.SetValue(2 * kCrossEntropyPieceRows + i, lseRow);
+        } else {
+          CrossEntropyAccumulate(sums[0][0], sums[0][1], l);
+          CrossEntropyAccumulate(sums[1][0], sums[1][1],
+                                 stats.GetValue(i * kCrossEntropyStats + kCrossEntropyStatWeight));
+          CrossEntropyAccumulate(sums[2][0], sums[2][1], counted);
+          CrossEntropyAccumulate(sums[3][0], sums[3][1], z);
+        }
+      }
+      SyncPipes<HardEvent::S_MTE2>();  // stats is loaded again next
+      if (pass == 1) continue;
+      SyncPipes<HardEvent::S_V>();
+      if (none) CrossEntropyStoreValues(lossGm, r0, vals, out, n);
+      if (none && t.returnZloss) CrossEntropyStoreValues(zGm, r0, vals[kCrossEntropyPieceRows], out, n);
+      if (zterm) CrossEntropyStoreValues(lseGm, r0, vals[2 * kCrossEntropyPieceRows], out, n);
+      SyncPipes<HardEvent::V_S>();  // vals is written again next
+    }
   }
   if (none || GetBlockIdx() != 0) return;
   float total[4];
