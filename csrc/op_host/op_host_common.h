@@ -60,7 +60,7 @@ inline std::optional<std::vector<int64_t>> ReadAttr(const gert::RuntimeAttrs* at
   return std::vector<int64_t>(v->GetData(), v->GetData() + v->GetSize());
 }
 
-// ge dtype -> tiling dtype; false for a dtype no kernel takes (the OpDef admits none of those).
+// ge dtype -> tiling dtype; false for a dtype no prototype lists (the OpDef admits none of those).
 inline bool TilingDtype(ge::DataType t, tiling::DType& out) {
   switch (t) {
     case ge::DT_FLOAT: out = tiling::DType::kFloat32; return true;
@@ -68,6 +68,8 @@ inline bool TilingDtype(ge::DataType t, tiling::DType& out) {
     case ge::DT_BF16: out = tiling::DType::kBFloat16; return true;
     case ge::DT_BOOL: out = tiling::DType::kBool; return true;  // masks
     case ge::DT_UINT8: out = tiling::DType::kUInt8; return true;
+    case ge::DT_INT64: out = tiling::DType::kInt64; return true;  // indices (target, group_list)
+    case ge::DT_INT32: out = tiling::DType::kInt32; return true;
     default: return false;
   }
 }

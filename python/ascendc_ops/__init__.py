@@ -14,6 +14,7 @@ library_path = load()
 
 from . import npu, op_proto  # noqa: E402,F401  (npu: torch_npu's names, sys.modules["torch_npu"] = ascendc_ops.npu)
 from .ops.attention import fusion_attention, fusion_attention_grad  # noqa: E402
+from .ops.cross_entropy import cross_entropy_loss  # noqa: E402
 from .ops.grouped_matmul import grouped_matmul  # noqa: E402
 from .ops.linear_cross_entropy import (  # noqa: E402
     LinearCrossEntropyLoss,
@@ -51,6 +52,7 @@ __all__ = [
     "linear_cross_entropy",
     "LinearCrossEntropyLoss",
     "vocab_parallel_linear_cross_entropy",
+    "cross_entropy_loss",
 ]
 
 __version__ = "0.1.0"

@@ -1,7 +1,8 @@
 // The op package's one-launch entries run on the twin: the RMSNorm-family backward (row phase, SyncAll,
-// dgamma phase; csrc/kernels/op_package/rms_norm/) and moe_token_permute (sort, merge rounds, gather, each
-// phase ended by SyncAll; op_package/moe_routing/). Each entry file is compiled here once per dtype
-// combination with the DTYPE_<INPUT> macros CANN's op build defines, and launched as its op_host asks
+// dgamma phase; csrc/kernels/op_package/rms_norm/), moe_token_permute (sort, merge rounds, gather, each
+// phase ended by SyncAll; op_package/moe_routing/) and cross_entropy_loss and its grad (row phase, SyncAll,
+// the reduction over rows / the coefficients' sums; op_package/cross_entropy/). Each entry file is compiled here once
+// per dtype combination with the DTYPE_<INPUT> macros CANN's op build defines, and launched as its op_host asks
 // (csrc/op_host/<family>/<family>_host.h): the same problem function and tiling, its block count, its
 // workspace behind the system workspace, KERNEL_TYPE_MIX_AIV_1_0 with every block resident.
 // torch.ops.twin_one_launch.* (tests/twin/test_one_launch.py) compares them with the torch path's launches.
@@ -26,6 +27,7 @@
   CopyTiling(&tiling_data, tiling_arg)
 
 // The kernel bodies once, before any entry is renamed (the entries re-include them, #pragma once).
+#include "op_package/cross_entropy/cross_entropy_phases.h"
 #include "op_package/moe_routing/moe_token_permute_one_launch.h"
 #include "op_package/rms_norm/rms_norm_grad_one_launch.h"
 
@@ -88,6 +90,21 @@
 #define DTYPE_INDICES int64_t
 #include "twin_one_launch_moe_routing_entries.h"
 
+// The dtypes of op_proto/cross_entropy/*.json (logits and log_prob alike).
+#define ONE_LAUNCH_SUFFIX float
+#define DTYPE_INPUT float
+#define DTYPE_LOG_PROB float
+#include "twin_one_launch_cross_entropy_entries.h"
+#define ONE_LAUNCH_SUFFIX half
+#define DTYPE_INPUT half
+#define DTYPE_LOG_PROB half
+#include "twin_one_launch_cross_entropy_entries.h"
+#define ONE_LAUNCH_SUFFIX bfloat16
+#define DTYPE_INPUT bfloat16_t
+#define DTYPE_LOG_PROB bfloat16_t
+#include "twin_one_launch_cross_entropy_entries.h"
+
+#include "cross_entropy_problem.h"
 #include "kernel_entries.h"
 #include "moe_routing_problem.h"
 #include "moe_routing_tiling.h"
@@ -97,6 +114,7 @@
 
 namespace {
 using ascendc_ops::kAddRmsNormGrad, ascendc_ops::kGatedRmsNormGrad, ascendc_ops::kGemmaRmsNormGrad;
+using ascendc_ops::kCrossEntropyLoss, ascendc_ops::kCrossEntropyLossGrad;
 using ascendc_ops::KernelEntry;
 using ascendc_ops::kMoeTokenPermute, ascendc_ops::kRmsNormGrad;
 using ascendc_ops::PickEntry;
@@ -120,6 +138,16 @@ ONE_LAUNCH_TABLE(gated_rms_norm_grad, GATED_RMS_NORM_GRAD_ONE_LAUNCH)
   {at::k##TORCH_T, at::k##TORCH_I, "moe_token_permute", op_package_moe_token_permute_##SUFFIX},
 const KernelEntry<void (*)(MOE_TOKEN_PERMUTE_PARAMS(uint8_t*))> moe_token_permute[] = {
     MOE_ONE_LAUNCH_DTYPES(MOE_ONE_LAUNCH_ENTRY)};
+
+#define CE_ONE_LAUNCH_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP) \
+  {at::k##TORCH_T, at::k##TORCH_G, #OP, op_package_##OP##_##SUFFIX},
+#define CE_ONE_LAUNCH(GM) GM input, GM target, GM weight, GM loss, GM logProb, GM zloss, GM lse, GM workspace, GM tiling
+#define CE_GRAD_ONE_LAUNCH(GM) \
+  GM gradLoss, GM logProb, GM target, GM weight, GM gradZloss, GM lse, GM xGrad, GM workspace, GM tiling
+const KernelEntry<void (*)(CE_ONE_LAUNCH(uint8_t*))> cross_entropy_loss[] = {
+    CROSS_ENTROPY_LOSS_DTYPES(CE_ONE_LAUNCH_ENTRY, cross_entropy_loss)};
+const KernelEntry<void (*)(CE_GRAD_ONE_LAUNCH(uint8_t*))> cross_entropy_loss_grad[] = {
+    CROSS_ENTROPY_LOSS_GRAD_DTYPES(CE_ONE_LAUNCH_ENTRY, cross_entropy_loss_grad)};
 
 tiling::DType DtypeOf(const at::Tensor& t) {
   switch (t.scalar_type()) {
@@ -147,6 +175,8 @@ auto Checked(F&& f) -> decltype(f()) {
 }
 
 uint8_t* Gm(const at::Tensor& t) { return static_cast<uint8_t*>(t.data_ptr()); }
+// An optional input's GM address: null when absent, as the op package passes it.
+uint8_t* GmOrNull(const c10::optional<at::Tensor>& t) { return t && t->defined() ? Gm(*t) : nullptr; }
 
 // The launch's workspace: the system workspace, then `userBytes`, all holding 0xFF bytes (device memory is
 // not cleared between ops: a phase reading what no earlier phase wrote sees NaN or huge indices).
@@ -236,6 +266,68 @@ std::tuple<at::Tensor, at::Tensor> MoeTokenPermute(at::Tensor tokens, at::Tensor
   return {permuted, sortedIndices};
 }
 
+tiling::CrossEntropyAttrs CeAttrs(c10::string_view reduction, int64_t ignoreIndex, double smoothing, double scale,
+                                  bool returnZloss) {
+  return {std::string(reduction), ignoreIndex, float(smoothing), float(scale), returnZloss};
+}
+
+// cross_entropy_loss through its op-package entry, tiled for `vectorCores` cores as
+// csrc/op_host/cross_entropy/cross_entropy_host.h's TileCrossEntropyOp does: the per-row results [N, 4] and the
+// blocks' 32-byte slots as user workspace. Returns (loss, log_prob, zloss, lse_for_zloss), all starting as NaN.
+std::vector<at::Tensor> CrossEntropyLoss(at::Tensor input, at::Tensor target, c10::optional<at::Tensor> weight,
+                                         c10::string_view reduction, int64_t ignoreIndex, double smoothing,
+                                         double scale, bool returnZloss, int64_t vectorCores) {
+  input = input.contiguous(), target = target.contiguous();
+  if (weight) weight = weight->contiguous();
+  const tiling::CrossEntropyAttrs attrs = CeAttrs(reduction, ignoreIndex, smoothing, scale, returnZloss);
+  const tiling::CrossEntropyArgs<int64_t> a = Checked([&] {
+    return tiling::CheckCrossEntropyLoss(kCrossEntropyLoss, ArgOf(input), ArgOf(target),
+                                         ArgOf(weight ? *weight : at::Tensor()), attrs);
+  });
+  const tiling::CrossEntropyTiling t = Checked([&] {
+    return tiling::TileCrossEntropy(tiling::CrossEntropyProblemOf(a, DtypeOf(input), weight.has_value(), false, attrs),
+                                    tiling::Ascend910B(uint32_t(vectorCores)));
+  });
+  TORCH_CHECK_VALUE(t.blockDim > 0, "cross_entropy_loss: no rows (the op package does not take them)");
+  at::Tensor ws = Workspace((a.rows * 4 * int64_t(sizeof(float)) + 31) / 32 * 32 + int64_t(t.blockDim) * 32);
+  const auto nan = [&](const std::vector<int64_t>& shape) { return at::full(shape, NAN, input.options()); };
+  at::Tensor loss = nan(a.loss), logProb = nan(a.logProb), zloss = nan(a.zloss), lse = nan(a.lse);
+  CrossEntropyTilingData data = t.data;
+  LaunchMix("cross_entropy_loss", t.blockDim, PickEntry(cross_entropy_loss, input.scalar_type()).fn, Gm(input),
+            Gm(target), GmOrNull(weight), Gm(loss), Gm(logProb), Gm(zloss), Gm(lse), Gm(ws),
+            reinterpret_cast<uint8_t*>(&data));
+  return {loss, logProb, zloss, lse};
+}
+
+// cross_entropy_loss_grad through its op-package entry: the per-row coefficients [3, N] and the blocks' slots as
+// user workspace. Returns x_grad, starting as NaN.
+at::Tensor CrossEntropyLossGrad(at::Tensor gradLoss, at::Tensor logProb, at::Tensor target,
+                                c10::optional<at::Tensor> weight, c10::optional<at::Tensor> gradZloss,
+                                c10::optional<at::Tensor> lse, c10::string_view reduction, int64_t ignoreIndex,
+                                double smoothing, double scale, int64_t vectorCores) {
+  gradLoss = gradLoss.contiguous(), logProb = logProb.contiguous(), target = target.contiguous();
+  for (auto* o : {&weight, &gradZloss, &lse})
+    if (*o) **o = (*o)->contiguous();
+  const tiling::CrossEntropyAttrs attrs = CeAttrs(reduction, ignoreIndex, smoothing, scale, false);
+  const auto opt = [](const c10::optional<at::Tensor>& o) { return ArgOf(o ? *o : at::Tensor()); };
+  const tiling::CrossEntropyArgs<int64_t> a = Checked([&] {
+    return tiling::CheckCrossEntropyLossGrad(kCrossEntropyLossGrad, ArgOf(gradLoss), ArgOf(logProb), ArgOf(target),
+                                             opt(weight), opt(gradZloss), opt(lse), attrs);
+  });
+  const tiling::CrossEntropyTiling t = Checked([&] {
+    return tiling::TileCrossEntropy(tiling::CrossEntropyProblemOf(a, DtypeOf(logProb), weight.has_value(), true, attrs),
+                                    tiling::Ascend910B(uint32_t(vectorCores)));
+  });
+  TORCH_CHECK_VALUE(t.blockDim > 0, "cross_entropy_loss_grad: no rows (the op package does not take them)");
+  at::Tensor ws = Workspace((a.rows * 3 * int64_t(sizeof(float)) + 31) / 32 * 32 + int64_t(t.blockDim) * 32);
+  at::Tensor xGrad = at::full_like(logProb, NAN);
+  CrossEntropyTilingData data = t.data;
+  LaunchMix("cross_entropy_loss_grad", t.blockDim, PickEntry(cross_entropy_loss_grad, logProb.scalar_type()).fn,
+            Gm(gradLoss), Gm(logProb), Gm(target), GmOrNull(weight), GmOrNull(gradZloss), GmOrNull(lse), Gm(xGrad),
+            Gm(ws), reinterpret_cast<uint8_t*>(&data));
+  return xGrad;
+}
+
 }  // namespace
 
 TORCH_LIBRARY(twin_one_launch, m) {
@@ -245,6 +337,15 @@ TORCH_LIBRARY(twin_one_launch, m) {
       &RmsNormGrad);
   m.def("moe_token_permute(Tensor tokens, Tensor indices, int? num_out_tokens, int vector_cores) -> (Tensor, Tensor)",
         &MoeTokenPermute);
+  m.def(
+      "cross_entropy_loss(Tensor input, Tensor target, Tensor? weight, str reduction, int ignore_index, "
+      "float label_smoothing, float lse_square_scale_for_zloss, bool return_zloss, int vector_cores) -> Tensor[]",
+      &CrossEntropyLoss);
+  m.def(
+      "cross_entropy_loss_grad(Tensor grad_loss, Tensor log_prob, Tensor target, Tensor? weight, "
+      "Tensor? grad_zloss, Tensor? lse_for_zloss, str reduction, int ignore_index, float label_smoothing, "
+      "float lse_square_scale_for_zloss, int vector_cores) -> Tensor",
+      &CrossEntropyLossGrad);
   m.def("last_blocks() -> int", [] { return int64_t(gLastBlocks); });
   m.def("core_workers() -> int", [] { return int64_t(AscendC::twin::LastCoreWorkers()); });
 }

@@ -131,6 +131,29 @@ def test_npu_names_forward_and_backward(npu, dtype):
         )
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cross_entropy_launchers(npu, dtype):
+    """npu_cross_entropy_loss (its [N]-sized reduction in torch on the device) and its backward, with a weight,
+    label smoothing, ignored rows and the z-loss, rows over 48 vector cores and C in chunks."""
+    tnpu = ascendc_ops.npu
+    suffix = "float" if dtype == torch.float32 else "bfloat16"
+    x, t, w = torch.randn(7, 20000, dtype=dtype), torch.randint(0, 20000, (7,)), torch.rand(20000) + 0.5
+    t[2] = -100
+    kw = dict(label_smoothing=0.1, lse_square_scale_for_zloss=1e-3)
+    for reduction in ("mean", "none"):
+        with launched(f"cross_entropy_loss_{suffix}"):
+            on = tnpu.npu_cross_entropy_loss(x.to(npu), t.to(npu), w.to(npu), reduction, **kw, return_zloss=True)
+            same(on, tnpu.npu_cross_entropy_loss(x, t, w, reduction, **kw, return_zloss=True))
+        loss, logp, zloss, lse = (o.cpu() for o in on)
+        gl, gz = torch.rand(loss.shape).to(dtype), torch.rand(zloss.shape).to(dtype)
+        args = (gl, logp, t, w, gz, lse)
+        with launched(f"cross_entropy_loss_grad_{suffix}"):
+            same(
+                tnpu.npu_cross_entropy_loss_backward(*(a.to(npu) for a in args), reduction=reduction, **kw),
+                tnpu.npu_cross_entropy_loss_backward(*args, reduction=reduction, **kw),
+            )
+
+
 def test_autograd_through_the_launchers(npu):
     def grads(device):
         x = torch.randn(8, 64, generator=torch.Generator().manual_seed(0)).to(device).requires_grad_()

@@ -6,8 +6,8 @@
 Signatures follow Ascend/op-plugin's op_plugin_functions.yaml (torchgen names the ``self`` argument
 ``input`` in Python, as torch_npu does). Every function runs our ``torch.ops.custom`` kernels and is
 differentiable through their autograd (torch_npu's ``npu_add_rms_norm`` and ``npu_grouped_matmul`` are not).
-One module per op family key (rope, rms_norm, swiglu, grouped_matmul, moe_routing, attention), each importing
-only the ops it wraps and ``errors``; this face re-exports them. Provided: ``PROVIDED``. Any other
+One module per op family key (rope, rms_norm, swiglu, grouped_matmul, moe_routing, attention, cross_entropy), each
+importing only the ops it wraps and ``errors``; this face re-exports them. Provided: ``PROVIDED``. Any other
 ``torch_npu`` attribute (``npu_format_cast``, the ``torch_npu.npu`` device module, quantized variants, ...)
 raises AttributeError naming what exists, so ``hasattr(torch_npu, name)`` probes answer honestly.
 """
@@ -17,6 +17,10 @@ from __future__ import annotations
 from .attention import (
     npu_fusion_attention as npu_fusion_attention,
     npu_fusion_attention_grad as npu_fusion_attention_grad,
+)
+from .cross_entropy import (
+    npu_cross_entropy_loss as npu_cross_entropy_loss,
+    npu_cross_entropy_loss_backward as npu_cross_entropy_loss_backward,
 )
 from .grouped_matmul import npu_grouped_matmul as npu_grouped_matmul
 from .moe_routing import (
@@ -53,6 +57,8 @@ PROVIDED = (
     "npu_gemma_rms_norm",
     "npu_fusion_attention",
     "npu_fusion_attention_grad",
+    "npu_cross_entropy_loss",
+    "npu_cross_entropy_loss_backward",
 )
 __all__ = list(PROVIDED)
 

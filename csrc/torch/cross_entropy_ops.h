@@ -1,0 +1,80 @@
+// Cross-entropy bindings shared by the CPU-twin and NPU launchers: argument checks, output allocation, tiling,
+// and the [N]-sized steps around the kernels (the reduction over rows, the backward's per-row coefficients).
+#pragma once
+#include <ATen/ATen.h>
+#include <torch/library.h>
+
+#include <string>
+#include <tuple>
+
+#include "cross_entropy_problem.h"
+#include "kernel_entries.h"
+#include "op_proto_gen.h"
+#include "op_proto_table.h"
+
+// The family's kernel entry lists (tiling/cross_entropy_tiling_data.h), for ASCENDC_TWIN_KERNELS and
+// ASCENDC_NPU_KERNELS.
+#define CROSS_ENTROPY_KERNELS(X)                                              \
+  X(CROSS_ENTROPY_LOSS_DTYPES, cross_entropy_loss, CROSS_ENTROPY_LOSS_PARAMS) \
+  X(CROSS_ENTROPY_LOSS_GRAD_DTYPES, cross_entropy_loss_grad, CROSS_ENTROPY_LOSS_GRAD_PARAMS)
+
+namespace ascendc_ops {
+
+using CrossEntropyOutputs = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
+
+inline tiling::CrossEntropyAttrs CrossEntropyAttrsOf(c10::string_view reduction, int64_t ignoreIndex, double smoothing,
+                                                     double zlossScale, bool returnZloss) {
+  return {std::string(reduction.data(), reduction.size()), ignoreIndex, float(smoothing), float(zlossScale),
+          returnZloss};
+}
+
+// The forward launch: inputs (contiguous), log_prob and the per-row results rowStats [N, 4] (fp32) it writes.
+struct CrossEntropyLaunch {
+  at::Tensor input, target, weight, logProb, rowStats;
+  tiling::CrossEntropyAttrs attrs;
+  tiling::CrossEntropyArgs<int64_t> args;
+  tiling::CrossEntropyTiling tiling;
+  auto Tensors() const { return std::tie(input, target, weight, logProb, rowStats); }  // CROSS_ENTROPY_LOSS_PARAMS
+};
+
+// The backward launch: log_prob, target, weight, the per-row coefficients rowCoef [3, N] (fp32) and x_grad.
+struct CrossEntropyGradLaunch {
+  at::Tensor logProb, target, weight, rowCoef, xGrad;
+  tiling::CrossEntropyTiling tiling;
+  auto Tensors() const { return std::tie(logProb, target, weight, rowCoef, xGrad); }  // CROSS_ENTROPY_LOSS_GRAD_PARAMS
+};
+
+ASCENDC_OPS_API CrossEntropyLaunch PrepareCrossEntropyLoss(const OpProto& op, const at::Tensor& input,
+                                                           const at::Tensor& target,
+                                                           const c10::optional<at::Tensor>& weight,
+                                                           const tiling::CrossEntropyAttrs& attrs,
+                                                           const tiling::PlatformInfo& platform);
+// After the forward kernel: loss, log_prob, zloss, lse_for_zloss from rowStats (torch on [N] vectors, fp32).
+ASCENDC_OPS_API CrossEntropyOutputs FinishCrossEntropyLoss(const CrossEntropyLaunch& l);
+
+ASCENDC_OPS_API CrossEntropyGradLaunch PrepareCrossEntropyLossGrad(
+    const OpProto& op, const at::Tensor& gradLoss, const at::Tensor& logProb, const at::Tensor& target,
+    const c10::optional<at::Tensor>& weight, const c10::optional<at::Tensor>& gradZloss,
+    const c10::optional<at::Tensor>& lse, const tiling::CrossEntropyAttrs& attrs, const tiling::PlatformInfo& platform);
+
+// Registers both ops on one backend from its Run(op, input, target, weight, attrs) and
+// RunGrad(op, grad_loss, log_prob, target, weight, grad_zloss, lse_for_zloss, attrs).
+template <auto Run, auto RunGrad>
+void ImplCrossEntropyOps(torch::Library& m) {
+  m.impl("cross_entropy_loss",
+         [](const at::Tensor& input, const at::Tensor& target, const c10::optional<at::Tensor>& weight,
+            c10::string_view reduction, int64_t ignoreIndex, double smoothing, double zlossScale, bool returnZloss) {
+           return Run(kCrossEntropyLoss, input, target, weight,
+                      CrossEntropyAttrsOf(reduction, ignoreIndex, smoothing, zlossScale, returnZloss));
+         });
+  m.impl("cross_entropy_loss_grad",
+         [](const at::Tensor& gradLoss, const at::Tensor& logProb, const at::Tensor& target,
+            const c10::optional<at::Tensor>& weight, const c10::optional<at::Tensor>& gradZloss,
+            const c10::optional<at::Tensor>& lse, c10::string_view reduction, int64_t ignoreIndex, double smoothing,
+            double zlossScale) {
+           return RunGrad(kCrossEntropyLossGrad, gradLoss, logProb, target, weight, gradZloss, lse,
+                          CrossEntropyAttrsOf(reduction, ignoreIndex, smoothing, zlossScale, false));
+         });
+}
+
+}  // namespace ascendc_ops
