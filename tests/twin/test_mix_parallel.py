@@ -1,15 +1,15 @@
 """Synchronising launches on the twin's two schedules give the same bits.
 
-The parallel schedule (no record consumer: core groups claimed by host workers side by side) against the
-serial one (ASCENDC_TWIN_MIX=serial: every core on one thread in slot order) and against the sanitized run
-(the serial schedule with every check on, the conftest default): attention forward and backward, the fused
-linear cross-entropy forward and backward, the op package's one-launch RMSNorm backward and moe_token_permute
-(every block meets at SyncAll), and the mix example. A race-free kernel's outputs cannot depend on which host
-thread ran which group, so any difference is a race the schedule exposed or state one core left in another's
-context. Where groups are long enough that a second worker must start before the first is through (the large attention case) or meet at SyncAll
+The parallel schedule (no record consumer: core groups claimed by host workers side by side) against the serial one
+(ASCENDC_TWIN_MIX=serial: every core on one thread in slot order) and against the sanitized run (the serial
+schedule with every check on, the conftest default): attention forward and backward, the fused linear cross-entropy
+forward and backward, the op package's one-launch RMSNorm backward and moe_token_permute (every block meets at
+SyncAll), and the mix example. A race-free kernel's outputs cannot depend on which host thread ran which group, so
+any difference is a race the schedule exposed or state one core left in another's context. Where groups are long
+enough that a second worker must start before the first is through (the large attention case) or meet at SyncAll
 (the one-launch kernels), the parallel run must have used more than one worker, or the test would compare a
-schedule with itself; a short launch may legitimately finish on the first worker. The deadlock kernels still
-fail by name on the parallel schedule."""
+schedule with itself; a short launch may legitimately finish on the first worker. The deadlock kernels still fail
+by name on the parallel schedule."""
 
 from __future__ import annotations
 
