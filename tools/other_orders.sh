@@ -22,6 +22,6 @@ cap = torch.backends.cpu.get_cpu_capability()
 print(f"other orders: ATen {cap}, MKL {torch.backends.mkl.is_available()}, twin {ascendc_ops.isa()}")
 assert cap == "DEFAULT" and ascendc_ops.isa() == "avx2", "the perturbed pass did not take"
 PY
-.venv/bin/python -m pytest -q -p no:cacheprovider \
+.venv/bin/python -m pytest -q -n 2 -p no:cacheprovider \
   tests/ops tests/npu/test_op_plugin_ports.py tests/harness/test_cann_bench_judge.py tests/harness/test_judge.py \
   tests/patching "$@"

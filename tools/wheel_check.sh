@@ -21,7 +21,8 @@ step "built $(basename "$wheel")"
 "${PYTHON:-python3}" -m venv "$work/venv"
 pip=("$work/venv/bin/pip" install --quiet --disable-pip-version-check)
 "${pip[@]}" "$(grep -E '^torch==' requirements.txt)"
-"${pip[@]}" "$wheel[hf]" "transformers==$TRANSFORMERS_OLDEST" "$(grep -E '^pytest' requirements.txt)"
+mapfile -t pytest_pins < <(grep -E '^pytest' requirements.txt)  # pytest and pytest-xdist
+"${pip[@]}" "$wheel[hf]" "transformers==$TRANSFORMERS_OLDEST" "${pytest_pins[@]}"
 step "fresh venv: torch, the wheel, transformers $TRANSFORMERS_OLDEST"
 
 cp -r tests "$work/tests"
@@ -41,7 +42,7 @@ step "installed harness: estimate and the cann-bench preset"
 installed=(tests/package/test_packaging.py::test_metadata_declares_ranges_not_pins
            tests/package/test_packaging.py::test_record_is_the_torch_compiled_against
            tests/package/test_packaging.py::test_import_refuses_another_torch)
-venv/bin/python -m pytest -q -p no:cacheprovider "${installed[@]}" tests/patching tests/distributed "$@" || status=1
+venv/bin/python -m pytest -q -n 2 -p no:cacheprovider "${installed[@]}" tests/patching tests/distributed "$@" || status=1
 step "patching tests on transformers $TRANSFORMERS_OLDEST, installed wheel"
 
 "${pip[@]}" "transformers==$TRANSFORMERS_4"
