@@ -535,7 +535,7 @@ def options_of(parser) -> set:
     return {s for a in parser._actions for s in a.option_strings} - {"-h", "--help"}
 
 
-@pytest.mark.parametrize("command,count", [("verify", 4), ("bench", 124)])  # bench: ops' --full refused by 4
+@pytest.mark.parametrize("command,count", [("verify", 4), ("bench", 161)])  # bench: ops' --full refused by 5
 def test_every_suite_refuses_every_other_suites_options(capsys, command, count):
     """Walks the parsers: any option one suite takes and another does not is refused by argparse in the other."""
     found = suites(command)
@@ -609,7 +609,7 @@ def test_each_option_is_defined_once():
                 kinds[option].add((type(a).__name__, a.type, a.nargs))
     assert {o for o, k in kinds.items() if len(k) > 1} == set(TWO_MEANINGS)
     assert all(len(kinds[o]) == 2 for o in TWO_MEANINGS)
-    assert len(leaf_parsers()) == 10  # verify: 2 suites, bench: 5, estimate, profile, info
+    assert len(leaf_parsers()) == 11  # verify: 2 suites, bench: 6, estimate, profile, info
 
 
 def test_bench_suite_moe_quick_block(tmp_path):

@@ -191,13 +191,7 @@ def _add_attention(parser) -> None:
         type=positive_int,
         help="calls per provider, the best shown (default: 1; ours takes minutes at S 4096)",
     )
-    parser.add_argument(
-        "--provider",
-        nargs="+",
-        action="extend",
-        choices=list(attention_train.PROVIDERS),
-        help="only these (default: all)",
-    )
+    options.providers(parser, attention_train.PROVIDERS)
     options.quick(parser, "S 512 (" + ",".join(map(str, attention_train.QUICK_SHAPE)) + ")")
 
 
@@ -228,12 +222,8 @@ def _add_cross_entropy(parser) -> None:
         "T,H,V: tokens, hidden, vocabulary (default: " + ",".join(map(str, cross_entropy_train.SHAPE)) + ")",
     )
     options.dtypes(parser, cross_entropy_train.DTYPES, "bfloat16")
-    parser.add_argument(
-        "--provider",
-        nargs="+",
-        action="extend",
-        choices=list(cross_entropy_train.PROVIDERS),
-        help="only these (default: all; hf is the reference of the differences)",
+    options.providers(
+        parser, cross_entropy_train.PROVIDERS, "only these (default: all; hf is the reference of the differences)"
     )
     options.quick(parser, "T 512, V 32000 (" + ",".join(map(str, cross_entropy_train.QUICK_SHAPE)) + ")")
 

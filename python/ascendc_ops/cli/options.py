@@ -35,6 +35,11 @@ def dtypes(parser, choices, default: str) -> None:
     )
 
 
+def providers(parser, choices, what: str = "only these (default: all)") -> None:
+    """The training benches' providers (bench attention, bench cross-entropy), each run in its own process."""
+    parser.add_argument("--provider", nargs="+", action="extend", choices=list(choices), help=what)
+
+
 def quick(parser, smaller: str) -> None:
     parser.add_argument("--quick", action="store_true", help=f"a quicker run: {smaller}")
 
