@@ -12,6 +12,7 @@
 
 #include "twin_core.h"
 #include "twin_host_profile.h"
+#include "twin_record_pack.h"
 #include "twin_sanitizer.h"
 
 namespace AscendC {
@@ -41,6 +42,7 @@ struct BlockRecorder {
   bool keep = false;
   std::vector<Instr> stream;  // kept for the export
   std::unique_ptr<HostProfiler> profiler;
+  std::unique_ptr<BlockPack> pack;  // the packed record's share of this block
 };
 thread_local int tDefer = 0;
 thread_local uint8_t tHandedOut[kPipes * kPipes];  // per pipe pair: ids a TPipe handed to the kernel
@@ -73,6 +75,7 @@ class LaunchRecord {
   uint32_t blockDim = 0;
   bool sanitize = false, keep = false, profile = false;
   std::mutex mu;
+  std::unique_ptr<LaunchPack> pack;          // when the packed record is on
   std::vector<std::vector<Instr>> streams;   // per block, when kept
   std::vector<std::vector<GmAccess>> gm;     // per block, when sanitizing
   LaunchCosts host;                          // summed over blocks, when profiling the host
@@ -99,8 +102,9 @@ void Emit(Instr& in) {
   in.serial = ++r->serial;
   if (r->profiler) {
     r->profiler->OnInstr(in);
-    if (!r->keep && !r->sanitizer) return r->profiler->Done();
+    if (!r->keep && !r->sanitizer && !r->pack) return r->profiler->Done();
   }
+  if (r->pack) r->pack->OnInstr(in);
   if (r->keep) {
     r->stream.push_back(in);
     r->stream.back().gatherOffsets = nullptr;
@@ -162,13 +166,15 @@ LaunchRecord* BeginLaunch(const char* kernel, uint32_t blockDim) {
     keep = gExport;
   }
   const bool profile = HostProfileOn();
-  if (!sanitize && !keep && !profile) return nullptr;
+  const bool pack = RecordPackOn();
+  if (!sanitize && !keep && !profile && !pack) return nullptr;
   auto* launch = new LaunchRecord;
   launch->kernel = kernel;
   launch->blockDim = blockDim;
   launch->sanitize = sanitize, launch->keep = keep, launch->profile = profile;
   if (keep) launch->streams.resize(blockDim);
   if (sanitize) launch->gm.resize(blockDim);
+  if (pack) launch->pack = std::make_unique<LaunchPack>();
   return launch;
 }
 
@@ -178,6 +184,7 @@ void BeginBlock(LaunchRecord* launch, uint32_t block) {
   r->keep = launch->keep;
   if (launch->sanitize) r->sanitizer = std::make_unique<BlockSanitizer>();
   if (launch->profile) r->profiler = std::make_unique<HostProfiler>();
+  if (launch->pack) r->pack = std::make_unique<BlockPack>();
   (void)block;
   std::memset(tHandedOut, 0, sizeof(tHandedOut));
   tRecorder = r;
@@ -202,6 +209,7 @@ void EndBlock(LaunchRecord* launch, bool ok) {
   if (launch->keep) launch->streams[block] = std::move(r->stream);
   if (launch->sanitize) launch->gm[block] = r->sanitizer->TakeGm();
   if (r->profiler) launch->host.Add(costs, setupNs, blockNs);
+  if (launch->pack) launch->pack->AddBlock(block, *r->pack);
 }
 
 void EndLaunch(LaunchRecord* launchPtr, bool ok) {
@@ -212,6 +220,8 @@ void EndLaunch(LaunchRecord* launchPtr, bool ok) {
     std::lock_guard<std::mutex> lock(gExportMutex);
     gExported.push_back(std::move(json));
   }
+  if (ok && launch->pack)
+    AddPackedLaunch(launch->pack->Serialize(launch->kernel, launch->blockDim, launch->order.names));
   if (ok && launch->profile) FinishHostProfile(launch->kernel, launch->blockDim, launch->host);
   if (ok && launch->sanitize)
     CheckMultiCore(launch->kernel.c_str(), launch->blockDim, launch->gm,

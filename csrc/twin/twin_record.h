@@ -3,7 +3,8 @@
 // it reads and writes (UB/L1/L0 offsets, GM addresses), and the synchronisation it stands for
 // (SetFlag/WaitFlag with event ids, PipeBarrier; TQue hand-offs become the flags the real
 // framework emits). The record is the only hook into instructions: the sanitizer
-// (twin_sanitizer.h) and the JSON export for the pipeline model (twin_record_ops.cpp) consume it.
+// (twin_sanitizer.h), the whole JSON export (twin_record_ops.cpp) and the packed one the pipeline
+// model reads (twin_record_pack.h) consume it.
 // It is always the issue-order stream: fused execution (twin_fuse.h, ASCENDC_TWIN_FUSE=1) defers
 // only the host's data movement, from the same API calls, with its own small descriptor: the
 // record is built only while a consumer is active (Recording()), and fusion works without one.

@@ -1,6 +1,7 @@
-"""The twin's per-launch exports, switched on around a call: its instruction record (read by the pipeline
-model, pipeline/estimate.py) and its host profile (bench/host_profile.py). Each is a consumer inside the twin that keeps
-one JSON string per launch until taken."""
+"""The twin's per-launch exports, switched on around a call: its instruction record, whole (JSON: every
+instruction with its addresses) or packed (what the pipeline model reads, pipeline/packed.py: distinct
+instructions and block kinds once, at any shape), and its host profile (bench/host_profile.py). Each is a
+consumer inside the twin that keeps one string per launch until taken."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import torch
 
 
 @contextmanager
-def collected(switch, take):
+def collected(switch, take, load=json.loads):
     """What a twin consumer exports for every launch inside: `switch(on)` turns it on and off, `take()`
-    returns its JSON strings (anything left over from before is dropped first)."""
+    returns its strings, each read by `load` (anything left over from before is dropped first)."""
     take()
     switch(True)
     items: list = []
@@ -21,12 +22,20 @@ def collected(switch, take):
         yield items
     finally:
         switch(False)
-        items.extend(json.loads(s) for s in take())
+        items.extend(load(s) for s in take())
 
 
 def recording():
     """Every launch inside, as recorded by the twin ({"kernel", "block_dim", "blocks"} each)."""
     return collected(torch.ops.ascendc_ops.twin_record, torch.ops.ascendc_ops.twin_record_take)
+
+
+def packed_recording():
+    """Every launch inside, as the twin's packed record (pipeline.packed.PackedLaunch each)."""
+    from .pipeline.packed import parse
+
+    ops = torch.ops.ascendc_ops
+    return collected(ops.twin_record_packed, ops.twin_record_packed_take, parse)
 
 
 def host_profiling():

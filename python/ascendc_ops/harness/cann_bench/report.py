@@ -58,7 +58,7 @@ def estimate_case(case, plat) -> dict:
     utilisation."""
     spec = CB.spec_of(case.op)
     tensors = make_tensors(case)
-    records = estimate.record(lambda: spec.run(tensors, case.attrs), plat)
+    records = estimate.record_packed(lambda: spec.run(tensors, case.attrs), plat)
     why = mix_unmodelled(records)
     if why:
         return {"est_us": None, "bound": "not modelled", "pipes": {}, "not_modelled": why}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import plot, runner
-from ..twin_record import recording
+from ..twin_record import packed_recording, recording
 from . import OpModel, Platform, is_calibrated, model_launches, model_platform
 from .trace import write_trace
 
@@ -34,7 +34,16 @@ def tiling_platform(plat: Platform):
 
 
 def record(fn, plat: Platform) -> list:
+    """Every launch of fn() with `plat`'s tiling, as the twin's whole JSON record (dicts)."""
     with tiling_platform(plat), recording() as records:
+        fn()
+    return records
+
+
+def record_packed(fn, plat: Platform) -> list:
+    """The same launches as the packed record the model reads at any shape (packed.PackedLaunch each): the
+    model's numbers are those of record()'s, without holding every instruction."""
+    with tiling_platform(plat), packed_recording() as records:
         fn()
     return records
 
@@ -45,7 +54,7 @@ def run_and_record(name: str, inputs: tuple, pass_: str, plat: Platform) -> tupl
     box = {}
     with tiling_platform(plat):
         call = runner.calls(name, inputs, pass_)()
-    records = record(lambda: box.setdefault("out", call()), plat)
+    records = record_packed(lambda: box.setdefault("out", call()), plat)
     return records, runner.output_shapes(box["out"])
 
 
@@ -257,7 +266,7 @@ def estimate_example(name: str, platform: str = "910B", out_dir: str = "estimate
     plat = model_platform(platform, calibrated)
     inputs = ex.inputs()
     box = {}
-    records = record(lambda: box.setdefault("out", ex.call(inputs)), plat)
+    records = record_packed(lambda: box.setdefault("out", ex.call(inputs)), plat)
     model = model_launches(records, plat, keep_events=True)
     must = sum(t.nbytes for t in inputs) + box["out"].nbytes
     cube_us = ex.flops / plat.cube_peak_flops("float16") * 1e6

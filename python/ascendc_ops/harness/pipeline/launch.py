@@ -11,6 +11,7 @@ import numpy as np
 
 from .l2 import floor_seconds, l2_traffic
 from .mix import layout, simulate_mix
+from .packed import PackedLaunch, compiled_blocks
 from .platform import PIPES, Platform
 from .timeline import BlockTimeline, compile_block, simulate_block
 
@@ -93,6 +94,8 @@ def _contention_share(run, hbm_cycles, t_full) -> float:
 def _ranges(record: dict, key: str) -> np.ndarray:
     """The union of every block's `key` ranges ("gm_read_ranges" / "gm_write_ranges") as sorted,
     disjoint [start, end) rows."""
+    if isinstance(record, PackedLaunch):  # merged as recorded
+        return record.reads if key == "gm_read_ranges" else record.writes
     spans = np.array([r for b in record["blocks"] for i in b for r in i.get(key) or []], dtype=np.int64)
     if not len(spans):
         return np.zeros((0, 2), dtype=np.int64)
@@ -112,6 +115,8 @@ def distinct_write_bytes(record: dict) -> int:
     """The GM bytes the launch writes at least once: a workspace written again and again takes its lines of
     the L2 once (instructions recorded without ranges count every byte they write)."""
     merged = _ranges(record, "gm_write_ranges")
+    if isinstance(record, PackedLaunch):
+        return int((merged[:, 1] - merged[:, 0]).sum()) + record.unranged_write
     unranged = sum(i.get("gm_write", 0) for b in record["blocks"] for i in b if not i.get("gm_write_ranges"))
     return int((merged[:, 1] - merged[:, 0]).sum()) + unranged
 
@@ -128,10 +133,24 @@ def overwritten_bytes(record: dict) -> int:
     return total
 
 
+def instructions(record):
+    """Every distinct instruction of a launch (a packed record's table), or every one (a JSON record)."""
+    if isinstance(record, PackedLaunch):
+        return record.instrs
+    return (i for b in record["blocks"] for i in b)
+
+
+def compiled(record, plat: Platform) -> list:
+    """(code, totals) per block slot of a recorded launch, JSON or packed (the same codes)."""
+    if isinstance(record, PackedLaunch):
+        return compiled_blocks(record, plat)
+    return [compile_block(b, plat) for b in record["blocks"]]
+
+
 def require_apis(record: dict, plat: Platform) -> None:
     """Refuses a launch that calls an API `plat` lacks: the twin runs A2's API set, which is no
     promise that another chip has it."""
-    missing = sorted({i.get("op", "") for b in record["blocks"] for i in b} & plat.lacks.keys())
+    missing = sorted({i.get("op", "") for i in instructions(record)} & plat.lacks.keys())
     if missing:
         pages = "; ".join(f"{api}: asc-devkit {plat.lacks[api]}" for api in missing)
         raise ValueError(
@@ -145,9 +164,9 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     require_apis(record, plat)
     if record.get("cores"):  # a launch whose cores synchronise (a MIX kernel type): mix.py
         return model_mix_launch(record, plat, keep_events)
-    cube = any(i.get("pipe") in CUBE_PIPES for b in record["blocks"] for i in b)
+    cube = any(i.get("pipe") in CUBE_PIPES for i in instructions(record))
     cores = plat.cube_cores if cube else plat.vector_cores
-    blocks = [compile_block(b, plat) for b in record["blocks"]]
+    blocks = compiled(record, plat)
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     gm, distinct = read + write, distinct_read_bytes(record)
     traffic = l2_traffic(
@@ -292,7 +311,7 @@ def model_launches(records: list, plat: Platform, keep_events: bool = False) -> 
 def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) -> LaunchModel:
     """A launch of AIC and AIV cores together (mix.py): its time is the latest core's end (the memory floor
     as for one kind) plus the start; with AICs, the cube kernels' start (the calibrated cube_launch_us)."""
-    blocks = [compile_block(b, plat) for b in record["blocks"]]
+    blocks = compiled(record, plat)
     codes = [c for c, _ in blocks]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     distinct = distinct_read_bytes(record)

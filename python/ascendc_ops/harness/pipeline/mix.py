@@ -29,7 +29,16 @@ def layout(record: dict) -> tuple[list, list, int]:
 
 def launch_wide(codes: list) -> bool:
     """True when some core sets a mode-0 flag or calls SyncAll: the launch's groups are not independent."""
-    return any(step[0] == XSYNC or (step[0] == XSET and step[6] == 0) for code in codes for step in code)
+    return any(_joins_launch(code) for code in codes)
+
+
+def _joins_launch(code) -> bool:
+    wide = getattr(code, "wide", None)  # a packed record's code keeps the answer (packed.Code)
+    if wide is None:
+        wide = any(step[0] == XSYNC or (step[0] == XSET and step[6] == 0) for step in code)
+        if hasattr(code, "wide"):
+            code.wide = wide
+    return wide
 
 
 def simulate_cores(codes, kinds, groups, plat, share, keep):

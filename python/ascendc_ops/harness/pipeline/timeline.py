@@ -131,41 +131,48 @@ CROSS_KINDS = {"CrossCoreSetFlag": XSET, "CrossCoreWaitFlag": XWAIT, "SyncAll": 
 TRANSFER_PIPES = ("MTE2", "MTE3", "MTE1", "FIX")
 
 
+def compile_instr(ins: dict, plat: Platform, uncosted: set) -> tuple[tuple, int, int]:
+    """One recorded instruction as a costed step, and the GM bytes it reads and writes as pipe work (0 for
+    scalar accesses and synchronisation); V ops without a cost row are added to `uncosted`."""
+    op, pipe = ins.get("op", ""), ins.get("pipe", "S")
+    if op in CROSS_OPS and ins.get("cross"):
+        mode, flag = ins["cross"].get("mode", -1), ins["cross"].get("flag", -1)
+        label = "SyncAll" if op == "SyncAll" else f"{op} {flag} (mode {mode})"
+        return (CROSS_KINDS[op], pipe, 0.0, 0, 0.0, 0.0, mode, flag, label, None), 0, 0
+    if op in ("SetFlag", "WaitFlag"):
+        src, dst, ident = (list(ins.get("event") or []) + [None, None, 0])[:3]
+        src, dst = src or pipe, dst or pipe
+        label = f"wait {src}->{dst}" + (f" ({ins['que']})" if ins.get("que") else "")
+        key = (ident, ins.get("slot", -1))  # a queue hand-off pairs per buffer
+        return (SET if op == "SetFlag" else WAIT, pipe, 0.0, 0, 0.0, 0.0, src, dst, label, key), 0, 0
+    if op == "PipeBarrier" or pipe == "ALL":
+        return (BARRIER, pipe, 0.0, 0, 0.0, 0.0, None, None, op, None), 0, 0
+    if pipe == "S" or op in SCALAR_OPS:
+        occ, _ = instruction_cost(plat, ins, "S", uncosted)
+        return (SCALAR, "S", occ, 0, 0.0, 0.0, None, None, op, None), 0, 0
+    if pipe in TRANSFER_PIPES:
+        path, nbytes = transfer_path(ins, pipe), transfer_bytes(ins, pipe)
+        fixed, rate, lat = plat.costs["mte_setup_cycles"], plat.rates[path], plat.latency[pipe]
+        detail = f"{nbytes} B {path}"
+    else:
+        nbytes, rate = 0, 0.0
+        fixed, lat = instruction_cost(plat, ins, pipe, uncosted)
+        detail = f"{ins.get('count', 0)} x {ins.get('dtype', '')}"
+        if pipe == "M":
+            detail = f"{mmad_fractals(ins)} fractals, {ins.get('count', 0)} MACs of {ins.get('dtype', '')}"
+    step = (RUN, pipe, fixed, nbytes, rate, lat, None, None, op, detail)
+    return step, int(ins.get("gm_read") or 0), int(ins.get("gm_write") or 0)
+
+
 def compile_block(instrs: list, plat: Platform) -> tuple[tuple, dict]:
     """The block as a hashable tuple of costed steps (identical blocks simulate once), and its totals."""
     code, uncosted = [], set()
     gm_read = gm_write = 0
     for ins in instrs:
-        op, pipe = ins.get("op", ""), ins.get("pipe", "S")
-        if op in CROSS_OPS and ins.get("cross"):
-            mode, flag = ins["cross"].get("mode", -1), ins["cross"].get("flag", -1)
-            label = "SyncAll" if op == "SyncAll" else f"{op} {flag} (mode {mode})"
-            code.append((CROSS_KINDS[op], pipe, 0.0, 0, 0.0, 0.0, mode, flag, label, None))
-        elif op in ("SetFlag", "WaitFlag"):
-            src, dst, ident = (list(ins.get("event") or []) + [None, None, 0])[:3]
-            src, dst = src or pipe, dst or pipe
-            label = f"wait {src}->{dst}" + (f" ({ins['que']})" if ins.get("que") else "")
-            key = (ident, ins.get("slot", -1))  # a queue hand-off pairs per buffer
-            code.append((SET if op == "SetFlag" else WAIT, pipe, 0.0, 0, 0.0, 0.0, src, dst, label, key))
-        elif op == "PipeBarrier" or pipe == "ALL":
-            code.append((BARRIER, pipe, 0.0, 0, 0.0, 0.0, None, None, op, None))
-        elif pipe == "S" or op in SCALAR_OPS:
-            occ, _ = instruction_cost(plat, ins, "S", uncosted)
-            code.append((SCALAR, "S", occ, 0, 0.0, 0.0, None, None, op, None))
-        else:
-            gm_read += int(ins.get("gm_read") or 0)
-            gm_write += int(ins.get("gm_write") or 0)
-            if pipe in TRANSFER_PIPES:
-                path, nbytes = transfer_path(ins, pipe), transfer_bytes(ins, pipe)
-                fixed, rate, lat = plat.costs["mte_setup_cycles"], plat.rates[path], plat.latency[pipe]
-                detail = f"{nbytes} B {path}"
-            else:
-                nbytes, rate = 0, 0.0
-                fixed, lat = instruction_cost(plat, ins, pipe, uncosted)
-                detail = f"{ins.get('count', 0)} x {ins.get('dtype', '')}"
-                if pipe == "M":
-                    detail = f"{mmad_fractals(ins)} fractals, {ins.get('count', 0)} MACs of {ins.get('dtype', '')}"
-            code.append((RUN, pipe, fixed, nbytes, rate, lat, None, None, op, detail))
+        step, r, w = compile_instr(ins, plat, uncosted)
+        code.append(step)
+        gm_read += r
+        gm_write += w
     return tuple(code), {"gm_read": gm_read, "gm_write": gm_write, "uncosted": uncosted}
 
 

@@ -47,27 +47,27 @@ def core_name(model: OpModel, core: int) -> str:
 
 
 def chrome_trace(model: OpModel, hz: float, summary: dict) -> dict:
-    events, seen = [], set()
+    return {"traceEvents": list(trace_events(model, hz)), "displayTimeUnit": "ns", "otherData": summary}
+
+
+def trace_events(model: OpModel, hz: float):
+    """The trace's events in file order: each core's and track's names where it first appears, every placed
+    event, then the flow arrows of mix launches."""
+    seen = set()
     for core, pipe, name, s, e, detail, kernel in placed_events(model, hz):
         tid = TRACK_ORDER.index(pipe) + 1 if pipe in TRACK_ORDER else 9
         if (core, tid) not in seen:
             if not any(k[0] == core for k in seen):
-                events.append(
-                    {"name": "process_name", "ph": "M", "pid": core, "args": {"name": core_name(model, core)}}
-                )
-                events.append({"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}})
-            events.append(
-                {
-                    "name": "thread_name",
-                    "ph": "M",
-                    "pid": core,
-                    "tid": tid,
-                    "args": {"name": TRACK_NAMES.get(pipe, pipe)},
-                }
-            )
-            events.append(
-                {"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}}
-            )
+                yield {"name": "process_name", "ph": "M", "pid": core, "args": {"name": core_name(model, core)}}
+                yield {"name": "process_sort_index", "ph": "M", "pid": core, "args": {"sort_index": core}}
+            yield {
+                "name": "thread_name",
+                "ph": "M",
+                "pid": core,
+                "tid": tid,
+                "args": {"name": TRACK_NAMES.get(pipe, pipe)},
+            }
+            yield {"name": "thread_sort_index", "ph": "M", "pid": core, "tid": tid, "args": {"sort_index": tid}}
             seen.add((core, tid))
         ev = {
             "name": name,
@@ -81,13 +81,25 @@ def chrome_trace(model: OpModel, hz: float, summary: dict) -> dict:
         }
         if detail:
             ev["args"]["detail"] = detail
-        events.append(ev)
-    return {"traceEvents": events + flow_events(model, hz), "displayTimeUnit": "ns", "otherData": summary}
+        yield ev
+    yield from flow_events(model, hz)
+
+
+CHUNK = 4096  # events encoded per json.dumps call: the C encoder's speed, a bounded share of memory
 
 
 def write_trace(model: OpModel, hz: float, summary: dict, path: str) -> None:
-    # json.dumps, not json.dump: dump streams through the pure-Python encoder (35 s of a 1-minute estimate of
-    # fusion_attention's backward at S 256); dumps encodes in C, the text being one trace file anyway
-    text = json.dumps(chrome_trace(model, hz, summary), separators=(",", ":"))
+    """The bytes json.dumps(chrome_trace(...), separators=(",", ":")) would give, written a chunk of events
+    at a time: a training shape's trace holds millions of events, which as one list of dicts took GBs."""
+    compact = {"separators": (",", ":")}
     with open(path, "w") as f:
-        f.write(text)
+        f.write('{"traceEvents":[')
+        first, chunk = True, []
+        for ev in trace_events(model, hz):
+            chunk.append(ev)
+            if len(chunk) == CHUNK:
+                f.write(("" if first else ",") + json.dumps(chunk, **compact)[1:-1])
+                first, chunk = False, []
+        if chunk:
+            f.write(("" if first else ",") + json.dumps(chunk, **compact)[1:-1])
+        f.write('],"displayTimeUnit":"ns","otherData":' + json.dumps(summary, **compact) + "}")
