@@ -26,6 +26,15 @@ TEST_DIRS = [TESTS_DIR] + sorted(d for d in TESTS_DIR.iterdir() if d.is_dir() an
 for directory in reversed([PYTHON_DIR, *TEST_DIRS]):
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
+
+
+def kernel_library(library: str, namespace: str | None = None):
+    """The C++ test kernels of <build>/tests/lib<library>.so (tests/cpp/CMakeLists.txt), loaded: the torch.ops
+    namespace they register (by default the library's name)."""
+    torch.ops.load_library(str(BUILD / "tests" / f"lib{library}.so"))
+    return getattr(torch.ops, namespace or library)
+
+
 # Every kernel the tests launch runs under the twin's sanitizer (racecheck, synccheck, initcheck,
 # multi-core overlap); ASCENDC_TWIN_SANITIZE=0 in the environment turns it off.
 os.environ.setdefault("ASCENDC_TWIN_SANITIZE", "1")

@@ -3,38 +3,18 @@
 // hidden x weight^T for every block of 128 vocabulary rows (linear_cross_entropy_cube.h), its two AIVs folding each
 // into per-token running max, sum-exp, target logit and logit sum (linear_cross_entropy_vector.h). They hand the
 // blocks over through the group's GM workspace (two slots of 128 x 128 fp32) with mode-2 cross-core flags.
-#include "kernel_utils.h"
-#include "linear_cross_entropy_cube.h"
+#include "linear_cross_entropy_sides.h"
 #include "linear_cross_entropy_tiling_data.h"
 #include "linear_cross_entropy_vector.h"
 
-template <typename T>
-__aicore__ inline void RunLinearCrossEntropy(GM_ADDR hidden, GM_ADDR weight, GM_ADDR target, GM_ADDR logitsMax,
-                                             GM_ADDR sumExp, GM_ADDR targetLogit, GM_ADDR logitSum, GM_ADDR workspace,
-                                             const LinearCrossEntropyTilingData& t) {
-  GM_ADDR ws = GetUserWorkspace(workspace);
-  LceTaskWalk walk;
-  if ASCEND_IS_AIC {
-    walk.Init(t, GetBlockIdx());
-    LceCube<T> cube;
-    cube.Init(hidden, weight, ws, t, false);
-    cube.Process(walk);
-  }
-  if ASCEND_IS_AIV {
-    walk.Init(t, GetBlockIdx() / GetTaskRation());
-    LceVector<T> vec;
-    vec.Init(target, logitsMax, sumExp, targetLogit, logitSum, ws, t);
-    vec.Process(walk);
-  }
-}
-
 // One entry per dtype (LINEAR_CROSS_ENTROPY_DTYPES, tiling/linear_cross_entropy_tiling_data.h).
-#define LINEAR_CROSS_ENTROPY_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                        \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(LINEAR_CROSS_ENTROPY_PARAMS(GM_ADDR)) {                 \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                        \
-    LinearCrossEntropyTilingData t;                                                                           \
-    CopyTiling(&t, tiling);                                                                                   \
-    RunLinearCrossEntropy<T>(hidden, weight, target, logitsMax, sumExp, targetLogit, logitSum, workspace, t); \
+#define LINEAR_CROSS_ENTROPY_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                          \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(LINEAR_CROSS_ENTROPY_PARAMS(GM_ADDR)) {                   \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                          \
+    LinearCrossEntropyTilingData t;                                                                             \
+    CopyTiling(&t, tiling);                                                                                     \
+    RunLinearCrossEntropySides<T, LceVector<T>>(hidden, weight, workspace, t, false, target, logitsMax, sumExp, \
+                                                targetLogit, logitSum);                                         \
   }
 LINEAR_CROSS_ENTROPY_DTYPES(LINEAR_CROSS_ENTROPY_ENTRY, linear_cross_entropy)
 #undef LINEAR_CROSS_ENTROPY_ENTRY

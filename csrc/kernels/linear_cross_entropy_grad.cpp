@@ -4,40 +4,18 @@
 // score (linear_cross_entropy_grad_vector.h); per segment of blocks the AIC multiplies G into the task's fp32
 // accumulator in the group's workspace (linear_cross_entropy_cube.h), which the AIVs cast once into the output.
 // Every output row belongs to one task, so nothing is added across cores.
-#include "kernel_utils.h"
-#include "linear_cross_entropy_cube.h"
 #include "linear_cross_entropy_grad_vector.h"
+#include "linear_cross_entropy_sides.h"
 #include "linear_cross_entropy_tiling_data.h"
 
-template <typename T>
-__aicore__ inline void RunLinearCrossEntropyGrad(GM_ADDR hidden, GM_ADDR weight, GM_ADDR target, GM_ADDR lse,
-                                                 GM_ADDR gradSoftmax, GM_ADDR gradTarget, GM_ADDR gradUniform,
-                                                 GM_ADDR gradHidden, GM_ADDR gradWeight, GM_ADDR workspace,
-                                                 const LinearCrossEntropyTilingData& t) {
-  GM_ADDR ws = GetUserWorkspace(workspace);
-  LceTaskWalk walk;
-  if ASCEND_IS_AIC {
-    walk.Init(t, GetBlockIdx());
-    LceCube<T> cube;
-    cube.Init(hidden, weight, ws, t, true);
-    cube.Process(walk);
-  }
-  if ASCEND_IS_AIV {
-    walk.Init(t, GetBlockIdx() / GetTaskRation());
-    LceGradVector<T> vec;
-    vec.Init(target, lse, gradSoftmax, gradTarget, gradUniform, gradHidden, gradWeight, ws, t);
-    vec.Process(walk);
-  }
-}
-
 // One entry per dtype (LINEAR_CROSS_ENTROPY_GRAD_DTYPES, tiling/linear_cross_entropy_tiling_data.h).
-#define LINEAR_CROSS_ENTROPY_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                     \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM_ADDR)) {              \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                          \
-    LinearCrossEntropyTilingData t;                                                                             \
-    CopyTiling(&t, tiling);                                                                                     \
-    RunLinearCrossEntropyGrad<T>(hidden, weight, target, lse, gradSoftmax, gradTarget, gradUniform, gradHidden, \
-                                 gradWeight, workspace, t);                                                     \
+#define LINEAR_CROSS_ENTROPY_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                       \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM_ADDR)) {                \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                            \
+    LinearCrossEntropyTilingData t;                                                                               \
+    CopyTiling(&t, tiling);                                                                                       \
+    RunLinearCrossEntropySides<T, LceGradVector<T>>(hidden, weight, workspace, t, true, target, lse, gradSoftmax, \
+                                                    gradTarget, gradUniform, gradHidden, gradWeight);             \
   }
 LINEAR_CROSS_ENTROPY_GRAD_DTYPES(LINEAR_CROSS_ENTROPY_GRAD_ENTRY, linear_cross_entropy_grad)
 #undef LINEAR_CROSS_ENTROPY_GRAD_ENTRY

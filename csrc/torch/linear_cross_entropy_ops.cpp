@@ -1,7 +1,7 @@
 // Fused linear cross-entropy on the CPU twin: linear_cross_entropy and linear_cross_entropy_grad run the mix kernels
 // csrc/kernels/linear_cross_entropy.cpp / linear_cross_entropy_grad.cpp as typed MIX_AIC_1_2 launches (one AIC and
 // two AIVs per core group, their cross-core flags really waiting); Meta kernels for FakeTensor and torch.compile.
-#include "linear_cross_entropy_ops.h"
+#include "cross_entropy_ops.h"
 
 #include <torch/library.h>
 
@@ -49,6 +49,14 @@ LinearCrossEntropyLaunch PrepareLinearCrossEntropy(const at::Tensor& hidden, con
   const at::TensorOptions f32 = hidden.options().dtype(at::kFloat);
   if (!backward) {
     for (at::Tensor* t : {&l.logitsMax, &l.sumExp, &l.targetLogit, &l.logitSum}) *t = at::empty({hidden.size(0)}, f32);
+    if (l.tiling.blockDim > 0) return l;
+    // no task with tokens: the statistics are known without a launch
+    if (hidden.size(1) == 0) {  // every logit is 0
+      l.logitsMax.zero_(), l.sumExp.fill_(double(weight.size(0))), l.targetLogit.zero_(), l.logitSum.zero_();
+    } else {  // an empty vocabulary shard: the statistics of no logit
+      l.logitsMax.fill_(-std::numeric_limits<float>::infinity());
+      l.sumExp.zero_(), l.targetLogit.zero_(), l.logitSum.zero_();
+    }
     return l;
   }
   l.lse = grads[0].contiguous();
@@ -77,11 +85,6 @@ LceStats ForwardOnTwin(const at::Tensor& hidden, const at::Tensor& weight, const
     at::Tensor workspace = Workspace(l);
     LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn,
                       EntryArgs(Gm, l.Tensors(), Gm(workspace), reinterpret_cast<uint8_t*>(&l.tiling.data)));
-  } else if (hidden.size(1) == 0) {  // every logit is 0: nothing to multiply, the statistics are known
-    l.logitsMax.zero_(), l.sumExp.fill_(double(weight.size(0))), l.targetLogit.zero_(), l.logitSum.zero_();
-  } else {  // an empty vocabulary shard: the statistics of no logit
-    l.logitsMax.fill_(-std::numeric_limits<float>::infinity());
-    l.sumExp.zero_(), l.targetLogit.zero_(), l.logitSum.zero_();
   }
   return {l.logitsMax, l.sumExp, l.targetLogit, l.logitSum};
 }

@@ -16,7 +16,7 @@ from ascendc_ops.harness.pipeline import load_platform, model_launch, model_laun
 from ascendc_ops.harness.pipeline.estimate import estimate, model_columns
 from ascendc_ops.harness.pipeline.trace import chrome_trace
 from ascendc_ops.harness.twin_record import collected
-from conftest import BUILD
+from conftest import kernel_library
 
 P910 = load_platform("910B")
 SETUP = P910.costs["mte_setup_cycles"]
@@ -239,8 +239,9 @@ def test_re_reads_are_named():
 # ---- the example kernel, recorded by the twin ----
 @pytest.fixture(scope="module")
 def example_record():
-    torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
-    cube = torch.ops.twin_cube_basic  # the test library links its own twin: its own record export
+    cube = kernel_library(
+        "twin_faults", "twin_cube_basic"
+    )  # the test library links its own twin: its own record export
     a, b = torch.randn(48, 64).half(), torch.randn(64, 32).half()
     with collected(cube.record, cube.record_take) as recs:
         c = cube.example(a, b, False)

@@ -18,9 +18,9 @@ import torch
 import ascendc_ops
 from ascendc_ops.harness.twin_record import recording
 from ascendc_ops.patching.base import call_op
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
+sanitizer_faults = kernel_library("twin_faults", "twin_sanitizer_faults")
 PATHS = {"pool": 0, "caller": 1 << 62}  # set_inline_launch_bytes: every multi-block launch to the pool / inline
 
 
@@ -91,7 +91,7 @@ def test_multi_core_overlap_found_on_either_path(monkeypatch, launch_path, path,
     monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
     launch_path(path)
     with pytest.raises(RuntimeError, match=rf"kernel '{kernel}' blocks \d and \d of 2: \[multi-core overlap\]"):
-        torch.ops.twin_sanitizer_faults.run(kernel, 2)
+        sanitizer_faults.run(kernel, 2)
 
 
 def test_inline_launch_bytes_is_checked():

@@ -12,10 +12,9 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads torch.ops.custom)
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_one_launch.so"))
-one = torch.ops.twin_one_launch
+one = kernel_library("twin_one_launch")
 UB = torch.ops.ascendc_ops.twin_ub_bytes()
 CORES = 48
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)

@@ -12,10 +12,9 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (the conftest environment: the sanitizer on)
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_crosscore.so"))
-cc = torch.ops.twin_crosscore
+cc = kernel_library("twin_crosscore")
 
 ROW = 64
 INPUT = 128 * ROW  # the kernels' inputs start at row 128 of x

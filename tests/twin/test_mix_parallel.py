@@ -8,7 +8,8 @@ SyncAll), and the mix example. A race-free kernel's outputs cannot depend on whi
 any difference is a race the schedule exposed or state one core left in another's context. Where groups are long
 enough that a second worker must start before the first is through (the large attention case) or meet at SyncAll
 (the one-launch kernels), the parallel run must have used more than one worker, or the test would compare a
-schedule with itself; a short launch may legitimately finish on the first worker. The deadlock kernels still fail
+schedule with itself (on a busy host the second thread can start too late: such a run is compared too, and repeated);
+a short launch may legitimately finish on the first worker. The deadlock kernels still fail
 by name on the parallel schedule."""
 
 from __future__ import annotations
@@ -20,13 +21,11 @@ import pytest
 import torch
 
 import ascendc_ops
-from conftest import BUILD
+from conftest import kernel_library
 from test_one_launch import norm_grad_inputs
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_one_launch.so"))
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_crosscore.so"))
-one = torch.ops.twin_one_launch
-cc = torch.ops.twin_crosscore
+one = kernel_library("twin_one_launch")
+cc = kernel_library("twin_crosscore")
 SCHEDULES = ("parallel", "serial", "sanitized")
 
 
@@ -62,14 +61,22 @@ def same_bits(outs: dict, label: str):
             assert not differ.any(), f"{label}: output {i} of the {name} schedule differs in {int(differ.sum())} places"
 
 
+PARALLEL_TRIES = 10  # a host thread the OS starts late (both cores busy) can find every group taken: run again
+
+
 def run_all(fn, workers, side_by_side: bool, label: str):
     outs = {}
     for name in SCHEDULES:
         with schedule(name):
             outs[name] = [t.clone() for t in fn()]
             used = workers()
+            for attempt in range(1, PARALLEL_TRIES if name == "parallel" and side_by_side else 0):
+                if used > 1:
+                    break
+                outs[f"parallel, try {attempt + 1}"] = [t.clone() for t in fn()]
+                used = workers()
         if name == "parallel" and side_by_side:
-            assert used > 1, f"{label}: the parallel schedule ran on {used} worker"
+            assert used > 1, f"{label}: the parallel schedule ran on {used} worker in {PARALLEL_TRIES} tries"
         elif name != "parallel":
             assert used == 1, f"{label}: the {name} schedule ran on {used} workers"
     same_bits(outs, label)

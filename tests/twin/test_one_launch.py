@@ -19,10 +19,9 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads torch.ops.custom; the conftest environment: the sanitizer on)
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_one_launch.so"))
-one = torch.ops.twin_one_launch
+one = kernel_library("twin_one_launch")
 UB = torch.ops.ascendc_ops.twin_ub_bytes()  # A2's Unified Buffer, which both sides tile for
 A2_VECTOR_CORES = 48
 

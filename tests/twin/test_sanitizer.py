@@ -12,10 +12,9 @@ import pytest
 import torch
 
 import ascendc_ops
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
-faults = torch.ops.twin_sanitizer_faults
+faults = kernel_library("twin_faults", "twin_sanitizer_faults")
 
 N = r"#\d+"
 # kernel -> (rule, message detail)

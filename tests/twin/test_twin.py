@@ -6,11 +6,10 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the twin the fault kernels link against)
-from conftest import BUILD
+from conftest import kernel_library
 
-FAULTS = BUILD / "tests" / "libtwin_faults.so"
-torch.ops.load_library(str(FAULTS))
-run = torch.ops.twin_faults.run
+twin_faults = kernel_library("twin_faults")
+run = twin_faults.run
 
 # kernel -> (rule named in the error, detail the message must carry)
 RULES = {
@@ -76,7 +75,7 @@ def test_every_fault_kernel_is_covered():
 
 
 def run_names():
-    return list(torch.ops.twin_faults.names())
+    return list(twin_faults.names())
 
 
 @pytest.mark.parametrize("kernel", sorted(VALID))

@@ -9,10 +9,10 @@ import pytest
 import torch
 
 import ascendc_ops
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
-run = torch.ops.twin_cube_faults.run
+cube_faults = kernel_library("twin_faults", "twin_cube_faults")
+run = cube_faults.run
 
 # kernel -> (rule, detail the message must carry)
 RULES = {
@@ -26,7 +26,7 @@ RULES = {
 
 
 def test_every_cube_fault_kernel_is_covered():
-    assert set(torch.ops.twin_cube_faults.names()) == set(RULES) | {"correct"}
+    assert set(cube_faults.names()) == set(RULES) | {"correct"}
 
 
 def test_correct_cube_kernel_runs_clean():

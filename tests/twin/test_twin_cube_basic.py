@@ -9,10 +9,9 @@ import re
 import pytest
 import torch
 
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
-cube = torch.ops.twin_cube_basic
+cube = kernel_library("twin_faults", "twin_cube_basic")
 
 N = r"#\d+"
 RULES = {

@@ -9,10 +9,9 @@ import re
 import pytest
 import torch
 
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_cube_load3d.so"))
-load3d = torch.ops.twin_cube_load3d
+load3d = kernel_library("twin_cube_load3d")
 
 INT = {1: torch.int8, 2: torch.int16, 4: torch.int32}
 

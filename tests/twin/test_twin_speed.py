@@ -10,9 +10,9 @@ import pytest
 import torch
 
 import ascendc_ops
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_fuse_kernels.so"))
+fuse_kernels = kernel_library("twin_fuse_kernels")
 N, SHIFT = 4096, 64
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -118,7 +118,7 @@ def _expected(name, x):
     return c
 
 
-@pytest.mark.parametrize("name", sorted(torch.ops.twin_fuse_kernels.names()))
+@pytest.mark.parametrize("name", sorted(fuse_kernels.names()))
 def test_aliased_views_inside_a_run(monkeypatch, name):
     """Shifted and re-typed views of one buffer (UB or GM) inside a run: fused == unfused == NumPy."""
     monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "0")  # these kernels test execution order, not pipe sync
@@ -126,7 +126,7 @@ def test_aliased_views_inside_a_run(monkeypatch, name):
     out = {}
     for fuse in ("0", "1"):
         monkeypatch.setenv("ASCENDC_TWIN_FUSE", fuse)
-        out[fuse] = torch.ops.twin_fuse_kernels.run(name, x).numpy()
+        out[fuse] = fuse_kernels.run(name, x).numpy()
     want = _expected(name, x.numpy())
     assert np.array_equal(out["0"].view(np.int32), want.view(np.int32)), f"{name}: unfused differs from NumPy"
     assert np.array_equal(out["1"].view(np.int32), out["0"].view(np.int32)), f"{name}: fused differs from unfused"

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads the twin the test kernels link against)
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
-reduce_sum = torch.ops.twin_vector.reduce_sum
+vector = kernel_library("twin_faults", "twin_vector")
+reduce_sum = vector.reduce_sum
 
 COUNTS = [1, 7, 64, 65, 127, 128, 129, 1000, 4097]
 DTYPES = {torch.float32: np.float32, torch.float16: np.float16}
@@ -95,7 +95,7 @@ def test_reduce_sum_masked_lanes_are_plus_zero():
 # A2's boundary-value table (docs/zh/api/附录/Memory矢量计算接口边界值汇总.md, 表21) lists the product
 # as an intermediate in T's range: MAX * MAX is +inf, and MAX * MAX + -inf is nan (a fused multiply-add
 # gives -inf). The reference rounds the product to T, then the sum, in NumPy's own T arithmetic.
-mul_add_dst = torch.ops.twin_vector.mul_add_dst
+mul_add_dst = vector.mul_add_dst
 
 
 def a2_mul_add_dst(a: np.ndarray, b: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -141,7 +141,7 @@ def test_mul_add_dst_boundary_rows(dtype):
 
 
 # ---- Cast: A2's modes (Cast.md RoundMode; the A2 dtype-pair table) against models in exact arithmetic ----
-cast = torch.ops.twin_vector.cast
+cast = vector.cast
 MODES = {"NONE": 0, "RINT": 1, "FLOOR": 2, "CEIL": 3, "ROUND": 4, "TRUNC": 5, "ODD": 6}
 
 
@@ -293,7 +293,7 @@ def test_cast_int32_to_float_modes(mode):
 
 
 # ---- Sort<float, true> (高阶API Sort.md, 排布方式一 on A2): descending, equal scores in input order ----
-sort = torch.ops.twin_vector.sort
+sort = vector.sort
 
 
 @pytest.mark.parametrize("n", [32, 96, 1024])
@@ -310,8 +310,8 @@ def test_full_sort_is_descending_and_stable(n):
 # ShiftLeft / ShiftRight / Or (Memory矢量计算/逻辑计算/*.md): unsigned shifts are logical; signed right
 # shifts copy the sign in; a signed left shift keeps the sign bit and drops the bit below it (ShiftLeft.md
 # 功能说明: 0b1010101010101010 int16 << 1 is 0b1101010101010100). A shift by the full width leaves 0.
-shift = torch.ops.twin_vector.shift
-bitwise_or = torch.ops.twin_vector.bitwise_or
+shift = vector.shift
+bitwise_or = vector.bitwise_or
 INT_DTYPES = {torch.int16: (np.int16, np.uint16), torch.int32: (np.int32, np.uint32)}
 
 

@@ -17,10 +17,10 @@ import ascendc_ops  # noqa: F401  (loads the twin the test kernels link against)
 from ascendc_ops.harness.pipeline import load_platform
 from ascendc_ops.harness.pipeline.platform import dtype_key
 from ascendc_ops.harness.pipeline.timeline import vector_cost
-from conftest import BUILD
+from conftest import kernel_library
 
-torch.ops.load_library(str(BUILD / "tests" / "libtwin_faults.so"))
-run_op = torch.ops.twin_repeat.run
+repeat = kernel_library("twin_faults", "twin_repeat")
+run_op = repeat.run
 
 NP = {torch.float32: np.float32, torch.float16: np.float16, torch.int32: np.int32, torch.int16: np.int16}
 ORDERS = ["ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX"]
@@ -350,13 +350,13 @@ def test_brcb_rules_fire():
 
 # ---- the record: exact spans, costed by repeatTime ----
 def record(fn):
-    torch.ops.twin_repeat.record_take()
-    torch.ops.twin_repeat.record(True)
+    repeat.record_take()
+    repeat.record(True)
     try:
         fn()
     finally:
-        torch.ops.twin_repeat.record(False)
-    return [json.loads(s) for s in torch.ops.twin_repeat.record_take()]
+        repeat.record(False)
+    return [json.loads(s) for s in repeat.record_take()]
 
 
 def vector_instrs(launches, op):

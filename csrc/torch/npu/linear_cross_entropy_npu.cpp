@@ -1,14 +1,13 @@
 // Fused linear cross-entropy on the NPU (PrivateUse1): the CPU twin's PrepareLinearCrossEntropy
-// (csrc/torch/linear_cross_entropy_ops.h: checks, output allocation, tiling) with the chip's cube core groups, then a
+// (csrc/torch/cross_entropy_ops.h: checks, output allocation, tiling) with the chip's cube core groups, then a
 // direct launch of the mix kernels (KERNEL_TYPE_MIX_AIC_1_2) on torch_npu's current stream. Compiled only when CANN
 // and torch_npu are present (cmake/npu.cmake).
 #include <torch/library.h>
 
-#include <limits>
 #include <vector>
 
 #include "kernel_entries.h"
-#include "linear_cross_entropy_ops.h"
+#include "cross_entropy_ops.h"
 #include "npu_launch.h"
 #include "op_proto_gen.h"
 
@@ -42,14 +41,7 @@ void Enqueue(const char* name, const Entries& entries, const LinearCrossEntropyL
 LceStats Forward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
                  const tiling::LinearCrossEntropyAttrs& attrs) {
   LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, {}, attrs, npu::NpuCubePlatform());
-  if (l.tiling.blockDim > 0) {
-    Enqueue(kLinearCrossEntropy.name, npu_entries::linear_cross_entropy, l, l.Tensors());
-  } else if (hidden.size(1) == 0) {  // every logit is 0
-    l.logitsMax.zero_(), l.sumExp.fill_(double(weight.size(0))), l.targetLogit.zero_(), l.logitSum.zero_();
-  } else {  // an empty vocabulary shard
-    l.logitsMax.fill_(-std::numeric_limits<float>::infinity());
-    l.sumExp.zero_(), l.targetLogit.zero_(), l.logitSum.zero_();
-  }
+  if (l.tiling.blockDim > 0) Enqueue(kLinearCrossEntropy.name, npu_entries::linear_cross_entropy, l, l.Tensors());
   return {l.logitsMax, l.sumExp, l.targetLogit, l.logitSum};
 }
 

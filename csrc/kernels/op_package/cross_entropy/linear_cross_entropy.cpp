@@ -7,6 +7,6 @@ extern "C" __global__ __aicore__ void linear_cross_entropy(GM_ADDR hidden, GM_AD
   REGISTER_TILING_DEFAULT(LinearCrossEntropyTilingData);
   GET_TILING_DATA_WITH_STRUCT(LinearCrossEntropyTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-  RunLinearCrossEntropy<DTYPE_HIDDEN>(hidden, weight, target, logits_max, sum_exp, target_logit, logit_sum, workspace,
-                                      tilingData);
+  RunLinearCrossEntropySides<DTYPE_HIDDEN, LceVector<DTYPE_HIDDEN>>(
+      hidden, weight, workspace, tilingData, false, target, logits_max, sum_exp, target_logit, logit_sum);
 }

@@ -9,6 +9,7 @@ extern "C" __global__ __aicore__ void linear_cross_entropy_grad(GM_ADDR hidden, 
   REGISTER_TILING_DEFAULT(LinearCrossEntropyTilingData);
   GET_TILING_DATA_WITH_STRUCT(LinearCrossEntropyTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
-  RunLinearCrossEntropyGrad<DTYPE_HIDDEN>(hidden, weight, target, lse, grad_softmax, grad_target, grad_uniform,
-                                          grad_hidden, grad_weight, workspace, tilingData);
+  RunLinearCrossEntropySides<DTYPE_HIDDEN, LceGradVector<DTYPE_HIDDEN>>(hidden, weight, workspace, tilingData, true,
+                                                                        target, lse, grad_softmax, grad_target,
+                                                                        grad_uniform, grad_hidden, grad_weight);
 }
