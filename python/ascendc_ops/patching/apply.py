@@ -68,8 +68,11 @@ def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport, disabled:
     report.applied.append(kernel.id)
     if found.refused:
         report.left[kernel.id] = dict(found.refused)
-    routed = kernel.routed or _moe.routed_modules
-    report.patched_modules[kernel.id] = sum(r.name == "forward" for r in records) or routed(model)
+    # kernels that route modules count them; others the forwards they set (a config setting: experts routed)
+    forwards = sum(r.name == "forward" for r in records)
+    report.patched_modules[kernel.id] = (
+        kernel.routed(model) if kernel.routed else forwards or _moe.routed_modules(model)
+    )
 
 
 def apply_kernel(kernel_id: str, model: nn.Module) -> KernelReport:
