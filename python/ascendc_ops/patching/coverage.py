@@ -378,7 +378,8 @@ def _linear_ce_cell(model, x, ref, gold) -> str:
     ran = "" if ops.calls[kernel.op] else ", op never ran"
     verdict = "pass" if ok and not bad and logits is None and grads.keys() == ref[0].keys() else "FAIL"
     fails = f" (fails: {', '.join(bad[:3])})" if bad else "" if logits is None else " (logits returned)"
-    return f"{verdict} ({report.patched_modules[kernel.id]}{ran}) loss {diff}, grads {len(ref[0]) - len(bad)}/{len(ref[0])}{fails}"
+    grads_passed = f"{len(ref[0]) - len(bad)}/{len(ref[0])}"
+    return f"{verdict} ({report.patched_modules[kernel.id]}{ran}) loss {diff}, grads {grads_passed}{fails}"
 
 
 def check_model_type(model_type: str, class_name: str) -> Row:
