@@ -192,7 +192,8 @@ def test_coverage_rows_for_a_handful():
     assert rows["llama"].attention.startswith("pass (2) "), rows["llama"].attention
     assert rows["gpt_oss"].attention.startswith("- (") and "s_aux=" in rows["gpt_oss"].attention
     for t in ("llama", "mixtral", "gemma3"):  # gemma3: a multimodal class's LM head and loss
-        assert rows[t].linear_ce.startswith("pass (1) ") and rows[t].linear_ce.endswith(f"grads {rows[t].grads}"), rows[t]
+        cell = rows[t].linear_ce
+        assert cell.startswith("pass (1) ") and cell.endswith(f"grads {rows[t].grads}"), rows[t]
     assert rows["gemma3"].model_class == "Gemma3ForConditionalGeneration"
     assert rows["gemma3"].status == "pass" and "fused_rope" in rows["gemma3"].applied, rows["gemma3"]
     assert rows["qwen3_5"].status == "pass" and "fused_swiglu" in rows["qwen3_5"].applied, rows["qwen3_5"]
