@@ -20,7 +20,7 @@ from pinned import only_pinned  # noqa: E402
 
 import ascendc_ops.patching as K  # noqa: E402
 from ascendc_ops.patching import coverage, linear_cross_entropy as LCE, lm_head_tail  # noqa: E402
-from test_patching import ALL, max_rel  # noqa: E402
+from test_patching import ALL, max_rel, tiny  # noqa: E402
 from training import Calls, CompileRecorder  # noqa: E402
 
 KERNEL = "fused_linear_cross_entropy"
@@ -145,6 +145,30 @@ def test_labels_given_positionally():
     ref = model(x, None, None, None, None, x).loss
     out = patched(model)(x, None, None, None, None, x)
     assert out.logits is None and abs(out.loss - ref).item() <= 1e-5
+
+
+def test_return_dict_false_keeps_the_tuple():
+    model = build()
+    x = ids()
+    ref = model(x, labels=x).loss
+    loss, logits, *_ = patched(model)(x, labels=x, return_dict=False)
+    assert abs(loss - ref).item() <= 1e-5 and logits.shape == (2, SEQ, 0)  # the LM head's empty placeholder
+
+
+@pytest.mark.parametrize("order", ["patch_then_lora", "lora_then_patch"])
+def test_lora_training_in_either_order(order):
+    """peft's LoRA on the attention and MLP: the LoRA training of test_lora matches the unpatched model's, the op
+    running in every step; applied to the PeftModel, the kernel finds the causal LM inside it (and only it)."""
+    lora = pytest.importorskip("test_lora")  # needs peft
+    ref = lora.train(lora.with_lora(tiny("qwen3")))
+    if order == "patch_then_lora":
+        model = lora.with_lora(patched(tiny("qwen3")))
+    else:
+        model = patched(lora.with_lora(tiny("qwen3")))
+    with Calls() as calls:
+        got = lora.train(model)
+    assert calls.calls["custom::linear_cross_entropy"] == lora.STEPS
+    lora.assert_same_training(got, ref)
 
 
 def test_without_labels_or_in_eval_the_models_own_forward():

@@ -189,8 +189,9 @@ def _probe(m: nn.Module, tail, scale: float, softcap: float | None) -> str | Non
 
 
 def _causal_lms(model: nn.Module):
+    """Modules with an lm_head child (its own: peft's wrappers reach their base model's by __getattr__)."""
     for m in model.modules():
-        if isinstance(getattr(m, lm_head_tail.HEAD, None), nn.Module) and hasattr(m, "loss_function"):
+        if isinstance(m._modules.get(lm_head_tail.HEAD), nn.Module) and hasattr(m, "loss_function"):
             yield m
 
 
