@@ -242,6 +242,19 @@ def test_deepcopy_is_patched_on_its_own():
     assert out.logits is None and torch.equal(out.loss, model(x, labels=x).loss)
 
 
+def test_a_head_swapped_in_after_the_patch_runs_unfused():
+    """A new lm_head (a wrapper's, a resized vocabulary) makes real logits: HF's loss on them, logits returned."""
+    model = patched(build())
+    model.lm_head = torch.nn.Linear(64, VOCAB, bias=False)
+    x = ids()
+    with Calls() as calls:
+        out = model(x, labels=x)
+    logits = torch.nn.functional.linear(model.model(x).last_hidden_state, model.lm_head.weight)
+    want = model.__dict__[LCE.STATE_ATTR].loss(logits, x, VOCAB)
+    assert not calls.calls["custom::linear_cross_entropy"] and torch.equal(out.logits, logits)
+    assert torch.equal(out.loss, want)
+
+
 def test_revert_restores_the_original_forward():
     model, ref = build(), build()
     x = ids()

@@ -129,9 +129,10 @@ def _forward(self, *args, **kwargs):
         out = state.forward(*args, **kwargs)
     finally:
         state.capturing, state.hidden, state.weight = False, None, None
-    if isinstance(out, tuple):
+    logits = out.get("logits") if not isinstance(out, tuple) else None
+    if logits is None or logits.shape[-1] != 0:  # a tuple, or real logits (an lm_head swapped in since the patch)
         return out
-    return type(out)(**{k: v for k, v in out.items() if k != "logits"})
+    return type(out)(**{k: v for k, v in out.items() if k != "logits"})  # the placeholder's slot: None
 
 
 def _refusal(m: nn.Module) -> tuple[str | None, object]:
@@ -139,7 +140,9 @@ def _refusal(m: nn.Module) -> tuple[str | None, object]:
     from transformers.loss.loss_utils import ForCausalLMLoss
 
     head = getattr(m, lm_head_tail.HEAD)
-    hooks = head._forward_hooks or head._forward_pre_hooks or nn.modules.module._global_forward_hooks
+    module = nn.modules.module
+    hooks = head._forward_hooks or head._forward_pre_hooks or module._global_forward_hooks
+    hooks = hooks or module._global_forward_pre_hooks
     checks = (
         (type(head) is not nn.Linear, f"lm_head is {type(head).__name__}, not a plain nn.Linear"),
         (type(head) is nn.Linear and head.bias is not None, "lm_head has a bias (the op has none)"),
