@@ -68,6 +68,8 @@ def _loss_call(stmt: ast.stmt, logits: str) -> ast.Call:
         and isinstance(test.left, ast.Name)
         and test.left.id == "labels"
         and isinstance(test.ops[0], ast.IsNot)
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
     )
     call = next(n for n in ast.walk(stmt) if _is_self_call(n, LOSS))
     if not guarded:
