@@ -4,9 +4,10 @@ Against the unpatched model on tiny random models of several families -- Llama, 
 (final logit softcap), Cohere (logit_scale) and Granite (logits_scaling divides), Mixtral with its router's
 auxiliary loss -- the loss and every parameter gradient by the fp32 double benchmark (coverage._judge: golden = the
 unpatched model in float64); num_items_in_batch (gradient accumulation), a collator's shift_labels, logits_to_keep
-(int and positions), labels given positionally; without labels or in eval mode the model's own forward (logits and
-greedy generation identical); bf16; 20 AdamW steps in lockstep; torch.compile(fullgraph=True); deepcopy; revert;
-the switch, "auto" leaving it out; what is refused and the probe refusing a wrong reading of the forward."""
+(int and positions), labels given positionally, return_dict=False; no op output of [tokens, vocab] in a training
+step; without labels or in eval mode the model's own forward (logits and greedy generation identical); an lm_head
+swapped in after the patch; bf16; LoRA in either order; 20 AdamW steps in lockstep; torch.compile(fullgraph=True);
+deepcopy; revert; the switch, "auto" leaving it out; what is refused and the probe refusing a wrong reading."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import copy
 
 import pytest
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 transformers = pytest.importorskip("transformers")
 from pinned import only_pinned  # noqa: E402
@@ -92,6 +94,31 @@ def assert_parity(ref_model, x, **kw):
 def test_loss_and_gradient_parity(family):
     model = build(family)
     assert_parity(model, ids(), labels=ids())
+
+
+class _LogitShapes(TorchDispatchMode):
+    """The shapes of op outputs as wide as the vocabulary in their last dimension with more than one row: logits
+    or their gradient (the LM head's weight and its gradient are [V, H])."""
+
+    def __init__(self):
+        super().__init__()
+        self.shapes = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else (out,):
+            if isinstance(t, torch.Tensor) and t.dim() >= 2 and t.shape[-1] == VOCAB and t.numel() > VOCAB:
+                self.shapes.append((str(func), tuple(t.shape)))
+        return out
+
+
+def test_no_tokens_by_vocab_tensor_in_a_training_step():
+    x = ids()
+    with _LogitShapes() as unpatched:
+        step(build(), x, labels=x)
+    with _LogitShapes() as fused:
+        step(patched(build()), x, labels=x)
+    assert unpatched.shapes and not fused.shapes, fused.shapes  # HF's: logits, their fp32 copy and gradient
 
 
 def test_tied_embedding_gets_the_gradient():
