@@ -256,8 +256,12 @@ class _CustomOpCalls(TorchDispatchMode):
 
 
 def _fwd_bwd(model, x):
-    """Logits (None when the model returns none), parameter gradients and the loss of one loss step; x is token
-    ids (the labels too) or the inputs."""
+    """Logits and parameter gradients of one loss step; x is token ids (the labels too) or the inputs."""
+    return _step(model, x)[:2]
+
+
+def _step(model, x):
+    """Logits (None when the model returns none), parameter gradients and the loss of one loss step."""
     model.zero_grad(set_to_none=True)
     inputs = x if isinstance(x, dict) else {"input_ids": x, "labels": x}
     dtype = next(model.parameters()).dtype  # GIT's pixel values in the float64 golden's precision
@@ -338,16 +342,16 @@ def golden_model(model):
 
 
 def _golden(model, x):
-    """_fwd_bwd of the unpatched model in float64. A forward that makes a float constant in the default dtype
+    """_step of the unpatched model in float64. A forward that makes a float constant in the default dtype
     (XGLM's ``torch.full((), finfo(float64).min)``, an overflow in fp32) is run again with float64 the default."""
     gold = golden_model(model)
     try:
-        return _fwd_bwd(gold, x)
+        return _step(gold, x)
     except RuntimeError:
         default = torch.get_default_dtype()
         torch.set_default_dtype(torch.float64)
         try:
-            return _fwd_bwd(gold, x)
+            return _step(gold, x)
         finally:
             torch.set_default_dtype(default)
 
@@ -367,7 +371,7 @@ def _linear_ce_cell(model, x, ref, gold) -> str:
     training, model.training = model.training, True
     try:
         with _CustomOpCalls() as ops:
-            logits, grads, loss = _fwd_bwd(model, x)
+            logits, grads, loss = _step(model, x)
     except Exception as e:  # noqa: BLE001 - the patched model fails where the original ran
         return f"FAIL: {type(e).__name__}: {str(e)[:120]}"
     finally:
@@ -396,7 +400,7 @@ def check_model_type(model_type: str, class_name: str) -> Row:
         coverage_types.prepare(model_type, model)
         ids = torch.randint(3, VOCAB, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
         x = coverage_types.model_inputs(model_type, model.config, ids)
-        ref_logits, ref_grads, ref_loss = _fwd_bwd(model, x)
+        ref_logits, ref_grads, ref_loss = _step(model, x)
     except Exception as e:  # noqa: BLE001 - a family that does not build or run from defaults is a table row
         why = next((line.strip() for line in str(e).splitlines() if line.strip()), "")  # the first said line
         row.note = f"not built/run from shrunk defaults: {type(e).__name__}: {why[:160]}"
@@ -415,7 +419,7 @@ def check_model_type(model_type: str, class_name: str) -> Row:
     row.left.update({f"{k}: {part}": why for k, d in report.left.items() for part, why in d.items()})
     try:
         with _CustomOpCalls() as ops:
-            logits, grads, _ = _fwd_bwd(model, x)
+            logits, grads = _fwd_bwd(model, x)
         row.idle = [k for k in row.applied if not any(ops.calls[o] for o in (KERNELS[k].op, *KERNELS[k].variant_ops))]
     except Exception as e:  # noqa: BLE001 - the patched model fails where the original ran: a failure
         row.status, row.note = "FAIL", f"patched model fails: {type(e).__name__}: {e}"
