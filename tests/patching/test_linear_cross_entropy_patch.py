@@ -1,9 +1,9 @@
 """fused_linear_cross_entropy: a causal LM's training loss on custom::linear_cross_entropy, no logits made.
 
 Against the unpatched model on tiny random models of several families -- Llama, Qwen2 with tied embeddings, Gemma 2
-(final logit softcap), Cohere (logit_scale) and Granite (logits_scaling divides), Mixtral with its router's
-auxiliary loss -- the loss and every parameter gradient by the fp32 double benchmark (coverage._judge: golden = the
-unpatched model in float64); num_items_in_batch (gradient accumulation), a collator's shift_labels, logits_to_keep
+(final logit softcap), Cohere (logit_scale) and Granite (logits_scaling divides), Mixtral and Qwen2-MoE with their
+routers' auxiliary loss -- the loss and every parameter gradient by the fp32 double benchmark (coverage._judge:
+golden = the unpatched model in float64); num_items_in_batch (gradient accumulation), a collator's shift_labels, logits_to_keep
 (int and positions), labels given positionally, return_dict=False; no op output of [tokens, vocab] in a training
 step; without labels or in eval mode the model's own forward (logits and greedy generation identical); an lm_head
 swapped in after the patch; bf16; LoRA in either order; 20 AdamW steps in lockstep; torch.compile(fullgraph=True);
@@ -36,6 +36,7 @@ FAMILIES = {
     "cohere": ("cohere", {"logit_scale": 0.25}),
     "granite": ("granite", {"logits_scaling": 4.0}),
     "mixtral": ("mixtral", {"output_router_logits": True, "router_aux_loss_coef": 0.5}),
+    "qwen2_moe": ("qwen2_moe", {"output_router_logits": True, "router_aux_loss_coef": 0.5}),  # + shared expert
 }
 
 
@@ -133,12 +134,13 @@ def test_tied_embedding_gets_the_gradient():
 
 
 @only_pinned
-def test_router_aux_loss_is_added():
-    model = build("mixtral")
+@pytest.mark.parametrize("family", ["mixtral", "qwen2_moe"])
+def test_router_aux_loss_is_added(family):
+    model = build(family)
     x = ids()
     out, ref = assert_parity(model, x, labels=x)
     assert out.aux_loss is not None and torch.equal(out.aux_loss, ref.aux_loss)
-    without = build("mixtral", output_router_logits=False)(x, labels=x).loss
+    without = build(family, output_router_logits=False)(x, labels=x).loss
     assert abs(ref.loss - without).item() > 1e-3  # the aux term is in the loss compared
 
 
