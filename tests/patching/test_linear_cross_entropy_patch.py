@@ -3,11 +3,12 @@
 Against the unpatched model on tiny random models of several families -- Llama, Qwen2 with tied embeddings, Gemma 2
 (final logit softcap), Cohere (logit_scale) and Granite (logits_scaling divides), Mixtral and Qwen2-MoE with their
 routers' auxiliary loss -- the loss and every parameter gradient by the fp32 double benchmark (coverage._judge:
-golden = the unpatched model in float64); num_items_in_batch (gradient accumulation), a collator's shift_labels, logits_to_keep
-(int and positions), labels given positionally, return_dict=False; no op output of [tokens, vocab] in a training
-step; without labels or in eval mode the model's own forward (logits and greedy generation identical); an lm_head
-swapped in after the patch; bf16; LoRA in either order; 20 AdamW steps in lockstep; torch.compile(fullgraph=True);
-deepcopy; revert; the switch, "auto" leaving it out; what is refused and the probe refusing a wrong reading."""
+golden = the unpatched model in float64); num_items_in_batch (gradient accumulation), a collator's shift_labels,
+logits_to_keep (int and positions), labels given positionally, return_dict=False; no op output of [tokens, vocab]
+in a training step; without labels or in eval mode the model's own forward (logits and greedy generation
+identical); an lm_head swapped in after the patch; bf16; LoRA in either order; 20 AdamW steps in lockstep;
+torch.compile(fullgraph=True); deepcopy; revert; the switch, "auto" leaving it out; what is refused and the probe
+refusing a wrong reading."""
 
 from __future__ import annotations
 
