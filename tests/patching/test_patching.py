@@ -251,8 +251,9 @@ def test_include_kernels_forms_and_errors(caplog):
         K.apply_kernel("fused_nope", model)
     with pytest.raises(ValueError, match="unknown kernel id"):
         K.apply_default_kernels(tiny("qwen2"), "fused_rope,fused_nope")
-    # fused_attention would patch it too (list_kernels: what could apply), asked for by id only
-    assert set(K.list_kernels()) >= set(ALL) and K.list_kernels(model) == [*ALL, "fused_attention"]
+    # fused_attention and fused_linear_cross_entropy would patch it too (list_kernels: what could apply), by id only
+    by_id = ["fused_attention", "fused_linear_cross_entropy"]
+    assert set(K.list_kernels()) >= set(ALL) and K.list_kernels(model) == [*ALL, *by_id]
     # a model with none of the parts: warning, nothing patched, each kernel saying what it looked for
     other = transformers.GPT2LMHeadModel(
         transformers.GPT2Config(vocab_size=VOCAB, n_embd=32, n_layer=1, n_head=2, n_positions=32)

@@ -191,26 +191,30 @@ def test_coverage_rows_for_a_handful():
     assert "interleaved" in rows["gpt_oss"].left["fused_moe"], rows["gpt_oss"].left
     assert rows["llama"].attention.startswith("pass (2) "), rows["llama"].attention
     assert rows["gpt_oss"].attention.startswith("- (") and "s_aux=" in rows["gpt_oss"].attention
+    for t in ("llama", "mixtral", "gemma3"):  # gemma3: a multimodal class's LM head and loss
+        cell = rows[t].linear_ce
+        assert cell.startswith("pass (1) ") and cell.endswith(f"grads {rows[t].grads}"), rows[t]
     assert rows["gemma3"].model_class == "Gemma3ForConditionalGeneration"
     assert rows["gemma3"].status == "pass" and "fused_rope" in rows["gemma3"].applied, rows["gemma3"]
     assert rows["qwen3_5"].status == "pass" and "fused_swiglu" in rows["qwen3_5"].applied, rows["qwen3_5"]
 
 
 def _doc_rows(text: str) -> dict[str, tuple[str, str, str]]:
-    """docs/records/coverage.md's table: model type -> (result, applied, fused_attention's verdict or "-")."""
+    """docs/records/coverage.md's table: model type -> (result, applied, fused_attention's and
+    fused_linear_cross_entropy's verdicts or "-")."""
     rows = {}
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        if len(cells) == 8 and cells[2] in ("pass", "FAIL", "skipped"):
-            rows[cells[0]] = (cells[2], cells[3], cells[7].split(" ")[0])
+        if len(cells) == 9 and cells[2] in ("pass", "FAIL", "skipped"):
+            rows[cells[0]] = (cells[2], cells[3], cells[7].split(" ")[0], cells[8].split(" ")[0])
     return rows
 
 
 @pytest.mark.slow
 def test_every_decoder_family_and_the_committed_table(tmp_path):
     """The whole table (about 3 minutes on 2 shared cores): no family fails parity once patched, and
-    docs/records/coverage.md says what a fresh run says (results, applied kernels, fused_attention's verdict: it is
-    generated, not edited)."""
+    docs/records/coverage.md says what a fresh run says (results, applied kernels, fused_attention's and
+    fused_linear_cross_entropy's verdicts: it is generated, not edited)."""
     tools = Path(__file__).resolve().parents[2] / "tools"
     if not (tools / "patch_coverage.py").exists():  # tools/wheel_check.sh runs a copy of tests/ alone
         pytest.skip("needs the checkout's tools/ and docs/ (the committed table)")

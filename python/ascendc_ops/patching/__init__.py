@@ -6,6 +6,7 @@
     K.apply_default_kernels(model, "fused_rope,fused_swiglu")
     K.revert_kernels(model)                          # back to the exact original objects
     K.apply_default_kernels(model, disable_kernels="fused_moe")   # all but one (or ASCENDC_OPS_DISABLE=...)
+    K.apply_kernel("fused_linear_cross_entropy", model)  # by id, not in "auto": training loss without logits
 
 Kernels: ``KERNELS``, each declared in ``registry.py`` with what it replaces, found and patched by its family's
 module (``rope.py``, ``rms_norm.py``, ...).

@@ -68,8 +68,11 @@ def _apply_one(kernel: Kernel, model: nn.Module, report: KernelReport, disabled:
     report.applied.append(kernel.id)
     if found.refused:
         report.left[kernel.id] = dict(found.refused)
-    routed = kernel.routed or _moe.routed_modules
-    report.patched_modules[kernel.id] = sum(r.name == "forward" for r in records) or routed(model)
+    # kernels that route modules count them; others the forwards they set (a config setting: experts routed)
+    forwards = sum(r.name == "forward" for r in records)
+    report.patched_modules[kernel.id] = (
+        kernel.routed(model) if kernel.routed else forwards or _moe.routed_modules(model)
+    )
 
 
 def apply_kernel(kernel_id: str, model: nn.Module) -> KernelReport:
@@ -88,7 +91,7 @@ def apply_default_kernels(
 ) -> KernelReport:
     """Apply several kernels: ``"auto"``/True = all that support this model and backend, None/False = nothing,
     ``"id1,id2"`` (or a list; LLaMA-Factory's ``npu_fused_*`` ids too) = those (also the kernels "auto" leaves
-    out, ``Kernel.auto``: fused_attention). Returns (and logs) a KernelReport
+    out, ``Kernel.auto``: fused_attention, fused_linear_cross_entropy). Returns (and logs) a KernelReport
     of what was applied and skipped, and why. With "auto", an unsupported model type is a warning and nothing is
     patched. Off switches (each kernel they name is skipped, the report saying by which switch):
     ``disable_kernels="id1,id2"``, ``use_fused_<op>=False`` (each kernel's ``switch``; None or True leave it on),

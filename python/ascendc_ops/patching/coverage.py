@@ -128,6 +128,7 @@ class Row:
     grads: str = ""
     note: str = ""
     attention: str = ""  # fused_attention (by id, inference): its verdict or why it was not applied
+    linear_ce: str = ""  # fused_linear_cross_entropy (by id, training loss): its verdict or why not applied
     seconds: float = 0.0
 
 
@@ -256,6 +257,11 @@ class _CustomOpCalls(TorchDispatchMode):
 
 def _fwd_bwd(model, x):
     """Logits and parameter gradients of one loss step; x is token ids (the labels too) or the inputs."""
+    return _step(model, x)[:2]
+
+
+def _step(model, x):
+    """Logits (None when the model returns none), parameter gradients and the loss of one loss step."""
     model.zero_grad(set_to_none=True)
     inputs = x if isinstance(x, dict) else {"input_ids": x, "labels": x}
     dtype = next(model.parameters()).dtype  # GIT's pixel values in the float64 golden's precision
@@ -263,7 +269,8 @@ def _fwd_bwd(model, x):
     out = model(**inputs, use_cache=False)  # hybrids' caches need attention layers they may lack
     out.loss.backward()
     grads = {n: p.grad.detach().double().numpy().copy() for n, p in model.named_parameters() if p.grad is not None}
-    return out.logits.detach().double().numpy(), grads
+    logits = None if out.logits is None else out.logits.detach().double().numpy()
+    return logits, grads, out.loss.detach().double().numpy().reshape(1)
 
 
 def _beyond_small(ours, golden) -> bool:
@@ -326,6 +333,59 @@ def _attention_cell(model, x, ref_logits, gold_logits) -> str:
     return f"{'pass' if ok else 'FAIL'} ({n}{ran}) {diff}"
 
 
+def golden_model(model):
+    """A float64 copy of the model, to be the golden."""
+    gold = copy.deepcopy(model).double()
+    if hasattr(gold, "set_experts_implementation"):  # grouped_mm (the default) takes no float64
+        gold.set_experts_implementation("eager")
+    return gold
+
+
+def _golden(model, x):
+    """_step of the unpatched model in float64. A forward that makes a float constant in the default dtype
+    (XGLM's ``torch.full((), finfo(float64).min)``, an overflow in fp32) is run again with float64 the default."""
+    gold = golden_model(model)
+    try:
+        return _step(gold, x)
+    except RuntimeError:
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            return _step(gold, x)
+        finally:
+            torch.set_default_dtype(default)
+
+
+def _linear_ce_cell(model, x, ref, gold) -> str:
+    """fused_linear_cross_entropy alone (by id, as it is asked for), on a training step: the loss and every
+    parameter gradient judged as the other kernels' are against the unpatched model's (ref, gold: (grads, loss)),
+    no logits returned; or why it was not applied. Only the top module is put in training mode (the fused
+    path's switch): dropout stays off, so the step is the unpatched one's."""
+    from .apply import apply_kernel, revert_kernels
+    from .registry import KERNELS
+
+    kernel = KERNELS["fused_linear_cross_entropy"]
+    report = apply_kernel(kernel.id, model)
+    if kernel.id not in report.applied:
+        return f"- ({report.skipped.get(kernel.id, 'not applied')})"
+    training, model.training = model.training, True
+    try:
+        with _CustomOpCalls() as ops:
+            logits, grads, loss = _step(model, x)
+    except Exception as e:  # noqa: BLE001 - the patched model fails where the original ran
+        return f"FAIL: {type(e).__name__}: {str(e)[:120]}"
+    finally:
+        model.training = training
+        revert_kernels(model, kernel.id)
+    ok, diff = _judge(loss, ref[1], gold[1])
+    bad = [n for n in ref[0] if n not in grads or not _judge(grads[n], ref[0][n], gold[0][n])[0]]
+    ran = "" if ops.calls[kernel.op] else ", op never ran"
+    verdict = "pass" if ok and not bad and logits is None and grads.keys() == ref[0].keys() else "FAIL"
+    fails = f" (fails: {', '.join(bad[:3])})" if bad else "" if logits is None else " (logits returned)"
+    grads_passed = f"{len(ref[0]) - len(bad)}/{len(ref[0])}"
+    return f"{verdict} ({report.patched_modules[kernel.id]}{ran}) loss {diff}, grads {grads_passed}{fails}"
+
+
 def check_model_type(model_type: str, class_name: str) -> Row:
     """Build, patch, compare: one row. Never raises for a model that cannot be built or run (status skipped)."""
     from .apply import apply_default_kernels, revert_kernels
@@ -340,20 +400,17 @@ def check_model_type(model_type: str, class_name: str) -> Row:
         coverage_types.prepare(model_type, model)
         ids = torch.randint(3, VOCAB, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
         x = coverage_types.model_inputs(model_type, model.config, ids)
-        ref_logits, ref_grads = _fwd_bwd(model, x)
+        ref_logits, ref_grads, ref_loss = _step(model, x)
     except Exception as e:  # noqa: BLE001 - a family that does not build or run from defaults is a table row
         why = next((line.strip() for line in str(e).splitlines() if line.strip()), "")  # the first said line
         row.note = f"not built/run from shrunk defaults: {type(e).__name__}: {why[:160]}"
         return row
-    gold_logits, gold_grads = ref_logits, ref_grads  # without a float64 run the ratios floor out
+    gold_logits, gold_grads, gold_loss = ref_logits, ref_grads, ref_loss  # without a float64 run the ratios floor out
     if model_type in coverage_types.NO_FLOAT64_GOLDEN:
         row.note = f"no float64 golden (fp32 used): {coverage_types.NO_FLOAT64_GOLDEN[model_type]}"
     else:
         try:
-            gold = copy.deepcopy(model).double()
-            if hasattr(gold, "set_experts_implementation"):  # grouped_mm (the default) takes no float64
-                gold.set_experts_implementation("eager")
-            gold_logits, gold_grads = _fwd_bwd(gold, x)
+            gold_logits, gold_grads, gold_loss = _golden(model, x)
         except Exception:  # noqa: BLE001 - no float64 run: the fp32 model is the golden
             row.note = "no float64 golden (fp32 used)"
     report = apply_default_kernels(model)
@@ -370,10 +427,12 @@ def check_model_type(model_type: str, class_name: str) -> Row:
         return row
     revert_kernels(model)
     row.attention = _attention_cell(model, x, ref_logits, gold_logits)
+    row.linear_ce = _linear_ce_cell(model, x, (ref_grads, ref_loss), (gold_grads, gold_loss))
     ok, row.logits = _judge(logits, ref_logits, gold_logits)
     bad = [n for n in ref_grads if n not in grads or not _judge(grads[n], ref_grads[n], gold_grads[n])[0]]
     row.grads = f"{len(ref_grads) - len(bad)}/{len(ref_grads)}" + (f" (fails: {', '.join(bad[:3])})" if bad else "")
-    passed = ok and not bad and grads.keys() == ref_grads.keys() and not row.attention.startswith("FAIL")
+    passed = ok and not bad and grads.keys() == ref_grads.keys()
+    passed = passed and not row.attention.startswith("FAIL") and not row.linear_ce.startswith("FAIL")
     row.status = "pass" if passed else "FAIL"
     row.seconds = time.perf_counter() - start
     return row

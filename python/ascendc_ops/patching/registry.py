@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable
 
 from .._backends import ALL as BACKENDS
-from . import add_rms_norm, attention, gated_rms_norm, moe, rms_norm, rope, swiglu
+from . import add_rms_norm, attention, gated_rms_norm, linear_cross_entropy, moe, rms_norm, rope, swiglu
 from .base import Kernel
 
 KERNELS: dict[str, Kernel] = {}
@@ -161,6 +161,18 @@ for _kernel in (
         switch="use_fused_attention",
         auto=False,  # it swaps the model's attention implementation: asked for by id
         routed=attention.routed_modules,
+    ),
+    Kernel(
+        "fused_linear_cross_entropy",
+        BACKENDS,
+        linear_cross_entropy.find,
+        linear_cross_entropy.patch,
+        "causal LMs' lm_head + loss_function (ForCausalLMLoss; logit scale, softcap) -> custom::linear_cross_entropy "
+        "when training on labels, no [tokens, vocab] logits (logits None; by id, not in 'auto')",
+        op="linear_cross_entropy",
+        switch="use_fused_linear_cross_entropy",  # LLaMA-Factory has no such kernel id (only Liger's "flce" option)
+        auto=False,  # it drops a training forward's logits, which some trainers read: asked for by id
+        routed=linear_cross_entropy.patched_models,
     ),
 ):
     register_kernel(_kernel)
