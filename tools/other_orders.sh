@@ -22,6 +22,9 @@ cap = torch.backends.cpu.get_cpu_capability()
 print(f"other orders: ATen {cap}, MKL {torch.backends.mkl.is_available()}, twin {ascendc_ops.isa()}")
 assert cap == "DEFAULT" and ascendc_ops.isa() == "avx2", "the perturbed pass did not take"
 PY
-.venv/bin/python -m pytest -q -n 2 -p no:cacheprovider \
+# Left out: what no summation order changes (bad-input messages, empty tensors, opcheck's schema and Meta checks,
+# torch.compile's graph capture against eager, both on our kernel); the main suite ran them.
+same_in_any_order="opcheck or torch_compile or compile_fullgraph or empty or bad_input or errors_are_clear or fake_and_"
+.venv/bin/python -m pytest -q -n 2 -p no:cacheprovider -k "not ($same_in_any_order)" \
   tests/ops tests/npu/test_op_plugin_ports.py tests/harness/test_cann_bench_judge.py tests/harness/test_judge.py \
   tests/patching "$@"
