@@ -196,22 +196,22 @@ def _add_attention(parser) -> None:
 
 
 def _run_attention(args) -> int:
-    shapes = args.shape or [attention_train.QUICK_SHAPE if args.quick else attention_train.SHAPE]
+    return _run_training_suite(args, attention_train, check_attention_shape, repeats=args.repeats or 1)
+
+
+def _run_training_suite(args, suite, check_shape, **extra) -> int:
+    """`bench attention` / `bench cross-entropy`: a table per --shape and --dtype (the suite's shape, or with --quick
+    its quick one; bfloat16), each with the providers asked for."""
+    shapes = args.shape or [suite.QUICK_SHAPE if args.quick else suite.SHAPE]
     for dims in shapes:
         try:
-            check_attention_shape(dims)
+            check_shape(dims)
         except ValueError as e:
             raise UsageError(f"--shape {e}") from None
-    for dims in dict.fromkeys(shapes):  # a table per shape and dtype
+    providers = tuple(dict.fromkeys(args.provider or suite.PROVIDERS))
+    for dims in dict.fromkeys(map(tuple, shapes)):
         for dtype in dict.fromkeys(args.dtype or ["bfloat16"]):
-            attention_train.run(
-                attention_train.Options(
-                    shape=tuple(dims),
-                    dtype=dtype,
-                    repeats=args.repeats or 1,
-                    providers=tuple(dict.fromkeys(args.provider or attention_train.PROVIDERS)),
-                )
-            )
+            suite.run(suite.Options(shape=dims, dtype=dtype, providers=providers, **extra))
     return 0
 
 
@@ -229,15 +229,12 @@ def _add_cross_entropy(parser) -> None:
 
 
 def _run_cross_entropy(args) -> int:
-    shapes = args.shape or [cross_entropy_train.QUICK_SHAPE if args.quick else cross_entropy_train.SHAPE]
-    for dims in shapes:
-        if len(dims) != 3 or min(dims) < 1:
-            raise UsageError(f"--shape wants T,H,V (three positive numbers), got {','.join(map(str, dims))}")
-    for dims in dict.fromkeys(map(tuple, shapes)):
-        for dtype in dict.fromkeys(args.dtype or ["bfloat16"]):
-            providers = tuple(dict.fromkeys(args.provider or cross_entropy_train.PROVIDERS))
-            cross_entropy_train.run(cross_entropy_train.Options(shape=dims, dtype=dtype, providers=providers))
-    return 0
+    return _run_training_suite(args, cross_entropy_train, _check_cross_entropy_shape)
+
+
+def _check_cross_entropy_shape(dims) -> None:
+    if len(dims) != 3 or min(dims) < 1:
+        raise ValueError(f"wants T,H,V (three positive numbers), got {','.join(map(str, dims))}")
 
 
 # ---------------------------------------------------------------- cann-bench

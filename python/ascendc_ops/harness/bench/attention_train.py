@@ -15,14 +15,11 @@ largest difference from SDPA's as a sanity check (the accuracy standard is judge
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import time
 from dataclasses import dataclass
 
-from ..environment import progress
 from .hf_model import environment_line, reset_peak, status_bytes
-from .provider_process import run_provider
+from .provider_process import provider_runs
 
 PROVIDERS = ("ours", "eager", "sdpa", "gemms")
 # The kernel's query block (tiling/attention_tiling.cpp picks at most 128 rows at D 128): the gemms row
@@ -110,14 +107,6 @@ def worker(provider: str, shape: list, dtype: str, repeats: int, out: str) -> di
     return dict(fwd_s=min(fwd), bwd_s=min(bwd), peak_mib=None if peak is None else peak / 2**20)
 
 
-def _run_provider(provider: str, opts: Options, out: str) -> dict:
-    return run_provider(
-        __name__,
-        "attention",
-        dict(provider=provider, shape=list(opts.shape), dtype=opts.dtype, repeats=opts.repeats, out=out),
-    )
-
-
 def _max_diff(path: str, ref: str) -> tuple:
     import torch
 
@@ -145,13 +134,8 @@ def run(opts: Options) -> int:
     print()
     print("| provider | fwd s | bwd s | peak MiB | max abs diff from sdpa: out / dq |")
     print("|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {p: os.path.join(tmp, f"{p}.pt") for p in opts.providers}
-        rows = {}
-        for i, p in enumerate(opts.providers):
-            progress(i, len(opts.providers), p)
-            rows[p] = _run_provider(p, opts, paths[p])
-        progress(len(opts.providers), len(opts.providers), "done")
+    payload = dict(shape=list(opts.shape), dtype=opts.dtype, repeats=opts.repeats)
+    with provider_runs(__name__, "attention", opts.providers, payload) as (rows, paths):
         for p, r in rows.items():
             diff = "-"
             if p not in ("sdpa", "gemms") and "sdpa" in rows:

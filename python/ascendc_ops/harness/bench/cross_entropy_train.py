@@ -11,13 +11,11 @@ chunk's; ours nothing of T x V. Every provider's loss is printed beside its diff
 
 from __future__ import annotations
 
-import tempfile
 import time
 from dataclasses import dataclass
 
-from ..environment import progress
 from .hf_model import environment_line, reset_peak, status_bytes
-from .provider_process import run_provider
+from .provider_process import provider_runs
 
 PROVIDERS = ("ours", "hf", "chunked")
 DTYPES = ("float16", "bfloat16", "float32")
@@ -118,12 +116,6 @@ def worker(provider: str, shape: list, dtype: str, out: str) -> dict:
     return dict(fwd_s=t1 - t0, bwd_s=t2 - t1, peak_mib=None if peak is None else peak / 2**20, loss=float(loss))
 
 
-def _run_provider(provider: str, opts: Options, out: str) -> dict:
-    return run_provider(
-        __name__, "cross-entropy", dict(provider=provider, shape=list(opts.shape), dtype=opts.dtype, out=out)
-    )
-
-
 def _max_diff(path: str, ref: str) -> str:
     import torch
 
@@ -140,13 +132,8 @@ def run(opts: Options) -> int:
     print()
     print("| provider | fwd s | bwd s | peak MiB | loss | max abs diff from hf: loss / dh / dw |")
     print("|---|---|---|---|---|---|")
-    with tempfile.TemporaryDirectory() as tmp:
-        paths = {p: f"{tmp}/{p}.pt" for p in opts.providers}
-        rows = {}
-        for i, p in enumerate(opts.providers):
-            progress(i, len(opts.providers), p)
-            rows[p] = _run_provider(p, opts, paths[p])
-        progress(len(opts.providers), len(opts.providers), "done")
+    payload = dict(shape=list(opts.shape), dtype=opts.dtype)
+    with provider_runs(__name__, "cross-entropy", opts.providers, payload) as (rows, paths):
         for p, r in rows.items():
             diff = _max_diff(paths[p], paths["hf"]) if p != "hf" and "hf" in rows else "-"
             peak = "n/a" if r["peak_mib"] is None else f"{r['peak_mib']:.0f}"
