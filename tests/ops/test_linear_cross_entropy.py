@@ -23,6 +23,8 @@ from ascendc_ops.harness.verify.linear_cross_entropy_bounds import grad_bounds, 
 from ascendc_ops.ops import linear_cross_entropy_reference as R
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
+
+
 def data(tokens, hidden, vocab, dtype, scale=1.0, ignore=0):
     """hidden ~ N(0, 1), weight ~ N(0, 1 / hidden) (logits of unit size, times `scale`), targets uniform, the
     first `ignore` set to -100. Seeded by the case (crc32: stable across processes)."""
