@@ -5,6 +5,7 @@ a 16-bit dtype (`witnesses`). The preset hands both to verify on each of its cas
 from __future__ import annotations
 
 from ...dtypes import torch_dtype
+from ..families import VERIFY_OPS
 from . import attention, cross_entropy
 
 
@@ -40,12 +41,6 @@ def witnesses(case, tensors: dict) -> tuple | None:
     if case.op not in (attention.OP, "cross_entropy_loss"):
         return None
     wide = {k: v.float() if v.is_floating_point() else v for k, v in tensors.items()}
-    golden = attention.cann_bench_golden if case.op == attention.OP else _spec(case).second
+    golden = attention.cann_bench_golden if case.op == attention.OP else VERIFY_OPS[case.op].second
     outs = golden(wide, case.attrs)
     return tuple(o.to(torch_dtype(t.dtype)) for o, t in zip(outs, case.outputs, strict=True))
-
-
-def _spec(case):
-    from ..families import VERIFY_OPS
-
-    return VERIFY_OPS[case.op]
