@@ -129,6 +129,6 @@ def backward_inputs(tensors: dict, stats: tuple, attrs: dict) -> tuple:
 
 
 def flops(case: dict, pass_: str) -> int:
-    """The least cube work (families/cross_entropy.lce_flops): 2THV forward, 3 x 2THV backward."""
+    """The least cube work (lce_flops in ..families.cross_entropy): 2THV forward, 3 x 2THV backward."""
     (t, h), (v, _) = case["input_shape"][0], case["input_shape"][1]
     return {"fwd": 1, "bwd": 3}[pass_] * 2 * t * h * v
