@@ -86,6 +86,45 @@ CASES = {
   note: "S | baseline_kernels: FusedInferAttentionScore×1"
 """,
     ("level4", "gqa", "GQA"): "cases: []\n",
+    ("level2", "cross_entropy_loss", "CrossEntropyLoss"): """cases:
+- operator: CrossEntropyLoss
+  case_id: 1
+  input_shape:
+  - [5, 7]
+  - [5]
+  dtype: [float16, int64]
+  attrs: {reduction: mean, ignore_index: -100}
+  value_range:
+  - [-1, 1]
+  - [0, 6]
+- operator: CrossEntropyLoss
+  case_id: 2
+  input_shape:
+  - [2, 7, 3]
+  - [2, 3]
+  dtype: [float32, int64]
+  attrs: {reduction: none, ignore_index: -100}
+  value_range:
+  - [-1, 1]
+  - [0, 6]
+""",
+}
+# cann-bench's kernel_bench lab (bench_lab/kernel_bench/<level>/<task>/): spec-only tasks, no times file here
+LAB_CASES = {
+    ("level4", "linear_cross_entropy", "LinearCrossEntropy"): """cases:
+- operator: LinearCrossEntropy
+  case_id: 1
+  input_shape:
+  - [6, 16]
+  - [40, 16]
+  - [6]
+  dtype: [bfloat16, bfloat16, int32]
+  attrs: {reduction: sum, ignore_index: -100}
+  value_range:
+  - [-1, 1]
+  - [-0.02, 0.02]
+  - [0, 39]
+""",
 }
 TIMES = {
     "level2": {"rms_norm": {"1": {"baseline_perf_us": 12.5, "t_hw_us": 1.0}, "2": {"baseline_perf_us": 20.83,
@@ -107,11 +146,12 @@ FLOOR_CASE = """cases:
 
 
 def write_checkout(root: Path) -> str:
-    for (level, task, op), text in CASES.items():
-        d = root / "tasks" / level / task
-        d.mkdir(parents=True)
-        (d / "cases.yaml").write_text(text)
-        (d / "proto.yaml").write_text(PROTO.format(op=op, task=task))
+    for where, cases in (("tasks", CASES), ("bench_lab/kernel_bench", LAB_CASES)):
+        for (level, task, op), text in cases.items():
+            d = root / where / level / task
+            d.mkdir(parents=True)
+            (d / "cases.yaml").write_text(text)
+            (d / "proto.yaml").write_text(PROTO.format(op=op, task=task))
     for task in D.FLOOR_TASKS:  # the floor tasks: one case each, no time (missing)
         d = root / "tasks" / "level1" / task
         d.mkdir(parents=True)
@@ -144,6 +184,10 @@ def test_importer_reads_cases_times_and_marks_caps(tmp_path):
         assert gmm[0]["baseline_kind"] == "measured" and gmm[1]["baseline_kind"] == "missing"
         mha = doc["tasks"]["mha"]
         assert mha["level"] == "level4" and mha["cases"][0]["baseline_kind"] == "measured"
+        lce = doc["tasks"]["linear_cross_entropy"]  # found in the lab; its set has no times file: none
+        assert lce["files"]["cases"] == "bench_lab/kernel_bench/level4/linear_cross_entropy/cases.yaml"
+        assert lce["files"]["times"] == "bench_lab/kernel_bench/metadata/910b2.json" and lce["level"] == "level4"
+        assert lce["cases"][0]["baseline_kind"] == "missing"
         sig = doc["floor_tasks"]["sigmoid"]
         assert sig["files"]["cases"] == "tasks/level1/sigmoid/cases.yaml" and "sigmoid" not in doc["tasks"]
         assert sig["cases"][0]["input_shape"] == [[4, 8]] and sig["cases"][0]["baseline_kind"] == "missing"
@@ -162,9 +206,10 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     cases, skipped = CB.verify_cases(facts)
     assert [c.name for c in cases] == ["cann_bench_rms_norm_1", "cann_bench_rms_norm_2", "cann_bench_swi_glu_1",
                                        "cann_bench_grouped_matmul_1", "cann_bench_grouped_matmul_2",
-                                       "cann_bench_mha_1"]  # fmt: skip
-    assert skipped == []
-    rms, _, swi, gmm_bias, gmm, mha = cases
+                                       "cann_bench_mha_1", "cann_bench_cross_entropy_loss_1",
+                                       "cann_bench_linear_cross_entropy_1"]  # fmt: skip
+    assert len(skipped) == 1 and skipped[0].startswith("cann_bench_cross_entropy_loss_2: channel-first")
+    rms, _, swi, gmm_bias, gmm, mha, ce, lce = cases
     assert [t.name for t in rms.outputs] == ["y", "rstd"] and rms.attrs == {"epsilon": 1e-6}
     assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
     bias = gmm_bias.inputs[3]
@@ -172,6 +217,8 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     assert gmm.attrs == {"group_list_type": 0, "transpose_weight": True} and gmm.outputs[0].shape == (8, 6)
     assert gmm.inputs[2].value == [0, 8]
     assert mha.op == "fusion_attention" and mha.attrs["sparse_mode"] == 3 and mha.attrs["scale"] == 0.25
+    assert ce.op == "cross_entropy_loss" and [t.name for t in ce.outputs][:2] == ["loss", "log_prob"]
+    assert lce.op == "linear_cross_entropy_loss" and lce.inputs[2].dtype == "int64"
 
 
 def test_bf16_bias_is_passed_as_the_float32_it_equals():

@@ -19,12 +19,10 @@ from torch.library import opcheck
 import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops import precision as P
+from ascendc_ops.harness.verify.linear_cross_entropy_bounds import grad_bounds, score_error
 from ascendc_ops.ops import linear_cross_entropy_reference as R
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
-# G goes to the cube in the input dtype (as the attention kernels' P and dS): its rounding is part of the
-# evaluation of grad_hidden and grad_weight.
-G_ROUNDING = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 0.0}
 
 
 def data(tokens, hidden, vocab, dtype, scale=1.0, ignore=0):
@@ -50,21 +48,6 @@ def torch_loss(h, w, t, label_smoothing=0.0, z=0.0, softcap=None, reduction="mea
     if reduction == "none":
         return per
     return per.sum() / (keep.sum().clamp(min=1) if reduction == "mean" else 1)
-
-
-def score_error(h, w):
-    """Per token: the fp32 evaluation bound of its largest logit, gamma(H) * max_v |h| . |w_v|."""
-    return P.gamma(h.shape[1]) * (np.abs(np64(h)) @ np.abs(np64(w)).T).max(axis=1, initial=0.0)
-
-
-def grad_bounds(h, w, g, dtype):
-    """grad_hidden / grad_weight's evaluation bounds: G rounded to the dtype, fp32 sums over V and T, each logit's
-    error (twice: in p and in lse) carried through p."""
-    es = score_error(h, w)[:, None]
-    ga = np.abs(g) * (1 + 2 * es) + G_ROUNDING[dtype] * np.abs(g)
-    hv, wv = np.abs(np64(h)), np.abs(np64(w))
-    extra = P.gamma(max(h.shape[0], w.shape[0]) + 16)
-    return (ga + extra * np.abs(g)) @ wv + 2 * es * (np.abs(g) @ wv), (ga + extra * np.abs(g)).T @ hv
 
 
 def check(

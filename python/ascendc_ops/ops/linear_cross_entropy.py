@@ -128,14 +128,23 @@ def linear_cross_entropy(
     vocab = weight.shape[0] if weight.dim() == 2 else 0
     t = _checked_target(target, vocab, ignore_index, options)
     h = hidden.reshape(-1, hidden.shape[-1]) if hidden.dim() != 2 else hidden
-    logits_max, sum_exp, target_logit, logit_sum = torch.ops.custom.linear_cross_entropy(
-        h, weight, t, 0, float(softcap or 0.0)
+    stats = torch.ops.custom.linear_cross_entropy(h, weight, t, 0, float(softcap or 0.0))
+    loss, z = loss_from_statistics(
+        stats, t, vocab, ignore_index, float(label_smoothing), lse_square_scale, reduction, target.shape
     )
-    lse = logits_max + torch.log(sum_exp)
-    keep = (t != ignore_index).to(lse.dtype)
-    loss, z = _token_losses(lse, target_logit, logit_sum, keep, vocab, float(label_smoothing), lse_square_scale)
-    loss, z = _reduced(loss, z, keep, reduction, target.shape)
     return (loss, z) if return_z_loss else loss
+
+
+def loss_from_statistics(
+    stats, target, vocab: int, ignore_index: int, label_smoothing: float, lse_square_scale: float, reduction, shape
+):
+    """(loss, z_loss) from the forward op's four statistics of the whole vocabulary and the int64 targets [T]:
+    linear_cross_entropy's composition (torch ops on [T] vectors), `shape` the loss's for reduction 'none'."""
+    logits_max, sum_exp, target_logit, logit_sum = stats
+    lse = logits_max + torch.log(sum_exp)
+    keep = (target != ignore_index).to(lse.dtype)
+    loss, z = _token_losses(lse, target_logit, logit_sum, keep, vocab, label_smoothing, lse_square_scale)
+    return _reduced(loss, z, keep, reduction, shape)
 
 
 class _VocabParallel(torch.autograd.Function):

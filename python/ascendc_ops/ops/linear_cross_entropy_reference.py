@@ -73,3 +73,23 @@ def grads_reference(hidden, weight, g):
     """d hidden = G @ weight, d weight = G^T @ hidden (float64)."""
     h, w = np.asarray(hidden, np.float64), np.asarray(weight, np.float64)
     return g @ w, g.T @ h
+
+
+def logits_grad_reference(
+    hidden, weight, target, lse, grad_softmax, grad_target, grad_uniform, vocab_start_index=0, softcap=0.0
+):
+    """The grad op's logits gradient G [T, V] as its definition reads: a p - b onehot(target) - c per token with
+    p = exp(logit - lse) (lse given), times softcap's 1 - tanh^2 of the raw logit / softcap."""
+    x = logits_of(hidden, weight, softcap)
+    n, v = x.shape
+    t = np.asarray(target, np.int64) - vocab_start_index
+    p = np.exp(x - np.asarray(lse, np.float64)[:, None])
+    onehot = np.zeros_like(x)
+    inside = (t >= 0) & (t < v)
+    onehot[np.arange(n)[inside], t[inside]] = 1.0
+    a, b, c = (np.asarray(k, np.float64)[:, None] for k in (grad_softmax, grad_target, grad_uniform))
+    g = a * p - b * onehot - c
+    if softcap > 0:
+        raw = np.asarray(hidden, np.float64) @ np.asarray(weight, np.float64).T
+        g = g * (1 - np.tanh(raw / softcap) ** 2)
+    return g

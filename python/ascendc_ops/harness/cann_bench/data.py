@@ -21,7 +21,12 @@ METADATA_FILE = f"tasks/metadata/{HARDWARE}.json"
 DATA_FILE = Path(__file__).resolve().parent.parent / "data" / f"cann_bench_{HARDWARE}.json"
 # The tasks one of our ops implements or is planned to; their level is found in the checkout. The attention
 # tasks and the floor tasks (snapshot key "floor_tasks") are the pipeline model's (pipeline/calibration.py).
-TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul", *ATTENTION_TASKS)
+TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul", *ATTENTION_TASKS, "cross_entropy_loss",
+         "linear_cross_entropy")  # fmt: skip
+# Where a task lives: cann-bench's main set (tasks/<level>/<task>/), else its kernel_bench lab
+# (bench_lab/kernel_bench/<level>/<task>/: spec-only tasks such as linear_cross_entropy), each set with its own
+# times file (<set>/metadata/910b2.json).
+TASK_SETS = ("tasks", "bench_lab/kernel_bench")
 # Where cann-bench defines HAP and the capped baseline (cited, not copied).
 HAP_SOURCE = ("README.md", "src/kernel_eval/benches/cann_scoring.py")
 CAP_SOURCE = f"{METADATA_FILE} (_metadata.baseline_source)"
@@ -103,8 +108,9 @@ class Checkout:
 
     def files(self) -> list[str]:
         if self.git_dir:
-            return self._git("ls-tree", "-r", "--name-only", "HEAD", "tasks").split()
-        return [str(p.relative_to(self.path)) for p in (self.path / "tasks").rglob("*") if p.is_file()]
+            return self._git("ls-tree", "-r", "--name-only", "HEAD", *TASK_SETS).split()
+        roots = [self.path / root for root in TASK_SETS if (self.path / root).is_dir()]
+        return [str(p.relative_to(self.path)) for root in roots for p in root.rglob("*") if p.is_file()]
 
     def read(self, rel: str) -> str:
         if self.git_dir:
@@ -127,6 +133,12 @@ def import_checkout(path: str | Path) -> dict:
     co = Checkout(path)
     files = co.files()
     meta = json.loads(co.read(METADATA_FILE))
+    metas = (
+        {"tasks": meta}
+        | {  # each set's times; a set without a times file has none
+            root: json.loads(co.read(times_file(root))) for root in TASK_SETS[1:] if times_file(root) in files
+        }
+    )
     doc = {
         "source": {
             "repository": REPOSITORY,
@@ -139,21 +151,36 @@ def import_checkout(path: str | Path) -> dict:
             "cap_rule": f"published = min(measured, max(10 * t_hw_us, 10 us)); unmeasured = the cap ({CAP_SOURCE})",
         },
     }
-    doc["tasks"] = {task: _task(co, files, meta, task, path) for task in TASKS}
-    doc["floor_tasks"] = {task: _task(co, files, meta, task, path) for task in FLOOR_TASKS}
+    doc["tasks"] = {task: _task(co, files, metas, task, path) for task in TASKS}
+    doc["floor_tasks"] = {task: _task(co, files, metas, task, path) for task in FLOOR_TASKS}
     return doc
 
 
-def _task(co: Checkout, files: list[str], meta: dict, task: str, path) -> dict:
+def times_file(root: str) -> str:
+    return f"{root}/metadata/{HARDWARE}.json"
+
+
+def _find(files: list[str], task: str) -> tuple[str, str] | None:
+    """(set, cases file) of `task`: <set>/<level>/<task>/cases.yaml in the first set that has it."""
+    for root in TASK_SETS:
+        depth = root.count("/") + 3
+        found = [f for f in files if f.startswith(f"{root}/") and f.endswith(f"/{task}/cases.yaml")]
+        found = [f for f in found if f.count("/") == depth]
+        if found:
+            return root, found[0]
+    return None
+
+
+def _task(co: Checkout, files: list[str], metas: dict, task: str, path) -> dict:
     """One task of the checkout: its files, operator, schema and cases with their times."""
-    found = [f for f in files if f.endswith(f"/{task}/cases.yaml") and f.count("/") == 3]
-    if not found:
-        raise ValueError(f"{path}: no tasks/<level>/{task}/cases.yaml at {co.commit}")
-    cases_file = found[0]
-    level = cases_file.split("/")[1]
+    where = _find(files, task)
+    if where is None:
+        raise ValueError(f"{path}: no <set>/<level>/{task}/cases.yaml (sets: {', '.join(TASK_SETS)}) at {co.commit}")
+    root, cases_file = where
+    level = cases_file.split("/")[root.count("/") + 1]
     base = cases_file.rsplit("/", 1)[0]
     proto = _yaml(co.read(f"{base}/proto.yaml"), f"{base}/proto.yaml")["operator"]
-    times = meta.get(level, {}).get(task, {})
+    times = metas.get(root, {}).get(level, {}).get(task, {})
     cases = []
     for raw in _yaml(co.read(cases_file), cases_file)["cases"]:
         t = times.get(str(raw["case_id"]), {})
@@ -175,7 +202,7 @@ def _task(co: Checkout, files: list[str], meta: dict, task: str, path) -> dict:
             "proto": f"{base}/proto.yaml",
             "desc": f"{base}/desc.md",
             "golden": f"{base}/golden.py",
-            "times": METADATA_FILE,
+            "times": times_file(root),
         },
         "cases": cases,
     }

@@ -13,7 +13,7 @@ import numpy as np
 from ..families import VERIFY_OPS
 from ..verify.case_fields import TensorSpec, seed_of
 from ..verify.cases import Case, validate
-from . import attention
+from . import attention, cross_entropy as ce
 from .judge import controls, witnesses
 
 QUICK_ELEMENTS = 1 << 22  # --quick: cases whose largest tensor holds at most this many elements
@@ -53,6 +53,11 @@ MAPPINGS = {
     ),
 }
 MAPPINGS |= {task: Mapping(attention.OP, attention.SEMANTICS) for task in attention.TASKS}
+MAPPINGS |= {
+    ce.CE_TASK: Mapping("cross_entropy_loss", ce.CE_SEMANTICS, ce.channel_first),
+    ce.LCE_TASK: Mapping(ce.LOSS_OP, ce.LCE_SEMANTICS),
+}
+_PRESET_SPECS = {attention.OP: attention.SPEC, ce.LOSS_OP: ce.LOSS_SPEC}  # ops no harness family verifies
 OUTPUTS = {"apply_rotary_pos_emb": 2}  # outputs cann-bench's op writes (default 1)
 
 
@@ -210,6 +215,8 @@ def _specs(task: str, case: dict, name: str):
         return ins, outs, {"layout": layout, "rotary_mode": mode}
     if task in attention.TASKS:
         return attention.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
+    if task in ce.TASKS:
+        return ce.specs(task, case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), ranges, seed, _dtype)
     raise ValueError(f"{task}: no op of ours")
 
 
@@ -224,22 +231,20 @@ def to_case(task: str, case: dict, facts_source: str) -> Case:
     ins, outs, attrs = _specs(task, case, name)
     spec = spec_of(op)
     c = Case(name, op, ins, outs, attrs, source=facts_source, seed=seed_of(name), meta={"cann_bench": case})
-    c.control, c.witness = controls, witnesses  # its rule's control and witness (cann_bench/judge.py)
+    c.control, c.witness, c.spec = controls, witnesses, spec  # its rule's control and witness (cann_bench/judge.py)
     # outputs our op writes beyond cann-bench's (RMSNorm's rstd) are declared as our op makes them
-    names = _output_names(op)
-    c.outputs += [
-        TensorSpec(names[i], d, s) for i, (d, s) in enumerate(_meta_outputs(spec, ins, attrs)) if i >= len(outs)
-    ]
+    metas = _meta_outputs(spec, ins, attrs)
+    names = _output_names(op) if len(metas) > len(outs) else []
+    c.outputs += [TensorSpec(names[i], d, s) for i, (d, s) in enumerate(metas) if i >= len(outs)]
     validate(c, spec, name)
     return c
 
 
 def spec_of(op: str):
-    """The verify spec of our op; fusion_attention's is registered for verify's run by the preset when no
-    harness family declares one (cann_bench/attention.py)."""
-    if op == attention.OP:
-        VERIFY_OPS.setdefault(op, attention.SPEC)  # a family's own spec, once there, wins
-    return VERIFY_OPS[op]
+    """The verify spec of our op: a harness family's when one declares it, else the preset's own
+    (fusion_attention's in cann_bench/attention.py, linear_cross_entropy's loss in cann_bench/cross_entropy.py);
+    the cases carry it, so the families' table stays what the families declare."""
+    return VERIFY_OPS.get(op) or _PRESET_SPECS[op]
 
 
 def _meta_outputs(spec, ins, attrs) -> list:

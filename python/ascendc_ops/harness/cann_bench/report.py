@@ -22,7 +22,7 @@ from ..environment import cpu_model, git_commit
 from ..pipeline import calibration, estimate, is_calibrated, load_platform, model_launches, model_platform
 from ..values import make_values
 from ..verify import suite as verify
-from . import attention, data as D, explain as E, preset as CB
+from . import attention, cross_entropy as ce, data as D, explain as E, preset as CB
 
 PLATFORM = "910B"  # our model's chip; cann-bench measured on a 910B2
 
@@ -58,14 +58,29 @@ def estimate_case(case, plat) -> dict:
     utilisation."""
     spec = CB.spec_of(case.op)
     tensors = make_tensors(case)
-    records = estimate.record_packed(lambda: spec.run(tensors, case.attrs), plat)
+    box: dict = {}
+    records = estimate.record_packed(lambda: box.setdefault("out", spec.run(tensors, case.attrs)), plat)
     why = mix_unmodelled(records)
     if why:
         return {"est_us": None, "bound": "not modelled", "pipes": {}, "not_modelled": why}
     model = model_launches(records, plat)
     if estimate.unmodelled(model, must_bytes(case)):
         return {"est_us": None, "bound": "not modelled", "pipes": {}}
-    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes}
+    out = {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes}
+    if case.op == ce.LOSS_OP:  # the backward launch a training step runs next, from this forward's statistics
+        out["backward"] = backward_estimate(case, tensors, box["out"][1:], plat)
+    return out
+
+
+def backward_estimate(case, tensors: dict, stats: tuple, plat) -> dict:
+    """linear_cross_entropy's backward launch (grad_hidden and grad_weight of the case's loss): its modelled time,
+    what binds, and the least backward cube work (3 x 2THV FLOPs) at the cube's peak over it."""
+    args = ce.backward_inputs(tensors, stats, case.attrs)
+    records = estimate.record_packed(lambda: torch.ops.custom.linear_cross_entropy_grad(*args), plat)
+    model = model_launches(records, plat)
+    floor = ce.flops(case.meta["cann_bench"], "bwd") / plat.cube_peak_flops(case.inputs[0].dtype) * 1e6
+    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes, "cube_us": floor,
+            "pct": 100 * floor / model.est_us if model.est_us else None}  # fmt: skip
 
 
 def hbm_floor_us(task: str, c: dict, plat) -> float | None:
@@ -93,17 +108,17 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
     if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
         judge(row, accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto"))
     row.update(estimate_case(case, plat), hbm_floor_us=hbm_floor_us(task, c, plat))
-    if task in attention.TASKS:
+    if task in (*attention.TASKS, ce.LCE_TASK):
         row["roofline"] = roofline(task, c, row["est_us"], plat)
     return score(row)
 
 
 def roofline(task: str, c: dict, est_us: float | None, plat) -> dict:
-    """An attention case's share of its roofline: a decode case (S <= 4) of the HBM floor (the least work's
-    bytes at the model's HBM rate), a prefill case of the modelled cube peak (its FLOPs at the peak); `pct` is
-    floor / ours, None without an estimate."""
+    """A cube case's share of its roofline: an attention decode case (S <= 4) of the HBM floor (the least work's
+    bytes at the model's HBM rate), a prefill case and linear_cross_entropy of the modelled cube peak (its FLOPs
+    at the peak); `pct` is floor / ours, None without an estimate."""
     t = calibration.terms(calibration.builtin_work(task, c), plat)
-    of = "HBM" if attention.is_decode(c) else "cube"
+    of = "HBM" if task in attention.TASKS and attention.is_decode(c) else "cube"
     return {"of": of, "floor_us": t[of], "pct": 100 * t[of] / est_us if est_us else None}
 
 
@@ -118,7 +133,7 @@ def judge(row: dict, records: list[dict]) -> dict:
 def score(row: dict) -> dict:
     """The row's speedup and HAP from its estimate, baseline and accuracy."""
     est, base = row["est_us"], row["baseline_us"]
-    row["speedup"] = base / est if est else None
+    row["speedup"] = base / est if est and base else None  # spec-only tasks have no baseline
     # cann-bench scores a case only when it passes (delta_acc): a failed one scores 0
     row["hap"] = D.hap(base, est, row["t_hw_us"]) if est and row.get("accuracy", True) else None
     return row
@@ -137,7 +152,7 @@ def table(rows, error: float | None = None) -> str:
     marked "tie"."""
     head = ["task", "case", "shapes", "dtype", "attrs", "accuracy", "ours 910B est us", "binds", "HBM floor us",
             "baseline us", "baseline", "t_hw us", "speedup", "HAP", "model error on built-in",
-            "% of roofline"]  # fmt: skip
+            "% of roofline", "bwd 910B est us"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         attrs = ",".join(f"{k}={v}" for k, v in r["attrs"].items() if k != "group_list") or "-"
@@ -166,6 +181,7 @@ def table(rows, error: float | None = None) -> str:
                     _f(r.get("hap"), "{:.2f}"),
                     _f(r.get("model_err"), "{:+.0%}"),
                     _roofline_cell(r.get("roofline")),
+                    _backward_cell(r.get("backward")),
                 ]  # fmt: skip
             )
             + " |"
@@ -179,6 +195,13 @@ def _roofline_cell(roof: dict | None) -> str:
         return "-"
     what = "cube peak" if roof["of"] == "cube" else "HBM"
     return f"{_f(roof['pct'], '{:.0f}%')} of {what} ({roof['floor_us']:.1f} us)"
+
+
+def _backward_cell(bwd: dict | None) -> str:
+    """linear_cross_entropy's backward launch: modelled us, what binds, % of the cube peak (its least work)."""
+    if not bwd:
+        return "-"
+    return f"{bwd['est_us']:.1f}, binds {bwd['bound']}, {_f(bwd['pct'], '{:.0f}%')} of cube peak"
 
 
 def _default_rule(judged) -> str:

@@ -74,8 +74,10 @@ def builtin_work(task: str, case: dict) -> Work | None:
     in place: hicann/ops-transformer posembedding/apply_rotary_pos_emb/docs/aclnnApplyRotaryPosEmb.md; its
     baselines run several kernels: not in the check, but the least work of one kernel is what the below-1.0x
     explanations compare against); FusedInferAttentionScore (mha, gqa) y of query's shape and
-    4 B Nq Sq Skv D FLOPs (Q K^T and P V), halved by is_causal; the floor tasks one output of the inputs'
-    broadcast shape in the first input's dtype."""
+    4 B Nq Sq Skv D FLOPs (Q K^T and P V), halved by is_causal; CrossEntropyLoss its loss (one per target
+    element for 'none', else one; its baselines run several kernels: log_softmax, then NLLLoss, with casts); a
+    LinearCrossEntropy kernel the fp32 loss and 2 T H V FLOPs (no built-in: the floor of our rows); the floor
+    tasks one output of the inputs' broadcast shape in the first input's dtype."""
     shapes, dtypes = case["input_shape"], [("float32" if d == "float" else d) for d in case["dtype"]]
     read = sum(_nbytes(s, d) for s, d in zip(shapes, dtypes, strict=False) if s is not None)
     x = shapes[0]
@@ -96,6 +98,11 @@ def builtin_work(task: str, case: dict) -> Work | None:
         (b, sq, nq, d), skv = x, shapes[1][1]
         out, flops = _nbytes(x, dtypes[0]), 4 * b * nq * sq * skv * d
         return Work(read + out, flops // 2 if case["attrs"].get("is_causal") else flops, dtypes[0], True, out)
+    elif task == "cross_entropy_loss":  # one loss per target element ('none'), else one
+        out = (math.prod(shapes[1]) if case["attrs"].get("reduction") == "none" else 1) * DTYPE_BYTES[dtypes[0]]
+    elif task == "linear_cross_entropy":  # the logits stay on chip: hidden, weight and labels in, 4 bytes out
+        (t, h), v = x, shapes[1][0]
+        return Work(read + 4, 2 * t * h * v, dtypes[0], True, 4)
     elif task in FLOOR_TASKS:
         out = _nbytes(broadcast_shape(shapes), dtypes[0])
     else:

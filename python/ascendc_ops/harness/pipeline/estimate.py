@@ -142,11 +142,13 @@ def summary(name, shape, dtype, pass_, plat, model: OpModel, roof: Roofline, inp
                 "launch_us": round(m.launch_us, 3),
                 "bound": m.bound,
                 "mte_share": round(m.mte_share, 3),
+                "hbm_us": round(m.hbm_us, 3),  # the launch's bytes reaching HBM at its rate (after the L2)
                 "pipes": {p: round(u, 3) for p, u in m.pipes.items()},
                 "notes": m.notes,
             }
             for m in model.launches
         ],
+        "kinds": {m.kernel: m.kinds for m in model.launches if m.kinds},  # a mix launch's AIC and AIV apart
         "notes": model.notes
         + (
             ["not modelled: the record holds none of this op's GM traffic; est_us is not an estimate"]
@@ -203,7 +205,8 @@ def text(info: dict) -> str:
         pipes = " ".join(f"{p} {100 * u:.0f}%" for p, u in m["pipes"].items())
         lines.append(
             f"  {m['kernel']}: {m['blocks']} blocks on {m['cores_used']} cores ({m['waves']} wave(s)), "
-            f"GM {m['gm_bytes'] / mb:.2f} MB, est {m['est_us']:.2f} us (launch {m['launch_us']:.2f}), "
+            f"GM {m['gm_bytes'] / mb:.2f} MB ({m['hbm_us']:.2f} us of it at HBM), est {m['est_us']:.2f} us "
+            f"(launch {m['launch_us']:.2f}), "
             f"bound {m['bound']}, MTE bandwidth share {m['mte_share']:.2f}; pipes {pipes}"
         )
         lines += [f"    note: {n}" for n in m["notes"]]
@@ -279,7 +282,6 @@ def estimate_example(name: str, platform: str = "910B", out_dir: str = "estimate
         f"example {name}", shape, "float16", "fwd", plat, model, roof, inputs, [list(box["out"].shape)], trace, png
     )
     info["kernel_type"], info["launch_cores"] = ex.kernel_type, ex.cores
-    info["kinds"] = {m.kernel: m.kinds for m in model.launches if m.kinds}
     write_trace(model, plat.hz, {k: v for k, v in info.items() if k not in ("launches",)}, trace)
     if png:
         plot.timeline(model, plat.hz, f"example {name} on {plat.name} (model): {info['est_us']:.1f} us", png)

@@ -53,6 +53,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +98,7 @@ class Case:
     # PyTorch's), and step 5's witness, (case, tensors) -> outputs or None (verify/cann_bench_rule.py)
     control: Callable | None = None
     witness: Callable | None = None
+    spec: Any = None  # the op's verify spec when the families' table has none (the cann-bench preset's own)
 
     @property
     def dtype(self) -> str:

@@ -164,7 +164,7 @@ def run_case(case: Case, standard: str) -> list[dict]:
 
 
 def _run_case(case: Case, standard: str) -> list[dict]:
-    spec = OPS[case.op]
+    spec = case.spec or OPS[case.op]
     rng = np.random.default_rng(case.seed)
     tensors, arrays, dtypes = {}, {}, {}
     base = {
