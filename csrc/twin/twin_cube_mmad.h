@@ -2,22 +2,34 @@
 // of C is the twin's defined sum: start (the bias or 0), then + a[i][q] * b[q][j] for q = 0, 1, ... in
 // order, each product and sum rounded to fp32 (the build never contracts to FMA), then C = sum or
 // C + sum. The loops below only choose which elements advance together: A and B are widened to fp32
-// once per call, and a block of rows x columns stays in registers across the whole k, so the compiler
-// vectorises over columns. Any blocking gives the same bits: tests/cpp/test_twin_mmad.cpp holds it
-// to the one-element loop, bit for bit.
+// once per call, and a block of rows x columns stays in vector registers across the whole k. Any
+// blocking gives the same bits: tests/cpp/test_twin_mmad.cpp holds it to the one-element loop, bit for bit.
+//
+// Where every product is exact in fp32 a fused multiply-add gives the same bits as the product rounded
+// and then added (the rounding of an exact product changes nothing), at twice the rate: fp16 x fp16 always
+// (11 + 11 significand bits, products within 2^-48 .. 2^32), bf16 x bf16 when no product can leave
+// fp32's normal range (checked on the operands' exponents per call). fp32 operands keep the two roundings.
 #pragma once
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 #include <vector>
+
+#include "twin_types.h"
+#if defined(__x86_64__) && (defined(__AVX512F__) || defined(__FMA__))
+#include <immintrin.h>
+#endif
 
 namespace AscendC {
 namespace twin {
 
-// Columns that advance together: four vector registers' worth on the build's ISA path.
-#if defined(__AVX512F__)
+// A block of C: kMmadRows rows x kMmadCols columns, its accumulators in named vector registers (x86: four
+// rows of four zmm, or of two ymm on the AVX2 path); elsewhere a plain loop over the same block.
+#if defined(__x86_64__) && defined(__AVX512F__)
 constexpr uint32_t kMmadCols = 64;
 #else
-constexpr uint32_t kMmadCols = 32;
+constexpr uint32_t kMmadCols = 16;
 #endif
 constexpr uint32_t kMmadRows = 4;
 
@@ -28,6 +40,156 @@ inline MmadScratch& ThreadMmadScratch() {
   static thread_local MmadScratch s;
   return s;
 }
+
+// The exponent field's range over an operand's non-zero elements, kept while bf16 is widened.
+struct ExponentRange {
+  uint32_t lo = 255, hi = 0;
+};
+
+// Every bf16 x bf16 product normal and finite: no subnormal or special operand, and the exponent sums
+// within [128, 379] (products within [2^-126, 2^127)).
+inline bool Bf16ProductsExact(const ExponentRange& a, const ExponentRange& b) {
+  if (a.lo > a.hi || b.lo > b.hi) return true;  // an operand all zeros: every product is +-0, exact
+  return a.lo >= 1 && b.lo >= 1 && a.hi <= 254 && b.hi <= 254 && a.lo + b.lo >= 128 && a.hi + b.hi <= 379;
+}
+
+// len elements from src to dst, src[i * stride], widened to fp32; bf16 also widens its exponents' range.
+template <typename S>
+inline void WidenRun(const S* src, uint64_t stride, float* dst, uint32_t len, ExponentRange& range) {
+  if constexpr (std::is_same_v<S, bfloat16_t>) {
+    static_assert(sizeof(bfloat16_t) == sizeof(uint16_t));
+    typedef uint16_t __attribute__((may_alias)) Bits16;
+    typedef uint32_t __attribute__((may_alias)) Bits32;
+    const Bits16* in = reinterpret_cast<const Bits16*>(src);
+    Bits32* out = reinterpret_cast<Bits32*>(dst);
+    uint32_t lo = range.lo, hi = range.hi;
+    for (uint32_t i = 0; i < len; ++i) {
+      const uint32_t u = in[i * stride], e = (u >> 7) & 0xFFu;
+      out[i] = u << 16;
+      lo = std::min(lo, (u & 0x7FFFu) != 0 ? e : 255u);
+      hi = std::max(hi, e);
+    }
+    range.lo = lo, range.hi = hi;
+  } else {
+    for (uint32_t i = 0; i < len; ++i) dst[i] = float(src[i * stride]);
+  }
+}
+
+// A (gemv: k contiguous elements; else Zz, m1 x k1 fractals of 16 x k0) widened to aw [rows][k].
+template <typename S>
+inline void WidenA(const S* a, float* aw, uint32_t m, uint32_t k, uint32_t k0, uint32_t k1, bool gemv,
+                   ExponentRange& range) {
+  for (uint32_t i = 0; i < m; ++i)
+    for (uint32_t q1 = 0; q1 < k1; ++q1) {
+      const S* src = gemv ? a + uint64_t(q1) * k0 : a + (uint64_t(i / 16) * k1 + q1) * 16 * k0 + (i % 16) * k0;
+      WidenRun(src, 1, aw + uint64_t(i) * k + q1 * k0, std::min(k0, k - q1 * k0), range);
+    }
+}
+
+// B (Zn: k1 x n1 fractals, each 16 columns of k0 contiguous elements) widened to bw [k][cols].
+template <typename U>
+inline void WidenB(const U* b, float* bw, uint32_t n, uint32_t k, uint32_t k0, uint32_t n1, uint32_t cols,
+                   ExponentRange& range) {
+  for (uint32_t q = 0; q < k; ++q)
+    for (uint32_t j1 = 0; j1 < n1; ++j1) {
+      const U* src = b + (uint64_t(q / k0) * n1 + j1) * 16 * k0 + q % k0;
+      WidenRun(src, k0, bw + uint64_t(q) * cols + j1 * 16, std::min(16u, n - j1 * 16), range);
+    }
+}
+
+// io [kMmadRows][kMmadCols] += the block's sums over q < k: A rows at arow (pitch k), B columns at bcol (pitch cols).
+// kExact: every product is exact, so a fused multiply-add rounds as the product-then-sum does.
+#if defined(__x86_64__) && defined(__AVX512F__)
+#define ASCENDC_MMAD_STEP(acc, x, y) acc = kExact ? _mm512_fmadd_ps(x, y, acc) : _mm512_add_ps(acc, _mm512_mul_ps(x, y))
+#define ASCENDC_MMAD_ROW(r)                                     \
+  {                                                             \
+    const __m512 x = _mm512_set1_ps(arow[uint64_t(r) * k + q]); \
+    ASCENDC_MMAD_STEP(c##r##0, x, b0);                          \
+    ASCENDC_MMAD_STEP(c##r##1, x, b1);                          \
+    ASCENDC_MMAD_STEP(c##r##2, x, b2);                          \
+    ASCENDC_MMAD_STEP(c##r##3, x, b3);                          \
+  }
+#define ASCENDC_MMAD_ACC(r)                                                                   \
+  __m512 c##r##0 = _mm512_loadu_ps(io + r * 64), c##r##1 = _mm512_loadu_ps(io + r * 64 + 16), \
+         c##r##2 = _mm512_loadu_ps(io + r * 64 + 32), c##r##3 = _mm512_loadu_ps(io + r * 64 + 48)
+#define ASCENDC_MMAD_OUT(r)                                                            \
+  _mm512_storeu_ps(io + r * 64, c##r##0), _mm512_storeu_ps(io + r * 64 + 16, c##r##1), \
+      _mm512_storeu_ps(io + r * 64 + 32, c##r##2), _mm512_storeu_ps(io + r * 64 + 48, c##r##3)
+template <bool kExact>
+inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_t cols, float* io) {
+  ASCENDC_MMAD_ACC(0);
+  ASCENDC_MMAD_ACC(1);
+  ASCENDC_MMAD_ACC(2);
+  ASCENDC_MMAD_ACC(3);
+  for (uint32_t q = 0; q < k; ++q) {
+    const float* brow = bcol + uint64_t(q) * cols;
+    const __m512 b0 = _mm512_loadu_ps(brow), b1 = _mm512_loadu_ps(brow + 16), b2 = _mm512_loadu_ps(brow + 32),
+                 b3 = _mm512_loadu_ps(brow + 48);
+    ASCENDC_MMAD_ROW(0)
+    ASCENDC_MMAD_ROW(1)
+    ASCENDC_MMAD_ROW(2)
+    ASCENDC_MMAD_ROW(3)
+  }
+  ASCENDC_MMAD_OUT(0);
+  ASCENDC_MMAD_OUT(1);
+  ASCENDC_MMAD_OUT(2);
+  ASCENDC_MMAD_OUT(3);
+}
+#elif defined(__x86_64__) && defined(__FMA__)
+#define ASCENDC_MMAD_STEP(acc, x, y) acc = kExact ? _mm256_fmadd_ps(x, y, acc) : _mm256_add_ps(acc, _mm256_mul_ps(x, y))
+#define ASCENDC_MMAD_ROW(r)                                     \
+  {                                                             \
+    const __m256 x = _mm256_set1_ps(arow[uint64_t(r) * k + q]); \
+    ASCENDC_MMAD_STEP(c##r##0, x, b0);                          \
+    ASCENDC_MMAD_STEP(c##r##1, x, b1);                          \
+  }
+#define ASCENDC_MMAD_ACC(r) __m256 c##r##0 = _mm256_loadu_ps(io + r * 16), c##r##1 = _mm256_loadu_ps(io + r * 16 + 8)
+#define ASCENDC_MMAD_OUT(r) _mm256_storeu_ps(io + r * 16, c##r##0), _mm256_storeu_ps(io + r * 16 + 8, c##r##1)
+template <bool kExact>
+inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_t cols, float* io) {
+  ASCENDC_MMAD_ACC(0);
+  ASCENDC_MMAD_ACC(1);
+  ASCENDC_MMAD_ACC(2);
+  ASCENDC_MMAD_ACC(3);
+  for (uint32_t q = 0; q < k; ++q) {
+    const float* brow = bcol + uint64_t(q) * cols;
+    const __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
+    ASCENDC_MMAD_ROW(0)
+    ASCENDC_MMAD_ROW(1)
+    ASCENDC_MMAD_ROW(2)
+    ASCENDC_MMAD_ROW(3)
+  }
+  ASCENDC_MMAD_OUT(0);
+  ASCENDC_MMAD_OUT(1);
+  ASCENDC_MMAD_OUT(2);
+  ASCENDC_MMAD_OUT(3);
+}
+#else
+template <bool kExact>
+inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_t cols, float* io) {
+  for (uint32_t q = 0; q < k; ++q)
+    for (uint32_t r = 0; r < kMmadRows; ++r)
+      for (uint32_t j = 0; j < kMmadCols; ++j) {
+        const float prod = arow[uint64_t(r) * k + q] * bcol[uint64_t(q) * cols + j];
+        io[r * kMmadCols + j] = io[r * kMmadCols + j] + prod;
+      }
+}
+#endif
+#undef ASCENDC_MMAD_STEP
+#undef ASCENDC_MMAD_ROW
+#undef ASCENDC_MMAD_ACC
+#undef ASCENDC_MMAD_OUT
+
+// C rows [i0, i0 + kMmadRows) x columns [j0, j0 + kMmadCols) from the widened A [rows][k] and B [k][cols].
+template <bool kExact>
+inline void MmadBlock(const float* aw, const float* bw, uint32_t k, uint32_t cols, uint32_t i0, uint32_t j0,
+                      const float* bias, uint32_t n, float (&out)[kMmadRows][kMmadCols]) {
+  for (uint32_t r = 0; r < kMmadRows; ++r)
+    for (uint32_t j = 0; j < kMmadCols; ++j) out[r][j] = bias != nullptr && j0 + j < n ? bias[j0 + j] : 0.0f;
+  MmadKernel<kExact>(aw + uint64_t(i0) * k, bw + j0, k, cols, &out[0][0]);
+}
+
+// A (gemv: k contiguous elements; else Zz, m1 x k1 fractals of 16 x k0) widened to aw [rows][k].
 
 // C (Nz, m1 x n1 fractals of 16 x 16 fp32) from A (gemv: k contiguous elements; else Zz with k1
 // fractal columns of k0) and B (Zn, n1 fractal columns). init: C = sum; else C += sum.
@@ -44,33 +206,24 @@ inline void MmadFractal(const S* a, const U* b, float* c, const float* bias, uin
   std::fill(aw + uint64_t(m) * k, aw + uint64_t(rows) * k, 0.0f);
   if (cols > n)
     for (uint32_t q = 0; q < k; ++q) std::fill(bw + uint64_t(q) * cols + n, bw + uint64_t(q + 1) * cols, 0.0f);
-  for (uint32_t i = 0; i < m; ++i)
-    for (uint32_t q = 0; q < k; ++q)
-      aw[uint64_t(i) * k + q] =
-          float(gemv ? a[q] : a[(uint64_t(i / 16) * k1 + q / k0) * 16 * k0 + (i % 16) * k0 + q % k0]);
-  for (uint32_t q = 0; q < k; ++q)
-    for (uint32_t j = 0; j < n; ++j)
-      bw[uint64_t(q) * cols + j] = float(b[(uint64_t(q / k0) * n1 + j / 16) * 16 * k0 + (j % 16) * k0 + q % k0]);
-  for (uint32_t i0 = 0; i0 < m; i0 += kMmadRows) {
-    for (uint32_t j0 = 0; j0 < n; j0 += kMmadCols) {
-      float acc[kMmadRows][kMmadCols];
-      for (uint32_t r = 0; r < kMmadRows; ++r)
-        for (uint32_t j = 0; j < kMmadCols; ++j) acc[r][j] = bias != nullptr && j0 + j < n ? bias[j0 + j] : 0.0f;
-      const float* arow = aw + uint64_t(i0) * k;
-      for (uint32_t q = 0; q < k; ++q) {
-        const float* brow = bw + uint64_t(q) * cols + j0;
-        for (uint32_t r = 0; r < kMmadRows; ++r) {
-          const float av = arow[uint64_t(r) * k + q];
-          for (uint32_t j = 0; j < kMmadCols; ++j) acc[r][j] += av * brow[j];
-        }
-      }
+  ExponentRange ea, eb;
+  WidenA(a, aw, m, k, k0, k1, gemv, ea);
+  WidenB(b, bw, n, k, k0, n1, cols, eb);
+  bool exact = std::is_same_v<S, half> && std::is_same_v<U, half>;
+  if constexpr (std::is_same_v<S, bfloat16_t> && std::is_same_v<U, bfloat16_t>) exact = Bf16ProductsExact(ea, eb);
+  float acc[kMmadRows][kMmadCols];
+  for (uint32_t j0 = 0; j0 < n; j0 += kMmadCols) {  // B's panel of columns stays in L1 while A's rows pass
+    for (uint32_t i0 = 0; i0 < m; i0 += kMmadRows) {
+      if (exact) MmadBlock<true>(aw, bw, k, cols, i0, j0, bias, n, acc);
+      else MmadBlock<false>(aw, bw, k, cols, i0, j0, bias, n, acc);
       const uint32_t rEnd = std::min(kMmadRows, m - i0), jEnd = std::min(kMmadCols, n - j0);
       for (uint32_t r = 0; r < rEnd; ++r) {
         const uint32_t i = i0 + r;
-        for (uint32_t jj = 0; jj < jEnd; ++jj) {
-          const uint32_t j = j0 + jj;
-          float& out = c[(uint64_t(j / 16) * m1 + i / 16) * 256 + (i % 16) * 16 + j % 16];
-          out = init ? acc[r][jj] : out + acc[r][jj];
+        for (uint32_t f = 0; f * 16 < jEnd; ++f) {  // one fractal row of 16 columns at a time
+          float* out = c + (uint64_t(j0 / 16 + f) * m1 + i / 16) * 256 + (i % 16) * 16;
+          const float* sum = acc[r] + f * 16;
+          const uint32_t len = std::min(16u, jEnd - f * 16);
+          for (uint32_t jj = 0; jj < len; ++jj) out[jj] = init ? sum[jj] : out[jj] + sum[jj];
         }
       }
     }

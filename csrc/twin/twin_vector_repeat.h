@@ -254,11 +254,18 @@ inline void BinaryRepeat(const char* api, const LocalTensor<T>& dst, const Local
       }
       return;
     }
-    for (uint32_t r = 0; r < R; ++r) {  // a repeat reads all its lanes before it writes
-      for (uint32_t i = 0; i < m; ++i)
-        lanes[i] = BinElem<op>(a[LaneElem<T>(r, i, p.src0BlkStride, p.src0RepStride)],
-                               b[LaneElem<T>(r, i, p.src1BlkStride, p.src1RepStride)]);
-      for (uint32_t i = 0; i < m; ++i) d[LaneElem<T>(r, i, p.dstBlkStride, p.dstRepStride)] = lanes[i];
+    for (uint32_t r = 0; r < R; ++r) {  // a repeat reads all its lanes before it writes; a 32-byte block at a time
+      for (uint32_t i0 = 0; i0 < m; i0 += perBlock) {
+        const T* ab = a + LaneElem<T>(r, i0, p.src0BlkStride, p.src0RepStride);
+        const T* bb = b + LaneElem<T>(r, i0, p.src1BlkStride, p.src1RepStride);
+        const uint32_t len = std::min(perBlock, m - i0);
+        for (uint32_t i = 0; i < len; ++i) lanes[i0 + i] = BinElem<op>(ab[i], bb[i]);
+      }
+      for (uint32_t i0 = 0; i0 < m; i0 += perBlock) {
+        T* db = d + LaneElem<T>(r, i0, p.dstBlkStride, p.dstRepStride);
+        const uint32_t len = std::min(perBlock, m - i0);
+        for (uint32_t i = 0; i < len; ++i) db[i] = lanes[i0 + i];
+      }
     }
   }
 }
@@ -280,7 +287,11 @@ inline void CheckReduceParams(const char* api, const LocalTensor<T>& src, int32_
 // The lanes of repeat r of a masked source, in lane order.
 template <typename T>
 inline void GatherLanes(const T* s, uint32_t r, uint32_t mask, int32_t blkStride, int32_t repStride, T* out) {
-  for (uint32_t i = 0; i < mask; ++i) out[i] = s[LaneElem<T>(r, i, uint32_t(blkStride), uint32_t(repStride))];
+  constexpr uint32_t perBlock = kBlockBytes / sizeof(T);
+  for (uint32_t i0 = 0; i0 < mask; i0 += perBlock) {  // a 32-byte block at a time
+    const T* block = s + LaneElem<T>(r, i0, uint32_t(blkStride), uint32_t(repStride));
+    for (uint32_t i = 0; i < std::min(perBlock, mask - i0); ++i) out[i0 + i] = block[i];
+  }
 }
 
 }  // namespace twin
