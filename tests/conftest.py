@@ -9,6 +9,7 @@ names stay unique across areas (pytest imports them by basename)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import zlib
 from pathlib import Path
@@ -33,6 +34,17 @@ def kernel_library(library: str, namespace: str | None = None):
     namespace they register (by default the library's name)."""
     torch.ops.load_library(str(BUILD / "tests" / f"lib{library}.so"))
     return getattr(torch.ops, namespace or library)
+
+
+def rule_error(call, kernel: str, rule: str, detail: str = "") -> str:
+    """The twin's error from call(), which must fail: it names the kernel, its block and the rule in brackets, and
+    matches detail (a regex); returned for any further check."""
+    with pytest.raises(RuntimeError) as err:
+        call()
+    message = str(err.value)
+    assert f"kernel '{kernel}' block " in message and f"[{rule}]" in message, message
+    assert re.search(detail, message), message
+    return message
 
 
 # Every kernel the tests launch runs under the twin's sanitizer (racecheck, synccheck, initcheck,
