@@ -9,6 +9,7 @@ names stay unique across areas (pytest imports them by basename)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import zlib
 from pathlib import Path
@@ -33,6 +34,26 @@ def kernel_library(library: str, namespace: str | None = None):
     namespace they register (by default the library's name)."""
     torch.ops.load_library(str(BUILD / "tests" / f"lib{library}.so"))
     return getattr(torch.ops, namespace or library)
+
+
+def proto_dtypes(op: str, *inputs: str) -> tuple:
+    """The dtype combinations op_proto/<family>/<op>.json declares over these inputs, in its order, as torch
+    dtypes: e.g. rms_norm's (x, gamma) pairs."""
+    from ascendc_ops import op_proto
+
+    types = {t.name: t.types for t in op_proto.load_all()[op].inputs}
+    return tuple(zip(*([getattr(torch, op_proto.DTYPES[ty][0]) for ty in types[name]] for name in inputs), strict=True))
+
+
+def rule_error(call, kernel: str, rule: str, detail: str = "") -> str:
+    """The twin's error from call(), which must fail: it names the kernel, its block and the rule in brackets, and
+    matches detail (a regex); returned for any further check."""
+    with pytest.raises(RuntimeError) as err:
+        call()
+    message = str(err.value)
+    assert f"kernel '{kernel}' block " in message and f"[{rule}]" in message, message
+    assert re.search(detail, message), message
+    return message
 
 
 # Every kernel the tests launch runs under the twin's sanitizer (racecheck, synccheck, initcheck,

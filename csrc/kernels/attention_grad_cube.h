@@ -64,16 +64,34 @@ class AttentionGradCube {
     CrossCoreSetFlag<2, PIPE_FIX>(Flags::kSReady);
   }
 
+  // query (token) rows [row, row + rows) of batch b, head n into L1: q and dy, both walks' left operands.
+  __aicore__ inline void LoadQueryRows(int64_t b, int64_t n, int64_t row, uint32_t rows, LocalTensor<T>& q,
+                                       LocalTensor<T>& dy) {
+    const AttentionTilingData& t = g_->fwd;
+    q = mm_.Load(qL1_, q_[b * t.qStrideB + n * t.qStrideN + row * t.qStrideS], rows, uint32_t(t.headDim),
+                 uint32_t(t.qStrideS));
+    dy = mm_.Load(dyL1_, dy_[b * t.oStrideB + n * t.oStrideN + row * t.oStrideS], rows, uint32_t(t.valueDim),
+                  uint32_t(t.oStrideS));
+  }
+
+  // key (token) rows [j, j + cols) of batch b, kv head n into L1: k and v.
+  __aicore__ inline void LoadKeyRows(int64_t b, int64_t n, int64_t j, uint32_t cols, LocalTensor<T>& k,
+                                     LocalTensor<T>& v) {
+    const AttentionTilingData& t = g_->fwd;
+    k = mm_.Load(kL1_, k_[b * t.kStrideB + n * t.kStrideN + j * t.kStrideS], cols, uint32_t(t.headDim),
+                 uint32_t(t.kStrideS));
+    v = mm_.Load(vL1_, v_[b * t.vStrideB + n * t.vStrideN + j * t.vStrideS], cols, uint32_t(t.valueDim),
+                 uint32_t(t.vStrideS));
+  }
+
   // dk / dv of keys [j0, j0 + cols) of kv head n over every query head of its group and the S1 blocks
   // whose rows keep them.
   __aicore__ inline void KeyTask(const AttentionTask& task) {
     const AttentionTilingData& t = g_->fwd;
     const uint32_t cols = uint32_t(task.rows), d = uint32_t(t.headDim), dv = uint32_t(t.valueDim);
     const int64_t j = task.kTok0 + task.i0;
-    LocalTensor<T> k =
-        mm_.Load(kL1_, k_[task.b * t.kStrideB + task.n * t.kStrideN + j * t.kStrideS], cols, d, uint32_t(t.kStrideS));
-    LocalTensor<T> v =
-        mm_.Load(vL1_, v_[task.b * t.vStrideB + task.n * t.vStrideN + j * t.vStrideS], cols, dv, uint32_t(t.vStrideS));
+    LocalTensor<T> k, v;
+    LoadKeyRows(task.b, task.n, j, cols, k, v);
     const int64_t group = t.heads / t.kvHeads;
     int64_t step = 0;
     for (int64_t n = task.n * group; n < (task.n + 1) * group; ++n) {
@@ -81,10 +99,8 @@ class AttentionGradCube {
         const int64_t i0 = blk * t.s1Block;
         const uint32_t rows = uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block);
         const int64_t row = task.qTok0 + i0;
-        LocalTensor<T> q =
-            mm_.Load(qL1_, q_[task.b * t.qStrideB + n * t.qStrideN + row * t.qStrideS], rows, d, uint32_t(t.qStrideS));
-        LocalTensor<T> dy = mm_.Load(dyL1_, dy_[task.b * t.oStrideB + n * t.oStrideN + row * t.oStrideS], rows, dv,
-                                     uint32_t(t.oStrideS));
+        LocalTensor<T> q, dy;
+        LoadQueryRows(task.b, n, row, rows, q, dy);
         Scores(q, dy, k, v, rows, cols);
         CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
         LocalTensor<T> pt = mm_.Load(pL1_, ws_.p, cols, rows, uint32_t(g_->s1Pitch));
@@ -109,19 +125,15 @@ class AttentionGradCube {
   // dq of query rows [i0, i0 + rows) of head n over the S2 blocks they keep.
   __aicore__ inline void QueryTask(const AttentionTask& task) {
     const AttentionTilingData& t = g_->fwd;
-    const uint32_t rows = uint32_t(task.rows), d = uint32_t(t.headDim), dv = uint32_t(t.valueDim);
+    const uint32_t rows = uint32_t(task.rows), d = uint32_t(t.headDim);
     const int64_t kvHead = task.n / (t.heads / t.kvHeads), row = task.qTok0 + task.i0;
-    LocalTensor<T> q =
-        mm_.Load(qL1_, q_[task.b * t.qStrideB + task.n * t.qStrideN + row * t.qStrideS], rows, d, uint32_t(t.qStrideS));
-    LocalTensor<T> dy = mm_.Load(dyL1_, dy_[task.b * t.oStrideB + task.n * t.oStrideN + row * t.oStrideS], rows, dv,
-                                 uint32_t(t.oStrideS));
+    LocalTensor<T> q, dy;
+    LoadQueryRows(task.b, task.n, row, rows, q, dy);
     for (int64_t idx = 0; idx < task.count; ++idx) {
       const int64_t j0 = (task.first + idx) * t.s2Block, j = task.kTok0 + j0;
       const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block);
-      LocalTensor<T> k =
-          mm_.Load(kL1_, k_[task.b * t.kStrideB + kvHead * t.kStrideN + j * t.kStrideS], cols, d, uint32_t(t.kStrideS));
-      LocalTensor<T> v = mm_.Load(vL1_, v_[task.b * t.vStrideB + kvHead * t.vStrideN + j * t.vStrideS], cols, dv,
-                                  uint32_t(t.vStrideS));
+      LocalTensor<T> k, v;
+      LoadKeyRows(task.b, kvHead, j, cols, k, v);
       Scores(q, dy, k, v, rows, cols);
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       const uint32_t pitch = (cols + 7) / 8 * 8;  // the AIVs' row pitch of dS (attention_grad_vector.h)

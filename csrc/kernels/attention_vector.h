@@ -237,15 +237,7 @@ class AttentionVector {
                        alpha = stat[(kAlpha0 + (blocks_ + idx) % kAttentionPSlots) * kMaxRows];
     LocalTensor<float> l = stat[TaskRow(set_, kSum) * kMaxRows];
     LocalTensor<float> red8 = blocks[kMaxRows * row_ops::kBlock];  // the band is done with it
-    RowReduce<false>(red, s, bound, red8, rows_, pp, pp);
-    Max(mNew, mOld, red, int32_t(rows_));
-    RowScale(row_ops::Op::kSub, s, mNew, blocks, rows_, pp, pp);
-    Exp(s, s, int32_t(n));
-    Sub(alpha, mOld, mNew, int32_t(rows_));
-    Exp(alpha, alpha, int32_t(rows_));
-    RowReduce<true>(red, s, bound, red8, rows_, pp, pp);
-    Mul(l, l, alpha, int32_t(rows_));
-    Add(l, l, red, int32_t(rows_));
+    OnlineSoftmaxBlock(s, mOld, mNew, alpha, l, red, bound, red8, blocks, rows_, pp, pp);
     cur_ ^= 1u;
     // P in the input dtype -> the workspace, this AIV's rows after the other's
     if constexpr (sizeof(T) == 4) {

@@ -202,15 +202,7 @@ class LceVector : public LceVectorBase<T> {
     LocalTensor<float> mOld = Stat(kMax0 + cur_), mNew = Stat(kMax1 - cur_), l = Stat(kSum);
     RowReduce<true>(red, s, fold, red8, rows, cols, pp);
     Add(Stat(kLogitSum), Stat(kLogitSum), red, int32_t(rows));
-    RowReduce<false>(red, s, fold, red8, rows, cols, pp);
-    Max(mNew, mOld, red, int32_t(rows));
-    RowScale(row_ops::Op::kSub, s, mNew, blocks, rows, cols, pp);
-    Exp(s, s, int32_t(n));
-    Sub(alpha, mOld, mNew, int32_t(rows));
-    Exp(alpha, alpha, int32_t(rows));
-    RowReduce<true>(red, s, fold, red8, rows, cols, pp);
-    Mul(l, l, alpha, int32_t(rows));
-    Add(l, l, red, int32_t(rows));
+    OnlineSoftmaxBlock(s, mOld, mNew, alpha, l, red, fold, red8, blocks, rows, cols, pp);
     cur_ ^= 1u;
     this->scoreQue_.FreeTensor(s);
   }

@@ -81,53 +81,69 @@ class TokenRoutes {
   LocalTensor<float> prob_;
 };
 
+// What both kernels run a block on: its tokens [begin, begin + count), one pipe, the token routes and the row
+// chunks' queues (two deep each way).
+template <typename T, typename P>
+struct UnpermuteBlock {
+  // false: this block has no tokens (and nothing was set up)
+  __aicore__ inline bool Init(GM_ADDR sortedIndices, GM_ADDR probs, const MoeRoutingTilingData& t) {
+    BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
+    if (count <= 0) return false;
+    routes.Init(pipe, sortedIndices, probs, t);
+    pipe.InitBuffer(inQue, 2, t.colChunk * sizeof(T));
+    pipe.InitBuffer(outQue, 2, t.colChunk * sizeof(T));
+    return true;
+  }
+  // gm[first, first + n) through inQue, ready in UB (the caller frees it on inQue).
+  __aicore__ inline LocalTensor<T> Load(const GlobalTensor<T>& gm, int64_t first, uint32_t n) {
+    LocalTensor<T> in = inQue.template AllocTensor<T>();
+    DataCopyPad(in, gm[first], DataCopyExtParams(1, n * static_cast<uint32_t>(sizeof(T)), 0, 0, 0),
+                DataCopyPadExtParams<T>());
+    inQue.EnQue(in);
+    return inQue.template DeQue<T>();
+  }
+  int64_t begin = 0, count = 0;
+  TPipe pipe;
+  TokenRoutes<P> routes;
+  TQue<TPosition::VECIN, 2> inQue;
+  TQue<TPosition::VECOUT, 2> outQue;
+};
+
 template <typename T, typename P>
 __aicore__ inline void Unpermute(GM_ADDR permuted, GM_ADDR sortedIndices, GM_ADDR probs, GM_ADDR out,
                                  const MoeRoutingTilingData& t) {
-  int64_t begin, count;
-  BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
-  if (count <= 0) return;
-  TPipe pipe;
-  TokenRoutes<P> routes;
-  routes.Init(pipe, sortedIndices, probs, t);
-  TQue<TPosition::VECIN, 2> inQue;
-  TQue<TPosition::VECOUT, 2> outQue;
+  UnpermuteBlock<T, P> blk;
+  if (!blk.Init(sortedIndices, probs, t)) return;
   TBuf<TPosition::VECCALC> rowF, accF;
-  pipe.InitBuffer(inQue, 2, t.colChunk * sizeof(T));
-  pipe.InitBuffer(outQue, 2, t.colChunk * sizeof(T));
-  pipe.InitBuffer(rowF, t.colChunk * sizeof(float));
-  pipe.InitBuffer(accF, t.colChunk * sizeof(float));
+  blk.pipe.InitBuffer(rowF, t.colChunk * sizeof(float));
+  blk.pipe.InitBuffer(accF, t.colChunk * sizeof(float));
   GlobalTensor<T> src, dst;
   src.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(permuted), t.numOut * t.hidden);
   dst.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out), t.tokens * t.hidden);
   LocalTensor<float> row = rowF.Get<float>(), acc = accF.Get<float>();
-  for (int64_t token = begin; token < begin + count; ++token) {
-    routes.Load(token);
+  for (int64_t token = blk.begin; token < blk.begin + blk.count; ++token) {
+    blk.routes.Load(token);
     for (int64_t c = 0; c < t.hidden; c += t.colChunk) {
       const uint32_t n = static_cast<uint32_t>(t.hidden - c < t.colChunk ? t.hidden - c : t.colChunk);
       Duplicate(acc, 0.0f, static_cast<int32_t>(n));
       for (uint32_t k = 0; k < t.topK; ++k) {
-        const int64_t j = routes.Row(k);
+        const int64_t j = blk.routes.Row(k);
         if (j < 0 || j >= t.numOut) continue;
-        LocalTensor<T> in = inQue.AllocTensor<T>();
-        DataCopyPad(in, src[j * t.hidden + c], DataCopyExtParams(1, n * static_cast<uint32_t>(sizeof(T)), 0, 0, 0),
-                    DataCopyPadExtParams<T>());
-        inQue.EnQue(in);
-        in = inQue.DeQue<T>();
+        LocalTensor<T> in = blk.Load(src, j * t.hidden + c, n);
         LocalTensor<float> wide = AsFloat(row, in, n);
-        if (routes.HasProbs()) {
-          Muls(row, wide, routes.Prob(k), static_cast<int32_t>(n));
+        if (blk.routes.HasProbs()) {
+          Muls(row, wide, blk.routes.Prob(k), static_cast<int32_t>(n));
           wide = row;
         }
         Add(acc, acc, wide, static_cast<int32_t>(n));
-        inQue.FreeTensor(in);
+        blk.inQue.FreeTensor(in);
       }
-      LocalTensor<T> o = outQue.AllocTensor<T>();
+      LocalTensor<T> o = blk.outQue.template AllocTensor<T>();
       NarrowRow(o, acc, n);
-      outQue.EnQue(o);
-      o = outQue.DeQue<T>();
+      blk.outQue.EnQue(o);
+      o = blk.outQue.template DeQue<T>();
       DataCopyPad(dst[token * t.hidden + c], o, DataCopyExtParams(1, n * static_cast<uint32_t>(sizeof(T)), 0, 0, 0));
-      outQue.FreeTensor(o);
+      blk.outQue.FreeTensor(o);
     }
   }
 }
@@ -135,23 +151,15 @@ __aicore__ inline void Unpermute(GM_ADDR permuted, GM_ADDR sortedIndices, GM_ADD
 template <typename T, typename P>
 __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sortedIndices, GM_ADDR probs,
                                      GM_ADDR dpermuted, GM_ADDR dprobs, const MoeRoutingTilingData& t) {
-  int64_t begin, count;
-  BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
-  if (count <= 0) return;
-  TPipe pipe;
-  TokenRoutes<P> routes;
-  routes.Init(pipe, sortedIndices, probs, t);
-  TQue<TPosition::VECIN, 2> inQue;
-  TQue<TPosition::VECOUT, 2> outQue;
+  UnpermuteBlock<T, P> blk;
+  if (!blk.Init(sortedIndices, probs, t)) return;
   TBuf<TPosition::VECCALC> gradF, rowF, reduceTmp, sumBuf, dprobF, dprobOut;
-  pipe.InitBuffer(inQue, 2, t.colChunk * sizeof(T));
-  pipe.InitBuffer(outQue, 2, t.colChunk * sizeof(T));
-  pipe.InitBuffer(gradF, t.colChunk * sizeof(float));
-  pipe.InitBuffer(rowF, t.colChunk * sizeof(float));
-  pipe.InitBuffer(reduceTmp, t.colChunk * sizeof(float));
-  pipe.InitBuffer(sumBuf, 32);
-  pipe.InitBuffer(dprobF, MOE_MAX_TOPK * sizeof(float));
-  pipe.InitBuffer(dprobOut, MOE_MAX_TOPK * sizeof(float));
+  blk.pipe.InitBuffer(gradF, t.colChunk * sizeof(float));
+  blk.pipe.InitBuffer(rowF, t.colChunk * sizeof(float));
+  blk.pipe.InitBuffer(reduceTmp, t.colChunk * sizeof(float));
+  blk.pipe.InitBuffer(sumBuf, 32);
+  blk.pipe.InitBuffer(dprobF, MOE_MAX_TOPK * sizeof(float));
+  blk.pipe.InitBuffer(dprobOut, MOE_MAX_TOPK * sizeof(float));
   GlobalTensor<T> permGm, doutGm, dpermGm;
   GlobalTensor<P> dprobGm;
   permGm.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(permuted), t.numOut * t.hidden);
@@ -161,43 +169,37 @@ __aicore__ inline void UnpermuteGrad(GM_ADDR permuted, GM_ADDR dout, GM_ADDR sor
   LocalTensor<float> g = gradF.Get<float>(), row = rowF.Get<float>(), red = reduceTmp.Get<float>();
   LocalTensor<float> dp = dprobF.Get<float>(), sum = sumBuf.Get<float>();
   const uint32_t k = static_cast<uint32_t>(t.topK);
-  for (int64_t token = begin; token < begin + count; ++token) {
-    routes.Load(token);
+  for (int64_t token = blk.begin; token < blk.begin + blk.count; ++token) {
+    blk.routes.Load(token);
     for (uint32_t q = 0; q < k; ++q) dp.SetValue(q, 0.0f);
     for (int64_t c = 0; c < t.hidden; c += t.colChunk) {
       const uint32_t n = static_cast<uint32_t>(t.hidden - c < t.colChunk ? t.hidden - c : t.colChunk);
       const uint32_t bytes = n * static_cast<uint32_t>(sizeof(T));
-      LocalTensor<T> in = inQue.AllocTensor<T>();
-      DataCopyPad(in, doutGm[token * t.hidden + c], DataCopyExtParams(1, bytes, 0, 0, 0), DataCopyPadExtParams<T>());
-      inQue.EnQue(in);
-      in = inQue.DeQue<T>();
+      LocalTensor<T> in = blk.Load(doutGm, token * t.hidden + c, n);
       WidenRow(g, in, n);
-      inQue.FreeTensor(in);
+      blk.inQue.FreeTensor(in);
       for (uint32_t q = 0; q < k; ++q) {
-        const int64_t j = routes.Row(q);
+        const int64_t j = blk.routes.Row(q);
         if (j < 0 || j >= t.numOut) continue;
-        LocalTensor<T> o = outQue.AllocTensor<T>();
-        if (routes.HasProbs()) {
+        LocalTensor<T> o = blk.outQue.template AllocTensor<T>();
+        if (blk.routes.HasProbs()) {
           if constexpr (sizeof(T) == sizeof(float)) {  // fp32: scaled straight into the out buffer
-            Muls(o.template ReinterpretCast<float>(), g, routes.Prob(q), static_cast<int32_t>(n));
+            Muls(o.template ReinterpretCast<float>(), g, blk.routes.Prob(q), static_cast<int32_t>(n));
           } else {
-            Muls(row, g, routes.Prob(q), static_cast<int32_t>(n));
+            Muls(row, g, blk.routes.Prob(q), static_cast<int32_t>(n));
             NarrowRow(o, row, n);
           }
         } else {
           NarrowRow(o, g, n);
         }
-        outQue.EnQue(o);
-        o = outQue.DeQue<T>();
+        blk.outQue.EnQue(o);
+        o = blk.outQue.template DeQue<T>();
         DataCopyPad(dpermGm[j * t.hidden + c], o, DataCopyExtParams(1, bytes, 0, 0, 0));
-        outQue.FreeTensor(o);
-        if (!routes.HasProbs()) continue;
-        LocalTensor<T> p = inQue.AllocTensor<T>();
-        DataCopyPad(p, permGm[j * t.hidden + c], DataCopyExtParams(1, bytes, 0, 0, 0), DataCopyPadExtParams<T>());
-        inQue.EnQue(p);
-        p = inQue.DeQue<T>();
+        blk.outQue.FreeTensor(o);
+        if (!blk.routes.HasProbs()) continue;
+        LocalTensor<T> p = blk.Load(permGm, j * t.hidden + c, n);
         Mul(row, AsFloat(row, p, n), g, static_cast<int32_t>(n));
-        inQue.FreeTensor(p);
+        blk.inQue.FreeTensor(p);
         ReduceSum(sum, row, red, static_cast<int32_t>(n));
         SyncPipes<HardEvent::V_S>();
         dp.SetValue(q, dp.GetValue(q) + sum.GetValue(0));

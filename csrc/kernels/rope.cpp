@@ -358,14 +358,22 @@ class KernelRope {
   LocalTensor<float> cosf_, sinT_;      // their fp32 forms; sinT is sin with the signs (and P) folded in
 };
 
+// One tensor rotated from x into y on a pipe of its own (destroyed at return, draining every queue): the body
+// of every RoPE kernel entry, direct and op package. fromLastBlock: apply_rotary_pos_emb's key part.
+template <typename T>
+__aicore__ inline void RopePass(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, const RopeTilingData& tilingData,
+                                bool fromLastBlock = false) {
+  TPipe pipe;
+  KernelRope<T> op;
+  op.Init(x, cos, sin, y, tilingData, &pipe);
+  op.Process(fromLastBlock);
+}
+
 template <typename T>
 __aicore__ inline void RunRope(GM_ADDR x, GM_ADDR cos, GM_ADDR sin, GM_ADDR y, GM_ADDR tiling) {
   RopeTilingData tilingData;
   CopyTiling(&tilingData, tiling);
-  TPipe pipe;
-  KernelRope<T> op;
-  op.Init(x, cos, sin, y, tilingData, &pipe);
-  op.Process();
+  RopePass<T>(x, cos, sin, y, tilingData);
 }
 
 // One entry per dtype (ROPE_DTYPES, tiling/rope_tiling_data.h); x, cos, sin, y share it (the host casts
@@ -380,24 +388,14 @@ ROPE_DTYPES(ROPE_ENTRY, rope)
 
 // apply_rotary_pos_emb(_grad): query, then key, by every block of one launch, into queryOut / keyOut
 // (the inputs themselves: in place, as the direct launch and the op package's ref outputs have it;
-// a task reads its rows before it writes them). Each part has its own pipe: their tiles differ (head
-// counts, so tile lines), and a pipe's Destroy at the end of its scope drains every queue before the
+// a task reads its rows before it writes them). Each part has its own pipe (RopePass): their tiles differ
+// (head counts, so tile lines), and a pipe's Destroy at the end of its pass drains every queue before the
 // next part carves the same UB.
 template <typename T>
 __aicore__ inline void ApplyRopeParts(GM_ADDR query, GM_ADDR key, GM_ADDR cos, GM_ADDR sin, GM_ADDR queryOut,
                                       GM_ADDR keyOut, const ApplyRopeTilingData& tilingData) {
-  if (tilingData.query.taskCount > 0) {
-    TPipe pipe;
-    KernelRope<T> op;
-    op.Init(query, cos, sin, queryOut, tilingData.query, &pipe);
-    op.Process();
-  }
-  if (tilingData.key.taskCount > 0) {
-    TPipe pipe;
-    KernelRope<T> op;
-    op.Init(key, cos, sin, keyOut, tilingData.key, &pipe);
-    op.Process(true);
-  }
+  if (tilingData.query.taskCount > 0) RopePass<T>(query, cos, sin, queryOut, tilingData.query);
+  if (tilingData.key.taskCount > 0) RopePass<T>(key, cos, sin, keyOut, tilingData.key, true);
 }
 
 template <typename T>

@@ -98,3 +98,24 @@ __aicore__ inline void RowScale(row_ops::Op op, const LocalTensor<float>& x, con
   RowBlocks(blocks, v, rows);
   RowApply(op, x, blocks, rows, width, pitch);
 }
+
+// One block s [rows, width] of an online softmax (attention's forward, linear cross-entropy's logsumexp):
+// mNew = max(mOld, rowmax s); s = exp(s - mNew) in place (P, over the whole pitch); alpha = exp(mOld - mNew);
+// l = l * alpha + rowsum P. red, fold, red8 and blocks are scratch (RowReduce, RowScale).
+__aicore__ inline void OnlineSoftmaxBlock(const LocalTensor<float>& s, const LocalTensor<float>& mOld,
+                                          const LocalTensor<float>& mNew, const LocalTensor<float>& alpha,
+                                          const LocalTensor<float>& l, const LocalTensor<float>& red,
+                                          const LocalTensor<float>& fold, const LocalTensor<float>& red8,
+                                          const LocalTensor<float>& blocks, uint32_t rows, uint32_t width,
+                                          uint32_t pitch) {
+  const int32_t r = int32_t(rows);
+  RowReduce<false>(red, s, fold, red8, rows, width, pitch);
+  Max(mNew, mOld, red, r);
+  RowScale(row_ops::Op::kSub, s, mNew, blocks, rows, width, pitch);
+  Exp(s, s, int32_t(rows * pitch));
+  Sub(alpha, mOld, mNew, r);
+  Exp(alpha, alpha, r);
+  RowReduce<true>(red, s, fold, red8, rows, width, pitch);
+  Mul(l, l, alpha, r);
+  Add(l, l, red, r);
+}

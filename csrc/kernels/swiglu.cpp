@@ -88,6 +88,20 @@ __aicore__ inline void SwigluNarrow(LocalTensor<T>& out, LocalTensor<float>& res
 
 #include "swiglu_packed.h"  // uses the helpers above
 
+// The block loop of both SwiGLU kernels: the block's tasks' tiles in order, each through the kernel's CopyIn,
+// Compute and CopyOut.
+template <typename T, typename Kernel>
+__aicore__ inline void SwigluBlock(Kernel& op, const SwigluTilingData& t) {
+  int64_t begin = 0, count = 0;
+  BlockTaskRange(t.tasksPerBlock, t.tasksRemainder, begin, count);
+  for (int64_t task = begin; task < begin + count; ++task) {
+    const SwigluTile tile = SwigluTaskTile<T>(t, task);
+    op.CopyIn(tile);
+    op.Compute(tile);
+    op.CopyOut(tile);
+  }
+}
+
 template <typename T>
 class KernelSwiglu {
  public:
@@ -109,18 +123,9 @@ class KernelSwiglu {
     }
   }
 
-  __aicore__ inline void Process() {
-    int64_t begin = 0, count = 0;
-    BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
-    for (int64_t task = begin; task < begin + count; ++task) {
-      const SwigluTile tile = SwigluTaskTile<T>(t_, task);
-      CopyIn(tile);
-      Compute(tile);
-      CopyOut(tile);
-    }
-  }
+  __aicore__ inline void Process() { SwigluBlock<T>(*this, t_); }
 
- private:
+  // one tile's steps, in SwigluBlock's order
   __aicore__ inline void CopyIn(const SwigluTile& tile) {
     const int64_t first = tile.row * 2 * t_.inner + tile.col;
     LocalTensor<T> a = inA_.AllocTensor<T>();
@@ -156,6 +161,7 @@ class KernelSwiglu {
     outY_.FreeTensor(y);
   }
 
+ private:
   SwigluTilingData t_;
   GlobalTensor<T> xGm_, yGm_;
   TQue<QuePosition::VECIN, SWIGLU_BUFFER_NUM> inA_, inB_;
@@ -192,18 +198,9 @@ class KernelSwigluGrad {
     PipeBarrier<PIPE_V>();
   }
 
-  __aicore__ inline void Process() {
-    int64_t begin = 0, count = 0;
-    BlockTaskRange(t_.tasksPerBlock, t_.tasksRemainder, begin, count);
-    for (int64_t task = begin; task < begin + count; ++task) {
-      const SwigluTile tile = SwigluTaskTile<T>(t_, task);
-      CopyIn(tile);
-      Compute(tile);
-      CopyOut(tile);
-    }
-  }
+  __aicore__ inline void Process() { SwigluBlock<T>(*this, t_); }
 
- private:
+  // one tile's steps, in SwigluBlock's order
   __aicore__ inline void CopyIn(const SwigluTile& tile) {
     const int64_t first = tile.row * 2 * t_.inner + tile.col;
     LocalTensor<T> dy = inDy_.AllocTensor<T>();
@@ -294,6 +291,7 @@ class KernelSwigluGrad {
     outDb_.FreeTensor(db);
   }
 
+ private:
   SwigluTilingData t_;
   GlobalTensor<T> dyGm_, xGm_, dxGm_;
   TQue<QuePosition::VECIN, SWIGLU_BUFFER_NUM> inDy_, inA_, inB_;

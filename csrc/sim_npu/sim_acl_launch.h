@@ -33,11 +33,7 @@ template <typename... Params, typename... Args>
 uint32_t LaunchTyped(KernelMetaType type, const char* kernelName, uint32_t blockDim, aclrtStream stream,
                      void (*kernel)(Params...), Args... gm) {
   BeforeLaunch(kernelName, stream);
-  try {
-    AscendC::twin::LaunchTyped(type, kernelName, blockDim, kernel, static_cast<uint8_t*>(gm)...);
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  LaunchTypedOnTwin(type, kernelName, blockDim, kernel, static_cast<uint8_t*>(gm)...);
   return 0;  // ACL_SUCCESS
 }
 

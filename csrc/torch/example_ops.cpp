@@ -33,12 +33,8 @@ at::Tensor MixMatmulEpilogueExample(const at::Tensor& a, const at::Tensor& b, co
   at::Tensor y = at::empty({kM, kN}, a.options().dtype(at::kFloat));
   // the system workspace, then C (fp32 [M, N]) handed from the AIC to the AIVs
   std::vector<uint8_t> workspace(AscendC::twin::kSystemWorkspaceBytes + kM * kN * sizeof(float));
-  try {
-    AscendC::twin::LaunchTyped(KERNEL_TYPE_MIX_AIC_1_2, "mix_matmul_epilogue_example", 1, mix_matmul_epilogue_example,
-                               Gm(ac), Gm(bc), Gm(biasc), Gm(y), workspace.data(), float(scale));
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, "mix_matmul_epilogue_example", 1, mix_matmul_epilogue_example, Gm(ac),
+                    Gm(bc), Gm(biasc), Gm(y), workspace.data(), float(scale));
   return y;
 }
 }  // namespace

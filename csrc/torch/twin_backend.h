@@ -48,15 +48,21 @@ uint64_t GmBytes(const Tensors&... tensors) {
   return (uint64_t(tensors.defined() ? tensors.nbytes() : 0) + ...);
 }
 
+// Runs a twin launch; a rule violation it stops with becomes a torch error (a RuntimeError in Python).
+template <typename Launch>
+void RaiseRuleErrors(const Launch& launch) {
+  try {
+    launch();
+  } catch (const AscendC::twin::RuleError& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
 // gmBytes (GmBytes of its tensors) lets a tiny launch run on the calling thread (twin_launch.h).
 template <typename... Params, typename... Args>
 void LaunchOnTwin(uint64_t gmBytes, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
                   Args... args) {
-  try {
-    AscendC::twin::LaunchMoving(gmBytes, kernelName, blockDim, kernel, args...);
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  RaiseRuleErrors([&] { AscendC::twin::LaunchMoving(gmBytes, kernelName, blockDim, kernel, args...); });
 }
 template <typename... Params, typename... Args>
 void LaunchOnTwin(const char* kernelName, uint32_t blockDim, void (*kernel)(Params...), Args... args) {
@@ -74,11 +80,7 @@ void LaunchOnTwin(uint64_t gmBytes, const char* kernelName, uint32_t blockDim, v
 template <typename... Params, typename... Args>
 void LaunchTypedOnTwin(KernelMetaType type, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),
                        Args... args) {
-  try {
-    AscendC::twin::LaunchTyped(type, kernelName, blockDim, kernel, args...);
-  } catch (const AscendC::twin::RuleError& e) {
-    TORCH_CHECK(false, e.what());
-  }
+  RaiseRuleErrors([&] { AscendC::twin::LaunchTyped(type, kernelName, blockDim, kernel, args...); });
 }
 template <typename... Params, typename... Gms>
 void LaunchTypedOnTwin(KernelMetaType type, const char* kernelName, uint32_t blockDim, void (*kernel)(Params...),

@@ -31,6 +31,15 @@ struct Rig {  // a pipe, queues, scratch and this block's row of GM (rows are bl
     pipe.InitBuffer(outQ, 2, kElems * sizeof(float));
     pipe.InitBuffer(calc, 4 * kElems * sizeof(float));
   }
+  // The row through an inQ buffer and out of it: that FreeTensor sets V_MTE2 with the pipe's id 0, for the
+  // buffer's next AllocTensor to wait on.
+  void PassRow() {
+    LocalTensor<float> a = inQ.AllocTensor<float>();
+    DataCopy(a, row, kElems);
+    inQ.EnQue(a);
+    a = inQ.DeQue<float>();
+    inQ.FreeTensor(a);
+  }
 };
 
 // Every construct used right: queues, manual flags with ids from the pipe, padding computed on
@@ -100,11 +109,7 @@ extern "C" __global__ __aicore__ void reserved_event_id(GM_ADDR x) {
 // A literal id 0 collides with the id the TPipe gave the queue's pending FreeTensor.
 extern "C" __global__ __aicore__ void event_id_collision(GM_ADDR x) {
   Rig r(x);
-  LocalTensor<float> a = r.inQ.AllocTensor<float>();
-  DataCopy(a, r.row, kElems);
-  r.inQ.EnQue(a);
-  a = r.inQ.DeQue<float>();
-  r.inQ.FreeTensor(a);            // SetFlag<V_MTE2>(0), waited by the next AllocTensor of that buffer
+  r.PassRow();                    // SetFlag<V_MTE2>(0), waited by the next AllocTensor of that buffer
   SetFlag<HardEvent::V_MTE2>(0);  // same event, same id, still set
   WaitFlag<HardEvent::V_MTE2>(0);
 }
@@ -112,11 +117,7 @@ extern "C" __global__ __aicore__ void event_id_collision(GM_ADDR x) {
 // A manual WaitFlag consumes the event a FreeTensor set: the TPipe's own wait at the end hangs.
 extern "C" __global__ __aicore__ void stolen_queue_event(GM_ADDR x) {
   Rig r(x);
-  LocalTensor<float> a = r.inQ.AllocTensor<float>();
-  DataCopy(a, r.row, kElems);
-  r.inQ.EnQue(a);
-  a = r.inQ.DeQue<float>();
-  r.inQ.FreeTensor(a);
+  r.PassRow();
   WaitFlag<HardEvent::V_MTE2>(0);
 }
 

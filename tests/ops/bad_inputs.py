@@ -29,3 +29,20 @@ def assert_fake_raises_the_same(entry) -> None:
 def fake_checkable(bad: list, data_dependent: tuple[str, ...]) -> list[int]:
     """Indices of `bad` whose text names no value on the device (no fake sees those)."""
     return [i for i, (_, _, text) in enumerate(bad) if not any(d in text for d in data_dependent)]
+
+
+def bad_input_tests(bad: list, data_dependent: tuple[str, ...], prefix: str = ""):
+    """A table's two tests, for the test module to bind at its top level under these names: every call raises a
+    readable error (its text after `prefix`, the op's name where the table leaves it out), and the fake raises the
+    same where the check reads no value on the device (data_dependent: fake_checkable)."""
+
+    @pytest.mark.parametrize("i", range(len(bad)))
+    def test_bad_input_is_a_readable_error(i):
+        call, kind, text = bad[i]
+        assert_readable((call, kind, prefix + text))
+
+    @pytest.mark.parametrize("i", fake_checkable(bad, data_dependent))
+    def test_fake_and_real_calls_raise_one_message(i):
+        assert_fake_raises_the_same(bad[i])
+
+    return test_bad_input_is_a_readable_error, test_fake_and_real_calls_raise_one_message

@@ -13,7 +13,7 @@ from torch.library import opcheck
 
 import ascendc_ops
 from ascendc_ops.ops.attention_args import COMPRESSED_MASK_SIZE as SIDE, TOCKENS_MAX, compressed_mask
-from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
+from bad_inputs import bad_input_tests
 
 COMPRESSED = torch.from_numpy(compressed_mask())  # sparse modes 2-4
 F32 = torch.float32
@@ -94,19 +94,13 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("i", range(len(BAD)))
-def test_bad_input_is_a_readable_error(i):
-    call, kind, text = BAD[i]
-    assert_readable((call, kind, f"fusion_attention_grad: {text}"))
-
-
 # Checked on the values on the host (the compressed mask's content): no fake sees them.
 DATA_DEPENDENT = ("triu(ones(2048, 2048), 1)",)
 
 
-@pytest.mark.parametrize("i", fake_checkable(BAD, DATA_DEPENDENT))
-def test_fake_and_real_calls_raise_one_message(i):
-    assert_fake_raises_the_same(BAD[i])
+test_bad_input_is_a_readable_error, test_fake_and_real_calls_raise_one_message = bad_input_tests(
+    BAD, DATA_DEPENDENT, prefix="fusion_attention_grad: "
+)
 
 
 def test_inputs_on_two_devices_name_the_one_apart():

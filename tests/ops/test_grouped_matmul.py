@@ -22,7 +22,7 @@ import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops import precision as P
 from ascendc_ops.ops import grouped_matmul_reference as R
-from bad_inputs import assert_fake_raises_the_same, assert_readable, fake_checkable
+from bad_inputs import bad_input_tests
 from shipped_cases import verify_shipped
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -210,18 +210,11 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("i", range(len(BAD)))
-def test_bad_input_is_a_readable_error(i):
-    assert_readable(BAD[i])
-
-
 # The errors that come from values on the device (group_list): no fake sees them.
 DATA_DEPENDENT = ("group_list[", "group_list covers", "cumulative end")
 
 
-@pytest.mark.parametrize("i", fake_checkable(BAD, DATA_DEPENDENT))
-def test_fake_and_real_calls_raise_one_message(i):
-    assert_fake_raises_the_same(BAD[i])
+test_bad_input_is_a_readable_error, test_fake_and_real_calls_raise_one_message = bad_input_tests(BAD, DATA_DEPENDENT)
 
 
 def test_empty_tensors():

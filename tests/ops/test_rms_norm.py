@@ -17,16 +17,10 @@ import ascendc_ops  # noqa: F401  (loads the library)
 from accuracy import assert_accurate, np64
 from ascendc_ops import precision as P
 from ascendc_ops.ops import rms_norm as N, rms_norm_reference as R
+from conftest import proto_dtypes
 
 EPS = 1e-6
-# (x dtype, gamma dtype) pairs of op_proto/rms_norm/rms_norm.json
-PAIRS = (
-    (torch.float16, torch.float32),
-    (torch.bfloat16, torch.float32),
-    (torch.float16, torch.float16),
-    (torch.bfloat16, torch.bfloat16),
-    (torch.float32, torch.float32),
-)
+PAIRS = proto_dtypes("rms_norm", "x", "gamma")
 ROWS = (1, 7, 83)
 HIDDEN = (1, 8, 769, 5125)
 SPLIT_HIDDEN = (16384, 32768)

@@ -14,7 +14,7 @@ import torch
 pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from test_patching import ALL, VOCAB, fwd_bwd, max_rel, tiny  # noqa: E402
-from training import adamw_steps  # noqa: E402
+from training import adamw_steps, assert_fp32_step, lockstep  # noqa: E402
 
 STEPS = 20
 FP32_T = 2.0**-13  # the Ascend fp32 relative-error threshold (MERE; docs' accuracy standards)
@@ -34,12 +34,10 @@ def train(model_type, dtype, kernels, seed=0):
 
 
 def assert_step_parity(got, want, dtype):
-    (logits, loss, grads), (ref_logits, ref_loss, ref_grads) = got, want
-    if dtype == torch.float32:  # test_patching's fp32 parity bounds
-        assert (logits - ref_logits).abs().max().item() <= 1e-5 and abs(loss - ref_loss).item() <= 1e-5
-        for n in ref_grads:
-            torch.testing.assert_close(grads[n], ref_grads[n], atol=1e-5, rtol=1e-4, msg=n)
+    if dtype == torch.float32:
+        assert_fp32_step(got, want)
     else:  # test_patching's bf16 parity bounds (Liger-Kernel's)
+        (logits, loss, grads), (ref_logits, ref_loss, ref_grads) = got, want
         assert abs(loss - ref_loss).item() <= 1e-2 and max_rel(logits, ref_logits) <= 3e-2
         for n in ref_grads:
             assert max_rel(grads[n], ref_grads[n]) <= 6e-2, n
@@ -49,15 +47,13 @@ def assert_step_parity(got, want, dtype):
 def test_twenty_steps_lockstep(model_type, dtype):
     ref, ours = tiny(model_type, dtype), tiny(model_type, dtype)
     K.apply_default_kernels(ours)
-    opt = torch.optim.AdamW(ref.parameters(), lr=3e-3, weight_decay=0.01)
-    data, losses = batches(), []
-    for step in range(STEPS):
-        x = data[step % len(data)]
-        ours.load_state_dict(ref.state_dict())
+
+    def compare(x):
         got, want = fwd_bwd(ours, x), fwd_bwd(ref, x)
         assert_step_parity(got, want, dtype)
-        losses.append(want[1].item())
-        opt.step()
+        return want[1].item()
+
+    losses = lockstep(ref, ours, batches(), compare, STEPS)
     assert losses[-1] < losses[0] - 0.5, losses  # the trajectory compared is a real training
 
 

@@ -16,7 +16,7 @@ transformers = pytest.importorskip("transformers")
 import ascendc_ops.patching as K  # noqa: E402
 from ascendc_ops.ops.moe_experts import expert_counts, moe_experts  # noqa: E402
 from ascendc_ops.patching.moe import EXPERTS_IMPL  # noqa: E402
-from training import TINY, VOCAB, CompileRecorder, adamw_steps  # noqa: E402
+from training import TINY, VOCAB, CompileRecorder, adamw_steps, assert_fp32_step, lockstep  # noqa: E402
 
 SEQ = 12
 MOE = {  # model type -> (config class, model class, overrides giving E=8, top-2 experts of width 32)
@@ -92,15 +92,6 @@ def fwd_bwd(model, x):
         if p.grad is not None
     }
     return out.logits.detach().float(), out.loss.detach().float(), grads
-
-
-def assert_parity(got, ref, atol=1e-5):
-    (logits, loss, grads), (ref_logits, ref_loss, ref_grads) = got, ref
-    assert (logits - ref_logits).abs().max().item() <= atol
-    assert abs(loss - ref_loss).item() <= atol
-    assert grads.keys() == ref_grads.keys()
-    for n in ref_grads:
-        torch.testing.assert_close(grads[n], ref_grads[n], atol=atol, rtol=1e-4, msg=n)
 
 
 # ---- the experts block ----
@@ -190,7 +181,7 @@ def test_fp32_parity_with_eager_experts(model_type):
     assert report.applied == APPLIED[model_type], report
     assert model.config._experts_implementation == EXPERTS_IMPL
     assert report.patched_modules["fused_moe"] == (1 if model_type == "qwen3_moe" else 2)  # qwen3: layer 1 dense
-    assert_parity(fwd_bwd(model, x), ref)
+    assert_fp32_step(fwd_bwd(model, x), ref)
 
 
 def test_bf16_parity_qwen3_moe():
@@ -220,7 +211,7 @@ def test_also_matches_hf_grouped_mm_and_from_config():
     x = ids()
     ref = fwd_bwd(model, x)
     assert K.apply_kernel("fused_moe", model).applied == ["fused_moe"]
-    assert_parity(fwd_bwd(model, x), ref)
+    assert_fp32_step(fwd_bwd(model, x), ref)
     # chosen at construction, like from_pretrained(..., experts_implementation=...)
     cfg_name, model_name, kw = MOE["mixtral"]
     cfg = getattr(transformers, cfg_name)(
@@ -287,7 +278,7 @@ def test_torch_compile_fullgraph_train_step():
         "custom.add_rms_norm",
     ):
         assert any(o.startswith(op) for o in ops), (op, sorted(ops))
-    assert_parity(got, ref)
+    assert_fp32_step(got, ref)
     torch._dynamo.reset()
 
 
@@ -372,18 +363,16 @@ def test_twenty_steps_lockstep_with_eager(model_type):
     ref, ours = tiny_moe(model_type), tiny_moe(model_type)
     K.apply_default_kernels(ours)
     ref_log, our_log, k = RouterLog(ref), RouterLog(ours), ref.config.num_experts_per_tok
-    opt = torch.optim.AdamW(ref.parameters(), lr=1e-3, weight_decay=0.01)
     data = torch.randint(0, VOCAB, (4, 2, SEQ), generator=torch.Generator().manual_seed(1))
-    compared = 0
-    for step in range(STEPS):
-        x = data[step % len(data)]
-        ours.load_state_dict(ref.state_dict())
+
+    def compare(x):  # 1 where the step was compared
         got, want = fwd_bwd(ours, x), fwd_bwd(ref, x)
         a, b = ref_log.take(), our_log.take()
         if routing_differs(a, b, k):
             assert_near_tie(a, b, k)
-        else:
-            assert_parity(got, want)
-            compared += 1
-        opt.step()
+            return 0
+        assert_fp32_step(got, want)
+        return 1
+
+    compared = sum(lockstep(ref, ours, data, compare, STEPS, lr=1e-3))
     assert compared >= STEPS - 2, compared  # near-ties are rare: most steps must be compared

@@ -1,5 +1,6 @@
-"""What the model tests share: the tiny models' common config, a few steps of AdamW training, a
-torch.compile backend that keeps its graphs (to look for our ops) and a dispatch mode that counts the ops called."""
+"""What the model tests share: the tiny models' common config, a few steps of AdamW training (free-running or
+in lockstep with a patched copy), the fp32 single-step parity bounds, a torch.compile backend that keeps its
+graphs (to look for our ops) and a dispatch mode that counts the ops called."""
 
 from __future__ import annotations
 
@@ -31,6 +32,31 @@ def adamw_steps(model, data, steps: int, lr: float, after_step=None) -> torch.Te
         if after_step is not None:
             after_step()
     return torch.tensor(losses)
+
+
+def lockstep(ref, ours, data, compare, steps: int = 20, lr: float = 3e-3) -> list[float]:
+    """AdamW training of the unpatched `ref`; before each step `ours` takes ref's weights and `compare(x)` runs
+    both on the batch (leaving ref's gradients for the step); what `compare` returned at each step (ref's loss)."""
+    opt = torch.optim.AdamW(ref.parameters(), lr=lr, weight_decay=0.01)
+    losses = []
+    for step in range(steps):
+        x = data[step % len(data)]
+        ours.load_state_dict(ref.state_dict())
+        losses.append(compare(x))
+        opt.step()
+    return losses
+
+
+def assert_fp32_step(got, want, atol: float = 1e-5) -> None:
+    """One step's (logits, loss, gradients) against the unpatched model's at the fp32 parity bounds (logits None:
+    a fused loss made none)."""
+    (logits, loss, grads), (ref_logits, ref_loss, ref_grads) = got, want
+    if logits is not None:
+        assert (logits - ref_logits).abs().max().item() <= atol
+    assert abs(loss - ref_loss).item() <= atol
+    assert grads.keys() == ref_grads.keys()
+    for n in ref_grads:
+        torch.testing.assert_close(grads[n], ref_grads[n], atol=atol, rtol=1e-4, msg=n)
 
 
 class CompileRecorder:

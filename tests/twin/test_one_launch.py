@@ -19,20 +19,13 @@ import pytest
 import torch
 
 import ascendc_ops  # noqa: F401  (loads torch.ops.custom; the conftest environment: the sanitizer on)
-from conftest import kernel_library
+from conftest import kernel_library, proto_dtypes
 
 one = kernel_library("twin_one_launch")
 UB = torch.ops.ascendc_ops.twin_ub_bytes()  # A2's Unified Buffer, which both sides tile for
 A2_VECTOR_CORES = 48
 
-# (x dtype, gamma dtype) pairs of op_proto/rms_norm/*_grad.json
-PAIRS = (
-    (torch.float32, torch.float32),
-    (torch.float16, torch.float32),
-    (torch.bfloat16, torch.float32),
-    (torch.float16, torch.float16),
-    (torch.bfloat16, torch.bfloat16),
-)
+PAIRS = proto_dtypes("rms_norm_grad", "x", "gamma")  # the same for every *_grad.json of the family
 NORM_GRAD_OPS = ("rms_norm_grad", "add_rms_norm_grad", "gemma_rms_norm_grad", "gated_rms_norm_grad")
 
 
@@ -113,7 +106,7 @@ def test_norm_grad_one_launch_tilings(op, rows, hidden, vector_cores, blocks):
 def test_norm_grad_one_launch_beyond_the_chip_is_refused():
     """Tiled for 64 vector cores, 83 rows take 64 blocks: more than an A2's 48 AIVs can hold at once, so the
     SyncAll would hang the device (its op_host must tile with the chip's own core count)."""
-    dy, x, rstd, gamma, _ = norm_grad_inputs("rms_norm_grad", 83, 769, PAIRS[0])
+    dy, x, rstd, gamma, _ = norm_grad_inputs("rms_norm_grad", 83, 769, (torch.float32, torch.float32))
     with pytest.raises(RuntimeError, match=r"\[SyncAll residency\] SyncAll in a launch of 64 blocks \(0 AIC, 64 AIV\)"):
         one.rms_norm_grad("rms_norm_grad", dy, x, rstd, gamma, None, 64)
 

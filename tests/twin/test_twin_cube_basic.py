@@ -4,12 +4,10 @@ sanitizer-clean; each kernel in tests/cpp/twin_cube_basic_kernels.cpp that break
 stops with the rule named, and each that drops a hand-off between MTE2/MTE1/M/FIX is a race the
 sanitizer names."""
 
-import re
-
 import pytest
 import torch
 
-from conftest import kernel_library
+from conftest import kernel_library, rule_error
 
 cube = kernel_library("twin_faults", "twin_cube_basic")
 
@@ -95,22 +93,14 @@ def test_manual_block_is_clean_and_right(monkeypatch, name):
 @pytest.mark.parametrize("name", sorted(RULES))
 def test_rule_named(name):
     rule, detail = RULES[name]
-    with pytest.raises(RuntimeError) as err:
-        cube.run(name, block_input())
-    message = str(err.value)
-    assert f"kernel '{name}' block " in message and f"[{rule}]" in message, message
-    assert re.search(detail, message), message
+    rule_error(lambda: cube.run(name, block_input()), name, rule, detail)
 
 
 @pytest.mark.parametrize("name", sorted(RACES))
 def test_race_found(monkeypatch, name):
     monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
-    with pytest.raises(RuntimeError) as err:
-        cube.run(name, block_input())
-    message = str(err.value)
     rule = "synccheck" if name == "queue_mmad_without_deque" else "racecheck"
-    assert f"kernel '{name}' block " in message and f"[{rule}]" in message, message
-    assert re.search(RACES[name], message), message
+    rule_error(lambda: cube.run(name, block_input()), name, rule, RACES[name])
 
 
 @pytest.mark.parametrize("name", ACCUMULATE_CLEAN)
@@ -122,11 +112,8 @@ def test_accumulating_mmads_ordered(monkeypatch, name):
 @pytest.mark.parametrize("name", sorted(ACCUMULATE_FAULTS))
 def test_accumulating_mmads_need_pipe_m_barrier(monkeypatch, name):
     monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "1")
-    with pytest.raises(RuntimeError) as err:
-        cube.run(name, block_input())
-    message = str(err.value)
-    assert f"kernel '{name}' block " in message and "[Mmad accumulation barrier]" in message, message
-    assert re.search(rf"M Mmad {N} accumulates onto {ACCUMULATE_FAULTS[name]}, written by M Mmad {N}", message)
+    onto = rf"M Mmad {N} accumulates onto {ACCUMULATE_FAULTS[name]}, written by M Mmad {N}"
+    message = rule_error(lambda: cube.run(name, block_input()), name, "Mmad accumulation barrier", onto)
     assert "PipeBarrier<PIPE_M>" in message, message
     monkeypatch.setenv("ASCENDC_TWIN_SANITIZE", "0")
     cube.run(name, block_input())  # a sanitizer rule: with the sanitizer off the kernel runs

@@ -163,6 +163,17 @@ def pick(x: float, lo: float, hi: float, lo_bits: int, mode: str, nearest: float
     return lo if x - lo < hi - x else hi
 
 
+def rounded(v, ftype, mode: str):
+    """v (a float32 or an int32 value) in ftype (np.float16 or np.float32) by the mode: as it is where ftype holds
+    it, else picked between its two ftype neighbours."""
+    near = ftype(v)
+    if float(near) == float(v):
+        return near
+    up, down = np.nextafter(near, ftype(np.inf)), np.nextafter(near, ftype(-np.inf))
+    lo, hi = (near, up) if float(near) < v else (down, near)
+    return ftype(pick(float(v), float(lo), float(hi), int(bits(np.array(lo, dtype=ftype))), mode, float(near)))
+
+
 def cast_inputs(seed: int) -> np.ndarray:
     """float32 values inside half's finite range: random, exact half values, and halfway points."""
     g = np.random.default_rng(seed)
@@ -179,20 +190,7 @@ def cast_inputs(seed: int) -> np.ndarray:
 def test_cast_float_to_half_modes(mode):
     x = cast_inputs(MODES[mode])
     out = cast(torch.from_numpy(x), "half", MODES[mode]).numpy()
-    want = []
-    for v in x:
-        near = np.float16(v)
-        if float(near) == float(v):
-            want.append(near)
-            continue
-        lo, hi = (
-            (near, np.nextafter(near, np.float16(np.inf)))
-            if float(near) < v
-            else (np.nextafter(near, np.float16(-np.inf)), near)
-        )
-        lo_bits = int(np.array(lo, dtype=np.float16).view(np.uint16))
-        want.append(np.float16(pick(float(v), float(lo), float(hi), lo_bits, mode, float(near))))
-    want = np.array(want, dtype=np.float16)
+    want = np.array([rounded(v, np.float16, mode) for v in x], dtype=np.float16)
     assert np.array_equal(bits(out), bits(want)), (x[bits(out) != bits(want)][:4], out[bits(out) != bits(want)][:4])
 
 
@@ -265,30 +263,9 @@ def test_cast_int32_to_float_modes(mode):
         ]
     )
     x = x.astype(np.int32)
-    want = []
-    for v in x.tolist():
-        near = np.float32(v)
-        if int(near) == v:
-            want.append(near)
-            continue
-        lo, hi = (
-            (near, np.nextafter(near, np.float32(np.inf)))
-            if int(near) < v
-            else (np.nextafter(near, np.float32(-np.inf)), near)
-        )
-        d_lo, d_hi = v - int(lo), int(hi) - v  # exact integers
-        if mode in ("NONE", "RINT"):
-            want.append(near)
-        elif mode == "FLOOR":
-            want.append(lo)
-        elif mode == "CEIL":
-            want.append(hi)
-        elif mode == "TRUNC":
-            want.append(lo if v > 0 else hi)
-        else:
-            want.append((hi if v > 0 else lo) if d_lo == d_hi else (lo if d_lo < d_hi else hi))
     out = cast(torch.from_numpy(x), "float", MODES[mode]).numpy()
-    want = np.array(want, dtype=np.float32)
+    # int32 and their float32 neighbours are exact in Python floats: pick compares them without rounding
+    want = np.array([rounded(v, np.float32, mode) for v in x.tolist()], dtype=np.float32)
     assert np.array_equal(out, want), (x[out != want], out[out != want], want[out != want])
 
 

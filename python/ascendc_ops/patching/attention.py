@@ -45,7 +45,7 @@ import torch
 from torch import nn
 
 from ..ops.attention_args import TOCKENS_MAX, compressed_mask
-from .base import Found, KernelSkip, set_instance_attr
+from .base import Found, KernelSkip, register_function, set_instance_attr
 from .report import logger
 
 ATTN_IMPL = "ascendc_fused_attention"
@@ -187,10 +187,8 @@ def _register() -> bool:
         from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
     except ImportError:  # transformers < 5 or absent: nothing to plug into
         return False
-    if ALL_ATTENTION_FUNCTIONS.get(ATTN_IMPL) is not fused_attention_forward:
-        ALL_ATTENTION_FUNCTIONS.register(ATTN_IMPL, fused_attention_forward)
-    if ALL_MASK_ATTENTION_FUNCTIONS.get(ATTN_IMPL) is not sdpa_mask:
-        ALL_MASK_ATTENTION_FUNCTIONS.register(ATTN_IMPL, sdpa_mask)
+    register_function(ALL_ATTENTION_FUNCTIONS, ATTN_IMPL, fused_attention_forward)
+    register_function(ALL_MASK_ATTENTION_FUNCTIONS, ATTN_IMPL, sdpa_mask)
     return True
 
 

@@ -273,6 +273,12 @@ def _step(model, x):
     return logits, grads, out.loss.detach().double().numpy().reshape(1)
 
 
+def _grad_failures(grads, ref, gold) -> dict[str, str]:
+    """{parameter: why} for each of the unpatched model's gradients that ours lacks or that fails _judge."""
+    judged = {n: _judge(grads[n], ref[n], gold[n]) if n in grads else (False, "no gradient") for n in ref}
+    return {n: why for n, (ok, why) in judged.items() if not ok}
+
+
 def _beyond_small(ours, golden) -> bool:
     """Whether ours misses the sanity bound on an element that is not a small value within 2^-30 (the
     small-value domain's absolute bound)."""
@@ -378,7 +384,7 @@ def _linear_ce_cell(model, x, ref, gold) -> str:
         model.training = training
         revert_kernels(model, kernel.id)
     ok, diff = _judge(loss, ref[1], gold[1])
-    bad = [n for n in ref[0] if n not in grads or not _judge(grads[n], ref[0][n], gold[0][n])[0]]
+    bad = list(_grad_failures(grads, ref[0], gold[0]))
     ran = "" if ops.calls[kernel.op] else ", op never ran"
     verdict = "pass" if ok and not bad and logits is None and grads.keys() == ref[0].keys() else "FAIL"
     fails = f" (fails: {', '.join(bad[:3])})" if bad else "" if logits is None else " (logits returned)"
@@ -429,7 +435,7 @@ def check_model_type(model_type: str, class_name: str) -> Row:
     row.attention = _attention_cell(model, x, ref_logits, gold_logits)
     row.linear_ce = _linear_ce_cell(model, x, (ref_grads, ref_loss), (gold_grads, gold_loss))
     ok, row.logits = _judge(logits, ref_logits, gold_logits)
-    bad = [n for n in ref_grads if n not in grads or not _judge(grads[n], ref_grads[n], gold_grads[n])[0]]
+    bad = list(_grad_failures(grads, ref_grads, gold_grads))
     row.grads = f"{len(ref_grads) - len(bad)}/{len(ref_grads)}" + (f" (fails: {', '.join(bad[:3])})" if bad else "")
     passed = ok and not bad and grads.keys() == ref_grads.keys()
     passed = passed and not row.attention.startswith("FAIL") and not row.linear_ce.startswith("FAIL")

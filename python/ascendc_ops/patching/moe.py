@@ -21,7 +21,7 @@ from torch import nn
 from ..ops import moe_experts as _experts_op
 from ..ops.moe_experts import moe_experts
 from . import probe
-from .base import Found, KernelSkip, set_instance_attr
+from .base import Found, KernelSkip, register_function, set_instance_attr
 
 EXPERTS_IMPL = "ascendc_fused_moe"
 CONFIG_ATTR = "_experts_implementation_internal"
@@ -40,8 +40,7 @@ def _register() -> bool:
         from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
     except ImportError:  # transformers < 5 or absent: nothing to plug into
         return False
-    if ALL_EXPERTS_FUNCTIONS.get(EXPERTS_IMPL) is not fused_experts_forward:
-        ALL_EXPERTS_FUNCTIONS.register(EXPERTS_IMPL, fused_experts_forward)
+    register_function(ALL_EXPERTS_FUNCTIONS, EXPERTS_IMPL, fused_experts_forward)
     return True
 
 

@@ -6,8 +6,5 @@ extern "C" __global__ __aicore__ void rope_customer(GM_ADDR x, GM_ADDR cos, GM_A
   REGISTER_TILING_DEFAULT(RopeTilingData);
   GET_TILING_DATA_WITH_STRUCT(RopeTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  TPipe pipe;
-  KernelRope<DTYPE_X> op;
-  op.Init(x, cos, sin, y, tilingData, &pipe);
-  op.Process();
+  RopePass<DTYPE_X>(x, cos, sin, y, tilingData);
 }

@@ -6,8 +6,5 @@ extern "C" __global__ __aicore__ void rope_customer_grad(GM_ADDR dy, GM_ADDR cos
   REGISTER_TILING_DEFAULT(RopeTilingData);
   GET_TILING_DATA_WITH_STRUCT(RopeTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  TPipe pipe;
-  KernelRope<DTYPE_DY> op;
-  op.Init(dy, cos, sin, dx, tilingData, &pipe);
-  op.Process();
+  RopePass<DTYPE_DY>(dy, cos, sin, dx, tilingData);
 }

@@ -6,8 +6,5 @@ extern "C" __global__ __aicore__ void rotary_mul(GM_ADDR x, GM_ADDR r1, GM_ADDR 
   REGISTER_TILING_DEFAULT(RopeTilingData);
   GET_TILING_DATA_WITH_STRUCT(RopeTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  TPipe pipe;
-  KernelRope<DTYPE_X> op;
-  op.Init(x, r1, r2, y, tilingData, &pipe);
-  op.Process();
+  RopePass<DTYPE_X>(x, r1, r2, y, tilingData);
 }

@@ -6,8 +6,5 @@ extern "C" __global__ __aicore__ void rotary_mul_grad(GM_ADDR dy, GM_ADDR r1, GM
   REGISTER_TILING_DEFAULT(RopeTilingData);
   GET_TILING_DATA_WITH_STRUCT(RopeTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
-  TPipe pipe;
-  KernelRope<DTYPE_DY> op;
-  op.Init(dy, r1, r2, dx, tilingData, &pipe);
-  op.Process();
+  RopePass<DTYPE_DY>(dy, r1, r2, dx, tilingData);
 }

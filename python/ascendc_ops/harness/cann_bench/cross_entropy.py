@@ -126,9 +126,3 @@ def backward_inputs(tensors: dict, stats: tuple, attrs: dict) -> tuple:
     a = keep / keep.sum().clamp(min=1.0) if attrs["reduction"] == "mean" else keep
     lse = stats[0] + torch.log(stats[1])
     return tensors["hidden"], tensors["weight"], tensors["target"], lse, a, a, torch.zeros_like(a), 0, 0.0
-
-
-def flops(case: dict, pass_: str) -> int:
-    """The least cube work (lce_flops in ..families.cross_entropy): 2THV forward, 3 x 2THV backward."""
-    (t, h), (v, _) = case["input_shape"][0], case["input_shape"][1]
-    return {"fwd": 1, "bwd": 3}[pass_] * 2 * t * h * v

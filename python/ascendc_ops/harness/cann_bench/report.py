@@ -19,6 +19,7 @@ import torch
 from ...dtypes import BYTES, torch_dtype
 from .. import pipeline
 from ..environment import cpu_model, git_commit
+from ..families.cross_entropy import lce_flops
 from ..pipeline import calibration, estimate, is_calibrated, load_platform, model_launches, model_platform
 from ..values import make_values
 from ..verify import suite as verify
@@ -78,7 +79,7 @@ def backward_estimate(case, tensors: dict, stats: tuple, plat) -> dict:
     args = ce.backward_inputs(tensors, stats, case.attrs)
     records = estimate.record_packed(lambda: torch.ops.custom.linear_cross_entropy_grad(*args), plat)
     model = model_launches(records, plat)
-    floor = ce.flops(case.meta["cann_bench"], "bwd") / plat.cube_peak_flops(case.inputs[0].dtype) * 1e6
+    floor = lce_flops(args, "bwd") / plat.cube_peak_flops(case.inputs[0].dtype) * 1e6  # args: hidden, weight, ...
     return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes, "cube_us": floor,
             "pct": 100 * floor / model.est_us if model.est_us else None}  # fmt: skip
 

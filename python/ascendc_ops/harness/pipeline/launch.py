@@ -159,6 +159,36 @@ def require_apis(record: dict, plat: Platform) -> None:
         )
 
 
+def _timed(
+    plat: Platform,
+    cycles: float,
+    floor: dict,
+    launch_us: float,
+    share: float,
+    placement: list,
+    tls: list,
+    busy: dict,
+    traffic,
+) -> dict:
+    """The LaunchModel fields a vector, cube or mix launch fills alike from its cycles, memory floors (cycles per
+    memory level), start cost, MTE share and timelines where they ran; the bound comes after (_bound)."""
+    return dict(
+        cycles=cycles,
+        bound="",
+        mte_share=share,
+        placement=placement,
+        hbm_us=floor["HBM"] / plat.hz * 1e6,
+        launch_us=launch_us,
+        est_us=cycles / plat.hz * 1e6 + launch_us,
+        stalls={p: sum(tl.stall[p] for tl in tls) for p in PIPES},
+        timelines=tls,
+        top_ops=_top_ops(tls, busy),
+        top_waits=_top_waits(tls),
+        l2_hit_bytes=traffic.hit_bytes,
+        l2_us=floor["L2"] / plat.hz * 1e6,
+    )
+
+
 def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> LaunchModel:
     """The modelled time of one recorded launch ({"kernel", "block_dim", "blocks"}) on `plat`."""
     require_apis(record, plat)
@@ -182,9 +212,7 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     cycles = max(end, memory_cycles)
     used = len({c for c, _ in placement})
     launch_us = plat.launch_us(used, cube) if blocks else 0.0
-    est_us = cycles / plat.hz * 1e6 + launch_us
     busy = {p: sum(tl.busy[p] for tl in tls) for p in PIPES}
-    stalls = {p: sum(tl.stall[p] for tl in tls) for p in PIPES}
     pipes = {
         p: (busy[p] / (cores * cycles) if cycles else 0.0) for p in PIPES if busy[p] or p in ("MTE2", "V", "MTE3", "S")
     }
@@ -194,23 +222,11 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
         cores=cores,
         cores_used=used,
         waves=-(-len(blocks) // cores) if blocks else 0,
-        cycles=cycles,
         gm_bytes=gm,
-        hbm_us=floor["HBM"] / plat.hz * 1e6,
-        launch_us=launch_us,
-        est_us=est_us,
-        bound="",
-        mte_share=share,
         pipes=pipes,
-        stalls=stalls,
-        placement=placement,
-        timelines=tls,
-        top_ops=_top_ops(tls, busy),
-        top_waits=_top_waits(tls),
-        l2_hit_bytes=traffic.hit_bytes,
-        l2_us=floor["L2"] / plat.hz * 1e6,
+        **_timed(plat, cycles, floor, launch_us, share, placement, tls, busy, traffic),
     )
-    m.bound = _bound(m, plat, end, memory_cycles, "L2" if floor["L2"] > floor["HBM"] else "HBM")
+    m.bound = _bound(m, end, floor)
     if used < cores:
         m.notes.append(f"{cores - used} of {cores} cores idle (block_dim {len(blocks)})")
     elif len(blocks) % cores and len(blocks) > cores:
@@ -255,14 +271,15 @@ def _top_waits(tls) -> list:
     return sorted(waits.items(), key=lambda kv: -kv[1])[:5]
 
 
-def _bound(m: LaunchModel, plat: Platform, end: float, hbm_cycles: float, memory: str = "HBM") -> str:
-    """What limits the launch: launch overhead, the shared memory (`memory`: HBM, or L2 when its floor is
+def _bound(m: LaunchModel, end: float, floor: dict) -> str:
+    """What limits the launch: launch overhead, the shared memory (HBM, or L2 when its floor, in cycles, is
     the larger), or the busiest pipe of the last core to finish."""
+    memory_cycles, memory = max(floor.values()), "L2" if floor["L2"] > floor["HBM"] else "HBM"
     if not m.timelines:
         return "launch overhead"
     if m.launch_us >= m.est_us - m.launch_us:
         return "launch overhead"
-    if m.mte_share < 0.999 or hbm_cycles >= 0.98 * end:
+    if m.mte_share < 0.999 or memory_cycles >= 0.98 * end:
         return memory
     last = max(range(len(m.timelines)), key=lambda i: m.placement[i][1] + m.timelines[i].cycles)
     core = m.placement[last][0]
@@ -360,26 +377,14 @@ def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) ->
         cores=sum(n_kind.values()),
         cores_used=used,
         waves=-(-groups // chip_groups) if groups else 0,
-        cycles=cycles,
         gm_bytes=read + write,
-        hbm_us=floor["HBM"] / plat.hz * 1e6,
-        launch_us=launch_us,
-        est_us=cycles / plat.hz * 1e6 + launch_us,
-        bound="",
-        mte_share=share,
         pipes=pipes,
-        stalls={p: sum(tl.stall[p] for tl in tls) for p in PIPES},
-        placement=placement,
-        timelines=tls,
-        top_ops=_top_ops(tls, busy),
-        top_waits=_top_waits(tls),
-        l2_hit_bytes=traffic.hit_bytes,
-        l2_us=floor["L2"] / plat.hz * 1e6,
         core_names=names,
         flows=flows,
         kinds=per_kind,
+        **_timed(plat, cycles, floor, launch_us, share, placement, tls, busy, traffic),
     )
-    m.bound = _bound(m, plat, end, memory_cycles, "L2" if floor["L2"] > floor["HBM"] else "HBM")
+    m.bound = _bound(m, end, floor)
     m.notes.append(
         f"mix launch: {groups} core group(s) of {'1 AIC + ' if has_aic else ''}{per} AIV on {chip_groups}; "
         f"cross-core flags and SyncAll with an assumed {plat.costs['cross_core_latency_cycles']} cycles; "
