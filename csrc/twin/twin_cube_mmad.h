@@ -25,9 +25,9 @@ namespace AscendC {
 namespace twin {
 
 // A block of C: kMmadRows rows x kMmadCols columns, its accumulators in named vector registers (x86: four
-// rows of four zmm, or of two ymm on the AVX2 path); elsewhere a plain loop over the same block.
+// rows of two zmm, or of two ymm on the AVX2 path); elsewhere a plain loop over the same block.
 #if defined(__x86_64__) && defined(__AVX512F__)
-constexpr uint32_t kMmadCols = 64;
+constexpr uint32_t kMmadCols = 32;
 #else
 constexpr uint32_t kMmadCols = 16;
 #endif
@@ -97,72 +97,47 @@ inline void WidenB(const U* b, float* bw, uint32_t n, uint32_t k, uint32_t k0, u
     }
 }
 
-// io [kMmadRows][kMmadCols] += the block's sums over q < k: A rows at arow (pitch k), B columns at bcol (pitch cols).
-// kExact: every product is exact, so a fused multiply-add rounds as the product-then-sum does.
+// One vector register of fp32 lanes on the build's x86 path: load, store, broadcast, acc + a * b.
 #if defined(__x86_64__) && defined(__AVX512F__)
-#define ASCENDC_MMAD_STEP(acc, x, y) acc = kExact ? _mm512_fmadd_ps(x, y, acc) : _mm512_add_ps(acc, _mm512_mul_ps(x, y))
-#define ASCENDC_MMAD_ROW(r)                                     \
-  {                                                             \
-    const __m512 x = _mm512_set1_ps(arow[uint64_t(r) * k + q]); \
-    ASCENDC_MMAD_STEP(c##r##0, x, b0);                          \
-    ASCENDC_MMAD_STEP(c##r##1, x, b1);                          \
-    ASCENDC_MMAD_STEP(c##r##2, x, b2);                          \
-    ASCENDC_MMAD_STEP(c##r##3, x, b3);                          \
-  }
-#define ASCENDC_MMAD_ACC(r)                                                                   \
-  __m512 c##r##0 = _mm512_loadu_ps(io + r * 64), c##r##1 = _mm512_loadu_ps(io + r * 64 + 16), \
-         c##r##2 = _mm512_loadu_ps(io + r * 64 + 32), c##r##3 = _mm512_loadu_ps(io + r * 64 + 48)
-#define ASCENDC_MMAD_OUT(r)                                                            \
-  _mm512_storeu_ps(io + r * 64, c##r##0), _mm512_storeu_ps(io + r * 64 + 16, c##r##1), \
-      _mm512_storeu_ps(io + r * 64 + 32, c##r##2), _mm512_storeu_ps(io + r * 64 + 48, c##r##3)
-template <bool kExact>
-inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_t cols, float* io) {
-  ASCENDC_MMAD_ACC(0);
-  ASCENDC_MMAD_ACC(1);
-  ASCENDC_MMAD_ACC(2);
-  ASCENDC_MMAD_ACC(3);
-  for (uint32_t q = 0; q < k; ++q) {
-    const float* brow = bcol + uint64_t(q) * cols;
-    const __m512 b0 = _mm512_loadu_ps(brow), b1 = _mm512_loadu_ps(brow + 16), b2 = _mm512_loadu_ps(brow + 32),
-                 b3 = _mm512_loadu_ps(brow + 48);
-    ASCENDC_MMAD_ROW(0)
-    ASCENDC_MMAD_ROW(1)
-    ASCENDC_MMAD_ROW(2)
-    ASCENDC_MMAD_ROW(3)
-  }
-  ASCENDC_MMAD_OUT(0);
-  ASCENDC_MMAD_OUT(1);
-  ASCENDC_MMAD_OUT(2);
-  ASCENDC_MMAD_OUT(3);
-}
+using MmadVec = __m512;
+inline MmadVec MmadLoad(const float* p) { return _mm512_loadu_ps(p); }
+inline void MmadStore(float* p, MmadVec v) { _mm512_storeu_ps(p, v); }
+inline MmadVec MmadSet1(float x) { return _mm512_set1_ps(x); }
+inline MmadVec MmadFma(MmadVec a, MmadVec b, MmadVec c) { return _mm512_fmadd_ps(a, b, c); }
+inline MmadVec MmadMulAdd(MmadVec a, MmadVec b, MmadVec c) { return _mm512_add_ps(c, _mm512_mul_ps(a, b)); }
 #elif defined(__x86_64__) && defined(__FMA__)
-#define ASCENDC_MMAD_STEP(acc, x, y) acc = kExact ? _mm256_fmadd_ps(x, y, acc) : _mm256_add_ps(acc, _mm256_mul_ps(x, y))
-#define ASCENDC_MMAD_ROW(r)                                     \
-  {                                                             \
-    const __m256 x = _mm256_set1_ps(arow[uint64_t(r) * k + q]); \
-    ASCENDC_MMAD_STEP(c##r##0, x, b0);                          \
-    ASCENDC_MMAD_STEP(c##r##1, x, b1);                          \
-  }
-#define ASCENDC_MMAD_ACC(r) __m256 c##r##0 = _mm256_loadu_ps(io + r * 16), c##r##1 = _mm256_loadu_ps(io + r * 16 + 8)
-#define ASCENDC_MMAD_OUT(r) _mm256_storeu_ps(io + r * 16, c##r##0), _mm256_storeu_ps(io + r * 16 + 8, c##r##1)
+using MmadVec = __m256;
+inline MmadVec MmadLoad(const float* p) { return _mm256_loadu_ps(p); }
+inline void MmadStore(float* p, MmadVec v) { _mm256_storeu_ps(p, v); }
+inline MmadVec MmadSet1(float x) { return _mm256_set1_ps(x); }
+inline MmadVec MmadFma(MmadVec a, MmadVec b, MmadVec c) { return _mm256_fmadd_ps(a, b, c); }
+inline MmadVec MmadMulAdd(MmadVec a, MmadVec b, MmadVec c) { return _mm256_add_ps(c, _mm256_mul_ps(a, b)); }
+#endif
+
+// io [kMmadRows][kMmadCols] += the block's sums over q < k: A rows at arow (pitch k), B columns at bcol (pitch cols).
+// kExact: every product is exact, so a fused multiply-add rounds as the product-then-sum does. On x86 the eight
+// accumulators (4 rows x 2 registers) are named variables, so they stay in registers across k.
+#if defined(__x86_64__) && (defined(__AVX512F__) || defined(__FMA__))
 template <bool kExact>
 inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_t cols, float* io) {
-  ASCENDC_MMAD_ACC(0);
-  ASCENDC_MMAD_ACC(1);
-  ASCENDC_MMAD_ACC(2);
-  ASCENDC_MMAD_ACC(3);
+  constexpr uint32_t kLanes = sizeof(MmadVec) / sizeof(float);
+  static_assert(kMmadCols == 2 * kLanes && kMmadRows == 4, "the block is 4 rows of 2 registers");
+  const auto step = [](MmadVec a, MmadVec b, MmadVec c) { return kExact ? MmadFma(a, b, c) : MmadMulAdd(a, b, c); };
+  MmadVec c00 = MmadLoad(io), c01 = MmadLoad(io + kLanes), c10 = MmadLoad(io + kMmadCols),
+          c11 = MmadLoad(io + kMmadCols + kLanes), c20 = MmadLoad(io + 2 * kMmadCols),
+          c21 = MmadLoad(io + 2 * kMmadCols + kLanes), c30 = MmadLoad(io + 3 * kMmadCols),
+          c31 = MmadLoad(io + 3 * kMmadCols + kLanes);
   for (uint32_t q = 0; q < k; ++q) {
-    const float* brow = bcol + uint64_t(q) * cols;
-    const __m256 b0 = _mm256_loadu_ps(brow), b1 = _mm256_loadu_ps(brow + 8);
-    ASCENDC_MMAD_ROW(0)
-    ASCENDC_MMAD_ROW(1)
-    ASCENDC_MMAD_ROW(2)
-    ASCENDC_MMAD_ROW(3)
+    const MmadVec b0 = MmadLoad(bcol + uint64_t(q) * cols), b1 = MmadLoad(bcol + uint64_t(q) * cols + kLanes);
+    const MmadVec a0 = MmadSet1(arow[q]), a1 = MmadSet1(arow[k + q]), a2 = MmadSet1(arow[2 * uint64_t(k) + q]),
+                  a3 = MmadSet1(arow[3 * uint64_t(k) + q]);
+    c00 = step(a0, b0, c00), c01 = step(a0, b1, c01), c10 = step(a1, b0, c10), c11 = step(a1, b1, c11);
+    c20 = step(a2, b0, c20), c21 = step(a2, b1, c21), c30 = step(a3, b0, c30), c31 = step(a3, b1, c31);
   }
-  ASCENDC_MMAD_OUT(0);
-  ASCENDC_MMAD_OUT(1);
-  ASCENDC_MMAD_OUT(2);
-  ASCENDC_MMAD_OUT(3);
+  MmadStore(io, c00), MmadStore(io + kLanes, c01), MmadStore(io + kMmadCols, c10);
+  MmadStore(io + kMmadCols + kLanes, c11), MmadStore(io + 2 * kMmadCols, c20);
+  MmadStore(io + 2 * kMmadCols + kLanes, c21), MmadStore(io + 3 * kMmadCols, c30);
+  MmadStore(io + 3 * kMmadCols + kLanes, c31);
 }
 #else
 template <bool kExact>
@@ -175,10 +150,6 @@ inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_
       }
 }
 #endif
-#undef ASCENDC_MMAD_STEP
-#undef ASCENDC_MMAD_ROW
-#undef ASCENDC_MMAD_ACC
-#undef ASCENDC_MMAD_OUT
 
 // C rows [i0, i0 + kMmadRows) x columns [j0, j0 + kMmadCols) from the widened A [rows][k] and B [k][cols].
 template <bool kExact>
