@@ -97,22 +97,21 @@ inline void WidenB(const U* b, float* bw, uint32_t n, uint32_t k, uint32_t k0, u
     }
 }
 
-// One vector register of fp32 lanes on the build's x86 path: load, store, broadcast, acc + a * b.
+// One vector register of fp32 lanes on the build's x86 path (P: the intrinsics' prefix): load, store, broadcast,
+// acc + a * b fused or rounded twice.
+#define ASCENDC_MMAD_VEC(V, P)                                                              \
+  using MmadVec = V;                                                                        \
+  inline MmadVec MmadLoad(const float* p) { return P##_loadu_ps(p); }                       \
+  inline void MmadStore(float* p, MmadVec v) { P##_storeu_ps(p, v); }                       \
+  inline MmadVec MmadSet1(float x) { return P##_set1_ps(x); }                               \
+  inline MmadVec MmadFma(MmadVec a, MmadVec b, MmadVec c) { return P##_fmadd_ps(a, b, c); } \
+  inline MmadVec MmadMulAdd(MmadVec a, MmadVec b, MmadVec c) { return P##_add_ps(c, P##_mul_ps(a, b)); }
 #if defined(__x86_64__) && defined(__AVX512F__)
-using MmadVec = __m512;
-inline MmadVec MmadLoad(const float* p) { return _mm512_loadu_ps(p); }
-inline void MmadStore(float* p, MmadVec v) { _mm512_storeu_ps(p, v); }
-inline MmadVec MmadSet1(float x) { return _mm512_set1_ps(x); }
-inline MmadVec MmadFma(MmadVec a, MmadVec b, MmadVec c) { return _mm512_fmadd_ps(a, b, c); }
-inline MmadVec MmadMulAdd(MmadVec a, MmadVec b, MmadVec c) { return _mm512_add_ps(c, _mm512_mul_ps(a, b)); }
+ASCENDC_MMAD_VEC(__m512, _mm512)
 #elif defined(__x86_64__) && defined(__FMA__)
-using MmadVec = __m256;
-inline MmadVec MmadLoad(const float* p) { return _mm256_loadu_ps(p); }
-inline void MmadStore(float* p, MmadVec v) { _mm256_storeu_ps(p, v); }
-inline MmadVec MmadSet1(float x) { return _mm256_set1_ps(x); }
-inline MmadVec MmadFma(MmadVec a, MmadVec b, MmadVec c) { return _mm256_fmadd_ps(a, b, c); }
-inline MmadVec MmadMulAdd(MmadVec a, MmadVec b, MmadVec c) { return _mm256_add_ps(c, _mm256_mul_ps(a, b)); }
+ASCENDC_MMAD_VEC(__m256, _mm256)
 #endif
+#undef ASCENDC_MMAD_VEC
 
 // io [kMmadRows][kMmadCols] += the block's sums over q < k: A rows at arow (pitch k), B columns at bcol (pitch cols).
 // kExact: every product is exact, so a fused multiply-add rounds as the product-then-sum does. On x86 the eight
