@@ -24,14 +24,14 @@
 namespace AscendC {
 namespace twin {
 
-// A block of C: kMmadRows rows x kMmadCols columns, its accumulators in named vector registers (x86: four
-// rows of two zmm, or of two ymm on the AVX2 path); elsewhere a plain loop over the same block.
+// A block of C: kMmadRows rows x kMmadCols columns, its accumulators in named vector registers (x86: eight
+// rows of two zmm, sixteen of AVX-512's 32 registers; four rows of two ymm on the AVX2 path, which has 16);
+// elsewhere a plain loop over the same block.
 #if defined(__x86_64__) && defined(__AVX512F__)
-constexpr uint32_t kMmadCols = 32;
+constexpr uint32_t kMmadCols = 32, kMmadRows = 8;
 #else
-constexpr uint32_t kMmadCols = 16;
+constexpr uint32_t kMmadCols = 16, kMmadRows = 4;
 #endif
-constexpr uint32_t kMmadRows = 4;
 
 struct MmadScratch {  // per host thread: Mmad never yields, so a core switch cannot interleave two calls
   std::vector<float> a, b;
@@ -120,23 +120,28 @@ ASCENDC_MMAD_VEC(__m256, _mm256)
 template <bool kExact>
 inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_t cols, float* io) {
   constexpr uint32_t kLanes = sizeof(MmadVec) / sizeof(float);
-  static_assert(kMmadCols == 2 * kLanes && kMmadRows == 4, "the block is 4 rows of 2 registers");
-  const auto step = [](MmadVec a, MmadVec b, MmadVec c) { return kExact ? MmadFma(a, b, c) : MmadMulAdd(a, b, c); };
-  MmadVec c00 = MmadLoad(io), c01 = MmadLoad(io + kLanes), c10 = MmadLoad(io + kMmadCols),
-          c11 = MmadLoad(io + kMmadCols + kLanes), c20 = MmadLoad(io + 2 * kMmadCols),
-          c21 = MmadLoad(io + 2 * kMmadCols + kLanes), c30 = MmadLoad(io + 3 * kMmadCols),
-          c31 = MmadLoad(io + 3 * kMmadCols + kLanes);
+  static_assert(kMmadCols == 2 * kLanes && (kMmadRows == 4 || kMmadRows == 8), "the block is 4 or 8 rows of 2");
+  MmadVec c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51, c60, c61, c70, c71;
+  const auto load = [io](uint32_t r, MmadVec& x0, MmadVec& x1) {
+    x0 = MmadLoad(io + r * kMmadCols), x1 = MmadLoad(io + r * kMmadCols + kLanes);
+  };
+  const auto store = [io](uint32_t r, MmadVec x0, MmadVec x1) {
+    MmadStore(io + r * kMmadCols, x0), MmadStore(io + r * kMmadCols + kLanes, x1);
+  };
+  load(0, c00, c01), load(1, c10, c11), load(2, c20, c21), load(3, c30, c31);
+  if constexpr (kMmadRows == 8) load(4, c40, c41), load(5, c50, c51), load(6, c60, c61), load(7, c70, c71);
   for (uint32_t q = 0; q < k; ++q) {
     const MmadVec b0 = MmadLoad(bcol + uint64_t(q) * cols), b1 = MmadLoad(bcol + uint64_t(q) * cols + kLanes);
-    const MmadVec a0 = MmadSet1(arow[q]), a1 = MmadSet1(arow[k + q]), a2 = MmadSet1(arow[2 * uint64_t(k) + q]),
-                  a3 = MmadSet1(arow[3 * uint64_t(k) + q]);
-    c00 = step(a0, b0, c00), c01 = step(a0, b1, c01), c10 = step(a1, b0, c10), c11 = step(a1, b1, c11);
-    c20 = step(a2, b0, c20), c21 = step(a2, b1, c21), c30 = step(a3, b0, c30), c31 = step(a3, b1, c31);
+    const auto row = [&](uint32_t r, MmadVec& x0, MmadVec& x1) {
+      const MmadVec a = MmadSet1(arow[uint64_t(r) * k + q]);
+      x0 = kExact ? MmadFma(a, b0, x0) : MmadMulAdd(a, b0, x0);
+      x1 = kExact ? MmadFma(a, b1, x1) : MmadMulAdd(a, b1, x1);
+    };
+    row(0, c00, c01), row(1, c10, c11), row(2, c20, c21), row(3, c30, c31);
+    if constexpr (kMmadRows == 8) row(4, c40, c41), row(5, c50, c51), row(6, c60, c61), row(7, c70, c71);
   }
-  MmadStore(io, c00), MmadStore(io + kLanes, c01), MmadStore(io + kMmadCols, c10);
-  MmadStore(io + kMmadCols + kLanes, c11), MmadStore(io + 2 * kMmadCols, c20);
-  MmadStore(io + 2 * kMmadCols + kLanes, c21), MmadStore(io + 3 * kMmadCols, c30);
-  MmadStore(io + 3 * kMmadCols + kLanes, c31);
+  store(0, c00, c01), store(1, c10, c11), store(2, c20, c21), store(3, c30, c31);
+  if constexpr (kMmadRows == 8) store(4, c40, c41), store(5, c50, c51), store(6, c60, c61), store(7, c70, c71);
 }
 #else
 template <bool kExact>

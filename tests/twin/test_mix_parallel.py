@@ -137,12 +137,13 @@ def test_one_launch_moe_token_permute():
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
 def test_linear_cross_entropy_forward_and_backward(dtype):
-    """The fused linear cross-entropy: 3 token tasks in the forward, 3 + 5 tasks in the backward (its atomic-add
-    Fixpipes into each group's own accumulator), side by side."""
+    """The fused linear cross-entropy: 12 token tasks in the forward, 12 + 10 tasks in the backward (its atomic-add
+    Fixpipes into each group's own accumulator), side by side: large enough that a second worker starts before the
+    first is through (at 300 tokens the whole launch took a few ms, and a busy host started the second too late)."""
     g = torch.Generator().manual_seed(7)
-    h, w = torch.randn(300, 72, generator=g).to(dtype), (torch.randn(600, 72, generator=g) / 8).to(dtype)
-    t = torch.randint(0, 600, (300,), generator=g)
-    scales = [torch.rand(300, generator=g) for _ in range(3)]
+    h, w = torch.randn(1500, 72, generator=g).to(dtype), (torch.randn(1200, 72, generator=g) / 8).to(dtype)
+    t = torch.randint(0, 1200, (1500,), generator=g)
+    scales = [torch.rand(1500, generator=g) for _ in range(3)]
 
     def fwd_bwd():
         stats = torch.ops.custom.linear_cross_entropy(h, w, t, 0, 30.0)
