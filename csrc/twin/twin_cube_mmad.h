@@ -114,8 +114,8 @@ ASCENDC_MMAD_VEC(__m256, _mm256)
 #undef ASCENDC_MMAD_VEC
 
 // io [kMmadRows][kMmadCols] += the block's sums over q < k: A rows at arow (pitch k), B columns at bcol (pitch cols).
-// kExact: every product is exact, so a fused multiply-add rounds as the product-then-sum does. On x86 the eight
-// accumulators (4 rows x 2 registers) are named variables, so they stay in registers across k.
+// kExact: every product is exact, so a fused multiply-add rounds as the product-then-sum does. On x86 the
+// accumulators (kMmadRows rows x 2 registers) are named variables, so they stay in registers across k.
 #if defined(__x86_64__) && (defined(__AVX512F__) || defined(__FMA__))
 template <bool kExact>
 inline void MmadKernel(const float* arow, const float* bcol, uint32_t k, uint32_t cols, float* io) {

@@ -70,7 +70,9 @@ void Case(std::mt19937& rng, uint32_t m, uint32_t n, uint32_t k, bool withBias, 
 int main() {
 #if defined(__x86_64__) && defined(__AVX512F__)
   __builtin_cpu_init();
+  // x86-64-v4, which this path is built for: AVX-512 F, BW, CD, DQ, VL
   if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+      !__builtin_cpu_supports("avx512cd") || !__builtin_cpu_supports("avx512dq") ||
       !__builtin_cpu_supports("avx512vl")) {
     std::printf("0 passed, 0 failed: this CPU has no AVX-512, the path these blocks are for\n");
     return 0;
