@@ -46,6 +46,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
       const int64_t l1Bytes = (s1b * (d16 + v16) + s2b * (d16 + v16) + s2b * s1p + s1b * s2b) * bytes;
       const int64_t l0c = std::max({s1b * s2b, s2b * std::max(d16, v16), s1b * d16}) * 4;
       if (qk < 16 || rc < 16 || pv < 16) why = "L0A / L0B";
+      else if (rows * s2b < v16) why = "UB (a row of dy through an S block)";  // ComputeD's passes
       else if (l1Bytes > l1) why = "L1";
       else if (l0c > int64_t(platform.l0cBytes)) why = "L0C";
       else if (AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16), uint32_t(bytes),
@@ -80,7 +81,10 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
   t.workspacePerGroup = g.workspacePerGroup;
   out.blockDim = uint32_t(std::min<int64_t>(qTasks + kvTasks, platform.cubeCores));
   t.blockDim = int32_t(out.blockDim);
-  out.workspaceBytes = int64_t(out.blockDim) * g.workspacePerGroup;
+  g.dOffset = int64_t(out.blockDim) * g.workspacePerGroup;
+  int64_t rows = 0;  // the statistics' rows: B x N1 x S1 (TND: T x N1)
+  for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable)) rows += p.heads * s1;
+  out.workspaceBytes = g.dOffset + AlignUp(rows * 4, kWorkspaceAlign);
   return out;
 }
 

@@ -26,5 +26,8 @@ struct AttentionGradTilingData {
   // (the input dtype, [S2 block, S1 pitch] or [S1 block, S2 block]), and the cube's two fp32 results
   // (dk or dq rows at dPitch, dv rows at vPitch).
   int64_t workspacePerGroup, dpOffset, pOffset, dsOffset, r1Offset, r2Offset;
+  // After blockDim groups' workspaces: D = rowsum(dy * attention_in) of every query row, fp32, in the rows of
+  // softmax_max / softmax_sum (one lane): the AIVs compute it once before the tasks and the steps read it.
+  int64_t dOffset;
   int32_t s1Pitch;  // s1Block rounded up to 16: the row pitch of P^T and dS^T
 };

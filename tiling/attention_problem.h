@@ -29,6 +29,7 @@ struct AttentionAttrs {
   int64_t preTokens, nextTokens;                                      // pre_tockens, next_tockens
   std::optional<std::vector<int64_t>> actualSeqQlen, actualSeqKvlen;  // TND's cumulative ends
   int64_t sparseMode;
+  double softcap;  // > 0: scores become softcap * tanh(score / softcap) before the mask (Gemma 2/3); 0: none
 };
 
 // atten_mask's bytes on the host (row-major, bool or uint8), for the value check of sparse_mode 2-4's compressed
@@ -44,6 +45,7 @@ struct AttentionArgs {
   TensorArg<Int> mask;    // atten_mask (!defined: none)
   Int batch, heads, kvHeads, headDim, valueDim, s1, s2;
   std::vector<Int> out, stats;  // attention_out; softmax_max and softmax_sum
+  bool sink = false;            // per-head sink logits given
 };
 
 inline AttentionLayout AttentionLayoutOf(const OpSpec& op, const std::string& layout) {
@@ -181,16 +183,18 @@ inline void CheckAttentionCompressedMask(const OpSpec& op, int64_t sparseMode, c
 }
 
 // query, key, value, atten_mask (defined = false: none) and the attrs of fusion_attention; `maskBytes` (may be
-// empty) for sparse_mode 2-4's mask values.
+// empty) for sparse_mode 2-4's mask values; sink (fusion_attention's input 4; the grad takes none).
 template <class Int>
 AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& q, const TensorArg<Int>& k,
                                         const TensorArg<Int>& v, const TensorArg<Int>& mask,
                                         const AttentionAttrs& attrs, const AttentionMaskBytes& maskBytes = {},
-                                        size_t maskIndex = 3) {
+                                        size_t maskIndex = 3, const TensorArg<Int>& sink = {{}, DType::kOther, false}) {
   const int64_t headNum = attrs.headNum, sparseMode = attrs.sparseMode;
   const std::optional<std::vector<int64_t>>&actualSeqQlen = attrs.actualSeqQlen, &actualSeqKvlen = attrs.actualSeqKvlen;
   const AttentionLayout l = AttentionLayoutOf(op, attrs.inputLayout);
   if (headNum <= 0) Fail(ArgError::kValue, op, "head_num must be positive, got ", headNum);
+  if (!(attrs.softcap >= 0.0 && attrs.softcap <= 3.4e38))  // also NaN
+    Fail(ArgError::kValue, op, "softcap must be 0 (none) or a positive finite number, got ", attrs.softcap);
   if (sparseMode == 5 || sparseMode == 6)
     Fail(ArgError::kValue, op, "sparse_mode ", sparseMode, " (prefix) is not supported; supported: 0-4");
   if (sparseMode == 7 || sparseMode == 8)
@@ -238,6 +242,13 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
     Fail(ArgError::kValue, op, "value's head dim Dv must be at most Dk = ", ko.dim, ", got ", vo.dim);
 
   AttentionArgs<Int> a{attrs, l, q.dtype, mask, qo.batch, qo.heads, ko.heads, qo.dim, vo.dim, qo.rows, ko.rows, {}, {}};
+  if (sink.defined) {  // torch_npu: "per-head bias, shape [head_num], dtype float32"
+    CheckDtype(op, 4, sink.dtype);
+    if (sink.dim() != 1 || sink.shape[0] != a.heads)
+      Fail(ArgError::kValue, op, "sink must be [N1] = [", a.heads, "] (one logit per query head), got shape ",
+           sink.shape);
+    a.sink = true;
+  }
   if (l == kLayoutTND) {
     if (!actualSeqQlen || !actualSeqKvlen)
       Fail(ArgError::kValue, op,
@@ -304,6 +315,7 @@ inline AttentionProblem AttentionProblemOf(const AttentionArgs<int64_t>& a) {
   AttentionProblem p{a.layout,      a.dtype,        a.batch,     a.heads, a.kvHeads,       a.headDim,     a.valueDim,
                      a.s1,          a.s2,           {},          {},      float(at.scale), at.sparseMode, at.preTokens,
                      at.nextTokens, a.mask.defined, a.mask.shape};
+  p.softcap = float(at.softcap), p.sinkDefined = a.sink;
   if (a.layout == kLayoutTND) {  // trailing zeros (empty batches) become the last end: length 0
     p.cumQ = *at.actualSeqQlen, p.cumKv = *at.actualSeqKvlen;
     const std::vector<int64_t> q = AttentionLengths(p.cumQ), kv = AttentionLengths(p.cumKv);

@@ -51,6 +51,8 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   Strides(p.layout, p.batch, tk, p.kvHeads, p.valueDim, t.vStrideB, t.vStrideN, t.vStrideS);
   Strides(p.layout, p.batch, tq, p.heads, p.valueDim, t.oStrideB, t.oStrideN, t.oStrideS);
   t.scale = p.scale;
+  t.softcap = p.softcap;
+  t.sink = p.sinkDefined ? 1 : 0;
 
   // Masks: no atten_mask, no masking (torch_npu ignores sparse_mode and the tokens then); modes 0 and 1
   // read the full mask, modes 2-4 (and 0's tokens) are the band, computed, not read.

@@ -21,6 +21,8 @@ struct AttentionProblem {
   int64_t sparseMode, preTokens, nextTokens;
   bool maskDefined;
   std::vector<int64_t> maskShape;  // atten_mask's shape when defined
+  float softcap;                   // 0: none
+  bool sinkDefined;                // per-head sink logits (fp32 [N1]) join every row's softmax
 };
 
 struct AttentionTiling {

@@ -12,8 +12,9 @@
 
 // The kernel entries, one per dtype of query/key/value (tiling/kernel_dtypes.h says how they are read).
 #define FUSION_ATTENTION_DTYPES ASCENDC_FLOAT_DTYPES
-#define FUSION_ATTENTION_PARAMS(GM) \
-  GM query, GM key, GM value, GM attenMask, GM attentionOut, GM softmaxMax, GM softmaxSum, GM workspace, GM tiling
+#define FUSION_ATTENTION_PARAMS(GM)                                                                               \
+  GM query, GM key, GM value, GM attenMask, GM sink, GM attentionOut, GM softmaxMax, GM softmaxSum, GM workspace, \
+      GM tiling
 
 // torch_npu's input_layout values, as the tiling stores them.
 enum AttentionLayout : int32_t { kLayoutBSH = 0, kLayoutSBH, kLayoutBSND, kLayoutBNSD, kLayoutTND };
@@ -46,6 +47,8 @@ struct AttentionTilingData {
   int64_t vStrideB, vStrideN, vStrideS;
   int64_t oStrideB, oStrideN, oStrideS;
   float scale;
+  float softcap;     // > 0: S = softcap * tanh(scale * q k^T / softcap) before the mask; 0: S = scale * q k^T
+  int32_t sink;      // 1: sink [N1] (fp32) is one more logit of every row of its head, with no value (gpt-oss)
   int32_t maskFull;  // 1: atten_mask [.., S1, S2] (bool, True = masked) is read from GM
   int64_t maskStrideB, maskStrideN, maskStrideS;  // elements; 0 for a dimension the mask broadcasts
   // The band (sparse modes 2, 3, 4, and 0 with a mask): row i keeps keys j with

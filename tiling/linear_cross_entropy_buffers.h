@@ -42,17 +42,26 @@ LCE_BUFFERS_FN LceCubeBuffers LceCubeBuffersOf(uint32_t bytes, uint32_t kChunk, 
 struct LceVectorBuffers {
   uint32_t score;    // each of two: a score block's rows, fp32 [kLceHalf, kLceBlock]
   uint32_t work;     // softcap's tanh, G before its cast
-  uint32_t stage;    // G in the input dtype on its way out, the accumulator's rows on theirs
+  uint32_t stage;    // G in the input dtype on its way out, the accumulator's rows on theirs; before G's cast
+                     // (and in the forward) the fp32 products with the class weights
   uint32_t fold;     // the row reductions' lane-wise fold [kLceHalf, 64]
   uint32_t stats;    // per-row statistics, kLceStats lanes of kLceHalf
   uint32_t blocks;   // two sets of per-row 32-byte blocks (Brcb)
-  uint32_t columns;  // backward vocab tasks: the moving tokens' lse and three scales, [kLceBlock] each
+  uint32_t columns;  // per column of a block, [kLceBlock] each: lce_vec::Column
   uint32_t targets;  // the rows' or the columns' targets (int64)
-  LCE_BUFFERS_FN uint32_t Total() const { return 2 * score + work + stage + fold + stats + blocks + columns + targets; }
+  uint32_t vocabIn;  // a block's bias values in the input dtype, before they are widened
+  uint32_t biasOut;  // backward vocab tasks: the rows' grad_bias in the input dtype, on its way out
+  LCE_BUFFERS_FN uint32_t Total() const {
+    return 2 * score + work + stage + fold + stats + blocks + columns + targets + vocabIn + biasOut;
+  }
 };
 namespace lce_vec {
+// columnBuf_'s per-column values: backward vocab tasks' moving tokens' lse and three scales; token tasks' bias
+// and class weights of the block's vocabulary rows (fp32).
+enum Column : uint32_t { kLseCol, kSoftmaxCol, kTargetCol, kUniformCol, kBiasCol, kWeightCol, kColumns };
 // statBuf_'s rows of kLceHalf floats: the running max (two: old and new alternate), the running sum, the target's
-// logit, the sum of the logits, a row reduction, the rescale factor; backward token tasks: lse and the three scales.
+// logit, the sum of the logits, a row reduction, the rescale factor; backward token tasks: lse and the three scales;
+// backward vocab tasks: the rows' bias, class weights and grad_bias sum.
 enum Stat : uint32_t {
   kMax0,
   kMax1,
@@ -65,11 +74,22 @@ enum Stat : uint32_t {
   kSoftmax,
   kTargetScale,
   kUniform,
+  kBiasRow,
+  kWeightRow,
+  kBiasGrad,
   kStats
 };
 }  // namespace lce_vec
 LCE_BUFFERS_FN LceVectorBuffers LceVectorBuffersOf() {
   const uint32_t h = kLceHalf, b = uint32_t(kLceBlock);
-  return {h * b * 4, h * b * 4, h * b * 4, h * 64 * 4, lce_vec::kStats * h * 4, 2 * h * kLceBlockFloats * 4,
-          4 * b * 4, b * 8};
+  return {h * b * 4,
+          h * b * 4,
+          h * b * 4,
+          h * 64 * 4,
+          lce_vec::kStats * h * 4,
+          2 * h * kLceBlockFloats * 4,
+          lce_vec::kColumns * b * 4,
+          b * 8,
+          b * 4,
+          h * 4};
 }

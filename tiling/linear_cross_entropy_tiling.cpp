@@ -26,6 +26,7 @@ LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem&
   LinearCrossEntropyTilingData& t = out.data;
   const int64_t bytes = ElementBytes(p.dtype);
   t.tokens = p.tokens, t.hidden = p.hidden, t.vocab = p.vocab, t.vocabStart = p.vocabStart, t.softcap = p.softcap;
+  t.hasBias = p.hasBias, t.hasClassWeight = p.hasClassWeight;
   t.kChunk = int32_t(platform.l0aBytes / 2 / (kLceBlock * bytes) / 16 * 16);
   t.segBlocks = int32_t(kGradSegmentBytes / (kLceBlock * kLceBlock * bytes));
   t.gemmChunk = int32_t(kLceBlock);

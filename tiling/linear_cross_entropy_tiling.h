@@ -12,6 +12,7 @@ struct LinearCrossEntropyProblem {
   DType dtype;  // hidden's and weight's
   int64_t tokens, hidden, vocab, vocabStart;
   float softcap;
+  bool hasBias, hasClassWeight;  // the optional bias [V] and class weights [V]
   bool backward;
 };
 

@@ -12,11 +12,13 @@
 // The kernel entries, one per dtype of hidden / weight (target is int64).
 #define LINEAR_CROSS_ENTROPY_DTYPES ASCENDC_FLOAT_DTYPES
 #define LINEAR_CROSS_ENTROPY_GRAD_DTYPES ASCENDC_FLOAT_DTYPES
-#define LINEAR_CROSS_ENTROPY_PARAMS(GM) \
-  GM hidden, GM weight, GM target, GM logitsMax, GM sumExp, GM targetLogit, GM logitSum, GM workspace, GM tiling
-#define LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM)                                                             \
-  GM hidden, GM weight, GM target, GM lse, GM gradSoftmax, GM gradTarget, GM gradUniform, GM gradHidden, \
-      GM gradWeight, GM workspace, GM tiling
+// bias [V] (hidden's dtype) and classWeight [V] (fp32) are optional: nullptr when absent (hasBias / hasClassWeight).
+#define LINEAR_CROSS_ENTROPY_PARAMS(GM)                                                                           \
+  GM hidden, GM weight, GM target, GM bias, GM classWeight, GM logitsMax, GM sumExp, GM targetLogit, GM logitSum, \
+      GM workspace, GM tiling
+#define LINEAR_CROSS_ENTROPY_GRAD_PARAMS(GM)                                                                       \
+  GM hidden, GM weight, GM target, GM lse, GM gradSoftmax, GM gradTarget, GM gradUniform, GM bias, GM classWeight, \
+      GM gradHidden, GM gradWeight, GM gradBias, GM workspace, GM tiling
 
 // Rows of a fixed block and of a moving block: a score block is kLceBlock x kLceBlock, each AIV takes half the rows.
 constexpr int64_t kLceBlock = 128;
@@ -31,6 +33,9 @@ struct LinearCrossEntropyTilingData {
   int64_t vocab;       // V: rows of weight (a shard's, from vocabStart)
   int64_t vocabStart;  // the vocabulary id of weight row 0: targets outside [vocabStart, vocabStart + V) are elsewhere
   float softcap;  // > 0: logits = softcap * tanh(scores / softcap) (Gemma 2/3's final_logit_softcapping)
+  // scores = hidden x weight^T + bias (the shard's [V]); logit_sum and label smoothing's gradient weigh class c by
+  // classWeight[c] (torch's cross-entropy weight)
+  int32_t hasBias, hasClassWeight;
   int32_t kChunk;  // H columns of one score Mmad (half of L0A / L0B), loaded into L1 together
   int64_t tokenTasks;  // ceil(T / kLceBlock)
   int64_t vocabTasks;  // backward: ceil(V / kLceBlock), done before the token tasks; forward: 0

@@ -37,7 +37,7 @@ METHOD = (
 
 HEAD = (
     "| op | shape | dtype | pass | ours ms (p20-p80) | step-by-step ms | torch.compile ms | copy ms "
-    "| ours GB/s | % of copy | 910B est. us | % HBM roofline | vs step | vs compile "
+    "| ours GB/s | % of copy | 910B est. us | % of roofline | vs step | vs compile "
     "| peak MB ours/step/compile | target step | target compile | target copy |"
 )
 

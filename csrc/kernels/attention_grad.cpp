@@ -27,7 +27,7 @@ __aicore__ inline void RunFusionAttentionGrad(GM_ADDR query, GM_ADDR key, GM_ADD
                                               const AttentionGradTilingData& g, GM_ADDR tiling) {
   GM_ADDR ws = GetUserWorkspace(workspace);
   GM_ADDR table = tiling + sizeof(AttentionGradTilingData);
-  AttentionTaskWalk keys, queries;
+  AttentionTaskWalk keys, queries, dRows;
   if ASCEND_IS_AIC {
     WalkTasks(keys, queries, g, table, GetBlockIdx());
     AttentionGradCube<T> cube;
@@ -37,8 +37,10 @@ __aicore__ inline void RunFusionAttentionGrad(GM_ADDR query, GM_ADDR key, GM_ADD
   }
   if ASCEND_IS_AIV {
     WalkTasks(keys, queries, g, table, GetBlockIdx() / GetTaskRation());
+    WalkTasks(keys, dRows, g, table, GetBlockIdx() / GetTaskRation());  // the query tasks' rows, for D
     AttentionGradVector<T> vec;
     vec.Init(attenMask, dy, softmaxMax, softmaxSum, attentionIn, dq, dk, dv, ws, g);
+    vec.ProcessD(dRows);
     vec.ProcessKeys(keys);
     vec.ProcessQueries(queries);
   }

@@ -1,9 +1,10 @@
 // The AIVs' half of the fused attention backward (attention_grad.cpp). A step's query rows are split
 // between the two AIVs at a multiple of 16 rows (so their halves of P^T start 32-byte aligned); per
 // step, for its rows (fp32 throughout):
-//   D = rowsum(dy * attention_in); m, 1 / l from softmax_max / softmax_sum;
+//   D = rowsum(dy * attention_in), once per row before any step (ProcessD: each group its query tasks' rows, then
+//   SyncAll of the AIVs) into GM after the groups' workspaces, read back per step; m, 1 / l from softmax_max / sum;
 //   P = exp(min(S * scale, mask bound) - m) / l -- the forward's P, recomputed (attention_mask.h);
-//   dS = P * (dP - D);
+//   dS = P * (dP - D), times 1 - tanh^2 of the softcap (the same tanh) when the forward capped S;
 //   key tasks: P and dS in the input dtype, transposed by Gather, into the workspace as P^T / dS^T;
 //   query tasks: dS into the workspace as is; flag kPReady.
 // Once the AIC flags kRReady the step's parts are added into fp32 sums in UB -- key tasks split the
@@ -32,6 +33,7 @@ class AttentionGradVector {
     const AttentionTilingData& t = g.fwd;
     sub_ = uint32_t(GetSubBlockIdx());
     ws_.Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup, g);
+    d_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.dOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
     o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
@@ -69,6 +71,17 @@ class AttentionGradVector {
     // stride gaps the copies skip stay finite (they are added, never stored)
     Duplicate(sBuf_.Get<float>(), 0.0f, int32_t(area));
     Duplicate(dpBuf_.Get<float>(), 0.0f, int32_t(area));
+  }
+
+  // D of the rows of this group's query tasks, then a barrier of every AIV: after it every row's D is in GM.
+  __aicore__ inline void ProcessD(AttentionTaskWalk& walk) {
+    AttentionTask task;
+    while (walk.Next(task)) {
+      Split(uint32_t(task.rows), r0_, rows_);
+      if (rows_ > 0) ComputeD(Step{task.b, task.n, task.i0, 0, task.s1, task.s2, task.qTok0, uint32_t(task.rows), 0});
+    }
+    SyncPipes<HardEvent::MTE3_MTE2>();
+    SyncAll();
   }
 
   __aicore__ inline void ProcessKeys(AttentionTaskWalk& walk) {
@@ -166,9 +179,9 @@ class AttentionGradVector {
           uint32_t(t.headDim), t.scale);
   }
 
-  // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows), and
-  // the rows' m and 1 / l from softmax_max / softmax_sum; each as per-row blocks (row_ops.h).
-  __aicore__ inline void RowStats(const Step& st) {
+  // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows) into the
+  // launch's D rows in GM (DRow), once per row: the steps read it back (RowStats).
+  __aicore__ inline void ComputeD(const Step& st) {
     using namespace attention_grad_vec;
     const AttentionTilingData& t = g_->fwd;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), elems = PaddedLen<T>(dv), area = maxRows_ * t.s2Block;
@@ -176,7 +189,9 @@ class AttentionGradVector {
     const int64_t off = st.b * t.oStrideB + st.n * t.oStrideN + row * t.oStrideS;
     LocalTensor<float> x = sBuf_.Get<float>(), y = dpBuf_.Get<float>(), d = rowBuf_.Get<float>();
     LocalTensor<float> blocks = blocksBuf_.Get<float>();
-    const uint32_t chunk = area / vp / 8 * 8;  // rows a pass, D lands 32-byte aligned (the tiling keeps it >= 8)
+    // rows a pass (the tiling keeps it >= 1): 8 at a time so D lands 32-byte aligned, else (D > 256) a few rows
+    // reduced into the band's edge row, then moved by the scalar unit
+    const uint32_t fit = area / vp, chunk = fit >= 8 ? fit / 8 * 8 : fit;
     const DataCopyPadExtParams<T> pad(elems != dv, 0, uint8_t(elems - dv), T(0.0f));
     for (uint32_t c = 0; c < rows_; c += chunk) {
       const uint32_t rc = rows_ - c < chunk ? rows_ - c : chunk;
@@ -197,17 +212,43 @@ class AttentionGradVector {
         Cast(y, stage[area], RoundMode::CAST_NONE, rc * vp);
       }
       Mul(x, x, y, int32_t(rc * vp));
-      RowReduce<true>(d[c], x, boundBuf_.Get<float>(), blocks[kBand * kRowBlock], rc, elems, vp);
+      if (chunk % 8 == 0) {
+        RowReduce<true>(d[c], x, boundBuf_.Get<float>(), blocks[kBand * kRowBlock], rc, elems, vp);
+        continue;
+      }
+      LocalTensor<float> few = d[kMaxRows];  // free until Grad's band
+      RowReduce<true>(few, x, boundBuf_.Get<float>(), blocks[kBand * kRowBlock], rc, elems, vp);
+      SyncPipes<HardEvent::V_S>();
+      for (uint32_t r = 0; r < rc; ++r) d.SetValue(c + r, few.GetValue(r));
+      SyncPipes<HardEvent::S_V>();
     }
-    RowBlocks(blocks[kD * kRowBlock], d, rows_);
+    SyncPipes<HardEvent::V_MTE3>();
+    DataCopyPad(d_[DRow(st)], d, DataCopyExtParams(1, rows_ * 4, 0, 0, 0));
+    SyncPipes<HardEvent::MTE3_V>();  // the buffers are V's again
+  }
+
+  // A step's first row in the statistics' rows (softmax_max / softmax_sum hold 8 lanes each; D one).
+  __aicore__ inline int64_t DRow(const Step& st) const {
+    const AttentionTilingData& t = g_->fwd;
+    return t.varlen ? st.qTok0 * t.heads + st.n * st.s1 + st.i0 + r0_ : (st.b * t.heads + st.n) * st.s1 + st.i0 + r0_;
+  }
+
+  // The rows' D (ComputeD's), m and 1 / l from softmax_max / softmax_sum; each as per-row blocks (row_ops.h).
+  __aicore__ inline void RowStats(const Step& st) {
+    using namespace attention_grad_vec;
+    LocalTensor<float> d = rowBuf_.Get<float>(), blocks = blocksBuf_.Get<float>();
     const uint32_t L = uint32_t(kAttentionStatLanes);
-    const int64_t sOff = t.varlen ? (st.qTok0 * t.heads + st.n * st.s1 + st.i0 + r0_) * int64_t(L)
-                                  : ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * int64_t(L);
+    const int64_t sOff = DRow(st) * int64_t(L);
     LocalTensor<float> stats = statBuf_.Get<float>();
+    SyncPipes<HardEvent::V_MTE2>();  // V is done with the previous step's rows
+    const uint32_t pad = (rows_ + 7) / 8 * 8 - rows_;  // Brcb reads whole groups of 8 rows: keep them defined
+    DataCopyPad(d, d_[DRow(st)], DataCopyExtParams(1, rows_ * 4, 0, 0, 0),
+                DataCopyPadExtParams<float>(pad != 0, 0, uint8_t(pad), 0.0f));
     const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
     DataCopyPad(stats, max_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
     DataCopyPad(stats[maxRows_ * L], sum_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
     SyncPipes<HardEvent::MTE2_V>();
+    RowBlocks(blocks[kD * kRowBlock], d, rows_);
     const int32_t n = int32_t(rows_ * L);  // the statistics' 8 lanes per row are the rows' blocks already
     Maxs(blocks[kM * kRowBlock], stats, kMaxFloor, n);
     Duplicate(blocks[kInvL * kRowBlock], 1.0f, n);
@@ -233,11 +274,20 @@ class AttentionGradVector {
     SyncPipes<HardEvent::MTE2_V>();
     SyncPipes<HardEvent::MTE3_V>();  // the previous step's copies out have read the staging buffers
     Muls(s, s, t.scale, int32_t(n));
-    if (t.maskFull)
-      AttentionApplyMask(s, boundBuf_.Get<float>(), maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
     using row_ops::Op;
     using namespace attention_grad_vec;
     LocalTensor<float> blocks = blocksBuf_.Get<float>();
+    const bool cap = t.softcap > 0.0f;
+    if (cap) {  // dS = P (dP - D) w, w = 1 - tanh^2: dP w - D w now, while w is in the buffer the masks reuse
+      LocalTensor<float> w = boundBuf_.Get<float>();
+      SoftcapBlock(s, w, n, t.softcap, true);
+      Mul(dp, dp, w, int32_t(n));
+      RowApply(Op::kMul, w, blocks[kD * kRowBlock], rows_, pp, pp);
+      Sub(dp, dp, w, int32_t(n));
+      AttentionMaskPad(s, w, rampBuf_.Get<float>(), rows_, cols, pp);
+    }
+    if (t.maskFull)
+      AttentionApplyMask(s, boundBuf_.Get<float>(), maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
     if (t.band)
       AttentionApplyBand(s, boundBuf_.Get<float>(), rampBuf_.Get<float>(), rowRampBuf_.Get<float>(),
                          rowBuf_.Get<float>()[kMaxRows], blocks[kBand * kRowBlock], t, st.i0 + r0_, st.i0 + r0_,
@@ -245,7 +295,7 @@ class AttentionGradVector {
     RowApply(Op::kSub, s, blocks[kM * kRowBlock], rows_, pp, pp);
     Exp(s, s, int32_t(n));
     RowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
-    RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
+    if (!cap) RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
   }
 
@@ -333,7 +383,7 @@ class AttentionGradVector {
   const AttentionGradTilingData* g_ = nullptr;
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0, maxKeys_ = 0;
   uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
-  GlobalTensor<float> max_, sum_;
+  GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;
   AttentionGradWorkspace<T> ws_;

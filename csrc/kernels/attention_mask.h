@@ -49,6 +49,24 @@ __aicore__ inline void AttentionApplyMask(const LocalTensor<float>& s, const Loc
   }
 }
 
+// Keys [cols, pp) of every row (the padding LoadS fills with kMasked) masked again: softcapping maps kMasked to
+// -softcap, which exp no longer makes 0. One Min over each row's last 8 lanes, against a bound row built from
+// `ramp` (0, 1, ...) in `bound`.
+__aicore__ inline void AttentionMaskPad(const LocalTensor<float>& s, const LocalTensor<float>& bound,
+                                        const LocalTensor<float>& ramp, uint32_t rows, uint32_t cols, uint32_t pp) {
+  using namespace attention_mask;
+  using row_ops::kBlock;
+  if (rows == 0 || pp == cols) return;
+  const uint32_t last = pp - kBlock;
+  Adds(bound, ramp, 1.0f - float(cols - last), int32_t(kBlock));  // lane i is column last + i: >= 1 from cols on
+  Maxs(bound, bound, 0.0f, int32_t(kBlock));
+  Mins(bound, bound, 1.0f, int32_t(kBlock));
+  Muls(bound, bound, kMasked - kKept, int32_t(kBlock));
+  Adds(bound, bound, kKept, int32_t(kBlock));
+  const uint8_t rep = uint8_t(pp / kBlock);
+  Min(s[last], s[last], bound, uint64_t(kBlock), uint8_t(rows), BinaryRepeatParams(1, 1, 1, rep, rep, 0));
+}
+
 // A band edge of row 0 relative to the block, clamped so that adding a row index (< 64) and clamping to
 // [-1, top] gives what the unclamped edge would.
 __aicore__ inline int64_t AttentionClampEdge(int64_t edge, int64_t top) {

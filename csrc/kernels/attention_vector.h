@@ -1,10 +1,10 @@
 // The AIVs' half of the fused attention forward: AIV 0 of a group takes the first ceil(rows / 2) rows of
 // the task's S1 block, AIV 1 the rest. Per S2 block (FlashAttention-2's online softmax, fp32 throughout):
-//   S (fp32 from the AIC's workspace slot) * scale; the mask as a bound Min'd into S: kMasked where masked
-//   (atten_mask's True, or outside the band: sparse modes 2-4), so exp(kMasked - max) is 0 in any row that
-//   keeps a key; m' = max(m, rowmax S); alpha = exp(m - m'); P = exp(S - m'); l = l alpha + rowsum P;
-//   P in the input dtype to the workspace, flag kPReady; once the AIC flags kOReady, O = O alpha + P V,
-//   flag kOFree.
+//   S (fp32 from the AIC's workspace slot) * scale, softcapped if asked (row_ops.h SoftcapBlock); the mask as a bound
+//   Min'd into S: kMasked where masked (atten_mask's True, or outside the band: sparse modes 2-4), so exp(kMasked -
+//   max) is 0 in any row that keeps a key; m' = max(m, rowmax S); alpha = exp(m - m'); P = exp(S - m'); l = l alpha +
+//   rowsum P; P in the input dtype to the workspace, flag kPReady; once the AIC flags kOReady, O = O alpha + P V, flag
+//   kOFree.
 // At the end O / l once, written in the input dtype, and m, l as softmax_max / softmax_sum (8 lanes each).
 // The statistics live in UB, one lane per row, and every row-wise step is one call over all rows
 // (row_ops.h): the scalar unit only issues instructions.
@@ -27,8 +27,8 @@ class AttentionVector {
   static constexpr uint32_t kTPerBlock = 32 / sizeof(T);
 
  public:
-  __aicore__ inline void Init(GM_ADDR mask, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR ws,
-                              const AttentionTilingData& t) {
+  __aicore__ inline void Init(GM_ADDR mask, GM_ADDR sink, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
+                              GM_ADDR ws, const AttentionTilingData& t) {
     t_ = &t;
     sub_ = uint32_t(GetSubBlockIdx());
     GM_ADDR group = ws + (GetBlockIdx() / GetTaskRation()) * t.workspacePerGroup;
@@ -36,6 +36,7 @@ class AttentionVector {
     pWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(group + t.pOffset));
     oWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + t.oOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
+    if (t.sink) sink_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sink), t.heads);
     out_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxSum));
@@ -141,10 +142,25 @@ class AttentionVector {
     LocalTensor<float> stat = statBuf_.Get<float>();
     Duplicate(stat[TaskRow(f.set, kMax0) * kMaxRows], kMasked, int32_t(kMaxRows));
     Duplicate(stat[TaskRow(f.set, kSum) * kMaxRows], 0.0f, int32_t(kMaxRows));
+    if (t_->sink && f.rows > 0) StartAtSink(f, stat);
     if (f.task.count == 0 && f.rows > 0) {  // its output is O = 0: the previous task's went out
       SyncPipes<HardEvent::MTE3_V>();
       Duplicate(oBuf_.Get<float>(), 0.0f, int32_t(f.rows * t_->vPitch));
     }
+  }
+
+  // A head's sink logit is a key every row keeps, with no value: the running max starts at it and the sum at
+  // exp(sink - sink) = 1, so the online softmax folds it in like any block (a row that keeps no key then gives 0).
+  __aicore__ inline void StartAtSink(const Flight& f, const LocalTensor<float>& stat) {
+    using namespace attention_vec;
+    LocalTensor<float> m = stat[TaskRow(f.set, kMax0) * kMaxRows], l = stat[TaskRow(f.set, kSum) * kMaxRows];
+    const uint32_t g = uint32_t(t_->stackHeads);
+    SyncPipes<HardEvent::V_S>();
+    for (uint32_t r = 0; r < f.rows; ++r) {
+      m.SetValue(r, sink_.GetValue(uint64_t(f.task.n + (g > 1 ? (f.r0 + r) % g : 0))));
+      l.SetValue(r, 1.0f);
+    }
+    SyncPipes<HardEvent::S_V>();
   }
 
   // The members the block steps read: f's rows, set, current max slot and stream place.
@@ -221,6 +237,10 @@ class AttentionVector {
     LocalTensor<float> s = sQue_.DeQue<float>();
     SyncPipes<HardEvent::MTE3_V>();  // the previous block's P copy has read the bound buffer
     Muls(s, s, t.scale, int32_t(n));
+    if (t.softcap > 0.0f) {  // before the mask, as Gemma 2/3 cap their scores
+      SoftcapBlock(s, bound, n, t.softcap, false);
+      AttentionMaskPad(s, bound, rampBuf_.Get<float>(), rows_, cols, pp);
+    }
     if (t.maskFull) AttentionApplyMask(s, bound, maskBuf_.Get<uint8_t>(), maskHalfBuf_.Get<half>(), rows_, pp, mp);
     LocalTensor<float> stat = statBuf_.Get<float>(), blocks = blocksBuf_.Get<float>();
     if (t.band) {
@@ -370,7 +390,7 @@ class AttentionVector {
   Flight flights_[kAttentionPSlots];
   int64_t begun_ = 0, finished_ = 0;         // tasks
   int64_t softmaxed_ = 0, accumulated_ = 0;  // blocks of the stream
-  GlobalTensor<float> sWs_, oWs_, max_, sum_;
+  GlobalTensor<float> sWs_, oWs_, max_, sum_, sink_;
   GlobalTensor<T> pWs_, out_;
   GlobalTensor<uint8_t> mask_;
   TPipe pipe_;

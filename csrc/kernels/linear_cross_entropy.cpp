@@ -13,8 +13,8 @@
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                          \
     LinearCrossEntropyTilingData t;                                                                             \
     CopyTiling(&t, tiling);                                                                                     \
-    RunLinearCrossEntropySides<T, LceVector<T>>(hidden, weight, workspace, t, false, target, logitsMax, sumExp, \
-                                                targetLogit, logitSum);                                         \
+    RunLinearCrossEntropySides<T, LceVector<T>>(hidden, weight, workspace, t, false, target, bias, classWeight, \
+                                                logitsMax, sumExp, targetLogit, logitSum);                      \
   }
 LINEAR_CROSS_ENTROPY_DTYPES(LINEAR_CROSS_ENTROPY_ENTRY, linear_cross_entropy)
 #undef LINEAR_CROSS_ENTROPY_ENTRY

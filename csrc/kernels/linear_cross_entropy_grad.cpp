@@ -15,7 +15,8 @@
     LinearCrossEntropyTilingData t;                                                                               \
     CopyTiling(&t, tiling);                                                                                       \
     RunLinearCrossEntropySides<T, LceGradVector<T>>(hidden, weight, workspace, t, true, target, lse, gradSoftmax, \
-                                                    gradTarget, gradUniform, gradHidden, gradWeight);             \
+                                                    gradTarget, gradUniform, bias, classWeight, gradHidden,       \
+                                                    gradWeight, gradBias);                                        \
   }
 LINEAR_CROSS_ENTROPY_GRAD_DTYPES(LINEAR_CROSS_ENTROPY_GRAD_ENTRY, linear_cross_entropy_grad)
 #undef LINEAR_CROSS_ENTROPY_GRAD_ENTRY

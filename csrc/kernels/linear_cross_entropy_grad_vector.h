@@ -1,11 +1,14 @@
-// The AIVs' half of the fused linear cross-entropy backward. With x the logits, p = exp(x - lse) (lse the forward's,
-// all shards'), and per token the three scales the wrapper derives from the loss's gradient (a for the softmax, b
-// for the target, c for the uniform part of label smoothing; all 0 for an ignored token):
-//   G = d loss / d score = (a p - c - b [vocabulary row == target]) * (softcap: 1 - tanh^2)
+// The AIVs' half of the fused linear cross-entropy backward. With x the logits (of score + bias), p = exp(x - lse)
+// (lse the forward's, all shards'), w the class weights (1 without) and per token the three scales the wrapper
+// derives from the loss's gradient (a for the softmax, b for the target, c for the uniform part of label smoothing;
+// all 0 for an ignored token):
+//   G = d loss / d score = (a p - c w - b [vocabulary row == target]) * (softcap: 1 - tanh^2)
 // in fp32, cast once to the input dtype into the group's G segment slot (rows as the score block's, columns the
-// segment's moving rows), flag kGradReady per segment. Token tasks hold a, b, c, lse per row; vocab tasks per
-// column (the moving block's tokens, loaded with each block). After its first segment's G, a task reads out the
-// previous task's accumulator (kAccReady), cast once into grad_hidden or grad_weight, and flags kAccFree.
+// segment's moving rows), flag kGradReady per segment. Token tasks hold a, b, c, lse per row and the block's bias and
+// w per column; vocab tasks the reverse, the tokens' values loaded with each block. A vocab task also sums its rows'
+// fp32 G over every token: grad_bias, cast and written once at the task's end by the AIV that owns the rows. After
+// its first segment's G, a task reads out the previous task's accumulator (kAccReady), cast once into grad_hidden or
+// grad_weight, and flags kAccFree.
 #pragma once
 #include "linear_cross_entropy_vector.h"
 
@@ -15,15 +18,16 @@ class LceGradVector : public LceVectorBase<T> {
 
  public:
   __aicore__ inline void Init(GM_ADDR target, GM_ADDR lse, GM_ADDR gradSoftmax, GM_ADDR gradTarget, GM_ADDR gradUniform,
-                              GM_ADDR gradHidden, GM_ADDR gradWeight, GM_ADDR ws,
-                              const LinearCrossEntropyTilingData& t) {
-    Base::InitBase(target, ws, t);
+                              GM_ADDR bias, GM_ADDR classWeight, GM_ADDR gradHidden, GM_ADDR gradWeight,
+                              GM_ADDR gradBias, GM_ADDR ws, const LinearCrossEntropyTilingData& t) {
+    Base::InitBase(target, bias, classWeight, ws, t);
     scales_[0].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(lse));
     scales_[1].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gradSoftmax));
     scales_[2].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gradTarget));
     scales_[3].SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gradUniform));
     gradHidden_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradHidden));
     gradWeight_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradWeight));
+    gradBias_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradBias));
   }
 
   __aicore__ inline void Process(LceTaskWalk& walk) {
@@ -40,6 +44,7 @@ class LceGradVector : public LceVectorBase<T> {
         for (int64_t b = first; b < first + blocks; ++b) {
           const uint32_t cols = uint32_t(LceBlockRows(task, b));
           if (task.vocabRows && this->rows_ > 0) LoadColumns(b * kLceBlock, cols);
+          if (!task.vocabRows && this->rows_ > 0) this->LoadVocabColumns(b * kLceBlock, cols);
           this->LoadScore(cols);
           // the segment's slot is written once the AIC has its G of two segments ago in L1
           if (b == first && segments_ >= kLceGradSlots) CrossCoreWaitFlag<2, PIPE_MTE3>(kGradFree);
@@ -49,6 +54,7 @@ class LceGradVector : public LceVectorBase<T> {
         ++segments_;
         if (s == 0 && hasPending) Readout(pending), hasPending = false;
       }
+      if (task.vocabRows && this->rows_ > 0) WriteBiasGrad(task);
       pending = task, hasPending = true;
     }
     if (hasPending) Readout(pending);
@@ -57,20 +63,27 @@ class LceGradVector : public LceVectorBase<T> {
   }
 
  private:
-  enum Column : uint32_t { kLseCol, kSoftmaxCol, kTargetCol, kUniformCol };
-
   __aicore__ inline LocalTensor<float> Stat(uint32_t which) {
     return this->statBuf_.template Get<float>()[which * kLceHalf];
   }
-  __aicore__ inline LocalTensor<float> Col(uint32_t which) {
-    return this->columnBuf_.template Get<float>()[which * uint32_t(kLceBlock)];
-  }
+  __aicore__ inline LocalTensor<float> Col(uint32_t which) { return Base::Col(which); }
 
-  // Token tasks: this AIV's rows' lse and scales, and their targets sorted.
+  // Token tasks: this AIV's rows' lse and scales, and their targets sorted. Vocab tasks: the rows' bias and class
+  // weights, and their grad_bias sum zeroed.
   __aicore__ inline void Begin(const LceTask& task) {
     using namespace lce_vec;
     this->Place(task);
-    if (this->rows_ == 0 || task.vocabRows) return;
+    if (this->rows_ == 0) return;
+    if (task.vocabRows) {
+      if (this->t_->hasBias || this->t_->hasClassWeight) {
+        SyncPipes<HardEvent::V_MTE2>();  // the last task's steps are done with them
+        if (this->t_->hasBias) this->LoadVocab(Stat(kBiasRow), true, task.row0 + this->r0_, this->rows_);
+        if (this->t_->hasClassWeight) this->LoadVocab(Stat(kWeightRow), false, task.row0 + this->r0_, this->rows_);
+        SyncPipes<HardEvent::MTE2_V>();
+      }
+      Duplicate(Stat(kBiasGrad), 0.0f, int32_t(kLceHalf));
+      return;
+    }
     const int64_t row = task.row0 + this->r0_;
     SyncPipes<HardEvent::V_MTE2>();  // the last task's steps are done with them
     const uint32_t pad = (this->rows_ + 7) / 8 * 8 - this->rows_;  // whole 32-byte blocks: Brcb reads groups of 8
@@ -95,30 +108,33 @@ class LceGradVector : public LceVectorBase<T> {
     SyncPipes<HardEvent::MTE2_S>();
   }
 
-  // x[r, 0:cols) = x op v[0:cols) for every row: the column values read with repeat stride 0.
-  __aicore__ inline void ColumnApply(row_ops::Op op, const LocalTensor<float>& x, const LocalTensor<float>& v,
-                                     uint32_t cols, uint32_t pitch) {
-    using namespace row_ops;
-    const uint8_t rep = uint8_t(pitch / kBlock);
-    for (uint32_t c = 0; c < cols; c += kLanes) {
-      const uint32_t w = cols - c < kLanes ? cols - c : kLanes;
-      Binary(op, x[c], x[c], v[c], w, this->rows_, BinaryRepeatParams(1, 1, 1, rep, rep, 0));
-    }
-  }
-
   // G of the score block of moving rows [j0, j0 + cols) into the segment's slot at column segCol.
   __aicore__ inline void Grad(const LceTask& task, int64_t j0, uint32_t cols, uint32_t segCol) {
     using namespace lce_vec;
     using row_ops::Op;
     const uint32_t rows = this->rows_, pp = this->Pitch(cols), n = rows * pp;
     const bool cap = this->t_->softcap > 0.0f;
+    const bool weighed = this->t_->hasClassWeight;
     LocalTensor<float> s = this->scoreQue_.template DeQue<float>(), blocks = this->blocksBuf_.template Get<float>();
+    // c w, the outer product of a per-row and a per-column vector, goes through the stage before G's cast does
+    LocalTensor<float> uniform = this->stageBuf_.template Get<float>();
+    if (weighed) SyncPipes<HardEvent::MTE3_V>();  // the last block's G is out of the stage
+    if (this->t_->hasBias) {
+      if (task.vocabRows) RowScale(Op::kAdd, s, Stat(kBiasRow), blocks, rows, cols, pp);
+      else this->ColumnApply(Op::kAdd, s, Col(kBiasCol), cols, pp);
+    }
     if (cap) this->Softcap(s, n, true);
     if (!task.vocabRows) {  // rows are tokens: per-row lse and scales
       RowScale(Op::kSub, s, Stat(kLse), blocks, rows, cols, pp);
       Exp(s, s, int32_t(n));
       RowScale(Op::kMul, s, Stat(kSoftmax), blocks, rows, cols, pp);
-      RowScale(Op::kSub, s, Stat(kUniform), blocks, rows, cols, pp);
+      if (weighed) {
+        RowBlocks(blocks, Stat(kUniform), rows);
+        this->Outer(uniform, blocks, Col(kWeightCol), cols, pp);
+        Sub(s, s, uniform, int32_t(n));
+      } else {
+        RowScale(Op::kSub, s, Stat(kUniform), blocks, rows, cols, pp);
+      }
       if (this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols) {
         LocalTensor<float> b = Stat(kTargetScale);
         SyncPipes<HardEvent::V_S>();
@@ -130,10 +146,16 @@ class LceGradVector : public LceVectorBase<T> {
         SyncPipes<HardEvent::S_V>();
       }
     } else {  // rows are vocabulary rows, columns tokens: per-column lse and scales
-      ColumnApply(Op::kSub, s, Col(kLseCol), cols, pp);
+      this->ColumnApply(Op::kSub, s, Col(kLseCol), cols, pp);
       Exp(s, s, int32_t(n));
-      ColumnApply(Op::kMul, s, Col(kSoftmaxCol), cols, pp);
-      ColumnApply(Op::kSub, s, Col(kUniformCol), cols, pp);
+      this->ColumnApply(Op::kMul, s, Col(kSoftmaxCol), cols, pp);
+      if (weighed) {
+        RowBlocks(blocks, Stat(kWeightRow), rows);
+        this->Outer(uniform, blocks, Col(kUniformCol), cols, pp);
+        Sub(s, s, uniform, int32_t(n));
+      } else {
+        this->ColumnApply(Op::kSub, s, Col(kUniformCol), cols, pp);
+      }
       LocalTensor<int64_t> tg = this->targetBuf_.template Get<int64_t>();
       LocalTensor<float> b = Col(kTargetCol);
       const int64_t first = this->t_->vocabStart + task.row0 + this->r0_;
@@ -147,6 +169,11 @@ class LceGradVector : public LceVectorBase<T> {
       SyncPipes<HardEvent::S_V>();
     }
     if (cap) Mul(s, s, this->workBuf_.template Get<float>(), int32_t(n));
+    if (task.vocabRows) {  // grad_bias: the rows' fp32 G summed over the tokens
+      LocalTensor<float> red = Stat(kRed);
+      RowReduce<true>(red, s, this->foldBuf_.template Get<float>(), blocks[kLceHalf * kLceBlockFloats], rows, cols, pp);
+      Add(Stat(kBiasGrad), Stat(kBiasGrad), red, int32_t(rows));
+    }
     StoreGrad(s, cols, pp, segCol);
     this->scoreQue_.FreeTensor(s);
   }
@@ -168,6 +195,22 @@ class LceGradVector : public LceVectorBase<T> {
     DataCopyPad(this->gradWs_[slot + int64_t(this->r0_) * segPitch + segCol], stage,
                 DataCopyExtParams(uint16_t(this->rows_), cols * bytes, (pp * bytes - rowBytes) / 32,
                                   (segPitch - cols) * bytes, 0));
+  }
+
+  // A vocab task's grad_bias rows (this AIV's), cast once and written.
+  __aicore__ inline void WriteBiasGrad(const LceTask& task) {
+    using namespace lce_vec;
+    LocalTensor<T> out = this->biasOutBuf_.template Get<T>();
+    SyncPipes<HardEvent::MTE3_V>();  // the last task's are out
+    if constexpr (sizeof(T) == 4) {
+      DataCopy(out.template ReinterpretCast<float>(), Stat(kBiasGrad),
+               DataCopyParams(1, uint16_t(kLceHalf * 4 / 32), 0, 0));
+    } else {
+      Cast(out, Stat(kBiasGrad), RoundMode::CAST_RINT, this->rows_);
+    }
+    SyncPipes<HardEvent::V_MTE3>();
+    DataCopyPad(gradBias_[task.row0 + this->r0_], out,
+                DataCopyExtParams(1, this->rows_ * uint32_t(sizeof(T)), 0, 0, 0));
   }
 
   // Once the AIC flags it, the task's fp32 accumulator (this AIV's rows) cast once into its output rows.
@@ -206,5 +249,5 @@ class LceGradVector : public LceVectorBase<T> {
 
   int64_t segments_ = 0;  // G segments written: segment n went through slot n % kLceGradSlots
   GlobalTensor<float> scales_[4];  // lse, grad_softmax, grad_target, grad_uniform: per token
-  GlobalTensor<T> gradHidden_, gradWeight_;
+  GlobalTensor<T> gradHidden_, gradWeight_, gradBias_;
 };

@@ -1,8 +1,10 @@
 // The AIVs' half of the fused linear cross-entropy forward, and what the backward's shares with it. AIV 0 of a
 // group takes the first kLceHalf rows of a task's block, AIV 1 the rest. Per score block (fp32 from the AIC's slot,
-// this AIV's rows, padded to a 16-column pitch): logits = softcap * tanh(score / softcap) when softcap > 0; the
+// this AIV's rows, padded to a 16-column pitch): the bias of its vocabulary rows added (score = h W^T + b), then
+// logits = softcap * tanh(score / softcap) when softcap > 0; the
 // target's logit picked by the scalar unit for the rows whose target lies in the block (rows sorted by target at
-// the task's start, so a block costs no search); the running sum of the logits (label smoothing's); FlashAttention's
+// the task's start, so a block costs no search); the running sum of the logits, each times its class weight when
+// there are class weights (label smoothing's); FlashAttention's
 // online softmax for the running max m and sum l (m' = max(m, rowmax); l = l exp(m - m') + rowsum exp(x - m')).
 // At the task's end the four statistics go out per token, fp32 [T] each. Row-wise steps are one call over all
 // rows (row_ops.h).
@@ -14,7 +16,6 @@
 
 namespace lce_vec {
 constexpr float kNoMax = -1e30f;     // the running max before any block (finite: exp(kNoMax - m) is 0)
-constexpr float kTanhClamp = 30.0f;  // |2 score / softcap| beyond it: tanh is +-1 in fp32, and exp stays finite
 }  // namespace lce_vec
 
 // A target inside the task's rows and the shard's vocabulary: its row (this AIV's) and its vocabulary row.
@@ -26,10 +27,13 @@ struct LceHit {
 template <typename T>
 class LceVectorBase {
  protected:
-  __aicore__ inline void InitBase(GM_ADDR target, GM_ADDR ws, const LinearCrossEntropyTilingData& t) {
+  __aicore__ inline void InitBase(GM_ADDR target, GM_ADDR bias, GM_ADDR classWeight, GM_ADDR ws,
+                                  const LinearCrossEntropyTilingData& t) {
     t_ = &t;
     sub_ = uint32_t(GetSubBlockIdx());
     target_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(target));
+    if (t.hasBias) bias_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(bias));
+    if (t.hasClassWeight) classWeight_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(classWeight));
     GM_ADDR group = ws + (GetBlockIdx() / GetTaskRation()) * t.workspacePerGroup;
     scoreWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group));
     gradWs_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(group + t.gradOffset));
@@ -43,6 +47,8 @@ class LceVectorBase {
     pipe_.InitBuffer(blocksBuf_, b.blocks);
     pipe_.InitBuffer(columnBuf_, b.columns);
     pipe_.InitBuffer(targetBuf_, b.targets);
+    pipe_.InitBuffer(vocabInBuf_, b.vocabIn);
+    pipe_.InitBuffer(biasOutBuf_, b.biasOut);
     // every lane defined: the row reductions read whole groups of 8 rows, and a tail block's rows leave a gap
     // between 8 and 16 columns that the elementwise steps read
     for (int k = 0; k < 2; ++k) {
@@ -53,6 +59,68 @@ class LceVectorBase {
     Duplicate(workBuf_.Get<float>(), 0.0f, int32_t(b.work / 4));
     Duplicate(statBuf_.Get<float>(), 0.0f, int32_t(b.stats / 4));
     Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(b.blocks / 4));
+    Duplicate(stageBuf_.Get<float>(), 0.0f, int32_t(b.stage / 4));  // Sub reads the class products' gap columns
+  }
+
+  __aicore__ inline LocalTensor<float> Col(uint32_t which) {
+    return columnBuf_.Get<float>()[which * uint32_t(kLceBlock)];
+  }
+
+  // n values of vocabulary rows [first, first + n) of the shard into dst (fp32, zero up to a whole 8: Brcb reads
+  // groups of 8): the bias (widened from the input dtype) or the class weights. The caller orders this load after
+  // the last vector use of dst and the vector unit after it (V_MTE2, MTE2_V).
+  __aicore__ inline void LoadVocab(const LocalTensor<float>& dst, bool bias, int64_t first, uint32_t n) {
+    const uint32_t pad = (n + 7) / 8 * 8 - n;
+    if (!bias) {
+      DataCopyPad(dst, classWeight_[first], DataCopyExtParams(1, n * 4, 0, 0, 0),
+                  DataCopyPadExtParams<float>(pad != 0, 0, uint8_t(pad), 0.0f));
+    } else if constexpr (sizeof(T) == sizeof(float)) {
+      DataCopyPad(dst.template ReinterpretCast<T>(), bias_[first], DataCopyExtParams(1, n * 4, 0, 0, 0),
+                  DataCopyPadExtParams<T>(pad != 0, 0, uint8_t(pad), 0.0f));
+    } else {
+      LocalTensor<T> in = vocabInBuf_.Get<T>();
+      DataCopyPad(in, bias_[first], DataCopyExtParams(1, n * uint32_t(sizeof(T)), 0, 0, 0), DataCopyPadExtParams<T>());
+      SyncPipes<HardEvent::MTE2_V>();
+      Duplicate(dst, 0.0f, int32_t(n + pad));
+      Cast(dst, in, RoundMode::CAST_NONE, n);
+    }
+  }
+
+  // Token tasks: the bias and class weights of the block's vocabulary rows [j0, j0 + cols), one per column.
+  __aicore__ inline void LoadVocabColumns(int64_t j0, uint32_t cols) {
+    if (!t_->hasBias && !t_->hasClassWeight) return;
+    SyncPipes<HardEvent::V_MTE2>();  // the last block's steps are done with them
+    if (t_->hasBias) LoadVocab(Col(lce_vec::kBiasCol), true, j0, cols);
+    if (t_->hasClassWeight) LoadVocab(Col(lce_vec::kWeightCol), false, j0, cols);
+    SyncPipes<HardEvent::MTE2_V>();
+  }
+
+  // x[r, 0:cols) = x op v[0:cols) for every row of this AIV: the column values read with repeat stride 0.
+  __aicore__ inline void ColumnApply(row_ops::Op op, const LocalTensor<float>& x, const LocalTensor<float>& v,
+                                     uint32_t cols, uint32_t pitch) {
+    ColumnProduct(op, x, x, v, cols, pitch);
+  }
+
+  // dst[r, 0:cols) = x[r, 0:cols) op v[0:cols).
+  __aicore__ inline void ColumnProduct(row_ops::Op op, const LocalTensor<float>& dst, const LocalTensor<float>& x,
+                                       const LocalTensor<float>& v, uint32_t cols, uint32_t pitch) {
+    using namespace row_ops;
+    const uint8_t rep = uint8_t(pitch / kBlock);
+    for (uint32_t c = 0; c < cols; c += kLanes) {
+      const uint32_t w = cols - c < kLanes ? cols - c : kLanes;
+      Binary(op, dst[c], x[c], v[c], w, rows_, BinaryRepeatParams(1, 1, 1, rep, rep, 0));
+    }
+  }
+
+  // dst[r, 0:cols) = u[r] v[0:cols) (an outer product), u as per-row 32-byte blocks (RowBlocks).
+  __aicore__ inline void Outer(const LocalTensor<float>& dst, const LocalTensor<float>& uBlocks,
+                               const LocalTensor<float>& v, uint32_t cols, uint32_t pitch) {
+    using namespace row_ops;
+    const uint8_t rep = uint8_t(pitch / kBlock);
+    for (uint32_t c = 0; c < cols; c += kLanes) {
+      const uint32_t w = cols - c < kLanes ? cols - c : kLanes;
+      Binary(Op::kMul, dst[c], uBlocks, v[c], w, rows_, BinaryRepeatParams(1, 0, 1, rep, 1, 0));
+    }
   }
 
   // This AIV's rows of `task`: the first r0, and how many.
@@ -83,25 +151,9 @@ class LceVectorBase {
     ++scores_;
   }
 
-  // s = softcap * tanh(s / softcap), tanh(y) = (e^2y - 1) / (e^2y + 1); with `derivative`, workBuf_ gets
-  // d logits / d score = 1 - tanh^2.
+  // s = softcap * tanh(s / softcap); with `derivative`, workBuf_ gets d logits / d score = 1 - tanh^2.
   __aicore__ inline void Softcap(const LocalTensor<float>& s, uint32_t n, bool derivative) {
-    using namespace lce_vec;
-    const float cap = t_->softcap;
-    LocalTensor<float> w = workBuf_.Get<float>();
-    Muls(s, s, 2.0f / cap, int32_t(n));
-    Mins(s, s, kTanhClamp, int32_t(n));
-    Maxs(s, s, -kTanhClamp, int32_t(n));
-    Exp(s, s, int32_t(n));
-    Adds(w, s, 1.0f, int32_t(n));
-    Adds(s, s, -1.0f, int32_t(n));
-    Div(s, s, w, int32_t(n));
-    if (derivative) {
-      Mul(w, s, s, int32_t(n));
-      Muls(w, w, -1.0f, int32_t(n));
-      Adds(w, w, 1.0f, int32_t(n));
-    }
-    Muls(s, s, cap, int32_t(n));
+    SoftcapBlock(s, workBuf_.Get<float>(), n, t_->softcap, derivative);
   }
 
   // This AIV's rows' targets that fall in the shard, sorted by vocabulary row (insertion sort of at most kLceHalf
@@ -130,11 +182,12 @@ class LceVectorBase {
   LceHit hits_[kLceHalf];
   uint32_t hitCount_ = 0, nextHit_ = 0;
   GlobalTensor<int64_t> target_;
-  GlobalTensor<float> scoreWs_, acc_;
-  GlobalTensor<T> gradWs_;
+  GlobalTensor<float> scoreWs_, acc_, classWeight_;
+  GlobalTensor<T> gradWs_, bias_;
   TPipe pipe_;
   TQue<TPosition::VECIN, 1> scoreQue_;
-  TBuf<TPosition::VECCALC> workBuf_, stageBuf_, foldBuf_, statBuf_, blocksBuf_, columnBuf_, targetBuf_;
+  TBuf<TPosition::VECCALC> workBuf_, stageBuf_, foldBuf_, statBuf_, blocksBuf_, columnBuf_, targetBuf_, vocabInBuf_,
+      biasOutBuf_;
 };
 
 template <typename T>
@@ -142,9 +195,10 @@ class LceVector : public LceVectorBase<T> {
   using Base = LceVectorBase<T>;
 
  public:
-  __aicore__ inline void Init(GM_ADDR target, GM_ADDR logitsMax, GM_ADDR sumExp, GM_ADDR targetLogit, GM_ADDR logitSum,
-                              GM_ADDR ws, const LinearCrossEntropyTilingData& t) {
-    Base::InitBase(target, ws, t);
+  __aicore__ inline void Init(GM_ADDR target, GM_ADDR bias, GM_ADDR classWeight, GM_ADDR logitsMax, GM_ADDR sumExp,
+                              GM_ADDR targetLogit, GM_ADDR logitSum, GM_ADDR ws,
+                              const LinearCrossEntropyTilingData& t) {
+    Base::InitBase(target, bias, classWeight, ws, t);
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(logitsMax));
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sumExp));
     target_logit_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(targetLogit));
@@ -157,6 +211,7 @@ class LceVector : public LceVectorBase<T> {
       Begin(task);
       for (int64_t b = 0; b < task.Blocks(); ++b) {
         const uint32_t cols = uint32_t(LceBlockRows(task, b));
+        if (this->rows_ > 0) this->LoadVocabColumns(b * kLceBlock, cols);
         this->LoadScore(cols);
         if (this->rows_ > 0) Fold(b * kLceBlock, cols);
       }
@@ -187,6 +242,7 @@ class LceVector : public LceVectorBase<T> {
     using namespace lce_vec;
     const uint32_t rows = this->rows_, pp = this->Pitch(cols), n = rows * pp;
     LocalTensor<float> s = this->scoreQue_.template DeQue<float>();
+    if (this->t_->hasBias) this->ColumnApply(row_ops::Op::kAdd, s, this->Col(kBiasCol), cols, pp);
     if (this->t_->softcap > 0.0f) this->Softcap(s, n, false);
     if (this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0 + cols) {
       LocalTensor<float> tl = Stat(kTarget);
@@ -200,7 +256,13 @@ class LceVector : public LceVectorBase<T> {
     LocalTensor<float> fold = this->foldBuf_.template Get<float>(), blocks = this->blocksBuf_.template Get<float>();
     LocalTensor<float> red8 = blocks[kLceHalf * kLceBlockFloats], red = Stat(kRed), alpha = Stat(kAlpha);
     LocalTensor<float> mOld = Stat(kMax0 + cur_), mNew = Stat(kMax1 - cur_), l = Stat(kSum);
-    RowReduce<true>(red, s, fold, red8, rows, cols, pp);
+    if (this->t_->hasClassWeight) {  // sum_c w[c] logit[c]: the products in the (otherwise idle) stage
+      LocalTensor<float> weighed = this->stageBuf_.template Get<float>();
+      this->ColumnProduct(row_ops::Op::kMul, weighed, s, this->Col(kWeightCol), cols, pp);
+      RowReduce<true>(red, weighed, fold, red8, rows, cols, pp);
+    } else {
+      RowReduce<true>(red, s, fold, red8, rows, cols, pp);
+    }
     Add(Stat(kLogitSum), Stat(kLogitSum), red, int32_t(rows));
     OnlineSoftmaxBlock(s, mOld, mNew, alpha, l, red, fold, red8, blocks, rows, cols, pp);
     cur_ ^= 1u;

@@ -12,6 +12,7 @@ namespace row_ops {
 constexpr uint32_t kMaxRows = 64;  // rows of one call: one repeat each (a block of 128 rows, halved)
 constexpr uint32_t kLanes = 64;  // fp32 lanes of one 256-byte repeat
 constexpr uint32_t kBlock = 8;  // fp32 lanes of one 32-byte block
+constexpr float kTanhClamp = 30.0f;  // |2 s / softcap| beyond it: tanh is +-1 in fp32, and exp stays finite
 enum class Op { kAdd, kSub, kMul, kMax, kMin };
 
 __aicore__ inline void Binary(Op op, const LocalTensor<float>& dst, const LocalTensor<float>& a,
@@ -118,4 +119,42 @@ __aicore__ inline void OnlineSoftmaxBlock(const LocalTensor<float>& s, const Loc
   RowReduce<true>(red, s, fold, red8, rows, width, pitch);
   Mul(l, l, alpha, r);
   Add(l, l, red, r);
+}
+
+// s = softcap * tanh(s / softcap) over n floats (Gemma 2/3's logit softcapping); w is scratch of max(n, 16) floats
+// and, with `derivative`, holds d s_out / d s_in = 1 - tanh^2 afterwards. tanh(y) = (e - 1) / (e + 1), e = exp(2y),
+// is exact but for e's rounding, which makes it tanh(y') with y' = ln(e) / 2; y - y' is recovered from ln(e) and
+// added back to first order (t + (y - y') (1 - t^2)), so small scores keep their relative accuracy (e - 1 alone
+// would leave an absolute error of an ulp of 1, a large relative one for |y| << 1). In chunks of half of w.
+__aicore__ inline void SoftcapBlock(const LocalTensor<float>& s, const LocalTensor<float>& w, uint32_t n, float softcap,
+                                    bool derivative) {
+  const int32_t k = int32_t(n);
+  Muls(s, s, 1.0f / softcap, k);
+  Mins(s, s, 0.5f * row_ops::kTanhClamp, k);
+  Maxs(s, s, -0.5f * row_ops::kTanhClamp, k);
+  const uint32_t chunk = n / 2 / 8 * 8 > 8 ? n / 2 / 8 * 8 : 8;
+  LocalTensor<float> e = w, d = w[chunk];
+  for (uint32_t c = 0; c < n; c += chunk) {
+    const int32_t m = int32_t(n - c < chunk ? n - c : chunk);
+    LocalTensor<float> y = s[c];
+    Muls(e, y, 2.0f, m);
+    Exp(e, e, m);
+    Ln(d, e, m);
+    Muls(d, d, -0.5f, m);
+    Add(d, d, y, m);  // y - y'
+    Adds(y, e, -1.0f, m);
+    Adds(e, e, 1.0f, m);
+    Div(y, y, e, m);  // tanh(y')
+    Mul(e, y, y, m);
+    Muls(e, e, -1.0f, m);
+    Adds(e, e, 1.0f, m);
+    Mul(e, e, d, m);
+    Add(y, y, e, m);
+  }
+  if (derivative) {
+    Mul(w, s, s, k);
+    Muls(w, w, -1.0f, k);
+    Adds(w, w, 1.0f, k);
+  }
+  Muls(s, s, softcap, k);
 }

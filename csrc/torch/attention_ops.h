@@ -25,12 +25,20 @@ namespace ascendc_ops {
 inline tiling::AttentionAttrs AttentionAttrsOf(int64_t headNum, c10::string_view inputLayout, double scale,
                                                int64_t preTokens, int64_t nextTokens,
                                                at::OptionalIntArrayRef actualSeqQlen,
-                                               at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode) {
+                                               at::OptionalIntArrayRef actualSeqKvlen, int64_t sparseMode,
+                                               double softcap) {
   const auto list = [](at::OptionalIntArrayRef l) {
     return l.has_value() ? std::optional<std::vector<int64_t>>(l->vec()) : std::nullopt;
   };
-  return {headNum,   std::string(inputLayout), scale, preTokens, nextTokens, list(actualSeqQlen), list(actualSeqKvlen),
-          sparseMode};
+  return {headNum,
+          std::string(inputLayout),
+          scale,
+          preTokens,
+          nextTokens,
+          list(actualSeqQlen),
+          list(actualSeqKvlen),
+          sparseMode,
+          softcap};
 }
 
 // atten_mask's bytes for the problem function's value check (sparse_mode 2-4), copied to the host into `host`
@@ -58,25 +66,24 @@ at::Tensor AttentionTilingBytes(const Data& data, const std::vector<int64_t>& va
 }
 
 struct FusionAttentionLaunch {
-  at::Tensor query, key, value, mask;  // contiguous; mask undefined when absent
+  at::Tensor query, key, value, mask, sink;  // contiguous; mask and sink undefined when absent
   at::Tensor out, softmaxMax, softmaxSum;
   at::Tensor tilingBytes;  // the tiling struct, then TND's cumulative lengths (int64), as the kernel reads them
   tiling::AttentionTiling tiling;
 
   // The kernel's GM tensors, FUSION_ATTENTION_PARAMS but the workspace and tiling (EntryArgs).
-  auto Tensors() const { return std::tie(query, key, value, mask, out, softmaxMax, softmaxSum); }
+  auto Tensors() const { return std::tie(query, key, value, mask, sink, out, softmaxMax, softmaxSum); }
 };
 
 ASCENDC_OPS_API FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::Tensor& key,
                                                              const at::Tensor& value, const at::Tensor& attenMask,
+                                                             const at::Tensor& sink,
                                                              const tiling::AttentionAttrs& attrs,
                                                              const tiling::CubePlatform& platform);
 
-using FusionAttentionImpl = std::tuple<at::Tensor, at::Tensor, at::Tensor> (*)(const at::Tensor& query,
-                                                                               const at::Tensor& key,
-                                                                               const at::Tensor& value,
-                                                                               const at::Tensor& attenMask,
-                                                                               const tiling::AttentionAttrs& attrs);
+using FusionAttentionImpl = std::tuple<at::Tensor, at::Tensor, at::Tensor> (*)(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
+    const at::Tensor& sink, const tiling::AttentionAttrs& attrs);
 
 // Registers `Impl` for fusion_attention under one dispatch key (the twin's CPU, Meta, the NPU's).
 template <FusionAttentionImpl Impl>
@@ -85,10 +92,10 @@ void ImplFusionAttention(torch::Library& m) {
          [](const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, int64_t headNum,
             c10::string_view inputLayout, const c10::optional<at::Tensor>& attenMask, double scale, int64_t preTokens,
             int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-            int64_t sparseMode) {
-           return Impl(query, key, value, attenMask.value_or(at::Tensor()),
+            int64_t sparseMode, double softcap, const c10::optional<at::Tensor>& sink) {
+           return Impl(query, key, value, attenMask.value_or(at::Tensor()), sink.value_or(at::Tensor()),
                        AttentionAttrsOf(headNum, inputLayout, scale, preTokens, nextTokens, actualSeqQlen,
-                                        actualSeqKvlen, sparseMode));
+                                        actualSeqKvlen, sparseMode, softcap));
          });
 }
 
@@ -122,10 +129,10 @@ void ImplFusionAttentionGrad(torch::Library& m) {
             const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn, int64_t headNum,
             c10::string_view inputLayout, const c10::optional<at::Tensor>& attenMask, double scale, int64_t preTokens,
             int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-            int64_t sparseMode) {
+            int64_t sparseMode, double softcap) {
            return Impl(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask.value_or(at::Tensor()),
                        AttentionAttrsOf(headNum, inputLayout, scale, preTokens, nextTokens, actualSeqQlen,
-                                        actualSeqKvlen, sparseMode));
+                                        actualSeqKvlen, sparseMode, softcap));
          });
 }
 

@@ -87,47 +87,63 @@ void ImplCrossEntropyOps(torch::Library& m) {
 // ---------------------------------------------------------------- linear_cross_entropy
 
 using LceStats = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
-using LceGrads = std::tuple<at::Tensor, at::Tensor>;
+using LceGrads = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
+
+// The optional inputs, undefined tensors when absent: bias [V] (hidden's dtype), class weights [V] (fp32).
+struct LceVocabInputs {
+  at::Tensor bias, classWeight;
+};
 
 struct LinearCrossEntropyLaunch {
   at::Tensor hidden, weight, target;  // contiguous
+  at::Tensor bias, classWeight;  // contiguous, or undefined (the kernels get nullptr)
   at::Tensor lse, gradSoftmax, gradTarget, gradUniform;  // backward: contiguous
   at::Tensor logitsMax, sumExp, targetLogit, logitSum;  // forward's outputs (filled when there is no task)
-  at::Tensor gradHidden, gradWeight;  // backward's outputs (zero-filled when there is no task)
+  at::Tensor gradHidden, gradWeight, gradBias;  // backward's outputs (filled when there is no task)
   tiling::LinearCrossEntropyTiling tiling;
 
   // The kernels' GM tensors, <OP>_PARAMS but the workspace and tiling (EntryArgs).
-  auto Tensors() const { return std::tie(hidden, weight, target, logitsMax, sumExp, targetLogit, logitSum); }
+  auto Tensors() const {
+    return std::tie(hidden, weight, target, bias, classWeight, logitsMax, sumExp, targetLogit, logitSum);
+  }
   auto GradTensors() const {
-    return std::tie(hidden, weight, target, lse, gradSoftmax, gradTarget, gradUniform, gradHidden, gradWeight);
+    return std::tie(hidden, weight, target, lse, gradSoftmax, gradTarget, gradUniform, bias, classWeight, gradHidden,
+                    gradWeight, gradBias);
   }
 };
 
 // `grads` empty: the forward; else lse, grad_softmax, grad_target, grad_uniform.
-ASCENDC_OPS_API LinearCrossEntropyLaunch PrepareLinearCrossEntropy(const at::Tensor& hidden, const at::Tensor& weight,
-                                                                   const at::Tensor& target,
-                                                                   const std::vector<at::Tensor>& grads,
-                                                                   const tiling::LinearCrossEntropyAttrs& attrs,
-                                                                   const tiling::CubePlatform& platform);
+ASCENDC_OPS_API LinearCrossEntropyLaunch PrepareLinearCrossEntropy(
+    const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target, const std::vector<at::Tensor>& grads,
+    const LceVocabInputs& vocab, const tiling::LinearCrossEntropyAttrs& attrs, const tiling::CubePlatform& platform);
 
 using LceForwardImpl = LceStats (*)(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                                    const tiling::LinearCrossEntropyAttrs& attrs);
+                                    const LceVocabInputs& vocab, const tiling::LinearCrossEntropyAttrs& attrs);
 using LceBackwardImpl = LceGrads (*)(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                                     const std::vector<at::Tensor>& grads,
+                                     const std::vector<at::Tensor>& grads, const LceVocabInputs& vocab,
                                      const tiling::LinearCrossEntropyAttrs& attrs);
+
+inline LceVocabInputs LceVocabInputsOf(const c10::optional<at::Tensor>& bias,
+                                       const c10::optional<at::Tensor>& classWeight) {
+  return {bias.has_value() ? *bias : at::Tensor(), classWeight.has_value() ? *classWeight : at::Tensor()};
+}
 
 // Registers both ops under one dispatch key (the twin's CPU, Meta, the NPU's).
 template <LceForwardImpl Forward, LceBackwardImpl Backward>
 void ImplLinearCrossEntropyOps(torch::Library& m) {
-  m.impl("linear_cross_entropy",
-         [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target, int64_t vocabStartIndex,
-            double softcap) { return Forward(hidden, weight, target, {vocabStartIndex, softcap}); });
-  m.impl("linear_cross_entropy_grad", [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                                         const at::Tensor& lse, const at::Tensor& gradSoftmax,
-                                         const at::Tensor& gradTarget, const at::Tensor& gradUniform,
-                                         int64_t vocabStartIndex, double softcap) {
-    return Backward(hidden, weight, target, {lse, gradSoftmax, gradTarget, gradUniform}, {vocabStartIndex, softcap});
+  m.impl("linear_cross_entropy", [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
+                                    const c10::optional<at::Tensor>& bias, const c10::optional<at::Tensor>& classWeight,
+                                    int64_t vocabStartIndex, double softcap) {
+    return Forward(hidden, weight, target, LceVocabInputsOf(bias, classWeight), {vocabStartIndex, softcap});
   });
+  m.impl("linear_cross_entropy_grad",
+         [](const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target, const at::Tensor& lse,
+            const at::Tensor& gradSoftmax, const at::Tensor& gradTarget, const at::Tensor& gradUniform,
+            const c10::optional<at::Tensor>& bias, const c10::optional<at::Tensor>& classWeight,
+            int64_t vocabStartIndex, double softcap) {
+           return Backward(hidden, weight, target, {lse, gradSoftmax, gradTarget, gradUniform},
+                           LceVocabInputsOf(bias, classWeight), {vocabStartIndex, softcap});
+         });
 }
 
 }  // namespace ascendc_ops

@@ -19,54 +19,116 @@ namespace ascendc_ops {
 namespace {
 
 template <class Int>
+tiling::TensorArg<Int> OptionalArgOf(const at::Tensor& t) {
+  if (t.defined()) return ArgOf<Int>(t);
+  return {{}, tiling::DType::kOther, false};
+}
+
+template <class Int>
 tiling::LinearCrossEntropyArgs<Int> Check(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                                          const std::vector<at::Tensor>& grads,
+                                          const std::vector<at::Tensor>& grads, const LceVocabInputs& vocab,
                                           const tiling::LinearCrossEntropyAttrs& attrs) {
   const OpProto& op = grads.empty() ? kLinearCrossEntropy : kLinearCrossEntropyGrad;
-  if (grads.empty()) CheckSameDevice(op, {hidden, weight, target});
-  else CheckSameDevice(op, {hidden, weight, target, grads[0], grads[1], grads[2], grads[3]});
+  std::vector<at::Tensor> inputs{hidden, weight, target};
+  inputs.insert(inputs.end(), grads.begin(), grads.end());
+  for (const at::Tensor& t : {vocab.bias, vocab.classWeight})
+    if (t.defined()) inputs.push_back(t);
+  for (const at::Tensor& t : inputs) CheckSameDevice(op, {hidden, t});
   std::vector<tiling::TensorArg<Int>> g;
   for (const at::Tensor& t : grads) g.push_back(ArgOf<Int>(t));
   return tiling::CheckLinearCrossEntropy(op, ArgOf<Int>(hidden), ArgOf<Int>(weight), ArgOf<Int>(target),
-                                         grads.empty() ? nullptr : &g, attrs);
+                                         grads.empty() ? nullptr : &g, OptionalArgOf<Int>(vocab.bias),
+                                         OptionalArgOf<Int>(vocab.classWeight), attrs);
+}
+
+// With H = 0 every token's logits are the same [V] vector, softcap(bias) (0 without a bias): its fp32 values and,
+// for the backward, softcap's derivative d logit / d bias.
+at::Tensor HiddenlessLogits(const LinearCrossEntropyLaunch& l, int64_t vocab, double softcap, at::Tensor* slope) {
+  at::Tensor x = l.bias.defined() ? l.bias.to(at::kFloat) : at::zeros({vocab}, l.hidden.options().dtype(at::kFloat));
+  if (softcap <= 0.0) {
+    if (slope) *slope = at::ones_like(x);
+    return x;
+  }
+  const at::Tensor t = at::tanh(x / softcap);
+  if (slope) *slope = 1 - t * t;
+  return t * softcap;
+}
+
+// The target's column in the shard per token, and whether it lies there.
+std::pair<at::Tensor, at::Tensor> ShardColumns(const at::Tensor& target, int64_t start, int64_t vocab) {
+  const at::Tensor col = target - start;
+  return {col.clamp(0, vocab - 1), (col >= 0) & (col < vocab)};
+}
+
+// The forward's statistics with no launch: an empty shard (those of no logit) or H = 0 (one logits vector).
+void FillStatistics(LinearCrossEntropyLaunch& l, const tiling::LinearCrossEntropyAttrs& attrs) {
+  const int64_t vocab = l.weight.size(0);
+  if (vocab == 0 || l.hidden.size(0) == 0) {
+    l.logitsMax.fill_(-std::numeric_limits<float>::infinity());
+    l.sumExp.zero_(), l.targetLogit.zero_(), l.logitSum.zero_();
+    return;
+  }
+  const at::Tensor x = HiddenlessLogits(l, vocab, attrs.softcap, nullptr), m = x.max();
+  l.logitsMax.copy_(m.expand_as(l.logitsMax));
+  l.sumExp.copy_(at::exp(x - m).sum().expand_as(l.sumExp));
+  const auto [col, inside] = ShardColumns(l.target, attrs.vocabStartIndex, vocab);
+  l.targetLogit.copy_(at::where(inside, x.index_select(0, col), 0.0));
+  const at::Tensor weighed = l.classWeight.defined() ? x * l.classWeight : x;
+  l.logitSum.copy_(weighed.sum().expand_as(l.logitSum));
+}
+
+// grad_bias with H = 0: sum over tokens of (a p - c w - b onehot) times softcap's slope, in [V]-sized steps
+// (p = exp(x - lse) factored as exp(x - max x) exp(max x - lse)).
+at::Tensor HiddenlessBiasGrad(const LinearCrossEntropyLaunch& l, const tiling::LinearCrossEntropyAttrs& attrs) {
+  const int64_t vocab = l.weight.size(0);
+  at::Tensor slope;
+  const at::Tensor x = HiddenlessLogits(l, vocab, attrs.softcap, &slope), m = x.max();
+  at::Tensor g = at::exp(x - m) * (l.gradSoftmax * at::exp(m - l.lse)).sum();
+  const at::Tensor c = l.gradUniform.sum();
+  g = g - (l.classWeight.defined() ? l.classWeight * c : c.expand_as(g));
+  const auto [col, inside] = ShardColumns(l.target, attrs.vocabStartIndex, vocab);
+  g = g.index_add(0, col, at::where(inside, l.gradTarget, 0.0), -1);
+  return (g * slope).to(l.weight.scalar_type());
 }
 
 }  // namespace
 
 LinearCrossEntropyLaunch PrepareLinearCrossEntropy(const at::Tensor& hidden, const at::Tensor& weight,
                                                    const at::Tensor& target, const std::vector<at::Tensor>& grads,
+                                                   const LceVocabInputs& vocab,
                                                    const tiling::LinearCrossEntropyAttrs& attrs,
                                                    const tiling::CubePlatform& platform) {
   const bool backward = !grads.empty();
   LinearCrossEntropyLaunch l;
   Checked(backward ? kLinearCrossEntropyGrad : kLinearCrossEntropy, [&] {
-    const tiling::LinearCrossEntropyArgs<int64_t> a = Check<int64_t>(hidden, weight, target, grads, attrs);
+    const tiling::LinearCrossEntropyArgs<int64_t> a = Check<int64_t>(hidden, weight, target, grads, vocab, attrs);
     l.tiling = tiling::TileLinearCrossEntropy(tiling::LinearCrossEntropyProblemOf(a, backward), platform);
   });
   l.hidden = hidden.contiguous();
   l.weight = weight.contiguous();
   l.target = target.contiguous();
+  if (vocab.bias.defined()) l.bias = vocab.bias.contiguous();
+  if (vocab.classWeight.defined()) l.classWeight = vocab.classWeight.contiguous();
   const at::TensorOptions f32 = hidden.options().dtype(at::kFloat);
   if (!backward) {
     for (at::Tensor* t : {&l.logitsMax, &l.sumExp, &l.targetLogit, &l.logitSum}) *t = at::empty({hidden.size(0)}, f32);
-    if (l.tiling.blockDim > 0) return l;
     // no task with tokens: the statistics are known without a launch
-    if (hidden.size(1) == 0) {  // every logit is 0
-      l.logitsMax.zero_(), l.sumExp.fill_(double(weight.size(0))), l.targetLogit.zero_(), l.logitSum.zero_();
-    } else {  // an empty vocabulary shard: the statistics of no logit
-      l.logitsMax.fill_(-std::numeric_limits<float>::infinity());
-      l.sumExp.zero_(), l.targetLogit.zero_(), l.logitSum.zero_();
-    }
+    if (l.tiling.blockDim == 0) FillStatistics(l, attrs);
     return l;
   }
   l.lse = grads[0].contiguous();
   l.gradSoftmax = grads[1].contiguous();
   l.gradTarget = grads[2].contiguous();
   l.gradUniform = grads[3].contiguous();
-  // every row is written by its task; with no task (an empty side) the gradients are zeros
+  // every row is written by its task; with no task (an empty side) the gradients are zeros, but the bias's with
+  // H = 0, whose logits do not depend on hidden or weight
   const bool none = l.tiling.blockDim == 0;
   l.gradHidden = none ? at::zeros_like(l.hidden) : at::empty_like(l.hidden);
   l.gradWeight = none ? at::zeros_like(l.weight) : at::empty_like(l.weight);
+  const bool hiddenless = hidden.size(1) == 0 && hidden.size(0) > 0 && weight.size(0) > 0;
+  l.gradBias = !none        ? at::empty({weight.size(0)}, weight.options())
+               : hiddenless ? HiddenlessBiasGrad(l, attrs)
+                            : at::zeros({weight.size(0)}, weight.options());
   return l;
 }
 
@@ -78,8 +140,8 @@ at::Tensor Workspace(const LinearCrossEntropyLaunch& l) {
 }
 
 LceStats ForwardOnTwin(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                       const tiling::LinearCrossEntropyAttrs& attrs) {
-  LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, {}, attrs, TwinCubePlatform());
+                       const LceVocabInputs& vocab, const tiling::LinearCrossEntropyAttrs& attrs) {
+  LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, {}, vocab, attrs, TwinCubePlatform());
   if (l.tiling.blockDim > 0) {
     const auto& entry = PickEntry(twin_entries::linear_cross_entropy, l.hidden.scalar_type());
     at::Tensor workspace = Workspace(l);
@@ -90,31 +152,35 @@ LceStats ForwardOnTwin(const at::Tensor& hidden, const at::Tensor& weight, const
 }
 
 LceGrads BackwardOnTwin(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                        const std::vector<at::Tensor>& grads, const tiling::LinearCrossEntropyAttrs& attrs) {
-  LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, grads, attrs, TwinCubePlatform());
+                        const std::vector<at::Tensor>& grads, const LceVocabInputs& vocab,
+                        const tiling::LinearCrossEntropyAttrs& attrs) {
+  LinearCrossEntropyLaunch l =
+      PrepareLinearCrossEntropy(hidden, weight, target, grads, vocab, attrs, TwinCubePlatform());
   if (l.tiling.blockDim > 0) {
     const auto& entry = PickEntry(twin_entries::linear_cross_entropy_grad, l.hidden.scalar_type());
     at::Tensor workspace = Workspace(l);
     LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn,
                       EntryArgs(Gm, l.GradTensors(), Gm(workspace), reinterpret_cast<uint8_t*>(&l.tiling.data)));
   }
-  return {l.gradHidden, l.gradWeight};
+  return {l.gradHidden, l.gradWeight, l.gradBias};
 }
 
 LceStats ForwardMeta(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                     const tiling::LinearCrossEntropyAttrs& attrs) {
+                     const LceVocabInputs& vocab, const tiling::LinearCrossEntropyAttrs& attrs) {
   const tiling::LinearCrossEntropyArgs<c10::SymInt> a =
-      Checked(kLinearCrossEntropy, [&] { return Check<c10::SymInt>(hidden, weight, target, {}, attrs); });
+      Checked(kLinearCrossEntropy, [&] { return Check<c10::SymInt>(hidden, weight, target, {}, vocab, attrs); });
   const at::TensorOptions f32 = hidden.options().dtype(at::kFloat);
   return {at::empty_symint(a.stats, f32), at::empty_symint(a.stats, f32), at::empty_symint(a.stats, f32),
           at::empty_symint(a.stats, f32)};
 }
 
 LceGrads BackwardMeta(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                      const std::vector<at::Tensor>& grads, const tiling::LinearCrossEntropyAttrs& attrs) {
+                      const std::vector<at::Tensor>& grads, const LceVocabInputs& vocab,
+                      const tiling::LinearCrossEntropyAttrs& attrs) {
   const tiling::LinearCrossEntropyArgs<c10::SymInt> a =
-      Checked(kLinearCrossEntropyGrad, [&] { return Check<c10::SymInt>(hidden, weight, target, grads, attrs); });
-  return {at::empty_symint(a.gradHidden, hidden.options()), at::empty_symint(a.gradWeight, weight.options())};
+      Checked(kLinearCrossEntropyGrad, [&] { return Check<c10::SymInt>(hidden, weight, target, grads, vocab, attrs); });
+  return {at::empty_symint(a.gradHidden, hidden.options()), at::empty_symint(a.gradWeight, weight.options()),
+          at::empty_symint(a.gradBias, weight.options())};
 }
 
 }  // namespace

@@ -12,19 +12,22 @@ from ._library import backends, isa, load
 
 library_path = load()
 
-from . import npu, op_proto  # noqa: E402,F401  (npu: torch_npu's names, sys.modules["torch_npu"] = ascendc_ops.npu)
+from . import (  # noqa: E402,F401  (npu: torch_npu's names, sys.modules["torch_npu"] = ascendc_ops.npu)
+    npu,
+    op_proto,
+    optim,  # FusedAdamW
+)
 from .ops.attention import fusion_attention, fusion_attention_grad  # noqa: E402
 from .ops.cross_entropy import cross_entropy_loss  # noqa: E402
 from .ops.grouped_matmul import grouped_matmul  # noqa: E402
-from .ops.linear_cross_entropy import (  # noqa: E402
-    LinearCrossEntropyLoss,
-    linear_cross_entropy,
-    vocab_parallel_linear_cross_entropy,
-)
+from .ops.linear_cross_entropy import LinearCrossEntropyLoss, linear_cross_entropy  # noqa: E402
+from .ops.linear_cross_entropy_parallel import vocab_parallel_linear_cross_entropy  # noqa: E402
 from .ops.moe_routing import moe_token_permute, moe_token_unpermute  # noqa: E402
+from .ops.optimizer import apply_adam_w_, foreach_adam_w_, foreach_norm  # noqa: E402
 from .ops.rms_norm import add_rms_norm, gated_rms_norm, gemma_rms_norm, rms_norm  # noqa: E402
 from .ops.rope import apply_rotary_pos_emb, apply_rotary_pos_emb_, rope_customer, rotary_mul  # noqa: E402
 from .ops.swiglu import swiglu  # noqa: E402
+from .optim import clip_grad_norm_  # noqa: E402
 from .patching import apply_default_kernels, apply_kernel, revert_kernels  # noqa: E402  (HF model patching)
 
 __all__ = [
@@ -53,6 +56,11 @@ __all__ = [
     "LinearCrossEntropyLoss",
     "vocab_parallel_linear_cross_entropy",
     "cross_entropy_loss",
+    "apply_adam_w_",
+    "foreach_adam_w_",
+    "foreach_norm",
+    "clip_grad_norm_",
+    "optim",
 ]
 
 __version__ = "0.1.0"

@@ -86,6 +86,11 @@ class AttrDesc:
         return f"  tiling::Attr<{cpp}> {member}{{{init}}};"
 
 
+# Optional inputs that torch_npu's signature puts after the attributes (added in later versions, appended so that
+# positional calls keep working): the schema puts them last too.
+TRAILING_INPUTS = {"FusionAttention": ("sink",)}
+
+
 @dataclass(frozen=True)
 class OpProto:
     op: str  # msopgen CamelCase name
@@ -107,21 +112,26 @@ class OpProto:
 
     def schema(self) -> str:
         alias = {name: f"({chr(ord('a') + i)}!)" for i, name in enumerate(self.mutated)}
+        # optional: Tensor? name=None; dynamic (msopgen's list of tensors): Tensor[] name; in place: (a!) after Tensor
+        suffix = {"optional": "?", "dynamic": "[]"}
         tensors = [
-            f"Tensor? {t.name}=None" if t.param_type == "optional" else f"Tensor{alias.get(t.name, '')} {t.name}"
+            f"Tensor{alias.get(t.name, '')}{suffix.get(t.param_type, '')} {t.name}"
+            + ("=None" if t.param_type == "optional" else "")
             for t in self.inputs
         ]
         attrs = [f"{a.schema_type()} {a.name}{a.schema_default()}" for a in self.attrs]
         # Arguments without a default come first, as torch_npu orders them (query, key, value, head_num,
-        # input_layout, then the optional tensors and attrs): required inputs, required attrs, the rest.
+        # input_layout, then the optional tensors and attrs): required inputs, required attrs, the rest; the
+        # inputs torch_npu appended after its attributes (TRAILING_INPUTS) last.
         required = [a for a in tensors if not a.endswith("=None")] + [a for a in attrs if "=" not in a]
-        args = required + [a for a in tensors + attrs if a not in required]
+        trailing = [f"Tensor? {name}=None" for name in TRAILING_INPUTS.get(self.op, ())]
+        args = required + [a for a in tensors + attrs if a not in required + trailing] + trailing
         if self.mutated:
             if len(self.mutated) != len(self.outputs):
                 raise ValueError(f"{self.op}: outputs mix in-place and new tensors")
             ret = "()"  # torch.library: a mutating op returns nothing; the wrapper returns the inputs
         elif len(self.outputs) == 1:
-            ret = "Tensor"
+            ret = "Tensor[]" if self.outputs[0].param_type == "dynamic" else "Tensor"
         else:
             ret = "(" + ", ".join(f"Tensor {t.name}" for t in self.outputs) + ")"
         return f"{self.name}({', '.join(args)}) -> {ret}"

@@ -345,7 +345,9 @@ void TestGradTiling() {
       EXPECT(g.data.dpOffset < g.data.pOffset && g.data.pOffset < g.data.dsOffset &&
              g.data.dsOffset < g.data.r1Offset && g.data.r1Offset < g.data.r2Offset &&
              g.data.r2Offset < g.data.workspacePerGroup);
-      EXPECT(g.blockDim == 24 && g.workspaceBytes == 24 * g.data.workspacePerGroup);
+      // the groups' workspaces, then D of every query row (B x N1 x S1 fp32, 512-byte aligned)
+      EXPECT(g.blockDim == 24 && g.data.dOffset == 24 * g.data.workspacePerGroup);
+      EXPECT(g.workspaceBytes == g.data.dOffset + (2 * 8 * 300 * 4 + 511) / 512 * 512);
     }
   struct Band {
     int64_t mode, pre, next, s1, s2;

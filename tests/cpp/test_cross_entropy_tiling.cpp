@@ -42,7 +42,8 @@ static CrossEntropyTiling Tile(const CrossEntropyProblem& p, const PlatformInfo&
 
 static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dtype, bool backward) {
   const CubePlatform plat = Ascend910BCube(24);
-  const LinearCrossEntropyTiling t = TileLinearCrossEntropy({dtype, tokens, hidden, vocab, 0, 0.0f, backward}, plat);
+  const LinearCrossEntropyTiling t =
+      TileLinearCrossEntropy({dtype, tokens, hidden, vocab, 0, 0.0f, false, false, backward}, plat);
   const LinearCrossEntropyTilingData& d = t.data;
   const int64_t bytes = ElementBytes(dtype);
   EXPECT(d.tokenTasks * kLceBlock >= tokens && (d.tokenTasks - 1) * kLceBlock < tokens);
@@ -75,41 +76,61 @@ static void TestLinearCrossEntropy() {
     }
   // 16-bit dtypes: 4 blocks of G per segment and 128-column chunks of H; fp32 half of each
   const CubePlatform plat = Ascend910BCube(24);
-  const LinearCrossEntropyTiling bf = TileLinearCrossEntropy({DType::kBFloat16, 8, 64, 300, 0, 0.0f, true}, plat);
+  const LinearCrossEntropyTiling bf =
+      TileLinearCrossEntropy({DType::kBFloat16, 8, 64, 300, 0, 0.0f, false, false, true}, plat);
   EXPECT(bf.data.segBlocks == 4 && bf.data.kChunk == 128 && bf.data.tokenTasks == 1 && bf.data.vocabTasks == 3);
-  const LinearCrossEntropyTiling f32 = TileLinearCrossEntropy({DType::kFloat32, 8, 64, 300, 0, 0.0f, true}, plat);
+  const LinearCrossEntropyTiling f32 =
+      TileLinearCrossEntropy({DType::kFloat32, 8, 64, 300, 0, 0.0f, false, false, true}, plat);
   EXPECT(f32.data.segBlocks == 2 && f32.data.kChunk == 64);
   // an empty side: no task, no launch
-  EXPECT(TileLinearCrossEntropy({DType::kFloat16, 0, 64, 300, 0, 0.0f, true}, plat).blockDim == 0);
-  EXPECT(TileLinearCrossEntropy({DType::kFloat16, 5, 64, 0, 0, 0.0f, false}, plat).blockDim == 0);
-  EXPECT(expect::Throws([&] { TileLinearCrossEntropy({DType::kFloat16, 5, 70000, 10, 0, 0.0f, false}, plat); }));
+  EXPECT(TileLinearCrossEntropy({DType::kFloat16, 0, 64, 300, 0, 0.0f, false, false, true}, plat).blockDim == 0);
+  EXPECT(TileLinearCrossEntropy({DType::kFloat16, 5, 64, 0, 0, 0.0f, false, false, false}, plat).blockDim == 0);
+  EXPECT(expect::Throws(
+      [&] { TileLinearCrossEntropy({DType::kFloat16, 5, 70000, 10, 0, 0.0f, false, false, false}, plat); }));
   // the problem function: shapes, dtypes, attributes
-  const OpSpec op{
-      "linear_cross_entropy",
-      "",
-      {"hidden", "weight", "target"},
-      {{DType::kFloat16, DType::kFloat16, DType::kInt64}, {DType::kFloat32, DType::kFloat32, DType::kInt64}}};
+  const OpSpec op{"linear_cross_entropy",
+                  "",
+                  {"hidden", "weight", "target", "bias", "class_weight"},
+                  {{DType::kFloat16, DType::kFloat16, DType::kInt64, DType::kFloat16, DType::kFloat32},
+                   {DType::kFloat32, DType::kFloat32, DType::kInt64, DType::kFloat32, DType::kFloat32}}};
   const TensorArg<int64_t> h{{7, 40}, DType::kFloat16}, w{{1021, 40}, DType::kFloat16}, tg{{7}, DType::kInt64};
   const LinearCrossEntropyAttrs none{0, 0.0};
-  const LinearCrossEntropyArgs<int64_t> a = CheckLinearCrossEntropy(op, h, w, tg, nullptr, none);
+  const TensorArg<int64_t> absent{{}, DType::kOther, false};
+  const LinearCrossEntropyArgs<int64_t> a = CheckLinearCrossEntropy(op, h, w, tg, nullptr, absent, absent, none);
   EXPECT(a.tokens == 7 && a.hidden == 40 && a.vocab == 1021 && a.stats == std::vector<int64_t>{7});
+  EXPECT(!a.hasBias && !a.hasClassWeight);
+  // bias and class weights: one per row of weight, bias in hidden's dtype, class weights fp32
+  const TensorArg<int64_t> bias{{1021}, DType::kFloat16}, classWeight{{1021}, DType::kFloat32};
+  EXPECT(CheckLinearCrossEntropy(op, h, w, tg, nullptr, bias, classWeight, none).hasBias);
   EXPECT(expect::ArgErrorOf([&] {
-           CheckLinearCrossEntropy(op, h, TensorArg<int64_t>{{1021, 41}, DType::kFloat16}, tg, nullptr, none);
+           CheckLinearCrossEntropy(op, h, w, tg, nullptr, TensorArg<int64_t>{{1020}, DType::kFloat16}, absent, none);
+         }) == "linear_cross_entropy: bias must have shape [1021] (one per row of weight), got [1020]");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckLinearCrossEntropy(op, h, w, tg, nullptr, TensorArg<int64_t>{{1021}, DType::kFloat32}, absent, none);
+         }) == "linear_cross_entropy: bias must have hidden's dtype float16, got float32");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckLinearCrossEntropy(op, h, w, tg, nullptr, absent, TensorArg<int64_t>{{1021}, DType::kFloat16}, none);
+         }) == "linear_cross_entropy: class_weight must be one of float32, got float16");
+  EXPECT(expect::ArgErrorOf([&] {
+           CheckLinearCrossEntropy(op, h, TensorArg<int64_t>{{1021, 41}, DType::kFloat16}, tg, nullptr, absent, absent,
+                                   none);
          }) ==
          "linear_cross_entropy: weight must have hidden's 40 columns (weight [vocab, hidden]), got shape "
          "[1021, 41] for hidden [7, 40]");
   EXPECT(expect::ArgErrorOf([&] {
-           CheckLinearCrossEntropy(op, h, w, TensorArg<int64_t>{{6}, DType::kInt64}, nullptr, none);
+           CheckLinearCrossEntropy(op, h, w, TensorArg<int64_t>{{6}, DType::kInt64}, nullptr, absent, absent, none);
          }) == "linear_cross_entropy: target must have shape [7] (one per row of hidden), got [6]");
   ArgError::Kind kind{};
-  EXPECT(
-      expect::ArgErrorOf(
-          [&] { CheckLinearCrossEntropy(op, h, TensorArg<int64_t>{{1021, 40}, DType::kFloat32}, tg, nullptr, none); },
-          &kind) == "linear_cross_entropy: weight must have hidden's dtype float16, got float32");
+  EXPECT(expect::ArgErrorOf(
+             [&] {
+               CheckLinearCrossEntropy(op, h, TensorArg<int64_t>{{1021, 40}, DType::kFloat32}, tg, nullptr, absent,
+                                       absent, none);
+             },
+             &kind) == "linear_cross_entropy: weight must have hidden's dtype float16, got float32");
   EXPECT(kind == ArgError::kType);
-  EXPECT(expect::ArgErrorOf([&] { CheckLinearCrossEntropy(op, h, w, tg, nullptr, {-1, 0.0}); }) ==
+  EXPECT(expect::ArgErrorOf([&] { CheckLinearCrossEntropy(op, h, w, tg, nullptr, absent, absent, {-1, 0.0}); }) ==
          "linear_cross_entropy: vocab_start_index must be >= 0 (the vocabulary id of weight's first row), got -1");
-  EXPECT(expect::ArgErrorOf([&] { CheckLinearCrossEntropy(op, h, w, tg, nullptr, {0, -30.0}); }) ==
+  EXPECT(expect::ArgErrorOf([&] { CheckLinearCrossEntropy(op, h, w, tg, nullptr, absent, absent, {0, -30.0}); }) ==
          "linear_cross_entropy: softcap must be a finite number >= 0 (0: none), got -30");
 }
 

@@ -37,9 +37,9 @@ def test_bytes_and_flops_per_pass():
     q, k, v, mask = A.attention_inputs((2, 16, 4, 2, 8), torch.bfloat16, torch.Generator().manual_seed(0))
     qb, kb = 2 * 16 * 4 * 8 * 2, 2 * 16 * 2 * 8 * 2
     ins = (q, k, v, mask)
-    assert A.attention_bytes(ins, None, "fwd") == 2 * qb + 2 * kb
-    assert A.attention_bytes(ins, None, "bwd") == 4 * qb + 4 * kb
-    assert A.attention_bytes(ins, None, "full") == 6 * qb + 6 * kb
+    assert A.attention_bytes(ins, None, "fwd") == (qb + 2 * kb, qb)  # (read, written)
+    assert A.attention_bytes(ins, None, "bwd") == (3 * qb + 2 * kb, qb + 2 * kb)
+    assert A.attention_bytes(ins, None, "full").total == 6 * qb + 6 * kb
     one = 2 * 4 * 16 * 16 * 8  # B N S^2 D: one product's 2 B N S^2 D FLOPs, halved
     assert [A.attention_flops(ins, p) for p in ("fwd", "bwd", "full")] == [2 * one, 5 * one, 7 * one]
 

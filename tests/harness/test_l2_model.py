@@ -1,6 +1,7 @@
 """The L2 in the pipeline model (pipeline/l2.py): re-reads within a launch served by the L2 while the
 launch's footprint fits it and charged at HBM past it, writes held by the write-back L2 but for their share of
-what exceeds it, on synthetic records; the warm/cold switch; and the least work's terms in both states."""
+what exceeds it, on synthetic records; the warm/cold switch; and the least work's terms in both states, also as
+the roofline `estimate` divides by."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from dataclasses import replace
 
 import pytest
 
+from ascendc_ops.harness.families.base import Moved
 from ascendc_ops.harness.pipeline import calibration as M, load_platform, model_launch
+from ascendc_ops.harness.pipeline.estimate import least_work, roofline
 from ascendc_ops.harness.pipeline.ideal_stream import ideal_stream, stream_slack
 from ascendc_ops.harness.pipeline.l2 import l2_traffic
 from ascendc_ops.harness.pipeline.launch import CONTENTION_TOL
@@ -167,3 +170,31 @@ def test_a_rewritten_workspace_takes_its_lines_once():
     assert m.hbm_us == pytest.approx(distinct / P910.hbm_bytes_per_s * 1e6)
     assert m.l2_hit_bytes == m.gm_bytes - distinct
     assert any(f"{distinct / 1e6:.2f} MB of it distinct" in n and "fit its 192 MiB" in n for n in m.notes)
+
+
+def test_the_roofline_is_the_least_work_under_the_l2_rule():
+    """Reads come cold from HBM, the write-back L2 keeps the writes that fit (the old rule divided every byte by
+    the HBM rate and put an estimate at 112.6% of its roofline)."""
+    small = least_work(Moved(64 * MB, 32 * MB), 0, "bfloat16", P910)
+    assert small.hbm_bytes == 64 * MB and small.kind == "HBM"
+    assert small.hbm_us == pytest.approx(64 * MB / P910.hbm_bytes_per_s * 1e6)
+    assert small.l2_us == pytest.approx(96 * MB / P910.l2_bytes_per_s * 1e6) and small.us == small.hbm_us
+    # past the capacity the written share of the excess reaches HBM (l2_traffic's rule)
+    big = least_work(Moved(300 * MB, 200 * MB), 0, "bfloat16", P910)
+    back = 200 * MB * (500 * MB - P910.l2_bytes) // (500 * MB)
+    assert big.hbm_bytes == 300 * MB + back
+    # warm, what fits sends nothing to HBM: the L2's rate is the floor
+    warm = least_work(Moved(64 * MB, 32 * MB), 0, "bfloat16", P910.with_l2_warm(True))
+    assert warm.hbm_us == 0.0 and warm.kind == "L2" and warm.us == small.l2_us
+    cube = least_work(Moved(MB, MB), 10**12, "bfloat16", P910)
+    assert cube.kind == "cube FLOP/s" and cube.us == cube.cube_us
+
+
+def test_an_ops_roofline_takes_its_bench_byte_split():
+    import torch
+
+    x, gamma = torch.empty(8192, 4096, dtype=torch.bfloat16), torch.empty(4096, dtype=torch.bfloat16)
+    roof = roofline("rms_norm", (x, gamma), "fwd", P910)  # the byte count alone: no kernel runs
+    assert roof.must_bytes == 2 * x.nbytes + gamma.nbytes + 4 * 8192  # y and the fp32 rstd written
+    assert roof.hbm_bytes == x.nbytes + gamma.nbytes  # 67 MB read: 54 us, where all 134 MB made 107 us
+    assert roof.hbm_us == pytest.approx(roof.hbm_bytes / P910.hbm_bytes_per_s * 1e6) and roof.kind == "HBM"

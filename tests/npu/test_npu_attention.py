@@ -74,7 +74,6 @@ REFUSED = [
     ({"prefix": [1]}, "prefix"),
     ({"sparse_mode": 5}, "sparse_mode 5"),
     ({"keep_prob": 0.9}, "keep_prob"),
-    ({"sink": torch.zeros(4)}, "sink"),
     ({"softmax_layout": "TND"}, "softmax_layout"),
     ({"softmax_layout": "NTD"}, "softmax_layout"),
 ]
@@ -182,6 +181,39 @@ def grad_golden(q, k, v, dy, n, layout, **kw):
     )  # fmt: skip
 
 
+@pytest.mark.parametrize("layout", ["BSND", "TND"])
+def test_sink_through_the_torch_npu_names(layout):
+    """sink (fp32 [N1]) reaches the op: npu_fusion_attention equals custom::fusion_attention with it, and
+    npu_fusion_attention_grad's dsink (and dq, dk, dv) equal the op's autograd; TND with softmax_layout 'TND', whose
+    true [T, N, 8] statistics the grad takes back."""
+    gen = torch.Generator().manual_seed(8)
+    shape_q, shape_k = ((2, 33, 4, 64), (2, 47, 2, 64)) if layout == "BSND" else ((40, 4, 64), (40, 2, 64))
+    q, k, v = (
+        torch.randn(*shape_q, generator=gen),
+        torch.randn(*shape_k, generator=gen),
+        torch.randn(*shape_k, generator=gen),
+    )
+    sink = torch.tensor([-1.0, 0.5, 2.0, 0.0])
+    kw = {"atten_mask": CAUSAL, "scale": 0.125, "sparse_mode": 3}
+    if layout == "TND":
+        kw.update(actual_seq_qlen=[15, 40], actual_seq_kvlen=[15, 40], softmax_layout="TND")
+    out, smax, ssum, *_ = tnpu.npu_fusion_attention(q, k, v, 4, layout, sink=sink, **kw)
+    leaves = [t.clone().requires_grad_() for t in (q, k, v, sink)]
+    lens = {n: kw.get(n) for n in ("actual_seq_qlen", "actual_seq_kvlen")}
+    want = ascendc_ops.fusion_attention(*leaves[:3], 4, layout, CAUSAL, 0.125, sparse_mode=3, sink=leaves[3], **lens)[0]
+    assert torch.equal(out, want.detach())
+    dy = torch.randn(out.shape, generator=gen)
+    want.backward(dy)
+    grad_kw = {k: v for k, v in kw.items() if k != "scale"}
+    dq, dk, dv, dpse, dsink = tnpu.npu_fusion_attention_grad(
+        q, k, v, dy, 4, layout, softmax_max=smax, softmax_sum=ssum, attention_in=out, scale_value=0.125, sink=sink,
+        **grad_kw,
+    )  # fmt: skip
+    for got, leaf in zip((dq, dk, dv, dsink), leaves, strict=True):
+        torch.testing.assert_close(got, leaf.grad, rtol=0, atol=0)
+    assert dpse is None and dsink.dtype == torch.float32
+
+
 def test_grad_the_five_tuple():
     torch.manual_seed(4)
     q, k, v = torch.randn(2, 33, 4, 64), torch.randn(2, 47, 2, 64), torch.randn(2, 47, 2, 48)
@@ -194,8 +226,8 @@ def test_grad_the_five_tuple():
     )  # fmt: skip
     for got, want in zip((dq, dk, dv), grad_golden(q, k, v, dy, 4, "BSND", **kw), strict=True):
         close(got, want)
-    # op-plugin without pse / sink: an empty dpse of query's dtype, an empty fp32 dsink
-    assert dpse.shape == (0,) and dpse.dtype == q.dtype and dsink.shape == (0,) and dsink.dtype == torch.float32
+    # op-plugin without pse / sink: an undefined dpse (None), an empty fp32 dsink (FlashAttentionKernelNpuOpApi.cpp)
+    assert dpse is None and dsink.shape == (0,) and dsink.dtype == torch.float32
 
 
 def test_grad_takes_the_tnd_statistics_in_either_softmax_layout():

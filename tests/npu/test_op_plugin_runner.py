@@ -62,6 +62,19 @@ class TestSwiglu(TestCase):
 
     def test_missing_name(self):
         torch_npu.npu_format_cast(torch.rand(2, 2), 29)
+
+    def test_device_generator(self):
+        torch.npu.manual_seed(2)
+"""
+# op-plugin names the fusion-attention tests after the kernel
+FLASH = """
+import torch
+import torch_npu
+
+
+def test_named_after_the_kernel():
+    q = torch.rand(1, 2, 4, 8)
+    assert torch_npu.npu_fusion_attention_v3(q, q, q, 2, "BNSD")[0].shape == q.shape
 """
 
 
@@ -71,6 +84,7 @@ def checkout(tmp_path_factory) -> Path:
     tests = root / "test" / "test_custom_ops"
     tests.mkdir(parents=True)
     (tests / "test_npu_swiglu.py").write_text(STYLE)
+    (tests / "test_npu_flash_attention_v3_tensor.py").write_text(FLASH)
     # another op's test that uses ours for its golden only: not selected
     (tests / "test_alltoallv_swiglu.py").write_text("import torch_npu\n\ndef test_x():\n    torch_npu.npu_swiglu(1)\n")
     env = dict(
@@ -87,7 +101,10 @@ def verdicts(cases):
 
 def test_every_verdict_on_a_checkout_written_here(checkout):
     names = op_plugin_tests.provided()
-    assert op_plugin_tests.test_files(checkout, "HEAD", names) == ["test/test_custom_ops/test_npu_swiglu.py"]
+    assert op_plugin_tests.test_files(checkout, "HEAD", names) == [
+        "test/test_custom_ops/test_npu_flash_attention_v3_tensor.py",
+        "test/test_custom_ops/test_npu_swiglu.py",
+    ]
     cases = op_plugin_tests.run(checkout, "HEAD", "cpu", None, None)
     assert verdicts(cases) == {
         "test_right": "pass",
@@ -97,10 +114,12 @@ def test_every_verdict_on_a_checkout_written_here(checkout):
         "test_skipped_upstream": "out of scope",
         "test_refused_by_design": "out of scope",
         "test_missing_name": "out of scope",
+        "test_device_generator": "out of scope",  # the shim's device module stands in for no generator
+        "test_named_after_the_kernel": "pass",
     }
     why = {c["case"].rsplit("::", 1)[1]: c["why"] for c in cases}
     assert "Ascend950" in why["test_other_soc"] and "rotate" in why["test_refused_by_design"]
-    assert "npu_format_cast" in why["test_missing_name"]
+    assert "npu_format_cast" in why["test_missing_name"] and "manual_seed" in why["test_device_generator"]
     unskipped = verdicts(op_plugin_tests.run(checkout, "HEAD", "cpu", "other_soc or upstream", None, unskip=True))
     assert unskipped == {"test_other_soc": "fail", "test_skipped_upstream": "pass"}
 

@@ -16,6 +16,8 @@ from torch.library import opcheck
 import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops import precision as P
+from ascendc_ops.harness.families.attention import softcapped
+from ascendc_ops.harness.verify.attention_grad_standard import SOFTCAP_ULPS, U32
 from ascendc_ops.ops import attention_reference as R
 from ascendc_ops.ops.attention_args import (
     COMPRESSED_MASK_SIZE as SIDE,
@@ -40,25 +42,31 @@ def to_layout(x: torch.Tensor, layout: str) -> torch.Tensor:
     return merge_heads(x, layout).contiguous()
 
 
-def torch_attention(q, k, v, scale, keep):
+def with_sink(s, sink):
+    """Scores [B, N, S1, S2] with each head's sink logit as one more key (gpt-oss's eager attention), or as they are."""
+    return s if sink is None else torch.cat([s, sink.to(s.dtype).view(1, -1, 1, 1).expand(*s.shape[:-1], 1)], -1)
+
+
+def torch_attention(q, k, v, scale, keep, softcap=0.0, sink=None):
     """PyTorch's eager attention in the inputs' dtype ([B, N, S, D], GQA by repeat; keep: True = attend), a fully
     masked row 0 as the golden's."""
     g = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
-    s = (q @ k.transpose(-1, -2)) * scale
+    s = softcapped((q @ k.transpose(-1, -2)) * scale, softcap)
     if keep is not None:
         s = s.masked_fill(~keep, float("-inf"))
-    p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+    p = torch.softmax(with_sink(s, sink), dim=-1).nan_to_num(0.0)[..., : s.shape[-1]]
     return p @ v
 
 
-def torch_stats(q, k, scale, keep):
+def torch_stats(q, k, scale, keep, softcap=0.0, sink=None):
     """softmax_max / softmax_sum in fp32 from the dtype-rounded inputs (the double benchmark's second); a row
     with no key holds -FLT_MAX / FLT_MAX as CANN writes it."""
     g = q.shape[1] // k.shape[1]
-    s = (q.float() @ k.float().repeat_interleave(g, 1).transpose(-1, -2)) * scale
+    s = softcapped((q.float() @ k.float().repeat_interleave(g, 1).transpose(-1, -2)) * scale, softcap)
     if keep is not None:
         s = s.masked_fill(~keep, float("-inf"))
+    s = with_sink(s, sink)
     m = s.amax(-1, keepdim=True)
     rowkept = torch.isfinite(m)
     total = torch.exp(s - torch.where(rowkept, m, torch.zeros_like(m))).sum(-1, keepdim=True)
@@ -71,17 +79,19 @@ def torch_stats(q, k, scale, keep):
 P_ROUNDING = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8, torch.float32: 0.0}
 
 
-def score_error(q, k, scale):
-    """Per row [B, N, S1]: the fp32 evaluation bound of its scores, gamma(D) * scale * max_j |q| . |k_j|."""
+def score_error(q, k, scale, softcap=0.0):
+    """Per row [B, N, S1]: the fp32 evaluation bound of its scores, gamma(D) * scale * max_j |q| . |k_j| (tanh is
+    1-Lipschitz: softcapping adds only its own evaluation, SOFTCAP_ULPS units of softcap)."""
     g = q.shape[1] // k.shape[1]
     qa, ka = np.abs(np64(q)), np.repeat(np.abs(np64(k)), g, axis=1)
-    return P.gamma(q.shape[-1]) * scale * np.einsum("bnid,bnjd->bnij", qa, ka).max(axis=-1, initial=0.0)
+    dot = P.gamma(q.shape[-1]) * scale * np.einsum("bnid,bnjd->bnij", qa, ka).max(axis=-1, initial=0.0)
+    return dot + SOFTCAP_ULPS * U32 * softcap
 
 
-def bounds(q, k, v, scale, dtype, golden_abs, g_sum):
+def bounds(q, k, v, scale, dtype, golden_abs, g_sum, softcap=0.0):
     """The forward's evaluation bounds: out (P rounded to the dtype, fp32 exp / sums / division, the scores'
     error twice: in the max and in the sum), softmax_max (the scores' error) and softmax_sum."""
-    es = score_error(q, k, scale)
+    es = score_error(q, k, scale, softcap)
     s2 = k.shape[2]
     out = (P_ROUNDING[dtype] + P.gamma(s2 + 16) + 2 * es[..., None]) * golden_abs
     return out, es + 1e-30, (2 * es + P.gamma(s2 + 16)) * np.abs(g_sum)
@@ -110,6 +120,8 @@ def check(
     nxt=TOCKENS_MAX,
     label="",
     data=None,
+    softcap=0.0,
+    sink=None,
 ):
     dv = dv or d
     # A stable seed: hash() of a str is salted per process, which made the data (and the verdict) vary by run.
@@ -118,21 +130,24 @@ def check(
     q, k, v = q.to(dtype), k.to(dtype), v.to(dtype)
     scale = 1.0 / d**0.5
     m64 = None if mask is None else mask.numpy()
-    golden_attrs = AttentionAttrs(n1, "BNSD", m64, scale, pre, nxt, sparse_mode=sparse_mode)  # the golden's BNSD
+    golden_attrs = AttentionAttrs(n1, "BNSD", m64, scale, pre, nxt, sparse_mode=sparse_mode, softcap=softcap)  # BNSD
+    golden_attrs = golden_attrs._replace(sink=None if sink is None else sink.double().numpy())
     out, smax, ssum = ascendc_ops.fusion_attention(
-        *(to_layout(t, layout) for t in (q, k, v)), *golden_attrs._replace(input_layout=layout, atten_mask=mask)
+        *(to_layout(t, layout) for t in (q, k, v)),
+        *golden_attrs._replace(input_layout=layout, atten_mask=mask, sink=sink),
     )
     g_out, g_max, g_sum = R.fusion_attention_reference(np64(q), np64(k), np64(v), *golden_attrs)
     dense = None if mask is None else R.expand_mask([s1] * b, [s2] * b, n1, mask.numpy(), sparse_mode, pre, nxt)
     keep = keep_of(dense, b, n1, s1, s2)
-    name = f"{label or layout} {dname(dtype)} b{b} n{n1}/{n2} s{s1}x{s2} d{d}/{dv} mode{sparse_mode}"
+    name = f"{label or layout} {dname(dtype)} b{b} n{n1}/{n2} s{s1}x{s2} d{d}/{dv} mode{sparse_mode} cap{softcap}"
+    name += "" if sink is None else " sink"
     got = out if layout == "BNSD" else split_heads(out, layout, n1)
     g_abs = R.fusion_attention_reference(np64(q), np64(k), np.abs(np64(v)), *golden_attrs)[0]
     g_max, g_sum = g_max[..., 0], g_sum[..., 0]
-    b_out, b_max, b_sum = bounds(q, k, v, scale, dtype, g_abs, g_sum)
-    second = torch_attention(q, k, v, scale, keep)
+    b_out, b_max, b_sum = bounds(q, k, v, scale, dtype, g_abs, g_sum, softcap)
+    second = torch_attention(q, k, v, scale, keep, softcap, sink)
     assert_accurate(got, g_out, second, dtype, name + " out", bound=b_out)
-    t_max, t_sum = torch_stats(q, k, scale, keep)
+    t_max, t_sum = torch_stats(q, k, scale, keep, softcap, sink)
     assert smax.shape == (b, n1, s1, 8) and ssum.shape == (b, n1, s1, 8), name
     assert (smax == smax[..., :1]).all() and (ssum == ssum[..., :1]).all(), name + ": 8 equal lanes"
     assert_accurate(smax[..., 0], g_max, t_max, torch.float32, name + " max", bound=b_max)
@@ -156,6 +171,28 @@ def test_head_dims(dtype, d):
 @pytest.mark.parametrize("groups", [1, 2, 8])
 def test_gqa_groups(groups):
     check(torch.float16, "BSND", 1, 2 * groups, 2, 40, 300, 64)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("mask,mode", [(None, 0), (COMPRESSED, 3)], ids=["no mask", "causal"])
+def test_softcap(dtype, mask, mode):
+    """Gemma 2/3's attention logit softcapping, small enough to bend N(0, 1) scores x 3: keys 83 (the padding keys
+    of a partial block must stay masked after tanh), D 40, GQA."""
+    gen = torch.Generator().manual_seed(5)
+    data = tuple(c * torch.randn(2, n, s, 40, generator=gen) for c, n, s in ((3, 4, 77), (3, 2, 83), (1, 2, 83)))
+    check(dtype, "BSND", 2, 4, 2, 77, 83, 40, mask=mask, sparse_mode=mode, data=data, softcap=1.5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("layout,mask,mode", [("BNSD", None, 0), ("BSH", COMPRESSED, 3), ("BNSD", COMPRESSED, 3)])
+def test_sink(dtype, layout, mask, mode):
+    """gpt-oss's attention sinks (torch_npu's `sink`, fp32 [N1]): one more logit per head in every row's softmax
+    with no value. Sq > Skv under bottom-right causal leaves rows with no key: they give 0, max = sink, sum = 1."""
+    gen = torch.Generator().manual_seed(11)
+    sink = torch.tensor([-2.0, 0.0, 1.5, 4.0])
+    s1, s2 = (70, 50) if mask is not None else (33, 90)
+    check(dtype, layout, 2, 4, 2, s1, s2, 64, mask=mask, sparse_mode=mode, sink=sink,
+          data=tuple(torch.randn(2, n, s, 64, generator=gen) for n, s in ((4, s1), (2, s2), (2, s2))))  # fmt: skip
 
 
 @pytest.mark.parametrize("s1", [1, 3])
@@ -377,6 +414,8 @@ def test_opcheck():
     t = torch.randn(12, 2, 64)
     tnd = (t, t, t, 2, "TND", None, 1.0, TOCKENS_MAX, TOCKENS_MAX, [5, 12], [5, 12])
     opcheck(torch.ops.custom.fusion_attention, tnd)
+    sink = torch.randn(4, requires_grad=True)  # softcap and sink: the autograd's d_sink too
+    opcheck(torch.ops.custom.fusion_attention, (q, k, v, 4, "BNSD"), {"softcap": 2.0, "sink": sink})
 
 
 def test_torch_compile_fullgraph():
@@ -406,8 +445,9 @@ def test_empty_tensors():
 
 def fa(make, heads=2, layout="BNSD", mask=None, **kw):
     """A bad call whose tensors are made inside it (so FakeTensorMode sees fakes): make() -> (q, k, v)."""
+    sink = kw.pop("sink", None)  # made inside the call too
     return lambda: ascendc_ops.fusion_attention(
-        *make(), heads, layout, atten_mask=None if mask is None else mask(), **kw
+        *make(), heads, layout, atten_mask=None if mask is None else mask(), sink=None if sink is None else sink(), **kw
     )
 
 
@@ -427,6 +467,18 @@ BAD = [
     (fa(qkv(v=(1, 2, 8, 80))), ValueError, "value's head dim Dv must be at most Dk = 64, got 80"),
     (fa(qkv(v=(1, 2, 9, 64))), ValueError, "value must have key's S = 8 rows, got 9"),
     (fa(qkv(), heads=4), ValueError, "head_num must equal query's N = 2, got 4"),
+    (fa(qkv(), softcap=-1.0), ValueError, "softcap must be 0 (none) or a positive finite number, got -1"),
+    (
+        fa(qkv(), sink=lambda: torch.zeros(3)),
+        ValueError,
+        "sink must be [N1] = [2] (one logit per query head), got shape [3]",
+    ),
+    (
+        fa(qkv(), sink=lambda: torch.zeros(2, dtype=torch.bfloat16)),
+        TypeError,
+        "sink must be one of float32, got bfloat16",
+    ),
+    (fa(qkv(), softcap=float("nan")), ValueError, "softcap must be 0 (none) or a positive finite number, got nan"),
     (
         fa(qkv((1, 8, 6 * 64), (1, 8, 128), (1, 8, 128)), heads=5, layout="BSH"),
         ValueError,

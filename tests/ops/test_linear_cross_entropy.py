@@ -2,8 +2,9 @@
 against the float64 golden (ops/linear_cross_entropy_reference.py) under the accuracy standard: the per-token
 statistics, the loss and the z-loss under the fp32 standard; grad_hidden and grad_weight in fp16 / bf16 / fp32 with
 the double benchmark against PyTorch's own path in the same dtype (matmul, then F.cross_entropy on the fp32
-logits, as Hugging Face's loss does). Odd sizes and vocabulary tails, one token, every token ignored, label
-smoothing with ignore_index, softcap, z-loss, large logits, vocabulary shards; bad inputs, empty tensors, opcheck.
+logits, as Hugging Face's loss does), and grad_bias so. Odd sizes and vocabulary tails, one token, every token
+ignored, label smoothing with ignore_index, softcap, z-loss, a bias, class weights (F.cross_entropy's weight), large
+logits, vocabulary shards; bad inputs, empty tensors, opcheck.
 The twin's sanitizer is on (tests/conftest.py)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from torch.library import opcheck
 import ascendc_ops
 from accuracy import assert_accurate, np64
 from ascendc_ops import precision as P
-from ascendc_ops.harness.verify.linear_cross_entropy_bounds import grad_bounds, score_error
+from ascendc_ops.harness.verify.linear_cross_entropy_bounds import bias_grad_bound, grad_bounds, score_error
 from ascendc_ops.ops import linear_cross_entropy_reference as R
 
 DTYPES = [torch.float16, torch.bfloat16, torch.float32]
@@ -36,18 +37,24 @@ def data(tokens, hidden, vocab, dtype, scale=1.0, ignore=0):
     return h, w, t
 
 
-def torch_loss(h, w, t, label_smoothing=0.0, z=0.0, softcap=None, reduction="mean"):
-    """PyTorch's path in the inputs' dtype: logits in the dtype, then fp32 as Hugging Face's ForCausalLMLoss."""
-    x = (h @ w.T).float()
+def vocab_inputs(vocab, dtype, bias: bool, weighted: bool):
+    """A bias N(0, 1) in the dtype and class weights uniform in [0, 2) fp32 (some near 0), or None."""
+    b = torch.randn(vocab).to(dtype) if bias else None
+    return b, (torch.rand(vocab) * 2 if weighted else None)
+
+
+def torch_loss(h, w, t, label_smoothing=0.0, z=0.0, softcap=None, reduction="mean", bias=None, ce_weight=None):
+    """PyTorch's path in the inputs' dtype: logits in the dtype (F.linear), then fp32 as Hugging Face's
+    ForCausalLMLoss; F.cross_entropy with the class weights, plus Liger's z-loss (over the counted tokens)."""
+    x = F.linear(h, w, bias).float()
     if softcap:
         x = softcap * torch.tanh(x / softcap)
-    loss = F.cross_entropy(x, t, ignore_index=-100, label_smoothing=label_smoothing, reduction="none")
+    ce = F.cross_entropy(x, t, ce_weight, ignore_index=-100, label_smoothing=label_smoothing, reduction=reduction)
     keep = (t != -100).float()
     zl = z * torch.logsumexp(x, -1).square() * keep
-    per = loss + zl
     if reduction == "none":
-        return per
-    return per.sum() / (keep.sum().clamp(min=1) if reduction == "mean" else 1)
+        return ce + zl
+    return ce + zl.sum() / (keep.sum().clamp(min=1) if reduction == "mean" else 1)
 
 
 def check(
@@ -63,34 +70,43 @@ def check(
     ignore=0,
     backward=True,
     stats=True,
+    bias=False,
+    weighted=False,
 ):
     h, w, t = data(tokens, hidden, vocab, dtype, scale, ignore)
+    b, cw = vocab_inputs(vocab, dtype, bias, weighted)
+    b64, cw64 = (None if v is None else np64(v) for v in (b, cw))
     name = f"{dtype} T{tokens} H{hidden} V{vocab} ls{label_smoothing} z{z} cap{softcap} {reduction} x{scale}"
+    name += " bias" * bias + " weighted" * weighted
     # the statistics, fp32 [T]
     stats_checked = stats
-    stats = torch.ops.custom.linear_cross_entropy(h, w, t, 0, float(softcap or 0.0))
-    golden = R.linear_cross_entropy_reference(np64(h), np64(w), t.numpy(), 0, float(softcap or 0.0))
-    x32 = (h.float() @ w.float().T).double()
+    stats = torch.ops.custom.linear_cross_entropy(h, w, t, b, cw, softcap=float(softcap or 0.0))
+    golden = R.linear_cross_entropy_reference(np64(h), np64(w), t.numpy(), 0, float(softcap or 0.0), b64, cw64)
+    x32 = (h.float() @ w.float().T).double() + (0.0 if b is None else b.double())
     if softcap:
         x32 = softcap * torch.tanh(x32 / softcap)
-    es = score_error(h, w)
-    second = (x32.amax(1), torch.exp(x32 - x32.amax(1, keepdim=True)).sum(1), None, x32.sum(1))
+    es = score_error(h, w, b64)
+    weighed = x32 if cw is None else x32 * cw.double()
+    second = (x32.amax(1), torch.exp(x32 - x32.amax(1, keepdim=True)).sum(1), None, weighed.sum(1))
     seconds = [s.float() if s is not None else torch.from_numpy(golden[2]).float() for s in second]
     bounds = [
         es + 1e-30,
         (2 * es + P.gamma(vocab + 16)) * golden[1],
         es + 1e-30,
-        (P.gamma(vocab + 16) + es) * np.abs(np64(x32)).sum(1),
+        (P.gamma(vocab + 16) + es) * np.abs(np64(weighed)).sum(1),
     ]
     labels = ("max", "sum_exp", "target_logit", "logit_sum") if stats_checked else ()
-    for label, ours, g, s, b in zip(labels, stats, golden, seconds, bounds, strict=False):
-        assert_accurate(ours, g, s, torch.float32, f"{name} {label}", bound=b)
+    for label, ours, g, s, bound in zip(labels, stats, golden, seconds, bounds, strict=False):
+        assert_accurate(ours, g, s, torch.float32, f"{name} {label}", bound=bound)
     # the loss and its gradients
     hh, ww = h.clone().requires_grad_(), w.clone().requires_grad_()
+    bb = None if b is None else b.clone().requires_grad_()
     loss, zl = ascendc_ops.linear_cross_entropy(
         hh,
         ww,
         t,
+        bb,
+        ce_weight=cw,
         label_smoothing=label_smoothing,
         lse_square_scale=z,
         softcap=softcap,
@@ -98,10 +114,11 @@ def check(
         return_z_loss=True,
     )
     g_loss, g_z, g_logits = R.loss_reference(
-        np64(h), np64(w), t.numpy(), -100, label_smoothing, z, float(softcap or 0.0), reduction
+        np64(h), np64(w), t.numpy(), -100, label_smoothing, z, float(softcap or 0.0), reduction, b64, cw64
     )
     th, tw = h.clone().requires_grad_(), w.clone().requires_grad_()
-    theirs = torch_loss(th, tw, t, label_smoothing, z, softcap, reduction)
+    tb = None if b is None else b.clone().requires_grad_()
+    theirs = torch_loss(th, tw, t, label_smoothing, z, softcap, reduction, tb, cw)
     lb = np.abs(g_loss) * (P.gamma(vocab + 16) + 4 * es.max(initial=0.0)) + 1e-30
     assert_accurate(
         loss.detach().reshape(-1),
@@ -129,10 +146,12 @@ def check(
     (loss * seed).sum().backward()
     (theirs * seed).sum().backward()
     gs = g_logits * (np64(seed)[:, None] if reduction == "none" else 1.0)
-    dh, dw = R.grads_reference(np64(h), np64(w), gs)
-    bh, bw = grad_bounds(h, w, gs, dtype)
+    dh, dw, db = R.grads_reference(np64(h), np64(w), gs)
+    bh, bw = grad_bounds(h, w, gs, dtype, b64)
     assert_accurate(hh.grad, dh, th.grad, dtype, name + " grad_hidden", bound=bh)
     assert_accurate(ww.grad, dw, tw.grad, dtype, name + " grad_weight", bound=bw)
+    if bias:
+        assert_accurate(bb.grad, db, tb.grad, dtype, name + " grad_bias", bound=bias_grad_bound(h, w, gs, b64))
 
 
 # ---------------------------------------------------------------- accuracy
@@ -177,6 +196,31 @@ def test_softcap_fp32_forward():
     check(29, 48, 777, torch.float32, label_smoothing=0.1, z=1e-4, softcap=30.0, ignore=5, backward=False)
 
 
+# (tokens, hidden, vocab, reduction, bias, class weights, label smoothing, z-loss, ignored tokens). As SHAPES below:
+# fp32's small-value ErrorCount is judged against PyTorch's, so no case leaves either count a handful: the bias-only
+# case sums (under 'mean' its grad_weight was 46% small values, 4-7 of ours against PyTorch's 1-3 by summation
+# order, tools/other_orders.sh; at 7 tokens and at 83).
+VOCAB_CASES = [
+    (83, 80, 1100, "sum", True, False, 0.0, 0.0, 0),
+    (83, 40, 777, "mean", True, True, 0.1, 1e-4, 9),
+    (1, 64, 1021, "sum", False, True, 0.0, 0.0, 0),
+    (130, 48, 777, "none", True, True, 0.1, 0.0, 5),  # two token blocks: grad_bias sums across them
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("case", VOCAB_CASES, ids=str)
+def test_bias_and_class_weights(dtype, case):
+    """A bias (grad_bias judged too) and class weights (F.cross_entropy's weight: 'mean' over the counted targets'
+    weights), with label smoothing, z-loss and ignored tokens; vocabularies that are not a multiple of any block."""
+    tokens, hidden, vocab, reduction, bias, weighted, ls, z, ignore = case
+    check(tokens, hidden, vocab, dtype, ls, z, reduction=reduction, ignore=ignore, bias=bias, weighted=weighted)
+
+
+def test_bias_and_class_weights_softcap():
+    check(29, 48, 777, torch.bfloat16, 0.1, 1e-4, softcap=30.0, ignore=5, bias=True, weighted=True)
+
+
 def test_large_logits_fp16():
     """Logits of several thousand: exp overflows fp16 (and fp32) if the max is not taken out first."""
     # the statistics are judged at unit scale above: the sum of 500 logits of +-3000 cancels, and its double
@@ -199,12 +243,32 @@ def test_every_token_ignored(reduction):
     assert torch.all(hh.grad == 0) and torch.all(ww.grad == 0)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_every_token_ignored_with_bias_and_class_weights(reduction):
+    """Mean over no counted target's weight is 0 as without class weights (torch: NaN), and no NaN reaches a
+    gradient; the same when every counted target has weight 0."""
+    h, w, t = data(6, 32, 200, torch.float32, ignore=6)
+    bias, cw = vocab_inputs(200, torch.float32, True, True)
+    for target, weights in ((t, cw), (torch.arange(6), torch.zeros(200))):
+        hh, ww, bb = (x.clone().requires_grad_() for x in (h, w, bias))
+        loss = ascendc_ops.linear_cross_entropy(hh, ww, target, bb, ce_weight=weights, reduction=reduction)
+        assert torch.all(loss == 0), loss
+        loss.sum().backward()
+        assert all(torch.all(x.grad == 0) for x in (hh, ww, bb))
+
+
 def test_liger_module_interface():
     """LinearCrossEntropyLoss(...)(lin_weight, _input, target) as Liger's, 3-D input flattened."""
     h, w, t = data(12, 32, 100, torch.float32)
     module = ascendc_ops.LinearCrossEntropyLoss(ignore_index=-100, label_smoothing=0.05, reduction="sum")
     got = module(w, h.reshape(3, 4, 32), t.reshape(3, 4))
     want = F.cross_entropy((h.double() @ w.double().T), t, label_smoothing=0.05, reduction="sum")
+    assert abs(float(got) - float(want)) <= 1e-4 * abs(float(want))
+    # Liger's ce_weight and the bias through forward(lin_weight, _input, target, bias)
+    bias, cw = vocab_inputs(100, torch.float32, True, True)
+    module = ascendc_ops.LinearCrossEntropyLoss(ce_weight=cw, label_smoothing=0.05)
+    got = module(w, h, t, bias)
+    want = F.cross_entropy(F.linear(h.double(), w.double(), bias.double()), t, cw.double(), label_smoothing=0.05)
     assert abs(float(got) - float(want)) <= 1e-4 * abs(float(want))
 
 
@@ -213,7 +277,8 @@ def test_vocabulary_shards_combine():
     their backward with the global lse gives the whole gradient: grad_hidden summed, grad_weight stacked."""
     h, w, t = data(20, 48, 700, torch.float32)
     whole = torch.ops.custom.linear_cross_entropy(h, w, t)
-    parts = [torch.ops.custom.linear_cross_entropy(h, w[a:b], t, a) for a, b in ((0, 300), (300, 700))]
+    cuts = ((0, 300), (300, 700))
+    parts = [torch.ops.custom.linear_cross_entropy(h, w[a:b], t, vocab_start_index=a) for a, b in cuts]
     m = torch.maximum(parts[0][0], parts[1][0])
     s = sum(p[1] * torch.exp(p[0] - m) for p in parts)
     torch.testing.assert_close(m, whole[0], rtol=0, atol=0)
@@ -222,12 +287,34 @@ def test_vocabulary_shards_combine():
     torch.testing.assert_close(parts[0][3] + parts[1][3], whole[3], rtol=1e-5, atol=1e-5)
     lse = m + torch.log(s)
     a, b, c = torch.rand(20), torch.rand(20), torch.rand(20)
-    gh, gw = torch.ops.custom.linear_cross_entropy_grad(h, w, t, lse, a, b, c)
+    gh, gw, _ = torch.ops.custom.linear_cross_entropy_grad(h, w, t, lse, a, b, c)
     pieces = [
-        torch.ops.custom.linear_cross_entropy_grad(h, w[x:y], t, lse, a, b, c, x) for x, y in ((0, 300), (300, 700))
+        torch.ops.custom.linear_cross_entropy_grad(h, w[x:y], t, lse, a, b, c, vocab_start_index=x) for x, y in cuts
     ]
     torch.testing.assert_close(pieces[0][0] + pieces[1][0], gh, rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(torch.cat([pieces[0][1], pieces[1][1]]), gw, rtol=0, atol=0)
+
+
+def test_vocabulary_shards_with_bias_and_class_weights():
+    """Each shard takes its slices of the bias and class weights: the max and target logit as the whole
+    vocabulary's, the weighted logit sums add up, and grad_weight and grad_bias stack to the whole ones (each row's
+    G is the same computation in a shard, bit for bit)."""
+    h, w, t = data(20, 48, 700, torch.float32)
+    bias, cw = vocab_inputs(700, torch.float32, True, True)
+    whole = torch.ops.custom.linear_cross_entropy(h, w, t, bias, cw)
+    cuts = ((0, 300), (300, 700))
+    parts = [torch.ops.custom.linear_cross_entropy(h, w[x:y], t, bias[x:y], cw[x:y], x) for x, y in cuts]
+    torch.testing.assert_close(torch.maximum(parts[0][0], parts[1][0]), whole[0], rtol=0, atol=0)
+    torch.testing.assert_close(parts[0][2] + parts[1][2], whole[2], rtol=0, atol=0)
+    torch.testing.assert_close(parts[0][3] + parts[1][3], whole[3], rtol=1e-5, atol=1e-5)
+    lse = whole[0] + torch.log(whole[1])
+    a, b, c = torch.rand(20), torch.rand(20), torch.rand(20)
+    _, gw, gb = torch.ops.custom.linear_cross_entropy_grad(h, w, t, lse, a, b, c, bias, cw)
+    pieces = [
+        torch.ops.custom.linear_cross_entropy_grad(h, w[x:y], t, lse, a, b, c, bias[x:y], cw[x:y], x) for x, y in cuts
+    ]
+    torch.testing.assert_close(torch.cat([pieces[0][1], pieces[1][1]]), gw, rtol=0, atol=0)
+    torch.testing.assert_close(torch.cat([pieces[0][2], pieces[1][2]]), gb, rtol=0, atol=0)
 
 
 # ---------------------------------------------------------------- edges and contracts
@@ -238,17 +325,41 @@ def test_empty_tensors(tokens, hidden, vocab):
     golden = R.linear_cross_entropy_reference(np64(h), np64(w), t.numpy())
     for ours, g in zip(stats, golden, strict=True):
         assert ours.shape == (tokens,) and np.array_equal(np64(ours), g)
-    gh, gw = torch.ops.custom.linear_cross_entropy_grad(h, w, t, *(torch.ones(tokens) for _ in range(4)))
+    gh, gw, gb = torch.ops.custom.linear_cross_entropy_grad(h, w, t, *(torch.ones(tokens) for _ in range(4)))
     assert gh.shape == h.shape and gw.shape == w.shape and not gh.any() and not gw.any()
+    # H = 0: every logit 0, so grad_bias is G = 1 * exp(0 - 1) - onehot - 1 summed over the tokens
+    g = R.logits_grad_reference(np64(h), np64(w), t.numpy(), *(np.ones(tokens) for _ in range(4)))
+    assert gb.shape == (vocab,)
+    np.testing.assert_allclose(np64(gb), g.sum(axis=0), rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("softcap", [0.0, 2.0])
+def test_hidden_size_zero_with_bias(softcap):
+    """H = 0: every token's logits are softcap(bias); no launch, the statistics and grad_bias from [V] vectors."""
+    h, w, t = torch.randn(5, 0), torch.randn(40, 0), torch.tensor([3, -100, 39, 0, 7])
+    bias, cw = vocab_inputs(40, torch.float32, True, True)
+    stats = torch.ops.custom.linear_cross_entropy(h, w, t, bias, cw, softcap=softcap)
+    golden = R.linear_cross_entropy_reference(np64(h), np64(w), t.numpy(), 0, softcap, np64(bias), np64(cw))
+    for ours, g in zip(stats, golden, strict=True):
+        np.testing.assert_allclose(np64(ours), g, rtol=2e-6, atol=1e-6)
+    lse, coef = torch.from_numpy(golden[0] + np.log(golden[1])).float(), [torch.rand(5) for _ in range(3)]
+    gb = torch.ops.custom.linear_cross_entropy_grad(h, w, t, lse, *coef, bias, cw, softcap=softcap)[2]
+    g = R.logits_grad_reference(np64(h), np64(w), t.numpy(), np64(lse), *map(np64, coef), 0, softcap, np64(bias),
+                                np64(cw))  # fmt: skip
+    np.testing.assert_allclose(np64(gb), g.sum(axis=0), rtol=1e-5, atol=1e-6)
 
 
 def _opcheck_samples():
     h, w, t = data(5, 24, 70, torch.float32)
     grads = tuple(torch.rand(5) for _ in range(4))
+    bias, cw = vocab_inputs(70, torch.float32, True, True)
+    bf = [x.detach().to(torch.bfloat16) for x in (h, w, bias)]
     return [
-        ("linear_cross_entropy", (h.requires_grad_(), w.requires_grad_(), t, 0, 0.0)),
-        ("linear_cross_entropy", (h.detach().to(torch.bfloat16), w.detach().to(torch.bfloat16), t, 0, 30.0)),
-        ("linear_cross_entropy_grad", (h.detach(), w.detach(), t, grads[0] + 3, *grads[1:], 0, 0.0)),
+        ("linear_cross_entropy", (h.requires_grad_(), w.requires_grad_(), t, None, None, 0, 0.0)),
+        ("linear_cross_entropy", (h, w, t, bias.requires_grad_(), cw, 0, 0.0)),
+        ("linear_cross_entropy", (bf[0], bf[1], t, bf[2], cw, 0, 30.0)),
+        ("linear_cross_entropy_grad", (h.detach(), w.detach(), t, grads[0] + 3, *grads[1:], None, None, 0, 0.0)),
+        ("linear_cross_entropy_grad", (h.detach(), w.detach(), t, grads[0] + 3, *grads[1:], bias.detach(), cw, 0, 0.0)),
     ]
 
 
@@ -295,9 +406,13 @@ BAD = [
         ValueError,
         "linear_cross_entropy: hidden must be 2-D [tokens, hidden], got shape [8]",
     ),
-    (lambda: torch.ops.custom.linear_cross_entropy(H, W, T, -1), ValueError, "vocab_start_index must be >= 0"),
     (
-        lambda: torch.ops.custom.linear_cross_entropy(H, W, T, 0, float("nan")),
+        lambda: torch.ops.custom.linear_cross_entropy(H, W, T, vocab_start_index=-1),
+        ValueError,
+        "vocab_start_index must be >= 0",
+    ),
+    (
+        lambda: torch.ops.custom.linear_cross_entropy(H, W, T, softcap=float("nan")),
         ValueError,
         "softcap must be a finite number >= 0 (0: none), got nan",
     ),
@@ -322,9 +437,29 @@ BAD = [
         "linear_cross_entropy: reduction must be one of 'mean', 'sum', 'none', got 'avg'",
     ),
     (
-        lambda: ascendc_ops.linear_cross_entropy(H, W, T, torch.zeros(10)),
+        lambda: ascendc_ops.linear_cross_entropy(H, W, T, torch.zeros(9)),
         ValueError,
-        "linear_cross_entropy: bias must be None (a bias is not supported yet)",
+        "linear_cross_entropy: bias must have shape [10] (one per row of weight), got [9]",
+    ),
+    (
+        lambda: ascendc_ops.linear_cross_entropy(H, W, T, torch.zeros(10).half()),
+        TypeError,
+        "linear_cross_entropy: bias must have hidden's dtype float32, got float16",
+    ),
+    (
+        lambda: ascendc_ops.linear_cross_entropy(H, W, T, ce_weight=torch.ones(11)),
+        ValueError,
+        "linear_cross_entropy: class_weight must have shape [10] (one per row of weight), got [11]",
+    ),
+    (
+        lambda: ascendc_ops.linear_cross_entropy(H, W, T, ce_weight=torch.ones(10, dtype=torch.int64)),
+        ValueError,
+        "linear_cross_entropy: ce_weight must be a floating-point tensor, got torch.int64",
+    ),
+    (
+        lambda: torch.ops.custom.linear_cross_entropy_grad(H, W, T, *(torch.ones(4),) * 4, None, torch.ones(10).half()),
+        TypeError,
+        "linear_cross_entropy_grad: class_weight must be one of float32, got float16",
     ),
     (
         lambda: ascendc_ops.linear_cross_entropy(H, W, T.float()),

@@ -44,7 +44,7 @@ def test_npu_modules_import_only_errors_from_their_package():
     circle (the face, __init__.py, imports them all)."""
     families = sorted(p.stem for p in NPU.glob("*.py") if p.stem not in ("__init__", "errors"))
     assert families == sorted(
-        ["attention", "cross_entropy", "grouped_matmul", "moe_routing", "rms_norm", "rope", "swiglu"]
+        ["attention", "cross_entropy", "grouped_matmul", "moe_routing", "optimizer", "rms_norm", "rope", "swiglu"]
     )
     assert {f: npu_imports(NPU / f"{f}.py") - {"errors"} for f in families} == {f: set() for f in families}
     assert npu_imports(NPU / "errors.py") == set()

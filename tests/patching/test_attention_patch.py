@@ -4,13 +4,14 @@ Inference parity against the unpatched model (logits by the fp32 double benchmar
 unpatched model in float64) for Llama, Qwen2 (GQA) and Mistral with a sliding window shorter than the sequence;
 the op running once per layer; greedy generation with a KV cache (tokens identical), a left-padded batch, packed
 sequences (position_ids restarting: HF's block mask; a flattening collator's cu_seq_lens: TND), user 4-D float
-masks, bf16, torch.compile(fullgraph=True); what is refused (softcapping at apply, a bias mask or a mask of another
+masks, bf16, torch.compile(fullgraph=True); Gemma 2's softcapping; what is refused (a bias mask or a mask of another
 shape at call time, on HF's sdpa) and revert. Training: gradient parity (every layer's backward on
 custom::fusion_attention_grad) and 20 AdamW steps in lockstep with the unpatched model."""
 
 from __future__ import annotations
 
 import copy
+import sys
 
 import pytest
 import torch
@@ -164,9 +165,9 @@ def test_cu_seq_lens_run_tnd():
 def _spy_args(mp, seen):
     real = torch.ops.custom.fusion_attention.default
 
-    def spy(*args):
+    def spy(*args, **kw):  # kw: softcap
         seen.append(args[4:])
-        return real(*args)
+        return real(*args, **kw)
 
     mp.setattr(torch.ops.custom.fusion_attention, "default", spy)
 
@@ -212,13 +213,13 @@ def test_user_float_masks():
     assert list(A.FALLBACKS) == ["a float mask with values other than 0 and -inf (a bias, not a mask)"]
 
 
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_gradient_parity(family):
-    model = tiny(family, **FAMILIES[family])
+def assert_training_parity(model) -> dict:
+    """Logits and every parameter's gradient of the patched model against the unpatched one (float64 golden),
+    every layer's forward and backward on our ops, no fallback; returns the gradients."""
     x = ids(seq=12)
-    gold_logits, gold_grads = coverage._fwd_bwd(copy.deepcopy(model).double(), x)
+    gold_logits, gold_grads = coverage._fwd_bwd(coverage.golden_model(model), x)
     ref_logits, ref_grads = coverage._fwd_bwd(model, x)
-    K.apply_kernel(KERNEL, model)
+    assert K.apply_kernel(KERNEL, model).applied == [KERNEL]
     A.FALLBACKS.clear()
     with Calls() as c:
         ours_logits, grads = coverage._fwd_bwd(model, x)
@@ -229,6 +230,12 @@ def test_gradient_parity(family):
     assert ok, why
     assert grads.keys() == ref_grads.keys()
     assert not coverage._grad_failures(grads, ref_grads, gold_grads)
+    return grads
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_gradient_parity(family):
+    assert_training_parity(tiny(family, **FAMILIES[family]))
 
 
 def test_twenty_training_steps_lockstep():
@@ -265,16 +272,56 @@ def test_torch_compile_fullgraph_inference():
     torch._dynamo.reset()
 
 
-def test_softcapping_is_refused():
+def test_gemma2_softcapping_runs_in_the_kernel():
+    """Gemma 2 caps its attention scores (attn_logit_softcapping, small here so tanh bends them): every layer on
+    our op with its softcap, logits and every gradient against the unpatched model (float64 golden)."""
     cfg = transformers.Gemma2Config(
         vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=16, max_position_embeddings=64,
+        num_key_value_heads=2, head_dim=16, max_position_embeddings=64, attn_logit_softcapping=0.5,
     )  # fmt: skip
-    model = transformers.Gemma2ForCausalLM(cfg).eval()
-    before = model.config._attn_implementation
-    report = K.apply_kernel(KERNEL, model)
-    assert report.applied == [] and "softcap" in report.skipped[KERNEL], report
-    assert model.config._attn_implementation == before
+    cfg._attn_implementation = "eager"  # the reference: transformers 5.8's default, sdpa, ignores softcap
+    torch.manual_seed(0)
+    assert_training_parity(transformers.Gemma2ForCausalLM(cfg))
+
+
+def _gpt_oss(seed=0):
+    cfg = transformers.GptOssConfig(
+        vocab_size=128, hidden_size=64, intermediate_size=32, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=16, num_local_experts=4, num_experts_per_tok=2, sliding_window=5,
+        max_position_embeddings=64, layer_types=["sliding_attention", "full_attention"],
+    )  # fmt: skip
+    torch.manual_seed(seed)
+    model = transformers.GptOssForCausalLM(cfg)
+    with torch.no_grad():  # sinks of both signs and sizes, so each head's weight on its sink differs
+        for layer in model.model.layers:
+            layer.self_attn.sinks.copy_(torch.tensor([-2.0, 0.0, 1.0, 3.0]))
+    return model
+
+
+def test_gpt_oss_sinks_run_in_the_kernel():
+    """gpt-oss passes its sinks as s_aux: every layer (sliding and full) on our op with them, logits and every
+    gradient (the sinks' too) against the unpatched model (float64 golden)."""
+    grads = assert_training_parity(_gpt_oss())
+    assert any("sinks" in name for name in grads)
+
+
+def test_a_sink_call_that_falls_back_runs_the_models_eager():
+    """sdpa ignores s_aux: a gpt-oss call we do not take (dropout > 0 here) runs the model's own eager attention,
+    with sdpa's boolean / is_causal mask made additive."""
+    module = _gpt_oss().model.layers[0].self_attn.eval()
+    gen = torch.Generator().manual_seed(3)
+    q, k, v = (
+        torch.randn(1, 4, 6, 16, generator=gen),
+        torch.randn(1, 2, 6, 16, generator=gen),
+        torch.randn(1, 2, 6, 16, generator=gen),
+    )
+    eager = sys.modules[type(module).__module__].eager_attention_forward
+    causal = torch.zeros(6, 6).masked_fill(torch.ones(6, 6, dtype=torch.bool).triu(1), torch.finfo(torch.float32).min)
+    want = eager(module, q, k, v, causal, dropout=0.0, scaling=0.25)[0]
+    A.FALLBACKS.clear()
+    got = A.fused_attention_forward(module, q, k, v, None, dropout=0.5, scaling=0.25, s_aux=module.sinks)[0]
+    assert A.FALLBACKS["dropout=0.5"] == 1
+    torch.testing.assert_close(got, want)
 
 
 def test_not_in_auto_and_revert_restores_the_previous_implementation():

@@ -139,16 +139,18 @@ def test_one_launch_moe_token_permute():
 def test_linear_cross_entropy_forward_and_backward(dtype):
     """The fused linear cross-entropy: 12 token tasks in the forward, 12 + 10 tasks in the backward (its atomic-add
     Fixpipes into each group's own accumulator), side by side: large enough that a second worker starts before the
-    first is through (at 300 tokens the whole launch took a few ms, and a busy host started the second too late)."""
+    first is through (at 300 tokens the whole launch took a few ms, and a busy host started the second too late).
+    With a bias and class weights: grad_bias is summed by the AIV owning each vocab task's rows."""
     g = torch.Generator().manual_seed(7)
     h, w = torch.randn(1500, 72, generator=g).to(dtype), (torch.randn(1200, 72, generator=g) / 8).to(dtype)
+    bias, classes = torch.randn(1200, generator=g).to(dtype), torch.rand(1200, generator=g)
     t = torch.randint(0, 1200, (1500,), generator=g)
     scales = [torch.rand(1500, generator=g) for _ in range(3)]
 
     def fwd_bwd():
-        stats = torch.ops.custom.linear_cross_entropy(h, w, t, 0, 30.0)
+        stats = torch.ops.custom.linear_cross_entropy(h, w, t, bias, classes, softcap=30.0)
         lse = stats[0] + torch.log(stats[1])
-        return [*stats, *torch.ops.custom.linear_cross_entropy_grad(h, w, t, lse, *scales, 0, 30.0)]
+        return [*stats, *torch.ops.custom.linear_cross_entropy_grad(h, w, t, lse, *scales, bias, classes, softcap=30.0)]
 
     run_all(fwd_bwd, torch.ops.ascendc_ops.twin_core_workers, True, f"linear_cross_entropy {dtype}")
 

@@ -17,15 +17,15 @@ template <typename Attrs>
 tiling::AttentionAttrs AttentionAttrsOf(const gert::RuntimeAttrs* attrs, const Attrs& a) {
   return {ReadAttr(attrs, a.headNum),        ReadAttr(attrs, a.inputLayout), ReadAttr(attrs, a.scale),
           ReadAttr(attrs, a.preTockens),     ReadAttr(attrs, a.nextTockens), ReadAttr(attrs, a.actualSeqQlen),
-          ReadAttr(attrs, a.actualSeqKvlen), ReadAttr(attrs, a.sparseMode)};
+          ReadAttr(attrs, a.actualSeqKvlen), ReadAttr(attrs, a.sparseMode),  ReadAttr(attrs, a.softcap)};
 }
 
-// fusion_attention: inputs query (0), key (1), value (2), atten_mask (3, optional).
+// fusion_attention: inputs query (0), key (1), value (2), atten_mask (3, optional), sink (4, optional).
 template <typename Context>
 tiling::AttentionArgs<int64_t> AttentionArgsOf(const Context* context, const tiling::OpSpec& op) {
-  return tiling::CheckFusionAttention(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
-                                      InputArg(context, 3, true),
-                                      AttentionAttrsOf(context->GetAttrs(), ascendc_ops::kFusionAttentionAttrs));
+  return tiling::CheckFusionAttention(
+      op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), InputArg(context, 3, true),
+      AttentionAttrsOf(context->GetAttrs(), ascendc_ops::kFusionAttentionAttrs), {}, 3, InputArg(context, 4, true));
 }
 
 // A tiling's struct, blocks and workspace, then the varlen table right after the struct in the tiling buffer.

@@ -42,8 +42,9 @@ void EnqueueAttention(const char* name, const Entries& entries, const Launch& l,
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(const at::Tensor& query, const at::Tensor& key,
                                                                   const at::Tensor& value, const at::Tensor& attenMask,
+                                                                  const at::Tensor& sink,
                                                                   const tiling::AttentionAttrs& attrs) {
-  FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, attrs, npu::NpuCubePlatform());
+  FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, sink, attrs, npu::NpuCubePlatform());
   if (l.tiling.blockDim > 0) EnqueueAttention(kFusionAttention.name, npu_entries::fusion_attention, l, query.device());
   return {l.out, l.softmaxMax, l.softmaxSum};
 }

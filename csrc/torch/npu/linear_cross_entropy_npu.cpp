@@ -39,18 +39,21 @@ void Enqueue(const char* name, const Entries& entries, const LinearCrossEntropyL
 }
 
 LceStats Forward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                 const tiling::LinearCrossEntropyAttrs& attrs) {
-  LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, {}, attrs, npu::NpuCubePlatform());
+                 const LceVocabInputs& vocab, const tiling::LinearCrossEntropyAttrs& attrs) {
+  LinearCrossEntropyLaunch l =
+      PrepareLinearCrossEntropy(hidden, weight, target, {}, vocab, attrs, npu::NpuCubePlatform());
   if (l.tiling.blockDim > 0) Enqueue(kLinearCrossEntropy.name, npu_entries::linear_cross_entropy, l, l.Tensors());
   return {l.logitsMax, l.sumExp, l.targetLogit, l.logitSum};
 }
 
 LceGrads Backward(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
-                  const std::vector<at::Tensor>& grads, const tiling::LinearCrossEntropyAttrs& attrs) {
-  LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, grads, attrs, npu::NpuCubePlatform());
+                  const std::vector<at::Tensor>& grads, const LceVocabInputs& vocab,
+                  const tiling::LinearCrossEntropyAttrs& attrs) {
+  LinearCrossEntropyLaunch l =
+      PrepareLinearCrossEntropy(hidden, weight, target, grads, vocab, attrs, npu::NpuCubePlatform());
   if (l.tiling.blockDim > 0)
     Enqueue(kLinearCrossEntropyGrad.name, npu_entries::linear_cross_entropy_grad, l, l.GradTensors());
-  return {l.gradHidden, l.gradWeight};
+  return {l.gradHidden, l.gradWeight, l.gradBias};
 }
 
 }  // namespace

@@ -15,6 +15,7 @@ from ..harness.bench import (
     hf_model,
     moe as bench_moe,
     ops as bench_ops,
+    optimizer_step,
 )
 from ..harness.cann_bench import report as cann_bench_report
 from ..harness.environment import progress
@@ -24,10 +25,10 @@ from .common import Suite, UsageError, add_suites, out_path, positive_int, run_s
 
 HELP = (
     "time our ops (ops), the MoE block (moe), a model (model), attention at a training shape (attention), the LM "
-    "head's loss (cross-entropy) or cann-bench's cases (cann-bench)"
+    "head's loss (cross-entropy), an optimizer step (optimizer) or cann-bench's cases (cann-bench)"
 )
 DESCRIPTION = (
-    "Suites: ops (the default when none is named), moe, model, attention, cross-entropy, cann-bench; "
+    "Suites: ops (the default when none is named), moe, model, attention, cross-entropy, optimizer, cann-bench; "
     "`ascendc-ops bench SUITE -h` lists a suite's options. The older `--suite SUITE` and `--preset cann-bench` "
     "name a suite too."
 )
@@ -237,6 +238,26 @@ def _check_cross_entropy_shape(dims) -> None:
         raise ValueError(f"wants T,H,V (three positive numbers), got {','.join(map(str, dims))}")
 
 
+# ---------------------------------------------------------------- optimizer
+def _add_optimizer(parser) -> None:
+    options.shapes(
+        parser, "H,L: width and decoder layers of the model (default: " + ",".join(map(str, optimizer_step.SHAPE)) + ")"
+    )
+    options.dtypes(parser, optimizer_step.DTYPES, "float32")
+    options.providers(parser, optimizer_step.PROVIDERS)
+    options.quick(parser, "H 128, 4 layers (" + ",".join(map(str, optimizer_step.QUICK_SHAPE)) + ")")
+
+
+def _run_optimizer(args) -> int:
+    for dims in args.shape or [optimizer_step.QUICK_SHAPE if args.quick else optimizer_step.SHAPE]:
+        if len(dims) != 2 or min(dims) < 1:
+            raise UsageError(f"--shape wants H,L (two positive numbers), got {','.join(map(str, dims))}")
+        providers = tuple(dict.fromkeys(args.provider or optimizer_step.PROVIDERS))
+        for dtype in dict.fromkeys(args.dtype or ["float32"]):
+            optimizer_step.run(optimizer_step.Options(shape=tuple(dims), dtype=dtype, providers=providers))
+    return 0
+
+
 # ---------------------------------------------------------------- cann-bench
 def _add_cann_bench(parser) -> None:
     options.cann_bench(parser)
@@ -300,6 +321,15 @@ SUITES = (
         "chunked PyTorch implementation, each provider in its own process, with its peak memory.",
         _add_cross_entropy,
         _run_cross_entropy,
+    ),
+    Suite(
+        "optimizer",
+        "an AdamW step and gradient clipping over an LLM's parameters against torch's foreach and fused AdamW",
+        "One AdamW step and one clip_grad_norm_ over the 200 tensors of an LLM-shaped model (default 151M "
+        "parameters, fp32): FusedAdamW and our clip_grad_norm_ against torch.optim.AdamW with foreach=True and "
+        "fused=True and torch's clip_grad_norm_, with the GB/s of the bytes each element must move.",
+        _add_optimizer,
+        _run_optimizer,
     ),
     Suite(
         "cann-bench",

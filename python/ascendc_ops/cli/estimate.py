@@ -12,8 +12,8 @@ HELP = "modelled time on an Ascend chip (910B): bound, pipes, trace, timeline"
 DESCRIPTION = (
     "Run the op once on the CPU twin with the tiling of the modelled chip, record every instruction, and "
     "estimate its time there with the pipeline model (harness/platforms/*.json): the bound, per-pipe "
-    "utilisation, % of the HBM roofline; writes a Chrome trace (Perfetto) and, with matplotlib, a PNG "
-    "timeline. Model estimates, not measurements (`profile` measures the twin)."
+    "utilisation, % of the roofline (the least work under the model's L2 rule); writes a Chrome trace "
+    "(Perfetto) and, with matplotlib, a PNG timeline. Model estimates, not measurements (`profile` measures the twin)."
 )
 
 

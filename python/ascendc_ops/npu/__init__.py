@@ -6,7 +6,8 @@
 Signatures follow Ascend/op-plugin's op_plugin_functions.yaml (torchgen names the ``self`` argument
 ``input`` in Python, as torch_npu does). Every function runs our ``torch.ops.custom`` kernels and is
 differentiable through their autograd (torch_npu's ``npu_add_rms_norm`` and ``npu_grouped_matmul`` are not).
-One module per op family key (rope, rms_norm, swiglu, grouped_matmul, moe_routing, attention, cross_entropy), each
+One module per op family key (rope, rms_norm, swiglu, grouped_matmul, moe_routing, attention, cross_entropy,
+optimizer; torch_npu's optim subpackage is optim.py), each
 importing only the ops it wraps and ``errors``; this face re-exports them. Provided: ``PROVIDED``. Any other
 ``torch_npu`` attribute (``npu_format_cast``, the ``torch_npu.npu`` device module, quantized variants, ...)
 raises AttributeError naming what exists, so ``hasattr(torch_npu, name)`` probes answer honestly.
@@ -14,9 +15,14 @@ raises AttributeError naming what exists, so ``hasattr(torch_npu, name)`` probes
 
 from __future__ import annotations
 
+from . import optim as optim
 from .attention import (
     npu_fusion_attention as npu_fusion_attention,
     npu_fusion_attention_grad as npu_fusion_attention_grad,
+    npu_fusion_attention_grad_v2 as npu_fusion_attention_grad_v2,
+    npu_fusion_attention_grad_v3 as npu_fusion_attention_grad_v3,
+    npu_fusion_attention_v2 as npu_fusion_attention_v2,
+    npu_fusion_attention_v3 as npu_fusion_attention_v3,
 )
 from .cross_entropy import (
     npu_cross_entropy_loss as npu_cross_entropy_loss,
@@ -28,6 +34,7 @@ from .moe_routing import (
     npu_moe_token_unpermute as npu_moe_token_unpermute,
     npu_moe_token_unpermute_grad as npu_moe_token_unpermute_grad,
 )
+from .optimizer import npu_apply_adam_w as npu_apply_adam_w
 from .rms_norm import (
     npu_add_rms_norm as npu_add_rms_norm,
     npu_gemma_rms_norm as npu_gemma_rms_norm,
@@ -57,8 +64,14 @@ PROVIDED = (
     "npu_gemma_rms_norm",
     "npu_fusion_attention",
     "npu_fusion_attention_grad",
+    "npu_fusion_attention_v2",
+    "npu_fusion_attention_grad_v2",
+    "npu_fusion_attention_v3",
+    "npu_fusion_attention_grad_v3",
     "npu_cross_entropy_loss",
     "npu_cross_entropy_loss_backward",
+    "npu_apply_adam_w",
+    "optim",
 )
 __all__ = list(PROVIDED)
 

@@ -1,26 +1,33 @@
-"""torch_npu's ``npu_fusion_attention`` and ``npu_fusion_attention_grad`` on our attention family's
-fusion_attention and fusion_attention_grad kernels.
+"""torch_npu's ``npu_fusion_attention`` / ``_grad`` and their ``_v2`` / ``_grad_v2`` and ``_v3`` / ``_grad_v3``
+on our attention family's fusion_attention and fusion_attention_grad kernels.
 
-The signatures and tuples follow Ascend/op-plugin (op_plugin_functions.yaml and
-op_plugin/ops/opapi/FlashAttentionKernelNpuOpApi.cpp, the version whose forward takes ``softmax_layout`` and
-``sink``). The forward returns (attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels).
-softmax_out is an empty tensor of query's dtype there too. With keep_prob == 1 no dropout mask is drawn:
-op-plugin then leaves seed and offset unset (we return 0) and numels is the [B, N, S1, S2] mask's element count
-(TND: N times the sum of each sequence's S1 * S2). The grad returns (dq, dk, dv, dpse, dsink); without pse and
-sink op-plugin's dpse is an empty tensor of query's dtype and dsink an empty fp32 one, as here.
-docs/attention.md states the semantics.
+The signatures and tuples follow Ascend/op-plugin (op_plugin_functions.yaml, derivatives.yaml and
+op_plugin/ops/opapi/FlashAttentionKernelNpuOpApi.cpp, FlashAttentionV2KernelNpuOpApi.cpp). The forward returns
+(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels); softmax_out is an empty tensor of
+query's dtype there too. With keep_prob == 1 no dropout mask is drawn: op-plugin then returns seed and offset as
+given and numels is the [B, N, S1, S2] mask's element count (TND: N times the sum of each sequence's S1 * S2).
+v3 returns no numels and seed / offset as tensors. The grads return (dq, dk, dv, dpse, dsink), v2's
+(dq, dk, dv, dpse, dq_rope, dk_rope, dsink); without pse, query_rope, key_rope op-plugin leaves those undefined
+(None in Python), without sink dsink is an empty fp32 tensor. docs/attention.md states the semantics.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 
-from ..ops.attention import fusion_attention as _fusion_attention, fusion_attention_grad as _fusion_attention_grad
-from ..ops.attention_args import TOCKENS_MAX, batch_and_seq, seq_lengths
+from ..ops.attention import (
+    fusion_attention as _fusion_attention,
+    fusion_attention_grad as _fusion_attention_grad,
+    sink_grad,
+)
+from ..ops.attention_args import TOCKENS_MAX, AttentionAttrs, batch_and_seq, seq_lengths
 from .errors import fail
 
 OP = "npu_fusion_attention"
 GRAD_OP = "npu_fusion_attention_grad"
+V2_OP, GRAD_V2_OP, V3_OP, GRAD_V3_OP = (f"{op}_{v}" for v in ("v2", "v3") for op in (OP, GRAD_OP))
 
 
 def _refuse(kind, msg: str, op: str = OP):
@@ -34,9 +41,9 @@ def _lens(name: str, cumulative, op: str = OP) -> list[int]:
     return [int(x) for x in seq_lengths(cumulative, name)]
 
 
-def _refuse_unsupported(op: str, pse, padding_mask, prefix, sink, sparse_mode, keep_prob) -> None:
+def _refuse_unsupported(op: str, pse, padding_mask, prefix, sparse_mode, keep_prob) -> None:
     """What neither kernel takes, refused by name (both ops take the same arguments for it)."""
-    for name, given in (("pse", pse), ("padding_mask", padding_mask), ("prefix", prefix), ("sink", sink)):
+    for name, given in (("pse", pse), ("padding_mask", padding_mask), ("prefix", prefix)):
         if given is not None:
             _refuse(
                 NotImplementedError, f"{name} is not supported (pass {name}=None), got a {type(given).__name__}", op
@@ -94,28 +101,96 @@ def _stats_from_tnd(stat: torch.Tensor, qlen, head_num: int) -> torch.Tensor:
     return torch.cat([*parts, stat[start:].reshape(-1)]).reshape(stat.shape)
 
 
+def _refuse_dropout_mask(op: str, dropout_mask, keep_prob) -> None:
+    """With keep_prob 1 the kernel applies no dropout, so a given mask goes unused (CANN's kernel reads it only
+    below 1); below 1 an explicit mask would have to be applied, which this kernel cannot."""
+    if dropout_mask is not None and float(keep_prob) != 1.0:
+        _refuse(
+            NotImplementedError,
+            f"dropout_mask with keep_prob {keep_prob} is not supported: the kernel applies no dropout "
+            "(with keep_prob=1.0 a dropout_mask is accepted and unused)",
+            op,
+        )
+
+
+def _refuse_v2(op: str, pse_type, q_start_idx, kv_start_idx) -> None:
+    """v2's own arguments: pse_type orders how pse is applied (pse is refused), so any valid value goes;
+    q_start_idx / kv_start_idx place a split sequence in the whole one, so only the unsplit start 0 goes."""
+    if int(pse_type) not in (0, 1, 2, 3):
+        _refuse(ValueError, f"pse_type must be 0, 1, 2 or 3, got {pse_type}", op)
+    for name, idx in (("q_start_idx", q_start_idx), ("kv_start_idx", kv_start_idx)):
+        if idx is not None and any(int(x) for x in idx):
+            _refuse(NotImplementedError, f"{name} other than 0 (a split sequence's global start) is not supported", op)
+
+
+def _forward(op, query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob,
+             pre_tokens, next_tokens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, softmax_layout, sink,
+             dropout_mask=None, rope=None):  # fmt: skip
+    """(attention_out, softmax_max, softmax_sum, softmax_out, numels), shared by every forward version."""
+    _refuse_dropout_mask(op, dropout_mask, keep_prob)
+    _refuse_unsupported(op, pse, padding_mask, prefix, sparse_mode, keep_prob)
+    layout = _layouts(op, input_layout, softmax_layout)
+    qlen, kvlen = _int_list(actual_seq_qlen), _int_list(actual_seq_kvlen)
+    with _joined_rope(op, rope):
+        out, smax, ssum = _fusion_attention(
+            query, key, value, int(head_num), layout, atten_mask, float(scale), int(pre_tokens), int(next_tokens),
+            qlen, kvlen, int(sparse_mode), sink=sink,
+        )  # fmt: skip
+    if softmax_layout == "TND":
+        smax, ssum = _stats_tnd(smax, qlen, int(head_num)), _stats_tnd(ssum, qlen, int(head_num))
+    return out, smax, ssum, query.new_empty(0), _numels(query, key, int(head_num), layout, qlen, kvlen)
+
+
+def _backward(op, query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+              softmax_sum, attention_in, scale_value, keep_prob, pre_tokens, next_tokens, prefix, actual_seq_qlen,
+              actual_seq_kvlen, sparse_mode, softmax_layout, sink, rope=None):  # fmt: skip
+    """(dq, dk, dv, dsink), shared by every grad version: dsink from the forward's statistics (ops.attention.sink_grad),
+    an empty fp32 tensor without sink."""
+    _refuse_unsupported(op, pse, padding_mask, prefix, sparse_mode, keep_prob)
+    layout = _layouts(op, input_layout, softmax_layout)
+    given = {"softmax_max": softmax_max, "softmax_sum": softmax_sum, "attention_in": attention_in}
+    missing = [name for name, t in given.items() if t is None]
+    if missing:
+        _refuse(
+            ValueError,
+            f"needs the forward's softmax_max, softmax_sum and attention_in (attention_out), got None for "
+            f"{', '.join(missing)}",
+            op,
+        )
+    qlen, kvlen = _int_list(actual_seq_qlen), _int_list(actual_seq_kvlen)
+    if softmax_layout == "TND":
+        softmax_max = _stats_from_tnd(softmax_max, qlen, int(head_num))
+        softmax_sum = _stats_from_tnd(softmax_sum, qlen, int(head_num))
+    with _joined_rope(op, rope):
+        grads = _fusion_attention_grad(
+            query, key, value, dy, softmax_max, softmax_sum, attention_in, int(head_num), layout, atten_mask,
+            float(scale_value), int(pre_tokens), int(next_tokens), qlen, kvlen, int(sparse_mode),
+        )  # fmt: skip
+    if sink is None:
+        return (*grads, key.new_empty(0, dtype=torch.float32))
+    attrs = AttentionAttrs(int(head_num), layout, actual_seq_qlen=qlen, sink=sink)
+    return (*grads, sink_grad(dy, attention_in, softmax_max, softmax_sum, attrs))
+
+
 def npu_fusion_attention(
     query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
     keep_prob=1.0, pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, inner_precise=0, prefix=None,
     actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
-    softmax_layout="", sink=None,
+    softmax_layout="", sink=None, dropout_mask=None, seed=0, offset=0,
 ):  # fmt: skip
     """(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels) as torch_npu returns them,
     differentiable in query, key and value (custom::fusion_attention's autograd). Refused by name: pse,
     padding_mask, prefix and sparse modes 5-8, keep_prob < 1 (torch_npu draws its dropout mask from the NPU
-    generator, which we cannot reproduce), sink. gen_mask_parallel / sync order the dropout-mask stream, which
-    keep_prob 1 never uses; inner_precise changes nothing here (fully masked rows always give 0, docs/attention.md)."""
-    _refuse_unsupported(OP, pse, padding_mask, prefix, sink, sparse_mode, keep_prob)
-    layout = _layouts(OP, input_layout, softmax_layout)
-    qlen, kvlen = _int_list(actual_seq_qlen), _int_list(actual_seq_kvlen)
-    out, smax, ssum = _fusion_attention(
-        query, key, value, int(head_num), layout, atten_mask, float(scale), int(pre_tockens), int(next_tockens),
-        qlen, kvlen, int(sparse_mode),
+    generator, which we cannot reproduce; an explicit dropout_mask we cannot apply). sink (fp32 [N1]) joins every
+    row's softmax as one more logit with no value (gpt-oss's sinks, docs/attention.md). With keep_prob 1 no
+    mask is drawn or read: dropout_mask is unused, seed and offset come back as given (op-plugin's draw would
+    overwrite them), gen_mask_parallel / sync order a mask stream never used; inner_precise changes nothing here
+    (fully masked rows always give 0, docs/attention.md)."""
+    out, smax, ssum, softmax_out, numels = _forward(
+        OP, query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob, pre_tockens,
+        next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, softmax_layout, sink, dropout_mask,
     )  # fmt: skip
-    if softmax_layout == "TND":
-        smax, ssum = _stats_tnd(smax, qlen, int(head_num)), _stats_tnd(ssum, qlen, int(head_num))
-    numels = _numels(query, key, int(head_num), layout, qlen, kvlen)
-    return out, smax, ssum, query.new_empty(0), 0, 0, numels
+    return out, smax, ssum, softmax_out, int(seed), int(offset), numels
 
 
 def npu_fusion_attention_grad(
@@ -127,27 +202,148 @@ def npu_fusion_attention_grad(
 ):  # fmt: skip
     """(dq, dk, dv, dpse, dsink) as torch_npu returns them, from npu_fusion_attention's softmax_max, softmax_sum
     and attention_out (attention_in), which are required. Refused by name as in npu_fusion_attention: pse,
-    padding_mask, prefix and sparse modes 5-8, keep_prob < 1, sink; so seed / offset / numels (the dropout mask's
+    padding_mask, prefix and sparse modes 5-8, keep_prob < 1; so seed / offset / numels (the dropout mask's
     draw), gen_mask_parallel and sync have nothing to act on. softmax_in is not read (CANN's kernel takes no
     softmax; torch_npu's autograd passes the forward's empty softmax_out); inner_precise changes nothing here.
-    softmax_layout='TND' takes the statistics as a true [T, N, 8], as npu_fusion_attention returns them then."""
-    _refuse_unsupported(GRAD_OP, pse, padding_mask, prefix, sink, sparse_mode, keep_prob)
-    layout = _layouts(GRAD_OP, input_layout, softmax_layout)
-    given = {"softmax_max": softmax_max, "softmax_sum": softmax_sum, "attention_in": attention_in}
-    missing = [name for name, t in given.items() if t is None]
-    if missing:
-        _refuse(
-            ValueError,
-            f"needs the forward's softmax_max, softmax_sum and attention_in (attention_out), got None for "
-            f"{', '.join(missing)}",
-            GRAD_OP,
-        )
-    qlen, kvlen = _int_list(actual_seq_qlen), _int_list(actual_seq_kvlen)
-    if softmax_layout == "TND":
-        softmax_max = _stats_from_tnd(softmax_max, qlen, int(head_num))
-        softmax_sum = _stats_from_tnd(softmax_sum, qlen, int(head_num))
-    dq, dk, dv = _fusion_attention_grad(
-        query, key, value, dy, softmax_max, softmax_sum, attention_in, int(head_num), layout, atten_mask,
-        float(scale_value), int(pre_tockens), int(next_tockens), qlen, kvlen, int(sparse_mode),
+    softmax_layout='TND' takes the statistics as a true [T, N, 8], as npu_fusion_attention returns them then.
+    Without pse op-plugin returns an undefined dpse (None); dsink is d loss / d sink (fp32 [N1]), without sink an
+    empty fp32 tensor."""
+    dq, dk, dv, dsink = _backward(
+        GRAD_OP, query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+        softmax_sum, attention_in, scale_value, keep_prob, pre_tockens, next_tockens, prefix, actual_seq_qlen,
+        actual_seq_kvlen, sparse_mode, softmax_layout, sink,
     )  # fmt: skip
-    return dq, dk, dv, query.new_empty(0), key.new_empty(0, dtype=torch.float32)
+    return dq, dk, dv, None, dsink
+
+
+# ---- v2: pre_tokens spelled so, query / key with a rope part, pse_type, start indices ----
+def _heads_last(x, heads: int, layout: str):
+    """BSH / SBH's [.., N * d] as [.., N, d]; the other layouts already end in d."""
+    return x.unflatten(-1, (heads, -1)) if layout in ("BSH", "SBH") else x
+
+
+def _flat(x, layout: str):
+    return x.flatten(-2) if layout in ("BSH", "SBH") else x
+
+
+def _heads(query, key, head_num, layout: str) -> tuple[int, int]:
+    """(query's heads, key's heads); only BSH / SBH need them: Nk = Hk / D, D = Hq / head_num (docs/attention.md)."""
+    n = int(head_num)
+    return (n, int(key.shape[-1]) // (int(query.shape[-1]) // n)) if layout in ("BSH", "SBH") else (n, n)
+
+
+def _with_rope(op, query, key, query_rope, key_rope, head_num, input_layout):
+    """query and key with their rope parts after each head's D: scale * (q k^T + q_rope k_rope^T) is
+    scale * [q, q_rope] [k, k_rope]^T (hicann/ops-transformer attention/flash_attention_score/docs/
+    aclnnFlashAttentionVarLenScoreV3.md), so the kernel takes the joined head dim D + Dr."""
+    if query_rope is None and key_rope is None:
+        return query, key
+    if query_rope is None or key_rope is None:
+        given = "query_rope" if key_rope is None else "key_rope"
+        _refuse(ValueError, f"query_rope and key_rope go together, got only {given}", op)
+    layout = str(input_layout).upper()
+    n, nk = _heads(query, key, head_num, layout)
+    return _join(query, query_rope, n, layout), _join(key, key_rope, nk, layout)
+
+
+def _join(x, rope, heads: int, layout: str):
+    return _flat(torch.cat((_heads_last(x, heads, layout), _heads_last(rope, heads, layout)), -1), layout)
+
+
+def _split_rope(d_joined, x, heads: int, layout: str):
+    """(d x, d rope) of a joined input's gradient: each head's first D columns, then its Dr."""
+    d = _heads_last(x, heads, layout).shape[-1]
+    whole = _heads_last(d_joined, heads, layout)
+    return tuple(_flat(part, layout).contiguous() for part in whole.split([d, whole.shape[-1] - d], -1))
+
+
+@contextlib.contextmanager
+def _joined_rope(op: str, rope):
+    """The kernel's checks on a joined head dim (too large for its blocks, say) name query_rope / key_rope too."""
+    try:
+        yield
+    except ValueError as e:
+        if rope is None:
+            raise
+        _refuse(ValueError, f"with query_rope / key_rope joined to each head's D: {e}", op)
+
+
+def npu_fusion_attention_v2(
+    query, key, value, head_num, input_layout, *, pse=None, padding_mask=None, atten_mask=None, query_rope=None,
+    key_rope=None, scale=1.0, keep_prob=1.0, pre_tokens=TOCKENS_MAX, next_tokens=TOCKENS_MAX, inner_precise=0,
+    prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
+    pse_type=1, q_start_idx=None, kv_start_idx=None, softmax_layout="", sink=None, dropout_mask=None, seed=0,
+    offset=0,
+):  # fmt: skip
+    """npu_fusion_attention's seven-tuple, pre_tokens / next_tokens spelled so; differentiable in query, key, value
+    and the rope parts. query_rope / key_rope (together) join each head's D, in every layout (op-plugin on the 910B
+    takes them with TND only); pse_type goes with pse, which is refused, so any of 0-3 is accepted;
+    q_start_idx / kv_start_idx other than 0 are refused by name, the rest as in npu_fusion_attention."""
+    _refuse_v2(V2_OP, pse_type, q_start_idx, kv_start_idx)
+    q, k = _with_rope(V2_OP, query, key, query_rope, key_rope, head_num, input_layout)
+    out, smax, ssum, softmax_out, numels = _forward(
+        V2_OP, q, k, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob, pre_tokens,
+        next_tokens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, softmax_layout, sink, dropout_mask,
+        query_rope,
+    )  # fmt: skip
+    return out, smax, ssum, softmax_out, int(seed), int(offset), numels
+
+
+def npu_fusion_attention_grad_v2(
+    query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None, atten_mask=None,
+    softmax_max=None, softmax_sum=None, softmax_in=None, attention_in=None, query_rope=None, key_rope=None,
+    scale_value=1.0, keep_prob=1.0, pre_tokens=TOCKENS_MAX, next_tokens=TOCKENS_MAX, inner_precise=0, seed=0,
+    offset=0, numels=0, prefix=None, actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0,
+    gen_mask_parallel=True, sync=False, pse_type=1, q_start_idx=None, kv_start_idx=None, softmax_layout="",
+    sink=None,
+):  # fmt: skip
+    """(dq, dk, dv, dpse, dq_rope, dk_rope, dsink) as torch_npu returns them: dpse, and dq_rope / dk_rope without
+    the rope parts, undefined (None); dsink an empty fp32 tensor without sink. Arguments as in
+    npu_fusion_attention_v2 and npu_fusion_attention_grad."""
+    _refuse_v2(GRAD_V2_OP, pse_type, q_start_idx, kv_start_idx)
+    q, k = _with_rope(GRAD_V2_OP, query, key, query_rope, key_rope, head_num, input_layout)
+    dq, dk, dv, dsink = _backward(
+        GRAD_V2_OP, q, k, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+        softmax_sum, attention_in, scale_value, keep_prob, pre_tokens, next_tokens, prefix, actual_seq_qlen,
+        actual_seq_kvlen, sparse_mode, softmax_layout, sink, query_rope,
+    )  # fmt: skip
+    dq_rope = dk_rope = None
+    if query_rope is not None:
+        layout = str(input_layout).upper()
+        n, nk = _heads(query, key, head_num, layout)
+        (dq, dq_rope), (dk, dk_rope) = _split_rope(dq, query, n, layout), _split_rope(dk, key, nk, layout)
+    return dq, dk, dv, None, dq_rope, dk_rope, dsink
+
+
+# ---- v3: actual_seq_qlen / actual_seq_kvlen as tensors, seed / offset as tensors ----
+def npu_fusion_attention_v3(
+    query, key, value, head_num, input_layout, pse=None, padding_mask=None, atten_mask=None, scale=1.0,
+    keep_prob=1.0, pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, inner_precise=0, prefix=None,
+    actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
+    softmax_layout="", sink=None,
+):  # fmt: skip
+    """(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset) as torch_npu returns them: no numels;
+    seed and offset are int64 [1] CPU tensors, which op-plugin leaves unset without dropout (zeros here).
+    Differentiable in query, key and value; arguments as in npu_fusion_attention."""
+    out, smax, ssum, softmax_out, _ = _forward(
+        V3_OP, query, key, value, head_num, input_layout, pse, padding_mask, atten_mask, scale, keep_prob,
+        pre_tockens, next_tockens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, softmax_layout, sink,
+    )  # fmt: skip
+    return out, smax, ssum, softmax_out, torch.zeros(1, dtype=torch.int64), torch.zeros(1, dtype=torch.int64)
+
+
+def npu_fusion_attention_grad_v3(
+    query, key, value, dy, head_num, input_layout, *, pse=None, padding_mask=None, atten_mask=None,
+    softmax_max=None, softmax_sum=None, softmax_in=None, attention_in=None, scale_value=1.0, keep_prob=1.0,
+    pre_tockens=TOCKENS_MAX, next_tockens=TOCKENS_MAX, inner_precise=0, seed=None, offset=None, prefix=None,
+    actual_seq_qlen=None, actual_seq_kvlen=None, sparse_mode=0, gen_mask_parallel=True, sync=False,
+    softmax_layout="", sink=None,
+):  # fmt: skip
+    """(dq, dk, dv, dpse, dsink) as npu_fusion_attention_grad returns them; seed / offset are npu_fusion_attention_v3's
+    tensors (the dropout draw, unused with keep_prob 1) and the sequence ends may be tensors."""
+    dq, dk, dv, dsink = _backward(
+        GRAD_V3_OP, query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
+        softmax_sum, attention_in, scale_value, keep_prob, pre_tockens, next_tockens, prefix, actual_seq_qlen,
+        actual_seq_kvlen, sparse_mode, softmax_layout, sink,
+    )  # fmt: skip
+    return dq, dk, dv, None, dsink

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import torch
 
-from .attention_args import AttentionAttrs
+from .attention_args import AttentionAttrs, seq_lengths
 
 
 def fusion_attention(query, key, value, *attrs, **named):
@@ -47,8 +47,29 @@ def fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, atten
     """(dq, dk, dv) of fusion_attention given dy = d(attention_out) and the forward's statistics and output,
     for the forward's arguments (AttentionAttrs)."""
     return torch.ops.custom.fusion_attention_grad(
-        query, key, value, dy, softmax_max, softmax_sum, attention_in, *AttentionAttrs(*attrs, **named)
+        query, key, value, dy, softmax_max, softmax_sum, attention_in, *AttentionAttrs(*attrs, **named).grad_args()
     )
+
+
+def sink_grad(dy, attention_out, softmax_max, softmax_sum, attrs: AttentionAttrs) -> torch.Tensor:
+    """d loss / d sink [N1] (fp32): a sink is one more logit of each row of its head, with no value, so its
+    gradient is -sum over the head's rows of p_sink * D, p_sink = exp(sink - max) / sum from the forward's
+    statistics (which hold the sink) and D = rowsum(dy * attention_out), as the kernels' backward defines D."""
+    layout, n = attrs.input_layout, attrs.head_num
+    prod = dy.float() * attention_out.float()
+    d = (prod.unflatten(-1, (n, -1)) if layout in ("BSH", "SBH") else prod).sum(-1)  # heads and rows, as laid out
+    m, total = softmax_max[..., 0], softmax_sum[..., 0]  # [B, N, S] or TND's per-sequence [N, s] blocks
+    if layout == "TND":
+        lens = seq_lengths(attrs.actual_seq_qlen).tolist()
+        d = torch.cat([part.transpose(0, 1).reshape(-1) for part in d.split(lens)])  # [N, s] blocks, as the stats
+        heads = torch.cat([torch.arange(n, device=d.device).repeat_interleave(s) for s in lens])
+        m, total = m.reshape(-1), total.reshape(-1)
+    else:
+        d = d.permute({"BSND": (0, 2, 1), "BSH": (0, 2, 1), "SBH": (1, 2, 0), "BNSD": (0, 1, 2)}[layout])
+        heads = torch.arange(n, device=d.device)[None, :, None].expand_as(d).reshape(-1)
+        d, m, total = d.reshape(-1), m.reshape(-1), total.reshape(-1)
+    sink = attrs.sink.float()
+    return -torch.zeros_like(sink).index_add_(0, heads, torch.exp(sink[heads] - m) / total * d)
 
 
 # ---- autograd ----
@@ -57,18 +78,25 @@ def _setup_context(ctx, inputs, output):
     attention_out, softmax_max, softmax_sum = output
     ctx.mark_non_differentiable(softmax_max, softmax_sum)
     attrs = AttentionAttrs(*attrs)
-    ctx.save_for_backward(query, key, value, attrs.atten_mask, attention_out, softmax_max, softmax_sum)
-    ctx.attrs = attrs._replace(atten_mask=None)  # the mask is a saved tensor
+    ctx.save_for_backward(query, key, value, attrs.atten_mask, attrs.sink, attention_out, softmax_max, softmax_sum)
+    ctx.attrs = attrs._replace(atten_mask=None, sink=None)  # saved tensors
 
 
 def _fusion_attention_backward(ctx, d_out, _d_max, _d_sum):
-    query, key, value, atten_mask, attention_out, softmax_max, softmax_sum = ctx.saved_tensors
-    attrs = ctx.attrs._replace(atten_mask=atten_mask)
+    query, key, value, atten_mask, sink, attention_out, softmax_max, softmax_sum = ctx.saved_tensors
+    attrs = ctx.attrs._replace(atten_mask=atten_mask, sink=sink)
     dq, dk, dv = torch.ops.custom.fusion_attention_grad(
-        query, key, value, d_out, softmax_max, softmax_sum, attention_out, *attrs
+        query, key, value, d_out, softmax_max, softmax_sum, attention_out, *attrs.grad_args()
     )
     need = ctx.needs_input_grad
-    return (dq if need[0] else None, dk if need[1] else None, dv if need[2] else None, *[None] * len(attrs))
+    d_sink = sink_grad(d_out, attention_out, softmax_max, softmax_sum, attrs).to(sink.dtype) if need[-1] else None
+    return (
+        dq if need[0] else None,
+        dk if need[1] else None,
+        dv if need[2] else None,
+        *[None] * (len(attrs) - 1),
+        d_sink,
+    )
 
 
 torch.library.register_autograd("custom::fusion_attention", _fusion_attention_backward, setup_context=_setup_context)

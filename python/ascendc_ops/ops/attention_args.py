@@ -25,7 +25,7 @@ COMPRESSED_MASK_SIZE = 2048  # the compressed causal mask's side (torch_npu's sp
 class AttentionAttrs(NamedTuple):
     """fusion_attention's arguments after its tensors (query, key, value; the grad's also dy and the forward's
     results), in the schema's order with the prototype's defaults: ``AttentionAttrs(4, "BNSD", mask,
-    sparse_mode=3)`` fills the rest. The grad takes the same list."""
+    sparse_mode=3)`` fills the rest. The grad takes the same list but sink (``grad_args``)."""
 
     head_num: int
     input_layout: str
@@ -36,6 +36,13 @@ class AttentionAttrs(NamedTuple):
     actual_seq_qlen: Any = None
     actual_seq_kvlen: Any = None
     sparse_mode: int = int(_DEFAULTS["sparse_mode"])
+    softcap: float = float(_DEFAULTS["softcap"])  # > 0: scores softcap * tanh(s / softcap) before the mask; 0 none
+    sink: Any = None  # fp32 [N1]: one logit per query head joining every row's softmax with no value (gpt-oss)
+
+    def grad_args(self) -> tuple:
+        """The list fusion_attention_grad takes: all but sink (the forward's statistics hold it; its gradient is
+        ops.attention.sink_grad's)."""
+        return tuple(getattr(self, name) for name in self._fields if name != "sink")
 
     def band(self) -> tuple[int, int, int]:
         """(sparse_mode, pre_tockens, next_tockens) as ints: what the masks read besides the mask itself."""

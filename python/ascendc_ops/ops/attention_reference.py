@@ -20,8 +20,13 @@ in docs/attention.md ("Semantics"); in short:
   value repeated 8 times: [B, N, Sq, 8]; TND [T, N, 8] holding, per sequence, an [N, s_b, 8] block
   (``softmax_layout=""``, torch_npu's default) or a true [T, N, 8] (``softmax_layout="TND"``).
 
+- ``softcap`` (ours, Gemma 2/3): scores ``softcap * tanh(s / softcap)`` before the mask; ``sink`` (fp32 [Nq],
+  gpt-oss's ``s_aux``): one more logit per head in every row's softmax, with no value (a row with no key then has
+  max = sink, sum = 1, output 0); d_sink = -sum over the head's rows of p_sink * D.
+
 Functions: ``fusion_attention_reference`` (out, softmax_max, softmax_sum), ``fusion_attention_grad_reference``
-(dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D)), both taking the op's
+(dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D); with a sink also d_sink
+when asked), both taking the op's
 arguments after its tensors as ``attention_args.AttentionAttrs`` does; ``expand_mask`` (the dense boolean
 "masked" matrix any kernel's block skipping must agree with), ``check_sparse_params`` (the tockens / lengths
 combinations torch_npu refuses).
@@ -301,20 +306,30 @@ def expand_mask(
 BLOCK_ELEMENTS = 1 << 22  # scores held at once: rows * Skv
 
 
-def _forward_rows(q, k, v, masked, scale):
-    """q [r, D], k [s2, D], v [s2, Dv], masked [r, s2] -> out [r, Dv], P [r, s2], row max and sum [r]."""
+def _scores(q, k, scale, softcap):
+    """(S, dS_capped / dS) of q [r, D], k [s2, D]: scale q k^T, then softcap * tanh(s / softcap) if softcap > 0."""
     s = scale * (q @ k.T)
+    if not softcap:
+        return s, 1.0
+    t = np.tanh(s / softcap)
+    return softcap * t, 1.0 - t * t
+
+
+def _forward_rows(q, k, v, masked, scale, softcap, sink=None):
+    """q [r, D], k [s2, D], v [s2, Dv], masked [r, s2], the head's sink logit or None -> out [r, Dv], P [r, s2],
+    row max and sum [r]."""
+    s, _ = _scores(q, k, scale, softcap)
     keep = ~masked
-    empty = ~keep.any(axis=-1)  # rows with no key
-    row_max = np.where(keep, s, -np.inf).max(axis=-1, initial=-np.inf)
+    row_max = np.where(keep, s, -np.inf).max(axis=-1, initial=-np.inf if sink is None else sink)
+    empty = ~np.isfinite(row_max)  # rows with no key (and no sink)
     safe_max = np.where(empty, 0.0, row_max)
     e = np.where(keep, np.exp(np.where(keep, s - safe_max[:, None], 0.0)), 0.0)
-    row_sum = e.sum(axis=-1)
+    row_sum = e.sum(axis=-1) + (0.0 if sink is None else np.exp(sink - safe_max))
     p = e / np.where(empty, 1.0, row_sum)[:, None]
     return p @ v, p, np.where(empty, -FLT_MAX, row_max), np.where(empty, FLT_MAX, row_sum)
 
 
-def _blocks(problem: _Problem, masks: _Masks, scale: float):
+def _blocks(problem: _Problem, masks: _Masks, scale: float, softcap: float, sink=None):
     """Yield (b, h, kv head, rows, q rows, k, forward of those rows) over every sequence and q head."""
     for b, (q, k, v) in enumerate(zip(problem.qb, problem.kb, problem.vb, strict=True)):
         mb = masks(b)
@@ -323,7 +338,10 @@ def _blocks(problem: _Problem, masks: _Masks, scale: float):
             kvh = h // problem.group  # GQA: q head h reads kv head h // (Nq / Nkv)
             for r0 in range(0, q.shape[1], step):
                 rows = slice(r0, r0 + step)
-                fwd = _forward_rows(q[h, rows], k[kvh], v[kvh], mb[h if mb.shape[0] > 1 else 0, rows], scale)
+                fwd = _forward_rows(
+                    q[h, rows], k[kvh], v[kvh], mb[h if mb.shape[0] > 1 else 0, rows], scale, softcap,
+                    None if sink is None else float(sink[h]),
+                )  # fmt: skip
                 yield b, h, kvh, rows, q[h, rows], k[kvh], fwd
 
 
@@ -354,13 +372,15 @@ def fusion_attention_reference(query, key, value, *attrs, pse=None, softmax_layo
     """torch_npu ``npu_fusion_attention``'s first three outputs in float64:
     (attention_out in query's layout with Dv, softmax_max, softmax_sum). After the tensors, the op's arguments
     (AttentionAttrs: head_num, input_layout, atten_mask=None, scale=1.0, pre_tockens, next_tockens,
-    actual_seq_qlen, actual_seq_kvlen, sparse_mode=0)."""
+    actual_seq_qlen, actual_seq_kvlen, sparse_mode=0, softcap=0.0)."""
     attrs = AttentionAttrs(*attrs, **named)
     problem, masks = _setup(query, key, value, attrs, pse, softmax_layout)
     outs = [np.zeros((problem.nq, q.shape[1], problem.dv)) for q in problem.qb]
     maxes = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
     sums = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
-    for b, h, _, rows, _, _, (o, _, row_max, row_sum) in _blocks(problem, masks, float(attrs.scale)):
+    for b, h, _, rows, _, _, (o, _, row_max, row_sum) in _blocks(
+        problem, masks, float(attrs.scale), float(attrs.softcap), _sink(attrs)
+    ):
         outs[b][h, rows], maxes[b][h, rows], sums[b][h, rows] = o, row_max, row_sum
     return (
         problem.output(outs),
@@ -369,11 +389,17 @@ def fusion_attention_reference(query, key, value, *attrs, pse=None, softmax_layo
     )
 
 
-def fusion_attention_grad_reference(query, key, value, dy, *attrs, pse=None, **named):
+def _sink(attrs: AttentionAttrs):
+    return None if attrs.sink is None else _f64(attrs.sink).reshape(-1)
+
+
+def fusion_attention_grad_reference(query, key, value, dy, *attrs, pse=None, with_sink=False, **named):
     """torch_npu ``npu_fusion_attention_grad``'s (dq, dk, dv) in float64, in the inputs' layouts, for the
     forward's arguments (AttentionAttrs) after dy, derived by hand: with P the forward's probabilities (0 on
     masked keys and on rows with no key), dV = P^T dy, dP = dy V^T, D = rowsum(dy * O), dS = P * (dP - D),
-    dQ = scale * dS K, dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads."""
+    dQ = scale * dS K, dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads. With softcap,
+    dS is also multiplied by 1 - tanh^2 of the capped scores. with_sink: (dq, dk, dv, d_sink), d_sink [Nq] =
+    -sum over the head's rows of p_sink * D, p_sink = exp(sink - max) / sum."""
     attrs = AttentionAttrs(*attrs, **named)
     problem, masks = _setup(query, key, value, attrs, pse, "")
     dy_b = problem.split_like_output(_f64(dy), "dy")
@@ -381,11 +407,17 @@ def fusion_attention_grad_reference(query, key, value, dy, *attrs, pse=None, **n
     dqs = [np.zeros(q.shape) for q in problem.qb]
     dks = [np.zeros(k.shape) for k in problem.kb]
     dvs = [np.zeros(v.shape) for v in problem.vb]
-    for b, h, kvh, rows, q, k, (o, p, _, _) in _blocks(problem, masks, scale):
+    softcap, sink = float(attrs.softcap), _sink(attrs)
+    d_sink = np.zeros(problem.nq)
+    for b, h, kvh, rows, q, k, (o, p, row_max, row_sum) in _blocks(problem, masks, scale, softcap, sink):
         g = dy_b[b][h, rows]
         dp = g @ problem.vb[b][kvh].T
-        ds = p * (dp - (g * o).sum(axis=-1, keepdims=True))
+        d = (g * o).sum(axis=-1, keepdims=True)
+        ds = p * (dp - d) * _scores(q, k, scale, softcap)[1]
+        if sink is not None:
+            d_sink[h] -= (np.exp(sink[h] - row_max) / row_sum * d[:, 0]).sum()
         dqs[b][h, rows] = scale * (ds @ k)
         dks[b][kvh] += scale * (ds.T @ q)
         dvs[b][kvh] += p.T @ g
-    return problem.output(dqs), problem.output(dks), problem.output(dvs)
+    grads = problem.output(dqs), problem.output(dks), problem.output(dvs)
+    return (*grads, d_sink) if with_sink else grads

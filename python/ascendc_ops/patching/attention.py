@@ -25,8 +25,9 @@ The mask translation, as HF's ``sdpa_attention_forward`` reads the same masks:
 
 Left unpatched at apply (the reason in the report), by structure: models whose class does not declare
 transformers' ``_supports_attention_backend``; attention layers passing the function keywords we cannot honour
-(``softcap``, ``s_aux`` / ``sinks``, ``position_bias``, a sparse indexer's ``indices``) or branching on the
-implementation's name; softcapping in the config (``attn_logit_softcapping``); a ``sinks`` parameter.
+(``sinks``, ``position_bias``, a sparse indexer's ``indices``) or branching on the implementation's name; a
+``sinks`` parameter not passed as ``s_aux``. Attention logit softcapping (Gemma 2/3's ``softcap`` keyword) and
+sinks (gpt-oss's ``s_aux``, as the op's ``sink`` in fp32) run in the kernel.
 Run on HF's sdpa at call time, with a warning naming the reason once (``FALLBACKS`` counts them): dropout > 0,
 ``position_bias``, a paged cache, ``output_attentions``, dtypes / head shapes the op does not take, float masks with
 other values. Gradients run on ``fusion_attention_grad`` through the op's autograd. Not in ``"auto"`` (it swaps the
@@ -37,8 +38,10 @@ from __future__ import annotations
 
 import ast
 import collections
+import functools
 import inspect
 import math
+import sys
 import textwrap
 
 import torch
@@ -54,7 +57,8 @@ _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 # the keywords an attention layer may pass that we read (or that make the call run sdpa: output_attentions)
 _READ_KWARGS = frozenset(
     ("dropout", "scaling", "is_causal", "attention_mask", "sliding_window", "position_ids", "output_attentions")
-    + ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "query", "key", "value")
+    + ("cu_seq_lens_q", "cu_seq_lens_k", "max_length_q", "max_length_k", "query", "key", "value", "softcap")
+    + ("s_aux",)
 )
 # reason -> calls that ran HF's sdpa instead of our op (a warning is logged the first time per reason)
 FALLBACKS: collections.Counter = collections.Counter()
@@ -95,7 +99,9 @@ def _unsupported_call(module, query, key, value, mask, dropout, kwargs) -> str |
         (kwargs.get("position_bias") is not None, "a position_bias"),
         (kwargs.get("cache") is not None, "a paged cache"),
         (bool(kwargs.get("output_attentions")), "output_attentions=True"),
-        (kwargs.get("softcap") is not None, "softcapping"),
+        (not (kwargs.get("softcap") or 0.0) >= 0.0, f"softcap={kwargs.get('softcap')}"),
+        (kwargs.get("s_aux") is not None and tuple(kwargs["s_aux"].shape) != (query.shape[1],),
+         f"sinks of shape {tuple(getattr(kwargs.get('s_aux'), 'shape', ()))} for {query.shape[1]} heads"),
         (query.dtype not in _DTYPES or not (query.dtype == key.dtype == value.dtype), f"dtype {query.dtype}"),
         (query.shape[-1] != key.shape[-1] or value.shape[-1] > key.shape[-1],
          f"head dims q {query.shape[-1]}, k {key.shape[-1]}, v {value.shape[-1]}"),
@@ -109,10 +115,31 @@ def _unsupported_call(module, query, key, value, mask, dropout, kwargs) -> str |
 def _fallback(why: str, module, query, key, value, mask, dropout, scaling, kwargs):
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
+    # sdpa has no sinks and no softcap (it ignores s_aux and softcap): a call with either runs the model's own eager
+    own_eager = kwargs.get("s_aux") is not None or bool(kwargs.get("softcap"))
+    fn = sys.modules[type(module).__module__].eager_attention_forward if own_eager else sdpa_attention_forward
     if not FALLBACKS[why]:
-        logger.warning("ascendc_ops fused_attention: %s; this call and the like run HF's sdpa", why)
+        logger.warning("ascendc_ops fused_attention: %s; this call and the like run HF's %s", why, fn.__name__)
     FALLBACKS[why] += 1
-    return sdpa_attention_forward(module, query, key, value, mask, dropout=dropout, scaling=scaling, **kwargs)
+    if own_eager:  # eager adds a float mask, knows no is_causal: what sdpa_mask built (or left to is_causal) as one
+        causal = kwargs.pop("is_causal", None)
+        mask = _additive_mask(mask, query, key, getattr(module, "is_causal", True) if causal is None else causal)
+    return fn(module, query, key, value, mask, dropout=dropout, scaling=scaling, **kwargs)
+
+
+def _additive_mask(mask, query, key, causal: bool):
+    """An eager attention's additive mask for what sdpa would read: a boolean mask (True = attend) or none with
+    is_causal (top-left); a float mask as it is."""
+    s_q, s_kv = query.shape[2], key.shape[2]
+    if mask is None:
+        if not causal or s_q == 1:
+            return None
+        mask = torch.ones(s_q, s_kv, dtype=torch.bool, device=query.device).tril()
+    if mask.dtype != torch.bool:
+        return mask
+    return torch.zeros(mask.shape, dtype=query.dtype, device=query.device).masked_fill(
+        ~mask, torch.finfo(query.dtype).min
+    )
 
 
 def _band(mask: torch.Tensor, window, causal: bool) -> int:
@@ -163,7 +190,12 @@ def fused_attention_forward(
     heads, s_q, s_kv, dim = query.shape[1], query.shape[2], key.shape[2], query.shape[-1]
     scale = scaling if scaling is not None else 1.0 / math.sqrt(dim)
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
-    op = torch.ops.custom.fusion_attention.default
+    sink = kwargs.get("s_aux")  # gpt-oss's sinks, a parameter in the model's dtype: the op takes them in fp32
+    op = functools.partial(
+        torch.ops.custom.fusion_attention.default,
+        softcap=float(kwargs.get("softcap") or 0.0),
+        sink=None if sink is None else sink.float(),
+    )
     packed = _packed(query, key, kwargs) if causal and not torch.compiler.is_compiling() else None
     if packed is not None:
         q, k, v = (t[0].transpose(0, 1).contiguous() for t in (query, key, value))  # [T, N, D]
@@ -212,7 +244,7 @@ def _calls_interface(cls: type) -> bool:
 
 def _unread_arguments(cls: type) -> str | None:
     """Why the class's call of the attention function asks for what fusion_attention cannot give (None: it
-    does not): keywords outside what we read or run elsewhere (softcap, sinks / s_aux, position_bias, a sparse
+    does not): keywords outside what we read or run elsewhere (sinks, position_bias, a sparse
     indexer's indices), or a forward that branches on the implementation's name (DeepSeek-V3.2's indexer goes
     into the mask only for "eager" / "sdpa", other names get ``indices`` to consume)."""
     tree = _forward_tree(cls)
@@ -226,7 +258,30 @@ def _unread_arguments(cls: type) -> str | None:
             isinstance(x, ast.Attribute) and x.attr == "_attn_implementation" for x in (n.left, *n.comparators)
         ):
             return "its forward branches on config._attn_implementation (another name would change what it computes)"
+        if _extends_mask(n):
+            return (
+                "its forward extends attention_mask with its own additive bias (torch.cat / F.pad): the boolean mask "
+                "HF's sdpa_mask builds for us would read that bias inverted"
+            )
     return None
+
+
+def _extends_mask(node) -> bool:
+    """An assignment `attention_mask = ...cat(...) / ...pad(...)` (DeepSeek-V4 appends its compressed keys' bias)."""
+    if not (isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "attention_mask" for t in node.targets)):
+        return False
+    calls = (c for c in ast.walk(node.value) if isinstance(c, ast.Call))
+    return any(getattr(c.func, "attr", getattr(c.func, "id", None)) in ("cat", "pad") for c in calls)
+
+
+def _passes_keyword(cls: type, name: str) -> bool:
+    """Whether the class's forward passes `name=` to its attention_interface call."""
+    tree = _forward_tree(cls)
+    return tree is not None and any(
+        isinstance(n, ast.Call) and getattr(n.func, "id", None) == "attention_interface"
+        and any(k.arg == name for k in n.keywords)
+        for n in ast.walk(tree)
+    )  # fmt: skip
 
 
 def _attention_modules(model: nn.Module):
@@ -240,10 +295,11 @@ def _unsupported_model(m: nn.Module) -> str | None:
     if (why := _unread_arguments(type(m))) is not None:
         return why
     cfg = m.config
-    softcap = getattr(cfg, "attn_logit_softcapping", None) or getattr(m, "attn_logit_softcapping", None)
     checks = (
-        (softcap, f"attention logit softcapping ({softcap}): fusion_attention has no softcap"),
-        (isinstance(getattr(m, "sinks", None), torch.Tensor), "attention sinks: fusion_attention has none"),
+        (
+            isinstance(getattr(m, "sinks", None), torch.Tensor) and not _passes_keyword(type(m), "s_aux"),
+            "attention sinks not passed to the attention function as s_aux=",
+        ),
         (not hasattr(cfg, CONFIG_ATTR), "its config has no attention implementation setting"),
     )
     return next((why for bad, why in checks if bad), None)

@@ -1,9 +1,9 @@
 """fused_linear_cross_entropy: a causal LM's training loss from its final hidden states and ``lm_head.weight`` on
 ``torch.ops.custom.linear_cross_entropy``, without the ``[tokens, vocab]`` logits.
 
-Found by structure: every module with an ``lm_head`` (a plain ``nn.Linear`` without bias or hooks) whose forward
-calls ``logits = self.lm_head(hidden_states)`` once and passes those logits, after at most a constant scale and a
-softcap (Cohere's ``logit_scale``, Granite's ``logits_scaling``, Gemma's ``final_logit_softcapping``), to
+Found by structure: every module with an ``lm_head`` (a plain ``nn.Linear``, with or without bias, no hooks) whose
+forward calls ``logits = self.lm_head(hidden_states)`` once and passes those logits, after at most a constant scale
+and a softcap (Cohere's ``logit_scale``, Granite's ``logits_scaling``, Gemma's ``final_logit_softcapping``), to
 ``self.loss_function(logits, labels, ...)`` under ``if labels is not None`` (``lm_head_tail.py`` reads it), with
 transformers' ``ForCausalLMLoss`` as that loss function. It is patched only if a probe agrees: random hidden
 states and LM head, the forward's own logit statements and ``ForCausalLMLoss`` against our op, per sequence,
@@ -15,7 +15,8 @@ How it runs (instance attributes only: the model's ``forward``, its ``_loss_func
 training mode and ``labels`` are given, the patched forward runs the model's own forward with the LM head
 capturing its input and returning an empty ``[..., 0]`` tensor, so everything else -- the base model's call,
 ``logits_to_keep``'s slicing, MoE auxiliary losses added to the loss, the output class -- is the model's own code;
-the loss function then computes ForCausalLMLoss's loss from the captured hidden states (labels shifted with
+the loss function then computes ForCausalLMLoss's loss from the captured hidden states and the head's weight and
+bias (labels shifted with
 ``ignore_index`` padding unless a collator passed ``shift_labels``; mean, or sum / ``num_items_in_batch``). The
 output's ``logits`` is None (in a ``return_dict=False`` tuple, the empty tensor). In eval mode, or without labels
 (generation), the model's forward runs unchanged. The tied embedding's gradient arrives through ``lm_head.weight``,
@@ -57,11 +58,13 @@ class State:
     capturing: bool = False
     hidden: torch.Tensor | None = None
     weight: torch.Tensor | None = None
+    bias: torch.Tensor | None = None
 
 
 def fused_loss(hidden, weight, labels, vocab_size, num_items_in_batch=None, ignore_index=-100, shift_labels=None, *,
-               scale=1.0, softcap=None):  # fmt: skip
-    """transformers' ForCausalLMLoss on ``logits = softcap(scale * hidden @ weight.T)`` without making the logits:
+               scale=1.0, softcap=None, bias=None):  # fmt: skip
+    """transformers' ForCausalLMLoss on ``logits = softcap(scale * (hidden @ weight.T + bias))`` without making the
+    logits:
     labels shifted left with ``ignore_index`` padding (unless ``shift_labels`` is given), mean over the counted
     tokens, or their sum over ``num_items_in_batch`` (gradient accumulation)."""
     if vocab_size != weight.shape[0]:
@@ -78,10 +81,13 @@ def fused_loss(hidden, weight, labels, vocab_size, num_items_in_batch=None, igno
             f"expected {h.shape[0]}, got {target.shape[0]}"
         )
     reduction = "sum" if num_items_in_batch is not None else "mean"
+    if scale != 1.0:  # scale (h W^T + b) = (scale h) W^T + scale b
+        h, bias = h * scale, None if bias is None else bias * scale
     loss = linear_cross_entropy(
-        h * scale if scale != 1.0 else h,
+        h,
         weight,
         target,
+        bias,
         ignore_index=ignore_index,
         softcap=softcap,
         reduction=reduction,
@@ -97,15 +103,15 @@ def _loss_function(self, logits, labels, vocab_size, num_items_in_batch=None, ig
                    **kwargs):  # fmt: skip
     """The model's ``_loss_function``: ForCausalLMLoss's signature; the fused loss when the LM head captured."""
     state: State = self.__dict__[STATE_ATTR]
-    hidden, weight = state.hidden, state.weight
+    hidden, weight, bias = state.hidden, state.weight, state.bias
     if hidden is None:  # the head made real logits (eval mode, or a head swapped in after the patch)
         return state.loss(logits, labels, vocab_size, num_items_in_batch, ignore_index, shift_labels, **kwargs)
-    state.hidden = state.weight = None
+    state.hidden = state.weight = state.bias = None
     if vocab_size == logits.shape[-1] == 0:  # read off the placeholder's width (Inkling: logits.shape[-1])
         vocab_size = weight.shape[0]
     return fused_loss(
         hidden, weight, labels, vocab_size, num_items_in_batch, ignore_index, shift_labels,
-        scale=state.scale, softcap=state.softcap,
+        scale=state.scale, softcap=state.softcap, bias=bias,
     )  # fmt: skip
 
 
@@ -113,7 +119,7 @@ def _head_forward(self, x: torch.Tensor) -> torch.Tensor:
     """The LM head's forward: while its model's fused forward runs, keep the input and make no logits."""
     state: State = self.__dict__[STATE_ATTR]
     if state.capturing:
-        state.hidden, state.weight = x, self.weight
+        state.hidden, state.weight, state.bias = x, self.weight, self.bias
         return x.new_empty((*x.shape[:-1], 0))
     return nn.Linear.forward(self, x)
 
@@ -128,7 +134,7 @@ def _forward(self, *args, **kwargs):
     try:
         out = state.forward(*args, **kwargs)
     finally:
-        state.capturing, state.hidden, state.weight = False, None, None
+        state.capturing, state.hidden, state.weight, state.bias = False, None, None, None
     logits = out.get("logits") if not isinstance(out, tuple) else None
     if logits is None or logits.shape[-1] != 0:  # a tuple, or real logits (an lm_head swapped in since the patch)
         return out
@@ -145,7 +151,6 @@ def _refusal(m: nn.Module) -> tuple[str | None, object]:
     hooks = hooks or module._global_forward_pre_hooks
     checks = (
         (type(head) is not nn.Linear, f"lm_head is {type(head).__name__}, not a plain nn.Linear"),
-        (type(head) is nn.Linear and head.bias is not None, "lm_head has a bias (the op has none)"),
         (bool(hooks), "lm_head has forward hooks (they would see no logits)"),
         ("forward" in head.__dict__, "lm_head's forward is already patched"),
         (getattr(m, "loss_function", None) is not ForCausalLMLoss, "its loss_function is not ForCausalLMLoss"),
@@ -184,8 +189,8 @@ def _probe(m: nn.Module, tail, scale: float, softcap: float | None) -> str | Non
         return torch.stack([m.loss_function(logits[i : i + 1], y[i : i + 1], probe_vocab) for i in range(len(y))])
 
     def ours(part, h, y):
-        each = [fused_loss(h[i : i + 1], part.weight, y[i : i + 1], probe_vocab, scale=scale, softcap=softcap)
-                for i in range(len(y))]  # fmt: skip
+        each = [fused_loss(h[i : i + 1], part.weight, y[i : i + 1], probe_vocab, scale=scale, softcap=softcap,
+                           bias=part.bias) for i in range(len(y))]  # fmt: skip
         return torch.stack(each)
 
     return probe.disagreement(head, theirs, ours, (x, labels), params)

@@ -80,7 +80,7 @@ def host_profile(name: str, shape=None, dtype: str = "float32", pass_: str = "fw
             break
     agg = aggregate(launches)
     agg["apis"] = [{"op": op_, "pipe": pipe, **v} for (op_, pipe), v in agg["apis"].items()]
-    must = runner.OPS[name].bytes_moved(inputs, None, pass_)
+    must = runner.OPS[name].bytes_moved(inputs, None, pass_).total
     return {
         "op": name,
         "pass": pass_,

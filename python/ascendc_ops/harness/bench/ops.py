@@ -217,7 +217,7 @@ def run_case(name, shape, dtype_name, pass_, cfg: Config, compiled, preset: str 
             calls = {k: (lambda y=y: torch.autograd.grad(y, xg, dy, retain_graph=True)[0]) for k, y in ys.items()}
         else:  # full: forward with grad + backward, each call
             calls = dict(whole)
-    moved = op.bytes_moved(inputs, None, pass_)
+    moved = op.bytes_moved(inputs, None, pass_).total
     src = torch.randn(moved // 2 // x.element_size(), generator=gen).to(dtype)
     dst = torch.empty_like(src)
     calls["copy"] = lambda: dst.copy_(src)
@@ -297,7 +297,7 @@ def fmt_x(v):
 def markdown(rows) -> str:
     head = (
         "| op | shape | dtype | pass | ours ms (p20-p80) | step-by-step ms | torch.compile ms | copy ms "
-        "| ours GB/s | % of copy | 910B est. us | % HBM roofline | vs step | vs compile | peak MB ours/step/compile "
+        "| ours GB/s | % of copy | 910B est. us | % of roofline | vs step | vs compile | peak MB ours/step/compile "
         "| target step | target compile | target copy |"
     )
     lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
@@ -414,11 +414,12 @@ def run(cfg: Config, out=None) -> list[dict]:
         + compile_txt
         + "bwd = torch.autograd.grad(y, x, dy) with a fixed dy (dx only); full = forward with grad + that "
         "backward in each call. GB/s = (inputs read once + outputs written once, both passes for full) / median; "
-        "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % HBM roofline: the pipeline "
+        "copy = dst.copy_(src) of half those bytes, same run. 910B est. us / % of roofline: the pipeline "
         "model's estimate for the same call with the 910B tiling (a model, not a measurement; README), "
         + ("calibrated; " if cfg.calibrated else "uncalibrated (prior values); ")
-        + "for a cube op (grouped_matmul, fusion_attention) the roofline is the larger of its bytes at HBM "
-        "bandwidth and its FLOPs at the cube's peak. "
+        + "the roofline is the least work under the model's L2 rule (its reads from HBM, its writes held by the "
+        "L2 up to its capacity: docs/pipeline-model.md) or, for a cube op (grouped_matmul, fusion_attention), its "
+        "FLOPs at the cube's peak when larger. "
         f"Peak MB: {MEMORY_METHOD}; bwd/full rows: forward with grad + backward. Targets: {TARGETS}.",
         file=out,
     )

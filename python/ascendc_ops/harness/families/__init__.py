@@ -6,9 +6,9 @@ attention)."""
 
 from __future__ import annotations
 
-from . import attention, cross_entropy, grouped_matmul, moe_routing, rms_norm, rope, swiglu
+from . import attention, cross_entropy, grouped_matmul, moe_routing, optimizer, rms_norm, rope, swiglu
 
-FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing, attention, cross_entropy)
+FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing, attention, cross_entropy, optimizer)
 
 VERIFY_OPS = {name: spec for family in FAMILIES for name, spec in family.VERIFY.items()}
 BENCH_OPS = {name: spec for family in FAMILIES for name, spec in family.BENCH.items()}

@@ -31,7 +31,7 @@ from ...ops.attention_args import (
 )
 from ..values import GenContext, signed_uniform
 from ..verify.attention_grad_standard import check_cancelling, grad_bounds
-from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
+from .base import DTYPES, Moved, OpBench, OpSpec, Targets, case_tensor, per_pass
 
 SIGNED, POSITIVE = [-1.0, 1.0], [0.25, 1.25]  # the default suite's query / key and value ranges
 NORMAL = {"value_range": [[0.0, 1.0]], "data_distribute": "normal"}  # N(0, 1): scores of both signs, std ~1
@@ -46,7 +46,7 @@ def case_attrs(a: dict, atten_mask=None) -> AttentionAttrs:
     return AttentionAttrs(
         int(a["head_num"]), str(a["input_layout"]), atten_mask, float(a.get("scale", d["scale"])),
         int(a.get("pre_tockens", d["pre_tockens"])), int(a.get("next_tockens", d["next_tockens"])), *lists,
-        int(a.get("sparse_mode", d["sparse_mode"])),
+        int(a.get("sparse_mode", d["sparse_mode"])), float(a.get("softcap", d["softcap"])), a.get("sink"),
     )  # fmt: skip
 
 
@@ -140,8 +140,8 @@ def torch_fusion_attention(q, k, v, mask, head_num: int, layout: str, a: dict):
         g = head_num // kb.shape[0]
         kb, vb = kb.repeat_interleave(g, 0), vb.repeat_interleave(g, 0)
         keep = None if dense is None else torch.from_numpy(~dense[b, :, : qb.shape[1], : kb.shape[1]])
-        s = (qb @ kb.transpose(-1, -2)) * kw.scale
-        s32 = (qb.float() @ kb.float().transpose(-1, -2)) * kw.scale
+        s = softcapped((qb @ kb.transpose(-1, -2)) * kw.scale, kw.softcap)
+        s32 = softcapped((qb.float() @ kb.float().transpose(-1, -2)) * kw.scale, kw.softcap)
         if keep is not None:
             s, s32 = s.masked_fill(~keep, float("-inf")), s32.masked_fill(~keep, float("-inf"))
         outs.append(torch.softmax(s, dim=-1).nan_to_num(0.0) @ vb)
@@ -296,35 +296,56 @@ def sequences(t: dict, a: dict):
         yield (*parts, None if keep is None else keep[i])
 
 
-def torch_grads(q, k, v, dy, keep, scale):
+def softcapped(s: torch.Tensor, softcap: float) -> torch.Tensor:
+    """Scores as Gemma 2/3 cap them (softcap * tanh(s / softcap)), or as they are for softcap 0."""
+    return softcap * torch.tanh(s / softcap) if softcap else s
+
+
+def torch_grads(q, k, v, dy, keep, scale, softcap=0.0, sink=None):
     """PyTorch's own backward: autograd of eager attention in the inputs' dtype ([N, s, D], GQA by repeat, a row
-    with no key gives 0 and passes no gradient)."""
+    with no key gives 0 and passes no gradient); with sink ([N], a logit per head with no value, gpt-oss's eager
+    attention) also d_sink."""
+    leaves = (q, k, v) if sink is None else (q, k, v, sink)
     if not q.shape[1] or not k.shape[1]:  # an empty sequence
-        return tuple(torch.zeros_like(x) for x in (q, k, v))
-    q, k, v = (x.detach().clone().requires_grad_() for x in (q, k, v))
+        return tuple(torch.zeros_like(x) for x in leaves)
+    q, k, v, *sink = (x.detach().clone().requires_grad_() for x in leaves)
     g = q.shape[0] // k.shape[0]
-    s = (q @ k.repeat_interleave(g, 0).transpose(-1, -2)) * scale
-    if keep is not None:
-        live = keep.any(-1, keepdim=True)
-        s = s.masked_fill(~keep, float("-inf")).masked_fill(~live, 0.0)
-    p = torch.softmax(s, dim=-1)
-    if keep is not None:
-        p = p * live.to(p.dtype)
-    return torch.autograd.grad(p @ v.repeat_interleave(g, 0), (q, k, v), dy)
+    s = softcapped((q @ k.repeat_interleave(g, 0).transpose(-1, -2)) * scale, softcap)
+    if sink:  # with a sink no row is empty: a row with no key puts all of its weight on the sink
+        s = s if keep is None else s.masked_fill(~keep, float("-inf"))
+        col = sink[0].to(s.dtype)[:, None, None].expand(*s.shape[:-1], 1)
+        p = torch.softmax(torch.cat([s, col], -1), dim=-1)[..., :-1]
+    else:
+        if keep is not None:
+            live = keep.any(-1, keepdim=True)
+            s = s.masked_fill(~keep, float("-inf")).masked_fill(~live, 0.0)
+        p = torch.softmax(s, dim=-1)
+        if keep is not None:
+            p = p * live.to(p.dtype)
+    return torch.autograd.grad(p @ v.repeat_interleave(g, 0), (q, k, v, *sink), dy)
 
 
 def torch_fusion_attention_grad(t: dict, a: dict) -> tuple:
-    """PyTorch's (dq, dk, dv) in the inputs' dtype and layout."""
-    layout, scale = str(a["input_layout"]), case_attrs(a).scale
-    per = [torch_grads(q, k, v, dy, keep, scale) for q, k, v, dy, _, _, _, keep in sequences(t, a)]
-    return tuple(from_sequences([p[i] for p in per], layout) for i in range(3))
+    """PyTorch's (dq, dk, dv) in the inputs' dtype and layout; with a sink in the attrs also d_sink (fp32 [N1])."""
+    layout, kw = str(a["input_layout"]), case_attrs(a)
+    per = [
+        torch_grads(q, k, v, dy, keep, kw.scale, kw.softcap, kw.sink) for q, k, v, dy, _, _, _, keep in sequences(t, a)
+    ]
+    grads = tuple(from_sequences([p[i] for p in per], layout) for i in range(3))
+    return grads if kw.sink is None else (*grads, sum(p[3] for p in per))
 
 
 def fusion_attention_grad_bounds(t: dict, a: dict) -> tuple:
-    """The fp32 evaluation bounds of dq, dk, dv (attention_grad_standard.grad_bounds), float64 in the layout."""
-    layout, scale, dtype = str(a["input_layout"]), case_attrs(a).scale, t["query"].dtype
-    per = [grad_bounds(q, k, v, dy, o, m, s, keep, scale, dtype) for q, k, v, dy, o, m, s, keep in sequences(t, a)]
-    return tuple(from_sequences([p[i] for p in per], layout).numpy() for i in range(3))
+    """The fp32 evaluation bounds of dq, dk, dv (attention_grad_standard.grad_bounds), float64 in the layout; with a
+    sink in the attrs also d_sink's."""
+    layout, kw, dtype = str(a["input_layout"]), case_attrs(a), t["query"].dtype
+    sink = None if kw.sink is None else kw.sink.double()
+    per = [
+        grad_bounds(q, k, v, dy, o, m, s, keep, kw.scale, dtype, kw.softcap, sink)
+        for q, k, v, dy, o, m, s, keep in sequences(t, a)
+    ]
+    bounds = tuple(from_sequences([p[i] for p in per], layout).numpy() for i in range(3))
+    return bounds if sink is None else (*bounds, sum(p[3] for p in per).numpy())
 
 
 def check_fusion_attention_grad(t: dict, a: dict, ours, second, golden) -> tuple:
@@ -523,9 +544,8 @@ def attention_bytes(inputs, out, pass_) -> int:
     kernel writes all three whatever autograd asks for); full: both. The mask (4 MiB, read in part) and the
     fp32 softmax statistics (S x N x 8 x 4 bytes each) are not counted."""
     q, k, v, _ = inputs
-    fwd = 2 * q.nbytes + k.nbytes + v.nbytes
-    bwd = 4 * q.nbytes + 2 * (k.nbytes + v.nbytes)
-    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
+    qkv = q.nbytes + k.nbytes + v.nbytes
+    return per_pass(Moved(qkv, q.nbytes), Moved(qkv + 2 * q.nbytes, qkv))[pass_]
 
 
 def attention_flops(inputs, pass_) -> int:

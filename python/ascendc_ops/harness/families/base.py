@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ...dtypes import FLOATS as DTYPES  # noqa: F401  (re-exported: the dtypes every family runs)
 
@@ -55,6 +56,23 @@ STREAMING = {
 }
 
 
+class Moved(NamedTuple):
+    """The bytes a call must move: inputs read once, outputs written once. The split matters to the model's
+    roofline: reads come cold from HBM, the write-back L2 keeps writes up to its capacity (pipeline/l2.py)."""
+
+    read: int
+    written: int
+
+    @property
+    def total(self) -> int:
+        return self.read + self.written
+
+
+def per_pass(fwd: Moved, bwd: Moved) -> dict[str, Moved]:
+    """{fwd, bwd, full}: full moves both passes' bytes."""
+    return {"fwd": fwd, "bwd": bwd, "full": Moved(fwd.read + bwd.read, fwd.written + bwd.written)}
+
+
 @dataclass(frozen=True)
 class OpBench:
     """How `bench` times one op."""
@@ -64,7 +82,7 @@ class OpBench:
     make_inputs: Callable  # (shape, dtype, generator) -> inputs; inputs[0] gets the gradient in bwd/full
     check_shape: Callable  # (shape) -> None, or ValueError saying what is wrong
     preset_shapes: Callable  # (bench.ops.LayerShapes, seq) -> shapes
-    bytes_moved: Callable  # (inputs, output, pass) -> bytes that must move
+    bytes_moved: Callable  # (inputs, output, pass) -> Moved: the bytes that must be read and written
     shape_help: str  # what --shape means for this op, e.g. "B,H,L,D"
     default_shapes: tuple  # shapes timed without --shape/--preset
     targets: dict  # pass -> Targets

@@ -14,7 +14,7 @@ from ...ops import cross_entropy_reference as R, linear_cross_entropy_reference 
 from ..values import GenContext
 from ..verify import linear_cross_entropy_bounds as LB
 from ..verify.attention_grad_standard import check_cancelling
-from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
+from .base import DTYPES, Moved, OpBench, OpSpec, Targets, case_tensor, per_pass
 
 
 # ---------------------------------------------------------------- value generators
@@ -250,7 +250,8 @@ def torch_linear_cross_entropy(t, a):
 
 def torch_linear_cross_entropy_grad(t, a):
     """PyTorch's backward as HF's path runs it: G = a p - b onehot - c from the fp32 logits of the dtype's matmul
-    (softcap's 1 - tanh^2 on top), cast back to the dtype (the .float()'s backward), then G W and G^T h there."""
+    (softcap's 1 - tanh^2 on top), cast back to the dtype (the .float()'s backward), then G W, G^T h and (a Linear's
+    bias) G summed over the tokens there."""
     start, cap = _lce_attrs(a)
     h, w = t["hidden"], t["weight"]
     raw = (h @ w.T).float()
@@ -261,7 +262,7 @@ def torch_linear_cross_entropy_grad(t, a):
     if cap:
         g = g * (1 - torch.tanh(raw / cap).square())
     g = g.to(h.dtype)
-    return g @ w, g.T @ h
+    return g @ w, g.T @ h, g.sum(0)
 
 
 def _golden_lce(g, a):
@@ -281,10 +282,12 @@ LCE_GRAD_BOUND = "linear cross-entropy grad bound"
 
 
 def check_lce_grad(t, a, ours, second, golden) -> tuple:
-    """grad_hidden and grad_weight cancel as attention's gradients do (G's rows sum to about 0): each is judged by
-    attention_grad_standard.check_cancelling with its fp32 evaluation bound (linear_cross_entropy_bounds)."""
+    """grad_hidden, grad_weight and grad_bias cancel as attention's gradients do (G's rows sum to about 0): each is
+    judged by attention_grad_standard.check_cancelling with its fp32 evaluation bound (linear_cross_entropy_bounds)."""
     g64 = {k: v.double().numpy() for k, v in t.items()}
-    bounds = LB.grad_bounds(t["hidden"], t["weight"], _logits_grad(g64, a), t["hidden"].dtype)
+    logits_grad = _logits_grad(g64, a)
+    bounds = LB.grad_bounds(t["hidden"], t["weight"], logits_grad, t["hidden"].dtype)
+    bounds += (LB.bias_grad_bound(t["hidden"], t["weight"], logits_grad),)
     return tuple(
         check_cancelling(y.double().numpy(), gold, s.double().numpy(), t["hidden"].dtype, b, LCE_GRAD_BOUND)
         for y, s, gold, b in zip(ours, second, golden, bounds, strict=True)
@@ -333,6 +336,7 @@ def lce_suite(grad: bool):
             outs = [
                 case_tensor("grad_hidden", [[t, h] for t, h, _ in shapes], f),
                 case_tensor("grad_weight", [[v, h] for _, h, v in shapes], f),
+                case_tensor("grad_bias", [[v] for _, _, v in shapes], f),
             ]
         else:
             outs = [case_tensor(k, vec, ["float32"] * n) for k in LCE_STATS]
@@ -376,7 +380,9 @@ VERIFY: dict[str, OpSpec] = {
         values=VALUES,
     ),
     "linear_cross_entropy": OpSpec(
-        run=lambda t, a: torch.ops.custom.linear_cross_entropy(t["hidden"], t["weight"], t["target"], *_lce_attrs(a)),
+        run=lambda t, a: torch.ops.custom.linear_cross_entropy(
+            t["hidden"], t["weight"], t["target"], None, None, *_lce_attrs(a)
+        ),
         second=torch_linear_cross_entropy,
         golden=_golden_lce,
         fuzz=fuzz_lce(False),
@@ -384,8 +390,11 @@ VERIFY: dict[str, OpSpec] = {
         values=LCE_VALUES,
     ),
     "linear_cross_entropy_grad": OpSpec(
+        # the suite draws no bias or class weights (tests/ops judges them): grad_bias is a zero bias's gradient
         run=lambda t, a: torch.ops.custom.linear_cross_entropy_grad(
             *(t[n] for n in ("hidden", "weight", "target", "lse", "grad_softmax", "grad_target", "grad_uniform")),
+            None,
+            None,
             *_lce_attrs(a),
         ),
         second=torch_linear_cross_entropy_grad,
@@ -419,7 +428,7 @@ def ce_bytes(inputs, out, pass_) -> int:
     """What must move at least: fwd, the logits read once and log_prob written; bwd, log_prob read and the gradient
     written; full: both (a row longer than one chunk reads its logits twice: 3 x where 2 x is counted)."""
     x = inputs[0].nbytes
-    return {"fwd": 2 * x, "bwd": 2 * x, "full": 4 * x}[pass_]
+    return per_pass(Moved(x, x), Moved(x, x))[pass_]
 
 
 # ---------------------------------------------------------------- bench: linear_cross_entropy
@@ -451,9 +460,8 @@ def lce_bytes(inputs, out, pass_) -> int:
     and four fp32 vectors per token (lse and the three coefficients) read, grad_hidden and grad_weight written;
     full: both."""
     hidden, weight, target = inputs
-    fwd = hidden.nbytes + weight.nbytes + target.nbytes + 16 * target.numel()
-    bwd = 2 * (hidden.nbytes + weight.nbytes) + target.nbytes + 16 * target.numel()
-    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
+    inputs_read, stats = hidden.nbytes + weight.nbytes + target.nbytes, 16 * target.numel()
+    return per_pass(Moved(inputs_read, stats), Moved(inputs_read + stats, hidden.nbytes + weight.nbytes))[pass_]
 
 
 def lce_flops(inputs, pass_) -> int:

@@ -12,7 +12,7 @@ import ascendc_ops
 
 from ...ops import grouped_matmul_reference as R
 from ..values import GenContext, signed_uniform
-from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
+from .base import DTYPES, Moved, OpBench, OpSpec, Targets, case_tensor, per_pass
 
 
 # ---------------------------------------------------------------- value generators
@@ -178,8 +178,7 @@ def mm_loop(x, w, counts):
 def gmm_bytes(inputs, out, pass_) -> int:
     x, w = inputs[0], inputs[1]
     y = x.shape[0] * w.shape[2] * x.element_size()
-    fwd, bwd = x.nbytes + w.nbytes + y, y + w.nbytes + x.nbytes
-    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
+    return per_pass(Moved(x.nbytes + w.nbytes, y), Moved(y + w.nbytes, x.nbytes))[pass_]
 
 
 def gmm_flops(inputs, pass_) -> int:

@@ -12,7 +12,7 @@ import ascendc_ops
 
 from ...ops import moe_routing_reference as R
 from ..values import GenContext, signed_uniform
-from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
+from .base import DTYPES, Moved, OpBench, OpSpec, Targets, case_tensor, per_pass
 
 
 # ---------------------------------------------------------------- value generators
@@ -147,8 +147,8 @@ def unpermute_torch(permuted, sorted_indices, probs):
 def routing_bytes(inputs, out, pass_) -> int:
     """permute: tokens read, T*K rows written; unpermute: T*K rows read, tokens written (bwd: the reverse)."""
     first, idx, probs = inputs
-    moved = first.nbytes * (1 + idx.shape[1]) if idx.dim() == 2 else first.nbytes + first.nbytes // probs.shape[1]
-    return {"fwd": moved, "bwd": moved, "full": 2 * moved}[pass_]
+    other = first.nbytes * idx.shape[1] if idx.dim() == 2 else first.nbytes // probs.shape[1]
+    return per_pass(Moved(first.nbytes, other), Moved(other, first.nbytes))[pass_]
 
 
 def check_routing(shape) -> None:

@@ -16,7 +16,7 @@ import ascendc_ops
 from ...ops import rms_norm_reference as R
 from ...ops.rms_norm import EPSILON
 from ..values import GenContext, signed_uniform
-from .base import OpBench, OpSpec, Targets
+from .base import Moved, OpBench, OpSpec, Targets, per_pass
 
 
 # ---------------------------------------------------------------- value generators
@@ -406,9 +406,9 @@ def norm_bytes(op: str) -> Callable:
     def count(inputs, out, pass_) -> int:
         x, gamma = inputs[0], inputs[-1]
         rstd = x.numel() // x.shape[-1] * 4
-        fwd = (2 if add or gated else 1) * x.nbytes + gamma.nbytes + x.nbytes + rstd + (x.nbytes if add else 0)
-        bwd = (3 if gated else 2) * x.nbytes + rstd + gamma.nbytes + x.nbytes
-        return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
+        fwd = Moved((2 if add or gated else 1) * x.nbytes + gamma.nbytes, x.nbytes + rstd + (x.nbytes if add else 0))
+        bwd = Moved((3 if gated else 2) * x.nbytes + rstd + gamma.nbytes, x.nbytes)
+        return per_pass(fwd, bwd)[pass_]
 
     return count
 

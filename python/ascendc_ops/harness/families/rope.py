@@ -14,7 +14,7 @@ import ascendc_ops
 
 from ...ops import rope_reference as R
 from ...ops.rope import rotate as torch_rotate
-from .base import DTYPES, OpBench, OpSpec, Targets, case_tensor
+from .base import DTYPES, Moved, OpBench, OpSpec, Targets, case_tensor, per_pass
 
 
 # ---------------------------------------------------------------- verify
@@ -343,8 +343,8 @@ def rope_preset_shapes(m, seq: int) -> list[tuple]:
 def rope_bytes(inputs, out, pass_) -> int:
     """x (or dy) and cos, sin read; y (or dx) written; full = both passes."""
     x, cos, sin = inputs
-    one = 2 * x.nbytes + cos.nbytes + sin.nbytes
-    return 2 * one if pass_ == "full" else one
+    one = Moved(x.nbytes + cos.nbytes + sin.nbytes, x.nbytes)
+    return per_pass(one, one)[pass_]
 
 
 def qk_step(q, k, cos, sin):
@@ -362,8 +362,8 @@ def qk_inputs(shape, dtype, gen):
 def qk_bytes(inputs, out, pass_) -> int:
     """query and key read and written, cos and sin read, per pass (dquery/dkey alike)."""
     q, k, cos, sin = inputs
-    one = 2 * (q.nbytes + k.nbytes) + cos.nbytes + sin.nbytes
-    return 2 * one if pass_ == "full" else one
+    one = Moved(q.nbytes + k.nbytes + cos.nbytes + sin.nbytes, q.nbytes + k.nbytes)
+    return per_pass(one, one)[pass_]
 
 
 def _rope_bench(ours, torch_fn, mode: str) -> OpBench:

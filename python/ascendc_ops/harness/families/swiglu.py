@@ -12,7 +12,7 @@ import ascendc_ops
 
 from ...ops import swiglu_reference as R
 from ..values import signed_uniform
-from .base import DTYPES, OpBench, OpSpec, Targets
+from .base import DTYPES, Moved, OpBench, OpSpec, Targets, per_pass
 
 
 # ---------------------------------------------------------------- verify
@@ -160,8 +160,7 @@ def check_gate_up(shape) -> None:
 def swiglu_bytes(inputs, out, pass_) -> int:
     """fwd: x read, y (half of x) written; bwd: dy and x read, dx written; full: both."""
     x = inputs[0].nbytes
-    fwd, bwd = x + x // 2, x // 2 + 2 * x
-    return {"fwd": fwd, "bwd": bwd, "full": fwd + bwd}[pass_]
+    return per_pass(Moved(x, x // 2), Moved(x // 2 + x, x))[pass_]
 
 
 BENCH: dict[str, OpBench] = {

@@ -1,6 +1,7 @@
 """`ascendc-ops estimate`: an op run on the CPU twin with the tiling of a modelled chip (910B: 48 blocks),
 every instruction recorded, and the pipeline model's estimate of its time on that chip: the bound, per-pipe
-utilisation, % of the roofline (HBM; for a cube op the larger of HBM and the cube's peak FLOP/s), a Chrome
+utilisation, % of the roofline (the least work's memory time under the model's L2 rule; for a cube op the larger
+of that and the cube's peak FLOP/s), a Chrome
 trace and (with matplotlib) a PNG timeline. These are model estimates (harness/platforms/*.json lists each
 parameter's source), not measurements; the measured host profile is bench/host_profile.py."""
 
@@ -13,8 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from .. import plot, runner
+from ..families.base import Moved
 from ..twin_record import packed_recording, recording
 from . import OpModel, Platform, is_calibrated, model_launches, model_platform
+from .l2 import floor_seconds, l2_traffic
 from .trace import write_trace
 
 PASSES = ("fwd", "bwd")
@@ -60,21 +63,25 @@ def run_and_record(name: str, inputs: tuple, pass_: str, plat: Platform) -> tupl
 
 @dataclass(frozen=True)
 class Roofline:
-    """The least time a call can take on the chip: the bytes it must move at HBM bandwidth and, for a cube
-    op, its FLOPs at every cube core's peak for its dtype; the larger is the roofline."""
+    """The least time a call can take on the chip by the model's own rules: the bytes it must move, split as
+    the model splits any launch's (pipeline/l2.py: reads come cold from HBM, the write-back L2 keeps the writes
+    up to its capacity), at HBM bandwidth, every one of them at the L2's, and, for a cube op, its FLOPs at
+    every cube core's peak for its dtype; the largest is the roofline."""
 
     must_bytes: int
+    hbm_bytes: int  # of must_bytes, those that reach HBM within the call
     flops: int
     hbm_us: float
+    l2_us: float
     cube_us: float
 
     @property
     def us(self) -> float:
-        return max(self.hbm_us, self.cube_us)
+        return max(self.hbm_us, self.l2_us, self.cube_us)
 
     @property
     def kind(self) -> str:
-        return "cube FLOP/s" if self.cube_us > self.hbm_us else "HBM"
+        return max((self.cube_us, "cube FLOP/s"), (self.l2_us, "L2"), (self.hbm_us, "HBM"))[1]
 
     def pct(self, est_us: float) -> float:
         return 100.0 * self.us / est_us if est_us else 0.0
@@ -82,10 +89,15 @@ class Roofline:
 
 def roofline(name: str, inputs: tuple, pass_: str, plat: Platform) -> Roofline:
     op = runner.OPS[name]
-    must = op.bytes_moved(inputs, None, pass_)
     flops = op.flops(inputs, pass_) if op.flops else 0
-    cube_us = flops / plat.cube_peak_flops(str(inputs[0].dtype)) * 1e6 if flops else 0.0
-    return Roofline(must, flops, must / plat.hbm_bytes_per_s * 1e6, cube_us)
+    return least_work(op.bytes_moved(inputs, None, pass_), flops, str(inputs[0].dtype), plat)
+
+
+def least_work(must: Moved, flops: int, dtype: str, plat: Platform) -> Roofline:
+    traffic = l2_traffic(must.read, must.read, must.written, plat)  # each byte once: no re-reads
+    memory = floor_seconds(traffic, plat)
+    cube_us = flops / plat.cube_peak_flops(dtype) * 1e6 if flops else 0.0
+    return Roofline(must.total, traffic.hbm_bytes, flops, memory["HBM"] * 1e6, memory["L2"] * 1e6, cube_us)
 
 
 def model_call(name: str, inputs: tuple, pass_: str, plat: Platform, keep_events: bool = False):
@@ -121,6 +133,8 @@ def summary(name, shape, dtype, pass_, plat, model: OpModel, roof: Roofline, inp
         "hbm_bytes_per_s": plat.hbm_bytes_per_s,
         "est_us": round(model.est_us, 3),
         "hbm_us": round(roof.hbm_us, 3),
+        "floor_hbm_bytes": roof.hbm_bytes,
+        "l2_us": round(roof.l2_us, 3),
         "flops": roof.flops,
         "cube_us": round(roof.cube_us, 3),
         "roofline": roof.kind,
@@ -213,8 +227,9 @@ def text(info: dict) -> str:
     cube = f"; {info['flops'] / 1e9:.2f} GFLOP: {info['cube_us']:.2f} us at the cube's peak" if info["flops"] else ""
     lines.append(
         f"  total: est {info['est_us']:.2f} us, bound {info['bound']}, {info['roofline_pct']:.1f}% of the "
-        f"{info['roofline']} roofline (must move {info['must_bytes'] / mb:.2f} MB: {info['hbm_us']:.2f} us at "
-        f"{info['hbm_bytes_per_s'] / 1e12:.2f} TB/s{cube})"
+        f"{info['roofline']} roofline (must move {info['must_bytes'] / mb:.2f} MB, {info['floor_hbm_bytes'] / mb:.2f} "
+        f"MB of it through HBM: {info['hbm_us']:.2f} us at {info['hbm_bytes_per_s'] / 1e12:.2f} TB/s; all of it "
+        f"through the L2: {info['l2_us']:.2f} us{cube})"
     )
     lines += kinds_text(info)
     if not info["modelled"]:
@@ -225,8 +240,7 @@ def text(info: dict) -> str:
 
 
 def model_columns(name: str, inputs: tuple, pass_: str, platform: str = "910B", calibrated: bool = True) -> dict:
-    """The bench's model columns for one row: estimated us and % of the roofline on `platform` (HBM; a cube
-    op's the larger of HBM and its FLOPs at the cube's peak)."""
+    """The bench's model columns for one row: estimated us and % of the roofline on `platform` (Roofline)."""
     plat = model_platform(platform, calibrated)
     model, roof, _ = model_call(name, inputs, pass_, plat)
     if unmodelled(model, roof.must_bytes):
@@ -271,9 +285,7 @@ def estimate_example(name: str, platform: str = "910B", out_dir: str = "estimate
     box = {}
     records = record_packed(lambda: box.setdefault("out", ex.call(inputs)), plat)
     model = model_launches(records, plat, keep_events=True)
-    must = sum(t.nbytes for t in inputs) + box["out"].nbytes
-    cube_us = ex.flops / plat.cube_peak_flops("float16") * 1e6
-    roof = Roofline(must, ex.flops, must / plat.hbm_bytes_per_s * 1e6, cube_us)
+    roof = least_work(Moved(sum(t.nbytes for t in inputs), box["out"].nbytes), ex.flops, "float16", plat)
     os.makedirs(out_dir, exist_ok=True)
     stem = os.path.join(out_dir, f"example_{name}_{plat.name}")
     trace, png = stem + ".trace.json", (stem + ".png" if plot.available() else None)

@@ -32,18 +32,30 @@ def unit_roundoff(dtype) -> tuple[float, float]:
     return (0.0, 0.0) if name == "float32" else (P.EPS[name] / 2, float(P.half_ulp(P.MIN_NORMAL[name] / 2, name)))
 
 
-def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
+# softcap * tanh(s / softcap) as the kernel evaluates it (2 s / softcap, exp, e - 1, e + 1, the quotient, times
+# softcap: each within an fp32 rounding or two): at most this many fp32 units of softcap off, tanh being 1-Lipschitz
+SOFTCAP_ULPS = 7
+# 1 - tanh^2 likewise: the square, the subtraction and tanh's own error twice
+SOFTCAP_GRAD_ULPS = 15
+U32 = 2.0**-24
+
+
+def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype, softcap=0.0, sink=None):
     """The fp32 evaluation bounds of dq, dk, dv of one sequence ([N, s, D] tensors; smax / ssum [N, s1]; keep
     [N or 1, s1, s2], True = attend, or None) as the kernel computes them, per element, in float64, against the
     exact gradients of the dtype-rounded inputs. P is recomputed from the given stats (their error measured:
     exp(m - m_in) * l / l_in), on scores off by the fp32 dot product's bound es, and goes to the cube in the
     dtype; dP = dy v^T and D = rowsum(dy * o) are fp32 dots, D from the given o (its error measured); dS = P (dP
-    - D) goes to the cube in the dtype; each sum of products costs gamma(terms + 16). Query heads in chunks of
-    about BLOCK_ELEMENTS scores (few small ops: fast on a loaded machine, and bounded memory)."""
+    - D) goes to the cube in the dtype; each sum of products costs gamma(terms + 16). With softcap, the scores are
+    capped (SOFTCAP_ULPS more error) and dS is times w = 1 - tanh^2 (SOFTCAP_GRAD_ULPS). With sink (float64 [N1],
+    joining P's sums), a 4th bound: d_sink's, -sum p_sink D with p_sink and D as erroneous as P's and D's in dS,
+    summed in fp32 (ops.attention.sink_grad). Query heads in chunks of about BLOCK_ELEMENTS scores (few small ops:
+    fast on a loaded machine, and bounded memory)."""
     n1, s1, d = q.shape
     n2, s2, dv = v.shape
     g, (u, tiny) = n1 // n2, unit_roundoff(dtype)
     b_dq, b_dk, b_dv = (torch.zeros(shape, dtype=torch.float64) for shape in ((n1, s1, d), (n2, s2, d), (n2, s2, dv)))
+    b_sink = torch.zeros(n1, dtype=torch.float64)
     step = max(1, BLOCK_ELEMENTS // max(s1 * s2, 1))
     for h0 in range(0, n1 if s1 and s2 else 0, step):
         h1 = min(h0 + step, n1)
@@ -51,23 +63,37 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
         qh, dyh, oh = (t[h0:h1].double() for t in (q, dy, o))
         kh, vh = k[kv].double(), v[kv].double()  # each query head's kv head
         s = scale * (qh @ kh.transpose(1, 2))
+        es = P.gamma(d) * scale * (qh.abs() @ kh.abs().transpose(1, 2)).amax(-1, keepdim=True)
+        w, e_w = 1.0, 0.0
+        if softcap:
+            tc = torch.tanh(s / softcap)
+            s, w = softcap * tc, 1 - tc * tc
+            e_w = SOFTCAP_GRAD_ULPS * U32 + 2 * es / softcap  # |dw/ds| <= 2 |tanh| w / softcap <= 1 / softcap
+            es = es + SOFTCAP_ULPS * U32 * softcap
         kept = torch.ones_like(s, dtype=torch.bool) if keep is None else keep[h0 : h1 if keep.shape[0] > 1 else 1]
         m = s.masked_fill(~kept, float("-inf")).amax(-1, keepdim=True)
+        sink_h = None if sink is None else sink[h0:h1, None, None]
+        if sink is not None:
+            m = torch.maximum(m, sink_h)
         live = torch.isfinite(m)
         e = torch.exp(s - torch.where(live, m, 0.0)).masked_fill(~kept, 0.0)
-        total = e.sum(-1, keepdim=True)
+        total = e.sum(-1, keepdim=True) + (0.0 if sink is None else torch.exp(sink_h - m))
         p = e / torch.where(live, total, 1.0)
-        es = P.gamma(d) * scale * (qh.abs() @ kh.abs().transpose(1, 2)).amax(-1, keepdim=True)
         m_in, l_in = smax[h0:h1].double()[..., None], ssum[h0:h1].double()[..., None]
         stats = torch.where(live, (torch.exp(m - m_in) * total / l_in - 1).abs(), 0.0)
         eps_p = es + stats + P.gamma(4) + u
         o_exact = p @ vh
         t = dyh @ vh.transpose(1, 2) - (dyh * o_exact).sum(-1, keepdim=True)
-        e_t = P.gamma(dv + 2) * (dyh.abs() @ vh.abs().transpose(1, 2) + (dyh.abs() * oh.abs()).sum(-1, keepdim=True))
-        e_t = e_t + (dyh * (oh - o_exact)).sum(-1, keepdim=True).abs()
+        e_o = (dyh * (oh - o_exact)).sum(-1, keepdim=True).abs()  # D's error from attention_in's
+        e_d = P.gamma(dv + 2) * (dyh.abs() * oh.abs()).sum(-1, keepdim=True) + e_o
+        e_t = P.gamma(dv + 2) * (dyh.abs() @ vh.abs().transpose(1, 2)) + e_d
+        if sink is not None:  # p_sink D per row, then the fp32 sum over the rows
+            p_sink, d_abs = torch.exp(sink_h - m) / total, (dyh * oh).sum(-1, keepdim=True).abs() + e_o
+            b_sink[h0:h1] = (p_sink * (eps_p * d_abs + e_d) + P.gamma(s1 + 16) * p_sink * d_abs).sum((1, 2))
         ds = (p * t).abs()
         d_p = tiny * kept  # P's absolute rounding below the dtype's normal range (0 where masked: exact)
         d_ds = p * (eps_p * t.abs() + e_t) + d_p * t.abs() + u * ds + d_p
+        ds, d_ds = ds * w, d_ds * w + ds * e_w  # the gradient of the raw score
         ds_t, d_ds_t, p_t = ds.transpose(1, 2), d_ds.transpose(1, 2), p.transpose(1, 2)
         b_dq[h0:h1] = scale * (d_ds @ kh.abs() + P.gamma(s2 + 16) * (ds @ kh.abs()))
         part_k = scale * (d_ds_t @ qh.abs() + P.gamma(g * s1 + 16) * (ds_t @ qh.abs()))
@@ -75,7 +101,7 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype):
         for j in range(int(kv[0]), int(kv[-1]) + 1):  # a kv head sums its group's query heads
             b_dk[j] += part_k[kv == j].sum(0)
             b_dv[j] += part_v[kv == j].sum(0)
-    return b_dq, b_dk, b_dv
+    return (b_dq, b_dk, b_dv) if sink is None else (b_dq, b_dk, b_dv, b_sink)
 
 
 def check_cancelling(actual, golden, second, dtype, bound, label: str = NAME) -> P.Check:

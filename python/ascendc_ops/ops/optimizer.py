@@ -1,0 +1,44 @@
+"""The optimizer ops: thin wrappers over
+
+- ``torch.ops.custom.apply_adam_w(var, m, v, grad, max_grad_norm=None, *, lr, beta1, beta2, weight_decay, eps,
+  step, amsgrad, maximize)``: one AdamW step of torch.optim.AdamW (decoupled weight decay, bias corrections
+  from ``step``, this update's count), var / m / v (and, with amsgrad, v's running maximum ``max_grad_norm``, as
+  torch_npu names it) updated in place in one pass. var and grad fp32, fp16 or bf16; the states fp32.
+- ``torch.ops.custom.foreach_adam_w(var[], m[], v[], grad[], max_grad_norm[], *, ...)``: the same step over lists of
+  tensors of any sizes in one launch; the tiling deals runs of elements, not tensors, to the cores.
+- ``torch.ops.custom.foreach_norm(x[], scalar=2.0) -> Tensor[]``: cann-bench's foreach_norm, torch._foreach_norm's
+  result: the p-norm (p = scalar: 1, 2 or inf) of each tensor in one launch, accumulated in fp32, in x's dtype.
+
+The schemas and the attribute defaults come from op_proto/optimizer/*.json; the argument rules (shapes,
+dtypes, torch.optim.AdamW's hyperparameter ranges) from tiling/optimizer_problem.h, for the CPU, NPU and Meta
+kernels alike. No autograd: an optimizer step is not differentiated.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def apply_adam_w_(var, m, v, grad, max_grad_norm=None, **hyper):
+    """One AdamW step in place; returns (var, m, v). ``hyper``: the op's attributes by name (lr, beta1, beta2,
+    weight_decay, eps, step, amsgrad, maximize); those left out take the prototype's defaults."""
+    torch.ops.custom.apply_adam_w(var, m, v, grad, max_grad_norm, **hyper)
+    return var, m, v
+
+
+def foreach_adam_w_(var, m, v, grad, max_grad_norm=(), **hyper):
+    """One AdamW step over lists of tensors in one launch, in place; returns (var, m, v). Every var of one dtype;
+    ``max_grad_norm`` one tensor per var with amsgrad, else empty. ``hyper`` as apply_adam_w_'s."""
+    if len(var) == 0 and len(m) == 0 and len(v) == 0 and len(grad) == 0:
+        return var, m, v  # no tensor: nothing for the dispatcher to pick a backend by, nothing to do
+    torch.ops.custom.foreach_adam_w(list(var), list(m), list(v), list(grad), list(max_grad_norm), **hyper)
+    return var, m, v
+
+
+def foreach_norm(tensors, ord=2.0) -> list[torch.Tensor]:
+    """torch._foreach_norm(tensors, ord) for ord 1, 2 or inf in one launch: a 0-dim norm per tensor, in its dtype
+    (accumulated in fp32). Every tensor of one dtype."""
+    tensors = list(tensors)
+    if not tensors:
+        return []  # no tensor: nothing for the dispatcher to pick a backend by
+    return list(torch.ops.custom.foreach_norm(tensors, float(ord)))

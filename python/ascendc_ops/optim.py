@@ -1,0 +1,108 @@
+"""``FusedAdamW``: torch.optim.AdamW's optimizer with the update done by our one-pass kernel
+(``torch.ops.custom.foreach_adam_w``: param, grad, m and v read once, param, m and v written once).
+
+Same constructor, hyperparameters, param groups and ``state_dict`` layout as torch.optim.AdamW (``step`` a float32
+tensor, ``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq`` with amsgrad), so a state saved by one loads into the other.
+The states are float32 whatever the parameter's dtype (torch keeps them in the parameter's); a state loaded from
+torch.optim.AdamW in another dtype is widened at the next step, and torch narrows ours on load. One launch per param
+group, device, parameter dtype and step count (usually one per group). capturable / differentiable / fused=True (CUDA
+graphs, autograd through the step, torch's own fused kernels) are refused.
+
+``clip_grad_norm_``: torch.nn.utils.clip_grad_norm_'s contract (same arguments, the total norm returned,
+error_if_nonfinite) with the per-tensor norms from one foreach_norm launch per gradient dtype; the total norm, the
+coefficient and the scaling (torch._foreach_mul_) are torch's. A norm_type other than 1, 2 or inf is torch's own.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+class FusedAdamW(torch.optim.Optimizer):
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, **options):
+        params = list(params)
+        # torch.optim.AdamW's own constructor checks the hyperparameters (its errors, its words) and gives the
+        # param-group keys, so both optimizers' state_dicts hold the same fields.
+        template = torch.optim.AdamW(
+            [torch.zeros(1)], lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, **options
+        )
+        for key in ("capturable", "differentiable"):
+            if template.defaults.get(key):
+                raise ValueError(f"FusedAdamW: {key}=True is not supported (our kernel runs outside autograd/graphs)")
+        if template.defaults.get("fused"):
+            raise ValueError("FusedAdamW: fused=True selects torch's own fused kernel; leave it None")
+        super().__init__(params, template.defaults)
+
+    def _state_of(self, p: torch.Tensor, amsgrad: bool) -> dict:
+        state = self.state[p]
+        if not state:
+            state["step"] = torch.tensor(0.0, dtype=torch.float32)
+            state["exp_avg"] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.preserve_format)
+            state["exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.preserve_format)
+        names = ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if amsgrad else ())
+        for name in names:
+            if name not in state:  # amsgrad switched on after some steps: torch starts the maximum at 0
+                state[name] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.preserve_format)
+            elif state[name].dtype != torch.float32:  # loaded from torch.optim.AdamW on a 16-bit parameter
+                state[name] = state[name].float()
+        return state
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            amsgrad = bool(group["amsgrad"])
+            # one launch serves tensors of one device and dtype at one step count
+            buckets: dict[tuple, list] = {}
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self._state_of(p, amsgrad)
+                state["step"] += 1
+                buckets.setdefault((p.device, p.dtype, float(state["step"])), []).append((p, state))
+            for (_, _, step), members in buckets.items():
+                states = [s for _, s in members]
+                torch.ops.custom.foreach_adam_w(
+                    [p for p, _ in members], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
+                    [p.grad for p, _ in members], [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                    lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2),
+                    weight_decay=float(group["weight_decay"]), eps=float(group["eps"]), step=step, amsgrad=amsgrad,
+                    maximize=bool(group["maximize"]),
+                )  # fmt: skip
+        return loss
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None) -> torch.Tensor:
+    """Scales the gradients of ``parameters`` so their total ``norm_type`` norm is at most ``max_norm``; returns the
+    total norm (of the gradients before scaling). ``foreach`` is accepted for torch's signature (ours always is)."""
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    parameters = list(parameters)
+    norm_type = float(norm_type)
+    if norm_type not in (1.0, 2.0, math.inf):
+        return torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    groups: dict[tuple, list] = {}  # one launch per device and dtype, as torch groups its foreach calls
+    for g in grads:
+        groups.setdefault((g.device, g.dtype), []).append(g)
+    first = grads[0].device
+    norms = [n.to(first) for group in groups.values() for n in torch.ops.custom.foreach_norm(group, norm_type)]
+    total = torch.linalg.vector_norm(torch.stack(norms), norm_type)
+    if error_if_nonfinite and torch.logical_or(total.isnan(), total.isinf()):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
+            "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+            "`error_if_nonfinite=False`"
+        )
+    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
+    for (device, _), group in groups.items():
+        torch._foreach_mul_(group, coef.to(device))
+    return total

@@ -1,0 +1,36 @@
+"""`ascendc-ops bench optimizer`: an AdamW step and clip_grad_norm_ over an LLM-shaped model's parameters, ours
+against torch's foreach and fused AdamW, run as a user runs it (a small model here)."""
+
+from __future__ import annotations
+
+import re
+
+from ascendc_ops import __main__ as cli
+from ascendc_ops.harness.bench import optimizer_step as B
+
+ROW = re.compile(
+    r"^\| (ours|torch-foreach|torch-fused) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| (\S+) \|$", re.M
+)
+
+
+def test_small_model_all_providers(capsys):
+    assert cli.main(["bench", "optimizer", "--shape", "64,2", "--dtype", "float32"]) == 0
+    out = capsys.readouterr().out
+    shapes = B.parameter_shapes(64, 2)
+    assert len(shapes) == 9 * 2 + 2 and f"{len(shapes)} tensors" in out
+    assert "bytes an element must move: step 28 (one pass), clipping 12" in out
+    rows = {m[0]: m for m in ROW.findall(out)}
+    assert set(rows) == set(B.PROVIDERS)
+    for name, r in rows.items():  # the same steps from the same start: the same parameters to fp32 rounding
+        assert float(r[5]) < 1e-6, (name, r)
+
+
+def test_a_bad_shape_is_refused(capsys):
+    assert cli.main(["bench", "optimizer", "--shape", "64,2,3"]) != 0
+
+
+def test_foreach_norm_bench_row_runs(capsys):
+    """`bench ops`' foreach_norm row through the roofline and the host profile (its bytes split into read and
+    written, as the model's least-work floor takes them: a plain count broke the default `bench` at its last row)."""
+    assert cli.main(["bench", "ops", "--op", "foreach_norm", "--shape", "4,4096"]) == 0
+    assert "foreach_norm" in capsys.readouterr().out

@@ -1,0 +1,116 @@
+"""ascendc_ops.optim.FusedAdamW against torch.optim.AdamW: 200 steps of a small model in lockstep (parameters within
+the fp32 standard of each other at every step, the same loss curve to printing precision), param groups, amsgrad,
+bf16 parameters, and state_dicts that load into each other."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ascendc_ops  # noqa: F401  (loads the library)
+from ascendc_ops import precision as P
+from ascendc_ops.optim import FusedAdamW
+
+
+def model(seed=0, dtype=torch.float32):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(16, 48), torch.nn.GELU(), torch.nn.Linear(48, 5)).to(dtype)
+
+
+def batches(n=8, seed=1):
+    gen = torch.Generator().manual_seed(seed)
+    return [(torch.randn(32, 16, generator=gen), torch.randint(0, 5, (32,), generator=gen)) for _ in range(n)]
+
+
+def train_step(net, opt, x, y):
+    loss = torch.nn.functional.cross_entropy(net(x.to(next(net.parameters()).dtype)).float(), y)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def assert_fp32_standard(ours, ref, label):
+    """MERE < 2^-13 and MARE < 10 * 2^-13 of ours against ref, over all parameters together."""
+    a = np.concatenate([p.detach().double().flatten().numpy() for p in ours])
+    g = np.concatenate([p.detach().double().flatten().numpy() for p in ref])
+    m = P.metrics(a, g, "float32")
+    t = P.THRESHOLDS["float32"]
+    assert m["mere"] < t and m["mare"] < 10 * t, f"{label}: {P.reported(m)}"
+
+
+def test_200_steps_in_lockstep_with_torch_adamw():
+    ref, ours = model(), model()
+    groups = lambda net: [  # noqa: E731  two groups: torch's usual no-decay split for biases
+        {"params": [p for n, p in net.named_parameters() if n.endswith("weight")]},
+        {"params": [p for n, p in net.named_parameters() if n.endswith("bias")], "weight_decay": 0.0},
+    ]
+    opt_ref = torch.optim.AdamW(groups(ref), lr=3e-3, weight_decay=0.05)
+    opt = FusedAdamW(groups(ours), lr=3e-3, weight_decay=0.05)
+    data = batches()
+    losses = []
+    for step in range(200):
+        x, y = data[step % len(data)]
+        loss_ref, loss = train_step(ref, opt_ref, x, y), train_step(ours, opt, x, y)
+        # equal to printing precision (5 decimals): within half a unit of the last digit printed
+        assert abs(loss - loss_ref) < 5e-6, f"step {step}: loss {loss:.7f} vs {loss_ref:.7f}"
+        losses.append(loss)
+        assert_fp32_standard(list(ours.parameters()), list(ref.parameters()), f"step {step}")
+    assert losses[-1] < 0.8 * losses[0]  # it learned: the comparison is not of two idle runs
+
+
+@pytest.mark.parametrize("amsgrad,maximize", [(True, False), (False, True)])
+def test_amsgrad_and_maximize_follow_torch(amsgrad, maximize):
+    ref, ours = model(2), model(2)
+    opt_ref = torch.optim.AdamW(ref.parameters(), lr=1e-2, amsgrad=amsgrad, maximize=maximize)
+    opt = FusedAdamW(ours.parameters(), lr=1e-2, amsgrad=amsgrad, maximize=maximize)
+    for x, y in batches(10, seed=3):
+        train_step(ref, opt_ref, x, y), train_step(ours, opt, x, y)
+        assert_fp32_standard(list(ours.parameters()), list(ref.parameters()), f"amsgrad={amsgrad}")
+
+
+def test_state_dicts_load_into_each_other():
+    data = batches(6, seed=4)
+    ref, ours = model(3), model(3)
+    opt_ref, opt = torch.optim.AdamW(ref.parameters(), lr=1e-2), FusedAdamW(ours.parameters(), lr=1e-2)
+    for x, y in data[:3]:
+        train_step(ref, opt_ref, x, y), train_step(ours, opt, x, y)
+    mine, theirs = opt.state_dict(), opt_ref.state_dict()
+    assert mine["param_groups"] == theirs["param_groups"]
+    assert {k: sorted(v) for k, v in mine["state"].items()} == {k: sorted(v) for k, v in theirs["state"].items()}
+    # swap: torch continues from our state, ours from torch's, and both stay with the other's run
+    opt_ref.load_state_dict(mine)
+    opt.load_state_dict(theirs)
+    for x, y in data[3:]:
+        train_step(ref, opt_ref, x, y), train_step(ours, opt, x, y)
+        assert_fp32_standard(list(ours.parameters()), list(ref.parameters()), "after the swap")
+
+
+def test_bf16_parameters_keep_fp32_states():
+    net = model(5, torch.bfloat16)
+    opt = FusedAdamW(net.parameters(), lr=1e-2)
+    first = None
+    for x, y in batches(20, seed=6):
+        loss = train_step(net, opt, x, y)
+        first = loss if first is None else first
+    state = opt.state[next(net.parameters())]
+    assert state["exp_avg"].dtype == torch.float32 and state["exp_avg_sq"].dtype == torch.float32
+    assert next(net.parameters()).dtype == torch.bfloat16 and loss < first
+
+
+def test_bad_hyperparameters_raise_torch_errors():
+    p = [torch.nn.Parameter(torch.zeros(3))]
+    with pytest.raises(ValueError, match="Invalid learning rate: -0.1"):
+        FusedAdamW(p, lr=-0.1)
+    with pytest.raises(ValueError, match="Invalid beta parameter at index 0: 1.0"):
+        FusedAdamW(p, betas=(1.0, 0.999))
+    with pytest.raises(ValueError, match="FusedAdamW: differentiable=True is not supported"):
+        FusedAdamW(p, differentiable=True)
+
+
+def test_sparse_grad_is_refused_by_name():
+    p = torch.nn.Parameter(torch.zeros(4))
+    p.grad = torch.zeros(4).to_sparse()
+    with pytest.raises(ValueError, match=r"foreach_adam_w: grad must be a dense \(strided\) tensor"):
+        FusedAdamW([p]).step()
