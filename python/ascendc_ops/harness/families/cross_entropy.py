@@ -190,8 +190,9 @@ def lce_lse(shape, attrs, ctx: GenContext | None = None):
     """The exact log-sum-exp of each token's logits (float64 from the dtype-rounded hidden and weight), as the
     forward leaves it: p = exp(logit - lse) is then a real softmax."""
     m, s, _, _ = LR.linear_cross_entropy_reference(
-        ctx.made["hidden"], ctx.made["weight"], np.zeros(shape), 0, float(attrs.get("softcap", 0.0))
-    )
+        ctx.made["hidden"], ctx.made["weight"], np.zeros(shape), 0, float(attrs.get("softcap", 0.0)),
+        ctx.made.get("bias"),
+    )  # fmt: skip
     return m + np.log(s)
 
 
@@ -226,9 +227,10 @@ def _lce_attrs(a) -> tuple[int, float]:
     return int(a.get("vocab_start_index", 0)), float(a.get("softcap", 0.0))
 
 
-def _hf_logits(hidden, weight, softcap: float):
-    """Hugging Face's logits: the LM head in the dtype, then .float() (ForCausalLMLoss), softcap in fp32."""
-    x = (hidden @ weight.T).float()
+def _hf_logits(hidden, weight, softcap: float, bias=None):
+    """Hugging Face's logits: the LM head (a Linear, its bias if any) in the dtype, then .float() (ForCausalLMLoss),
+    softcap in fp32."""
+    x = F.linear(hidden, weight, bias).float()
     return softcap * torch.tanh(x / softcap) if softcap else x
 
 
@@ -240,12 +242,13 @@ def _onehot(target, start: int, vocab: int, dtype):
 
 def torch_linear_cross_entropy(t, a):
     """The four statistics from HF's logits (in the dtype, then fp32): max, sum of exp(x - max), the target's logit
-    (0 outside the shard), the sum of the logits."""
+    (0 outside the shard), the sum of the logits (each times its class weight when given)."""
     start, cap = _lce_attrs(a)
-    x = _hf_logits(t["hidden"], t["weight"], cap)
+    x = _hf_logits(t["hidden"], t["weight"], cap, t.get("bias"))
     m = x.amax(1)
     onehot, _ = _onehot(t["target"], start, x.shape[1], x.dtype)
-    return m, torch.exp(x - m[:, None]).sum(1), (x * onehot).sum(1), x.sum(1)
+    weighed = x if t.get("class_weight") is None else x * t["class_weight"].float()[None, :]
+    return m, torch.exp(x - m[:, None]).sum(1), (x * onehot).sum(1), weighed.sum(1)
 
 
 def torch_linear_cross_entropy_grad(t, a):
@@ -254,24 +257,30 @@ def torch_linear_cross_entropy_grad(t, a):
     bias) G summed over the tokens there."""
     start, cap = _lce_attrs(a)
     h, w = t["hidden"], t["weight"]
-    raw = (h @ w.T).float()
+    raw = F.linear(h, w, t.get("bias")).float()
     x = cap * torch.tanh(raw / cap) if cap else raw
     onehot, _ = _onehot(t["target"], start, x.shape[1], x.dtype)
     coef = [t[k].float()[:, None] for k in ("grad_softmax", "grad_target", "grad_uniform")]
-    g = coef[0] * torch.exp(x - t["lse"].float()[:, None]) - coef[1] * onehot - coef[2]
+    uniform = coef[2] if t.get("class_weight") is None else coef[2] * t["class_weight"].float()[None, :]
+    g = coef[0] * torch.exp(x - t["lse"].float()[:, None]) - coef[1] * onehot - uniform
     if cap:
         g = g * (1 - torch.tanh(raw / cap).square())
     g = g.to(h.dtype)
     return g @ w, g.T @ h, g.sum(0)
 
 
+def _optional(t) -> tuple:
+    """The ops' optional inputs, bias [V] and class_weight [V], in their order (None when the case draws none)."""
+    return t.get("bias"), t.get("class_weight")
+
+
 def _golden_lce(g, a):
-    return LR.linear_cross_entropy_reference(g["hidden"], g["weight"], g["target"], *_lce_attrs(a))
+    return LR.linear_cross_entropy_reference(g["hidden"], g["weight"], g["target"], *_lce_attrs(a), *_optional(g))
 
 
 def _logits_grad(g, a):
     names = ("hidden", "weight", "target", "lse", "grad_softmax", "grad_target", "grad_uniform")
-    return LR.logits_grad_reference(*(g[n] for n in names), *_lce_attrs(a))
+    return LR.logits_grad_reference(*(g[n] for n in names), *_lce_attrs(a), *_optional(g))
 
 
 def _golden_lce_grad(g, a):
@@ -309,18 +318,21 @@ def lce_suite(grad: bool):
     """linear_cross_entropy / its grad in fp16, bf16 and fp32 on odd shapes (T, H, V): tokens 1 / 7 / 83, hidden 40 /
     80 / 769, vocabularies no multiple of 128 (1021, 1100, 4099, 32000 with its tail; Qwen2's 152064 + 7), a shard
     (vocab_start_index 1000), softcap 30 (the forward in every dtype; its grad in fp16 / bf16: docs/cross_entropy.md
-    says why fp32 is left out). hidden N(0, 1), weight N(0, 1 / H) (logits of unit size); one target in eight
-    outside the shard. The grad: lse the exact one, a uniform in [0.5, 1.5] / T (0 where ignored), b = a, c = 0
-    (plain cross-entropy), and label smoothing 0.1's coefficients in one case. T x V x H stays under 1e8 a case
-    (the twin computes the GEMMs on the CPU)."""
+    says why fp32 is left out), a Linear's bias with class weights. hidden N(0, 1), weight N(0, 1 / H) (logits of
+    unit size); one target in eight outside the shard. The grad: lse the exact one, a uniform in [0.5, 1.5] / T (0
+    where ignored), b = a, c = 0 (plain cross-entropy), and label smoothing 0.1's coefficients in two cases (one with
+    bias and class weights). T x V x H stays under 1e8 a case (the twin computes the GEMMs on the CPU)."""
     op = "linear_cross_entropy_grad" if grad else "linear_cross_entropy"
 
-    def entry(name, shapes, attrs=(), dtypes=DTYPES, smoothing=False):  # shapes: (T, H, V) each
+    def entry(name, shapes, attrs=(), dtypes=DTYPES, smoothing=False, optional=False):  # shapes: (T, H, V) each
         f = list(dtypes)
         n = len(f)
         h_dist = {"value_range": [[0.0, 1.0]], "data_distribute": "normal"}
         ins = [case_tensor("hidden", [[t, h] for t, h, _ in shapes], f, **h_dist)]
         ins.append(case_tensor("weight", [[v, h] for _, h, v in shapes], f, value="lce_weight"))
+        if optional:  # a Linear's bias N(0, 1) (the logits' own size) and class weights in [0.25, 1]
+            ins.append(case_tensor("bias", [[v] for *_, v in shapes], f, **h_dist))
+            ins.append(case_tensor("class_weight", [[v] for *_, v in shapes], ["float32"] * n, value_range=[[0.25, 1.0]]))
         ins.append(case_tensor("target", [[t] for t, _, _ in shapes], ["int64"] * n, value="lce_target"))
         vec = [[t] for t, _, _ in shapes]
         if grad:
@@ -351,8 +363,10 @@ def lce_suite(grad: bool):
         out.append(entry("shard", [(7, 80, 1100)], [("vocab_start_index", "int", 1000)]))
         softcap = [("softcap", "float", 30.0)]
         out.append(entry("softcap", [(29, 48, 777)], softcap, DTYPES if not grad else ("float16", "bfloat16")))
+        out.append(entry("bias_class_weight", [(7, 80, 1100), (83, 40, 4099)], optional=True))
         if grad:
             out.append(entry("label_smoothing", [(29, 48, 777)], smoothing=True))
+            out.append(entry("bias_class_weight_ls", [(29, 48, 777)], smoothing=True, optional=True))
         return out
 
     return cases
@@ -381,7 +395,7 @@ VERIFY: dict[str, OpSpec] = {
     ),
     "linear_cross_entropy": OpSpec(
         run=lambda t, a: torch.ops.custom.linear_cross_entropy(
-            t["hidden"], t["weight"], t["target"], None, None, *_lce_attrs(a)
+            t["hidden"], t["weight"], t["target"], *_optional(t), *_lce_attrs(a)
         ),
         second=torch_linear_cross_entropy,
         golden=_golden_lce,
@@ -390,11 +404,10 @@ VERIFY: dict[str, OpSpec] = {
         values=LCE_VALUES,
     ),
     "linear_cross_entropy_grad": OpSpec(
-        # the suite draws no bias or class weights (tests/ops judges them): grad_bias is a zero bias's gradient
+        # without a bias in the case, grad_bias is a zero bias's gradient (G summed over the tokens all the same)
         run=lambda t, a: torch.ops.custom.linear_cross_entropy_grad(
             *(t[n] for n in ("hidden", "weight", "target", "lse", "grad_softmax", "grad_target", "grad_uniform")),
-            None,
-            None,
+            *_optional(t),
             *_lce_attrs(a),
         ),
         second=torch_linear_cross_entropy_grad,
