@@ -332,7 +332,8 @@ def lce_suite(grad: bool):
         ins.append(case_tensor("weight", [[v, h] for _, h, v in shapes], f, value="lce_weight"))
         if optional:  # a Linear's bias N(0, 1) (the logits' own size) and class weights in [0.25, 1]
             ins.append(case_tensor("bias", [[v] for *_, v in shapes], f, **h_dist))
-            ins.append(case_tensor("class_weight", [[v] for *_, v in shapes], ["float32"] * n, value_range=[[0.25, 1.0]]))
+            weights = {"value_range": [[0.25, 1.0]]}
+            ins.append(case_tensor("class_weight", [[v] for *_, v in shapes], ["float32"] * n, **weights))
         ins.append(case_tensor("target", [[t] for t, _, _ in shapes], ["int64"] * n, value="lce_target"))
         vec = [[t] for t, _, _ in shapes]
         if grad:
