@@ -13,7 +13,7 @@ import numpy as np
 from ..families import VERIFY_OPS
 from ..verify.case_fields import TensorSpec, seed_of
 from ..verify.cases import Case, validate
-from . import attention, cross_entropy as ce, data as D, optimizer as opt
+from . import attention, attention_grad as ag, cross_entropy as ce, data as D, optimizer as opt
 from .judge import controls, witnesses
 
 QUICK_ELEMENTS = 1 << 22  # --quick: cases whose largest tensor holds at most this many elements
@@ -59,12 +59,14 @@ MAPPINGS |= {
     ce.LCE_TASK: Mapping(ce.LOSS_OP, ce.LCE_SEMANTICS),
     opt.ADAM_TASK: Mapping("apply_adam_w", opt.ADAM_SEMANTICS, opt.adam_unsupported),
     opt.NORM_TASK: Mapping("foreach_norm", opt.NORM_SEMANTICS, opt.norm_unsupported),
+    ag.TASK: Mapping(ag.BWD_OP, ag.SEMANTICS),
 }
 # How many of a case's first declared outputs cann-bench's op writes (default: all declared; linear_cross_entropy
 # declares its kernel's statistics beside cann-bench's loss)
 CANN_OUTPUTS = {ce.LCE_TASK: 1}
 # ops no harness family verifies
-_PRESET_SPECS = {attention.OP: attention.SPEC, ce.LOSS_OP: ce.LOSS_SPEC, "foreach_norm": opt.NORM_SPEC}
+_PRESET_SPECS = {attention.OP: attention.SPEC, ce.LOSS_OP: ce.LOSS_SPEC, "foreach_norm": opt.NORM_SPEC,
+                 ag.BWD_OP: ag.SPEC}  # fmt: skip
 
 
 class WideTable:
@@ -223,6 +225,8 @@ def _specs(task: str, case: dict, name: str):
         return attention.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
     if task in ce.TASKS:
         return ce.specs(task, case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), ranges, seed, _dtype)
+    if task == ag.TASK:
+        return ag.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
     if task in opt.TASKS:
         tensor = lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i)  # noqa: E731
         return opt.specs(task, case, tensor, ranges, seed, _dtype, SpecialValues)

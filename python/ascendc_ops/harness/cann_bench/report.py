@@ -23,7 +23,7 @@ from ..families.cross_entropy import lce_flops
 from ..pipeline import calibration, estimate, is_calibrated, load_platform, model_launches, model_platform
 from ..values import make_values
 from ..verify import suite as verify
-from . import attention, cross_entropy as ce, data as D, explain as E, optimizer as opt, preset as CB
+from . import attention, attention_grad as ag, cross_entropy as ce, data as D, explain as E, optimizer as opt, preset as CB
 from .data import PRECAP_KIND
 from .work import builtin_work
 
@@ -112,7 +112,7 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
     if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
         judge(row, accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto"))
     row.update(estimate_case(case, plat), hbm_floor_us=hbm_floor_us(task, c, plat))
-    if task in (*attention.TASKS, *attention.LAB_TASKS, ce.LCE_TASK, *opt.TASKS):
+    if task in (*attention.TASKS, *attention.LAB_TASKS, ag.TASK, ce.LCE_TASK, *opt.TASKS):
         row["roofline"] = roofline(task, c, row["est_us"], plat)
     return score(row)
 
