@@ -184,6 +184,20 @@ PRESET_CASES[("bench_lab/kernel_bench/level5", "flash_attention_backward", "Flas
   attrs: {scaleValue: 0.25, is_causal: true}
   value_range: [[-1, 1], [-1, 1], [-1, 1], [-1, 1]]
 """
+PRESET_CASES[
+    ("bench_lab/omni-ops_bench", "flash_attention_score_grad_enhance", "FlashAttentionScoreGradEnhance")
+] = """cases:
+- operator: FlashAttentionScoreGradEnhance
+  case_id: 1
+  input_shape:
+  - [1, 8, 2, 16]
+  - [1, 8, 2, 16]
+  - [1, 8, 2, 16]
+  - [1, 8, 2, 16]
+  dtype: [bfloat16, bfloat16, bfloat16, bfloat16]
+  attrs: {head_num: 2, input_layout: BSND, scale: 0.25, sparse_mode: 0, sink_num: 0}
+  value_range: [[-1, 1], [-1, 1], [-1, 1], [-1, 1]]
+"""
 TILELANG_TIMES = {"_metadata": {}, "flash_attention": {"1": {"baseline_perf_us": 30.5, "t_hw_us": 2.0}}}
 TIMES = {
     "level2": {"rms_norm": {"1": {"baseline_perf_us": 12.5, "t_hw_us": 1.0}, "2": {"baseline_perf_us": 20.83,
@@ -292,11 +306,12 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
                                        "cann_bench_mha_1", "cann_bench_cross_entropy_loss_1",
                                        "cann_bench_linear_cross_entropy_1", "cann_bench_apply_adam_w_1",
                                        "cann_bench_foreach_norm_1", "cann_bench_flash_attention_1",
-                                       "cann_bench_flash_attention_backward_1"]  # fmt: skip
+                                       "cann_bench_flash_attention_backward_1",
+                                       "cann_bench_flash_attention_score_grad_enhance_1"]  # fmt: skip
     assert len(skipped) == 2 and skipped[0].startswith("cann_bench_cross_entropy_loss_2: channel-first")
     assert skipped[1].startswith("cann_bench_foreach_norm_2: norm order scalar=3")
     assert ours["foreach_norm"]["not_run"] == {"2": skipped[1].split(": ", 1)[1]}
-    rms, _, swi, gmm_bias, gmm, mha, ce, lce, adam, norm, fa, bwd = cases
+    rms, _, swi, gmm_bias, gmm, mha, ce, lce, adam, norm, fa, bwd, enhance = cases
     assert [t.name for t in rms.outputs] == ["y", "rstd"] and rms.attrs == {"epsilon": 1e-6}
     assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
     bias = gmm_bias.inputs[3]
@@ -318,6 +333,7 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     assert [(t.name, t.shape) for t in norm.outputs] == [("y0", ()), ("y1", ())] and norm.meta["cann_outputs"] == 2
     assert fa.op == "fusion_attention" and "sparse_mode" not in fa.attrs and fa.meta["task"] == "flash_attention"
     assert bwd.op == "fusion_attention_backward" and bwd.attrs["sparse_mode"] == 3 and len(bwd.outputs) == 3
+    assert enhance.op == "fusion_attention_grad" and enhance.inputs[4].value == "forward_softmax_max"
 
 
 def test_bf16_bias_is_passed_as_the_float32_it_equals():

@@ -36,6 +36,7 @@ PRESET_TASKS = {
     "foreach_norm": "tasks",
     "flash_attention": "bench_lab/tilelang_ascend_bench",
     "flash_attention_backward": "bench_lab/kernel_bench",
+    "flash_attention_score_grad_enhance": "bench_lab/omni-ops_bench",
 }
 # Where cann-bench defines HAP and the capped baseline (cited, not copied).
 HAP_SOURCE = ("README.md", "src/kernel_eval/benches/cann_scoring.py")

@@ -13,7 +13,14 @@ import numpy as np
 from ..families import VERIFY_OPS
 from ..verify.case_fields import TensorSpec, seed_of
 from ..verify.cases import Case, validate
-from . import attention, attention_grad as ag, cross_entropy as ce, data as D, optimizer as opt
+from . import (
+    attention,
+    attention_grad as ag,
+    attention_grad_enhance as age,
+    cross_entropy as ce,
+    data as D,
+    optimizer as opt,
+)
 from .judge import controls, witnesses
 
 QUICK_ELEMENTS = 1 << 22  # --quick: cases whose largest tensor holds at most this many elements
@@ -60,6 +67,7 @@ MAPPINGS |= {
     opt.ADAM_TASK: Mapping("apply_adam_w", opt.ADAM_SEMANTICS, opt.adam_unsupported),
     opt.NORM_TASK: Mapping("foreach_norm", opt.NORM_SEMANTICS, opt.norm_unsupported),
     ag.TASK: Mapping(ag.BWD_OP, ag.SEMANTICS),
+    age.TASK: Mapping(age.OP, age.SEMANTICS, age.unsupported),
 }
 # How many of a case's first declared outputs cann-bench's op writes (default: all declared; linear_cross_entropy
 # declares its kernel's statistics beside cann-bench's loss)
@@ -227,6 +235,8 @@ def _specs(task: str, case: dict, name: str):
         return ce.specs(task, case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), ranges, seed, _dtype)
     if task == ag.TASK:
         return ag.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
+    if task == age.TASK:
+        return age.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
     if task in opt.TASKS:
         tensor = lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i)  # noqa: E731
         return opt.specs(task, case, tensor, ranges, seed, _dtype, SpecialValues)

@@ -12,6 +12,7 @@ import importlib.util
 import json
 import math
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -21,9 +22,18 @@ from .. import pipeline
 from ..environment import cpu_model, git_commit
 from ..families.cross_entropy import lce_flops
 from ..pipeline import calibration, estimate, is_calibrated, load_platform, model_launches, model_platform
-from ..values import make_values
+from ..values import GenContext, make_values
 from ..verify import suite as verify
-from . import attention, attention_grad as ag, cross_entropy as ce, data as D, explain as E, optimizer as opt, preset as CB
+from . import (
+    attention,
+    attention_grad as ag,
+    attention_grad_enhance as age,
+    cross_entropy as ce,
+    data as D,
+    explain as E,
+    optimizer as opt,
+    preset as CB,
+)
 from .data import PRECAP_KIND
 from .work import builtin_work
 
@@ -31,11 +41,16 @@ PLATFORM = "910B"  # our model's chip; cann-bench measured on a 910B2
 
 
 def make_tensors(case) -> dict:
-    """The case's inputs, the same data verify.run_case makes (same seed, same order)."""
-    rng = np.random.default_rng(case.seed)
-    return {
-        t.name: torch.from_numpy(make_values(t, rng, None, case.attrs)).to(torch_dtype(t.dtype)) for t in case.inputs
-    }
+    """The case's inputs, the same data verify.run_case makes (same seed, same order; a value generator sees the
+    inputs made before it, as there: the attention grad's forward outputs)."""
+    spec, rng = CB.spec_of(case.op), np.random.default_rng(case.seed)
+    tensors, arrays, dtypes = {}, {}, {}
+    for t in case.inputs:
+        ctx = GenContext(rng, t, arrays, dtypes)
+        bound = SimpleNamespace(values={k: (lambda s, a, f=f, ctx=ctx: f(s, a, ctx)) for k, f in spec.values.items()})
+        tensors[t.name] = torch.from_numpy(make_values(t, rng, bound, case.attrs)).to(torch_dtype(t.dtype))
+        arrays[t.name], dtypes[t.name] = tensors[t.name].double().numpy(), t.dtype
+    return tensors
 
 
 def must_bytes(case) -> int:
@@ -112,7 +127,7 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
     if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
         judge(row, accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto"))
     row.update(estimate_case(case, plat), hbm_floor_us=hbm_floor_us(task, c, plat))
-    if task in (*attention.TASKS, *attention.LAB_TASKS, ag.TASK, ce.LCE_TASK, *opt.TASKS):
+    if task in (*attention.TASKS, *attention.LAB_TASKS, ag.TASK, age.TASK, ce.LCE_TASK, *opt.TASKS):
         row["roofline"] = roofline(task, c, row["est_us"], plat)
     return score(row)
 
