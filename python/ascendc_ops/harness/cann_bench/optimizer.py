@@ -58,7 +58,8 @@ def norm_unsupported(case: dict) -> str | None:
     p = norm_order(case)
     if p in NORM_ORDERS:
         return None
-    return f"norm order scalar={p:g}: our foreach_norm computes p = 1, 2 and inf only (op_proto/optimizer)"
+    where = "op_proto/optimizer/foreach_norm.json"
+    return f"norm order scalar={p:g}: our foreach_norm computes p = 1, 2 and inf only ({where})"
 
 
 def norm_shapes(case: dict) -> list[list[int]]:
