@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Write our snapshot of cann-bench's facts (python/ascendc_ops/harness/data/cann_bench_910b2.json) from a
-checkout of hicann/cann-bench: the cases of the tasks our ops implement or plan and of the simple streaming
-tasks the model's machine figures are fitted on (data.FLOOR_TASKS), the built-in kernels' 910B2
-times with each baseline marked measured or cap, the source commit and file of each, and how each task maps
+checkout of hicann/cann-bench: the cases of the tasks our ops implement or plan (data.TASKS, data.PRESET_TASKS)
+and of the simple streaming tasks the model's machine figures are fitted on (data.FLOOR_TASKS), the built-in
+kernels' 910B2 times with each baseline marked measured or cap (a capped one with the measurement the cap
+replaced, from the times file's git history), the source commit and file of each, and how each task maps
 to our op (harness/cann_bench/preset.py).
 
     tools/cann_bench_import.py --checkout DIR      # a work tree
@@ -41,10 +42,11 @@ def main(argv=None) -> int:
         return 2
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-    n = sum(len(t["cases"]) for t in doc["tasks"].values())
-    f = sum(len(t["cases"]) for t in doc["floor_tasks"].values())
-    print(f"wrote {args.out}: {n} cases of {len(doc['tasks'])} tasks, {f} of {len(doc['floor_tasks'])} floor tasks "
-          f"at {doc['source']['commit']}")  # fmt: skip
+    count = {g: sum(len(t["cases"]) for t in doc[g].values()) for g in ("tasks", "preset_tasks", "floor_tasks")}
+    pre = sum("precap" in c for g in count for t in doc[g].values() for c in t["cases"])
+    print(f"wrote {args.out}: {count['tasks']} cases of {len(doc['tasks'])} tasks, {count['preset_tasks']} of "
+          f"{len(doc['preset_tasks'])} preset tasks, {count['floor_tasks']} of {len(doc['floor_tasks'])} floor tasks "
+          f"({pre} capped baselines with their measurement before the cap) at {doc['source']['commit']}")  # fmt: skip
     return 0
 
 

@@ -126,10 +126,85 @@ LAB_CASES = {
   - [0, 39]
 """,
 }
+# the preset's own tasks (data.PRESET_TASKS): the optimizer's in tasks/, TileLang's lab without levels
+PRESET_CASES = {
+    ("tasks/level2", "apply_adam_w", "ApplyAdamW"): """cases:
+- operator: ApplyAdamW
+  case_id: 1
+  input_shape:
+  - [3, 5]
+  - [3, 5]
+  - [3, 5]
+  - [3, 5]
+  dtype: [float16, float16, float16, float16]
+  attrs: {lr: 0.01, beta1: 0.9, beta2: 0.999, weight_decay: 0.1, epsilon: 1.0e-08, maximize: false}
+  value_range:
+  - [-1, 1]
+  - [-1, 1]
+  - [-0.1, 0.1]
+  - [0, 0.1]
+""",
+    ("tasks/level1", "foreach_norm", "ForeachNorm"): """cases:
+- operator: ForeachNorm
+  case_id: 1
+  input_shape:
+  - [[4, 8], [7]]
+  dtype: [bfloat16]
+  attrs: {scalar: 1.0}
+  value_range: [-1, 1]
+- operator: ForeachNorm
+  case_id: 2
+  input_shape:
+  - [[4, 8]]
+  dtype: [float32]
+  attrs: {scalar: 3.0}
+  value_range: [-1, 1]
+""",
+    ("bench_lab/tilelang_ascend_bench", "flash_attention", "FlashAttention"): """cases:
+- operator: FlashAttention
+  case_id: 1
+  input_shape:
+  - [1, 2, 2, 16]
+  - [1, 5, 2, 16]
+  - [1, 5, 2, 16]
+  dtype: [bfloat16, bfloat16, bfloat16]
+  attrs: {scaleValue: -1.0, is_causal: false}
+  value_range: [-1, 1]
+""",
+}
+PRESET_CASES[("bench_lab/kernel_bench/level5", "flash_attention_backward", "FlashAttentionBackward")] = """cases:
+- operator: FlashAttentionBackward
+  case_id: 1
+  input_shape:
+  - [1, 2, 8, 16]
+  - [1, 2, 8, 16]
+  - [1, 2, 8, 16]
+  - [1, 2, 8, 16]
+  dtype: [float16, float16, float16, float16]
+  attrs: {scaleValue: 0.25, is_causal: true}
+  value_range: [[-1, 1], [-1, 1], [-1, 1], [-1, 1]]
+"""
+PRESET_CASES[
+    ("bench_lab/omni-ops_bench", "flash_attention_score_grad_enhance", "FlashAttentionScoreGradEnhance")
+] = """cases:
+- operator: FlashAttentionScoreGradEnhance
+  case_id: 1
+  input_shape:
+  - [1, 8, 2, 16]
+  - [1, 8, 2, 16]
+  - [1, 8, 2, 16]
+  - [1, 8, 2, 16]
+  dtype: [bfloat16, bfloat16, bfloat16, bfloat16]
+  attrs: {head_num: 2, input_layout: BSND, scale: 0.25, sparse_mode: 0, sink_num: 0}
+  value_range: [[-1, 1], [-1, 1], [-1, 1], [-1, 1]]
+"""
+TILELANG_TIMES = {"_metadata": {}, "flash_attention": {"1": {"baseline_perf_us": 30.5, "t_hw_us": 2.0}}}
 TIMES = {
     "level2": {"rms_norm": {"1": {"baseline_perf_us": 12.5, "t_hw_us": 1.0}, "2": {"baseline_perf_us": 20.83,
-                                                                                   "t_hw_us": 2.0833}}},
-    "level1": {"swi_glu": {"1": {"baseline_perf_us": 10.0, "t_hw_us": 0.5}}},
+                                                                                   "t_hw_us": 2.0833}},
+               "apply_adam_w": {"1": {"baseline_perf_us": 20.0, "t_hw_us": 1.5}}},
+    "level1": {"swi_glu": {"1": {"baseline_perf_us": 10.0, "t_hw_us": 0.5}},
+               "foreach_norm": {"1": {"baseline_perf_us": 10.0, "t_hw_us": 0.2}}},
     "level3": {"grouped_matmul": {"1": {"baseline_perf_us": 9.62, "t_hw_us": 1.0}}},
     "level4": {"mha": {"1": {"baseline_perf_us": 53.44, "t_hw_us": 17.48}}},
 }  # fmt: skip
@@ -146,7 +221,9 @@ FLOOR_CASE = """cases:
 
 
 def write_checkout(root: Path) -> str:
-    for where, cases in (("tasks", CASES), ("bench_lab/kernel_bench", LAB_CASES)):
+    """The fixture checkout in two commits: the first publishes rms_norm case 2 and foreach_norm case 1 as
+    measured above their cap, the second caps them (as cann-bench's dd6486f did); returns the second's sha."""
+    for where, cases in (("tasks", CASES), ("bench_lab/kernel_bench", LAB_CASES), ("", PRESET_CASES)):
         for (level, task, op), text in cases.items():
             d = root / where / level / task
             d.mkdir(parents=True)
@@ -158,11 +235,17 @@ def write_checkout(root: Path) -> str:
         (d / "cases.yaml").write_text(FLOOR_CASE)
         (d / "proto.yaml").write_text(PROTO.format(op=task.title(), task=task))
     (root / "tasks" / "metadata").mkdir()
-    (root / "tasks" / "metadata" / "910b2.json").write_text(json.dumps({"_metadata": {}, **TIMES}))
+    (root / "bench_lab" / "tilelang_ascend_bench" / "metadata").mkdir()
+    (root / "bench_lab" / "tilelang_ascend_bench" / "metadata" / "910b2.json").write_text(json.dumps(TILELANG_TIMES))
+    before = json.loads(json.dumps(TIMES))
+    before["level2"]["rms_norm"]["2"]["baseline_perf_us"] = 1146.06
+    before["level1"]["foreach_norm"]["1"]["baseline_perf_us"] = 26.06
     git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "fixture"], check=True)
+    for times, message in ((before, "measured"), (TIMES, "cap")):
+        (root / "tasks" / "metadata" / "910b2.json").write_text(json.dumps({"_metadata": {}, **times}))
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", message], check=True)
     return subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -179,6 +262,20 @@ def test_importer_reads_cases_times_and_marks_caps(tmp_path):
         assert c1["value_range"] == [-math.inf, math.inf]
         assert (c1["baseline_perf_us"], c1["t_hw_us"], c1["baseline_kind"]) == (12.5, 1.0, "measured")
         assert c2["baseline_kind"] == "cap"  # 20.83 = max(10 * 2.0833, 10) to 0.01 us
+        first = subprocess.run(["git", "-C", str(tmp_path), "rev-parse", "HEAD~1"], capture_output=True, text=True)
+        assert c2["precap"] == {"kind": D.PRECAP_KIND, "us": 1146.06, "read_at": first.stdout.strip(), "capped_by": sha}
+        assert "precap" not in c1 and "precap" not in doc["tasks"]["swi_glu"]["cases"][0]  # measured; capped ever
+        preset = doc["preset_tasks"]
+        assert list(preset) == list(D.PRESET_TASKS) and "apply_adam_w" not in doc["tasks"]
+        norm = preset["foreach_norm"]["cases"]
+        assert norm[0]["input_shape"] == [[[4, 8], [7]]] and norm[0]["precap"]["us"] == 26.06
+        assert (
+            norm[1]["baseline_kind"] == "missing" and preset["apply_adam_w"]["cases"][0]["baseline_kind"] == "measured"
+        )
+        fa = preset["flash_attention"]  # a lab without levels: <set>/<task>/, its times keyed by task
+        assert fa["level"] is None and fa["set"] == "bench_lab/tilelang_ascend_bench"
+        assert fa["files"]["times"] == "bench_lab/tilelang_ascend_bench/metadata/910b2.json"
+        assert (fa["cases"][0]["baseline_perf_us"], fa["cases"][0]["baseline_kind"]) == (30.5, "measured")
         assert doc["tasks"]["swi_glu"]["cases"][0]["baseline_kind"] == "cap"  # 10 us: the floor of the cap
         gmm = doc["tasks"]["grouped_matmul"]["cases"]
         assert gmm[0]["baseline_kind"] == "measured" and gmm[1]["baseline_kind"] == "missing"
@@ -207,9 +304,14 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     assert [c.name for c in cases] == ["cann_bench_rms_norm_1", "cann_bench_rms_norm_2", "cann_bench_swi_glu_1",
                                        "cann_bench_grouped_matmul_1", "cann_bench_grouped_matmul_2",
                                        "cann_bench_mha_1", "cann_bench_cross_entropy_loss_1",
-                                       "cann_bench_linear_cross_entropy_1"]  # fmt: skip
-    assert len(skipped) == 1 and skipped[0].startswith("cann_bench_cross_entropy_loss_2: channel-first")
-    rms, _, swi, gmm_bias, gmm, mha, ce, lce = cases
+                                       "cann_bench_linear_cross_entropy_1", "cann_bench_apply_adam_w_1",
+                                       "cann_bench_foreach_norm_1", "cann_bench_flash_attention_1",
+                                       "cann_bench_flash_attention_backward_1",
+                                       "cann_bench_flash_attention_score_grad_enhance_1"]  # fmt: skip
+    assert len(skipped) == 2 and skipped[0].startswith("cann_bench_cross_entropy_loss_2: channel-first")
+    assert skipped[1].startswith("cann_bench_foreach_norm_2: norm order scalar=3")
+    assert ours["foreach_norm"]["not_run"] == {"2": skipped[1].split(": ", 1)[1]}
+    rms, _, swi, gmm_bias, gmm, mha, ce, lce, adam, norm, fa, bwd, enhance = cases
     assert [t.name for t in rms.outputs] == ["y", "rstd"] and rms.attrs == {"epsilon": 1e-6}
     assert swi.attrs == {"dim": 0} and swi.outputs[0].shape == (3, 4)
     bias = gmm_bias.inputs[3]
@@ -219,6 +321,19 @@ def test_fixture_cases_map_to_our_ops(tmp_path):
     assert mha.op == "fusion_attention" and mha.attrs["sparse_mode"] == 3 and mha.attrs["scale"] == 0.25
     assert ce.op == "cross_entropy_loss" and [t.name for t in ce.outputs][:2] == ["loss", "log_prob"]
     assert lce.op == "linear_cross_entropy_loss" and lce.inputs[2].dtype == "int64"
+    # ApplyAdamW: our order var, m, v, grad; 16-bit m and v as the fp32 values they equal; y first, m and v judged
+    assert [(t.name, t.dtype) for t in adam.inputs] == [("var", "float16"), ("m", "float32"), ("v", "float32"),
+                                                        ("grad", "float16")]  # fmt: skip
+    m = np.asarray(adam.inputs[1].value)
+    assert np.array_equal(m, torch.from_numpy(m).half().double().numpy()) and np.abs(m).max() <= 0.1
+    assert adam.attrs["eps"] == 1e-8 and adam.attrs["maximize"] is False and adam.attrs["step"] == 1.0
+    assert [t.name for t in adam.outputs] == ["y", "m", "v"] and adam.meta["cann_outputs"] == 1
+    # ForeachNorm: the list as x0, x1 (each its own data), one 0-dim norm each, all cann-bench's outputs
+    assert [(t.name, t.shape) for t in norm.inputs] == [("x0", (4, 8)), ("x1", (7,))] and norm.attrs == {"scalar": 1.0}
+    assert [(t.name, t.shape) for t in norm.outputs] == [("y0", ()), ("y1", ())] and norm.meta["cann_outputs"] == 2
+    assert fa.op == "fusion_attention" and "sparse_mode" not in fa.attrs and fa.meta["task"] == "flash_attention"
+    assert bwd.op == "fusion_attention_backward" and bwd.attrs["sparse_mode"] == 3 and len(bwd.outputs) == 3
+    assert enhance.op == "fusion_attention_grad" and enhance.inputs[4].value == "forward_softmax_max"
 
 
 def test_bf16_bias_is_passed_as_the_float32_it_equals():

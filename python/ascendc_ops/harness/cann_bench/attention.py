@@ -1,6 +1,7 @@
-"""cann-bench's level4 attention tasks (tasks/level4/mha, tasks/level4/gqa) on our fusion_attention: the
-mapping of a case (query [B, S, Nq, D], key/value [B, Skv, Nkv, D], scaleValue, is_causal) to our op, the
-verify spec the preset runs it by, and cann-bench's golden semantics as its same-dtype control.
+"""cann-bench's level4 attention tasks (tasks/level4/mha, tasks/level4/gqa) and its TileLang lab's flash_attention
+(bench_lab/tilelang_ascend_bench/flash_attention: the same fields, its golden in float32; LAB_TASKS) on our
+fusion_attention: the mapping of a case (query [B, S, Nq, D], key/value [B, Skv, Nkv, D], scaleValue, is_causal)
+to our op, the verify spec the preset runs it by, and cann-bench's golden semantics as its same-dtype control.
 
 The semantics, from each task's desc.md and golden.py (written here from them): y = softmax(scale * Q K^T) V
 per head, q head h reading kv head h // (Nq / Nkv); scale = scaleValue, or 1/sqrt(D) when scaleValue <= 0;
@@ -18,10 +19,12 @@ import torch
 from ...ops.attention_args import COMPRESSED_MASK_SIZE, AttentionAttrs, compressed_mask
 from ...ops.attention_reference import fusion_attention_reference
 from ..families.base import OpSpec
+from ..pipeline.calibration import Work, _nbytes
 from ..verify.case_fields import TensorSpec
 
 OP = "fusion_attention"
 TASKS = ("mha", "gqa")
+LAB_TASKS = ("flash_attention",)  # outside the model check (data.PRESET_TASKS); golden in float32
 LAYOUT = "BSND"
 CAUSAL_MODE = 3  # torch_npu's bottom-right causal: j > i + Skv - Sq, cann-bench's is_causal
 SEMANTICS = (
@@ -29,6 +32,9 @@ SEMANTICS = (
     "scale = scaleValue, 1/sqrt(D) when scaleValue <= 0; is_causal (bottom-right) -> sparse_mode 3 with the "
     f"compressed {COMPRESSED_MASK_SIZE}x{COMPRESSED_MASK_SIZE} triu(1) mask; rows with no key 0 (none occur: "
     "S <= Skv when causal); ours also writes softmax_max / softmax_sum (fp32), judged too"
+)
+LAB_SEMANTICS = SEMANTICS + (
+    "; TileLang's golden widens q, k, v to float32 and rounds y once, so the control is that (no witness)"
 )
 
 
@@ -122,6 +128,26 @@ def golden(arrays: dict, a: dict) -> tuple:
 
 def _no_fuzz(rng, attrs):
     raise ValueError(f"{OP}: the cann-bench preset's spec has no fuzzer (its cases are cann-bench's)")
+
+
+def builtin_work(task: str, case: dict) -> Work:
+    """A lab task's least work by the model check's rule for mha / gqa (pipeline/calibration.py): q, k, v read,
+    y of query's shape written, 4 B Nq Sq Skv D FLOPs (Q K^T and P V), halved by is_causal."""
+    shapes, dtypes = case["input_shape"], [("float32" if d == "float" else d) for d in case["dtype"]]
+    (b, sq, nq, d), skv = shapes[0], shapes[1][1]
+    read = sum(_nbytes(s, t) for s, t in zip(shapes[:3], dtypes[:3], strict=True))
+    out, flops = _nbytes(shapes[0], dtypes[0]), 4 * b * nq * sq * skv * d
+    return Work(read + out, flops // 2 if is_causal(case) else flops, dtypes[0], True, out)
+
+
+def float32_golden(t: dict, a: dict, outputs) -> tuple:
+    """cann_bench_golden on the inputs widened to float32, each output rounded once to its declared dtype: the
+    lab task's golden (and the float32 witness of mha / gqa's same-dtype control)."""
+    from ...dtypes import torch_dtype
+
+    wide = {k: v.float() if v.is_floating_point() else v for k, v in t.items()}
+    outs = cann_bench_golden(wide, a)
+    return tuple(o.to(torch_dtype(s.dtype)) for o, s in zip(outs, outputs, strict=True))
 
 
 SPEC = OpSpec(run=_call, second=cann_bench_golden, golden=golden, fuzz=_no_fuzz, default_cases=lambda quick: [])

@@ -24,14 +24,26 @@ DATA_FILE = Path(__file__).resolve().parent.parent / "data" / f"cann_bench_{HARD
 TASKS = ("rms_norm", "swi_glu", "apply_rotary_pos_emb", "grouped_matmul", *ATTENTION_TASKS, "cross_entropy_loss",
          "linear_cross_entropy")  # fmt: skip
 # Where a task lives: cann-bench's main set (tasks/<level>/<task>/), else its kernel_bench lab
-# (bench_lab/kernel_bench/<level>/<task>/: spec-only tasks such as linear_cross_entropy), each set with its own
-# times file (<set>/metadata/910b2.json).
-TASK_SETS = ("tasks", "bench_lab/kernel_bench")
+# (bench_lab/kernel_bench/<level>/<task>/: spec-only tasks such as linear_cross_entropy), else a lab without levels
+# (FLAT_SETS: <set>/<task>/, its times keyed by task), each set with its own times file (<set>/metadata/910b2.json).
+TASK_SETS = ("tasks", "bench_lab/kernel_bench", "bench_lab/tilelang_ascend_bench", "bench_lab/omni-ops_bench")
+FLAT_SETS = ("bench_lab/tilelang_ascend_bench", "bench_lab/omni-ops_bench")
+# The tasks the preset runs outside the model check (snapshot key "preset_tasks"): the model check
+# (pipeline/calibration.py) has no least work for them, the preset prices it (cann_bench/work.py). Each in the set
+# named, as a task name can repeat across sets (tilelang's flash_attention is not cv_agent_fa_bench's).
+PRESET_TASKS = {
+    "apply_adam_w": "tasks",
+    "foreach_norm": "tasks",
+    "flash_attention": "bench_lab/tilelang_ascend_bench",
+    "flash_attention_backward": "bench_lab/kernel_bench",
+    "flash_attention_score_grad_enhance": "bench_lab/omni-ops_bench",
+}
 # Where cann-bench defines HAP and the capped baseline (cited, not copied).
 HAP_SOURCE = ("README.md", "src/kernel_eval/benches/cann_scoring.py")
 CAP_SOURCE = f"{METADATA_FILE} (_metadata.baseline_source)"
 # The published times are given to 0.01 us: a baseline this close to the cap is the cap.
 CAP_TOLERANCE_US = 0.01
+PRECAP_KIND = "measured before the cap"  # a capped case's measurement from the times file's history
 
 
 # ---------------------------------------------------------------- the score and the cap (cann-bench's rules)
@@ -151,19 +163,62 @@ def import_checkout(path: str | Path) -> dict:
             "cap_rule": f"published = min(measured, max(10 * t_hw_us, 10 us)); unmeasured = the cap ({CAP_SOURCE})",
         },
     }
-    doc["tasks"] = {task: _task(co, files, metas, task, path) for task in TASKS}
-    doc["floor_tasks"] = {task: _task(co, files, metas, task, path) for task in FLOOR_TASKS}
+    history = _History(co)
+    doc["tasks"] = {task: _task(co, files, metas, task, path, history) for task in TASKS}
+    doc["floor_tasks"] = {task: _task(co, files, metas, task, path, history) for task in FLOOR_TASKS}
+    doc["preset_tasks"] = {
+        task: _task(co, files, metas, task, path, history, (root,)) for task, root in PRESET_TASKS.items()
+    }
     return doc
+
+
+def all_tasks(facts: dict) -> dict:
+    """Every task the preset runs: the model check's ("tasks") and the preset's own ("preset_tasks")."""
+    return facts["tasks"] | facts.get("preset_tasks", {})
+
+
+class _History:
+    """The revisions of each times file, newest first (git log), read when asked: where the published baseline
+    is the cap, the last revision that held a larger value holds the measurement the cap replaced (cann-bench's
+    dd6486f, "unify 910b2 baseline to 10x t_hw", capped 416 measured cases). A work tree without git has none."""
+
+    def __init__(self, co: Checkout):
+        self.co, self.revs, self.docs = co, {}, {}
+
+    def _revisions(self, rel: str) -> list[str]:
+        if rel not in self.revs:
+            log = self.co._git("log", "--format=%H", "HEAD", "--", rel, check=False)
+            self.revs[rel] = log.split() if log else []
+        return self.revs[rel]
+
+    def _doc(self, rev: str, rel: str) -> dict:
+        if (rev, rel) not in self.docs:
+            text = self.co._git("show", f"{rev}:{rel}", check=False)
+            self.docs[(rev, rel)] = json.loads(text) if text else {}
+        return self.docs[(rev, rel)]
+
+    def precap(self, rel: str, keys: tuple, t_hw_us: float) -> dict | None:
+        """{us, read_at, capped_by} of the newest measurement above the cap of the case at `keys` in `rel`'s
+        history, with the same t_hw (the cap's anchor), or None."""
+        revs = self._revisions(rel)
+        for newer, rev in zip(revs, revs[1:], strict=False):  # rev: the parent side of `newer`'s change
+            t = self._doc(rev, rel)
+            for k in keys:
+                t = t.get(k, {}) if isinstance(t, dict) else {}
+            us, hw = t.get("baseline_perf_us"), t.get("t_hw_us")
+            if us is not None and hw == t_hw_us and us > cap_us(t_hw_us) + CAP_TOLERANCE_US:
+                return {"us": us, "read_at": rev, "capped_by": newer}
+        return None
 
 
 def times_file(root: str) -> str:
     return f"{root}/metadata/{HARDWARE}.json"
 
 
-def _find(files: list[str], task: str) -> tuple[str, str] | None:
-    """(set, cases file) of `task`: <set>/<level>/<task>/cases.yaml in the first set that has it."""
-    for root in TASK_SETS:
-        depth = root.count("/") + 3
+def _find(files: list[str], task: str, roots=TASK_SETS) -> tuple[str, str] | None:
+    """(set, cases file) of `task`: <set>/[<level>/]<task>/cases.yaml in the first of `roots` that has it."""
+    for root in roots:
+        depth = root.count("/") + (2 if root in FLAT_SETS else 3)
         found = [f for f in files if f.startswith(f"{root}/") and f.endswith(f"/{task}/cases.yaml")]
         found = [f for f in found if f.count("/") == depth]
         if found:
@@ -171,16 +226,20 @@ def _find(files: list[str], task: str) -> tuple[str, str] | None:
     return None
 
 
-def _task(co: Checkout, files: list[str], metas: dict, task: str, path) -> dict:
-    """One task of the checkout: its files, operator, schema and cases with their times."""
-    where = _find(files, task)
+def _task(co: Checkout, files: list[str], metas: dict, task: str, path, history: _History, roots=TASK_SETS) -> dict:
+    """One task of the checkout: its files, operator, schema and cases with their times (a capped baseline with
+    the measurement before the cap, when the times file's history holds one)."""
+    where = _find(files, task, roots)
     if where is None:
-        raise ValueError(f"{path}: no <set>/<level>/{task}/cases.yaml (sets: {', '.join(TASK_SETS)}) at {co.commit}")
+        raise ValueError(f"{path}: no <set>/[<level>/]{task}/cases.yaml (sets: {', '.join(roots)}) at {co.commit}")
     root, cases_file = where
-    level = cases_file.split("/")[root.count("/") + 1]
+    level = None if root in FLAT_SETS else cases_file.split("/")[root.count("/") + 1]
     base = cases_file.rsplit("/", 1)[0]
     proto = _yaml(co.read(f"{base}/proto.yaml"), f"{base}/proto.yaml")["operator"]
-    times = metas.get(root, {}).get(level, {}).get(task, {})
+    keys = (task,) if level is None else (level, task)
+    times = metas.get(root, {})
+    for k in keys:
+        times = times.get(k, {})
     cases = []
     for raw in _yaml(co.read(cases_file), cases_file)["cases"]:
         t = times.get(str(raw["case_id"]), {})
@@ -192,10 +251,15 @@ def _task(co: Checkout, files: list[str], metas: dict, task: str, path) -> dict:
             case["baseline_kind"] = baseline_kind(case["baseline_perf_us"], case["t_hw_us"])
         else:
             case["baseline_kind"] = "missing"
+        if case["baseline_kind"] == "cap":
+            pre = history.precap(times_file(root), (*keys, str(raw["case_id"])), case["t_hw_us"])
+            if pre:
+                case["precap"] = {"kind": PRECAP_KIND, **pre}
         cases.append(case)
     return {
         "operator": proto["name"],
         "level": level,
+        "set": root,
         "schema": proto.get("schema"),
         "files": {
             "cases": cases_file,

@@ -25,6 +25,8 @@ from __future__ import annotations
 
 from ..pipeline import calibration, load_platform
 from ..pipeline.ideal_stream import stream_slack
+from . import data as D
+from .work import builtin_work
 
 TIE = "tie within the model's measured error"
 MORE_WORK = "ours does more work"
@@ -121,8 +123,14 @@ def explain(row: dict, work: calibration.Work, bound: str, tol: float, plat, not
 
 
 def behind(rows: list[dict]) -> list[dict]:
-    """The rows below 1.0x on a measured baseline."""
-    return [r for r in rows if r["baseline_kind"] == "measured" and r.get("speedup") is not None and r["speedup"] < 1]
+    """The rows below 1.0x on a measured baseline, then (marked pre_cap, counted apart) the capped rows below
+    1.0x on the measurement the cap replaced, as rows against that measurement."""
+    out = [r for r in rows if r["baseline_kind"] == "measured" and r.get("speedup") is not None and r["speedup"] < 1]
+    return out + [
+        r | {"baseline_us": r["precap"]["us"], "speedup": r["precap_speedup"], "pre_cap": True}
+        for r in rows
+        if r.get("precap_speedup") is not None and r["precap_speedup"] < 1
+    ]
 
 
 def explanations(rows: list[dict], check_rows: list[dict], facts: dict, plat, err_key: str) -> list[dict]:
@@ -134,8 +142,8 @@ def explanations(rows: list[dict], check_rows: list[dict], facts: dict, plat, er
     fixed = load_platform(plat.name, calibrated=True).launch_us(prior.vector_cores)  # the check's rule
     out = []
     for r in behind(rows):
-        case = next(c for c in facts["tasks"][r["task"]]["cases"] if c["case_id"] == r["case_id"])
-        work = calibration.builtin_work(r["task"], case)
+        case = next(c for c in D.all_tasks(facts)[r["task"]]["cases"] if c["case_id"] == r["case_id"])
+        work = builtin_work(r["task"], case)
         if work is None:
             out.append({"task": r["task"], "case_id": r["case_id"], "speedup": r["speedup"], "class": None,
                         "text": f"no least-work model for {r['task']}"})  # fmt: skip
@@ -144,14 +152,24 @@ def explanations(rows: list[dict], check_rows: list[dict], facts: dict, plat, er
         bound = chk["bound"] if chk else calibration.bound(work, prior, fixed)
         n = calibration.kernels(case)
         note = "" if chk else f"; its baseline ran {n or 'an unknown number of'} kernels, the least work is one's"
-        out.append(explain(r, work, bound, band(check_rows, bound, err_key), plat, note))
+        if r.get("pre_cap"):
+            note += f"; against its {r['precap']['kind']} ({r['precap']['capped_by'][:7]})"
+        out.append(
+            explain(r, work, bound, band(check_rows, bound, err_key), plat, note) | {"pre_cap": bool(r.get("pre_cap"))}
+        )
     return out
 
 
 def lines(expl: list[dict]) -> list[str]:
-    counts = {c: sum(e["class"] == c for e in expl) for c in (TIE, ABOVE, MORE_WORK, BEYOND)}
-    out = [
-        f"below 1.0x on a measured baseline: {len(expl)} case(s), explained from the model: "
-        + ", ".join(f"{n} {c}" for c, n in counts.items())
-    ]
-    return out + [f"  {e['task']} {e['case_id']} ({e['speedup']:.2f}x): {e['text']}" for e in expl]
+    out = []
+    for pre, what in ((False, "a measured baseline"), (True, "the measurement before the cap (counted apart)")):
+        part = [e for e in expl if bool(e.get("pre_cap")) == pre]
+        counts = {c: sum(e["class"] == c for e in part) for c in (TIE, ABOVE, MORE_WORK, BEYOND)}
+        if pre and not part:
+            continue
+        out.append(
+            f"below 1.0x on {what}: {len(part)} case(s), explained from the model: "
+            + ", ".join(f"{n} {c}" for c, n in counts.items())
+        )
+        out += [f"  {e['task']} {e['case_id']} ({e['speedup']:.2f}x): {e['text']}" for e in part]
+    return out

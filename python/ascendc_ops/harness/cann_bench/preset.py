@@ -13,7 +13,14 @@ import numpy as np
 from ..families import VERIFY_OPS
 from ..verify.case_fields import TensorSpec, seed_of
 from ..verify.cases import Case, validate
-from . import attention, cross_entropy as ce
+from . import (
+    attention,
+    attention_grad as ag,
+    attention_grad_enhance as age,
+    cross_entropy as ce,
+    data as D,
+    optimizer as opt,
+)
 from .judge import controls, witnesses
 
 QUICK_ELEMENTS = 1 << 22  # --quick: cases whose largest tensor holds at most this many elements
@@ -53,12 +60,21 @@ MAPPINGS = {
     ),
 }
 MAPPINGS |= {task: Mapping(attention.OP, attention.SEMANTICS) for task in attention.TASKS}
+MAPPINGS |= {task: Mapping(attention.OP, attention.LAB_SEMANTICS) for task in attention.LAB_TASKS}
 MAPPINGS |= {
     ce.CE_TASK: Mapping("cross_entropy_loss", ce.CE_SEMANTICS, ce.channel_first),
     ce.LCE_TASK: Mapping(ce.LOSS_OP, ce.LCE_SEMANTICS),
+    opt.ADAM_TASK: Mapping("apply_adam_w", opt.ADAM_SEMANTICS, opt.adam_unsupported),
+    opt.NORM_TASK: Mapping("foreach_norm", opt.NORM_SEMANTICS, opt.norm_unsupported),
+    ag.TASK: Mapping(ag.BWD_OP, ag.SEMANTICS),
+    age.TASK: Mapping(age.OP, age.SEMANTICS, age.unsupported),
 }
-_PRESET_SPECS = {attention.OP: attention.SPEC, ce.LOSS_OP: ce.LOSS_SPEC}  # ops no harness family verifies
-OUTPUTS = {"apply_rotary_pos_emb": 2}  # outputs cann-bench's op writes (default 1)
+# How many of a case's first declared outputs cann-bench's op writes (default: all declared; linear_cross_entropy
+# declares its kernel's statistics beside cann-bench's loss)
+CANN_OUTPUTS = {ce.LCE_TASK: 1}
+# ops no harness family verifies
+_PRESET_SPECS = {attention.OP: attention.SPEC, ce.LOSS_OP: ce.LOSS_SPEC, "foreach_norm": opt.NORM_SPEC,
+                 ag.BWD_OP: ag.SPEC}  # fmt: skip
 
 
 class WideTable:
@@ -91,7 +107,7 @@ def support(task: str, case: dict) -> str | None:
 def mapping_doc(facts: dict) -> dict:
     """The mapping as the data file records it: per task our op and its semantics, the cases not run."""
     out = {}
-    for task, t in facts["tasks"].items():
+    for task, t in D.all_tasks(facts).items():
         m = MAPPINGS[task]
         out[task] = {
             "ours": m.op,
@@ -213,15 +229,32 @@ def _specs(task: str, case: dict, name: str):
         ]
         outs = [TensorSpec("query", dtypes[0], tuple(q)), TensorSpec("key", dtypes[1], tuple(k))]
         return ins, outs, {"layout": layout, "rotary_mode": mode}
-    if task in attention.TASKS:
+    if task in (*attention.TASKS, *attention.LAB_TASKS):
         return attention.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
     if task in ce.TASKS:
         return ce.specs(task, case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), ranges, seed, _dtype)
+    if task == ag.TASK:
+        return ag.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
+    if task == age.TASK:
+        return age.specs(case, lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i), _dtype)
+    if task in opt.TASKS:
+        tensor = lambda n, s, d, i: _tensor(n, s, d, ranges[i], seed + i)  # noqa: E731
+        return opt.specs(task, case, tensor, ranges, seed, _dtype, SpecialValues)
     raise ValueError(f"{task}: no op of ours")
 
 
+def shapes_of(case: dict) -> list:
+    """The case's tensor shapes, a tensor list's (foreach_norm's input_shape [[shape, ...]]) one by one."""
+    out = []
+    for s in case["input_shape"]:
+        if s is None:
+            continue
+        out += [list(t) for t in s] if s and isinstance(s[0], list) else [s]
+    return out
+
+
 def largest(case: dict) -> int:
-    return max(math.prod(s) for s in case["input_shape"] if s is not None)
+    return max(math.prod(s) for s in shapes_of(case))
 
 
 def to_case(task: str, case: dict, facts_source: str) -> Case:
@@ -230,7 +263,8 @@ def to_case(task: str, case: dict, facts_source: str) -> Case:
     name = case_name(task, case["case_id"])
     ins, outs, attrs = _specs(task, case, name)
     spec = spec_of(op)
-    c = Case(name, op, ins, outs, attrs, source=facts_source, seed=seed_of(name), meta={"cann_bench": case})
+    meta = {"cann_bench": case, "task": task, "cann_outputs": CANN_OUTPUTS.get(task, len(outs))}
+    c = Case(name, op, ins, outs, attrs, source=facts_source, seed=seed_of(name), meta=meta)
     c.control, c.witness, c.spec = controls, witnesses, spec  # its rule's control and witness (cann_bench/judge.py)
     # outputs our op writes beyond cann-bench's (RMSNorm's rstd) are declared as our op makes them
     metas = _meta_outputs(spec, ins, attrs)
@@ -265,7 +299,7 @@ def _output_names(op: str) -> list[str]:
 def select(facts: dict, only: dict | None = None, quick: bool = False) -> list[tuple[str, dict]]:
     """(task, case) of every case, in file order; `only`: task -> case ids (empty: all of the task)."""
     out = []
-    for task, t in facts["tasks"].items():
+    for task, t in D.all_tasks(facts).items():
         if only is not None and task not in only:
             continue
         for c in t["cases"]:
@@ -279,7 +313,7 @@ def select(facts: dict, only: dict | None = None, quick: bool = False) -> list[t
 
 def source_of(facts: dict, task: str) -> str:
     s = facts["source"]
-    return f"{s['repository']}@{s['commit'][:12]}:{facts['tasks'][task]['files']['cases']}"
+    return f"{s['repository']}@{s['commit'][:12]}:{D.all_tasks(facts)[task]['files']['cases']}"
 
 
 def verify_cases(facts: dict, only=None, quick: bool = False) -> tuple[list[Case], list[str]]:

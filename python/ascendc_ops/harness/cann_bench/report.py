@@ -12,6 +12,7 @@ import importlib.util
 import json
 import math
 import sys
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -21,26 +22,42 @@ from .. import pipeline
 from ..environment import cpu_model, git_commit
 from ..families.cross_entropy import lce_flops
 from ..pipeline import calibration, estimate, is_calibrated, load_platform, model_launches, model_platform
-from ..values import make_values
+from ..values import GenContext, make_values
 from ..verify import suite as verify
-from . import attention, cross_entropy as ce, data as D, explain as E, preset as CB
+from . import (
+    attention,
+    attention_grad as ag,
+    attention_grad_enhance as age,
+    cross_entropy as ce,
+    data as D,
+    explain as E,
+    optimizer as opt,
+    preset as CB,
+)
+from .data import PRECAP_KIND
+from .work import builtin_work
 
 PLATFORM = "910B"  # our model's chip; cann-bench measured on a 910B2
 
 
 def make_tensors(case) -> dict:
-    """The case's inputs, the same data verify.run_case makes (same seed, same order)."""
-    rng = np.random.default_rng(case.seed)
-    return {
-        t.name: torch.from_numpy(make_values(t, rng, None, case.attrs)).to(torch_dtype(t.dtype)) for t in case.inputs
-    }
+    """The case's inputs, the same data verify.run_case makes (same seed, same order; a value generator sees the
+    inputs made before it, as there: the attention grad's forward outputs)."""
+    spec, rng = CB.spec_of(case.op), np.random.default_rng(case.seed)
+    tensors, arrays, dtypes = {}, {}, {}
+    for t in case.inputs:
+        ctx = GenContext(rng, t, arrays, dtypes)
+        bound = SimpleNamespace(values={k: (lambda s, a, f=f, ctx=ctx: f(s, a, ctx)) for k, f in spec.values.items()})
+        tensors[t.name] = torch.from_numpy(make_values(t, rng, bound, case.attrs)).to(torch_dtype(t.dtype))
+        arrays[t.name], dtypes[t.name] = tensors[t.name].double().numpy(), t.dtype
+    return tensors
 
 
 def must_bytes(case) -> int:
     """What cann-bench's op must move at least: its float inputs read and its outputs (y, our first; query and
     key for ApplyRotaryPosEmb) written once."""
     ins = [t for t in case.inputs if t.dtype in BYTES and t.dtype != "int64"]
-    outs = case.outputs[: CB.OUTPUTS.get(case.op, 1)]
+    outs = case.outputs[: case.meta.get("cann_outputs", 1)]
     return sum(math.prod(t.shape) * BYTES[t.dtype] for t in [*ins, *outs])
 
 
@@ -87,7 +104,7 @@ def backward_estimate(case, tensors: dict, stats: tuple, plat) -> dict:
 def hbm_floor_us(task: str, c: dict, plat) -> float | None:
     """The least work's bytes that reach HBM inside the launch (the model check's: the write-back L2 from
     cann-bench's cold start, pipeline/l2.py) at the model's HBM rate; no start, no FLOPs."""
-    work = calibration.builtin_work(task, c)
+    work = builtin_work(task, c)
     return None if work is None else calibration.terms(work, plat)["HBM"]
 
 
@@ -101,6 +118,7 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
         "baseline_us": c["baseline_perf_us"],
         "baseline_kind": c["baseline_kind"],
         "t_hw_us": c["t_hw_us"],
+        "precap": c.get("precap"),  # a capped baseline's measurement before the cap (data._History), or None
         "not_run": CB.support(task, c),
     }
     if row["not_run"]:
@@ -109,17 +127,18 @@ def bench_row(task: str, c: dict, facts: dict, plat, accuracy) -> dict:
     if isinstance(accuracy, dict) or accuracy:  # a dict: verify's records, by case name
         judge(row, accuracy[case.name] if isinstance(accuracy, dict) else verify.run_case(case, "auto"))
     row.update(estimate_case(case, plat), hbm_floor_us=hbm_floor_us(task, c, plat))
-    if task in (*attention.TASKS, ce.LCE_TASK):
+    if task in (*attention.TASKS, *attention.LAB_TASKS, ag.TASK, age.TASK, ce.LCE_TASK, *opt.TASKS):
         row["roofline"] = roofline(task, c, row["est_us"], plat)
     return score(row)
 
 
 def roofline(task: str, c: dict, est_us: float | None, plat) -> dict:
-    """A cube case's share of its roofline: an attention decode case (S <= 4) of the HBM floor (the least work's
-    bytes at the model's HBM rate), a prefill case and linear_cross_entropy of the modelled cube peak (its FLOPs
-    at the peak); `pct` is floor / ours, None without an estimate."""
-    t = calibration.terms(calibration.builtin_work(task, c), plat)
-    of = "HBM" if task in attention.TASKS and attention.is_decode(c) else "cube"
+    """A case's share of its roofline: an optimizer case and an attention decode case (S <= 4) of the HBM floor
+    (the least work's bytes at the model's HBM rate), a prefill case and linear_cross_entropy of the modelled cube
+    peak (its FLOPs at the peak); `pct` is floor / ours, None without an estimate."""
+    t = calibration.terms(builtin_work(task, c), plat)
+    decode = task in (*attention.TASKS, *attention.LAB_TASKS) and attention.is_decode(c)
+    of = "HBM" if task in opt.TASKS or decode else "cube"
     return {"of": of, "floor_us": t[of], "pct": 100 * t[of] / est_us if est_us else None}
 
 
@@ -135,13 +154,15 @@ def score(row: dict) -> dict:
     """The row's speedup and HAP from its estimate, baseline and accuracy."""
     est, base = row["est_us"], row["baseline_us"]
     row["speedup"] = base / est if est and base else None  # spec-only tasks have no baseline
+    if row.get("precap") and est:  # counted apart: a measurement the published file no longer holds
+        row["precap_speedup"] = row["precap"]["us"] / est
     # cann-bench scores a case only when it passes (delta_acc): a failed one scores 0
     row["hap"] = D.hap(base, est, row["t_hw_us"]) if est and row.get("accuracy", True) else None
     return row
 
 
 def _shape(shapes) -> str:
-    return " ".join("x".join(map(str, s)) for s in shapes if s is not None)
+    return " ".join("x".join(map(str, s)) for s in CB.shapes_of({"input_shape": shapes}))
 
 
 def _f(v, fmt="{:.1f}") -> str:
@@ -176,9 +197,9 @@ def table(rows, error: float | None = None) -> str:
                     attrs,
                     *cells,
                     _f(r["baseline_us"], "{:.2f}"),
-                    r["baseline_kind"],
+                    _kind_cell(r),
                     _f(r["t_hw_us"], "{:.2f}"),
-                    speed if r["baseline_kind"] == "measured" else f"({speed})",
+                    (speed if r["baseline_kind"] == "measured" else f"({speed})") + _precap_speed(r),
                     _f(r.get("hap"), "{:.2f}"),
                     _f(r.get("model_err"), "{:+.0%}"),
                     _roofline_cell(r.get("roofline")),
@@ -190,8 +211,21 @@ def table(rows, error: float | None = None) -> str:
     return "\n".join(lines)
 
 
+def _kind_cell(r: dict) -> str:
+    """measured / cap / missing; a cap with the measurement it replaced, its value and the commit that capped it."""
+    pre = r.get("precap")
+    if not pre:
+        return r["baseline_kind"]
+    return f"cap; {pre['kind']}: {pre['us']:.2f} us ({pre['capped_by'][:7]})"
+
+
+def _precap_speed(r: dict) -> str:
+    return "" if r.get("precap_speedup") is None else f"; {r['precap_speedup']:.2f}x pre-cap"
+
+
 def _roofline_cell(roof: dict | None) -> str:
-    """Prefill: % of the modelled cube peak; decode: % of the HBM roofline (attention rows only)."""
+    """% of the modelled cube peak (prefill attention, linear_cross_entropy) or of the HBM roofline (decode
+    attention, the optimizer tasks)."""
     if not roof:
         return "-"
     what = "cube peak" if roof["of"] == "cube" else "HBM"
@@ -253,10 +287,22 @@ def summary(rows, facts: dict, ours: str, error: float | None = None) -> list[st
         f"measured baselines: ours >= 1.0x on {sum(r['speedup'] >= 1.0 for r in measured)} / {len(measured)} "
         "(capped baselines are no measurement: their speedups are in parentheses and not counted)"
         + _verdicts(measured, error),
+        _precap_line(run),
         ours,
         f"baseline, t_hw: {s['repository']} @ {s['commit']} ({s['commit_date']}), {s['times_file']} "
         f"(built-in kernels measured on Ascend {s['hardware']}); HAP as defined in {', '.join(s['hap_defined_in'])}",
     ]
+
+
+def _precap_line(run: list) -> str:
+    """The capped cases whose measurement before the cap is known, counted apart from the measured ones."""
+    pre = [r for r in run if r.get("precap_speedup") is not None]
+    commits = sorted({r["precap"]["capped_by"][:7] for r in pre})
+    return (
+        f"{PRECAP_KIND} (capped cases whose measurement the times file's history holds; capped by "
+        f"{', '.join(commits) or '-'}): ours >= 1.0x on {sum(r['precap_speedup'] >= 1.0 for r in pre)} / {len(pre)}, "
+        "counted apart from the measured baselines"
+    )
 
 
 def model_name(plat) -> str:
