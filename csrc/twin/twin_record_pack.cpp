@@ -99,6 +99,22 @@ const std::vector<std::pair<uint64_t, uint64_t>>& RangeUnion::Runs() {
 }
 
 // ---- one block ----
+namespace {
+// Appends the chunks [begin, end) covers to `out` (position `pos`); a chunk equal to the last one this
+// instruction's reads (or writes) added, from `first` on, grows that entry instead.
+void AddTouches(std::vector<uint64_t>& out, size_t first, uint64_t pos, uint64_t begin, uint64_t end, uint64_t flag) {
+  while (begin < end) {
+    const uint64_t chunk = begin / kL2ChunkBytes, stop = std::min(end, (chunk + 1) * kL2ChunkBytes);
+    if (out.size() > first && out[out.size() - 2] == chunk) {
+      out.back() += stop - begin;
+    } else {
+      out.insert(out.end(), {pos, chunk, (stop - begin) | flag});
+    }
+    begin = stop;
+  }
+}
+}  // namespace
+
 void BlockPack::OnInstr(const Instr& in) {
   const ModelInstr m = ModelInstr::Of(in);
   auto it = index.find(m);
@@ -123,6 +139,21 @@ void BlockPack::OnInstr(const Instr& in) {
     }
   }
   if (!writeRange) unrangedWrite += m.bytes[int(Space::GM)][1];
+  // the touches: reads, then writes (as the JSON export lists them)
+  const uint64_t pos = stream.size() - 1;
+  for (const bool write : {false, true}) {
+    const size_t first = touches.size();
+    for (int i = 0; i < in.nAccess; ++i) {
+      const Access& a = in.access[i];
+      if (a.space != Space::GM || a.write != write || !a.span.blocks) continue;
+      for (uint32_t k = 0; k < a.span.blocks; ++k) {
+        const uint64_t b = a.span.begin + k * a.span.pitch;
+        AddTouches(touches, first, pos, b, b + a.span.blockBytes, write ? kTouchWrite : 0);
+      }
+    }
+  }
+  if (!writeRange && m.bytes[int(Space::GM)][1])
+    touches.insert(touches.end(), {pos, kTouchUnranged, m.bytes[int(Space::GM)][1] | kTouchWrite});
 }
 
 // ---- the launch ----
@@ -155,6 +186,8 @@ void LaunchPack::AddBlock(uint32_t slot, BlockPack& block) {
   reads_.Merge(block.reads);
   writes_.Merge(block.writes);
   unrangedWrite_ += block.unrangedWrite;
+  if (touches_.size() <= slot) touches_.resize(slot + 1);
+  touches_[slot] = std::move(block.touches);
 }
 
 namespace {
@@ -224,9 +257,11 @@ void Append(std::string& out, const T* data, size_t n) {
 
 // Layout: u64 header length, the JSON header padded with spaces to 8 bytes, then the kinds' index
 // streams (u32, concatenated; "kinds" gives their lengths), padded to 8 bytes, then the read and the
-// write runs (u64 begin, end pairs; "reads" / "writes" give their counts).
+// write runs (u64 begin, end pairs; "reads" / "writes" give their counts), then each slot's touches (u64
+// triples; "touches" gives their counts per slot, "l2_chunk" the chunk size).
 std::string LaunchPack::Serialize(const std::string& kernel, uint32_t blockDim, const std::vector<std::string>& cores) {
   kindOf_.resize(blockDim, -1);
+  touches_.resize(std::max<size_t>(touches_.size(), blockDim));
   std::string head = "{\"kernel\":\"" + kernel + "\",\"block_dim\":" + std::to_string(blockDim) + ",\"instrs\":[";
   for (size_t i = 0; i < table_.size(); ++i) {
     if (i) head += ',';
@@ -239,7 +274,10 @@ std::string LaunchPack::Serialize(const std::string& kernel, uint32_t blockDim, 
   const auto& reads = reads_.Runs();
   const auto& writes = writes_.Runs();
   head += "],\"reads\":" + std::to_string(reads.size()) + ",\"writes\":" + std::to_string(writes.size()) +
-          ",\"unranged_write\":" + std::to_string(unrangedWrite_);
+          ",\"unranged_write\":" + std::to_string(unrangedWrite_) + ",\"l2_chunk\":" + std::to_string(kL2ChunkBytes) +
+          ",\"touches\":[";
+  for (size_t s = 0; s < touches_.size(); ++s) head += (s ? "," : "") + std::to_string(touches_[s].size() / 3);
+  head += "]";
   if (!cores.empty()) {  // the core each block slot ran on, as the JSON export names them
     head += ",\"cores\":[";
     for (size_t b = 0; b < cores.size(); ++b)
@@ -259,6 +297,7 @@ std::string LaunchPack::Serialize(const std::string& kernel, uint32_t blockDim, 
       const uint64_t pair[2] = {r.first, r.second};
       Append(out, pair, 2);
     }
+  for (const auto& t : touches_) Append(out, t.data(), t.size());
   return out;
 }
 

@@ -54,13 +54,22 @@ class RangeUnion {
   size_t limit_ = 1 << 12;
 };
 
-// What one block adds: its distinct instructions, its stream of indices, its GM ranges.
+// The L2's reuse model (python/ascendc_ops/harness/pipeline/l2.py) follows a block's GM accesses in issue order at
+// this granularity: each access as (its position in the block's stream, chunk = address / kL2ChunkBytes, its bytes
+// in that chunk | kTouchWrite), one entry per chunk an instruction's reads (then writes) touch. A GM write without a
+// range is one entry with chunk kTouchUnranged.
+constexpr uint64_t kL2ChunkBytes = 1u << 16;
+constexpr uint64_t kTouchWrite = 1ull << 63;
+constexpr uint64_t kTouchUnranged = ~0ull;
+
+// What one block adds: its distinct instructions, its stream of indices, its GM ranges and GM touches.
 struct BlockPack {
   std::unordered_map<ModelInstr, uint32_t, ModelInstrHash> index;
   std::vector<ModelInstr> table;
   std::vector<uint32_t> stream;
   RangeUnion reads, writes;
   uint64_t unrangedWrite = 0;  // GM bytes written by instructions without a write range (the JSON's rule)
+  std::vector<uint64_t> touches;  // (position, chunk, bytes | kTouchWrite) triples, in issue order
   void OnInstr(const Instr& in);
 };
 
@@ -77,6 +86,7 @@ class LaunchPack {
   std::vector<int64_t> kindOf_;  // per slot; -1: the block did not end (never happens in a launch that ends ok)
   RangeUnion reads_, writes_;
   uint64_t unrangedWrite_ = 0;
+  std::vector<std::vector<uint64_t>> touches_;  // per slot: its block's touches
 };
 
 // On while a tool asks; one binary string per launch until taken.

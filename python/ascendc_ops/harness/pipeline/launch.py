@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .l2 import floor_seconds, l2_traffic
+from .l2 import floor_seconds, json_touches, l2_traffic, modelled_order, occupancy, replay
 from .mix import layout, simulate_mix
 from .packed import PackedLaunch, compiled_blocks
 from .platform import PIPES, Platform
@@ -91,18 +91,43 @@ def _contention_share(run, hbm_cycles, t_full) -> float:
     return s
 
 
-def _ranges(record: dict, key: str) -> np.ndarray:
-    """The union of every block's `key` ranges ("gm_read_ranges" / "gm_write_ranges") as sorted,
-    disjoint [start, end) rows."""
-    if isinstance(record, PackedLaunch):  # merged as recorded
-        return record.reads if key == "gm_read_ranges" else record.writes
-    spans = np.array([r for b in record["blocks"] for i in b for r in i.get(key) or []], dtype=np.int64)
+def _union(spans: np.ndarray) -> np.ndarray:
+    """[start, end) rows as their sorted, disjoint union."""
     if not len(spans):
         return np.zeros((0, 2), dtype=np.int64)
     spans = spans[np.argsort(spans[:, 0], kind="stable")]
     ends = np.maximum.accumulate(spans[:, 1])
     new = np.concatenate(([True], spans[1:, 0] > ends[:-1]))  # a row past everything before starts a run
     return np.stack([spans[new, 0], np.maximum.reduceat(ends, np.flatnonzero(new))], axis=1)
+
+
+def _ranges(record: dict, key: str) -> np.ndarray:
+    """The union of every block's `key` ranges ("gm_read_ranges" / "gm_write_ranges") as sorted,
+    disjoint [start, end) rows."""
+    if isinstance(record, PackedLaunch):  # merged as recorded
+        return record.reads if key == "gm_read_ranges" else record.writes
+    return _union(np.array([r for b in record["blocks"] for i in b for r in i.get(key) or []], dtype=np.int64))
+
+
+def _traffic(record, blocks, plat: Platform, placement: list, tls: list):
+    """The launch's L2 split (l2.py): past the L2's capacity, its accesses replayed in the order the cores ran
+    them at full bandwidth (`placement`, `tls`: a run at share 1; contention stretches the cores alike)."""
+    read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
+    distinct = distinct_read_bytes(record)
+    args = (read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record))
+    traffic = l2_traffic(*args)
+    if traffic.fits or not plat.l2_bytes or not blocks:  # within the capacity the order changes nothing
+        return traffic
+    if isinstance(record, PackedLaunch):
+        touches = record.touches or [np.zeros((0, 3), dtype=np.uint64)] * len(blocks)
+        lengths = [len(record.kinds[k]) if k >= 0 else 0 for k in record.kind_of]
+    else:
+        touches = [json_touches(b) for b in record["blocks"]]
+        lengths = [len(b) for b in record["blocks"]]
+    starts = [t for _, t in placement]
+    order = modelled_order(touches, lengths, starts, [tl.cycles for tl in tls])
+    union = _union(np.concatenate([_ranges(record, "gm_read_ranges"), _ranges(record, "gm_write_ranges")]))
+    return l2_traffic(*args, replayed=replay(order, occupancy(union), plat.l2_bytes))
 
 
 def distinct_read_bytes(record: dict) -> int:
@@ -199,12 +224,10 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     blocks = compiled(record, plat)
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
     gm, distinct = read + write, distinct_read_bytes(record)
-    traffic = l2_traffic(
-        read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record)
-    )
+    t_full, placed, ran = _run(blocks, plat, cores, 1.0) if blocks else (0.0, [], [])
+    traffic = _traffic(record, blocks, plat, placed, ran)
     floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
     memory_cycles = max(floor.values())  # the shared memory's floor: HBM's misses or the L2's every byte
-    t_full = _run(blocks, plat, cores, 1.0)[0] if blocks else 0.0
     share = 1.0
     if blocks and memory_cycles > t_full:  # the cores together ask for more than HBM gives
         share = _contention_share(lambda s: _run(blocks, plat, cores, s)[0], memory_cycles, t_full)
@@ -242,8 +265,9 @@ def model_launch(record: dict, plat: Platform, keep_events: bool = False) -> Lau
     elif not traffic.fits and plat.l2_bytes and (read > 1.1 * distinct or write):
         m.notes.append(
             f"{read / 1e6:.2f} MB read from GM, {distinct / 1e6:.2f} MB of it distinct: the "
-            f"{traffic.footprint / 1e6:.2f} MB touched exceed the L2 ({plat.l2_bytes / MIB:.0f} MiB), so the "
-            "re-reads count as HBM traffic and the written share of the excess is written back"
+            f"{traffic.footprint / 1e6:.2f} MB touched exceed the L2 ({plat.l2_bytes / MIB:.0f} MiB): replayed in "
+            f"the modelled order, a re-read or write-back within its capacity is a hit, beyond it HBM traffic; "
+            f"the L2 serves {traffic.hit_bytes / 1e6:.2f} MB, HBM {traffic.hbm_bytes / 1e6:.2f} MB"
         )
     uncosted = set().union(*(tl.uncosted for tl in tls)) if tls else set()
     if uncosted:
@@ -331,17 +355,15 @@ def model_mix_launch(record: dict, plat: Platform, keep_events: bool = False) ->
     blocks = compiled(record, plat)
     codes = [c for c, _ in blocks]
     read, write = (sum(t[k] for _, t in blocks) for k in ("gm_read", "gm_write"))
-    distinct = distinct_read_bytes(record)
-    traffic = l2_traffic(
-        read, distinct, write, plat, min(write, overwritten_bytes(record)), distinct_write_bytes(record)
-    )
-    floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
-    memory_cycles = max(floor.values())
 
     def run(share, keep=False):
         return simulate_mix(record, codes, plat, share, keep)
 
-    t_full = run(1.0)[0]
+    full = run(1.0)
+    t_full = full[0]
+    traffic = _traffic(record, blocks, plat, full[1], full[2])
+    floor = {k: s * plat.hz for k, s in floor_seconds(traffic, plat).items()}
+    memory_cycles = max(floor.values())
     share = 1.0
     if memory_cycles > t_full:
         share = _contention_share(lambda s: run(s)[0], memory_cycles, t_full)

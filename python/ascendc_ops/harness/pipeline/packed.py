@@ -1,7 +1,8 @@
 """The twin's packed record (csrc/twin/twin_record_pack.h), what the model reads at training shapes: each
 distinct instruction of a launch once (in the recorder's format, addresses dropped: every span list is one
 range of its byte total), each distinct block ("block kind") once as indices into them, the block slots
-that ran each kind, and the union of the launch's GM read and write ranges. The model computes the same
+that ran each kind, the union of the launch's GM read and write ranges, and each slot's GM accesses in issue order
+by 64 KiB chunk (the L2's reuse model, l2.py). The model computes the same
 numbers from it as from the whole JSON record (launch.py takes either): a block's compiled code is the
 compiled instructions in the same order, and the L2's distinct bytes are measures of the same unions."""
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .l2 import L2_CHUNK
 from .timeline import compile_instr
 
 
@@ -26,6 +28,7 @@ class PackedLaunch:
     writes: np.ndarray  # the same of the GM write ranges
     unranged_write: int  # GM bytes written by instructions without a write range
     cores: list = field(default_factory=list)  # a mix launch's core per slot ({"kind", "name"}), as the JSON's
+    touches: list = field(default_factory=list)  # per slot: (position, chunk, bytes | write bit) rows, np.uint64
 
     # the launch-level keys of the JSON record, for code that reads only those ("kernel", "block_dim", "cores")
     def get(self, key: str, default=None):
@@ -53,9 +56,16 @@ def parse(blob) -> PackedLaunch:
         kinds.append(raw[pos : pos + 4 * length].view(np.uint32))
         pos += 4 * length
     pos += (8 - pos % 8) % 8
-    runs = raw[pos:].view(np.uint64).astype(np.int64).reshape(-1, 2)
+    n_runs = head["reads"] + head["writes"]
+    runs = raw[pos : pos + 16 * n_runs].view(np.uint64).astype(np.int64).reshape(-1, 2)
     reads, writes = runs[: head["reads"]], runs[head["reads"] :]
     assert len(writes) == head["writes"], "packed record: run counts do not match the header"
+    pos += 16 * n_runs
+    assert head["l2_chunk"] == L2_CHUNK, f"packed record: L2 chunk {head['l2_chunk']}, the model's {L2_CHUNK}"
+    touches = []
+    for n in head["touches"]:
+        touches.append(raw[pos : pos + 24 * n].view(np.uint64).reshape(-1, 3))
+        pos += 24 * n
     return PackedLaunch(
         kernel=head["kernel"],
         block_dim=head["block_dim"],
@@ -66,6 +76,7 @@ def parse(blob) -> PackedLaunch:
         writes=writes,
         unranged_write=head["unranged_write"],
         cores=head.get("cores") or [],
+        touches=touches,
     )
 
 
