@@ -40,3 +40,17 @@ ADAM_W_BUFFERS_FN ForeachNormUb ForeachNormBuffers(uint32_t elems, uint32_t elem
   return {elems * elemBytes, elems * 4, elemBytes == 4 ? 0u : 1u};
 }
 constexpr uint32_t kForeachNormFixedBytes = 3 * 32 + 256;  // partial, reduction, slot; ReduceSum's scratch
+
+// foreach_clip_by_total_norm's tiles of `elems` elements: x in and out in its dtype (double-buffered) and, for 16-bit
+// x, its fp32 copy scaled; beside them, fixed: the chunk of norms (a 32-byte slot each, and its fp32 copy), the total.
+struct ForeachClipUb {
+  uint32_t x;        // one tile of x
+  uint32_t state;    // one fp32 tile
+  uint32_t widened;  // 1 for 16-bit x, 0 for fp32 (scaled from the in tile into the out tile)
+  ADAM_W_BUFFERS_FN uint32_t Total() const { return 2 * kAdamWBufferNum * x + widened * state; }
+};
+ADAM_W_BUFFERS_FN ForeachClipUb ForeachClipBuffers(uint32_t elems, uint32_t elemBytes) {
+  return {elems * elemBytes, elems * 4, elemBytes == 4 ? 0u : 1u};
+}
+// the norms' slots (32 bytes each), their fp32 copy (at most 16 floats a slot), the total and its copy out
+ADAM_W_BUFFERS_FN uint32_t ForeachClipFixedBytes(uint32_t chunk) { return chunk * 32 + chunk * 16 * 4 + 2 * 32; }

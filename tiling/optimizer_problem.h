@@ -99,4 +99,46 @@ std::vector<Int> CheckForeachNorm(const OpSpec& op, const std::vector<TensorArg<
   return counts;
 }
 
+// foreach_clip_by_total_norm: x a list of float tensors of one dtype; norms (the norms of x's tensors and of any other
+// lists clipped with them) and total_norm one element each, in x's dtype; norm_type 1, 2 or inf. Returns each x's
+// element count.
+template <class Int>
+std::vector<Int> CheckForeachClip(const OpSpec& op, const std::vector<TensorArg<Int>>& x,
+                                  const std::vector<TensorArg<Int>>& norms, const TensorArg<Int>& totalNorm,
+                                  double normType, ForeachNormKind& kind) {
+  if (normType == 1.0) kind = FOREACH_NORM_L1;
+  else if (normType == 2.0) kind = FOREACH_NORM_L2;
+  else if (std::isinf(normType) && normType > 0) kind = FOREACH_NORM_INF;
+  else Fail(ArgError::kValue, op, "norm_type must be 1, 2 or inf, got ", normType);
+  const auto elems = [](const TensorArg<Int>& t) {
+    Int n(1);
+    for (const Int& s : t.shape) n = n * s;
+    return n;
+  };
+  // every tensor in the first x's dtype (x empty: the total's), as one kernel entry serves the launch
+  const DType dtype = x.empty() ? totalNorm.dtype : x[0].dtype;
+  CheckDtype(op, 2, totalNorm.dtype);
+  CheckSameDtype(op, 2, totalNorm.dtype, 0, dtype);
+  if (elems(totalNorm) != Int(1))
+    Fail(ArgError::kValue, op, op.inputs[2], " must hold one element (the total norm is written there), got shape ",
+         totalNorm.shape);
+  std::vector<Int> counts;
+  for (size_t i = 0; i < x.size(); ++i) {
+    CheckDtype(op, 0, x[i].dtype);
+    if (x[i].dtype != dtype)
+      Fail(ArgError::kType, op, op.inputs[0], "[", i, "] must have ", op.inputs[0], "[0]'s dtype ", dtype, ", got ",
+           x[i].dtype);
+    counts.push_back(elems(x[i]));
+  }
+  for (size_t i = 0; i < norms.size(); ++i) {
+    if (norms[i].dtype != dtype)
+      Fail(ArgError::kType, op, op.inputs[1], "[", i, "] must have ", x.empty() ? op.inputs[2] : op.inputs[0],
+           x.empty() ? "'s" : "[0]'s", " dtype ", dtype, ", got ", norms[i].dtype);
+    if (elems(norms[i]) != Int(1))
+      Fail(ArgError::kValue, op, op.inputs[1], "[", i, "] must hold one element (a tensor's norm), got shape ",
+           norms[i].shape);
+  }
+  return counts;
+}
+
 }  // namespace tiling

@@ -76,4 +76,32 @@ ForeachNormTiling TileForeachNorm(const ForeachNormProblem& p, const PlatformInf
   return t;
 }
 
+uint32_t ForeachClipBytesPerElem(DType dtype) { return ForeachClipBuffers(1, ElementBytes(dtype)).Total(); }
+
+ForeachClipTiling TileForeachClip(const ForeachClipProblem& p, const PlatformInfo& platform) {
+  if (p.totalElems < 0 || p.tensorCount < 0 || p.normCount < 0)
+    throw TilingError("element, tensor and norm counts must be >= 0, got " + std::to_string(p.totalElems) + ", " +
+                      std::to_string(p.tensorCount) + " and " + std::to_string(p.normCount));
+  ForeachClipTiling t{};
+  ForeachClipTilingData& d = t.data;
+  d.totalElems = p.totalElems;
+  d.tensorCount = p.tensorCount;
+  d.normCount = p.normCount;
+  d.kind = p.kind;
+  d.maxNorm = float(p.maxNorm);
+  d.errorIfNonfinite = p.errorIfNonfinite ? 1 : 0;
+  const int64_t budget = int64_t(platform.UbBudget()) - ForeachClipFixedBytes(kForeachClipNormChunk);
+  const int64_t fit = budget / ForeachClipBytesPerElem(p.dtype) / kAdamWAlign * kAdamWAlign;
+  if (fit < kAdamWAlign || platform.vectorCores < 1)
+    throw TilingError(std::string(platform.name) + " has no room for one foreach_clip_by_total_norm tile of " +
+                      std::to_string(kAdamWAlign) + " elements");
+  // the AdamW update's dealing; one block even with no element, to write the total
+  const int64_t share = AlignUp(CeilDiv(p.totalElems, platform.vectorCores), kAdamWAlign);
+  d.blockElems = std::max(share, kAdamWMinBlockElems);
+  t.blockDim = uint32_t(std::max<int64_t>(1, CeilDiv(p.totalElems, d.blockElems)));
+  const int64_t tiles = CeilDiv(d.blockElems, fit);
+  d.tileElems = uint32_t(std::min(fit, AlignUp(CeilDiv(d.blockElems, tiles), kAdamWAlign)));
+  return t;
+}
+
 }  // namespace tiling

@@ -50,4 +50,24 @@ uint32_t ForeachNormBytesPerElem(DType dtype);
 
 ForeachNormTiling TileForeachNorm(const ForeachNormProblem& problem, const PlatformInfo& platform);
 
+struct ForeachClipProblem {
+  int64_t totalElems;  // over every tensor of x
+  int64_t tensorCount;
+  int64_t normCount;
+  DType dtype;
+  ForeachNormKind kind;
+  double maxNorm;
+  bool errorIfNonfinite;
+};
+
+struct ForeachClipTiling {
+  ForeachClipTilingData data;
+  uint32_t blockDim;  // at least 1: the total is written even when x holds no element
+};
+
+// UB bytes one tile element costs (tiling/optimizer_buffers.h).
+uint32_t ForeachClipBytesPerElem(DType dtype);
+
+ForeachClipTiling TileForeachClip(const ForeachClipProblem& problem, const PlatformInfo& platform);
+
 }  // namespace tiling

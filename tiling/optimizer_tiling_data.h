@@ -67,3 +67,25 @@ struct ForeachNormTilingData {
   uint32_t blockDim;    // blocks launched: the slots number tensorCount + blockDim
   uint32_t reserved;
 };
+
+// foreach_clip_by_total_norm: every tensor of a list scaled in place by min(1, max_norm / (total + 1e-6)), the total
+// formed on the device from the per-tensor norms (foreach_norm's outputs): each block reads them all, forms the
+// coefficient, then scales its run of the flat element range (as the AdamW update deals it). Block 0 writes the
+// total. The direct entry's table: int64 [tensorCount, 2] of (address, first element in the run), then normCount
+// addresses of the norms (one element each, x's dtype).
+#define FOREACH_CLIP_DTYPES ASCENDC_FLOAT_DTYPES
+#define FOREACH_CLIP_PARAMS(GM) GM table, GM total_norm, GM workspace, GM tiling
+
+// Norms read per pass: each lands in its own 32-byte UB slot (DataCopyPad from any GM address), zero-padded.
+constexpr uint32_t kForeachClipNormChunk = 64;
+
+struct ForeachClipTilingData {
+  int64_t totalElems;   // elements of the flat run of x
+  int64_t blockElems;   // block b scales elements [b * blockElems, (b + 1) * blockElems) of the run
+  int64_t tensorCount;  // tensors of x
+  int64_t normCount;    // norms the total is formed from (x's own, and those of lists clipped with it)
+  uint32_t tileElems;   // elements per tile: a multiple of 64
+  uint32_t kind;        // ForeachNormKind: how the norms combine (sum, sqrt of the sum of squares, max)
+  float maxNorm;        // the clipping threshold
+  uint32_t errorIfNonfinite;  // 1: a non-finite total leaves x as it is (the caller raises, as torch does)
+};

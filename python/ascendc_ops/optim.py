@@ -8,13 +8,17 @@ torch.optim.AdamW in another dtype is widened at the next step, and torch narrow
 group, device, parameter dtype and step count (usually one per group). capturable / differentiable / fused=True (CUDA
 graphs, autograd through the step, torch's own fused kernels) are refused.
 
-``clip_grad_norm_``: torch.nn.utils.clip_grad_norm_'s contract (same arguments, the total norm returned,
-error_if_nonfinite) with the per-tensor norms from one foreach_norm launch per gradient dtype; the total norm, the
-coefficient and the scaling (torch._foreach_mul_) are torch's. A norm_type other than 1, 2 or inf is torch's own.
+``clip_grad_norm_``: torch.nn.utils.clip_grad_norm_'s contract (same arguments, the total norm returned in the
+gradients' dtype, error_if_nonfinite) in two launches whatever the parameter count: foreach_norm (the per-tensor
+norms) and foreach_clip_by_total_norm (the total, the coefficient min(1, max_norm / (total + 1e-6)) and the scaling,
+on the device: no host reads the norm unless error_if_nonfinite asks, as torch's check does). Gradients of several
+dtypes: one pair per dtype, each scaling launch given every norm (cast to its dtype). A norm_type other than 1, 2 or
+inf, or gradients on several devices, are torch's own clip_grad_norm_.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
@@ -81,28 +85,30 @@ class FusedAdamW(torch.optim.Optimizer):
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None) -> torch.Tensor:
     """Scales the gradients of ``parameters`` so their total ``norm_type`` norm is at most ``max_norm``; returns the
     total norm (of the gradients before scaling). ``foreach`` is accepted for torch's signature (ours always is)."""
+    from .ops import optimizer as O
+
     if isinstance(parameters, torch.Tensor):
         parameters = [parameters]
     parameters = list(parameters)
     norm_type = float(norm_type)
-    if norm_type not in (1.0, 2.0, math.inf):
-        return torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
     grads = [p.grad for p in parameters if p.grad is not None]
     if not grads:
         return torch.tensor(0.0)
-    groups: dict[tuple, list] = {}  # one launch per device and dtype, as torch groups its foreach calls
+    if norm_type not in (1.0, 2.0, math.inf) or len({g.device for g in grads}) > 1:
+        return torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
+    groups: dict[torch.dtype, list] = {}  # one kernel entry per dtype
     for g in grads:
-        groups.setdefault((g.device, g.dtype), []).append(g)
-    first = grads[0].device
-    norms = [n.to(first) for group in groups.values() for n in torch.ops.custom.foreach_norm(group, norm_type)]
-    total = torch.linalg.vector_norm(torch.stack(norms), norm_type)
-    if error_if_nonfinite and torch.logical_or(total.isnan(), total.isinf()):
-        raise RuntimeError(
-            f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
-            "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
-            "`error_if_nonfinite=False`"
-        )
-    coef = torch.clamp(max_norm / (total + 1e-6), max=1.0)
-    for (device, _), group in groups.items():
-        torch._foreach_mul_(group, coef.to(device))
-    return total
+        groups.setdefault(g.dtype, []).append(g)
+    norms = {dtype: O.foreach_norm(group, norm_type) for dtype, group in groups.items()}
+    totals = {}
+    for dtype, group in groups.items():
+        every = [n if n.dtype == dtype else n.to(dtype) for ns in norms.values() for n in ns]
+        totals[dtype] = O.foreach_clip_by_total_norm_(group, every, max_norm, norm_type, error_if_nonfinite)
+        if error_if_nonfinite and not bool(torch.isfinite(totals[dtype])):  # the kernel left the grads unscaled
+            raise RuntimeError(
+                f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, so it cannot be "
+                "clipped. To disable this error and scale the gradients by the non-finite norm anyway, set "
+                "`error_if_nonfinite=False`"
+            )
+    wide = functools.reduce(torch.promote_types, groups)  # the dtype torch's stacked norms take
+    return totals[wide] if wide in totals else next(iter(totals.values())).to(wide)

@@ -131,5 +131,43 @@ int main() {
               "foreach_norm: scalar (the norm's p) must be 1, 2 or inf, got 3"));
   EXPECT(Says([&] { CheckForeachNorm<int64_t>(norm, {T({3}), T({0})}, INFINITY, kind); },
               "foreach_norm: x[1] is empty, and the inf norm of no element is undefined"));
+  // foreach_clip_by_total_norm: the same dealing, at least one block (it writes the total), the fixed norm buffers
+  // beside the tiles within UB; the attributes carried; norms and total one element each in x's dtype.
+  EXPECT(ForeachClipBytesPerElem(DType::kFloat32) == 2 * 2 * 4 && ForeachClipBytesPerElem(DType::kBFloat16) == 8 + 4);
+  for (const PlatformInfo& plat : {b3, b2, cpu})
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+      for (int64_t n : {int64_t(0), int64_t(1), int64_t(769), int64_t(70001), int64_t(1) << 24}) {
+        const ForeachClipTiling t = TileForeachClip({n, 3, 5, dtype, FOREACH_NORM_INF, 0.5, true}, plat);
+        const ForeachClipTilingData& d = t.data;
+        EXPECT(t.blockDim >= 1 && t.blockDim <= plat.vectorCores);
+        EXPECT(n == 0 || (d.blockElems * (t.blockDim - 1) < n && d.blockElems * t.blockDim >= n));
+        EXPECT(d.tileElems % kAdamWAlign == 0 &&
+               uint64_t(d.tileElems) * ForeachClipBytesPerElem(dtype) + ForeachClipFixedBytes(kForeachClipNormChunk) <=
+                   plat.UbBudget());
+        EXPECT(d.normCount == 5 && d.tensorCount == 3 && d.maxNorm == 0.5f && d.errorIfNonfinite == 1 &&
+               d.kind == FOREACH_NORM_INF);
+      }
+  EXPECT(TileForeachClip({int64_t(100) << 20, 200, 291, DType::kBFloat16, FOREACH_NORM_L2, 1.0, false}, b2).blockDim ==
+         48);
+  const OpSpec clip{"foreach_clip_by_total_norm",
+                    "",
+                    {"x", "norms", "total_norm"},
+                    {{DType::kFloat16, DType::kFloat16, DType::kFloat16},
+                     {DType::kFloat32, DType::kFloat32, DType::kFloat32},
+                     {DType::kBFloat16, DType::kBFloat16, DType::kBFloat16}}};
+  EXPECT((CheckForeachClip<int64_t>(clip, {T({3, 2}), T({0})}, {T({}), T({1})}, T({}), INFINITY, kind) ==
+          std::vector<int64_t>{6, 0}));
+  EXPECT(kind == FOREACH_NORM_INF);
+  EXPECT(CheckForeachClip<int64_t>(clip, {}, {}, T({1, 1}), 1.0, kind).empty() && kind == FOREACH_NORM_L1);
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {T({})}, T({}), 0.5, kind); },
+              "foreach_clip_by_total_norm: norm_type must be 1, 2 or inf, got 0.5"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {T({2})}, T({}), 2.0, kind); },
+              "foreach_clip_by_total_norm: norms[0] must hold one element (a tensor's norm), got shape [2]"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {T({}, DType::kFloat16)}, T({}), 2.0, kind); },
+              "foreach_clip_by_total_norm: norms[0] must have x[0]'s dtype float32, got float16"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3}, DType::kBFloat16)}, {}, T({}), 2.0, kind); },
+              "foreach_clip_by_total_norm: total_norm must have x's dtype bfloat16, got float32"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {}, T({2}), 2.0, kind); },
+              "foreach_clip_by_total_norm: total_norm must hold one element"));
   return expect::Report();
 }

@@ -23,6 +23,11 @@ def test_small_model_all_providers(capsys):
     assert set(rows) == set(B.PROVIDERS)
     for name, r in rows.items():  # the same steps from the same start: the same parameters to fp32 rounding
         assert float(r[5]) < 1e-6, (name, r)
+    # ours' clipping launch by launch: the norms read the gradient once, the scaling reads and writes it
+    launches = dict(
+        re.findall(r"^\| (foreach_norm|foreach_clip_by_total_norm) \| [\d.]+ \| (\d+) \| [\d.]+ \|$", out, re.M)
+    )
+    assert launches == {"foreach_norm": "4", "foreach_clip_by_total_norm": "8"}, out
 
 
 def test_a_bad_shape_is_refused(capsys):

@@ -171,4 +171,74 @@ inline ge::graphStatus ForeachNormDtypes(gert::InferDataTypeContext* context) {
   return ge::GRAPH_SUCCESS;
 }
 
+// foreach_clip_by_total_norm's total_norm (IR input 2): its instance index follows the two lists' tensors.
+template <typename Context>
+tiling::TensorArg<int64_t> TotalNormArg(const Context* context) {
+  const gert::AnchorInstanceInfo* info = context->GetIrInputInstanceInfo(2);
+  if (info == nullptr || info->GetInstanceNum() != 1) return {{}, tiling::DType::kOther, false};
+  return InputArg(context, info->GetInstanceStart());
+}
+
+// foreach_clip_by_total_norm: x's element counts, checked as the torch binding checks them.
+template <typename Context>
+std::vector<int64_t> ForeachClipCountsOf(const Context* context, const tiling::OpSpec& op, ForeachNormKind& kind) {
+  const auto& a = ascendc_ops::kForeachClipByTotalNormAttrs;
+  return tiling::CheckForeachClip(op, DynamicInputArgs(context, 0), DynamicInputArgs(context, 1), TotalNormArg(context),
+                                  ReadAttr(context->GetAttrs(), a.normType), kind);
+}
+
+// Every block reads the norms and scales its run of x (op_package/optimizer/foreach_clip_by_total_norm.cpp); at
+// least one block, which writes the total.
+inline ge::graphStatus TileForeachClipOp(gert::TilingContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    const auto& a = ascendc_ops::kForeachClipByTotalNormAttrs;
+    ForeachNormKind kind = FOREACH_NORM_L2;
+    const std::vector<int64_t> counts = ForeachClipCountsOf(context, op, kind);
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    const int64_t norms = int64_t(DynamicInputArgs(context, 1).size());
+    const gert::RuntimeAttrs* attrs = context->GetAttrs();
+    const tiling::ForeachClipTiling t =
+        tiling::TileForeachClip({total, int64_t(counts.size()), norms, TotalNormArg(context).dtype, kind,
+                                 ReadAttr(attrs, a.maxNorm), ReadAttr(attrs, a.errorIfNonfinite)},
+                                NpuPlatform(context));
+    return Publish(context, t.data, t.blockDim, 0);
+  });
+}
+
+// The outputs are x and total_norm updated in place: each keeps its shape.
+inline ge::graphStatus InferForeachClipShape(gert::InferShapeContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    ForeachNormKind kind;
+    ForeachClipCountsOf(context, op, kind);
+    const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(0);
+    for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i) {
+      const gert::Shape* from = context->GetDynamicInputShape(0, i);
+      gert::Shape* to = context->GetOutputShape(info->GetInstanceStart() + i);
+      if (from == nullptr || to == nullptr) return ge::GRAPH_FAILED;
+      *to = *from;
+    }
+    const gert::AnchorInstanceInfo* total = context->GetIrOutputInstanceInfo(1);
+    const gert::AnchorInstanceInfo* totalIn = context->GetIrInputInstanceInfo(2);
+    if (total == nullptr || totalIn == nullptr) return ge::GRAPH_FAILED;
+    const gert::Shape* from = context->GetInputShape(totalIn->GetInstanceStart());
+    gert::Shape* to = context->GetOutputShape(total->GetInstanceStart());
+    if (from == nullptr || to == nullptr) return ge::GRAPH_FAILED;
+    *to = *from;
+    return ge::GRAPH_SUCCESS;
+  });
+}
+
+inline ge::graphStatus ForeachClipDtypes(gert::InferDataTypeContext* context) {
+  const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(0);
+  for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i)
+    if (context->SetOutputDataType(info->GetInstanceStart() + i, context->GetDynamicInputDataType(0, i)) !=
+        ge::GRAPH_SUCCESS)
+      return ge::GRAPH_FAILED;
+  const gert::AnchorInstanceInfo* total = context->GetIrOutputInstanceInfo(1);
+  const gert::AnchorInstanceInfo* totalIn = context->GetIrInputInstanceInfo(2);
+  if (total == nullptr || totalIn == nullptr) return ge::GRAPH_FAILED;
+  return context->SetOutputDataType(total->GetInstanceStart(), context->GetInputDataType(totalIn->GetInstanceStart()));
+}
+
 }  // namespace ascendc_ops_host

@@ -8,6 +8,10 @@
   tensors of any sizes in one launch; the tiling deals runs of elements, not tensors, to the cores.
 - ``torch.ops.custom.foreach_norm(x[], scalar=2.0) -> Tensor[]``: cann-bench's foreach_norm, torch._foreach_norm's
   result: the p-norm (p = scalar: 1, 2 or inf) of each tensor in one launch, accumulated in fp32, in x's dtype.
+- ``torch.ops.custom.foreach_clip_by_total_norm(x[], norms[], total_norm, max_norm, norm_type=2.0,
+  error_if_nonfinite=False)``: clipping's second launch: the total of ``norms`` (their 1-norm, 2-norm or max) and
+  ``min(1, max_norm / (total + 1e-6))`` formed on the device, every x scaled by it in place, the total written into
+  ``total_norm`` (one element, x's dtype). With error_if_nonfinite a non-finite total leaves x unscaled.
 
 The schemas and the attribute defaults come from op_proto/optimizer/*.json; the argument rules (shapes,
 dtypes, torch.optim.AdamW's hyperparameter ranges) from tiling/optimizer_problem.h, for the CPU, NPU and Meta
@@ -42,3 +46,19 @@ def foreach_norm(tensors, ord=2.0) -> list[torch.Tensor]:
     if not tensors:
         return []  # no tensor: nothing for the dispatcher to pick a backend by
     return list(torch.ops.custom.foreach_norm(tensors, float(ord)))
+
+
+def foreach_clip_by_total_norm_(x, norms, max_norm, norm_type=2.0, error_if_nonfinite=False, total_norm=None):
+    """Scales every tensor of ``x`` in place by min(1, max_norm / (total + 1e-6)), total the ``norm_type`` norm of
+    ``norms`` (foreach_norm's outputs: x's own, and those of any other lists clipped with x), in one launch; returns
+    the total (a 0-dim tensor in x's dtype, or ``total_norm``'s, which receives it). No host reads the norms."""
+    x, norms = list(x), list(norms)
+    if total_norm is None:
+        like = x[0] if x else norms[0] if norms else None
+        if like is None:
+            raise ValueError("foreach_clip_by_total_norm: x and norms are both empty, got no tensor to clip by")
+        total_norm = torch.empty((), dtype=like.dtype, device=like.device)
+    torch.ops.custom.foreach_clip_by_total_norm(
+        x, norms, total_norm, float(max_norm), norm_type=float(norm_type), error_if_nonfinite=bool(error_if_nonfinite)
+    )
+    return total_norm
