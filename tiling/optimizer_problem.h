@@ -52,13 +52,13 @@ Int CheckAdamW(const OpSpec& op, const TensorArg<Int>& var, const TensorArg<Int>
 }
 
 // The multi-tensor form: lists of one length (max_grad_norm: that length with amsgrad, else ignored), each entry
-// as apply_adam_w's arguments, every var of one dtype (one kernel entry serves the launch). Returns each tensor's
-// element count.
+// as apply_adam_w's arguments, every var of one dtype (one kernel entry serves the launch); master empty, or an
+// fp32 copy of each var of var's shape when var is 16-bit. Returns each tensor's element count.
 template <class Int>
 std::vector<Int> CheckForeachAdamW(const OpSpec& op, const std::vector<TensorArg<Int>>& var,
                                    const std::vector<TensorArg<Int>>& m, const std::vector<TensorArg<Int>>& v,
                                    const std::vector<TensorArg<Int>>& grad, const std::vector<TensorArg<Int>>& maxV,
-                                   bool amsgrad) {
+                                   bool amsgrad, const std::vector<TensorArg<Int>>& master = {}) {
   const std::vector<TensorArg<Int>>* lists[] = {&m, &v, &grad, &maxV};
   for (size_t k = 0; k < 4; ++k)
     if ((k < 3 || amsgrad) && lists[k]->size() != var.size())
@@ -72,6 +72,19 @@ std::vector<Int> CheckForeachAdamW(const OpSpec& op, const std::vector<TensorArg
            var[i].dtype);
     TensorArg<Int> none{{}, DType::kOther, false};
     counts.push_back(CheckAdamW(op, var[i], m[i], v[i], grad[i], amsgrad ? maxV[i] : none, amsgrad, at));
+  }
+  if (master.empty()) return counts;
+  if (master.size() != var.size())
+    Fail(ArgError::kValue, op, op.inputs[5], " must be empty or hold as many tensors as ", op.inputs[0], " (",
+         var.size(), "), got ", master.size());
+  if (var[0].dtype == DType::kFloat32)
+    Fail(ArgError::kValue, op, op.inputs[5], " must be empty when ", op.inputs[0],
+         " is float32 (a master copy stands for a float16 or bfloat16 parameter)");
+  for (size_t i = 0; i < master.size(); ++i) {
+    CheckDtype(op, 5, master[i].dtype);
+    if (master[i].shape != var[i].shape)
+      Fail(ArgError::kValue, op, op.inputs[5], "[", i, "] must have ", op.inputs[0], "[", i, "]'s shape ", var[i].shape,
+           ", got ", master[i].shape);
   }
   return counts;
 }

@@ -12,7 +12,9 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 }  // namespace
 
-uint32_t AdamWBytesPerElem(DType dtype, bool amsgrad) { return AdamWBuffers(1, ElementBytes(dtype), amsgrad).Total(); }
+uint32_t AdamWBytesPerElem(DType dtype, bool amsgrad, bool master) {
+  return AdamWBuffers(1, ElementBytes(dtype), amsgrad, master).Total();
+}
 
 AdamWTiling TileAdamW(const AdamWProblem& p, const PlatformInfo& platform) {
   if (p.totalElems < 0 || p.tensorCount < 0)
@@ -24,6 +26,7 @@ AdamWTiling TileAdamW(const AdamWProblem& p, const PlatformInfo& platform) {
   d.totalElems = p.totalElems;
   d.tensorCount = p.tensorCount;
   d.amsgrad = h.amsgrad ? 1 : 0;
+  d.master = p.master ? 1 : 0;
   // The scalars in double, as torch.optim.AdamW forms them in Python, rounded to fp32 once.
   d.decay = float(1.0 - h.lr * h.weightDecay);
   d.gradSign = h.maximize ? -1.0f : 1.0f;
@@ -35,7 +38,7 @@ AdamWTiling TileAdamW(const AdamWProblem& p, const PlatformInfo& platform) {
   d.negStepSize = float(-h.lr / (1.0 - std::pow(h.beta1, h.step)));
   if (p.totalElems == 0) return t;  // blockDim 0: nothing to launch
 
-  const int64_t fit = platform.UbBudget() / AdamWBytesPerElem(p.dtype, h.amsgrad) / kAdamWAlign * kAdamWAlign;
+  const int64_t fit = platform.UbBudget() / AdamWBytesPerElem(p.dtype, h.amsgrad, p.master) / kAdamWAlign * kAdamWAlign;
   if (fit < kAdamWAlign || platform.vectorCores < 1)
     throw TilingError(std::string(platform.name) + " has no room for one AdamW tile of " + std::to_string(kAdamWAlign) +
                       " elements");

@@ -17,6 +17,7 @@ struct AdamWProblem {
   int64_t tensorCount;
   DType dtype;  // the parameter's (and grad's); the states are float32
   AdamWHyper hyper;
+  bool master = false;  // fp32 master copies of the (16-bit) parameters
 };
 
 struct AdamWTiling {
@@ -29,7 +30,7 @@ constexpr int64_t kAdamWAlign = 64;
 constexpr int64_t kAdamWMinBlockElems = 1024;
 
 // UB bytes one tile element costs (tiling/optimizer_buffers.h, the kernel's Init's plan).
-uint32_t AdamWBytesPerElem(DType dtype, bool amsgrad);
+uint32_t AdamWBytesPerElem(DType dtype, bool amsgrad, bool master = false);
 
 AdamWTiling TileAdamW(const AdamWProblem& problem, const PlatformInfo& platform);
 

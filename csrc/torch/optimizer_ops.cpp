@@ -78,10 +78,10 @@ void WriteBack(const std::vector<at::Tensor>& updated, at::TensorList list) {
 
 template <class Int>
 std::vector<Int> CheckForeachAdamWArgs(const OpProto& op, const AdamWLists& l, const tiling::AdamWHyper& hyper) {
-  const at::TensorList lists[] = {l.var, l.m, l.v, l.grad, l.maxV};
+  const at::TensorList lists[] = {l.var, l.m, l.v, l.grad, l.maxV, l.master};
   std::optional<at::Device> device;
-  std::vector<tiling::TensorArg<Int>> args[5];
-  for (size_t k = 0; k < 5; ++k)
+  std::vector<tiling::TensorArg<Int>> args[6];
+  for (size_t k = 0; k < 6; ++k)
     for (size_t i = 0; i < lists[k].size(); ++i) {
       const at::Tensor& t = lists[k][i];
       CheckDense(op, {{k, &t}});
@@ -95,7 +95,7 @@ std::vector<Int> CheckForeachAdamWArgs(const OpProto& op, const AdamWLists& l, c
     }
   return Checked(op, [&] {
     tiling::CheckAdamWHyper(op, hyper);
-    return tiling::CheckForeachAdamW(op, args[0], args[1], args[2], args[3], args[4], hyper.amsgrad);
+    return tiling::CheckForeachAdamW(op, args[0], args[1], args[2], args[3], args[4], hyper.amsgrad, args[5]);
   });
 }
 }  // namespace
@@ -109,6 +109,8 @@ ForeachAdamWLaunch PrepareForeachAdamW(const OpProto& op, const AdamWLists& list
   l.v = Contiguous(lists.v);
   l.grad = Contiguous(lists.grad);
   if (hyper.amsgrad) l.maxV = Contiguous(lists.maxV);
+  l.master = Contiguous(lists.master);
+  const bool master = !l.master.empty();
   const int64_t n = int64_t(counts.size());
   l.table = at::zeros({n, int64_t(ADAM_W_TABLE_COLUMNS)}, at::kLong);
   int64_t* row = l.table.data_ptr<int64_t>();
@@ -120,13 +122,15 @@ ForeachAdamWLaunch PrepareForeachAdamW(const OpProto& op, const AdamWLists& list
     row[ADAM_W_TABLE_V] = addr(l.v[i]);
     row[ADAM_W_TABLE_GRAD] = addr(l.grad[i]);
     row[ADAM_W_TABLE_MAX] = hyper.amsgrad ? addr(l.maxV[i]) : 0;
+    row[ADAM_W_TABLE_MASTER] = master ? addr(l.master[i]) : 0;
     row[ADAM_W_TABLE_START] = start;
     start += counts[i];
-    l.bytes += l.var[i].nbytes() * 2 + l.grad[i].nbytes() + (l.m[i].nbytes() + l.v[i].nbytes()) * 2 +
-               (hyper.amsgrad ? l.maxV[i].nbytes() * 2 : 0);
+    // var read and written (with a master: written only, the master read and written)
+    l.bytes += l.var[i].nbytes() * (master ? 1 : 2) + l.grad[i].nbytes() + (l.m[i].nbytes() + l.v[i].nbytes()) * 2 +
+               (hyper.amsgrad ? l.maxV[i].nbytes() * 2 : 0) + (master ? l.master[i].nbytes() * 2 : 0);
   }
   const tiling::DType dtype = n > 0 ? TilingDtype(l.var[0].scalar_type()) : tiling::DType::kFloat32;
-  Checked(op, [&] { l.tiling = tiling::TileAdamW({start, n, dtype, hyper}, platform); });
+  Checked(op, [&] { l.tiling = tiling::TileAdamW({start, n, dtype, hyper, master}, platform); });
   return l;
 }
 
@@ -135,6 +139,7 @@ void FinishForeachAdamW(const ForeachAdamWLaunch& l, const AdamWLists& lists) {
   WriteBack(l.m, lists.m);
   WriteBack(l.v, lists.v);
   WriteBack(l.maxV, lists.maxV);
+  WriteBack(l.master, lists.master);
 }
 
 namespace {

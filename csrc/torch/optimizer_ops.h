@@ -50,15 +50,16 @@ ASCENDC_OPS_API void FinishApplyAdamW(const AdamWLaunch& l, const at::Tensor& va
 // the tensor table the kernel reads (tiling/optimizer_tiling_data.h: int64 [tensors, ADAM_W_TABLE_COLUMNS], on the
 // CPU; the NPU launcher copies it to the device) and the tiling.
 struct ForeachAdamWLaunch {
-  std::vector<at::Tensor> var, m, v, grad, maxV;
+  std::vector<at::Tensor> var, m, v, grad, maxV, master;
   at::Tensor table;
   uint64_t bytes = 0;  // GM bytes the update reads and writes (the tensors once each)
   tiling::AdamWTiling tiling;
 };
 
-// The lists' arguments of foreach_adam_w, in the prototype's order (maxV empty without amsgrad).
+// The lists' arguments of foreach_adam_w, in the prototype's order (maxV empty without amsgrad, master empty
+// without fp32 master copies).
 struct AdamWLists {
-  at::TensorList var, m, v, grad, maxV;
+  at::TensorList var, m, v, grad, maxV, master;
 };
 
 ASCENDC_OPS_API ForeachAdamWLaunch PrepareForeachAdamW(const OpProto& op, const AdamWLists& lists,
@@ -120,9 +121,9 @@ void ImplOptimizerOps(torch::Library& m) {
         AdamWHyperOf(lr, beta1, beta2, weightDecay, eps, step, amsgrad, maximize));
   });
   m.impl("foreach_adam_w", [](at::TensorList var, at::TensorList mom, at::TensorList v, at::TensorList grad,
-                              at::TensorList maxV, double lr, double beta1, double beta2, double weightDecay,
-                              double eps, double step, bool amsgrad, bool maximize) {
-    RunLists(kForeachAdamW, AdamWLists{var, mom, v, grad, maxV},
+                              at::TensorList maxV, at::TensorList master, double lr, double beta1, double beta2,
+                              double weightDecay, double eps, double step, bool amsgrad, bool maximize) {
+    RunLists(kForeachAdamW, AdamWLists{var, mom, v, grad, maxV, master},
              AdamWHyperOf(lr, beta1, beta2, weightDecay, eps, step, amsgrad, maximize));
   });
   m.impl("foreach_norm", [](at::TensorList x, double p) { return Norms(kForeachNorm, x, p); });

@@ -4,9 +4,16 @@
 Same constructor, hyperparameters, param groups and ``state_dict`` layout as torch.optim.AdamW (``step`` a float32
 tensor, ``exp_avg``, ``exp_avg_sq``, ``max_exp_avg_sq`` with amsgrad), so a state saved by one loads into the other.
 The states are float32 whatever the parameter's dtype (torch keeps them in the parameter's); a state loaded from
-torch.optim.AdamW in another dtype is widened at the next step, and torch narrows ours on load. One launch per param
-group, device, parameter dtype and step count (usually one per group). capturable / differentiable / fused=True (CUDA
-graphs, autograd through the step, torch's own fused kernels) are refused.
+torch.optim.AdamW in another dtype is widened at the next step, and torch narrows ours on load (ours keeps a saved fp32
+state fp32). One launch per param group, device, parameter dtype and step count (usually one per group).
+capturable / differentiable / fused=True (CUDA graphs, autograd through the step, torch's own fused kernels) are
+refused.
+
+``master_weights=True`` (apex FusedAdam's option of that name, and its semantics): each fp16 / bf16 parameter gets an
+fp32 master copy (``state["master_param"]``, made from the parameter at its first step, saved and loaded with the
+state_dict); the update reads the master, not the parameter, updates it in fp32 and writes the parameter as the
+master rounded to nearest even, in the same single pass. A change made to the 16-bit parameter outside the optimizer
+is overwritten at the next step, as apex's. fp32 parameters have no master.
 
 ``clip_grad_norm_``: torch.nn.utils.clip_grad_norm_'s contract (same arguments, the total norm returned in the
 gradients' dtype, error_if_nonfinite) in two launches whatever the parameter count: foreach_norm (the per-tensor
@@ -23,10 +30,17 @@ import math
 
 import torch
 
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+FP32_STATES = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "master_param")  # kept fp32 whatever the parameter
+
 
 class FusedAdamW(torch.optim.Optimizer):
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, **options):
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+        master_weights=False, **options,
+    ):  # fmt: skip
         params = list(params)
+        self.master_weights = bool(master_weights)
         # torch.optim.AdamW's own constructor checks the hyperparameters (its errors, its words) and gives the
         # param-group keys, so both optimizers' state_dicts hold the same fields.
         template = torch.optim.AdamW(
@@ -51,7 +65,21 @@ class FusedAdamW(torch.optim.Optimizer):
                 state[name] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.preserve_format)
             elif state[name].dtype != torch.float32:  # loaded from torch.optim.AdamW on a 16-bit parameter
                 state[name] = state[name].float()
+        if self.master_weights and p.dtype in LOW_PRECISION and "master_param" not in state:
+            state["master_param"] = p.detach().to(torch.float32, copy=True)
         return state
+
+    def load_state_dict(self, state_dict):
+        """torch's, which casts every floating state to its parameter's dtype, then the fp32 states put back as saved
+        (the moments and the master of a 16-bit parameter stay fp32)."""
+        saved = state_dict["state"]
+        super().load_state_dict(state_dict)
+        ids = [i for group in state_dict["param_groups"] for i in group["params"]]
+        params = [p for group in self.param_groups for p in group["params"]]
+        for i, p in zip(ids, params, strict=True):
+            for name, value in saved.get(i, {}).items():
+                if name in FP32_STATES and torch.is_tensor(value) and value.dtype == torch.float32:
+                    self.state[p][name] = value.to(p.device, copy=True)
 
     @torch.no_grad()
     def step(self, closure=None):
@@ -69,12 +97,14 @@ class FusedAdamW(torch.optim.Optimizer):
                     continue
                 state = self._state_of(p, amsgrad)
                 state["step"] += 1
-                buckets.setdefault((p.device, p.dtype, float(state["step"])), []).append((p, state))
-            for (_, _, step), members in buckets.items():
+                key = (p.device, p.dtype, float(state["step"]), "master_param" in state)
+                buckets.setdefault(key, []).append((p, state))
+            for (_, _, step, master), members in buckets.items():
                 states = [s for _, s in members]
                 torch.ops.custom.foreach_adam_w(
                     [p for p, _ in members], [s["exp_avg"] for s in states], [s["exp_avg_sq"] for s in states],
                     [p.grad for p, _ in members], [s["max_exp_avg_sq"] for s in states] if amsgrad else [],
+                    [s["master_param"] for s in states] if master else [],
                     lr=float(group["lr"]), beta1=float(beta1), beta2=float(beta2),
                     weight_decay=float(group["weight_decay"]), eps=float(group["eps"]), step=step, amsgrad=amsgrad,
                     maximize=bool(group["maximize"]),

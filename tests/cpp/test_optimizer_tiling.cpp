@@ -54,6 +54,14 @@ int main() {
   EXPECT(AdamWBytesPerElem(DType::kFloat32, false) == 2 * (4 + 4 + 8 + 4 + 8) + 8);
   EXPECT(AdamWBytesPerElem(DType::kBFloat16, false) == 2 * (2 + 2 + 8 + 2 + 8) + 16);
   EXPECT(AdamWBytesPerElem(DType::kFloat32, true) == 2 * (4 + 4 + 12 + 4 + 12) + 8);
+  // an fp32 master: one more state in and out, the parameter only written, only the grad widened
+  EXPECT(AdamWBytesPerElem(DType::kBFloat16, false, true) == 2 * (2 + 12 + 2 + 12) + 12);
+  {
+    const AdamWTiling t = TileAdamW({5125, 2, DType::kBFloat16, kDefaults, true}, b2);
+    EXPECT(t.data.master == 1 &&
+           uint64_t(t.data.tileElems) * AdamWBytesPerElem(DType::kBFloat16, false, true) <= b2.UbBudget());
+    EXPECT(TileAdamW({5125, 2, DType::kBFloat16, kDefaults}, b2).data.master == 0);
+  }
 
   for (const PlatformInfo& plat : {b3, b2, cpu})
     for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
@@ -111,6 +119,23 @@ int main() {
   const std::vector<TensorArg<int64_t>> mixed{T({3}), T({5}, DType::kBFloat16)};
   EXPECT(Says([&] { CheckForeachAdamW<int64_t>(lists, mixed, two, two, mixed, empty, false); },
               "foreach_adam_w: var[1] must have var[0]'s dtype float32, got bfloat16"));
+  // the master copies: fp32, one per 16-bit var, of its shape
+  const OpSpec withMaster{
+      "foreach_adam_w",
+      "",
+      {"var", "m", "v", "grad", "max_grad_norm", "master"},
+      {{DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32},
+       {DType::kBFloat16, DType::kFloat32, DType::kFloat32, DType::kBFloat16, DType::kFloat32, DType::kFloat32}}};
+  const std::vector<TensorArg<int64_t>> bf{T({3}, DType::kBFloat16), T({5}, DType::kBFloat16)};
+  EXPECT((CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, two) == std::vector<int64_t>{3, 5}));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, two, two, two, two, empty, false, two); },
+              "foreach_adam_w: master must be empty when var is float32"));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, one); },
+              "foreach_adam_w: master must be empty or hold as many tensors as var (2), got 1"));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, {T({3}), T({4})}); },
+              "foreach_adam_w: master[1] must have var[1]'s shape [5], got [4]"));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, bf); },
+              "foreach_adam_w: master must be one of float32, got bfloat16"));
   // foreach_norm: the same dealing, slots for every (block, tensor) piece; p must be 1, 2 or inf.
   for (const PlatformInfo& plat : {b3, b2, cpu})
     for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})

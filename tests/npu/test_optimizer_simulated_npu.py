@@ -69,8 +69,8 @@ def test_foreach_adam_w_and_norm(npu):
     lists = [[c[j] for c in cpu] for j in range(5)]
     dev = [[t.to(npu) for t in lst] for lst in lists]
     with launched("foreach_adam_w_float"):
-        torch.ops.custom.foreach_adam_w(*dev[:4], [], **HYPER)
-    torch.ops.custom.foreach_adam_w(*lists[:4], [], **HYPER)
+        torch.ops.custom.foreach_adam_w(*dev[:4], [], [], **HYPER)
+    torch.ops.custom.foreach_adam_w(*lists[:4], [], [], **HYPER)
     for dl, cl in zip(dev, lists, strict=True):
         for d, c in zip(dl, cl, strict=True):
             assert torch.equal(d.cpu(), c)

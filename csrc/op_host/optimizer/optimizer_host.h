@@ -76,7 +76,7 @@ std::vector<int64_t> ForeachAdamWCountsOf(const Context* context, const tiling::
   tiling::CheckAdamWHyper(op, hyper);
   return tiling::CheckForeachAdamW(op, DynamicInputArgs(context, 0), DynamicInputArgs(context, 1),
                                    DynamicInputArgs(context, 2), DynamicInputArgs(context, 3),
-                                   DynamicInputArgs(context, 4), hyper.amsgrad);
+                                   DynamicInputArgs(context, 4), hyper.amsgrad, DynamicInputArgs(context, 5));
 }
 
 // The kernel reads the tensors' addresses and shapes from CANN's lists (ListTensorDesc); the tiling needs their
@@ -88,19 +88,20 @@ inline ge::graphStatus TileForeachAdamWOp(gert::TilingContext* context, const ti
     int64_t total = 0;
     for (int64_t c : counts) total += c;
     const tiling::DType dtype = counts.empty() ? tiling::DType::kFloat32 : DynamicInputArgs(context, 0)[0].dtype;
+    const bool master = !DynamicInputArgs(context, 5).empty();
     const tiling::AdamWTiling t =
-        tiling::TileAdamW({total, int64_t(counts.size()), dtype, hyper}, NpuPlatform(context));
+        tiling::TileAdamW({total, int64_t(counts.size()), dtype, hyper, master}, NpuPlatform(context));
     if (t.blockDim == 0) return ge::GRAPH_FAILED;  // nothing to update: no launch
     return Publish(context, t.data, t.blockDim, 0);
   });
 }
 
-// Output list k is input list k updated in place (var, m, v, max_grad_norm): each tensor keeps its shape, dtype.
+// Output list k is input list k updated in place (var, m, v, max_grad_norm, master): each keeps its shape, dtype.
 inline ge::graphStatus InferForeachAdamWShape(gert::InferShapeContext* context, const tiling::OpSpec& op) {
   return Checked([&] {
     ForeachAdamWCountsOf(context, op, AdamWHyperOf(context->GetAttrs()));
-    for (size_t k = 0; k < 4; ++k) {
-      const size_t in = k < 3 ? k : 4;
+    for (size_t k = 0; k < 5; ++k) {
+      const size_t in = k < 3 ? k : k + 1;
       const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(k);
       for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i) {
         const gert::Shape* from = context->GetDynamicInputShape(in, i);
@@ -114,8 +115,8 @@ inline ge::graphStatus InferForeachAdamWShape(gert::InferShapeContext* context, 
 }
 
 inline ge::graphStatus ForeachAdamWDtypes(gert::InferDataTypeContext* context) {
-  for (size_t k = 0; k < 4; ++k) {
-    const size_t in = k < 3 ? k : 4;
+  for (size_t k = 0; k < 5; ++k) {
+    const size_t in = k < 3 ? k : k + 1;
     const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(k);
     for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i)
       if (context->SetOutputDataType(info->GetInstanceStart() + i, context->GetDynamicInputDataType(in, i)) !=
