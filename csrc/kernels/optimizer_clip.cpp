@@ -57,7 +57,8 @@ class KernelForeachClip {
                     DataCopyPadExtParams<Bits>(true, 0, static_cast<uint8_t>(slot - 1), 0));
       }
       normsIn_.EnQue(in);
-      LocalTensor<T> values = normsIn_.DeQue<Bits>().template ReinterpretCast<T>();
+      in = normsIn_.DeQue<Bits>();
+      LocalTensor<T> values = in.template ReinterpretCast<T>();
       LocalTensor<float> wide = normsWide_.Get<float>();
       if constexpr (sizeof(T) == sizeof(float)) {
         Adds(wide, values, 0.0f, static_cast<int32_t>(n * slot));  // into the buffer the scalar unit reads
@@ -72,7 +73,7 @@ class KernelForeachClip {
         else if (acc == acc && !(v <= acc)) acc = v;  // max, a NaN kept once met
       }
       SyncPipes<HardEvent::S_V>();  // the next chunk's values are written after these reads
-      normsIn_.FreeTensor(values.template ReinterpretCast<Bits>());
+      normsIn_.FreeTensor(in);
     }
     total = acc;
     if (t_.kind == FOREACH_NORM_L2) {  // the square root on the vector unit, once

@@ -26,8 +26,10 @@ def dname(dtype):
 
 
 def make(dtype, sizes=SIZES, seed=0):
+    """Tensors of growing scale; fp16's sixteen times smaller, so that every 1-norm and their total fit its range."""
     gen = torch.Generator().manual_seed(seed)
-    return [(torch.randn(n, generator=gen) * (1 + k)).to(dtype) for k, n in enumerate(sizes)]
+    scale = 1 / 16 if dtype == torch.float16 else 1.0
+    return [(torch.randn(n, generator=gen) * (1 + k) * scale).to(dtype) for k, n in enumerate(sizes)]
 
 
 def torch_clip(xs, norms, max_norm, p):
@@ -51,10 +53,10 @@ def test_against_golden(dtype, p):
     xs = make(dtype, SIZES if p != math.inf else tuple(n for n in SIZES if n))  # foreach_norm: no empty inf norm
     norms = O.foreach_norm(xs, p)
     before = [np64(x) for x in xs]
-    max_norm = 0.3 * float(R.clip_by_total_norm([], norms, 1.0, p)[1])  # a coefficient well below 1
+    max_norm = 0.3 * float(R.clip_by_total_norm([], [np64(n) for n in norms], 1.0, p)[1])  # a coefficient well below 1
     second, second_total = torch_clip(xs, norms, max_norm, p)
     total = O.foreach_clip_by_total_norm_(xs, norms, max_norm, p)
-    want, want_total = R.clip_by_total_norm(before, norms, max_norm, p)
+    want, want_total = R.clip_by_total_norm(before, [np64(n) for n in norms], max_norm, p)
     assert total.dim() == 0 and total.dtype == dtype
     # the total: fp32 sums in order (gamma(N + 1)), 16-bit rounded once more
     tol = P.gamma(len(norms) + 2) if dtype == torch.float32 else 2.0 ** -(8 if dtype == torch.bfloat16 else 11)
@@ -80,7 +82,7 @@ def test_norms_of_other_lists_count_in_the_total():
     norms = O.foreach_norm(xs + others, 2.0)
     before = [np64(x) for x in xs]
     total = O.foreach_clip_by_total_norm_(xs, norms, 1.0)
-    want, want_total = R.clip_by_total_norm(before, norms, 1.0, 2.0)
+    want, want_total = R.clip_by_total_norm(before, [np64(n) for n in norms], 1.0, 2.0)
     assert math.isclose(float(total), want_total, rel_tol=P.gamma(len(norms) + 2))
     for x, w in zip(xs, want, strict=True):
         np.testing.assert_allclose(np64(x), w, rtol=P.gamma(len(norms) + 4), atol=0)
@@ -93,7 +95,7 @@ def test_strided_x_and_norms_at_any_address():
     norms = list(torch.stack(O.foreach_norm(xs, 2.0)).unbind(0))
     before = [np64(x) for x in xs]
     O.foreach_clip_by_total_norm_(xs, norms, 2.0)
-    want, _ = R.clip_by_total_norm(before, norms, 2.0, 2.0)
+    want, _ = R.clip_by_total_norm(before, [np64(n) for n in norms], 2.0, 2.0)
     for x, w in zip(xs, want, strict=True):
         np.testing.assert_allclose(np64(x), w, rtol=P.gamma(len(norms) + 4), atol=0)
     assert torch.equal(base.t(), xs[0])  # the view's storage holds the scaled values

@@ -4,6 +4,8 @@ bf16 parameters, and state_dicts that load into each other."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -159,12 +161,11 @@ def test_master_weights_state_dict_round_trip():
         for p, q in zip(params, twin, strict=True):
             q.copy_(p)
     loaded = FusedAdamW(twin, lr=1e-2, master_weights=True)
-    loaded.load_state_dict(opt.state_dict())
+    loaded.load_state_dict(copy.deepcopy(opt.state_dict()))  # as torch.save / torch.load give it
     for p, q in zip(params, twin, strict=True):
         for name in ("master_param", "exp_avg", "exp_avg_sq"):
-            assert loaded.state[q][name].dtype == torch.float32 and torch.equal(
-                loaded.state[q][name], opt.state[p][name]
-            )
+            got = loaded.state[q][name]
+            assert got.dtype == torch.float32 and torch.equal(got, opt.state[p][name]), name
     for _ in range(3):
         give_grads(params, twin, gen)
         opt.step(), loaded.step()
