@@ -52,13 +52,13 @@ Int CheckAdamW(const OpSpec& op, const TensorArg<Int>& var, const TensorArg<Int>
 }
 
 // The multi-tensor form: lists of one length (max_grad_norm: that length with amsgrad, else ignored), each entry
-// as apply_adam_w's arguments, every var of one dtype (one kernel entry serves the launch). Returns each tensor's
-// element count.
+// as apply_adam_w's arguments, every var of one dtype (one kernel entry serves the launch); master empty, or an
+// fp32 copy of each var of var's shape when var is 16-bit. Returns each tensor's element count.
 template <class Int>
 std::vector<Int> CheckForeachAdamW(const OpSpec& op, const std::vector<TensorArg<Int>>& var,
                                    const std::vector<TensorArg<Int>>& m, const std::vector<TensorArg<Int>>& v,
                                    const std::vector<TensorArg<Int>>& grad, const std::vector<TensorArg<Int>>& maxV,
-                                   bool amsgrad) {
+                                   bool amsgrad, const std::vector<TensorArg<Int>>& master = {}) {
   const std::vector<TensorArg<Int>>* lists[] = {&m, &v, &grad, &maxV};
   for (size_t k = 0; k < 4; ++k)
     if ((k < 3 || amsgrad) && lists[k]->size() != var.size())
@@ -72,6 +72,19 @@ std::vector<Int> CheckForeachAdamW(const OpSpec& op, const std::vector<TensorArg
            var[i].dtype);
     TensorArg<Int> none{{}, DType::kOther, false};
     counts.push_back(CheckAdamW(op, var[i], m[i], v[i], grad[i], amsgrad ? maxV[i] : none, amsgrad, at));
+  }
+  if (master.empty()) return counts;
+  if (master.size() != var.size())
+    Fail(ArgError::kValue, op, op.inputs[5], " must be empty or hold as many tensors as ", op.inputs[0], " (",
+         var.size(), "), got ", master.size());
+  if (var[0].dtype == DType::kFloat32)
+    Fail(ArgError::kValue, op, op.inputs[5], " must be empty when ", op.inputs[0],
+         " is float32 (a master copy stands for a float16 or bfloat16 parameter)");
+  for (size_t i = 0; i < master.size(); ++i) {
+    CheckDtype(op, 5, master[i].dtype);
+    if (master[i].shape != var[i].shape)
+      Fail(ArgError::kValue, op, op.inputs[5], "[", i, "] must have ", op.inputs[0], "[", i, "]'s shape ", var[i].shape,
+           ", got ", master[i].shape);
   }
   return counts;
 }
@@ -95,6 +108,48 @@ std::vector<Int> CheckForeachNorm(const OpSpec& op, const std::vector<TensorArg<
     if (kind == FOREACH_NORM_INF && n == 0)  // max has no identity: torch._foreach_norm refuses it too
       Fail(ArgError::kValue, op, op.inputs[0], "[", i, "] is empty, and the inf norm of no element is undefined");
     counts.push_back(n);
+  }
+  return counts;
+}
+
+// foreach_clip_by_total_norm: x a list of float tensors of one dtype; norms (the norms of x's tensors and of any other
+// lists clipped with them) and total_norm one element each, in x's dtype; norm_type 1, 2 or inf. Returns each x's
+// element count.
+template <class Int>
+std::vector<Int> CheckForeachClip(const OpSpec& op, const std::vector<TensorArg<Int>>& x,
+                                  const std::vector<TensorArg<Int>>& norms, const TensorArg<Int>& totalNorm,
+                                  double normType, ForeachNormKind& kind) {
+  if (normType == 1.0) kind = FOREACH_NORM_L1;
+  else if (normType == 2.0) kind = FOREACH_NORM_L2;
+  else if (std::isinf(normType) && normType > 0) kind = FOREACH_NORM_INF;
+  else Fail(ArgError::kValue, op, "norm_type must be 1, 2 or inf, got ", normType);
+  const auto elems = [](const TensorArg<Int>& t) {
+    Int n(1);
+    for (const Int& s : t.shape) n = n * s;
+    return n;
+  };
+  // every tensor in the first x's dtype (x empty: the total's), as one kernel entry serves the launch
+  const DType dtype = x.empty() ? totalNorm.dtype : x[0].dtype;
+  CheckDtype(op, 2, totalNorm.dtype);
+  CheckSameDtype(op, 2, totalNorm.dtype, 0, dtype);
+  if (elems(totalNorm) != Int(1))
+    Fail(ArgError::kValue, op, op.inputs[2], " must hold one element (the total norm is written there), got shape ",
+         totalNorm.shape);
+  std::vector<Int> counts;
+  for (size_t i = 0; i < x.size(); ++i) {
+    CheckDtype(op, 0, x[i].dtype);
+    if (x[i].dtype != dtype)
+      Fail(ArgError::kType, op, op.inputs[0], "[", i, "] must have ", op.inputs[0], "[0]'s dtype ", dtype, ", got ",
+           x[i].dtype);
+    counts.push_back(elems(x[i]));
+  }
+  for (size_t i = 0; i < norms.size(); ++i) {
+    if (norms[i].dtype != dtype)
+      Fail(ArgError::kType, op, op.inputs[1], "[", i, "] must have ", x.empty() ? op.inputs[2] : op.inputs[0],
+           x.empty() ? "'s" : "[0]'s", " dtype ", dtype, ", got ", norms[i].dtype);
+    if (elems(norms[i]) != Int(1))
+      Fail(ArgError::kValue, op, op.inputs[1], "[", i, "] must hold one element (a tensor's norm), got shape ",
+           norms[i].shape);
   }
   return counts;
 }

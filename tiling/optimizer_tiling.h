@@ -17,6 +17,7 @@ struct AdamWProblem {
   int64_t tensorCount;
   DType dtype;  // the parameter's (and grad's); the states are float32
   AdamWHyper hyper;
+  bool master = false;  // fp32 master copies of the (16-bit) parameters
 };
 
 struct AdamWTiling {
@@ -29,7 +30,7 @@ constexpr int64_t kAdamWAlign = 64;
 constexpr int64_t kAdamWMinBlockElems = 1024;
 
 // UB bytes one tile element costs (tiling/optimizer_buffers.h, the kernel's Init's plan).
-uint32_t AdamWBytesPerElem(DType dtype, bool amsgrad);
+uint32_t AdamWBytesPerElem(DType dtype, bool amsgrad, bool master = false);
 
 AdamWTiling TileAdamW(const AdamWProblem& problem, const PlatformInfo& platform);
 
@@ -49,5 +50,25 @@ struct ForeachNormTiling {
 uint32_t ForeachNormBytesPerElem(DType dtype);
 
 ForeachNormTiling TileForeachNorm(const ForeachNormProblem& problem, const PlatformInfo& platform);
+
+struct ForeachClipProblem {
+  int64_t totalElems;  // over every tensor of x
+  int64_t tensorCount;
+  int64_t normCount;
+  DType dtype;
+  ForeachNormKind kind;
+  double maxNorm;
+  bool errorIfNonfinite;
+};
+
+struct ForeachClipTiling {
+  ForeachClipTilingData data;
+  uint32_t blockDim;  // at least 1: the total is written even when x holds no element
+};
+
+// UB bytes one tile element costs (tiling/optimizer_buffers.h).
+uint32_t ForeachClipBytesPerElem(DType dtype);
+
+ForeachClipTiling TileForeachClip(const ForeachClipProblem& problem, const PlatformInfo& platform);
 
 }  // namespace tiling

@@ -22,9 +22,10 @@ enum AdamWTableColumn : uint32_t {
   ADAM_W_TABLE_M = 1,
   ADAM_W_TABLE_V = 2,
   ADAM_W_TABLE_GRAD = 3,
-  ADAM_W_TABLE_MAX = 4,    // the amsgrad maximum of v, 0 without amsgrad
-  ADAM_W_TABLE_START = 5,  // the tensor's first element in the flat run; the next row's start ends it
-  ADAM_W_TABLE_COLUMNS = 6,
+  ADAM_W_TABLE_MAX = 4,     // the amsgrad maximum of v, 0 without amsgrad
+  ADAM_W_TABLE_MASTER = 5,  // the fp32 master copy of a 16-bit var, 0 without one
+  ADAM_W_TABLE_START = 6,   // the tensor's first element in the flat run; the next row's start ends it
+  ADAM_W_TABLE_COLUMNS = 7,
 };
 
 struct AdamWTilingData {
@@ -41,6 +42,8 @@ struct AdamWTilingData {
   float rsqrtCorrection2;  // 1 / sqrt(1 - beta2^step): v's bias correction under the square root
   float eps;             // added to the corrected sqrt(v)
   float negStepSize;     // -lr / (1 - beta1^step): the step along m / denom
+  uint32_t master;  // 1: a 16-bit var has an fp32 master copy, read and updated in its place; var = its rounding
+  uint32_t reserved;
 };
 
 // foreach_norm: the p-norm of each tensor of a list, one launch. Blocks take runs of the flat element range as the
@@ -52,18 +55,40 @@ struct AdamWTilingData {
 #define FOREACH_NORM_PARAMS(GM) GM table, GM partials, GM workspace, GM tiling
 
 enum ForeachNormKind : uint32_t {
-  FOREACH_NORM_L1 = 0,   // sum |x|
-  FOREACH_NORM_L2 = 1,   // sqrt(sum x^2)
+  FOREACH_NORM_L1 = 0,  // sum |x|
+  FOREACH_NORM_L2 = 1,  // sqrt(sum x^2)
   FOREACH_NORM_INF = 2,  // max |x|
 };
 constexpr uint32_t kForeachNormSlotFloats = 8;  // a slot: one 32-byte block, its first float the partial
 
 struct ForeachNormTilingData {
-  int64_t totalElems;   // elements of the flat run
-  int64_t blockElems;   // block b reads elements [b * blockElems, (b + 1) * blockElems) of the run
+  int64_t totalElems;  // elements of the flat run
+  int64_t blockElems;  // block b reads elements [b * blockElems, (b + 1) * blockElems) of the run
   int64_t tensorCount;  // rows of the table: int64 [tensorCount, 2] of (address, first element in the run)
-  uint32_t tileElems;   // elements per tile: a multiple of 64
-  uint32_t kind;        // ForeachNormKind
-  uint32_t blockDim;    // blocks launched: the slots number tensorCount + blockDim
+  uint32_t tileElems;  // elements per tile: a multiple of 64
+  uint32_t kind;  // ForeachNormKind
+  uint32_t blockDim;  // blocks launched: the slots number tensorCount + blockDim
   uint32_t reserved;
+};
+
+// foreach_clip_by_total_norm: every tensor of a list scaled in place by min(1, max_norm / (total + 1e-6)), the total
+// formed on the device from the per-tensor norms (foreach_norm's outputs): each block reads them all, forms the
+// coefficient, then scales its run of the flat element range (as the AdamW update deals it). Block 0 writes the
+// total. The direct entry's table: int64 [tensorCount, 2] of (address, first element in the run), then normCount
+// addresses of the norms (one element each, x's dtype).
+#define FOREACH_CLIP_DTYPES ASCENDC_FLOAT_DTYPES
+#define FOREACH_CLIP_PARAMS(GM) GM table, GM total_norm, GM workspace, GM tiling
+
+// Norms read per pass: each lands in its own 32-byte UB slot (DataCopyPad from any GM address), zero-padded.
+constexpr uint32_t kForeachClipNormChunk = 64;
+
+struct ForeachClipTilingData {
+  int64_t totalElems;  // elements of the flat run of x
+  int64_t blockElems;  // block b scales elements [b * blockElems, (b + 1) * blockElems) of the run
+  int64_t tensorCount;  // tensors of x
+  int64_t normCount;  // norms the total is formed from (x's own, and those of lists clipped with it)
+  uint32_t tileElems;  // elements per tile: a multiple of 64
+  uint32_t kind;  // ForeachNormKind: how the norms combine (sum, sqrt of the sum of squares, max)
+  float maxNorm;  // the clipping threshold
+  uint32_t errorIfNonfinite;  // 1: a non-finite total leaves x as it is (the caller raises, as torch does)
 };

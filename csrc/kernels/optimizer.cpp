@@ -5,7 +5,9 @@
 //   p = p + (-lr / (1 - beta1^step)) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
 // Each element's param, grad, m and v (and vmax) are read once and param, m, v (and vmax) written once, in place.
 // The scalars come formed on the host in double (optimizer_tiling.cpp). fp16 / bf16 parameters and grads are
-// widened to fp32 (CAST_NONE) and the parameter rounded once (CAST_RINT); the states are fp32.
+// widened to fp32 (CAST_NONE) and the parameter rounded once (CAST_RINT); the states are fp32. With an fp32 master
+// copy (16-bit var; apex FusedAdam's master_weights) the master is read in var's place, updated in fp32 and
+// written, and var only written: the master rounded once (var is not read).
 // Two entries share the update: apply_adam_w (one tensor, its arguments) and foreach_adam_w (a table of tensors
 // in GM, tiling/optimizer_tiling_data.h), whose blocks take runs of elements across tensor boundaries.
 #include "kernel_operator.h"
@@ -22,6 +24,7 @@ struct AdamWTensor {
   GM_ADDR v;
   GM_ADDR grad;
   GM_ADDR maxV;
+  GM_ADDR master;  // null without a master copy
 };
 
 template <typename T>
@@ -31,15 +34,17 @@ class KernelAdamW {
 
   __aicore__ inline void Init(const AdamWTilingData& tiling, TPipe* pipe) {
     t_ = tiling;
-    const AdamWUb ub = AdamWBuffers(t_.tileElems, sizeof(T), t_.amsgrad != 0);  // the plan the tiling counted
-    pipe->InitBuffer(varIn_, kAdamWBufferNum, ub.param);
+    master_ = sizeof(T) != sizeof(float) && t_.master != 0;  // the host gives a master only to a 16-bit var
+    masterAt_ = (t_.amsgrad != 0 ? 3 : 2) * t_.tileElems;    // its slot in the states' tiles, after m, v (, max)
+    const AdamWUb ub = AdamWBuffers(t_.tileElems, sizeof(T), t_.amsgrad != 0, master_);  // the tiling's plan
+    if (!master_) pipe->InitBuffer(varIn_, kAdamWBufferNum, ub.param);
     pipe->InitBuffer(gradIn_, kAdamWBufferNum, ub.param);
     // m, v (and the maximum) share one queue, a tile each side by side: A2 has 8 hand-off event ids per position
     pipe->InitBuffer(statesIn_, kAdamWBufferNum, ub.states * ub.state);
     pipe->InitBuffer(varOut_, kAdamWBufferNum, ub.param);
     pipe->InitBuffer(statesOut_, kAdamWBufferNum, ub.states * ub.state);
     if constexpr (sizeof(T) != sizeof(float)) {
-      pipe->InitBuffer(varWide_, ub.state);
+      if (!master_) pipe->InitBuffer(varWide_, ub.state);
       pipe->InitBuffer(gradWide_, ub.state);
     }
     pipe->InitBuffer(scratch1_, ub.state);
@@ -53,6 +58,7 @@ class KernelAdamW {
     mGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gm.m) + first, count);
     vGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gm.v) + first, count);
     if (t_.amsgrad != 0) maxGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gm.maxV) + first, count);
+    if (master_) masterGm_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(gm.master) + first, count);
     for (int64_t done = 0; done < count; done += t_.tileElems) {
       const uint32_t n = static_cast<uint32_t>(count - done < t_.tileElems ? count - done : t_.tileElems);
       CopyIn(done, n);
@@ -72,22 +78,27 @@ class KernelAdamW {
   }
 
   __aicore__ inline void CopyIn(int64_t at, uint32_t n) {
-    LocalTensor<T> var = varIn_.AllocTensor<T>();
     LocalTensor<T> grad = gradIn_.AllocTensor<T>();
     LocalTensor<float> states = statesIn_.AllocTensor<float>();
-    Load(var, varGm_, at, n);
+    if (master_) {
+      Load(states[masterAt_], masterGm_, at, n);
+    } else {
+      LocalTensor<T> var = varIn_.AllocTensor<T>();
+      Load(var, varGm_, at, n);
+      varIn_.EnQue(var);
+    }
     Load(grad, gradGm_, at, n);
     Load(states, mGm_, at, n);
     Load(states[t_.tileElems], vGm_, at, n);
     if (t_.amsgrad != 0) Load(states[2 * t_.tileElems], maxGm_, at, n);
-    varIn_.EnQue(var);
     gradIn_.EnQue(grad);
     statesIn_.EnQue(states);
   }
 
   __aicore__ inline void Compute(uint32_t count) {
     const int32_t n = static_cast<int32_t>(count);
-    LocalTensor<T> varIn = varIn_.DeQue<T>();
+    LocalTensor<T> varIn;
+    if (!master_) varIn = varIn_.DeQue<T>();
     LocalTensor<T> gradIn = gradIn_.DeQue<T>();
     LocalTensor<float> states = statesIn_.DeQue<float>();
     LocalTensor<T> varOut = varOut_.AllocTensor<T>();
@@ -102,6 +113,11 @@ class KernelAdamW {
       p = varOut;
       g = gradIn;
       Muls(p, varIn, t_.decay, n);
+    } else if (master_) {  // the master decayed and stepped in its out tile, var its rounding
+      p = statesOut[masterAt_];
+      g = gradWide_.Get<float>();
+      Cast(g, gradIn, RoundMode::CAST_NONE, count);
+      Muls(p, states[masterAt_], t_.decay, n);
     } else {
       p = varWide_.Get<float>();
       g = gradWide_.Get<float>();
@@ -149,7 +165,7 @@ class KernelAdamW {
       PipeBarrier<PIPE_V>();
       Cast(varOut, p, RoundMode::CAST_RINT, count);
     }
-    varIn_.FreeTensor(varIn);
+    if (!master_) varIn_.FreeTensor(varIn);
     gradIn_.FreeTensor(gradIn);
     statesIn_.FreeTensor(states);
     varOut_.EnQue(varOut);
@@ -163,16 +179,19 @@ class KernelAdamW {
     Store(mGm_, states, at, n);
     Store(vGm_, states[t_.tileElems], at, n);
     if (t_.amsgrad != 0) Store(maxGm_, states[2 * t_.tileElems], at, n);
+    if (master_) Store(masterGm_, states[masterAt_], at, n);
     varOut_.FreeTensor(var);
     statesOut_.FreeTensor(states);
   }
 
   AdamWTilingData t_;
+  bool master_ = false;
+  uint32_t masterAt_ = 0;
   TQue<TPosition::VECIN, kAdamWBufferNum> varIn_, gradIn_, statesIn_;
   TQue<TPosition::VECOUT, kAdamWBufferNum> varOut_, statesOut_;
   TBuf<TPosition::VECCALC> varWide_, gradWide_, scratch1_, scratch2_;
   GlobalTensor<T> varGm_, gradGm_;
-  GlobalTensor<float> mGm_, vGm_, maxGm_;
+  GlobalTensor<float> mGm_, vGm_, maxGm_, masterGm_;
 };
 
 // The block's run of the flat element range: [begin, end).
@@ -221,8 +240,8 @@ __aicore__ inline void RunForeachAdamW(GM_ADDR table, GM_ADDR tiling) {
     const auto addr = [&](uint32_t column) {
       return reinterpret_cast<GM_ADDR>(static_cast<uint64_t>(rows.GetValue(at + column)));
     };
-    const AdamWTensor gm{addr(ADAM_W_TABLE_VAR), addr(ADAM_W_TABLE_M), addr(ADAM_W_TABLE_V), addr(ADAM_W_TABLE_GRAD),
-                         addr(ADAM_W_TABLE_MAX)};
+    const AdamWTensor gm{addr(ADAM_W_TABLE_VAR),  addr(ADAM_W_TABLE_M),   addr(ADAM_W_TABLE_V),
+                         addr(ADAM_W_TABLE_GRAD), addr(ADAM_W_TABLE_MAX), addr(ADAM_W_TABLE_MASTER)};
     op.Update(gm, lo - start, hi - lo);
   }
 }
@@ -231,7 +250,7 @@ __aicore__ inline void RunForeachAdamW(GM_ADDR table, GM_ADDR tiling) {
 #define APPLY_ADAM_W_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
   extern "C" __global__ __aicore__ void OP##_##SUFFIX(APPLY_ADAM_W_PARAMS(GM_ADDR)) { \
     KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);                                   \
-    RunApplyAdamW<T>(AdamWTensor{var, m, v, grad, max_grad_norm}, tiling);            \
+    RunApplyAdamW<T>(AdamWTensor{var, m, v, grad, max_grad_norm, nullptr}, tiling);   \
   }
 #define FOREACH_ADAM_W_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                        \
   extern "C" __global__ __aicore__ void OP##_##SUFFIX(FOREACH_ADAM_W_PARAMS(GM_ADDR)) { \

@@ -78,10 +78,10 @@ void WriteBack(const std::vector<at::Tensor>& updated, at::TensorList list) {
 
 template <class Int>
 std::vector<Int> CheckForeachAdamWArgs(const OpProto& op, const AdamWLists& l, const tiling::AdamWHyper& hyper) {
-  const at::TensorList lists[] = {l.var, l.m, l.v, l.grad, l.maxV};
+  const at::TensorList lists[] = {l.var, l.m, l.v, l.grad, l.maxV, l.master};
   std::optional<at::Device> device;
-  std::vector<tiling::TensorArg<Int>> args[5];
-  for (size_t k = 0; k < 5; ++k)
+  std::vector<tiling::TensorArg<Int>> args[6];
+  for (size_t k = 0; k < 6; ++k)
     for (size_t i = 0; i < lists[k].size(); ++i) {
       const at::Tensor& t = lists[k][i];
       CheckDense(op, {{k, &t}});
@@ -95,7 +95,7 @@ std::vector<Int> CheckForeachAdamWArgs(const OpProto& op, const AdamWLists& l, c
     }
   return Checked(op, [&] {
     tiling::CheckAdamWHyper(op, hyper);
-    return tiling::CheckForeachAdamW(op, args[0], args[1], args[2], args[3], args[4], hyper.amsgrad);
+    return tiling::CheckForeachAdamW(op, args[0], args[1], args[2], args[3], args[4], hyper.amsgrad, args[5]);
   });
 }
 }  // namespace
@@ -109,6 +109,8 @@ ForeachAdamWLaunch PrepareForeachAdamW(const OpProto& op, const AdamWLists& list
   l.v = Contiguous(lists.v);
   l.grad = Contiguous(lists.grad);
   if (hyper.amsgrad) l.maxV = Contiguous(lists.maxV);
+  l.master = Contiguous(lists.master);
+  const bool master = !l.master.empty();
   const int64_t n = int64_t(counts.size());
   l.table = at::zeros({n, int64_t(ADAM_W_TABLE_COLUMNS)}, at::kLong);
   int64_t* row = l.table.data_ptr<int64_t>();
@@ -120,13 +122,15 @@ ForeachAdamWLaunch PrepareForeachAdamW(const OpProto& op, const AdamWLists& list
     row[ADAM_W_TABLE_V] = addr(l.v[i]);
     row[ADAM_W_TABLE_GRAD] = addr(l.grad[i]);
     row[ADAM_W_TABLE_MAX] = hyper.amsgrad ? addr(l.maxV[i]) : 0;
+    row[ADAM_W_TABLE_MASTER] = master ? addr(l.master[i]) : 0;
     row[ADAM_W_TABLE_START] = start;
     start += counts[i];
-    l.bytes += l.var[i].nbytes() * 2 + l.grad[i].nbytes() + (l.m[i].nbytes() + l.v[i].nbytes()) * 2 +
-               (hyper.amsgrad ? l.maxV[i].nbytes() * 2 : 0);
+    // var read and written (with a master: written only, the master read and written)
+    l.bytes += l.var[i].nbytes() * (master ? 1 : 2) + l.grad[i].nbytes() + (l.m[i].nbytes() + l.v[i].nbytes()) * 2 +
+               (hyper.amsgrad ? l.maxV[i].nbytes() * 2 : 0) + (master ? l.master[i].nbytes() * 2 : 0);
   }
   const tiling::DType dtype = n > 0 ? TilingDtype(l.var[0].scalar_type()) : tiling::DType::kFloat32;
-  Checked(op, [&] { l.tiling = tiling::TileAdamW({start, n, dtype, hyper}, platform); });
+  Checked(op, [&] { l.tiling = tiling::TileAdamW({start, n, dtype, hyper, master}, platform); });
   return l;
 }
 
@@ -135,6 +139,7 @@ void FinishForeachAdamW(const ForeachAdamWLaunch& l, const AdamWLists& lists) {
   WriteBack(l.m, lists.m);
   WriteBack(l.v, lists.v);
   WriteBack(l.maxV, lists.maxV);
+  WriteBack(l.master, lists.master);
 }
 
 namespace {
@@ -203,6 +208,78 @@ std::vector<at::Tensor> FinishForeachNorm(const ForeachNormLaunch& l, at::Tensor
 }
 
 namespace {
+template <class Int>
+std::vector<Int> CheckForeachClipArgs(const OpProto& op, at::TensorList x, at::TensorList norms,
+                                      const at::Tensor& totalNorm, const ClipAttrs& attrs, ForeachNormKind& kind) {
+  std::vector<tiling::TensorArg<Int>> xArgs, normArgs;
+  const at::TensorList lists[] = {x, norms};
+  for (size_t k = 0; k < 2; ++k)
+    for (size_t i = 0; i < lists[k].size(); ++i) {
+      const at::Tensor& t = lists[k][i];
+      CheckDense(op, {{k, &t}});
+      if (t.device() != totalNorm.device())
+        Checked(op, [&] {
+          tiling::Fail(tiling::ArgError::kValue, op, "every tensor must be on one device: ", op.inputs[k], "[", i,
+                       "] is on ", t.device().str(), ", total_norm on ", totalNorm.device().str());
+        });
+      (k == 0 ? xArgs : normArgs).push_back(ArgOf<Int>(t));
+    }
+  CheckDense(op, {{2, &totalNorm}});
+  return Checked(
+      op, [&] { return tiling::CheckForeachClip(op, xArgs, normArgs, ArgOf<Int>(totalNorm), attrs.normType, kind); });
+}
+}  // namespace
+
+ForeachClipLaunch PrepareForeachClip(const OpProto& op, at::TensorList x, at::TensorList norms,
+                                     const at::Tensor& totalNorm, const ClipAttrs& attrs,
+                                     const tiling::PlatformInfo& platform) {
+  ForeachNormKind kind = FOREACH_NORM_L2;
+  const std::vector<int64_t> counts = CheckForeachClipArgs<int64_t>(op, x, norms, totalNorm, attrs, kind);
+  ForeachClipLaunch l;
+  l.x = Contiguous(x);
+  l.total = totalNorm.contiguous();
+  const int64_t n = int64_t(counts.size()), normCount = int64_t(norms.size());
+  l.table = at::zeros({2 * n + normCount}, at::kLong);
+  int64_t* row = l.table.data_ptr<int64_t>();
+  int64_t start = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    row[2 * i] = int64_t(reinterpret_cast<uintptr_t>(l.x[i].data_ptr()));
+    row[2 * i + 1] = start;
+    start += counts[i];
+    l.bytes += 2 * l.x[i].nbytes();
+  }
+  for (int64_t k = 0; k < normCount; ++k)  // a one-element tensor's element, wherever its strides put it
+    row[2 * n + k] = int64_t(reinterpret_cast<uintptr_t>(norms[k].data_ptr()));
+  const tiling::DType dtype = TilingDtype(totalNorm.scalar_type());
+  Checked(op, [&] {
+    l.tiling =
+        tiling::TileForeachClip({start, n, normCount, dtype, kind, attrs.maxNorm, attrs.errorIfNonfinite}, platform);
+  });
+  l.bytes += (uint64_t(normCount) * l.tiling.blockDim + 1) * totalNorm.element_size();  // every block reads them
+  return l;
+}
+
+void FinishForeachClip(const ForeachClipLaunch& l, at::TensorList x, const at::Tensor& totalNorm) {
+  WriteBack(l.x, x);
+  if (!l.total.is_same(totalNorm)) const_cast<at::Tensor&>(totalNorm).copy_(l.total);
+}
+
+namespace {
+
+void ForeachClipOnTwin(const OpProto& op, at::TensorList x, at::TensorList norms, const at::Tensor& totalNorm,
+                       const ClipAttrs& attrs) {
+  ForeachClipLaunch l = PrepareForeachClip(op, x, norms, totalNorm, attrs, TwinPlatform());
+  const auto args = EntryArgs(Gm, std::tie(l.table, l.total), nullptr, reinterpret_cast<uint8_t*>(&l.tiling.data));
+  const auto& e = PickEntry(twin_entries::foreach_clip_by_total_norm, l.total.scalar_type());
+  LaunchOnTwin(l.bytes, e.name, l.tiling.blockDim, e.fn, args);
+  FinishForeachClip(l, x, totalNorm);
+}
+
+void ForeachClipMeta(const OpProto& op, at::TensorList x, at::TensorList norms, const at::Tensor& totalNorm,
+                     const ClipAttrs& attrs) {
+  ForeachNormKind kind;
+  CheckForeachClipArgs<c10::SymInt>(op, x, norms, totalNorm, attrs, kind);
+}
 
 std::vector<at::Tensor> ForeachNormOnTwin(const OpProto& op, at::TensorList x, double p) {
   ForeachNormLaunch l = PrepareForeachNorm(op, x, p, TwinPlatform());
@@ -255,13 +332,17 @@ void ApplyAdamWMeta(const OpProto& op, const at::Tensor& var, const at::Tensor& 
 
 }  // namespace
 
-TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplOptimizerOps<ApplyAdamWMeta, ForeachAdamWMeta, ForeachNormMeta>(m); }
+TORCH_LIBRARY_IMPL(custom, Meta, m) {
+  ImplOptimizerOps<ApplyAdamWMeta, ForeachAdamWMeta, ForeachNormMeta, ForeachClipMeta>(m);
+}
 
-TORCH_LIBRARY_IMPL(custom, CPU, m) { ImplOptimizerOps<ApplyAdamWOnTwin, ForeachAdamWOnTwin, ForeachNormOnTwin>(m); }
+TORCH_LIBRARY_IMPL(custom, CPU, m) {
+  ImplOptimizerOps<ApplyAdamWOnTwin, ForeachAdamWOnTwin, ForeachNormOnTwin, ForeachClipOnTwin>(m);
+}
 
 // A sparse grad dispatches here: the same checks, which refuse it by name rather than as a missing kernel.
 TORCH_LIBRARY_IMPL(custom, SparseCPU, m) {
-  ImplOptimizerOps<ApplyAdamWOnTwin, ForeachAdamWOnTwin, ForeachNormOnTwin>(m);
+  ImplOptimizerOps<ApplyAdamWOnTwin, ForeachAdamWOnTwin, ForeachNormOnTwin, ForeachClipOnTwin>(m);
 }
 
 }  // namespace ascendc_ops

@@ -54,6 +54,14 @@ int main() {
   EXPECT(AdamWBytesPerElem(DType::kFloat32, false) == 2 * (4 + 4 + 8 + 4 + 8) + 8);
   EXPECT(AdamWBytesPerElem(DType::kBFloat16, false) == 2 * (2 + 2 + 8 + 2 + 8) + 16);
   EXPECT(AdamWBytesPerElem(DType::kFloat32, true) == 2 * (4 + 4 + 12 + 4 + 12) + 8);
+  // an fp32 master: one more state in and out, the parameter only written, only the grad widened
+  EXPECT(AdamWBytesPerElem(DType::kBFloat16, false, true) == 2 * (2 + 12 + 2 + 12) + 12);
+  {
+    const AdamWTiling t = TileAdamW({5125, 2, DType::kBFloat16, kDefaults, true}, b2);
+    EXPECT(t.data.master == 1 &&
+           uint64_t(t.data.tileElems) * AdamWBytesPerElem(DType::kBFloat16, false, true) <= b2.UbBudget());
+    EXPECT(TileAdamW({5125, 2, DType::kBFloat16, kDefaults}, b2).data.master == 0);
+  }
 
   for (const PlatformInfo& plat : {b3, b2, cpu})
     for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
@@ -111,6 +119,23 @@ int main() {
   const std::vector<TensorArg<int64_t>> mixed{T({3}), T({5}, DType::kBFloat16)};
   EXPECT(Says([&] { CheckForeachAdamW<int64_t>(lists, mixed, two, two, mixed, empty, false); },
               "foreach_adam_w: var[1] must have var[0]'s dtype float32, got bfloat16"));
+  // the master copies: fp32, one per 16-bit var, of its shape
+  const OpSpec withMaster{
+      "foreach_adam_w",
+      "",
+      {"var", "m", "v", "grad", "max_grad_norm", "master"},
+      {{DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32},
+       {DType::kBFloat16, DType::kFloat32, DType::kFloat32, DType::kBFloat16, DType::kFloat32, DType::kFloat32}}};
+  const std::vector<TensorArg<int64_t>> bf{T({3}, DType::kBFloat16), T({5}, DType::kBFloat16)};
+  EXPECT((CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, two) == std::vector<int64_t>{3, 5}));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, two, two, two, two, empty, false, two); },
+              "foreach_adam_w: master must be empty when var is float32"));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, one); },
+              "foreach_adam_w: master must be empty or hold as many tensors as var (2), got 1"));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, {T({3}), T({4})}); },
+              "foreach_adam_w: master[1] must have var[1]'s shape [5], got [4]"));
+  EXPECT(Says([&] { CheckForeachAdamW<int64_t>(withMaster, bf, two, two, bf, empty, false, bf); },
+              "foreach_adam_w: master must be one of float32, got bfloat16"));
   // foreach_norm: the same dealing, slots for every (block, tensor) piece; p must be 1, 2 or inf.
   for (const PlatformInfo& plat : {b3, b2, cpu})
     for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
@@ -131,5 +156,43 @@ int main() {
               "foreach_norm: scalar (the norm's p) must be 1, 2 or inf, got 3"));
   EXPECT(Says([&] { CheckForeachNorm<int64_t>(norm, {T({3}), T({0})}, INFINITY, kind); },
               "foreach_norm: x[1] is empty, and the inf norm of no element is undefined"));
+  // foreach_clip_by_total_norm: the same dealing, at least one block (it writes the total), the fixed norm buffers
+  // beside the tiles within UB; the attributes carried; norms and total one element each in x's dtype.
+  EXPECT(ForeachClipBytesPerElem(DType::kFloat32) == 2 * 2 * 4 && ForeachClipBytesPerElem(DType::kBFloat16) == 8 + 4);
+  for (const PlatformInfo& plat : {b3, b2, cpu})
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16})
+      for (int64_t n : {int64_t(0), int64_t(1), int64_t(769), int64_t(70001), int64_t(1) << 24}) {
+        const ForeachClipTiling t = TileForeachClip({n, 3, 5, dtype, FOREACH_NORM_INF, 0.5, true}, plat);
+        const ForeachClipTilingData& d = t.data;
+        EXPECT(t.blockDim >= 1 && t.blockDim <= plat.vectorCores);
+        EXPECT(n == 0 || (d.blockElems * (t.blockDim - 1) < n && d.blockElems * t.blockDim >= n));
+        EXPECT(d.tileElems % kAdamWAlign == 0 &&
+               uint64_t(d.tileElems) * ForeachClipBytesPerElem(dtype) + ForeachClipFixedBytes(kForeachClipNormChunk) <=
+                   plat.UbBudget());
+        EXPECT(d.normCount == 5 && d.tensorCount == 3 && d.maxNorm == 0.5f && d.errorIfNonfinite == 1 &&
+               d.kind == FOREACH_NORM_INF);
+      }
+  EXPECT(TileForeachClip({int64_t(100) << 20, 200, 291, DType::kBFloat16, FOREACH_NORM_L2, 1.0, false}, b2).blockDim ==
+         48);
+  const OpSpec clip{"foreach_clip_by_total_norm",
+                    "",
+                    {"x", "norms", "total_norm"},
+                    {{DType::kFloat16, DType::kFloat16, DType::kFloat16},
+                     {DType::kFloat32, DType::kFloat32, DType::kFloat32},
+                     {DType::kBFloat16, DType::kBFloat16, DType::kBFloat16}}};
+  EXPECT((CheckForeachClip<int64_t>(clip, {T({3, 2}), T({0})}, {T({}), T({1})}, T({}), INFINITY, kind) ==
+          std::vector<int64_t>{6, 0}));
+  EXPECT(kind == FOREACH_NORM_INF);
+  EXPECT(CheckForeachClip<int64_t>(clip, {}, {}, T({1, 1}), 1.0, kind).empty() && kind == FOREACH_NORM_L1);
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {T({})}, T({}), 0.5, kind); },
+              "foreach_clip_by_total_norm: norm_type must be 1, 2 or inf, got 0.5"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {T({2})}, T({}), 2.0, kind); },
+              "foreach_clip_by_total_norm: norms[0] must hold one element (a tensor's norm), got shape [2]"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {T({}, DType::kFloat16)}, T({}), 2.0, kind); },
+              "foreach_clip_by_total_norm: norms[0] must have x[0]'s dtype float32, got float16"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3}, DType::kBFloat16)}, {}, T({}), 2.0, kind); },
+              "foreach_clip_by_total_norm: total_norm must have x's dtype bfloat16, got float32"));
+  EXPECT(Says([&] { CheckForeachClip<int64_t>(clip, {T({3})}, {}, T({2}), 2.0, kind); },
+              "foreach_clip_by_total_norm: total_norm must hold one element"));
   return expect::Report();
 }

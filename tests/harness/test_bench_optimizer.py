@@ -23,6 +23,11 @@ def test_small_model_all_providers(capsys):
     assert set(rows) == set(B.PROVIDERS)
     for name, r in rows.items():  # the same steps from the same start: the same parameters to fp32 rounding
         assert float(r[5]) < 1e-6, (name, r)
+    # ours' clipping launch by launch: the norms read the gradient once, the scaling reads and writes it
+    launches = dict(
+        re.findall(r"^\| (foreach_norm|foreach_clip_by_total_norm) \| [\d.]+ \| (\d+) \| [\d.]+ \|$", out, re.M)
+    )
+    assert launches == {"foreach_norm": "4", "foreach_clip_by_total_norm": "8"}, out
 
 
 def test_a_bad_shape_is_refused(capsys):
@@ -34,3 +39,18 @@ def test_foreach_norm_bench_row_runs(capsys):
     written, as the model's least-work floor takes them: a plain count broke the default `bench` at its last row)."""
     assert cli.main(["bench", "ops", "--op", "foreach_norm", "--shape", "4,4096"]) == 0
     assert "foreach_norm" in capsys.readouterr().out
+
+
+def test_estimate_of_the_8b_step(capsys, monkeypatch):
+    """`bench optimizer --estimate`: ours (two sizes recorded on the twin, here small ones) against torch_npu's nine
+    passes; 28 bytes an element for ours either way, 88 for the passes, which the model puts slower."""
+    from ascendc_ops.harness.bench import optimizer_model as M
+
+    assert M._numel(M.llama3_8b_shapes()) == 8_030_261_248  # Meta-Llama-3-8B's parameter count
+    monkeypatch.setattr(M, "SAMPLES", (((512, 512),), ((512, 512), (512, 512))))
+    assert cli.main(["bench", "optimizer", "--estimate"]) == 0
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\| (ours[^|]*|torch_npu[^|]*) \| (\d+) \| (\d+) \| ([\d.]+) \| ([\d.]+) \|", out, re.M)
+    assert [(r[1], r[2]) for r in rows] == [("1", "28"), ("1", "28"), ("9", "88")], out
+    ours, npu = float(rows[0][3]), float(rows[2][3])
+    assert 0 < ours < npu and float(rows[2][4]) <= npu

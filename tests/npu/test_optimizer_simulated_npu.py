@@ -1,5 +1,6 @@
 """The optimizer family's NPU launchers (csrc/torch/npu/optimizer_npu.cpp) on the simulated NPU: apply_adam_w,
-foreach_adam_w (its tensor table copied to the device) and foreach_norm (its slots on the device, combined there)
+foreach_adam_w (its tensor table copied to the device), foreach_norm (its slots on the device, combined there) and
+foreach_clip_by_total_norm (clip_grad_norm_ in two launches)
 against the same calls on CPU, with launch counts proving the launcher ran. In a fresh process, as
 tests/npu/test_simulated_npu.py explains (the renamed PrivateUse1 device must not leak into other test files)."""
 
@@ -68,8 +69,8 @@ def test_foreach_adam_w_and_norm(npu):
     lists = [[c[j] for c in cpu] for j in range(5)]
     dev = [[t.to(npu) for t in lst] for lst in lists]
     with launched("foreach_adam_w_float"):
-        torch.ops.custom.foreach_adam_w(*dev[:4], [], **HYPER)
-    torch.ops.custom.foreach_adam_w(*lists[:4], [], **HYPER)
+        torch.ops.custom.foreach_adam_w(*dev[:4], [], [], **HYPER)
+    torch.ops.custom.foreach_adam_w(*lists[:4], [], [], **HYPER)
     for dl, cl in zip(dev, lists, strict=True):
         for d, c in zip(dl, cl, strict=True):
             assert torch.equal(d.cpu(), c)
@@ -78,3 +79,32 @@ def test_foreach_adam_w_and_norm(npu):
     want = ascendc_ops.foreach_norm(lists[3], 2.0)
     assert all(n.device.type == testing.NAME for n in norms)
     torch.testing.assert_close(torch.stack([n.cpu() for n in norms]), torch.stack(want), rtol=1e-6, atol=0)
+
+
+def test_clip_grad_norm_is_two_launches(npu):
+    """clip_grad_norm_ on the device: foreach_norm then foreach_clip_by_total_norm (the table of x's and the norms'
+    device addresses), one launch each whatever the parameter count, the same values as on CPU."""
+    gen = torch.Generator().manual_seed(5)
+    grads = [torch.randn(n, generator=gen) for n in (7, 70001, 0, 769)]
+    params = []
+    for g in grads:
+        p = torch.nn.Parameter(torch.zeros(g.shape, device=npu))
+        p.grad = g.to(npu)
+        params.append(p)
+    kernels = ("foreach_norm_float", "foreach_clip_by_total_norm_float")
+    before = [testing.launch_count(k) for k in kernels]
+    total = ascendc_ops.clip_grad_norm_(params, 1.0)
+    assert [testing.launch_count(k) - b for k, b in zip(kernels, before, strict=True)] == [1, 1]
+    want = ascendc_ops.clip_grad_norm_(grads_as_params(grads), 1.0)
+    assert total.device.type == testing.NAME and torch.equal(total.cpu(), want)
+    assert all(torch.equal(p.grad.cpu(), g) for p, g in zip(params, grads, strict=True))
+
+
+def grads_as_params(grads):
+    """CPU parameters whose grads are ``grads`` themselves (scaled in place by the clipping)."""
+    out = []
+    for g in grads:
+        p = torch.nn.Parameter(torch.zeros(g.shape))
+        p.grad = g
+        out.append(p)
+    return out

@@ -4,6 +4,8 @@ bf16 parameters, and state_dicts that load into each other."""
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -114,3 +116,61 @@ def test_sparse_grad_is_refused_by_name():
     p.grad = torch.zeros(4).to_sparse()
     with pytest.raises(ValueError, match=r"foreach_adam_w: grad must be a dense \(strided\) tensor"):
         FusedAdamW([p]).step()
+
+
+# ---------------------------------------------------------------- fp32 master copies (master_weights=True)
+def low_precision_params(dtype, seed=7):
+    gen = torch.Generator().manual_seed(seed)
+    return [torch.nn.Parameter(torch.randn(s, generator=gen).to(dtype)) for s in ((48, 16), (48,), (5, 48))]
+
+
+def give_grads(params, ref, gen):
+    """The same gradients to both: 16-bit to ours, the same values in each of ref's dtype (fp32: exactly widened)."""
+    for p, q in zip(params, ref, strict=True):
+        p.grad = torch.randn(p.shape, generator=gen).to(p.dtype)
+        q.grad = p.grad.to(q.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+def test_master_weights_step_as_fp32_parameters(dtype):
+    """50 steps of 16-bit parameters with masters beside torch.optim.AdamW on fp32 parameters given the same
+    gradients: the masters within the fp32 standard of torch's parameters, each parameter its master's rounding."""
+    params = low_precision_params(dtype)
+    ref = [torch.nn.Parameter(p.detach().float()) for p in params]
+    opt, opt_ref = FusedAdamW(params, lr=1e-2, master_weights=True), torch.optim.AdamW(ref, lr=1e-2)
+    gen = torch.Generator().manual_seed(8)
+    for step in range(50):
+        give_grads(params, ref, gen)
+        opt.step(), opt_ref.step()
+        masters = [opt.state[p]["master_param"] for p in params]
+        assert all(m.dtype == torch.float32 for m in masters)
+        assert_fp32_standard(masters, ref, f"step {step}")
+        assert all(torch.equal(p, m.to(dtype)) for p, m in zip(params, masters, strict=True))
+
+
+def test_master_weights_state_dict_round_trip():
+    """Saved and loaded into a fresh optimizer (and fresh bf16 parameters), the masters and moments come back fp32
+    and the two optimizers continue bit for bit alike; without master_weights no master is kept."""
+    params, twin = low_precision_params(torch.bfloat16), low_precision_params(torch.bfloat16)
+    opt = FusedAdamW(params, lr=1e-2, master_weights=True)
+    gen = torch.Generator().manual_seed(9)
+    for _ in range(3):
+        give_grads(params, twin, gen)
+        opt.step()
+    with torch.no_grad():
+        for p, q in zip(params, twin, strict=True):
+            q.copy_(p)
+    loaded = FusedAdamW(twin, lr=1e-2, master_weights=True)
+    loaded.load_state_dict(copy.deepcopy(opt.state_dict()))  # as torch.save / torch.load give it
+    for p, q in zip(params, twin, strict=True):
+        for name in ("master_param", "exp_avg", "exp_avg_sq"):
+            got = loaded.state[q][name]
+            assert got.dtype == torch.float32 and torch.equal(got, opt.state[p][name]), name
+    for _ in range(3):
+        give_grads(params, twin, gen)
+        opt.step(), loaded.step()
+        assert all(torch.equal(p, q) for p, q in zip(params, twin, strict=True))
+    plain = FusedAdamW(low_precision_params(torch.bfloat16), lr=1e-2)
+    give_grads(plain.param_groups[0]["params"], low_precision_params(torch.bfloat16), gen)
+    plain.step()
+    assert all("master_param" not in s for s in plain.state.values())

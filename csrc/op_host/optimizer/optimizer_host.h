@@ -76,7 +76,7 @@ std::vector<int64_t> ForeachAdamWCountsOf(const Context* context, const tiling::
   tiling::CheckAdamWHyper(op, hyper);
   return tiling::CheckForeachAdamW(op, DynamicInputArgs(context, 0), DynamicInputArgs(context, 1),
                                    DynamicInputArgs(context, 2), DynamicInputArgs(context, 3),
-                                   DynamicInputArgs(context, 4), hyper.amsgrad);
+                                   DynamicInputArgs(context, 4), hyper.amsgrad, DynamicInputArgs(context, 5));
 }
 
 // The kernel reads the tensors' addresses and shapes from CANN's lists (ListTensorDesc); the tiling needs their
@@ -88,19 +88,20 @@ inline ge::graphStatus TileForeachAdamWOp(gert::TilingContext* context, const ti
     int64_t total = 0;
     for (int64_t c : counts) total += c;
     const tiling::DType dtype = counts.empty() ? tiling::DType::kFloat32 : DynamicInputArgs(context, 0)[0].dtype;
+    const bool master = !DynamicInputArgs(context, 5).empty();
     const tiling::AdamWTiling t =
-        tiling::TileAdamW({total, int64_t(counts.size()), dtype, hyper}, NpuPlatform(context));
+        tiling::TileAdamW({total, int64_t(counts.size()), dtype, hyper, master}, NpuPlatform(context));
     if (t.blockDim == 0) return ge::GRAPH_FAILED;  // nothing to update: no launch
     return Publish(context, t.data, t.blockDim, 0);
   });
 }
 
-// Output list k is input list k updated in place (var, m, v, max_grad_norm): each tensor keeps its shape, dtype.
+// Output list k is input list k updated in place (var, m, v, max_grad_norm, master): each keeps its shape, dtype.
 inline ge::graphStatus InferForeachAdamWShape(gert::InferShapeContext* context, const tiling::OpSpec& op) {
   return Checked([&] {
     ForeachAdamWCountsOf(context, op, AdamWHyperOf(context->GetAttrs()));
-    for (size_t k = 0; k < 4; ++k) {
-      const size_t in = k < 3 ? k : 4;
+    for (size_t k = 0; k < 5; ++k) {
+      const size_t in = k < 3 ? k : k + 1;
       const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(k);
       for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i) {
         const gert::Shape* from = context->GetDynamicInputShape(in, i);
@@ -114,8 +115,8 @@ inline ge::graphStatus InferForeachAdamWShape(gert::InferShapeContext* context, 
 }
 
 inline ge::graphStatus ForeachAdamWDtypes(gert::InferDataTypeContext* context) {
-  for (size_t k = 0; k < 4; ++k) {
-    const size_t in = k < 3 ? k : 4;
+  for (size_t k = 0; k < 5; ++k) {
+    const size_t in = k < 3 ? k : k + 1;
     const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(k);
     for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i)
       if (context->SetOutputDataType(info->GetInstanceStart() + i, context->GetDynamicInputDataType(in, i)) !=
@@ -169,6 +170,76 @@ inline ge::graphStatus ForeachNormDtypes(gert::InferDataTypeContext* context) {
         ge::GRAPH_SUCCESS)
       return ge::GRAPH_FAILED;
   return ge::GRAPH_SUCCESS;
+}
+
+// foreach_clip_by_total_norm's total_norm (IR input 2): its instance index follows the two lists' tensors.
+template <typename Context>
+tiling::TensorArg<int64_t> TotalNormArg(const Context* context) {
+  const gert::AnchorInstanceInfo* info = context->GetIrInputInstanceInfo(2);
+  if (info == nullptr || info->GetInstanceNum() != 1) return {{}, tiling::DType::kOther, false};
+  return InputArg(context, info->GetInstanceStart());
+}
+
+// foreach_clip_by_total_norm: x's element counts, checked as the torch binding checks them.
+template <typename Context>
+std::vector<int64_t> ForeachClipCountsOf(const Context* context, const tiling::OpSpec& op, ForeachNormKind& kind) {
+  const auto& a = ascendc_ops::kForeachClipByTotalNormAttrs;
+  return tiling::CheckForeachClip(op, DynamicInputArgs(context, 0), DynamicInputArgs(context, 1), TotalNormArg(context),
+                                  ReadAttr(context->GetAttrs(), a.normType), kind);
+}
+
+// Every block reads the norms and scales its run of x (op_package/optimizer/foreach_clip_by_total_norm.cpp); at
+// least one block, which writes the total.
+inline ge::graphStatus TileForeachClipOp(gert::TilingContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    const auto& a = ascendc_ops::kForeachClipByTotalNormAttrs;
+    ForeachNormKind kind = FOREACH_NORM_L2;
+    const std::vector<int64_t> counts = ForeachClipCountsOf(context, op, kind);
+    int64_t total = 0;
+    for (int64_t c : counts) total += c;
+    const int64_t norms = int64_t(DynamicInputArgs(context, 1).size());
+    const gert::RuntimeAttrs* attrs = context->GetAttrs();
+    const tiling::ForeachClipTiling t =
+        tiling::TileForeachClip({total, int64_t(counts.size()), norms, TotalNormArg(context).dtype, kind,
+                                 ReadAttr(attrs, a.maxNorm), ReadAttr(attrs, a.errorIfNonfinite)},
+                                NpuPlatform(context));
+    return Publish(context, t.data, t.blockDim, 0);
+  });
+}
+
+// The outputs are x and total_norm updated in place: each keeps its shape.
+inline ge::graphStatus InferForeachClipShape(gert::InferShapeContext* context, const tiling::OpSpec& op) {
+  return Checked([&] {
+    ForeachNormKind kind;
+    ForeachClipCountsOf(context, op, kind);
+    const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(0);
+    for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i) {
+      const gert::Shape* from = context->GetDynamicInputShape(0, i);
+      gert::Shape* to = context->GetOutputShape(info->GetInstanceStart() + i);
+      if (from == nullptr || to == nullptr) return ge::GRAPH_FAILED;
+      *to = *from;
+    }
+    const gert::AnchorInstanceInfo* total = context->GetIrOutputInstanceInfo(1);
+    const gert::AnchorInstanceInfo* totalIn = context->GetIrInputInstanceInfo(2);
+    if (total == nullptr || totalIn == nullptr) return ge::GRAPH_FAILED;
+    const gert::Shape* from = context->GetInputShape(totalIn->GetInstanceStart());
+    gert::Shape* to = context->GetOutputShape(total->GetInstanceStart());
+    if (from == nullptr || to == nullptr) return ge::GRAPH_FAILED;
+    *to = *from;
+    return ge::GRAPH_SUCCESS;
+  });
+}
+
+inline ge::graphStatus ForeachClipDtypes(gert::InferDataTypeContext* context) {
+  const gert::AnchorInstanceInfo* info = context->GetIrOutputInstanceInfo(0);
+  for (size_t i = 0; info != nullptr && i < info->GetInstanceNum(); ++i)
+    if (context->SetOutputDataType(info->GetInstanceStart() + i, context->GetDynamicInputDataType(0, i)) !=
+        ge::GRAPH_SUCCESS)
+      return ge::GRAPH_FAILED;
+  const gert::AnchorInstanceInfo* total = context->GetIrOutputInstanceInfo(1);
+  const gert::AnchorInstanceInfo* totalIn = context->GetIrInputInstanceInfo(2);
+  if (total == nullptr || totalIn == nullptr) return ge::GRAPH_FAILED;
+  return context->SetOutputDataType(total->GetInstanceStart(), context->GetInputDataType(totalIn->GetInstanceStart()));
 }
 
 }  // namespace ascendc_ops_host

@@ -1,5 +1,5 @@
-// AdamW on the NPU (PrivateUse1): PrepareApplyAdamW / PrepareForeachAdamW (the CPU twin's checks, contiguous views,
-// tensor table and tiling), then a direct launch of csrc/kernels/optimizer.cpp on torch_npu's current stream. Compiled
+// The optimizer ops on the NPU (PrivateUse1): the Prepare* functions (the CPU twin's checks, contiguous views,
+// tensor table and tiling), then a direct launch of csrc/kernels/optimizer*.cpp on torch_npu's current stream. Compiled
 // only when CANN and torch_npu are present (cmake/npu.cmake), or for the simulated NPU.
 #include <torch/library.h>
 
@@ -9,6 +9,9 @@
 #include "aclrtlaunch_foreach_adam_w_bfloat16.h"
 #include "aclrtlaunch_foreach_adam_w_float.h"
 #include "aclrtlaunch_foreach_adam_w_half.h"
+#include "aclrtlaunch_foreach_clip_by_total_norm_bfloat16.h"
+#include "aclrtlaunch_foreach_clip_by_total_norm_float.h"
+#include "aclrtlaunch_foreach_clip_by_total_norm_half.h"
 #include "aclrtlaunch_foreach_norm_bfloat16.h"
 #include "aclrtlaunch_foreach_norm_float.h"
 #include "aclrtlaunch_foreach_norm_half.h"
@@ -60,10 +63,23 @@ std::vector<at::Tensor> ForeachNormOnNpu(const OpProto& op, at::TensorList x, do
   return FinishForeachNorm(l, x);
 }
 
+// The table (x's addresses and starts, the norms' addresses) goes to the device; the norms are read where they are.
+void ForeachClipOnNpu(const OpProto& op, at::TensorList x, at::TensorList norms, const at::Tensor& totalNorm,
+                      const ClipAttrs& attrs) {
+  ForeachClipLaunch l = PrepareForeachClip(op, x, norms, totalNorm, attrs, npu::NpuPlatform());
+  const at::Device device = totalNorm.device();
+  const at::Tensor tiling = npu::TilingOnDevice(l.tiling.data, device);
+  const at::Tensor table = l.table.to(device);
+  const auto& e = PickEntry(npu_entries::foreach_clip_by_total_norm, l.total.scalar_type());
+  npu::Enqueue(op.name, npu::LaunchOf(e.fn, l.tiling.blockDim, npu::CurrentStream(),
+                                      EntryArgs(npu::Ptr, std::tie(table, l.total), nullptr, tiling.data_ptr())));
+  FinishForeachClip(l, x, totalNorm);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(custom, PrivateUse1, m) {
-  ImplOptimizerOps<ApplyAdamWOnNpu, ForeachAdamWOnNpu, ForeachNormOnNpu>(m);
+  ImplOptimizerOps<ApplyAdamWOnNpu, ForeachAdamWOnNpu, ForeachNormOnNpu, ForeachClipOnNpu>(m);
 }
 
 }  // namespace ascendc_ops

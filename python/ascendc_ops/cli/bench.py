@@ -15,6 +15,7 @@ from ..harness.bench import (
     hf_model,
     moe as bench_moe,
     ops as bench_ops,
+    optimizer_model,
     optimizer_step,
 )
 from ..harness.cann_bench import report as cann_bench_report
@@ -246,9 +247,17 @@ def _add_optimizer(parser) -> None:
     options.dtypes(parser, optimizer_step.DTYPES, "float32")
     options.providers(parser, optimizer_step.PROVIDERS)
     options.quick(parser, "H 128, 4 layers (" + ",".join(map(str, optimizer_step.QUICK_SHAPE)) + ")")
+    parser.add_argument(
+        "--estimate",
+        action="store_true",
+        help="instead: the pipeline model's 910B step of LLaMA-3-8B's parameters, ours against torch_npu's "
+        "NpuFusedAdamW passes (model estimates, not measurements)",
+    )
 
 
 def _run_optimizer(args) -> int:
+    if args.estimate:
+        return optimizer_model.run()
     for dims in args.shape or [optimizer_step.QUICK_SHAPE if args.quick else optimizer_step.SHAPE]:
         if len(dims) != 2 or min(dims) < 1:
             raise UsageError(f"--shape wants H,L (two positive numbers), got {','.join(map(str, dims))}")

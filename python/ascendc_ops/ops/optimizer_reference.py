@@ -38,3 +38,19 @@ def foreach_norm(tensors, p):
         else:
             out.append(float(a.max()))
     return np.array(out)
+
+
+def clip_by_total_norm(tensors, norms, max_norm, p):
+    """foreach_clip_by_total_norm in float64: (the tensors scaled, the total of ``norms``), torch's clip_grad_norm_
+    coefficient min(1, max_norm / (total + 1e-6)) (NaN stays NaN, as torch's clamp keeps it)."""
+    n = np.asarray([float(np.asarray(x, dtype=np.float64).reshape(-1)[0]) for x in norms], dtype=np.float64)
+    if p == 1:
+        total = float(n.sum())
+    elif p == 2:
+        total = float(np.sqrt((n * n).sum()))
+    else:
+        total = float(n.max()) if n.size else 0.0
+        total = float("nan") if np.isnan(n).any() else total
+    coef = max_norm / (total + 1e-6)
+    coef = coef if np.isnan(coef) else min(coef, 1.0)
+    return [np.asarray(x, dtype=np.float64) * coef for x in tensors], total

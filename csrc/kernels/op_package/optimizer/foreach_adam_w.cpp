@@ -1,6 +1,6 @@
 // foreach_adam_w for the op package: one AdamW step over lists of tensors in one launch, the kernel body of
 // kernels/optimizer.cpp. Each parameter is a dynamic (list) input, which CANN hands the kernel as a ListTensorDesc
-// (addresses and shapes); var, m, v and max_grad_norm are ref lists, their outputs <name>_ref the same memory.
+// (addresses and shapes); var, m, v, max_grad_norm and master are ref lists, their outputs <name>_ref the same memory.
 // Each block walks the lists' shapes to find the tensors its run of elements falls in, as the direct-launch
 // entry walks its table's starts.
 #include "kernels/optimizer.cpp"
@@ -24,9 +24,9 @@ __aicore__ inline GM_ADDR ListTensorAddr(ListTensorDesc& list, uint32_t k) {
 }
 
 extern "C" __global__ __aicore__ void foreach_adam_w(GM_ADDR var, GM_ADDR m, GM_ADDR v, GM_ADDR grad,
-                                                     GM_ADDR max_grad_norm, GM_ADDR var_ref, GM_ADDR m_ref,
-                                                     GM_ADDR v_ref, GM_ADDR max_grad_norm_ref, GM_ADDR workspace,
-                                                     GM_ADDR tiling) {
+                                                     GM_ADDR max_grad_norm, GM_ADDR master, GM_ADDR var_ref,
+                                                     GM_ADDR m_ref, GM_ADDR v_ref, GM_ADDR max_grad_norm_ref,
+                                                     GM_ADDR master_ref, GM_ADDR workspace, GM_ADDR tiling) {
   REGISTER_TILING_DEFAULT(AdamWTilingData);
   GET_TILING_DATA_WITH_STRUCT(AdamWTilingData, tilingData, tiling);
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_AIV_ONLY);
@@ -39,6 +39,8 @@ extern "C" __global__ __aicore__ void foreach_adam_w(GM_ADDR var, GM_ADDR m, GM_
   ListTensorDesc grads(reinterpret_cast<__gm__ void*>(grad));
   ListTensorDesc maxs;
   if (tilingData.amsgrad != 0) maxs.Init(reinterpret_cast<__gm__ void*>(max_grad_norm_ref));  // empty otherwise
+  ListTensorDesc masters;
+  if (tilingData.master != 0) masters.Init(reinterpret_cast<__gm__ void*>(master_ref));
   TPipe pipe;
   KernelAdamW<DTYPE_VAR> op;
   op.Init(tilingData, &pipe);
@@ -48,9 +50,12 @@ extern "C" __global__ __aicore__ void foreach_adam_w(GM_ADDR var, GM_ADDR m, GM_
     const int64_t lo = start > begin ? start : begin;
     const int64_t hi = stop < end ? stop : end;
     if (lo < hi) {
-      const AdamWTensor gm{ListTensorAddr<DTYPE_VAR>(vars, k), ListTensorAddr<float>(ms, k),
-                           ListTensorAddr<float>(vs, k), ListTensorAddr<DTYPE_VAR>(grads, k),
-                           tilingData.amsgrad != 0 ? ListTensorAddr<float>(maxs, k) : nullptr};
+      const AdamWTensor gm{ListTensorAddr<DTYPE_VAR>(vars, k),
+                           ListTensorAddr<float>(ms, k),
+                           ListTensorAddr<float>(vs, k),
+                           ListTensorAddr<DTYPE_VAR>(grads, k),
+                           tilingData.amsgrad != 0 ? ListTensorAddr<float>(maxs, k) : nullptr,
+                           tilingData.master != 0 ? ListTensorAddr<float>(masters, k) : nullptr};
       op.Update(gm, lo - start, hi - lo);
     }
     start = stop;

@@ -1,6 +1,7 @@
 """`ascendc-ops bench optimizer`: one AdamW step and one gradient clipping over the parameters of an LLM-shaped
-model on this machine: ours (FusedAdamW: one foreach_adam_w launch; clip_grad_norm_: one foreach_norm launch plus
-torch's scaling) against torch.optim.AdamW with foreach=True and with fused=True, and torch's clip_grad_norm_.
+model on this machine: ours (FusedAdamW: one foreach_adam_w launch; clip_grad_norm_: two launches, foreach_norm and
+foreach_clip_by_total_norm) against torch.optim.AdamW with foreach=True and with fused=True, and torch's
+clip_grad_norm_; then ours' clipping launch by launch, with the bytes each moves per element.
 
 The parameters: L decoder layers of width H (q, k, v, o [H, H], gate, up [I, H], down [H, I], two norms [H]; I =
 2.6875 H rounded to 64) and the embedding and LM head [32000, H]: 9 L + 2 tensors (default H 640, L 22: 200 tensors,
@@ -87,7 +88,7 @@ def run(opts: Options) -> int:
     print()
     print("| provider | step ms | step GB/s | clip ms | clip GB/s | max abs diff of the parameters from the first's |")
     print("|---|---|---|---|---|---|")
-    first = None
+    first, parts = None, []
     for provider in opts.providers:
         params = make(shapes, getattr(torch, opts.dtype))
         try:
@@ -104,6 +105,31 @@ def run(opts: Options) -> int:
         clipped = timed(lambda c=clip, p=params: c(p, 1.0), opts.repeats)
         print(f"| {provider} | {step * 1e3:.1f} | {step_bytes / step / 1e9:.1f} | {clipped * 1e3:.1f} | "
               f"{clip_bytes / clipped / 1e9:.1f} | {diff:.2e} |")  # fmt: skip
+        if provider == "ours":
+            parts = clip_launches(params, opts.repeats)
         del opt, params
     print()
+    if "ours" in opts.providers:
+        print("ours' clipping, launch by launch (no host sync between them: the total is formed on the device)")
+        print()
+        print("| launch | ms | bytes an element moves | GB/s |")
+        print("|---|---|---|---|")
+        for name, seconds, per_elem in parts:
+            print(f"| {name} | {seconds * 1e3:.1f} | {per_elem * eb} | {numel * per_elem * eb / seconds / 1e9:.1f} |")
+        print()
     return 0
+
+
+def clip_launches(params, repeats: int) -> list[tuple]:
+    """(launch, median seconds, bytes per element in units of the gradient's element size) of clip_grad_norm_'s two
+    launches: foreach_norm reads each gradient once; foreach_clip_by_total_norm reads and writes it (a coefficient of
+    0.5, whatever the gradients are by then: the norms are those of the first call)."""
+    from ...ops import optimizer as O
+
+    grads = [p.grad for p in params]
+    norms = O.foreach_norm(grads, 2.0)
+    half = 0.5 * float(O.foreach_clip_by_total_norm_([], norms, 1.0))  # a coefficient below 1: every element scaled
+    return [
+        ("foreach_norm", timed(lambda: O.foreach_norm(grads, 2.0), repeats), 1),
+        ("foreach_clip_by_total_norm", timed(lambda: O.foreach_clip_by_total_norm_(grads, norms, half), repeats), 2),
+    ]
