@@ -59,7 +59,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
       else {
         t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b);
         t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv), g.rowChunk = int32_t(rc);
-        // a second buffer of Q, dy and K: the next step's operands load while this step's parts use them
+        // a second buffer of Q, dy and K: the loads of the Scores and the Parts overlap the Mmads before them
         t.l1Buffers = l1Bytes + (s1b * (d16 + v16) + s2b * d16) * bytes <= l1 ? 2 : 1;
         t.l0cBuffers = 2 * l0c <= int64_t(platform.l0cBytes) ? 2 : 1;
         break;

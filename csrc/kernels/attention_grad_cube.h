@@ -8,9 +8,11 @@
 // The group's steps, its key tasks' then its query tasks', are one stream, as in the forward
 // (attention_cube.h): Scores of step n + lead before the Parts of step n (lead kAttentionGradLead with two
 // L1 buffers, else 0), so the AIVs find the next S and dP ready when they finish a step and the cube
-// never waits for a dS it could not have yet, across tasks and passes too. Operands live as long as a
-// step needs them: K_j, V_j of a key task and Q_i, dy_i of a query task until the task's last Scores; Q_i,
-// dy_i of a key step and K_j of a query step until its Parts; V_j of a query step only for its Scores.
+// never waits for a dS it could not have yet, across tasks and passes too. K_j, V_j of a key task and
+// Q_i, dy_i of a query task stay in L1 for the task's Scores; the Parts load their own operands again (Q_i
+// and dy_i of a key step, K_j of a query step), so no operand waits in L1 for steps in flight: a lead of 2
+// takes no more L1 than the Scores' and Parts' own loads, double-buffered (eight buffers, the TPipe's
+// MTE1 -> MTE2 hand-off ids), for one more read of those blocks per step.
 // Q_i and dy_i serve as A (LoadData 2D) and as B (3Dv2) from one L1 tile each, K_j and V_j likewise.
 #pragma once
 #include "attention_grad_task.h"
@@ -61,12 +63,11 @@ class AttentionGradCube {
 
  private:
   using Flags = AttentionGradFlags;
-  // A step whose Scores are out and whose Parts are still to come, with the operands its Parts read.
+  // A step whose Scores are out and whose Parts are still to come: where its Parts' operands are.
   struct Pending {
     bool key;
     uint32_t rows, cols;
-    LocalTensor<T> q, dy;  // key steps
-    LocalTensor<T> k;      // query steps
+    int64_t b, n, tok;  // key steps: Q_i, dy_i's head and first token; query steps: K_j's kv head and first key
   };
 
   __aicore__ static inline uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
@@ -98,29 +99,33 @@ class AttentionGradCube {
     Pending& p = pending_[parted_ % kAttentionGradSlots];
     const AttentionGradWorkspace<T>& ws = ws_[parted_ % kAttentionGradSlots];
     const uint32_t d = uint32_t(t.headDim);
-    CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
     if (p.key) {
+      LocalTensor<T> q, dy;
+      LoadQueryRows(p.b, p.n, p.tok, p.rows, q, dy);
+      CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       LocalTensor<T> parts = LoadTransposed(ws, p.cols, p.rows);
       LocalTensor<T> pt = parts, dst = parts[uint32_t(t.s2Block) * uint32_t(g_->s1Pitch)];
-      LocalTensor<float> dvPart =
-          mm_.AB(pt, p.cols, p.dy, p.rows, uint32_t(t.valueDim), uint32_t(t.vPitch), g_->rowChunk);
+      LocalTensor<float> dvPart = mm_.AB(pt, p.cols, dy, p.rows, uint32_t(t.valueDim), uint32_t(t.vPitch), g_->rowChunk);
       WaitResultsFree();
       mm_.FixOut(ws.r2, dvPart, p.cols, uint32_t(t.valueDim), uint32_t(t.vPitch));
-      LocalTensor<float> dkPart = mm_.AB(dst, p.cols, p.q, p.rows, d, uint32_t(g_->dPitch), g_->rowChunk);
+      LocalTensor<float> dkPart = mm_.AB(dst, p.cols, q, p.rows, d, uint32_t(g_->dPitch), g_->rowChunk);
       mm_.FixOut(ws.r1, dkPart, p.cols, d, uint32_t(g_->dPitch));
       CrossCoreSetFlag<2, PIPE_FIX>(Flags::kRReady);
       partsL1_.FreeTensor(parts);
-      qL1_.FreeTensor(p.q);
-      dyL1_.FreeTensor(p.dy);
+      qL1_.FreeTensor(q);
+      dyL1_.FreeTensor(dy);
     } else {
       const uint32_t pitch = (p.cols + 7) / 8 * 8;  // the AIVs' row pitch of dS (attention_grad_vector.h)
+      LocalTensor<T> k = mm_.Load(kL1_, k_[p.b * t.kStrideB + p.n * t.kStrideN + p.tok * t.kStrideS], p.cols, d,
+                                  uint32_t(t.kStrideS));
+      CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       LocalTensor<T> ds = mm_.Load(partsL1_, ws.ds, p.rows, p.cols, pitch);
-      LocalTensor<float> dqPart = mm_.AB(ds, p.rows, p.k, p.cols, d, uint32_t(g_->dPitch), t.pvChunk);
+      LocalTensor<float> dqPart = mm_.AB(ds, p.rows, k, p.cols, d, uint32_t(g_->dPitch), t.pvChunk);
       WaitResultsFree();
       mm_.FixOut(ws.r1, dqPart, p.rows, d, uint32_t(g_->dPitch));
       CrossCoreSetFlag<2, PIPE_FIX>(Flags::kRReady);
       partsL1_.FreeTensor(ds);
-      kL1_.FreeTensor(p.k);
+      kL1_.FreeTensor(k);
     }
     ++parted_;
   }
@@ -176,15 +181,16 @@ class AttentionGradCube {
       for (int64_t blk = task.first; blk < task.first + task.count; ++blk) {
         const int64_t i0 = blk * t.s1Block;
         const uint32_t rows = uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block);
-        Pending p;
-        p.key = true, p.rows = rows, p.cols = cols;
-        LoadQueryRows(task.b, n, task.qTok0 + i0, rows, p.q, p.dy);
-        Scores(p.q, p.dy, k, v, rows, cols);
+        LocalTensor<T> q, dy;
+        LoadQueryRows(task.b, n, task.qTok0 + i0, rows, q, dy);
+        Scores(q, dy, k, v, rows, cols);
+        qL1_.FreeTensor(q);
+        dyL1_.FreeTensor(dy);
         if (n + 1 == end && blk + 1 == task.first + task.count) {  // the task's last Scores: K, V are done
           kL1_.FreeTensor(k);
           vL1_.FreeTensor(v);
         }
-        Scored(p);
+        Scored(Pending{true, rows, cols, task.b, n, task.qTok0 + i0});
       }
     }
   }
@@ -198,17 +204,17 @@ class AttentionGradCube {
     LoadQueryRows(task.b, task.n, task.qTok0 + task.i0, rows, q, dy);
     for (int64_t idx = 0; idx < task.count; ++idx) {
       const int64_t j0 = (task.first + idx) * t.s2Block;
-      Pending p;
-      p.key = false, p.rows = rows, p.cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block);
-      LocalTensor<T> v;
-      LoadKeyRows(task.b, kvHead, task.kTok0 + j0, p.cols, p.k, v);
-      Scores(q, dy, p.k, v, rows, p.cols);
+      const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block);
+      LocalTensor<T> k, v;
+      LoadKeyRows(task.b, kvHead, task.kTok0 + j0, cols, k, v);
+      Scores(q, dy, k, v, rows, cols);
+      kL1_.FreeTensor(k);
       vL1_.FreeTensor(v);
       if (idx + 1 == task.count) {  // the task's last Scores: Q, dy are done
         qL1_.FreeTensor(q);
         dyL1_.FreeTensor(dy);
       }
-      Scored(p);
+      Scored(Pending{false, rows, cols, task.b, kvHead, task.kTok0 + j0});
     }
   }
 
