@@ -2,8 +2,8 @@
 // the backward's own blocks: the largest S1 x S2 blocks whose buffers fit A2's L1, L0 and UB (the AIVs
 // hold S, dP, P, dS and the fp32 sums of dk / dv or dq, so the blocks come out smaller than the
 // forward's); the dk / dv tasks first, then the dq tasks, each pass dealt in snake order over the core
-// groups; two L1 buffers of Q, dy and K (so the AIC can hold two steps' operands and run a step ahead)
-// and two L0C buffers where they fit, and a workspace slot per step in flight.
+// groups; two L1 buffers of Q, dy and K (loads overlap the Mmads before them; with one the AIC runs
+// without its lead) and two L0C buffers where they fit, and a workspace slot per step in flight.
 #include "attention_grad_tiling.h"
 
 #include <algorithm>

@@ -6,7 +6,7 @@
 // sums stay in the AIVs' UB in fp32 and are cast once, so every output row is written by one core in a
 // fixed order. Nothing S x S lives in GM beyond the group's workspace blocks. Each pass is dealt to the
 // core groups in snake order (causal tasks have unequal work: a group that drew a cheap one draws a dear
-// one next), and a group's steps of both passes are one stream, the cube a step ahead of the AIVs.
+// one next), and a group's steps of both passes are one stream, the cube two steps ahead of the AIVs.
 #include "attention_grad_cube.h"
 #include "attention_grad_tiling_data.h"
 #include "attention_grad_vector.h"

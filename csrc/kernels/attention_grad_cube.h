@@ -105,7 +105,8 @@ class AttentionGradCube {
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       LocalTensor<T> parts = LoadTransposed(ws, p.cols, p.rows);
       LocalTensor<T> pt = parts, dst = parts[uint32_t(t.s2Block) * uint32_t(g_->s1Pitch)];
-      LocalTensor<float> dvPart = mm_.AB(pt, p.cols, dy, p.rows, uint32_t(t.valueDim), uint32_t(t.vPitch), g_->rowChunk);
+      LocalTensor<float> dvPart =
+          mm_.AB(pt, p.cols, dy, p.rows, uint32_t(t.valueDim), uint32_t(t.vPitch), g_->rowChunk);
       WaitResultsFree();
       mm_.FixOut(ws.r2, dvPart, p.cols, uint32_t(t.valueDim), uint32_t(t.vPitch));
       LocalTensor<float> dkPart = mm_.AB(dst, p.cols, q, p.rows, d, uint32_t(g_->dPitch), g_->rowChunk);
@@ -116,8 +117,8 @@ class AttentionGradCube {
       dyL1_.FreeTensor(dy);
     } else {
       const uint32_t pitch = (p.cols + 7) / 8 * 8;  // the AIVs' row pitch of dS (attention_grad_vector.h)
-      LocalTensor<T> k = mm_.Load(kL1_, k_[p.b * t.kStrideB + p.n * t.kStrideN + p.tok * t.kStrideS], p.cols, d,
-                                  uint32_t(t.kStrideS));
+      LocalTensor<T> k =
+          mm_.Load(kL1_, k_[p.b * t.kStrideB + p.n * t.kStrideN + p.tok * t.kStrideS], p.cols, d, uint32_t(t.kStrideS));
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       LocalTensor<T> ds = mm_.Load(partsL1_, ws.ds, p.rows, p.cols, pitch);
       LocalTensor<float> dqPart = mm_.AB(ds, p.rows, k, p.cols, d, uint32_t(g_->dPitch), t.pvChunk);

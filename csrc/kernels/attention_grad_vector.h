@@ -11,10 +11,10 @@
 // keys between the AIVs as they split rows, query tasks keep their rows -- and kRFree is flagged. At the
 // task's end dk = scale * sum dS^T Q, dv = sum P^T dy, dq = scale * sum dS K are cast once and written.
 // The group's steps (key tasks', then query tasks') are one stream, as on the AIC (attention_grad_cube.h):
-// dS of step n + 1 is formed before the parts of step n are added in, so the AIVs work on the next step
-// while the cube multiplies this one's; a task's sums go out after its last step's parts, the next task's
-// first steps already under way (the sums are zeroed at a task's first parts).
-// A row that kept no key in the forward (softmax_max = -FLT_MAX) has m raised to kMaxFloor, so its P is 0.
+// dS of step n + kAttentionGradLead is formed before the parts of step n are added in, so the AIVs work on
+// the next steps while the cube multiplies this one's; a task's sums go out after its last step's parts, the next
+// task's first steps already under way (the sums are zeroed at a task's first parts). A row that kept no key in the
+// forward (softmax_max = -FLT_MAX) has m raised to kMaxFloor, so its P is 0.
 #pragma once
 #include "attention_grad_task.h"
 #include "attention_mask.h"
@@ -233,8 +233,8 @@ class AttentionGradVector {
       const int64_t j = task.kTok0 + task.i0 + first;
       Store(dk_, task.b * t.kStrideB + task.n * t.kStrideN + j * t.kStrideS, t.kStrideS, acc, dp, mine,
             uint32_t(t.headDim), t.scale);
-      Store(dv_, task.b * t.vStrideB + task.n * t.vStrideN + j * t.vStrideS, t.vStrideS, acc[maxKeys_ * dp], vp,
-            mine, uint32_t(t.valueDim), 1.0f);
+      Store(dv_, task.b * t.vStrideB + task.n * t.vStrideN + j * t.vStrideS, t.vStrideS, acc[maxKeys_ * dp], vp, mine,
+            uint32_t(t.valueDim), 1.0f);
     } else {
       const int64_t row = task.qTok0 + task.i0 + first;
       Store(dq_, task.b * t.qStrideB + task.n * t.qStrideN + row * t.qStrideS, t.qStrideS, acc, dp, mine,

@@ -352,8 +352,8 @@ void TestGradTiling() {
              g.data.r2Offset - g.data.r1Offset >= std::max(s1b, s2b) * dp * 4 &&
              g.data.slotBytes - g.data.r2Offset >= s2b * vp * 4 && g.data.slotBytes % 512 == 0);
       // the AIC's L1 queues (Q, dy, K l1Buffers deep; V and P^T with dS^T one) and L0C buffers fit A2's
-      const int64_t l1 = (f.l1Buffers * (s1b * (dp + vp) + s2b * dp) + s2b * vp + std::max(2 * s2b * s1p, s1b * s2b)) *
-                         bytes;
+      const int64_t l1 =
+          (f.l1Buffers * (s1b * (dp + vp) + s2b * dp) + s2b * vp + std::max(2 * s2b * s1p, s1b * s2b)) * bytes;
       const int64_t l0c = std::max({s1b * s2b, s2b * std::max(dp, vp), s1b * dp}) * 4;
       EXPECT(f.l1Buffers >= 1 && f.l1Buffers <= 2 && l1 <= kA2L1Bytes);
       EXPECT(f.l0cBuffers >= 1 && f.l0cBuffers <= 2 && f.l0cBuffers * l0c <= kA2L0cBytes);
