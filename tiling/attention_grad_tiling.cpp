@@ -1,7 +1,9 @@
 // Fused attention backward tiling: the forward's shapes, strides, mask and band (TileAttention), then
 // the backward's own blocks: the largest S1 x S2 blocks whose buffers fit A2's L1, L0 and UB (the AIVs
 // hold S, dP, P, dS and the fp32 sums of dk / dv or dq, so the blocks come out smaller than the
-// forward's); the dk / dv tasks first, then the dq tasks, dealt round-robin over the core groups.
+// forward's); the dk / dv tasks first, then the dq tasks, each pass dealt in snake order over the core
+// groups; two L1 buffers of Q, dy and K (loads overlap the Mmads before them; with one the AIC runs
+// without its lead) and two L0C buffers where they fit, and a workspace slot per step in flight.
 #include "attention_grad_tiling.h"
 
 #include <algorithm>
@@ -43,6 +45,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
       const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
       const int64_t rc = std::min<int64_t>(s1p, std::min(half0a / (s2b * bytes), half0b / (d16 * bytes)) / 16 * 16);
       const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (d16 * bytes)) / 16 * 16);
+      // Q, dy, K, V, P^T, dS (the AIC's L1 queues, attention_grad_cube.h)
       const int64_t l1Bytes = (s1b * (d16 + v16) + s2b * (d16 + v16) + s2b * s1p + s1b * s2b) * bytes;
       const int64_t l0c = std::max({s1b * s2b, s2b * std::max(d16, v16), s1b * d16}) * 4;
       if (qk < 16 || rc < 16 || pv < 16) why = "L0A / L0B";
@@ -56,6 +59,9 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
       else {
         t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b);
         t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv), g.rowChunk = int32_t(rc);
+        // a second buffer of Q, dy and K: the loads of the Scores and the Parts overlap the Mmads before them
+        t.l1Buffers = l1Bytes + (s1b * (d16 + v16) + s2b * d16) * bytes <= l1 ? 2 : 1;
+        t.l0cBuffers = 2 * l0c <= int64_t(platform.l0cBytes) ? 2 : 1;
         break;
       }
     }
@@ -77,7 +83,8 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
   g.dsOffset = g.pOffset + AlignUp(s2b * g.s1Pitch * bytes, kWorkspaceAlign);
   g.r1Offset = g.dsOffset + AlignUp(std::max<int64_t>(s1b * s2b, s2b * g.s1Pitch) * bytes, kWorkspaceAlign);
   g.r2Offset = g.r1Offset + AlignUp(std::max(s1b, s2b) * d16 * 4, kWorkspaceAlign);
-  g.workspacePerGroup = g.r2Offset + AlignUp(s2b * v16 * 4, kWorkspaceAlign);
+  g.slotBytes = g.r2Offset + AlignUp(s2b * v16 * 4, kWorkspaceAlign);
+  g.workspacePerGroup = kAttentionGradSlots * g.slotBytes;
   t.workspacePerGroup = g.workspacePerGroup;
   out.blockDim = uint32_t(std::min<int64_t>(qTasks + kvTasks, platform.cubeCores));
   t.blockDim = int32_t(out.blockDim);

@@ -3,8 +3,10 @@
 // heads of their group and the S1 blocks whose rows keep a key of the block (AttentionS1Blocks), the dq
 // tasks (batch, query head, S1 block) the S2 blocks as the forward does. Each task accumulates its rows
 // in fp32 in UB and casts once, so the sums' order is fixed and no core writes another's rows.
-// Task t (dk/dv tasks first, then dq tasks) runs on core group t % blockDim. TND's cumulative lengths
-// follow this struct in GM as in the forward.
+// Each pass's tasks are dealt to the core groups in snake order (attention_task.h), and a group's steps
+// of both passes are one stream, the cube kAttentionGradLead steps ahead of the AIVs' results (step n
+// uses workspace slot n % kAttentionGradSlots). TND's cumulative lengths follow this struct in GM as in
+// the forward.
 #pragma once
 #include <cstdint>
 
@@ -15,6 +17,13 @@
   GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dq, GM dk, GM dv, \
       GM workspace, GM tiling
 
+// The backward's pipeline: the AIC computes S and dP of step n + kAttentionGradLead before the parts of
+// step n (fwd.l1Buffers 2; with one L1 buffer a query task's Q could not wait beside the last key steps'
+// Parts' reloads, so it runs at lead 0); the AIVs form dS of step n + kAttentionGradLead before they add in
+// the parts of step n. So S, dP, P, dS and the results take a slot per step in flight.
+constexpr int64_t kAttentionGradLead = 2;
+constexpr int64_t kAttentionGradSlots = kAttentionGradLead + 1;
+
 struct AttentionGradTilingData {
   // Shapes, strides (dy and attention_in as the forward's out; dq / dk / dv as query / key / value),
   // mask, band and block sizes; fwd.tasks counts the dq tasks.
@@ -22,10 +31,11 @@ struct AttentionGradTilingData {
   int64_t kvTasks;   // B x N2 x S2 blocks (TND: summed over the batches)
   int32_t dPitch;    // D rounded up to 16: the row pitch of dq / dk sums in UB and the workspace
   int32_t rowChunk;  // query rows of one dv = P^T dy / dk = dS^T Q Mmad (L0A / L0B)
-  // Each group's GM workspace (bytes from the user workspace): S and dP (fp32), P^T and dS or dS^T
-  // (the input dtype, [S2 block, S1 pitch] or [S1 block, S2 block]), and the cube's two fp32 results
-  // (dk or dq rows at dPitch, dv rows at vPitch).
-  int64_t workspacePerGroup, dpOffset, pOffset, dsOffset, r1Offset, r2Offset;
+  // Each group's GM workspace (bytes from the user workspace): kAttentionGradSlots slots of slotBytes,
+  // each S and dP (fp32), P^T and dS or dS^T (the input dtype, [S2 block, S1 pitch] or [S1 block, S2
+  // block]), and the cube's two fp32 results (dk or dq rows at dPitch, dv rows at vPitch); the offsets
+  // are inside a slot.
+  int64_t workspacePerGroup, slotBytes, dpOffset, pOffset, dsOffset, r1Offset, r2Offset;
   // After blockDim groups' workspaces: D = rowsum(dy * attention_in) of every query row, fp32, in the rows of
   // softmax_max / softmax_sum (one lane): the AIVs compute it once before the tasks and the steps read it.
   int64_t dOffset;

@@ -4,19 +4,19 @@
 // query head, S1 block) sum dq over the S2 blocks their rows keep. Each step recomputes S = Q K^T and
 // dP = dy V^T on the AIC (attention_grad_cube.h) and P and dS on the AIVs (attention_grad_vector.h); the
 // sums stay in the AIVs' UB in fp32 and are cast once, so every output row is written by one core in a
-// fixed order. Nothing S x S lives in GM beyond the group's workspace blocks.
+// fixed order. Nothing S x S lives in GM beyond the group's workspace blocks. Each pass is dealt to the
+// core groups in snake order (causal tasks have unequal work: a group that drew a cheap one draws a dear
+// one next), and a group's steps of both passes are one stream, the cube two steps ahead of the AIVs.
 #include "attention_grad_cube.h"
 #include "attention_grad_tiling_data.h"
 #include "attention_grad_vector.h"
 #include "kernel_utils.h"
 
-// Core group `group`'s key tasks, then its query tasks: the key tasks come first in the order of tasks,
-// so the group's first query task is the one dealt to it after them.
+// Core group `group`'s key tasks, then its query tasks, each pass dealt in snake order of its own.
 __aicore__ inline void WalkTasks(AttentionTaskWalk& keys, AttentionTaskWalk& queries, const AttentionGradTilingData& g,
                                  GM_ADDR table, int64_t group) {
-  const int64_t blocks = g.fwd.blockDim;
-  keys.Init(g.fwd, table, group, g.kvTasks, true);
-  queries.Init(g.fwd, table, ((group - g.kvTasks) % blocks + blocks) % blocks, g.fwd.tasks, false);
+  keys.Init(g.fwd, table, group, g.kvTasks, true, true);
+  queries.Init(g.fwd, table, group, g.fwd.tasks, false, true);
 }
 
 // `g` is the tiling struct at the start of `tiling` (GM), which TND's cumulative lengths follow.
@@ -32,8 +32,7 @@ __aicore__ inline void RunFusionAttentionGrad(GM_ADDR query, GM_ADDR key, GM_ADD
     WalkTasks(keys, queries, g, table, GetBlockIdx());
     AttentionGradCube<T> cube;
     cube.Init(query, key, value, dy, ws, g);
-    cube.ProcessKeys(keys);
-    cube.ProcessQueries(queries);
+    cube.Process(keys, queries);
   }
   if ASCEND_IS_AIV {
     WalkTasks(keys, queries, g, table, GetBlockIdx() / GetTaskRation());
@@ -41,8 +40,7 @@ __aicore__ inline void RunFusionAttentionGrad(GM_ADDR query, GM_ADDR key, GM_ADD
     AttentionGradVector<T> vec;
     vec.Init(attenMask, dy, softmaxMax, softmaxSum, attentionIn, dq, dk, dv, ws, g);
     vec.ProcessD(dRows);
-    vec.ProcessKeys(keys);
-    vec.ProcessQueries(queries);
+    vec.Process(keys, queries);
   }
 }
 

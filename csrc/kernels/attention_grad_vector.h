@@ -10,7 +10,11 @@
 // Once the AIC flags kRReady the step's parts are added into fp32 sums in UB -- key tasks split the
 // keys between the AIVs as they split rows, query tasks keep their rows -- and kRFree is flagged. At the
 // task's end dk = scale * sum dS^T Q, dv = sum P^T dy, dq = scale * sum dS K are cast once and written.
-// A row that kept no key in the forward (softmax_max = -FLT_MAX) has m raised to kMaxFloor, so its P is 0.
+// The group's steps (key tasks', then query tasks') are one stream, as on the AIC (attention_grad_cube.h):
+// dS of step n + kAttentionGradLead is formed before the parts of step n are added in, so the AIVs work on
+// the next steps while the cube multiplies this one's; a task's sums go out after its last step's parts, the next
+// task's first steps already under way (the sums are zeroed at a task's first parts). A row that kept no key in the
+// forward (softmax_max = -FLT_MAX) has m raised to kMaxFloor, so its P is 0.
 #pragma once
 #include "attention_grad_task.h"
 #include "attention_mask.h"
@@ -32,7 +36,8 @@ class AttentionGradVector {
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
     sub_ = uint32_t(GetSubBlockIdx());
-    ws_.Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup, g);
+    for (int64_t slot = 0; slot < kAttentionGradSlots; ++slot)
+      ws_[slot].Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup + slot * g.slotBytes, g);
     d_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.dOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
@@ -84,14 +89,12 @@ class AttentionGradVector {
     SyncAll();
   }
 
-  __aicore__ inline void ProcessKeys(AttentionTaskWalk& walk) {
+  // The group's key tasks, then its query tasks, as one stream of steps.
+  __aicore__ inline void Process(AttentionTaskWalk& keys, AttentionTaskWalk& queries) {
     AttentionTask task;
-    while (walk.Next(task)) KeyTask(task);
-  }
-
-  __aicore__ inline void ProcessQueries(AttentionTaskWalk& walk) {
-    AttentionTask task;
-    while (walk.Next(task)) QueryTask(task);
+    while (keys.Next(task)) KeyTask(task);
+    while (queries.Next(task)) QueryTask(task);
+    Drain();
   }
 
  private:
@@ -112,16 +115,23 @@ class AttentionGradVector {
     mine = sub_ == 0 ? half : count - half;
   }
 
+  // A step whose dS is out and whose parts are still to be added: its task, and whether it is the task's
+  // first (the sums start at 0) and last (the sums go out after it).
+  struct Pending {
+    AttentionTask task;
+    bool key, first, last;
+  };
+
   __aicore__ inline void KeyTask(const AttentionTask& task) {
     const AttentionTilingData& t = g_->fwd;
-    const uint32_t cols = uint32_t(task.rows), dp = g_->dPitch, vp = t.vPitch;
-    uint32_t k0, keys;
-    Split(cols, k0, keys);
-    LocalTensor<float> accK = accBuf_.Get<float>(), accV = accK[maxKeys_ * dp];
-    SyncPipes<HardEvent::MTE3_V>();  // the previous task's stores have read the sums
-    Duplicate(accK, 0.0f, int32_t(maxKeys_ * (dp + vp)));
-    const int64_t group = t.heads / t.kvHeads;
-    for (int64_t n = task.n * group; n < (task.n + 1) * group; ++n) {
+    const uint32_t cols = uint32_t(task.rows);
+    if (task.count == 0) {  // no row keeps these keys: dk, dv = 0, written in their turn
+      Drain();
+      Finish(Pending{task, true, true, true});
+      return;
+    }
+    const int64_t group = t.heads / t.kvHeads, end = (task.n + 1) * group;
+    for (int64_t n = task.n * group; n < end; ++n) {
       for (int64_t blk = task.first; blk < task.first + task.count; ++blk) {
         const int64_t i0 = blk * t.s1Block;
         const Step st{task.b,  n,       i0,         task.i0,
@@ -134,49 +144,102 @@ class AttentionGradVector {
           Grad(st);
           StoreTransposed(st);
         }
-        CrossCoreSetFlag<2, PIPE_MTE3>(Flags::kPReady);
-        CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
-        if (keys > 0) {
-          AddRows(accK, ws_.r1[int64_t(k0) * dp], keys, uint32_t(t.headDim), dp);
-          AddRows(accV, ws_.r2[int64_t(k0) * vp], keys, uint32_t(t.valueDim), vp);
-        }
-        CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
+        Formed(Pending{task, true, n == task.n * group && blk == task.first,
+                       n + 1 == end && blk + 1 == task.first + task.count});
       }
     }
-    if (keys == 0) return;
-    const int64_t j = task.kTok0 + task.i0 + k0;
-    Store(dk_, task.b * t.kStrideB + task.n * t.kStrideN + j * t.kStrideS, t.kStrideS, accK, dp, keys,
-          uint32_t(t.headDim), t.scale);
-    Store(dv_, task.b * t.vStrideB + task.n * t.vStrideN + j * t.vStrideS, t.vStrideS, accV, vp, keys,
-          uint32_t(t.valueDim), 1.0f);
   }
 
   __aicore__ inline void QueryTask(const AttentionTask& task) {
     const AttentionTilingData& t = g_->fwd;
-    const uint32_t dp = g_->dPitch;
-    Split(uint32_t(task.rows), r0_, rows_);
-    LocalTensor<float> accQ = accBuf_.Get<float>();
-    SyncPipes<HardEvent::MTE3_V>();
-    Duplicate(accQ, 0.0f, int32_t(maxRows_ * dp));
+    if (task.count == 0) {  // every row fully masked: dq = 0
+      Drain();
+      Finish(Pending{task, false, true, true});
+      return;
+    }
     Step st{task.b, task.n, task.i0, 0, task.s1, task.s2, task.qTok0, uint32_t(task.rows), 0};
-    if (rows_ > 0) RowStats(st);
     for (int64_t idx = 0; idx < task.count; ++idx) {
       st.j0 = (task.first + idx) * t.s2Block;
       st.cols = uint32_t(task.s2 - st.j0 < t.s2Block ? task.s2 - st.j0 : t.s2Block);
+      Split(uint32_t(task.rows), r0_, rows_);
+      if (idx == 0 && rows_ > 0) RowStats(st);  // the task's rows: the same for each of its steps
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
       if (rows_ > 0) {
         Grad(st);
         StoreDs(st);
       }
-      CrossCoreSetFlag<2, PIPE_MTE3>(Flags::kPReady);
-      CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
-      if (rows_ > 0) AddRows(accQ, ws_.r1[int64_t(r0_) * dp], rows_, uint32_t(t.headDim), dp);
-      CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
+      Formed(Pending{task, false, idx == 0, idx + 1 == task.count});
     }
-    if (rows_ == 0) return;
-    const int64_t row = task.qTok0 + task.i0 + r0_;
-    Store(dq_, task.b * t.qStrideB + task.n * t.qStrideN + row * t.qStrideS, t.qStrideS, accQ, dp, rows_,
-          uint32_t(t.headDim), t.scale);
+  }
+
+  // The step just formed (its P^T / dS out) joins the stream: flag kPReady; the oldest step gets its parts
+  // added once kAttentionGradLead steps are ahead of it.
+  __aicore__ inline void Formed(const Pending& p) {
+    CrossCoreSetFlag<2, PIPE_MTE3>(Flags::kPReady);
+    pending_[formed_ % kAttentionGradSlots] = p;
+    ++formed_;
+    if (formed_ - added_ > kAttentionGradLead) AddOldest();
+  }
+
+  // The workspace slot of the step being formed.
+  __aicore__ inline const AttentionGradWorkspace<T>& FormSlot() const { return ws_[formed_ % kAttentionGradSlots]; }
+
+  __aicore__ inline void Drain() {
+    while (added_ < formed_) AddOldest();
+  }
+
+  // Once the AIC flags kRReady, the oldest step's parts from its slot into the sums, flag kRFree; after a
+  // task's last step its sums go out.
+  __aicore__ inline void AddOldest() {
+    const AttentionTilingData& t = g_->fwd;
+    const Pending& p = pending_[added_ % kAttentionGradSlots];
+    const AttentionGradWorkspace<T>& ws = ws_[added_ % kAttentionGradSlots];
+    const uint32_t dp = g_->dPitch, vp = t.vPitch;
+    uint32_t first, mine;  // this AIV's keys (key tasks) or rows (query tasks)
+    Split(uint32_t(p.task.rows), first, mine);
+    LocalTensor<float> acc = accBuf_.Get<float>();
+    if (p.first) ZeroSums(p.key);
+    CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
+    if (mine > 0 && p.key) {
+      AddRows(acc, ws.r1[int64_t(first) * dp], mine, uint32_t(t.headDim), dp);
+      AddRows(acc[maxKeys_ * dp], ws.r2[int64_t(first) * vp], mine, uint32_t(t.valueDim), vp);
+    } else if (mine > 0) {
+      AddRows(acc, ws.r1[int64_t(first) * dp], mine, uint32_t(t.headDim), dp);
+    }
+    CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
+    ++added_;
+    if (p.last) Finish(p);
+  }
+
+  // The sums of a task start at 0 (once the previous task's stores have read them).
+  __aicore__ inline void ZeroSums(bool key) {
+    const uint32_t dp = g_->dPitch, vp = g_->fwd.vPitch;
+    SyncPipes<HardEvent::MTE3_V>();
+    Duplicate(accBuf_.Get<float>(), 0.0f, int32_t(key ? maxKeys_ * (dp + vp) : maxRows_ * dp));
+  }
+
+  // A task's sums, cast once and written: dk = scale * sum dS^T Q and dv = sum P^T dy of this AIV's keys, or
+  // dq = scale * sum dS K of its rows. A task without steps writes zeros.
+  __aicore__ inline void Finish(const Pending& p) {
+    const AttentionTilingData& t = g_->fwd;
+    const AttentionTask& task = p.task;
+    const uint32_t dp = g_->dPitch, vp = t.vPitch;
+    uint32_t first, mine;
+    Split(uint32_t(task.rows), first, mine);
+    if (task.count == 0) ZeroSums(p.key);
+    if (mine == 0) return;
+    LocalTensor<float> acc = accBuf_.Get<float>();
+    if (p.key) {
+      const int64_t j = task.kTok0 + task.i0 + first;
+      Store(dk_, task.b * t.kStrideB + task.n * t.kStrideN + j * t.kStrideS, t.kStrideS, acc, dp, mine,
+            uint32_t(t.headDim), t.scale);
+      Store(dv_, task.b * t.vStrideB + task.n * t.vStrideN + j * t.vStrideS, t.vStrideS, acc[maxKeys_ * dp], vp, mine,
+            uint32_t(t.valueDim), 1.0f);
+    } else {
+      const int64_t row = task.qTok0 + task.i0 + first;
+      Store(dq_, task.b * t.qStrideB + task.n * t.qStrideN + row * t.qStrideS, t.qStrideS, acc, dp, mine,
+            uint32_t(t.headDim), t.scale);
+    }
   }
 
   // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows) into the
@@ -264,9 +327,9 @@ class AttentionGradVector {
     SyncPipes<HardEvent::V_MTE2>();
     SyncPipes<HardEvent::MTE3_MTE2>();  // fp32: the last step's dS went out of dpBuf_ itself
     const DataCopyExtParams cp(uint16_t(rows_), cols * 4, (s2b - cols) * 4, 0, 0);
-    DataCopyPad(s, ws_.s[int64_t(r0_) * s2b], cp,
+    DataCopyPad(s, FormSlot().s[int64_t(r0_) * s2b], cp,
                 DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
-    DataCopyPad(dp, ws_.dp[int64_t(r0_) * s2b], cp,
+    DataCopyPad(dp, FormSlot().dp[int64_t(r0_) * s2b], cp,
                 DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
     uint32_t mp = 0;
     if (t.maskFull)
@@ -327,8 +390,8 @@ class AttentionGradVector {
     SyncPipes<HardEvent::V_MTE3>();
     const uint32_t bytes = rows_ * uint32_t(sizeof(T)), gap = (rp * uint32_t(sizeof(T)) - (bytes + 31) / 32 * 32) / 32;
     const DataCopyExtParams cp(uint16_t(cols), bytes, gap, (uint32_t(g_->s1Pitch) - rows_) * uint32_t(sizeof(T)), 0);
-    DataCopyPad(ws_.p[r0_], stage, cp);
-    DataCopyPad(ws_.ds[r0_], stage[area], cp);
+    DataCopyPad(FormSlot().p[r0_], stage, cp);
+    DataCopyPad(FormSlot().ds[r0_], stage[area], cp);
   }
 
   // Query tasks: dS [rows, pp] in the input dtype into the workspace after the other AIV's rows.
@@ -336,7 +399,7 @@ class AttentionGradVector {
     const uint32_t pp = (st.cols + 7) / 8 * 8, n = rows_ * pp;
     const LocalTensor<T> ds = InInputDtype(stageBuf_.Get<T>(), dpBuf_.Get<float>(), n);
     SyncPipes<HardEvent::V_MTE3>();
-    DataCopyPad(ws_.ds[int64_t(r0_) * pp], ds, DataCopyExtParams(1, n * uint32_t(sizeof(T)), 0, 0, 0));
+    DataCopyPad(FormSlot().ds[int64_t(r0_) * pp], ds, DataCopyExtParams(1, n * uint32_t(sizeof(T)), 0, 0, 0));
   }
 
   // acc [rows, pitch] += the AIC's fp32 rows [rows, n] at `src` (pitch `pitch`), through the S buffer.
@@ -383,10 +446,12 @@ class AttentionGradVector {
   const AttentionGradTilingData* g_ = nullptr;
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0, maxKeys_ = 0;
   uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
+  Pending pending_[kAttentionGradSlots];
+  int64_t formed_ = 0, added_ = 0;  // the group's steps so far whose dS is out / whose parts are added
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;
-  AttentionGradWorkspace<T> ws_;
+  AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
   TPipe pipe_;
   TBuf<TPosition::VECCALC> sBuf_, dpBuf_, boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_, accBuf_, rampBuf_,
       rowRampBuf_, statBuf_, rowBuf_, blocksBuf_;

@@ -342,9 +342,22 @@ void TestGradTiling() {
       EXPECT((f.s1Block + 1) / 2 * f.s2Block / f.vPitch >= 8);
       EXPECT(f.tasks == 2 * 8 * ((300 + f.s1Block - 1) / f.s1Block));
       EXPECT(g.data.kvTasks == 2 * 2 * ((500 + f.s2Block - 1) / f.s2Block));
-      EXPECT(g.data.dpOffset < g.data.pOffset && g.data.pOffset < g.data.dsOffset &&
-             g.data.dsOffset < g.data.r1Offset && g.data.r1Offset < g.data.r2Offset &&
-             g.data.r2Offset < g.data.workspacePerGroup);
+      // a slot per step in flight, each S, dP, P^T, dS and the two results, every block in it whole
+      const int64_t s1b = f.s1Block, s2b = f.s2Block, dp = g.data.dPitch, vp = f.vPitch, s1p = g.data.s1Pitch;
+      const int64_t bytes = t == f32 ? 4 : 2;
+      EXPECT(g.data.workspacePerGroup == kAttentionGradSlots * g.data.slotBytes);
+      EXPECT(g.data.dpOffset >= s1b * s2b * 4 && g.data.pOffset - g.data.dpOffset >= s1b * s2b * 4 &&
+             g.data.dsOffset - g.data.pOffset >= s2b * s1p * bytes &&
+             g.data.r1Offset - g.data.dsOffset >= std::max(s1b * s2b, s2b * s1p) * bytes &&
+             g.data.r2Offset - g.data.r1Offset >= std::max(s1b, s2b) * dp * 4 &&
+             g.data.slotBytes - g.data.r2Offset >= s2b * vp * 4 && g.data.slotBytes % 512 == 0);
+      // the AIC's L1 queues (Q, dy, K l1Buffers deep; V and P^T with dS^T one) and L0C buffers fit A2's
+      const int64_t l1 =
+          (f.l1Buffers * (s1b * (dp + vp) + s2b * dp) + s2b * vp + std::max(2 * s2b * s1p, s1b * s2b)) * bytes;
+      const int64_t l0c = std::max({s1b * s2b, s2b * std::max(dp, vp), s1b * dp}) * 4;
+      EXPECT(f.l1Buffers >= 1 && f.l1Buffers <= 2 && l1 <= kA2L1Bytes);
+      EXPECT(f.l0cBuffers >= 1 && f.l0cBuffers <= 2 && f.l0cBuffers * l0c <= kA2L0cBytes);
+      if (t != f32 && d <= 128) EXPECT(f.l1Buffers == 2);  // the training head dims keep the cube a step ahead
       // the groups' workspaces, then D of every query row (B x N1 x S1 fp32, 512-byte aligned)
       EXPECT(g.blockDim == 24 && g.data.dOffset == 24 * g.data.workspacePerGroup);
       EXPECT(g.workspaceBytes == g.data.dOffset + (2 * 8 * 300 * 4 + 511) / 512 * 512);
