@@ -234,8 +234,9 @@ def test_model_shape_forward():
 
 
 # Forward tasks are (vocabulary split, token block): the splits' partial statistics are combined per token after
-# a SyncAll. On the twin's own cores (one per thread) a single token block gets 2 splits; with a chip's 24 core groups
-# up to 24; a split is whole block pairs of the AIC but for an odd last block. (tokens, hidden, vocab, bias, class weights, softcap)
+# a SyncAll. On the twin's own cores (one per thread) a single token block gets 2 splits; with a chip's 24 core
+# groups up to 24; a split is whole block pairs of the AIC but for an odd last block.
+# (tokens, hidden, vocab, bias, class weights, softcap)
 SPLIT_CASES = [
     (1, 64, 1021, True, True, None),  # 4 splits of 2 blocks, the last a 125-row tail
     (7, 40, 32007, False, True, 30.0),  # 21 splits of 6 block pairs, a 7-row tail
