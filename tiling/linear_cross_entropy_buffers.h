@@ -19,11 +19,14 @@ constexpr uint32_t kLceBlockFloats = 8;
 
 // The AIC's L1 tiles and L0 buffers for elements of `bytes` bytes.
 struct LceCubeBuffers {
-  uint32_t scoreA, scoreB;  // each of two: a kChunk-column chunk of the fixed / moving rows
-  uint32_t grad;            // backward: a G segment [kLceBlock, segBlocks * kLceBlock]
-  uint32_t moving;          // backward: the segment's moving rows, gemmChunk columns
-  uint32_t l0a, l0b, l0c;   // the Mmad operands (two each) and results (two)
-  LCE_BUFFERS_FN uint32_t L1() const { return 2 * scoreA + 2 * scoreB + grad + moving; }
+  uint32_t scoreA, scoreB;      // a kChunk-column chunk of the fixed / moving rows
+  uint32_t aBuffers, bBuffers;  // how many of each: the forward's pairs load 1 + 2 per chunk and keep loading
+                                // 2-3 chunks ahead while a pair goes out (Fixpipe holds both L0C tiles); 8 in
+                                // all, the TPipe's event ids for one pipe pair (MTE2 -> MTE1)
+  uint32_t grad;  // backward: a G segment [kLceBlock, segBlocks * kLceBlock]
+  uint32_t moving;  // backward: the segment's moving rows, gemmChunk columns
+  uint32_t l0a, l0b, l0c;  // the Mmad operands (two each) and results (two)
+  LCE_BUFFERS_FN uint32_t L1() const { return aBuffers * scoreA + bBuffers * scoreB + grad + moving; }
 };
 LCE_BUFFERS_FN uint32_t LceMax(uint32_t a, uint32_t b) { return a > b ? a : b; }
 LCE_BUFFERS_FN LceCubeBuffers LceCubeBuffersOf(uint32_t bytes, uint32_t kChunk, uint32_t segBlocks, uint32_t gemmChunk,
@@ -31,6 +34,8 @@ LCE_BUFFERS_FN LceCubeBuffers LceCubeBuffersOf(uint32_t bytes, uint32_t kChunk, 
   const uint32_t b = uint32_t(kLceBlock), seg = segBlocks * b;
   return {b * kChunk * bytes,
           b * kChunk * bytes,
+          backward ? 2u : 3u,
+          backward ? 2u : 5u,
           backward ? b * seg * bytes : 0,
           backward ? seg * gemmChunk * bytes : 0,
           LceMax(b * kChunk, backward ? b * gemmK : 0) * bytes,
@@ -40,13 +45,13 @@ LCE_BUFFERS_FN LceCubeBuffers LceCubeBuffersOf(uint32_t bytes, uint32_t kChunk, 
 
 // An AIV's UB buffers: kLceHalf rows of a score block at most.
 struct LceVectorBuffers {
-  uint32_t score;    // each of two: a score block's rows, fp32 [kLceHalf, kLceBlock]
-  uint32_t work;     // softcap's tanh, G before its cast
-  uint32_t stage;    // G in the input dtype on its way out, the accumulator's rows on theirs; before G's cast
-                     // (and in the forward) the fp32 products with the class weights
-  uint32_t fold;     // the row reductions' lane-wise fold [kLceHalf, 64]
-  uint32_t stats;    // per-row statistics, kLceStats lanes of kLceHalf
-  uint32_t blocks;   // two sets of per-row 32-byte blocks (Brcb)
+  uint32_t score;  // each of two: a score block's rows, fp32 [kLceHalf, kLceBlock]
+  uint32_t work;  // softcap's tanh, G before its cast
+  uint32_t stage;  // G in the input dtype on its way out, the accumulator's rows on theirs; before G's cast
+                   // (and in the forward) the fp32 products with the class weights
+  uint32_t fold;  // the row reductions' lane-wise fold [kLceHalf, 64]
+  uint32_t stats;  // per-row statistics, kLceStats lanes of kLceHalf
+  uint32_t blocks;  // two sets of per-row 32-byte blocks (Brcb)
   uint32_t columns;  // per column of a block, [kLceBlock] each: lce_vec::Column
   uint32_t targets;  // the rows' or the columns' targets (int64)
   uint32_t vocabIn;  // a block's bias values in the input dtype, before they are widened

@@ -1,7 +1,9 @@
 // Fused linear cross-entropy tiling: score blocks of kLceBlock x kLceBlock, their reduction over H in chunks that
 // fill half of L0A / L0B (the queues hold two), the backward's G segments of 128 KB in L1, and every buffer held to
-// A2's L1, L0 and UB (linear_cross_entropy_buffers.h). One task per block of 128 tokens (forward, the backward's dx)
-// or of 128 vocab rows (the backward's dw), dealt round-robin to the core groups.
+// A2's L1, L0 and UB (linear_cross_entropy_buffers.h). Backward: one task per block of 128 tokens (dx) or of 128
+// vocab rows (dw), each walking every block of the other. Forward: launches over vocabulary ranges that fit the
+// L2, each cut into splits so that (split, token block) tasks fill the cube cores in waves that end together.
+// Tasks are dealt round-robin to the core groups.
 #include "linear_cross_entropy_tiling.h"
 
 #include <algorithm>
@@ -19,9 +21,61 @@ int64_t AlignUp(int64_t a, int64_t b) { return CeilDiv(a, b) * b; }
 constexpr int64_t kWorkspaceAlign = 512;
 constexpr int64_t kGradSegmentBytes = 128 * 1024;  // a G segment in L1: 4 blocks in 16-bit dtypes, 2 in fp32
 
+// Forward: the launch's vocabulary rows [begin, end) in splits of whole block pairs (the AIC scores two blocks
+// at a time), as many as make tokenTasks x splits tasks take the fewest waves x pairs per task (the launch's
+// time on `cores` groups), the fewest of equals (less to combine); then its groups, partials and workspace.
+void PlanForwardRange(LinearCrossEntropyTiling& out, int64_t begin, int64_t end, bool chained, uint32_t cores) {
+  LinearCrossEntropyTilingData& t = out.data;
+  const int64_t blocks = CeilDiv(end - begin, kLceBlock), pairs = CeilDiv(blocks, 2);
+  int64_t best = 1, bestCost = -1;
+  for (int64_t s = 1; s <= std::min<int64_t>(pairs, cores); ++s) {
+    const int64_t cost = CeilDiv(t.tokenTasks * s, cores) * CeilDiv(pairs, s);
+    if (bestCost < 0 || cost < bestCost) best = s, bestCost = cost;
+  }
+  t.vocabBegin = begin, t.vocabEnd = end, t.chained = chained ? 1 : 0;
+  t.splitBlocks = 2 * CeilDiv(pairs, best);
+  t.vocabSplits = CeilDiv(blocks, t.splitBlocks);  // no empty split
+  out.blockDim = uint32_t(std::min<int64_t>(t.tokenTasks * t.vocabSplits, cores));
+  t.blockDim = int32_t(out.blockDim);
+  t.partialOffset = AlignUp(int64_t(out.blockDim) * t.workspacePerGroup, kWorkspaceAlign);
+  out.workspaceBytes = t.partialOffset + AlignUp(t.vocabSplits * kLceStatistics * t.tokens * 4, kWorkspaceAlign);
+}
+
+// Forward: vocabulary rows per launch, so that a launch's footprint (hidden and its tokens' inputs and outputs,
+// its weight / bias / class-weight rows, the workspace) fits `budget`; a whole number of its splits' block pairs
+// (the launches' waves end together too). All of V when it fits, or when hidden alone does not.
+int64_t LaunchRows(const LinearCrossEntropyProblem& p, const LinearCrossEntropyTiling& plan, int64_t budget,
+                   uint32_t cores) {
+  const int64_t bytes = ElementBytes(p.dtype),
+                row = p.hidden * bytes + (p.hasBias ? bytes : 0) + (p.hasClassWeight ? 4 : 0);
+  const int64_t fixed = p.tokens * (p.hidden * bytes + 8 + kLceStatistics * 4) +
+                        int64_t(cores) * plan.data.workspacePerGroup + int64_t(cores) * kLceStatistics * p.tokens * 4;
+  if (budget <= 0 || row <= 0 || budget - fixed < row * 2 * kLceBlock) return p.vocab;
+  const int64_t launches = CeilDiv(p.vocab * row, budget - fixed);
+  if (launches <= 1) return p.vocab;
+  LinearCrossEntropyTiling even = plan;
+  PlanForwardRange(even, 0, CeilDiv(p.vocab, launches), false, cores);
+  const int64_t unit = 2 * kLceBlock * even.data.vocabSplits, rows = AlignUp(CeilDiv(p.vocab, launches), unit);
+  // rounding up may overshoot the budget: then as many whole units as fit, or (a coarse unit: few tokens, many
+  // splits) whole pairs
+  const int64_t pairs = (budget - fixed) / row / (2 * kLceBlock) * (2 * kLceBlock), units = pairs / unit * unit;
+  return std::min(p.vocab, rows <= pairs ? rows : units > 0 ? units : pairs);
+}
+
 }  // namespace
 
-LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem& p, const CubePlatform& platform) {
+LinearCrossEntropyTiling TileLinearCrossEntropyLaunch(const LinearCrossEntropyTiling& first, int64_t k,
+                                                      const CubePlatform& platform) {
+  LinearCrossEntropyTiling out = first;
+  const int64_t begin = k * first.data.launchRows, end = std::min(first.data.vocab, begin + first.data.launchRows);
+  if (k < 0 || k >= first.data.launches || first.data.vocabTasks != 0)
+    throw TilingError("the linear cross-entropy forward has no launch " + std::to_string(k));
+  PlanForwardRange(out, begin, end, k > 0, platform.cubeCores);
+  return out;
+}
+
+LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem& p, const CubePlatform& platform,
+                                                int64_t l2Budget) {
   LinearCrossEntropyTiling out{};
   LinearCrossEntropyTilingData& t = out.data;
   const int64_t bytes = ElementBytes(p.dtype);
@@ -49,15 +103,22 @@ LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem&
   t.vocabTasks = p.backward ? CeilDiv(p.vocab, kLceBlock) : 0;
   // an empty side leaves nothing to multiply: the backward's outputs are zeros (the binding fills them)
   const int64_t tasks = p.tokens == 0 || p.vocab == 0 || p.hidden == 0 ? 0 : t.tokenTasks + t.vocabTasks;
+  t.scoreSlots = int32_t(p.backward ? kLceScoreSlots : kLceForwardScoreSlots);
   t.scoreSlotBytes = AlignUp(kLceBlock * kLceBlock * 4, kWorkspaceAlign);
-  t.gradOffset = kLceScoreSlots * t.scoreSlotBytes;
+  t.gradOffset = t.scoreSlots * t.scoreSlotBytes;
   t.gradSlotBytes = p.backward ? AlignUp(kLceBlock * t.segBlocks * kLceBlock * bytes, kWorkspaceAlign) : 0;
   t.accOffset = t.gradOffset + kLceGradSlots * t.gradSlotBytes;
   t.workspacePerGroup = t.accOffset + (p.backward ? AlignUp(kLceBlock * p.hidden * 4, kWorkspaceAlign) : 0);
+  // the backward: one launch, every task walking all of its moving operand
+  t.vocabBegin = 0, t.vocabEnd = p.vocab, t.vocabSplits = 1, t.splitBlocks = CeilDiv(p.vocab, kLceBlock);
+  t.launches = 1, t.launchRows = p.vocab;
   out.blockDim = uint32_t(std::min<int64_t>(tasks, platform.cubeCores));
   t.blockDim = int32_t(out.blockDim);
   out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;
-  return out;
+  if (p.backward || tasks == 0) return out;
+  t.launchRows = LaunchRows(p, out, l2Budget, platform.cubeCores);
+  t.launches = int32_t(CeilDiv(p.vocab, t.launchRows));
+  return TileLinearCrossEntropyLaunch(out, 0, platform);
 }
 
 }  // namespace tiling

@@ -22,6 +22,19 @@ struct LinearCrossEntropyTiling {
   int64_t workspaceBytes;  // user workspace (the launch adds the system workspace before it)
 };
 
-LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem& problem, const CubePlatform& platform);
+// The forward's L2 budget (half of A2's 192 MiB L2, docs/pipeline-model.md, the rest left to what else the chip
+// caches): a launch's hidden rows, weight rows and workspace are held to it, so every re-read of a weight or hidden
+// chunk by another task can be an L2 hit; the shard's vocabulary takes as many launches as that needs.
+constexpr int64_t kLceL2Budget = int64_t(96) << 20;
+
+// The tiling of the (forward: first) launch. `l2Budget` 0: the forward in one launch (the op package's single
+// kernel), else in launches of at most that footprint (data.launches of data.launchRows vocabulary rows).
+LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem& problem, const CubePlatform& platform,
+                                                int64_t l2Budget = 0);
+
+// The forward's launch k of `first`'s data.launches (k = 0 gives `first` back): its vocabulary rows, chained to
+// the launches before it.
+LinearCrossEntropyTiling TileLinearCrossEntropyLaunch(const LinearCrossEntropyTiling& first, int64_t k,
+                                                      const CubePlatform& platform);
 
 }  // namespace tiling

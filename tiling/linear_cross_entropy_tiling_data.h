@@ -22,8 +22,12 @@
 
 // Rows of a fixed block and of a moving block: a score block is kLceBlock x kLceBlock, each AIV takes half the rows.
 constexpr int64_t kLceBlock = 128;
-// Score slots per group: the AIC computes the next block while the AIVs fold the last.
+// Score slots per group: the AIC computes the next block while the AIVs fold the last. The forward's AIC writes
+// its blocks in pairs (two L0C tiles against one load of the token rows), so it gets two pairs' worth.
 constexpr int64_t kLceScoreSlots = 2;
+constexpr int64_t kLceForwardScoreSlots = 4;
+// Forward statistics per token (max, sum-exp, target logit, logit sum): a task's partials in the workspace.
+constexpr int64_t kLceStatistics = 4;
 // The backward's G segments per group: the AIVs write one while the AIC multiplies the other.
 constexpr int64_t kLceGradSlots = 2;
 
@@ -44,7 +48,18 @@ struct LinearCrossEntropyTilingData {
   // columns of H per L0C tile, gemmK moving rows per Mmad.
   int32_t segBlocks, gemmChunk, gemmK;
   int32_t blockDim;
-  // Each group's GM workspace (bytes from the user workspace): kLceScoreSlots fp32 score slots, then (backward)
+  int32_t scoreSlots;  // kLceScoreSlots, or the forward's kLceForwardScoreSlots
+  // Each group's GM workspace (bytes from the user workspace): scoreSlots fp32 score slots, then (backward)
   // kLceGradSlots G segments, then the fp32 accumulator [kLceBlock, H].
   int64_t workspacePerGroup, scoreSlotBytes, gradOffset, gradSlotBytes, accOffset;
+  // Forward: this launch folds the shard's vocabulary rows [vocabBegin, vocabEnd) (a launch's range fits the L2,
+  // linear_cross_entropy_tiling.cpp), cut into vocabSplits ranges of splitBlocks blocks (the last may be
+  // shorter); a task is (split, token block), split-major. Each task writes its partial statistics
+  // [vocabSplits][kLceStatistics][T] fp32 at partialOffset; after a SyncAll the AIVs combine them per token
+  // (with the outputs' earlier values when `chained`: an earlier launch's ranges) into the outputs.
+  // The backward: [0, V), one split of every block.
+  int64_t vocabBegin, vocabEnd, vocabSplits, splitBlocks, partialOffset;
+  int32_t chained;
+  int32_t launches;  // forward launches over the shard, of launchRows rows each (the last may be shorter)
+  int64_t launchRows;
 };

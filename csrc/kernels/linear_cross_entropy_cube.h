@@ -1,6 +1,9 @@
 // The AIC's half of the fused linear cross-entropy (forward and backward), through the cube's basic API
 // (cube_matmul.h). Per moving block of a task: score = fixed rows x moving rows^T, its H in kChunk-column chunks
 // loaded into L1 together and accumulated in L0C; Fixpipe into the group's score slot, flag kScoreReady.
+// Forward: two moving blocks at a time into the two L0C tiles, so each chunk of the fixed rows is loaded once for
+// both (3 loads per 2 blocks, not 4: the GM -> L1 path is what the cube waits on), deeper L1 queues that keep
+// loading while a pair is written out.
 // Backward: once the AIVs flag a segment's G (kGradReady), G [rows, segment] goes into L1 and the task's fp32
 // accumulator gains G x moving rows, gemmChunk columns of H per L0C tile (Fixpipe atomic-adds from the task's
 // second segment on). A segment's product is issued after the next segment's scores, so the AIVs always have a
@@ -25,8 +28,8 @@ class LceCube {
     acc_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + t.accOffset));
     const LceCubeBuffers b = LceCubeBuffersOf(sizeof(T), uint32_t(t.kChunk), uint32_t(t.segBlocks),
                                               uint32_t(t.gemmChunk), uint32_t(t.gemmK), backward);
-    pipe_.InitBuffer(aL1_, 2, b.scoreA);
-    pipe_.InitBuffer(bL1_, 2, b.scoreB);
+    pipe_.InitBuffer(aL1_, uint8_t(b.aBuffers), b.scoreA);
+    pipe_.InitBuffer(bL1_, uint8_t(b.bBuffers), b.scoreB);
     if (backward) {
       pipe_.InitBuffer(gradL1_, 1, b.grad);
       pipe_.InitBuffer(movingL1_, 1, b.moving);
@@ -39,7 +42,11 @@ class LceCube {
     LceTask task;
     while (walk.Next(task)) {
       if (!backward_) {
-        for (int64_t b = 0; b < task.Blocks(); ++b) Score(task, b);
+        const int64_t end = task.first + task.Blocks();
+        for (int64_t b = task.first; b < end; b += 2) {
+          if (b + 1 < end) ScorePair(task, b);
+          else Score(task, b);
+        }
         continue;
       }
       const int64_t segments = LceSegments(*t_, task);
@@ -53,7 +60,7 @@ class LceCube {
     }
     if (pending_) Gemm();
     // the AIVs' last frees: nothing of this launch is left in flight
-    for (int64_t n = scores_ > kLceScoreSlots ? scores_ - kLceScoreSlots : 0; n < scores_; ++n)
+    for (int64_t n = scores_ > t_->scoreSlots ? scores_ - t_->scoreSlots : 0; n < scores_; ++n)
       CrossCoreWaitFlag<2, PIPE_FIX>(kScoreFree);
     if (tasksDone_ > 0) CrossCoreWaitFlag<2, PIPE_FIX>(kAccFree);
   }
@@ -63,9 +70,8 @@ class LceCube {
     return (vocabRows ? weight_ : hidden_)[row * t_->hidden];
   }
 
-  // Score block b of `task` into slot scores_ % kLceScoreSlots once the AIVs have loaded its last occupant.
+  // Score block b of `task`.
   __aicore__ inline void Score(const LceTask& task, int64_t b) {
-    using namespace lce_flags;
     const LinearCrossEntropyTilingData& t = *t_;
     const uint32_t rows = uint32_t(task.rows), cols = uint32_t(LceBlockRows(task, b)), h = uint32_t(t.hidden);
     const GlobalTensor<T> fixed = Rows(task.vocabRows, task.row0), moving = Rows(!task.vocabRows, b * kLceBlock);
@@ -78,8 +84,39 @@ class LceCube {
       aL1_.FreeTensor(a);
       bL1_.FreeTensor(m);
     }
-    if (scores_ >= kLceScoreSlots) CrossCoreWaitFlag<2, PIPE_FIX>(kScoreFree);
-    const int64_t slot = (scores_ % kLceScoreSlots) * (t.scoreSlotBytes / int64_t(sizeof(float)));
+    Out(c, rows, cols);
+  }
+
+  // Forward: score blocks b and b + 1 of `task`, each chunk of the fixed rows loaded once for both; each block goes
+  // out as soon as its last chunk is multiplied.
+  __aicore__ inline void ScorePair(const LceTask& task, int64_t b) {
+    const LinearCrossEntropyTilingData& t = *t_;
+    const uint32_t rows = uint32_t(task.rows), h = uint32_t(t.hidden), kChunk = uint32_t(t.kChunk);
+    const uint32_t cols0 = uint32_t(LceBlockRows(task, b)), cols1 = uint32_t(LceBlockRows(task, b + 1));
+    const GlobalTensor<T> fixed = Rows(false, task.row0), moving = Rows(true, b * kLceBlock);
+    LocalTensor<float> c0 = mm_.NewC(), c1 = mm_.NewC();
+    for (uint32_t k0 = 0; k0 < h; k0 += kChunk) {
+      const uint32_t kc = h - k0 < kChunk ? h - k0 : kChunk;
+      const bool last = k0 + kc >= h;
+      LocalTensor<T> a = mm_.Load(aL1_, fixed[k0], rows, kc, h);
+      LocalTensor<T> m0 = mm_.Load(bL1_, moving[k0], cols0, kc, h);
+      LocalTensor<T> m1 = mm_.Load(bL1_, moving[int64_t(kLceBlock) * h + k0], cols1, kc, h);
+      mm_.ABtInto(c0, a, rows, m0, cols0, kc, kc, k0 == 0);
+      bL1_.FreeTensor(m0);
+      if (last) Out(c0, rows, cols0);
+      mm_.ABtInto(c1, a, rows, m1, cols1, kc, kc, k0 == 0);
+      bL1_.FreeTensor(m1);
+      aL1_.FreeTensor(a);
+    }
+    Out(c1, rows, cols1);
+  }
+
+  // A finished score block into slot scores_ % scoreSlots once the AIVs have loaded its last occupant.
+  __aicore__ inline void Out(LocalTensor<float>& c, uint32_t rows, uint32_t cols) {
+    using namespace lce_flags;
+    const LinearCrossEntropyTilingData& t = *t_;
+    if (scores_ >= t.scoreSlots) CrossCoreWaitFlag<2, PIPE_FIX>(kScoreFree);
+    const int64_t slot = (scores_ % t.scoreSlots) * (t.scoreSlotBytes / int64_t(sizeof(float)));
     mm_.FixOut(scoreWs_[slot], c, rows, cols, uint32_t(kLceBlock));
     CrossCoreSetFlag<2, PIPE_FIX>(kScoreReady);
     ++scores_;

@@ -1,8 +1,10 @@
 // The fused linear cross-entropy kernels' tasks and hand-offs. A task is a fixed block of up to kLceBlock rows of
-// one operand (hidden's tokens, or in the backward's dw tasks weight's vocab rows) that walks every kLceBlock-row
-// block of the other ("moving") operand: score block = fixed rows x moving rows^T over H. The backward groups a
-// task's moving blocks into segments of segBlocks. Tasks are dealt round-robin: group g takes g, g + blockDim, ...;
-// the backward's vocab tasks come first.
+// one operand (hidden's tokens, or in the backward's dw tasks weight's vocab rows) that walks a range of the
+// kLceBlock-row blocks of the other ("moving") operand: score block = fixed rows x moving rows^T over H. Forward
+// token tasks take one vocabulary split of the launch's range (split-major: the groups at work at once share a
+// split's weight rows); backward tasks every block. The backward groups a task's moving blocks into segments of
+// segBlocks. Tasks are dealt round-robin: group g takes g, g + blockDim, ...; the backward's vocab tasks come
+// first.
 #pragma once
 #include "kernel_operator.h"
 #include "linear_cross_entropy_tiling_data.h"
@@ -10,10 +12,12 @@
 using namespace AscendC;
 
 struct LceTask {
-  bool vocabRows;     // the fixed rows are weight's (the backward's dw), else hidden's
+  bool vocabRows;      // the fixed rows are weight's (the backward's dw), else hidden's
   int64_t row0, rows;  // the fixed rows
-  int64_t moving;      // rows of the moving operand (V, or T)
-  __aicore__ inline int64_t Blocks() const { return (moving + kLceBlock - 1) / kLceBlock; }
+  int64_t moving;      // the moving operand's rows end here (vocabEnd, or T)
+  int64_t first, count;  // the moving blocks [first, first + count) (absolute block indices)
+  int64_t split;         // forward: the vocabulary split whose partial statistics the task writes
+  __aicore__ inline int64_t Blocks() const { return count; }
 };
 
 class LceTaskWalk {
@@ -24,12 +28,18 @@ class LceTaskWalk {
   }
   __aicore__ inline bool Next(LceTask& task) {
     const LinearCrossEntropyTilingData& t = *t_;
-    if (next_ >= t.vocabTasks + t.tokenTasks) return false;
+    if (next_ >= t.vocabTasks + t.tokenTasks * t.vocabSplits) return false;
     task.vocabRows = next_ < t.vocabTasks;
-    const int64_t block = task.vocabRows ? next_ : next_ - t.vocabTasks, total = task.vocabRows ? t.vocab : t.tokens;
+    const int64_t index = task.vocabRows ? next_ : next_ - t.vocabTasks, total = task.vocabRows ? t.vocab : t.tokens;
+    const int64_t block = task.vocabRows ? index : index % t.tokenTasks;
     task.row0 = block * kLceBlock;
     task.rows = total - task.row0 < kLceBlock ? total - task.row0 : kLceBlock;
-    task.moving = task.vocabRows ? t.tokens : t.vocab;
+    task.moving = task.vocabRows ? t.tokens : t.vocabEnd;
+    task.split = task.vocabRows ? 0 : index / t.tokenTasks;
+    const int64_t begin = task.vocabRows ? 0 : t.vocabBegin / kLceBlock + task.split * t.splitBlocks;
+    const int64_t end = (task.moving + kLceBlock - 1) / kLceBlock, span = task.vocabRows ? end : t.splitBlocks;
+    task.first = begin;
+    task.count = end - begin < span ? (end > begin ? end - begin : 0) : span;
     next_ += t.blockDim;
     return true;
   }

@@ -6,8 +6,10 @@
 // the task's start, so a block costs no search); the running sum of the logits, each times its class weight when
 // there are class weights (label smoothing's); FlashAttention's
 // online softmax for the running max m and sum l (m' = max(m, rowmax); l = l exp(m - m') + rowsum exp(x - m')).
-// At the task's end the four statistics go out per token, fp32 [T] each. Row-wise steps are one call over all
-// rows (row_ops.h).
+// At the task's end the four statistics of its vocabulary split go out per token into the workspace's partials;
+// after every task (SyncAll of the AIVs) each AIV combines a range of tokens' partials, split by split in a fixed
+// order, into the outputs: m = max m_s, l = sum l_s exp(m_s - m), the target's and the logits' sums added (an
+// earlier launch's outputs first when chained). Row-wise steps are one call over all rows (row_ops.h).
 #pragma once
 #include "kernel_utils.h"
 #include "linear_cross_entropy_buffers.h"
@@ -141,7 +143,7 @@ class LceVectorBase {
     if (rows_ > 0) {
       const uint32_t p8 = (cols + 7) / 8 * 8, pp = Pitch(cols);
       LocalTensor<float> s = scoreQue_.AllocTensor<float>();
-      const int64_t slot = (scores_ % kLceScoreSlots) * (t_->scoreSlotBytes / int64_t(sizeof(float)));
+      const int64_t slot = (scores_ % t_->scoreSlots) * (t_->scoreSlotBytes / int64_t(sizeof(float)));
       DataCopyPad(s, scoreWs_[slot + int64_t(r0_) * kLceBlock],
                   DataCopyExtParams(uint16_t(rows_), cols * 4, (uint32_t(kLceBlock) - cols) * 4, (pp - p8) / 8, 0),
                   DataCopyPadExtParams<float>(p8 != cols, 0, uint8_t(p8 - cols), 0.0f));
@@ -178,7 +180,7 @@ class LceVectorBase {
 
   const LinearCrossEntropyTilingData* t_ = nullptr;
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0;
-  int64_t scores_ = 0;  // score blocks loaded: block n came through slot n % kLceScoreSlots
+  int64_t scores_ = 0;  // score blocks loaded: block n came through slot n % scoreSlots
   LceHit hits_[kLceHalf];
   uint32_t hitCount_ = 0, nextHit_ = 0;
   GlobalTensor<int64_t> target_;
@@ -203,13 +205,14 @@ class LceVector : public LceVectorBase<T> {
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sumExp));
     target_logit_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(targetLogit));
     logit_sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(logitSum));
+    partial_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + t.partialOffset));
   }
 
   __aicore__ inline void Process(LceTaskWalk& walk) {
     LceTask task;
     while (walk.Next(task)) {
       Begin(task);
-      for (int64_t b = 0; b < task.Blocks(); ++b) {
+      for (int64_t b = task.first; b < task.first + task.Blocks(); ++b) {
         const uint32_t cols = uint32_t(LceBlockRows(task, b));
         if (this->rows_ > 0) this->LoadVocabColumns(b * kLceBlock, cols);
         this->LoadScore(cols);
@@ -217,6 +220,9 @@ class LceVector : public LceVectorBase<T> {
       }
       if (this->rows_ > 0) Finish(task);
     }
+    SyncPipes<HardEvent::MTE3_MTE2>();
+    SyncAll();  // every task's partials are in GM
+    Combine();
   }
 
  private:
@@ -235,6 +241,9 @@ class LceVector : public LceVectorBase<T> {
     Duplicate(Stat(kLogitSum), 0.0f, int32_t(kLceHalf));
     cur_ = 0;
     this->SortRowTargets(task.row0);
+    // targets before the split's first row are another split's
+    const int64_t j0 = task.first * kLceBlock;
+    while (this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0) ++this->nextHit_;
   }
 
   // The score block of vocabulary rows [j0, j0 + cols) folded into the row statistics.
@@ -269,17 +278,81 @@ class LceVector : public LceVectorBase<T> {
     this->scoreQue_.FreeTensor(s);
   }
 
+  // The task's statistics into its split's partials.
   __aicore__ inline void Finish(const LceTask& task) {
     using namespace lce_vec;
-    const int64_t row = task.row0 + this->r0_;
+    const int64_t row = task.row0 + this->r0_, tokens = this->t_->tokens;
+    const GlobalTensor<float> out = partial_[task.split * kLceStatistics * tokens + row];
     const DataCopyExtParams one(1, this->rows_ * 4, 0, 0, 0);
     SyncPipes<HardEvent::V_MTE3>();
-    DataCopyPad(max_[row], Stat(kMax0 + cur_), one);
-    DataCopyPad(sum_[row], Stat(kSum), one);
-    DataCopyPad(target_logit_[row], Stat(kTarget), one);
-    DataCopyPad(logit_sum_[row], Stat(kLogitSum), one);
+    DataCopyPad(out, Stat(kMax0 + cur_), one);
+    DataCopyPad(out[tokens], Stat(kSum), one);
+    DataCopyPad(out[2 * tokens], Stat(kTarget), one);
+    DataCopyPad(out[3 * tokens], Stat(kLogitSum), one);
   }
 
+  // This AIV's share of the tokens (whole 32-byte blocks of them), kCombineTokens at a time: the partials of every
+  // split folded into the outputs. The buffers of the task loop are free by now: workBuf_ holds the running
+  // statistics and a rescale, stageBuf_ one source's four.
+  __aicore__ inline void Combine() {
+    const LinearCrossEntropyTilingData& t = *this->t_;
+    const int64_t aivs = int64_t(t.blockDim) * GetTaskRation();
+    const int64_t share = (t.tokens + aivs - 1) / aivs, per = (share + 7) / 8 * 8, begin = GetBlockIdx() * per;
+    for (int64_t t0 = begin; t0 < begin + per && t0 < t.tokens; t0 += kCombineTokens) {
+      const int64_t left = begin + per - t0 < t.tokens - t0 ? begin + per - t0 : t.tokens - t0;
+      CombineTokens(t0, uint32_t(left < kCombineTokens ? left : kCombineTokens));
+    }
+  }
+
+  __aicore__ inline void CombineTokens(int64_t t0, uint32_t n) {
+    using namespace lce_vec;
+    const LinearCrossEntropyTilingData& t = *this->t_;
+    LocalTensor<float> run = this->workBuf_.template Get<float>(), src = this->stageBuf_.template Get<float>();
+    LocalTensor<float> m = run, l = run[kCombineTokens], tl = run[2 * kCombineTokens], ls = run[3 * kCombineTokens];
+    LocalTensor<float> mNew = run[4 * kCombineTokens], scale = run[5 * kCombineTokens];
+    const int32_t lanes = int32_t((n + 7) / 8 * 8);
+    const uint32_t pad = uint32_t(lanes) - n;
+    SyncPipes<HardEvent::MTE3_V>();  // the last tokens' outputs are out
+    Duplicate(m, kNoMax, lanes);
+    Duplicate(l, 0.0f, lanes);
+    Duplicate(tl, 0.0f, lanes);
+    Duplicate(ls, 0.0f, lanes);
+    const DataCopyExtParams one(1, n * 4, 0, 0, 0);
+    const int64_t sources = t.vocabSplits + (t.chained ? 1 : 0);
+    for (int64_t s = 0; s < sources; ++s) {
+      const bool earlier = t.chained && s == 0;
+      const GlobalTensor<float> part = partial_[(s - (t.chained ? 1 : 0)) * kLceStatistics * t.tokens + t0];
+      SyncPipes<HardEvent::V_MTE2>();  // the last source is folded
+      for (int64_t k = 0; k < kLceStatistics; ++k) {  // the lanes past n zero: defined, never written out
+        const GlobalTensor<float> from = earlier ? Output(k)[t0] : part[k * t.tokens];
+        DataCopyPad(src[uint32_t(k) * kCombineTokens], from, one,
+                    DataCopyPadExtParams<float>(pad != 0, 0, uint8_t(pad), 0.0f));
+      }
+      SyncPipes<HardEvent::MTE2_V>();
+      LocalTensor<float> ms = src, lsum = src[kCombineTokens];
+      // m' = max(m, m_s); l = l exp(m - m') + l_s exp(m_s - m')
+      Max(mNew, m, ms, lanes);
+      Sub(scale, m, mNew, lanes);
+      Sub(ms, ms, mNew, lanes);
+      Exp(scale, scale, lanes);
+      Exp(ms, ms, lanes);
+      Mul(l, l, scale, lanes);
+      Mul(lsum, lsum, ms, lanes);
+      Add(l, l, lsum, lanes);
+      Add(tl, tl, src[2 * kCombineTokens], lanes);
+      Add(ls, ls, src[3 * kCombineTokens], lanes);
+      Adds(m, mNew, 0.0f, lanes);
+    }
+    SyncPipes<HardEvent::V_MTE3>();
+    for (int64_t k = 0; k < kLceStatistics; ++k) DataCopyPad(Output(k)[t0], run[uint32_t(k) * kCombineTokens], one);
+  }
+
+  // The outputs in the partials' order: max, sum-exp, target logit, logit sum.
+  __aicore__ inline GlobalTensor<float>& Output(int64_t k) {
+    return k == 0 ? max_ : k == 1 ? sum_ : k == 2 ? target_logit_ : logit_sum_;
+  }
+
+  static constexpr int64_t kCombineTokens = 1024;  // 6 x 4 KB of workBuf_, 4 x 4 KB of stageBuf_
   uint32_t cur_ = 0;  // which of kMax0 / kMax1 holds the running max
-  GlobalTensor<float> max_, sum_, target_logit_, logit_sum_;
+  GlobalTensor<float> max_, sum_, target_logit_, logit_sum_, partial_;
 };

@@ -102,7 +102,8 @@ LinearCrossEntropyLaunch PrepareLinearCrossEntropy(const at::Tensor& hidden, con
   LinearCrossEntropyLaunch l;
   Checked(backward ? kLinearCrossEntropyGrad : kLinearCrossEntropy, [&] {
     const tiling::LinearCrossEntropyArgs<int64_t> a = Check<int64_t>(hidden, weight, target, grads, vocab, attrs);
-    l.tiling = tiling::TileLinearCrossEntropy(tiling::LinearCrossEntropyProblemOf(a, backward), platform);
+    l.tiling = tiling::TileLinearCrossEntropy(tiling::LinearCrossEntropyProblemOf(a, backward), platform,
+                                              tiling::kLceL2Budget);
   });
   l.hidden = hidden.contiguous();
   l.weight = weight.contiguous();
@@ -142,11 +143,14 @@ at::Tensor Workspace(const LinearCrossEntropyLaunch& l) {
 LceStats ForwardOnTwin(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
                        const LceVocabInputs& vocab, const tiling::LinearCrossEntropyAttrs& attrs) {
   LinearCrossEntropyLaunch l = PrepareLinearCrossEntropy(hidden, weight, target, {}, vocab, attrs, TwinCubePlatform());
-  if (l.tiling.blockDim > 0) {
+  // one launch per L2-sized vocabulary range, each folding its statistics into the outputs of the ones before
+  for (int64_t k = 0; l.tiling.blockDim > 0 && k < l.tiling.data.launches; ++k) {
+    LinearCrossEntropyLaunch chunk = l;
+    chunk.tiling = tiling::TileLinearCrossEntropyLaunch(l.tiling, k, TwinCubePlatform());
     const auto& entry = PickEntry(twin_entries::linear_cross_entropy, l.hidden.scalar_type());
-    at::Tensor workspace = Workspace(l);
-    LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn,
-                      EntryArgs(Gm, l.Tensors(), Gm(workspace), reinterpret_cast<uint8_t*>(&l.tiling.data)));
+    at::Tensor workspace = Workspace(chunk);
+    LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, chunk.tiling.blockDim, entry.fn,
+                      EntryArgs(Gm, chunk.Tensors(), Gm(workspace), reinterpret_cast<uint8_t*>(&chunk.tiling.data)));
   }
   return {l.logitsMax, l.sumExp, l.targetLogit, l.logitSum};
 }

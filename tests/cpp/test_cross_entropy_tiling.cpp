@@ -40,15 +40,45 @@ static CrossEntropyTiling Tile(const CrossEntropyProblem& p, const PlatformInfo&
   return t;
 }
 
-static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dtype, bool backward) {
+// The forward's launches cover [0, V) in order, each its splits' whole block pairs; every (split, token block) task
+// exists once, every split has blocks, and the tasks fill the groups in waves that end together where the split
+// count allows it; the partials sit after the groups' slots.
+static void CheckForwardLaunches(const LinearCrossEntropyProblem& p, const LinearCrossEntropyTiling& first,
+                                 const CubePlatform& plat) {
+  const LinearCrossEntropyTilingData& d = first.data;
+  EXPECT(d.launches >= 1 && int64_t(d.launches - 1) * d.launchRows < p.vocab &&
+         int64_t(d.launches) * d.launchRows >= p.vocab);
+  int64_t covered = 0;
+  for (int64_t k = 0; k < d.launches; ++k) {
+    const LinearCrossEntropyTiling l = TileLinearCrossEntropyLaunch(first, k, plat);
+    const LinearCrossEntropyTilingData& c = l.data;
+    EXPECT(c.vocabBegin == covered && c.vocabEnd > c.vocabBegin && c.chained == (k > 0 ? 1 : 0));
+    EXPECT(c.vocabBegin % (2 * kLceBlock) == 0 && c.splitBlocks % 2 == 0);  // pairs on the global block grid
+    const int64_t blocks = (c.vocabEnd - c.vocabBegin + kLceBlock - 1) / kLceBlock;
+    EXPECT(c.vocabSplits * c.splitBlocks >= blocks && (c.vocabSplits - 1) * c.splitBlocks < blocks);
+    EXPECT(l.blockDim == uint32_t(std::min<int64_t>(c.tokenTasks * c.vocabSplits, plat.cubeCores)));
+    EXPECT(c.partialOffset >= int64_t(l.blockDim) * c.workspacePerGroup && c.partialOffset % 512 == 0);
+    EXPECT(l.workspaceBytes >= c.partialOffset + c.vocabSplits * kLceStatistics * p.tokens * 4);
+    // no split count gives fewer waves x pairs per task
+    const int64_t pairs = (blocks + 1) / 2, cores = plat.cubeCores;
+    const auto cost = [&](int64_t s) { return (c.tokenTasks * s + cores - 1) / cores * ((pairs + s - 1) / s); };
+    const int64_t chosen = cost((pairs + c.splitBlocks / 2 - 1) / (c.splitBlocks / 2));
+    for (int64_t s = 1; s <= std::min(pairs, cores); ++s) EXPECT(chosen <= cost(s));
+    covered = c.vocabEnd;
+  }
+  EXPECT(covered == p.vocab);
+  EXPECT(Throws([&] { TileLinearCrossEntropyLaunch(first, d.launches, plat); }));
+}
+
+static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dtype, bool backward, bool bias = false,
+                        bool classWeight = false) {
   const CubePlatform plat = Ascend910BCube(24);
-  const LinearCrossEntropyTiling t =
-      TileLinearCrossEntropy({dtype, tokens, hidden, vocab, 0, 0.0f, false, false, backward}, plat);
+  const LinearCrossEntropyProblem p{dtype, tokens, hidden, vocab, 0, 0.0f, bias, classWeight, backward};
+  const LinearCrossEntropyTiling t = TileLinearCrossEntropy(p, plat, kLceL2Budget);
   const LinearCrossEntropyTilingData& d = t.data;
   const int64_t bytes = ElementBytes(dtype);
   EXPECT(d.tokenTasks * kLceBlock >= tokens && (d.tokenTasks - 1) * kLceBlock < tokens);
   EXPECT(d.vocabTasks == (backward ? (vocab + kLceBlock - 1) / kLceBlock : 0));
-  EXPECT(t.blockDim == uint32_t(std::min<int64_t>(d.tokenTasks + d.vocabTasks, 24)));
   EXPECT(d.kChunk * kLceBlock * bytes * 2 <= int64_t(plat.l0aBytes) && d.kChunk % 16 == 0);
   const LceCubeBuffers cube = LceCubeBuffersOf(uint32_t(bytes), uint32_t(d.kChunk), uint32_t(d.segBlocks),
                                                uint32_t(d.gemmChunk), uint32_t(d.gemmK), backward);
@@ -56,15 +86,27 @@ static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dty
   EXPECT(2 * cube.l0c <= plat.l0cBytes);
   EXPECT(LceVectorBuffersOf().Total() <= kA2UbBudget);
   // the workspace: score slots, G segments, the accumulator of one block's rows (backward only)
-  EXPECT(d.gradOffset == kLceScoreSlots * d.scoreSlotBytes && d.scoreSlotBytes >= kLceBlock * kLceBlock * 4);
+  EXPECT(d.gradOffset == d.scoreSlots * d.scoreSlotBytes && d.scoreSlotBytes >= kLceBlock * kLceBlock * 4);
   if (backward) {
+    EXPECT(d.scoreSlots == kLceScoreSlots && d.vocabSplits == 1 && d.launches == 1 && d.vocabEnd == vocab);
+    EXPECT(t.blockDim == uint32_t(std::min<int64_t>(d.tokenTasks + d.vocabTasks, 24)));
     EXPECT(d.gradSlotBytes >= kLceBlock * d.segBlocks * kLceBlock * bytes);
     EXPECT(d.workspacePerGroup - d.accOffset >= kLceBlock * hidden * 4);
+    EXPECT(t.workspaceBytes == int64_t(t.blockDim) * d.workspacePerGroup);
   } else {
-    EXPECT(d.workspacePerGroup == d.accOffset && d.gradSlotBytes == 0);
+    EXPECT(d.scoreSlots == kLceForwardScoreSlots && d.workspacePerGroup == d.accOffset && d.gradSlotBytes == 0);
+    CheckForwardLaunches(p, t, plat);
+    // each launch's footprint fits the L2 budget when its hidden rows leave room for a pair of weight blocks
+    const int64_t row = hidden * bytes + (bias ? bytes : 0) + (classWeight ? 4 : 0);
+    if (d.launches > 1) EXPECT(tokens * hidden * bytes + d.launchRows * row <= kLceL2Budget);
+    // the op package's single kernel: one launch over all of V
+    const LinearCrossEntropyTiling one = TileLinearCrossEntropy(p, plat);
+    EXPECT(one.data.launches == 1 && one.data.vocabBegin == 0 && one.data.vocabEnd == vocab);
+    CheckForwardLaunches(p, one, plat);
   }
-  EXPECT(t.workspaceBytes == int64_t(t.blockDim) * d.workspacePerGroup);
 }
+
+static CubePlatform plat24() { return Ascend910BCube(24); }
 
 // The fused linear cross-entropy's problem function and tiling.
 static void TestLinearCrossEntropy() {
@@ -73,7 +115,22 @@ static void TestLinearCrossEntropy() {
       CheckLinear(4096, 4096, 152064, dtype, backward);  // Qwen2's vocabulary, a training batch
       CheckLinear(1, 40, 1021, dtype, backward);          // one token, odd sizes
       CheckLinear(83, 5125, 32000, dtype, backward);
+      for (int64_t tokens : {1, 7, 83, 1024})  // odd T, V tails (1021, 300, 32000 + 7), every option
+        for (int64_t vocab : {1021, 300, 32007})
+          for (int options = 0; options < 4; ++options)
+            CheckLinear(tokens, 64, vocab, dtype, backward, (options & 1) != 0, (options & 2) != 0);
     }
+  // cann-bench's LinearCrossEntropy at T 1024: 8 token blocks x 3 splits fill the 24 groups in one wave per launch;
+  // the vocabularies past the L2 budget take several launches, each a whole number of 3 x 2 blocks
+  for (int64_t vocab : {32000, 128256, 152064}) {
+    const LinearCrossEntropyTiling c = TileLinearCrossEntropy(
+        {DType::kBFloat16, 1024, 4096, vocab, 0, 0.0f, false, false, false}, plat24(), kLceL2Budget);
+    EXPECT(c.data.vocabSplits == 3 && c.blockDim == 24 && c.data.launches > 1 && c.data.launchRows % 768 == 0);
+  }
+  // T 1: one token block, its vocabulary in up to 24 splits
+  const LinearCrossEntropyTiling single =
+      TileLinearCrossEntropy({DType::kBFloat16, 1, 64, 32000, 0, 0.0f, false, false, false}, plat24(), kLceL2Budget);
+  EXPECT(single.data.launches == 1 && single.data.vocabSplits >= 21 && single.blockDim == single.data.vocabSplits);
   // 16-bit dtypes: 4 blocks of G per segment and 128-column chunks of H; fp32 half of each
   const CubePlatform plat = Ascend910BCube(24);
   const LinearCrossEntropyTiling bf =

@@ -233,6 +233,53 @@ def test_model_shape_forward():
     check(16, 3584, 600, torch.bfloat16)
 
 
+# Forward tasks are (vocabulary split, token block): the splits' partial statistics are combined per token after
+# a SyncAll. On the twin's own cores (one per thread) a single token block gets 2 splits; with a chip's 24 core
+# groups up to 24; a split is whole block pairs of the AIC but for an odd last block.
+# (tokens, hidden, vocab, bias, class weights, softcap)
+SPLIT_CASES = [
+    (1, 64, 1021, True, True, None),  # 4 splits of 2 blocks, the last a 125-row tail
+    (7, 40, 32007, False, True, 30.0),  # 21 splits of 6 block pairs, a 7-row tail
+    (83, 80, 3000, True, False, None),  # 12 splits of one pair
+    (300, 48, 777, True, True, 30.0),  # 3 token blocks x 4 splits (the last one a single block)
+]
+
+
+@pytest.fixture
+def full_chip():
+    """The tiling of a chip of 24 core groups (48 AIVs), all resident on the twin."""
+    torch.ops.ascendc_ops.set_tiling_platform("Ascend910B", 48, 24, 196352)
+    try:
+        yield
+    finally:
+        torch.ops.ascendc_ops.reset_tiling_platform()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=str)
+@pytest.mark.parametrize("case", SPLIT_CASES, ids=str)
+def test_vocabulary_splits_on_a_full_chip(full_chip, dtype, case):
+    tokens, hidden, vocab, bias, weighted, softcap = case
+    check(
+        tokens,
+        hidden,
+        vocab,
+        dtype,
+        0.1,
+        1e-4,
+        softcap,
+        ignore=tokens // 5,
+        bias=bias,
+        weighted=weighted,
+        backward=False,
+    )
+
+
+def test_forward_in_several_launches(full_chip):
+    """A weight past the forward's L2 budget (96 MiB: 40000 x 1536 bf16 is 123 MB) takes two launches, the second
+    folding its splits into the first's outputs."""
+    check(7, 1536, 40000, torch.bfloat16, 0.1, 1e-4, ignore=1, bias=True, weighted=True, backward=False)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_every_token_ignored(reduction):
     h, w, t = data(6, 32, 200, torch.float32, ignore=6)

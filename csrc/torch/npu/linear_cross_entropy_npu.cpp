@@ -42,7 +42,12 @@ LceStats Forward(const at::Tensor& hidden, const at::Tensor& weight, const at::T
                  const LceVocabInputs& vocab, const tiling::LinearCrossEntropyAttrs& attrs) {
   LinearCrossEntropyLaunch l =
       PrepareLinearCrossEntropy(hidden, weight, target, {}, vocab, attrs, npu::NpuCubePlatform());
-  if (l.tiling.blockDim > 0) Enqueue(kLinearCrossEntropy.name, npu_entries::linear_cross_entropy, l, l.Tensors());
+  // one launch per L2-sized vocabulary range, each folding its statistics into the outputs of the ones before
+  for (int64_t k = 0; l.tiling.blockDim > 0 && k < l.tiling.data.launches; ++k) {
+    LinearCrossEntropyLaunch chunk = l;
+    chunk.tiling = tiling::TileLinearCrossEntropyLaunch(l.tiling, k, npu::NpuCubePlatform());
+    Enqueue(kLinearCrossEntropy.name, npu_entries::linear_cross_entropy, chunk, chunk.Tensors());
+  }
   return {l.logitsMax, l.sumExp, l.targetLogit, l.logitSum};
 }
 
