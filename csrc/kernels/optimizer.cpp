@@ -1,6 +1,6 @@
 // AdamW in one pass (torch.optim.AdamW's update, decoupled weight decay), per element, all in fp32:
 //   p = p * (1 - lr * wd);  g = -g when maximizing
-//   m = m + (1 - beta1) * (g - m)                     (torch's lerp)
+//   m = m + (1 - beta1) * (g - m), or from 1 - beta1 >= 0.5 on g - beta1 * (g - m)   (torch's lerp)
 //   v = beta2 * v + (1 - beta2) * g * g;  amsgrad: vmax = max(vmax, v), used below in v's place
 //   p = p + (-lr / (1 - beta1^step)) * m / (sqrt(v) / sqrt(1 - beta2^step) + eps)
 // Each element's param, grad, m and v (and vmax) are read once and param, m, v (and vmax) written once, in place.
@@ -131,15 +131,17 @@ class KernelAdamW {
       Muls(g, g, t_.gradSign, n);
     }
     PipeBarrier<PIPE_V>();
-    // m = m + (1 - beta1) * (g - m);  s2 = g * g
+    // m as torch's lerp forms it: m + w (g - m) for w = 1 - beta1 < 0.5, else g - (1 - w)(g - m), so that beta1 = 0
+    // gives m = g exactly;  s2 = g * g
+    const bool small = t_.weight1 < 0.5f;
     Sub(s1, g, m, n);
     Mul(s2, g, g, n);
     Muls(vOut, v, t_.beta2, n);
     PipeBarrier<PIPE_V>();
-    Muls(s1, s1, t_.weight1, n);
+    Muls(s1, s1, small ? t_.weight1 : t_.weight1 - 1.0f, n);
     Muls(s2, s2, t_.squareScale, n);
     PipeBarrier<PIPE_V>();
-    Add(mOut, m, s1, n);
+    Add(mOut, small ? m : g, s1, n);
     Add(vOut, vOut, s2, n);
     PipeBarrier<PIPE_V>();
     if (t_.amsgrad != 0) {

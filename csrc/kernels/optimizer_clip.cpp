@@ -5,6 +5,7 @@
 // scales its run of x in place: x = x * coef, 16-bit x widened to fp32 and rounded once. No host reads the norm in
 // between. A coefficient of 1 leaves x as it is (x * 1 is x): no pass. Block 0 writes the total in x's dtype.
 #include "kernel_operator.h"
+#include "foreach_table.h"
 #include "kernel_utils.h"
 #include "optimizer_buffers.h"
 #include "optimizer_tiling_data.h"
@@ -160,41 +161,16 @@ __aicore__ inline void RunForeachClipBlocks(const ForeachClipTilingData& t, GM_A
   if (coef == 1.0f) return;
   const int64_t begin = GetBlockIdx() * t.blockElems;
   const int64_t end = begin + t.blockElems < t.totalElems ? begin + t.blockElems : t.totalElems;
-  int64_t start = 0;
-  for (int64_t k = 0; k < t.tensorCount && start < end; ++k) {
-    const int64_t stop = start + tensors.Elems(k);
-    const int64_t lo = start > begin ? start : begin;
-    const int64_t hi = stop < end ? stop : end;
-    if (lo < hi) op.Scale(tensors.Addr(k), lo - start, hi - lo, coef);
-    start = stop;
-  }
+  ForEachPiece(tensors, t.tensorCount, begin, end,
+               [&](int64_t k, int64_t first, int64_t count) { op.Scale(tensors.Addr(k), first, count, coef); });
 }
-
-// The direct entry's tensors: its table, int64 [tensorCount, 2] of (address, first element in the run), then the
-// norms' addresses.
-struct ForeachClipTable {
-  GlobalTensor<int64_t> rows;
-  int64_t tensorCount, totalElems;
-  __aicore__ inline int64_t Elems(int64_t k) {
-    const int64_t start = rows.GetValue(2 * k + 1);
-    return (k + 1 < tensorCount ? rows.GetValue(2 * k + 3) : totalElems) - start;
-  }
-  __aicore__ inline GM_ADDR Addr(int64_t k) {
-    return reinterpret_cast<GM_ADDR>(static_cast<uint64_t>(rows.GetValue(2 * k)));
-  }
-  __aicore__ inline GM_ADDR Norm(int64_t k) {
-    return reinterpret_cast<GM_ADDR>(static_cast<uint64_t>(rows.GetValue(2 * tensorCount + k)));
-  }
-};
 
 template <typename T>
 __aicore__ inline void RunForeachClip(GM_ADDR table, GM_ADDR totalNorm, GM_ADDR tiling) {
   ForeachClipTilingData t;
   CopyTiling(&t, tiling);
-  ForeachClipTable tensors;
-  tensors.rows.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(table), 2 * t.tensorCount + t.normCount);
-  tensors.tensorCount = t.tensorCount;
-  tensors.totalElems = t.totalElems;
+  ForeachTable tensors;
+  tensors.Init(table, t.tensorCount, t.totalElems, t.normCount);
   RunForeachClipBlocks<T>(t, totalNorm, tensors);
 }
 

@@ -4,6 +4,7 @@
 // A tile's |x| or x^2 is folded in halves with Add down to one 256-byte repeat, then ReduceSum'd (pairwise, ~log2(n)
 // roundings, where ReduceSum's count form alone adds its repeats in order), and added to the piece's running partial.
 #include "kernel_operator.h"
+#include "foreach_table.h"
 #include "kernel_utils.h"
 #include "optimizer_buffers.h"
 #include "optimizer_tiling_data.h"
@@ -107,37 +108,16 @@ __aicore__ inline void RunForeachNormPieces(const ForeachNormTilingData& t, GM_A
   TPipe pipe;
   KernelForeachNorm<T> op;
   op.Init(t, partials, &pipe);
-  int64_t start = 0;
-  for (int64_t k = 0; k < t.tensorCount && start < end; ++k) {
-    const int64_t stop = start + tensors.Elems(k);
-    const int64_t lo = start > begin ? start : begin;
-    const int64_t hi = stop < end ? stop : end;
-    if (lo < hi) op.Piece(tensors.Addr(k), lo - start, hi - lo, block + k);
-    start = stop;
-  }
+  ForEachPiece(tensors, t.tensorCount, begin, end,
+               [&](int64_t k, int64_t first, int64_t count) { op.Piece(tensors.Addr(k), first, count, block + k); });
 }
-
-// The direct entry's tensors: its table, int64 [tensorCount, 2] of (address, first element in the run).
-struct ForeachNormTable {
-  GlobalTensor<int64_t> rows;
-  int64_t tensorCount, totalElems;
-  __aicore__ inline int64_t Elems(int64_t k) {
-    const int64_t start = rows.GetValue(2 * k + 1);
-    return (k + 1 < tensorCount ? rows.GetValue(2 * k + 3) : totalElems) - start;
-  }
-  __aicore__ inline GM_ADDR Addr(int64_t k) {
-    return reinterpret_cast<GM_ADDR>(static_cast<uint64_t>(rows.GetValue(2 * k)));
-  }
-};
 
 template <typename T>
 __aicore__ inline void RunForeachNorm(GM_ADDR table, GM_ADDR partials, GM_ADDR tiling) {
   ForeachNormTilingData t;
   CopyTiling(&t, tiling);
-  ForeachNormTable tensors;
-  tensors.rows.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(table), 2 * t.tensorCount);
-  tensors.tensorCount = t.tensorCount;
-  tensors.totalElems = t.totalElems;
+  ForeachTable tensors;
+  tensors.Init(table, t.tensorCount, t.totalElems, 0);
   RunForeachNormPieces<T>(t, partials, tensors);
 }
 

@@ -1,4 +1,4 @@
-"""cann-bench's level5 flash_attention_backward (bench_lab/kernel_bench, spec only; issue 48 (c)) in the preset: the
+"""cann-bench's level5 flash_attention_backward (bench_lab/kernel_bench, spec only) in the preset: the
 import, the mapping to our forward then fusion_attention_grad (BNSD, causal as sparse_mode 3), the task's FA2
 formulas in float64 against our reference, cann-bench's rule on a small case of its form, the least work and the
 bench row's % of the cube peak."""

@@ -1,4 +1,4 @@
-"""cann-bench's TileLang lab flash_attention (bench_lab/tilelang_ascend_bench/flash_attention, issue 48 (a)) in the
+"""cann-bench's TileLang lab flash_attention (bench_lab/tilelang_ascend_bench/flash_attention) in the
 preset: imported from a lab without levels with its measured 910B2 times, every case mapped to fusion_attention
 as mha's are, its float32 golden as the control (no witness), small real cases judged by cann-bench's rule,
 and the least work priced as mha's."""

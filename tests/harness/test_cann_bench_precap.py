@@ -1,4 +1,4 @@
-"""The measurements before the cap (issue 48 (b)): cann-bench's dd6486f capped each published baseline at
+"""The measurements before the cap: cann-bench's dd6486f capped each published baseline at
 max(10 t_hw, 10 us); the importer reads the measurement each capped case had before from the times file's
 history, and the report counts those cases apart from the measured ones (table cell, summary line, the
 explanations of the ones below 1.0x)."""

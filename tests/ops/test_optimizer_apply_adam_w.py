@@ -55,13 +55,14 @@ def torch_adamw(var, m, v, grad, vmax, step, amsgrad, maximize, **hyper):
 
 
 # ---- fp32 evaluation error bounds (for precision.mare_within_rounding) ----
-# m = m + w (g - m): three roundings on terms of size |m| + w (|g| + |m|), which may cancel. p = p d - s m / denom:
+# m = m + w (g - m) (from w >= 0.5 on, torch's lerp's g - (1 - w)(g - m)): three roundings on terms of size
+# |m| + w (|g| + |m|) (|g| + (1 - w)(|g| + |m|)), which may cancel. p = p d - s m / denom:
 # denom has relative error gamma(4), m the error above, the decay and the add one rounding each; so
 # |p' - p| <= gamma(12) (|p d| + s |m_terms| / denom). v has no cancellation (all terms >= 0).
 def bounds(var, m, v, grad, step, **hyper):
     p, m, g = np64(var), np64(m), np64(grad)
     w = 1.0 - hyper["beta1"]
-    m_terms = np.abs(m) + w * (np.abs(g) + np.abs(m))
+    m_terms = np.abs(m) + w * (np.abs(g) + np.abs(m)) if w < 0.5 else np.abs(g) + (1 - w) * (np.abs(g) + np.abs(m))
     _, m1, v1, _ = R.adam_w(p, m, np64(v), g, step=step, **hyper)
     denom = np.sqrt(v1) / np.sqrt(1.0 - hyper["beta2"] ** step) + hyper["eps"]
     s = hyper["lr"] / (1.0 - hyper["beta1"] ** step)
@@ -97,6 +98,19 @@ def test_one_step_against_golden(dtype, n):
 def test_amsgrad_and_maximize(dtype, amsgrad, maximize):
     var, m, v, grad, vmax = make(769, dtype, amsgrad=True, seed=1)
     check_step(var, m, v, grad, vmax if amsgrad else None, step=7, amsgrad=amsgrad, maximize=maximize, **HYPER)
+
+
+@pytest.mark.parametrize("beta1", [0.0, 0.3, 0.5])
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+def test_small_beta1_takes_torchs_other_lerp_form(dtype, beta1):
+    """1 - beta1 >= 0.5: m is formed as torch's lerp forms it there, g - beta1 (g - m); beta1 0 gives m = g exactly
+    (cann-bench's apply_adam_w case 9)."""
+    var, m, v, grad, _ = make(769, dtype, seed=3)
+    check_step(var, m, v, grad, None, step=3, **{**HYPER, "beta1": beta1})
+    if beta1 == 0.0:
+        out = [t.clone() for t in (var, m, v)]
+        torch.ops.custom.apply_adam_w(*out, grad, None, step=3.0, **{**HYPER, "beta1": 0.0})
+        assert torch.equal(out[1], grad.float())
 
 
 def test_large_step_and_no_decay():

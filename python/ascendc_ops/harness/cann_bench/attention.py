@@ -19,7 +19,7 @@ import torch
 from ...ops.attention_args import COMPRESSED_MASK_SIZE, AttentionAttrs, compressed_mask
 from ...ops.attention_reference import fusion_attention_reference
 from ..families.base import OpSpec
-from ..pipeline.calibration import Work, _nbytes
+from ..pipeline.calibration import Work, tensor_bytes
 from ..verify.case_fields import TensorSpec
 
 OP = "fusion_attention"
@@ -135,8 +135,8 @@ def builtin_work(task: str, case: dict) -> Work:
     y of query's shape written, 4 B Nq Sq Skv D FLOPs (Q K^T and P V), halved by is_causal."""
     shapes, dtypes = case["input_shape"], [("float32" if d == "float" else d) for d in case["dtype"]]
     (b, sq, nq, d), skv = shapes[0], shapes[1][1]
-    read = sum(_nbytes(s, t) for s, t in zip(shapes[:3], dtypes[:3], strict=True))
-    out, flops = _nbytes(shapes[0], dtypes[0]), 4 * b * nq * sq * skv * d
+    read = sum(tensor_bytes(s, t) for s, t in zip(shapes[:3], dtypes[:3], strict=True))
+    out, flops = tensor_bytes(shapes[0], dtypes[0]), 4 * b * nq * sq * skv * d
     return Work(read + out, flops // 2 if is_causal(case) else flops, dtypes[0], True, out)
 
 

@@ -14,7 +14,7 @@ from ...ops.attention_args import AttentionAttrs
 from ...ops.attention_reference import fusion_attention_grad_reference
 from ..families.attention import torch_grads
 from ..families.base import OpSpec
-from ..pipeline.calibration import Work, _nbytes
+from ..pipeline.calibration import Work, tensor_bytes
 from ..verify.case_fields import TensorSpec
 from . import attention as A
 
@@ -88,7 +88,7 @@ def builtin_work(task: str, case: dict) -> Work:
     2 B N S S D FLOPs each (desc.md), halved by is_causal."""
     shapes, dtypes = case["input_shape"], [("float32" if d == "float" else d) for d in case["dtype"]]
     b, n, s, d = shapes[0]
-    read = sum(_nbytes(x, t) for x, t in zip(shapes[:4], dtypes[:4], strict=True))
-    out = sum(_nbytes(x, dtypes[0]) for x in shapes[:3])
+    read = sum(tensor_bytes(x, t) for x, t in zip(shapes[:4], dtypes[:4], strict=True))
+    out = sum(tensor_bytes(x, dtypes[0]) for x in shapes[:3])
     flops = GEMMS * 2 * b * n * s * s * d
     return Work(read + out, flops // 2 if A.is_causal(case) else flops, dtypes[0], True, out)

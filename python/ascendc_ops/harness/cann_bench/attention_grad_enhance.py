@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..pipeline.calibration import DTYPE_BYTES, Work, _nbytes
+from ..pipeline.calibration import DTYPE_BYTES, Work, tensor_bytes
 from ..verify.case_fields import TensorSpec
 from . import attention as A
 
@@ -131,8 +131,8 @@ def builtin_work(task: str, case: dict) -> Work:
         seqs = [(shapes[0][1], shapes[1][1])] * shapes[0][0]
         rows = shapes[0][0] * shapes[0][1]
     scores = sum(kept(sq, skv, mode, pre, nxt) for sq, skv in seqs)
-    grads = sum(_nbytes(s, dtype) for s in shapes if s)  # dq, dk, dv, rope gradients: the inputs' shapes
+    grads = sum(tensor_bytes(s, dtype) for s in shapes if s)  # dq, dk, dv, rope gradients: the inputs' shapes
     extra = 2 * rows * n * 8 * 4 + rows * n * dv * DTYPE_BYTES[dtype]  # the fp32 [.., N, 8] stats, attention_in
     read = grads + extra
-    written = grads - _nbytes(shapes[3], dtype)  # all but dy
+    written = grads - tensor_bytes(shapes[3], dtype)  # all but dy
     return Work(read + written, 2 * n * scores * (3 * dqk + 2 * dv), dtype, True, written)

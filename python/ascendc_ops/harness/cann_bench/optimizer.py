@@ -17,7 +17,7 @@ import torch
 
 from ...ops import optimizer_reference as R
 from ..families.base import OpSpec
-from ..pipeline.calibration import Work, _nbytes
+from ..pipeline.calibration import Work, tensor_bytes
 from ..verify.case_fields import TensorSpec
 
 ADAM_TASK, NORM_TASK = "apply_adam_w", "foreach_norm"
@@ -169,12 +169,12 @@ def builtin_work(task: str, case: dict) -> Work | None:
     dtypes = [("float32" if d == "float" else d) for d in case["dtype"]]
     if task == ADAM_TASK:
         shapes = case["input_shape"]
-        read = sum(_nbytes(s, d) for s, d in zip(shapes, dtypes, strict=True))
-        written = read - _nbytes(shapes[1], dtypes[1])  # all but grad
+        read = sum(tensor_bytes(s, d) for s, d in zip(shapes, dtypes, strict=True))
+        written = read - tensor_bytes(shapes[1], dtypes[1])  # all but grad
         return Work(read + written, 0, dtypes[0], False, written, in_place=True)
     if task == NORM_TASK:
         shapes = norm_shapes(case)
-        read = sum(_nbytes(s, dtypes[0]) for s in shapes)
-        written = len(shapes) * _nbytes([1], dtypes[0])
+        read = sum(tensor_bytes(s, dtypes[0]) for s in shapes)
+        written = len(shapes) * tensor_bytes([1], dtypes[0])
         return Work(read + written, 0, dtypes[0], False, written)
     return None

@@ -63,7 +63,8 @@ class Work:
         return self.bytes - self.written
 
 
-def _nbytes(shape, dtype) -> int:
+def tensor_bytes(shape, dtype) -> int:
+    """The bytes of a tensor of `shape` in cann-bench's dtype name `dtype`."""
     return math.prod(shape) * DTYPE_BYTES[dtype]
 
 
@@ -79,24 +80,24 @@ def builtin_work(task: str, case: dict) -> Work | None:
     LinearCrossEntropy kernel the fp32 loss and 2 T H V FLOPs (no built-in: the floor of our rows); the floor
     tasks one output of the inputs' broadcast shape in the first input's dtype."""
     shapes, dtypes = case["input_shape"], [("float32" if d == "float" else d) for d in case["dtype"]]
-    read = sum(_nbytes(s, d) for s, d in zip(shapes, dtypes, strict=False) if s is not None)
+    read = sum(tensor_bytes(s, d) for s, d in zip(shapes, dtypes, strict=False) if s is not None)
     x = shapes[0]
     if task == "rms_norm":
         rows = math.prod(x[: len(x) - len(shapes[1])])
-        out = _nbytes(x, dtypes[0]) + 4 * rows
+        out = tensor_bytes(x, dtypes[0]) + 4 * rows
     elif task == "swi_glu":
-        out = _nbytes(x, dtypes[0]) // 2
+        out = tensor_bytes(x, dtypes[0]) // 2
     elif task == "grouped_matmul":
         w = shapes[1]
         n = w[1] if case["attrs"].get("transpose_weight") else w[2]
         out = x[0] * n * DTYPE_BYTES[dtypes[0]]
         return Work(read + out, 2 * x[0] * x[1] * n, dtypes[0], True, out)
     elif task == "apply_rotary_pos_emb":
-        out = _nbytes(x, dtypes[0]) + _nbytes(shapes[1], dtypes[1])
+        out = tensor_bytes(x, dtypes[0]) + tensor_bytes(shapes[1], dtypes[1])
         return Work(read + out, 0, dtypes[0], False, out, in_place=True)
     elif task in ATTENTION_TASKS:
         (b, sq, nq, d), skv = x, shapes[1][1]
-        out, flops = _nbytes(x, dtypes[0]), 4 * b * nq * sq * skv * d
+        out, flops = tensor_bytes(x, dtypes[0]), 4 * b * nq * sq * skv * d
         return Work(read + out, flops // 2 if case["attrs"].get("is_causal") else flops, dtypes[0], True, out)
     elif task == "cross_entropy_loss":  # one loss per target element ('none'), else one
         out = (math.prod(shapes[1]) if case["attrs"].get("reduction") == "none" else 1) * DTYPE_BYTES[dtypes[0]]
@@ -104,7 +105,7 @@ def builtin_work(task: str, case: dict) -> Work | None:
         (t, h), v = x, shapes[1][0]
         return Work(read + 4, 2 * t * h * v, dtypes[0], True, 4)
     elif task in FLOOR_TASKS:
-        out = _nbytes(broadcast_shape(shapes), dtypes[0])
+        out = tensor_bytes(broadcast_shape(shapes), dtypes[0])
     else:
         return None
     return Work(read + out, 0, dtypes[0], False, out)

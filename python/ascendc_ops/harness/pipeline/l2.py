@@ -113,7 +113,8 @@ def modelled_order(touches: list, lengths: list, starts: list, spans: list) -> n
 def replay(order: np.ndarray, occ: dict, capacity: int) -> Replayed:
     """The touches in `order` through an LRU L2 of `capacity` bytes whose entries are chunks of `occ` bytes
     each (an UNRANGED write: its own bytes): reads of chunks it does not hold miss; written bytes make their
-    chunk dirty (up to its occupancy) and reach HBM when it is replaced."""
+    chunk dirty (up to its occupancy) and reach HBM when it is replaced. An entry larger than the excess loses only
+    the excess (lines are replaced, not whole entries), its dirty bytes in proportion."""
     lru, dirty = OrderedDict(), {}
     used = missed = back = 0
     writes = (order[:, 2] & WRITE_BIT) != 0
@@ -129,7 +130,15 @@ def replay(order: np.ndarray, occ: dict, capacity: int) -> Replayed:
             lru[key] = occ.get(key, size) if key >= 0 else size
             used += lru[key]
             while used > capacity and len(lru) > 1:
-                old, held = lru.popitem(last=False)
+                old = next(iter(lru))
+                held, excess = lru[old], used - capacity
+                if held > excess:  # only the excess of the oldest entry is replaced (its dirty share with it)
+                    gone = dirty.get(old, 0) * excess // held
+                    lru[old], used, back = held - excess, capacity, back + gone
+                    if gone:
+                        dirty[old] -= gone
+                    break
+                lru.popitem(last=False)
                 used -= held
                 back += dirty.pop(old, 0)
         if write:
