@@ -3,7 +3,9 @@
 # runs (ASCENDC_OPS_ISA=<path> forces a narrower one). The build machine's CPU plays no part.
 #   avx2        -march=x86-64-v3: AVX2, FMA, F16C, BMI1/2 (Haswell, Zen 1 and later)  _C.so
 #   avx512      -march=x86-64-v4: AVX-512 F, BW, CD, DQ, VL                           _C_avx512.so
-#   avx512bf16  x86-64-v4 and AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4)      _C_avx512bf16.so
+# AVX512_BF16 (Cooper Lake, Sapphire Rapids, Zen 4) needs no library of its own: its one use, float -> bf16
+# rounding (csrc/twin/twin_cast.h), is chosen at run time inside _C_avx512.so, and a third copy of every
+# kernel cost a third of the build.
 # ASCENDC_OPS_NATIVE=ON builds one library for the build machine instead (_C_native.so, loaded
 # whenever present); on other architectures one library takes the compiler's default target.
 include(CheckCXXCompilerFlag)
@@ -11,8 +13,6 @@ set(isa_avx2_lib _C)
 set(isa_avx2_flags -march=x86-64-v3)
 set(isa_avx512_lib _C_avx512)
 set(isa_avx512_flags -march=x86-64-v4)
-set(isa_avx512bf16_lib _C_avx512bf16)
-set(isa_avx512bf16_flags -march=x86-64-v4 -mavx512bf16)
 set(isa_native_lib _C_native)
 set(isa_native_flags -march=native)
 set(isa_generic_lib _C)
@@ -25,12 +25,8 @@ elseif(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64")
   set(ascendc_ops_paths avx2)
   if(ASCENDC_OPS_WIDE_PATHS)
     check_cxx_compiler_flag("-march=x86-64-v4" has_v4)
-    check_cxx_compiler_flag("-march=x86-64-v4 -mavx512bf16" has_v4_bf16)
     if(has_v4)
       list(APPEND ascendc_ops_paths avx512)
-    endif()
-    if(has_v4_bf16)
-      list(APPEND ascendc_ops_paths avx512bf16)
     endif()
   endif()
   list(JOIN ascendc_ops_paths ", " path_list)

@@ -71,7 +71,7 @@ bool NativeGemm(at::ScalarType in) {
   static const bool optedIn = [] {  // read once: this runs for every cube block
     const char* env = std::getenv("ASCENDC_OPS_CUBE_GEMM");
     const std::string isa = twin::CompiledIsa();
-    return env != nullptr && std::string(env) == "native" && (isa == "avx512bf16" || isa == "native");
+    return env != nullptr && std::string(env) == "native" && (isa == "avx512" || isa == "native");
   }();
 #if defined(__x86_64__) && defined(__GNUC__)
   static const bool bf16 = __builtin_cpu_supports("avx512bf16"), fp16 = __builtin_cpu_supports("avx512fp16");

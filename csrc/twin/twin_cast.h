@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#if defined(__F16C__) || defined(__AVX512BF16__)
+#if defined(__F16C__) || defined(__AVX512F__)
 #include <immintrin.h>
 #endif
 
@@ -95,26 +95,41 @@ inline uint16_t Bf16Rint(uint32_t v) {
   return nan ? uint16_t((v >> 16) | 0x40u) : uint16_t((v + 0x7fffu + ((v >> 16) & 1u)) >> 16);
 }
 
+#if defined(__AVX512F__) && defined(__GNUC__)
+// vcvtneps2bf16 gives Bf16Rint's bits for every input but subnormals, which it flushes to zero (checked over all
+// 2^32 floats): a block of 16 holding a subnormal takes Bf16Rint. Compiled for AVX512_BF16 alone and called only
+// where the CPU has it, so one AVX-512 library serves CPUs with and without it. Returns the elements done.
+__attribute__((target("avx512bf16"))) inline uint32_t FloatToBf16RintWide(uint16_t* out, const uint32_t* u,
+                                                                          uint32_t n) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
+  const __m512i subnormalBelow = _mm512_set1_epi32(0x7fffff);  // |v| - 1 < 0x7fffff: a subnormal
+  uint32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512i v = _mm512_loadu_si512(u + i);
+    const __m512i m = _mm512_sub_epi32(_mm512_and_si512(v, magnitude), one);
+    if (_mm512_cmplt_epu32_mask(m, subnormalBelow)) {
+      for (uint32_t k = i; k < i + 16; ++k) out[k] = Bf16Rint(u[k]);
+    } else {
+      const __m256bh b = _mm512_cvtneps_pbh(_mm512_castsi512_ps(v));
+      std::memcpy(out + i, &b, 32);
+    }
+  }
+  return i;
+}
+
+inline bool CpuHasAvx512Bf16() {
+  static const bool has = __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+#endif
+
 inline void FloatToBf16(bfloat16_t* d, const float* s, uint32_t n, RoundMode mode) {
   if (mode == RoundMode::CAST_RINT) {
     const uint32_t* u = reinterpret_cast<const uint32_t*>(s);
     uint16_t* out = reinterpret_cast<uint16_t*>(d);
     uint32_t i = 0;
-#if defined(__AVX512BF16__)
-    // vcvtneps2bf16 gives Bf16Rint's bits for every input but subnormals, which it flushes to
-    // zero (checked over all 2^32 floats): a block of 16 holding a subnormal takes Bf16Rint.
-    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff), one = _mm512_set1_epi32(1);
-    const __m512i subnormalBelow = _mm512_set1_epi32(0x7fffff);  // |v| - 1 < 0x7fffff: a subnormal
-    for (; i + 16 <= n; i += 16) {
-      const __m512i v = _mm512_loadu_si512(u + i);
-      const __m512i m = _mm512_sub_epi32(_mm512_and_si512(v, magnitude), one);
-      if (_mm512_cmplt_epu32_mask(m, subnormalBelow)) {
-        for (uint32_t k = i; k < i + 16; ++k) out[k] = Bf16Rint(u[k]);
-      } else {
-        const __m256bh b = _mm512_cvtneps_pbh(_mm512_castsi512_ps(v));
-        std::memcpy(out + i, &b, 32);
-      }
-    }
+#if defined(__AVX512F__) && defined(__GNUC__)
+    if (CpuHasAvx512Bf16()) i = FloatToBf16RintWide(out, u, n);
 #endif
     for (; i < n; ++i) out[i] = Bf16Rint(u[i]);
     return;

@@ -20,7 +20,6 @@ _V4 = _V3 + ("avx512_f", "avx512_bw", "avx512_cd", "avx512_dq", "avx512_vl")
 PATHS = {
     "avx2": ("_C.so", _V3),
     "avx512": ("_C_avx512.so", _V4),
-    "avx512bf16": ("_C_avx512bf16.so", _V4 + ("avx512_bf16",)),
 }
 NATIVE = "_C_native.so"  # ASCENDC_OPS_NATIVE=ON: built for the build machine, loaded whenever present
 BASELINE = "_C.so"  # the avx2 path on x86-64, the compiler's default target elsewhere

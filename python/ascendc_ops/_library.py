@@ -48,7 +48,7 @@ def load() -> Path:
 
 
 def isa() -> str:
-    """The ISA path of the loaded library: avx2, avx512, avx512bf16, native or generic."""
+    """The ISA path of the loaded library: avx2, avx512, native or generic."""
     return str(torch.ops.ascendc_ops.isa())
 
 
