@@ -3,7 +3,8 @@
 // hold S, dP, P, dS and the fp32 sums of dk / dv or dq, so the blocks come out smaller than the
 // forward's); the dk / dv tasks first, then the dq tasks, each pass dealt in snake order over the core
 // groups; two L1 buffers of Q, dy and K (loads overlap the Mmads before them; with one the AIC runs
-// without its lead) and two L0C buffers where they fit, and a workspace slot per step in flight.
+// without its lead) and two L0C buffers where they fit, and a workspace slot per step in flight. Blocks whose
+// task sums fit L0C beside S and dP come first (attention_grad_cube.h: one Fixpipe of dk / dv or dq per task).
 #include "attention_grad_tiling.h"
 
 #include <algorithm>
@@ -38,32 +39,41 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
   const int64_t l1 = platform.l1Bytes - 256, half0a = platform.l0aBytes / 2, half0b = platform.l0bBytes / 2;
   std::string why;
   t.s1Block = 0;
-  for (int64_t s2b : {128, 64, 32}) {
-    for (int64_t s1b : {128, 64, 32}) {
-      const uint32_t rows = AttentionGradHalf(uint32_t(s1b)), keys = AttentionGradHalf(uint32_t(s2b));
-      const int64_t s1p = AlignUp(s1b, 16);
-      const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
-      const int64_t rc = std::min<int64_t>(s1p, std::min(half0a / (s2b * bytes), half0b / (d16 * bytes)) / 16 * 16);
-      const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (d16 * bytes)) / 16 * 16);
-      // Q, dy, K, V, P^T, dS (the AIC's L1 queues, attention_grad_cube.h)
-      const int64_t l1Bytes = (s1b * (d16 + v16) + s2b * (d16 + v16) + s2b * s1p + s1b * s2b) * bytes;
-      const int64_t l0c = std::max({s1b * s2b, s2b * std::max(d16, v16), s1b * d16}) * 4;
-      if (qk < 16 || rc < 16 || pv < 16) why = "L0A / L0B";
-      else if (rows * s2b < v16) why = "UB (a row of dy through an S block)";  // ComputeD's passes
-      else if (l1Bytes > l1) why = "L1";
-      else if (l0c > int64_t(platform.l0cBytes)) why = "L0C";
-      else if (AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16), uint32_t(bytes),
-                                          t.maskFull)
-                   .Total() > kA2UbBudget)
-        why = "UB";  // the AIV's buffers as its Init carves them (attention_buffers.h)
-      else {
-        t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b);
-        t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv), g.rowChunk = int32_t(rc);
-        // a second buffer of Q, dy and K: the loads of the Scores and the Parts overlap the Mmads before them
-        t.l1Buffers = l1Bytes + (s1b * (d16 + v16) + s2b * d16) * bytes <= l1 ? 2 : 1;
-        t.l0cBuffers = 2 * l0c <= int64_t(platform.l0cBytes) ? 2 : 1;
-        break;
+  // First blocks whose task sums (dk and dv of the keys, or dq of the rows) stay in L0C beside S and dP, so a
+  // step Fixpipes only S and dP; else (head dims past 256) the blocks of old, each step's parts Fixpipe'd out.
+  for (const bool sums : {true, false}) {
+    for (int64_t s2b : {128, 64, 32}) {
+      for (int64_t s1b : {128, 64, 32}) {
+        const uint32_t rows = AttentionGradHalf(uint32_t(s1b)), keys = AttentionGradHalf(uint32_t(s2b));
+        const int64_t s1p = AlignUp(s1b, 16);
+        const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
+        const int64_t rc = std::min<int64_t>(s1p, std::min(half0a / (s2b * bytes), half0b / (d16 * bytes)) / 16 * 16);
+        const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (d16 * bytes)) / 16 * 16);
+        // Q, dy, K, V, P^T, dS (the AIC's L1 queues, attention_grad_cube.h)
+        const int64_t l1Bytes = (s1b * (d16 + v16) + s2b * (d16 + v16) + s2b * s1p + s1b * s2b) * bytes;
+        const AttentionGradL0c l0c = AttentionGradL0cBytes(s1b, s2b, d16, v16, sums);
+        // L0C sums only with blocks that pass D's rows 8 at a time (ComputeD's fast path): else D 256's sums
+        // would take 64-row blocks that leave it 4
+        if (sums && rows * s2b < 8 * v16) continue;
+        if (qk < 16 || rc < 16 || pv < 16) why = "L0A / L0B";
+        else if (rows * s2b < v16) why = "UB (a row of dy through an S block)";  // ComputeD's passes
+        else if (l1Bytes > l1) why = "L1";
+        else if (l0c.sums + l0c.product > int64_t(platform.l0cBytes)) why = "L0C";
+        else if (AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16), uint32_t(bytes),
+                                            t.maskFull)
+                     .Total() > kA2UbBudget)
+          why = "UB";  // the AIV's buffers as its Init carves them (attention_buffers.h)
+        else {
+          t.s1Block = int32_t(s1b), t.s2Block = int32_t(s2b);
+          t.qkChunk = int32_t(qk), t.pvChunk = int32_t(pv), g.rowChunk = int32_t(rc);
+          // a second buffer of Q, dy and K: the loads of the Scores and the Parts overlap the Mmads before them
+          t.l1Buffers = l1Bytes + (s1b * (d16 + v16) + s2b * d16) * bytes <= l1 ? 2 : 1;
+          t.l0cBuffers = l0c.sums + 2 * l0c.product <= int64_t(platform.l0cBytes) ? 2 : 1;
+          g.l0cSums = sums;
+          break;
+        }
       }
+      if (t.s1Block != 0) break;
     }
     if (t.s1Block != 0) break;
   }

@@ -40,4 +40,26 @@ struct AttentionGradTilingData {
   // softmax_max / softmax_sum (one lane): the AIVs compute it once before the tasks and the steps read it.
   int64_t dOffset;
   int32_t s1Pitch;  // s1Block rounded up to 16: the row pitch of P^T and dS^T
+  // 1: a task's sums (dk and dv, or dq) add up in L0C over its steps and leave by one Fixpipe at its end; 0 (head
+  // dims past 256, where they do not fit beside S and dP): each step's parts leave by their own.
+  int32_t l0cSums;
 };
+
+#ifdef __aicore__
+#define ATTENTION_GRAD_FN __aicore__ inline
+#else
+#define ATTENTION_GRAD_FN inline
+#endif
+
+// The AIC's L0C in bytes: the task sums' buffer (dk [s2b, d16] then dv [s2b, v16] of a key task, or dq [s1b, d16])
+// and each product buffer (S or dP; without L0C sums the step's parts too).
+struct AttentionGradL0c {
+  int64_t sums, product;
+};
+ATTENTION_GRAD_FN AttentionGradL0c AttentionGradL0cBytes(int64_t s1b, int64_t s2b, int64_t d16, int64_t v16,
+                                                         bool sums) {
+  const int64_t keys = s2b * (d16 + v16), rows = s1b * d16, widest = s2b * (d16 > v16 ? d16 : v16);
+  if (sums) return {(keys > rows ? keys : rows) * 4, s1b * s2b * 4};
+  const int64_t parts = widest > rows ? widest : rows;
+  return {0, (parts > s1b * s2b ? parts : s1b * s2b) * 4};
+}

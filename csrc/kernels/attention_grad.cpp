@@ -2,9 +2,9 @@
 // (KERNEL_TYPE_MIX_AIC_1_2) in two passes with no atomics: key tasks (batch, kv head, S2 block) sum dk
 // and dv over the query heads of their group and the S1 blocks that keep their keys; query tasks (batch,
 // query head, S1 block) sum dq over the S2 blocks their rows keep. Each step recomputes S = Q K^T and
-// dP = dy V^T on the AIC (attention_grad_cube.h) and P and dS on the AIVs (attention_grad_vector.h); the
-// sums stay in the AIVs' UB in fp32 and are cast once, so every output row is written by one core in a
-// fixed order. Nothing S x S lives in GM beyond the group's workspace blocks. Each pass is dealt to the
+// dP = dy V^T on the AIC (attention_grad_cube.h) and P and dS on the AIVs (attention_grad_vector.h); a
+// task's sums add up in the AIC's L0C in fp32 and the AIVs cast them once, so every output row is written by
+// one core in a fixed order. Nothing S x S lives in GM beyond the group's workspace blocks. Each pass is dealt to the
 // core groups in snake order (causal tasks have unequal work: a group that drew a cheap one draws a dear
 // one next), and a group's steps of both passes are one stream, the cube two steps ahead of the AIVs.
 #include "attention_grad_cube.h"

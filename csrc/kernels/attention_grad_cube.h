@@ -1,10 +1,12 @@
 // The AIC's half of the fused attention backward (attention_grad.cpp). Per step (query rows i, keys j):
 //   Scores: S = Q_i K_j^T and dP = dy_i V_j^T (fp32) into the step's workspace slot, flag kSReady;
 //   Parts:  once the AIVs flag kPReady (they recomputed P and formed dS = P * (dP - D)):
-//     key tasks:   dv_j part = P^T dy_i and dk_j part = dS^T Q_i (P^T, dS^T from the workspace),
-//     query tasks: dq_i part = dS K_j,
-//   Fixpipe'd into the slot's results once the AIVs have read those of the step that used the slot last
-//   (kRFree), flag kRReady.
+//     key tasks:   dv_j += P^T dy_i and dk_j += dS^T Q_i (P^T, dS^T from the workspace),
+//     query tasks: dq_i += dS K_j,
+//   summed in L0C over the task's steps (the tiling's l0cSums) and Fixpipe'd once, after its last step, into
+//   a result slot of the workspace once the AIVs have read the sums that used the slot last (kRFree), flag
+//   kRReady: per step only S and dP pass Fixpipe. Without l0cSums (head dims past 256) every step's parts
+//   go out so, each a "sum" of one step.
 // The group's steps, its key tasks' then its query tasks', are one stream, as in the forward
 // (attention_cube.h): Scores of step n + lead before the Parts of step n (lead kAttentionGradLead with two
 // L1 buffers, else 0), so the AIVs find the next S and dP ready when they finish a step and the cube
@@ -32,6 +34,7 @@ class AttentionGradCube {
     for (int64_t slot = 0; slot < kAttentionGradSlots; ++slot)
       ws_[slot].Init(ws + GetBlockIdx() * g.workspacePerGroup + slot * g.slotBytes, g);
     lead_ = t.l1Buffers > 1 ? kAttentionGradLead : 0;
+    sums_ = g.l0cSums != 0;
     const uint32_t s1b = t.s1Block, s2b = t.s2Block, dp = g.dPitch, vp = t.vPitch, s1p = g.s1Pitch;
     const uint8_t n = uint8_t(t.l1Buffers);
     pipe_.InitBuffer(qL1_, n, s1b * dp * sizeof(T));
@@ -40,8 +43,10 @@ class AttentionGradCube {
     pipe_.InitBuffer(vL1_, 1, s2b * vp * sizeof(T));
     pipe_.InitBuffer(partsL1_, 1, Max(2 * s2b * s1p, s1b * s2b) * sizeof(T));
     const uint32_t qk = t.qkChunk, rc = g.rowChunk, pv = t.pvChunk, big = Max(s1b, s2b);
+    const AttentionGradL0c l0c = AttentionGradL0cBytes(s1b, s2b, dp, vp, sums_);
     mm_.Init(pipe_, Max(big * qk, Max(s2b * rc, s1b * pv)) * sizeof(T), Max(big * qk, Max(rc, pv) * dp) * sizeof(T),
-             Max(s1b * s2b, Max(s2b * Max(dp, vp), s1b * dp)) * sizeof(float), uint32_t(t.l0cBuffers));
+             uint32_t(l0c.product), uint32_t(t.l0cBuffers));
+    if (sums_) pipe_.InitBuffer(sumsL0c_, 1, uint32_t(l0c.sums));
   }
 
   // The group's key tasks, then its query tasks, as one stream of steps.
@@ -57,7 +62,7 @@ class AttentionGradCube {
     }
     while (parted_ < scored_) Parts();
     // the AIVs' last frees: every result read, nothing of this launch is left in flight
-    for (int64_t n = scored_ > kAttentionGradSlots ? scored_ - kAttentionGradSlots : 0; n < scored_; ++n)
+    for (int64_t n = flushed_ > kAttentionGradSlots ? flushed_ - kAttentionGradSlots : 0; n < flushed_; ++n)
       CrossCoreWaitFlag<2, PIPE_FIX>(Flags::kRFree);
   }
 
@@ -65,7 +70,7 @@ class AttentionGradCube {
   using Flags = AttentionGradFlags;
   // A step whose Scores are out and whose Parts are still to come: where its Parts' operands are.
   struct Pending {
-    bool key;
+    bool key, first, last;  // first / last: the task's first / last step (its sums start / go out)
     uint32_t rows, cols;
     int64_t b, n, tok;  // key steps: Q_i, dy_i's head and first token; query steps: K_j's kv head and first key
   };
@@ -93,25 +98,35 @@ class AttentionGradCube {
     if (scored_ - parted_ > lead_) Parts();
   }
 
-  // The Parts of the stream's oldest step without them, into its slot's results, flag kRReady.
+  // The Parts of the stream's oldest step without them: into the task's sums in L0C, out after its last step
+  // (flag kRReady); without L0C sums each part goes out at once.
   __aicore__ inline void Parts() {
     const AttentionTilingData& t = g_->fwd;
     Pending& p = pending_[parted_ % kAttentionGradSlots];
     const AttentionGradWorkspace<T>& ws = ws_[parted_ % kAttentionGradSlots];
-    const uint32_t d = uint32_t(t.headDim);
+    const AttentionGradWorkspace<T>& out = ws_[flushed_ % kAttentionGradSlots];
+    const uint32_t d = uint32_t(t.headDim), dv = uint32_t(t.valueDim), dp = uint32_t(g_->dPitch);
+    const uint32_t vp = uint32_t(t.vPitch);
+    if (sums_ && p.first) sumsC_ = sumsL0c_.template AllocTensor<float>();
     if (p.key) {
       LocalTensor<T> q, dy;
       LoadQueryRows(p.b, p.n, p.tok, p.rows, q, dy);
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       LocalTensor<T> parts = LoadTransposed(ws, p.cols, p.rows);
       LocalTensor<T> pt = parts, dst = parts[uint32_t(t.s2Block) * uint32_t(g_->s1Pitch)];
-      LocalTensor<float> dvPart =
-          mm_.AB(pt, p.cols, dy, p.rows, uint32_t(t.valueDim), uint32_t(t.vPitch), g_->rowChunk);
-      WaitResultsFree();
-      mm_.FixOut(ws.r2, dvPart, p.cols, uint32_t(t.valueDim), uint32_t(t.vPitch));
-      LocalTensor<float> dkPart = mm_.AB(dst, p.cols, q, p.rows, d, uint32_t(g_->dPitch), g_->rowChunk);
-      mm_.FixOut(ws.r1, dkPart, p.cols, d, uint32_t(g_->dPitch));
-      CrossCoreSetFlag<2, PIPE_FIX>(Flags::kRReady);
+      if (sums_) {  // dk [s2Block, dPitch] then dv in the sums' buffer
+        const LocalTensor<float> dkSum = sumsC_, dvSum = sumsC_[uint32_t(t.s2Block) * dp];
+        mm_.ABInto(dvSum, pt, p.cols, dy, p.rows, dv, vp, g_->rowChunk, p.first);
+        mm_.ABInto(dkSum, dst, p.cols, q, p.rows, d, dp, g_->rowChunk, p.first);
+        if (p.last) FlushSums(true, p.cols, out);
+      } else {
+        LocalTensor<float> dvPart = mm_.AB(pt, p.cols, dy, p.rows, dv, vp, g_->rowChunk);
+        WaitResultsFree();
+        mm_.FixOut(out.r2, dvPart, p.cols, dv, vp);
+        LocalTensor<float> dkPart = mm_.AB(dst, p.cols, q, p.rows, d, dp, g_->rowChunk);
+        mm_.FixOut(out.r1, dkPart, p.cols, d, dp);
+        Flushed();
+      }
       partsL1_.FreeTensor(parts);
       qL1_.FreeTensor(q);
       dyL1_.FreeTensor(dy);
@@ -121,14 +136,49 @@ class AttentionGradCube {
           mm_.Load(kL1_, k_[p.b * t.kStrideB + p.n * t.kStrideN + p.tok * t.kStrideS], p.cols, d, uint32_t(t.kStrideS));
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       LocalTensor<T> ds = mm_.Load(partsL1_, ws.ds, p.rows, p.cols, pitch);
-      LocalTensor<float> dqPart = mm_.AB(ds, p.rows, k, p.cols, d, uint32_t(g_->dPitch), t.pvChunk);
-      WaitResultsFree();
-      mm_.FixOut(ws.r1, dqPart, p.rows, d, uint32_t(g_->dPitch));
-      CrossCoreSetFlag<2, PIPE_FIX>(Flags::kRReady);
+      if (sums_) {
+        mm_.ABInto(sumsC_, ds, p.rows, k, p.cols, d, dp, t.pvChunk, p.first);
+        if (p.last) FlushSums(false, p.rows, out);
+      } else {
+        LocalTensor<float> dqPart = mm_.AB(ds, p.rows, k, p.cols, d, dp, t.pvChunk);
+        WaitResultsFree();
+        mm_.FixOut(out.r1, dqPart, p.rows, d, dp);
+        Flushed();
+      }
       partsL1_.FreeTensor(ds);
       kL1_.FreeTensor(k);
     }
     ++parted_;
+  }
+
+  // A task's sums out of L0C into the result slot `out` once it is free, then kRReady: a key task's dk and dv
+  // of its `rows` keys, or a query task's dq of its rows.
+  __aicore__ inline void FlushSums(bool key, uint32_t rows, const AttentionGradWorkspace<T>& out) {
+    const AttentionTilingData& t = g_->fwd;
+    const uint32_t dp = uint32_t(g_->dPitch);
+    WaitResultsFree();
+    sumsL0c_.EnQue(sumsC_);
+    sumsC_ = sumsL0c_.template DeQue<float>();
+    FixSum(out.r1, sumsC_, rows, uint32_t(t.headDim), dp);
+    if (key) FixSum(out.r2, sumsC_[uint32_t(t.s2Block) * dp], rows, uint32_t(t.valueDim), uint32_t(t.vPitch));
+    sumsL0c_.FreeTensor(sumsC_);
+    Flushed();
+  }
+
+  // C [rows, n] of the sums' buffer (fp32 in L0C) -> GM at row pitch `pitch`.
+  __aicore__ inline void FixSum(const GlobalTensor<float>& dst, const LocalTensor<float>& c, uint32_t rows, uint32_t n,
+                                uint32_t pitch) {
+    FixpipeParamsV220 fp;
+    fp.nSize = uint16_t(n), fp.mSize = uint16_t(rows), fp.srcStride = uint16_t((rows + 15) / 16 * 16);
+    fp.dstStride = pitch;
+    fp.quantPre = QuantMode_t::NoQuant;
+    Fixpipe<float, float, CFG_ROW_MAJOR>(dst, c, fp);
+  }
+
+  // A result slot was written: flag kRReady.
+  __aicore__ inline void Flushed() {
+    CrossCoreSetFlag<2, PIPE_FIX>(Flags::kRReady);
+    ++flushed_;
   }
 
   // A key step's P^T and dS^T [cols, rows] (row pitch s1Pitch in the workspace) into one L1 tile, dS^T
@@ -145,9 +195,9 @@ class AttentionGradCube {
     return partsL1_.template DeQue<T>();
   }
 
-  // The slot's results of step parted_ - kAttentionGradSlots are read once the AIVs flag it.
+  // The slot's results of sums flushed_ - kAttentionGradSlots are read once the AIVs flag it.
   __aicore__ inline void WaitResultsFree() {
-    if (parted_ >= kAttentionGradSlots) CrossCoreWaitFlag<2, PIPE_FIX>(Flags::kRFree);
+    if (flushed_ >= kAttentionGradSlots) CrossCoreWaitFlag<2, PIPE_FIX>(Flags::kRFree);
   }
 
   // query (token) rows [row, row + rows) of batch b, head n into L1: q and dy, both walks' left operands.
@@ -191,7 +241,8 @@ class AttentionGradCube {
           kL1_.FreeTensor(k);
           vL1_.FreeTensor(v);
         }
-        Scored(Pending{true, rows, cols, task.b, n, task.qTok0 + i0});
+        Scored(Pending{true, n == task.n * group && blk == task.first,
+                       n + 1 == end && blk + 1 == task.first + task.count, rows, cols, task.b, n, task.qTok0 + i0});
       }
     }
   }
@@ -215,7 +266,7 @@ class AttentionGradCube {
         qL1_.FreeTensor(q);
         dyL1_.FreeTensor(dy);
       }
-      Scored(Pending{false, rows, cols, task.b, kvHead, task.kTok0 + j0});
+      Scored(Pending{false, idx == 0, idx + 1 == task.count, rows, cols, task.b, kvHead, task.kTok0 + j0});
     }
   }
 
@@ -224,9 +275,13 @@ class AttentionGradCube {
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
   Pending pending_[kAttentionGradSlots];
   int64_t scored_ = 0, parted_ = 0;  // the group's steps so far whose Scores / Parts are out
+  int64_t flushed_ = 0;              // sums written to result slots (slot flushed_ % kAttentionGradSlots next)
   int64_t lead_ = 0;
+  bool sums_ = false;       // the tiling's l0cSums
+  LocalTensor<float> sumsC_;  // the task's sums in L0C
   TPipe pipe_;
   CubeMatmul<T> mm_;
   TQue<TPosition::A1, 1> qL1_, dyL1_, partsL1_;  // partsL1_: P^T and dS^T, or dS
   TQue<TPosition::B1, 1> kL1_, vL1_;
+  TQue<TPosition::CO1, 1> sumsL0c_;
 };

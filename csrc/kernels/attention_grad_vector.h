@@ -7,9 +7,10 @@
 //   dS = P * (dP - D), times 1 - tanh^2 of the softcap (the same tanh) when the forward capped S;
 //   key tasks: P and dS in the input dtype, transposed by Gather, into the workspace as P^T / dS^T;
 //   query tasks: dS into the workspace as is; flag kPReady.
-// Once the AIC flags kRReady the step's parts are added into fp32 sums in UB -- key tasks split the
-// keys between the AIVs as they split rows, query tasks keep their rows -- and kRFree is flagged. At the
-// task's end dk = scale * sum dS^T Q, dv = sum P^T dy, dq = scale * sum dS K are cast once and written.
+// Once the AIC flags kRReady the task's sums (summed in its L0C over the task's steps; without the tiling's
+// l0cSums each step's parts) are added into fp32 sums in UB -- key tasks split the keys between the AIVs as
+// they split rows, query tasks keep their rows -- and kRFree is flagged. At the task's end
+// dk = scale * sum dS^T Q, dv = sum P^T dy, dq = scale * sum dS K are cast once and written.
 // The group's steps (key tasks', then query tasks') are one stream, as on the AIC (attention_grad_cube.h):
 // dS of step n + kAttentionGradLead is formed before the parts of step n are added in, so the AIVs work on
 // the next steps while the cube multiplies this one's; a task's sums go out after its last step's parts, the next
@@ -188,17 +189,19 @@ class AttentionGradVector {
     while (added_ < formed_) AddOldest();
   }
 
-  // Once the AIC flags kRReady, the oldest step's parts from its slot into the sums, flag kRFree; after a
-  // task's last step its sums go out.
+  // The oldest step's parts: once the AIC flags kRReady, the result slot's sums (the task's, at its last step
+  // with L0C sums; else the step's) into the UB sums, flag kRFree; after a task's last step its sums go out.
   __aicore__ inline void AddOldest() {
     const AttentionTilingData& t = g_->fwd;
     const Pending& p = pending_[added_ % kAttentionGradSlots];
-    const AttentionGradWorkspace<T>& ws = ws_[added_ % kAttentionGradSlots];
     const uint32_t dp = g_->dPitch, vp = t.vPitch;
     uint32_t first, mine;  // this AIV's keys (key tasks) or rows (query tasks)
     Split(uint32_t(p.task.rows), first, mine);
     LocalTensor<float> acc = accBuf_.Get<float>();
     if (p.first) ZeroSums(p.key);
+    ++added_;
+    if (g_->l0cSums != 0 && !p.last) return;
+    const AttentionGradWorkspace<T>& ws = ws_[flushed_ % kAttentionGradSlots];
     CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kRReady);
     if (mine > 0 && p.key) {
       AddRows(acc, ws.r1[int64_t(first) * dp], mine, uint32_t(t.headDim), dp);
@@ -207,7 +210,7 @@ class AttentionGradVector {
       AddRows(acc, ws.r1[int64_t(first) * dp], mine, uint32_t(t.headDim), dp);
     }
     CrossCoreSetFlag<2, PIPE_MTE2>(Flags::kRFree);
-    ++added_;
+    ++flushed_;
     if (p.last) Finish(p);
   }
 
@@ -448,6 +451,7 @@ class AttentionGradVector {
   uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
   Pending pending_[kAttentionGradSlots];
   int64_t formed_ = 0, added_ = 0;  // the group's steps so far whose dS is out / whose parts are added
+  int64_t flushed_ = 0;             // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;

@@ -354,14 +354,20 @@ void TestGradTiling() {
       // the AIC's L1 queues (Q, dy, K l1Buffers deep; V and P^T with dS^T one) and L0C buffers fit A2's
       const int64_t l1 =
           (f.l1Buffers * (s1b * (dp + vp) + s2b * dp) + s2b * vp + std::max(2 * s2b * s1p, s1b * s2b)) * bytes;
-      const int64_t l0c = std::max({s1b * s2b, s2b * std::max(dp, vp), s1b * dp}) * 4;
+      // below D 256 a task's sums stay in L0C (dk and dv of its keys, or dq of its rows) beside S / dP's buffers;
+      // else each step's parts pass L0C too
+      const int64_t sums = g.data.l0cSums ? std::max(s2b * (dp + vp), s1b * dp) * 4 : 0;
+      const int64_t l0c = g.data.l0cSums ? s1b * s2b * 4 : std::max({s1b * s2b, s2b * std::max(dp, vp), s1b * dp}) * 4;
+      EXPECT(g.data.l0cSums == (d < 256 ? 1 : 0));
       EXPECT(f.l1Buffers >= 1 && f.l1Buffers <= 2 && l1 <= kA2L1Bytes);
-      EXPECT(f.l0cBuffers >= 1 && f.l0cBuffers <= 2 && f.l0cBuffers * l0c <= kA2L0cBytes);
+      EXPECT(f.l0cBuffers >= 1 && f.l0cBuffers <= 2 && sums + f.l0cBuffers * l0c <= kA2L0cBytes);
       if (t != f32 && d <= 128) EXPECT(f.l1Buffers == 2);  // the training head dims keep the cube a step ahead
       // the groups' workspaces, then D of every query row (B x N1 x S1 fp32, 512-byte aligned)
       EXPECT(g.blockDim == 24 && g.data.dOffset == 24 * g.data.workspacePerGroup);
       EXPECT(g.workspaceBytes == g.data.dOffset + (2 * 8 * 300 * 4 + 511) / 512 * 512);
     }
+  // bf16 D 512: dk and dv of even 32 keys fill L0C, so each step's parts go out by themselves
+  EXPECT(Bnsd(1, 2, 1, 40, 70, 512, 512, bf16).TileGrad().data.l0cSums == 0);
   struct Band {
     int64_t mode, pre, next, s1, s2;
   };
