@@ -131,13 +131,31 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
     tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
+  // GQA prefill: the largest bundle of a kv group's heads whose waves (of bundles, h heads' work each) take at
+  // most 1/8 more than single tasks', so reusing K / V costs little balance; its cache, the L1 the blocks'
+  // buffers leave (without the streaming K / V buffers when it holds every S2 block).
+  const auto waves = [&](int64_t units) { return CeilDiv(units, int64_t(platform.cubeCores)); };
+  t.groupHeads = 1, t.kvCacheBlocks = 0, t.kvStream = 1;
+  if (t.stackHeads == 1)
+    for (int64_t h = group; h > 1; --h)
+      if (group % h == 0 && 8 * h * waves(tasks / h) <= 9 * waves(tasks)) {
+        t.groupHeads = int32_t(h);
+        break;
+      }
+  if (t.groupHeads > 1) {
+    const int64_t kvBlock = int64_t(t.s2Block) * (d16 + v16) * bytes, need = CeilDiv(p.s2, t.s2Block);
+    const int64_t rest = l1 - int64_t(t.l1Buffers) * t.s1Block * (d16 + t.s2Block) * bytes;
+    t.kvStream = need * kvBlock > rest;
+    t.kvCacheBlocks = int32_t(t.kvStream ? std::max<int64_t>(0, rest / kvBlock - t.l1Buffers) : need);
+    if (t.kvCacheBlocks == 0) t.groupHeads = 1, t.kvStream = 1;
+  }
   t.sSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * 4, kWorkspaceAlign);
   t.pOffset = kAttentionSSlots * t.sSlotBytes;
   t.pSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * bytes, kWorkspaceAlign);
   t.oOffset = t.pOffset + kAttentionPSlots * t.pSlotBytes;
   t.oSlotBytes = AlignUp(int64_t(t.s1Block) * v16 * 4, kWorkspaceAlign);
   t.workspacePerGroup = t.oOffset + kAttentionOSlots * t.oSlotBytes;
-  out.blockDim = uint32_t(std::min<int64_t>(tasks, platform.cubeCores));
+  out.blockDim = uint32_t(std::min<int64_t>(tasks / t.groupHeads, platform.cubeCores));
   t.blockDim = int32_t(out.blockDim);
   out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;
   return out;
