@@ -131,17 +131,14 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
     tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
-  // GQA prefill: the largest bundle of a kv group's heads whose waves (of bundles, h heads' work each) take at
-  // most 1/8 more than single tasks', so reusing K / V costs little balance; its cache, the L1 the blocks'
-  // buffers leave (without the streaming K / V buffers when it holds every S2 block).
-  const auto waves = [&](int64_t units) { return CeilDiv(units, int64_t(platform.cubeCores)); };
+  // GQA prefill: the bundle of a kv group's heads whose waves (of bundles, h heads' work each) take the least
+  // time, the largest of those, if at most 1/8 more than single tasks' (reusing K / V costs little balance);
+  // its cache, the L1 the blocks' buffers leave (without the streaming K / V buffers when it holds every S2 block).
+  const auto cost = [&](int64_t h) { return h * CeilDiv(tasks / h, int64_t(platform.cubeCores)); };
   t.groupHeads = 1, t.kvCacheBlocks = 0, t.kvStream = 1;
-  if (t.stackHeads == 1)
-    for (int64_t h = group; h > 1; --h)
-      if (group % h == 0 && 8 * h * waves(tasks / h) <= 9 * waves(tasks)) {
-        t.groupHeads = int32_t(h);
-        break;
-      }
+  for (int64_t h = group; h > 1 && t.stackHeads == 1; --h)
+    if (group % h == 0 && 8 * cost(h) <= 9 * cost(1) && (t.groupHeads == 1 || cost(h) < cost(t.groupHeads)))
+      t.groupHeads = int32_t(h);
   if (t.groupHeads > 1) {
     const int64_t kvBlock = int64_t(t.s2Block) * (d16 + v16) * bytes, need = CeilDiv(p.s2, t.s2Block);
     const int64_t rest = l1 - int64_t(t.l1Buffers) * t.s1Block * (d16 + t.s2Block) * bytes;
