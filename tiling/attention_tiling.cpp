@@ -131,13 +131,26 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
     tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
-  // GQA prefill: the bundle of a kv group's heads whose waves (of bundles, h heads' work each) take the least
-  // time, the largest of those, if at most 1/8 more than single tasks' (reusing K / V costs little balance);
-  // its cache, the L1 the blocks' buffers leave (without the streaming K / V buffers when it holds every S2 block).
-  const auto cost = [&](int64_t h) { return h * CeilDiv(tasks / h, int64_t(platform.cubeCores)); };
+  // GQA prefill: the bundle of a kv group's heads whose snake deal leaves the busiest core group the least work
+  // (its S2 blocks and one per task: causal blocks differ), the largest of those, if at most 1/16 more than
+  // single tasks' (reusing K / V costs little balance); its cache, the L1 the blocks' buffers leave (without
+  // the streaming K / V buffers when it holds every S2 block).
+  const auto cost = [&](int64_t h) {
+    std::vector<int64_t> load(platform.cubeCores, 0);
+    const int64_t cores = int64_t(platform.cubeCores);
+    int64_t bundle = 0, first, count;
+    for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
+      for (int64_t n = 0; n < p.heads / h; ++n)
+        for (int64_t i0 = 0; i0 < s1; i0 += t.s1Block, ++bundle) {
+          AttentionS2Blocks(t, i0, std::min<int64_t>(s1, i0 + t.s1Block), s1, s2, first, count);
+          const int64_t round = bundle / cores, k = bundle % cores;
+          load[size_t(round % 2 ? cores - 1 - k : k)] += h * (count + 1);
+        }
+    return *std::max_element(load.begin(), load.end());
+  };
   t.groupHeads = 1, t.kvCacheBlocks = 0, t.kvStream = 1;
   for (int64_t h = group; h > 1 && t.stackHeads == 1; --h)
-    if (group % h == 0 && 8 * cost(h) <= 9 * cost(1) && (t.groupHeads == 1 || cost(h) < cost(t.groupHeads)))
+    if (group % h == 0 && 16 * cost(h) <= 17 * cost(1) && (t.groupHeads == 1 || cost(h) < cost(t.groupHeads)))
       t.groupHeads = int32_t(h);
   if (t.groupHeads > 1) {
     const int64_t kvBlock = int64_t(t.s2Block) * (d16 + v16) * bytes, need = CeilDiv(p.s2, t.s2Block);

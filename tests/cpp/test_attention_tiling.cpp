@@ -330,7 +330,8 @@ void TestStackedHeads() {
   EXPECT(g.data.fwd.stackHeads == 1 && g.data.fwd.tasks == 2 * 32);
 }
 
-// GQA prefill: bundles of a kv group's heads whose waves cost at most 1/8 more than single tasks', with the L1
+// GQA prefill: bundles of a kv group's heads whose waves cost at most 1/16 more than single tasks' (all blocks
+// alike without a mask: the busiest group's work is its waves), with the L1
 // left by the blocks' buffers as K / V cache (all of S2 without streaming buffers when it fits); none for MHA,
 // decode (stacked), or when the bundles would leave core groups idle.
 void TestGroupHeads() {
@@ -342,7 +343,7 @@ void TestGroupHeads() {
         const AttentionTiling a = Bnsd(b, n1, n2, s, s, d, d, t).Tile();
         const AttentionTilingData& td = a.data;
         const int64_t h = td.groupHeads, bytes = ElementBytes(t), d16 = (d + 15) / 16 * 16;
-        EXPECT(h >= 1 && (n1 / n2) % h == 0 && 8 * h * waves(td.tasks / h, 24) <= 9 * waves(td.tasks, 24));
+        EXPECT(h >= 1 && (n1 / n2) % h == 0 && 16 * h * waves(td.tasks / h, 24) <= 17 * waves(td.tasks, 24));
         EXPECT(a.blockDim == std::min<int64_t>(td.tasks / h, 24));
         EXPECT((h == 1) == (td.kvCacheBlocks == 0));
         const int64_t need = (s + td.s2Block - 1) / td.s2Block;
