@@ -132,7 +132,7 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
   // GQA prefill: the bundle of a kv group's heads whose snake deal leaves the busiest core group the least work
-  // (its S2 blocks and one per task: causal blocks differ), the largest of those, if at most 1/16 more than
+  // (its S2 blocks and one per task: causal blocks differ), the largest of those, if under 1/32 more than
   // single tasks' (reusing K / V costs little balance); its cache, the L1 the blocks' buffers leave (without
   // the streaming K / V buffers when it holds every S2 block).
   const auto cost = [&](int64_t h) {
@@ -150,7 +150,7 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   };
   t.groupHeads = 1, t.kvCacheBlocks = 0, t.kvStream = 1;
   for (int64_t h = group; h > 1 && t.stackHeads == 1; --h)
-    if (group % h == 0 && 16 * cost(h) <= 17 * cost(1) && (t.groupHeads == 1 || cost(h) < cost(t.groupHeads)))
+    if (group % h == 0 && 32 * cost(h) < 33 * cost(1) && (t.groupHeads == 1 || cost(h) < cost(t.groupHeads)))
       t.groupHeads = int32_t(h);
   if (t.groupHeads > 1) {
     const int64_t kvBlock = int64_t(t.s2Block) * (d16 + v16) * bytes, need = CeilDiv(p.s2, t.s2Block);
