@@ -131,13 +131,41 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
     tasks += t.stackHeads > 1 ? p.kvHeads : p.heads * CeilDiv(s1, t.s1Block);
   t.tasks = tasks;
+  // GQA prefill: the bundle of a kv group's heads whose snake deal leaves the busiest core group the least work
+  // (its S2 blocks and one per task: causal blocks differ), the largest of those, if under 1/32 more than
+  // single tasks' (reusing K / V costs little balance); its cache, the L1 the blocks' buffers leave (without
+  // the streaming K / V buffers when it holds every S2 block).
+  const auto cost = [&](int64_t h) {
+    std::vector<int64_t> load(platform.cubeCores, 0);
+    const int64_t cores = int64_t(platform.cubeCores);
+    int64_t bundle = 0, first, count;
+    for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable))
+      for (int64_t n = 0; n < p.heads / h; ++n)
+        for (int64_t i0 = 0; i0 < s1; i0 += t.s1Block, ++bundle) {
+          AttentionS2Blocks(t, i0, std::min<int64_t>(s1, i0 + t.s1Block), s1, s2, first, count);
+          const int64_t round = bundle / cores, k = bundle % cores;
+          load[size_t(round % 2 ? cores - 1 - k : k)] += h * (count + 1);
+        }
+    return *std::max_element(load.begin(), load.end());
+  };
+  t.groupHeads = 1, t.kvCacheBlocks = 0, t.kvStream = 1;
+  for (int64_t h = group; h > 1 && t.stackHeads == 1; --h)
+    if (group % h == 0 && 32 * cost(h) < 33 * cost(1) && (t.groupHeads == 1 || cost(h) < cost(t.groupHeads)))
+      t.groupHeads = int32_t(h);
+  if (t.groupHeads > 1) {
+    const int64_t kvBlock = int64_t(t.s2Block) * (d16 + v16) * bytes, need = CeilDiv(p.s2, t.s2Block);
+    const int64_t rest = l1 - int64_t(t.l1Buffers) * t.s1Block * (d16 + t.s2Block) * bytes;
+    t.kvStream = need * kvBlock > rest;
+    t.kvCacheBlocks = int32_t(t.kvStream ? std::max<int64_t>(0, rest / kvBlock - t.l1Buffers) : need);
+    if (t.kvCacheBlocks == 0) t.groupHeads = 1, t.kvStream = 1;
+  }
   t.sSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * 4, kWorkspaceAlign);
   t.pOffset = kAttentionSSlots * t.sSlotBytes;
   t.pSlotBytes = AlignUp(int64_t(t.s1Block) * t.s2Block * bytes, kWorkspaceAlign);
   t.oOffset = t.pOffset + kAttentionPSlots * t.pSlotBytes;
   t.oSlotBytes = AlignUp(int64_t(t.s1Block) * v16 * 4, kWorkspaceAlign);
   t.workspacePerGroup = t.oOffset + kAttentionOSlots * t.oSlotBytes;
-  out.blockDim = uint32_t(std::min<int64_t>(tasks, platform.cubeCores));
+  out.blockDim = uint32_t(std::min<int64_t>(tasks / t.groupHeads, platform.cubeCores));
   t.blockDim = int32_t(out.blockDim);
   out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;
   return out;

@@ -78,4 +78,10 @@ struct AttentionTilingData {
   // query heads stacked, row r = query row r / G of head n0 + r % G, so K and V are read once per group,
   // not once per query head. stackHeads = G then, else 1 (a task is one head's rows).
   int32_t stackHeads;
+  // Prefill with GQA: a bundle of groupHeads query heads of one kv group (a divisor of G, chosen so the
+  // bundles still fill the waves) is dealt as one, its tasks (the heads' tasks of one S1 block, same rows, so
+  // the same S2 blocks) run back to back on one group, and the AIC keeps the first kvCacheBlocks K / V tiles
+  // of the bundle's first task in L1 for the others: those cross GM -> L1 once per bundle. groupHeads 1,
+  // kvCacheBlocks 0: off. kvStream 0: the cache holds every block, so the AIC has no streaming K / V buffers.
+  int32_t groupHeads, kvCacheBlocks, kvStream;
 };

@@ -1,5 +1,6 @@
 // Fused attention forward (torch_npu's npu_fusion_attention), a FlashAttention-2 mix kernel
-// (KERNEL_TYPE_MIX_AIC_1_2): each task (batch, query head, S1 block) runs on one core group, its AIC
+// (KERNEL_TYPE_MIX_AIC_1_2): each task (batch, query head, S1 block; GQA: a bundle of a kv group's heads'
+// tasks, AttentionGroupWalk) runs on one core group, its AIC
 // computing S = Q K^T and O_j = P V (attention_cube.h), its two AIVs the scale, mask and online softmax,
 // the rescaled fp32 accumulation of O and the one normalisation at the end (attention_vector.h). They hand
 // S, P and O_j over through the group's GM workspace (nothing S x S beyond it) with mode-2 cross-core flags
@@ -15,18 +16,30 @@ __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR va
                                           GM_ADDR attentionOut, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
                                           GM_ADDR workspace, const AttentionTilingData& t, GM_ADDR tiling) {
   GM_ADDR ws = GetUserWorkspace(workspace);
+  GM_ADDR table = tiling + sizeof(AttentionTilingData);
   AttentionTaskWalk walk;
+  AttentionGroupWalk bundles;  // GQA prefill: a kv group's heads back to back (tiling's groupHeads)
   if ASCEND_IS_AIC {
-    walk.Init(t, tiling + sizeof(AttentionTilingData), GetBlockIdx(), t.tasks, false, true);
     AttentionCube<T> cube;
     cube.Init(query, key, value, ws, t);
-    cube.Process(walk);
+    if (t.groupHeads > 1) {
+      bundles.Init(t, table, GetBlockIdx());
+      cube.Process(bundles);
+    } else {
+      walk.Init(t, table, GetBlockIdx(), t.tasks, false, true);
+      cube.Process(walk);
+    }
   }
   if ASCEND_IS_AIV {
-    walk.Init(t, tiling + sizeof(AttentionTilingData), GetBlockIdx() / GetTaskRation(), t.tasks, false, true);
     AttentionVector<T> vec;
     vec.Init(attenMask, sink, attentionOut, softmaxMax, softmaxSum, ws, t);
-    vec.Process(walk);
+    if (t.groupHeads > 1) {
+      bundles.Init(t, table, GetBlockIdx() / GetTaskRation());
+      vec.Process(bundles);
+    } else {
+      walk.Init(t, table, GetBlockIdx() / GetTaskRation(), t.tasks, false, true);
+      vec.Process(walk);
+    }
   }
 }
 

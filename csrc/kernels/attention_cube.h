@@ -10,9 +10,30 @@
 // first blocks start while the previous task's last P V are still to come. With two buffers of each L1
 // tile and of L0C (the tiling's l1Buffers / l0cBuffers) a block's loads overlap the previous Mmad, and
 // its Mmad the previous Fixpipe.
+// GQA prefill (groupHeads > 1): a bundle's tasks share their rows and so their S2 blocks, and the first
+// kvCacheBlocks K and V tiles of its first task stay in L1 (kvCache_) for the other heads' tasks.
 #pragma once
 #include "cube_matmul.h"
 #include "attention_task.h"
+#include "kernel_utils.h"
+
+// A fixed L1 tile that CubeMatmul::Load fills as it fills a queue's buffer, with the hand-overs EnQue / DeQue
+// would make: the copy waits for the cube's last reads of the tile (MTE1), its readers for the copy (MTE2).
+template <typename T>
+struct AttentionL1Tile {
+  LocalTensor<T> tile;
+  template <typename U>
+  __aicore__ inline LocalTensor<U> AllocTensor() {
+    SyncPipes<HardEvent::MTE1_MTE2>();
+    return tile;
+  }
+  __aicore__ inline void EnQue(const LocalTensor<T>&) {}
+  template <typename U>
+  __aicore__ inline LocalTensor<U> DeQue() {
+    SyncPipes<HardEvent::MTE2_MTE1>();
+    return tile;
+  }
+};
 
 template <typename T>
 class AttentionCube {
@@ -29,20 +50,23 @@ class AttentionCube {
     const uint32_t d16 = CubeMatmul<T>::Align16(uint32_t(t.headDim)), s1b = t.s1Block, s2b = t.s2Block, v16 = t.vPitch;
     const uint8_t n = uint8_t(t.l1Buffers);
     pipe_.InitBuffer(qL1_, n, s1b * d16 * sizeof(T));
-    pipe_.InitBuffer(kL1_, n, s2b * d16 * sizeof(T));
+    if (t.kvStream) pipe_.InitBuffer(kL1_, n, s2b * d16 * sizeof(T));
     pipe_.InitBuffer(pL1_, n, s1b * s2b * sizeof(T));
-    pipe_.InitBuffer(vL1_, n, s2b * v16 * sizeof(T));
+    if (t.kvStream) pipe_.InitBuffer(vL1_, n, s2b * v16 * sizeof(T));
+    if (t.kvCacheBlocks > 0) pipe_.InitBuffer(kvCache_, uint32_t(t.kvCacheBlocks) * s2b * (d16 + v16) * sizeof(T));
+    kTile_ = s2b * d16, vTile_ = s2b * v16;
     const uint32_t qk = t.qkChunk, pv = t.pvChunk;
     mm_.Init(pipe_, Max(s1b * qk, s1b * pv) * sizeof(T), Max(s2b * qk, pv * v16) * sizeof(T),
              s1b * Max(s2b, v16) * sizeof(float), uint32_t(t.l0cBuffers));
   }
 
-  __aicore__ inline void Process(AttentionTaskWalk& walk) {
+  template <class Walk>
+  __aicore__ inline void Process(Walk& walk) {
     using namespace attention_flags;
     AttentionTask task;
     while (walk.Next(task)) {
       if (task.count == 0) continue;  // every row fully masked: the AIVs write it without the cube
-      Task(task);
+      Task(task, Leads(walk));
     }
     while (pvDone_ < sDone_) ComputePV();
     // the AIVs' last frees: every slot read, nothing of this launch is left in flight
@@ -54,12 +78,26 @@ class AttentionCube {
   // A block whose S is out and whose P V is still to come.
   struct Pending {
     uint32_t rows, cols;
-    int64_t v;  // V's first element in GM
+    int64_t v;          // V's first element in GM
+    int32_t cacheSlot;  // its tile in kvCache_, or -1: streamed
+    bool load;          // the cached tile is brought in with this block
   };
+
+  __aicore__ static inline bool Leads(const AttentionTaskWalk&) { return true; }
+  __aicore__ static inline bool Leads(const AttentionGroupWalk& walk) { return walk.Lead(); }
+
+  // K's (or V's) tile `slot` of the cache; `load`: the block's, from src, replacing the previous bundle's.
+  __aicore__ inline LocalTensor<T> Cached(bool value, int32_t slot, bool load, const GlobalTensor<T>& src,
+                                          uint32_t cols, uint32_t dim, uint32_t pitch) {
+    AttentionL1Tile<T> at{
+        kvCache_.Get<T>()[(value ? t_->kvCacheBlocks * kTile_ : 0) + slot * (value ? vTile_ : kTile_)]};
+    return load ? mm_.Load(at, src, cols, dim, pitch) : at.tile;
+  }
 
   __aicore__ static inline uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
 
-  __aicore__ inline void Task(const AttentionTask& task) {
+  // `lead`: the task brings its bundle's K / V tiles into the cache (always, without bundles).
+  __aicore__ inline void Task(const AttentionTask& task, bool lead) {
     using namespace attention_flags;
     const AttentionTilingData& t = *t_;
     const int64_t kvHead = task.n / (t.heads / t.kvHeads);  // stacked: task.n is the group's first head
@@ -74,8 +112,9 @@ class AttentionCube {
     for (int64_t idx = 0; idx < task.count; ++idx) {
       const int64_t j0 = (task.first + idx) * t.s2Block;
       const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block);
-      ComputeS(q, rows, k_[kBase + j0 * t.kStrideS], cols);
-      pending_[sDone_ % kAttentionSSlots] = Pending{rows, cols, vBase + j0 * t.vStrideS};
+      const int32_t slot = idx < t.kvCacheBlocks ? int32_t(idx) : -1;
+      ComputeS(q, rows, k_[kBase + j0 * t.kStrideS], cols, slot, lead);
+      pending_[sDone_ % kAttentionSSlots] = Pending{rows, cols, vBase + j0 * t.vStrideS, slot, lead};
       ++sDone_;
       if (sDone_ - pvDone_ > kAttentionSLead) ComputePV();
     }
@@ -84,13 +123,15 @@ class AttentionCube {
 
   // S of the stream's next block into S slot sDone_ % kAttentionSSlots, flag kSReady. The slot's previous
   // S (block sDone_ - kAttentionSSlots) is read: its P V, computed before this, waited for its P.
-  __aicore__ inline void ComputeS(const LocalTensor<T>& q, uint32_t rows, const GlobalTensor<T>& k, uint32_t cols) {
+  __aicore__ inline void ComputeS(const LocalTensor<T>& q, uint32_t rows, const GlobalTensor<T>& k, uint32_t cols,
+                                  int32_t cacheSlot, bool load) {
     using namespace attention_flags;
     const AttentionTilingData& t = *t_;
     const uint32_t d = uint32_t(t.headDim);
-    LocalTensor<T> kl = mm_.Load(kL1_, k, cols, d, uint32_t(t.kStrideS));
+    LocalTensor<T> kl = cacheSlot >= 0 ? Cached(false, cacheSlot, load, k, cols, d, uint32_t(t.kStrideS))
+                                       : mm_.Load(kL1_, k, cols, d, uint32_t(t.kStrideS));
     LocalTensor<float> s = mm_.ABt(q, rows, kl, cols, d, t.qkChunk);
-    kL1_.FreeTensor(kl);
+    if (cacheSlot < 0) kL1_.FreeTensor(kl);
     const int64_t slot = (sDone_ % kAttentionSSlots) * (t.sSlotBytes / int64_t(sizeof(float)));
     mm_.FixOut(sWs_[slot], s, rows, cols, uint32_t(t.s2Block));
     CrossCoreSetFlag<2, PIPE_FIX>(kSReady);
@@ -105,12 +146,13 @@ class AttentionCube {
     const uint32_t dv = uint32_t(t.valueDim), v16 = uint32_t(t.vPitch);
     const uint32_t pPitch = (b.cols + 7) / 8 * 8;  // the AIVs' row pitch of P (attention_vector.h)
     const int64_t pSlot = pvDone_ % kAttentionPSlots, oSlot = pvDone_ % kAttentionOSlots;
-    LocalTensor<T> v = mm_.Load(vL1_, v_[b.v], b.cols, dv, uint32_t(t.vStrideS));
+    LocalTensor<T> v = b.cacheSlot >= 0 ? Cached(true, b.cacheSlot, b.load, v_[b.v], b.cols, dv, uint32_t(t.vStrideS))
+                                        : mm_.Load(vL1_, v_[b.v], b.cols, dv, uint32_t(t.vStrideS));
     CrossCoreWaitFlag<2, PIPE_MTE2>(kPReady);
     LocalTensor<T> p = mm_.Load(pL1_, pWs_[pSlot * (t.pSlotBytes / int64_t(sizeof(T)))], b.rows, b.cols, pPitch);
     LocalTensor<float> o = mm_.AB(p, b.rows, v, b.cols, dv, v16, t.pvChunk);
     pL1_.FreeTensor(p);
-    vL1_.FreeTensor(v);
+    if (b.cacheSlot < 0) vL1_.FreeTensor(v);
     // the slot's previous P V (block pvDone_ - kAttentionOSlots) is read once the AIVs flag it
     if (pvDone_ >= kAttentionOSlots) CrossCoreWaitFlag<2, PIPE_FIX>(kOFree);
     mm_.FixOut(oWs_[oSlot * (t.oSlotBytes / int64_t(sizeof(float)))], o, b.rows, dv, v16);
@@ -128,4 +170,6 @@ class AttentionCube {
   CubeMatmul<T> mm_;
   TQue<TPosition::A1, 1> qL1_, pL1_;
   TQue<TPosition::B1, 1> kL1_, vL1_;
+  TBuf<TPosition::B1> kvCache_;  // kvCacheBlocks K tiles of s2Block x D16, then as many V tiles of s2Block x vPitch
+  uint32_t kTile_ = 0, vTile_ = 0;
 };

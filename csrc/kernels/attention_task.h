@@ -85,6 +85,61 @@ class AttentionTaskWalk {
   int64_t s1_ = 0, s2_ = 0, qTok0_ = 0, kTok0_ = 0, qEnd_ = 0, kEnd_ = 0;
 };
 
+// The forward's query tasks in bundles of groupHeads heads of one kv group (tiling/attention_tiling_data.h):
+// bundle (batch, head chunk, S1 block), in the order AttentionTaskWalk counts tasks with heads / groupHeads
+// for heads, dealt in snake rounds of blockDim; its tasks, head by head, all to the same group. Lead(): the
+// last task was its bundle's first (the one that brings K and V into L1).
+class AttentionGroupWalk {
+ public:
+  __aicore__ inline void Init(const AttentionTilingData& t, GM_ADDR table, int64_t group) {
+    t_ = &t;
+    group_ = group, next_ = group, bundles_ = t.tasks / t.groupHeads, round_ = 0, head_ = t.groupHeads;
+    if (t.varlen) cum_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(table), 2 * t.batch);
+    b_ = -1, batchStart_ = 0, batchBundles_ = 0, qEnd_ = 0, kEnd_ = 0;
+  }
+  __aicore__ inline bool Next(AttentionTask& task) {
+    const AttentionTilingData& t = *t_;
+    if (head_ == t.groupHeads) {  // the next bundle
+      if (next_ >= bundles_) return false;
+      while (next_ >= batchStart_ + batchBundles_) NextBatch();
+      const int64_t local = next_ - batchStart_, perHead = (s1_ + t.s1Block - 1) / t.s1Block;
+      n0_ = local / perHead * t.groupHeads, i0_ = local % perHead * t.s1Block, head_ = 0;
+      ++round_;
+      next_ = round_ * t.blockDim + (round_ % 2 ? t.blockDim - 1 - group_ : group_);
+    }
+    task.b = b_, task.s1 = s1_, task.s2 = s2_, task.qTok0 = qTok0_, task.kTok0 = kTok0_;
+    task.n = n0_ + head_, task.i0 = i0_;
+    task.rows = s1_ - i0_ < t.s1Block ? s1_ - i0_ : t.s1Block;
+    AttentionS2Blocks(t, task.i0, task.i0 + task.rows, s1_, s2_, task.first, task.count);
+    lead_ = head_ == 0;
+    ++head_;
+    return true;
+  }
+  __aicore__ inline bool Lead() const { return lead_; }
+
+ private:
+  __aicore__ inline void NextBatch() {
+    const AttentionTilingData& t = *t_;
+    batchStart_ += batchBundles_;
+    ++b_;
+    if (t.varlen) {
+      qTok0_ = qEnd_, kTok0_ = kEnd_;
+      qEnd_ = cum_.GetValue(b_), kEnd_ = cum_.GetValue(t.batch + b_);
+      s1_ = qEnd_ - qTok0_, s2_ = kEnd_ - kTok0_;
+    } else {
+      qTok0_ = 0, kTok0_ = 0, s1_ = t.s1, s2_ = t.s2;
+    }
+    batchBundles_ = t.heads / t.groupHeads * ((s1_ + t.s1Block - 1) / t.s1Block);
+  }
+
+  const AttentionTilingData* t_ = nullptr;
+  GlobalTensor<int64_t> cum_;
+  int64_t group_ = 0, next_ = 0, bundles_ = 0, round_ = 0, head_ = 0, n0_ = 0, i0_ = 0;
+  int64_t b_ = -1, batchStart_ = 0, batchBundles_ = 0;
+  int64_t s1_ = 0, s2_ = 0, qTok0_ = 0, kTok0_ = 0, qEnd_ = 0, kEnd_ = 0;
+  bool lead_ = false;
+};
+
 // A run of a query task's rows [r, r + count) that lie one stride apart in GM: one head's consecutive
 // query rows, or (stacked heads) one query row's consecutive heads. `head` and `row` are row r's.
 struct AttentionRowRun {

@@ -78,7 +78,8 @@ class AttentionVector {
   // cube is never left without a P at a task's end; a task's output goes out right after its last block's
   // P V. The next block's S (this task's or the next task's first) is loaded as soon as a softmax is
   // issued, so it arrives while the vector unit works.
-  __aicore__ inline void Process(AttentionTaskWalk& walk) {
+  template <class Walk>
+  __aicore__ inline void Process(Walk& walk) {
     using namespace attention_flags;
     AttentionTask next;
     bool more = walk.Next(next), loaded = false;

@@ -3,6 +3,7 @@
 // band (fully masked blocks skipped); the backward's tiling and the S1 blocks its key tasks visit. Prints
 // "N passed, M failed".
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -329,6 +330,45 @@ void TestStackedHeads() {
   EXPECT(g.data.fwd.stackHeads == 1 && g.data.fwd.tasks == 2 * 32);
 }
 
+// GQA prefill: bundles of a kv group's heads whose waves cost at most 1/16 more than single tasks' (all blocks
+// alike without a mask: the busiest group's work is its waves), with the L1
+// left by the blocks' buffers as K / V cache (all of S2 without streaming buffers when it fits); none for MHA,
+// decode (stacked), or when the bundles would leave core groups idle.
+void TestGroupHeads() {
+  const auto waves = [](int64_t units, int64_t cores) { return (units + cores - 1) / cores; };
+  for (DType t : {f16, bf16, f32})
+    for (int64_t d : {40, 64, 128, 256})
+      for (auto [b, n1, n2, s] :
+           std::vector<std::array<int64_t, 4>>{{4, 64, 8, 512}, {1, 32, 8, 4096}, {2, 8, 2, 300}}) {
+        const AttentionTiling a = Bnsd(b, n1, n2, s, s, d, d, t).Tile();
+        const AttentionTilingData& td = a.data;
+        const int64_t h = td.groupHeads, bytes = ElementBytes(t), d16 = (d + 15) / 16 * 16;
+        EXPECT(h >= 1 && (n1 / n2) % h == 0 && 16 * h * waves(td.tasks / h, 24) <= 17 * waves(td.tasks, 24));
+        EXPECT(a.blockDim == std::min<int64_t>(td.tasks / h, 24));
+        EXPECT((h == 1) == (td.kvCacheBlocks == 0));
+        const int64_t need = (s + td.s2Block - 1) / td.s2Block;
+        EXPECT(td.kvStream == 1 || td.kvCacheBlocks == need);
+        const int64_t l1 = td.l1Buffers * (int64_t(td.s1Block) * (d16 + td.s2Block) +
+                                           td.kvStream * int64_t(td.s2Block) * (d16 + td.vPitch)) +
+                           int64_t(td.kvCacheBlocks) * td.s2Block * (d16 + td.vPitch);
+        EXPECT(l1 * bytes <= kA2L1Bytes);
+      }
+  // cann-bench's GQA 9: 1024 tasks, 43 waves; bundles of 4 heads take 11 waves (44 heads' time; 8 heads: 6, 48),
+  // every S2 block cached, none streamed
+  const AttentionTilingData g9 = Bnsd(4, 64, 8, 512, 512, 128, 128, bf16).Tile().data;
+  EXPECT(g9.groupHeads == 4 && g9.kvStream == 0 && g9.kvCacheBlocks == 4);
+  EXPECT(Bnsd(1, 8, 8, 512, 512, 128, 128).Tile().data.groupHeads == 1);       // MHA
+  EXPECT(Bnsd(2, 32, 8, 1, 700, 128, 128).Tile().data.groupHeads == 1);        // decode: stacked
+  EXPECT(Bnsd(1, 8, 1, 128, 128, 64, 64).Tile().data.groupHeads == 1);         // 8 tasks for 24 groups
+  const AttentionTiling two = Bnsd(1, 8, 1, 128, 128, 64, 64).Tile(2);  // 2 groups: 4 waves in bundles of 4
+  EXPECT(two.data.groupHeads == 4 && two.blockDim == 2);
+  // tests/ops/test_attention.py's bundles on two groups: every S2 block cached, or the first 3 of 8 and streaming
+  const AttentionTilingData all = Bnsd(1, 8, 2, 200, 300, 128, 128, bf16).Tile(2).data;
+  EXPECT(all.groupHeads == 4 && all.kvStream == 0 && all.kvCacheBlocks == 3);
+  const AttentionTilingData part = Bnsd(1, 8, 2, 200, 1000, 128, 128, bf16).Tile(2).data;
+  EXPECT(part.groupHeads == 4 && part.kvStream == 1 && part.kvCacheBlocks == 3);
+}
+
 // The backward: blocks that fit every head dim and dtype, its task counts and workspace, and the S1 blocks
 // a key task visits: exactly those holding a row that keeps one of its keys (checked row by row).
 void TestGradTiling() {
@@ -415,6 +455,7 @@ void TestGradTiling() {
 int main() {
   TestGradTiling();
   TestStackedHeads();
+  TestGroupHeads();
   TestShapes();
   TestErrors();
   TestTilingLimits();

@@ -162,6 +162,20 @@ def test_layouts_and_dtypes(dtype, layout):
     check(dtype, layout, 2, 4, 2, 100, 150, 64)
 
 
+# Prefill with GQA: on two core groups these tile to bundles of 4 query heads per kv head whose first task
+# keeps K and V in L1 for the other three (tests/cpp/test_attention_tiling.cpp checks the tiling): every S2
+# block at S2 300, the first 3 of 8 at S2 1000 (the rest streamed per head).
+@pytest.mark.parametrize("s2", [300, 1000])
+@pytest.mark.parametrize("mode", [0, 3])
+def test_gqa_bundles_share_k_and_v(s2, mode):
+    torch.ops.ascendc_ops.set_tiling_platform("Ascend910B", 4, 2, 196352)
+    try:
+        mask = COMPRESSED if mode else None
+        check(torch.bfloat16, "BSND", 1, 8, 2, 200, s2, 128, mask=mask, sparse_mode=mode, label="bundles")
+    finally:
+        torch.ops.ascendc_ops.reset_tiling_platform()
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
 @pytest.mark.parametrize("d", [64, 128, 80, 40, 256])
 def test_head_dims(dtype, d):
