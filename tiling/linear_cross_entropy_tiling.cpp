@@ -3,7 +3,7 @@
 // A2's L1, L0 and UB (linear_cross_entropy_buffers.h). Backward: one task per block of 128 tokens (dx) or of 128
 // vocab rows (dw), each walking every block of the other. Forward: launches over vocabulary ranges that fit the
 // L2, each cut into splits so that (split, token block) tasks fill the cube cores in waves that end together.
-// Tasks are dealt round-robin to the core groups.
+// Forward tasks are dealt round-robin to the core groups, backward ones longest first (linear_cross_entropy_task.h).
 #include "linear_cross_entropy_tiling.h"
 
 #include <algorithm>
@@ -112,7 +112,7 @@ LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem&
   // the backward: one launch, every task walking all of its moving operand
   t.vocabBegin = 0, t.vocabEnd = p.vocab, t.vocabSplits = 1, t.splitBlocks = CeilDiv(p.vocab, kLceBlock);
   t.launches = 1, t.launchRows = p.vocab;
-  out.blockDim = uint32_t(std::min<int64_t>(tasks, platform.cubeCores));
+  out.blockDim = uint32_t(std::min<int64_t>({tasks, platform.cubeCores, kLceMaxGroups}));
   t.blockDim = int32_t(out.blockDim);
   out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;
   if (p.backward || tasks == 0) return out;

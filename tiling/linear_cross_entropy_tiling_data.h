@@ -3,7 +3,7 @@
 // made one [kLceBlock x kLceBlock] score block at a time on a core group's AIC and folded by its two AIVs; nothing of
 // tokens x vocab exists anywhere. A task is a fixed block of rows of one operand that walks the blocks of the other
 // (the "moving" rows): forward and the backward's dx are token tasks (128 tokens against every vocab block), the
-// backward's dw vocab tasks (128 vocab rows against every token block). Task t is done by group t % blockDim.
+// backward's dw vocab tasks (128 vocab rows against every token block), dealt to the groups (LceTaskWalk).
 #pragma once
 #include <cstdint>
 
@@ -22,6 +22,8 @@
 
 // Rows of a fixed block and of a moving block: a score block is kLceBlock x kLceBlock, each AIV takes half the rows.
 constexpr int64_t kLceBlock = 128;
+// Core groups of a launch at most (the backward's deal keeps a count per group; a 910B has 24).
+constexpr int64_t kLceMaxGroups = 64;
 // Score slots per group: the AIC computes the next block while the AIVs fold the last. The forward's AIC writes
 // its blocks in pairs (two L0C tiles against one load of the token rows), so it gets two pairs' worth.
 constexpr int64_t kLceScoreSlots = 2;

@@ -3,8 +3,11 @@
 // kLceBlock-row blocks of the other ("moving") operand: score block = fixed rows x moving rows^T over H. Forward
 // token tasks take one vocabulary split of the launch's range (split-major: the groups at work at once share a
 // split's weight rows); backward tasks every block. The backward groups a task's moving blocks into segments of
-// segBlocks. Tasks are dealt round-robin: group g takes g, g + blockDim, ...; the backward's vocab tasks come
-// first.
+// segBlocks. Forward tasks are dealt round-robin: group g takes g, g + blockDim, .... Backward tasks are of two
+// lengths (a token task walks V / 128 blocks, a vocab task T / 128: 250 against 8 at 1024 x 32,000), and round-robin
+// put a token task on top of a full share of vocab tasks (330 blocks on a group against 167 on average): they are
+// dealt longest first, each to the group with the fewest blocks so far (the lowest index of equals), every core
+// replaying the same deal (task index: vocab tasks first, then token tasks).
 #pragma once
 #include "kernel_operator.h"
 #include "linear_cross_entropy_tiling_data.h"
@@ -24,10 +27,13 @@ class LceTaskWalk {
  public:
   __aicore__ inline void Init(const LinearCrossEntropyTilingData& t, int64_t group) {
     t_ = &t;
-    next_ = group;
+    group_ = group;
+    next_ = t.vocabTasks > 0 ? 0 : group;
+    for (int64_t g = 0; t.vocabTasks > 0 && g < t.blockDim; ++g) blocks_[g] = 0;
   }
   __aicore__ inline bool Next(LceTask& task) {
     const LinearCrossEntropyTilingData& t = *t_;
+    if (t.vocabTasks > 0 && !DealNext()) return false;
     if (next_ >= t.vocabTasks + t.tokenTasks * t.vocabSplits) return false;
     task.vocabRows = next_ < t.vocabTasks;
     const int64_t index = task.vocabRows ? next_ : next_ - t.vocabTasks, total = task.vocabRows ? t.vocab : t.tokens;
@@ -40,13 +46,38 @@ class LceTaskWalk {
     const int64_t end = (task.moving + kLceBlock - 1) / kLceBlock, span = task.vocabRows ? end : t.splitBlocks;
     task.first = begin;
     task.count = end - begin < span ? (end > begin ? end - begin : 0) : span;
-    next_ += t.blockDim;
+    if (t.vocabTasks == 0) next_ += t.blockDim;
     return true;
   }
 
  private:
+  // Backward: deals tasks in longest-first order until one falls to this group; next_ is its index.
+  __aicore__ inline bool DealNext() {
+    const LinearCrossEntropyTilingData& t = *t_;
+    const int64_t tokenBlocks = (t.vocab + kLceBlock - 1) / kLceBlock,
+                  vocabBlocks = (t.tokens + kLceBlock - 1) / kLceBlock;
+    const bool tokensFirst = tokenBlocks > vocabBlocks;
+    const int64_t total = t.vocabTasks + t.tokenTasks;
+    while (dealt_ < total) {
+      const int64_t firstKind = tokensFirst ? t.tokenTasks : t.vocabTasks, p = dealt_++;
+      const bool token = tokensFirst ? p < firstKind : p >= firstKind;
+      const int64_t index =
+          token ? t.vocabTasks + (tokensFirst ? p : p - firstKind) : (tokensFirst ? p - firstKind : p);
+      int64_t least = 0;
+      for (int64_t g = 1; g < t.blockDim; ++g)
+        if (blocks_[g] < blocks_[least]) least = g;
+      blocks_[least] += token ? tokenBlocks : vocabBlocks;
+      if (least == group_) {
+        next_ = index;
+        return true;
+      }
+    }
+    return false;
+  }
+
   const LinearCrossEntropyTilingData* t_ = nullptr;
-  int64_t next_ = 0;
+  int64_t group_ = 0, next_ = 0, dealt_ = 0;
+  int64_t blocks_[kLceMaxGroups];  // backward: the blocks dealt to each group so far
 };
 
 // The moving rows [first, first + count) of block `b`.

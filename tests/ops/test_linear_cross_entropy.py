@@ -274,6 +274,13 @@ def test_vocabulary_splits_on_a_full_chip(full_chip, dtype, case):
     )
 
 
+@pytest.mark.parametrize("shape", [(7, 64, 4099), (3300, 32, 200)], ids=str)
+def test_backward_deal_on_a_full_chip(full_chip, shape):
+    """More tasks than the 24 groups, of two lengths: 1 token task of 33 blocks before 33 vocab tasks of 1 (tokens
+    dealt first), and 2 vocab tasks of 26 blocks before 26 token tasks of 2 (vocab first); each task done once."""
+    check(*shape, torch.bfloat16, reduction="sum")
+
+
 def test_forward_in_several_launches(full_chip):
     """A weight past the forward's L2 budget (96 MiB: 40000 x 1536 bf16 is 123 MB) takes two launches, the second
     folding its splits into the first's outputs."""

@@ -19,6 +19,8 @@ from ...ops import linear_cross_entropy_reference as LR
 from ...ops.linear_cross_entropy import loss_from_statistics
 from ..families.base import OpSpec
 from ..families.cross_entropy import LCE_STATS
+from ..pipeline import estimate
+from ..pipeline.launch import combined, model_launches
 from ..verify.case_fields import TensorSpec
 
 CE_TASK, LCE_TASK = "cross_entropy_loss", "linear_cross_entropy"
@@ -118,11 +120,49 @@ def _no_fuzz(rng, attrs):
 LOSS_SPEC = OpSpec(run_loss, cann_bench_loss, golden_loss, _no_fuzz, default_cases=lambda quick: [])
 
 
-# ---------------------------------------------------------------- the backward's estimate
-def backward_inputs(tensors: dict, stats: tuple, attrs: dict) -> tuple:
+# ---------------------------------------------------------------- the estimates
+def forward_model(tensors: dict, plat):
+    """The forward's model (pipeline OpModel) from its distinct launches, each run alone on the twin: the first, one
+    chained launch of a whole range standing for every other but the last, and the last (its range may be shorter).
+    Exact as the model goes: it times each launch from an empty L2 (pipeline/l2.py: no state crosses launches), the
+    middle launches share one plan (PlanForwardRange of launchRows rows, chained) and differ only in their weight
+    rows' addresses and in which targets fall in their range (a few scalar picks). Each case's forward thus costs
+    the twin at most three launches, not its whole vocabulary."""
+    h, w, t = tensors["hidden"], tensors["weight"], tensors["target"]
+    ops = torch.ops.ascendc_ops
+    with estimate.tiling_platform(plat):
+        n = ops.linear_cross_entropy_launches(h, w, t)
+    if n == 0:  # no launch: what the op records (nothing)
+        return model_launches(
+            estimate.record_packed(lambda: torch.ops.custom.linear_cross_entropy(h, w, t), plat), plat
+        )
+    stands_for = stand_ins(n)
+    models = {}
+    for k in sorted(set(stands_for)):
+        records = estimate.record_packed(lambda k=k: ops.linear_cross_entropy_launch(h, w, t, k), plat)
+        models[k] = model_launches(records, plat).launches[0]
+    return combined([models[k] for k in stands_for], plat)
+
+
+def stand_ins(launches: int) -> list[int]:
+    """Per launch of the forward, the launch run in its stead: itself for the first and the last, launch 1 for
+    the ones between."""
+    return [k if k in (0, launches - 1) else 1 for k in range(launches)]
+
+
+def token_lse(hidden: torch.Tensor, weight: torch.Tensor, rows: int = 4096) -> torch.Tensor:
+    """lse per token by torch, fp32 logits of `rows` vocabulary rows at a time (no [T, V] tensor)."""
+    lse = torch.full((hidden.shape[0],), -torch.inf)
+    h = hidden.float()
+    for v0 in range(0, weight.shape[0], rows):
+        lse = torch.logaddexp(lse, torch.logsumexp(h @ weight[v0 : v0 + rows].float().T, dim=1))
+    return lse
+
+
+def backward_inputs(tensors: dict, attrs: dict) -> tuple:
     """The grad op's inputs after the forward of a case: the loss's coefficients (a = b = 1 per kept token, over
-    their count for mean; c = 0) and lse from the statistics."""
+    their count for mean; c = 0) and lse (torch's: the forward's estimate runs only some of its launches)."""
     keep = (tensors["target"] != attrs["ignore_index"]).float()
     a = keep / keep.sum().clamp(min=1.0) if attrs["reduction"] == "mean" else keep
-    lse = stats[0] + torch.log(stats[1])
+    lse = token_lse(tensors["hidden"], tensors["weight"])
     return tensors["hidden"], tensors["weight"], tensors["target"], lse, a, a, torch.zeros_like(a)

@@ -330,7 +330,11 @@ class OpModel:
 
 
 def model_launches(records: list, plat: Platform, keep_events: bool = False) -> OpModel:
-    launches = [model_launch(r, plat, keep_events) for r in records]
+    return combined([model_launch(r, plat, keep_events) for r in records], plat)
+
+
+def combined(launches: list, plat: Platform) -> OpModel:
+    """One op call from its launches' models, back to back (a launch repeated is listed as often as it runs)."""
     est = sum(m.est_us for m in launches)
     pipes = {}
     for m in launches:
