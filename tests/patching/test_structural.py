@@ -215,13 +215,14 @@ def _doc_rows(text: str) -> dict[str, tuple[str, str, str]]:
     return rows
 
 
-COVERAGE_SHARDS = 4  # the table's types in four tests, so pytest-xdist spreads the minutes over its workers
+COVERAGE_SHARDS = 8  # the table's types in eight tests, so pytest-xdist spreads the minutes over its workers (four left
+# one shard of about a minute alone at the end of the run on 2 cores, 2026-12-02)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("shard", range(COVERAGE_SHARDS))
 def test_every_decoder_family_and_the_committed_table(tmp_path, shard):
-    """The whole table (about 3 minutes on one core, in four shards): no family fails parity once patched, and
+    """The whole table (about 3 minutes on one core, in eight shards): no family fails parity once patched, and
     docs/records/coverage.md says what a fresh run says (results, applied kernels, the opt-in kernels' verdicts: it
     is generated, not edited) for every decoder type, no more and no fewer."""
     tools = Path(__file__).resolve().parents[2] / "tools"
