@@ -3,9 +3,10 @@
 transformers routes every ``ALL_ATTENTION_FUNCTIONS[config._attn_implementation]`` attention layer through one call
 ``fn(module, query [B, Nq, Sq, D], key / value [B, Nkv, Skv, D], attention_mask, dropout=, scaling=, **kwargs)
 -> (out [B, Sq, Nq, D], None)``, and builds that mask with ``ALL_MASK_ATTENTION_FUNCTIONS`` under the same name.
-We register ``ATTN_IMPL`` in both (once, at import): the attention function is ``fused_attention_forward``, the
-mask function HF's own ``sdpa_mask`` -- an unknown name there would make ``masking_utils`` build no mask at all
-and drop causal masking. Apply sets the name on the model's configs; revert puts the previous one back.
+We register ``ATTN_IMPL`` in both (once, as transformers loads them: ``hf_registries.py``): the attention function
+is ``fused_attention_forward``, the mask function HF's own ``sdpa_mask`` -- an unknown name there would make
+``masking_utils`` build no mask at all and drop causal masking. Apply sets the name on the model's configs; revert
+puts the previous one back.
 
 The mask translation, as HF's ``sdpa_attention_forward`` reads the same masks:
 
@@ -48,7 +49,8 @@ import torch
 from torch import nn
 
 from ..ops.attention_args import TOCKENS_MAX, compressed_mask
-from .base import Found, KernelSkip, register_function, set_instance_attr
+from . import hf_registries
+from .base import Found, KernelSkip, set_instance_attr
 from .report import logger
 
 ATTN_IMPL = "ascendc_fused_attention"
@@ -213,18 +215,18 @@ def fused_attention_forward(
     return out.transpose(1, 2).contiguous(), None  # as sdpa's: layers view it as [B, S, N * D]
 
 
-def _register() -> bool:
-    try:
-        from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
-        from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
-    except ImportError:  # transformers < 5 or absent: nothing to plug into
-        return False
-    register_function(ALL_ATTENTION_FUNCTIONS, ATTN_IMPL, fused_attention_forward)
-    register_function(ALL_MASK_ATTENTION_FUNCTIONS, ATTN_IMPL, sdpa_mask)
-    return True
+# Where our name goes: transformers' attention functions, and its mask builders (there, HF's own sdpa_mask)
+_REGISTRIES = {
+    "transformers.modeling_utils": ("ALL_ATTENTION_FUNCTIONS", fused_attention_forward),
+    "transformers.masking_utils": ("ALL_MASK_ATTENTION_FUNCTIONS", "sdpa_mask"),
+}
+for _module, (_registry, _fn) in _REGISTRIES.items():
+    hf_registries.register_when_imported(_module, _registry, ATTN_IMPL, _fn)
 
 
-REGISTERED = _register()
+def registered() -> bool:
+    """Whether transformers' attention interface takes our name (importing transformers if no one has)."""
+    return all(hf_registries.ensure(m, r, ATTN_IMPL) for m, (r, _) in _REGISTRIES.items())
 
 
 def _forward_tree(cls: type) -> ast.Module | None:
@@ -307,7 +309,7 @@ def _unsupported_model(m: nn.Module) -> str | None:
 
 def find(model: nn.Module) -> Found:
     found = Found(looked_for="attention layer calling transformers' attention interface")
-    if not REGISTERED:
+    if not registered():
         found.refused["attention"] = "transformers has no attention interface (AttentionInterface, transformers >= 5)"
         return found
     configs = {}
@@ -335,6 +337,6 @@ def routed_modules(model: nn.Module) -> int:
 
 
 def patch(model: nn.Module, targets: list) -> list:
-    if not REGISTERED:
+    if not registered():
         raise KernelSkip("transformers has no attention interface (AttentionInterface, transformers >= 5)")
     return [set_instance_attr(cfg, CONFIG_ATTR, ATTN_IMPL) for cfg in targets]

@@ -107,13 +107,6 @@ def set_instance_attr(owner: object, name: str, value: object) -> PatchRecord:
     return record
 
 
-def register_function(functions, name: str, fn: Callable) -> None:
-    """Puts fn under name in one of transformers 5's function registries (ALL_ATTENTION_FUNCTIONS,
-    ALL_MASK_ATTENTION_FUNCTIONS, ALL_EXPERTS_FUNCTIONS) unless fn is there already."""
-    if functions.get(name) is not fn:
-        functions.register(name, fn)
-
-
 def transformers_version() -> str | None:
     """The installed transformers' version (its distribution's: the module object can be swapped at run time)."""
     try:

@@ -1,9 +1,10 @@
 """fused_moe: HF transformers 5 experts on our permute -> grouped_matmul -> swiglu -> grouped_matmul -> unpermute.
 
 transformers 5 routes every ``@use_experts_implementation`` experts module through
-``ALL_EXPERTS_FUNCTIONS[config._experts_implementation]``. We register ``EXPERTS_IMPL`` there (once, at
-import: a new name, nothing else changes) and apply = set that name on the experts modules' configs, so the
-model keeps its own modules, parameters, router and shared experts; revert puts the previous name back.
+``ALL_EXPERTS_FUNCTIONS[config._experts_implementation]``. We register ``EXPERTS_IMPL`` there (once, as
+transformers loads it, ``hf_registries.py``: a new name, nothing else changes) and apply = set that name on the
+experts modules' configs, so the model keeps its own modules, parameters, router and shared experts; revert puts the
+previous name back.
 ``from_pretrained(..., experts_implementation="ascendc_fused_moe")`` works too once ascendc_ops is imported.
 
 The implementation is a config setting, like HF's own ``set_experts_implementation``: models built on one
@@ -20,8 +21,8 @@ from torch import nn
 
 from ..ops import moe_experts as _experts_op
 from ..ops.moe_experts import moe_experts
-from . import probe
-from .base import Found, KernelSkip, register_function, set_instance_attr
+from . import hf_registries, probe
+from .base import Found, KernelSkip, set_instance_attr
 
 EXPERTS_IMPL = "ascendc_fused_moe"
 CONFIG_ATTR = "_experts_implementation_internal"
@@ -35,16 +36,13 @@ def fused_experts_forward(
     return moe_experts(hidden_states, top_k_index, top_k_weights, self.gate_up_proj, self.down_proj, self.is_transposed)
 
 
-def _register() -> bool:
-    try:
-        from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
-    except ImportError:  # transformers < 5 or absent: nothing to plug into
-        return False
-    register_function(ALL_EXPERTS_FUNCTIONS, EXPERTS_IMPL, fused_experts_forward)
-    return True
+_MODULE, _REGISTRY = "transformers.integrations.moe", "ALL_EXPERTS_FUNCTIONS"
+hf_registries.register_when_imported(_MODULE, _REGISTRY, EXPERTS_IMPL, fused_experts_forward)
 
 
-REGISTERED = _register()
+def registered() -> bool:
+    """Whether transformers' experts interface takes our name (importing transformers if no one has)."""
+    return hf_registries.ensure(_MODULE, _REGISTRY, EXPERTS_IMPL)
 
 
 def _unsupported(m: nn.Module) -> str | None:
@@ -114,7 +112,7 @@ def _probe(m: nn.Module) -> str | None:
 
 def find(model: nn.Module) -> Found:
     found = Found(looked_for="experts module using transformers' experts interface")
-    if not REGISTERED:
+    if not registered():
         found.refused["experts"] = "transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)"
         return found
     configs, verdicts = {}, {}
@@ -135,6 +133,6 @@ def find(model: nn.Module) -> Found:
 
 
 def patch(model: nn.Module, targets: list) -> list:
-    if not REGISTERED:
+    if not registered():
         raise KernelSkip("transformers has no experts interface (ALL_EXPERTS_FUNCTIONS, transformers >= 5)")
     return [set_instance_attr(cfg, CONFIG_ATTR, EXPERTS_IMPL) for cfg in targets]
