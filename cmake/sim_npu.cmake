@@ -24,7 +24,7 @@ if(ASCENDC_OPS_SIM_NPU AND NOT TARGET ascendc_kernels_npu)
                              ${gen_dir})
   target_compile_options(sim_npu_objects PRIVATE ${isa_${baseline_path}_flags})
   target_link_libraries(sim_npu_objects PRIVATE ${TORCH_LIBRARIES})
-  target_precompile_headers(sim_npu_objects PRIVATE ${ascendc_ops_torch_pch})
+  target_precompile_headers(sim_npu_objects REUSE_FROM ascendc_bindings)  # the same flags: torch's headers parsed once
   # One simulator per ISA path, linked to that path's library (_C*.so, whose Prepare* it calls) and its
   # kernels' twin objects, this library's own "device binary" (no recompilation): testing.py loads the
   # one matching the path in use, so one library of each kind is in the process.

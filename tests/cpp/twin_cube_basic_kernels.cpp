@@ -6,7 +6,7 @@
 //   torch.ops.twin_cube_basic.record(on) / record_take()  this library's twin record export
 //                                                      (tests/harness/test_cube_model.py models it).
 #include <torch/library.h>
-#include <torch/torch.h>
+#include <torch/types.h>  // not torch/torch.h: the whole C++ API, 8 s more to compile
 
 #include <string>
 #include <vector>

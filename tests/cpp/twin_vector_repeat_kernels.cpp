@@ -6,7 +6,7 @@
 // the offsets are elements into each buffer; alias 1 (2) makes src0 (src1) dst's buffer at aOff (bOff).
 // torch.ops.twin_repeat.record(on) / record_take(): this library's twin record export.
 #include <torch/library.h>
-#include <torch/torch.h>
+#include <torch/types.h>  // not torch/torch.h: the whole C++ API, 8 s more to compile
 
 #include <string>
 #include <vector>
