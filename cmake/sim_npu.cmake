@@ -22,7 +22,7 @@ if(ASCENDC_OPS_SIM_NPU AND NOT TARGET ascendc_kernels_npu)
   target_include_directories(sim_npu_objects PRIVATE ${sim_dir} ${sim_dir}/fake ${sim_gen} ${CMAKE_SOURCE_DIR}/csrc/torch
                              ${CMAKE_SOURCE_DIR}/csrc/torch/npu ${CMAKE_SOURCE_DIR}/csrc/twin ${CMAKE_SOURCE_DIR}/tiling
                              ${gen_dir})
-  target_compile_options(sim_npu_objects PRIVATE ${isa_${baseline_path}_flags})
+  target_compile_options(sim_npu_objects PRIVATE ${isa_${baseline_path}_flags} ${light_opt})
   target_link_libraries(sim_npu_objects PRIVATE ${TORCH_LIBRARIES})
   target_precompile_headers(sim_npu_objects REUSE_FROM ascendc_bindings)  # the same flags: torch's headers parsed once
   # One simulator per ISA path, linked to that path's library (_C*.so, whose Prepare* it calls) and its
