@@ -19,7 +19,8 @@ t0=$SECONDS start=$SECONDS status=0
 wheel=$(ls "$work"/dist/ascendc_ops-*.whl)
 step "built $(basename "$wheel")"
 "${PYTHON:-python3}" -m venv "$work/venv"
-pip=("$work/venv/bin/pip" install --quiet --disable-pip-version-check)
+# --no-compile: byte-compiling every installed module (torch has thousands) is a cost the tests below never recoup
+pip=("$work/venv/bin/pip" install --quiet --disable-pip-version-check --no-compile)
 "${pip[@]}" "$(grep -E '^torch==' requirements.txt)"
 mapfile -t pytest_pins < <(grep -E '^pytest' requirements.txt)  # pytest and pytest-xdist
 "${pip[@]}" "$wheel[hf]" "transformers==$TRANSFORMERS_OLDEST" "${pytest_pins[@]}"
