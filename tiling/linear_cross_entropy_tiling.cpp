@@ -62,15 +62,39 @@ int64_t LaunchRows(const LinearCrossEntropyProblem& p, const LinearCrossEntropyT
   return std::min(p.vocab, rows <= pairs ? rows : units > 0 ? units : pairs);
 }
 
+// Backward: vocabulary rows per launch. A launch's vocab tasks (its weight rows fixed) and token tasks (the same
+// rows moving) read each row within the launch, so its rows, at most half the budget, are read from HBM once and
+// hit the L2 after; grad_hidden's fp32 sums go from launch to launch through the workspace (2 x 4TH bytes a
+// launch), so a launch has at least as many rows as there are tokens (those bytes at most 8 / 6R of the launch's
+// 6THR FLOPs). Whole blocks, the launches as even as that allows; all of V when it fits.
+int64_t BackwardLaunchRows(const LinearCrossEntropyProblem& p, int64_t budget) {
+  const int64_t row = p.hidden * ElementBytes(p.dtype);
+  if (budget <= 0 || row <= 0) return p.vocab;
+  const int64_t rows = std::max({budget / 2 / row / kLceBlock * kLceBlock, p.tokens, kLceBlock});
+  if (rows >= p.vocab) return p.vocab;
+  return std::min(p.vocab, AlignUp(CeilDiv(p.vocab, CeilDiv(p.vocab, rows)), kLceBlock));
+}
+
 }  // namespace
 
 LinearCrossEntropyTiling TileLinearCrossEntropyLaunch(const LinearCrossEntropyTiling& first, int64_t k,
                                                       const CubePlatform& platform) {
   LinearCrossEntropyTiling out = first;
   const int64_t begin = k * first.data.launchRows, end = std::min(first.data.vocab, begin + first.data.launchRows);
-  if (k < 0 || k >= first.data.launches || first.data.vocabTasks != 0)
-    throw TilingError("the linear cross-entropy forward has no launch " + std::to_string(k));
-  PlanForwardRange(out, begin, end, k > 0, platform.cubeCores);
+  if (k < 0 || k >= first.data.launches)
+    throw TilingError("the linear cross-entropy " + std::string(first.data.vocabTasks != 0 ? "backward" : "forward") +
+                      " has no launch " + std::to_string(k));
+  if (first.data.vocabTasks == 0) {
+    PlanForwardRange(out, begin, end, k > 0, platform.cubeCores);
+    return out;
+  }
+  // the backward: the range's vocab tasks and every token task over the range; the partialOffset of the first
+  // launch (which has the most groups) in every launch, as they share the workspace's fp32 sums of grad_hidden
+  LinearCrossEntropyTilingData& t = out.data;
+  t.vocabBegin = begin, t.vocabEnd = end, t.chained = k > 0 ? 1 : 0;
+  t.vocabTasks = CeilDiv(end - begin, kLceBlock), t.splitBlocks = t.vocabTasks;
+  out.blockDim = uint32_t(std::min<int64_t>({t.tokenTasks + t.vocabTasks, platform.cubeCores, kLceMaxGroups}));
+  t.blockDim = int32_t(out.blockDim);
   return out;
 }
 
@@ -109,13 +133,21 @@ LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem&
   t.gradSlotBytes = p.backward ? AlignUp(kLceBlock * t.segBlocks * kLceBlock * bytes, kWorkspaceAlign) : 0;
   t.accOffset = t.gradOffset + kLceGradSlots * t.gradSlotBytes;
   t.workspacePerGroup = t.accOffset + (p.backward ? AlignUp(kLceBlock * p.hidden * 4, kWorkspaceAlign) : 0);
-  // the backward: one launch, every task walking all of its moving operand
+  // the backward: every task walking all of its moving operand, in one launch or (BackwardLaunchRows) several
   t.vocabBegin = 0, t.vocabEnd = p.vocab, t.vocabSplits = 1, t.splitBlocks = CeilDiv(p.vocab, kLceBlock);
   t.launches = 1, t.launchRows = p.vocab;
   out.blockDim = uint32_t(std::min<int64_t>({tasks, platform.cubeCores, kLceMaxGroups}));
   t.blockDim = int32_t(out.blockDim);
   out.workspaceBytes = int64_t(out.blockDim) * t.workspacePerGroup;
-  if (p.backward || tasks == 0) return out;
+  if (tasks == 0) return out;
+  if (p.backward) {
+    t.launchRows = BackwardLaunchRows(p, l2Budget);
+    t.launches = int32_t(CeilDiv(p.vocab, t.launchRows));
+    if (t.launches == 1) return out;
+    t.partialOffset = AlignUp(out.workspaceBytes, kWorkspaceAlign);
+    out.workspaceBytes = t.partialOffset + AlignUp(p.tokens * p.hidden * 4, kWorkspaceAlign);
+    return TileLinearCrossEntropyLaunch(out, 0, platform);
+  }
   t.launchRows = LaunchRows(p, out, l2Budget, platform.cubeCores);
   t.launches = int32_t(CeilDiv(p.vocab, t.launchRows));
   return TileLinearCrossEntropyLaunch(out, 0, platform);

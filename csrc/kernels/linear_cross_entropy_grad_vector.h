@@ -28,6 +28,7 @@ class LceGradVector : public LceVectorBase<T> {
     gradHidden_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradHidden));
     gradWeight_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradWeight));
     gradBias_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(gradBias));
+    sums_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + t.partialOffset));
   }
 
   __aicore__ inline void Process(LceTaskWalk& walk) {
@@ -92,6 +93,9 @@ class LceGradVector : public LceVectorBase<T> {
                   DataCopyPadExtParams<float>(pad != 0, 0, uint8_t(pad), 0.0f));
     SyncPipes<HardEvent::MTE2_V>();
     this->SortRowTargets(task.row0);
+    // targets before the launch's first row are an earlier launch's
+    const int64_t j0 = task.first * kLceBlock;
+    while (this->nextHit_ < this->hitCount_ && this->hits_[this->nextHit_].vocabRow < j0) ++this->nextHit_;
   }
 
   // Vocab tasks: the moving block's tokens' lse, scales and targets, one per column.
@@ -223,6 +227,9 @@ class LceGradVector : public LceVectorBase<T> {
     const uint32_t h = uint32_t(t.hidden), chunk = uint32_t(kLceBlock), bytes = uint32_t(sizeof(T));
     const GlobalTensor<T> out = task.vocabRows ? gradWeight_ : gradHidden_;
     const int64_t row = task.row0 + r0;
+    // grad_hidden over several launches: each adds its vocabulary rows' share to fp32 sums in the workspace, and the
+    // last casts them once
+    const bool sumsIn = !task.vocabRows && t.vocabBegin > 0, sumsOut = !task.vocabRows && t.vocabEnd < t.vocab;
     for (uint32_t h0 = 0; rows > 0 && h0 < h; h0 += chunk) {
       const uint32_t w = h - h0 < chunk ? h - h0 : chunk, p8 = (w + 7) / 8 * 8, pp = this->Pitch(w), n = rows * pp;
       LocalTensor<float> a = this->scoreQue_.template AllocTensor<float>();
@@ -231,6 +238,24 @@ class LceGradVector : public LceVectorBase<T> {
                   DataCopyPadExtParams<float>(p8 != w, 0, uint8_t(p8 - w), 0.0f));
       this->scoreQue_.EnQue(a);
       a = this->scoreQue_.template DeQue<float>();
+      const uint32_t sumBytes = (w * 4 + 31) / 32 * 32;
+      if (sumsIn) {  // the earlier launches' sums of these rows, added in launch order
+        LocalTensor<float> earlier = this->workBuf_.template Get<float>();
+        SyncPipes<HardEvent::V_MTE2>();
+        DataCopyPad(earlier, sums_[row * h + h0],
+                    DataCopyExtParams(uint16_t(rows), w * 4, (h - w) * 4, (pp - p8) / 8, 0),
+                    DataCopyPadExtParams<float>(p8 != w, 0, uint8_t(p8 - w), 0.0f));
+        SyncPipes<HardEvent::MTE2_V>();
+        Add(a, a, earlier, int32_t(n));
+      }
+      if (sumsOut) {  // not the last launch: the sums stay fp32 for the next
+        SyncPipes<HardEvent::V_MTE3>();
+        DataCopyPad(sums_[row * h + h0], a,
+                    DataCopyExtParams(uint16_t(rows), w * 4, (pp * 4 - sumBytes) / 32, (h - w) * 4, 0));
+        SyncPipes<HardEvent::MTE3_MTE2>();  // out before the queue's next load reuses the buffer
+        this->scoreQue_.FreeTensor(a);
+        continue;
+      }
       LocalTensor<T> stage = this->stageBuf_.template Get<T>();
       SyncPipes<HardEvent::MTE3_V>();  // the last chunk is out of the stage
       if constexpr (sizeof(T) == 4) {
@@ -250,4 +275,5 @@ class LceGradVector : public LceVectorBase<T> {
   int64_t segments_ = 0;  // G segments written: segment n went through slot n % kLceGradSlots
   GlobalTensor<float> scales_[4];  // lse, grad_softmax, grad_target, grad_uniform: per token
   GlobalTensor<T> gradHidden_, gradWeight_, gradBias_;
+  GlobalTensor<float> sums_;  // several launches: grad_hidden's fp32 sums [T, H] so far
 };

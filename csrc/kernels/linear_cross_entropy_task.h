@@ -3,11 +3,12 @@
 // kLceBlock-row blocks of the other ("moving") operand: score block = fixed rows x moving rows^T over H. Forward
 // token tasks take one vocabulary split of the launch's range (split-major: the groups at work at once share a
 // split's weight rows); backward tasks every block. The backward groups a task's moving blocks into segments of
-// segBlocks. Forward tasks are dealt round-robin: group g takes g, g + blockDim, .... Backward tasks are of two
-// lengths (a token task walks V / 128 blocks, a vocab task T / 128: 250 against 8 at 1024 x 32,000), and round-robin
-// put a token task on top of a full share of vocab tasks (330 blocks on a group against 167 on average): they are
-// dealt longest first, each to the group with the fewest blocks so far (the lowest index of equals), every core
-// replaying the same deal (task index: vocab tasks first, then token tasks).
+// segBlocks; a backward launch takes the vocabulary rows [vocabBegin, vocabEnd): its vocab tasks' and the range
+// its token tasks walk. Forward tasks are dealt round-robin: group g takes g, g + blockDim, .... Backward tasks are of
+// two lengths (a token task walks V / 128 blocks, a vocab task T / 128: 250 against 8 at 1024 x 32,000), and
+// round-robin put a token task on top of a full share of vocab tasks (330 blocks on a group against 167 on average):
+// they are dealt longest first, each to the group with the fewest blocks so far (the lowest index of equals), every
+// core replaying the same deal (task index: vocab tasks first, then token tasks).
 #pragma once
 #include "kernel_operator.h"
 #include "linear_cross_entropy_tiling_data.h"
@@ -36,9 +37,9 @@ class LceTaskWalk {
     if (t.vocabTasks > 0 && !DealNext()) return false;
     if (next_ >= t.vocabTasks + t.tokenTasks * t.vocabSplits) return false;
     task.vocabRows = next_ < t.vocabTasks;
-    const int64_t index = task.vocabRows ? next_ : next_ - t.vocabTasks, total = task.vocabRows ? t.vocab : t.tokens;
+    const int64_t index = task.vocabRows ? next_ : next_ - t.vocabTasks, total = task.vocabRows ? t.vocabEnd : t.tokens;
     const int64_t block = task.vocabRows ? index : index % t.tokenTasks;
-    task.row0 = block * kLceBlock;
+    task.row0 = (task.vocabRows ? t.vocabBegin : 0) + block * kLceBlock;
     task.rows = total - task.row0 < kLceBlock ? total - task.row0 : kLceBlock;
     task.moving = task.vocabRows ? t.tokens : t.vocabEnd;
     task.split = task.vocabRows ? 0 : index / t.tokenTasks;
@@ -54,7 +55,7 @@ class LceTaskWalk {
   // Backward: deals tasks in longest-first order until one falls to this group; next_ is its index.
   __aicore__ inline bool DealNext() {
     const LinearCrossEntropyTilingData& t = *t_;
-    const int64_t tokenBlocks = (t.vocab + kLceBlock - 1) / kLceBlock,
+    const int64_t tokenBlocks = (t.vocabEnd - t.vocabBegin + kLceBlock - 1) / kLceBlock,
                   vocabBlocks = (t.tokens + kLceBlock - 1) / kLceBlock;
     const bool tokensFirst = tokenBlocks > vocabBlocks;
     const int64_t total = t.vocabTasks + t.tokenTasks;
@@ -86,11 +87,11 @@ __aicore__ inline int64_t LceBlockRows(const LceTask& task, int64_t b) {
   return task.moving - first < kLceBlock ? task.moving - first : kLceBlock;
 }
 
-// The backward's segment `s` of a task: its first moving block and its block count.
+// The backward's segment `s` of a task: its first moving block (absolute) and its block count.
 __aicore__ inline void LceSegment(const LinearCrossEntropyTilingData& t, const LceTask& task, int64_t s,
                                   int64_t& firstBlock, int64_t& blocks) {
-  firstBlock = s * t.segBlocks;
-  const int64_t left = task.Blocks() - firstBlock;
+  firstBlock = task.first + s * t.segBlocks;
+  const int64_t left = task.Blocks() - s * t.segBlocks;
   blocks = left < t.segBlocks ? left : t.segBlocks;
 }
 

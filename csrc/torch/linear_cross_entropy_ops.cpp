@@ -180,17 +180,46 @@ LceStats ForwardLaunchAlone(const at::Tensor& hidden, const at::Tensor& weight, 
   return {l.logitsMax, l.sumExp, l.targetLogit, l.logitSum};
 }
 
+// The backward's launch k of l's plan (its vocabulary rows), in `workspace`, which holds grad_hidden's fp32 sums
+// from one launch to the next.
+void RunBackwardLaunch(const LinearCrossEntropyLaunch& l, int64_t k, const at::Tensor& workspace) {
+  LinearCrossEntropyLaunch chunk = l;
+  chunk.tiling = tiling::TileLinearCrossEntropyLaunch(l.tiling, k, TwinCubePlatform());
+  const auto& entry = PickEntry(twin_entries::linear_cross_entropy_grad, l.hidden.scalar_type());
+  LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, chunk.tiling.blockDim, entry.fn,
+                    EntryArgs(Gm, chunk.GradTensors(), Gm(workspace), reinterpret_cast<uint8_t*>(&chunk.tiling.data)));
+}
+
 LceGrads BackwardOnTwin(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
                         const std::vector<at::Tensor>& grads, const LceVocabInputs& vocab,
                         const tiling::LinearCrossEntropyAttrs& attrs) {
   LinearCrossEntropyLaunch l =
       PrepareLinearCrossEntropy(hidden, weight, target, grads, vocab, attrs, TwinCubePlatform());
   if (l.tiling.blockDim > 0) {
-    const auto& entry = PickEntry(twin_entries::linear_cross_entropy_grad, l.hidden.scalar_type());
-    at::Tensor workspace = Workspace(l);
-    LaunchTypedOnTwin(KERNEL_TYPE_MIX_AIC_1_2, entry.name, l.tiling.blockDim, entry.fn,
-                      EntryArgs(Gm, l.GradTensors(), Gm(workspace), reinterpret_cast<uint8_t*>(&l.tiling.data)));
+    const at::Tensor workspace = Workspace(l);
+    // one launch per vocabulary range (L2-sized at large V), grad_hidden's sums carried in the workspace
+    for (int64_t k = 0; k < l.tiling.data.launches; ++k) RunBackwardLaunch(l, k, workspace);
   }
+  return {l.gradHidden, l.gradWeight, l.gradBias};
+}
+
+// For the pipeline model, as the forward's: the backward's launch count, and its launch k run alone (a launch
+// k > 0 adds to zero sums, not the earlier launches': its gradients are not the op's, its work is).
+int64_t BackwardLaunches(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
+                         const std::vector<at::Tensor>& grads) {
+  const LinearCrossEntropyLaunch l =
+      PrepareLinearCrossEntropy(hidden, weight, target, grads, {}, {0, 0.0}, TwinCubePlatform());
+  return l.tiling.blockDim > 0 ? l.tiling.data.launches : 0;
+}
+
+LceGrads BackwardLaunchAlone(const at::Tensor& hidden, const at::Tensor& weight, const at::Tensor& target,
+                             const std::vector<at::Tensor>& grads, int64_t k) {
+  LinearCrossEntropyLaunch l =
+      PrepareLinearCrossEntropy(hidden, weight, target, grads, {}, {0, 0.0}, TwinCubePlatform());
+  TORCH_CHECK_INDEX(l.tiling.blockDim > 0 && k >= 0 && k < l.tiling.data.launches,
+                    "linear_cross_entropy_grad_launch: ", "launch ", k, " of ",
+                    l.tiling.blockDim > 0 ? l.tiling.data.launches : 0);
+  RunBackwardLaunch(l, k, Workspace(l).zero_());
   return {l.gradHidden, l.gradWeight, l.gradBias};
 }
 
@@ -220,6 +249,12 @@ TORCH_LIBRARY_FRAGMENT(ascendc_ops, m) {
       "linear_cross_entropy_launch(Tensor hidden, Tensor weight, Tensor target, int k) -> "
       "(Tensor, Tensor, Tensor, Tensor)",
       &ForwardLaunchAlone);
+  m.def("linear_cross_entropy_grad_launches(Tensor hidden, Tensor weight, Tensor target, Tensor[] grads) -> int",
+        &BackwardLaunches);
+  m.def(
+      "linear_cross_entropy_grad_launch(Tensor hidden, Tensor weight, Tensor target, Tensor[] grads, int k) -> "
+      "(Tensor, Tensor, Tensor)",
+      &BackwardLaunchAlone);
 }
 
 TORCH_LIBRARY_IMPL(custom, Meta, m) { ImplLinearCrossEntropyOps<&ForwardMeta, &BackwardMeta>(m); }

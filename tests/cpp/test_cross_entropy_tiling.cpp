@@ -2,6 +2,7 @@
 // over the blocks, the UB plan, and the argument rules every layer shares. Prints "N passed, M failed".
 // The fused linear cross-entropy (TestLinearCrossEntropy): its problem function, tasks, buffer plans and workspace.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -70,6 +71,36 @@ static void CheckForwardLaunches(const LinearCrossEntropyProblem& p, const Linea
   EXPECT(Throws([&] { TileLinearCrossEntropyLaunch(first, d.launches, plat); }));
 }
 
+// The backward's launches cover [0, V) in order, in whole blocks but the last; each has the range's vocab tasks and
+// every token task, and at least as many rows as tokens (grad_hidden's sums cross launches) unless it is the only
+// one. All share the first launch's fp32 sums of grad_hidden [T, H], after its groups' slots.
+static void CheckBackwardLaunches(const LinearCrossEntropyProblem& p, const LinearCrossEntropyTiling& first,
+                                  const CubePlatform& plat) {
+  const LinearCrossEntropyTilingData& d = first.data;
+  EXPECT(d.launches >= 1 && int64_t(d.launches - 1) * d.launchRows < p.vocab &&
+         int64_t(d.launches) * d.launchRows >= p.vocab);
+  if (d.launches > 1) {
+    EXPECT(d.launchRows % kLceBlock == 0 && d.launchRows >= p.tokens);
+    EXPECT(d.launchRows * p.hidden * ElementBytes(p.dtype) <= kLceL2Budget / 2 || d.launchRows < p.tokens + kLceBlock ||
+           d.launchRows == kLceBlock);
+    EXPECT(d.partialOffset >= int64_t(first.blockDim) * d.workspacePerGroup && d.partialOffset % 512 == 0);
+    EXPECT(first.workspaceBytes >= d.partialOffset + p.tokens * p.hidden * 4);
+  }
+  int64_t covered = 0;
+  for (int64_t k = 0; k < d.launches; ++k) {
+    const LinearCrossEntropyTiling l = TileLinearCrossEntropyLaunch(first, k, plat);
+    const LinearCrossEntropyTilingData& c = l.data;
+    EXPECT(c.vocabBegin == covered && c.vocabEnd > c.vocabBegin && c.chained == (k > 0 ? 1 : 0));
+    EXPECT(c.vocabTasks == (c.vocabEnd - c.vocabBegin + kLceBlock - 1) / kLceBlock && c.splitBlocks == c.vocabTasks);
+    EXPECT(c.tokenTasks == d.tokenTasks && c.partialOffset == d.partialOffset);
+    EXPECT(l.workspaceBytes == first.workspaceBytes && l.blockDim <= first.blockDim);
+    EXPECT(l.blockDim == uint32_t(std::min<int64_t>(c.tokenTasks + c.vocabTasks, plat.cubeCores)));
+    covered = c.vocabEnd;
+  }
+  EXPECT(covered == p.vocab);
+  EXPECT(Throws([&] { TileLinearCrossEntropyLaunch(first, d.launches, plat); }));
+}
+
 static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dtype, bool backward, bool bias = false,
                         bool classWeight = false) {
   const CubePlatform plat = Ascend910BCube(24);
@@ -78,7 +109,7 @@ static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dty
   const LinearCrossEntropyTilingData& d = t.data;
   const int64_t bytes = ElementBytes(dtype);
   EXPECT(d.tokenTasks * kLceBlock >= tokens && (d.tokenTasks - 1) * kLceBlock < tokens);
-  EXPECT(d.vocabTasks == (backward ? (vocab + kLceBlock - 1) / kLceBlock : 0));
+  EXPECT(d.vocabTasks == (backward ? (std::min(vocab, d.launchRows) + kLceBlock - 1) / kLceBlock : 0));
   EXPECT(d.kChunk * kLceBlock * bytes * 2 <= int64_t(plat.l0aBytes) && d.kChunk % 16 == 0);
   const LceCubeBuffers cube = LceCubeBuffersOf(uint32_t(bytes), uint32_t(d.kChunk), uint32_t(d.segBlocks),
                                                uint32_t(d.gemmChunk), uint32_t(d.gemmK), backward);
@@ -88,11 +119,14 @@ static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dty
   // the workspace: score slots, G segments, the accumulator of one block's rows (backward only)
   EXPECT(d.gradOffset == d.scoreSlots * d.scoreSlotBytes && d.scoreSlotBytes >= kLceBlock * kLceBlock * 4);
   if (backward) {
-    EXPECT(d.scoreSlots == kLceScoreSlots && d.vocabSplits == 1 && d.launches == 1 && d.vocabEnd == vocab);
-    EXPECT(t.blockDim == uint32_t(std::min<int64_t>(d.tokenTasks + d.vocabTasks, 24)));
+    EXPECT(d.scoreSlots == kLceScoreSlots && d.vocabSplits == 1);
     EXPECT(d.gradSlotBytes >= kLceBlock * d.segBlocks * kLceBlock * bytes);
     EXPECT(d.workspacePerGroup - d.accOffset >= kLceBlock * hidden * 4);
-    EXPECT(t.workspaceBytes == int64_t(t.blockDim) * d.workspacePerGroup);
+    CheckBackwardLaunches(p, t, plat);
+    // the op package's single kernel: one launch over all of V
+    const LinearCrossEntropyTiling one = TileLinearCrossEntropy(p, plat);
+    EXPECT(one.data.launches == 1 && one.data.vocabEnd == vocab && one.data.vocabTasks == (vocab + 127) / 128);
+    EXPECT(one.workspaceBytes == int64_t(one.blockDim) * one.data.workspacePerGroup);
   } else {
     EXPECT(d.scoreSlots == kLceForwardScoreSlots && d.workspacePerGroup == d.accOffset && d.gradSlotBytes == 0);
     CheckForwardLaunches(p, t, plat);
@@ -126,6 +160,13 @@ static void TestLinearCrossEntropy() {
     const LinearCrossEntropyTiling c = TileLinearCrossEntropy(
         {DType::kBFloat16, 1024, 4096, vocab, 0, 0.0f, false, false, false}, plat24(), kLceL2Budget);
     EXPECT(c.data.vocabSplits == 3 && c.blockDim == 24 && c.data.launches > 1 && c.data.launchRows % 768 == 0);
+  }
+  // the backward at cann-bench's sizes: launches of at least T rows, half the L2 budget of weight rows where T allows
+  for (const auto& [tokens, hidden, vocab, launches] :
+       std::vector<std::array<int64_t, 4>>{{1024, 4096, 32000, 6}, {4096, 8192, 152064, 38}, {8192, 4096, 32000, 4}}) {
+    const LinearCrossEntropyTiling c = TileLinearCrossEntropy(
+        {DType::kBFloat16, tokens, hidden, vocab, 0, 0.0f, false, false, true}, plat24(), kLceL2Budget);
+    EXPECT(c.data.launches == launches && c.blockDim == 24);
   }
   // T 1: one token block, its vocabulary in up to 24 splits
   const LinearCrossEntropyTiling single =

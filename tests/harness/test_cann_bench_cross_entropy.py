@@ -215,6 +215,25 @@ def test_the_forward_from_its_launches_alone_is_the_whole_forward():
     assert alone.est_us == pytest.approx(whole.est_us, rel=1e-9)
 
 
+def test_the_backward_from_its_launches_alone_is_the_whole_backward():
+    """7 x 1536 x 40000 bf16: the backward's three launches (first, middle, last: grad_hidden's sums started, added
+    to, cast) each run alone are modelled as in the op's chain, launch by launch."""
+    plat = load_platform("910B", calibrated=True)
+    g = torch.Generator().manual_seed(4)
+    t = {"hidden": torch.randn(7, 1536, generator=g).bfloat16(),
+         "weight": (torch.randn(40000, 1536, generator=g) / 40).bfloat16(),
+         "target": torch.randint(0, 40000, (7,), generator=g)}  # fmt: skip
+    args = CE.backward_inputs(t, {"ignore_index": -100, "reduction": "mean"})
+    whole = model_launches(
+        estimate.record_packed(lambda: torch.ops.custom.linear_cross_entropy_grad(*args), plat), plat
+    )
+    alone = CE.backward_model(args, plat)
+    assert len(whole.launches) == len(alone.launches) == 3
+    for a, b in zip(alone.launches, whole.launches, strict=True):
+        assert a.est_us == pytest.approx(b.est_us, rel=1e-9) and a.gm_bytes == b.gm_bytes
+    assert alone.est_us == pytest.approx(whole.est_us, rel=1e-9)
+
+
 def test_token_lse_is_torch_logsumexp():
     g = torch.Generator().manual_seed(5)
     h, w = torch.randn(9, 32, generator=g).bfloat16(), torch.randn(1000, 32, generator=g).bfloat16()

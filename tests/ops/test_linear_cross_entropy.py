@@ -287,6 +287,13 @@ def test_forward_in_several_launches(full_chip):
     check(7, 1536, 40000, torch.bfloat16, 0.1, 1e-4, ignore=1, bias=True, weighted=True, backward=False)
 
 
+def test_backward_in_several_launches(full_chip):
+    """The backward's launches take vocabulary ranges of at most half the L2 budget (48 MiB: 16,384 rows of 1536
+    bf16), so 40000 rows take three: grad_weight and grad_bias by each launch's rows, grad_hidden summed in fp32
+    from launch to launch (the second and third add to the first's, the last casts once)."""
+    check(7, 1536, 40000, torch.bfloat16, 0.1, 1e-4, softcap=30.0, ignore=1, bias=True, weighted=True, stats=False)
+
+
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 def test_every_token_ignored(reduction):
     h, w, t = data(6, 32, 200, torch.float32, ignore=6)

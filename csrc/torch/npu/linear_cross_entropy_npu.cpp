@@ -23,16 +23,22 @@ LINEAR_CROSS_ENTROPY_KERNELS(ASCENDC_NPU_KERNELS)
 namespace ascendc_ops {
 namespace {
 
-// Queues a prepared launch: its tiling struct copied to the device, the system workspace, then the groups' slots.
+at::Tensor Workspace(const LinearCrossEntropyLaunch& l) {
+  const at::Tensor sys = npu::SysWorkspace(l.hidden.device());
+  return at::empty({sys.numel() + l.tiling.workspaceBytes}, sys.options());
+}
+
+// Queues a prepared launch: its tiling struct copied to the device, then the system workspace and the groups'
+// slots (a fresh workspace unless one is given).
 template <class Entries, class Args>
-void Enqueue(const char* name, const Entries& entries, const LinearCrossEntropyLaunch& l, const Args& tensors) {
+void Enqueue(const char* name, const Entries& entries, const LinearCrossEntropyLaunch& l, const Args& tensors,
+             const at::Tensor& given = at::Tensor()) {
   const at::Device device = l.hidden.device();
   at::Tensor host =
       at::empty({int64_t(sizeof(l.tiling.data))}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
   std::memcpy(host.data_ptr(), &l.tiling.data, sizeof(l.tiling.data));
   const at::Tensor tiling = host.to(device, /*non_blocking=*/true);
-  const at::Tensor sys = npu::SysWorkspace(device);
-  const at::Tensor workspace = at::empty({sys.numel() + l.tiling.workspaceBytes}, sys.options());
+  const at::Tensor workspace = given.defined() ? given : Workspace(l);
   npu::Enqueue(name,
                npu::LaunchOf(PickEntry(entries, l.hidden.scalar_type()).fn, l.tiling.blockDim, npu::CurrentStream(),
                              EntryArgs(npu::Ptr, tensors, workspace.data_ptr(), tiling.data_ptr())));
@@ -56,8 +62,14 @@ LceGrads Backward(const at::Tensor& hidden, const at::Tensor& weight, const at::
                   const tiling::LinearCrossEntropyAttrs& attrs) {
   LinearCrossEntropyLaunch l =
       PrepareLinearCrossEntropy(hidden, weight, target, grads, vocab, attrs, npu::NpuCubePlatform());
-  if (l.tiling.blockDim > 0)
-    Enqueue(kLinearCrossEntropyGrad.name, npu_entries::linear_cross_entropy_grad, l, l.GradTensors());
+  // one launch per vocabulary range, grad_hidden's fp32 sums carried from one to the next in one workspace
+  const at::Tensor workspace = l.tiling.blockDim > 0 ? Workspace(l) : at::Tensor();
+  for (int64_t k = 0; l.tiling.blockDim > 0 && k < l.tiling.data.launches; ++k) {
+    LinearCrossEntropyLaunch chunk = l;
+    chunk.tiling = tiling::TileLinearCrossEntropyLaunch(l.tiling, k, npu::NpuCubePlatform());
+    Enqueue(kLinearCrossEntropyGrad.name, npu_entries::linear_cross_entropy_grad, chunk, chunk.GradTensors(),
+            workspace);
+  }
   return {l.gradHidden, l.gradWeight, l.gradBias};
 }
 

@@ -136,11 +136,30 @@ def forward_model(tensors: dict, plat):
         return model_launches(
             estimate.record_packed(lambda: torch.ops.custom.linear_cross_entropy(h, w, t), plat), plat
         )
-    stands_for = stand_ins(n)
+    return from_stand_ins(n, lambda k: ops.linear_cross_entropy_launch(h, w, t, k), plat)
+
+
+def backward_model(args: tuple, plat):
+    """The backward's model (grad op inputs `args`, backward_inputs') from its distinct launches, as the forward's:
+    a launch takes a vocabulary range (its vocab tasks and every token task over it), the first starts
+    grad_hidden's fp32 sums, the middle ones add to them, the last casts them; each run alone on the twin."""
+    h, w, t, *grads = args
+    ops = torch.ops.ascendc_ops
+    with estimate.tiling_platform(plat):
+        n = ops.linear_cross_entropy_grad_launches(h, w, t, grads)
+    if n == 0:
+        return model_launches(
+            estimate.record_packed(lambda: torch.ops.custom.linear_cross_entropy_grad(*args), plat), plat
+        )
+    return from_stand_ins(n, lambda k: ops.linear_cross_entropy_grad_launch(h, w, t, grads, k), plat)
+
+
+def from_stand_ins(launches: int, run_launch, plat):
+    """The model of `launches` launches from their stand-ins, each stand-in recorded once (`run_launch(k)`)."""
+    stands_for = stand_ins(launches)
     models = {}
     for k in sorted(set(stands_for)):
-        records = estimate.record_packed(lambda k=k: ops.linear_cross_entropy_launch(h, w, t, k), plat)
-        models[k] = model_launches(records, plat).launches[0]
+        models[k] = model_launches(estimate.record_packed(lambda k=k: run_launch(k), plat), plat).launches[0]
     return combined([models[k] for k in stands_for], plat)
 
 

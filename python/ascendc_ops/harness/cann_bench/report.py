@@ -91,11 +91,10 @@ def estimate_case(case, plat) -> dict:
 
 
 def backward_estimate(case, tensors: dict, plat) -> dict:
-    """linear_cross_entropy's backward launch (grad_hidden and grad_weight of the case's loss) a training step runs
+    """linear_cross_entropy's backward launches (grad_hidden and grad_weight of the case's loss) a training step runs
     next: its modelled time, what binds, and the least backward cube work (3 x 2THV FLOPs) at the cube's peak."""
     args = ce.backward_inputs(tensors, case.attrs)
-    records = estimate.record_packed(lambda: torch.ops.custom.linear_cross_entropy_grad(*args), plat)
-    model = model_launches(records, plat)
+    model = ce.backward_model(args, plat)
     floor = lce_flops(args, "bwd") / plat.cube_peak_flops(case.inputs[0].dtype) * 1e6  # args: hidden, weight, ...
     return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes, "cube_us": floor,
             "pct": 100 * floor / model.est_us if model.est_us else None}  # fmt: skip
