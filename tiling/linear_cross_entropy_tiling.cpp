@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "linear_cross_entropy_buffers.h"
 #include "op_spec.h"
@@ -75,6 +76,45 @@ int64_t BackwardLaunchRows(const LinearCrossEntropyProblem& p, int64_t budget) {
   return std::min(p.vocab, AlignUp(CeilDiv(p.vocab, CeilDiv(p.vocab, rows)), kLceBlock));
 }
 
+// Backward: the launch's vocabulary blocks in `splits` token walks of splitBlocks blocks each (no empty one).
+void SplitTokenWalks(LinearCrossEntropyTilingData& t, int64_t splits) {
+  const int64_t blocks = t.vocabTasks;
+  t.splitBlocks = CeilDiv(blocks, std::min(splits, blocks));
+  t.vocabSplits = CeilDiv(blocks, t.splitBlocks);
+}
+
+// Backward: the busiest group's blocks when a launch's tasks are dealt as the kernel deals them (LceTaskWalk:
+// the longer kind first, each task to the group with the fewest blocks so far).
+int64_t BackwardMakespan(const LinearCrossEntropyTilingData& t, int64_t cores) {
+  const int64_t tokenLen = t.splitBlocks, vocabLen = t.tokenTasks, tokenCount = t.tokenTasks * t.vocabSplits;
+  std::vector<int64_t> load(size_t(std::min<int64_t>({cores, tokenCount + t.vocabTasks, kLceMaxGroups})), 0);
+  const bool tokensFirst = tokenLen > vocabLen;
+  for (int64_t kind = 0; kind < 2; ++kind) {
+    const bool token = (kind == 0) == tokensFirst;
+    for (int64_t n = token ? tokenCount : t.vocabTasks; n > 0; --n)
+      *std::min_element(load.begin(), load.end()) += token ? tokenLen : vocabLen;
+  }
+  return *std::max_element(load.begin(), load.end());
+}
+
+// Backward: token walks per launch. With few token blocks their walks are the longest tasks (8 at T 1024 against
+// 24 groups), so each launch's range is walked in several splits, each summing into its own fp32 grad_hidden
+// buffer (combined in order after the last launch's tasks). The count is the least busiest-group time, in block
+// steps (a score and its product, 2 x 2 x 128 x 128 x H FLOPs: 8H cycles of A2's 8192 FLOPs a cycle, 32H in
+// fp32), with each split's sums (read and written, 8TH bytes a launch) at A2's 32 HBM bytes per core cycle
+// (docs/pipeline-model.md): T / 32 / cores block steps in 16-bit dtypes, T / 128 / cores in fp32.
+int64_t BackwardSplits(const LinearCrossEntropyTilingData& first, DType dtype, int64_t cores) {
+  const int64_t perStep = (ElementBytes(dtype) == 4 ? 128 : 32) * cores;  // tokens per block step of sums
+  int64_t best = 1, bestCost = -1;
+  for (int64_t s = 1; s <= kLceMaxGradSums && s <= first.vocabTasks; ++s) {
+    LinearCrossEntropyTilingData t = first;
+    SplitTokenWalks(t, s);
+    const int64_t cost = BackwardMakespan(t, cores) * perStep + s * first.tokens;
+    if (bestCost < 0 || cost < bestCost) best = s, bestCost = cost;
+  }
+  return best;
+}
+
 }  // namespace
 
 LinearCrossEntropyTiling TileLinearCrossEntropyLaunch(const LinearCrossEntropyTiling& first, int64_t k,
@@ -92,8 +132,10 @@ LinearCrossEntropyTiling TileLinearCrossEntropyLaunch(const LinearCrossEntropyTi
   // launch (which has the most groups) in every launch, as they share the workspace's fp32 sums of grad_hidden
   LinearCrossEntropyTilingData& t = out.data;
   t.vocabBegin = begin, t.vocabEnd = end, t.chained = k > 0 ? 1 : 0;
-  t.vocabTasks = CeilDiv(end - begin, kLceBlock), t.splitBlocks = t.vocabTasks;
-  out.blockDim = uint32_t(std::min<int64_t>({t.tokenTasks + t.vocabTasks, platform.cubeCores, kLceMaxGroups}));
+  t.vocabTasks = CeilDiv(end - begin, kLceBlock);
+  SplitTokenWalks(t, std::max<int64_t>(t.gradSums, 1));
+  out.blockDim =
+      uint32_t(std::min<int64_t>({t.tokenTasks * t.vocabSplits + t.vocabTasks, platform.cubeCores, kLceMaxGroups}));
   t.blockDim = int32_t(out.blockDim);
   return out;
 }
@@ -143,9 +185,15 @@ LinearCrossEntropyTiling TileLinearCrossEntropy(const LinearCrossEntropyProblem&
   if (p.backward) {
     t.launchRows = BackwardLaunchRows(p, l2Budget);
     t.launches = int32_t(CeilDiv(p.vocab, t.launchRows));
-    if (t.launches == 1) return out;
-    t.partialOffset = AlignUp(out.workspaceBytes, kWorkspaceAlign);
-    out.workspaceBytes = t.partialOffset + AlignUp(p.tokens * p.hidden * 4, kWorkspaceAlign);
+    t.vocabTasks = CeilDiv(t.launchRows, kLceBlock);
+    // fp32 sums of grad_hidden, one [T, H] per split, when launches or splits share a token block's rows
+    t.gradSums = int32_t(BackwardSplits(t, p.dtype, platform.cubeCores));
+    if (t.launches == 1 && t.gradSums == 1) t.gradSums = 0;
+    if (t.gradSums > 0) {
+      const LinearCrossEntropyTiling widest = TileLinearCrossEntropyLaunch(out, 0, platform);
+      t.partialOffset = AlignUp(int64_t(widest.blockDim) * t.workspacePerGroup, kWorkspaceAlign);
+      out.workspaceBytes = t.partialOffset + AlignUp(t.gradSums * p.tokens * p.hidden * 4, kWorkspaceAlign);
+    }
     return TileLinearCrossEntropyLaunch(out, 0, platform);
   }
   t.launchRows = LaunchRows(p, out, l2Budget, platform.cubeCores);

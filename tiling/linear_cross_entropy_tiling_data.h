@@ -30,6 +30,8 @@ constexpr int64_t kLceScoreSlots = 2;
 constexpr int64_t kLceForwardScoreSlots = 4;
 // Forward statistics per token (max, sum-exp, target logit, logit sum): a task's partials in the workspace.
 constexpr int64_t kLceStatistics = 4;
+// The backward's token walks per launch at most (each with its own fp32 sums of grad_hidden).
+constexpr int64_t kLceMaxGradSums = 4;
 // The backward's G segments per group: the AIVs write one while the AIC multiplies the other.
 constexpr int64_t kLceGradSlots = 2;
 
@@ -59,9 +61,13 @@ struct LinearCrossEntropyTilingData {
   // shorter); a task is (split, token block), split-major. Each task writes its partial statistics
   // [vocabSplits][kLceStatistics][T] fp32 at partialOffset; after a SyncAll the AIVs combine them per token
   // (with the outputs' earlier values when `chained`: an earlier launch's ranges) into the outputs.
-  // The backward: [0, V), one split of every block.
   int64_t vocabBegin, vocabEnd, vocabSplits, splitBlocks, partialOffset;
   int32_t chained;
-  int32_t launches;  // forward launches over the shard, of launchRows rows each (the last may be shorter)
+  int32_t launches;  // launches over the shard, of launchRows rows each (the last may be shorter)
   int64_t launchRows;
+  // The backward: a launch takes the rows [vocabBegin, vocabEnd) (its vocab tasks), and its token tasks walk them
+  // in vocabSplits splits of splitBlocks blocks. gradSums > 0: grad_hidden's fp32 sums [gradSums][T, H] at
+  // partialOffset, split j's in sums j, carried from launch to launch and combined into grad_hidden after the last
+  // launch's tasks; 0: one launch, one split, each token task casts its accumulator.
+  int32_t gradSums;
 };

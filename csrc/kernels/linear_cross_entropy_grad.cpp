@@ -3,7 +3,10 @@
 // (128 tokens against every vocabulary block) grad_hidden. Per block the AIVs turn the score into G = d loss / d
 // score (linear_cross_entropy_grad_vector.h); per segment of blocks the AIC multiplies G into the task's fp32
 // accumulator in the group's workspace (linear_cross_entropy_cube.h), which the AIVs cast once into the output.
-// Every output row belongs to one task, so nothing is added across cores.
+// A launch takes a range of vocabulary rows (L2-sized at large V: linear_cross_entropy_tiling.cpp) and may walk it
+// in several token splits; then grad_hidden's rows gather in fp32 sums per split, launch after launch, added in a
+// fixed order at the end. No output row is added to by two cores at once: the gradients are the same bits
+// whatever the deal.
 #include "linear_cross_entropy_grad_vector.h"
 #include "linear_cross_entropy_sides.h"
 #include "linear_cross_entropy_tiling_data.h"

@@ -8,7 +8,8 @@
 // w per column; vocab tasks the reverse, the tokens' values loaded with each block. A vocab task also sums its rows'
 // fp32 G over every token: grad_bias, cast and written once at the task's end by the AIV that owns the rows. After
 // its first segment's G, a task reads out the previous task's accumulator (kAccReady), cast once into grad_hidden or
-// grad_weight, and flags kAccFree.
+// grad_weight, and flags kAccFree; with gradSums a token task adds it to its split's fp32 sums instead, and after
+// the last launch's tasks the AIVs add the splits' sums in order and cast them once (CombineSums).
 #pragma once
 #include "linear_cross_entropy_vector.h"
 
@@ -61,6 +62,7 @@ class LceGradVector : public LceVectorBase<T> {
     if (hasPending) Readout(pending);
     for (int64_t n = segments_ > kLceGradSlots ? segments_ - kLceGradSlots : 0; n < segments_; ++n)
       CrossCoreWaitFlag<2, PIPE_MTE3>(kGradFree);
+    if (t.gradSums > 1 && t.vocabEnd == t.vocab) CombineSums();
   }
 
  private:
@@ -217,63 +219,103 @@ class LceGradVector : public LceVectorBase<T> {
                 DataCopyExtParams(1, this->rows_ * uint32_t(sizeof(T)), 0, 0, 0));
   }
 
-  // Once the AIC flags it, the task's fp32 accumulator (this AIV's rows) cast once into its output rows.
+  // Once the AIC flags it, the task's fp32 accumulator (this AIV's rows) cast once into its output rows, or, where
+  // grad_hidden's rows are summed over several launches or splits (gradSums), added to its split's fp32 sums.
   __aicore__ inline void Readout(const LceTask& task) {
     using namespace lce_flags;
     const LinearCrossEntropyTilingData& t = *this->t_;
     uint32_t r0, rows;
     this->Half(task, r0, rows);
     CrossCoreWaitFlag<2, PIPE_MTE2>(kAccReady);
-    const uint32_t h = uint32_t(t.hidden), chunk = uint32_t(kLceBlock), bytes = uint32_t(sizeof(T));
-    const GlobalTensor<T> out = task.vocabRows ? gradWeight_ : gradHidden_;
+    const uint32_t h = uint32_t(t.hidden), chunk = uint32_t(kLceBlock);
     const int64_t row = task.row0 + r0;
-    // grad_hidden over several launches: each adds its vocabulary rows' share to fp32 sums in the workspace, and the
-    // last casts them once
-    const bool sumsIn = !task.vocabRows && t.vocabBegin > 0, sumsOut = !task.vocabRows && t.vocabEnd < t.vocab;
+    // the earlier launches' sums of these rows are added in launch order; they stay fp32 but in the last launch
+    // of one split, which casts
+    const bool summed = !task.vocabRows && t.gradSums > 0, last = t.vocabEnd == t.vocab;
+    const bool sumsIn = summed && t.chained, sumsOut = summed && !(last && t.gradSums == 1);
+    const GlobalTensor<float> sums = sums_[task.split * t.tokens * t.hidden + row * h];
+    const GlobalTensor<T> out = task.vocabRows ? gradWeight_[row * h] : gradHidden_[row * h];
     for (uint32_t h0 = 0; rows > 0 && h0 < h; h0 += chunk) {
-      const uint32_t w = h - h0 < chunk ? h - h0 : chunk, p8 = (w + 7) / 8 * 8, pp = this->Pitch(w), n = rows * pp;
-      LocalTensor<float> a = this->scoreQue_.template AllocTensor<float>();
-      DataCopyPad(a, this->acc_[int64_t(r0) * h + h0],
-                  DataCopyExtParams(uint16_t(rows), w * 4, (h - w) * 4, (pp - p8) / 8, 0),
-                  DataCopyPadExtParams<float>(p8 != w, 0, uint8_t(p8 - w), 0.0f));
-      this->scoreQue_.EnQue(a);
-      a = this->scoreQue_.template DeQue<float>();
-      const uint32_t sumBytes = (w * 4 + 31) / 32 * 32;
-      if (sumsIn) {  // the earlier launches' sums of these rows, added in launch order
-        LocalTensor<float> earlier = this->workBuf_.template Get<float>();
-        SyncPipes<HardEvent::V_MTE2>();
-        DataCopyPad(earlier, sums_[row * h + h0],
-                    DataCopyExtParams(uint16_t(rows), w * 4, (h - w) * 4, (pp - p8) / 8, 0),
-                    DataCopyPadExtParams<float>(p8 != w, 0, uint8_t(p8 - w), 0.0f));
-        SyncPipes<HardEvent::MTE2_V>();
-        Add(a, a, earlier, int32_t(n));
-      }
-      if (sumsOut) {  // not the last launch: the sums stay fp32 for the next
-        SyncPipes<HardEvent::V_MTE3>();
-        DataCopyPad(sums_[row * h + h0], a,
-                    DataCopyExtParams(uint16_t(rows), w * 4, (pp * 4 - sumBytes) / 32, (h - w) * 4, 0));
-        SyncPipes<HardEvent::MTE3_MTE2>();  // out before the queue's next load reuses the buffer
-        this->scoreQue_.FreeTensor(a);
-        continue;
-      }
-      LocalTensor<T> stage = this->stageBuf_.template Get<T>();
-      SyncPipes<HardEvent::MTE3_V>();  // the last chunk is out of the stage
-      if constexpr (sizeof(T) == 4) {
-        DataCopy(stage.template ReinterpretCast<float>(), a, DataCopyParams(1, uint16_t(n * 4 / 32), 0, 0));
-      } else {
-        Cast(stage, a, RoundMode::CAST_RINT, n);
-      }
+      const uint32_t w = h - h0 < chunk ? h - h0 : chunk;
+      LocalTensor<float> a = LoadRows(this->acc_[int64_t(r0) * h + h0], rows, w);
+      if (sumsIn) AddRows(a, sums[h0], rows, w);
+      if (sumsOut) StoreSums(sums[h0], a, rows, w);
+      else CastOut(out[h0], a, rows, w);
       this->scoreQue_.FreeTensor(a);
-      SyncPipes<HardEvent::V_MTE3>();
-      const uint32_t rowBytes = (w * bytes + 31) / 32 * 32;
-      DataCopyPad(out[row * h + h0], stage,
-                  DataCopyExtParams(uint16_t(rows), w * bytes, (pp * bytes - rowBytes) / 32, (h - w) * bytes, 0));
     }
     CrossCoreSetFlag<2, PIPE_MTE2>(kAccFree);
+  }
+
+  // After the last launch's tasks (gradSums > 1): each AIV's share of the tokens, up to kLceHalf rows at a time,
+  // gets its splits' sums added in split order and cast once into grad_hidden.
+  __aicore__ inline void CombineSums() {
+    const LinearCrossEntropyTilingData& t = *this->t_;
+    SyncPipes<HardEvent::MTE3_MTE2>();
+    SyncAll();  // every split's sums are in GM
+    const int64_t aivs = int64_t(t.blockDim) * GetTaskRation(), h = t.hidden, plane = t.tokens * h;
+    const int64_t per = (t.tokens + aivs - 1) / aivs, begin = GetBlockIdx() * per;
+    const int64_t end = begin + per < t.tokens ? begin + per : t.tokens;
+    for (int64_t r = begin; r < end; r += kLceHalf) {
+      const uint32_t rows = uint32_t(end - r < int64_t(kLceHalf) ? end - r : kLceHalf);
+      for (int64_t h0 = 0; h0 < h; h0 += kLceBlock) {
+        const uint32_t w = uint32_t(h - h0 < kLceBlock ? h - h0 : kLceBlock);
+        LocalTensor<float> a = LoadRows(sums_[r * h + h0], rows, w);
+        for (int64_t j = 1; j < t.gradSums; ++j) AddRows(a, sums_[j * plane + r * h + h0], rows, w);
+        CastOut(gradHidden_[r * h + h0], a, rows, w);
+        this->scoreQue_.FreeTensor(a);
+      }
+    }
+  }
+
+  // fp32 rows [rows, w] of a [., H] GM matrix into a score buffer (pitch Pitch(w)).
+  __aicore__ inline LocalTensor<float> LoadRows(const GlobalTensor<float>& from, uint32_t rows, uint32_t w) {
+    const uint32_t h = uint32_t(this->t_->hidden), p8 = (w + 7) / 8 * 8, pp = this->Pitch(w);
+    LocalTensor<float> a = this->scoreQue_.template AllocTensor<float>();
+    DataCopyPad(a, from, DataCopyExtParams(uint16_t(rows), w * 4, (h - w) * 4, (pp - p8) / 8, 0),
+                DataCopyPadExtParams<float>(p8 != w, 0, uint8_t(p8 - w), 0.0f));
+    this->scoreQue_.EnQue(a);
+    return this->scoreQue_.template DeQue<float>();
+  }
+
+  // a += the fp32 rows at `from` (through workBuf_).
+  __aicore__ inline void AddRows(const LocalTensor<float>& a, const GlobalTensor<float>& from, uint32_t rows,
+                                 uint32_t w) {
+    const uint32_t h = uint32_t(this->t_->hidden), p8 = (w + 7) / 8 * 8, pp = this->Pitch(w);
+    LocalTensor<float> more = this->workBuf_.template Get<float>();
+    SyncPipes<HardEvent::V_MTE2>();  // the last addition is done with it
+    DataCopyPad(more, from, DataCopyExtParams(uint16_t(rows), w * 4, (h - w) * 4, (pp - p8) / 8, 0),
+                DataCopyPadExtParams<float>(p8 != w, 0, uint8_t(p8 - w), 0.0f));
+    SyncPipes<HardEvent::MTE2_V>();
+    Add(a, a, more, int32_t(rows * pp));
+  }
+
+  // fp32 rows [rows, w] (pitch Pitch(w)) out to a [., H] GM matrix.
+  __aicore__ inline void StoreSums(const GlobalTensor<float>& to, const LocalTensor<float>& a, uint32_t rows,
+                                   uint32_t w) {
+    const uint32_t h = uint32_t(this->t_->hidden), pp = this->Pitch(w), rowBytes = (w * 4 + 31) / 32 * 32;
+    SyncPipes<HardEvent::V_MTE3>();
+    DataCopyPad(to, a, DataCopyExtParams(uint16_t(rows), w * 4, (pp * 4 - rowBytes) / 32, (h - w) * 4, 0));
+    SyncPipes<HardEvent::MTE3_MTE2>();  // out before the queue's next load reuses the buffer
+  }
+
+  // fp32 rows [rows, w] (pitch Pitch(w)) cast once to T through the stage and out to a [., H] GM matrix.
+  __aicore__ inline void CastOut(const GlobalTensor<T>& to, const LocalTensor<float>& a, uint32_t rows, uint32_t w) {
+    const uint32_t h = uint32_t(this->t_->hidden), pp = this->Pitch(w), n = rows * pp, bytes = uint32_t(sizeof(T));
+    LocalTensor<T> stage = this->stageBuf_.template Get<T>();
+    SyncPipes<HardEvent::MTE3_V>();  // the last chunk is out of the stage
+    if constexpr (sizeof(T) == 4) {
+      DataCopy(stage.template ReinterpretCast<float>(), a, DataCopyParams(1, uint16_t(n * 4 / 32), 0, 0));
+    } else {
+      Cast(stage, a, RoundMode::CAST_RINT, n);
+    }
+    SyncPipes<HardEvent::V_MTE3>();
+    const uint32_t rowBytes = (w * bytes + 31) / 32 * 32;
+    DataCopyPad(to, stage,
+                DataCopyExtParams(uint16_t(rows), w * bytes, (pp * bytes - rowBytes) / 32, (h - w) * bytes, 0));
   }
 
   int64_t segments_ = 0;  // G segments written: segment n went through slot n % kLceGradSlots
   GlobalTensor<float> scales_[4];  // lse, grad_softmax, grad_target, grad_uniform: per token
   GlobalTensor<T> gradHidden_, gradWeight_, gradBias_;
-  GlobalTensor<float> sums_;  // several launches: grad_hidden's fp32 sums [T, H] so far
+  GlobalTensor<float> sums_;  // gradSums > 0: grad_hidden's fp32 sums [gradSums][T, H] so far
 };

@@ -55,12 +55,12 @@ class LceTaskWalk {
   // Backward: deals tasks in longest-first order until one falls to this group; next_ is its index.
   __aicore__ inline bool DealNext() {
     const LinearCrossEntropyTilingData& t = *t_;
-    const int64_t tokenBlocks = (t.vocabEnd - t.vocabBegin + kLceBlock - 1) / kLceBlock,
-                  vocabBlocks = (t.tokens + kLceBlock - 1) / kLceBlock;
+    // a token task walks one split of the launch's blocks (the last split's shorter length is not told apart)
+    const int64_t tokenBlocks = t.splitBlocks, vocabBlocks = (t.tokens + kLceBlock - 1) / kLceBlock;
     const bool tokensFirst = tokenBlocks > vocabBlocks;
-    const int64_t total = t.vocabTasks + t.tokenTasks;
+    const int64_t tokenCount = t.tokenTasks * t.vocabSplits, total = t.vocabTasks + tokenCount;
     while (dealt_ < total) {
-      const int64_t firstKind = tokensFirst ? t.tokenTasks : t.vocabTasks, p = dealt_++;
+      const int64_t firstKind = tokensFirst ? tokenCount : t.vocabTasks, p = dealt_++;
       const bool token = tokensFirst ? p < firstKind : p >= firstKind;
       const int64_t index =
           token ? t.vocabTasks + (tokensFirst ? p : p - firstKind) : (tokensFirst ? p - firstKind : p);

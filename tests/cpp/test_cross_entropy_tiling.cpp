@@ -72,29 +72,36 @@ static void CheckForwardLaunches(const LinearCrossEntropyProblem& p, const Linea
 }
 
 // The backward's launches cover [0, V) in order, in whole blocks but the last; each has the range's vocab tasks and
-// every token task, and at least as many rows as tokens (grad_hidden's sums cross launches) unless it is the only
-// one. All share the first launch's fp32 sums of grad_hidden [T, H], after its groups' slots.
+// every token block's walks of it, and at least as many rows as tokens (grad_hidden's sums cross launches) unless it
+// is the only one. All share the fp32 sums of grad_hidden [gradSums][T, H], after the widest launch's groups' slots.
 static void CheckBackwardLaunches(const LinearCrossEntropyProblem& p, const LinearCrossEntropyTiling& first,
                                   const CubePlatform& plat) {
   const LinearCrossEntropyTilingData& d = first.data;
   EXPECT(d.launches >= 1 && int64_t(d.launches - 1) * d.launchRows < p.vocab &&
          int64_t(d.launches) * d.launchRows >= p.vocab);
+  EXPECT(d.gradSums >= 0 && d.gradSums <= kLceMaxGradSums &&
+         (d.gradSums == 0) == (d.launches == 1 && d.vocabSplits == 1));
+  if (d.gradSums > 0) {
+    EXPECT(d.partialOffset >= int64_t(first.blockDim) * d.workspacePerGroup && d.partialOffset % 512 == 0);
+    EXPECT(first.workspaceBytes >= d.partialOffset + d.gradSums * p.tokens * p.hidden * 4);
+  }
   if (d.launches > 1) {
     EXPECT(d.launchRows % kLceBlock == 0 && d.launchRows >= p.tokens);
     EXPECT(d.launchRows * p.hidden * ElementBytes(p.dtype) <= kLceL2Budget / 2 || d.launchRows < p.tokens + kLceBlock ||
            d.launchRows == kLceBlock);
-    EXPECT(d.partialOffset >= int64_t(first.blockDim) * d.workspacePerGroup && d.partialOffset % 512 == 0);
-    EXPECT(first.workspaceBytes >= d.partialOffset + p.tokens * p.hidden * 4);
   }
   int64_t covered = 0;
   for (int64_t k = 0; k < d.launches; ++k) {
     const LinearCrossEntropyTiling l = TileLinearCrossEntropyLaunch(first, k, plat);
     const LinearCrossEntropyTilingData& c = l.data;
     EXPECT(c.vocabBegin == covered && c.vocabEnd > c.vocabBegin && c.chained == (k > 0 ? 1 : 0));
-    EXPECT(c.vocabTasks == (c.vocabEnd - c.vocabBegin + kLceBlock - 1) / kLceBlock && c.splitBlocks == c.vocabTasks);
-    EXPECT(c.tokenTasks == d.tokenTasks && c.partialOffset == d.partialOffset);
+    EXPECT(c.vocabTasks == (c.vocabEnd - c.vocabBegin + kLceBlock - 1) / kLceBlock);
+    // the token walks: every block in one split, none empty, as many as the sums (fewer in a short last launch)
+    EXPECT(c.vocabSplits * c.splitBlocks >= c.vocabTasks && (c.vocabSplits - 1) * c.splitBlocks < c.vocabTasks);
+    EXPECT(c.vocabSplits == std::max<int64_t>(d.gradSums, 1) || (k == d.launches - 1 && c.vocabSplits < d.gradSums));
+    EXPECT(c.tokenTasks == d.tokenTasks && c.partialOffset == d.partialOffset && c.gradSums == d.gradSums);
     EXPECT(l.workspaceBytes == first.workspaceBytes && l.blockDim <= first.blockDim);
-    EXPECT(l.blockDim == uint32_t(std::min<int64_t>(c.tokenTasks + c.vocabTasks, plat.cubeCores)));
+    EXPECT(l.blockDim == uint32_t(std::min<int64_t>(c.tokenTasks * c.vocabSplits + c.vocabTasks, plat.cubeCores)));
     covered = c.vocabEnd;
   }
   EXPECT(covered == p.vocab);
@@ -119,14 +126,15 @@ static void CheckLinear(int64_t tokens, int64_t hidden, int64_t vocab, DType dty
   // the workspace: score slots, G segments, the accumulator of one block's rows (backward only)
   EXPECT(d.gradOffset == d.scoreSlots * d.scoreSlotBytes && d.scoreSlotBytes >= kLceBlock * kLceBlock * 4);
   if (backward) {
-    EXPECT(d.scoreSlots == kLceScoreSlots && d.vocabSplits == 1);
+    EXPECT(d.scoreSlots == kLceScoreSlots);
     EXPECT(d.gradSlotBytes >= kLceBlock * d.segBlocks * kLceBlock * bytes);
     EXPECT(d.workspacePerGroup - d.accOffset >= kLceBlock * hidden * 4);
     CheckBackwardLaunches(p, t, plat);
     // the op package's single kernel: one launch over all of V
     const LinearCrossEntropyTiling one = TileLinearCrossEntropy(p, plat);
     EXPECT(one.data.launches == 1 && one.data.vocabEnd == vocab && one.data.vocabTasks == (vocab + 127) / 128);
-    EXPECT(one.workspaceBytes == int64_t(one.blockDim) * one.data.workspacePerGroup);
+    CheckBackwardLaunches(p, one, plat);
+    if (one.data.gradSums == 0) EXPECT(one.workspaceBytes == int64_t(one.blockDim) * one.data.workspacePerGroup);
   } else {
     EXPECT(d.scoreSlots == kLceForwardScoreSlots && d.workspacePerGroup == d.accOffset && d.gradSlotBytes == 0);
     CheckForwardLaunches(p, t, plat);
@@ -168,6 +176,10 @@ static void TestLinearCrossEntropy() {
         {DType::kBFloat16, tokens, hidden, vocab, 0, 0.0f, false, false, true}, plat24(), kLceL2Budget);
     EXPECT(c.data.launches == launches && c.blockDim == 24);
   }
+  // the backward's token walks: T 1024's 8 token blocks in 3 splits (24 walks beside the vocab tasks)
+  EXPECT(
+      TileLinearCrossEntropy({DType::kBFloat16, 1024, 4096, 32000, 0, 0.0f, false, false, true}, plat24(), kLceL2Budget)
+          .data.gradSums == 3);
   // T 1: one token block, its vocabulary in up to 24 splits
   const LinearCrossEntropyTiling single =
       TileLinearCrossEntropy({DType::kBFloat16, 1, 64, 32000, 0, 0.0f, false, false, false}, plat24(), kLceL2Budget);
