@@ -42,9 +42,24 @@ void PlanForwardRange(LinearCrossEntropyTiling& out, int64_t begin, int64_t end,
   out.workspaceBytes = t.partialOffset + AlignUp(t.vocabSplits * kLceStatistics * t.tokens * 4, kWorkspaceAlign);
 }
 
+// Forward: a launch's start and its combine after the SyncAll, in cube cycles (the calibrated mix launch start,
+// about 6.2 us, twice, at A2's 1.8 GHz: docs/pipeline-model.md), the price of one launch more.
+constexpr int64_t kLceLaunchCycles = 22000;
+
+// Forward: the modelled cube cycles of a launch of `rows` vocabulary rows: its waves of (split, token block) tasks
+// times a task's block pairs (2 x 2 x 128 x 128 x H FLOPs a pair, 8192 FLOPs a cycle; fp32 a quarter), and its start.
+int64_t ForwardLaunchCycles(const LinearCrossEntropyProblem& p, const LinearCrossEntropyTiling& plan, int64_t rows,
+                            uint32_t cores) {
+  LinearCrossEntropyTiling l = plan;
+  PlanForwardRange(l, 0, rows, false, cores);
+  const int64_t waves = CeilDiv(l.data.tokenTasks * l.data.vocabSplits, cores);
+  return waves * (l.data.splitBlocks / 2) * p.hidden * (ElementBytes(p.dtype) == 4 ? 32 : 8) + kLceLaunchCycles;
+}
+
 // Forward: vocabulary rows per launch, so that a launch's footprint (hidden and its tokens' inputs and outputs,
-// its weight / bias / class-weight rows, the workspace) fits `budget`; a whole number of its splits' block pairs
-// (the launches' waves end together too). All of V when it fits, or when hidden alone does not.
+// its weight / bias / class-weight rows, the workspace) fits `budget`: of the whole block pairs that fit, the count
+// whose launches (the last one shorter) take the fewest modelled cycles, the larger of equals. All of V when it
+// fits, or when hidden alone does not.
 int64_t LaunchRows(const LinearCrossEntropyProblem& p, const LinearCrossEntropyTiling& plan, int64_t budget,
                    uint32_t cores) {
   const int64_t bytes = ElementBytes(p.dtype),
@@ -52,15 +67,16 @@ int64_t LaunchRows(const LinearCrossEntropyProblem& p, const LinearCrossEntropyT
   const int64_t fixed = p.tokens * (p.hidden * bytes + 8 + kLceStatistics * 4) +
                         int64_t(cores) * plan.data.workspacePerGroup + int64_t(cores) * kLceStatistics * p.tokens * 4;
   if (budget <= 0 || row <= 0 || budget - fixed < row * 2 * kLceBlock) return p.vocab;
-  const int64_t launches = CeilDiv(p.vocab * row, budget - fixed);
-  if (launches <= 1) return p.vocab;
-  LinearCrossEntropyTiling even = plan;
-  PlanForwardRange(even, 0, CeilDiv(p.vocab, launches), false, cores);
-  const int64_t unit = 2 * kLceBlock * even.data.vocabSplits, rows = AlignUp(CeilDiv(p.vocab, launches), unit);
-  // rounding up may overshoot the budget: then as many whole units as fit, or (a coarse unit: few tokens, many
-  // splits) whole pairs
-  const int64_t pairs = (budget - fixed) / row / (2 * kLceBlock) * (2 * kLceBlock), units = pairs / unit * unit;
-  return std::min(p.vocab, rows <= pairs ? rows : units > 0 ? units : pairs);
+  const int64_t pair = 2 * kLceBlock, most = (budget - fixed) / row / pair * pair;
+  if (most >= p.vocab) return p.vocab;
+  int64_t best = most, bestCycles = -1;
+  for (int64_t rows = most; rows >= pair; rows -= pair) {
+    const int64_t left = p.vocab % rows;
+    const int64_t cycles = p.vocab / rows * ForwardLaunchCycles(p, plan, rows, cores) +
+                           (left > 0 ? ForwardLaunchCycles(p, plan, left, cores) : 0);
+    if (bestCycles < 0 || cycles < bestCycles) best = rows, bestCycles = cycles;
+  }
+  return best;
 }
 
 // Backward: vocabulary rows per launch. A launch's vocab tasks (its weight rows fixed) and token tasks (the same
