@@ -43,6 +43,9 @@ struct AttentionGradTilingData {
   // 1: a task's sums (dk and dv, or dq) add up in L0C over its steps and leave by one Fixpipe at its end; 0 (head
   // dims past 256, where they do not fit beside S and dP): each step's parts leave by their own.
   int32_t l0cSums;
+  // The AIVs' sets of S / dP / statistics buffers in UB: 2 where they fit beside the rest (the loads of step n + 1
+  // run under step n's vector work), else 1 (each step loads, then computes).
+  int32_t vecSets;
 };
 
 #ifdef __aicore__
