@@ -21,7 +21,7 @@
 // step n (fwd.l1Buffers 2; with one L1 buffer a query task's Q could not wait beside the last key steps'
 // Parts' reloads, so it runs at lead 0); the AIVs form dS of step n + kAttentionGradLead before they add in
 // the parts of step n. So S, dP, P, dS and the results take a slot per step in flight.
-constexpr int64_t kAttentionGradLead = 2;
+constexpr int64_t kAttentionGradLead = 4;
 constexpr int64_t kAttentionGradSlots = kAttentionGradLead + 1;
 
 struct AttentionGradTilingData {
