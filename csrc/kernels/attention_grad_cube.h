@@ -1,7 +1,8 @@
 // The AIC's half of the fused attention backward (attention_grad.cpp). Per step (query rows i, keys j):
 //   Scores: S = Q_i K_j^T and dP = dy_i V_j^T (fp32) into the step's workspace slot, flag kSReady;
 //   Parts:  once the AIVs flag kPReady (they recomputed P and formed dS = P * (dP - D)):
-//     key tasks:   dv_j += P^T dy_i and dk_j += dS^T Q_i (P^T, dS^T from the workspace),
+//     key tasks:   dv_j += P^T dy_i and dk_j += dS^T Q_i (P and dS from the workspace, transposed by the loads
+//                  into L0A; fp32: P^T and dS^T),
 //     query tasks: dq_i += dS K_j,
 //   summed in L0C over the task's steps (the tiling's l0cSums) and Fixpipe'd once, after its last step, into
 //   a result slot of the workspace once the AIVs have read the sums that used the slot last (kRFree), flag
@@ -112,18 +113,20 @@ class AttentionGradCube {
       LocalTensor<T> q, dy;
       LoadQueryRows(p.b, p.n, p.tok, p.rows, q, dy);
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
-      LocalTensor<T> parts = LoadTransposed(ws, p.cols, p.rows);
+      LocalTensor<T> parts = LoadKeyParts(ws, p.cols, p.rows);
       LocalTensor<T> pt = parts, dst = parts[uint32_t(t.s2Block) * uint32_t(g_->s1Pitch)];
       if (sums_) {  // dk [s2Block, dPitch] then dv in the sums' buffer
         const LocalTensor<float> dkSum = sumsC_, dvSum = sumsC_[uint32_t(t.s2Block) * dp];
-        mm_.ABInto(dvSum, pt, p.cols, dy, p.rows, dv, vp, g_->rowChunk, p.first);
-        mm_.ABInto(dkSum, dst, p.cols, q, p.rows, d, dp, g_->rowChunk, p.first);
+        KeyPart(dvSum, pt, p.cols, dy, p.rows, dv, vp, p.first);
+        KeyPart(dkSum, dst, p.cols, q, p.rows, d, dp, p.first);
         if (p.last) FlushSums(true, p.cols, out);
       } else {
-        LocalTensor<float> dvPart = mm_.AB(pt, p.cols, dy, p.rows, dv, vp, g_->rowChunk);
+        LocalTensor<float> dvPart = mm_.NewC();
+        KeyPart(dvPart, pt, p.cols, dy, p.rows, dv, vp, true);
         WaitResultsFree();
         mm_.FixOut(out.r2, dvPart, p.cols, dv, vp);
-        LocalTensor<float> dkPart = mm_.AB(dst, p.cols, q, p.rows, d, dp, g_->rowChunk);
+        LocalTensor<float> dkPart = mm_.NewC();
+        KeyPart(dkPart, dst, p.cols, q, p.rows, d, dp, true);
         mm_.FixOut(out.r1, dkPart, p.cols, d, dp);
         Flushed();
       }
@@ -181,14 +184,27 @@ class AttentionGradCube {
     ++flushed_;
   }
 
-  // A key step's P^T and dS^T [cols, rows] (row pitch s1Pitch in the workspace) into one L1 tile, dS^T
-  // s2Block * s1Pitch elements after P^T (as mm_.Load lays out one): one buffer for both keeps the AIC's eight
-  // L1 buffers (Q, dy, K two each, V, these) within the TPipe's 8 MTE1 -> MTE2 hand-off event ids.
-  __aicore__ inline LocalTensor<T> LoadTransposed(const AttentionGradWorkspace<T>& ws, uint32_t cols, uint32_t rows) {
+  // C (+)= X^T B of a key step: X its P or dS, B its dy or Q rows ([rows, n], row pitch nPitch in L1).
+  __aicore__ inline void KeyPart(const LocalTensor<float>& c, const LocalTensor<T>& x, uint32_t cols,
+                                 const LocalTensor<T>& b, uint32_t rows, uint32_t n, uint32_t nPitch, bool first) {
+    if constexpr (kAttentionGradCubeTransposes<T>)
+      mm_.AtBInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
+    else
+      mm_.ABInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
+  }
+
+  // A key step's P and dS [rows, cols] (row pitch Align8(cols) in the workspace; fp32: P^T and dS^T [cols, rows],
+  // pitch s1Pitch) into one L1 tile, dS s2Block * s1Pitch elements after P (as mm_.Load lays out one): one buffer
+  // for both keeps the AIC's eight L1 buffers (Q, dy, K two each, V, these) within the TPipe's 8 MTE1 -> MTE2
+  // hand-off event ids.
+  __aicore__ inline LocalTensor<T> LoadKeyParts(const AttentionGradWorkspace<T>& ws, uint32_t cols, uint32_t rows) {
     constexpr uint32_t c0 = 32 / sizeof(T);
+    const bool asHeld = kAttentionGradCubeTransposes<T>;
+    const uint32_t n = asHeld ? rows : cols, d = asHeld ? cols : rows;
+    const uint32_t pitch = asHeld ? (cols + 7) / 8 * 8 : uint32_t(g_->s1Pitch);
     LocalTensor<T> x = partsL1_.template AllocTensor<T>();
-    const Nd2NzParams nz(1, uint16_t(cols), uint16_t(rows), 0, uint16_t(g_->s1Pitch), uint16_t((cols + 15) / 16 * 16),
-                         1, uint16_t(cols * c0));
+    const Nd2NzParams nz(1, uint16_t(n), uint16_t(d), 0, uint16_t(pitch), uint16_t((n + 15) / 16 * 16), 1,
+                         uint16_t(n * c0));
     DataCopy(x, ws.p, nz);
     DataCopy(x[uint32_t(g_->fwd.s2Block) * uint32_t(g_->s1Pitch)], ws.ds, nz);
     partsL1_.EnQue(x);

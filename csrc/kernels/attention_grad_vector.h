@@ -5,7 +5,8 @@
 //   SyncAll of the AIVs) into GM after the groups' workspaces, read back per step; m, 1 / l from softmax_max / sum;
 //   P = exp(min(S * scale, mask bound) - m) / l -- the forward's P, recomputed (attention_mask.h);
 //   dS = P * (dP - D), times 1 - tanh^2 of the softcap (the same tanh) when the forward capped S;
-//   key tasks: P and dS in the input dtype, transposed by Gather, into the workspace as P^T / dS^T;
+//   key tasks: P and dS in the input dtype into the workspace as they are (the cube transposes them as it loads
+//   them), fp32 transposed by Gather as P^T / dS^T (kAttentionGradCubeTransposes);
 //   query tasks: dS into the workspace as is; flag kPReady.
 // Once the AIC flags kRReady the task's sums (summed in its L0C over the task's steps; without the tiling's
 // l0cSums each step's parts) are added into fp32 sums in UB -- key tasks split the keys between the AIVs as
@@ -212,7 +213,7 @@ class AttentionGradVector {
       if (l.stats) StatBlocks(set);
       Grad(l.st, set);
       if (l.key)
-        StoreTransposed(l.st, set);
+        StoreKeyParts(l.st, set);
       else
         StoreDs(l.st, set);
     }
@@ -432,9 +433,22 @@ class AttentionGradVector {
     }
   }
 
-  // Key tasks: P and dS transposed into the workspace's P^T / dS^T [cols, s1Pitch], this AIV's columns.
-  __aicore__ inline void StoreTransposed(const Step& st, uint32_t set) {
+  // Key tasks: P and dS [rows, pp] in the input dtype into the workspace after the other AIV's rows; fp32:
+  // transposed, P^T / dS^T [cols, s1Pitch], this AIV's columns.
+  __aicore__ inline void StoreKeyParts(const Step& st, uint32_t set) {
     const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp, rp = Align16(rows_);
+    if constexpr (kAttentionGradCubeTransposes<T>) {
+      const uint32_t area = maxRows_ * uint32_t(g_->fwd.s2Block);
+      LocalTensor<T> stage = stageBuf_.Get<T>();
+      SyncPipes<HardEvent::MTE3_V>();  // the last step's copies out have read the staging buffer
+      Cast(stage, sBuf_[set].Get<float>(), RoundMode::CAST_RINT, n);
+      Cast(stage[area], dpBuf_[set].Get<float>(), RoundMode::CAST_RINT, n);
+      SyncPipes<HardEvent::V_MTE3>();
+      const DataCopyExtParams cp(1, n * uint32_t(sizeof(T)), 0, 0, 0);
+      DataCopyPad(FormSlot().p[int64_t(r0_) * pp], stage, cp);
+      DataCopyPad(FormSlot().ds[int64_t(r0_) * pp], stage[area], cp);
+      return;
+    }
     LocalTensor<uint32_t> offsets = offsetBuf_.Get<uint32_t>();
     if (rows_ != tRows_ || pp != tPitch_ || cols != tCols_) {  // dst [c, r] <- src [r, c], padding from [0, c]
       // column 0's rp offsets by the scalar, then columns [k, 2k) = columns [0, k) + k elements: a few vector adds
