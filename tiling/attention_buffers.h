@@ -91,8 +91,8 @@ struct AttentionGradVectorUb {
   uint32_t sets;
   bool maskFull;
   ATTENTION_BUFFERS_FN uint32_t Total() const {
-    return sets * (s + dp + stats) + bound + (maskFull ? mask + maskHalf : 0) + stage + offsets + acc + ramp +
-           rowRamp + rowValues + blocks;
+    return sets * (s + dp + stats) + bound + (maskFull ? mask + maskHalf : 0) + stage + offsets + acc + ramp + rowRamp +
+           rowValues + blocks;
   }
 };
 ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t rows, uint32_t keys, uint32_t s2b,

@@ -187,10 +187,8 @@ class AttentionGradCube {
   // C (+)= X^T B of a key step: X its P or dS, B its dy or Q rows ([rows, n], row pitch nPitch in L1).
   __aicore__ inline void KeyPart(const LocalTensor<float>& c, const LocalTensor<T>& x, uint32_t cols,
                                  const LocalTensor<T>& b, uint32_t rows, uint32_t n, uint32_t nPitch, bool first) {
-    if constexpr (kAttentionGradCubeTransposes<T>)
-      mm_.AtBInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
-    else
-      mm_.ABInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
+    if constexpr (kAttentionGradCubeTransposes<T>) mm_.AtBInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
+    else mm_.ABInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
   }
 
   // A key step's P and dS [rows, cols] (row pitch Align8(cols) in the workspace; fp32: P^T and dS^T [cols, rows],

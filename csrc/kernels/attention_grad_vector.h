@@ -212,10 +212,8 @@ class AttentionGradVector {
       WaitFlag<HardEvent::MTE2_V>(loadedEvt_[set]);
       if (l.stats) StatBlocks(set);
       Grad(l.st, set);
-      if (l.key)
-        StoreKeyParts(l.st, set);
-      else
-        StoreDs(l.st, set);
+      if (l.key) StoreKeyParts(l.st, set);
+      else StoreDs(l.st, set);
     }
     Formed(l.p);
   }
@@ -530,15 +528,15 @@ class AttentionGradVector {
   uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
   Pending pending_[kAttentionGradSlots];
   Loaded loaded_[2];
-  int64_t loadedCount_ = 0;         // the group's steps so far whose loads are issued
+  int64_t loadedCount_ = 0;  // the group's steps so far whose loads are issued
   int64_t formed_ = 0, added_ = 0;  // the group's steps so far whose dS is out / whose parts are added
-  int64_t flushed_ = 0;             // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
+  int64_t flushed_ = 0;  // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
   TPipe pipe_;
-  uint32_t sets_ = 1;         // the tiling's vecSets: buffer sets of S, dP and the statistics
+  uint32_t sets_ = 1;  // the tiling's vecSets: buffer sets of S, dP and the statistics
   TEventID loadedEvt_[2]{};  // MTE2 -> V: a set's loads are in
   TBuf<TPosition::VECCALC> sBuf_[2], dpBuf_[2], statBuf_[2], boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_,
       accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_;
