@@ -23,6 +23,10 @@
 // the parts of step n. So S, dP, P, dS and the results take a slot per step in flight.
 constexpr int64_t kAttentionGradLead = 4;
 constexpr int64_t kAttentionGradSlots = kAttentionGradLead + 1;
+// The AIC's ring of Q / dy tiles in L1 (qdyRing): one per key step, held from its Scores to its Parts, and one per
+// query task, held for its Scores; a slot per step in flight and one more, so a tile's loads wait for the tile
+// before the last to be read into L0, long done, not for the Parts just issued.
+constexpr int64_t kAttentionGradRing = kAttentionGradLead + 2;
 
 struct AttentionGradTilingData {
   // Shapes, strides (dy and attention_in as the forward's out; dq / dk / dv as query / key / value),
@@ -46,6 +50,9 @@ struct AttentionGradTilingData {
   // The AIVs' sets of S / dP / statistics buffers in UB: 2 where they fit beside the rest (the loads of step n + 1
   // run under step n's vector work), else 1 (each step loads, then computes).
   int32_t vecSets;
+  // 1: Q and dy tiles in the AIC's ring of kAttentionGradRing (where L1 holds it), so a key step's Parts read the
+  // tiles its Scores loaded; 0: two Q / dy buffers, the Parts loading theirs again.
+  int32_t qdyRing;
 };
 
 #ifdef __aicore__

@@ -413,6 +413,11 @@ void TestGradTiling() {
                  .Total() <= kA2UbBudget);
       EXPECT(g.data.vecSets == 1 || f.l1Buffers == 2);
       if (d <= 128) EXPECT(g.data.vecSets == 2);
+      // with the ring of Q / dy tiles (kAttentionGradRing of them, no Q / dy queues) the AIC's L1 still fits
+      const int64_t ringL1 =
+          (kAttentionGradRing * s1b * (dp + vp) + s2b * (2 * dp + vp) + std::max(2 * s2b * s1p, s1b * s2b)) * bytes;
+      EXPECT(g.data.qdyRing == 0 || (ringL1 <= kA2L1Bytes && f.l1Buffers == 2));
+      if (t != f32 && d <= 128) EXPECT(g.data.qdyRing == 1);
       // the groups' workspaces, then D of every query row (B x N1 x S1 fp32, 512-byte aligned)
       EXPECT(g.blockDim == 24 && g.data.dOffset == 24 * g.data.workspacePerGroup);
       EXPECT(g.workspaceBytes == g.data.dOffset + (2 * 8 * 300 * 4 + 511) / 512 * 512);
