@@ -76,26 +76,29 @@ enum Blocks : uint32_t { kM, kInvL, kD, kBand, kBlockSets = kBand + 2 };
 }  // namespace attention_grad_vec
 
 // The backward AIV's buffers for `rows` query rows and `keys` key rows (AttentionGradHalf of s1Block, s2b) of an
-// s2b-key block, dq / dk rows `dPitch` floats apart, dv rows `vPitch`, inputs of `elemBytes` bytes.
+// s2b-key block, dq / dk rows `dPitch` floats apart, dv rows `vPitch`, inputs of `elemBytes` bytes; S, dP and the
+// statistics `sets` times (1 or 2: AttentionGradTilingData::vecSets).
 struct AttentionGradVectorUb {
-  uint32_t s, dp, bound;     // S then P, dP then dS, the mask bound: fp32 [rows, s2b]
+  uint32_t s, dp, bound;     // S then P, dP then dS (each set's), the mask bound: fp32 [rows, s2b]
   uint32_t mask, maskHalf;   // atten_mask's bytes (whole blocks), and as half (maskFull; else unused)
   uint32_t stage;            // P^T and dS^T (or dS) in the input dtype
   uint32_t offsets;          // Gather's offsets
   uint32_t acc;              // dk and dv, or dq, summed in fp32
   uint32_t ramp, rowRamp;    // the column and row ramps
-  uint32_t stats;            // softmax_max / softmax_sum rows
-  uint32_t rowValues;        // D, the band's two edges: a lane per row
+  uint32_t stats;            // each set's softmax_max / softmax_sum rows (8 lanes), then D (a lane per row)
+  uint32_t rowValues;        // D (ComputeD's), the band's two edges: a lane per row
   uint32_t blocks;           // the per-row blocks (attention_grad_vec::Blocks)
+  uint32_t sets;
   bool maskFull;
   ATTENTION_BUFFERS_FN uint32_t Total() const {
-    return s + dp + bound + (maskFull ? mask + maskHalf : 0) + stage + offsets + acc + ramp + rowRamp + stats +
+    return sets * (s + dp + stats) + bound + (maskFull ? mask + maskHalf : 0) + stage + offsets + acc + ramp + rowRamp +
            rowValues + blocks;
   }
 };
 ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t rows, uint32_t keys, uint32_t s2b,
                                                                       uint32_t dPitch, uint32_t vPitch,
-                                                                      uint32_t elemBytes, bool maskFull) {
+                                                                      uint32_t elemBytes, bool maskFull,
+                                                                      uint32_t sets) {
   const uint32_t area = rows * s2b;  // elements of one row block of S
   const uint32_t accKeys = keys * (dPitch + vPitch), accRows = rows * dPitch;
   return {area * 4,
@@ -108,8 +111,9 @@ ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t r
           (accKeys > accRows ? accKeys : accRows) * 4,
           s2b * 4,
           kAttentionMaxRows * 4,
-          2 * rows * uint32_t(kAttentionStatLanes) * 4,
+          (2 * rows * uint32_t(kAttentionStatLanes) + kAttentionMaxRows) * 4,
           3 * kAttentionMaxRows * 4,
           attention_grad_vec::kBlockSets * kAttentionMaxRows * kAttentionBlockFloats * 4,
+          sets,
           maskFull};
 }

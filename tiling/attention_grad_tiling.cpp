@@ -60,7 +60,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
         else if (l1Bytes > l1) why = "L1";
         else if (l0c.sums + l0c.product > int64_t(platform.l0cBytes)) why = "L0C";
         else if (AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16), uint32_t(bytes),
-                                            t.maskFull)
+                                            t.maskFull, 1)
                      .Total() > kA2UbBudget)
           why = "UB";  // the AIV's buffers as its Init carves them (attention_buffers.h)
         else {
@@ -70,6 +70,17 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
           t.l1Buffers = l1Bytes + (s1b * (d16 + v16) + s2b * d16) * bytes <= l1 ? 2 : 1;
           t.l0cBuffers = l0c.sums + 2 * l0c.product <= int64_t(platform.l0cBytes) ? 2 : 1;
           g.l0cSums = sums;
+          // a second set of S / dP / statistics buffers where UB holds it: the AIVs load step n + 1 before they form
+          // step n, which needs the cube's lead (at lead 0 its Scores of step n + 1 wait for that very step n)
+          const bool twoSets = AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16),
+                                                          uint32_t(bytes), t.maskFull, 2)
+                                   .Total() <= kA2UbBudget;
+          g.vecSets = twoSets && t.l1Buffers > 1 ? 2 : 1;
+          // the ring of Q / dy tiles beside K twice, V, P with dS: where it fits, no operand is read twice from GM
+          const int64_t ringL1 =
+              (kAttentionGradRing * s1b * (d16 + v16) + s2b * (2 * d16 + v16) + std::max(2 * s2b * s1p, s1b * s2b)) *
+              bytes;
+          g.qdyRing = t.l1Buffers > 1 && ringL1 <= l1 ? 1 : 0;
           break;
         }
       }

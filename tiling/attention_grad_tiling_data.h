@@ -21,8 +21,12 @@
 // step n (fwd.l1Buffers 2; with one L1 buffer a query task's Q could not wait beside the last key steps'
 // Parts' reloads, so it runs at lead 0); the AIVs form dS of step n + kAttentionGradLead before they add in
 // the parts of step n. So S, dP, P, dS and the results take a slot per step in flight.
-constexpr int64_t kAttentionGradLead = 2;
+constexpr int64_t kAttentionGradLead = 4;
 constexpr int64_t kAttentionGradSlots = kAttentionGradLead + 1;
+// The AIC's ring of Q / dy tiles in L1 (qdyRing): one per key step, held from its Scores to its Parts, and one per
+// query task, held for its Scores; a slot per step in flight and one more, so a tile's loads wait for the tile
+// before the last to be read into L0, long done, not for the Parts just issued.
+constexpr int64_t kAttentionGradRing = kAttentionGradLead + 2;
 
 struct AttentionGradTilingData {
   // Shapes, strides (dy and attention_in as the forward's out; dq / dk / dv as query / key / value),
@@ -43,6 +47,12 @@ struct AttentionGradTilingData {
   // 1: a task's sums (dk and dv, or dq) add up in L0C over its steps and leave by one Fixpipe at its end; 0 (head
   // dims past 256, where they do not fit beside S and dP): each step's parts leave by their own.
   int32_t l0cSums;
+  // The AIVs' sets of S / dP / statistics buffers in UB: 2 where they fit beside the rest (the loads of step n + 1
+  // run under step n's vector work), else 1 (each step loads, then computes).
+  int32_t vecSets;
+  // 1: Q and dy tiles in the AIC's ring of kAttentionGradRing (where L1 holds it), so a key step's Parts read the
+  // tiles its Scores loaded; 0: two Q / dy buffers, the Parts loading theirs again.
+  int32_t qdyRing;
 };
 
 #ifdef __aicore__

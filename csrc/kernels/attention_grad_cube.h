@@ -1,7 +1,8 @@
 // The AIC's half of the fused attention backward (attention_grad.cpp). Per step (query rows i, keys j):
 //   Scores: S = Q_i K_j^T and dP = dy_i V_j^T (fp32) into the step's workspace slot, flag kSReady;
 //   Parts:  once the AIVs flag kPReady (they recomputed P and formed dS = P * (dP - D)):
-//     key tasks:   dv_j += P^T dy_i and dk_j += dS^T Q_i (P^T, dS^T from the workspace),
+//     key tasks:   dv_j += P^T dy_i and dk_j += dS^T Q_i (P and dS from the workspace, transposed by the loads
+//                  into L0A; fp32: P^T and dS^T),
 //     query tasks: dq_i += dS K_j,
 //   summed in L0C over the task's steps (the tiling's l0cSums) and Fixpipe'd once, after its last step, into
 //   a result slot of the workspace once the AIVs have read the sums that used the slot last (kRFree), flag
@@ -11,14 +12,16 @@
 // (attention_cube.h): Scores of step n + lead before the Parts of step n (lead kAttentionGradLead with two
 // L1 buffers, else 0), so the AIVs find the next S and dP ready when they finish a step and the cube
 // never waits for a dS it could not have yet, across tasks and passes too. K_j, V_j of a key task and
-// Q_i, dy_i of a query task stay in L1 for the task's Scores; the Parts load their own operands again (Q_i
-// and dy_i of a key step, K_j of a query step), so no operand waits in L1 for steps in flight: a lead of 2
-// takes no more L1 than the Scores' and Parts' own loads, double-buffered (eight buffers, the TPipe's
-// MTE1 -> MTE2 hand-off ids), for one more read of those blocks per step.
+// Q_i, dy_i of a query task stay in L1 for the task's Scores. Where L1 holds it (the tiling's qdyRing), Q_i
+// and dy_i take a tile of a ring of kAttentionGradRing (a key step's from its Scores to its Parts, a query
+// task's for its Scores), so a key step's Parts read them from L1; else the Parts load their own operands
+// again (Q_i and dy_i of a key step), double-buffered (eight buffers, the TPipe's MTE1 -> MTE2 hand-off ids),
+// for one more read of those blocks per step. A query step's Parts load K_j again either way.
 // Q_i and dy_i serve as A (LoadData 2D) and as B (3Dv2) from one L1 tile each, K_j and V_j likewise.
 #pragma once
 #include "attention_grad_task.h"
 #include "cube_matmul.h"
+#include "kernel_utils.h"
 
 template <typename T>
 class AttentionGradCube {
@@ -37,8 +40,14 @@ class AttentionGradCube {
     sums_ = g.l0cSums != 0;
     const uint32_t s1b = t.s1Block, s2b = t.s2Block, dp = g.dPitch, vp = t.vPitch, s1p = g.s1Pitch;
     const uint8_t n = uint8_t(t.l1Buffers);
-    pipe_.InitBuffer(qL1_, n, s1b * dp * sizeof(T));
-    pipe_.InitBuffer(dyL1_, n, s1b * vp * sizeof(T));
+    ring_ = g.qdyRing != 0;
+    if (ring_) {  // Q then dy per tile; a tile's reads into L0 done, by its parity
+      pipe_.InitBuffer(ringL1_, uint32_t(kAttentionGradRing) * s1b * (dp + vp) * sizeof(T));
+      for (TEventID& e : readEvt_) e = pipe_.AllocEventID<HardEvent::MTE1_MTE2>();
+    } else {
+      pipe_.InitBuffer(qL1_, n, s1b * dp * sizeof(T));
+      pipe_.InitBuffer(dyL1_, n, s1b * vp * sizeof(T));
+    }
     pipe_.InitBuffer(kL1_, n, s2b * dp * sizeof(T));
     pipe_.InitBuffer(vL1_, 1, s2b * vp * sizeof(T));
     pipe_.InitBuffer(partsL1_, 1, Max(2 * s2b * s1p, s1b * s2b) * sizeof(T));
@@ -64,6 +73,11 @@ class AttentionGradCube {
     // the AIVs' last frees: every result read, nothing of this launch is left in flight
     for (int64_t n = flushed_ > kAttentionGradSlots ? flushed_ - kAttentionGradSlots : 0; n < flushed_; ++n)
       CrossCoreWaitFlag<2, PIPE_FIX>(Flags::kRFree);
+    if (ring_)
+      for (uint32_t parity = 0; parity < 2; ++parity) {
+        ReadWait(parity);
+        pipe_.ReleaseEventID<HardEvent::MTE1_MTE2>(readEvt_[parity]);
+      }
   }
 
  private:
@@ -73,6 +87,7 @@ class AttentionGradCube {
     bool key, first, last;  // first / last: the task's first / last step (its sums start / go out)
     uint32_t rows, cols;
     int64_t b, n, tok;  // key steps: Q_i, dy_i's head and first token; query steps: K_j's kv head and first key
+    int64_t tile;       // key steps with the ring: Q_i and dy_i's tile
   };
 
   __aicore__ static inline uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
@@ -110,26 +125,28 @@ class AttentionGradCube {
     if (sums_ && p.first) sumsC_ = sumsL0c_.template AllocTensor<float>();
     if (p.key) {
       LocalTensor<T> q, dy;
-      LoadQueryRows(p.b, p.n, p.tok, p.rows, q, dy);
+      if (ring_) RingTile(p.tile, q, dy);
+      else LoadQueryRows(p.b, p.n, p.tok, p.rows, q, dy);
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
-      LocalTensor<T> parts = LoadTransposed(ws, p.cols, p.rows);
+      LocalTensor<T> parts = LoadKeyParts(ws, p.cols, p.rows);
       LocalTensor<T> pt = parts, dst = parts[uint32_t(t.s2Block) * uint32_t(g_->s1Pitch)];
       if (sums_) {  // dk [s2Block, dPitch] then dv in the sums' buffer
         const LocalTensor<float> dkSum = sumsC_, dvSum = sumsC_[uint32_t(t.s2Block) * dp];
-        mm_.ABInto(dvSum, pt, p.cols, dy, p.rows, dv, vp, g_->rowChunk, p.first);
-        mm_.ABInto(dkSum, dst, p.cols, q, p.rows, d, dp, g_->rowChunk, p.first);
+        KeyPart(dvSum, pt, p.cols, dy, p.rows, dv, vp, p.first);
+        KeyPart(dkSum, dst, p.cols, q, p.rows, d, dp, p.first);
         if (p.last) FlushSums(true, p.cols, out);
       } else {
-        LocalTensor<float> dvPart = mm_.AB(pt, p.cols, dy, p.rows, dv, vp, g_->rowChunk);
+        LocalTensor<float> dvPart = mm_.NewC();
+        KeyPart(dvPart, pt, p.cols, dy, p.rows, dv, vp, true);
         WaitResultsFree();
         mm_.FixOut(out.r2, dvPart, p.cols, dv, vp);
-        LocalTensor<float> dkPart = mm_.AB(dst, p.cols, q, p.rows, d, dp, g_->rowChunk);
+        LocalTensor<float> dkPart = mm_.NewC();
+        KeyPart(dkPart, dst, p.cols, q, p.rows, d, dp, true);
         mm_.FixOut(out.r1, dkPart, p.cols, d, dp);
         Flushed();
       }
       partsL1_.FreeTensor(parts);
-      qL1_.FreeTensor(q);
-      dyL1_.FreeTensor(dy);
+      FreeRows(q, dy, p.tile);
     } else {
       const uint32_t pitch = (p.cols + 7) / 8 * 8;  // the AIVs' row pitch of dS (attention_grad_vector.h)
       LocalTensor<T> k =
@@ -181,14 +198,25 @@ class AttentionGradCube {
     ++flushed_;
   }
 
-  // A key step's P^T and dS^T [cols, rows] (row pitch s1Pitch in the workspace) into one L1 tile, dS^T
-  // s2Block * s1Pitch elements after P^T (as mm_.Load lays out one): one buffer for both keeps the AIC's eight
-  // L1 buffers (Q, dy, K two each, V, these) within the TPipe's 8 MTE1 -> MTE2 hand-off event ids.
-  __aicore__ inline LocalTensor<T> LoadTransposed(const AttentionGradWorkspace<T>& ws, uint32_t cols, uint32_t rows) {
+  // C (+)= X^T B of a key step: X its P or dS, B its dy or Q rows ([rows, n], row pitch nPitch in L1).
+  __aicore__ inline void KeyPart(const LocalTensor<float>& c, const LocalTensor<T>& x, uint32_t cols,
+                                 const LocalTensor<T>& b, uint32_t rows, uint32_t n, uint32_t nPitch, bool first) {
+    if constexpr (kAttentionGradCubeTransposes<T>) mm_.AtBInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
+    else mm_.ABInto(c, x, cols, b, rows, n, nPitch, g_->rowChunk, first);
+  }
+
+  // A key step's P and dS [rows, cols] (row pitch Align8(cols) in the workspace; fp32: P^T and dS^T [cols, rows],
+  // pitch s1Pitch) into one L1 tile, dS s2Block * s1Pitch elements after P (as mm_.Load lays out one): one buffer
+  // for both keeps the AIC's eight L1 buffers (Q, dy, K two each, V, these) within the TPipe's 8 MTE1 -> MTE2
+  // hand-off event ids.
+  __aicore__ inline LocalTensor<T> LoadKeyParts(const AttentionGradWorkspace<T>& ws, uint32_t cols, uint32_t rows) {
     constexpr uint32_t c0 = 32 / sizeof(T);
+    const bool asHeld = kAttentionGradCubeTransposes<T>;
+    const uint32_t n = asHeld ? rows : cols, d = asHeld ? cols : rows;
+    const uint32_t pitch = asHeld ? (cols + 7) / 8 * 8 : uint32_t(g_->s1Pitch);
     LocalTensor<T> x = partsL1_.template AllocTensor<T>();
-    const Nd2NzParams nz(1, uint16_t(cols), uint16_t(rows), 0, uint16_t(g_->s1Pitch), uint16_t((cols + 15) / 16 * 16),
-                         1, uint16_t(cols * c0));
+    const Nd2NzParams nz(1, uint16_t(n), uint16_t(d), 0, uint16_t(pitch), uint16_t((n + 15) / 16 * 16), 1,
+                         uint16_t(n * c0));
     DataCopy(x, ws.p, nz);
     DataCopy(x[uint32_t(g_->fwd.s2Block) * uint32_t(g_->s1Pitch)], ws.ds, nz);
     partsL1_.EnQue(x);
@@ -208,6 +236,56 @@ class AttentionGradCube {
                  uint32_t(t.qStrideS));
     dy = mm_.Load(dyL1_, dy_[b * t.oStrideB + n * t.oStrideN + row * t.oStrideS], rows, uint32_t(t.valueDim),
                   uint32_t(t.oStrideS));
+  }
+
+  // Tile `tile`'s slot of the ring: its Q then its dy.
+  __aicore__ inline void RingTile(int64_t tile, LocalTensor<T>& q, LocalTensor<T>& dy) {
+    const uint32_t s1b = uint32_t(g_->fwd.s1Block), size = s1b * uint32_t(g_->dPitch + g_->fwd.vPitch);
+    q = ringL1_.Get<T>()[uint32_t(tile % kAttentionGradRing) * size];
+    dy = q[s1b * uint32_t(g_->dPitch)];
+  }
+
+  // The flag of the newest tile of this parity read into L0 (if set and not yet waited for) waited for. Tiles' last
+  // reads are issued in stream order, so when tile u is loaded the read of tile u - kAttentionGradRing (same
+  // parity) has its flag set: this wait, or an earlier one, covers it.
+  __aicore__ inline void ReadWait(uint32_t parity) {
+    if (readSet_[parity]) WaitFlag<HardEvent::MTE1_MTE2>(readEvt_[parity]);
+    readSet_[parity] = false;
+  }
+
+  // Query rows [row, row + rows) of batch b, head n: into the ring's next tile, or the Q / dy queues.
+  __aicore__ inline int64_t QueryRows(int64_t b, int64_t n, int64_t row, uint32_t rows, LocalTensor<T>& q,
+                                      LocalTensor<T>& dy) {
+    if (!ring_) {
+      LoadQueryRows(b, n, row, rows, q, dy);
+      return -1;
+    }
+    const AttentionTilingData& t = g_->fwd;
+    constexpr uint32_t c0 = 32 / sizeof(T);
+    const uint16_t r16 = uint16_t((rows + 15) / 16 * 16);
+    const int64_t tile = tiles_++;
+    RingTile(tile, q, dy);
+    ReadWait(uint32_t(tile % 2));
+    DataCopy(q, q_[b * t.qStrideB + n * t.qStrideN + row * t.qStrideS],
+             Nd2NzParams(1, uint16_t(rows), uint16_t(t.headDim), 0, uint16_t(t.qStrideS), r16, 1, uint16_t(rows * c0)));
+    DataCopy(
+        dy, dy_[b * t.oStrideB + n * t.oStrideN + row * t.oStrideS],
+        Nd2NzParams(1, uint16_t(rows), uint16_t(t.valueDim), 0, uint16_t(t.oStrideS), r16, 1, uint16_t(rows * c0)));
+    SyncPipes<HardEvent::MTE2_MTE1>();  // the loads into L0 wait for these
+    return tile;
+  }
+
+  // Q and dy's last reads into L0 are issued: a ring tile's flag (its parity's) is set, queue buffers freed.
+  __aicore__ inline void FreeRows(LocalTensor<T>& q, LocalTensor<T>& dy, int64_t tile) {
+    if (!ring_) {
+      qL1_.FreeTensor(q);
+      dyL1_.FreeTensor(dy);
+      return;
+    }
+    const uint32_t parity = uint32_t(tile % 2);
+    ReadWait(parity);
+    SetFlag<HardEvent::MTE1_MTE2>(readEvt_[parity]);
+    readSet_[parity] = true;
   }
 
   // key (token) rows [j, j + cols) of batch b, kv head n into L1: k and v.
@@ -233,16 +311,16 @@ class AttentionGradCube {
         const int64_t i0 = blk * t.s1Block;
         const uint32_t rows = uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block);
         LocalTensor<T> q, dy;
-        LoadQueryRows(task.b, n, task.qTok0 + i0, rows, q, dy);
+        const int64_t tile = QueryRows(task.b, n, task.qTok0 + i0, rows, q, dy);
         Scores(q, dy, k, v, rows, cols);
-        qL1_.FreeTensor(q);
-        dyL1_.FreeTensor(dy);
+        if (!ring_) FreeRows(q, dy, tile);  // the ring's tile stays for the Parts
         if (n + 1 == end && blk + 1 == task.first + task.count) {  // the task's last Scores: K, V are done
           kL1_.FreeTensor(k);
           vL1_.FreeTensor(v);
         }
         Scored(Pending{true, n == task.n * group && blk == task.first,
-                       n + 1 == end && blk + 1 == task.first + task.count, rows, cols, task.b, n, task.qTok0 + i0});
+                       n + 1 == end && blk + 1 == task.first + task.count, rows, cols, task.b, n, task.qTok0 + i0,
+                       tile});
       }
     }
   }
@@ -253,7 +331,7 @@ class AttentionGradCube {
     const uint32_t rows = uint32_t(task.rows);
     const int64_t kvHead = task.n / (t.heads / t.kvHeads);
     LocalTensor<T> q, dy;
-    LoadQueryRows(task.b, task.n, task.qTok0 + task.i0, rows, q, dy);
+    const int64_t tile = QueryRows(task.b, task.n, task.qTok0 + task.i0, rows, q, dy);
     for (int64_t idx = 0; idx < task.count; ++idx) {
       const int64_t j0 = (task.first + idx) * t.s2Block;
       const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block);
@@ -262,11 +340,8 @@ class AttentionGradCube {
       Scores(q, dy, k, v, rows, cols);
       kL1_.FreeTensor(k);
       vL1_.FreeTensor(v);
-      if (idx + 1 == task.count) {  // the task's last Scores: Q, dy are done
-        qL1_.FreeTensor(q);
-        dyL1_.FreeTensor(dy);
-      }
-      Scored(Pending{false, idx == 0, idx + 1 == task.count, rows, cols, task.b, kvHead, task.kTok0 + j0});
+      if (idx + 1 == task.count) FreeRows(q, dy, tile);  // the task's last Scores: Q, dy are done
+      Scored(Pending{false, idx == 0, idx + 1 == task.count, rows, cols, task.b, kvHead, task.kTok0 + j0, -1});
     }
   }
 
@@ -278,10 +353,15 @@ class AttentionGradCube {
   int64_t flushed_ = 0;              // sums written to result slots (slot flushed_ % kAttentionGradSlots next)
   int64_t lead_ = 0;
   bool sums_ = false;       // the tiling's l0cSums
+  bool ring_ = false;       // the tiling's qdyRing
+  int64_t tiles_ = 0;       // ring tiles taken so far (tile u in slot u % kAttentionGradRing)
+  TEventID readEvt_[2]{};   // MTE1 -> MTE2, by tile parity: a tile is read into L0
+  bool readSet_[2]{};       // readEvt_ set and not yet waited for
   LocalTensor<float> sumsC_;  // the task's sums in L0C
   TPipe pipe_;
   CubeMatmul<T> mm_;
   TQue<TPosition::A1, 1> qL1_, dyL1_, partsL1_;  // partsL1_: P^T and dS^T, or dS
   TQue<TPosition::B1, 1> kL1_, vL1_;
+  TBuf<TPosition::A1> ringL1_;  // the Q / dy tiles (qdyRing)
   TQue<TPosition::CO1, 1> sumsL0c_;
 };

@@ -12,6 +12,12 @@ struct AttentionGradFlags {
   static constexpr uint16_t kRFree = 4;   // AIVs -> AIC: both have read them; the slots may be written again
 };
 
+// 16-bit inputs: a key step's P and dS go to the workspace as the AIVs hold them, [rows, Align8(cols)], and the
+// cube transposes them as it loads them into L0A (LoadData 2D transposes b16 fractals only); fp32: the AIVs
+// transpose them by Gather into P^T / dS^T [cols, s1Pitch].
+template <typename T>
+constexpr bool kAttentionGradCubeTransposes = sizeof(T) == 2;
+
 // A group's workspace blocks (AttentionGradTilingData's offsets), the same for its AIC and its AIVs.
 template <typename T>
 struct AttentionGradWorkspace {

@@ -5,14 +5,17 @@
 //   SyncAll of the AIVs) into GM after the groups' workspaces, read back per step; m, 1 / l from softmax_max / sum;
 //   P = exp(min(S * scale, mask bound) - m) / l -- the forward's P, recomputed (attention_mask.h);
 //   dS = P * (dP - D), times 1 - tanh^2 of the softcap (the same tanh) when the forward capped S;
-//   key tasks: P and dS in the input dtype, transposed by Gather, into the workspace as P^T / dS^T;
+//   key tasks: P and dS in the input dtype into the workspace as they are (the cube transposes them as it loads
+//   them), fp32 transposed by Gather as P^T / dS^T (kAttentionGradCubeTransposes);
 //   query tasks: dS into the workspace as is; flag kPReady.
 // Once the AIC flags kRReady the task's sums (summed in its L0C over the task's steps; without the tiling's
 // l0cSums each step's parts) are added into fp32 sums in UB -- key tasks split the keys between the AIVs as
 // they split rows, query tasks keep their rows -- and kRFree is flagged. At the task's end
 // dk = scale * sum dS^T Q, dv = sum P^T dy, dq = scale * sum dS K are cast once and written.
 // The group's steps (key tasks', then query tasks') are one stream, as on the AIC (attention_grad_cube.h):
-// dS of step n + kAttentionGradLead is formed before the parts of step n are added in, so the AIVs work on
+// with two sets of S / dP / statistics buffers (the tiling's vecSets) the loads of step n + 1 are issued before
+// step n is formed, so they run under its vector work instead of after it; dS of step n + kAttentionGradLead is
+// formed before the parts of step n are added in, so the AIVs work on
 // the next steps while the cube multiplies this one's; a task's sums go out after its last step's parts, the next
 // task's first steps already under way (the sums are zeroed at a task's first parts). A row that kept no key in the
 // forward (softmax_max = -FLT_MAX) has m raised to kMaxFloor, so its P is 0.
@@ -52,9 +55,15 @@ class AttentionGradVector {
     maxRows_ = AttentionGradHalf(uint32_t(t.s1Block)), maxKeys_ = AttentionGradHalf(s2b);
     const uint32_t area = maxRows_ * s2b;  // elements of one row block of S
     // the buffer plan the tiling counted (tiling/attention_buffers.h), in its order
-    const AttentionGradVectorUb ub = AttentionGradVectorBuffers(maxRows_, maxKeys_, s2b, dp, vp, sizeof(T), t.maskFull);
-    pipe_.InitBuffer(sBuf_, ub.s);
-    pipe_.InitBuffer(dpBuf_, ub.dp);
+    sets_ = uint32_t(g.vecSets);
+    const AttentionGradVectorUb ub =
+        AttentionGradVectorBuffers(maxRows_, maxKeys_, s2b, dp, vp, sizeof(T), t.maskFull, sets_);
+    for (uint32_t k = 0; k < sets_; ++k) {
+      pipe_.InitBuffer(sBuf_[k], ub.s);
+      pipe_.InitBuffer(dpBuf_[k], ub.dp);
+      pipe_.InitBuffer(statBuf_[k], ub.stats);
+      loadedEvt_[k] = pipe_.AllocEventID<HardEvent::MTE2_V>();
+    }
     pipe_.InitBuffer(boundBuf_, ub.bound);
     if (t.maskFull) {
       pipe_.InitBuffer(maskBuf_, ub.mask);
@@ -65,7 +74,6 @@ class AttentionGradVector {
     pipe_.InitBuffer(accBuf_, ub.acc);
     pipe_.InitBuffer(rampBuf_, ub.ramp);
     pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
-    pipe_.InitBuffer(statBuf_, ub.stats);
     pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
@@ -74,9 +82,12 @@ class AttentionGradVector {
     // lanes past the rows stay defined: Brcb and BlockReduce read whole groups of 8 rows
     Duplicate(rowBuf_.Get<float>(), 0.0f, int32_t(3 * kMaxRows));
     Duplicate(blocksBuf_.Get<float>(), 0.0f, int32_t(kBlockSets * kRowBlock));
-    // stride gaps the copies skip stay finite (they are added, never stored)
-    Duplicate(sBuf_.Get<float>(), 0.0f, int32_t(area));
-    Duplicate(dpBuf_.Get<float>(), 0.0f, int32_t(area));
+    // stride gaps the copies skip stay finite (they are added, never stored), lanes past the rows defined
+    for (uint32_t k = 0; k < sets_; ++k) {
+      Duplicate(sBuf_[k].Get<float>(), 0.0f, int32_t(area));
+      Duplicate(dpBuf_[k].Get<float>(), 0.0f, int32_t(area));
+      Duplicate(statBuf_[k].Get<float>(), 0.0f, int32_t(ub.stats / 4));
+    }
   }
 
   // D of the rows of this group's query tasks, then a barrier of every AIV: after it every row's D is in GM.
@@ -96,6 +107,7 @@ class AttentionGradVector {
     while (keys.Next(task)) KeyTask(task);
     while (queries.Next(task)) QueryTask(task);
     Drain();
+    for (uint32_t k = 0; k < sets_; ++k) pipe_.ReleaseEventID<HardEvent::MTE2_V>(loadedEvt_[k]);
   }
 
  private:
@@ -122,6 +134,14 @@ class AttentionGradVector {
     AttentionTask task;
     bool key, first, last;
   };
+  // A step whose loads are issued and which is still to be formed: this AIV's rows of it, whether it is a key
+  // step and whether its statistics were loaded (a query task's first step; its blocks serve the task's steps).
+  struct Loaded {
+    Step st;
+    uint32_t r0, rows;
+    bool key, stats;
+    Pending p;
+  };
 
   __aicore__ inline void KeyTask(const AttentionTask& task) {
     const AttentionTilingData& t = g_->fwd;
@@ -138,15 +158,9 @@ class AttentionGradVector {
         const Step st{task.b,  n,       i0,         task.i0,
                       task.s1, task.s2, task.qTok0, uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block),
                       cols};
-        Split(st.rows, r0_, rows_);
-        if (rows_ > 0) RowStats(st);
-        CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
-        if (rows_ > 0) {
-          Grad(st);
-          StoreTransposed(st);
-        }
-        Formed(Pending{task, true, n == task.n * group && blk == task.first,
-                       n + 1 == end && blk + 1 == task.first + task.count});
+        Next(st, true, true,
+             Pending{task, true, n == task.n * group && blk == task.first,
+                     n + 1 == end && blk + 1 == task.first + task.count});
       }
     }
   }
@@ -162,15 +176,46 @@ class AttentionGradVector {
     for (int64_t idx = 0; idx < task.count; ++idx) {
       st.j0 = (task.first + idx) * t.s2Block;
       st.cols = uint32_t(task.s2 - st.j0 < t.s2Block ? task.s2 - st.j0 : t.s2Block);
-      Split(uint32_t(task.rows), r0_, rows_);
-      if (idx == 0 && rows_ > 0) RowStats(st);  // the task's rows: the same for each of its steps
-      CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
-      if (rows_ > 0) {
-        Grad(st);
-        StoreDs(st);
-      }
-      Formed(Pending{task, false, idx == 0, idx + 1 == task.count});
+      // the task's rows' statistics: the same for each of its steps
+      Next(st, false, idx == 0, Pending{task, false, idx == 0, idx + 1 == task.count});
     }
+  }
+
+  // The stream's next step: its statistics (with `stats`) and, once the AIC flags kSReady, S and dP into buffer
+  // set loadedCount_ % sets_; then, with two sets, the step before it is formed (its loads were issued a step
+  // ago), else this one.
+  __aicore__ inline void Next(const Step& st, bool key, bool stats, const Pending& p) {
+    Loaded& l = loaded_[loadedCount_ % 2];
+    l = Loaded{st, 0, 0, key, stats, p};
+    Split(st.rows, l.r0, l.rows);
+    const uint32_t set = uint32_t(loadedCount_ % sets_);
+    if (l.rows > 0) {
+      SyncPipes<HardEvent::V_MTE2>();  // V is done with the set (the step formed before the last one used it)
+      if constexpr (sizeof(T) == 4) SyncPipes<HardEvent::MTE3_MTE2>();  // fp32: that step's dS went out of it
+      if (stats) LoadStats(l, set);
+    }
+    CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kSReady);
+    if (l.rows > 0) {
+      LoadScores(l, set);
+      SetFlag<HardEvent::MTE2_V>(loadedEvt_[set]);
+    }
+    ++loadedCount_;
+    if (loadedCount_ - formed_ >= int64_t(sets_)) FormOldest();
+  }
+
+  // The oldest loaded step: P and dS of this AIV's rows, out to the workspace (key steps transposed).
+  __aicore__ inline void FormOldest() {
+    const Loaded& l = loaded_[formed_ % 2];
+    const uint32_t set = uint32_t(formed_ % sets_);
+    r0_ = l.r0, rows_ = l.rows;
+    if (rows_ > 0) {
+      WaitFlag<HardEvent::MTE2_V>(loadedEvt_[set]);
+      if (l.stats) StatBlocks(set);
+      Grad(l.st, set);
+      if (l.key) StoreKeyParts(l.st, set);
+      else StoreDs(l.st, set);
+    }
+    Formed(l.p);
   }
 
   // The step just formed (its P^T / dS out) joins the stream: flag kPReady; the oldest step gets its parts
@@ -186,6 +231,7 @@ class AttentionGradVector {
   __aicore__ inline const AttentionGradWorkspace<T>& FormSlot() const { return ws_[formed_ % kAttentionGradSlots]; }
 
   __aicore__ inline void Drain() {
+    while (formed_ < loadedCount_) FormOldest();
     while (added_ < formed_) AddOldest();
   }
 
@@ -246,14 +292,14 @@ class AttentionGradVector {
   }
 
   // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows) into the
-  // launch's D rows in GM (DRow), once per row: the steps read it back (RowStats).
+  // launch's D rows in GM (DRow), once per row: the steps read it back (LoadStats).
   __aicore__ inline void ComputeD(const Step& st) {
     using namespace attention_grad_vec;
     const AttentionTilingData& t = g_->fwd;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), elems = PaddedLen<T>(dv), area = maxRows_ * t.s2Block;
     const int64_t row = st.qTok0 + st.i0 + r0_;
     const int64_t off = st.b * t.oStrideB + st.n * t.oStrideN + row * t.oStrideS;
-    LocalTensor<float> x = sBuf_.Get<float>(), y = dpBuf_.Get<float>(), d = rowBuf_.Get<float>();
+    LocalTensor<float> x = sBuf_[0].Get<float>(), y = dpBuf_[0].Get<float>(), d = rowBuf_.Get<float>();
     LocalTensor<float> blocks = blocksBuf_.Get<float>();
     // rows a pass (the tiling keeps it >= 1): 8 at a time so D lands 32-byte aligned, else (D > 256) a few rows
     // reduced into the band's edge row, then moved by the scalar unit
@@ -289,56 +335,66 @@ class AttentionGradVector {
       SyncPipes<HardEvent::S_V>();
     }
     SyncPipes<HardEvent::V_MTE3>();
-    DataCopyPad(d_[DRow(st)], d, DataCopyExtParams(1, rows_ * 4, 0, 0, 0));
+    DataCopyPad(d_[DRow(st, r0_)], d, DataCopyExtParams(1, rows_ * 4, 0, 0, 0));
     SyncPipes<HardEvent::MTE3_V>();  // the buffers are V's again
   }
 
   // A step's first row in the statistics' rows (softmax_max / softmax_sum hold 8 lanes each; D one).
-  __aicore__ inline int64_t DRow(const Step& st) const {
+  __aicore__ inline int64_t DRow(const Step& st, uint32_t r0) const {
     const AttentionTilingData& t = g_->fwd;
-    return t.varlen ? st.qTok0 * t.heads + st.n * st.s1 + st.i0 + r0_ : (st.b * t.heads + st.n) * st.s1 + st.i0 + r0_;
+    return t.varlen ? st.qTok0 * t.heads + st.n * st.s1 + st.i0 + r0 : (st.b * t.heads + st.n) * st.s1 + st.i0 + r0;
   }
 
-  // The rows' D (ComputeD's), m and 1 / l from softmax_max / softmax_sum; each as per-row blocks (row_ops.h).
-  __aicore__ inline void RowStats(const Step& st) {
-    using namespace attention_grad_vec;
-    LocalTensor<float> d = rowBuf_.Get<float>(), blocks = blocksBuf_.Get<float>();
+  // The step's rows' m and 1 / l rows (softmax_max / softmax_sum, 8 lanes each) and D (ComputeD's) into set `set`.
+  __aicore__ inline void LoadStats(const Loaded& l, uint32_t set) {
     const uint32_t L = uint32_t(kAttentionStatLanes);
-    const int64_t sOff = DRow(st) * int64_t(L);
-    LocalTensor<float> stats = statBuf_.Get<float>();
-    SyncPipes<HardEvent::V_MTE2>();  // V is done with the previous step's rows
-    const uint32_t pad = (rows_ + 7) / 8 * 8 - rows_;  // Brcb reads whole groups of 8 rows: keep them defined
-    DataCopyPad(d, d_[DRow(st)], DataCopyExtParams(1, rows_ * 4, 0, 0, 0),
+    const int64_t row = DRow(l.st, l.r0);
+    LocalTensor<float> stats = statBuf_[set].Get<float>();
+    const uint32_t pad = (l.rows + 7) / 8 * 8 - l.rows;  // Brcb reads whole groups of 8 rows: keep them defined
+    DataCopyPad(stats[2 * maxRows_ * L], d_[row], DataCopyExtParams(1, l.rows * 4, 0, 0, 0),
                 DataCopyPadExtParams<float>(pad != 0, 0, uint8_t(pad), 0.0f));
-    const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
-    DataCopyPad(stats, max_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
-    DataCopyPad(stats[maxRows_ * L], sum_[sOff], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
-    SyncPipes<HardEvent::MTE2_V>();
-    RowBlocks(blocks[kD * kRowBlock], d, rows_);
+    const DataCopyExtParams sp(1, l.rows * L * 4, 0, 0, 0);
+    DataCopyPad(stats, max_[row * int64_t(L)], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+    DataCopyPad(stats[maxRows_ * L], sum_[row * int64_t(L)], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+  }
+
+  // The step's S and dP rows of this AIV from its workspace slot into set `set`, rows Align8(cols) apart.
+  __aicore__ inline void LoadScores(const Loaded& l, uint32_t set) {
+    using namespace attention_mask;
+    const uint32_t cols = l.st.cols, pp = (cols + 7) / 8 * 8, s2b = uint32_t(g_->fwd.s2Block);
+    const AttentionGradWorkspace<T>& ws = ws_[loadedCount_ % kAttentionGradSlots];
+    const DataCopyExtParams cp(uint16_t(l.rows), cols * 4, (s2b - cols) * 4, 0, 0);
+    DataCopyPad(sBuf_[set].Get<float>(), ws.s[int64_t(l.r0) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
+    DataCopyPad(dpBuf_[set].Get<float>(), ws.dp[int64_t(l.r0) * s2b], cp,
+                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
+  }
+
+  // The rows' D, m and 1 / l (set `set`'s statistics) as per-row blocks (row_ops.h).
+  __aicore__ inline void StatBlocks(uint32_t set) {
+    using namespace attention_grad_vec;
+    const uint32_t L = uint32_t(kAttentionStatLanes);
+    LocalTensor<float> stats = statBuf_[set].Get<float>(), blocks = blocksBuf_.Get<float>();
+    RowBlocks(blocks[kD * kRowBlock], stats[2 * maxRows_ * L], rows_);
     const int32_t n = int32_t(rows_ * L);  // the statistics' 8 lanes per row are the rows' blocks already
     Maxs(blocks[kM * kRowBlock], stats, kMaxFloor, n);
     Duplicate(blocks[kInvL * kRowBlock], 1.0f, n);
     Div(blocks[kInvL * kRowBlock], blocks[kInvL * kRowBlock], stats[maxRows_ * L], n);
   }
 
-  // P (sBuf_) and dS (dpBuf_) of this AIV's rows of the step, rows pp = Align8(cols) apart.
-  __aicore__ inline void Grad(const Step& st) {
+  // P (S's buffer) and dS (dP's) of this AIV's rows of the step (loaded into set `set`), rows pp = Align8(cols)
+  // apart.
+  __aicore__ inline void Grad(const Step& st, uint32_t set) {
     using namespace attention_mask;
     const AttentionTilingData& t = g_->fwd;
-    const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp, s2b = uint32_t(t.s2Block);
-    LocalTensor<float> s = sBuf_.Get<float>(), dp = dpBuf_.Get<float>();
-    SyncPipes<HardEvent::V_MTE2>();
-    SyncPipes<HardEvent::MTE3_MTE2>();  // fp32: the last step's dS went out of dpBuf_ itself
-    const DataCopyExtParams cp(uint16_t(rows_), cols * 4, (s2b - cols) * 4, 0, 0);
-    DataCopyPad(s, FormSlot().s[int64_t(r0_) * s2b], cp,
-                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), kMasked));
-    DataCopyPad(dp, FormSlot().dp[int64_t(r0_) * s2b], cp,
-                DataCopyPadExtParams<float>(pp != cols, 0, uint8_t(pp - cols), 0.0f));
+    const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp;
+    LocalTensor<float> s = sBuf_[set].Get<float>(), dp = dpBuf_[set].Get<float>();
     uint32_t mp = 0;
-    if (t.maskFull)
+    if (t.maskFull) {
+      SyncPipes<HardEvent::V_MTE2>();  // V is done with the last step's mask
       mp = AttentionLoadMask(maskBuf_.Get<uint8_t>(), mask_, t, st.b, st.n, st.i0 + r0_, st.j0, rows_, cols);
-    SyncPipes<HardEvent::MTE2_V>();
-    SyncPipes<HardEvent::MTE3_V>();  // the previous step's copies out have read the staging buffers
+      SyncPipes<HardEvent::MTE2_V>();
+    }
     Muls(s, s, t.scale, int32_t(n));
     using row_ops::Op;
     using namespace attention_grad_vec;
@@ -375,21 +431,40 @@ class AttentionGradVector {
     }
   }
 
-  // Key tasks: P and dS transposed into the workspace's P^T / dS^T [cols, s1Pitch], this AIV's columns.
-  __aicore__ inline void StoreTransposed(const Step& st) {
+  // Key tasks: P and dS [rows, pp] in the input dtype into the workspace after the other AIV's rows; fp32:
+  // transposed, P^T / dS^T [cols, s1Pitch], this AIV's columns.
+  __aicore__ inline void StoreKeyParts(const Step& st, uint32_t set) {
     const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp, rp = Align16(rows_);
+    if constexpr (kAttentionGradCubeTransposes<T>) {
+      const uint32_t area = maxRows_ * uint32_t(g_->fwd.s2Block);
+      LocalTensor<T> stage = stageBuf_.Get<T>();
+      SyncPipes<HardEvent::MTE3_V>();  // the last step's copies out have read the staging buffer
+      Cast(stage, sBuf_[set].Get<float>(), RoundMode::CAST_RINT, n);
+      Cast(stage[area], dpBuf_[set].Get<float>(), RoundMode::CAST_RINT, n);
+      SyncPipes<HardEvent::V_MTE3>();
+      const DataCopyExtParams cp(1, n * uint32_t(sizeof(T)), 0, 0, 0);
+      DataCopyPad(FormSlot().p[int64_t(r0_) * pp], stage, cp);
+      DataCopyPad(FormSlot().ds[int64_t(r0_) * pp], stage[area], cp);
+      return;
+    }
     LocalTensor<uint32_t> offsets = offsetBuf_.Get<uint32_t>();
     if (rows_ != tRows_ || pp != tPitch_ || cols != tCols_) {  // dst [c, r] <- src [r, c], padding from [0, c]
+      // column 0's rp offsets by the scalar, then columns [k, 2k) = columns [0, k) + k elements: a few vector adds
+      // instead of cols x rp scalar writes (4,096 at 64 x 64, tens of us per core)
       SyncPipes<HardEvent::V_S>();
-      for (uint32_t c = 0; c < cols; ++c)
-        for (uint32_t r = 0; r < rp; ++r) offsets.SetValue(c * rp + r, ((r < rows_ ? r : 0) * pp + c) * sizeof(T));
+      for (uint32_t r = 0; r < rp; ++r) offsets.SetValue(r, (r < rows_ ? r : 0) * pp * uint32_t(sizeof(T)));
       SyncPipes<HardEvent::S_V>();
+      const LocalTensor<int32_t> o = offsets.template ReinterpretCast<int32_t>();
+      for (uint32_t k = 1; k < cols; k *= 2)
+        Adds(o[k * rp], o, int32_t(k * sizeof(T)), int32_t((cols - k < k ? cols - k : k) * rp));
       tRows_ = rows_, tPitch_ = pp, tCols_ = cols;
     }
     LocalTensor<T> staged = boundBuf_.Get<T>(), stage = stageBuf_.Get<T>();
     const uint32_t area = cols * rp;
-    Gather(stage, InInputDtype(staged, sBuf_.Get<float>(), n), offsets, 0, area);
-    Gather(stage[area], InInputDtype(staged, dpBuf_.Get<float>(), n), offsets, 0, area);
+    const LocalTensor<T> p = InInputDtype(staged, sBuf_[set].Get<float>(), n);
+    SyncPipes<HardEvent::MTE3_V>();  // the last step's copies out have read the staging buffer
+    Gather(stage, p, offsets, 0, area);
+    Gather(stage[area], InInputDtype(staged, dpBuf_[set].Get<float>(), n), offsets, 0, area);
     SyncPipes<HardEvent::V_MTE3>();
     const uint32_t bytes = rows_ * uint32_t(sizeof(T)), gap = (rp * uint32_t(sizeof(T)) - (bytes + 31) / 32 * 32) / 32;
     const DataCopyExtParams cp(uint16_t(cols), bytes, gap, (uint32_t(g_->s1Pitch) - rows_) * uint32_t(sizeof(T)), 0);
@@ -398,18 +473,20 @@ class AttentionGradVector {
   }
 
   // Query tasks: dS [rows, pp] in the input dtype into the workspace after the other AIV's rows.
-  __aicore__ inline void StoreDs(const Step& st) {
+  __aicore__ inline void StoreDs(const Step& st, uint32_t set) {
     const uint32_t pp = (st.cols + 7) / 8 * 8, n = rows_ * pp;
-    const LocalTensor<T> ds = InInputDtype(stageBuf_.Get<T>(), dpBuf_.Get<float>(), n);
+    SyncPipes<HardEvent::MTE3_V>();  // the last step's copies out have read the staging buffer
+    const LocalTensor<T> ds = InInputDtype(stageBuf_.Get<T>(), dpBuf_[set].Get<float>(), n);
     SyncPipes<HardEvent::V_MTE3>();
     DataCopyPad(FormSlot().ds[int64_t(r0_) * pp], ds, DataCopyExtParams(1, n * uint32_t(sizeof(T)), 0, 0, 0));
   }
 
-  // acc [rows, pitch] += the AIC's fp32 rows [rows, n] at `src` (pitch `pitch`), through the S buffer.
+  // acc [rows, pitch] += the AIC's fp32 rows [rows, n] at `src` (pitch `pitch`), through the bound's buffer (free
+  // between steps; S's may hold the next step's loads).
   __aicore__ inline void AddRows(const LocalTensor<float>& acc, const GlobalTensor<float>& src, uint32_t rows,
                                  uint32_t n, uint32_t pitch) {
     const uint32_t elems = PaddedLen<float>(n), chunk = maxRows_ * uint32_t(g_->fwd.s2Block) / pitch;
-    LocalTensor<float> s = sBuf_.Get<float>();
+    LocalTensor<float> s = boundBuf_.Get<float>();
     for (uint32_t c = 0; c < rows; c += chunk) {
       const uint32_t rc = rows - c < chunk ? rows - c : chunk;
       SyncPipes<HardEvent::V_MTE2>();
@@ -450,13 +527,17 @@ class AttentionGradVector {
   uint32_t sub_ = 0, r0_ = 0, rows_ = 0, maxRows_ = 0, maxKeys_ = 0;
   uint32_t tRows_ = 0, tPitch_ = 0, tCols_ = 0;  // the shape Gather's offsets were built for
   Pending pending_[kAttentionGradSlots];
+  Loaded loaded_[2];
+  int64_t loadedCount_ = 0;  // the group's steps so far whose loads are issued
   int64_t formed_ = 0, added_ = 0;  // the group's steps so far whose dS is out / whose parts are added
-  int64_t flushed_ = 0;             // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
+  int64_t flushed_ = 0;  // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
   TPipe pipe_;
-  TBuf<TPosition::VECCALC> sBuf_, dpBuf_, boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_, accBuf_, rampBuf_,
-      rowRampBuf_, statBuf_, rowBuf_, blocksBuf_;
+  uint32_t sets_ = 1;  // the tiling's vecSets: buffer sets of S, dP and the statistics
+  TEventID loadedEvt_[2]{};  // MTE2 -> V: a set's loads are in
+  TBuf<TPosition::VECCALC> sBuf_[2], dpBuf_[2], statBuf_[2], boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_,
+      accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_;
 };

@@ -2,7 +2,8 @@
 // cube's basic API (as examples/cube_matmul_example.h), on operands already in L1 as Nz tiles of 16-aligned rows
 // (Load):
 //   ABt: C [m, n] = A [m, k] B [n, k]^T -- B's Nz fractals are already L0B's (one LoadData 2D per chunk);
-//   AB:  C [m, n] = A [m, k] B [k, n]  -- B into L0B by LoadData 3Dv2, as the Matmul library loads it.
+//   AB:  C [m, n] = A [m, k] B [k, n]  -- B into L0B by LoadData 3Dv2, as the Matmul library loads it;
+//   AtB: C [m, n] = A [k, m]^T B [k, n] -- as AB, A's fractals transposed on their way to L0A (16-bit only).
 // k is taken in chunks that fit half of L0A / L0B (the queues hold two); C stays in L0C (fp32) until
 // FixOut writes it to GM, so the caller can wait for its destination to be free in between. ABtInto / ABInto
 // accumulate into a C of the caller's (NewC) when its k arrives in several L1 tiles.
@@ -84,20 +85,15 @@ class CubeMatmul {
   __aicore__ inline void ABInto(const LocalTensor<float>& c, const LocalTensor<T>& a1, uint32_t m,
                                 const LocalTensor<T>& b1, uint32_t k, uint32_t n, uint32_t nPitch, uint32_t chunk,
                                 bool first) {
-    const uint32_t m16 = Align16(m);
-    for (uint32_t k0 = 0; k0 < k; k0 += chunk) {
-      const uint32_t kc = k - k0 < chunk ? k - k0 : chunk;
-      LocalTensor<T> a2 = LoadA(a1, m16, k0, kc);
-      LocalTensor<T> b2 = l0b_.AllocTensor<T>();
-      LoadData3DParamsV2<T> lp;  // B [k, n] as a feature map of Align16(k) pixels x nPitch channels
-      lp.l1H = 1, lp.l1W = uint16_t(Align16(k)), lp.channelSize = uint16_t(nPitch);
-      lp.kExtension = uint16_t(nPitch), lp.mExtension = uint16_t(Align16(kc)), lp.mStartPt = uint16_t(k0);
-      lp.kStartPt = 0, lp.fMatrixCtrl = true;
-      LoadData(b2, b1, lp);
-      l0b_.EnQue(b2);
-      b2 = l0b_.DeQue<T>();
-      Mmad(c, a2, b2, m16, n, kc, first && k0 == 0);
-    }
+    KBInto(c, a1, m, false, b1, k, n, nPitch, chunk, first);
+  }
+
+  // C (+)= A^T B: A an Nz tile of Align16(k) rows and m columns, B as ABInto's.
+  __aicore__ inline void AtBInto(const LocalTensor<float>& c, const LocalTensor<T>& a1, uint32_t m,
+                                 const LocalTensor<T>& b1, uint32_t k, uint32_t n, uint32_t nPitch, uint32_t chunk,
+                                 bool first) {
+    static_assert(sizeof(T) == 2, "LoadData 2D transposes 16-bit fractals only");
+    KBInto(c, a1, m, true, b1, k, n, nPitch, chunk, first);
   }
 
   // C [rows, n] (fp32 in L0C) -> GM at row pitch `pitch`; frees C.
@@ -113,6 +109,26 @@ class CubeMatmul {
   }
 
  private:
+  // C (+)= A B or A^T B (`at`), B [k, n] into L0B by LoadData 3Dv2.
+  __aicore__ inline void KBInto(const LocalTensor<float>& c, const LocalTensor<T>& a1, uint32_t m, bool at,
+                                const LocalTensor<T>& b1, uint32_t k, uint32_t n, uint32_t nPitch, uint32_t chunk,
+                                bool first) {
+    const uint32_t m16 = Align16(m);
+    for (uint32_t k0 = 0; k0 < k; k0 += chunk) {
+      const uint32_t kc = k - k0 < chunk ? k - k0 : chunk;
+      LocalTensor<T> a2 = at ? LoadAt(a1, m16, Align16(k), k0, kc) : LoadA(a1, m16, k0, kc);
+      LocalTensor<T> b2 = l0b_.AllocTensor<T>();
+      LoadData3DParamsV2<T> lp;  // B [k, n] as a feature map of Align16(k) pixels x nPitch channels
+      lp.l1H = 1, lp.l1W = uint16_t(Align16(k)), lp.channelSize = uint16_t(nPitch);
+      lp.kExtension = uint16_t(nPitch), lp.mExtension = uint16_t(Align16(kc)), lp.mStartPt = uint16_t(k0);
+      lp.kStartPt = 0, lp.fMatrixCtrl = true;
+      LoadData(b2, b1, lp);
+      l0b_.EnQue(b2);
+      b2 = l0b_.DeQue<T>();
+      Mmad(c, a2, b2, m16, n, kc, first && k0 == 0);
+    }
+  }
+
   // A [m, kc] chunk (columns [k0, k0 + kc)) of an Nz L1 tile of m16 rows into L0A (Zz): per row block,
   // its kc / C0 fractals, M1 apart in the Nz tile.
   __aicore__ inline LocalTensor<T> LoadA(const LocalTensor<T>& a1, uint32_t m16, uint32_t k0, uint32_t kc) {
@@ -121,6 +137,19 @@ class CubeMatmul {
     for (uint32_t mb = 0; mb < m1; ++mb)
       LoadData(a2[mb * kc1 * kFractal], a1,
                LoadData2DParams(uint16_t((k0 / kC0) * m1 + mb), uint8_t(kc1), uint16_t(m1), 0, 0, false, 0));
+    l0a_.EnQue(a2);
+    return l0a_.DeQue<T>();
+  }
+
+  // A^T [m, kc] chunk of an Nz L1 tile A of k16 rows and m16 columns into L0A (Zz): A^T's fractal (mb, kb) is A's
+  // (kb, mb), at mb * K1 + kb in the Nz tile, so a row block's kc / 16 fractals are contiguous; each is transposed.
+  __aicore__ inline LocalTensor<T> LoadAt(const LocalTensor<T>& a1, uint32_t m16, uint32_t k16, uint32_t k0,
+                                          uint32_t kc) {
+    LocalTensor<T> a2 = l0a_.AllocTensor<T>();
+    const uint32_t m1 = m16 / 16, k1 = k16 / 16, kc1 = (kc + 15) / 16;
+    for (uint32_t mb = 0; mb < m1; ++mb)
+      LoadData(a2[mb * kc1 * kFractal], a1,
+               LoadData2DParams(uint16_t(mb * k1 + k0 / 16), uint8_t(kc1), 1, 0, 0, true, 0));
     l0a_.EnQue(a2);
     return l0a_.DeQue<T>();
   }

@@ -10,9 +10,11 @@
 #include <vector>
 
 #include "attention_blocks.h"
+#include "attention_buffers.h"
 #include "attention_grad_tiling.h"
 #include "attention_problem.h"
 #include "expect.h"
+#include "platform.h"
 
 using namespace tiling;
 using expect::ArgErrorOf;
@@ -402,6 +404,20 @@ void TestGradTiling() {
       EXPECT(f.l1Buffers >= 1 && f.l1Buffers <= 2 && l1 <= kA2L1Bytes);
       EXPECT(f.l0cBuffers >= 1 && f.l0cBuffers <= 2 && sums + f.l0cBuffers * l0c <= kA2L0cBytes);
       if (t != f32 && d <= 128) EXPECT(f.l1Buffers == 2);  // the training head dims keep the cube a step ahead
+      // the AIVs' buffers as their Init carves them, with vecSets sets of S / dP / statistics, fit UB; two (loads
+      // under the previous step's work) at the training head dims, and only with the cube's lead
+      const uint32_t rows = AttentionGradHalf(uint32_t(s1b)), keys = AttentionGradHalf(uint32_t(s2b));
+      EXPECT(g.data.vecSets == 1 || g.data.vecSets == 2);
+      EXPECT(AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(dp), uint32_t(vp), uint32_t(bytes),
+                                        f.maskFull, uint32_t(g.data.vecSets))
+                 .Total() <= kA2UbBudget);
+      EXPECT(g.data.vecSets == 1 || f.l1Buffers == 2);
+      if (d <= 128) EXPECT(g.data.vecSets == 2);
+      // with the ring of Q / dy tiles (kAttentionGradRing of them, no Q / dy queues) the AIC's L1 still fits
+      const int64_t ringL1 =
+          (kAttentionGradRing * s1b * (dp + vp) + s2b * (2 * dp + vp) + std::max(2 * s2b * s1p, s1b * s2b)) * bytes;
+      EXPECT(g.data.qdyRing == 0 || (ringL1 <= kA2L1Bytes && f.l1Buffers == 2));
+      if (t != f32 && d <= 128) EXPECT(g.data.qdyRing == 1);
       // the groups' workspaces, then D of every query row (B x N1 x S1 fp32, 512-byte aligned)
       EXPECT(g.blockDim == 24 && g.data.dOffset == 24 * g.data.workspacePerGroup);
       EXPECT(g.workspaceBytes == g.data.dOffset + (2 * 8 * 300 * 4 + 511) / 512 * 512);
