@@ -2,7 +2,7 @@
 // bit per score element, flat over [B, N1, S1, S2], element e in bit e % 8 of byte e / 8, 1 = kept. A block of
 // `rows` score rows x `cols` keys becomes fp32 factors keep / keep_prob [rows, pp] (pp = cols rounded up to 8):
 //   AttentionLoadDropout: each row's bytes from GM (a row starts at any bit when S2 % 8 != 0, so one copy a row)
-//     into `bytes`, rb bytes a row, zero past them;
+//     into `bytes`, rb = AttentionDropoutRowBytes(cols) a row, zero past them;
 //   AttentionDropoutFactors: the bytes as fp32; per row a Gather of each key's byte (the row's bit shift picks
 //     one of 8 offset tables) times 2^-bit (the same shift's power table), then bit = floor(y) - 2 floor(y / 2),
 //     all exact in fp32; times 1 / keep_prob.
@@ -10,31 +10,30 @@
 #pragma once
 #include "kernel_operator.h"
 // after kernel_operator.h: its functions are __aicore__
+#include "attention_buffers.h"
 #include "kernel_utils.h"
 
 using namespace AscendC;
 
 namespace attention_dropout {
 constexpr uint32_t kShifts = 8;  // a row's first bit within its first byte
-// Bytes a row of `cols` keys can span at any shift, padded to the 32-byte blocks a copy writes.
-__aicore__ inline uint32_t RowBytes(uint32_t cols) { return ((cols + 7 + 7) / 8 + 31) / 32 * 32; }
 }  // namespace attention_dropout
 
-// offsets [8, pp] (uint32, bytes into one row of the fp32 bytes) and powers [8, pp] (fp32): for shift s and key
-// c, the byte of bit s + c and 2^-((s + c) % 8).
+// offsets [8, pitch] (uint32, bytes into one row of the fp32 bytes) and powers [8, pitch] (fp32): for shift s and
+// key c < pitch, the byte of bit s + c and 2^-((s + c) % 8).
 __aicore__ inline void AttentionDropoutTables(const LocalTensor<uint32_t>& offsets, const LocalTensor<float>& powers,
-                                              uint32_t pp) {
+                                              uint32_t pitch) {
   for (uint32_t s = 0; s < attention_dropout::kShifts; ++s) {
-    for (uint32_t c = 0; c < pp; ++c) {
+    for (uint32_t c = 0; c < pitch; ++c) {
       const uint32_t bit = s + c;
-      offsets.SetValue(s * pp + c, bit / 8 * uint32_t(sizeof(float)));
-      powers.SetValue(s * pp + c, 1.0f / float(1u << (bit % 8)));
+      offsets.SetValue(s * pitch + c, bit / 8 * uint32_t(sizeof(float)));
+      powers.SetValue(s * pitch + c, 1.0f / float(1u << (bit % 8)));
     }
   }
 }
 
 // Rows [0, rows) of the block, row r's first key at bit firstBit + r * rowBits of `mask`, into `bytes`
-// (rb = RowBytes(cols) a row). An MTE2 copy: the caller syncs before reading it.
+// (rb = AttentionDropoutRowBytes(cols) a row). An MTE2 copy: the caller syncs before reading it.
 __aicore__ inline void AttentionLoadDropout(const LocalTensor<uint8_t>& bytes, const GlobalTensor<uint8_t>& mask,
                                             int64_t firstBit, int64_t rowBits, uint32_t rows, uint32_t cols,
                                             uint32_t rb) {
@@ -48,29 +47,31 @@ __aicore__ inline void AttentionLoadDropout(const LocalTensor<uint8_t>& bytes, c
   }
 }
 
-// factors [rows, pp] = keep / keep_prob of the loaded block (AttentionLoadDropout's firstBit and rowBits).
-// Scratch: bytesHalf / bytesFloat rows * rb, ints rows * pp; factors and bytesFloat must not overlap (Gather).
+// factors [rows, pp] = keep / keep_prob of the loaded block (AttentionLoadDropout's firstBit and rowBits), the
+// tables `pitch` apart. Scratch: bytesFloat rows * rb floats (not overlapping factors: Gather), scratch
+// max(rows * pp, rows * rb / 2) floats.
 __aicore__ inline void AttentionDropoutFactors(const LocalTensor<float>& factors, const LocalTensor<uint8_t>& bytes,
-                                               const LocalTensor<half>& bytesHalf, const LocalTensor<float>& bytesFloat,
-                                               const LocalTensor<int32_t>& ints, const LocalTensor<float>& floors,
+                                               const LocalTensor<float>& bytesFloat, const LocalTensor<float>& scratch,
                                                const LocalTensor<uint32_t>& offsets, const LocalTensor<float>& powers,
-                                               int64_t firstBit, int64_t rowBits, uint32_t rows, uint32_t pp,
-                                               uint32_t rb, float invKeepProb) {
+                                               uint32_t pitch, int64_t firstBit, int64_t rowBits, uint32_t rows,
+                                               uint32_t pp, uint32_t rb, float invKeepProb) {
   const int32_t nb = int32_t(rows * rb), n = int32_t(rows * pp);
+  LocalTensor<half> bytesHalf = scratch.ReinterpretCast<half>();
   Cast(bytesHalf, bytes, RoundMode::CAST_NONE, nb);  // uint8 casts to half only
   Cast(bytesFloat, bytesHalf, RoundMode::CAST_NONE, nb);
   for (uint32_t r = 0; r < rows; ++r) {
     const uint32_t s = uint32_t((firstBit + int64_t(r) * rowBits) & 7);
-    Gather(factors[r * pp], bytesFloat, offsets[s * pp], r * rb * uint32_t(sizeof(float)), pp);
-    Mul(factors[r * pp], factors[r * pp], powers[s * pp], int32_t(pp));
+    Gather(factors[r * pp], bytesFloat, offsets[s * pitch], r * rb * uint32_t(sizeof(float)), pp);
+    Mul(factors[r * pp], factors[r * pp], powers[s * pitch], int32_t(pp));
   }
-  // y = byte / 2^bit: bit = floor(y) - 2 floor(y / 2)
-  Cast(ints, factors, RoundMode::CAST_FLOOR, n);
-  Cast(floors, ints, RoundMode::CAST_NONE, n);
+  // y = byte / 2^bit: bit = floor(y) - 2 floor(y / 2); the int32 casts in place
+  LocalTensor<int32_t> floors = scratch.ReinterpretCast<int32_t>(), halves = factors.ReinterpretCast<int32_t>();
+  Cast(floors, factors, RoundMode::CAST_FLOOR, n);
+  Cast(scratch, floors, RoundMode::CAST_NONE, n);
   Muls(factors, factors, 0.5f, n);
-  Cast(ints, factors, RoundMode::CAST_FLOOR, n);
-  Cast(factors, ints, RoundMode::CAST_NONE, n);
+  Cast(halves, factors, RoundMode::CAST_FLOOR, n);
+  Cast(factors, halves, RoundMode::CAST_NONE, n);
   Muls(factors, factors, -2.0f, n);
-  Add(factors, factors, floors, n);
+  Add(factors, factors, scratch, n);
   Muls(factors, factors, invKeepProb, n);
 }

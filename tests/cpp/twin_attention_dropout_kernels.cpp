@@ -16,33 +16,30 @@ using namespace AscendC;
 
 namespace {
 
-void FactorsKernel(GM_ADDR maskGm, GM_ADDR outGm, uint64_t maskBytes, int64_t firstBit, int64_t rowBits,
-                   uint32_t rows, uint32_t cols, float keepProb) {
+void FactorsKernel(GM_ADDR maskGm, GM_ADDR outGm, uint64_t maskBytes, int64_t firstBit, int64_t rowBits, uint32_t rows,
+                   uint32_t cols, float keepProb) {
   using attention_dropout::kShifts;
-  const uint32_t pp = (cols + 7) / 8 * 8, rb = attention_dropout::RowBytes(cols);
+  const uint32_t pp = (cols + 7) / 8 * 8, rb = AttentionDropoutRowBytes(cols), pitch = pp + 8;  // wider tables
   TPipe pipe;
-  TBuf<TPosition::VECCALC> bytesBuf, halfBuf, floatBuf, intBuf, floorBuf, factorBuf, offsetBuf, powerBuf;
+  TBuf<TPosition::VECCALC> bytesBuf, floatBuf, scratchBuf, factorBuf, offsetBuf, powerBuf;
   pipe.InitBuffer(bytesBuf, rows * rb);
-  pipe.InitBuffer(halfBuf, rows * rb * 2);
   pipe.InitBuffer(floatBuf, rows * rb * 4);
-  pipe.InitBuffer(intBuf, rows * pp * 4);
-  pipe.InitBuffer(floorBuf, rows * pp * 4);
+  pipe.InitBuffer(scratchBuf, rows * (pp > rb / 2 ? pp : rb / 2) * 4);
   pipe.InitBuffer(factorBuf, rows * pp * 4);
-  pipe.InitBuffer(offsetBuf, kShifts * pp * 4);
-  pipe.InitBuffer(powerBuf, kShifts * pp * 4);
+  pipe.InitBuffer(offsetBuf, kShifts * pitch * 4);
+  pipe.InitBuffer(powerBuf, kShifts * pitch * 4);
   GlobalTensor<uint8_t> mask;
   mask.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(maskGm), maskBytes);
   GlobalTensor<float> out;
   out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(outGm), uint64_t(rows) * pp);
   LocalTensor<uint32_t> offsets = offsetBuf.Get<uint32_t>();
   LocalTensor<float> powers = powerBuf.Get<float>(), factors = factorBuf.Get<float>();
-  AttentionDropoutTables(offsets, powers, pp);
+  AttentionDropoutTables(offsets, powers, pitch);
   SyncPipes<HardEvent::S_V>();
   AttentionLoadDropout(bytesBuf.Get<uint8_t>(), mask, firstBit, rowBits, rows, cols, rb);
   SyncPipes<HardEvent::MTE2_V>();
-  AttentionDropoutFactors(factors, bytesBuf.Get<uint8_t>(), halfBuf.Get<half>(), floatBuf.Get<float>(),
-                          intBuf.Get<int32_t>(), floorBuf.Get<float>(), offsets, powers, firstBit, rowBits, rows, pp,
-                          rb, 1.0f / keepProb);
+  AttentionDropoutFactors(factors, bytesBuf.Get<uint8_t>(), floatBuf.Get<float>(), scratchBuf.Get<float>(), offsets,
+                          powers, pitch, firstBit, rowBits, rows, pp, rb, 1.0f / keepProb);
   SyncPipes<HardEvent::V_MTE3>();
   DataCopy(out, factors, rows * pp);
 }
@@ -65,6 +62,5 @@ at::Tensor FactorsOp(const at::Tensor& mask, int64_t firstBit, int64_t rowBits, 
 }  // namespace
 
 TORCH_LIBRARY(twin_attention_dropout, m) {
-  m.def("factors(Tensor mask, int first_bit, int row_bits, int rows, int cols, float keep_prob) -> Tensor",
-        &FactorsOp);
+  m.def("factors(Tensor mask, int first_bit, int row_bits, int rows, int cols, float keep_prob) -> Tensor", &FactorsOp);
 }

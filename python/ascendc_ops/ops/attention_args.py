@@ -37,7 +37,9 @@ class AttentionAttrs(NamedTuple):
     actual_seq_kvlen: Any = None
     sparse_mode: int = int(_DEFAULTS["sparse_mode"])
     softcap: float = float(_DEFAULTS["softcap"])  # > 0: scores softcap * tanh(s / softcap) before the mask; 0 none
+    keep_prob: float = float(_DEFAULTS["keep_prob"])  # < 1: dropout with drop_mask (docs/attention.md "Dropout")
     sink: Any = None  # fp32 [N1]: one logit per query head joining every row's softmax with no value (gpt-oss)
+    drop_mask: Any = None  # uint8, one bit a score element [B, N1, S1, S2] (pack_dropout_mask), 1 = kept
 
     def grad_args(self) -> tuple:
         """The list fusion_attention_grad takes: all but sink (the forward's statistics hold it; its gradient is
@@ -142,11 +144,11 @@ def unpack_dropout_mask(mask, shape) -> np.ndarray:
     the bits past the shape's element count are not read."""
     m = np.asarray(mask.detach().cpu().numpy() if hasattr(mask, "detach") else mask)
     if m.dtype != np.uint8:
-        raise TypeError(f"{OP}: dropout_mask must be uint8 (one bit a score element), got {m.dtype}")
+        raise TypeError(f"{OP}: drop_mask must be uint8 (one bit a score element), got {m.dtype}")
     numels = int(np.prod(shape))
     if m.size < dropout_mask_bytes(numels):
         raise ValueError(
-            f"{OP}: dropout_mask must hold {numels} bits ({dropout_mask_bytes(numels)} bytes) for the scores "
+            f"{OP}: drop_mask must hold {numels} bits ({dropout_mask_bytes(numels)} bytes) for the scores "
             f"{list(shape)}, got {m.size} bytes"
         )
     return np.unpackbits(m.reshape(-1), bitorder="little", count=numels).astype(bool).reshape(shape)

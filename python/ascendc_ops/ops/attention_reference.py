@@ -23,7 +23,7 @@ in docs/attention.md ("Semantics"); in short:
 - ``softcap`` (ours, Gemma 2/3): scores ``softcap * tanh(s / softcap)`` before the mask; ``sink`` (fp32 [Nq],
   gpt-oss's ``s_aux``): one more logit per head in every row's softmax, with no value (a row with no key then has
   max = sink, sum = 1, output 0); d_sink = -sum over the head's rows of p_sink * D.
-- dropout (``keep_prob`` < 1 with an explicit ``dropout_mask``, bit-packed uint8 over [B, N, S1, S2] as
+- dropout (``keep_prob`` < 1 with an explicit ``drop_mask``, bit-packed uint8 over [B, N, S1, S2] as
   ``attention_args.pack_dropout_mask`` packs it; fixed layouts only): out = (P * keep / keep_prob) V with the
   statistics of the undropped P; the backward's dP and dV take the same factor, D = rowsum(dy * O) the dropped O's.
 
@@ -369,7 +369,7 @@ class _Dropout(list):
     keep_prob = 1.0
 
 
-def _dropout(problem: _Problem, dropout_mask, keep_prob) -> _Dropout | None:
+def _dropout(problem: _Problem, drop_mask, keep_prob) -> _Dropout | None:
     """The dropout of a call, None without one. keep_prob 1 applies none (CANN reads a given mask only below 1);
     below 1 the mask must be given (torch_npu draws its own on the device, which no reference can reproduce)."""
     keep_prob = float(keep_prob)
@@ -377,12 +377,12 @@ def _dropout(problem: _Problem, dropout_mask, keep_prob) -> _Dropout | None:
         raise ValueError(f"{OP}: keep_prob must be in (0, 1], got {keep_prob}")
     if keep_prob == 1.0:
         return None
-    if dropout_mask is None:
-        raise NotImplementedError(f"{OP}: keep_prob {keep_prob} needs an explicit dropout_mask")
+    if drop_mask is None:
+        raise NotImplementedError(f"{OP}: keep_prob {keep_prob} needs an explicit drop_mask")
     if problem.layout == "TND":
-        raise NotImplementedError(f"{OP}: dropout_mask with input_layout TND is not supported")
+        raise NotImplementedError(f"{OP}: drop_mask with input_layout TND is not supported")
     b, s1, s2 = len(problem.qb), int(problem.q_lens[0]), int(problem.kv_lens[0])
-    drops = _Dropout(unpack_dropout_mask(dropout_mask, (b, problem.nq, s1, s2)))
+    drops = _Dropout(unpack_dropout_mask(drop_mask, (b, problem.nq, s1, s2)))
     drops.keep_prob = keep_prob
     return drops
 
@@ -399,17 +399,16 @@ def _setup(query, key, value, attrs: AttentionAttrs, pse, softmax_layout):
     return problem, masks
 
 
-def fusion_attention_reference(
-    query, key, value, *attrs, pse=None, softmax_layout="", dropout_mask=None, keep_prob=1.0, **named
-):
+def fusion_attention_reference(query, key, value, *attrs, pse=None, softmax_layout="", **named):
     """torch_npu ``npu_fusion_attention``'s first three outputs in float64:
     (attention_out in query's layout with Dv, softmax_max, softmax_sum). After the tensors, the op's arguments
     (AttentionAttrs: head_num, input_layout, atten_mask=None, scale=1.0, pre_tockens, next_tockens,
-    actual_seq_qlen, actual_seq_kvlen, sparse_mode=0, softcap=0.0). keep_prob < 1 with a bit-packed uint8
-    dropout_mask (attention_args.pack_dropout_mask): out = (P * keep / keep_prob) V, the statistics P's."""
+    actual_seq_qlen, actual_seq_kvlen, sparse_mode=0, softcap=0.0, keep_prob=1.0, sink, drop_mask). keep_prob < 1
+    with a bit-packed uint8 drop_mask (attention_args.pack_dropout_mask): out = (P * keep / keep_prob) V, the
+    statistics P's."""
     attrs = AttentionAttrs(*attrs, **named)
     problem, masks = _setup(query, key, value, attrs, pse, softmax_layout)
-    drops = _dropout(problem, dropout_mask, keep_prob)
+    drops = _dropout(problem, attrs.drop_mask, attrs.keep_prob)
     outs = [np.zeros((problem.nq, q.shape[1], problem.dv)) for q in problem.qb]
     maxes = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
     sums = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
@@ -428,20 +427,18 @@ def _sink(attrs: AttentionAttrs):
     return None if attrs.sink is None else _f64(attrs.sink).reshape(-1)
 
 
-def fusion_attention_grad_reference(
-    query, key, value, dy, *attrs, pse=None, with_sink=False, dropout_mask=None, keep_prob=1.0, **named
-):
+def fusion_attention_grad_reference(query, key, value, dy, *attrs, pse=None, with_sink=False, **named):
     """torch_npu ``npu_fusion_attention_grad``'s (dq, dk, dv) in float64, in the inputs' layouts, for the
     forward's arguments (AttentionAttrs) after dy, derived by hand: with P the forward's probabilities (0 on
     masked keys and on rows with no key), dV = P^T dy, dP = dy V^T, D = rowsum(dy * O), dS = P * (dP - D),
     dQ = scale * dS K, dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads. With softcap,
     dS is also multiplied by 1 - tanh^2 of the capped scores. with_sink: (dq, dk, dv, d_sink), d_sink [Nq] =
     -sum over the head's rows of p_sink * D, p_sink = exp(sink - max) / sum. Dropout (keep_prob < 1 with
-    dropout_mask, Z = keep / keep_prob): dV = (P Z)^T dy, dP = (dy V^T) Z, D = rowsum(dy * O) of the dropped O,
+    drop_mask, Z = keep / keep_prob): dV = (P Z)^T dy, dP = (dy V^T) Z, D = rowsum(dy * O) of the dropped O,
     dS = P * (dP - D)."""
     attrs = AttentionAttrs(*attrs, **named)
     problem, masks = _setup(query, key, value, attrs, pse, "")
-    drops = _dropout(problem, dropout_mask, keep_prob)
+    drops = _dropout(problem, attrs.drop_mask, attrs.keep_prob)
     dy_b = problem.split_like_output(_f64(dy), "dy")
     scale = float(attrs.scale)
     dqs = [np.zeros(q.shape) for q in problem.qb]
