@@ -6,7 +6,7 @@
 //   AttentionDropoutFactors: the bytes as fp32; per row a Gather of each key's byte (the row's bit shift picks
 //     one of 8 offset tables) times 2^-bit (the same shift's power table), then bit = floor(y) - 2 floor(y / 2),
 //     all exact in fp32; times 1 / keep_prob.
-// The tables (AttentionDropoutTables) are built once, by the scalar unit, for the widest block.
+// The tables (AttentionDropoutTables) are built once for the widest block.
 #pragma once
 #include "kernel_operator.h"
 // after kernel_operator.h: its functions are __aicore__
@@ -20,14 +20,26 @@ constexpr uint32_t kShifts = 8;  // a row's first bit within its first byte
 }  // namespace attention_dropout
 
 // offsets [8, pitch] (uint32, bytes into one row of the fp32 bytes) and powers [8, pitch] (fp32): for shift s and
-// key c < pitch, the byte of bit s + c and 2^-((s + c) % 8).
+// key c < pitch (a multiple of 8), the byte of bit s + c and 2^-((s + c) % 8). The scalar unit writes each shift's
+// first 8 keys; the next 8 are a byte on (offsets) with the same bits (powers), so vector adds double the rest
+// (64 scalar writes a table, not 8 x pitch: a pipeline's worth at pitch 512).
 __aicore__ inline void AttentionDropoutTables(const LocalTensor<uint32_t>& offsets, const LocalTensor<float>& powers,
                                               uint32_t pitch) {
-  for (uint32_t s = 0; s < attention_dropout::kShifts; ++s) {
-    for (uint32_t c = 0; c < pitch; ++c) {
+  using attention_dropout::kShifts;
+  for (uint32_t s = 0; s < kShifts; ++s) {
+    for (uint32_t c = 0; c < kShifts; ++c) {
       const uint32_t bit = s + c;
       offsets.SetValue(s * pitch + c, bit / 8 * uint32_t(sizeof(float)));
       powers.SetValue(s * pitch + c, 1.0f / float(1u << (bit % 8)));
+    }
+  }
+  SyncPipes<HardEvent::S_V>();
+  const LocalTensor<int32_t> o = offsets.ReinterpretCast<int32_t>();
+  for (uint32_t s = 0; s < kShifts; ++s) {
+    for (uint32_t k = kShifts; k < pitch; k *= 2) {
+      const int32_t n = int32_t(pitch - k < k ? pitch - k : k), at = int32_t(s * pitch);
+      Adds(o[at + int32_t(k)], o[at], int32_t(k / 8 * sizeof(float)), n);
+      Adds(powers[at + int32_t(k)], powers[at], 0.0f, n);
     }
   }
 }
