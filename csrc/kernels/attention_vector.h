@@ -246,6 +246,7 @@ class AttentionVector {
       }
       SyncPipes<HardEvent::MTE2_V>();
     }
+    if (t.dropout) LoadDropout(task, j0, cols);  // its copies run under the softmax
     LocalTensor<float> s = sQue_.DeQue<float>();
     SyncPipes<HardEvent::MTE3_V>();  // the previous block's P copy has read the bound buffer
     Muls(s, s, t.scale, int32_t(n));
@@ -271,7 +272,7 @@ class AttentionVector {
     LocalTensor<float> red8 = blocks[kMaxRows * row_ops::kBlock];  // the band is done with it
     OnlineSoftmaxBlock(s, mOld, mNew, alpha, l, red, bound, red8, blocks, rows_, pp, pp);
     cur_ ^= 1u;
-    if (t.dropout) Dropout(task, s, j0, cols, pp);
+    if (t.dropout) Dropout(task, s, j0, pp);
     // P in the input dtype -> the workspace, this AIV's rows after the other's
     if constexpr (sizeof(T) == 4) {
       DataCopy(bound, s, DataCopyParams(1, uint16_t(n * 4 / 32), 0, 0));
@@ -285,15 +286,25 @@ class AttentionVector {
                 DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
   }
 
-  // P [rows_, pp] of keys j0.. times keep / keep_prob from drop_mask, once the statistics took it; bound is free.
-  __aicore__ inline void Dropout(const AttentionTask& task, const LocalTensor<float>& p, int64_t j0, uint32_t cols,
-                                 uint32_t pp) {
+  // The block's first mask bit: rows_ rows of head task.n from task.i0 + r0_, keys from j0.
+  __aicore__ inline int64_t DropoutBit(const AttentionTask& task, int64_t j0) const {
+    return ((task.b * t_->heads + task.n) * task.s1 + task.i0 + r0_) * task.s2 + j0;
+  }
+
+  // The block's drop_mask bytes into dropBytesBuf_ (MTE2; Dropout syncs).
+  __aicore__ inline void LoadDropout(const AttentionTask& task, int64_t j0, uint32_t cols) {
+    AttentionLoadDropout(dropBytesBuf_.Get<uint8_t>(), drop_, DropoutBit(task, j0), task.s2, rows_, cols,
+                         AttentionDropoutRowBytes(uint32_t(t_->s2Block)));
+  }
+
+  // P [rows_, pp] of keys j0.. times keep / keep_prob from the loaded bytes, once the statistics took it; bound is
+  // free.
+  __aicore__ inline void Dropout(const AttentionTask& task, const LocalTensor<float>& p, int64_t j0, uint32_t pp) {
     const AttentionTilingData& t = *t_;
-    const int64_t firstBit = ((task.b * t.heads + task.n) * task.s1 + task.i0 + r0_) * task.s2 + j0;
+    const int64_t firstBit = DropoutBit(task, j0);
     const uint32_t rb = AttentionDropoutRowBytes(uint32_t(t.s2Block));
     LocalTensor<uint8_t> bytes = dropBytesBuf_.Get<uint8_t>();
     LocalTensor<float> factors = dropFactorBuf_.Get<float>();
-    AttentionLoadDropout(bytes, drop_, firstBit, task.s2, rows_, cols, rb);
     SyncPipes<HardEvent::MTE2_V>();
     AttentionDropoutFactors(factors, bytes, dropFloatBuf_.Get<float>(), boundBuf_.Get<float>(),
                             dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), uint32_t(t.s2Block), firstBit,
