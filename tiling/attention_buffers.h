@@ -29,6 +29,10 @@ enum TaskStat : uint32_t { kMax0, kMax1, kSum, kPerTask };
 constexpr uint32_t kStats = kTaskStats + kPerTask * kAttentionPSlots;
 }  // namespace attention_vec
 
+// Bytes of one row of a dropout block's drop_mask in UB: `cols` keys span (shift + cols + 7) / 8 bytes at any bit
+// shift, padded to the 32-byte blocks a copy writes (attention_dropout.h).
+ATTENTION_BUFFERS_FN uint32_t AttentionDropoutRowBytes(uint32_t cols) { return ((cols + 14) / 8 + 31) / 32 * 32; }
+
 // The forward AIV's rows: the first ceil(s1Block / 2) of a task's for AIV 0, the rest for AIV 1.
 ATTENTION_BUFFERS_FN uint32_t AttentionVectorRows(uint32_t s1Block) { return (s1Block + 1) / 2; }
 
@@ -43,14 +47,17 @@ struct AttentionVectorUb {
   uint32_t stats;            // the row statistics (attention_vec::Stat), one lane per row
   uint32_t blocks;           // two sets of per-row 32-byte blocks (Brcb)
   uint32_t outStats;         // the max / sum rows out, kAttentionStatLanes lanes each
-  bool maskFull;
+  // dropout (else unused): drop_mask's bytes and as fp32, the factors, the Gather offsets and 2^-bit tables
+  uint32_t dropBytes, dropFloat, dropFactors, dropTables;
+  bool maskFull, dropout;
   // The bytes of all but P V's buffer, which the tiling adds where it still fits.
   ATTENTION_BUFFERS_FN uint32_t WithoutPv() const {
-    return 2 * s + bound + (maskFull ? mask + maskHalf : 0) + o + ramp + rowRamp + stats + blocks + outStats;
+    return 2 * s + bound + (maskFull ? mask + maskHalf : 0) + o + ramp + rowRamp + stats + blocks + outStats +
+           (dropout ? dropBytes + dropFloat + dropFactors + 2 * dropTables : 0);
   }
 };
 ATTENTION_BUFFERS_FN AttentionVectorUb AttentionVectorBuffers(uint32_t rows, uint32_t s2b, uint32_t vPitch,
-                                                              bool maskFull) {
+                                                              bool maskFull, bool dropout) {
   const uint32_t outStatRows = (rows + 7) / 8 * 8;  // whole groups of 8 rows: Brcb and BlockReduce read them
   return {rows * s2b * 4,
           rows * s2b * 4,
@@ -63,7 +70,12 @@ ATTENTION_BUFFERS_FN AttentionVectorUb AttentionVectorBuffers(uint32_t rows, uin
           attention_vec::kStats * kAttentionMaxRows * 4,
           2 * kAttentionMaxRows * kAttentionBlockFloats * 4,
           2 * outStatRows * uint32_t(kAttentionStatLanes) * 4,
-          maskFull};
+          rows * AttentionDropoutRowBytes(s2b),
+          rows * AttentionDropoutRowBytes(s2b) * 4,
+          rows * s2b * 4,
+          8 * s2b * 4,
+          maskFull,
+          dropout};
 }
 
 // The backward AIV's rows and keys of a step: halves split at a multiple of 16 (so the halves of P^T start
@@ -88,17 +100,19 @@ struct AttentionGradVectorUb {
   uint32_t stats;            // each set's softmax_max / softmax_sum rows (8 lanes), then D (a lane per row)
   uint32_t rowValues;        // D (ComputeD's), the band's two edges: a lane per row
   uint32_t blocks;           // the per-row blocks (attention_grad_vec::Blocks)
+  // dropout (else unused), as the forward's: drop_mask's bytes and as fp32, the factors, the two tables
+  uint32_t dropBytes, dropFloat, dropFactors, dropTables;
   uint32_t sets;
-  bool maskFull;
+  bool maskFull, dropout;
   ATTENTION_BUFFERS_FN uint32_t Total() const {
     return sets * (s + dp + stats) + bound + (maskFull ? mask + maskHalf : 0) + stage + offsets + acc + ramp + rowRamp +
-           rowValues + blocks;
+           rowValues + blocks + (dropout ? dropBytes + dropFloat + dropFactors + 2 * dropTables : 0);
   }
 };
 ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t rows, uint32_t keys, uint32_t s2b,
                                                                       uint32_t dPitch, uint32_t vPitch,
-                                                                      uint32_t elemBytes, bool maskFull,
-                                                                      uint32_t sets) {
+                                                                      uint32_t elemBytes, bool maskFull, uint32_t sets,
+                                                                      bool dropout) {
   const uint32_t area = rows * s2b;  // elements of one row block of S
   const uint32_t accKeys = keys * (dPitch + vPitch), accRows = rows * dPitch;
   return {area * 4,
@@ -114,6 +128,11 @@ ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t r
           (2 * rows * uint32_t(kAttentionStatLanes) + kAttentionMaxRows) * 4,
           3 * kAttentionMaxRows * 4,
           attention_grad_vec::kBlockSets * kAttentionMaxRows * kAttentionBlockFloats * 4,
+          rows * AttentionDropoutRowBytes(s2b),
+          rows * AttentionDropoutRowBytes(s2b) * 4,
+          area * 4,
+          8 * s2b * 4,
           sets,
-          maskFull};
+          maskFull,
+          dropout};
 }

@@ -60,7 +60,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
         else if (l1Bytes > l1) why = "L1";
         else if (l0c.sums + l0c.product > int64_t(platform.l0cBytes)) why = "L0C";
         else if (AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16), uint32_t(bytes),
-                                            t.maskFull, 1)
+                                            t.maskFull, 1, t.dropout)
                      .Total() > kA2UbBudget)
           why = "UB";  // the AIV's buffers as its Init carves them (attention_buffers.h)
         else {
@@ -73,7 +73,7 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
           // a second set of S / dP / statistics buffers where UB holds it: the AIVs load step n + 1 before they form
           // step n, which needs the cube's lead (at lead 0 its Scores of step n + 1 wait for that very step n)
           const bool twoSets = AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(d16), uint32_t(v16),
-                                                          uint32_t(bytes), t.maskFull, 2)
+                                                          uint32_t(bytes), t.maskFull, 2, t.dropout)
                                    .Total() <= kA2UbBudget;
           g.vecSets = twoSets && t.l1Buffers > 1 ? 2 : 1;
           // the ring of Q / dy tiles beside K twice, V, P with dS: where it fits, no operand is read twice from GM

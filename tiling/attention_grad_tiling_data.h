@@ -13,9 +13,9 @@
 #include "attention_tiling_data.h"
 
 #define FUSION_ATTENTION_GRAD_DTYPES ASCENDC_FLOAT_DTYPES
-#define FUSION_ATTENTION_GRAD_PARAMS(GM)                                                                              \
-  GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dq, GM dk, GM dv, \
-      GM workspace, GM tiling
+#define FUSION_ATTENTION_GRAD_PARAMS(GM)                                                                             \
+  GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dropMask, GM dq, \
+      GM dk, GM dv, GM workspace, GM tiling
 
 // The backward's pipeline: the AIC computes S and dP of step n + kAttentionGradLead before the parts of
 // step n (fwd.l1Buffers 2; with one L1 buffer a query task's Q could not wait beside the last key steps'

@@ -30,6 +30,7 @@ struct AttentionAttrs {
   std::optional<std::vector<int64_t>> actualSeqQlen, actualSeqKvlen;  // TND's cumulative ends
   int64_t sparseMode;
   double softcap;  // > 0: scores become softcap * tanh(score / softcap) before the mask (Gemma 2/3); 0: none
+  double keepProb = 1.0;  // keep_prob (fusion_attention's; the grad's 1): < 1 applies drop_mask (dropout)
 };
 
 // atten_mask's bytes on the host (row-major, bool or uint8), for the value check of sparse_mode 2-4's compressed
@@ -46,6 +47,7 @@ struct AttentionArgs {
   Int batch, heads, kvHeads, headDim, valueDim, s1, s2;
   std::vector<Int> out, stats;  // attention_out; softmax_max and softmax_sum
   bool sink = false;            // per-head sink logits given
+  bool dropout = false;         // keep_prob < 1 with drop_mask
 };
 
 inline AttentionLayout AttentionLayoutOf(const OpSpec& op, const std::string& layout) {
@@ -182,13 +184,37 @@ inline void CheckAttentionCompressedMask(const OpSpec& op, int64_t sparseMode, c
   }
 }
 
+// keep_prob in (0, 1]; below 1 (CANN reads drop_mask only then) drop_mask must be uint8 with a bit for each score
+// element of the fixed layouts, B * N1 * S1 * S2 (docs/attention.md, "Dropout"), and `a` gets dropout.
+template <class Int>
+void CheckAttentionDropout(const OpSpec& op, double keepProb, AttentionLayout l, const TensorArg<Int>& dropMask,
+                           size_t dropIndex, AttentionArgs<Int>& a) {
+  if (!(keepProb > 0.0 && keepProb <= 1.0)) Fail(ArgError::kValue, op, "keep_prob must be in (0, 1], got ", keepProb);
+  if (keepProb == 1.0) return;
+  if (!dropMask.defined)
+    Fail(ArgError::kValue, op, "keep_prob ", keepProb,
+         " < 1 needs drop_mask (uint8, one bit a score element), got None: the device's own draw is not reproduced");
+  CheckDtype(op, dropIndex, dropMask.dtype);
+  if (l == kLayoutTND) Fail(ArgError::kValue, op, "drop_mask with input_layout='TND' is not supported");
+  Int bytes = Int(int64_t(1));
+  for (const Int& d : dropMask.shape) bytes = bytes * d;
+  const Int elements = a.batch * a.heads * a.s1 * a.s2, needed = (elements + Int(int64_t(7))) / Int(int64_t(8));
+  if (bytes < needed)
+    Fail(ArgError::kValue, op, "drop_mask must hold B * N1 * S1 * S2 = ", elements, " bits (", needed, " bytes), got ",
+         bytes, " bytes (shape ", dropMask.shape, ")");
+  a.dropout = true;
+}
+
 // query, key, value, atten_mask (defined = false: none) and the attrs of fusion_attention; `maskBytes` (may be
-// empty) for sparse_mode 2-4's mask values; sink (fusion_attention's input 4; the grad takes none).
+// empty) for sparse_mode 2-4's mask values; sink (fusion_attention's input 4; the grad takes none) and drop_mask
+// (input dropIndex).
 template <class Int>
 AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& q, const TensorArg<Int>& k,
                                         const TensorArg<Int>& v, const TensorArg<Int>& mask,
                                         const AttentionAttrs& attrs, const AttentionMaskBytes& maskBytes = {},
-                                        size_t maskIndex = 3, const TensorArg<Int>& sink = {{}, DType::kOther, false}) {
+                                        size_t maskIndex = 3, const TensorArg<Int>& sink = {{}, DType::kOther, false},
+                                        const TensorArg<Int>& dropMask = {{}, DType::kOther, false},
+                                        size_t dropIndex = 5) {
   const int64_t headNum = attrs.headNum, sparseMode = attrs.sparseMode;
   const std::optional<std::vector<int64_t>>&actualSeqQlen = attrs.actualSeqQlen, &actualSeqKvlen = attrs.actualSeqKvlen;
   const AttentionLayout l = AttentionLayoutOf(op, attrs.inputLayout);
@@ -249,6 +275,7 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
            sink.shape);
     a.sink = true;
   }
+  CheckAttentionDropout(op, attrs.keepProb, l, dropMask, dropIndex, a);
   if (l == kLayoutTND) {
     if (!actualSeqQlen || !actualSeqKvlen)
       Fail(ArgError::kValue, op,
@@ -316,6 +343,7 @@ inline AttentionProblem AttentionProblemOf(const AttentionArgs<int64_t>& a) {
                      a.s1,          a.s2,           {},          {},      float(at.scale), at.sparseMode, at.preTokens,
                      at.nextTokens, a.mask.defined, a.mask.shape};
   p.softcap = float(at.softcap), p.sinkDefined = a.sink;
+  p.keepProb = a.dropout ? float(at.keepProb) : 1.0f;
   if (a.layout == kLayoutTND) {  // trailing zeros (empty batches) become the last end: length 0
     p.cumQ = *at.actualSeqQlen, p.cumKv = *at.actualSeqKvlen;
     const std::vector<int64_t> q = AttentionLengths(p.cumQ), kv = AttentionLengths(p.cumKv);

@@ -53,6 +53,8 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   t.scale = p.scale;
   t.softcap = p.softcap;
   t.sink = p.sinkDefined ? 1 : 0;
+  t.dropout = p.keepProb < 1.0f ? 1 : 0;
+  t.keepProbInv = 1.0f / p.keepProb;
 
   // Masks: no atten_mask, no masking (torch_npu ignores sparse_mode and the tokens then); modes 0 and 1
   // read the full mask, modes 2-4 (and 0's tokens) are the band, computed, not read.
@@ -77,8 +79,8 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   const int64_t ub = kA2UbBudget, group = p.kvHeads > 0 ? p.heads / p.kvHeads : 1;
   // Decode: a kv head's query heads stacked as one task's rows, when they fit the largest block and
   // Nd2Nz's 16-bit matrix stride reaches from one query row's heads to the next's (stackHeads below).
-  const bool stack =
-      !t.varlen && group > 1 && p.s1 > 0 && group * p.s1 <= 128 && t.qStrideS <= 65535 && t.qStrideN <= 65535;
+  const bool stack = !t.varlen && !t.dropout && group > 1 && p.s1 > 0 && group * p.s1 <= 128 && t.qStrideS <= 65535 &&
+                     t.qStrideN <= 65535;  // dropout reads a row block's mask bits one head at a time
   const int64_t wanted = stack ? group * p.s1 : (t.varlen ? 128 : p.s1);
   t.vPitch = int32_t(v16);
   std::string why;
@@ -88,7 +90,8 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
     const int64_t rows = AttentionVectorRows(uint32_t(s1b)), l0c = s1b * std::max(s2b, v16) * 4;
     if (pipelined && 2 * l0c > int64_t(platform.l0cBytes)) return false;
     // the AIV's buffers as its Init carves them (attention_buffers.h), P V's own where it still fits
-    const AttentionVectorUb vec = AttentionVectorBuffers(uint32_t(rows), uint32_t(s2b), uint32_t(v16), t.maskFull);
+    const AttentionVectorUb vec =
+        AttentionVectorBuffers(uint32_t(rows), uint32_t(s2b), uint32_t(v16), t.maskFull, t.dropout);
     const int64_t vecUb = vec.WithoutPv();
     const int64_t qk = std::min<int64_t>(d16, half0a / (std::max(s1b, s2b) * bytes) / 16 * 16);
     const int64_t pv = std::min<int64_t>(s2b, std::min(half0a / (s1b * bytes), half0b / (v16 * bytes)) / 16 * 16);

@@ -23,6 +23,7 @@ struct AttentionProblem {
   std::vector<int64_t> maskShape;  // atten_mask's shape when defined
   float softcap;                   // 0: none
   bool sinkDefined;                // per-head sink logits (fp32 [N1]) join every row's softmax
+  float keepProb = 1.0f;           // < 1: dropout with the given drop_mask (AttentionTilingData::dropout)
 };
 
 struct AttentionTiling {

@@ -12,9 +12,9 @@
 
 // The kernel entries, one per dtype of query/key/value (tiling/kernel_dtypes.h says how they are read).
 #define FUSION_ATTENTION_DTYPES ASCENDC_FLOAT_DTYPES
-#define FUSION_ATTENTION_PARAMS(GM)                                                                               \
-  GM query, GM key, GM value, GM attenMask, GM sink, GM attentionOut, GM softmaxMax, GM softmaxSum, GM workspace, \
-      GM tiling
+#define FUSION_ATTENTION_PARAMS(GM)                                                                              \
+  GM query, GM key, GM value, GM attenMask, GM sink, GM dropMask, GM attentionOut, GM softmaxMax, GM softmaxSum, \
+      GM workspace, GM tiling
 
 // torch_npu's input_layout values, as the tiling stores them.
 enum AttentionLayout : int32_t { kLayoutBSH = 0, kLayoutSBH, kLayoutBSND, kLayoutBNSD, kLayoutTND };
@@ -84,4 +84,8 @@ struct AttentionTilingData {
   // of the bundle's first task in L1 for the others: those cross GM -> L1 once per bundle. groupHeads 1,
   // kvCacheBlocks 0: off. kvStream 0: the cache holds every block, so the AIC has no streaming K / V buffers.
   int32_t groupHeads, kvCacheBlocks, kvStream;
+  // Dropout (keep_prob < 1, fixed layouts, unstacked): P V takes P * keep / keep_prob, keep the bit of drop_mask
+  // (one a score element, flat over [B, N1, S1, S2]: attention_dropout.h); the statistics stay P's.
+  int32_t dropout;
+  float keepProbInv;  // 1 / keep_prob
 };

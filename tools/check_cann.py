@@ -64,6 +64,7 @@ DTYPE_NAMES = {
     "int32": "int32_t",
     "int64": "int64_t",
     "int8": "int8_t",
+    "uint8": "uint8_t",
     "bool": "bool",
 }
 

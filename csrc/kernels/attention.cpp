@@ -13,8 +13,9 @@
 // `t` is the tiling struct at the start of `tiling` (GM), which TND's cumulative lengths follow.
 template <typename T>
 __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR value, GM_ADDR attenMask, GM_ADDR sink,
-                                          GM_ADDR attentionOut, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
-                                          GM_ADDR workspace, const AttentionTilingData& t, GM_ADDR tiling) {
+                                          GM_ADDR dropMask, GM_ADDR attentionOut, GM_ADDR softmaxMax,
+                                          GM_ADDR softmaxSum, GM_ADDR workspace, const AttentionTilingData& t,
+                                          GM_ADDR tiling) {
   GM_ADDR ws = GetUserWorkspace(workspace);
   GM_ADDR table = tiling + sizeof(AttentionTilingData);
   AttentionTaskWalk walk;
@@ -32,7 +33,7 @@ __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR va
   }
   if ASCEND_IS_AIV {
     AttentionVector<T> vec;
-    vec.Init(attenMask, sink, attentionOut, softmaxMax, softmaxSum, ws, t);
+    vec.Init(attenMask, sink, dropMask, attentionOut, softmaxMax, softmaxSum, ws, t);
     if (t.groupHeads > 1) {
       bundles.Init(t, table, GetBlockIdx() / GetTaskRation());
       vec.Process(bundles);
@@ -44,13 +45,13 @@ __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR va
 }
 
 // One entry per dtype (FUSION_ATTENTION_DTYPES, tiling/attention_tiling_data.h).
-#define FUSION_ATTENTION_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                                \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(FUSION_ATTENTION_PARAMS(GM_ADDR)) {                         \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                            \
-    AttentionTilingData t;                                                                                        \
-    CopyTiling(&t, tiling);                                                                                       \
-    RunFusionAttention<T>(query, key, value, attenMask, sink, attentionOut, softmaxMax, softmaxSum, workspace, t, \
-                          tiling);                                                                                \
+#define FUSION_ATTENTION_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                            \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(FUSION_ATTENTION_PARAMS(GM_ADDR)) {                     \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                        \
+    AttentionTilingData t;                                                                                    \
+    CopyTiling(&t, tiling);                                                                                   \
+    RunFusionAttention<T>(query, key, value, attenMask, sink, dropMask, attentionOut, softmaxMax, softmaxSum, \
+                          workspace, t, tiling);                                                              \
   }
 FUSION_ATTENTION_DTYPES(FUSION_ATTENTION_ENTRY, fusion_attention)
 #undef FUSION_ATTENTION_ENTRY

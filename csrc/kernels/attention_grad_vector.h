@@ -4,7 +4,8 @@
 //   D = rowsum(dy * attention_in), once per row before any step (ProcessD: each group its query tasks' rows, then
 //   SyncAll of the AIVs) into GM after the groups' workspaces, read back per step; m, 1 / l from softmax_max / sum;
 //   P = exp(min(S * scale, mask bound) - m) / l -- the forward's P, recomputed (attention_mask.h);
-//   dS = P * (dP - D), times 1 - tanh^2 of the softcap (the same tanh) when the forward capped S;
+//   dS = P * (dP - D), times 1 - tanh^2 of the softcap (the same tanh) when the forward capped S; with dropout
+//   dP is first multiplied by Z = keep / keep_prob (drop_mask, attention_dropout.h) and key tasks' P, for dv, too;
 //   key tasks: P and dS in the input dtype into the workspace as they are (the cube transposes them as it loads
 //   them), fp32 transposed by Gather as P^T / dS^T (kAttentionGradCubeTransposes);
 //   query tasks: dS into the workspace as is; flag kPReady.
@@ -20,6 +21,7 @@
 // task's first steps already under way (the sums are zeroed at a task's first parts). A row that kept no key in the
 // forward (softmax_max = -FLT_MAX) has m raised to kMaxFloor, so its P is 0.
 #pragma once
+#include "attention_dropout.h"
 #include "attention_grad_task.h"
 #include "attention_mask.h"
 #include "kernel_utils.h"
@@ -35,7 +37,8 @@ template <typename T>
 class AttentionGradVector {
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR dy, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
-                              GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws, const AttentionGradTilingData& g) {
+                              GM_ADDR dropMask, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws,
+                              const AttentionGradTilingData& g) {
     using namespace attention_grad_vec;
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
@@ -44,6 +47,7 @@ class AttentionGradVector {
       ws_[slot].Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup + slot * g.slotBytes, g);
     d_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.dOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
+    if (t.dropout) drop_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
     o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
@@ -57,7 +61,7 @@ class AttentionGradVector {
     // the buffer plan the tiling counted (tiling/attention_buffers.h), in its order
     sets_ = uint32_t(g.vecSets);
     const AttentionGradVectorUb ub =
-        AttentionGradVectorBuffers(maxRows_, maxKeys_, s2b, dp, vp, sizeof(T), t.maskFull, sets_);
+        AttentionGradVectorBuffers(maxRows_, maxKeys_, s2b, dp, vp, sizeof(T), t.maskFull, sets_, t.dropout);
     for (uint32_t k = 0; k < sets_; ++k) {
       pipe_.InitBuffer(sBuf_[k], ub.s);
       pipe_.InitBuffer(dpBuf_[k], ub.dp);
@@ -76,6 +80,14 @@ class AttentionGradVector {
     pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
     pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
+    if (t.dropout) {
+      pipe_.InitBuffer(dropBytesBuf_, ub.dropBytes);
+      pipe_.InitBuffer(dropFloatBuf_, ub.dropFloat);
+      pipe_.InitBuffer(dropFactorBuf_, ub.dropFactors);
+      pipe_.InitBuffer(dropOffsetBuf_, ub.dropTables);
+      pipe_.InitBuffer(dropPowerBuf_, ub.dropTables);
+      AttentionDropoutTables(dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), s2b);
+    }
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));
@@ -211,7 +223,7 @@ class AttentionGradVector {
     if (rows_ > 0) {
       WaitFlag<HardEvent::MTE2_V>(loadedEvt_[set]);
       if (l.stats) StatBlocks(set);
-      Grad(l.st, set);
+      Grad(l.st, set, l.key);
       if (l.key) StoreKeyParts(l.st, set);
       else StoreDs(l.st, set);
     }
@@ -384,11 +396,12 @@ class AttentionGradVector {
 
   // P (S's buffer) and dS (dP's) of this AIV's rows of the step (loaded into set `set`), rows pp = Align8(cols)
   // apart.
-  __aicore__ inline void Grad(const Step& st, uint32_t set) {
+  __aicore__ inline void Grad(const Step& st, uint32_t set, bool key) {
     using namespace attention_mask;
     const AttentionTilingData& t = g_->fwd;
     const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp;
     LocalTensor<float> s = sBuf_[set].Get<float>(), dp = dpBuf_[set].Get<float>();
+    if (t.dropout) Mul(dp, dp, DropoutFactors(st, pp), int32_t(n));  // dP Z
     uint32_t mp = 0;
     if (t.maskFull) {
       SyncPipes<HardEvent::V_MTE2>();  // V is done with the last step's mask
@@ -419,6 +432,23 @@ class AttentionGradVector {
     RowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
     if (!cap) RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
+    if (t.dropout && key) Mul(s, s, dropFactorBuf_.Get<float>(), int32_t(n));  // P Z, which multiplied V: for dv
+  }
+
+  // Z = keep / keep_prob of the step's rows x keys from drop_mask (through the bound's buffer, free until the
+  // masks), rows pp apart.
+  __aicore__ inline LocalTensor<float> DropoutFactors(const Step& st, uint32_t pp) {
+    const AttentionTilingData& t = g_->fwd;
+    const int64_t firstBit = ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * st.s2 + st.j0;
+    const uint32_t rb = AttentionDropoutRowBytes(uint32_t(t.s2Block));
+    LocalTensor<uint8_t> bytes = dropBytesBuf_.Get<uint8_t>();
+    LocalTensor<float> factors = dropFactorBuf_.Get<float>();
+    AttentionLoadDropout(bytes, drop_, firstBit, st.s2, rows_, st.cols, rb);
+    SyncPipes<HardEvent::MTE2_V>();
+    AttentionDropoutFactors(factors, bytes, dropFloatBuf_.Get<float>(), boundBuf_.Get<float>(),
+                            dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), uint32_t(t.s2Block), firstBit,
+                            st.s2, rows_, pp, rb, t.keepProbInv);
+    return factors;
   }
 
   // fp32 rows `from` as the input dtype: cast into `to`, or `from` itself for fp32.
@@ -533,11 +563,12 @@ class AttentionGradVector {
   int64_t flushed_ = 0;  // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
-  GlobalTensor<uint8_t> mask_;
+  GlobalTensor<uint8_t> mask_, drop_;
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
   TPipe pipe_;
   uint32_t sets_ = 1;  // the tiling's vecSets: buffer sets of S, dP and the statistics
   TEventID loadedEvt_[2]{};  // MTE2 -> V: a set's loads are in
   TBuf<TPosition::VECCALC> sBuf_[2], dpBuf_[2], statBuf_[2], boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_,
-      accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_;
+      accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_, dropBytesBuf_, dropFloatBuf_, dropFactorBuf_, dropOffsetBuf_,
+      dropPowerBuf_;
 };

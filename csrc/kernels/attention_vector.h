@@ -3,7 +3,8 @@
 //   S (fp32 from the AIC's workspace slot) * scale, softcapped if asked (row_ops.h SoftcapBlock); the mask as a bound
 //   Min'd into S: kMasked where masked (atten_mask's True, or outside the band: sparse modes 2-4), so exp(kMasked -
 //   max) is 0 in any row that keeps a key; m' = max(m, rowmax S); alpha = exp(m - m'); P = exp(S - m'); l = l alpha +
-//   rowsum P; P in the input dtype to the workspace, flag kPReady; once the AIC flags kOReady, O = O alpha + P V, flag
+//   rowsum P; with dropout P times keep / keep_prob from drop_mask (attention_dropout.h) after the statistics took
+//   it; P in the input dtype to the workspace, flag kPReady; once the AIC flags kOReady, O = O alpha + P V, flag
 //   kOFree.
 // At the end O / l once, written in the input dtype, and m, l as softmax_max / softmax_sum (8 lanes each).
 // The statistics live in UB, one lane per row, and every row-wise step is one call over all rows
@@ -11,6 +12,7 @@
 // A row that keeps no key at all (its max stays kMasked) gets out = 0, softmax_max = -FLT_MAX and
 // softmax_sum = FLT_MAX, as CANN writes such rows.
 #pragma once
+#include "attention_dropout.h"
 #include "attention_mask.h"
 #include "attention_task.h"
 #include "kernel_utils.h"
@@ -27,8 +29,8 @@ class AttentionVector {
   static constexpr uint32_t kTPerBlock = 32 / sizeof(T);
 
  public:
-  __aicore__ inline void Init(GM_ADDR mask, GM_ADDR sink, GM_ADDR out, GM_ADDR softmaxMax, GM_ADDR softmaxSum,
-                              GM_ADDR ws, const AttentionTilingData& t) {
+  __aicore__ inline void Init(GM_ADDR mask, GM_ADDR sink, GM_ADDR dropMask, GM_ADDR out, GM_ADDR softmaxMax,
+                              GM_ADDR softmaxSum, GM_ADDR ws, const AttentionTilingData& t) {
     t_ = &t;
     sub_ = uint32_t(GetSubBlockIdx());
     GM_ADDR group = ws + (GetBlockIdx() / GetTaskRation()) * t.workspacePerGroup;
@@ -37,6 +39,7 @@ class AttentionVector {
     oWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + t.oOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
     if (t.sink) sink_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sink), t.heads);
+    if (t.dropout) drop_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
     out_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxSum));
@@ -44,7 +47,7 @@ class AttentionVector {
     const uint32_t rows = AttentionVectorRows(uint32_t(t.s1Block)), s2b = t.s2Block, vp = t.vPitch;
     maxRows_ = rows;
     // the buffer plan the tiling counted (tiling/attention_buffers.h), in its order
-    const AttentionVectorUb ub = AttentionVectorBuffers(rows, s2b, vp, t.maskFull);
+    const AttentionVectorUb ub = AttentionVectorBuffers(rows, s2b, vp, t.maskFull, t.dropout);
     pipe_.InitBuffer(sQue_, 2, ub.s);
     pipe_.InitBuffer(boundBuf_, ub.bound);
     if (t.maskFull) {
@@ -58,6 +61,14 @@ class AttentionVector {
     pipe_.InitBuffer(statBuf_, ub.stats);
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
     pipe_.InitBuffer(outStatBuf_, ub.outStats);
+    if (t.dropout) {
+      pipe_.InitBuffer(dropBytesBuf_, ub.dropBytes);
+      pipe_.InitBuffer(dropFloatBuf_, ub.dropFloat);
+      pipe_.InitBuffer(dropFactorBuf_, ub.dropFactors);
+      pipe_.InitBuffer(dropOffsetBuf_, ub.dropTables);
+      pipe_.InitBuffer(dropPowerBuf_, ub.dropTables);
+      AttentionDropoutTables(dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), s2b);
+    }
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     // each row's query row relative to the task's first (stacked heads: G rows per query row)
@@ -235,6 +246,7 @@ class AttentionVector {
       }
       SyncPipes<HardEvent::MTE2_V>();
     }
+    if (t.dropout) LoadDropout(task, j0, cols);  // its copies run under the softmax
     LocalTensor<float> s = sQue_.DeQue<float>();
     SyncPipes<HardEvent::MTE3_V>();  // the previous block's P copy has read the bound buffer
     Muls(s, s, t.scale, int32_t(n));
@@ -260,6 +272,7 @@ class AttentionVector {
     LocalTensor<float> red8 = blocks[kMaxRows * row_ops::kBlock];  // the band is done with it
     OnlineSoftmaxBlock(s, mOld, mNew, alpha, l, red, bound, red8, blocks, rows_, pp, pp);
     cur_ ^= 1u;
+    if (t.dropout) Dropout(task, s, j0, pp);
     // P in the input dtype -> the workspace, this AIV's rows after the other's
     if constexpr (sizeof(T) == 4) {
       DataCopy(bound, s, DataCopyParams(1, uint16_t(n * 4 / 32), 0, 0));
@@ -271,6 +284,32 @@ class AttentionVector {
     const int64_t pSlot = ((blocks_ + idx) % kAttentionPSlots) * (t.pSlotBytes / int64_t(sizeof(T)));
     DataCopyPad(pWs_[pSlot + int64_t(r0_) * pp], bound.ReinterpretCast<T>(),
                 DataCopyExtParams(1, n * sizeof(T), 0, 0, 0));
+  }
+
+  // The block's first mask bit: rows_ rows of head task.n from task.i0 + r0_, keys from j0.
+  __aicore__ inline int64_t DropoutBit(const AttentionTask& task, int64_t j0) const {
+    return ((task.b * t_->heads + task.n) * task.s1 + task.i0 + r0_) * task.s2 + j0;
+  }
+
+  // The block's drop_mask bytes into dropBytesBuf_ (MTE2; Dropout syncs).
+  __aicore__ inline void LoadDropout(const AttentionTask& task, int64_t j0, uint32_t cols) {
+    AttentionLoadDropout(dropBytesBuf_.Get<uint8_t>(), drop_, DropoutBit(task, j0), task.s2, rows_, cols,
+                         AttentionDropoutRowBytes(uint32_t(t_->s2Block)));
+  }
+
+  // P [rows_, pp] of keys j0.. times keep / keep_prob from the loaded bytes, once the statistics took it; bound is
+  // free.
+  __aicore__ inline void Dropout(const AttentionTask& task, const LocalTensor<float>& p, int64_t j0, uint32_t pp) {
+    const AttentionTilingData& t = *t_;
+    const int64_t firstBit = DropoutBit(task, j0);
+    const uint32_t rb = AttentionDropoutRowBytes(uint32_t(t.s2Block));
+    LocalTensor<uint8_t> bytes = dropBytesBuf_.Get<uint8_t>();
+    LocalTensor<float> factors = dropFactorBuf_.Get<float>();
+    SyncPipes<HardEvent::MTE2_V>();
+    AttentionDropoutFactors(factors, bytes, dropFloatBuf_.Get<float>(), boundBuf_.Get<float>(),
+                            dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), uint32_t(t.s2Block), firstBit,
+                            task.s2, rows_, pp, rb, t.keepProbInv);
+    Mul(p, p, factors, int32_t(rows_ * pp));
   }
 
   // O = O alpha + P V of block idx (the AIC's block, fp32 rows of vPitch in the workspace).
@@ -393,10 +432,10 @@ class AttentionVector {
   int64_t softmaxed_ = 0, accumulated_ = 0;  // blocks of the stream
   GlobalTensor<float> sWs_, oWs_, max_, sum_, sink_;
   GlobalTensor<T> pWs_, out_;
-  GlobalTensor<uint8_t> mask_;
+  GlobalTensor<uint8_t> mask_, drop_;
   TPipe pipe_;
   TQue<TPosition::VECIN, 1> sQue_;   // S of the block in work and of the next
   TQue<TPosition::VECIN, 1> pvQue_;  // P V of a block (the tiling's pvBuffer)
   TBuf<TPosition::VECCALC> boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_, blocksBuf_,
-      outStatBuf_;
+      outStatBuf_, dropBytesBuf_, dropFloatBuf_, dropFactorBuf_, dropOffsetBuf_, dropPowerBuf_;
 };

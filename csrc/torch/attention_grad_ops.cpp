@@ -23,15 +23,15 @@ template <class Int>
 tiling::AttentionArgs<Int> CheckGrad(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                                      const at::Tensor& dy, const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
                                      const at::Tensor& attentionIn, const at::Tensor& attenMask,
-                                     const tiling::AttentionAttrs& attrs) {
+                                     const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs) {
   // in the prototype's input order, which names them (an absent mask stands in as query)
-  CheckSameDevice(
-      kOp, {query, key, value, dy, attenMask.defined() ? attenMask : query, softmaxMax, softmaxSum, attentionIn});
+  CheckSameDevice(kOp, {query, key, value, dy, attenMask.defined() ? attenMask : query, softmaxMax, softmaxSum,
+                        attentionIn, dropMask.defined() ? dropMask : query});
   at::Tensor hostMask;
   return tiling::CheckFusionAttentionGrad(kOp, ArgOf<Int>(query), ArgOf<Int>(key), ArgOf<Int>(value), ArgOf<Int>(dy),
                                           ArgOf<Int>(attenMask), ArgOf<Int>(softmaxMax), ArgOf<Int>(softmaxSum),
                                           ArgOf<Int>(attentionIn), attrs,
-                                          AttentionMaskBytesOf<Int>(attenMask, hostMask));
+                                          AttentionMaskBytesOf<Int>(attenMask, hostMask), ArgOf<Int>(dropMask));
 }
 
 }  // namespace
@@ -40,13 +40,15 @@ FusionAttentionGradLaunch PrepareFusionAttentionGrad(const at::Tensor& query, co
                                                      const at::Tensor& value, const at::Tensor& dy,
                                                      const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
                                                      const at::Tensor& attentionIn, const at::Tensor& attenMask,
-                                                     const tiling::AttentionAttrs& attrs,
+                                                     const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs,
                                                      const tiling::CubePlatform& platform) {
   FusionAttentionGradLaunch l;
+  bool dropout = false;
   Checked(kOp, [&] {
     const tiling::AttentionArgs<int64_t> a =
-        CheckGrad<int64_t>(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, attrs);
+        CheckGrad<int64_t>(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, dropMask, attrs);
     l.tiling = tiling::TileAttentionGrad(tiling::AttentionProblemOf(a), platform);
+    dropout = a.dropout;
   });
   // no task to launch (no rows at all): every gradient is an empty sum, 0
   const auto alloc = [&](const at::Tensor& like) {
@@ -64,6 +66,7 @@ FusionAttentionGradLaunch PrepareFusionAttentionGrad(const at::Tensor& query, co
   l.softmaxSum = softmaxSum.contiguous();
   l.attentionIn = attentionIn.contiguous();
   if (attenMask.defined()) l.mask = attenMask.contiguous();
+  if (dropout) l.dropMask = dropMask.contiguous();  // read only below keep_prob 1
   l.tilingBytes = AttentionTilingBytes(l.tiling.data, l.tiling.varlenTable);
   return l;
 }
@@ -74,9 +77,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
                                                          const at::Tensor& value, const at::Tensor& dy,
                                                          const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
                                                          const at::Tensor& attentionIn, const at::Tensor& attenMask,
+                                                         const at::Tensor& dropMask,
                                                          const tiling::AttentionAttrs& attrs) {
   FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(query, key, value, dy, softmaxMax, softmaxSum, attentionIn,
-                                                           attenMask, attrs, TwinCubePlatform());
+                                                           attenMask, dropMask, attrs, TwinCubePlatform());
   if (l.tiling.blockDim == 0) return {l.dq, l.dk, l.dv};
   // the system workspace, then the groups' slots (GetUserWorkspace)
   at::Tensor workspace =
@@ -91,9 +95,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
 std::tuple<at::Tensor, at::Tensor, at::Tensor> FusionAttentionGradMeta(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs) {
+    const at::Tensor& attenMask, const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs) {
   Checked(kOp, [&] {
-    return CheckGrad<c10::SymInt>(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, attrs);
+    return CheckGrad<c10::SymInt>(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask, dropMask,
+                                  attrs);
   });
   return {at::empty_symint(query.sym_sizes(), query.options()), at::empty_symint(key.sym_sizes(), key.options()),
           at::empty_symint(value.sym_sizes(), value.options())};

@@ -20,24 +20,25 @@ const OpProto& kOp = kFusionAttention;
 // values where they are on hand.
 template <class Int>
 tiling::AttentionArgs<Int> CheckForward(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                                        const at::Tensor& attenMask, const at::Tensor& sink,
+                                        const at::Tensor& attenMask, const at::Tensor& sink, const at::Tensor& dropMask,
                                         const tiling::AttentionAttrs& attrs) {
-  CheckSameDevice(kOp, {query, key, value, attenMask.defined() ? attenMask : query,
-                        sink.defined() ? sink : query});  // named by position
+  CheckSameDevice(kOp, {query, key, value, attenMask.defined() ? attenMask : query, sink.defined() ? sink : query,
+                        dropMask.defined() ? dropMask : query});  // named by position
   at::Tensor hostMask;
   return tiling::CheckFusionAttention(kOp, ArgOf<Int>(query), ArgOf<Int>(key), ArgOf<Int>(value), ArgOf<Int>(attenMask),
-                                      attrs, AttentionMaskBytesOf<Int>(attenMask, hostMask), 3, ArgOf<Int>(sink));
+                                      attrs, AttentionMaskBytesOf<Int>(attenMask, hostMask), 3, ArgOf<Int>(sink),
+                                      ArgOf<Int>(dropMask));
 }
 
 }  // namespace
 
 FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                                              const at::Tensor& attenMask, const at::Tensor& sink,
-                                             const tiling::AttentionAttrs& attrs,
+                                             const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs,
                                              const tiling::CubePlatform& platform) {
   FusionAttentionLaunch l;
   const tiling::AttentionArgs<int64_t> args = Checked(kOp, [&] {
-    const tiling::AttentionArgs<int64_t> a = CheckForward<int64_t>(query, key, value, attenMask, sink, attrs);
+    const tiling::AttentionArgs<int64_t> a = CheckForward<int64_t>(query, key, value, attenMask, sink, dropMask, attrs);
     l.tiling = tiling::TileAttention(tiling::AttentionProblemOf(a), platform);
     return a;
   });
@@ -46,6 +47,7 @@ FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::
   l.value = value.contiguous();
   if (attenMask.defined()) l.mask = attenMask.contiguous();
   if (sink.defined()) l.sink = sink.contiguous();
+  if (args.dropout) l.dropMask = dropMask.contiguous();  // read only below keep_prob 1
   l.out = at::empty(args.out, query.options());
   l.softmaxMax = at::empty(args.stats, query.options().dtype(at::kFloat));
   l.softmaxSum = at::empty(args.stats, query.options().dtype(at::kFloat));
@@ -57,8 +59,10 @@ namespace {
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query, const at::Tensor& key,
                                                          const at::Tensor& value, const at::Tensor& attenMask,
-                                                         const at::Tensor& sink, const tiling::AttentionAttrs& attrs) {
-  FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, sink, attrs, TwinCubePlatform());
+                                                         const at::Tensor& sink, const at::Tensor& dropMask,
+                                                         const tiling::AttentionAttrs& attrs) {
+  FusionAttentionLaunch l =
+      PrepareFusionAttention(query, key, value, attenMask, sink, dropMask, attrs, TwinCubePlatform());
   if (l.tiling.blockDim == 0) return {l.out, l.softmaxMax, l.softmaxSum};
   // the system workspace, then the groups' S / P / O slots (GetUserWorkspace)
   at::Tensor workspace =
@@ -72,10 +76,10 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunOnTwin(const at::Tensor& query
 // Meta (FakeTensor, torch.compile): the same checks on symbolic shapes, then the outputs' shapes.
 std::tuple<at::Tensor, at::Tensor, at::Tensor> FusionAttentionMeta(const at::Tensor& query, const at::Tensor& key,
                                                                    const at::Tensor& value, const at::Tensor& attenMask,
-                                                                   const at::Tensor& sink,
+                                                                   const at::Tensor& sink, const at::Tensor& dropMask,
                                                                    const tiling::AttentionAttrs& attrs) {
   const tiling::AttentionArgs<c10::SymInt> args =
-      Checked(kOp, [&] { return CheckForward<c10::SymInt>(query, key, value, attenMask, sink, attrs); });
+      Checked(kOp, [&] { return CheckForward<c10::SymInt>(query, key, value, attenMask, sink, dropMask, attrs); });
   return {at::empty_symint(args.out, query.options()), at::empty_symint(args.stats, query.options().dtype(at::kFloat)),
           at::empty_symint(args.stats, query.options().dtype(at::kFloat))};
 }

@@ -66,24 +66,24 @@ at::Tensor AttentionTilingBytes(const Data& data, const std::vector<int64_t>& va
 }
 
 struct FusionAttentionLaunch {
-  at::Tensor query, key, value, mask, sink;  // contiguous; mask and sink undefined when absent
+  at::Tensor query, key, value, mask, sink, dropMask;  // contiguous; mask, sink, dropMask undefined when absent
   at::Tensor out, softmaxMax, softmaxSum;
   at::Tensor tilingBytes;  // the tiling struct, then TND's cumulative lengths (int64), as the kernel reads them
   tiling::AttentionTiling tiling;
 
   // The kernel's GM tensors, FUSION_ATTENTION_PARAMS but the workspace and tiling (EntryArgs).
-  auto Tensors() const { return std::tie(query, key, value, mask, sink, out, softmaxMax, softmaxSum); }
+  auto Tensors() const { return std::tie(query, key, value, mask, sink, dropMask, out, softmaxMax, softmaxSum); }
 };
 
 ASCENDC_OPS_API FusionAttentionLaunch PrepareFusionAttention(const at::Tensor& query, const at::Tensor& key,
                                                              const at::Tensor& value, const at::Tensor& attenMask,
-                                                             const at::Tensor& sink,
+                                                             const at::Tensor& sink, const at::Tensor& dropMask,
                                                              const tiling::AttentionAttrs& attrs,
                                                              const tiling::CubePlatform& platform);
 
 using FusionAttentionImpl = std::tuple<at::Tensor, at::Tensor, at::Tensor> (*)(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& attenMask,
-    const at::Tensor& sink, const tiling::AttentionAttrs& attrs);
+    const at::Tensor& sink, const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs);
 
 // Registers `Impl` for fusion_attention under one dispatch key (the twin's CPU, Meta, the NPU's).
 template <FusionAttentionImpl Impl>
@@ -92,34 +92,39 @@ void ImplFusionAttention(torch::Library& m) {
          [](const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, int64_t headNum,
             c10::string_view inputLayout, const c10::optional<at::Tensor>& attenMask, double scale, int64_t preTokens,
             int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-            int64_t sparseMode, double softcap, const c10::optional<at::Tensor>& sink) {
+            int64_t sparseMode, double softcap, double keepProb, const c10::optional<at::Tensor>& sink,
+            const c10::optional<at::Tensor>& dropMask) {
+           tiling::AttentionAttrs attrs = AttentionAttrsOf(headNum, inputLayout, scale, preTokens, nextTokens,
+                                                           actualSeqQlen, actualSeqKvlen, sparseMode, softcap);
+           attrs.keepProb = keepProb;
            return Impl(query, key, value, attenMask.value_or(at::Tensor()), sink.value_or(at::Tensor()),
-                       AttentionAttrsOf(headNum, inputLayout, scale, preTokens, nextTokens, actualSeqQlen,
-                                        actualSeqKvlen, sparseMode, softcap));
+                       dropMask.value_or(at::Tensor()), attrs);
          });
 }
 
 struct FusionAttentionGradLaunch {
-  at::Tensor query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn;  // contiguous; mask may be undefined
+  at::Tensor query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dropMask;  // contiguous; mask,
+                                                                                          // dropMask may be undefined
   at::Tensor dq, dk, dv;  // zero-filled when tiling.blockDim == 0 (no task; an empty S1 or S2 alone has tasks)
   at::Tensor tilingBytes;  // AttentionGradTilingData, then TND's cumulative lengths (int64)
   tiling::AttentionGradTiling tiling;
 
   // The kernel's GM tensors, FUSION_ATTENTION_GRAD_PARAMS but the workspace and tiling (EntryArgs).
   auto Tensors() const {
-    return std::tie(query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dq, dk, dv);
+    return std::tie(query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dropMask, dq, dk, dv);
   }
 };
 
-ASCENDC_OPS_API FusionAttentionGradLaunch PrepareFusionAttentionGrad(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
-    const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs, const tiling::CubePlatform& platform);
+ASCENDC_OPS_API FusionAttentionGradLaunch
+PrepareFusionAttentionGrad(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
+                           const at::Tensor& dy, const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
+                           const at::Tensor& attentionIn, const at::Tensor& attenMask, const at::Tensor& dropMask,
+                           const tiling::AttentionAttrs& attrs, const tiling::CubePlatform& platform);
 
 using FusionAttentionGradImpl = std::tuple<at::Tensor, at::Tensor, at::Tensor> (*)(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs);
+    const at::Tensor& attenMask, const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs);
 
 // Registers `Impl` for fusion_attention_grad under one dispatch key (the twin's CPU, Meta, the NPU's).
 template <FusionAttentionGradImpl Impl>
@@ -129,10 +134,12 @@ void ImplFusionAttentionGrad(torch::Library& m) {
             const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn, int64_t headNum,
             c10::string_view inputLayout, const c10::optional<at::Tensor>& attenMask, double scale, int64_t preTokens,
             int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-            int64_t sparseMode, double softcap) {
+            int64_t sparseMode, double softcap, double keepProb, const c10::optional<at::Tensor>& dropMask) {
+           tiling::AttentionAttrs attrs = AttentionAttrsOf(headNum, inputLayout, scale, preTokens, nextTokens,
+                                                           actualSeqQlen, actualSeqKvlen, sparseMode, softcap);
+           attrs.keepProb = keepProb;
            return Impl(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask.value_or(at::Tensor()),
-                       AttentionAttrsOf(headNum, inputLayout, scale, preTokens, nextTokens, actualSeqQlen,
-                                        actualSeqKvlen, sparseMode, softcap));
+                       dropMask.value_or(at::Tensor()), attrs);
          });
 }
 

@@ -409,7 +409,7 @@ void TestGradTiling() {
       const uint32_t rows = AttentionGradHalf(uint32_t(s1b)), keys = AttentionGradHalf(uint32_t(s2b));
       EXPECT(g.data.vecSets == 1 || g.data.vecSets == 2);
       EXPECT(AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(dp), uint32_t(vp), uint32_t(bytes),
-                                        f.maskFull, uint32_t(g.data.vecSets))
+                                        f.maskFull, uint32_t(g.data.vecSets), f.dropout != 0)
                  .Total() <= kA2UbBudget);
       EXPECT(g.data.vecSets == 1 || f.l1Buffers == 2);
       if (d <= 128) EXPECT(g.data.vecSets == 2);

@@ -10,6 +10,7 @@ import inspect
 import pytest
 import torch
 
+import ascendc_ops
 import ascendc_ops.npu as tnpu
 from test_npu_attention import CAUSAL, close, golden, yaml_parameters
 
@@ -77,8 +78,14 @@ def test_dropout_mask_seed_offset_with_keep_prob_one():
     given = tnpu.npu_fusion_attention(q, k, k, 2, "BSND", dropout_mask=mask, seed=7, offset=3)
     assert torch.equal(given[0], plain[0])  # keep_prob 1: no dropout, the mask goes unused
     assert given[4:] == (7, 3, 2 * 6 * 9)  # seed and offset as given (op-plugin overwrites them only on a draw)
-    with pytest.raises(NotImplementedError, match="npu_fusion_attention: dropout_mask with keep_prob 0.9"):
-        tnpu.npu_fusion_attention(q, k, k, 2, "BSND", dropout_mask=mask, keep_prob=0.9)
+    mask = torch.randint(0, 256, (16,), dtype=torch.uint8)  # one 128-bit draw holds the 108 elements
+    dropped = tnpu.npu_fusion_attention(q, k, k, 2, "BSND", dropout_mask=mask, keep_prob=0.9, seed=7, offset=3)
+    ours = ascendc_ops.fusion_attention(q, k, k, 2, "BSND", keep_prob=0.9, drop_mask=mask)
+    for a, b in zip(dropped[:3], ours, strict=True):
+        assert torch.equal(a, b)  # keep_prob < 1: the given mask is applied
+    assert not torch.equal(dropped[0], plain[0])
+    with pytest.raises(NotImplementedError, match="npu_fusion_attention: keep_prob 0.9 < 1 needs an explicit"):
+        tnpu.npu_fusion_attention(q, k, k, 2, "BSND", keep_prob=0.9)
 
 
 def rope_inputs(layout):
@@ -158,7 +165,7 @@ V2_REFUSED = [
     ({"query_rope": torch.zeros(1, 4, 4, 8)}, ValueError, "got only query_rope"),
     ({"key_rope": torch.zeros(1, 4, 2, 8)}, ValueError, "got only key_rope"),
     ({"pse": torch.zeros(1)}, NotImplementedError, "pse is not supported"),
-    ({"keep_prob": 0.5}, NotImplementedError, "keep_prob must be 1.0"),
+    ({"keep_prob": 0.5}, NotImplementedError, "keep_prob 0.5 < 1"),
 ]
 
 

@@ -255,6 +255,23 @@ def test_fusion_attention_grad_launches_the_mix_kernel(npu, dtype):
     assert bool((got[0].cpu() == 0).all())
 
 
+def test_fusion_attention_dropout_launches_on_npu(npu):
+    """Dropout (keep_prob < 1 with drop_mask) through the NPU launchers of both kernels: the mask reaches the
+    kernels as their drop_mask input, each result equal to the CPU twin's."""
+    torch.manual_seed(12)
+    q, k, v = (torch.randn(1, 2, s, 64) for s in (37, 45, 45))  # BNSD, odd S2: rows at every bit shift
+    mask = torch.randint(0, 256, ((2 * 37 * 45 + 7) // 8,), dtype=torch.uint8)
+    args = {"scale": 0.125, "keep_prob": 0.8}
+    with launched("fusion_attention_float"):
+        got = ascendc_ops.fusion_attention(q.to(npu), k.to(npu), v.to(npu), 2, "BNSD", drop_mask=mask.to(npu), **args)
+    want = ascendc_ops.fusion_attention(q, k, v, 2, "BNSD", drop_mask=mask, **args)
+    same(got, want)
+    inputs = (q, k, v, torch.randn_like(want[0]), want[1], want[2], want[0])
+    with launched("fusion_attention_grad_float"):
+        got = ascendc_ops.fusion_attention_grad(*(x.to(npu) for x in inputs), 2, "BNSD", drop_mask=mask.to(npu), **args)
+    same(got, ascendc_ops.fusion_attention_grad(*inputs, 2, "BNSD", drop_mask=mask, **args))
+
+
 def test_patching_a_model_on_npu_applies_every_kernel(npu):
     """The backend-name contract: a model whose parameters are on "npu" is patched (it was not when
     backends() said "npu-direct-launch" and the kernels asked for "npu")."""

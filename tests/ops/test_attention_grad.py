@@ -61,7 +61,7 @@ class Case:
         tail = (kw["atten_mask"], kw["scale"], kw["pre_tockens"], kw["next_tockens"])
         tail += (kw["actual_seq_qlen"], kw["actual_seq_kvlen"], kw["sparse_mode"], kw.get("softcap", 0.0))
         if not grads:
-            return (self.q, self.k, self.v, self.n1, self.layout, *tail, kw.get("sink"))
+            return (self.q, self.k, self.v, self.n1, self.layout, *tail, 1.0, kw.get("sink"))  # keep_prob 1
         out, smax, ssum = self.fwd
         return (self.q, self.k, self.v, self.dy, smax, ssum, out, self.n1, self.layout, *tail)
 

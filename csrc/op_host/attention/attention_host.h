@@ -20,12 +20,15 @@ tiling::AttentionAttrs AttentionAttrsOf(const gert::RuntimeAttrs* attrs, const A
           ReadAttr(attrs, a.actualSeqKvlen), ReadAttr(attrs, a.sparseMode),  ReadAttr(attrs, a.softcap)};
 }
 
-// fusion_attention: inputs query (0), key (1), value (2), atten_mask (3, optional), sink (4, optional).
+// fusion_attention: inputs query (0), key (1), value (2), atten_mask (3, optional), sink (4, optional), drop_mask
+// (5, optional); its keep_prob besides the attrs both ops share.
 template <typename Context>
 tiling::AttentionArgs<int64_t> AttentionArgsOf(const Context* context, const tiling::OpSpec& op) {
-  return tiling::CheckFusionAttention(
-      op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), InputArg(context, 3, true),
-      AttentionAttrsOf(context->GetAttrs(), ascendc_ops::kFusionAttentionAttrs), {}, 3, InputArg(context, 4, true));
+  tiling::AttentionAttrs attrs = AttentionAttrsOf(context->GetAttrs(), ascendc_ops::kFusionAttentionAttrs);
+  attrs.keepProb = ReadAttr(context->GetAttrs(), ascendc_ops::kFusionAttentionAttrs.keepProb);
+  return tiling::CheckFusionAttention(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
+                                      InputArg(context, 3, true), attrs, {}, 3, InputArg(context, 4, true),
+                                      InputArg(context, 5, true));
 }
 
 // A tiling's struct, blocks and workspace, then the varlen table right after the struct in the tiling buffer.
@@ -67,13 +70,15 @@ inline ge::graphStatus InferAttentionDtype(gert::InferDataTypeContext* context) 
 }
 
 // fusion_attention_grad: inputs query (0), key (1), value (2), dy (3), atten_mask (4, optional), softmax_max (5),
-// softmax_sum (6), attention_in (7); the forward's attrs.
+// softmax_sum (6), attention_in (7), drop_mask (8, optional); the forward's attrs, keep_prob among them.
 template <typename Context>
 tiling::AttentionArgs<int64_t> AttentionGradArgsOf(const Context* context, const tiling::OpSpec& op) {
-  return tiling::CheckFusionAttentionGrad(
-      op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2), InputArg(context, 3),
-      InputArg(context, 4, true), InputArg(context, 5), InputArg(context, 6), InputArg(context, 7),
-      AttentionAttrsOf(context->GetAttrs(), ascendc_ops::kFusionAttentionGradAttrs));
+  tiling::AttentionAttrs attrs = AttentionAttrsOf(context->GetAttrs(), ascendc_ops::kFusionAttentionGradAttrs);
+  attrs.keepProb = ReadAttr(context->GetAttrs(), ascendc_ops::kFusionAttentionGradAttrs.keepProb);
+  return tiling::CheckFusionAttentionGrad(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
+                                          InputArg(context, 3), InputArg(context, 4, true), InputArg(context, 5),
+                                          InputArg(context, 6), InputArg(context, 7), attrs, {},
+                                          InputArg(context, 8, true));
 }
 
 inline ge::graphStatus TileAttentionGradOp(gert::TilingContext* context, const tiling::OpSpec& op) {

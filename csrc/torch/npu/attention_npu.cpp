@@ -42,9 +42,10 @@ void EnqueueAttention(const char* name, const Entries& entries, const Launch& l,
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(const at::Tensor& query, const at::Tensor& key,
                                                                   const at::Tensor& value, const at::Tensor& attenMask,
-                                                                  const at::Tensor& sink,
+                                                                  const at::Tensor& sink, const at::Tensor& dropMask,
                                                                   const tiling::AttentionAttrs& attrs) {
-  FusionAttentionLaunch l = PrepareFusionAttention(query, key, value, attenMask, sink, attrs, npu::NpuCubePlatform());
+  FusionAttentionLaunch l =
+      PrepareFusionAttention(query, key, value, attenMask, sink, dropMask, attrs, npu::NpuCubePlatform());
   if (l.tiling.blockDim > 0) EnqueueAttention(kFusionAttention.name, npu_entries::fusion_attention, l, query.device());
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
@@ -52,9 +53,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(const at::Tens
 std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttentionGrad(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, const tiling::AttentionAttrs& attrs) {
+    const at::Tensor& attenMask, const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs) {
   FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(query, key, value, dy, softmaxMax, softmaxSum, attentionIn,
-                                                           attenMask, attrs, npu::NpuCubePlatform());
+                                                           attenMask, dropMask, attrs, npu::NpuCubePlatform());
   // no task: dq / dk / dv zero-filled by Prepare
   if (l.tiling.blockDim > 0)
     EnqueueAttention(kFusionAttentionGrad.name, npu_entries::fusion_attention_grad, l, query.device());

@@ -41,8 +41,9 @@ def _lens(name: str, cumulative, op: str = OP) -> list[int]:
     return [int(x) for x in seq_lengths(cumulative, name)]
 
 
-def _refuse_unsupported(op: str, pse, padding_mask, prefix, sparse_mode, keep_prob) -> None:
-    """What neither kernel takes, refused by name (both ops take the same arguments for it)."""
+def _refuse_unsupported(op: str, pse, padding_mask, prefix, sparse_mode, keep_prob, dropout_mask=None) -> None:
+    """What neither kernel takes, refused by name (both ops take the same arguments for it): keep_prob < 1 goes
+    only to the forward with an explicit dropout_mask (the grads take none: op-plugin redraws it from seed / offset)."""
     for name, given in (("pse", pse), ("padding_mask", padding_mask), ("prefix", prefix)):
         if given is not None:
             _refuse(
@@ -50,11 +51,11 @@ def _refuse_unsupported(op: str, pse, padding_mask, prefix, sparse_mode, keep_pr
             )
     if int(sparse_mode) in (5, 6, 7, 8):
         _refuse(NotImplementedError, f"sparse_mode {sparse_mode} (prefix / split across cards) is not supported", op)
-    if float(keep_prob) != 1.0:
+    if float(keep_prob) != 1.0 and dropout_mask is None:
         _refuse(
             NotImplementedError,
-            f"keep_prob must be 1.0 (no dropout), got {keep_prob}: torch_npu's dropout mask comes from the NPU's "
-            "generator, which this kernel cannot reproduce",
+            f"keep_prob {keep_prob} < 1 needs an explicit dropout_mask (uint8, a bit a score element, "
+            "docs/attention.md): torch_npu draws its own from the NPU's generator, which this kernel cannot reproduce",
             op,
         )
 
@@ -101,18 +102,6 @@ def _stats_from_tnd(stat: torch.Tensor, qlen, head_num: int) -> torch.Tensor:
     return torch.cat([*parts, stat[start:].reshape(-1)]).reshape(stat.shape)
 
 
-def _refuse_dropout_mask(op: str, dropout_mask, keep_prob) -> None:
-    """With keep_prob 1 the kernel applies no dropout, so a given mask goes unused (CANN's kernel reads it only
-    below 1); below 1 an explicit mask would have to be applied, which this kernel cannot."""
-    if dropout_mask is not None and float(keep_prob) != 1.0:
-        _refuse(
-            NotImplementedError,
-            f"dropout_mask with keep_prob {keep_prob} is not supported: the kernel applies no dropout "
-            "(with keep_prob=1.0 a dropout_mask is accepted and unused)",
-            op,
-        )
-
-
 def _refuse_v2(op: str, pse_type, q_start_idx, kv_start_idx) -> None:
     """v2's own arguments: pse_type orders how pse is applied (pse is refused), so any valid value goes;
     q_start_idx / kv_start_idx place a split sequence in the whole one, so only the unsplit start 0 goes."""
@@ -127,14 +116,15 @@ def _forward(op, query, key, value, head_num, input_layout, pse, padding_mask, a
              pre_tokens, next_tokens, prefix, actual_seq_qlen, actual_seq_kvlen, sparse_mode, softmax_layout, sink,
              dropout_mask=None, rope=None):  # fmt: skip
     """(attention_out, softmax_max, softmax_sum, softmax_out, numels), shared by every forward version."""
-    _refuse_dropout_mask(op, dropout_mask, keep_prob)
-    _refuse_unsupported(op, pse, padding_mask, prefix, sparse_mode, keep_prob)
+    _refuse_unsupported(op, pse, padding_mask, prefix, sparse_mode, keep_prob, dropout_mask)
     layout = _layouts(op, input_layout, softmax_layout)
     qlen, kvlen = _int_list(actual_seq_qlen), _int_list(actual_seq_kvlen)
+    dropout = float(keep_prob) != 1.0  # CANN reads the mask only then
     with _joined_rope(op, rope):
         out, smax, ssum = _fusion_attention(
             query, key, value, int(head_num), layout, atten_mask, float(scale), int(pre_tokens), int(next_tokens),
-            qlen, kvlen, int(sparse_mode), sink=sink,
+            qlen, kvlen, int(sparse_mode), keep_prob=float(keep_prob), sink=sink,
+            drop_mask=dropout_mask if dropout else None,
         )  # fmt: skip
     if softmax_layout == "TND":
         smax, ssum = _stats_tnd(smax, qlen, int(head_num)), _stats_tnd(ssum, qlen, int(head_num))
@@ -147,6 +137,14 @@ def _backward(op, query, key, value, dy, head_num, input_layout, pse, padding_ma
     """(dq, dk, dv, dsink), shared by every grad version: dsink from the forward's statistics (ops.attention.sink_grad),
     an empty fp32 tensor without sink."""
     _refuse_unsupported(op, pse, padding_mask, prefix, sparse_mode, keep_prob)
+    if float(keep_prob) != 1.0:  # torch_npu's grads take no mask
+        _refuse(
+            NotImplementedError,
+            f"keep_prob {keep_prob} < 1: op-plugin redraws the forward's dropout mask from seed / offset on the NPU, "
+            "which this kernel cannot; differentiate npu_fusion_attention instead (its autograd applies the "
+            "forward's dropout_mask)",
+            op,
+        )
     layout = _layouts(op, input_layout, softmax_layout)
     given = {"softmax_max": softmax_max, "softmax_sum": softmax_sum, "attention_in": attention_in}
     missing = [name for name, t in given.items() if t is None]
@@ -179,9 +177,10 @@ def npu_fusion_attention(
     softmax_layout="", sink=None, dropout_mask=None, seed=0, offset=0,
 ):  # fmt: skip
     """(attention_out, softmax_max, softmax_sum, softmax_out, seed, offset, numels) as torch_npu returns them,
-    differentiable in query, key and value (custom::fusion_attention's autograd). Refused by name: pse,
-    padding_mask, prefix and sparse modes 5-8, keep_prob < 1 (torch_npu draws its dropout mask from the NPU
-    generator, which we cannot reproduce; an explicit dropout_mask we cannot apply). sink (fp32 [N1]) joins every
+    differentiable in query, key and value (custom::fusion_attention's autograd; not yet with dropout). Refused by
+    name: pse, padding_mask, prefix and sparse modes 5-8, keep_prob < 1 without dropout_mask (torch_npu draws its
+    dropout mask from the NPU generator, which we cannot reproduce). keep_prob < 1 with dropout_mask (uint8, one bit
+    a score element of [B, N, S1, S2], fixed layouts): out = (P * keep / keep_prob) V. sink (fp32 [N1]) joins every
     row's softmax as one more logit with no value (gpt-oss's sinks, docs/attention.md). With keep_prob 1 no
     mask is drawn or read: dropout_mask is unused, seed and offset come back as given (op-plugin's draw would
     overwrite them), gen_mask_parallel / sync order a mask stream never used; inner_precise changes nothing here
@@ -202,7 +201,8 @@ def npu_fusion_attention_grad(
 ):  # fmt: skip
     """(dq, dk, dv, dpse, dsink) as torch_npu returns them, from npu_fusion_attention's softmax_max, softmax_sum
     and attention_out (attention_in), which are required. Refused by name as in npu_fusion_attention: pse,
-    padding_mask, prefix and sparse modes 5-8, keep_prob < 1; so seed / offset / numels (the dropout mask's
+    padding_mask, prefix and sparse modes 5-8; keep_prob < 1 too (op-plugin redraws the mask from seed / offset:
+    npu_fusion_attention's autograd is the way to its gradients), so seed / offset / numels (the dropout mask's
     draw), gen_mask_parallel and sync have nothing to act on. softmax_in is not read (CANN's kernel takes no
     softmax; torch_npu's autograd passes the forward's empty softmax_out); inner_precise changes nothing here.
     softmax_layout='TND' takes the statistics as a true [T, N, 8], as npu_fusion_attention returns them then.

@@ -14,10 +14,13 @@
   ignored. ``softmax_max`` / ``softmax_sum`` are fp32 ``[B, N, S1, 8]`` (TND: ``[T, N, 8]`` holding one
   ``[N, s, 8]`` block per sequence, torch_npu's default): each row's max of ``scale * q k^T`` and its sum of
   ``exp(x - max)``, 8 times; a row with no key gets output 0, ``-FLT_MAX`` and ``FLT_MAX`` (docs/attention.md).
+  Dropout: ``keep_prob`` < 1 with ``drop_mask`` (torch_npu's bit-packed uint8 mask over [B, N, S1, S2],
+  ``attention_args.pack_dropout_mask``; fixed layouts) gives (P * keep / keep_prob) V, the statistics P's.
 
 - ``fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, attention_in, head_num, input_layout,
   ...) -> (dq, dk, dv)``, the forward's arguments after its tensors: its backward (torch_npu's
-  ``npu_fusion_attention_grad`` without pse / dropout / sink), from the forward's ``softmax_max`` /
+  ``npu_fusion_attention_grad`` without pse / sink; dropout with the forward's keep_prob and drop_mask), from the
+  forward's ``softmax_max`` /
   ``softmax_sum`` and ``attention_out`` (``attention_in``) and the gradient ``dy`` of attention_out; dq / dk / dv
   have query's / key's / value's shapes and dtype. An empty S1 or S2 gives zeros.
 
@@ -78,25 +81,24 @@ def _setup_context(ctx, inputs, output):
     attention_out, softmax_max, softmax_sum = output
     ctx.mark_non_differentiable(softmax_max, softmax_sum)
     attrs = AttentionAttrs(*attrs)
-    ctx.save_for_backward(query, key, value, attrs.atten_mask, attrs.sink, attention_out, softmax_max, softmax_sum)
-    ctx.attrs = attrs._replace(atten_mask=None, sink=None)  # saved tensors
+    ctx.save_for_backward(
+        query, key, value, attrs.atten_mask, attrs.sink, attrs.drop_mask, attention_out, softmax_max, softmax_sum
+    )
+    ctx.attrs = attrs._replace(atten_mask=None, sink=None, drop_mask=None)  # saved tensors
 
 
 def _fusion_attention_backward(ctx, d_out, _d_max, _d_sum):
-    query, key, value, atten_mask, sink, attention_out, softmax_max, softmax_sum = ctx.saved_tensors
-    attrs = ctx.attrs._replace(atten_mask=atten_mask, sink=sink)
+    query, key, value, atten_mask, sink, drop_mask, attention_out, softmax_max, softmax_sum = ctx.saved_tensors
+    attrs = ctx.attrs._replace(atten_mask=atten_mask, sink=sink, drop_mask=drop_mask)
     dq, dk, dv = torch.ops.custom.fusion_attention_grad(
         query, key, value, d_out, softmax_max, softmax_sum, attention_out, *attrs.grad_args()
     )
-    need = ctx.needs_input_grad
-    d_sink = sink_grad(d_out, attention_out, softmax_max, softmax_sum, attrs).to(sink.dtype) if need[-1] else None
-    return (
-        dq if need[0] else None,
-        dk if need[1] else None,
-        dv if need[2] else None,
-        *[None] * (len(attrs) - 1),
-        d_sink,
-    )
+    # one gradient per input given (the inputs run up to the last argument passed)
+    need, at_sink = ctx.needs_input_grad, 3 + AttentionAttrs._fields.index("sink")
+    grads = [dq if need[0] else None, dk if need[1] else None, dv if need[2] else None] + [None] * (len(need) - 3)
+    if len(need) > at_sink and need[at_sink]:
+        grads[at_sink] = sink_grad(d_out, attention_out, softmax_max, softmax_sum, attrs).to(sink.dtype)
+    return tuple(grads)
 
 
 torch.library.register_autograd("custom::fusion_attention", _fusion_attention_backward, setup_context=_setup_context)

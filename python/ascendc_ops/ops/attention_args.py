@@ -37,7 +37,9 @@ class AttentionAttrs(NamedTuple):
     actual_seq_kvlen: Any = None
     sparse_mode: int = int(_DEFAULTS["sparse_mode"])
     softcap: float = float(_DEFAULTS["softcap"])  # > 0: scores softcap * tanh(s / softcap) before the mask; 0 none
+    keep_prob: float = float(_DEFAULTS["keep_prob"])  # < 1: dropout with drop_mask (docs/attention.md "Dropout")
     sink: Any = None  # fp32 [N1]: one logit per query head joining every row's softmax with no value (gpt-oss)
+    drop_mask: Any = None  # uint8, one bit a score element [B, N1, S1, S2] (pack_dropout_mask), 1 = kept
 
     def grad_args(self) -> tuple:
         """The list fusion_attention_grad takes: all but sink (the forward's statistics hold it; its gradient is
@@ -117,3 +119,36 @@ def split_sequences(x, lens) -> list:
 def merge_sequences(per_sequence: list, cat=np.concatenate):
     """split_sequences' inverse: one [T, N, d] (cat: np.concatenate, or torch.cat for tensors)."""
     return cat([_permute(o, 1, 0, 2) for o in per_sequence])
+
+
+# ---- the explicit dropout mask (docs/attention.md, "Dropout") ----
+DROPOUT_MASK_ALIGN_BITS = 128  # op-plugin's dropout_gen_mask draws ceil(numels / 128) * 128 bits
+
+
+def dropout_mask_bytes(numels: int) -> int:
+    """Bytes a dropout mask of `numels` score elements must hold at least: one bit an element."""
+    return (int(numels) + 7) // 8
+
+
+def pack_dropout_mask(keep) -> np.ndarray:
+    """A boolean keep matrix [B, N, S1, S2] (True = kept) as torch_npu's uint8 dropout mask: element e (flat,
+    row-major) is bit e % 8 (least significant first) of byte e // 8, padded with zero bits to whole 128-bit
+    draws as op-plugin's dropout_gen_mask allocates them."""
+    flat = np.asarray(keep.detach().cpu().numpy() if hasattr(keep, "detach") else keep, bool).reshape(-1)
+    padded = -(-flat.size // DROPOUT_MASK_ALIGN_BITS) * DROPOUT_MASK_ALIGN_BITS
+    return np.packbits(np.pad(flat, (0, padded - flat.size)), bitorder="little")
+
+
+def unpack_dropout_mask(mask, shape) -> np.ndarray:
+    """pack_dropout_mask's inverse: the bool keep matrix of `shape` from a uint8 mask (any shape, read flat);
+    the bits past the shape's element count are not read."""
+    m = np.asarray(mask.detach().cpu().numpy() if hasattr(mask, "detach") else mask)
+    if m.dtype != np.uint8:
+        raise TypeError(f"{OP}: drop_mask must be uint8 (one bit a score element), got {m.dtype}")
+    numels = int(np.prod(shape))
+    if m.size < dropout_mask_bytes(numels):
+        raise ValueError(
+            f"{OP}: drop_mask must hold {numels} bits ({dropout_mask_bytes(numels)} bytes) for the scores "
+            f"{list(shape)}, got {m.size} bytes"
+        )
+    return np.unpackbits(m.reshape(-1), bitorder="little", count=numels).astype(bool).reshape(shape)

@@ -23,6 +23,9 @@ in docs/attention.md ("Semantics"); in short:
 - ``softcap`` (ours, Gemma 2/3): scores ``softcap * tanh(s / softcap)`` before the mask; ``sink`` (fp32 [Nq],
   gpt-oss's ``s_aux``): one more logit per head in every row's softmax, with no value (a row with no key then has
   max = sink, sum = 1, output 0); d_sink = -sum over the head's rows of p_sink * D.
+- dropout (``keep_prob`` < 1 with an explicit ``drop_mask``, bit-packed uint8 over [B, N, S1, S2] as
+  ``attention_args.pack_dropout_mask`` packs it; fixed layouts only): out = (P * keep / keep_prob) V with the
+  statistics of the undropped P; the backward's dP and dV take the same factor, D = rowsum(dy * O) the dropped O's.
 
 Functions: ``fusion_attention_reference`` (out, softmax_max, softmax_sum), ``fusion_attention_grad_reference``
 (dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D); with a sink also d_sink
@@ -49,6 +52,7 @@ from .attention_args import (
     seq_lengths,
     split_heads,
     split_sequences,
+    unpack_dropout_mask,
 )
 
 FLT_MAX = float(np.finfo(np.float32).max)  # CANN writes +-FLT_MAX into max/sum of rows with no key
@@ -315,9 +319,9 @@ def _scores(q, k, scale, softcap):
     return softcap * t, 1.0 - t * t
 
 
-def _forward_rows(q, k, v, masked, scale, softcap, sink=None):
-    """q [r, D], k [s2, D], v [s2, Dv], masked [r, s2], the head's sink logit or None -> out [r, Dv], P [r, s2],
-    row max and sum [r]."""
+def _forward_rows(q, k, v, masked, scale, softcap, sink=None, drop=None):
+    """q [r, D], k [s2, D], v [s2, Dv], masked [r, s2], the head's sink logit or None, the dropout factors
+    (keep / keep_prob) [r, s2] or None -> out [r, Dv], P [r, s2] (undropped), row max and sum [r]."""
     s, _ = _scores(q, k, scale, softcap)
     keep = ~masked
     row_max = np.where(keep, s, -np.inf).max(axis=-1, initial=-np.inf if sink is None else sink)
@@ -326,11 +330,13 @@ def _forward_rows(q, k, v, masked, scale, softcap, sink=None):
     e = np.where(keep, np.exp(np.where(keep, s - safe_max[:, None], 0.0)), 0.0)
     row_sum = e.sum(axis=-1) + (0.0 if sink is None else np.exp(sink - safe_max))
     p = e / np.where(empty, 1.0, row_sum)[:, None]
-    return p @ v, p, np.where(empty, -FLT_MAX, row_max), np.where(empty, FLT_MAX, row_sum)
+    out = (p if drop is None else p * drop) @ v  # the statistics stay the undropped softmax's
+    return out, p, np.where(empty, -FLT_MAX, row_max), np.where(empty, FLT_MAX, row_sum)
 
 
-def _blocks(problem: _Problem, masks: _Masks, scale: float, softcap: float, sink=None):
-    """Yield (b, h, kv head, rows, q rows, k, forward of those rows) over every sequence and q head."""
+def _blocks(problem: _Problem, masks: _Masks, scale: float, softcap: float, sink=None, drops=None):
+    """Yield (b, h, kv head, rows, q rows, k, forward of those rows, their dropout factors or None) over every
+    sequence and q head."""
     for b, (q, k, v) in enumerate(zip(problem.qb, problem.kb, problem.vb, strict=True)):
         mb = masks(b)
         step = max(1, BLOCK_ELEMENTS // max(k.shape[1], 1))
@@ -338,11 +344,12 @@ def _blocks(problem: _Problem, masks: _Masks, scale: float, softcap: float, sink
             kvh = h // problem.group  # GQA: q head h reads kv head h // (Nq / Nkv)
             for r0 in range(0, q.shape[1], step):
                 rows = slice(r0, r0 + step)
+                drop = None if drops is None else drops[b][h, rows] / drops.keep_prob
                 fwd = _forward_rows(
                     q[h, rows], k[kvh], v[kvh], mb[h if mb.shape[0] > 1 else 0, rows], scale, softcap,
-                    None if sink is None else float(sink[h]),
+                    None if sink is None else float(sink[h]), drop,
                 )  # fmt: skip
-                yield b, h, kvh, rows, q[h, rows], k[kvh], fwd
+                yield b, h, kvh, rows, q[h, rows], k[kvh], fwd, drop
 
 
 def _softmax_stats(problem: _Problem, stats: list[np.ndarray], softmax_layout: str) -> np.ndarray:
@@ -354,6 +361,30 @@ def _softmax_stats(problem: _Problem, stats: list[np.ndarray], softmax_layout: s
     else:  # default: each sequence's block holds [N, s_b] in order, the tensor is declared [T, N, 8]
         flat = np.concatenate([s.reshape(-1) for s in stats]).reshape(-1, problem.nq)
     return np.repeat(flat[..., None], SOFTMAX_LANES, axis=-1)
+
+
+class _Dropout(list):
+    """Per batch the keep matrix [N, s1, s2] (bool) of an explicit dropout mask, and keep_prob."""
+
+    keep_prob = 1.0
+
+
+def _dropout(problem: _Problem, drop_mask, keep_prob) -> _Dropout | None:
+    """The dropout of a call, None without one. keep_prob 1 applies none (CANN reads a given mask only below 1);
+    below 1 the mask must be given (torch_npu draws its own on the device, which no reference can reproduce)."""
+    keep_prob = float(keep_prob)
+    if not 0.0 < keep_prob <= 1.0:
+        raise ValueError(f"{OP}: keep_prob must be in (0, 1], got {keep_prob}")
+    if keep_prob == 1.0:
+        return None
+    if drop_mask is None:
+        raise NotImplementedError(f"{OP}: keep_prob {keep_prob} needs an explicit drop_mask")
+    if problem.layout == "TND":
+        raise NotImplementedError(f"{OP}: drop_mask with input_layout TND is not supported")
+    b, s1, s2 = len(problem.qb), int(problem.q_lens[0]), int(problem.kv_lens[0])
+    drops = _Dropout(unpack_dropout_mask(drop_mask, (b, problem.nq, s1, s2)))
+    drops.keep_prob = keep_prob
+    return drops
 
 
 def _setup(query, key, value, attrs: AttentionAttrs, pse, softmax_layout):
@@ -372,14 +403,17 @@ def fusion_attention_reference(query, key, value, *attrs, pse=None, softmax_layo
     """torch_npu ``npu_fusion_attention``'s first three outputs in float64:
     (attention_out in query's layout with Dv, softmax_max, softmax_sum). After the tensors, the op's arguments
     (AttentionAttrs: head_num, input_layout, atten_mask=None, scale=1.0, pre_tockens, next_tockens,
-    actual_seq_qlen, actual_seq_kvlen, sparse_mode=0, softcap=0.0)."""
+    actual_seq_qlen, actual_seq_kvlen, sparse_mode=0, softcap=0.0, keep_prob=1.0, sink, drop_mask). keep_prob < 1
+    with a bit-packed uint8 drop_mask (attention_args.pack_dropout_mask): out = (P * keep / keep_prob) V, the
+    statistics P's."""
     attrs = AttentionAttrs(*attrs, **named)
     problem, masks = _setup(query, key, value, attrs, pse, softmax_layout)
+    drops = _dropout(problem, attrs.drop_mask, attrs.keep_prob)
     outs = [np.zeros((problem.nq, q.shape[1], problem.dv)) for q in problem.qb]
     maxes = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
     sums = [np.zeros((problem.nq, q.shape[1])) for q in problem.qb]
-    for b, h, _, rows, _, _, (o, _, row_max, row_sum) in _blocks(
-        problem, masks, float(attrs.scale), float(attrs.softcap), _sink(attrs)
+    for b, h, _, rows, _, _, (o, _, row_max, row_sum), _ in _blocks(
+        problem, masks, float(attrs.scale), float(attrs.softcap), _sink(attrs), drops
     ):
         outs[b][h, rows], maxes[b][h, rows], sums[b][h, rows] = o, row_max, row_sum
     return (
@@ -399,9 +433,12 @@ def fusion_attention_grad_reference(query, key, value, dy, *attrs, pse=None, wit
     masked keys and on rows with no key), dV = P^T dy, dP = dy V^T, D = rowsum(dy * O), dS = P * (dP - D),
     dQ = scale * dS K, dK = scale * dS^T Q; a kv head's dK/dV sum over its group of q heads. With softcap,
     dS is also multiplied by 1 - tanh^2 of the capped scores. with_sink: (dq, dk, dv, d_sink), d_sink [Nq] =
-    -sum over the head's rows of p_sink * D, p_sink = exp(sink - max) / sum."""
+    -sum over the head's rows of p_sink * D, p_sink = exp(sink - max) / sum. Dropout (keep_prob < 1 with
+    drop_mask, Z = keep / keep_prob): dV = (P Z)^T dy, dP = (dy V^T) Z, D = rowsum(dy * O) of the dropped O,
+    dS = P * (dP - D)."""
     attrs = AttentionAttrs(*attrs, **named)
     problem, masks = _setup(query, key, value, attrs, pse, "")
+    drops = _dropout(problem, attrs.drop_mask, attrs.keep_prob)
     dy_b = problem.split_like_output(_f64(dy), "dy")
     scale = float(attrs.scale)
     dqs = [np.zeros(q.shape) for q in problem.qb]
@@ -409,15 +446,17 @@ def fusion_attention_grad_reference(query, key, value, dy, *attrs, pse=None, wit
     dvs = [np.zeros(v.shape) for v in problem.vb]
     softcap, sink = float(attrs.softcap), _sink(attrs)
     d_sink = np.zeros(problem.nq)
-    for b, h, kvh, rows, q, k, (o, p, row_max, row_sum) in _blocks(problem, masks, scale, softcap, sink):
+    for b, h, kvh, rows, q, k, (o, p, row_max, row_sum), z in _blocks(problem, masks, scale, softcap, sink, drops):
         g = dy_b[b][h, rows]
         dp = g @ problem.vb[b][kvh].T
+        pz = p if z is None else p * z  # the dropped probabilities, which multiplied V
+        dp = dp if z is None else dp * z
         d = (g * o).sum(axis=-1, keepdims=True)
         ds = p * (dp - d) * _scores(q, k, scale, softcap)[1]
         if sink is not None:
             d_sink[h] -= (np.exp(sink[h] - row_max) / row_sum * d[:, 0]).sum()
         dqs[b][h, rows] = scale * (ds @ k)
         dks[b][kvh] += scale * (ds.T @ q)
-        dvs[b][kvh] += p.T @ g
+        dvs[b][kvh] += pz.T @ g
     grads = problem.output(dqs), problem.output(dks), problem.output(dvs)
     return (*grads, d_sink) if with_sink else grads

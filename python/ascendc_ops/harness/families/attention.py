@@ -46,7 +46,7 @@ def case_attrs(a: dict, atten_mask=None) -> AttentionAttrs:
     return AttentionAttrs(
         int(a["head_num"]), str(a["input_layout"]), atten_mask, float(a.get("scale", d["scale"])),
         int(a.get("pre_tockens", d["pre_tockens"])), int(a.get("next_tockens", d["next_tockens"])), *lists,
-        int(a.get("sparse_mode", d["sparse_mode"])), float(a.get("softcap", d["softcap"])), a.get("sink"),
+        int(a.get("sparse_mode", d["sparse_mode"])), float(a.get("softcap", d["softcap"])), sink=a.get("sink"),
     )  # fmt: skip
 
 

@@ -40,7 +40,7 @@ SOFTCAP_GRAD_ULPS = 15
 U32 = 2.0**-24
 
 
-def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype, softcap=0.0, sink=None):
+def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype, softcap=0.0, sink=None, drop=None):
     """The fp32 evaluation bounds of dq, dk, dv of one sequence ([N, s, D] tensors; smax / ssum [N, s1]; keep
     [N or 1, s1, s2], True = attend, or None) as the kernel computes them, per element, in float64, against the
     exact gradients of the dtype-rounded inputs. P is recomputed from the given stats (their error measured:
@@ -49,8 +49,9 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype, softcap=0.0, sin
     - D) goes to the cube in the dtype; each sum of products costs gamma(terms + 16). With softcap, the scores are
     capped (SOFTCAP_ULPS more error) and dS is times w = 1 - tanh^2 (SOFTCAP_GRAD_ULPS). With sink (float64 [N1],
     joining P's sums), a 4th bound: d_sink's, -sum p_sink D with p_sink and D as erroneous as P's and D's in dS,
-    summed in fp32 (ops.attention.sink_grad). Query heads in chunks of about BLOCK_ELEMENTS scores (few small ops:
-    fast on a loaded machine, and bounded memory)."""
+    summed in fp32 (ops.attention.sink_grad). With dropout, drop (float64 [N1, s1, s2], keep / keep_prob) multiplies
+    dP and, for dv, P, each product after fp32's rounding of 1 / keep_prob (two more units). Query heads in chunks
+    of about BLOCK_ELEMENTS scores (few small ops: fast on a loaded machine, and bounded memory)."""
     n1, s1, d = q.shape
     n2, s2, dv = v.shape
     g, (u, tiny) = n1 // n2, unit_roundoff(dtype)
@@ -82,11 +83,15 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype, softcap=0.0, sin
         m_in, l_in = smax[h0:h1].double()[..., None], ssum[h0:h1].double()[..., None]
         stats = torch.where(live, (torch.exp(m - m_in) * total / l_in - 1).abs(), 0.0)
         eps_p = es + stats + P.gamma(4) + u
-        o_exact = p @ vh
-        t = dyh @ vh.transpose(1, 2) - (dyh * o_exact).sum(-1, keepdim=True)
+        z = 1.0 if drop is None else drop[h0:h1].double()
+        o_exact = (p * z) @ vh
+        dp = (dyh @ vh.transpose(1, 2)) * z
+        t = dp - (dyh * o_exact).sum(-1, keepdim=True)
         e_o = (dyh * (oh - o_exact)).sum(-1, keepdim=True).abs()  # D's error from attention_in's
         e_d = P.gamma(dv + 2) * (dyh.abs() * oh.abs()).sum(-1, keepdim=True) + e_o
-        e_t = P.gamma(dv + 2) * (dyh.abs() @ vh.abs().transpose(1, 2)) + e_d
+        e_t = P.gamma(dv + 2) * (dyh.abs() @ vh.abs().transpose(1, 2)) * z + e_d
+        if drop is not None:
+            e_t = e_t + 2 * U32 * dp.abs()
         if sink is not None:  # p_sink D per row, then the fp32 sum over the rows
             p_sink, d_abs = torch.exp(sink_h - m) / total, (dyh * oh).sum(-1, keepdim=True).abs() + e_o
             b_sink[h0:h1] = (p_sink * (eps_p * d_abs + e_d) + P.gamma(s1 + 16) * p_sink * d_abs).sum((1, 2))
@@ -94,10 +99,11 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype, softcap=0.0, sin
         d_p = tiny * kept  # P's absolute rounding below the dtype's normal range (0 where masked: exact)
         d_ds = p * (eps_p * t.abs() + e_t) + d_p * t.abs() + u * ds + d_p
         ds, d_ds = ds * w, d_ds * w + ds * e_w  # the gradient of the raw score
-        ds_t, d_ds_t, p_t = ds.transpose(1, 2), d_ds.transpose(1, 2), p.transpose(1, 2)
+        ds_t, d_ds_t = ds.transpose(1, 2), d_ds.transpose(1, 2)
         b_dq[h0:h1] = scale * (d_ds @ kh.abs() + P.gamma(s2 + 16) * (ds @ kh.abs()))
         part_k = scale * (d_ds_t @ qh.abs() + P.gamma(g * s1 + 16) * (ds_t @ qh.abs()))
-        part_v = (eps_p * p + d_p).transpose(1, 2) @ dyh.abs() + P.gamma(g * s1 + 16) * (p_t @ dyh.abs())
+        e_pz = (eps_p * p + d_p) * z + (0.0 if drop is None else 2 * U32 * p * z)  # P Z, which dv sums
+        part_v = e_pz.transpose(1, 2) @ dyh.abs() + P.gamma(g * s1 + 16) * ((p * z).transpose(1, 2) @ dyh.abs())
         for j in range(int(kv[0]), int(kv[-1]) + 1):  # a kv head sums its group's query heads
             b_dk[j] += part_k[kv == j].sum(0)
             b_dv[j] += part_v[kv == j].sum(0)
