@@ -17,6 +17,7 @@ from . import (
     attention,
     attention_grad as ag,
     attention_grad_enhance as age,
+    attention_sink_rows as sink_rows,
     cross_entropy as ce,
     data as D,
     optimizer as opt,
@@ -32,6 +33,7 @@ class Mapping:
     op: str | None  # our verify op, None: the task has no op of ours yet
     semantics: str  # how the task's semantics map to our op
     unsupported: object = None  # (case) -> reason the op cannot run it, or None
+    op_of: object = None  # (case) -> our verify op for the case where it is not `op`
 
 
 MAPPINGS = {
@@ -67,14 +69,14 @@ MAPPINGS |= {
     opt.ADAM_TASK: Mapping("apply_adam_w", opt.ADAM_SEMANTICS, opt.adam_unsupported),
     opt.NORM_TASK: Mapping("foreach_norm", opt.NORM_SEMANTICS, opt.norm_unsupported),
     ag.TASK: Mapping(ag.BWD_OP, ag.SEMANTICS),
-    age.TASK: Mapping(age.OP, age.SEMANTICS, age.unsupported),
+    age.TASK: Mapping(age.OP, age.SEMANTICS, age.unsupported, age.op_of),
 }
 # How many of a case's first declared outputs cann-bench's op writes (default: all declared; linear_cross_entropy
 # declares its kernel's statistics beside cann-bench's loss)
 CANN_OUTPUTS = {ce.LCE_TASK: 1}
 # ops no harness family verifies
 _PRESET_SPECS = {attention.OP: attention.SPEC, ce.LOSS_OP: ce.LOSS_SPEC, "foreach_norm": opt.NORM_SPEC,
-                 ag.BWD_OP: ag.SPEC}  # fmt: skip
+                 ag.BWD_OP: ag.SPEC, sink_rows.OP: sink_rows.SPEC}  # fmt: skip
 
 
 class WideTable:
@@ -259,7 +261,8 @@ def largest(case: dict) -> int:
 
 def to_case(task: str, case: dict, facts_source: str) -> Case:
     """Our verify Case of one cann-bench case (validated: our op accepts its shapes, dtypes and attrs)."""
-    op = MAPPINGS[task].op
+    m = MAPPINGS[task]
+    op = m.op_of(case) if m.op_of else m.op
     name = case_name(task, case["case_id"])
     ins, outs, attrs = _specs(task, case, name)
     spec = spec_of(op)

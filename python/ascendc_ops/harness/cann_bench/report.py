@@ -28,6 +28,7 @@ from . import (
     attention,
     attention_grad as ag,
     attention_grad_enhance as age,
+    attention_sink_rows as sink_rows,
     cross_entropy as ce,
     data as D,
     explain as E,
@@ -87,7 +88,8 @@ def estimate_case(case, plat) -> dict:
     model = model_launches(records, plat)
     if estimate.unmodelled(model, must_bytes(case)):
         return {"est_us": None, "bound": "not modelled", "pipes": {}}
-    return {"est_us": model.est_us, "bound": model.bound, "pipes": model.pipes}
+    between = sink_rows.between_launches_us(tensors, case.attrs, plat) if case.op == sink_rows.OP else 0.0
+    return {"est_us": model.est_us + between, "bound": model.bound, "pipes": model.pipes}
 
 
 def backward_estimate(case, tensors: dict, plat) -> dict:
