@@ -76,11 +76,8 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
                                                           uint32_t(bytes), t.maskFull, 2, t.dropout)
                                    .Total() <= kA2UbBudget;
           g.vecSets = twoSets && t.l1Buffers > 1 ? 2 : 1;
-          // the ring of Q / dy tiles beside K twice, V, P with dS: where it fits, no operand is read twice from GM
-          const int64_t ringL1 =
-              (kAttentionGradRing * s1b * (d16 + v16) + s2b * (2 * d16 + v16) + std::max(2 * s2b * s1p, s1b * s2b)) *
-              bytes;
-          g.qdyRing = t.l1Buffers > 1 && ringL1 <= l1 ? 1 : 0;
+          // the ring of step tiles beside the task's tile, P with dS: where it fits, no operand is read twice from GM
+          g.qdyRing = t.l1Buffers > 1 && AttentionGradRingL1Bytes(s1b, s2b, s1p, d16, v16, bytes) <= l1 ? 1 : 0;
           break;
         }
       }

@@ -23,9 +23,9 @@
 // the parts of step n. So S, dP, P, dS and the results take a slot per step in flight.
 constexpr int64_t kAttentionGradLead = 4;
 constexpr int64_t kAttentionGradSlots = kAttentionGradLead + 1;
-// The AIC's ring of Q / dy tiles in L1 (qdyRing): one per key step, held from its Scores to its Parts, and one per
-// query task, held for its Scores; a slot per step in flight and one more, so a tile's loads wait for the tile
-// before the last to be read into L0, long done, not for the Parts just issued.
+// The AIC's ring of tiles in L1 (qdyRing): one per step, held from its Scores to its Parts (a key step's Q and dy,
+// a query step's K and V); a slot per step in flight and one more, so a tile's loads wait for the tile before the
+// last to be read into L0, long done, not for the Parts just issued.
 constexpr int64_t kAttentionGradRing = kAttentionGradLead + 2;
 
 struct AttentionGradTilingData {
@@ -50,8 +50,8 @@ struct AttentionGradTilingData {
   // The AIVs' sets of S / dP / statistics buffers in UB: 2 where they fit beside the rest (the loads of step n + 1
   // run under step n's vector work), else 1 (each step loads, then computes).
   int32_t vecSets;
-  // 1: Q and dy tiles in the AIC's ring of kAttentionGradRing (where L1 holds it), so a key step's Parts read the
-  // tiles its Scores loaded; 0: two Q / dy buffers, the Parts loading theirs again.
+  // 1: the AIC's ring of kAttentionGradRing tiles (where L1 holds it), so a step's Parts read the Q and dy (key
+  // step) or K (query step) its Scores loaded; 0: two Q / dy / K buffers, the Parts loading theirs again.
   int32_t qdyRing;
 };
 
@@ -72,4 +72,13 @@ ATTENTION_GRAD_FN AttentionGradL0c AttentionGradL0cBytes(int64_t s1b, int64_t s2
   if (sums) return {(keys > rows ? keys : rows) * 4, s1b * s2b * 4};
   const int64_t parts = widest > rows ? widest : rows;
   return {0, (parts > s1b * s2b ? parts : s1b * s2b) * 4};
+}
+
+// The AIC's L1 in bytes with the ring (attention_grad_cube.h): kAttentionGradRing tiles and the task's own tile (a
+// key task's K and V, a query task's Q and dy), each Align16 rows of the larger block by d16 + v16, and the tile of
+// P with dS (a key step) or dS (a query step).
+ATTENTION_GRAD_FN int64_t AttentionGradRingL1Bytes(int64_t s1b, int64_t s2b, int64_t s1p, int64_t d16, int64_t v16,
+                                                   int64_t bytes) {
+  const int64_t tile = (s1b > s2b ? s1b : s2b) * (d16 + v16), parts = 2 * s2b * s1p;
+  return ((kAttentionGradRing + 1) * tile + (parts > s1b * s2b ? parts : s1b * s2b)) * bytes;
 }

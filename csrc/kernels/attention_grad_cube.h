@@ -12,11 +12,11 @@
 // (attention_cube.h): Scores of step n + lead before the Parts of step n (lead kAttentionGradLead with two
 // L1 buffers, else 0), so the AIVs find the next S and dP ready when they finish a step and the cube
 // never waits for a dS it could not have yet, across tasks and passes too. K_j, V_j of a key task and
-// Q_i, dy_i of a query task stay in L1 for the task's Scores. Where L1 holds it (the tiling's qdyRing), Q_i
-// and dy_i take a tile of a ring of kAttentionGradRing (a key step's from its Scores to its Parts, a query
-// task's for its Scores), so a key step's Parts read them from L1; else the Parts load their own operands
-// again (Q_i and dy_i of a key step), double-buffered (eight buffers, the TPipe's MTE1 -> MTE2 hand-off ids),
-// for one more read of those blocks per step. A query step's Parts load K_j again either way.
+// Q_i, dy_i of a query task stay in L1 for the task's Scores. Where L1 holds it (the tiling's qdyRing), those
+// take the task's tile and each step a tile of a ring of kAttentionGradRing from its Scores to its Parts (a key
+// step's Q_i and dy_i, a query step's K_j and V_j), so the Parts read their operands from L1; else the Parts
+// load their own again (Q_i and dy_i of a key step, K_j of a query step), double-buffered (eight buffers, the
+// TPipe's MTE1 -> MTE2 hand-off ids), for one more read of those blocks per step.
 // Q_i and dy_i serve as A (LoadData 2D) and as B (3Dv2) from one L1 tile each, K_j and V_j likewise.
 #pragma once
 #include "attention_grad_task.h"
@@ -41,15 +41,17 @@ class AttentionGradCube {
     const uint32_t s1b = t.s1Block, s2b = t.s2Block, dp = g.dPitch, vp = t.vPitch, s1p = g.s1Pitch;
     const uint8_t n = uint8_t(t.l1Buffers);
     ring_ = g.qdyRing != 0;
-    if (ring_) {  // Q then dy per tile; a tile's reads into L0 done, by its parity
-      pipe_.InitBuffer(ringL1_, uint32_t(kAttentionGradRing) * s1b * (dp + vp) * sizeof(T));
+    tileRows_ = Max(s1b, s2b);
+    if (ring_) {  // Q then dy, or K then V, per tile; a tile's reads into L0 done, by its parity
+      pipe_.InitBuffer(ringL1_, uint32_t(kAttentionGradRing) * tileRows_ * (dp + vp) * sizeof(T));
+      pipe_.InitBuffer(taskL1_, 1, tileRows_ * (dp + vp) * sizeof(T));
       for (TEventID& e : readEvt_) e = pipe_.AllocEventID<HardEvent::MTE1_MTE2>();
     } else {
       pipe_.InitBuffer(qL1_, n, s1b * dp * sizeof(T));
       pipe_.InitBuffer(dyL1_, n, s1b * vp * sizeof(T));
+      pipe_.InitBuffer(kL1_, n, s2b * dp * sizeof(T));
+      pipe_.InitBuffer(vL1_, 1, s2b * vp * sizeof(T));
     }
-    pipe_.InitBuffer(kL1_, n, s2b * dp * sizeof(T));
-    pipe_.InitBuffer(vL1_, 1, s2b * vp * sizeof(T));
     pipe_.InitBuffer(partsL1_, 1, Max(2 * s2b * s1p, s1b * s2b) * sizeof(T));
     const uint32_t qk = t.qkChunk, rc = g.rowChunk, pv = t.pvChunk, big = Max(s1b, s2b);
     const AttentionGradL0c l0c = AttentionGradL0cBytes(s1b, s2b, dp, vp, sums_);
@@ -87,7 +89,7 @@ class AttentionGradCube {
     bool key, first, last;  // first / last: the task's first / last step (its sums start / go out)
     uint32_t rows, cols;
     int64_t b, n, tok;  // key steps: Q_i, dy_i's head and first token; query steps: K_j's kv head and first key
-    int64_t tile;       // key steps with the ring: Q_i and dy_i's tile
+    int64_t tile;       // with the ring: the step's tile (Q_i and dy_i, or K_j and V_j)
   };
 
   __aicore__ static inline uint32_t Max(uint32_t a, uint32_t b) { return a > b ? a : b; }
@@ -149,8 +151,11 @@ class AttentionGradCube {
       FreeRows(q, dy, p.tile);
     } else {
       const uint32_t pitch = (p.cols + 7) / 8 * 8;  // the AIVs' row pitch of dS (attention_grad_vector.h)
-      LocalTensor<T> k =
-          mm_.Load(kL1_, k_[p.b * t.kStrideB + p.n * t.kStrideN + p.tok * t.kStrideS], p.cols, d, uint32_t(t.kStrideS));
+      LocalTensor<T> k, v;
+      if (ring_) RingTile(p.tile, k, v);
+      else
+        k = mm_.Load(kL1_, k_[p.b * t.kStrideB + p.n * t.kStrideN + p.tok * t.kStrideS], p.cols, d,
+                     uint32_t(t.kStrideS));
       CrossCoreWaitFlag<2, PIPE_MTE2>(Flags::kPReady);
       LocalTensor<T> ds = mm_.Load(partsL1_, ws.ds, p.rows, p.cols, pitch);
       if (sums_) {
@@ -163,7 +168,8 @@ class AttentionGradCube {
         Flushed();
       }
       partsL1_.FreeTensor(ds);
-      kL1_.FreeTensor(k);
+      if (ring_) TileRead(p.tile);
+      else kL1_.FreeTensor(k);
     }
     ++parted_;
   }
@@ -238,11 +244,45 @@ class AttentionGradCube {
                   uint32_t(t.oStrideS));
   }
 
-  // Tile `tile`'s slot of the ring: its Q then its dy.
-  __aicore__ inline void RingTile(int64_t tile, LocalTensor<T>& q, LocalTensor<T>& dy) {
-    const uint32_t s1b = uint32_t(g_->fwd.s1Block), size = s1b * uint32_t(g_->dPitch + g_->fwd.vPitch);
-    q = ringL1_.Get<T>()[uint32_t(tile % kAttentionGradRing) * size];
-    dy = q[s1b * uint32_t(g_->dPitch)];
+  // Tile `tile`'s slot of the ring: its Q then its dy (a key step), or its K then its V (a query step).
+  __aicore__ inline void RingTile(int64_t tile, LocalTensor<T>& a, LocalTensor<T>& b) {
+    const uint32_t size = tileRows_ * uint32_t(g_->dPitch + g_->fwd.vPitch);
+    a = ringL1_.Get<T>()[uint32_t(tile % kAttentionGradRing) * size];
+    b = a[tileRows_ * uint32_t(g_->dPitch)];
+  }
+
+  // rows x cols of src (row pitch `pitch`) into the Nz tile x of Align16(rows) rows.
+  __aicore__ inline void CopyRows(const LocalTensor<T>& x, const GlobalTensor<T>& src, uint32_t rows, uint32_t cols,
+                                  int64_t pitch) {
+    constexpr uint32_t c0 = 32 / sizeof(T);
+    DataCopy(x, src,
+             Nd2NzParams(1, uint16_t(rows), uint16_t(cols), 0, uint16_t(pitch), uint16_t((rows + 15) / 16 * 16), 1,
+                         uint16_t(rows * c0)));
+  }
+
+  // With the ring: rows [row, row + rows) of a (head dim wide, pitch aPitch) and of b (Dv wide) into the task's tile
+  // (`ring` false: a query task's Q and dy, a key task's K and V) or the ring's next tile (a step's), returned.
+  __aicore__ inline int64_t TileRows(const GlobalTensor<T>& a, int64_t aPitch, const GlobalTensor<T>& b, int64_t bPitch,
+                                     uint32_t rows, bool ring, LocalTensor<T>& x, LocalTensor<T>& y) {
+    int64_t tile = -1;
+    if (ring) {
+      tile = tiles_++;
+      RingTile(tile, x, y);
+      ReadWait(uint32_t(tile % 2));
+    } else {
+      x = taskL1_.template AllocTensor<T>();
+      y = x[tileRows_ * uint32_t(g_->dPitch)];
+    }
+    CopyRows(x, a, rows, uint32_t(g_->fwd.headDim), aPitch);
+    CopyRows(y, b, rows, uint32_t(g_->fwd.valueDim), bPitch);
+    if (ring) {
+      SyncPipes<HardEvent::MTE2_MTE1>();  // the loads into L0 wait for these
+    } else {
+      taskL1_.EnQue(x);
+      x = taskL1_.template DeQue<T>();
+      y = x[tileRows_ * uint32_t(g_->dPitch)];
+    }
+    return tile;
   }
 
   // The flag of the newest tile of this parity read into L0 (if set and not yet waited for) waited for. Tiles' last
@@ -253,49 +293,59 @@ class AttentionGradCube {
     readSet_[parity] = false;
   }
 
-  // Query rows [row, row + rows) of batch b, head n: into the ring's next tile, or the Q / dy queues.
-  __aicore__ inline int64_t QueryRows(int64_t b, int64_t n, int64_t row, uint32_t rows, LocalTensor<T>& q,
+  // Query rows [row, row + rows) of batch b, head n: into the ring's next tile (`ring`: a key step's) or the task's
+  // tile (a query task's), or without the ring the Q / dy queues.
+  __aicore__ inline int64_t QueryRows(int64_t b, int64_t n, int64_t row, uint32_t rows, bool ring, LocalTensor<T>& q,
                                       LocalTensor<T>& dy) {
-    if (!ring_) {
-      LoadQueryRows(b, n, row, rows, q, dy);
-      return -1;
-    }
     const AttentionTilingData& t = g_->fwd;
-    constexpr uint32_t c0 = 32 / sizeof(T);
-    const uint16_t r16 = uint16_t((rows + 15) / 16 * 16);
-    const int64_t tile = tiles_++;
-    RingTile(tile, q, dy);
-    ReadWait(uint32_t(tile % 2));
-    DataCopy(q, q_[b * t.qStrideB + n * t.qStrideN + row * t.qStrideS],
-             Nd2NzParams(1, uint16_t(rows), uint16_t(t.headDim), 0, uint16_t(t.qStrideS), r16, 1, uint16_t(rows * c0)));
-    DataCopy(
-        dy, dy_[b * t.oStrideB + n * t.oStrideN + row * t.oStrideS],
-        Nd2NzParams(1, uint16_t(rows), uint16_t(t.valueDim), 0, uint16_t(t.oStrideS), r16, 1, uint16_t(rows * c0)));
-    SyncPipes<HardEvent::MTE2_MTE1>();  // the loads into L0 wait for these
-    return tile;
+    if (ring_)
+      return TileRows(q_[b * t.qStrideB + n * t.qStrideN + row * t.qStrideS], t.qStrideS,
+                      dy_[b * t.oStrideB + n * t.oStrideN + row * t.oStrideS], t.oStrideS, rows, ring, q, dy);
+    LoadQueryRows(b, n, row, rows, q, dy);
+    return -1;
   }
 
-  // Q and dy's last reads into L0 are issued: a ring tile's flag (its parity's) is set, queue buffers freed.
-  __aicore__ inline void FreeRows(LocalTensor<T>& q, LocalTensor<T>& dy, int64_t tile) {
-    if (!ring_) {
-      qL1_.FreeTensor(q);
-      dyL1_.FreeTensor(dy);
-      return;
-    }
+  // A ring tile's last reads into L0 are issued: its flag (its parity's) is set.
+  __aicore__ inline void TileRead(int64_t tile) {
     const uint32_t parity = uint32_t(tile % 2);
     ReadWait(parity);
     SetFlag<HardEvent::MTE1_MTE2>(readEvt_[parity]);
     readSet_[parity] = true;
   }
 
-  // key (token) rows [j, j + cols) of batch b, kv head n into L1: k and v.
-  __aicore__ inline void LoadKeyRows(int64_t b, int64_t n, int64_t j, uint32_t cols, LocalTensor<T>& k,
-                                     LocalTensor<T>& v) {
+  // Q and dy's last reads into L0 are issued: the ring tile's flag set, the task's tile or queue buffers freed.
+  __aicore__ inline void FreeRows(LocalTensor<T>& q, LocalTensor<T>& dy, int64_t tile) {
+    if (!ring_) {
+      qL1_.FreeTensor(q);
+      dyL1_.FreeTensor(dy);
+    } else if (tile < 0) {
+      taskL1_.FreeTensor(q);
+    } else {
+      TileRead(tile);
+    }
+  }
+
+  // key (token) rows [j, j + cols) of batch b, kv head n into L1: k and v, into the ring's next tile (`ring`: a query
+  // step's) or the task's tile (a key task's), or without the ring the K / V queues.
+  __aicore__ inline int64_t KeyRows(int64_t b, int64_t n, int64_t j, uint32_t cols, bool ring, LocalTensor<T>& k,
+                                    LocalTensor<T>& v) {
     const AttentionTilingData& t = g_->fwd;
-    k = mm_.Load(kL1_, k_[b * t.kStrideB + n * t.kStrideN + j * t.kStrideS], cols, uint32_t(t.headDim),
-                 uint32_t(t.kStrideS));
-    v = mm_.Load(vL1_, v_[b * t.vStrideB + n * t.vStrideN + j * t.vStrideS], cols, uint32_t(t.valueDim),
-                 uint32_t(t.vStrideS));
+    const GlobalTensor<T> kRows = k_[b * t.kStrideB + n * t.kStrideN + j * t.kStrideS];
+    const GlobalTensor<T> vRows = v_[b * t.vStrideB + n * t.vStrideN + j * t.vStrideS];
+    if (ring_) return TileRows(kRows, t.kStrideS, vRows, t.vStrideS, cols, ring, k, v);
+    k = mm_.Load(kL1_, kRows, cols, uint32_t(t.headDim), uint32_t(t.kStrideS));
+    v = mm_.Load(vL1_, vRows, cols, uint32_t(t.valueDim), uint32_t(t.vStrideS));
+    return -1;
+  }
+
+  // K and V of a key task, or of a query step without the ring, read for the last time.
+  __aicore__ inline void FreeKeys(LocalTensor<T>& k, LocalTensor<T>& v) {
+    if (ring_) {
+      taskL1_.FreeTensor(k);
+      return;
+    }
+    kL1_.FreeTensor(k);
+    vL1_.FreeTensor(v);
   }
 
   // dk / dv of keys [j0, j0 + cols) of kv head n over every query head of its group and the S1 blocks
@@ -304,20 +354,17 @@ class AttentionGradCube {
     const AttentionTilingData& t = g_->fwd;
     const uint32_t cols = uint32_t(task.rows);
     LocalTensor<T> k, v;
-    LoadKeyRows(task.b, task.n, task.kTok0 + task.i0, cols, k, v);
+    KeyRows(task.b, task.n, task.kTok0 + task.i0, cols, false, k, v);
     const int64_t group = t.heads / t.kvHeads, end = (task.n + 1) * group;
     for (int64_t n = task.n * group; n < end; ++n) {
       for (int64_t blk = task.first; blk < task.first + task.count; ++blk) {
         const int64_t i0 = blk * t.s1Block;
         const uint32_t rows = uint32_t(task.s1 - i0 < t.s1Block ? task.s1 - i0 : t.s1Block);
         LocalTensor<T> q, dy;
-        const int64_t tile = QueryRows(task.b, n, task.qTok0 + i0, rows, q, dy);
+        const int64_t tile = QueryRows(task.b, n, task.qTok0 + i0, rows, true, q, dy);
         Scores(q, dy, k, v, rows, cols);
         if (!ring_) FreeRows(q, dy, tile);  // the ring's tile stays for the Parts
-        if (n + 1 == end && blk + 1 == task.first + task.count) {  // the task's last Scores: K, V are done
-          kL1_.FreeTensor(k);
-          vL1_.FreeTensor(v);
-        }
+        if (n + 1 == end && blk + 1 == task.first + task.count) FreeKeys(k, v);  // the task's last Scores
         Scored(Pending{true, n == task.n * group && blk == task.first,
                        n + 1 == end && blk + 1 == task.first + task.count, rows, cols, task.b, n, task.qTok0 + i0,
                        tile});
@@ -331,17 +378,16 @@ class AttentionGradCube {
     const uint32_t rows = uint32_t(task.rows);
     const int64_t kvHead = task.n / (t.heads / t.kvHeads);
     LocalTensor<T> q, dy;
-    const int64_t tile = QueryRows(task.b, task.n, task.qTok0 + task.i0, rows, q, dy);
+    const int64_t tile = QueryRows(task.b, task.n, task.qTok0 + task.i0, rows, false, q, dy);
     for (int64_t idx = 0; idx < task.count; ++idx) {
       const int64_t j0 = (task.first + idx) * t.s2Block;
       const uint32_t cols = uint32_t(task.s2 - j0 < t.s2Block ? task.s2 - j0 : t.s2Block);
       LocalTensor<T> k, v;
-      LoadKeyRows(task.b, kvHead, task.kTok0 + j0, cols, k, v);
+      const int64_t keys = KeyRows(task.b, kvHead, task.kTok0 + j0, cols, true, k, v);
       Scores(q, dy, k, v, rows, cols);
-      kL1_.FreeTensor(k);
-      vL1_.FreeTensor(v);
+      if (!ring_) FreeKeys(k, v);  // the ring's tile stays for the Parts
       if (idx + 1 == task.count) FreeRows(q, dy, tile);  // the task's last Scores: Q, dy are done
-      Scored(Pending{false, idx == 0, idx + 1 == task.count, rows, cols, task.b, kvHead, task.kTok0 + j0, -1});
+      Scored(Pending{false, idx == 0, idx + 1 == task.count, rows, cols, task.b, kvHead, task.kTok0 + j0, keys});
     }
   }
 
@@ -354,6 +400,7 @@ class AttentionGradCube {
   int64_t lead_ = 0;
   bool sums_ = false;       // the tiling's l0cSums
   bool ring_ = false;       // the tiling's qdyRing
+  uint32_t tileRows_ = 0;   // rows of a ring or task tile: the larger block's
   int64_t tiles_ = 0;       // ring tiles taken so far (tile u in slot u % kAttentionGradRing)
   TEventID readEvt_[2]{};   // MTE1 -> MTE2, by tile parity: a tile is read into L0
   bool readSet_[2]{};       // readEvt_ set and not yet waited for
@@ -362,6 +409,7 @@ class AttentionGradCube {
   CubeMatmul<T> mm_;
   TQue<TPosition::A1, 1> qL1_, dyL1_, partsL1_;  // partsL1_: P^T and dS^T, or dS
   TQue<TPosition::B1, 1> kL1_, vL1_;
-  TBuf<TPosition::A1> ringL1_;  // the Q / dy tiles (qdyRing)
+  TQue<TPosition::A1, 1> taskL1_;  // qdyRing: the task's tile (a key task's K and V, a query task's Q and dy)
+  TBuf<TPosition::A1> ringL1_;     // qdyRing: the steps' tiles
   TQue<TPosition::CO1, 1> sumsL0c_;
 };

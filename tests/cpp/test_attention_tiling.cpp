@@ -413,10 +413,11 @@ void TestGradTiling() {
                  .Total() <= kA2UbBudget);
       EXPECT(g.data.vecSets == 1 || f.l1Buffers == 2);
       if (d <= 128) EXPECT(g.data.vecSets == 2);
-      // with the ring of Q / dy tiles (kAttentionGradRing of them, no Q / dy queues) the AIC's L1 still fits
-      const int64_t ringL1 =
-          (kAttentionGradRing * s1b * (dp + vp) + s2b * (2 * dp + vp) + std::max(2 * s2b * s1p, s1b * s2b)) * bytes;
+      // with the ring (kAttentionGradRing step tiles and the task's tile, no other operand queues) the AIC's L1
+      // still fits: seven tiles of the larger block's rows by D + Dv, and P with dS
+      const int64_t ringL1 = (7 * std::max(s1b, s2b) * (dp + vp) + std::max(2 * s2b * s1p, s1b * s2b)) * bytes;
       EXPECT(g.data.qdyRing == 0 || (ringL1 <= kA2L1Bytes && f.l1Buffers == 2));
+      EXPECT(ringL1 == AttentionGradRingL1Bytes(s1b, s2b, s1p, dp, vp, bytes));
       if (t != f32 && d <= 128) EXPECT(g.data.qdyRing == 1);
       // the groups' workspaces, then D of every query row (B x N1 x S1 fp32, 512-byte aligned)
       EXPECT(g.blockDim == 24 && g.data.dOffset == 24 * g.data.workspacePerGroup);
