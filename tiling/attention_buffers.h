@@ -33,6 +33,16 @@ constexpr uint32_t kStats = kTaskStats + kPerTask * kAttentionPSlots;
 // shift, padded to the 32-byte blocks a copy writes (attention_dropout.h).
 ATTENTION_BUFFERS_FN uint32_t AttentionDropoutRowBytes(uint32_t cols) { return ((cols + 14) / 8 + 31) / 32 * 32; }
 
+// Dropout's buffers for `rows` rows of an s2b-key block (AttentionDropout, attention_dropout.h): drop_mask's bytes
+// and as fp32, the factors, and each of the two tables (Gather offsets, 2^-bit).
+struct AttentionDropoutUb {
+  uint32_t bytes, floats, factors, tables;
+  ATTENTION_BUFFERS_FN uint32_t Total() const { return bytes + floats + factors + 2 * tables; }
+};
+ATTENTION_BUFFERS_FN AttentionDropoutUb AttentionDropoutBuffers(uint32_t rows, uint32_t s2b) {
+  return {rows * AttentionDropoutRowBytes(s2b), rows * AttentionDropoutRowBytes(s2b) * 4, rows * s2b * 4, 8 * s2b * 4};
+}
+
 // The forward AIV's rows: the first ceil(s1Block / 2) of a task's for AIV 0, the rest for AIV 1.
 ATTENTION_BUFFERS_FN uint32_t AttentionVectorRows(uint32_t s1Block) { return (s1Block + 1) / 2; }
 
@@ -47,13 +57,12 @@ struct AttentionVectorUb {
   uint32_t stats;            // the row statistics (attention_vec::Stat), one lane per row
   uint32_t blocks;           // two sets of per-row 32-byte blocks (Brcb)
   uint32_t outStats;         // the max / sum rows out, kAttentionStatLanes lanes each
-  // dropout (else unused): drop_mask's bytes and as fp32, the factors, the Gather offsets and 2^-bit tables
-  uint32_t dropBytes, dropFloat, dropFactors, dropTables;
+  AttentionDropoutUb drop;  // dropout's (else unused)
   bool maskFull, dropout;
   // The bytes of all but P V's buffer, which the tiling adds where it still fits.
   ATTENTION_BUFFERS_FN uint32_t WithoutPv() const {
     return 2 * s + bound + (maskFull ? mask + maskHalf : 0) + o + ramp + rowRamp + stats + blocks + outStats +
-           (dropout ? dropBytes + dropFloat + dropFactors + 2 * dropTables : 0);
+           (dropout ? drop.Total() : 0);
   }
 };
 ATTENTION_BUFFERS_FN AttentionVectorUb AttentionVectorBuffers(uint32_t rows, uint32_t s2b, uint32_t vPitch,
@@ -70,10 +79,7 @@ ATTENTION_BUFFERS_FN AttentionVectorUb AttentionVectorBuffers(uint32_t rows, uin
           attention_vec::kStats * kAttentionMaxRows * 4,
           2 * kAttentionMaxRows * kAttentionBlockFloats * 4,
           2 * outStatRows * uint32_t(kAttentionStatLanes) * 4,
-          rows * AttentionDropoutRowBytes(s2b),
-          rows * AttentionDropoutRowBytes(s2b) * 4,
-          rows * s2b * 4,
-          8 * s2b * 4,
+          AttentionDropoutBuffers(rows, s2b),
           maskFull,
           dropout};
 }
@@ -100,13 +106,12 @@ struct AttentionGradVectorUb {
   uint32_t stats;            // each set's softmax_max / softmax_sum rows (8 lanes), then D (a lane per row)
   uint32_t rowValues;        // D (ComputeD's), the band's two edges: a lane per row
   uint32_t blocks;           // the per-row blocks (attention_grad_vec::Blocks)
-  // dropout (else unused), as the forward's: drop_mask's bytes and as fp32, the factors, the two tables
-  uint32_t dropBytes, dropFloat, dropFactors, dropTables;
+  AttentionDropoutUb drop;  // dropout's (else unused)
   uint32_t sets;
   bool maskFull, dropout;
   ATTENTION_BUFFERS_FN uint32_t Total() const {
     return sets * (s + dp + stats) + bound + (maskFull ? mask + maskHalf : 0) + stage + offsets + acc + ramp + rowRamp +
-           rowValues + blocks + (dropout ? dropBytes + dropFloat + dropFactors + 2 * dropTables : 0);
+           rowValues + blocks + (dropout ? drop.Total() : 0);
   }
 };
 ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t rows, uint32_t keys, uint32_t s2b,
@@ -128,10 +133,7 @@ ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t r
           (2 * rows * uint32_t(kAttentionStatLanes) + kAttentionMaxRows) * 4,
           3 * kAttentionMaxRows * 4,
           attention_grad_vec::kBlockSets * kAttentionMaxRows * kAttentionBlockFloats * 4,
-          rows * AttentionDropoutRowBytes(s2b),
-          rows * AttentionDropoutRowBytes(s2b) * 4,
-          area * 4,
-          8 * s2b * 4,
+          AttentionDropoutBuffers(rows, s2b),
           sets,
           maskFull,
           dropout};

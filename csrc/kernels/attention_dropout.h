@@ -6,7 +6,8 @@
 //   AttentionDropoutFactors: the bytes as fp32; per row a Gather of each key's byte (the row's bit shift picks
 //     one of 8 offset tables) times 2^-bit (the same shift's power table), then bit = floor(y) - 2 floor(y / 2),
 //     all exact in fp32; times 1 / keep_prob.
-// The tables (AttentionDropoutTables) are built once for the widest block.
+// The tables (AttentionDropoutTables) are built once for the widest block. AttentionDropout holds an AIV's buffers
+// (the UB plan's AttentionDropoutUb) and drop_mask, for the forward's and the backward's AIVs alike.
 #pragma once
 #include "kernel_operator.h"
 // after kernel_operator.h: its functions are __aicore__
@@ -87,3 +88,43 @@ __aicore__ inline void AttentionDropoutFactors(const LocalTensor<float>& factors
   Add(factors, factors, scratch, n);
   Muls(factors, factors, invKeepProb, n);
 }
+
+// An AIV's dropout: drop_mask in GM, its buffers and tables, for blocks of up to s2Block keys.
+class AttentionDropout {
+ public:
+  __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t s2Block, GM_ADDR dropMask) {
+    mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
+    pipe.InitBuffer(bytes_, ub.bytes);
+    pipe.InitBuffer(floats_, ub.floats);
+    pipe.InitBuffer(factors_, ub.factors);
+    pipe.InitBuffer(offsets_, ub.tables);
+    pipe.InitBuffer(powers_, ub.tables);
+    pitch_ = s2Block;
+    AttentionDropoutTables(offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_);
+  }
+
+  // Rows [0, rows) x keys [0, cols) of a block, row r's first key at bit firstBit + r * rowBits: its bytes (MTE2;
+  // Factors syncs).
+  __aicore__ inline void Load(int64_t firstBit, int64_t rowBits, uint32_t rows, uint32_t cols) {
+    AttentionLoadDropout(bytes_.Get<uint8_t>(), mask_, firstBit, rowBits, rows, cols, AttentionDropoutRowBytes(pitch_));
+  }
+
+  // keep / keep_prob [rows, pp] of the loaded block (Load's firstBit and rowBits); scratch as
+  // AttentionDropoutFactors's.
+  __aicore__ inline LocalTensor<float> Factors(const LocalTensor<float>& scratch, int64_t firstBit, int64_t rowBits,
+                                               uint32_t rows, uint32_t pp, float invKeepProb) {
+    SyncPipes<HardEvent::MTE2_V>();
+    AttentionDropoutFactors(factors_.Get<float>(), bytes_.Get<uint8_t>(), floats_.Get<float>(), scratch,
+                            offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_, firstBit, rowBits, rows, pp,
+                            AttentionDropoutRowBytes(pitch_), invKeepProb);
+    return factors_.Get<float>();
+  }
+
+  // The last Factors.
+  __aicore__ inline LocalTensor<float> LastFactors() { return factors_.Get<float>(); }
+
+ private:
+  GlobalTensor<uint8_t> mask_;
+  TBuf<TPosition::VECCALC> bytes_, floats_, factors_, offsets_, powers_;
+  uint32_t pitch_ = 0;
+};

@@ -47,7 +47,6 @@ class AttentionGradVector {
       ws_[slot].Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup + slot * g.slotBytes, g);
     d_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.dOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
-    if (t.dropout) drop_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
     o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
@@ -80,14 +79,7 @@ class AttentionGradVector {
     pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
     pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
-    if (t.dropout) {
-      pipe_.InitBuffer(dropBytesBuf_, ub.dropBytes);
-      pipe_.InitBuffer(dropFloatBuf_, ub.dropFloat);
-      pipe_.InitBuffer(dropFactorBuf_, ub.dropFactors);
-      pipe_.InitBuffer(dropOffsetBuf_, ub.dropTables);
-      pipe_.InitBuffer(dropPowerBuf_, ub.dropTables);
-      AttentionDropoutTables(dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), s2b);
-    }
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, s2b, dropMask);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));
@@ -432,7 +424,7 @@ class AttentionGradVector {
     RowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
     if (!cap) RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
-    if (t.dropout && key) Mul(s, s, dropFactorBuf_.Get<float>(), int32_t(n));  // P Z, which multiplied V: for dv
+    if (t.dropout && key) Mul(s, s, dropout_.LastFactors(), int32_t(n));  // P Z, which multiplied V: for dv
   }
 
   // Z = keep / keep_prob of the step's rows x keys from drop_mask (through the bound's buffer, free until the
@@ -440,15 +432,8 @@ class AttentionGradVector {
   __aicore__ inline LocalTensor<float> DropoutFactors(const Step& st, uint32_t pp) {
     const AttentionTilingData& t = g_->fwd;
     const int64_t firstBit = ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * st.s2 + st.j0;
-    const uint32_t rb = AttentionDropoutRowBytes(uint32_t(t.s2Block));
-    LocalTensor<uint8_t> bytes = dropBytesBuf_.Get<uint8_t>();
-    LocalTensor<float> factors = dropFactorBuf_.Get<float>();
-    AttentionLoadDropout(bytes, drop_, firstBit, st.s2, rows_, st.cols, rb);
-    SyncPipes<HardEvent::MTE2_V>();
-    AttentionDropoutFactors(factors, bytes, dropFloatBuf_.Get<float>(), boundBuf_.Get<float>(),
-                            dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), uint32_t(t.s2Block), firstBit,
-                            st.s2, rows_, pp, rb, t.keepProbInv);
-    return factors;
+    dropout_.Load(firstBit, st.s2, rows_, st.cols);
+    return dropout_.Factors(boundBuf_.Get<float>(), firstBit, st.s2, rows_, pp, t.keepProbInv);
   }
 
   // fp32 rows `from` as the input dtype: cast into `to`, or `from` itself for fp32.
@@ -563,12 +548,12 @@ class AttentionGradVector {
   int64_t flushed_ = 0;  // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
-  GlobalTensor<uint8_t> mask_, drop_;
+  GlobalTensor<uint8_t> mask_;
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
   TPipe pipe_;
   uint32_t sets_ = 1;  // the tiling's vecSets: buffer sets of S, dP and the statistics
   TEventID loadedEvt_[2]{};  // MTE2 -> V: a set's loads are in
   TBuf<TPosition::VECCALC> sBuf_[2], dpBuf_[2], statBuf_[2], boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_,
-      accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_, dropBytesBuf_, dropFloatBuf_, dropFactorBuf_, dropOffsetBuf_,
-      dropPowerBuf_;
+      accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_;
+  AttentionDropout dropout_;
 };
