@@ -53,7 +53,7 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   t.scale = p.scale;
   t.softcap = p.softcap;
   t.sink = p.sinkDefined ? 1 : 0;
-  t.dropout = p.keepProb < 1.0f ? 1 : 0;
+  t.dropout = p.keepProb >= 1.0f ? kDropoutOff : p.s2 % 8 == 0 ? kDropoutBytes : kDropoutBits;
   t.keepProbInv = 1.0f / p.keepProb;
 
   // Masks: no atten_mask, no masking (torch_npu ignores sparse_mode and the tokens then); modes 0 and 1

@@ -86,6 +86,7 @@ struct AttentionTilingData {
   int32_t groupHeads, kvCacheBlocks, kvStream;
   // Dropout (keep_prob < 1, fixed layouts, unstacked): P V takes P * keep / keep_prob, keep the bit of drop_mask
   // (one a score element, flat over [B, N1, S1, S2]: attention_dropout.h); the statistics stay P's.
+  // AttentionDropoutMode (attention_buffers.h): 0 off, 1 rows at any bit, 2 rows of whole bytes (S2 % 8 == 0).
   int32_t dropout;
   float keepProbInv;  // 1 / keep_prob
 };

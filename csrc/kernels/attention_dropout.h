@@ -1,13 +1,18 @@
 // Attention dropout's explicit mask on the AIVs (docs/attention.md, "Dropout"): torch_npu's uint8 mask holds one
 // bit per score element, flat over [B, N1, S1, S2], element e in bit e % 8 of byte e / 8, 1 = kept. A block of
-// `rows` score rows x `cols` keys becomes fp32 factors keep / keep_prob [rows, pp] (pp = cols rounded up to 8):
-//   AttentionLoadDropout: each row's bytes from GM (a row starts at any bit when S2 % 8 != 0, so one copy a row)
-//     into `bytes`, rb = AttentionDropoutRowBytes(cols) a row, zero past them;
+// `rows` score rows x `cols` keys becomes fp32 factors keep / keep_prob [rows, pp] (pp = cols rounded up to 8).
+// Rows at any bit (S2 % 8 != 0, kDropoutBits):
+//   AttentionLoadDropout: each row's bytes from GM (a row starts at any bit, so one copy a row) into `bytes`,
+//     rb = AttentionDropoutRowBytes(cols) a row, zero past them;
 //   AttentionDropoutFactors: the bytes as fp32; per row a Gather of each key's byte (the row's bit shift picks
-//     one of 8 offset tables) times 2^-bit (the same shift's power table), then bit = floor(y) - 2 floor(y / 2),
-//     all exact in fp32; times 1 / keep_prob.
-// The tables (AttentionDropoutTables) are built once for the widest block. AttentionDropout holds an AIV's buffers
-// (the UB plan's AttentionDropoutUb) and drop_mask, for the forward's and the backward's AIVs alike.
+//     one of 8 offset tables) times 2^-bit (the same shift's power table).
+// Rows of whole bytes (S2 % 8 == 0, kDropoutBytes: every row starts at bit 0, pp = cols):
+//   AttentionLoadDropoutBytes: one strided copy for the block;
+//   AttentionDropoutByteFactors: one Gather for a block of the widest keys (a table of its rows), else one a
+//     row; times 2^-(c % 8) in one multiply from a 32-byte block every block of a repeat re-reads.
+// Both then bit = floor(y) - 2 floor(y / 2), all exact in fp32, times 1 / keep_prob. The tables are built once
+// for the widest block. AttentionDropout holds an AIV's buffers (the UB plan's AttentionDropoutUb) and drop_mask,
+// for the forward's and the backward's AIVs alike.
 #pragma once
 #include "kernel_operator.h"
 // after kernel_operator.h: its functions are __aicore__
@@ -18,6 +23,7 @@ using namespace AscendC;
 
 namespace attention_dropout {
 constexpr uint32_t kShifts = 8;  // a row's first bit within its first byte
+constexpr uint32_t kLanes = 64;  // fp32 lanes of a repeat
 }  // namespace attention_dropout
 
 // offsets [8, pitch] (uint32, bytes into one row of the fp32 bytes) and powers [8, pitch] (fp32): for shift s and
@@ -45,6 +51,29 @@ __aicore__ inline void AttentionDropoutTables(const LocalTensor<uint32_t>& offse
   }
 }
 
+// The bytes of drop_mask a fixed layout's dropout reads: a bit for each of B * N1 * S1 * S2 score elements.
+__aicore__ inline uint64_t AttentionDropoutMaskBytes(const AttentionTilingData& t) {
+  return (uint64_t(t.batch) * uint64_t(t.heads) * uint64_t(t.s1) * uint64_t(t.s2) + 7) / 8;
+}
+
+// Whole-byte rows: offsets [rows, pitch], row r's key c at byte r * rb + c / 8 of the fp32 bytes (rb =
+// AttentionDropoutByteRowBytes(pitch), the copy's row pitch), and powers, one block: 2^-c for c < 8. Doubled as
+// AttentionDropoutTables's, keys first, then rows.
+__aicore__ inline void AttentionDropoutByteTables(const LocalTensor<uint32_t>& offsets,
+                                                  const LocalTensor<float>& powers, uint32_t rows, uint32_t pitch) {
+  for (uint32_t c = 0; c < attention_dropout::kShifts; ++c) {
+    offsets.SetValue(c, 0u);
+    powers.SetValue(c, 1.0f / float(1u << c));
+  }
+  SyncPipes<HardEvent::S_V>();
+  const LocalTensor<int32_t> o = offsets.ReinterpretCast<int32_t>();
+  for (uint32_t k = attention_dropout::kShifts; k < pitch; k *= 2)
+    Adds(o[int32_t(k)], o, int32_t(k / 8 * sizeof(float)), int32_t(pitch - k < k ? pitch - k : k));
+  const uint32_t rowStep = AttentionDropoutByteRowBytes(pitch) * uint32_t(sizeof(float));
+  for (uint32_t k = 1; k < rows; k *= 2)
+    Adds(o[int32_t(k * pitch)], o, int32_t(k * rowStep), int32_t((rows - k < k ? rows - k : k) * pitch));
+}
+
 // Rows [0, rows) of the block, row r's first key at bit firstBit + r * rowBits of `mask`, into `bytes`
 // (rb = AttentionDropoutRowBytes(cols) a row). An MTE2 copy: the caller syncs before reading it.
 __aicore__ inline void AttentionLoadDropout(const LocalTensor<uint8_t>& bytes, const GlobalTensor<uint8_t>& mask,
@@ -60,24 +89,30 @@ __aicore__ inline void AttentionLoadDropout(const LocalTensor<uint8_t>& bytes, c
   }
 }
 
-// factors [rows, pp] = keep / keep_prob of the loaded block (AttentionLoadDropout's firstBit and rowBits), the
-// tables `pitch` apart. Scratch: bytesFloat rows * rb floats (not overlapping factors: Gather), scratch
-// max(rows * pp, rows * rb / 2) floats.
-__aicore__ inline void AttentionDropoutFactors(const LocalTensor<float>& factors, const LocalTensor<uint8_t>& bytes,
-                                               const LocalTensor<float>& bytesFloat, const LocalTensor<float>& scratch,
-                                               const LocalTensor<uint32_t>& offsets, const LocalTensor<float>& powers,
-                                               uint32_t pitch, int64_t firstBit, int64_t rowBits, uint32_t rows,
-                                               uint32_t pp, uint32_t rb, float invKeepProb) {
-  const int32_t nb = int32_t(rows * rb), n = int32_t(rows * pp);
+// Whole-byte rows [0, rows) of a block of cols (a multiple of 8) keys, row r's from byte firstByte + r * rowBytes
+// of `mask`, into `bytes`, AttentionDropoutByteRowBytes(cols) a row, zero past cols / 8: one strided copy (MTE2;
+// the caller syncs before reading it).
+__aicore__ inline void AttentionLoadDropoutBytes(const LocalTensor<uint8_t>& bytes, const GlobalTensor<uint8_t>& mask,
+                                                 int64_t firstByte, int64_t rowBytes, uint32_t rows, uint32_t cols) {
+  const uint32_t n = cols / 8, rb = AttentionDropoutByteRowBytes(cols);
+  SyncPipes<HardEvent::V_MTE2>();  // V is done with the last block's bytes
+  DataCopyPad(bytes, mask[firstByte], DataCopyExtParams(uint16_t(rows), n, uint32_t(rowBytes) - n, 0, 0),
+              DataCopyPadExtParams<uint8_t>(rb != n, 0, uint8_t(rb - n), 0));
+}
+
+// bytesFloat [nb] = bytes [nb] as fp32, through half in scratch (uint8 casts to half only).
+__aicore__ inline void AttentionDropoutBytesAsFloat(const LocalTensor<float>& bytesFloat,
+                                                    const LocalTensor<uint8_t>& bytes,
+                                                    const LocalTensor<float>& scratch, int32_t nb) {
   LocalTensor<half> bytesHalf = scratch.ReinterpretCast<half>();
-  Cast(bytesHalf, bytes, RoundMode::CAST_NONE, nb);  // uint8 casts to half only
+  Cast(bytesHalf, bytes, RoundMode::CAST_NONE, nb);
   Cast(bytesFloat, bytesHalf, RoundMode::CAST_NONE, nb);
-  for (uint32_t r = 0; r < rows; ++r) {
-    const uint32_t s = uint32_t((firstBit + int64_t(r) * rowBits) & 7);
-    Gather(factors[r * pp], bytesFloat, offsets[s * pitch], r * rb * uint32_t(sizeof(float)), pp);
-    Mul(factors[r * pp], factors[r * pp], powers[s * pitch], int32_t(pp));
-  }
-  // y = byte / 2^bit: bit = floor(y) - 2 floor(y / 2); the int32 casts in place
+}
+
+// factors [n] hold y = byte / 2^bit: bit = floor(y) - 2 floor(y / 2), times invKeepProb; scratch n floats. The int32
+// casts in place.
+__aicore__ inline void AttentionDropoutBits(const LocalTensor<float>& factors, const LocalTensor<float>& scratch,
+                                            int32_t n, float invKeepProb) {
   LocalTensor<int32_t> floors = scratch.ReinterpretCast<int32_t>(), halves = factors.ReinterpretCast<int32_t>();
   Cast(floors, factors, RoundMode::CAST_FLOOR, n);
   Cast(scratch, floors, RoundMode::CAST_NONE, n);
@@ -89,24 +124,79 @@ __aicore__ inline void AttentionDropoutFactors(const LocalTensor<float>& factors
   Muls(factors, factors, invKeepProb, n);
 }
 
-// An AIV's dropout: drop_mask in GM, its buffers and tables, for blocks of up to s2Block keys.
+// factors [rows, pp] = keep / keep_prob of the loaded block (AttentionLoadDropout's firstBit and rowBits), the
+// tables `pitch` apart. Scratch: bytesFloat rows * rb floats (not overlapping factors: Gather), scratch
+// max(rows * pp, rows * rb / 2) floats.
+__aicore__ inline void AttentionDropoutFactors(const LocalTensor<float>& factors, const LocalTensor<uint8_t>& bytes,
+                                               const LocalTensor<float>& bytesFloat, const LocalTensor<float>& scratch,
+                                               const LocalTensor<uint32_t>& offsets, const LocalTensor<float>& powers,
+                                               uint32_t pitch, int64_t firstBit, int64_t rowBits, uint32_t rows,
+                                               uint32_t pp, uint32_t rb, float invKeepProb) {
+  AttentionDropoutBytesAsFloat(bytesFloat, bytes, scratch, int32_t(rows * rb));
+  for (uint32_t r = 0; r < rows; ++r) {
+    const uint32_t s = uint32_t((firstBit + int64_t(r) * rowBits) & 7);
+    Gather(factors[r * pp], bytesFloat, offsets[s * pitch], r * rb * uint32_t(sizeof(float)), pp);
+    Mul(factors[r * pp], factors[r * pp], powers[s * pitch], int32_t(pp));
+  }
+  AttentionDropoutBits(factors, scratch, int32_t(rows * pp), invKeepProb);
+}
+
+// factors [rows, pp] = keep / keep_prob of a loaded whole-byte block (AttentionLoadDropoutBytes's, pp = its cols),
+// AttentionDropoutByteTables's `pitch` apart: a block of pitch keys in one Gather, a narrower one a Gather a row
+// from the table's first; then each key times 2^-(c % 8) in one multiply whose every block re-reads the powers'
+// block. rows x pitch fp32 three times (factors, offsets, scratch) fit UB, so n <= 16362: at most 255 full
+// repeats, what one Gather or Mul takes. Scratch as AttentionDropoutFactors's.
+__aicore__ inline void AttentionDropoutByteFactors(const LocalTensor<float>& factors, const LocalTensor<uint8_t>& bytes,
+                                                   const LocalTensor<float>& bytesFloat,
+                                                   const LocalTensor<float>& scratch,
+                                                   const LocalTensor<uint32_t>& offsets,
+                                                   const LocalTensor<float>& powers, uint32_t pitch, uint32_t rows,
+                                                   uint32_t pp, float invKeepProb) {
+  using attention_dropout::kLanes;
+  const uint32_t rb = AttentionDropoutByteRowBytes(pp), n = rows * pp;
+  AttentionDropoutBytesAsFloat(bytesFloat, bytes, scratch, int32_t(rows * rb));
+  if (pp == pitch) {
+    Gather(factors, bytesFloat, offsets, 0u, n);
+  } else {
+    for (uint32_t r = 0; r < rows; ++r)
+      Gather(factors[r * pp], bytesFloat, offsets, r * rb * uint32_t(sizeof(float)), pp);
+  }
+  const BinaryRepeatParams eachBlock(1, 1, 0, 8, 8, 0);  // src1: the powers' one block for every block
+  const uint32_t full = n / kLanes, tail = n % kLanes;
+  if (full > 0) Mul(factors, factors, powers, kLanes, uint8_t(full), eachBlock);
+  if (tail > 0) Mul(factors[full * kLanes], factors[full * kLanes], powers, tail, 1, eachBlock);
+  AttentionDropoutBits(factors, scratch, int32_t(n), invKeepProb);
+}
+
+// An AIV's dropout: drop_mask (maskBytes bytes) in GM, its buffers and tables, for blocks of up to s2Block keys and
+// `rows` rows (the UB plan's), in `mode` (AttentionTilingData::dropout).
 class AttentionDropout {
  public:
-  __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t s2Block, GM_ADDR dropMask) {
-    mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
+  __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t rows, uint32_t s2Block, int32_t mode,
+                              GM_ADDR dropMask, uint64_t maskBytes) {
+    mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask), maskBytes);
     pipe.InitBuffer(bytes_, ub.bytes);
     pipe.InitBuffer(floats_, ub.floats);
     pipe.InitBuffer(factors_, ub.factors);
-    pipe.InitBuffer(offsets_, ub.tables);
-    pipe.InitBuffer(powers_, ub.tables);
-    pitch_ = s2Block;
-    AttentionDropoutTables(offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_);
+    pipe.InitBuffer(offsets_, ub.offsets);
+    pipe.InitBuffer(powers_, ub.powers);
+    pitch_ = s2Block, wholeBytes_ = mode == kDropoutBytes;
+    if (wholeBytes_) {
+      AttentionDropoutByteTables(offsets_.Get<uint32_t>(), powers_.Get<float>(), rows, pitch_);
+    } else {
+      AttentionDropoutTables(offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_);
+    }
   }
 
   // Rows [0, rows) x keys [0, cols) of a block, row r's first key at bit firstBit + r * rowBits: its bytes (MTE2;
   // Factors syncs).
   __aicore__ inline void Load(int64_t firstBit, int64_t rowBits, uint32_t rows, uint32_t cols) {
-    AttentionLoadDropout(bytes_.Get<uint8_t>(), mask_, firstBit, rowBits, rows, cols, AttentionDropoutRowBytes(pitch_));
+    if (wholeBytes_) {
+      AttentionLoadDropoutBytes(bytes_.Get<uint8_t>(), mask_, firstBit >> 3, rowBits >> 3, rows, cols);
+    } else {
+      AttentionLoadDropout(bytes_.Get<uint8_t>(), mask_, firstBit, rowBits, rows, cols,
+                           AttentionDropoutRowBytes(pitch_));
+    }
   }
 
   // keep / keep_prob [rows, pp] of the loaded block (Load's firstBit and rowBits); scratch as
@@ -114,9 +204,14 @@ class AttentionDropout {
   __aicore__ inline LocalTensor<float> Factors(const LocalTensor<float>& scratch, int64_t firstBit, int64_t rowBits,
                                                uint32_t rows, uint32_t pp, float invKeepProb) {
     SyncPipes<HardEvent::MTE2_V>();
-    AttentionDropoutFactors(factors_.Get<float>(), bytes_.Get<uint8_t>(), floats_.Get<float>(), scratch,
-                            offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_, firstBit, rowBits, rows, pp,
-                            AttentionDropoutRowBytes(pitch_), invKeepProb);
+    if (wholeBytes_) {
+      AttentionDropoutByteFactors(factors_.Get<float>(), bytes_.Get<uint8_t>(), floats_.Get<float>(), scratch,
+                                  offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_, rows, pp, invKeepProb);
+    } else {
+      AttentionDropoutFactors(factors_.Get<float>(), bytes_.Get<uint8_t>(), floats_.Get<float>(), scratch,
+                              offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_, firstBit, rowBits, rows, pp,
+                              AttentionDropoutRowBytes(pitch_), invKeepProb);
+    }
     return factors_.Get<float>();
   }
 
@@ -127,4 +222,5 @@ class AttentionDropout {
   GlobalTensor<uint8_t> mask_;
   TBuf<TPosition::VECCALC> bytes_, floats_, factors_, offsets_, powers_;
   uint32_t pitch_ = 0;
+  bool wholeBytes_ = false;
 };

@@ -79,7 +79,7 @@ class AttentionGradVector {
     pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
     pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
-    if (t.dropout) dropout_.Init(pipe_, ub.drop, s2b, dropMask);
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, maxRows_, s2b, t.dropout, dropMask, AttentionDropoutMaskBytes(t));
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));

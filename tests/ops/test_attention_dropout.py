@@ -179,6 +179,10 @@ KERNEL_CASES = [  # layout, B, N1, N2, S1, S2, D, keep_prob, causal (sparse_mode
     ("BNSD", 1, 2, 1, 77, 133, 64, 0.9, False),
     ("BSND", 2, 2, 2, 77, 133, 64, 0.5, True),
     ("BSH", 1, 4, 2, 9, 300, 64, 0.5, False),
+    # S2 % 8 == 0: rows of whole bytes (attention_dropout.h's one copy and one Gather a block), a narrower last block
+    ("BNSD", 1, 2, 1, 77, 264, 64, 0.9, False),
+    ("BSND", 2, 4, 2, 80, 512, 64, 0.5, True),
+    ("BSH", 1, 2, 2, 9, 128, 64, 0.5, False),
 ]
 
 
