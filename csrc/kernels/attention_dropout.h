@@ -8,11 +8,12 @@
 //     one of 8 offset tables) times 2^-bit (the same shift's power table).
 // Rows of whole bytes (S2 % 8 == 0, kDropoutBytes: every row starts at bit 0, pp = cols):
 //   AttentionLoadDropoutBytes: one strided copy for the block;
-//   AttentionDropoutByteFactors: one Gather for a block of the widest keys (a table of its rows), else one a
-//     row; times 2^-(c % 8) in one multiply from a 32-byte block every block of a repeat re-reads.
-// Both then bit = floor(y) - 2 floor(y / 2), all exact in fp32, times 1 / keep_prob. The tables are built once
-// for the widest block. AttentionDropout holds an AIV's buffers (the UB plan's AttentionDropoutUb) and drop_mask,
-// for the forward's and the backward's AIVs alike.
+//   AttentionDropoutByteFactors: the bytes as fp32, packed to pp / 8 a row where a row is whole blocks, each
+//     repeated 8 times by one Brcb (a Brcb a row otherwise), times 2^-(c % 8) in one multiply from a 32-byte block
+//     every block of a repeat re-reads.
+// Both then bit = floor(y) mod 2 by shifts of the integer: bit << 30 is 2.0f or 0, times 1 / (2 keep_prob). The
+// tables are built once for the widest block. AttentionDropout holds an AIV's buffers (the UB plan's
+// AttentionDropoutUb) and drop_mask, for the forward's and the backward's AIVs alike.
 #pragma once
 #include "kernel_operator.h"
 // after kernel_operator.h: its functions are __aicore__
@@ -56,22 +57,10 @@ __aicore__ inline uint64_t AttentionDropoutMaskBytes(const AttentionTilingData& 
   return (uint64_t(t.batch) * uint64_t(t.heads) * uint64_t(t.s1) * uint64_t(t.s2) + 7) / 8;
 }
 
-// Whole-byte rows: offsets [rows, pitch], row r's key c at byte r * rb + c / 8 of the fp32 bytes (rb =
-// AttentionDropoutByteRowBytes(pitch), the copy's row pitch), and powers, one block: 2^-c for c < 8. Doubled as
-// AttentionDropoutTables's, keys first, then rows.
-__aicore__ inline void AttentionDropoutByteTables(const LocalTensor<uint32_t>& offsets,
-                                                  const LocalTensor<float>& powers, uint32_t rows, uint32_t pitch) {
-  for (uint32_t c = 0; c < attention_dropout::kShifts; ++c) {
-    offsets.SetValue(c, 0u);
-    powers.SetValue(c, 1.0f / float(1u << c));
-  }
+// Whole-byte rows: powers, one block: 2^-c for c < 8 (key c's bit is c % 8).
+__aicore__ inline void AttentionDropoutBytePowers(const LocalTensor<float>& powers) {
+  for (uint32_t c = 0; c < attention_dropout::kShifts; ++c) powers.SetValue(c, 1.0f / float(1u << c));
   SyncPipes<HardEvent::S_V>();
-  const LocalTensor<int32_t> o = offsets.ReinterpretCast<int32_t>();
-  for (uint32_t k = attention_dropout::kShifts; k < pitch; k *= 2)
-    Adds(o[int32_t(k)], o, int32_t(k / 8 * sizeof(float)), int32_t(pitch - k < k ? pitch - k : k));
-  const uint32_t rowStep = AttentionDropoutByteRowBytes(pitch) * uint32_t(sizeof(float));
-  for (uint32_t k = 1; k < rows; k *= 2)
-    Adds(o[int32_t(k * pitch)], o, int32_t(k * rowStep), int32_t((rows - k < k ? rows - k : k) * pitch));
 }
 
 // Rows [0, rows) of the block, row r's first key at bit firstBit + r * rowBits of `mask`, into `bytes`
@@ -100,89 +89,95 @@ __aicore__ inline void AttentionLoadDropoutBytes(const LocalTensor<uint8_t>& byt
               DataCopyPadExtParams<uint8_t>(rb != n, 0, uint8_t(rb - n), 0));
 }
 
-// bytesFloat [nb] = bytes [nb] as fp32, through half in scratch (uint8 casts to half only).
-__aicore__ inline void AttentionDropoutBytesAsFloat(const LocalTensor<float>& bytesFloat,
-                                                    const LocalTensor<uint8_t>& bytes,
-                                                    const LocalTensor<float>& scratch, int32_t nb) {
-  LocalTensor<half> bytesHalf = scratch.ReinterpretCast<half>();
+// floats [nb] = bytes [nb] as fp32, through half at the start of `through` (uint8 casts to half only).
+__aicore__ inline void AttentionDropoutBytesAsFloat(const LocalTensor<float>& floats, const LocalTensor<uint8_t>& bytes,
+                                                    const LocalTensor<float>& through, int32_t nb) {
+  const LocalTensor<half> bytesHalf = through.ReinterpretCast<half>();
   Cast(bytesHalf, bytes, RoundMode::CAST_NONE, nb);
-  Cast(bytesFloat, bytesHalf, RoundMode::CAST_NONE, nb);
+  Cast(floats, bytesHalf, RoundMode::CAST_NONE, nb);
 }
 
-// factors [n] hold y = byte / 2^bit: bit = floor(y) - 2 floor(y / 2), times invKeepProb; scratch n floats. The int32
-// casts in place.
-__aicore__ inline void AttentionDropoutBits(const LocalTensor<float>& factors, const LocalTensor<float>& scratch,
-                                            int32_t n, float invKeepProb) {
-  LocalTensor<int32_t> floors = scratch.ReinterpretCast<int32_t>(), halves = factors.ReinterpretCast<int32_t>();
-  Cast(floors, factors, RoundMode::CAST_FLOOR, n);
-  Cast(scratch, floors, RoundMode::CAST_NONE, n);
-  Muls(factors, factors, 0.5f, n);
-  Cast(halves, factors, RoundMode::CAST_FLOOR, n);
-  Cast(factors, halves, RoundMode::CAST_NONE, n);
-  Muls(factors, factors, -2.0f, n);
-  Add(factors, factors, scratch, n);
-  Muls(factors, factors, invKeepProb, n);
+// factors [n] hold y = byte / 2^bit: the bit is floor(y)'s lowest, which shifts to bit 30, 2.0f's only one (0
+// stays 0.0f); times 1 / (2 keep_prob) (exact: a halving), in place.
+__aicore__ inline void AttentionDropoutBits(const LocalTensor<float>& factors, int32_t n, float invKeepProb) {
+  const LocalTensor<uint32_t> bits = factors.ReinterpretCast<uint32_t>();
+  Cast(factors.ReinterpretCast<int32_t>(), factors, RoundMode::CAST_FLOOR, n);
+  ShiftLeft(bits, bits, 31u, n);
+  ShiftRight(bits, bits, 1u, n);
+  Muls(factors, factors, 0.5f * invKeepProb, n);
 }
 
 // factors [rows, pp] = keep / keep_prob of the loaded block (AttentionLoadDropout's firstBit and rowBits), the
-// tables `pitch` apart. Scratch: bytesFloat rows * rb floats (not overlapping factors: Gather), scratch
-// max(rows * pp, rows * rb / 2) floats.
+// tables `pitch` apart; bytesFloat rows * rb floats (Gather's source: not factors). factors holds rows * pitch
+// floats, the bytes' halves first.
 __aicore__ inline void AttentionDropoutFactors(const LocalTensor<float>& factors, const LocalTensor<uint8_t>& bytes,
-                                               const LocalTensor<float>& bytesFloat, const LocalTensor<float>& scratch,
+                                               const LocalTensor<float>& bytesFloat,
                                                const LocalTensor<uint32_t>& offsets, const LocalTensor<float>& powers,
                                                uint32_t pitch, int64_t firstBit, int64_t rowBits, uint32_t rows,
                                                uint32_t pp, uint32_t rb, float invKeepProb) {
-  AttentionDropoutBytesAsFloat(bytesFloat, bytes, scratch, int32_t(rows * rb));
+  AttentionDropoutBytesAsFloat(bytesFloat, bytes, factors, int32_t(rows * rb));
   for (uint32_t r = 0; r < rows; ++r) {
     const uint32_t s = uint32_t((firstBit + int64_t(r) * rowBits) & 7);
     Gather(factors[r * pp], bytesFloat, offsets[s * pitch], r * rb * uint32_t(sizeof(float)), pp);
     Mul(factors[r * pp], factors[r * pp], powers[s * pitch], int32_t(pp));
   }
-  AttentionDropoutBits(factors, scratch, int32_t(rows * pp), invKeepProb);
+  AttentionDropoutBits(factors, int32_t(rows * pp), invKeepProb);
 }
 
-// factors [rows, pp] = keep / keep_prob of a loaded whole-byte block (AttentionLoadDropoutBytes's, pp = its cols),
-// AttentionDropoutByteTables's `pitch` apart: a block of pitch keys in one Gather, a narrower one a Gather a row
-// from the table's first; then each key times 2^-(c % 8) in one multiply whose every block re-reads the powers'
-// block. rows x pitch fp32 three times (factors, offsets, scratch) fit UB, so n <= 16362: at most 255 full
-// repeats, what one Gather or Mul takes. Scratch as AttentionDropoutFactors's.
+// factors [rows, pp] = keep / keep_prob of a loaded whole-byte block (AttentionLoadDropoutBytes's, pp = its cols);
+// bytesFloat rows * rb floats, Brcb's source. Where a row's bytes are whole 32-byte blocks of fp32 (pp % 64 == 0)
+// they are packed into bytesFloat, pp / 8 a row (the fp32 bytes first in factors, after their halves), and one
+// Brcb repeats each 8 times; else a Brcb a row (its last repeat runs into the next row, which the next Brcb
+// writes). factors holds rows * pitch floats, pitch >= 64 a multiple of 64.
 __aicore__ inline void AttentionDropoutByteFactors(const LocalTensor<float>& factors, const LocalTensor<uint8_t>& bytes,
                                                    const LocalTensor<float>& bytesFloat,
-                                                   const LocalTensor<float>& scratch,
-                                                   const LocalTensor<uint32_t>& offsets,
-                                                   const LocalTensor<float>& powers, uint32_t pitch, uint32_t rows,
-                                                   uint32_t pp, float invKeepProb) {
+                                                   const LocalTensor<float>& powers, uint32_t rows, uint32_t pp,
+                                                   float invKeepProb) {
   using attention_dropout::kLanes;
+  constexpr uint32_t kMaxRepeats = 255;  // a Brcb's or a Mul's repeats (uint8_t repeatTime)
   const uint32_t rb = AttentionDropoutByteRowBytes(pp), n = rows * pp;
-  AttentionDropoutBytesAsFloat(bytesFloat, bytes, scratch, int32_t(rows * rb));
-  if (pp == pitch) {
-    Gather(factors, bytesFloat, offsets, 0u, n);
+  if (pp % kLanes == 0 && rb != pp / 8) {
+    const LocalTensor<float> unpacked = factors[rows * rb / 2];  // past the halves
+    AttentionDropoutBytesAsFloat(unpacked, bytes, factors, int32_t(rows * rb));
+    DataCopy(bytesFloat, unpacked,
+             DataCopyParams(uint16_t(rows), uint16_t(pp / kLanes), uint16_t((rb - pp / 8) / 8), 0));
+  } else {
+    AttentionDropoutBytesAsFloat(bytesFloat, bytes, factors, int32_t(rows * rb));
+  }
+  if (pp % kLanes == 0) {
+    for (uint32_t at = 0; at < n; at += kLanes * kMaxRepeats) {
+      const uint32_t repeats = (n - at < kLanes * kMaxRepeats ? n - at : kLanes * kMaxRepeats) / kLanes;
+      Brcb(factors[at], bytesFloat[at / 8], uint8_t(repeats), BrcbRepeatParams(1, 8));
+    }
   } else {
     for (uint32_t r = 0; r < rows; ++r)
-      Gather(factors[r * pp], bytesFloat, offsets, r * rb * uint32_t(sizeof(float)), pp);
+      Brcb(factors[r * pp], bytesFloat[r * rb], uint8_t((pp + kLanes - 1) / kLanes), BrcbRepeatParams(1, 8));
   }
   const BinaryRepeatParams eachBlock(1, 1, 0, 8, 8, 0);  // src1: the powers' one block for every block
-  const uint32_t full = n / kLanes, tail = n % kLanes;
-  if (full > 0) Mul(factors, factors, powers, kLanes, uint8_t(full), eachBlock);
-  if (tail > 0) Mul(factors[full * kLanes], factors[full * kLanes], powers, tail, 1, eachBlock);
-  AttentionDropoutBits(factors, scratch, int32_t(n), invKeepProb);
+  for (uint32_t at = 0; at < n; at += kLanes * kMaxRepeats) {
+    const uint32_t len = n - at < kLanes * kMaxRepeats ? n - at : kLanes * kMaxRepeats, full = len / kLanes;
+    if (full > 0) Mul(factors[at], factors[at], powers, kLanes, uint8_t(full), eachBlock);
+    if (len % kLanes > 0)
+      Mul(factors[at + full * kLanes], factors[at + full * kLanes], powers, len % kLanes, 1, eachBlock);
+  }
+  AttentionDropoutBits(factors, int32_t(n), invKeepProb);
 }
 
-// An AIV's dropout: drop_mask (maskBytes bytes) in GM, its buffers and tables, for blocks of up to s2Block keys and
-// `rows` rows (the UB plan's), in `mode` (AttentionTilingData::dropout).
+// An AIV's dropout: drop_mask (maskBytes bytes) in GM, its buffers and tables, for blocks of up to s2Block keys (the
+// UB plan's, with or without a buffer of its own for the factors), in `mode` (AttentionTilingData::dropout).
 class AttentionDropout {
  public:
-  __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t rows, uint32_t s2Block, int32_t mode,
+  __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t s2Block, int32_t mode,
                               GM_ADDR dropMask, uint64_t maskBytes) {
     mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask), maskBytes);
     pipe.InitBuffer(bytes_, ub.bytes);
     pipe.InitBuffer(floats_, ub.floats);
-    pipe.InitBuffer(factors_, ub.factors);
-    pipe.InitBuffer(offsets_, ub.offsets);
+    if (ub.factors > 0) pipe.InitBuffer(factors_, ub.factors);
+    if (ub.offsets > 0) pipe.InitBuffer(offsets_, ub.offsets);
     pipe.InitBuffer(powers_, ub.powers);
     pitch_ = s2Block, wholeBytes_ = mode == kDropoutBytes;
     if (wholeBytes_) {
-      AttentionDropoutByteTables(offsets_.Get<uint32_t>(), powers_.Get<float>(), rows, pitch_);
+      AttentionDropoutBytePowers(powers_.Get<float>());
     } else {
       AttentionDropoutTables(offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_);
     }
@@ -199,24 +194,24 @@ class AttentionDropout {
     }
   }
 
-  // keep / keep_prob [rows, pp] of the loaded block (Load's firstBit and rowBits); scratch as
-  // AttentionDropoutFactors's.
-  __aicore__ inline LocalTensor<float> Factors(const LocalTensor<float>& scratch, int64_t firstBit, int64_t rowBits,
+  // keep / keep_prob [rows, pp] of the loaded block (Load's firstBit and rowBits) into `into` (rows x s2Block
+  // floats: a free buffer, or HeldFactors()), which it returns.
+  __aicore__ inline LocalTensor<float> Factors(const LocalTensor<float>& into, int64_t firstBit, int64_t rowBits,
                                                uint32_t rows, uint32_t pp, float invKeepProb) {
     SyncPipes<HardEvent::MTE2_V>();
     if (wholeBytes_) {
-      AttentionDropoutByteFactors(factors_.Get<float>(), bytes_.Get<uint8_t>(), floats_.Get<float>(), scratch,
-                                  offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_, rows, pp, invKeepProb);
+      AttentionDropoutByteFactors(into, bytes_.Get<uint8_t>(), floats_.Get<float>(), powers_.Get<float>(), rows, pp,
+                                  invKeepProb);
     } else {
-      AttentionDropoutFactors(factors_.Get<float>(), bytes_.Get<uint8_t>(), floats_.Get<float>(), scratch,
-                              offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_, firstBit, rowBits, rows, pp,
+      AttentionDropoutFactors(into, bytes_.Get<uint8_t>(), floats_.Get<float>(), offsets_.Get<uint32_t>(),
+                              powers_.Get<float>(), pitch_, firstBit, rowBits, rows, pp,
                               AttentionDropoutRowBytes(pitch_), invKeepProb);
     }
-    return factors_.Get<float>();
+    return into;
   }
 
-  // The last Factors.
-  __aicore__ inline LocalTensor<float> LastFactors() { return factors_.Get<float>(); }
+  // The factors' own buffer, where the plan holds one (the backward's: it reads them twice).
+  __aicore__ inline LocalTensor<float> HeldFactors() { return factors_.Get<float>(); }
 
  private:
   GlobalTensor<uint8_t> mask_;

@@ -79,7 +79,7 @@ class AttentionGradVector {
     pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
     pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
-    if (t.dropout) dropout_.Init(pipe_, ub.drop, maxRows_, s2b, t.dropout, dropMask, AttentionDropoutMaskBytes(t));
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, s2b, t.dropout, dropMask, AttentionDropoutMaskBytes(t));
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));
@@ -424,7 +424,7 @@ class AttentionGradVector {
     RowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
     if (!cap) RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
-    if (t.dropout && key) Mul(s, s, dropout_.LastFactors(), int32_t(n));  // P Z, which multiplied V: for dv
+    if (t.dropout && key) Mul(s, s, dropout_.HeldFactors(), int32_t(n));  // P Z, which multiplied V: for dv
   }
 
   // Z = keep / keep_prob of the step's rows x keys from drop_mask (through the bound's buffer, free until the
@@ -433,7 +433,7 @@ class AttentionGradVector {
     const AttentionTilingData& t = g_->fwd;
     const int64_t firstBit = ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * st.s2 + st.j0;
     dropout_.Load(firstBit, st.s2, rows_, st.cols);
-    return dropout_.Factors(boundBuf_.Get<float>(), firstBit, st.s2, rows_, pp, t.keepProbInv);
+    return dropout_.Factors(dropout_.HeldFactors(), firstBit, st.s2, rows_, pp, t.keepProbInv);
   }
 
   // fp32 rows `from` as the input dtype: cast into `to`, or `from` itself for fp32.

@@ -60,7 +60,7 @@ class AttentionVector {
     pipe_.InitBuffer(statBuf_, ub.stats);
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
     pipe_.InitBuffer(outStatBuf_, ub.outStats);
-    if (t.dropout) dropout_.Init(pipe_, ub.drop, rows, s2b, t.dropout, dropMask, AttentionDropoutMaskBytes(t));
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, s2b, t.dropout, dropMask, AttentionDropoutMaskBytes(t));
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     // each row's query row relative to the task's first (stacked heads: G rows per query row)

@@ -19,17 +19,17 @@ namespace {
 
 void FactorsKernel(GM_ADDR maskGm, GM_ADDR outGm, uint64_t maskBytes, int64_t firstBit, int64_t rowBits, uint32_t rows,
                    uint32_t cols, float keepProb, uint32_t pitch, int32_t mode) {
-  const uint32_t pp = (cols + 7) / 8 * 8, rb = AttentionDropoutRowBytes(pitch);
+  const uint32_t pp = (cols + 7) / 8 * 8;
   TPipe pipe;
-  TBuf<TPosition::VECCALC> scratchBuf;
-  pipe.InitBuffer(scratchBuf, rows * (pitch > rb / 2 ? pitch : rb / 2) * 4);  // as the kernels' bound buffer
+  TBuf<TPosition::VECCALC> intoBuf;  // as the forward's bound buffer
+  pipe.InitBuffer(intoBuf, rows * pitch * 4);
   AttentionDropout dropout;
-  dropout.Init(pipe, AttentionDropoutBuffers(rows, pitch, mode), rows, pitch, mode, maskGm, maskBytes);
+  dropout.Init(pipe, AttentionDropoutBuffers(rows, pitch, mode, false), pitch, mode, maskGm, maskBytes);
   GlobalTensor<float> out;
   out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(outGm), uint64_t(rows) * pp);
   dropout.Load(firstBit, rowBits, rows, cols);
   const LocalTensor<float> factors =
-      dropout.Factors(scratchBuf.Get<float>(), firstBit, rowBits, rows, pp, 1.0f / keepProb);
+      dropout.Factors(intoBuf.Get<float>(), firstBit, rowBits, rows, pp, 1.0f / keepProb);
   SyncPipes<HardEvent::V_MTE3>();
   DataCopy(out, factors, rows * pp);
 }

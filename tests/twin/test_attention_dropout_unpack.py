@@ -59,10 +59,11 @@ def test_aligned_rows(mode):
 
 
 BYTE_BLOCKS = [  # b, n, first row, rows, first key, keys, the tables' keys (the tiling's S2 block)
-    (0, 0, 0, 16, 0, 512, 512),  # one Gather for the block
+    (0, 0, 0, 16, 0, 512, 512),  # 64 bytes a row: one Brcb for the block
     (0, 1, 0, 32, 256, 256, 256),  # the same at 256 keys, the dropped row among the rows
-    (0, 1, 0, 64, 128, 128, 128),  # 16 bytes a row, padded to 32 in UB
-    (1, 1, 40, 30, 384, 128, 256),  # narrower than the tables: a Gather a row
+    (0, 1, 0, 64, 128, 128, 128),  # 16 bytes a row, padded to 32 in UB: packed, then one Brcb
+    (1, 1, 40, 30, 384, 128, 256),  # narrower than the tables
+    (0, 0, 10, 20, 64, 200, 256),  # rows not whole blocks of fp32: a Brcb a row, each running into the next
     (1, 2, 64, 6, 512, 8, 512),  # the mask's last byte: the copy ends there
     (0, 2, 40, 1, 8, 8, 128),
 ]
