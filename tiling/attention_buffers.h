@@ -39,17 +39,16 @@ ATTENTION_BUFFERS_FN uint32_t AttentionDropoutRowBytes(uint32_t cols) { return (
 ATTENTION_BUFFERS_FN uint32_t AttentionDropoutByteRowBytes(uint32_t cols) { return (cols / 8 + 31) / 32 * 32; }
 
 // Dropout's buffers for `rows` rows of an s2b-key block in `mode` (AttentionDropout, attention_dropout.h):
-// drop_mask's bytes and as fp32, the factors (`held`: a buffer of their own, else they pass through a free one),
-// the Gather offsets and the 2^-bit powers (8 bit shifts x s2b keys each; of whole bytes no offsets, powers one
-// 32-byte block).
+// drop_mask's bytes and as fp32, the Gather offsets and the 2^-bit powers (8 bit shifts x s2b keys each; of whole
+// bytes no offsets, powers one 32-byte block). The factors pass through the AIVs' bound buffer.
 struct AttentionDropoutUb {
-  uint32_t bytes, floats, factors, offsets, powers;
-  ATTENTION_BUFFERS_FN uint32_t Total() const { return bytes + floats + factors + offsets + powers; }
+  uint32_t bytes, floats, offsets, powers;
+  ATTENTION_BUFFERS_FN uint32_t Total() const { return bytes + floats + offsets + powers; }
 };
-ATTENTION_BUFFERS_FN AttentionDropoutUb AttentionDropoutBuffers(uint32_t rows, uint32_t s2b, int32_t mode, bool held) {
+ATTENTION_BUFFERS_FN AttentionDropoutUb AttentionDropoutBuffers(uint32_t rows, uint32_t s2b, int32_t mode) {
   const bool whole = mode == kDropoutBytes;
   const uint32_t rb = whole ? AttentionDropoutByteRowBytes(s2b) : AttentionDropoutRowBytes(s2b);
-  return {rows * rb, rows * rb * 4, held ? rows * s2b * 4 : 0, whole ? 0 : 8 * s2b * 4, whole ? 32 : 8 * s2b * 4};
+  return {rows * rb, rows * rb * 4, whole ? 0 : 8 * s2b * 4, whole ? 32 : 8 * s2b * 4};
 }
 
 // The forward AIV's rows: the first ceil(s1Block / 2) of a task's for AIV 0, the rest for AIV 1.
@@ -88,7 +87,7 @@ ATTENTION_BUFFERS_FN AttentionVectorUb AttentionVectorBuffers(uint32_t rows, uin
           attention_vec::kStats * kAttentionMaxRows * 4,
           2 * kAttentionMaxRows * kAttentionBlockFloats * 4,
           2 * outStatRows * uint32_t(kAttentionStatLanes) * 4,
-          AttentionDropoutBuffers(rows, s2b, dropout, false),  // P's factors pass through the bound's buffer
+          AttentionDropoutBuffers(rows, s2b, dropout),
           maskFull,
           dropout != kDropoutOff};
 }
@@ -142,7 +141,7 @@ ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t r
           (2 * rows * uint32_t(kAttentionStatLanes) + kAttentionMaxRows) * 4,
           3 * kAttentionMaxRows * 4,
           attention_grad_vec::kBlockSets * kAttentionMaxRows * kAttentionBlockFloats * 4,
-          AttentionDropoutBuffers(rows, s2b, dropout, true),  // Z multiplies dP, then P in key steps
+          AttentionDropoutBuffers(rows, s2b, dropout),
           sets,
           maskFull,
           dropout != kDropoutOff};

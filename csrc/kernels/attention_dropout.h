@@ -164,7 +164,7 @@ __aicore__ inline void AttentionDropoutByteFactors(const LocalTensor<float>& fac
 }
 
 // An AIV's dropout: drop_mask (maskBytes bytes) in GM, its buffers and tables, for blocks of up to s2Block keys (the
-// UB plan's, with or without a buffer of its own for the factors), in `mode` (AttentionTilingData::dropout).
+// UB plan's), in `mode` (AttentionTilingData::dropout). The factors go into a buffer the caller has free.
 class AttentionDropout {
  public:
   __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t s2Block, int32_t mode,
@@ -172,7 +172,6 @@ class AttentionDropout {
     mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask), maskBytes);
     pipe.InitBuffer(bytes_, ub.bytes);
     pipe.InitBuffer(floats_, ub.floats);
-    if (ub.factors > 0) pipe.InitBuffer(factors_, ub.factors);
     if (ub.offsets > 0) pipe.InitBuffer(offsets_, ub.offsets);
     pipe.InitBuffer(powers_, ub.powers);
     pitch_ = s2Block, wholeBytes_ = mode == kDropoutBytes;
@@ -194,8 +193,8 @@ class AttentionDropout {
     }
   }
 
-  // keep / keep_prob [rows, pp] of the loaded block (Load's firstBit and rowBits) into `into` (rows x s2Block
-  // floats: a free buffer, or HeldFactors()), which it returns.
+  // keep / keep_prob [rows, pp] of the loaded block (Load's firstBit and rowBits) into `into` (a free buffer of
+  // rows x s2Block floats), which it returns.
   __aicore__ inline LocalTensor<float> Factors(const LocalTensor<float>& into, int64_t firstBit, int64_t rowBits,
                                                uint32_t rows, uint32_t pp, float invKeepProb) {
     SyncPipes<HardEvent::MTE2_V>();
@@ -210,12 +209,9 @@ class AttentionDropout {
     return into;
   }
 
-  // The factors' own buffer, where the plan holds one (the backward's: it reads them twice).
-  __aicore__ inline LocalTensor<float> HeldFactors() { return factors_.Get<float>(); }
-
  private:
   GlobalTensor<uint8_t> mask_;
-  TBuf<TPosition::VECCALC> bytes_, floats_, factors_, offsets_, powers_;
+  TBuf<TPosition::VECCALC> bytes_, floats_, offsets_, powers_;
   uint32_t pitch_ = 0;
   bool wholeBytes_ = false;
 };

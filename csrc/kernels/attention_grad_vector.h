@@ -393,7 +393,7 @@ class AttentionGradVector {
     const AttentionTilingData& t = g_->fwd;
     const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp;
     LocalTensor<float> s = sBuf_[set].Get<float>(), dp = dpBuf_[set].Get<float>();
-    if (t.dropout) Mul(dp, dp, DropoutFactors(st, pp), int32_t(n));  // dP Z
+    if (t.dropout) LoadDropout(st);  // its copy runs under the work on S until dP Z
     uint32_t mp = 0;
     if (t.maskFull) {
       SyncPipes<HardEvent::V_MTE2>();  // V is done with the last step's mask
@@ -406,6 +406,7 @@ class AttentionGradVector {
     LocalTensor<float> blocks = blocksBuf_.Get<float>();
     const bool cap = t.softcap > 0.0f;
     if (cap) {  // dS = P (dP - D) w, w = 1 - tanh^2: dP w - D w now, while w is in the buffer the masks reuse
+      if (t.dropout) Mul(dp, dp, DropoutFactors(st, pp), int32_t(n));  // dP Z, before w takes the buffer
       LocalTensor<float> w = boundBuf_.Get<float>();
       SoftcapBlock(s, w, n, t.softcap, true);
       Mul(dp, dp, w, int32_t(n));
@@ -422,18 +423,25 @@ class AttentionGradVector {
     RowApply(Op::kSub, s, blocks[kM * kRowBlock], rows_, pp, pp);
     Exp(s, s, int32_t(n));
     RowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
+    // Z in the bound's buffer, free from here on: for dP Z (with the softcap, done before its w) and key steps' P Z
+    const LocalTensor<float> z = t.dropout && (!cap || key) ? DropoutFactors(st, pp) : boundBuf_.Get<float>();
+    if (t.dropout && !cap) Mul(dp, dp, z, int32_t(n));  // dP Z
     if (!cap) RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
-    if (t.dropout && key) Mul(s, s, dropout_.HeldFactors(), int32_t(n));  // P Z, which multiplied V: for dv
+    if (t.dropout && key) Mul(s, s, z, int32_t(n));  // P Z, which multiplied V: for dv
   }
 
-  // Z = keep / keep_prob of the step's rows x keys from drop_mask (through the bound's buffer, free until the
-  // masks), rows pp apart.
+  // The step's first drop_mask bit: its rows of head st.n from st.i0 + r0_, keys from st.j0.
+  __aicore__ inline int64_t DropoutBit(const Step& st) const {
+    return ((st.b * g_->fwd.heads + st.n) * st.s1 + st.i0 + r0_) * st.s2 + st.j0;
+  }
+
+  // The step's drop_mask bytes (MTE2; DropoutFactors syncs).
+  __aicore__ inline void LoadDropout(const Step& st) { dropout_.Load(DropoutBit(st), st.s2, rows_, st.cols); }
+
+  // Z = keep / keep_prob of the step's rows x keys from the loaded bytes, rows pp apart, in the bound's buffer.
   __aicore__ inline LocalTensor<float> DropoutFactors(const Step& st, uint32_t pp) {
-    const AttentionTilingData& t = g_->fwd;
-    const int64_t firstBit = ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * st.s2 + st.j0;
-    dropout_.Load(firstBit, st.s2, rows_, st.cols);
-    return dropout_.Factors(dropout_.HeldFactors(), firstBit, st.s2, rows_, pp, t.keepProbInv);
+    return dropout_.Factors(boundBuf_.Get<float>(), DropoutBit(st), st.s2, rows_, pp, g_->fwd.keepProbInv);
   }
 
   // fp32 rows `from` as the input dtype: cast into `to`, or `from` itself for fp32.

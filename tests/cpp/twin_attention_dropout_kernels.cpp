@@ -24,7 +24,7 @@ void FactorsKernel(GM_ADDR maskGm, GM_ADDR outGm, uint64_t maskBytes, int64_t fi
   TBuf<TPosition::VECCALC> intoBuf;  // as the forward's bound buffer
   pipe.InitBuffer(intoBuf, rows * pitch * 4);
   AttentionDropout dropout;
-  dropout.Init(pipe, AttentionDropoutBuffers(rows, pitch, mode, false), pitch, mode, maskGm, maskBytes);
+  dropout.Init(pipe, AttentionDropoutBuffers(rows, pitch, mode), pitch, mode, maskGm, maskBytes);
   GlobalTensor<float> out;
   out.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(outGm), uint64_t(rows) * pp);
   dropout.Load(firstBit, rowBits, rows, cols);

@@ -219,11 +219,13 @@ def test_kernel_forward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal):
     assert_accurate(ssum[..., 0], g_sum[..., 0], t_sum, torch.float32, name + " sum", bound=b_sum)
 
 
-def torch_dropped_grads(q, k, v, dy, attend, z, scale):
-    """PyTorch's own backward of the dropped attention in the inputs' dtype, [B, N, S, D] (rows with no key: 0)."""
+def torch_dropped_grads(q, k, v, dy, attend, z, scale, softcap=0.0):
+    """PyTorch's own backward of the dropped attention in the inputs' dtype, [B, N, S, D] (rows with no key: 0),
+    the scores capped first with softcap."""
     q, k, v = (x.detach().clone().requires_grad_() for x in (q, k, v))
     g = q.shape[1] // k.shape[1]
-    s = ((q @ k.repeat_interleave(g, 1).transpose(-1, -2)) * scale).masked_fill(~attend, float("-inf"))
+    s = (q @ k.repeat_interleave(g, 1).transpose(-1, -2)) * scale
+    s = (softcap * torch.tanh(s / softcap) if softcap else s).masked_fill(~attend, float("-inf"))
     p = torch.softmax(s, dim=-1).nan_to_num(0.0)
     return torch.autograd.grad((p * z.to(q.dtype)) @ v.repeat_interleave(g, 1), (q, k, v), dy)
 
@@ -231,6 +233,18 @@ def torch_dropped_grads(q, k, v, dy, attend, z, scale):
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
 @pytest.mark.parametrize("layout,b,n1,n2,s1,s2,d,keep_prob,causal", KERNEL_CASES)
 def test_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal):
+    check_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("s2", [133, 264])  # rows at any bit; of whole bytes
+def test_kernel_backward_softcap(dtype, s2):
+    """With the softcap the backward multiplies dP by Z before the cap's w takes the buffer Z passes through, and
+    forms Z again for the key steps' P Z."""
+    check_kernel_backward(dtype, "BSND", 1, 4, 2, 77, s2, 64, 0.5, True, softcap=1.5)
+
+
+def check_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal, softcap=0.0):
     gen = torch.Generator().manual_seed(s1 * s2 + n1 + 1)
     q = torch.randn(b, n1, s1, d, generator=gen).to(dtype)
     k = torch.randn(b, n2, s2, d, generator=gen).to(dtype)
@@ -243,25 +257,25 @@ def test_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal)
     scale = 1.0 / d**0.5
     ql, kl, vl, dyl = (merge_heads(t, layout).contiguous() for t in (q, k, v, dy))
     out, smax, ssum = ascendc_ops.fusion_attention(
-        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, keep_prob=keep_prob, drop_mask=drop
+        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, softcap=softcap, keep_prob=keep_prob, drop_mask=drop
     )
     grads = torch.ops.custom.fusion_attention_grad(
-        ql, kl, vl, dyl, smax, ssum, out, n1, layout, mask, scale, TOCKENS_MAX, TOCKENS_MAX, None, None, mode, 0.0,
-        keep_prob, drop,
+        ql, kl, vl, dyl, smax, ssum, out, n1, layout, mask, scale, TOCKENS_MAX, TOCKENS_MAX, None, None, mode,
+        softcap, keep_prob, drop,
     )  # fmt: skip
     golden = R.fusion_attention_grad_reference(
-        np64(q), np64(k), np64(v), np64(dy), n1, "BNSD", mask, scale, sparse_mode=mode, keep_prob=keep_prob,
-        drop_mask=drop,
+        np64(q), np64(k), np64(v), np64(dy), n1, "BNSD", mask, scale, sparse_mode=mode, softcap=softcap,
+        keep_prob=keep_prob, drop_mask=drop,
     )  # fmt: skip
-    second = torch_dropped_grads(q, k, v, dy, attend, keep / keep_prob, scale)
+    second = torch_dropped_grads(q, k, v, dy, attend, keep / keep_prob, scale, softcap)
     o = out if layout == "BNSD" else split_heads(out, layout, n1)
     z = keep.double() / keep_prob
     per = [
         S.grad_bounds(q[i], k[i], v[i], dy[i], o[i], smax[i, ..., 0], ssum[i, ..., 0], attend[None], scale, dtype,
-                      drop=z[i])
+                      softcap=softcap, drop=z[i])
         for i in range(b)
     ]  # fmt: skip
-    name = f"dropout {layout} {dname(dtype)} s{s1}x{s2} keep {keep_prob}"
+    name = f"dropout {layout} {dname(dtype)} s{s1}x{s2} keep {keep_prob} cap {softcap}"
     for j, (label, got) in enumerate(zip(("dq", "dk", "dv"), grads, strict=True)):
         got = got if layout == "BNSD" else split_heads(got, layout, (n1, n2, n2)[j])
         bound = torch.stack([p[j] for p in per]).numpy()
@@ -269,7 +283,7 @@ def test_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal)
         assert check.passed, f"{name} {label}: {'; '.join(check.failures)}\n  {check.describe()}"
     ql.requires_grad_(), kl.requires_grad_(), vl.requires_grad_()
     out2 = ascendc_ops.fusion_attention(
-        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, keep_prob=keep_prob, drop_mask=drop
+        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, softcap=softcap, keep_prob=keep_prob, drop_mask=drop
     )[0]
     out2.backward(dyl)
     for got, t in zip(grads, (ql, kl, vl), strict=True):
