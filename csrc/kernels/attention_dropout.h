@@ -1,12 +1,13 @@
 // Attention dropout's explicit mask on the AIVs (docs/attention.md, "Dropout"): torch_npu's uint8 mask holds one
-// bit per score element, flat over [B, N1, S1, S2], element e in bit e % 8 of byte e / 8, 1 = kept. A block of
-// `rows` score rows x `cols` keys becomes fp32 factors keep / keep_prob [rows, pp] (pp = cols rounded up to 8).
-// Rows at any bit (S2 % 8 != 0, kDropoutBits):
+// bit per score element, flat over [B, N1, S1, S2] (TND: each sequence's [N1, s1_b, s2_b] after the ones before
+// it), element e in bit e % 8 of byte e / 8, 1 = kept. A block of `rows` score rows x `cols` keys becomes fp32
+// factors keep / keep_prob [rows, pp] (pp = cols rounded up to 8).
+// Rows at any bit (S2 % 8 != 0; TND: a sequence's keys % 8 != 0; kDropoutBits):
 //   AttentionLoadDropout: each row's bytes from GM (a row starts at any bit, so one copy a row) into `bytes`,
 //     rb = AttentionDropoutRowBytes(cols) a row, zero past them;
 //   AttentionDropoutFactors: the bytes as fp32; per row a Gather of each key's byte (the row's bit shift picks
 //     one of 8 offset tables) times 2^-bit (the same shift's power table).
-// Rows of whole bytes (S2 % 8 == 0, kDropoutBytes: every row starts at bit 0, pp = cols):
+// Rows of whole bytes (every S2 % 8 == 0, kDropoutBytes: every row starts at bit 0, pp = cols):
 //   AttentionLoadDropoutBytes: one strided copy for the block;
 //   AttentionDropoutByteFactors: the bytes as fp32, packed to pp / 8 a row where a row is whole blocks, each
 //     repeated 8 times by one Brcb (a Brcb a row otherwise), times 2^-(c % 8) in one multiply from a 32-byte block
@@ -50,11 +51,6 @@ __aicore__ inline void AttentionDropoutTables(const LocalTensor<uint32_t>& offse
       Adds(powers[at + int32_t(k)], powers[at], 0.0f, n);
     }
   }
-}
-
-// The bytes of drop_mask a fixed layout's dropout reads: a bit for each of B * N1 * S1 * S2 score elements.
-__aicore__ inline uint64_t AttentionDropoutMaskBytes(const AttentionTilingData& t) {
-  return (uint64_t(t.batch) * uint64_t(t.heads) * uint64_t(t.s1) * uint64_t(t.s2) + 7) / 8;
 }
 
 // Whole-byte rows: powers, one block: 2^-c for c < 8 (key c's bit is c % 8).
@@ -167,6 +163,22 @@ __aicore__ inline void AttentionDropoutByteFactors(const LocalTensor<float>& fac
 // UB plan's), in `mode` (AttentionTilingData::dropout). The factors go into a buffer the caller has free.
 class AttentionDropout {
  public:
+  // A kernel's: the plan's buffers for t's blocks and mode, and the score layout of t (TND: varlenTable holds the
+  // cumulative ends, cumQ then cumKv, of t.batch sequences): score (b, n, i, j) is bit
+  // N1 * sum_{c<b} s1_c * s2_c + (n * s1_b + i) * s2_b + j, so the mask holds N1 * sum_b s1_b * s2_b bits.
+  __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, const AttentionTilingData& t, GM_ADDR dropMask,
+                              GM_ADDR varlenTable) {
+    heads_ = t.heads, varlen_ = t.varlen != 0, batches_ = t.batch;
+    if (varlen_) cum_.SetGlobalBuffer(reinterpret_cast<__gm__ int64_t*>(varlenTable), 2 * t.batch);
+    const int64_t scores = heads_ * ScoresBefore(t.batch, t.s1, t.s2);
+    Init(pipe, ub, uint32_t(t.s2Block), t.dropout, dropMask, uint64_t(scores + 7) / 8);
+  }
+
+  // The bit of score (b, n, i, j) of a batch of s1 query rows and s2 keys.
+  __aicore__ inline int64_t Bit(int64_t b, int64_t n, int64_t i, int64_t j, int64_t s1, int64_t s2) {
+    return heads_ * ScoresBefore(b, s1, s2) + (n * s1 + i) * s2 + j;
+  }
+
   __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t s2Block, int32_t mode,
                               GM_ADDR dropMask, uint64_t maskBytes) {
     mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask), maskBytes);
@@ -180,6 +192,16 @@ class AttentionDropout {
     } else {
       AttentionDropoutTables(offsets_.Get<uint32_t>(), powers_.Get<float>(), pitch_);
     }
+  }
+
+  // Score elements sum_{c<b} s1_c * s2_c of the batches before b (of s1 x s2 each in the fixed layouts); TND's
+  // from the cumulative ends, counted on from the last call's batch (the walks go forwards; counted again from 0
+  // when a walk starts over).
+  __aicore__ inline int64_t ScoresBefore(int64_t b, int64_t s1, int64_t s2) {
+    if (!varlen_) return b * s1 * s2;
+    if (b < seq_) seq_ = 0, before_ = 0;
+    for (; seq_ < b; ++seq_) before_ += Length(seq_, 0) * Length(seq_, batches_);
+    return before_;
   }
 
   // Rows [0, rows) x keys [0, cols) of a block, row r's first key at bit firstBit + r * rowBits: its bytes (MTE2;
@@ -210,8 +232,15 @@ class AttentionDropout {
   }
 
  private:
+  // Sequence b's length from the cumulative ends at `at` (cumQ: 0, cumKv: batches_).
+  __aicore__ inline int64_t Length(int64_t b, int64_t at) {
+    return cum_.GetValue(at + b) - (b > 0 ? cum_.GetValue(at + b - 1) : 0);
+  }
+
   GlobalTensor<uint8_t> mask_;
+  GlobalTensor<int64_t> cum_;
   TBuf<TPosition::VECCALC> bytes_, floats_, offsets_, powers_;
   uint32_t pitch_ = 0;
-  bool wholeBytes_ = false;
+  bool wholeBytes_ = false, varlen_ = false;
+  int64_t heads_ = 1, batches_ = 0, seq_ = 0, before_ = 0;
 };

@@ -38,7 +38,7 @@ class AttentionGradVector {
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR dy, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
                               GM_ADDR dropMask, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws,
-                              const AttentionGradTilingData& g) {
+                              const AttentionGradTilingData& g, GM_ADDR table) {
     using namespace attention_grad_vec;
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
@@ -79,7 +79,7 @@ class AttentionGradVector {
     pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
     pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
-    if (t.dropout) dropout_.Init(pipe_, ub.drop, s2b, t.dropout, dropMask, AttentionDropoutMaskBytes(t));
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, t, dropMask, table);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));
@@ -432,8 +432,8 @@ class AttentionGradVector {
   }
 
   // The step's first drop_mask bit: its rows of head st.n from st.i0 + r0_, keys from st.j0.
-  __aicore__ inline int64_t DropoutBit(const Step& st) const {
-    return ((st.b * g_->fwd.heads + st.n) * st.s1 + st.i0 + r0_) * st.s2 + st.j0;
+  __aicore__ inline int64_t DropoutBit(const Step& st) {
+    return dropout_.Bit(st.b, st.n, st.i0 + r0_, st.j0, st.s1, st.s2);
   }
 
   // The step's drop_mask bytes (MTE2; DropoutFactors syncs).

@@ -30,7 +30,7 @@ class AttentionVector {
 
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR sink, GM_ADDR dropMask, GM_ADDR out, GM_ADDR softmaxMax,
-                              GM_ADDR softmaxSum, GM_ADDR ws, const AttentionTilingData& t) {
+                              GM_ADDR softmaxSum, GM_ADDR ws, const AttentionTilingData& t, GM_ADDR table) {
     t_ = &t;
     sub_ = uint32_t(GetSubBlockIdx());
     GM_ADDR group = ws + (GetBlockIdx() / GetTaskRation()) * t.workspacePerGroup;
@@ -60,7 +60,7 @@ class AttentionVector {
     pipe_.InitBuffer(statBuf_, ub.stats);
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
     pipe_.InitBuffer(outStatBuf_, ub.outStats);
-    if (t.dropout) dropout_.Init(pipe_, ub.drop, s2b, t.dropout, dropMask, AttentionDropoutMaskBytes(t));
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, t, dropMask, table);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     // each row's query row relative to the task's first (stacked heads: G rows per query row)
@@ -279,8 +279,8 @@ class AttentionVector {
   }
 
   // The block's first mask bit: rows_ rows of head task.n from task.i0 + r0_, keys from j0.
-  __aicore__ inline int64_t DropoutBit(const AttentionTask& task, int64_t j0) const {
-    return ((task.b * t_->heads + task.n) * task.s1 + task.i0 + r0_) * task.s2 + j0;
+  __aicore__ inline int64_t DropoutBit(const AttentionTask& task, int64_t j0) {
+    return dropout_.Bit(task.b, task.n, task.i0 + r0_, j0, task.s1, task.s2);
   }
 
   // The block's drop_mask bytes (MTE2; Dropout syncs).

@@ -480,6 +480,15 @@ void TestDropoutMode() {
     const AttentionGradTiling g = TileAttentionGrad(p, Ascend910BCube(24));
     EXPECT(g.data.fwd.dropout == t.data.dropout);
   }
+  // TND: whole bytes only when every sequence's keys are (its block then starts at a multiple of 8 too)
+  for (const int64_t end : {24, 21}) {
+    const std::vector<int64_t> q{8, 24}, kv{8, end};
+    Call tnd{T({24, 2, 64}), T({end, 1, 64}), T({end, 1, 64})};
+    tnd.heads = 2, tnd.layout = "TND", tnd.qlen = &q, tnd.kvlen = &kv;
+    AttentionProblem p = tnd.Problem();
+    p.keepProb = 0.9f;
+    EXPECT(TileAttention(p, Ascend910BCube(24)).data.dropout == (end == 24 ? kDropoutBytes : kDropoutBits));
+  }
 }
 
 int main() {
