@@ -390,8 +390,8 @@ def tnd_alone(q, k, v, keep, keep_prob, scale, dy=None):
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
 @pytest.mark.parametrize("lens_q,lens_k", TND_LENS)
 def test_kernel_tnd(dtype, lens_q, lens_k):
-    """TND with dropout: the forward against the float64 reference, and each sequence of the packed batch bit for bit
-    what the kernel gives it alone (its own keep matrix), forward and backward."""
+    """TND with dropout: the forward and each sequence's gradients against the float64 reference, and each sequence
+    of the packed batch bit for bit what the kernel gives it alone (its own keep matrix), forward and backward."""
     n1, scale, keep_prob = 4, 0.125, 0.5
     q, k, v, dy, keeps, drop, cq, ck = tnd_case(lens_q, lens_k, n1, 2, 64, dtype, keep_prob, 7)
     lens = dict(actual_seq_qlen=cq, actual_seq_kvlen=ck)
@@ -412,6 +412,21 @@ def test_kernel_tnd(dtype, lens_q, lens_k):
     grads = torch.ops.custom.fusion_attention_grad(
         q, k, v, dy, smax, ssum, out, n1, "TND", None, scale, TOCKENS_MAX, TOCKENS_MAX, cq, ck, 0, 0.0, keep_prob, drop
     )
+    golden = R.fusion_attention_grad_reference(np64(q), np64(k), np64(v), np64(dy), n1, "TND", None, scale, **kw)
+    bound, second = [np.zeros(g.shape) for g in golden], [np.zeros(g.shape) for g in golden]
+    for i, sq, sk, a, b in sequences(lens_q, lens_k):  # each sequence's bounds and PyTorch's gradients, in place
+        qs, ks, vs, dys, os = (x.transpose(0, 1) for x in (q[sq : sq + a], k[sk : sk + b], v[sk : sk + b],
+                                                           dy[sq : sq + a], out[sq : sq + a]))  # fmt: skip
+        stats = [x.reshape(-1)[sq * n1 * 8 : (sq + a) * n1 * 8].reshape(n1, a, 8)[..., 0] for x in (smax, ssum)]
+        attend, z = torch.ones(1, a, b, dtype=torch.bool), keeps[i].double() / keep_prob
+        per = S.grad_bounds(qs, ks, vs, dys, os, *stats, attend, scale, dtype, drop=z)
+        torch_grads = torch_dropped_grads(qs[None], ks[None], vs[None], dys[None], attend, z[None], scale)
+        for j, (t0, n) in enumerate(zip((sq, sk, sk), (a, b, b), strict=True)):
+            bound[j][t0 : t0 + n] = per[j].numpy().transpose(1, 0, 2)
+            second[j][t0 : t0 + n] = np64(torch_grads[j][0]).transpose(1, 0, 2)
+    for j, label in enumerate(("dq", "dk", "dv")):
+        check = S.check_cancelling(np64(grads[j]), golden[j], second[j], dtype, bound[j])
+        assert check.passed, f"{name} {label}: {'; '.join(check.failures)}\n  {check.describe()}"
     for i, sq, sk, a, b in sequences(lens_q, lens_k):
         alone = tnd_alone(q[sq : sq + a], k[sk : sk + b], v[sk : sk + b], keeps[i], keep_prob, scale)
         assert torch.equal(out[sq : sq + a], alone[0]), f"{name}: sequence {i} out"
