@@ -179,6 +179,7 @@ class AttentionDropout {
     return heads_ * ScoresBefore(b, s1, s2) + (n * s1 + i) * s2 + j;
   }
 
+  // The buffers and tables alone, drop_mask's reads bounded by maskBytes (the twin's unpacking test's, Bit unused).
   __aicore__ inline void Init(TPipe& pipe, const AttentionDropoutUb& ub, uint32_t s2Block, int32_t mode,
                               GM_ADDR dropMask, uint64_t maskBytes) {
     mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask), maskBytes);
