@@ -29,9 +29,27 @@ enum TaskStat : uint32_t { kMax0, kMax1, kSum, kPerTask };
 constexpr uint32_t kStats = kTaskStats + kPerTask * kAttentionPSlots;
 }  // namespace attention_vec
 
+// AttentionTilingData::dropout: off; rows at any bit (S2 % 8 != 0); or rows of whole bytes (S2 % 8 == 0, so every
+// row of every block starts at bit 0 of a byte: attention_dropout.h's one copy and one Gather a block).
+enum AttentionDropoutMode : int32_t { kDropoutOff = 0, kDropoutBits = 1, kDropoutBytes = 2 };
+
 // Bytes of one row of a dropout block's drop_mask in UB: `cols` keys span (shift + cols + 7) / 8 bytes at any bit
-// shift, padded to the 32-byte blocks a copy writes (attention_dropout.h).
+// shift, padded to the 32-byte blocks a copy writes (attention_dropout.h); of whole bytes, cols / 8 padded.
 ATTENTION_BUFFERS_FN uint32_t AttentionDropoutRowBytes(uint32_t cols) { return ((cols + 14) / 8 + 31) / 32 * 32; }
+ATTENTION_BUFFERS_FN uint32_t AttentionDropoutByteRowBytes(uint32_t cols) { return (cols / 8 + 31) / 32 * 32; }
+
+// Dropout's buffers for `rows` rows of an s2b-key block in `mode` (AttentionDropout, attention_dropout.h):
+// drop_mask's bytes and as fp32, the Gather offsets and the 2^-bit powers (8 bit shifts x s2b keys each; of whole
+// bytes no offsets, powers one 32-byte block). The factors pass through the AIVs' bound buffer.
+struct AttentionDropoutUb {
+  uint32_t bytes, floats, offsets, powers;
+  ATTENTION_BUFFERS_FN uint32_t Total() const { return bytes + floats + offsets + powers; }
+};
+ATTENTION_BUFFERS_FN AttentionDropoutUb AttentionDropoutBuffers(uint32_t rows, uint32_t s2b, int32_t mode) {
+  const bool whole = mode == kDropoutBytes;
+  const uint32_t rb = whole ? AttentionDropoutByteRowBytes(s2b) : AttentionDropoutRowBytes(s2b);
+  return {rows * rb, rows * rb * 4, whole ? 0 : 8 * s2b * 4, whole ? 32 : 8 * s2b * 4};
+}
 
 // The forward AIV's rows: the first ceil(s1Block / 2) of a task's for AIV 0, the rest for AIV 1.
 ATTENTION_BUFFERS_FN uint32_t AttentionVectorRows(uint32_t s1Block) { return (s1Block + 1) / 2; }
@@ -47,17 +65,16 @@ struct AttentionVectorUb {
   uint32_t stats;            // the row statistics (attention_vec::Stat), one lane per row
   uint32_t blocks;           // two sets of per-row 32-byte blocks (Brcb)
   uint32_t outStats;         // the max / sum rows out, kAttentionStatLanes lanes each
-  // dropout (else unused): drop_mask's bytes and as fp32, the factors, the Gather offsets and 2^-bit tables
-  uint32_t dropBytes, dropFloat, dropFactors, dropTables;
+  AttentionDropoutUb drop;  // dropout's (else unused)
   bool maskFull, dropout;
   // The bytes of all but P V's buffer, which the tiling adds where it still fits.
   ATTENTION_BUFFERS_FN uint32_t WithoutPv() const {
     return 2 * s + bound + (maskFull ? mask + maskHalf : 0) + o + ramp + rowRamp + stats + blocks + outStats +
-           (dropout ? dropBytes + dropFloat + dropFactors + 2 * dropTables : 0);
+           (dropout ? drop.Total() : 0);
   }
 };
 ATTENTION_BUFFERS_FN AttentionVectorUb AttentionVectorBuffers(uint32_t rows, uint32_t s2b, uint32_t vPitch,
-                                                              bool maskFull, bool dropout) {
+                                                              bool maskFull, int32_t dropout) {
   const uint32_t outStatRows = (rows + 7) / 8 * 8;  // whole groups of 8 rows: Brcb and BlockReduce read them
   return {rows * s2b * 4,
           rows * s2b * 4,
@@ -70,12 +87,9 @@ ATTENTION_BUFFERS_FN AttentionVectorUb AttentionVectorBuffers(uint32_t rows, uin
           attention_vec::kStats * kAttentionMaxRows * 4,
           2 * kAttentionMaxRows * kAttentionBlockFloats * 4,
           2 * outStatRows * uint32_t(kAttentionStatLanes) * 4,
-          rows * AttentionDropoutRowBytes(s2b),
-          rows * AttentionDropoutRowBytes(s2b) * 4,
-          rows * s2b * 4,
-          8 * s2b * 4,
+          AttentionDropoutBuffers(rows, s2b, dropout),
           maskFull,
-          dropout};
+          dropout != kDropoutOff};
 }
 
 // The backward AIV's rows and keys of a step: halves split at a multiple of 16 (so the halves of P^T start
@@ -100,19 +114,18 @@ struct AttentionGradVectorUb {
   uint32_t stats;            // each set's softmax_max / softmax_sum rows (8 lanes), then D (a lane per row)
   uint32_t rowValues;        // D (ComputeD's), the band's two edges: a lane per row
   uint32_t blocks;           // the per-row blocks (attention_grad_vec::Blocks)
-  // dropout (else unused), as the forward's: drop_mask's bytes and as fp32, the factors, the two tables
-  uint32_t dropBytes, dropFloat, dropFactors, dropTables;
+  AttentionDropoutUb drop;  // dropout's (else unused)
   uint32_t sets;
   bool maskFull, dropout;
   ATTENTION_BUFFERS_FN uint32_t Total() const {
     return sets * (s + dp + stats) + bound + (maskFull ? mask + maskHalf : 0) + stage + offsets + acc + ramp + rowRamp +
-           rowValues + blocks + (dropout ? dropBytes + dropFloat + dropFactors + 2 * dropTables : 0);
+           rowValues + blocks + (dropout ? drop.Total() : 0);
   }
 };
 ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t rows, uint32_t keys, uint32_t s2b,
                                                                       uint32_t dPitch, uint32_t vPitch,
                                                                       uint32_t elemBytes, bool maskFull, uint32_t sets,
-                                                                      bool dropout) {
+                                                                      int32_t dropout) {
   const uint32_t area = rows * s2b;  // elements of one row block of S
   const uint32_t accKeys = keys * (dPitch + vPitch), accRows = rows * dPitch;
   return {area * 4,
@@ -128,11 +141,8 @@ ATTENTION_BUFFERS_FN AttentionGradVectorUb AttentionGradVectorBuffers(uint32_t r
           (2 * rows * uint32_t(kAttentionStatLanes) + kAttentionMaxRows) * 4,
           3 * kAttentionMaxRows * 4,
           attention_grad_vec::kBlockSets * kAttentionMaxRows * kAttentionBlockFloats * 4,
-          rows * AttentionDropoutRowBytes(s2b),
-          rows * AttentionDropoutRowBytes(s2b) * 4,
-          area * 4,
-          8 * s2b * 4,
+          AttentionDropoutBuffers(rows, s2b, dropout),
           sets,
           maskFull,
-          dropout};
+          dropout != kDropoutOff};
 }

@@ -185,23 +185,28 @@ inline void CheckAttentionCompressedMask(const OpSpec& op, int64_t sparseMode, c
 }
 
 // keep_prob in (0, 1]; below 1 (CANN reads drop_mask only then) drop_mask must be uint8 with a bit for each score
-// element of the fixed layouts, B * N1 * S1 * S2 (docs/attention.md, "Dropout"), and `a` gets dropout.
+// element, B * N1 * S1 * S2, or for TND (qLens / kvLens given) N1 * sum_b s1_b * s2_b (docs/attention.md,
+// "Dropout"), and `a` gets dropout.
 template <class Int>
-void CheckAttentionDropout(const OpSpec& op, double keepProb, AttentionLayout l, const TensorArg<Int>& dropMask,
-                           size_t dropIndex, AttentionArgs<Int>& a) {
+void CheckAttentionDropout(const OpSpec& op, double keepProb, const TensorArg<Int>& dropMask, size_t dropIndex,
+                           const std::vector<int64_t>* qLens, const std::vector<int64_t>* kvLens,
+                           AttentionArgs<Int>& a) {
   if (!(keepProb > 0.0 && keepProb <= 1.0)) Fail(ArgError::kValue, op, "keep_prob must be in (0, 1], got ", keepProb);
   if (keepProb == 1.0) return;
   if (!dropMask.defined)
     Fail(ArgError::kValue, op, "keep_prob ", keepProb,
          " < 1 needs drop_mask (uint8, one bit a score element), got None: the device's own draw is not reproduced");
   CheckDtype(op, dropIndex, dropMask.dtype);
-  if (l == kLayoutTND) Fail(ArgError::kValue, op, "drop_mask with input_layout='TND' is not supported");
   Int bytes = Int(int64_t(1));
   for (const Int& d : dropMask.shape) bytes = bytes * d;
-  const Int elements = a.batch * a.heads * a.s1 * a.s2, needed = (elements + Int(int64_t(7))) / Int(int64_t(8));
+  int64_t scores = 0;  // TND: each sequence's s1_b x s2_b
+  for (size_t b = 0; qLens && b < qLens->size(); ++b) scores += (*qLens)[b] * (*kvLens)[b];
+  const Int elements = qLens ? a.heads * Int(scores) : a.batch * a.heads * a.s1 * a.s2,
+            needed = (elements + Int(int64_t(7))) / Int(int64_t(8));
   if (bytes < needed)
-    Fail(ArgError::kValue, op, "drop_mask must hold B * N1 * S1 * S2 = ", elements, " bits (", needed, " bytes), got ",
-         bytes, " bytes (shape ", dropMask.shape, ")");
+    Fail(ArgError::kValue, op,
+         qLens ? "drop_mask must hold N1 * sum(s1_b * s2_b) = " : "drop_mask must hold B * N1 * S1 * S2 = ", elements,
+         " bits (", needed, " bytes), got ", bytes, " bytes (shape ", dropMask.shape, ")");
   a.dropout = true;
 }
 
@@ -275,7 +280,6 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
            sink.shape);
     a.sink = true;
   }
-  CheckAttentionDropout(op, attrs.keepProb, l, dropMask, dropIndex, a);
   if (l == kLayoutTND) {
     if (!actualSeqQlen || !actualSeqKvlen)
       Fail(ArgError::kValue, op,
@@ -294,6 +298,8 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
 
   std::vector<int64_t> qLens, kvLens;
   if (l == kLayoutTND) qLens = AttentionLengths(*actualSeqQlen), kvLens = AttentionLengths(*actualSeqKvlen);
+  CheckAttentionDropout(op, attrs.keepProb, dropMask, dropIndex, l == kLayoutTND ? &qLens : nullptr,
+                        l == kLayoutTND ? &kvLens : nullptr, a);
   if (mask.defined) {
     CheckDtype(op, maskIndex, mask.dtype);
     const std::vector<Int>& m = mask.shape;

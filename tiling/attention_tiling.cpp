@@ -53,7 +53,10 @@ AttentionTiling TileAttention(const AttentionProblem& p, const CubePlatform& pla
   t.scale = p.scale;
   t.softcap = p.softcap;
   t.sink = p.sinkDefined ? 1 : 0;
-  t.dropout = p.keepProb < 1.0f ? 1 : 0;
+  // rows of whole bytes when every sequence's keys are a multiple of 8 (TND: its blocks start at N1 * sum s1 s2)
+  bool byteRows = p.s2 % 8 == 0;
+  for (size_t b = 0; b < p.cumKv.size(); ++b) byteRows = byteRows && (p.cumKv[b] - (b ? p.cumKv[b - 1] : 0)) % 8 == 0;
+  t.dropout = p.keepProb >= 1.0f ? kDropoutOff : byteRows ? kDropoutBytes : kDropoutBits;
   t.keepProbInv = 1.0f / p.keepProb;
 
   // Masks: no atten_mask, no masking (torch_npu ignores sparse_mode and the tokens then); modes 0 and 1

@@ -84,8 +84,10 @@ struct AttentionTilingData {
   // of the bundle's first task in L1 for the others: those cross GM -> L1 once per bundle. groupHeads 1,
   // kvCacheBlocks 0: off. kvStream 0: the cache holds every block, so the AIC has no streaming K / V buffers.
   int32_t groupHeads, kvCacheBlocks, kvStream;
-  // Dropout (keep_prob < 1, fixed layouts, unstacked): P V takes P * keep / keep_prob, keep the bit of drop_mask
-  // (one a score element, flat over [B, N1, S1, S2]: attention_dropout.h); the statistics stay P's.
+  // Dropout (keep_prob < 1, unstacked): P V takes P * keep / keep_prob, keep the bit of drop_mask (one a score
+  // element, flat over [B, N1, S1, S2]; TND [N1, s1_b, s2_b] per sequence: attention_dropout.h); the statistics
+  // stay P's.
+  // AttentionDropoutMode (attention_buffers.h): 0 off, 1 rows at any bit, 2 rows of whole bytes (S2 % 8 == 0).
   int32_t dropout;
   float keepProbInv;  // 1 / keep_prob
 };

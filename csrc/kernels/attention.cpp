@@ -33,7 +33,7 @@ __aicore__ inline void RunFusionAttention(GM_ADDR query, GM_ADDR key, GM_ADDR va
   }
   if ASCEND_IS_AIV {
     AttentionVector<T> vec;
-    vec.Init(attenMask, sink, dropMask, attentionOut, softmaxMax, softmaxSum, ws, t);
+    vec.Init(attenMask, sink, dropMask, attentionOut, softmaxMax, softmaxSum, ws, t, table);
     if (t.groupHeads > 1) {
       bundles.Init(t, table, GetBlockIdx() / GetTaskRation());
       vec.Process(bundles);

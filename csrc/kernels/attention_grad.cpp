@@ -38,7 +38,7 @@ __aicore__ inline void RunFusionAttentionGrad(GM_ADDR query, GM_ADDR key, GM_ADD
     WalkTasks(keys, queries, g, table, GetBlockIdx() / GetTaskRation());
     WalkTasks(keys, dRows, g, table, GetBlockIdx() / GetTaskRation());  // the query tasks' rows, for D
     AttentionGradVector<T> vec;
-    vec.Init(attenMask, dy, softmaxMax, softmaxSum, attentionIn, dropMask, dq, dk, dv, ws, g);
+    vec.Init(attenMask, dy, softmaxMax, softmaxSum, attentionIn, dropMask, dq, dk, dv, ws, g, table);
     vec.ProcessD(dRows);
     vec.Process(keys, queries);
   }

@@ -38,7 +38,7 @@ class AttentionGradVector {
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR dy, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
                               GM_ADDR dropMask, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws,
-                              const AttentionGradTilingData& g) {
+                              const AttentionGradTilingData& g, GM_ADDR table) {
     using namespace attention_grad_vec;
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
@@ -47,7 +47,6 @@ class AttentionGradVector {
       ws_[slot].Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup + slot * g.slotBytes, g);
     d_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.dOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
-    if (t.dropout) drop_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
     o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
@@ -80,14 +79,7 @@ class AttentionGradVector {
     pipe_.InitBuffer(rowRampBuf_, ub.rowRamp);
     pipe_.InitBuffer(rowBuf_, ub.rowValues);  // D, the band's two edges
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
-    if (t.dropout) {
-      pipe_.InitBuffer(dropBytesBuf_, ub.dropBytes);
-      pipe_.InitBuffer(dropFloatBuf_, ub.dropFloat);
-      pipe_.InitBuffer(dropFactorBuf_, ub.dropFactors);
-      pipe_.InitBuffer(dropOffsetBuf_, ub.dropTables);
-      pipe_.InitBuffer(dropPowerBuf_, ub.dropTables);
-      AttentionDropoutTables(dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), s2b);
-    }
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, t, dropMask, table);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     for (uint32_t r = 0; r < kMaxRows; ++r) rowRamp.SetValue(r, float(r));
@@ -401,7 +393,7 @@ class AttentionGradVector {
     const AttentionTilingData& t = g_->fwd;
     const uint32_t cols = st.cols, pp = (cols + 7) / 8 * 8, n = rows_ * pp;
     LocalTensor<float> s = sBuf_[set].Get<float>(), dp = dpBuf_[set].Get<float>();
-    if (t.dropout) Mul(dp, dp, DropoutFactors(st, pp), int32_t(n));  // dP Z
+    if (t.dropout) LoadDropout(st);  // its copy runs under the work on S until dP Z
     uint32_t mp = 0;
     if (t.maskFull) {
       SyncPipes<HardEvent::V_MTE2>();  // V is done with the last step's mask
@@ -414,6 +406,7 @@ class AttentionGradVector {
     LocalTensor<float> blocks = blocksBuf_.Get<float>();
     const bool cap = t.softcap > 0.0f;
     if (cap) {  // dS = P (dP - D) w, w = 1 - tanh^2: dP w - D w now, while w is in the buffer the masks reuse
+      if (t.dropout) Mul(dp, dp, DropoutFactors(st, pp), int32_t(n));  // dP Z, before w takes the buffer
       LocalTensor<float> w = boundBuf_.Get<float>();
       SoftcapBlock(s, w, n, t.softcap, true);
       Mul(dp, dp, w, int32_t(n));
@@ -430,25 +423,25 @@ class AttentionGradVector {
     RowApply(Op::kSub, s, blocks[kM * kRowBlock], rows_, pp, pp);
     Exp(s, s, int32_t(n));
     RowApply(Op::kMul, s, blocks[kInvL * kRowBlock], rows_, pp, pp);
+    // Z in the bound's buffer, free from here on: for dP Z (with the softcap, done before its w) and key steps' P Z
+    const LocalTensor<float> z = t.dropout && (!cap || key) ? DropoutFactors(st, pp) : boundBuf_.Get<float>();
+    if (t.dropout && !cap) Mul(dp, dp, z, int32_t(n));  // dP Z
     if (!cap) RowApply(Op::kSub, dp, blocks[kD * kRowBlock], rows_, pp, pp);
     Mul(dp, dp, s, int32_t(n));
-    if (t.dropout && key) Mul(s, s, dropFactorBuf_.Get<float>(), int32_t(n));  // P Z, which multiplied V: for dv
+    if (t.dropout && key) Mul(s, s, z, int32_t(n));  // P Z, which multiplied V: for dv
   }
 
-  // Z = keep / keep_prob of the step's rows x keys from drop_mask (through the bound's buffer, free until the
-  // masks), rows pp apart.
+  // The step's first drop_mask bit: its rows of head st.n from st.i0 + r0_, keys from st.j0.
+  __aicore__ inline int64_t DropoutBit(const Step& st) {
+    return dropout_.Bit(st.b, st.n, st.i0 + r0_, st.j0, st.s1, st.s2);
+  }
+
+  // The step's drop_mask bytes (MTE2; DropoutFactors syncs).
+  __aicore__ inline void LoadDropout(const Step& st) { dropout_.Load(DropoutBit(st), st.s2, rows_, st.cols); }
+
+  // Z = keep / keep_prob of the step's rows x keys from the loaded bytes, rows pp apart, in the bound's buffer.
   __aicore__ inline LocalTensor<float> DropoutFactors(const Step& st, uint32_t pp) {
-    const AttentionTilingData& t = g_->fwd;
-    const int64_t firstBit = ((st.b * t.heads + st.n) * st.s1 + st.i0 + r0_) * st.s2 + st.j0;
-    const uint32_t rb = AttentionDropoutRowBytes(uint32_t(t.s2Block));
-    LocalTensor<uint8_t> bytes = dropBytesBuf_.Get<uint8_t>();
-    LocalTensor<float> factors = dropFactorBuf_.Get<float>();
-    AttentionLoadDropout(bytes, drop_, firstBit, st.s2, rows_, st.cols, rb);
-    SyncPipes<HardEvent::MTE2_V>();
-    AttentionDropoutFactors(factors, bytes, dropFloatBuf_.Get<float>(), boundBuf_.Get<float>(),
-                            dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), uint32_t(t.s2Block), firstBit,
-                            st.s2, rows_, pp, rb, t.keepProbInv);
-    return factors;
+    return dropout_.Factors(boundBuf_.Get<float>(), DropoutBit(st), st.s2, rows_, pp, g_->fwd.keepProbInv);
   }
 
   // fp32 rows `from` as the input dtype: cast into `to`, or `from` itself for fp32.
@@ -563,12 +556,12 @@ class AttentionGradVector {
   int64_t flushed_ = 0;  // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
-  GlobalTensor<uint8_t> mask_, drop_;
+  GlobalTensor<uint8_t> mask_;
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
   TPipe pipe_;
   uint32_t sets_ = 1;  // the tiling's vecSets: buffer sets of S, dP and the statistics
   TEventID loadedEvt_[2]{};  // MTE2 -> V: a set's loads are in
   TBuf<TPosition::VECCALC> sBuf_[2], dpBuf_[2], statBuf_[2], boundBuf_, maskBuf_, maskHalfBuf_, stageBuf_, offsetBuf_,
-      accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_, dropBytesBuf_, dropFloatBuf_, dropFactorBuf_, dropOffsetBuf_,
-      dropPowerBuf_;
+      accBuf_, rampBuf_, rowRampBuf_, rowBuf_, blocksBuf_;
+  AttentionDropout dropout_;
 };

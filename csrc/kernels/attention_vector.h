@@ -30,7 +30,7 @@ class AttentionVector {
 
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR sink, GM_ADDR dropMask, GM_ADDR out, GM_ADDR softmaxMax,
-                              GM_ADDR softmaxSum, GM_ADDR ws, const AttentionTilingData& t) {
+                              GM_ADDR softmaxSum, GM_ADDR ws, const AttentionTilingData& t, GM_ADDR table) {
     t_ = &t;
     sub_ = uint32_t(GetSubBlockIdx());
     GM_ADDR group = ws + (GetBlockIdx() / GetTaskRation()) * t.workspacePerGroup;
@@ -39,7 +39,6 @@ class AttentionVector {
     oWs_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(group + t.oOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
     if (t.sink) sink_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sink), t.heads);
-    if (t.dropout) drop_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
     out_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(out));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
     sum_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxSum));
@@ -61,14 +60,7 @@ class AttentionVector {
     pipe_.InitBuffer(statBuf_, ub.stats);
     pipe_.InitBuffer(blocksBuf_, ub.blocks);
     pipe_.InitBuffer(outStatBuf_, ub.outStats);
-    if (t.dropout) {
-      pipe_.InitBuffer(dropBytesBuf_, ub.dropBytes);
-      pipe_.InitBuffer(dropFloatBuf_, ub.dropFloat);
-      pipe_.InitBuffer(dropFactorBuf_, ub.dropFactors);
-      pipe_.InitBuffer(dropOffsetBuf_, ub.dropTables);
-      pipe_.InitBuffer(dropPowerBuf_, ub.dropTables);
-      AttentionDropoutTables(dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), s2b);
-    }
+    if (t.dropout) dropout_.Init(pipe_, ub.drop, t, dropMask, table);
     LocalTensor<float> ramp = rampBuf_.Get<float>(), rowRamp = rowRampBuf_.Get<float>();
     for (uint32_t c = 0; c < s2b; ++c) ramp.SetValue(c, float(c));
     // each row's query row relative to the task's first (stacked heads: G rows per query row)
@@ -287,28 +279,20 @@ class AttentionVector {
   }
 
   // The block's first mask bit: rows_ rows of head task.n from task.i0 + r0_, keys from j0.
-  __aicore__ inline int64_t DropoutBit(const AttentionTask& task, int64_t j0) const {
-    return ((task.b * t_->heads + task.n) * task.s1 + task.i0 + r0_) * task.s2 + j0;
+  __aicore__ inline int64_t DropoutBit(const AttentionTask& task, int64_t j0) {
+    return dropout_.Bit(task.b, task.n, task.i0 + r0_, j0, task.s1, task.s2);
   }
 
-  // The block's drop_mask bytes into dropBytesBuf_ (MTE2; Dropout syncs).
+  // The block's drop_mask bytes (MTE2; Dropout syncs).
   __aicore__ inline void LoadDropout(const AttentionTask& task, int64_t j0, uint32_t cols) {
-    AttentionLoadDropout(dropBytesBuf_.Get<uint8_t>(), drop_, DropoutBit(task, j0), task.s2, rows_, cols,
-                         AttentionDropoutRowBytes(uint32_t(t_->s2Block)));
+    dropout_.Load(DropoutBit(task, j0), task.s2, rows_, cols);
   }
 
   // P [rows_, pp] of keys j0.. times keep / keep_prob from the loaded bytes, once the statistics took it; bound is
   // free.
   __aicore__ inline void Dropout(const AttentionTask& task, const LocalTensor<float>& p, int64_t j0, uint32_t pp) {
-    const AttentionTilingData& t = *t_;
-    const int64_t firstBit = DropoutBit(task, j0);
-    const uint32_t rb = AttentionDropoutRowBytes(uint32_t(t.s2Block));
-    LocalTensor<uint8_t> bytes = dropBytesBuf_.Get<uint8_t>();
-    LocalTensor<float> factors = dropFactorBuf_.Get<float>();
-    SyncPipes<HardEvent::MTE2_V>();
-    AttentionDropoutFactors(factors, bytes, dropFloatBuf_.Get<float>(), boundBuf_.Get<float>(),
-                            dropOffsetBuf_.Get<uint32_t>(), dropPowerBuf_.Get<float>(), uint32_t(t.s2Block), firstBit,
-                            task.s2, rows_, pp, rb, t.keepProbInv);
+    const LocalTensor<float> factors =
+        dropout_.Factors(boundBuf_.Get<float>(), DropoutBit(task, j0), task.s2, rows_, pp, t_->keepProbInv);
     Mul(p, p, factors, int32_t(rows_ * pp));
   }
 
@@ -432,10 +416,11 @@ class AttentionVector {
   int64_t softmaxed_ = 0, accumulated_ = 0;  // blocks of the stream
   GlobalTensor<float> sWs_, oWs_, max_, sum_, sink_;
   GlobalTensor<T> pWs_, out_;
-  GlobalTensor<uint8_t> mask_, drop_;
+  GlobalTensor<uint8_t> mask_;
   TPipe pipe_;
   TQue<TPosition::VECIN, 1> sQue_;   // S of the block in work and of the next
   TQue<TPosition::VECIN, 1> pvQue_;  // P V of a block (the tiling's pvBuffer)
   TBuf<TPosition::VECCALC> boundBuf_, maskBuf_, maskHalfBuf_, oBuf_, rampBuf_, rowRampBuf_, statBuf_, blocksBuf_,
-      outStatBuf_, dropBytesBuf_, dropFloatBuf_, dropFactorBuf_, dropOffsetBuf_, dropPowerBuf_;
+      outStatBuf_;
+  AttentionDropout dropout_;
 };

@@ -409,7 +409,7 @@ void TestGradTiling() {
       const uint32_t rows = AttentionGradHalf(uint32_t(s1b)), keys = AttentionGradHalf(uint32_t(s2b));
       EXPECT(g.data.vecSets == 1 || g.data.vecSets == 2);
       EXPECT(AttentionGradVectorBuffers(rows, keys, uint32_t(s2b), uint32_t(dp), uint32_t(vp), uint32_t(bytes),
-                                        f.maskFull, uint32_t(g.data.vecSets), f.dropout != 0)
+                                        f.maskFull, uint32_t(g.data.vecSets), f.dropout)
                  .Total() <= kA2UbBudget);
       EXPECT(g.data.vecSets == 1 || f.l1Buffers == 2);
       if (d <= 128) EXPECT(g.data.vecSets == 2);
@@ -469,7 +469,31 @@ void TestGradTiling() {
 
 }  // namespace
 
+// Dropout's mode: rows of whole bytes exactly when S2 % 8 == 0 (attention_dropout.h), off at keep_prob 1; its
+// buffers are in the plan the forward's and the backward's tilings held to UB.
+void TestDropoutMode() {
+  for (const int64_t s2 : {133, 264, 512}) {
+    AttentionProblem p = Bnsd(1, 2, 1, 77, s2, 64, 64).Problem();
+    EXPECT(TileAttention(p, Ascend910BCube(24)).data.dropout == kDropoutOff);
+    p.keepProb = 0.9f;
+    const AttentionTiling t = TileAttention(p, Ascend910BCube(24));
+    EXPECT(t.data.dropout == (s2 % 8 == 0 ? kDropoutBytes : kDropoutBits));
+    const AttentionGradTiling g = TileAttentionGrad(p, Ascend910BCube(24));
+    EXPECT(g.data.fwd.dropout == t.data.dropout);
+  }
+  // TND: whole bytes only when every sequence's keys are (its block then starts at a multiple of 8 too)
+  for (const int64_t end : {24, 21}) {
+    const std::vector<int64_t> q{8, 24}, kv{8, end};
+    Call tnd{T({24, 2, 64}), T({end, 1, 64}), T({end, 1, 64})};
+    tnd.heads = 2, tnd.layout = "TND", tnd.qlen = &q, tnd.kvlen = &kv;
+    AttentionProblem p = tnd.Problem();
+    p.keepProb = 0.9f;
+    EXPECT(TileAttention(p, Ascend910BCube(24)).data.dropout == (end == 24 ? kDropoutBytes : kDropoutBits));
+  }
+}
+
 int main() {
+  TestDropoutMode();
   TestGradTiling();
   TestStackedHeads();
   TestGroupHeads();

@@ -22,7 +22,7 @@ from ascendc_ops.ops.attention_args import (
     split_heads,
     unpack_dropout_mask,
 )
-from test_attention import DTYPES, bounds, dname, merge_heads, torch_stats
+from test_attention import DTYPES, P_ROUNDING, bounds, dname, merge_heads, score_error, torch_stats
 
 TOL = dict(rtol=1e-10, atol=1e-12)
 COMPRESSED = torch.from_numpy(compressed_mask())
@@ -158,10 +158,10 @@ def test_bad_dropout_arguments():
         ValueError, match=r"drop_mask must hold 16 bits \(2 bytes\) for the scores \[1, 1, 4, 4\], got 1 bytes"
     ):
         R.fusion_attention_reference(q, k, v, 1, "BNSD", drop_mask=np.ones(1, np.uint8), keep_prob=0.5)
-    t = torch.randn(4, 1, 8, dtype=torch.float64)
-    with pytest.raises(NotImplementedError, match="drop_mask with input_layout TND"):
+    t = torch.randn(6, 1, 8, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"drop_mask must hold 20 bits \(3 bytes\) for the scores \[20\], got 2 bytes"):
         R.fusion_attention_grad_reference(
-            t, t, t, t, 1, "TND", actual_seq_qlen=[4], actual_seq_kvlen=[4], drop_mask=mask, keep_prob=0.5
+            t, t, t, t, 1, "TND", actual_seq_qlen=[4, 6], actual_seq_kvlen=[4, 6], drop_mask=mask[:2], keep_prob=0.5
         )
 
 
@@ -179,6 +179,10 @@ KERNEL_CASES = [  # layout, B, N1, N2, S1, S2, D, keep_prob, causal (sparse_mode
     ("BNSD", 1, 2, 1, 77, 133, 64, 0.9, False),
     ("BSND", 2, 2, 2, 77, 133, 64, 0.5, True),
     ("BSH", 1, 4, 2, 9, 300, 64, 0.5, False),
+    # S2 % 8 == 0: rows of whole bytes (attention_dropout.h's one copy and one Gather a block), a narrower last block
+    ("BNSD", 1, 2, 1, 77, 264, 64, 0.9, False),
+    ("BSND", 2, 4, 2, 80, 512, 64, 0.5, True),
+    ("BSH", 1, 2, 2, 9, 128, 64, 0.5, False),
 ]
 
 
@@ -215,11 +219,13 @@ def test_kernel_forward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal):
     assert_accurate(ssum[..., 0], g_sum[..., 0], t_sum, torch.float32, name + " sum", bound=b_sum)
 
 
-def torch_dropped_grads(q, k, v, dy, attend, z, scale):
-    """PyTorch's own backward of the dropped attention in the inputs' dtype, [B, N, S, D] (rows with no key: 0)."""
+def torch_dropped_grads(q, k, v, dy, attend, z, scale, softcap=0.0):
+    """PyTorch's own backward of the dropped attention in the inputs' dtype, [B, N, S, D] (rows with no key: 0),
+    the scores capped first with softcap."""
     q, k, v = (x.detach().clone().requires_grad_() for x in (q, k, v))
     g = q.shape[1] // k.shape[1]
-    s = ((q @ k.repeat_interleave(g, 1).transpose(-1, -2)) * scale).masked_fill(~attend, float("-inf"))
+    s = (q @ k.repeat_interleave(g, 1).transpose(-1, -2)) * scale
+    s = (softcap * torch.tanh(s / softcap) if softcap else s).masked_fill(~attend, float("-inf"))
     p = torch.softmax(s, dim=-1).nan_to_num(0.0)
     return torch.autograd.grad((p * z.to(q.dtype)) @ v.repeat_interleave(g, 1), (q, k, v), dy)
 
@@ -227,6 +233,18 @@ def torch_dropped_grads(q, k, v, dy, attend, z, scale):
 @pytest.mark.parametrize("dtype", DTYPES, ids=dname)
 @pytest.mark.parametrize("layout,b,n1,n2,s1,s2,d,keep_prob,causal", KERNEL_CASES)
 def test_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal):
+    check_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("s2", [133, 264])  # rows at any bit; of whole bytes
+def test_kernel_backward_softcap(dtype, s2):
+    """With the softcap the backward multiplies dP by Z before the cap's w takes the buffer Z passes through, and
+    forms Z again for the key steps' P Z."""
+    check_kernel_backward(dtype, "BSND", 1, 4, 2, 77, s2, 64, 0.5, True, softcap=1.5)
+
+
+def check_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal, softcap=0.0):
     gen = torch.Generator().manual_seed(s1 * s2 + n1 + 1)
     q = torch.randn(b, n1, s1, d, generator=gen).to(dtype)
     k = torch.randn(b, n2, s2, d, generator=gen).to(dtype)
@@ -239,25 +257,25 @@ def test_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal)
     scale = 1.0 / d**0.5
     ql, kl, vl, dyl = (merge_heads(t, layout).contiguous() for t in (q, k, v, dy))
     out, smax, ssum = ascendc_ops.fusion_attention(
-        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, keep_prob=keep_prob, drop_mask=drop
+        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, softcap=softcap, keep_prob=keep_prob, drop_mask=drop
     )
     grads = torch.ops.custom.fusion_attention_grad(
-        ql, kl, vl, dyl, smax, ssum, out, n1, layout, mask, scale, TOCKENS_MAX, TOCKENS_MAX, None, None, mode, 0.0,
-        keep_prob, drop,
+        ql, kl, vl, dyl, smax, ssum, out, n1, layout, mask, scale, TOCKENS_MAX, TOCKENS_MAX, None, None, mode,
+        softcap, keep_prob, drop,
     )  # fmt: skip
     golden = R.fusion_attention_grad_reference(
-        np64(q), np64(k), np64(v), np64(dy), n1, "BNSD", mask, scale, sparse_mode=mode, keep_prob=keep_prob,
-        drop_mask=drop,
+        np64(q), np64(k), np64(v), np64(dy), n1, "BNSD", mask, scale, sparse_mode=mode, softcap=softcap,
+        keep_prob=keep_prob, drop_mask=drop,
     )  # fmt: skip
-    second = torch_dropped_grads(q, k, v, dy, attend, keep / keep_prob, scale)
+    second = torch_dropped_grads(q, k, v, dy, attend, keep / keep_prob, scale, softcap)
     o = out if layout == "BNSD" else split_heads(out, layout, n1)
     z = keep.double() / keep_prob
     per = [
         S.grad_bounds(q[i], k[i], v[i], dy[i], o[i], smax[i, ..., 0], ssum[i, ..., 0], attend[None], scale, dtype,
-                      drop=z[i])
+                      softcap=softcap, drop=z[i])
         for i in range(b)
     ]  # fmt: skip
-    name = f"dropout {layout} {dname(dtype)} s{s1}x{s2} keep {keep_prob}"
+    name = f"dropout {layout} {dname(dtype)} s{s1}x{s2} keep {keep_prob} cap {softcap}"
     for j, (label, got) in enumerate(zip(("dq", "dk", "dv"), grads, strict=True)):
         got = got if layout == "BNSD" else split_heads(got, layout, (n1, n2, n2)[j])
         bound = torch.stack([p[j] for p in per]).numpy()
@@ -265,7 +283,7 @@ def test_kernel_backward(dtype, layout, b, n1, n2, s1, s2, d, keep_prob, causal)
         assert check.passed, f"{name} {label}: {'; '.join(check.failures)}\n  {check.describe()}"
     ql.requires_grad_(), kl.requires_grad_(), vl.requires_grad_()
     out2 = ascendc_ops.fusion_attention(
-        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, keep_prob=keep_prob, drop_mask=drop
+        ql, kl, vl, n1, layout, mask, scale, sparse_mode=mode, softcap=softcap, keep_prob=keep_prob, drop_mask=drop
     )[0]
     out2.backward(dyl)
     for got, t in zip(grads, (ql, kl, vl), strict=True):
@@ -293,8 +311,8 @@ def test_kernel_bad_dropout_arguments():
     with pytest.raises(ValueError, match=r"fusion_attention: drop_mask must hold B \* N1 \* S1 \* S2 = 128 bits"):
         run(q, q, q, 2, "BNSD", keep_prob=0.5, drop_mask=drop[:15])
     t = torch.randn(8, 2, 64)
-    with pytest.raises(ValueError, match="fusion_attention: drop_mask with input_layout='TND' is not supported"):
-        run(t, t, t, 2, "TND", actual_seq_qlen=[8], actual_seq_kvlen=[8], keep_prob=0.5, drop_mask=drop)
+    with pytest.raises(ValueError, match=r"drop_mask must hold N1 \* sum\(s1_b \* s2_b\) = 68 bits \(9 bytes\), got 8"):
+        run(t, t, t, 2, "TND", actual_seq_qlen=[3, 8], actual_seq_kvlen=[3, 8], keep_prob=0.5, drop_mask=drop[:8])
     out, smax, ssum = run(q, q, q, 2, "BNSD", keep_prob=0.5, drop_mask=drop)
     with pytest.raises(ValueError, match="fusion_attention_grad: drop_mask must hold B"):
         torch.ops.custom.fusion_attention_grad(
@@ -311,3 +329,107 @@ def test_kernel_opcheck():
     out, smax, ssum = torch.ops.custom.fusion_attention(q, q, q, 2, "BNSD", keep_prob=0.5, drop_mask=drop)
     args = (q.detach(), q.detach(), q.detach(), q.detach(), smax, ssum, out.detach(), 2, "BNSD")
     opcheck(torch.ops.custom.fusion_attention_grad, args, {"keep_prob": 0.5, "drop_mask": drop})
+
+
+# ---- TND: each sequence's [N1, s1_b, s2_b] block of the mask after the ones before it ----
+TND_LENS = [  # query lengths, key lengths
+    ([5, 130, 1, 77, 0], [7, 133, 3, 77, 0]),  # odd lengths: rows at any bit; an empty sequence
+    ([9, 64, 130], [16, 128, 136]),  # keys a multiple of 8: rows of whole bytes
+]
+
+
+def tnd_case(lens_q, lens_k, n1, n2, d, dtype, keep_prob, seed):
+    """q [T, N1, D], k / v [Tk, N2, D], dy, each sequence's keep [N1, s1_b, s2_b] (one of its rows dropping every
+    key), their packing in order, and the cumulative ends."""
+    gen = torch.Generator().manual_seed(seed)
+    q, dy = (torch.randn(sum(lens_q), n1, d, generator=gen).to(dtype) for _ in range(2))
+    k, v = (torch.randn(sum(lens_k), n2, d, generator=gen).to(dtype) for _ in range(2))
+    keeps = [torch.rand(n1, a, b, generator=gen) < keep_prob for a, b in zip(lens_q, lens_k, strict=True)]
+    keeps[1][n1 - 1, 3] = False
+    drop = torch.from_numpy(pack_dropout_mask(np.concatenate([x.numpy().reshape(-1) for x in keeps])))
+    return q, k, v, dy, keeps, drop, np.cumsum(lens_q).tolist(), np.cumsum(lens_k).tolist()
+
+
+def sequences(lens_q, lens_k):
+    """(sequence, first query token, first key token, query rows, keys) of the non-empty sequences."""
+    sq, sk = np.cumsum([0, *lens_q[:-1]]), np.cumsum([0, *lens_k[:-1]])
+    return [(i, int(sq[i]), int(sk[i]), a, b) for i, (a, b) in enumerate(zip(lens_q, lens_k, strict=True)) if a]
+
+
+@pytest.mark.parametrize("lens_q,lens_k", TND_LENS)
+def test_reference_tnd_is_each_sequence_alone(lens_q, lens_k):
+    """The reference's TND dropout gives each sequence what BNSD gives it with its own keep matrix."""
+    q, k, v, dy, keeps, drop, cq, ck = tnd_case(lens_q, lens_k, 4, 2, 8, torch.float64, 0.5, 3)
+    kw = dict(actual_seq_qlen=cq, actual_seq_kvlen=ck, drop_mask=drop, keep_prob=0.5)
+    out = R.fusion_attention_reference(q, k, v, 4, "TND", None, 0.3, **kw)[0]
+    grads = R.fusion_attention_grad_reference(q, k, v, dy, 4, "TND", None, 0.3, **kw)
+    for i, sq, sk, a, b in sequences(lens_q, lens_k):
+        alone = [x.transpose(0, 1)[None] for x in (q[sq : sq + a], k[sk : sk + b], v[sk : sk + b], dy[sq : sq + a])]
+        one = dict(drop_mask=pack_dropout_mask(keeps[i][None]), keep_prob=0.5)
+        want = R.fusion_attention_reference(*alone[:3], 4, "BNSD", None, 0.3, **one)[0]
+        np.testing.assert_allclose(out[sq : sq + a], want[0].transpose(1, 0, 2), **TOL)
+        want = R.fusion_attention_grad_reference(*alone, 4, "BNSD", None, 0.3, **one)
+        for g, w, t0, n in zip(grads, want, (sq, sk, sk), (a, b, b), strict=True):
+            np.testing.assert_allclose(g[t0 : t0 + n], w[0].transpose(1, 0, 2), **TOL)
+
+
+def tnd_alone(q, k, v, keep, keep_prob, scale, dy=None):
+    """The kernel on one sequence (TND of one): (out, max, sum), then with dy (dq, dk, dv)."""
+    drop = torch.from_numpy(pack_dropout_mask(keep[None]))
+    lens = dict(actual_seq_qlen=[q.shape[0]], actual_seq_kvlen=[k.shape[0]])
+    out = ascendc_ops.fusion_attention(q, k, v, q.shape[1], "TND", None, scale, keep_prob=keep_prob, drop_mask=drop,
+                                       **lens)  # fmt: skip
+    if dy is None:
+        return out
+    return torch.ops.custom.fusion_attention_grad(
+        q, k, v, dy, out[1], out[2], out[0], q.shape[1], "TND", None, scale, TOCKENS_MAX, TOCKENS_MAX,
+        lens["actual_seq_qlen"], lens["actual_seq_kvlen"], 0, 0.0, keep_prob, drop,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("lens_q,lens_k", TND_LENS)
+def test_kernel_tnd(dtype, lens_q, lens_k):
+    """TND with dropout: the forward and each sequence's gradients against the float64 reference, and each sequence
+    of the packed batch bit for bit what the kernel gives it alone (its own keep matrix), forward and backward."""
+    n1, scale, keep_prob = 4, 0.125, 0.5
+    q, k, v, dy, keeps, drop, cq, ck = tnd_case(lens_q, lens_k, n1, 2, 64, dtype, keep_prob, 7)
+    lens = dict(actual_seq_qlen=cq, actual_seq_kvlen=ck)
+    out, smax, ssum = ascendc_ops.fusion_attention(q, k, v, n1, "TND", None, scale, keep_prob=keep_prob,
+                                                   drop_mask=drop, **lens)  # fmt: skip
+    kw = dict(**lens, keep_prob=keep_prob, drop_mask=drop)
+    g = R.fusion_attention_reference(np64(q), np64(k), np64(v), n1, "TND", None, scale, **kw)
+    g_abs = R.fusion_attention_reference(np64(q), np64(k), np.abs(np64(v)), n1, "TND", None, scale, **kw)[0]
+    es = score_error(q.transpose(0, 1)[None], k.transpose(0, 1)[None], scale).max()  # every pair: an upper bound
+    bound = (P_ROUNDING[dtype] + P.gamma(max(lens_k) + 16) + 2 * es + 2 * P.U32) * g_abs
+    second = torch.zeros_like(out)
+    for i, sq, sk, a, b in sequences(lens_q, lens_k):
+        qs, ks, vs = (x.transpose(0, 1)[None] for x in (q[sq : sq + a], k[sk : sk + b], v[sk : sk + b]))
+        attend = torch.ones(a, b, dtype=torch.bool)
+        second[sq : sq + a] = torch_dropped(qs, ks, vs, scale, attend, keeps[i][None], keep_prob)[0].transpose(0, 1)
+    name = f"TND dropout {dname(dtype)} {lens_q} x {lens_k}"
+    assert_accurate(out, g[0], second, dtype, name + " out", bound=bound)
+    grads = torch.ops.custom.fusion_attention_grad(
+        q, k, v, dy, smax, ssum, out, n1, "TND", None, scale, TOCKENS_MAX, TOCKENS_MAX, cq, ck, 0, 0.0, keep_prob, drop
+    )
+    golden = R.fusion_attention_grad_reference(np64(q), np64(k), np64(v), np64(dy), n1, "TND", None, scale, **kw)
+    bound, second = [np.zeros(g.shape) for g in golden], [np.zeros(g.shape) for g in golden]
+    for i, sq, sk, a, b in sequences(lens_q, lens_k):  # each sequence's bounds and PyTorch's gradients, in place
+        qs, ks, vs, dys, os = (x.transpose(0, 1) for x in (q[sq : sq + a], k[sk : sk + b], v[sk : sk + b],
+                                                           dy[sq : sq + a], out[sq : sq + a]))  # fmt: skip
+        stats = [x.reshape(-1)[sq * n1 * 8 : (sq + a) * n1 * 8].reshape(n1, a, 8)[..., 0] for x in (smax, ssum)]
+        attend, z = torch.ones(1, a, b, dtype=torch.bool), keeps[i].double() / keep_prob
+        per = S.grad_bounds(qs, ks, vs, dys, os, *stats, attend, scale, dtype, drop=z)
+        torch_grads = torch_dropped_grads(qs[None], ks[None], vs[None], dys[None], attend, z[None], scale)
+        for j, (t0, n) in enumerate(zip((sq, sk, sk), (a, b, b), strict=True)):
+            bound[j][t0 : t0 + n] = per[j].numpy().transpose(1, 0, 2)
+            second[j][t0 : t0 + n] = np64(torch_grads[j][0]).transpose(1, 0, 2)
+    for j, label in enumerate(("dq", "dk", "dv")):
+        check = S.check_cancelling(np64(grads[j]), golden[j], second[j], dtype, bound[j])
+        assert check.passed, f"{name} {label}: {'; '.join(check.failures)}\n  {check.describe()}"
+    for i, sq, sk, a, b in sequences(lens_q, lens_k):
+        alone = tnd_alone(q[sq : sq + a], k[sk : sk + b], v[sk : sk + b], keeps[i], keep_prob, scale)
+        assert torch.equal(out[sq : sq + a], alone[0]), f"{name}: sequence {i} out"
+        alone = tnd_alone(q[sq : sq + a], k[sk : sk + b], v[sk : sk + b], keeps[i], keep_prob, scale, dy[sq : sq + a])
+        for got, want, t0, n, label in zip(grads, alone, (sq, sk, sk), (a, b, b), ("dq", "dk", "dv"), strict=True):
+            assert torch.equal(got[t0 : t0 + n], want), f"{name}: sequence {i} {label}"

@@ -180,8 +180,9 @@ def npu_fusion_attention(
     differentiable in query, key and value (custom::fusion_attention's autograd; not yet with dropout). Refused by
     name: pse, padding_mask, prefix and sparse modes 5-8, keep_prob < 1 without dropout_mask (torch_npu draws its
     dropout mask from the NPU generator, which we cannot reproduce). keep_prob < 1 with dropout_mask (uint8, one bit
-    a score element of [B, N, S1, S2], fixed layouts): out = (P * keep / keep_prob) V. sink (fp32 [N1]) joins every
-    row's softmax as one more logit with no value (gpt-oss's sinks, docs/attention.md). With keep_prob 1 no
+    a score element of [B, N, S1, S2]; TND: [N, s1_b, s2_b] per sequence in order): out = (P * keep / keep_prob) V.
+    sink (fp32 [N1]) joins every row's softmax as one more logit with no value (gpt-oss's sinks,
+    docs/attention.md). With keep_prob 1 no
     mask is drawn or read: dropout_mask is unused, seed and offset come back as given (op-plugin's draw would
     overwrite them), gen_mask_parallel / sync order a mask stream never used; inner_precise changes nothing here
     (fully masked rows always give 0, docs/attention.md)."""

@@ -15,7 +15,8 @@
   ``[N, s, 8]`` block per sequence, torch_npu's default): each row's max of ``scale * q k^T`` and its sum of
   ``exp(x - max)``, 8 times; a row with no key gets output 0, ``-FLT_MAX`` and ``FLT_MAX`` (docs/attention.md).
   Dropout: ``keep_prob`` < 1 with ``drop_mask`` (torch_npu's bit-packed uint8 mask over [B, N, S1, S2],
-  ``attention_args.pack_dropout_mask``; fixed layouts) gives (P * keep / keep_prob) V, the statistics P's.
+  ``attention_args.pack_dropout_mask``; TND: [N, s1_b, s2_b] per sequence in order) gives (P * keep / keep_prob)
+  V, the statistics P's.
 
 - ``fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, attention_in, head_num, input_layout,
   ...) -> (dq, dk, dv)``, the forward's arguments after its tensors: its backward (torch_npu's

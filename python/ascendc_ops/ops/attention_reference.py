@@ -24,8 +24,9 @@ in docs/attention.md ("Semantics"); in short:
   gpt-oss's ``s_aux``): one more logit per head in every row's softmax, with no value (a row with no key then has
   max = sink, sum = 1, output 0); d_sink = -sum over the head's rows of p_sink * D.
 - dropout (``keep_prob`` < 1 with an explicit ``drop_mask``, bit-packed uint8 over [B, N, S1, S2] as
-  ``attention_args.pack_dropout_mask`` packs it; fixed layouts only): out = (P * keep / keep_prob) V with the
-  statistics of the undropped P; the backward's dP and dV take the same factor, D = rowsum(dy * O) the dropped O's.
+  ``attention_args.pack_dropout_mask`` packs it; TND: each sequence's [N, s1_b, s2_b] after the ones before it):
+  out = (P * keep / keep_prob) V with the statistics of the undropped P; the backward's dP and dV take the same
+  factor, D = rowsum(dy * O) the dropped O's.
 
 Functions: ``fusion_attention_reference`` (out, softmax_max, softmax_sum), ``fusion_attention_grad_reference``
 (dq, dk, dv, analytically: P from the forward, D = rowsum(dy * O), dS = P * (dP - D); with a sink also d_sink
@@ -379,10 +380,14 @@ def _dropout(problem: _Problem, drop_mask, keep_prob) -> _Dropout | None:
         return None
     if drop_mask is None:
         raise NotImplementedError(f"{OP}: keep_prob {keep_prob} needs an explicit drop_mask")
-    if problem.layout == "TND":
-        raise NotImplementedError(f"{OP}: drop_mask with input_layout TND is not supported")
-    b, s1, s2 = len(problem.qb), int(problem.q_lens[0]), int(problem.kv_lens[0])
-    drops = _Dropout(unpack_dropout_mask(drop_mask, (b, problem.nq, s1, s2)))
+    if problem.layout == "TND":  # each sequence's [N, s1_b, s2_b] block after the ones before it
+        shapes = [(problem.nq, int(a), int(c)) for a, c in zip(problem.q_lens, problem.kv_lens, strict=True)]
+        flat = unpack_dropout_mask(drop_mask, (sum(int(np.prod(x)) for x in shapes),))
+        ends = np.cumsum([int(np.prod(x)) for x in shapes])
+        drops = _Dropout(flat[e - int(np.prod(x)) : e].reshape(x) for x, e in zip(shapes, ends, strict=True))
+    else:
+        b, s1, s2 = len(problem.qb), int(problem.q_lens[0]), int(problem.kv_lens[0])
+        drops = _Dropout(unpack_dropout_mask(drop_mask, (b, problem.nq, s1, s2)))
     drops.keep_prob = keep_prob
     return drops
 
