@@ -37,8 +37,8 @@ template <typename T>
 class AttentionGradVector {
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR dy, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
-                              GM_ADDR dropMask, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws,
-                              const AttentionGradTilingData& g) {
+                              GM_ADDR dropMask, GM_ADDR sink, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR dsink,
+                              GM_ADDR ws, const AttentionGradTilingData& g) {
     using namespace attention_grad_vec;
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
@@ -48,6 +48,11 @@ class AttentionGradVector {
     d_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.dOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
     if (t.dropout) drop_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(dropMask));
+    if (t.sink) {
+      sink_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sink), t.heads);
+      dsink_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(dsink), t.heads);
+      sinkParts_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.sinkOffset));
+    }
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
     o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
@@ -108,6 +113,7 @@ class AttentionGradVector {
     while (walk.Next(task)) {
       Split(uint32_t(task.rows), r0_, rows_);
       if (rows_ > 0) ComputeD(Step{task.b, task.n, task.i0, 0, task.s1, task.s2, task.qTok0, uint32_t(task.rows), 0});
+      if (g_->fwd.sink) SinkPart(task);
     }
     SyncPipes<HardEvent::MTE3_MTE2>();
     SyncAll();
@@ -120,6 +126,43 @@ class AttentionGradVector {
     while (queries.Next(task)) QueryTask(task);
     Drain();
     for (uint32_t k = 0; k < sets_; ++k) pipe_.ReleaseEventID<HardEvent::MTE2_V>(loadedEvt_[k]);
+  }
+
+  // With a sink, after Process (ProcessD's SyncAll put every partial in GM): the launch's first AIV sums each head's
+  // partials in slot order, 64 lanes at a time then one ReduceSum, and writes dsink[h] = -sum, 64 heads a copy.
+  __aicore__ inline void SinkGrad() {
+    using namespace attention_grad_vec;
+    const AttentionTilingData& t = g_->fwd;
+    if (!t.sink || GetBlockIdx() != 0) return;
+    constexpr uint32_t kSlots = 64;  // 8 floats each: within S's buffer (>= 16 rows x 32 keys)
+    LocalTensor<float> buf = sBuf_[0].Get<float>(), blocks = blocksBuf_.Get<float>(), out = rowBuf_.Get<float>();
+    LocalTensor<float> vals = blocks[kM * kRowBlock], acc = blocks[kInvL * kRowBlock], sum = blocks[kD * kRowBlock];
+    const int64_t slots = 2 * g_->headTasks;
+    SyncPipes<HardEvent::MTE3_MTE2>();
+    for (int64_t h0 = 0; h0 < t.heads; h0 += kMaxRows) {
+      const uint32_t hn = uint32_t(t.heads - h0 < int64_t(kMaxRows) ? t.heads - h0 : kMaxRows);
+      for (uint32_t h = 0; h < hn; ++h) {
+        Duplicate(acc, 0.0f, int32_t(kSlots));
+        for (int64_t c = 0; c < slots; c += kSlots) {
+          const uint32_t k = uint32_t(slots - c < int64_t(kSlots) ? slots - c : kSlots);
+          if (k < kSlots) Duplicate(buf, 0.0f, int32_t(kSlots * row_ops::kBlock));  // a short load's lanes add 0
+          SyncPipes<HardEvent::V_MTE2>();
+          DataCopyPad(buf, sinkParts_[((h0 + h) * slots + c) * row_ops::kBlock], DataCopyExtParams(1, k * 32, 0, 0, 0),
+                      DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+          SyncPipes<HardEvent::MTE2_V>();
+          BlockReduceMax(vals, buf, int32_t(kSlots / row_ops::kBlock), int32_t(row_ops::kLanes), 1, 1,
+                         int32_t(row_ops::kBlock));  // a slot's 8 equal lanes: its sum, exactly
+          Add(acc, acc, vals, int32_t(kSlots));
+        }
+        ReduceSum(sum, acc, vals, int32_t(kSlots));
+        SyncPipes<HardEvent::V_S>();
+        out.SetValue(h, -sum.GetValue(0));
+        SyncPipes<HardEvent::S_V>();
+      }
+      SyncPipes<HardEvent::S_MTE3>();
+      DataCopyPad(dsink_[h0], out, DataCopyExtParams(1, hn * 4, 0, 0, 0));
+      SyncPipes<HardEvent::MTE3_S>();
+    }
   }
 
  private:
@@ -351,6 +394,47 @@ class AttentionGradVector {
     SyncPipes<HardEvent::MTE3_V>();  // the buffers are V's again
   }
 
+  // With a sink: this AIV's sum over its rows of the query task of p_sink * D (D from ComputeD, still in rowBuf_),
+  // p_sink = exp(sink - m) / l from the statistics, 8 copies into its 32-byte slot (0 without rows).
+  __aicore__ inline void SinkPart(const AttentionTask& task) {
+    using namespace attention_grad_vec;
+    const uint32_t L = uint32_t(kAttentionStatLanes);
+    LocalTensor<float> stats = statBuf_[0].Get<float>(), blocks = blocksBuf_.Get<float>();
+    LocalTensor<float> p = blocks[kM * kRowBlock], l = blocks[kInvL * kRowBlock], part = blocks[kD * kRowBlock];
+    if (rows_ > 0) {
+      const int64_t row = DRow(Step{task.b, task.n, task.i0, 0, task.s1, task.s2, task.qTok0, 0, 0}, r0_);
+      const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
+      SyncPipes<HardEvent::V_MTE2>();
+      DataCopyPad(stats, max_[row * int64_t(L)], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+      DataCopyPad(stats[maxRows_ * L], sum_[row * int64_t(L)], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+      SyncPipes<HardEvent::MTE2_V>();
+      // a row's 8 equal lanes: its m and l, exactly
+      const int32_t groups = int32_t((rows_ + row_ops::kBlock - 1) / row_ops::kBlock), n = int32_t(rows_);
+      BlockReduceMax(p, stats, groups, int32_t(row_ops::kLanes), 1, 1, int32_t(row_ops::kBlock));
+      BlockReduceMax(l, stats[maxRows_ * L], groups, int32_t(row_ops::kLanes), 1, 1, int32_t(row_ops::kBlock));
+      Muls(p, p, -1.0f, n);
+      Adds(p, p, sink_.GetValue(task.n), n);
+      Exp(p, p, n);
+      Div(p, p, l, n);
+      Mul(p, p, rowBuf_.Get<float>(), n);
+      ReduceSum(part, p, l, n);
+    } else {
+      Duplicate(part, 0.0f, int32_t(row_ops::kBlock));
+    }
+    Brcb(part[row_ops::kBlock], part, 1, BrcbRepeatParams(1, row_ops::kBlock));
+    SyncPipes<HardEvent::V_MTE3>();
+    DataCopyPad(sinkParts_[SinkSlot(task) * row_ops::kBlock], part[row_ops::kBlock], DataCopyExtParams(1, 32, 0, 0, 0));
+    SyncPipes<HardEvent::MTE3_V>();
+  }
+
+  // The task's slot: head n's tasks are the pass's (batches, then heads, then blocks) with that head, in order.
+  __aicore__ inline int64_t SinkSlot(const AttentionTask& task) const {
+    const AttentionTilingData& t = g_->fwd;
+    const int64_t perHead = (task.s1 + t.s1Block - 1) / t.s1Block, block = task.i0 / t.s1Block;
+    const int64_t earlier = (task.index - task.n * perHead - block) / t.heads;  // head n's blocks of earlier batches
+    return 2 * (task.n * g_->headTasks + earlier + block) + sub_;
+  }
+
   // A step's first row in the statistics' rows (softmax_max / softmax_sum hold 8 lanes each; D one).
   __aicore__ inline int64_t DRow(const Step& st, uint32_t r0) const {
     const AttentionTilingData& t = g_->fwd;
@@ -562,6 +646,7 @@ class AttentionGradVector {
   int64_t formed_ = 0, added_ = 0;  // the group's steps so far whose dS is out / whose parts are added
   int64_t flushed_ = 0;  // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
+  GlobalTensor<float> sink_, dsink_, sinkParts_;  // sinkParts_: SinkPart's slots, after D
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_, drop_;
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];
