@@ -336,18 +336,19 @@ def test_unattended_rows_and_keys_get_exact_zeros(dtype):
 def test_any_deal_gives_the_same_bits(groups, mode, s1, s2):
     """The tasks dealt to 1, 3 or 24 core groups (snake order per pass; a group's steps one stream across its tasks
     and both passes, the cube a step ahead of the AIVs): judged, and the same dq, dk, dv bit for bit as the twin's
-    own deal, since each output's sum runs in the order the blocks fix, whichever group takes it. Causal
-    bottom-right with S1 > S2 leaves query tasks whose rows keep no key, top-left with S2 > S1 key tasks no row
-    attends: both are written (zeros) in their turn between tasks with steps in flight."""
-    case = make(torch.bfloat16, "BSND", 1, 4, 2, s1, s2, 64, mask=COMPRESSED, mode=mode, label="deal")
-    want = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))[:3]
+    own deal, since each output's sum runs in the order the blocks fix, whichever group takes it; d_sink too (its
+    partials' slots and their sum's order are the tiling's). Causal bottom-right with S1 > S2 leaves query tasks
+    whose rows keep no key, top-left with S2 > S1 key tasks no row attends: both are written (zeros) in their turn
+    between tasks with steps in flight."""
+    case = make(torch.bfloat16, "BSND", 1, 4, 2, s1, s2, 64, mask=COMPRESSED, mode=mode, label="deal", sink=SINK)
+    want = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
     torch.ops.ascendc_ops.set_tiling_platform("Ascend910B", 2 * groups, groups, 196352)
     try:
-        got = run(case)
+        got = (*run(case), torch.ops.custom.fusion_attention_grad(*case.args(grads=True))[3])
     finally:
         torch.ops.ascendc_ops.reset_tiling_platform()
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), case.name
-    dq, dk, _ = got
+    dq, dk, _, _ = got
     edge = (dq[:, : s1 - s2] if s1 > s2 else dk[:, s1:]).float()
     assert edge.abs().max() == 0 and dq.float().abs().max() > 0
 
