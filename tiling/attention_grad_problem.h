@@ -2,7 +2,7 @@
 // softmax_sum and attention_in against the shapes the forward gives them), or an ArgError naming the op,
 // the argument, what was expected and what came. Called by the torch binding, its Meta kernel and the
 // op_host. Inputs in op_proto/attention/fusion_attention_grad.json's order: query, key, value, dy,
-// atten_mask, softmax_max, softmax_sum, attention_in, drop_mask.
+// atten_mask, softmax_max, softmax_sum, attention_in, drop_mask, sink (the forward's: the grad forms dsink).
 #pragma once
 #include <vector>
 
@@ -16,9 +16,9 @@ AttentionArgs<Int> CheckFusionAttentionGrad(const OpSpec& op, const TensorArg<In
                                             const TensorArg<Int>& mask, const TensorArg<Int>& softmaxMax,
                                             const TensorArg<Int>& softmaxSum, const TensorArg<Int>& attentionIn,
                                             const AttentionAttrs& attrs, const AttentionMaskBytes& maskBytes = {},
-                                            const TensorArg<Int>& dropMask = {{}, DType::kOther, false}) {
-  const AttentionArgs<Int> a =
-      CheckFusionAttention(op, q, k, v, mask, attrs, maskBytes, 4, {{}, DType::kOther, false}, dropMask, 8);
+                                            const TensorArg<Int>& dropMask = {{}, DType::kOther, false},
+                                            const TensorArg<Int>& sink = {{}, DType::kOther, false}) {
+  const AttentionArgs<Int> a = CheckFusionAttention(op, q, k, v, mask, attrs, maskBytes, 4, sink, dropMask, 8, 9);
   const struct {
     size_t index;
     const TensorArg<Int>* t;

@@ -109,7 +109,9 @@ AttentionGradTiling TileAttentionGrad(const AttentionProblem& p, const CubePlatf
   g.dOffset = int64_t(out.blockDim) * g.workspacePerGroup;
   int64_t rows = 0;  // the statistics' rows: B x N1 x S1 (TND: T x N1)
   for (const auto& [s1, s2] : AttentionBatchLengths(t, out.varlenTable)) rows += p.heads * s1;
-  out.workspaceBytes = g.dOffset + AlignUp(rows * 4, kWorkspaceAlign);
+  g.sinkOffset = g.dOffset + AlignUp(rows * 4, kWorkspaceAlign);
+  g.headTasks = qTasks / p.heads;  // every head has the same row blocks
+  out.workspaceBytes = g.sinkOffset + (t.sink ? AlignUp(2 * qTasks * 32, kWorkspaceAlign) : 0);  // 32-byte slots
   return out;
 }
 

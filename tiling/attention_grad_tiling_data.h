@@ -13,9 +13,9 @@
 #include "attention_tiling_data.h"
 
 #define FUSION_ATTENTION_GRAD_DTYPES ASCENDC_FLOAT_DTYPES
-#define FUSION_ATTENTION_GRAD_PARAMS(GM)                                                                             \
-  GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dropMask, GM dq, \
-      GM dk, GM dv, GM workspace, GM tiling
+#define FUSION_ATTENTION_GRAD_PARAMS(GM)                                                                               \
+  GM query, GM key, GM value, GM dy, GM attenMask, GM softmaxMax, GM softmaxSum, GM attentionIn, GM dropMask, GM sink, \
+      GM dq, GM dk, GM dv, GM dsink, GM workspace, GM tiling
 
 // The backward's pipeline: the AIC computes S and dP of step n + kAttentionGradLead before the parts of
 // step n (fwd.l1Buffers 2; with one L1 buffer a query task's Q could not wait beside the last key steps'
@@ -43,6 +43,10 @@ struct AttentionGradTilingData {
   // After blockDim groups' workspaces: D = rowsum(dy * attention_in) of every query row, fp32, in the rows of
   // softmax_max / softmax_sum (one lane): the AIVs compute it once before the tasks and the steps read it.
   int64_t dOffset;
+  // With a sink (fwd.sink): after D, each query task's two AIVs' sums of p_sink * D over their rows, a 32-byte slot
+  // each (8 fp32 copies), head by head: slot 2 * (n * headTasks + the task's place among head n's) + AIV; summed per
+  // head into dsink at the end.
+  int64_t sinkOffset, headTasks;
   int32_t s1Pitch;  // s1Block rounded up to 16: the row pitch of P^T and dS^T
   // 1: a task's sums (dk and dv, or dq) add up in L0C over its steps and leave by one Fixpipe at its end; 0 (head
   // dims past 256, where they do not fit beside S and dP): each step's parts leave by their own.

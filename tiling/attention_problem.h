@@ -211,15 +211,15 @@ void CheckAttentionDropout(const OpSpec& op, double keepProb, const TensorArg<In
 }
 
 // query, key, value, atten_mask (defined = false: none) and the attrs of fusion_attention; `maskBytes` (may be
-// empty) for sparse_mode 2-4's mask values; sink (fusion_attention's input 4; the grad takes none) and drop_mask
-// (input dropIndex).
+// empty) for sparse_mode 2-4's mask values; sink (input sinkIndex: fusion_attention's 4, the grad's 9) and
+// drop_mask (input dropIndex).
 template <class Int>
 AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& q, const TensorArg<Int>& k,
                                         const TensorArg<Int>& v, const TensorArg<Int>& mask,
                                         const AttentionAttrs& attrs, const AttentionMaskBytes& maskBytes = {},
                                         size_t maskIndex = 3, const TensorArg<Int>& sink = {{}, DType::kOther, false},
                                         const TensorArg<Int>& dropMask = {{}, DType::kOther, false},
-                                        size_t dropIndex = 5) {
+                                        size_t dropIndex = 5, size_t sinkIndex = 4) {
   const int64_t headNum = attrs.headNum, sparseMode = attrs.sparseMode;
   const std::optional<std::vector<int64_t>>&actualSeqQlen = attrs.actualSeqQlen, &actualSeqKvlen = attrs.actualSeqKvlen;
   const AttentionLayout l = AttentionLayoutOf(op, attrs.inputLayout);
@@ -274,7 +274,7 @@ AttentionArgs<Int> CheckFusionAttention(const OpSpec& op, const TensorArg<Int>& 
 
   AttentionArgs<Int> a{attrs, l, q.dtype, mask, qo.batch, qo.heads, ko.heads, qo.dim, vo.dim, qo.rows, ko.rows, {}, {}};
   if (sink.defined) {  // torch_npu: "per-head bias, shape [head_num], dtype float32"
-    CheckDtype(op, 4, sink.dtype);
+    CheckDtype(op, sinkIndex, sink.dtype);
     if (sink.dim() != 1 || sink.shape[0] != a.heads)
       Fail(ArgError::kValue, op, "sink must be [N1] = [", a.heads, "] (one logit per query head), got shape ",
            sink.shape);

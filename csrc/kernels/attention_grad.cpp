@@ -23,8 +23,9 @@ __aicore__ inline void WalkTasks(AttentionTaskWalk& keys, AttentionTaskWalk& que
 template <typename T>
 __aicore__ inline void RunFusionAttentionGrad(GM_ADDR query, GM_ADDR key, GM_ADDR value, GM_ADDR dy, GM_ADDR attenMask,
                                               GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
-                                              GM_ADDR dropMask, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR workspace,
-                                              const AttentionGradTilingData& g, GM_ADDR tiling) {
+                                              GM_ADDR dropMask, GM_ADDR sink, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv,
+                                              GM_ADDR dsink, GM_ADDR workspace, const AttentionGradTilingData& g,
+                                              GM_ADDR tiling) {
   GM_ADDR ws = GetUserWorkspace(workspace);
   GM_ADDR table = tiling + sizeof(AttentionGradTilingData);
   AttentionTaskWalk keys, queries, dRows;
@@ -38,20 +39,21 @@ __aicore__ inline void RunFusionAttentionGrad(GM_ADDR query, GM_ADDR key, GM_ADD
     WalkTasks(keys, queries, g, table, GetBlockIdx() / GetTaskRation());
     WalkTasks(keys, dRows, g, table, GetBlockIdx() / GetTaskRation());  // the query tasks' rows, for D
     AttentionGradVector<T> vec;
-    vec.Init(attenMask, dy, softmaxMax, softmaxSum, attentionIn, dropMask, dq, dk, dv, ws, g, table);
+    vec.Init(attenMask, dy, softmaxMax, softmaxSum, attentionIn, dropMask, sink, dq, dk, dv, dsink, ws, g, table);
     vec.ProcessD(dRows);
     vec.Process(keys, queries);
+    vec.SinkGrad();
   }
 }
 
 // One entry per dtype (FUSION_ATTENTION_GRAD_DTYPES, tiling/attention_grad_tiling_data.h).
-#define FUSION_ATTENTION_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                                \
-  extern "C" __global__ __aicore__ void OP##_##SUFFIX(FUSION_ATTENTION_GRAD_PARAMS(GM_ADDR)) {                         \
-    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                                 \
-    AttentionGradTilingData g;                                                                                         \
-    CopyTiling(&g, tiling);                                                                                            \
-    RunFusionAttentionGrad<T>(query, key, value, dy, attenMask, softmaxMax, softmaxSum, attentionIn, dropMask, dq, dk, \
-                              dv, workspace, g, tiling);                                                               \
+#define FUSION_ATTENTION_GRAD_ENTRY(SUFFIX, T, G, TORCH_T, TORCH_G, OP)                                              \
+  extern "C" __global__ __aicore__ void OP##_##SUFFIX(FUSION_ATTENTION_GRAD_PARAMS(GM_ADDR)) {                       \
+    KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);                                                               \
+    AttentionGradTilingData g;                                                                                       \
+    CopyTiling(&g, tiling);                                                                                          \
+    RunFusionAttentionGrad<T>(query, key, value, dy, attenMask, softmaxMax, softmaxSum, attentionIn, dropMask, sink, \
+                              dq, dk, dv, dsink, workspace, g, tiling);                                              \
   }
 FUSION_ATTENTION_GRAD_DTYPES(FUSION_ATTENTION_GRAD_ENTRY, fusion_attention_grad)
 #undef FUSION_ATTENTION_GRAD_ENTRY

@@ -2,7 +2,9 @@
 // between the two AIVs at a multiple of 16 rows (so their halves of P^T start 32-byte aligned); per
 // step, for its rows (fp32 throughout):
 //   D = rowsum(dy * attention_in), once per row before any step (ProcessD: each group its query tasks' rows, then
-//   SyncAll of the AIVs) into GM after the groups' workspaces, read back per step; m, 1 / l from softmax_max / sum;
+//   SyncAll of the AIVs) into GM after the groups' workspaces, read back per step; with a sink also each AIV's sum
+//   of p_sink * D over its rows of the task into a slot after D, which the first AIV sums per head into dsink after
+//   the tasks (SinkPart, SinkGrad); m, 1 / l from softmax_max / sum;
 //   P = exp(min(S * scale, mask bound) - m) / l -- the forward's P, recomputed (attention_mask.h);
 //   dS = P * (dP - D), times 1 - tanh^2 of the softcap (the same tanh) when the forward capped S; with dropout
 //   dP is first multiplied by Z = keep / keep_prob (drop_mask, attention_dropout.h) and key tasks' P, for dv, too;
@@ -37,8 +39,8 @@ template <typename T>
 class AttentionGradVector {
  public:
   __aicore__ inline void Init(GM_ADDR mask, GM_ADDR dy, GM_ADDR softmaxMax, GM_ADDR softmaxSum, GM_ADDR attentionIn,
-                              GM_ADDR dropMask, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR ws,
-                              const AttentionGradTilingData& g, GM_ADDR table) {
+                              GM_ADDR dropMask, GM_ADDR sink, GM_ADDR dq, GM_ADDR dk, GM_ADDR dv, GM_ADDR dsink,
+                              GM_ADDR ws, const AttentionGradTilingData& g, GM_ADDR table) {
     using namespace attention_grad_vec;
     g_ = &g;
     const AttentionTilingData& t = g.fwd;
@@ -47,6 +49,11 @@ class AttentionGradVector {
       ws_[slot].Init(ws + (GetBlockIdx() / GetTaskRation()) * g.workspacePerGroup + slot * g.slotBytes, g);
     d_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.dOffset));
     if (t.maskFull) mask_.SetGlobalBuffer(reinterpret_cast<__gm__ uint8_t*>(mask));
+    if (t.sink) {
+      sink_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(sink), t.heads);
+      dsink_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(dsink), t.heads);
+      sinkParts_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(ws + g.sinkOffset));
+    }
     dy_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(dy));
     o_.SetGlobalBuffer(reinterpret_cast<__gm__ T*>(attentionIn));
     max_.SetGlobalBuffer(reinterpret_cast<__gm__ float*>(softmaxMax));
@@ -94,12 +101,21 @@ class AttentionGradVector {
     }
   }
 
-  // D of the rows of this group's query tasks, then a barrier of every AIV: after it every row's D is in GM.
+  // D of the rows of this group's query tasks (with a sink also their d_sink partials), then a barrier of every AIV:
+  // after it every row's D, and every partial, is in GM.
   __aicore__ inline void ProcessD(AttentionTaskWalk& walk) {
     AttentionTask task;
     while (walk.Next(task)) {
       Split(uint32_t(task.rows), r0_, rows_);
-      if (rows_ > 0) ComputeD(Step{task.b, task.n, task.i0, 0, task.s1, task.s2, task.qTok0, uint32_t(task.rows), 0});
+      const int64_t slot = g_->fwd.sink ? SinkSlot(task) : -1;
+      if (rows_ > 0) {
+        ComputeD(Step{task.b, task.n, task.i0, 0, task.s1, task.s2, task.qTok0, uint32_t(task.rows), 0}, slot);
+      } else if (slot >= 0) {  // no rows of this AIV: an empty sum
+        Duplicate(SinkPartOut(), 0.0f, int32_t(row_ops::kBlock));
+        SyncPipes<HardEvent::V_MTE3>();
+        WriteSinkPart(slot);
+        SyncPipes<HardEvent::MTE3_V>();
+      }
     }
     SyncPipes<HardEvent::MTE3_MTE2>();
     SyncAll();
@@ -112,6 +128,43 @@ class AttentionGradVector {
     while (queries.Next(task)) QueryTask(task);
     Drain();
     for (uint32_t k = 0; k < sets_; ++k) pipe_.ReleaseEventID<HardEvent::MTE2_V>(loadedEvt_[k]);
+  }
+
+  // With a sink, after Process (ProcessD's SyncAll put every partial in GM): the launch's first AIV sums each head's
+  // partials in slot order, 64 lanes at a time then one ReduceSum, and writes dsink[h] = -sum, 64 heads a copy.
+  __aicore__ inline void SinkGrad() {
+    using namespace attention_grad_vec;
+    const AttentionTilingData& t = g_->fwd;
+    if (!t.sink || GetBlockIdx() != 0) return;
+    constexpr uint32_t kSlots = 64;  // 8 floats each: within S's buffer (>= 16 rows x 32 keys)
+    LocalTensor<float> buf = sBuf_[0].Get<float>(), blocks = blocksBuf_.Get<float>(), out = rowBuf_.Get<float>();
+    LocalTensor<float> vals = blocks[kM * kRowBlock], acc = blocks[kInvL * kRowBlock], sum = blocks[kD * kRowBlock];
+    const int64_t slots = 2 * g_->headTasks;
+    SyncPipes<HardEvent::MTE3_MTE2>();
+    for (int64_t h0 = 0; h0 < t.heads; h0 += kMaxRows) {
+      const uint32_t hn = uint32_t(t.heads - h0 < int64_t(kMaxRows) ? t.heads - h0 : kMaxRows);
+      for (uint32_t h = 0; h < hn; ++h) {
+        Duplicate(acc, 0.0f, int32_t(kSlots));
+        for (int64_t c = 0; c < slots; c += kSlots) {
+          const uint32_t k = uint32_t(slots - c < int64_t(kSlots) ? slots - c : kSlots);
+          if (k < kSlots) Duplicate(buf, 0.0f, int32_t(kSlots * row_ops::kBlock));  // a short load's lanes add 0
+          SyncPipes<HardEvent::V_MTE2>();
+          DataCopyPad(buf, sinkParts_[((h0 + h) * slots + c) * row_ops::kBlock], DataCopyExtParams(1, k * 32, 0, 0, 0),
+                      DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+          SyncPipes<HardEvent::MTE2_V>();
+          BlockReduceMax(vals, buf, int32_t(kSlots / row_ops::kBlock), int32_t(row_ops::kLanes), 1, 1,
+                         int32_t(row_ops::kBlock));  // a slot's 8 equal lanes: its sum, exactly
+          Add(acc, acc, vals, int32_t(kSlots));
+        }
+        ReduceSum(sum, acc, vals, int32_t(kSlots));
+        SyncPipes<HardEvent::V_S>();
+        out.SetValue(h, -sum.GetValue(0));
+        SyncPipes<HardEvent::S_V>();
+      }
+      SyncPipes<HardEvent::S_MTE3>();
+      DataCopyPad(dsink_[h0], out, DataCopyExtParams(1, hn * 4, 0, 0, 0));
+      SyncPipes<HardEvent::MTE3_S>();
+    }
   }
 
  private:
@@ -296,8 +349,9 @@ class AttentionGradVector {
   }
 
   // D = rowsum(dy * attention_in) of this AIV's rows (through the S / dP buffers, chunks of rows) into the
-  // launch's D rows in GM (DRow), once per row: the steps read it back (LoadStats).
-  __aicore__ inline void ComputeD(const Step& st) {
+  // launch's D rows in GM (DRow), once per row: the steps read it back (LoadStats). With a sink (slot >= 0) also
+  // their d_sink partial (SinkPart) into `slot`, its statistics loaded beside the first chunk, written beside D.
+  __aicore__ inline void ComputeD(const Step& st, int64_t slot) {
     using namespace attention_grad_vec;
     const AttentionTilingData& t = g_->fwd;
     const uint32_t vp = t.vPitch, dv = uint32_t(t.valueDim), elems = PaddedLen<T>(dv), area = maxRows_ * t.s2Block;
@@ -315,6 +369,7 @@ class AttentionGradVector {
                                  (vp - elems) * uint32_t(sizeof(T)) / 32, 0);
       SyncPipes<HardEvent::V_MTE2>();   // V is done with the buffers
       SyncPipes<HardEvent::MTE3_MTE2>();  // and the last step's copies out with the staging one
+      if (slot >= 0 && c == 0) LoadSinkStats(st);
       if constexpr (sizeof(T) == 4) {
         DataCopyPad(x, dy_[off + int64_t(c) * t.oStrideS], cp, pad);
         DataCopyPad(y, o_[off + int64_t(c) * t.oStrideS], cp, pad);
@@ -338,9 +393,59 @@ class AttentionGradVector {
       for (uint32_t r = 0; r < rc; ++r) d.SetValue(c + r, few.GetValue(r));
       SyncPipes<HardEvent::S_V>();
     }
+    const bool sink = slot >= 0;
+    if (sink) SinkPart(st);
     SyncPipes<HardEvent::V_MTE3>();
     DataCopyPad(d_[DRow(st, r0_)], d, DataCopyExtParams(1, rows_ * 4, 0, 0, 0));
+    if (sink) WriteSinkPart(slot);
     SyncPipes<HardEvent::MTE3_V>();  // the buffers are V's again
+  }
+
+  // The rows' m and l (softmax_max / softmax_sum, 8 lanes each) into the first set's statistics, for SinkPart.
+  __aicore__ inline void LoadSinkStats(const Step& st) {
+    const uint32_t L = uint32_t(kAttentionStatLanes);
+    const int64_t row = DRow(st, r0_) * int64_t(L);
+    LocalTensor<float> stats = statBuf_[0].Get<float>();
+    const DataCopyExtParams sp(1, rows_ * L * 4, 0, 0, 0);
+    DataCopyPad(stats, max_[row], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+    DataCopyPad(stats[maxRows_ * L], sum_[row], sp, DataCopyPadExtParams<float>(false, 0, 0, 0.0f));
+  }
+
+  // This AIV's sum over its rows of p_sink * D (D in rowBuf_), p_sink = exp(sink - m) / l (LoadSinkStats'), as 8
+  // copies in SinkPartOut(): the combining BlockReduceMax takes the sum back exactly.
+  __aicore__ inline void SinkPart(const Step& st) {
+    using namespace attention_grad_vec;
+    const uint32_t L = uint32_t(kAttentionStatLanes);
+    LocalTensor<float> stats = statBuf_[0].Get<float>(), blocks = blocksBuf_.Get<float>();
+    LocalTensor<float> p = blocks[kM * kRowBlock], l = blocks[kInvL * kRowBlock], sum = blocks[kD * kRowBlock];
+    // a row's 8 equal lanes: its m and l, exactly
+    const int32_t groups = int32_t((rows_ + row_ops::kBlock - 1) / row_ops::kBlock), n = int32_t(rows_);
+    BlockReduceMax(p, stats, groups, int32_t(row_ops::kLanes), 1, 1, int32_t(row_ops::kBlock));
+    BlockReduceMax(l, stats[maxRows_ * L], groups, int32_t(row_ops::kLanes), 1, 1, int32_t(row_ops::kBlock));
+    Muls(p, p, -1.0f, n);
+    Adds(p, p, sink_.GetValue(st.n), n);
+    Exp(p, p, n);
+    Div(p, p, l, n);
+    Mul(p, p, rowBuf_.Get<float>(), n);
+    ReduceSum(sum, p, l, n);
+    Brcb(SinkPartOut(), sum, 1, BrcbRepeatParams(1, row_ops::kBlock));
+  }
+
+  // The 32 bytes a task's partial leaves from (8 copies), after the sum's block.
+  __aicore__ inline LocalTensor<float> SinkPartOut() {
+    return blocksBuf_.Get<float>()[attention_grad_vec::kD * attention_grad_vec::kRowBlock + row_ops::kBlock];
+  }
+
+  __aicore__ inline void WriteSinkPart(int64_t slot) {
+    DataCopyPad(sinkParts_[slot * row_ops::kBlock], SinkPartOut(), DataCopyExtParams(1, 32, 0, 0, 0));
+  }
+
+  // The task's slot: head n's tasks are the pass's (batches, then heads, then blocks) with that head, in order.
+  __aicore__ inline int64_t SinkSlot(const AttentionTask& task) const {
+    const AttentionTilingData& t = g_->fwd;
+    const int64_t perHead = (task.s1 + t.s1Block - 1) / t.s1Block, block = task.i0 / t.s1Block;
+    const int64_t earlier = (task.index - task.n * perHead - block) / t.heads;  // head n's blocks of earlier batches
+    return 2 * (task.n * g_->headTasks + earlier + block) + sub_;
   }
 
   // A step's first row in the statistics' rows (softmax_max / softmax_sum hold 8 lanes each; D one).
@@ -555,6 +660,7 @@ class AttentionGradVector {
   int64_t formed_ = 0, added_ = 0;  // the group's steps so far whose dS is out / whose parts are added
   int64_t flushed_ = 0;  // result slots read (the AIC's sums, slot flushed_ % kAttentionGradSlots next)
   GlobalTensor<float> max_, sum_, d_;  // d_: every row's D, after the groups' workspaces
+  GlobalTensor<float> sink_, dsink_, sinkParts_;  // sinkParts_: SinkPart's slots, after D
   GlobalTensor<T> dy_, o_, dq_, dk_, dv_;
   GlobalTensor<uint8_t> mask_;
   AttentionGradWorkspace<T> ws_[kAttentionGradSlots];

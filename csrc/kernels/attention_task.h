@@ -16,6 +16,7 @@ struct AttentionTask {
   int64_t s1, s2;          // the batch's query rows and keys
   int64_t qTok0, kTok0;    // the batch's first query / key token (TND; else 0)
   int64_t first, count;    // the other side's blocks the task visits (attention_blocks.h)
+  int64_t index;           // the task's place in its pass, as the tiling counts them
 };
 
 // The batch a walk is in, stepped as its task count passes each batch's end: the batch's query rows and keys and,
@@ -69,6 +70,7 @@ class AttentionTaskWalk {
     while (next_ >= batchStart_ + batchTasks_) NextBatch();
     const int64_t local = next_ - batchStart_, s1 = batch_.S1(), s2 = batch_.S2();
     batch_.Fill(task);
+    task.index = next_;
     if (Stacked()) {  // the kv head's group, all query rows
       task.n = local * t.stackHeads, task.i0 = 0, task.rows = s1 * t.stackHeads;
       AttentionS2Blocks(t, 0, s1, s1, s2, task.first, task.count);

@@ -103,28 +103,32 @@ void ImplFusionAttention(torch::Library& m) {
 }
 
 struct FusionAttentionGradLaunch {
-  at::Tensor query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dropMask;  // contiguous; mask,
-                                                                                          // dropMask may be undefined
+  // contiguous; mask, dropMask, sink may be undefined
+  at::Tensor query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dropMask, sink;
   at::Tensor dq, dk, dv;  // zero-filled when tiling.blockDim == 0 (no task; an empty S1 or S2 alone has tasks)
+  at::Tensor dsink;       // fp32 [N1] with a sink (zeros without a task), else [0]
   at::Tensor tilingBytes;  // AttentionGradTilingData, then TND's cumulative lengths (int64)
   tiling::AttentionGradTiling tiling;
 
   // The kernel's GM tensors, FUSION_ATTENTION_GRAD_PARAMS but the workspace and tiling (EntryArgs).
   auto Tensors() const {
-    return std::tie(query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dropMask, dq, dk, dv);
+    return std::tie(query, key, value, dy, mask, softmaxMax, softmaxSum, attentionIn, dropMask, sink, dq, dk, dv,
+                    dsink);
   }
 };
 
-ASCENDC_OPS_API FusionAttentionGradLaunch
-PrepareFusionAttentionGrad(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
-                           const at::Tensor& dy, const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
-                           const at::Tensor& attentionIn, const at::Tensor& attenMask, const at::Tensor& dropMask,
-                           const tiling::AttentionAttrs& attrs, const tiling::CubePlatform& platform);
-
-using FusionAttentionGradImpl = std::tuple<at::Tensor, at::Tensor, at::Tensor> (*)(
+ASCENDC_OPS_API FusionAttentionGradLaunch PrepareFusionAttentionGrad(
     const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
     const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs);
+    const at::Tensor& attenMask, const at::Tensor& dropMask, const at::Tensor& sink,
+    const tiling::AttentionAttrs& attrs, const tiling::CubePlatform& platform);
+
+using FusionAttentionGradResult = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;  // dq, dk, dv, dsink
+using FusionAttentionGradImpl = FusionAttentionGradResult (*)(
+    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
+    const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
+    const at::Tensor& attenMask, const at::Tensor& dropMask, const at::Tensor& sink,
+    const tiling::AttentionAttrs& attrs);
 
 // Registers `Impl` for fusion_attention_grad under one dispatch key (the twin's CPU, Meta, the NPU's).
 template <FusionAttentionGradImpl Impl>
@@ -134,12 +138,13 @@ void ImplFusionAttentionGrad(torch::Library& m) {
             const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn, int64_t headNum,
             c10::string_view inputLayout, const c10::optional<at::Tensor>& attenMask, double scale, int64_t preTokens,
             int64_t nextTokens, at::OptionalIntArrayRef actualSeqQlen, at::OptionalIntArrayRef actualSeqKvlen,
-            int64_t sparseMode, double softcap, double keepProb, const c10::optional<at::Tensor>& dropMask) {
+            int64_t sparseMode, double softcap, double keepProb, const c10::optional<at::Tensor>& dropMask,
+            const c10::optional<at::Tensor>& sink) {
            tiling::AttentionAttrs attrs = AttentionAttrsOf(headNum, inputLayout, scale, preTokens, nextTokens,
                                                            actualSeqQlen, actualSeqKvlen, sparseMode, softcap);
            attrs.keepProb = keepProb;
            return Impl(query, key, value, dy, softmaxMax, softmaxSum, attentionIn, attenMask.value_or(at::Tensor()),
-                       dropMask.value_or(at::Tensor()), attrs);
+                       dropMask.value_or(at::Tensor()), sink.value_or(at::Tensor()), attrs);
          });
 }
 

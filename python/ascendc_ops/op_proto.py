@@ -87,8 +87,8 @@ class AttrDesc:
 
 
 # Optional inputs that torch_npu's signature puts after the attributes (added in later versions, appended so that
-# positional calls keep working; the grad's drop_mask so too): the schema puts them last too.
-TRAILING_INPUTS = {"FusionAttention": ("sink", "drop_mask"), "FusionAttentionGrad": ("drop_mask",)}
+# positional calls keep working; the grad's drop_mask and sink so too): the schema puts them last too.
+TRAILING_INPUTS = {"FusionAttention": ("sink", "drop_mask"), "FusionAttentionGrad": ("drop_mask", "sink")}
 
 
 @dataclass(frozen=True)

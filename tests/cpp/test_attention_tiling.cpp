@@ -422,6 +422,13 @@ void TestGradTiling() {
       // the groups' workspaces, then D of every query row (B x N1 x S1 fp32, 512-byte aligned)
       EXPECT(g.blockDim == 24 && g.data.dOffset == 24 * g.data.workspacePerGroup);
       EXPECT(g.workspaceBytes == g.data.dOffset + (2 * 8 * 300 * 4 + 511) / 512 * 512);
+      // with a sink, then d_sink's partials: a 32-byte slot per query task and AIV, head by head
+      EXPECT(g.data.sinkOffset == g.workspaceBytes && g.data.headTasks * 8 == f.tasks);
+      AttentionProblem withSink = Bnsd(2, 8, 2, 300, 500, d, dv, t).Problem();
+      withSink.sinkDefined = true;
+      const AttentionGradTiling gs = TileAttentionGrad(withSink, Ascend910BCube(24));
+      EXPECT(gs.data.fwd.sink == 1 && gs.data.sinkOffset == g.data.sinkOffset &&
+             gs.workspaceBytes == g.workspaceBytes + (2 * f.tasks * 32 + 511) / 512 * 512);
     }
   // bf16 D 512: dk and dv of even 32 keys fill L0C, so each step's parts go out by themselves
   EXPECT(Bnsd(1, 2, 1, 40, 70, 512, 512, bf16).TileGrad().data.l0cSums == 0);

@@ -230,21 +230,22 @@ def test_fusion_attention_launches_the_mix_kernel(npu, dtype):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
 def test_fusion_attention_grad_launches_the_mix_kernel(npu, dtype):
-    """The backward's typed MIX_AIC_1_2 launch on the NPU tiling: GQA BSND causal and TND, each equal to the CPU
-    twin's (the sums' order does not depend on the core count); no keys: zero dq."""
+    """The backward's typed MIX_AIC_1_2 launch on the NPU tiling: GQA BSND causal with sinks (dsink too) and TND,
+    each equal to the CPU twin's (the sums' order does not depend on the core count); no keys: zero dq."""
     suffix = {torch.float32: "float", torch.bfloat16: "bfloat16"}[dtype]
     causal = torch.from_numpy(compressed_mask())
     args = {"atten_mask": causal, "scale": 0.125, "sparse_mode": 3}
     lens = {"actual_seq_qlen": [30, 70], "actual_seq_kvlen": [40, 90]}
     bsnd = [torch.randn(2, s, n, 64).to(dtype) for s, n in ((70, 4), (90, 2), (90, 2))]
-    for qkv, layout, extra in ((bsnd, "BSND", {}), ([x[0] for x in bsnd], "TND", lens)):
+    for qkv, layout, extra in ((bsnd, "BSND", {"sink": torch.randn(4)}), ([x[0] for x in bsnd], "TND", lens)):
         out, smax, ssum = ascendc_ops.fusion_attention(*qkv, 4, layout, **args, **extra)
         inputs = (*qkv, torch.randn_like(out), smax, ssum, out)
+        on_npu = {name: x.to(npu) if torch.is_tensor(x) else x for name, x in {**args, **extra}.items()}
         with launched(f"fusion_attention_grad_{suffix}"):
-            got = ascendc_ops.fusion_attention_grad(
-                *(x.to(npu) for x in inputs), 4, layout, **{**args, "atten_mask": causal.to(npu)}, **extra
-            )
-        same(got, ascendc_ops.fusion_attention_grad(*inputs, 4, layout, **args, **extra))
+            got = ascendc_ops.fusion_attention_grad(*(x.to(npu) for x in inputs), 4, layout, **on_npu)
+        want = ascendc_ops.fusion_attention_grad(*inputs, 4, layout, **args, **extra)
+        assert want[3].shape == ((4,) if extra.get("sink") is not None else (0,))
+        same(got, want)
     # no keys: the dq tasks find no key block and write zeros
     q, k = torch.randn(1, 2, 3, 64).to(dtype), torch.randn(1, 2, 0, 64).to(dtype)
     out, smax, ssum = ascendc_ops.fusion_attention(q, k, k, 2, "BNSD")

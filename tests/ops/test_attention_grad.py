@@ -63,7 +63,8 @@ class Case:
         if not grads:
             return (self.q, self.k, self.v, self.n1, self.layout, *tail, 1.0, kw.get("sink"))  # keep_prob 1
         out, smax, ssum = self.fwd
-        return (self.q, self.k, self.v, self.dy, smax, ssum, out, self.n1, self.layout, *tail)
+        sink = () if kw.get("sink") is None else (1.0, None, kw["sink"])  # keep_prob, drop_mask, sink
+        return (self.q, self.k, self.v, self.dy, smax, ssum, out, self.n1, self.layout, *tail, *sink)
 
     def golden(self, with_sink=False):
         kw = {**self.kw, "atten_mask": None if self.kw["atten_mask"] is None else self.kw["atten_mask"].numpy()}
@@ -105,7 +106,9 @@ def make(
     return forward(Case(name, dtype, layout, n1, q, k, v, dy, kw))
 
 
-def make_tnd(lens_q, lens_k, n1, n2, d, dtype=torch.float16, mask=None, mode=0, pre=MAX, nxt=MAX, label="TND", zeros=0):
+def make_tnd(
+    lens_q, lens_k, n1, n2, d, dtype=torch.float16, mask=None, mode=0, pre=MAX, nxt=MAX, label="TND", zeros=0, sink=None
+):
     """Packed sequences of N(0, 1) inputs through our forward; `zeros` trailing 0s end the cumulative lengths."""
     torch.manual_seed(sum(lens_q) * 31 + mode)
     q, k, v = torch.randn(sum(lens_q), n1, d), torch.randn(sum(lens_k), n2, d), torch.randn(sum(lens_k), n2, d)
@@ -114,6 +117,8 @@ def make_tnd(lens_q, lens_k, n1, n2, d, dtype=torch.float16, mask=None, mode=0, 
     kw = dict(atten_mask=mask, scale=1.0 / d**0.5, pre_tockens=pre, next_tockens=nxt)
     kw.update(actual_seq_qlen=ends[0], actual_seq_kvlen=ends[1], sparse_mode=mode)
     name = f"{label} {F.dname(dtype)} n{n1}/{n2} lens {lens_q}x{lens_k} d{d} mode{mode}"
+    if sink is not None:
+        kw["sink"], name = sink, name + " sink"
     return forward(Case(name, dtype, "TND", n1, *(t.to(dtype) for t in (q, k, v, dy)), kw))
 
 
@@ -152,13 +157,28 @@ def judge(case: Case, grads, how="") -> None:
         assert_cancelling(got, g, s, case.dtype, f"{case.name}{how} {name}", bound=b)
 
 
+def judge_sink(case: Case, dsink, how="") -> None:
+    """d_sink (fp32 [N1]) against the golden's, PyTorch's in the dtype and its fp32 bound: judged in the inputs'
+    dtype, since D comes from attention_out in it."""
+    golden = case.golden(with_sink=True)[3]
+    _, second, bounds = reference(case)
+    assert dsink.dtype == torch.float32 and tuple(dsink.shape) == (case.n1,), (case.name, dsink.shape, dsink.dtype)
+    check = S.check_cancelling(np64(dsink), golden, np64(second[3]), case.dtype, bounds[3])
+    assert check.passed, f"{case.name}{how} d_sink: {'; '.join(check.failures)}\n  {check.describe()}"
+
+
 def run(case: Case):
-    """dq, dk, dv of the direct call, judged; returned."""
-    grads = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
+    """dq, dk, dv of the direct call, judged, and its dsink (judged with a sink, else an empty fp32 tensor);
+    (dq, dk, dv) returned."""
+    *grads, dsink = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
     for got, t in zip(grads, (case.q, case.k, case.v), strict=True):
         assert got.shape == t.shape and got.dtype == t.dtype and got.is_contiguous(), case.name
     judge(case, grads)
-    return grads
+    if case.kw.get("sink") is None:
+        assert dsink.shape == (0,) and dsink.dtype == torch.float32, case.name
+    else:
+        judge_sink(case, dsink)
+    return tuple(grads)
 
 
 # ---------------------------------------------------------------- the judge on a stand-in
@@ -221,26 +241,48 @@ def test_softcap(dtype, mask, mode):
     run(make(dtype, "BSND", 2, 4, 2, 77, 83, 40, mask=mask, mode=mode, data=data, softcap=1.5))
 
 
+SINK = torch.tensor([-2.0, 0.0, 1.5, 4.0])  # gpt-oss's sinks, one a head
+MASKED_ROWS = torch.zeros(150, 140, dtype=torch.bool)
+MASKED_ROWS[[3, 131]] = True  # a row with every key masked in each S1 block
+SINK_CASES = {
+    "bnsd": lambda dtype: make(dtype, "BNSD", 2, 4, 2, 70, 50, 64, sink=SINK),
+    # bottom-right causal with Sq > Skv: rows with no key put all their weight on the sink
+    "sbh_causal_rows_without_keys": lambda dtype: make(dtype, "SBH", 2, 4, 2, 70, 50, 64, mask=COMPRESSED, mode=3,
+                                                       sink=SINK),
+    "bsnd_gqa4_masked_rows": lambda dtype: make(dtype, "BSND", 1, 4, 1, 150, 140, 64, mask=MASKED_ROWS, mode=1,
+                                                sink=SINK),
+    "tnd_causal": lambda dtype: make_tnd([5, 130, 0, 64], [7, 130, 0, 70], 4, 2, 64, dtype=dtype, mask=COMPRESSED,
+                                         mode=3, sink=SINK),
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("dtype", F.DTYPES, ids=F.dname)
-@pytest.mark.parametrize("layout,mask,mode", [("BNSD", None, 0), ("SBH", COMPRESSED, 3)])
-def test_sink(dtype, layout, mask, mode):
-    """gpt-oss's sinks: dq, dk, dv from the grad op (the forward's statistics hold the sinks), and d_sink through
-    autograd (ops.attention.sink_grad) against the golden's, PyTorch's in the dtype and its fp32 bound; rows
-    with no key (Sq > Skv, bottom-right causal) put their weight on the sink."""
-    sink = torch.tensor([-2.0, 0.0, 1.5, 4.0])
-    case = make(dtype, layout, 2, 4, 2, 70, 50, 64, mask=mask, mode=mode, sink=sink)
-    run(case)
-    q, k, v, s = (t.detach().clone().requires_grad_() for t in (case.q, case.k, case.v, sink))
+@pytest.mark.parametrize("which", SINK_CASES)
+def test_sink(dtype, which):
+    """gpt-oss's sinks: dq, dk, dv and the kernel's d_sink from the grad op (the forward's statistics hold the sinks),
+    judged against the golden's, PyTorch's in the dtype and its fp32 bound (run); autograd hands back the op's
+    d_sink and dq, dk, dv bit for bit."""
+    case = SINK_CASES[which](dtype)
+    grads = run(case)
+    dsink = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))[3]
+    q, k, v, s = (t.detach().clone().requires_grad_() for t in (case.q, case.k, case.v, SINK))
     out = torch.ops.custom.fusion_attention(q, k, v, *case.args()[3:-1], s)[0]
     out.backward(case.dy)
-    golden = case.golden(with_sink=True)
-    _, second, bounds = reference(case)
-    assert s.grad.dtype == torch.float32 and s.grad.shape == (4,)
-    # judged in the inputs' dtype: D comes from attention_out in it
-    check = S.check_cancelling(np64(s.grad), golden[3], np64(second[3]), dtype, bounds[3])
-    assert check.passed, f"{case.name} d_sink: {'; '.join(check.failures)}\n  {check.describe()}"
-    for got, want in zip((q.grad, k.grad, v.grad), run(case), strict=True):  # autograd is the grad op
+    assert torch.equal(s.grad, dsink), case.name
+    for got, want in zip((q.grad, k.grad, v.grad), grads, strict=True):  # autograd is the grad op
         assert torch.equal(got, want), case.name
+
+
+def test_the_sink_judge_fails_a_wrong_d_sink():
+    """d_sink off by 4 MERE limits in one head, or without its minus sign, fails judge_sink: it can fail."""
+    case = SINK_CASES["bnsd"](torch.float32)
+    dsink = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))[3]
+    judge_sink(case, dsink)
+    off = dsink.clone()
+    off[2] *= 1 + 4 * P.THRESHOLDS["float32"]
+    for wrong in (off, -dsink):
+        with pytest.raises(AssertionError, match="d_sink"):
+            judge_sink(case, wrong)
 
 
 @pytest.mark.parametrize("groups", [1, 2, 4, 8, 16])
@@ -294,18 +336,19 @@ def test_unattended_rows_and_keys_get_exact_zeros(dtype):
 def test_any_deal_gives_the_same_bits(groups, mode, s1, s2):
     """The tasks dealt to 1, 3 or 24 core groups (snake order per pass; a group's steps one stream across its tasks
     and both passes, the cube a step ahead of the AIVs): judged, and the same dq, dk, dv bit for bit as the twin's
-    own deal, since each output's sum runs in the order the blocks fix, whichever group takes it. Causal
-    bottom-right with S1 > S2 leaves query tasks whose rows keep no key, top-left with S2 > S1 key tasks no row
-    attends: both are written (zeros) in their turn between tasks with steps in flight."""
-    case = make(torch.bfloat16, "BSND", 1, 4, 2, s1, s2, 64, mask=COMPRESSED, mode=mode, label="deal")
+    own deal, since each output's sum runs in the order the blocks fix, whichever group takes it; d_sink too (its
+    partials' slots and their sum's order are the tiling's). Causal bottom-right with S1 > S2 leaves query tasks
+    whose rows keep no key, top-left with S2 > S1 key tasks no row attends: both are written (zeros) in their turn
+    between tasks with steps in flight."""
+    case = make(torch.bfloat16, "BSND", 1, 4, 2, s1, s2, 64, mask=COMPRESSED, mode=mode, label="deal", sink=SINK)
     want = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
     torch.ops.ascendc_ops.set_tiling_platform("Ascend910B", 2 * groups, groups, 196352)
     try:
-        got = run(case)
+        got = (*run(case), torch.ops.custom.fusion_attention_grad(*case.args(grads=True))[3])
     finally:
         torch.ops.ascendc_ops.reset_tiling_platform()
     assert all(torch.equal(a, b) for a, b in zip(got, want, strict=True)), case.name
-    dq, dk, _ = got
+    dq, dk, _, _ = got
     edge = (dq[:, : s1 - s2] if s1 > s2 else dk[:, s1:]).float()
     assert edge.abs().max() == 0 and dq.float().abs().max() > 0
 
@@ -356,7 +399,7 @@ def test_tnd_matches_each_sequence_alone():
     """TND gives each sequence bit for bit what BSND gives it alone (no sum crosses a sequence's end)."""
     lens_q, lens_k = [5, 130, 1, 64], [7, 130, 3, 64]
     case = make_tnd(lens_q, lens_k, 4, 2, 64, mask=COMPRESSED, mode=3)
-    grads = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
+    grads = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))[:3]
     starts = [np.concatenate(([0], np.cumsum(lens))) for lens in (lens_q, lens_k)]
     for i, (a, b) in enumerate(zip(lens_q, lens_k, strict=True)):
         sq, sk = int(starts[0][i]), int(starts[1][i])
@@ -365,7 +408,7 @@ def test_tnd_matches_each_sequence_alone():
                                                             sparse_mode=3)  # fmt: skip
         alone = torch.ops.custom.fusion_attention_grad(
             *one, smax, ssum, out, 4, "BSND", COMPRESSED, case.kw["scale"], sparse_mode=3
-        )
+        )[:3]
         for got, want, s, n in zip(grads, alone, (sq, sk, sk), (a, b, b), strict=True):
             assert torch.equal(got[s : s + n], want[0]), f"sequence {i}"
 
@@ -389,7 +432,7 @@ def test_autograd_equals_the_direct_call(case):
     assert torch.equal(out, case.fwd[0]) and torch.equal(smax, case.fwd[1]) and torch.equal(ssum, case.fwd[2])
     grads = torch.autograd.grad(out, leaves, case.dy)
     direct = torch.ops.custom.fusion_attention_grad(*case.args(grads=True))
-    for name, a, b in zip(("dq", "dk", "dv"), grads, direct, strict=True):
+    for name, a, b in zip(("dq", "dk", "dv"), grads, direct[:3], strict=True):
         assert torch.equal(a, b), f"{case.name} {name}: autograd != the direct call"
     judge(case, grads, " (autograd)")
 
@@ -400,15 +443,17 @@ OPCHECK = [
     lambda: make(torch.float16, "BSND", 1, 4, 2, 20, 30, 64, mask=COMPRESSED, mode=3, label="opcheck"),
     lambda: make(torch.bfloat16, "SBH", 2, 2, 1, 20, 30, 64, mask=COMPRESSED, mode=4, pre=8, nxt=0, label="opcheck"),
     lambda: make_tnd([5, 0, 7], [6, 0, 9], 2, 2, 64, dtype=torch.float32, mask=COMPRESSED, mode=2, label="opcheck"),
+    lambda: make(torch.float16, "BNSD", 1, 4, 2, 20, 30, 64, mask=COMPRESSED, mode=3, label="opcheck", sink=SINK),
 ]
+OPCHECK_IDS = ["bsnd_causal", "sbh_band", "tnd", "bnsd_causal_sink"]
 
 
-@pytest.mark.parametrize("i", range(len(OPCHECK)), ids=["bsnd_causal", "sbh_band", "tnd"])
+@pytest.mark.parametrize("i", range(len(OPCHECK)), ids=OPCHECK_IDS)
 def test_opcheck_grad(i):
     opcheck(torch.ops.custom.fusion_attention_grad, OPCHECK[i]().args(grads=True))
 
 
-@pytest.mark.parametrize("i", range(len(OPCHECK)), ids=["bsnd_causal", "sbh_band", "tnd"])
+@pytest.mark.parametrize("i", range(len(OPCHECK)), ids=OPCHECK_IDS)
 def test_opcheck_forward_with_autograd(i):
     """The forward with inputs that need a gradient: opcheck also checks the autograd registration
     (test_autograd_registration, test_aot_dispatch_dynamic)."""

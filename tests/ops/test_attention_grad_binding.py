@@ -28,7 +28,7 @@ def grad_inputs(q=(1, 2, 8, 64), k=(1, 2, 8, 64), v=(1, 2, 8, 64), layout="BNSD"
 
 def fag(change=None, heads=2, layout="BNSD", mask=None, shapes=None, **kw):
     """A bad call whose tensors are made inside it (so FakeTensorMode sees fakes): the inputs of a 2-head BNSD
-    problem (or `shapes`), each replaced by change[name]() where given."""
+    problem (or `shapes`), each replaced by change[name]() where given (also "sink", else none)."""
     names = ("query", "key", "value", "dy", "softmax_max", "softmax_sum", "attention_in")
     shapes = shapes or dict(zip(names, [(1, 2, 8, 64)] * 4 + [(1, 2, 8, 8)] * 2 + [(1, 2, 8, 64)], strict=True))
 
@@ -36,7 +36,12 @@ def fag(change=None, heads=2, layout="BNSD", mask=None, shapes=None, **kw):
         given = {name: torch.randn(shapes[name]) for name in names}
         given.update({name: make() for name, make in (change or {}).items()})
         return ascendc_ops.fusion_attention_grad(
-            *(given[name] for name in names), heads, layout, atten_mask=None if mask is None else mask(), **kw
+            *(given[name] for name in names),
+            heads,
+            layout,
+            atten_mask=None if mask is None else mask(),
+            sink=given.get("sink"),
+            **kw,
         )
 
     return call
@@ -91,6 +96,8 @@ BAD = [
         "atten_mask must be triu(ones(2048, 2048), 1) for sparse_mode 3 (the compressed causal mask), got another",
     ),
     (fag(layout="TND", shapes=TND), ValueError, "input_layout='TND' needs actual_seq_qlen and actual_seq_kvlen"),
+    (fag({"sink": t(3)}), ValueError, "sink must be [N1] = [2] (one logit per query head), got shape [3]"),
+    (fag({"sink": t(2, dtype=torch.float16)}), TypeError, "sink must be one of float32, got float16"),
 ]
 
 
@@ -116,9 +123,13 @@ def test_meta_gives_the_inputs_shapes_and_dtype():
     q, k, v = torch.empty(2, 20, 128, **m), torch.empty(2, 30, 64, **m), torch.empty(2, 30, 48, **m)
     dy, out = torch.empty(2, 20, 96, **m), torch.empty(2, 20, 96, **m)
     stats = torch.empty(2, 4, 20, 8, device="meta")
-    dq, dk, dv = ascendc_ops.fusion_attention_grad(q, k, v, dy, stats, stats, out, 4, "BSH")
+    dq, dk, dv, dsink = ascendc_ops.fusion_attention_grad(q, k, v, dy, stats, stats, out, 4, "BSH")
     assert (dq.shape, dk.shape, dv.shape) == (q.shape, k.shape, v.shape)
     assert {dq.dtype, dk.dtype, dv.dtype} == {torch.bfloat16} and dq.device.type == "meta"
+    assert dsink.shape == (0,) and dsink.dtype == torch.float32
+    sink = torch.empty(4, device="meta")
+    dsink = ascendc_ops.fusion_attention_grad(q, k, v, dy, stats, stats, out, 4, "BSH", sink=sink)[3]
+    assert dsink.shape == (4,) and dsink.dtype == torch.float32 and dsink.device.type == "meta"
 
 
 def test_meta_on_symbolic_shapes():
@@ -131,7 +142,7 @@ def test_meta_on_symbolic_shapes():
     graph = make_fx(f, tracing_mode="symbolic")(q, k, v, dy, smax, ssum, out)
     inputs = [n.meta["val"] for n in graph.graph.nodes if n.op == "placeholder"]
     (result,) = [n for n in graph.graph.nodes if n.op == "output"]
-    grads = [n.meta["val"] for n in result.args[0]]
+    grads = [n.meta["val"] for n in result.args[0]][:3]
     assert any(isinstance(s, torch.SymInt) for s in inputs[0].shape)
     for got, like in zip(grads, inputs[:3], strict=True):
         assert [str(s) for s in got.shape] == [str(s) for s in like.shape]
@@ -140,14 +151,14 @@ def test_meta_on_symbolic_shapes():
 # ---------------------------------------------------------------- empty tensors
 def test_no_keys_gives_zero_query_gradients():
     q, k, v, dy, smax, ssum, out = grad_inputs(k=(1, 2, 0, 64), v=(1, 2, 0, 64))
-    dq, dk, dv = ascendc_ops.fusion_attention_grad(q, k, v, dy, smax, ssum, out, 2, "BNSD")
+    dq, dk, dv, _ = ascendc_ops.fusion_attention_grad(q, k, v, dy, smax, ssum, out, 2, "BNSD")
     assert dq.shape == q.shape and bool((dq == 0).all())
     assert dk.shape == (1, 2, 0, 64) and dv.shape == (1, 2, 0, 64)
 
 
 def test_no_queries_gives_zero_key_and_value_gradients():
     q, k, v, dy, smax, ssum, out = grad_inputs(q=(1, 2, 0, 64), v=(1, 2, 8, 32))
-    dq, dk, dv = ascendc_ops.fusion_attention_grad(q, k, v, dy, smax, ssum, out, 2, "BNSD")
+    dq, dk, dv, _ = ascendc_ops.fusion_attention_grad(q, k, v, dy, smax, ssum, out, 2, "BNSD")
     assert dq.shape == (1, 2, 0, 64)
     assert dk.shape == k.shape and dv.shape == v.shape and bool((dk == 0).all()) and bool((dv == 0).all())
 
@@ -155,7 +166,9 @@ def test_no_queries_gives_zero_key_and_value_gradients():
 def test_no_batches():
     q, k, v, dy, smax, ssum, out = grad_inputs(q=(0, 5, 64), k=(0, 7, 64), v=(0, 7, 64), layout="BSH", heads=1)
     grads = ascendc_ops.fusion_attention_grad(q, k, v, dy, smax, ssum, out, 1, "BSH")
-    assert [g.shape for g in grads] == [q.shape, k.shape, v.shape]
+    assert [g.shape for g in grads] == [q.shape, k.shape, v.shape, (0,)]
+    dsink = ascendc_ops.fusion_attention_grad(q, k, v, dy, smax, ssum, out, 1, "BSH", sink=torch.ones(1))[3]
+    assert torch.equal(dsink, torch.zeros(1))  # no rows: an empty sum
 
 
 # ---------------------------------------------------------------- autograd
@@ -184,7 +197,7 @@ def test_backward_is_the_grad_op_on_the_forward_results():
     dy = torch.randn_like(out)
     out.backward(dy)
     want = ascendc_ops.fusion_attention_grad(q, k, v, dy, smax, ssum, out.detach(), 4, "TND", **kw)
-    for leaf, w in zip(leaves, want, strict=True):
+    for leaf, w in zip(leaves, want[:3], strict=True):
         assert torch.equal(leaf.grad, w)
 
 

@@ -82,15 +82,15 @@ def run_all(fn, workers, side_by_side: bool, label: str):
     same_bits(outs, label)
 
 
-ATTENTION = [  # B, S1, S2, N, NKV, D, layout, dtype, sparse_mode; the first runs side by side
-    (1, 256, 256, 8, 2, 128, "BSND", torch.bfloat16, 3),
-    (2, 83, 83, 4, 4, 80, "BNSD", torch.float16, 0),
-    (1, 1, 700, 16, 2, 64, "BSND", torch.float16, 0),
-    (1, 130, 130, 6, 3, 40, "BSH", torch.float32, 2),
+ATTENTION = [  # B, S1, S2, N, NKV, D, layout, dtype, sparse_mode, sinks; the first runs side by side
+    (1, 256, 256, 8, 2, 128, "BSND", torch.bfloat16, 3, True),
+    (2, 83, 83, 4, 4, 80, "BNSD", torch.float16, 0, False),
+    (1, 1, 700, 16, 2, 64, "BSND", torch.float16, 0, False),
+    (1, 130, 130, 6, 3, 40, "BSH", torch.float32, 2, True),
 ]
 
 
-def attention_inputs(b, s1, s2, n, nkv, d, layout, dtype, mode):
+def attention_inputs(b, s1, s2, n, nkv, d, layout, dtype, mode, _sinks):
     g = torch.Generator().manual_seed(s1 * 7 + n)
     q = torch.randn(b, n, s1, d, generator=g).to(dtype)
     k, v = (torch.randn(b, nkv, s2, d, generator=g).to(dtype) for _ in range(2))
@@ -105,17 +105,21 @@ def attention_inputs(b, s1, s2, n, nkv, d, layout, dtype, mode):
     return lay(q), lay(k), lay(v), mask
 
 
-@pytest.mark.parametrize("case", ATTENTION, ids=lambda c: f"{c[6]}-{c[1]}x{c[2]}-N{c[3]}/{c[4]}-D{c[5]}-mode{c[8]}")
+@pytest.mark.parametrize(
+    "case", ATTENTION, ids=lambda c: f"{c[6]}-{c[1]}x{c[2]}-N{c[3]}/{c[4]}-D{c[5]}-mode{c[8]}{'-sinks' * c[9]}"
+)
 def test_attention_forward_and_backward(case):
-    b, s1, s2, n, nkv, d, layout, dtype, mode = case
+    """With sinks the backward's d_sink (per-task partials summed by one AIV after a SyncAll) is compared too."""
+    b, s1, s2, n, nkv, d, layout, dtype, mode, sinks = case
     q, k, v, mask = attention_inputs(*case)
     dy = torch.randn(q.shape, generator=torch.Generator().manual_seed(1)).to(dtype)
     scale = d**-0.5
+    sink = torch.linspace(-1.0, 2.0, n) if sinks else None
 
     def fwd_bwd():
-        out, smax, ssum = ascendc_ops.fusion_attention(q, k, v, n, layout, mask, scale, sparse_mode=mode)[:3]
+        out, smax, ssum = ascendc_ops.fusion_attention(q, k, v, n, layout, mask, scale, sparse_mode=mode, sink=sink)[:3]
         grads = torch.ops.custom.fusion_attention_grad(
-            q, k, v, dy, smax, ssum, out, n, layout, mask, scale, 2147483647, 2147483647, None, None, mode
+            q, k, v, dy, smax, ssum, out, n, layout, mask, scale, 2147483647, 2147483647, None, None, mode, sink=sink
         )
         return [out, smax, ssum, *grads]
 

@@ -70,7 +70,8 @@ inline ge::graphStatus InferAttentionDtype(gert::InferDataTypeContext* context) 
 }
 
 // fusion_attention_grad: inputs query (0), key (1), value (2), dy (3), atten_mask (4, optional), softmax_max (5),
-// softmax_sum (6), attention_in (7), drop_mask (8, optional); the forward's attrs, keep_prob among them.
+// softmax_sum (6), attention_in (7), drop_mask (8, optional), sink (9, optional); the forward's attrs, keep_prob among
+// them.
 template <typename Context>
 tiling::AttentionArgs<int64_t> AttentionGradArgsOf(const Context* context, const tiling::OpSpec& op) {
   tiling::AttentionAttrs attrs = AttentionAttrsOf(context->GetAttrs(), ascendc_ops::kFusionAttentionGradAttrs);
@@ -78,13 +79,21 @@ tiling::AttentionArgs<int64_t> AttentionGradArgsOf(const Context* context, const
   return tiling::CheckFusionAttentionGrad(op, InputArg(context, 0), InputArg(context, 1), InputArg(context, 2),
                                           InputArg(context, 3), InputArg(context, 4, true), InputArg(context, 5),
                                           InputArg(context, 6), InputArg(context, 7), attrs, {},
-                                          InputArg(context, 8, true));
+                                          InputArg(context, 8, true), InputArg(context, 9, true));
+}
+
+// dsink (output 3) is optional: a graph without a sink may leave it out.
+template <typename Context>
+bool HasDsink(const Context* context) {
+  return context->GetComputeNodeOutputNum() > 3;
 }
 
 inline ge::graphStatus TileAttentionGradOp(gert::TilingContext* context, const tiling::OpSpec& op) {
   return Checked([&] {
-    const tiling::AttentionGradTiling t = tiling::TileAttentionGrad(
-        tiling::AttentionProblemOf(AttentionGradArgsOf(context, op)), NpuCubePlatform(context));
+    const tiling::AttentionArgs<int64_t> a = AttentionGradArgsOf(context, op);
+    if (a.sink && !HasDsink(context)) return ge::GRAPH_FAILED;  // a sink's gradient needs its output
+    const tiling::AttentionGradTiling t =
+        tiling::TileAttentionGrad(tiling::AttentionProblemOf(a), NpuCubePlatform(context));
     // no task: no query and no key rows, so dq / dk / dv are empty (an empty S1 or S2 alone still has tasks,
     // which write the zeros)
     if (t.blockDim == 0) return ge::GRAPH_FAILED;
@@ -92,21 +101,23 @@ inline ge::graphStatus TileAttentionGradOp(gert::TilingContext* context, const t
   });
 }
 
-// dq, dk, dv (0-2): query's, key's and value's shapes, once the arguments pass the problem function.
+// dq, dk, dv (0-2): query's, key's and value's shapes, once the arguments pass the problem function; dsink (3, where
+// given): sink's [N1], or [0] without a sink.
 inline ge::graphStatus InferAttentionGradShape(gert::InferShapeContext* context, const tiling::OpSpec& op) {
   return Checked([&] {
-    (void)AttentionGradArgsOf(context, op);
+    const tiling::AttentionArgs<int64_t> a = AttentionGradArgsOf(context, op);
     for (size_t k = 0; k < 3; ++k)
       if (SameShape(context, k, k) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-    return ge::GRAPH_SUCCESS;
+    if (!HasDsink(context)) return ge::GRAPH_SUCCESS;
+    return SetOutputShape(context, 3, std::vector<int64_t>{a.sink ? a.heads : 0});
   });
 }
 
-// dq, dk, dv in query's dtype.
+// dq, dk, dv in query's dtype, dsink (where given) fp32.
 inline ge::graphStatus InferAttentionGradDtype(gert::InferDataTypeContext* context) {
   for (size_t k = 0; k < 3; ++k)
     if (SameDtype(context, 0, k) != ge::GRAPH_SUCCESS) return ge::GRAPH_FAILED;
-  return ge::GRAPH_SUCCESS;
+  return HasDsink(context) ? context->SetOutputDataType(3, ge::DT_FLOAT) : ge::GRAPH_SUCCESS;
 }
 
 }  // namespace ascendc_ops_host

@@ -50,16 +50,18 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttention(const at::Tens
   return {l.out, l.softmaxMax, l.softmaxSum};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> RunFusionAttentionGrad(
-    const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, const at::Tensor& dy,
-    const at::Tensor& softmaxMax, const at::Tensor& softmaxSum, const at::Tensor& attentionIn,
-    const at::Tensor& attenMask, const at::Tensor& dropMask, const tiling::AttentionAttrs& attrs) {
+FusionAttentionGradResult RunFusionAttentionGrad(const at::Tensor& query, const at::Tensor& key,
+                                                 const at::Tensor& value, const at::Tensor& dy,
+                                                 const at::Tensor& softmaxMax, const at::Tensor& softmaxSum,
+                                                 const at::Tensor& attentionIn, const at::Tensor& attenMask,
+                                                 const at::Tensor& dropMask, const at::Tensor& sink,
+                                                 const tiling::AttentionAttrs& attrs) {
   FusionAttentionGradLaunch l = PrepareFusionAttentionGrad(query, key, value, dy, softmaxMax, softmaxSum, attentionIn,
-                                                           attenMask, dropMask, attrs, npu::NpuCubePlatform());
-  // no task: dq / dk / dv zero-filled by Prepare
+                                                           attenMask, dropMask, sink, attrs, npu::NpuCubePlatform());
+  // no task: dq / dk / dv (and dsink) zero-filled by Prepare
   if (l.tiling.blockDim > 0)
     EnqueueAttention(kFusionAttentionGrad.name, npu_entries::fusion_attention_grad, l, query.device());
-  return {l.dq, l.dk, l.dv};
+  return {l.dq, l.dk, l.dv, l.dsink};
 }
 
 }  // namespace

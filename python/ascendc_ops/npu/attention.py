@@ -20,9 +20,8 @@ import torch
 from ..ops.attention import (
     fusion_attention as _fusion_attention,
     fusion_attention_grad as _fusion_attention_grad,
-    sink_grad,
 )
-from ..ops.attention_args import TOCKENS_MAX, AttentionAttrs, batch_and_seq, seq_lengths
+from ..ops.attention_args import TOCKENS_MAX, batch_and_seq, seq_lengths
 from .errors import fail
 
 OP = "npu_fusion_attention"
@@ -134,8 +133,8 @@ def _forward(op, query, key, value, head_num, input_layout, pse, padding_mask, a
 def _backward(op, query, key, value, dy, head_num, input_layout, pse, padding_mask, atten_mask, softmax_max,
               softmax_sum, attention_in, scale_value, keep_prob, pre_tokens, next_tokens, prefix, actual_seq_qlen,
               actual_seq_kvlen, sparse_mode, softmax_layout, sink, rope=None):  # fmt: skip
-    """(dq, dk, dv, dsink), shared by every grad version: dsink from the forward's statistics (ops.attention.sink_grad),
-    an empty fp32 tensor without sink."""
+    """(dq, dk, dv, dsink), shared by every grad version: dsink the kernel's (from the forward's statistics), an empty
+    fp32 tensor without sink."""
     _refuse_unsupported(op, pse, padding_mask, prefix, sparse_mode, keep_prob)
     if float(keep_prob) != 1.0:  # torch_npu's grads take no mask
         _refuse(
@@ -160,14 +159,10 @@ def _backward(op, query, key, value, dy, head_num, input_layout, pse, padding_ma
         softmax_max = _stats_from_tnd(softmax_max, qlen, int(head_num))
         softmax_sum = _stats_from_tnd(softmax_sum, qlen, int(head_num))
     with _joined_rope(op, rope):
-        grads = _fusion_attention_grad(
+        return _fusion_attention_grad(
             query, key, value, dy, softmax_max, softmax_sum, attention_in, int(head_num), layout, atten_mask,
-            float(scale_value), int(pre_tokens), int(next_tokens), qlen, kvlen, int(sparse_mode),
+            float(scale_value), int(pre_tokens), int(next_tokens), qlen, kvlen, int(sparse_mode), sink=sink,
         )  # fmt: skip
-    if sink is None:
-        return (*grads, key.new_empty(0, dtype=torch.float32))
-    attrs = AttentionAttrs(int(head_num), layout, actual_seq_qlen=qlen, sink=sink)
-    return (*grads, sink_grad(dy, attention_in, softmax_max, softmax_sum, attrs))
 
 
 def npu_fusion_attention(

@@ -19,11 +19,12 @@
   V, the statistics P's.
 
 - ``fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, attention_in, head_num, input_layout,
-  ...) -> (dq, dk, dv)``, the forward's arguments after its tensors: its backward (torch_npu's
-  ``npu_fusion_attention_grad`` without pse / sink; dropout with the forward's keep_prob and drop_mask), from the
-  forward's ``softmax_max`` /
-  ``softmax_sum`` and ``attention_out`` (``attention_in``) and the gradient ``dy`` of attention_out; dq / dk / dv
-  have query's / key's / value's shapes and dtype. An empty S1 or S2 gives zeros.
+  ...) -> (dq, dk, dv, dsink)``, the forward's arguments after its tensors (``sink`` last): its backward (torch_npu's
+  ``npu_fusion_attention_grad`` without pse; dropout with the forward's keep_prob and drop_mask), from the
+  forward's ``softmax_max`` / ``softmax_sum`` and ``attention_out`` (``attention_in``) and the gradient ``dy`` of
+  attention_out; dq / dk / dv have query's / key's / value's shapes and dtype; dsink is d loss / d sink, fp32 [N1]
+  (the kernel's: -sum over the head's rows of p_sink * D, docs/attention.md "Sinks"), an empty fp32 tensor without
+  sink. An empty S1 or S2 gives zeros.
 
 Autograd: ``custom::fusion_attention``'s backward is ``custom::fusion_attention_grad`` with the forward's inputs,
 attrs and results, as torch_npu's derivatives.yaml wires npu_fusion_attention to its grad. Only query, key and value
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import torch
 
-from .attention_args import AttentionAttrs, seq_lengths
+from .attention_args import AttentionAttrs
 
 
 def fusion_attention(query, key, value, *attrs, **named):
@@ -48,32 +49,11 @@ def fusion_attention(query, key, value, *attrs, **named):
 
 
 def fusion_attention_grad(query, key, value, dy, softmax_max, softmax_sum, attention_in, *attrs, **named):
-    """(dq, dk, dv) of fusion_attention given dy = d(attention_out) and the forward's statistics and output,
-    for the forward's arguments (AttentionAttrs)."""
+    """(dq, dk, dv, dsink) of fusion_attention given dy = d(attention_out) and the forward's statistics and output,
+    for the forward's arguments (AttentionAttrs; dsink fp32 [N1] with a sink, else empty)."""
     return torch.ops.custom.fusion_attention_grad(
         query, key, value, dy, softmax_max, softmax_sum, attention_in, *AttentionAttrs(*attrs, **named).grad_args()
     )
-
-
-def sink_grad(dy, attention_out, softmax_max, softmax_sum, attrs: AttentionAttrs) -> torch.Tensor:
-    """d loss / d sink [N1] (fp32): a sink is one more logit of each row of its head, with no value, so its
-    gradient is -sum over the head's rows of p_sink * D, p_sink = exp(sink - max) / sum from the forward's
-    statistics (which hold the sink) and D = rowsum(dy * attention_out), as the kernels' backward defines D."""
-    layout, n = attrs.input_layout, attrs.head_num
-    prod = dy.float() * attention_out.float()
-    d = (prod.unflatten(-1, (n, -1)) if layout in ("BSH", "SBH") else prod).sum(-1)  # heads and rows, as laid out
-    m, total = softmax_max[..., 0], softmax_sum[..., 0]  # [B, N, S] or TND's per-sequence [N, s] blocks
-    if layout == "TND":
-        lens = seq_lengths(attrs.actual_seq_qlen).tolist()
-        d = torch.cat([part.transpose(0, 1).reshape(-1) for part in d.split(lens)])  # [N, s] blocks, as the stats
-        heads = torch.cat([torch.arange(n, device=d.device).repeat_interleave(s) for s in lens])
-        m, total = m.reshape(-1), total.reshape(-1)
-    else:
-        d = d.permute({"BSND": (0, 2, 1), "BSH": (0, 2, 1), "SBH": (1, 2, 0), "BNSD": (0, 1, 2)}[layout])
-        heads = torch.arange(n, device=d.device)[None, :, None].expand_as(d).reshape(-1)
-        d, m, total = d.reshape(-1), m.reshape(-1), total.reshape(-1)
-    sink = attrs.sink.float()
-    return -torch.zeros_like(sink).index_add_(0, heads, torch.exp(sink[heads] - m) / total * d)
 
 
 # ---- autograd ----
@@ -91,14 +71,14 @@ def _setup_context(ctx, inputs, output):
 def _fusion_attention_backward(ctx, d_out, _d_max, _d_sum):
     query, key, value, atten_mask, sink, drop_mask, attention_out, softmax_max, softmax_sum = ctx.saved_tensors
     attrs = ctx.attrs._replace(atten_mask=atten_mask, sink=sink, drop_mask=drop_mask)
-    dq, dk, dv = torch.ops.custom.fusion_attention_grad(
+    dq, dk, dv, dsink = torch.ops.custom.fusion_attention_grad(
         query, key, value, d_out, softmax_max, softmax_sum, attention_out, *attrs.grad_args()
     )
     # one gradient per input given (the inputs run up to the last argument passed)
     need, at_sink = ctx.needs_input_grad, 3 + AttentionAttrs._fields.index("sink")
     grads = [dq if need[0] else None, dk if need[1] else None, dv if need[2] else None] + [None] * (len(need) - 3)
     if len(need) > at_sink and need[at_sink]:
-        grads[at_sink] = sink_grad(d_out, attention_out, softmax_max, softmax_sum, attrs).to(sink.dtype)
+        grads[at_sink] = dsink.to(sink.dtype)
     return tuple(grads)
 
 

@@ -25,7 +25,7 @@ COMPRESSED_MASK_SIZE = 2048  # the compressed causal mask's side (torch_npu's sp
 class AttentionAttrs(NamedTuple):
     """fusion_attention's arguments after its tensors (query, key, value; the grad's also dy and the forward's
     results), in the schema's order with the prototype's defaults: ``AttentionAttrs(4, "BNSD", mask,
-    sparse_mode=3)`` fills the rest. The grad takes the same list but sink (``grad_args``)."""
+    sparse_mode=3)`` fills the rest. The grad takes the same list with sink last (``grad_args``)."""
 
     head_num: int
     input_layout: str
@@ -42,9 +42,9 @@ class AttentionAttrs(NamedTuple):
     drop_mask: Any = None  # uint8, one bit a score element [B, N1, S1, S2] (pack_dropout_mask), 1 = kept
 
     def grad_args(self) -> tuple:
-        """The list fusion_attention_grad takes: all but sink (the forward's statistics hold it; its gradient is
-        ops.attention.sink_grad's)."""
-        return tuple(getattr(self, name) for name in self._fields if name != "sink")
+        """The list fusion_attention_grad takes: sink moved last, after drop_mask (torch_npu appended both, the grad
+        in that order; the op's 4th output is sink's gradient)."""
+        return tuple(getattr(self, name) for name in self._fields if name != "sink") + (self.sink,)
 
     def band(self) -> tuple[int, int, int]:
         """(sparse_mode, pre_tockens, next_tockens) as ints: what the masks read besides the mask itself."""

@@ -53,7 +53,7 @@ def run(t: dict, a: dict) -> tuple:
     attrs = _attrs(a, t.get("atten_mask"))
     q, k, v = t["query"], t["key"], t["value"]
     out, m, s = torch.ops.custom.fusion_attention(q, k, v, *attrs)
-    return tuple(torch.ops.custom.fusion_attention_grad(q, k, v, t["dy"], m, s, out, *attrs.grad_args()))
+    return tuple(torch.ops.custom.fusion_attention_grad(q, k, v, t["dy"], m, s, out, *attrs.grad_args())[:3])
 
 
 def torch_backward(t: dict, a: dict) -> tuple:

@@ -110,9 +110,9 @@ def run(t: dict, a: dict) -> tuple:
     q, dy, o, n = t["query"], t["dy"], t["attention_in"], int(a["head_num"])
     m, s = t["softmax_max"], t["softmax_sum"]
     grad = torch.ops.custom.fusion_attention_grad
-    dq1, dk1, dv1 = grad(q, k_m, v_m, dy, m, s, o, *case_attrs(main, t.get("atten_mask")).grad_args())
+    dq1, dk1, dv1 = grad(q, k_m, v_m, dy, m, s, o, *case_attrs(main, t.get("atten_mask")).grad_args())[:3]
     m2, s2 = (blocks_of(rows_of(x, _ends(a), n), [q.shape[0]], n) for x in (m, s))  # one sequence's layout
-    dq2, dk2, dv2 = grad(q, k_s, v_s, dy, m2, s2, o, *case_attrs(sink).grad_args())
+    dq2, dk2, dv2 = grad(q, k_s, v_s, dy, m2, s2, o, *case_attrs(sink).grad_args())[:3]
     return (dq1.float() + dq2.float()).to(q.dtype), torch.cat([dk2, dk1]), torch.cat([dv2, dv1])
 
 

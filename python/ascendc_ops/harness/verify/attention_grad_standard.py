@@ -49,7 +49,7 @@ def grad_bounds(q, k, v, dy, o, smax, ssum, keep, scale, dtype, softcap=0.0, sin
     - D) goes to the cube in the dtype; each sum of products costs gamma(terms + 16). With softcap, the scores are
     capped (SOFTCAP_ULPS more error) and dS is times w = 1 - tanh^2 (SOFTCAP_GRAD_ULPS). With sink (float64 [N1],
     joining P's sums), a 4th bound: d_sink's, -sum p_sink D with p_sink and D as erroneous as P's and D's in dS,
-    summed in fp32 (ops.attention.sink_grad). With dropout, drop (float64 [N1, s1, s2], keep / keep_prob) multiplies
+    summed in fp32 (the kernel's SinkPart). With dropout, drop (float64 [N1, s1, s2], keep / keep_prob) multiplies
     dP and, for dv, P, each product after fp32's rounding of 1 / keep_prob (two more units). Query heads in chunks
     of about BLOCK_ELEMENTS scores (few small ops: fast on a loaded machine, and bounded memory)."""
     n1, s1, d = q.shape
