@@ -155,13 +155,20 @@ class AttentionVector {
 
   // A head's sink logit is a key every row keeps, with no value: the running max starts at it and the sum at
   // exp(sink - sink) = 1, so the online softmax folds it in like any block (a row that keeps no key then gives 0).
+  // One head's rows take its logit by two Duplicates (one scalar read from GM a task, not two writes a row);
+  // decode's stacked heads cycle through the group's heads row by row, so they are written one by one.
   __aicore__ inline void StartAtSink(const Flight& f, const LocalTensor<float>& stat) {
     using namespace attention_vec;
     LocalTensor<float> m = stat[TaskRow(f.set, kMax0) * kMaxRows], l = stat[TaskRow(f.set, kSum) * kMaxRows];
     const uint32_t g = uint32_t(t_->stackHeads);
+    if (g <= 1) {
+      Duplicate(m, sink_.GetValue(uint64_t(f.task.n)), int32_t(f.rows));
+      Duplicate(l, 1.0f, int32_t(f.rows));
+      return;
+    }
     SyncPipes<HardEvent::V_S>();
     for (uint32_t r = 0; r < f.rows; ++r) {
-      m.SetValue(r, sink_.GetValue(uint64_t(f.task.n + (g > 1 ? (f.r0 + r) % g : 0))));
+      m.SetValue(r, sink_.GetValue(uint64_t(f.task.n + (f.r0 + r) % g)));
       l.SetValue(r, 1.0f);
     }
     SyncPipes<HardEvent::S_V>();

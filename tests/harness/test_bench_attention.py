@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ascendc_ops.harness.bench import ops as B
-from ascendc_ops.harness.families import attention as A
+from ascendc_ops.harness.families import attention as A, attention_variants as V
 from ascendc_ops.harness.pipeline.estimate import model_columns
 
 SMALL = (1, 32, 2, 1, 32)  # B, S, N, NKV, D: a few ms on the twin
@@ -104,3 +104,27 @@ def test_backward_row_against_eager_and_sdpa():
     for r in rows:
         assert r["mismatch"] == "" and r["ours_peak_mb"] is not None and r["torch_peak_mb"] is not None
         assert r["est_us_910b"] is not None
+
+
+def test_the_variants_read_their_mask_or_sinks_more():
+    """fusion_attention_dropout reads the packed mask (a bit a score) in each pass; fusion_attention_sink its N
+    logits, and its backward writes their gradient."""
+    gen = torch.Generator().manual_seed(0)
+    shape = (2, 16, 4, 2, 8)
+    drop = V.dropout_inputs(shape, torch.bfloat16, gen)
+    base = A.attention_bytes(drop[:4], None, "bwd")
+    assert drop[4].dtype == torch.uint8 and drop[4].numel() >= 2 * 4 * 16 * 16 // 8
+    assert V.variant_bytes(drop, None, "bwd") == (base.read + drop[4].nbytes, base.written)
+    sink = V.sink_inputs(shape, torch.bfloat16, gen)
+    assert sink[4].shape == (4,) and V.variant_bytes(sink, None, "bwd") == (base.read + 16, base.written + 16)
+
+
+@pytest.mark.skipif(not has_autograd(A.AUTOGRAD_OP), reason=f"{A.AUTOGRAD_OP} has no autograd formula")
+def test_dropout_and_sink_rows_agree_with_hfs_eager_attention():
+    """The variants' rows, forward and backward in fp32: ours and HF's eager attention with the same keep matrix
+    (or sinks) agree as the bench requires (its fp32 tolerance), with a 910B estimate."""
+    cfg = B.Config(ops=tuple(V.BENCH), shapes=(SMALL,), dtypes=("float32",), passes=("fwd", "bwd"), target_s=0.05,
+                   min_reps=2, warmup=1, compile=False, progress=False, explain=False)  # fmt: skip
+    rows = B.run(cfg, io.StringIO())
+    assert [(r["op"], r["pass"]) for r in rows] == [(op, p) for op in V.BENCH for p in ("fwd", "bwd")]
+    assert all(r["mismatch"] == "" and r["est_us_910b"] is not None for r in rows)

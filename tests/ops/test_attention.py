@@ -209,6 +209,14 @@ def test_sink(dtype, layout, mask, mode):
           data=tuple(torch.randn(2, n, s, 64, generator=gen) for n, s in ((4, s1), (2, s2), (2, s2))))  # fmt: skip
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=dname)
+@pytest.mark.parametrize("s1", [1, 3])
+def test_sink_with_decodes_stacked_heads(dtype, s1):
+    """Decode stacks a kv head's query heads as one task's rows, so a task's rows change head and sink row by row
+    (the forward writes each row's start one by one there; one head's rows take it by two Duplicates)."""
+    check(dtype, "BSND", 2, 4, 2, s1, 90, 64, sink=torch.tensor([-2.0, 0.0, 1.5, 4.0]))
+
+
 @pytest.mark.parametrize("s1", [1, 3])
 def test_decode_rows(s1):
     """A query block of one row: the cube's Mmad takes 16-aligned rows (m = 1 would be its vector form)."""

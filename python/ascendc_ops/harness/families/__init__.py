@@ -2,13 +2,25 @@
 how `verify` runs the op, PyTorch's own computation of it, its golden, fuzzer, default cases and value
 generators) and BENCH (op name -> base.OpBench: how `bench` times it). A new family is one module here and one
 name in FAMILIES (a backward op, verified as its own op, lives in its forward's module: fusion_attention_grad in
-attention)."""
+attention; its bench variants, dropout and sinks, in attention_variants)."""
 
 from __future__ import annotations
 
-from . import attention, cross_entropy, grouped_matmul, moe_routing, optimizer, rms_norm, rope, swiglu
+from . import (
+    attention,
+    attention_variants,
+    cross_entropy,
+    grouped_matmul,
+    moe_routing,
+    optimizer,
+    rms_norm,
+    rope,
+    swiglu,
+)
 
-FAMILIES = (rope, swiglu, rms_norm, grouped_matmul, moe_routing, attention, cross_entropy, optimizer)
+FAMILIES = (
+    rope, swiglu, rms_norm, grouped_matmul, moe_routing, attention, attention_variants, cross_entropy, optimizer,
+)  # fmt: skip
 
 VERIFY_OPS = {name: spec for family in FAMILIES for name, spec in family.VERIFY.items()}
 BENCH_OPS = {name: spec for family in FAMILIES for name, spec in family.BENCH.items()}
