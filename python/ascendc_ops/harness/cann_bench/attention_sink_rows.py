@@ -120,9 +120,10 @@ def between_launches_us(t: dict, a: dict, plat) -> float:
     """The model's time of the steps between the grad launches: the statistics' relayout (two fp32 [T, N, 8] read
     and written) and dq's sum (two dq read, one written), each a streaming kernel at its least time."""
     stats = 2 * t["softmax_max"].numel() * 4
-    dq = t["query"].numel() * DTYPE_BYTES[str(t["query"].dtype).removeprefix("torch.")]
+    dtype = str(t["query"].dtype).removeprefix("torch.")
+    dq = t["query"].numel() * DTYPE_BYTES[dtype]
     relayout = predict(Work(2 * stats, 0, "float32", False, stats), plat)
-    return relayout + predict(Work(3 * dq, 0, "float16", False, dq), plat)
+    return relayout + predict(Work(3 * dq, 0, dtype, False, dq), plat)
 
 
 # ---------------------------------------------------------------- the controls: per sequence, sink rows joined

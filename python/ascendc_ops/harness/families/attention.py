@@ -523,14 +523,20 @@ def attention_ours(q, k, v, mask):
     return ascendc_ops.fusion_attention(q, k, v, q.shape[2], "BSND", mask, 1.0 / q.shape[-1] ** 0.5, sparse_mode=3)[0]
 
 
-def attention_eager(q, k, v, mask):
-    """HF's eager_attention_forward: repeat_kv, Q K^T * scaling + the additive causal mask, softmax in fp32 cast
-    back, P V (the [B, N, S, S] scores and probabilities materialised)."""
+def eager_scores(q, k, v):
+    """HF's eager_attention_forward up to the softmax: repeat_kv, Q K^T * scaling + the additive causal mask
+    ([B, N, S, S] scores, BNSD values)."""
     g = q.shape[2] // k.shape[2]
     qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(g, 1), v.transpose(1, 2).repeat_interleave(g, 1)
     s = qt.shape[2]
     causal = torch.full((s, s), torch.finfo(q.dtype).min, dtype=q.dtype).triu(1)
-    w = torch.matmul(qt, kt.transpose(2, 3)) * (1.0 / q.shape[-1] ** 0.5) + causal
+    return torch.matmul(qt, kt.transpose(2, 3)) * (1.0 / q.shape[-1] ** 0.5) + causal, vt
+
+
+def attention_eager(q, k, v, mask):
+    """HF's eager_attention_forward: eager_scores, softmax in fp32 cast back, P V (the [B, N, S, S] scores and
+    probabilities materialised)."""
+    w, vt = eager_scores(q, k, v)
     w = torch.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype)
     return torch.matmul(w, vt).transpose(1, 2)
 

@@ -36,11 +36,7 @@ def dropout_ours(q, k, v, mask, drop, z):
 
 def dropout_eager(q, k, v, mask, drop, z):
     """HF's eager attention with its dropout on the probabilities: P * keep / keep_prob before P V."""
-    g = q.shape[2] // k.shape[2]
-    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(g, 1), v.transpose(1, 2).repeat_interleave(g, 1)
-    s = qt.shape[2]
-    causal = torch.full((s, s), torch.finfo(q.dtype).min, dtype=q.dtype).triu(1)
-    w = torch.matmul(qt, kt.transpose(2, 3)) * (1.0 / q.shape[-1] ** 0.5) + causal
+    w, vt = A.eager_scores(q, k, v)
     w = torch.softmax(w, dim=-1, dtype=torch.float32).to(q.dtype) * z
     return torch.matmul(w, vt).transpose(1, 2)
 
@@ -59,11 +55,8 @@ def sink_ours(q, k, v, mask, sink):
 def sink_eager(q, k, v, mask, sink):
     """transformers' gpt_oss eager attention: the sink one more column of the scores, the softmax over all, the
     column dropped before P V."""
-    g = q.shape[2] // k.shape[2]
-    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2).repeat_interleave(g, 1), v.transpose(1, 2).repeat_interleave(g, 1)
-    b, n, s, _ = qt.shape
-    causal = torch.full((s, s), torch.finfo(q.dtype).min, dtype=q.dtype).triu(1)
-    w = torch.matmul(qt, kt.transpose(2, 3)) * (1.0 / q.shape[-1] ** 0.5) + causal
+    w, vt = A.eager_scores(q, k, v)
+    b, n, s, _ = w.shape
     w = torch.cat([w, sink.to(w.dtype).reshape(1, n, 1, 1).expand(b, n, s, 1)], dim=-1)
     w = w - w.max(dim=-1, keepdim=True).values
     p = torch.softmax(w, dim=-1, dtype=w.dtype)[..., :-1]
